@@ -1,0 +1,19 @@
+"""The reference tier: every Flink format as readable Python, one module per family.
+
+Importing this package registers every built-in snapshot class in the default snapshot registry.
+"""
+
+from .arrays import *  # noqa: F403
+from .avro import *  # noqa: F403
+from .base import TypeSerializer
+from .collections import *  # noqa: F403
+from .enums import *  # noqa: F403
+from .pojo import *  # noqa: F403
+from .primitives import *  # noqa: F403
+from .rowdata import *  # noqa: F403
+from .strings import *  # noqa: F403
+from .tuples import *  # noqa: F403
+
+__all__ = ["TypeSerializer"]
+for _m in (arrays, avro, collections, enums, pojo, primitives, rowdata, strings, tuples):  # type: ignore[name-defined] # noqa: F405
+    __all__ += getattr(_m, "__all__", [])
