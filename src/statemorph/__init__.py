@@ -10,8 +10,8 @@ from .errors import (
     IncompatibleSchemaError,
     SnapshotError,
     StateFormatError,
-    StatemorphError,
     StateMigrationError,
+    StatemorphError,
 )
 from .row import Row, RowKind
 from .snapshot import read_versioned_snapshot, write_versioned_snapshot

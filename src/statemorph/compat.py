@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .serializers.base import TypeSerializer
@@ -31,7 +31,7 @@ class SchemaCompatibility:
         self,
         type: CompatibilityType,
         reason: str = "",
-        reconfigured_serializer: Optional[TypeSerializer] = None,
+        reconfigured_serializer: TypeSerializer | None = None,
         plan: Any = None,
     ) -> None:
         self.type = type

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from .compat import CompatibilityType, IntermediateCompatibility, SchemaCompatibility
-from .errors import MalformedDataError, SnapshotError, UnknownSnapshotError, UnsupportedVersionError
+from .errors import MalformedDataError, UnknownSnapshotError, UnsupportedVersionError
 from .io import DataInputDeserializer, DataOutputSerializer
 
 if TYPE_CHECKING:
