@@ -1,0 +1,805 @@
+"""Flink's SQL logical types, a parser for Flink's type syntax and a printer back to it.
+
+Why this exists: Table/SQL state (RowData) has no self-describing bytes; its layout follows
+entirely from the row's logical type. Snapshots store the type as a Flink SQL type string, and
+users write types the same way (``ROW<eventId BIGINT, metadata ROW<...>>``), so the string form
+must round-trip exactly: ``parse_type(t.as_serializable_string()) == t`` and
+``parse_type(str(t)) == t`` for every type.
+
+Types are immutable, hashable dataclasses. Equality follows Flink's ``LogicalType.equals``:
+nullability, every parameter and, for rows, field names and descriptions. (Compatibility
+checks in :mod:`statemorph.migration` are deliberately looser; see there.)
+
+Two printed forms, as in Flink:
+
+- ``str(t)`` / :meth:`LogicalType.as_summary_string`: ``STRING``, ``BYTES``, ``TIMESTAMP_LTZ(3)``;
+- :meth:`LogicalType.as_serializable_string`: ``VARCHAR(2147483647)``, ``VARBINARY(2147483647)``,
+  ``TIMESTAMP(3) WITH LOCAL TIME ZONE``.
+
+Also here: :class:`Timestamp`, the value type for timestamps that need nanoseconds (precision
+above 6), which :class:`datetime.datetime` cannot hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .errors import TypeParseError
+
+MAX_LENGTH = 2147483647
+MAX_DECIMAL_PRECISION = 38
+MAX_TIME_PRECISION = 9
+
+
+# --------------------------------------------------------------------------------------------
+# type classes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogicalType:
+    """Base of every logical type. ``nullable`` is part of the type, as in Flink."""
+
+    nullable: bool = field(default=True, kw_only=True)
+
+    ROOT: ClassVar[str] = ""
+
+    @property
+    def type_root(self) -> str:
+        """Flink's ``LogicalTypeRoot`` name (``INTEGER``, ``VARCHAR``, ``ROW`` ...)."""
+        return self.ROOT
+
+    def copy(self, nullable: bool | None = None) -> LogicalType:
+        """This type, optionally with another nullability (Flink's ``copy(boolean)``)."""
+        return self if nullable is None else dataclasses.replace(self, nullable=nullable)
+
+    def children(self) -> tuple[LogicalType, ...]:
+        return ()
+
+    def _body(self, serializable: bool) -> str:
+        raise NotImplementedError
+
+    def _with_nullability(self, body: str) -> str:
+        return body if self.nullable else body + " NOT NULL"
+
+    def as_serializable_string(self) -> str:
+        """The string Flink's ``asSerializableString`` gives; parses back to an equal type."""
+        return self._with_nullability(self._body(True))
+
+    def as_summary_string(self) -> str:
+        """The string Flink's ``asSummaryString`` / ``toString`` gives (``STRING``, ``BYTES``)."""
+        return self._with_nullability(self._body(False))
+
+    def __str__(self) -> str:
+        return self.as_summary_string()
+
+
+@dataclass(frozen=True)
+class BooleanType(LogicalType):
+    """``BOOLEAN``."""
+
+    ROOT: ClassVar[str] = "BOOLEAN"
+
+    def _body(self, serializable: bool) -> str:
+        return "BOOLEAN"
+
+
+@dataclass(frozen=True)
+class TinyIntType(LogicalType):
+    """``TINYINT``: 1-byte signed integer."""
+
+    ROOT: ClassVar[str] = "TINYINT"
+
+    def _body(self, serializable: bool) -> str:
+        return "TINYINT"
+
+
+@dataclass(frozen=True)
+class SmallIntType(LogicalType):
+    """``SMALLINT``: 2-byte signed integer."""
+
+    ROOT: ClassVar[str] = "SMALLINT"
+
+    def _body(self, serializable: bool) -> str:
+        return "SMALLINT"
+
+
+@dataclass(frozen=True)
+class IntType(LogicalType):
+    """``INT`` (``INTEGER``): 4-byte signed integer."""
+
+    ROOT: ClassVar[str] = "INTEGER"
+
+    def _body(self, serializable: bool) -> str:
+        return "INT"
+
+
+@dataclass(frozen=True)
+class BigIntType(LogicalType):
+    """``BIGINT``: 8-byte signed integer."""
+
+    ROOT: ClassVar[str] = "BIGINT"
+
+    def _body(self, serializable: bool) -> str:
+        return "BIGINT"
+
+
+@dataclass(frozen=True)
+class FloatType(LogicalType):
+    """``FLOAT``: 4-byte IEEE float."""
+
+    ROOT: ClassVar[str] = "FLOAT"
+
+    def _body(self, serializable: bool) -> str:
+        return "FLOAT"
+
+
+@dataclass(frozen=True)
+class DoubleType(LogicalType):
+    """``DOUBLE``: 8-byte IEEE float."""
+
+    ROOT: ClassVar[str] = "DOUBLE"
+
+    def _body(self, serializable: bool) -> str:
+        return "DOUBLE"
+
+
+@dataclass(frozen=True)
+class DateType(LogicalType):
+    """``DATE``: days since 1970-01-01."""
+
+    ROOT: ClassVar[str] = "DATE"
+
+    def _body(self, serializable: bool) -> str:
+        return "DATE"
+
+
+@dataclass(frozen=True)
+class DecimalType(LogicalType):
+    """``DECIMAL(p, s)``; precision ≤ 18 is stored "compact" (unscaled i64)."""
+
+    precision: int = 10
+    scale: int = 0
+    ROOT: ClassVar[str] = "DECIMAL"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.precision <= MAX_DECIMAL_PRECISION:
+            raise ValueError(f"DECIMAL precision must be between 1 and 38, got {self.precision}")
+        if not 0 <= self.scale <= self.precision:
+            raise ValueError(f"DECIMAL scale must be between 0 and the precision {self.precision}, got {self.scale}")
+
+    @property
+    def is_compact(self) -> bool:
+        return self.precision <= 18
+
+    def _body(self, serializable: bool) -> str:
+        return f"DECIMAL({self.precision}, {self.scale})"
+
+
+@dataclass(frozen=True)
+class _LengthType(LogicalType):
+    length: int = 1
+    KEYWORD: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.length <= MAX_LENGTH:
+            raise ValueError(f"{self.KEYWORD} length must be between 1 and {MAX_LENGTH}, got {self.length}")
+
+    def _body(self, serializable: bool) -> str:
+        return f"{self.KEYWORD}({self.length})"
+
+
+@dataclass(frozen=True)
+class CharType(_LengthType):
+    """``CHAR(n)``: a string (stored as UTF-8 StringData, not padded by the serializer)."""
+
+    ROOT: ClassVar[str] = "CHAR"
+    KEYWORD: ClassVar[str] = "CHAR"
+
+
+@dataclass(frozen=True)
+class VarCharType(_LengthType):
+    """``VARCHAR(n)``; ``STRING`` is ``VARCHAR(2147483647)``."""
+
+    ROOT: ClassVar[str] = "VARCHAR"
+    KEYWORD: ClassVar[str] = "VARCHAR"
+
+    def _body(self, serializable: bool) -> str:
+        if not serializable and self.length == MAX_LENGTH:
+            return "STRING"
+        return super()._body(serializable)
+
+
+@dataclass(frozen=True)
+class BinaryType(_LengthType):
+    """``BINARY(n)``: bytes."""
+
+    ROOT: ClassVar[str] = "BINARY"
+    KEYWORD: ClassVar[str] = "BINARY"
+
+
+@dataclass(frozen=True)
+class VarBinaryType(_LengthType):
+    """``VARBINARY(n)``; ``BYTES`` is ``VARBINARY(2147483647)``."""
+
+    ROOT: ClassVar[str] = "VARBINARY"
+    KEYWORD: ClassVar[str] = "VARBINARY"
+
+    def _body(self, serializable: bool) -> str:
+        if not serializable and self.length == MAX_LENGTH:
+            return "BYTES"
+        return super()._body(serializable)
+
+
+@dataclass(frozen=True)
+class _PrecisionType(LogicalType):
+    precision: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.precision <= MAX_TIME_PRECISION:
+            raise ValueError(f"{self.ROOT} precision must be between 0 and 9, got {self.precision}")
+
+
+@dataclass(frozen=True)
+class TimeType(_PrecisionType):
+    """``TIME(p)``: milliseconds of the day (Flink stores only millis whatever ``p`` is)."""
+
+    ROOT: ClassVar[str] = "TIME_WITHOUT_TIME_ZONE"
+
+    def _body(self, serializable: bool) -> str:
+        return f"TIME({self.precision})"
+
+
+@dataclass(frozen=True)
+class TimestampType(_PrecisionType):
+    """``TIMESTAMP(p)`` (without time zone); precision ≤ 3 is stored compact (millis)."""
+
+    precision: int = 6
+    ROOT: ClassVar[str] = "TIMESTAMP_WITHOUT_TIME_ZONE"
+
+    @property
+    def is_compact(self) -> bool:
+        return self.precision <= 3
+
+    def _body(self, serializable: bool) -> str:
+        return f"TIMESTAMP({self.precision})"
+
+
+@dataclass(frozen=True)
+class LocalZonedTimestampType(_PrecisionType):
+    """``TIMESTAMP_LTZ(p)`` = ``TIMESTAMP(p) WITH LOCAL TIME ZONE``: an instant."""
+
+    precision: int = 6
+    ROOT: ClassVar[str] = "TIMESTAMP_WITH_LOCAL_TIME_ZONE"
+
+    @property
+    def is_compact(self) -> bool:
+        return self.precision <= 3
+
+    def _body(self, serializable: bool) -> str:
+        if serializable:
+            return f"TIMESTAMP({self.precision}) WITH LOCAL TIME ZONE"
+        return f"TIMESTAMP_LTZ({self.precision})"
+
+
+@dataclass(frozen=True)
+class ArrayType(LogicalType):
+    """``ARRAY<T>``."""
+
+    element_type: LogicalType = field(default_factory=lambda: IntType())
+    ROOT: ClassVar[str] = "ARRAY"
+
+    def children(self) -> tuple[LogicalType, ...]:
+        return (self.element_type,)
+
+    def _body(self, serializable: bool) -> str:
+        return f"ARRAY<{_fmt(self.element_type, serializable)}>"
+
+
+@dataclass(frozen=True)
+class MultisetType(LogicalType):
+    """``MULTISET<T>``: stored as a map element → INT count."""
+
+    element_type: LogicalType = field(default_factory=lambda: IntType())
+    ROOT: ClassVar[str] = "MULTISET"
+
+    def children(self) -> tuple[LogicalType, ...]:
+        return (self.element_type,)
+
+    def _body(self, serializable: bool) -> str:
+        return f"MULTISET<{_fmt(self.element_type, serializable)}>"
+
+
+@dataclass(frozen=True)
+class MapType(LogicalType):
+    """``MAP<K, V>``."""
+
+    key_type: LogicalType = field(default_factory=lambda: IntType())
+    value_type: LogicalType = field(default_factory=lambda: IntType())
+    ROOT: ClassVar[str] = "MAP"
+
+    def children(self) -> tuple[LogicalType, ...]:
+        return (self.key_type, self.value_type)
+
+    def _body(self, serializable: bool) -> str:
+        return f"MAP<{_fmt(self.key_type, serializable)}, {_fmt(self.value_type, serializable)}>"
+
+
+@dataclass(frozen=True)
+class RowField:
+    """One named field of a row; ``description`` is the optional comment."""
+
+    name: str
+    type: LogicalType
+    description: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"row field names must be non-empty strings, got {self.name!r}")
+        if not isinstance(self.type, LogicalType):
+            raise ValueError(f"row field {self.name!r}: type must be a LogicalType, got {self.type!r}")
+
+    def _fmt(self, serializable: bool) -> str:
+        text = f"{escape_identifier(self.name)} {_fmt(self.type, serializable)}"
+        if self.description is not None:
+            text += f" '{escape_single_quotes(self.description)}'"
+        return text
+
+
+@dataclass(frozen=True)
+class RowType(LogicalType):
+    """``ROW<name T 'comment', ...>``. Field names are unique (case-sensitive)."""
+
+    fields: tuple[RowField, ...] = ()
+    ROOT: ClassVar[str] = "ROW"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fields, tuple):
+            object.__setattr__(self, "fields", tuple(self.fields))
+        seen: set[str] = set()
+        for f in self.fields:
+            if not isinstance(f, RowField):
+                raise ValueError(f"RowType fields must be RowField instances, got {f!r}")
+            if f.name in seen:
+                raise ValueError(f"duplicate row field name {f.name!r}")
+            seen.add(f.name)
+
+    @classmethod
+    def of(cls, *fields: tuple[str, LogicalType] | tuple[str, LogicalType, str | None] | RowField,
+           nullable: bool = True) -> RowType:
+        """``RowType.of(("a", IntType()), ("b", VarCharType(MAX_LENGTH), "comment"))``."""
+        built = [f if isinstance(f, RowField) else RowField(*f) for f in fields]
+        return cls(tuple(built), nullable=nullable)
+
+    @property
+    def field_names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+    @property
+    def field_types(self) -> list[LogicalType]:
+        return [f.type for f in self.fields]
+
+    @property
+    def arity(self) -> int:
+        return len(self.fields)
+
+    def field_index(self, name: str) -> int:
+        """Position of the field called ``name``; -1 when there is none (as in Flink)."""
+        for i, f in enumerate(self.fields):
+            if f.name == name:
+                return i
+        return -1
+
+    def children(self) -> tuple[LogicalType, ...]:
+        return tuple(f.type for f in self.fields)
+
+    def __iter__(self) -> Iterator[RowField]:
+        return iter(self.fields)
+
+    def _body(self, serializable: bool) -> str:
+        return "ROW<" + ", ".join(f._fmt(serializable) for f in self.fields) + ">"
+
+
+def _fmt(t: LogicalType, serializable: bool) -> str:
+    return t.as_serializable_string() if serializable else t.as_summary_string()
+
+
+def escape_identifier(name: str) -> str:
+    """Backquote a name, doubling backquotes inside (Flink's ``EncodingUtils.escapeIdentifier``)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def escape_single_quotes(text: str) -> str:
+    """Double single quotes (Flink's ``EncodingUtils.escapeSingleQuotes``)."""
+    return text.replace("'", "''")
+
+
+# convenient constructors, Flink's DataTypes style
+def STRING(nullable: bool = True) -> VarCharType:  # noqa: N802
+    return VarCharType(MAX_LENGTH, nullable=nullable)
+
+
+def BYTES(nullable: bool = True) -> VarBinaryType:  # noqa: N802
+    return VarBinaryType(MAX_LENGTH, nullable=nullable)
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+# --------------------------------------------------------------------------------------------
+
+_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
+_IDENT_PART = _IDENT_START | frozenset("0123456789")
+_MAX_DEPTH = 200
+
+
+class _Parser:
+    """Recursive-descent parser over the raw text; every error carries the text position."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.depth = 0
+
+    # -- lexing helpers -----------------------------------------------------------------
+    def error(self, message: str, pos: int | None = None) -> TypeParseError:
+        return TypeParseError(message, self.text, self.pos if pos is None else pos)
+
+    def skip_ws(self) -> None:
+        text, pos = self.text, self.pos
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        self.pos = pos
+
+    def peek_word(self) -> str:
+        """The next bare word (upper-cased) without consuming it; "" if none."""
+        self.skip_ws()
+        end = self.pos
+        while end < len(self.text) and self.text[end] in _IDENT_PART:
+            end += 1
+        return self.text[self.pos:end].upper()
+
+    def word(self) -> str:
+        w = self.peek_word()
+        self.pos += len(w)
+        return w
+
+    def accept_word(self, expected: str) -> bool:
+        if self.peek_word() == expected:
+            self.pos += len(expected)
+            return True
+        return False
+
+    def expect_word(self, expected: str) -> None:
+        if not self.accept_word(expected):
+            found = self.peek_word() or self._describe_next()
+            raise self.error(f"expected {expected}, found {found}")
+
+    def peek_char(self) -> str:
+        self.skip_ws()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def accept_char(self, c: str) -> bool:
+        if self.peek_char() == c:
+            self.pos += 1
+            return True
+        return False
+
+    def expect_char(self, c: str) -> None:
+        if not self.accept_char(c):
+            raise self.error(f"expected '{c}', found {self._describe_next()}")
+
+    def _describe_next(self) -> str:
+        self.skip_ws()
+        if self.pos >= len(self.text):
+            return "end of input"
+        return repr(self.text[self.pos])
+
+    def integer(self, what: str) -> int:
+        self.skip_ws()
+        start = self.pos
+        while self.pos < len(self.text) and self.text[self.pos].isdigit() and self.text[self.pos].isascii():
+            self.pos += 1
+        if start == self.pos:
+            raise self.error(f"expected {what} (an integer), found {self._describe_next()}")
+        digits = self.text[start:self.pos]
+        if len(digits) > 10 or int(digits) > MAX_LENGTH:
+            raise self.error(f"{what} {digits} is too large", start)
+        return int(digits)
+
+    # -- grammar --------------------------------------------------------------------------
+    def parse_all(self) -> LogicalType:
+        t = self.parse_type()
+        self.skip_ws()
+        if self.pos != len(self.text):
+            raise self.error(f"unexpected {self._describe_next()} after the type")
+        return t
+
+    def parse_type(self) -> LogicalType:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise self.error(f"type nested deeper than {_MAX_DEPTH} levels")
+        try:
+            start = self.pos
+            t = self.parse_base(start)
+            if self.accept_word("NOT"):
+                self.expect_word("NULL")
+                t = t.copy(nullable=False)
+            elif self.accept_word("NULL"):
+                t = t.copy(nullable=True)
+            return t
+        finally:
+            self.depth -= 1
+
+    def optional_params(self, count: int, what: tuple[str, ...]) -> list[int] | None:
+        """``(a)`` or ``(a, b)`` up to ``count`` integers, or None when there is no ``(``."""
+        if not self.accept_char("("):
+            return None
+        values = [self.integer(what[0])]
+        while len(values) < count and self.accept_char(","):
+            values.append(self.integer(what[len(values)]))
+        self.expect_char(")")
+        return values
+
+    def build(self, pos: int, factory: Any, *args: Any) -> LogicalType:
+        try:
+            return factory(*args)  # type: ignore[no-any-return]
+        except ValueError as e:
+            raise self.error(str(e), pos) from None
+
+    def parse_base(self, start: int) -> LogicalType:
+        self.skip_ws()
+        start = self.pos
+        kw = self.word()
+        if not kw:
+            raise self.error(f"expected a type, found {self._describe_next()}")
+        simple = _SIMPLE_KEYWORDS.get(kw)
+        if simple is not None:
+            if kw == "DOUBLE":
+                self.accept_word("PRECISION")
+            return simple()
+        if kw in ("DECIMAL", "DEC", "NUMERIC"):
+            dec = self.optional_params(2, ("precision", "scale")) or [10]
+            return self.build(start, DecimalType, dec[0], dec[1] if len(dec) > 1 else 0)
+        if kw in ("CHAR", "CHARACTER", "VARCHAR", "BINARY", "VARBINARY"):
+            cls: type[_LengthType] = {"CHAR": CharType, "CHARACTER": CharType, "VARCHAR": VarCharType,
+                                      "BINARY": BinaryType, "VARBINARY": VarBinaryType}[kw]
+            if cls in (CharType, BinaryType) and self.accept_word("VARYING"):
+                cls = VarCharType if cls is CharType else VarBinaryType
+            params = self.optional_params(1, ("length",))
+            return self.build(start, cls, params[0] if params else 1)
+        if kw == "STRING":
+            return VarCharType(MAX_LENGTH)
+        if kw == "BYTES":
+            return VarBinaryType(MAX_LENGTH)
+        if kw == "TIME":
+            params = self.optional_params(1, ("precision",))
+            self._without_time_zone()
+            return self.build(start, TimeType, params[0] if params else 0)
+        if kw in ("TIMESTAMP", "TIMESTAMP_LTZ"):
+            params = self.optional_params(1, ("precision",))
+            precision = params[0] if params else 6
+            if kw == "TIMESTAMP_LTZ":
+                return self.build(start, LocalZonedTimestampType, precision)
+            if self.peek_word() == "WITH":
+                wpos = self.pos
+                self.word()
+                if self.accept_word("LOCAL"):
+                    self.expect_word("TIME")
+                    self.expect_word("ZONE")
+                    return self.build(start, LocalZonedTimestampType, precision)
+                raise self.error("TIMESTAMP WITH TIME ZONE is not supported by Flink's runtime", wpos)
+            self._without_time_zone()
+            return self.build(start, TimestampType, precision)
+        if kw in ("ARRAY", "MULTISET"):
+            self.expect_char("<")
+            element = self.parse_type()
+            self.expect_char(">")
+            return ArrayType(element) if kw == "ARRAY" else MultisetType(element)
+        if kw == "MAP":
+            self.expect_char("<")
+            key = self.parse_type()
+            self.expect_char(",")
+            value = self.parse_type()
+            self.expect_char(">")
+            return MapType(key, value)
+        if kw == "ROW":
+            return self.parse_row(start)
+        raise self.error(f"unknown type {self.text[start:self.pos]!r}", start)
+
+    def _without_time_zone(self) -> None:
+        if self.peek_word() == "WITHOUT":
+            self.word()
+            self.expect_word("TIME")
+            self.expect_word("ZONE")
+
+    def parse_row(self, start: int) -> RowType:
+        if self.accept_char("<"):
+            close = ">"
+        elif self.accept_char("("):
+            close = ")"
+        else:
+            raise self.error(f"expected '<' or '(' after ROW, found {self._describe_next()}")
+        fields: list[RowField] = []
+        names: set[str] = set()
+        if not self.accept_char(close):
+            while True:
+                self.skip_ws()
+                npos = self.pos
+                name = self.identifier()
+                if name in names:
+                    raise self.error(f"duplicate row field name {name!r}", npos)
+                names.add(name)
+                ftype = self.parse_type()
+                description = self.string_literal() if self.peek_char() == "'" else None
+                fields.append(RowField(name, ftype, description))
+                if self.accept_char(close):
+                    break
+                self.expect_char(",")
+        return RowType(tuple(fields))
+
+    def identifier(self) -> str:
+        self.skip_ws()
+        text, start = self.text, self.pos
+        if start < len(text) and text[start] == "`":
+            out: list[str] = []
+            pos = start + 1
+            while True:
+                end = text.find("`", pos)
+                if end < 0:
+                    raise self.error("unterminated `quoted` identifier", start)
+                out.append(text[pos:end])
+                if end + 1 < len(text) and text[end + 1] == "`":
+                    out.append("`")
+                    pos = end + 2
+                    continue
+                self.pos = end + 1
+                name = "".join(out)
+                if not name:
+                    raise self.error("empty field name", start)
+                return name
+        if start >= len(text) or text[start] not in _IDENT_START:
+            raise self.error(f"expected a field name, found {self._describe_next()}")
+        end = start
+        while end < len(text) and text[end] in _IDENT_PART:
+            end += 1
+        self.pos = end
+        return text[start:end]
+
+    def string_literal(self) -> str:
+        self.skip_ws()
+        text, start = self.text, self.pos
+        out: list[str] = []
+        pos = start + 1
+        while True:
+            end = text.find("'", pos)
+            if end < 0:
+                raise self.error("unterminated 'string' literal", start)
+            out.append(text[pos:end])
+            if end + 1 < len(text) and text[end + 1] == "'":
+                out.append("'")
+                pos = end + 2
+                continue
+            self.pos = end + 1
+            return "".join(out)
+
+
+_SIMPLE_KEYWORDS: dict[str, type[LogicalType]] = {
+    "BOOLEAN": BooleanType,
+    "TINYINT": TinyIntType,
+    "SMALLINT": SmallIntType,
+    "INT": IntType,
+    "INTEGER": IntType,
+    "BIGINT": BigIntType,
+    "FLOAT": FloatType,
+    "DOUBLE": DoubleType,
+    "DATE": DateType,
+}
+
+
+def parse_type(text: str | LogicalType) -> LogicalType:
+    """Parse Flink's SQL type syntax (keywords case-insensitive). A LogicalType passes through.
+
+    Raises :class:`TypeParseError` pointing at the offending position.
+    """
+    if isinstance(text, LogicalType):
+        return text
+    if not isinstance(text, str):
+        raise TypeParseError(f"a type must be a string or LogicalType, got {type(text).__name__}")
+    return _Parser(text).parse_all()
+
+
+def parse_row_type(text: str | LogicalType) -> RowType:
+    """Like :func:`parse_type` but the result must be a ROW."""
+    t = parse_type(text)
+    if not isinstance(t, RowType):
+        raise TypeParseError(f"expected a ROW type, got {t}")
+    return t
+
+
+# --------------------------------------------------------------------------------------------
+# timestamp values with nanoseconds
+# --------------------------------------------------------------------------------------------
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+_EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+@dataclass(frozen=True, order=True)
+class Timestamp:
+    """Flink's ``TimestampData``: epoch milliseconds plus nanoseconds within the millisecond
+    (0..999999). Needed because :class:`datetime.datetime` stops at microseconds while
+    TIMESTAMP(7..9) keeps nanoseconds. For TIMESTAMP the epoch is a local date-time at UTC
+    offset zero; for TIMESTAMP_LTZ it is an instant."""
+
+    millis: int
+    nano_of_millisecond: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.millis, int) or not isinstance(self.nano_of_millisecond, int):
+            raise TypeError("Timestamp fields are integers")
+        if not -(1 << 63) <= self.millis < (1 << 63):
+            raise ValueError(f"Timestamp millis {self.millis} does not fit in 64 bits")
+        if not 0 <= self.nano_of_millisecond <= 999_999:
+            raise ValueError(f"nano_of_millisecond must be 0..999999, got {self.nano_of_millisecond}")
+
+    @classmethod
+    def from_datetime(cls, value: _dt.datetime) -> Timestamp:
+        """Naive datetimes count from the naive epoch, aware ones as instants."""
+        delta = value - (_EPOCH_UTC if value.tzinfo is not None else _EPOCH)
+        micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+        millis, micro_rest = divmod(micros, 1000)
+        return cls(millis, micro_rest * 1000)
+
+    @classmethod
+    def from_epoch_nanos(cls, nanos: int) -> Timestamp:
+        millis, rest = divmod(nanos, 1_000_000)
+        return cls(millis, rest)
+
+    @property
+    def epoch_nanos(self) -> int:
+        return self.millis * 1_000_000 + self.nano_of_millisecond
+
+    def to_datetime(self, tz: _dt.tzinfo | None = None) -> _dt.datetime:
+        """Naive (``tz=None``) or aware datetime; sub-microsecond nanoseconds are dropped."""
+        delta = _dt.timedelta(milliseconds=self.millis, microseconds=self.nano_of_millisecond // 1000)
+        if tz is None:
+            return _EPOCH + delta
+        return (_EPOCH_UTC + delta).astimezone(tz)
+
+
+__all__ = [
+    "ArrayType",
+    "BigIntType",
+    "BinaryType",
+    "BooleanType",
+    "BYTES",
+    "CharType",
+    "DateType",
+    "DecimalType",
+    "DoubleType",
+    "FloatType",
+    "IntType",
+    "LocalZonedTimestampType",
+    "LogicalType",
+    "MapType",
+    "MAX_LENGTH",
+    "MultisetType",
+    "RowField",
+    "RowType",
+    "SmallIntType",
+    "STRING",
+    "TimeType",
+    "Timestamp",
+    "TimestampType",
+    "TinyIntType",
+    "VarBinaryType",
+    "VarCharType",
+    "escape_identifier",
+    "escape_single_quotes",
+    "parse_row_type",
+    "parse_type",
+]
