@@ -1,1 +1,316 @@
-"""(in progress)"""
+"""Flink's fixed-width primitive serializers (``org.apache.flink.api.common.typeutils.base``).
+
+Each writes the ``java.io.DataOutput`` form of one Java primitive, big-endian. Python ints are
+unbounded and Python floats are doubles, so every writer *range-checks* first: Java would never
+see a 2**40 ``int``, and silently masking it would write a different value than the user holds.
+None is rejected (Java throws an NPE); ``NullableSerializer`` is the way to store nulls.
+
+The snapshots are Flink's ``XxxSerializer$XxxSerializerSnapshot`` classes (Simple, version 3,
+empty content), so our snapshot bytes equal Flink's.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from typing import Any, ClassVar
+
+from ..errors import SerializationError
+from ..io import DataInputDeserializer, DataOutputSerializer
+from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
+from .base import TypeSerializer
+
+_BASE = "org.apache.flink.api.common.typeutils.base."
+_F32 = struct.Struct(">f")
+_F32_MAX = 3.4028234663852886e38  # Float.MAX_VALUE; anything finite and larger overflows
+
+
+def _reject(serializer: TypeSerializer[Any], value: Any, why: str) -> SerializationError:
+    return SerializationError(f"{type(serializer).__name__} cannot write {value!r}: {why}")
+
+
+class _IntegralSerializer(TypeSerializer[int]):
+    """Shared range check for the signed two's-complement integer types."""
+
+    BITS: ClassVar[int]
+    JAVA: ClassVar[str]
+
+    def _check(self, value: Any) -> int:
+        if value is None:
+            raise _reject(self, value, f"a Java {self.JAVA} cannot be null (wrap it in NullableSerializer)")
+        try:
+            v = operator.index(value)
+        except TypeError:
+            raise _reject(self, value, f"expected an int for a Java {self.JAVA}, got {type(value).__name__}") from None
+        limit = 1 << (self.BITS - 1)
+        if not -limit <= v < limit:
+            raise _reject(self, value, f"out of range for a Java {self.JAVA} [{-limit}, {limit - 1}]")
+        return v
+
+    def get_length(self) -> int:
+        return self.BITS // 8
+
+    def is_immutable_type(self) -> bool:
+        return True
+
+    def copy(self, value: int) -> int:
+        return value
+
+
+class BooleanSerializer(TypeSerializer[bool]):
+    """``writeBoolean``: ``01``/``00``; any non-zero byte reads as true, as in Flink."""
+
+    def serialize(self, value: bool, out: DataOutputSerializer) -> None:
+        if value is True or value is False:
+            out.write_boolean(value)
+            return
+        if value is None:
+            raise _reject(self, value, "a Java boolean cannot be null (wrap it in NullableSerializer)")
+        # numpy.bool_ and the ints 0/1 are unambiguous; anything else (floats, strings) is a bug
+        if type(value).__name__ == "bool_" or (isinstance(value, int) and value in (0, 1)):
+            out.write_boolean(bool(value))
+            return
+        raise _reject(self, value, f"expected a bool, got {type(value).__name__}")
+
+    def deserialize(self, src: DataInputDeserializer) -> bool:
+        return src.read_boolean()
+
+    def get_length(self) -> int:
+        return 1
+
+    def is_immutable_type(self) -> bool:
+        return True
+
+    def copy(self, value: bool) -> bool:
+        return value
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return BooleanSerializerSnapshot()
+
+
+class ByteSerializer(_IntegralSerializer):
+    BITS = 8
+    JAVA = "byte"
+
+    def serialize(self, value: int, out: DataOutputSerializer) -> None:
+        out.write_byte(self._check(value))
+
+    def deserialize(self, src: DataInputDeserializer) -> int:
+        return src.read_byte()
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return ByteSerializerSnapshot()
+
+
+class ShortSerializer(_IntegralSerializer):
+    BITS = 16
+    JAVA = "short"
+
+    def serialize(self, value: int, out: DataOutputSerializer) -> None:
+        out.write_short(self._check(value))
+
+    def deserialize(self, src: DataInputDeserializer) -> int:
+        return src.read_short()
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return ShortSerializerSnapshot()
+
+
+class IntSerializer(_IntegralSerializer):
+    BITS = 32
+    JAVA = "int"
+
+    def serialize(self, value: int, out: DataOutputSerializer) -> None:
+        out.write_int(self._check(value))
+
+    def deserialize(self, src: DataInputDeserializer) -> int:
+        return src.read_int()
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return IntSerializerSnapshot()
+
+
+class LongSerializer(_IntegralSerializer):
+    BITS = 64
+    JAVA = "long"
+
+    def serialize(self, value: int, out: DataOutputSerializer) -> None:
+        out.write_long(self._check(value))
+
+    def deserialize(self, src: DataInputDeserializer) -> int:
+        return src.read_long()
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return LongSerializerSnapshot()
+
+
+def check_float(serializer: TypeSerializer[Any], value: Any, single: bool) -> float:
+    """A Python number as the Java float/double it will become. Finite values beyond the float
+    range are refused (Java's cast would turn them into infinity without telling anyone)."""
+    if value is None:
+        raise _reject(serializer, value, "a Java floating-point primitive cannot be null")
+    if isinstance(value, (bool, str, bytes)):
+        raise _reject(serializer, value, f"expected a float, got {type(value).__name__}")
+    try:
+        f = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _reject(serializer, value, f"expected a float, got {type(value).__name__}") from None
+    if single and abs(f) > _F32_MAX and f != float("inf") and f != float("-inf"):
+        # values that round to Float.MAX_VALUE are fine; struct decides exactly
+        try:
+            _F32.pack(f)
+        except OverflowError:
+            raise _reject(serializer, value, "out of range for a Java float") from None
+    return f
+
+
+class FloatSerializer(TypeSerializer[float]):
+    """``writeFloat``: IEEE single, big-endian, every NaN canonicalised to ``7FC00000``."""
+
+    def serialize(self, value: float, out: DataOutputSerializer) -> None:
+        out.write_float(check_float(self, value, True))
+
+    def deserialize(self, src: DataInputDeserializer) -> float:
+        return src.read_float()
+
+    def get_length(self) -> int:
+        return 4
+
+    def is_immutable_type(self) -> bool:
+        return True
+
+    def copy(self, value: float) -> float:
+        return value
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return FloatSerializerSnapshot()
+
+
+class DoubleSerializer(TypeSerializer[float]):
+    """``writeDouble``: IEEE double, big-endian, NaN canonicalised to ``7FF8000000000000``."""
+
+    def serialize(self, value: float, out: DataOutputSerializer) -> None:
+        out.write_double(check_float(self, value, False))
+
+    def deserialize(self, src: DataInputDeserializer) -> float:
+        return src.read_double()
+
+    def get_length(self) -> int:
+        return 8
+
+    def is_immutable_type(self) -> bool:
+        return True
+
+    def copy(self, value: float) -> float:
+        return value
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return DoubleSerializerSnapshot()
+
+
+def check_char(serializer: TypeSerializer[Any], value: Any) -> int:
+    """A Java ``char`` is one UTF-16 code unit: a 1-character str below U+10000 (lone surrogates
+    included, as Java allows them). An int code unit is accepted too."""
+    if isinstance(value, str):
+        if len(value) == 1 and ord(value) < 0x10000:
+            return ord(value)
+        why = ("a supplementary character needs two UTF-16 units" if len(value) == 1
+               else f"expected one character, got {len(value)}")
+        raise _reject(serializer, value, why)
+    if value is None:
+        raise _reject(serializer, value, "a Java char cannot be null (wrap it in NullableSerializer)")
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0xFFFF:
+        return value
+    raise _reject(serializer, value, "expected a 1-character str (one UTF-16 code unit)")
+
+
+class CharSerializer(TypeSerializer[str]):
+    """``writeChar``: one UTF-16 code unit, big-endian. Values are 1-character strings."""
+
+    def serialize(self, value: str, out: DataOutputSerializer) -> None:
+        out.write_short(check_char(self, value))
+
+    def deserialize(self, src: DataInputDeserializer) -> str:
+        return chr(src.read_char())
+
+    def get_length(self) -> int:
+        return 2
+
+    def is_immutable_type(self) -> bool:
+        return True
+
+    def copy(self, value: str) -> str:
+        return value
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return CharSerializerSnapshot()
+
+
+@register_snapshot()
+class BooleanSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "BooleanSerializer$BooleanSerializerSnapshot"
+    SERIALIZER = BooleanSerializer
+
+
+@register_snapshot()
+class ByteSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "ByteSerializer$ByteSerializerSnapshot"
+    SERIALIZER = ByteSerializer
+
+
+@register_snapshot()
+class ShortSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "ShortSerializer$ShortSerializerSnapshot"
+    SERIALIZER = ShortSerializer
+
+
+@register_snapshot()
+class IntSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "IntSerializer$IntSerializerSnapshot"
+    SERIALIZER = IntSerializer
+
+
+@register_snapshot()
+class LongSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "LongSerializer$LongSerializerSnapshot"
+    SERIALIZER = LongSerializer
+
+
+@register_snapshot()
+class FloatSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "FloatSerializer$FloatSerializerSnapshot"
+    SERIALIZER = FloatSerializer
+
+
+@register_snapshot()
+class DoubleSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "DoubleSerializer$DoubleSerializerSnapshot"
+    SERIALIZER = DoubleSerializer
+
+
+@register_snapshot()
+class CharSerializerSnapshot(SimpleTypeSerializerSnapshot):
+    IDENTIFIER = _BASE + "CharSerializer$CharSerializerSnapshot"
+    SERIALIZER = CharSerializer
+
+
+__all__ = [
+    "BooleanSerializer",
+    "BooleanSerializerSnapshot",
+    "ByteSerializer",
+    "ByteSerializerSnapshot",
+    "CharSerializer",
+    "CharSerializerSnapshot",
+    "DoubleSerializer",
+    "DoubleSerializerSnapshot",
+    "FloatSerializer",
+    "FloatSerializerSnapshot",
+    "IntSerializer",
+    "IntSerializerSnapshot",
+    "LongSerializer",
+    "LongSerializerSnapshot",
+    "ShortSerializer",
+    "ShortSerializerSnapshot",
+    "check_char",
+    "check_float",
+]
