@@ -276,8 +276,8 @@ class RowSerializer(TypeSerializer[Row]):
                 except StatemorphError as e:
                     raise add_field_context(e, self.label(i)) from None
 
-    def _read_mask(self, src: DataInputDeserializer) -> tuple[int, int]:
-        """Read the mask; returns (mask as an int MSB-first over L bits, kind)."""
+    def _read_mask(self, src: DataInputDeserializer) -> tuple[bytes, int, int]:
+        """Read the mask; returns (its bytes, the mask as an int MSB-first over L bits, kind)."""
         start = src.position
         raw = src.read_fully(self._mask_len, "row null mask")
         n = self.arity + self._offset
@@ -292,10 +292,10 @@ class RowSerializer(TypeSerializer[Row]):
         kind = 0
         if self.supports_row_kind:
             kind = ((acc >> (n - 1)) & 1) | (((acc >> (n - 2)) & 1) << 1)
-        return acc, kind
+        return raw, acc, kind
 
     def deserialize(self, src: DataInputDeserializer) -> Row:
-        acc, kind = self._read_mask(src)
+        _, acc, kind = self._read_mask(src)
         values: list[Any] = []
         top = self.arity - 1
         for i, ser in enumerate(self.field_serializers):
@@ -309,9 +309,8 @@ class RowSerializer(TypeSerializer[Row]):
         return Row(values, RowKind(kind))
 
     def copy_bytes(self, src: DataInputDeserializer, out: DataOutputSerializer) -> None:
-        start = src.position
-        acc, _ = self._read_mask(src)
-        out.write(_slice(src, start))
+        raw, acc, _ = self._read_mask(src)
+        out.write(raw)
         top = self.arity - 1
         for i, ser in enumerate(self.field_serializers):
             if not (acc >> (top - i)) & 1:
@@ -338,11 +337,6 @@ class RowSerializer(TypeSerializer[Row]):
         return (
             f"RowSerializer({list(self.field_serializers)!r}, supports_row_kind={self.supports_row_kind}{names})"
         )
-
-
-def _slice(src: DataInputDeserializer, start: int) -> bytes:
-    """The bytes ``src`` consumed since ``start`` (for byte-level copies)."""
-    return src._data[start : src.position]  # noqa: SLF001 - same package, read-only view
 
 
 @register_snapshot()
