@@ -167,7 +167,8 @@ def test_nullable_padding_change_is_incompatible_with_reason():
     r = resolve(NullableSerializer(IntSerializer(), True), NullableSerializer(IntSerializer(), False))
     assert r.is_incompatible()
     assert "padding" in r.reason and "4" in r.reason
-    assert resolve(NullableSerializer(IntSerializer(), True), NullableSerializer(IntSerializer(), True)).is_compatible_as_is()
+    padded = NullableSerializer(IntSerializer(), True)
+    assert resolve(padded, NullableSerializer(IntSerializer(), True)).is_compatible_as_is()
     r = resolve(NullableSerializer(IntSerializer()), NullableSerializer(LongSerializer()))
     assert r.is_incompatible() and r.reason.startswith("value: ")
 
