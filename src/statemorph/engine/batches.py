@@ -1,0 +1,344 @@
+"""Per-batch column transforms shared by the local engine, the Spark engine and user pipelines.
+
+Why a class and not a closure: Spark ships the function to executor processes. A
+:class:`ColumnMigrator` / :class:`ColumnDecoder` pickles as *snapshot bytes* (Flink's
+``writeVersionedSnapshot`` form) and rebuilds its serializers on the executor through the snapshot
+registry, so executors need no user classes and no Python objects from the driver beyond bytes.
+Rebuilt serializers are cached per process, so a task pays for planning once, not per batch.
+
+Every transform accepts what Spark and pyarrow hand over: ``binary`` or ``large_binary`` columns,
+sliced batches, read-only buffers, batches of any size (including empty ones), and keeps the
+column's original Arrow type in its output so the output schema is stable.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import StatemorphError
+from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
+
+BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
+ON_ERROR = ("raise", "null")
+
+
+def snapshot_bytes(obj: Any) -> bytes:
+    """Versioned snapshot bytes of a snapshot, a serializer (its configuration) or bytes as they are."""
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes(obj)
+    if isinstance(obj, TypeSerializerSnapshot):
+        return write_versioned_snapshot(obj)
+    snap = getattr(obj, "snapshot_configuration", None)
+    if snap is None:
+        raise TypeError(f"expected a TypeSerializer, a TypeSerializerSnapshot or snapshot bytes, "
+                        f"got {type(obj).__name__}")
+    return write_versioned_snapshot(snap())
+
+
+@functools.lru_cache(maxsize=64)
+def _snapshot(data: bytes) -> TypeSerializerSnapshot:
+    return read_versioned_snapshot(data)
+
+
+@functools.lru_cache(maxsize=64)
+def _serializer(data: bytes) -> Any:
+    return _snapshot(data).restore_serializer()
+
+
+def _column_index(schema: pa.Schema, column: str) -> int:
+    i = schema.get_field_index(column)
+    if i < 0:
+        raise StatemorphError(f"batch has no column {column!r} (columns: {', '.join(schema.names)})")
+    return i
+
+
+def _as_binary(arr: pa.Array, column: str) -> pa.Array:
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        return arr
+    if pa.types.is_fixed_size_binary(arr.type) or pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        return arr.cast(pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary())
+    raise StatemorphError(f"column {column!r} must be binary or large_binary, got {arr.type}")
+
+
+class _ColumnTransform:
+    """Replace one column of each batch with ``self.transform(column_array)``."""
+
+    column: str
+
+    def transform(self, arr: pa.Array) -> pa.Array:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def output_type(self, input_type: pa.DataType) -> pa.DataType:
+        return input_type
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if isinstance(batch, pa.Table):
+            batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist(
+                [], schema=batch.schema)
+        i = _column_index(batch.schema, self.column)
+        arr = _as_binary(batch.column(i), self.column)
+        out = self.transform(arr)
+        field = batch.schema.field(i)
+        want = self.output_type(field.type)
+        if out.type != want:
+            out = out.cast(want)
+        return batch.set_column(i, field.with_type(want), out)
+
+    def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The ``mapInArrow`` form: an iterator of record batches in, one out per batch."""
+        for b in batches:
+            yield self(b)
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        i = _column_index(schema, self.column)
+        f = schema.field(i)
+        return schema.set(i, f.with_type(self.output_type(f.type)))
+
+
+class ColumnMigrator(_ColumnTransform):
+    """Rewrites a binary column from the prior schema (old snapshot) to a new serializer's schema,
+    through the bulk kernels (:func:`statemorph.arrow.migrate`). Nulls stay null."""
+
+    def __init__(self, prior_snapshot: Any, new_serializer: Any, column: str = "value", *,
+                 threads: int = 1, on_error: str = "raise") -> None:
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        self.prior = snapshot_bytes(prior_snapshot)
+        self.new = snapshot_bytes(new_serializer)
+        self._new_serializer = new_serializer if not isinstance(new_serializer, (bytes, TypeSerializerSnapshot)) \
+            else None
+        self.column = column
+        self.threads = threads
+        self.on_error = on_error
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_new_serializer"] = None  # executors rebuild it from the snapshot bytes
+        return d
+
+    def new_serializer(self) -> Any:
+        return self._new_serializer if self._new_serializer is not None else _serializer(self.new)
+
+    def transform(self, arr: pa.Array) -> pa.Array:
+        from .. import arrow
+
+        if len(arr) == 0:
+            return arr
+        return arrow.migrate(arr, _snapshot(self.prior), self.new_serializer(), threads=self.threads,
+                             on_error=self.on_error)
+
+
+class IdentityTransform(_ColumnTransform):
+    """The same pipeline with the migration replaced by a copy of the column (benchmark baseline)."""
+
+    def __init__(self, column: str = "value") -> None:
+        self.column = column
+
+    def transform(self, arr: pa.Array) -> pa.Array:
+        return pa.concat_arrays([arr]) if len(arr) else arr
+
+
+class ColumnDecoder(_ColumnTransform):
+    """Replaces a binary column with its decoded values as a typed Arrow column
+    (:func:`statemorph.arrow.decode`): a struct for rows, numbers, strings, lists, maps."""
+
+    def __init__(self, serializer: Any, column: str = "value", *, threads: int = 1, on_error: str = "raise") -> None:
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        self.ser = snapshot_bytes(serializer)
+        self._serializer = serializer if not isinstance(serializer, (bytes, TypeSerializerSnapshot)) else None
+        self.column = column
+        self.threads = threads
+        self.on_error = on_error
+        self._type: pa.DataType | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_serializer"] = None
+        return d
+
+    def serializer(self) -> Any:
+        return self._serializer if self._serializer is not None else _serializer(self.ser)
+
+    def value_type(self) -> pa.DataType:
+        """The Arrow type of decoded values (what the serializer's values map to)."""
+        if self._type is None:
+            from .. import arrow
+
+            self._type = arrow.decode(pa.array([], pa.binary()), self.serializer()).type
+        return self._type
+
+    def output_type(self, input_type: pa.DataType) -> pa.DataType:
+        return self.value_type()
+
+    def transform(self, arr: pa.Array) -> pa.Array:
+        from .. import arrow
+
+        return arrow.decode(arr, self.serializer(), threads=self.threads, on_error=self.on_error)
+
+
+__all__ = ["BatchFn", "ColumnDecoder", "ColumnMigrator", "IdentityTransform", "snapshot_bytes"]
+
+
+# -- whole-state encoders and decoders (the State Processor read / bootstrap paths) -----------------
+
+def _is_void_namespace(snapshot_data: bytes) -> bool:
+    return type(_serializer(snapshot_data)).__name__ == "VoidNamespaceSerializer"
+
+
+class StateDecoder:
+    """Savepoint state batch (binary columns) → typed batch: ``key``, ``namespace`` (omitted for
+    non-windowed state), ``user_key`` (map state), ``index`` (list state) and the value: one
+    ``value`` column, or, for row values with ``flatten=True``, one column per row field."""
+
+    def __init__(self, key_serializer: Any, value_serializer: Any, *, namespace_serializer: Any = None,
+                 user_key_serializer: Any = None, flatten: bool = True, threads: int = 1,
+                 on_error: str = "raise") -> None:
+        self.key = ColumnDecoder(key_serializer, "key", threads=threads, on_error=on_error)
+        self.value = ColumnDecoder(value_serializer, "value", threads=threads, on_error=on_error)
+        ns = snapshot_bytes(namespace_serializer) if namespace_serializer is not None else None
+        self.namespace = ColumnDecoder(ns, "namespace", threads=threads, on_error=on_error) \
+            if ns is not None and not _is_void_namespace(ns) else None
+        self.user_key = ColumnDecoder(user_key_serializer, "user_key", threads=threads, on_error=on_error) \
+            if user_key_serializer is not None else None
+        self.flatten = flatten
+
+    @classmethod
+    def for_state(cls, meta: Any, **kw: Any) -> StateDecoder:
+        """From a state's metadata (its recorded snapshots)."""
+        return cls(meta.snapshot_bytes("key_serializer"), meta.snapshot_bytes("value_serializer"),
+                   namespace_serializer=meta.snapshot_bytes("namespace_serializer"),
+                   user_key_serializer=meta.user_key_serializer, **kw)
+
+    def _parts(self) -> list[tuple[str, ColumnDecoder]]:
+        parts = [("key", self.key)]
+        if self.namespace is not None:
+            parts.append(("namespace", self.namespace))
+        if self.user_key is not None:
+            parts.append(("user_key", self.user_key))
+        return parts
+
+    def output_schema(self, has_index: bool = False) -> pa.Schema:
+        fields = [pa.field(name, dec.value_type()) for name, dec in self._parts()]
+        if has_index:
+            fields.append(pa.field("index", pa.int32()))
+        vt = self.value.value_type()
+        if self.flatten and pa.types.is_struct(vt):
+            taken = {f.name for f in fields}
+            for i in range(vt.num_fields):
+                f = vt.field(i)
+                name = f.name if f.name not in taken else f"value_{f.name}"
+                fields.append(pa.field(name, f.type))
+        else:
+            fields.append(pa.field("value", vt))
+        return pa.schema(fields)
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        has_index = batch.schema.get_field_index("index") >= 0
+        schema = self.output_schema(has_index)
+        cols: list[pa.Array] = []
+        for name, dec in self._parts():
+            cols.append(dec.transform(_as_binary(batch.column(name), name)))
+        if has_index:
+            cols.append(batch.column("index").cast(pa.int32()))
+        value = self.value.transform(_as_binary(batch.column("value"), "value"))
+        if self.flatten and pa.types.is_struct(value.type):
+            if isinstance(value, pa.ChunkedArray):
+                value = value.combine_chunks()
+            struct: pa.StructArray = value
+            for i in range(struct.type.num_fields):
+                child = struct.field(i)
+                if struct.null_count:
+                    child = pc.if_else(struct.is_null(), pa.scalar(None, child.type), child)
+                cols.append(child)
+        else:
+            cols.append(value)
+        cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols]
+        cols = [c if c.type == f.type else c.cast(f.type) for c, f in zip(cols, schema, strict=True)]
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            yield self(b)
+
+
+class StateEncoder:
+    """Typed batch → savepoint state batch (the bootstrap path): encodes the key column (and its
+    key group, computed as Flink does), the namespace (VoidNamespace), the user key (map state),
+    and the value from one column or, for row serializers, from several columns gathered into a row.
+    """
+
+    def __init__(self, key_serializer: Any, value_serializer: Any, *, max_parallelism: int,
+                 kind: str = "value", key: str = "key", value: str | list[str] = "value",
+                 user_key_serializer: Any = None, user_key: str = "user_key", index: str = "index",
+                 threads: int = 1) -> None:
+        if kind not in ("value", "list", "map"):
+            raise ValueError(f"kind must be value, list or map, got {kind!r}")
+        if (kind == "map") != (user_key_serializer is not None):
+            raise ValueError("a user key serializer is required for map state and only for it")
+        self.key_ser = snapshot_bytes(key_serializer)
+        self.value_ser = snapshot_bytes(value_serializer)
+        self.user_key_ser = snapshot_bytes(user_key_serializer) if user_key_serializer is not None else None
+        self._local = {"key": key_serializer, "value": value_serializer, "user_key": user_key_serializer}
+        self.max_parallelism = max_parallelism
+        self.kind = kind
+        self.key_col, self.value_cols, self.user_key_col, self.index_col = key, value, user_key, index
+        self.threads = threads
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_local"] = {}
+        return d
+
+    def _ser(self, role: str, data: bytes) -> Any:
+        local = self._local.get(role)
+        return local if local is not None else _serializer(data)
+
+    def output_schema(self) -> pa.Schema:
+        from ..savepoint.format import state_schema
+
+        return state_schema(self.kind)
+
+    def _value_array(self, batch: pa.RecordBatch) -> pa.Array:
+        if isinstance(self.value_cols, str):
+            return batch.column(self.value_cols)
+        arrays = [batch.column(c) for c in self.value_cols]
+        return pa.StructArray.from_arrays(arrays, names=list(self.value_cols))
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        from .. import arrow
+        from ..state.namespace import VoidNamespace, VoidNamespaceSerializer
+        from .keys import key_groups
+
+        if isinstance(batch, pa.Table):
+            batch = pa.RecordBatch.from_pydict({n: batch.column(n).combine_chunks() for n in batch.column_names})
+        n = batch.num_rows
+        key_ser = self._ser("key", self.key_ser)
+        keys = batch.column(self.key_col)
+        cols: dict[str, pa.Array] = {
+            "key_group": key_groups(keys, key_ser, self.max_parallelism),
+            "key": arrow.encode(keys, key_ser, threads=self.threads),
+            "namespace": pa.array([VoidNamespaceSerializer().to_bytes(VoidNamespace)] * n, pa.binary()),
+        }
+        if self.kind == "map":
+            assert self.user_key_ser is not None
+            cols["user_key"] = arrow.encode(batch.column(self.user_key_col), self._ser("user_key", self.user_key_ser),
+                                            threads=self.threads)
+        if self.kind == "list":
+            cols["index"] = batch.column(self.index_col).cast(pa.int32())
+        cols["value"] = arrow.encode(self._value_array(batch), self._ser("value", self.value_ser), threads=self.threads)
+        schema = self.output_schema()
+        arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in schema]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            yield self(b)
+
+
+__all__ += ["StateDecoder", "StateEncoder"]

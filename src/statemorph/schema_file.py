@@ -1,0 +1,310 @@
+"""TOML schema files: the new types of a job's states, written the way a Flink SQL user writes types.
+
+Why a file: ``statemorph check`` / ``migrate`` answer "can the savepoint taken by the OLD job be
+restored by the NEW job?". The new job is described by the serializer of each state, and people
+already know how to write those types: Flink SQL type syntax. A schema file looks like::
+
+    # schema of the Events job after the change
+    format = 1                      # schema file format version (optional)
+
+    [states.events]
+    type = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, userId INT, `timestamp` BIGINT>>"
+    # kind = "value"                # value | list | map; default: the kind recorded in the savepoint
+    # serializer = "auto"           # auto | rowdata | row | datastream | avro
+    # user_key_type = "STRING"      # map state only: the map's key type (default: unchanged)
+    # avro_schema = '''{...}'''     # serializer = "avro": the new Avro schema (JSON)
+
+``type`` is the value type of value state, the element type of list state and the value type of
+map state. ``serializer`` chooses how the type becomes bytes:
+
+- ``rowdata``: Flink's SQL/Table ``RowDataSerializer`` (BinaryRowData); ROW types only;
+- ``row``: flink-core ``RowSerializer`` (DataStream ``Row``) with the ROW's field names;
+- ``datastream``: the DataStream serializers (INT → IntSerializer, STRING → StringSerializer, BYTES →
+  byte[], ARRAY → ListSerializer, MAP → MapSerializer, ROW → RowSerializer, ...);
+- ``avro``: ``AvroSerializer`` over ``avro_schema``;
+- ``auto`` (default): the same family the savepoint already uses for that state, so a file only has to
+  say what changed. Without a savepoint to look at, ROW means ``rowdata``, anything else ``datastream``.
+
+States the file does not name are carried over unchanged (their serializers are restored from the
+savepoint's snapshots). Key and namespace serializers cannot change (Flink requires them AS_IS).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 needs the tomli backport
+    import tomli as tomllib
+
+from .errors import StatemorphError, TypeParseError
+from .types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LogicalType,
+    MapType,
+    RowType,
+    SmallIntType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+    parse_type,
+)
+
+FORMAT_VERSION = 1
+KINDS = ("value", "list", "map")
+FAMILIES = ("auto", "rowdata", "row", "datastream", "avro")
+_STATE_KEYS = {"type", "kind", "serializer", "user_key_type", "avro_schema"}
+
+
+class SchemaFileError(StatemorphError, ValueError):
+    """A schema file is missing, not TOML, or describes a state it cannot build a serializer for."""
+
+
+@dataclass(frozen=True)
+class StateSchema:
+    """The new schema of one state as written in the file (types parsed, nothing resolved yet)."""
+
+    name: str
+    type: LogicalType | None = None
+    kind: str | None = None
+    serializer: str = "auto"
+    user_key_type: LogicalType | None = None
+    avro_schema: str | None = None
+
+
+@dataclass(frozen=True)
+class SchemaFile:
+    """A parsed schema file: state name → :class:`StateSchema`."""
+
+    states: Mapping[str, StateSchema]
+    source: str = "<string>"
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.states
+
+
+def parse_schema(text: str, source: str = "<string>") -> SchemaFile:
+    """Parse schema-file TOML text. Errors name the file, the state and the key at fault."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise SchemaFileError(f"{source}: not valid TOML: {e}") from None
+    unknown = set(doc) - {"format", "states"}
+    if unknown:
+        raise SchemaFileError(f"{source}: unknown top-level key(s) {', '.join(sorted(unknown))} "
+                              f"(expected 'format' and [states.<name>] tables)")
+    version = doc.get("format", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise SchemaFileError(f"{source}: schema file format {version!r} is not supported (only {FORMAT_VERSION})")
+    states_doc = doc.get("states", {})
+    if not isinstance(states_doc, dict) or not states_doc:
+        raise SchemaFileError(f"{source}: no states: add a [states.<name>] table with a 'type' for each changed state")
+    states = {name: _parse_state(source, name, body) for name, body in states_doc.items()}
+    return SchemaFile(states, source)
+
+
+def load_schema(path: str | os.PathLike[str]) -> SchemaFile:
+    """Read and parse a schema file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise SchemaFileError(f"cannot read schema file {os.fspath(path)!r}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise SchemaFileError(f"schema file {os.fspath(path)!r} is not UTF-8: {e}") from None
+    return parse_schema(text, os.fspath(path))
+
+
+def _parse_state(source: str, name: str, body: Any) -> StateSchema:
+    where = f"{source}: [states.{name}]"
+    if not isinstance(body, dict):
+        raise SchemaFileError(f"{where} must be a table")
+    unknown = set(body) - _STATE_KEYS
+    if unknown:
+        raise SchemaFileError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
+                              f"(known: {', '.join(sorted(_STATE_KEYS))})")
+    kind = body.get("kind")
+    if kind is not None and kind not in KINDS:
+        raise SchemaFileError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    family = body.get("serializer", "auto")
+    if family not in FAMILIES:
+        raise SchemaFileError(f"{where}: serializer must be one of {', '.join(FAMILIES)}, got {family!r}")
+    avro_schema = body.get("avro_schema")
+    if family == "avro":
+        if not isinstance(avro_schema, str):
+            raise SchemaFileError(f"{where}: serializer = \"avro\" needs avro_schema (the Avro schema as JSON)")
+        try:
+            json.loads(avro_schema)
+        except ValueError as e:
+            raise SchemaFileError(f"{where}: avro_schema is not JSON: {e}") from None
+    elif avro_schema is not None:
+        raise SchemaFileError(f"{where}: avro_schema is only allowed with serializer = \"avro\"")
+    type_text = body.get("type")
+    if type_text is None and family != "avro":
+        raise SchemaFileError(f"{where}: missing 'type' (the new type in Flink SQL syntax, e.g. \"ROW<id BIGINT>\")")
+    logical = _parse_type_at(where, "type", type_text) if type_text is not None else None
+    if family == "rowdata" and logical is not None and not isinstance(logical, RowType):
+        raise SchemaFileError(f"{where}: serializer = \"rowdata\" needs a ROW type, got {logical}")
+    if family == "row" and logical is not None and not isinstance(logical, RowType):
+        raise SchemaFileError(f"{where}: serializer = \"row\" needs a ROW type, got {logical}")
+    ukt = body.get("user_key_type")
+    if ukt is not None and kind not in (None, "map"):
+        raise SchemaFileError(f"{where}: user_key_type is only meaningful for map state")
+    user_key = _parse_type_at(where, "user_key_type", ukt) if ukt is not None else None
+    return StateSchema(name, logical, kind, family, user_key, avro_schema)
+
+
+def _parse_type_at(where: str, key: str, text: Any) -> LogicalType:
+    if not isinstance(text, str):
+        raise SchemaFileError(f"{where}: {key} must be a string in Flink SQL type syntax, got {text!r}")
+    try:
+        return parse_type(text)
+    except TypeParseError as e:
+        raise SchemaFileError(f"{where}: {key} does not parse: {e}") from None
+
+
+# -- types → serializers ----------------------------------------------------------------------
+
+def family_of(serializer: Any) -> str:
+    """The schema-file family of an existing serializer (what ``serializer = "auto"`` keeps)."""
+    name = type(serializer).__name__
+    if name == "RowDataSerializer":
+        return "rowdata"
+    if name == "AvroSerializer":
+        return "avro"
+    if name == "RowSerializer":
+        return "row"
+    return "datastream"
+
+
+def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = False) -> Any:
+    """Build the new serializer of one state from its schema.
+
+    ``prior`` is the serializer restored from the savepoint's snapshot (or None); it decides the
+    family when the file says ``auto``. With ``user_key=True`` builds the map key serializer
+    (datastream family; None when the file leaves the key type unchanged).
+    """
+    from . import serializers as S
+
+    where = f"state {schema.name!r}"
+    if user_key:
+        if schema.user_key_type is None:
+            return None
+        return datastream_serializer(schema.user_key_type, f"{where} user key")
+    family = schema.serializer
+    if family == "auto":
+        if prior is not None:
+            family = family_of(prior)
+        elif isinstance(schema.type, RowType):
+            family = "rowdata"
+        else:
+            family = "datastream"
+        if family == "avro" and schema.avro_schema is None:
+            raise SchemaFileError(f"{where} is Avro state in the savepoint: give the new schema as avro_schema "
+                                  f"and serializer = \"avro\"")
+    if family == "avro":
+        return _require(S, "AvroSerializer")(schema.avro_schema)
+    assert schema.type is not None
+    if family == "rowdata":
+        if not isinstance(schema.type, RowType):
+            raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
+        return _require(S, "RowDataSerializer")(schema.type)
+    if family == "row" and not isinstance(schema.type, RowType):
+        raise SchemaFileError(f"{where} is Row state: its type must be a ROW, got {schema.type}")
+    return datastream_serializer(schema.type, where)
+
+
+def datastream_serializer(t: LogicalType, where: str = "type") -> Any:
+    """The DataStream serializer for a logical type (Flink's TypeInformation defaults)."""
+    from . import serializers as S
+
+    simple: dict[type, str] = {
+        BooleanType: "BooleanSerializer", TinyIntType: "ByteSerializer", SmallIntType: "ShortSerializer",
+        IntType: "IntSerializer", BigIntType: "LongSerializer", FloatType: "FloatSerializer",
+        DoubleType: "DoubleSerializer", VarCharType: "StringSerializer", VarBinaryType: "BytePrimitiveArraySerializer",
+        BinaryType: "BytePrimitiveArraySerializer",
+    }
+    if isinstance(t, CharType):
+        return _require(S, "CharSerializer")() if t.length == 1 else _require(S, "StringSerializer")()
+    name = simple.get(type(t))
+    if name is not None:
+        return _require(S, name)()
+    if isinstance(t, ArrayType):
+        return _require(S, "ListSerializer")(datastream_serializer(t.element_type, f"{where} element"))
+    if isinstance(t, MapType):
+        return _require(S, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key"),
+                                            datastream_serializer(t.value_type, f"{where} value"))
+    if isinstance(t, RowType):
+        fields = [datastream_serializer(f.type, f"{where}.{f.name}") for f in t.fields]
+        return _require(S, "RowSerializer")(fields, field_names=t.field_names)
+    raise SchemaFileError(f"{where}: type {t} has no DataStream serializer; use serializer = \"rowdata\" "
+                          f"inside a ROW for SQL types such as DECIMAL, DATE, TIME and TIMESTAMP")
+
+
+_SQL_OF = {
+    "BooleanSerializer": "BOOLEAN", "ByteSerializer": "TINYINT", "ShortSerializer": "SMALLINT",
+    "IntSerializer": "INT", "LongSerializer": "BIGINT", "FloatSerializer": "FLOAT", "DoubleSerializer": "DOUBLE",
+    "CharSerializer": "CHAR(1)", "StringSerializer": "STRING", "BytePrimitiveArraySerializer": "BYTES",
+}
+
+
+def describe_serializer(ser: Any) -> str:
+    """A serializer as its Flink SQL type where one exists (``ROW<...>``, ``BIGINT``, ``ARRAY<INT>``),
+    otherwise its class name with the SQL types of what it nests; used by ``statemorph inspect``."""
+    name = type(ser).__name__
+    if name in _SQL_OF:
+        return _SQL_OF[name]
+    row_type = getattr(ser, "row_type", None)
+    if isinstance(row_type, LogicalType):
+        return str(row_type)
+    if name == "ListSerializer" and hasattr(ser, "element_serializer"):
+        return f"ARRAY<{describe_serializer(ser.element_serializer)}>"
+    if name == "MapSerializer" and hasattr(ser, "key_serializer") and hasattr(ser, "value_serializer"):
+        return f"MAP<{describe_serializer(ser.key_serializer)}, {describe_serializer(ser.value_serializer)}>"
+    if name == "NullableSerializer" and hasattr(ser, "inner"):
+        return describe_serializer(ser.inner)
+    if name == "RowSerializer" and hasattr(ser, "field_serializers"):
+        names = getattr(ser, "field_names", None) or [f"f{i}" for i in range(len(ser.field_serializers))]
+        inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in zip(names, ser.field_serializers, strict=False))
+        return f"ROW<{inner}>"
+    schema = getattr(ser, "schema", None)
+    if name == "AvroSerializer" and schema is not None:
+        text = json.dumps(schema) if not isinstance(schema, str) else schema
+        return f"AVRO {text if len(text) <= 120 else text[:117] + '...'}"
+    return name
+
+
+def _require(module: Any, name: str) -> Any:
+    cls = getattr(module, name, None)
+    if cls is None:
+        raise SchemaFileError(f"serializer {name} is not available in this build of statemorph")
+    return cls
+
+
+__all__ = [
+    "FAMILIES",
+    "FORMAT_VERSION",
+    "KINDS",
+    "SchemaFile",
+    "SchemaFileError",
+    "StateSchema",
+    "datastream_serializer",
+    "describe_serializer",
+    "family_of",
+    "load_schema",
+    "parse_schema",
+    "serializer_for",
+]
