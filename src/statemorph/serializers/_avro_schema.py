@@ -140,7 +140,7 @@ class UnionNode(AvroNode):
 
 # -- parsing -----------------------------------------------------------------------------------
 
-def load_schema(schema: str | Mapping[str, Any] | list[Any]) -> tuple[Any, dict[str, Any]]:
+def load_schema(schema: str | Mapping[str, Any] | list[Any]) -> tuple[Any, Any]:
     """The user's schema as JSON data (order kept) plus fastavro's parsed, validated form."""
     import fastavro  # an optional dependency: only Avro users need it
 
@@ -179,10 +179,10 @@ def build_tree(parsed: Any) -> AvroNode:
         if isinstance(s, str):
             if s in PRIMITIVES:
                 return AvroNode(s)
-            node = named.get(s)
-            if node is None:
+            ref = named.get(s)
+            if ref is None:
                 raise TypeParseError(f"invalid Avro schema: unknown named type {s!r}")
-            return node
+            return ref
         if isinstance(s, list):
             return UnionNode([build(b) for b in s])
         if not isinstance(s, Mapping):
