@@ -54,7 +54,11 @@ class Event:
 def pojo() -> PojoSerializer:
     return PojoSerializer(
         Event,
-        {"id": LongSerializer(), "name": StringSerializer(), "tags": TupleSerializer([IntSerializer(), StringSerializer()])},
+        {
+            "id": LongSerializer(),
+            "name": StringSerializer(),
+            "tags": TupleSerializer([IntSerializer(), StringSerializer()]),
+        },
         "p.Event",
     )
 

@@ -168,7 +168,9 @@ def test_legacy_row_drops_kind_and_reads_insert():
 
 
 def test_nested_row_round_trip():
-    inner = RowSerializer([IntSerializer(), LongSerializer(), StringSerializer()], field_names=["userId", "ts", "device"])
+    inner = RowSerializer(
+        [IntSerializer(), LongSerializer(), StringSerializer()], field_names=["userId", "ts", "device"]
+    )
     outer = RowSerializer([LongSerializer(), inner], field_names=["eventId", "metadata"])
     value = Row((7, Row((3, 1700000000000, "phone"), RowKind.UPDATE_AFTER)))
     back = outer.from_bytes(outer.to_bytes(value))
@@ -281,7 +283,8 @@ def test_row_kind_flag_and_nested_migration_reasons_combine():
     new = RowSerializer([RowSerializer([IntSerializer()]), StringSerializer()], field_names=["inner", "s"])
     r = old.snapshot_configuration().resolve_schema_compatibility(new)
     assert r.is_compatible_after_migration() and "inner" in r.reason
-    assert old.snapshot_configuration().resolve_schema_compatibility(RowSerializer([IntSerializer(), StringSerializer()])).is_incompatible()
+    flat = RowSerializer([IntSerializer(), StringSerializer()])
+    assert old.snapshot_configuration().resolve_schema_compatibility(flat).is_incompatible()
 
 
 class Color(enum.Enum):
