@@ -364,3 +364,24 @@ def test_nested_enum_names_migrate_to_members():
     value = snap.restore_serializer().from_bytes(old.to_bytes(Paint(OldColor.RED, 1)))
     assert value == {"color": "RED", "liters": 1}
     assert snap.migrate_value(value, new) == Paint(Color.RED, 1)
+
+
+def test_live_snapshot_restores_dataclass_serializer():
+    p = my_pojo_serializer()
+    restored = p.snapshot_configuration().restore_serializer()
+    assert restored == p
+    assert restored.from_bytes(p.to_bytes(MyPojo(1, "a"))) == MyPojo(1, "a")
+    assert snapshot_of(p).restore_serializer().pojo_class is None
+
+
+def test_row_of_pojo_with_added_field_migrates():
+    old = RowSerializer([IntSerializer(), my_pojo_serializer()])
+    new = RowSerializer([IntSerializer(), v2_serializer()])
+    snap = read_versioned_snapshot(write_versioned_snapshot(old.snapshot_configuration()))
+    r = snap.resolve_schema_compatibility(new)
+    assert r.is_compatible_after_migration() and r.reason.startswith("f1:")
+    data = old.to_bytes((5, MyPojo(9, "hi", 3)))
+    out = DataOutputSerializer()
+    snap.migrate_state(snap.restore_serializer(), new, DataInputDeserializer(data), out)
+    assert out.get_copy_of_buffer() == new.to_bytes((5, MyPojoV2(a="hi", c=3)))
+    assert new.from_bytes(out.get_copy_of_buffer()) == (5, MyPojoV2("hi", 3, None, 42))

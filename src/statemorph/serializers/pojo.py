@@ -427,6 +427,9 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
         self.fields = fields
         self.registered_subclasses = registered_subclasses or []
         self.nonregistered_subclasses = nonregistered_subclasses or []
+        # in-process only (never persisted): a snapshot taken from a live serializer restores
+        # one that still builds dataclass instances; one read from bytes restores dicts
+        self.pojo_class: type | None = None
 
     @classmethod
     def from_serializer(cls, serializer: PojoSerializer) -> PojoSerializerSnapshot:
@@ -437,7 +440,9 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
                 fields.append(OptionalEntry(f.name, (f.declaring_class, f.name), snap))
             else:
                 fields.append(OptionalEntry(f"missing-field-at-{i}", None, snap))
-        return cls(serializer.java_class_name, fields)
+        result = cls(serializer.java_class_name, fields)
+        result.pojo_class = serializer.pojo_class
+        return result
 
     # -- persistence -----------------------------------------------------------------------
     def write_snapshot(self, out: DataOutputSerializer) -> None:
@@ -471,7 +476,12 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
                 fields.append(PojoField(e.key_name, e.value.restore_serializer(), "", present=False))
             else:
                 fields.append(PojoField(e.key[1], e.value.restore_serializer(), e.key[0]))
-        return PojoSerializer.from_fields(None, self.class_name, fields)
+        pojo_class = self.pojo_class
+        if pojo_class is not None and {f.name for f in dataclasses.fields(pojo_class)} != {
+            f.name for f in fields if f.present
+        }:
+            pojo_class = None
+        return PojoSerializer.from_fields(pojo_class, self.class_name, fields)
 
     # -- compatibility ---------------------------------------------------------------------
     def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
