@@ -8,11 +8,15 @@ See :mod:`statemorph.savepoint.format` for the layout.
 
 from __future__ import annotations
 
+from .check import CheckReport, StateCheck, check_savepoint
 from .format import FORMAT_VERSION, METADATA_FILE, FileEntry, SavepointMetadata, StateMetadata, state_schema
 from .reader import iter_state_batches, read_metadata, read_state_table, state_files, verify_savepoint
 from .writer import SavepointWriter, StateWriter, remove_stale_temp_dirs
 
 __all__ = [
+    "CheckReport",
+    "StateCheck",
+    "check_savepoint",
     "FORMAT_VERSION",
     "METADATA_FILE",
     "FileEntry",

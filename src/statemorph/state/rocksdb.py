@@ -83,7 +83,7 @@ class RocksDBStateTable(StateTable):
         self.backend = backend
         self.handle = handle
         self.cf_name = cf_name
-        self.cf = backend._db.create_column_family(cf_name, _raw_options())
+        self.cf: Any = backend._db.create_column_family(cf_name, _raw_options())
         self._loaded_rows = 0
         self._staging: Any = None
 
@@ -367,7 +367,7 @@ class RocksDBStateBackend(KeyedStateBackend):
             if self.db_path.exists() and (not self.db_path.is_dir() or any(self.db_path.iterdir())):
                 raise ValueError(f"db_path {self.db_path} exists and is not an empty directory")
             self._owns_dir = False
-        self._db = rocksdict.Rdict(str(self.db_path), _raw_options())
+        self._db: Any = rocksdict.Rdict(str(self.db_path), _raw_options())
         self._db_open = True
         self._cf_seq = 0
         self._migration_batch_rows = migration_batch_rows
