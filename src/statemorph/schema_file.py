@@ -308,3 +308,45 @@ __all__ = [
     "parse_schema",
     "serializer_for",
 ]
+
+
+def descriptors_for_savepoint(schema: SchemaFile, metadata: Any) -> list[Any]:
+    """The new state descriptors a schema file describes, resolved against a savepoint's metadata:
+    the kind defaults to the recorded kind, ``auto`` picks the recorded serializer family, map keys
+    default to the recorded user key serializer. A state the savepoint lacks is an error naming
+    the states it has (usually a typo)."""
+    from .errors import SavepointError
+    from .state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+
+    out: list[Any] = []
+    for name, st in schema.states.items():
+        if name not in metadata.states:
+            known = ", ".join(repr(n) for n in metadata.states) or "none"
+            raise SchemaFileError(f"{schema.source}: [states.{name}] names a state the savepoint does not have "
+                                  f"(states: {known})")
+        meta = metadata.states[name]
+        recorded = str(getattr(meta.kind, "value", meta.kind))
+        kind = st.kind or recorded
+        prior = None
+        if st.serializer == "auto":
+            try:
+                prior = meta.snapshot("value_serializer").restore_serializer()
+            except SavepointError as e:
+                raise SchemaFileError(f"state {name!r}: cannot tell its serializer family from the savepoint "
+                                      f"({e}); set serializer = ... in [states.{name}]") from None
+        value = serializer_for(st, prior)
+        if kind == "value":
+            out.append(ValueStateDescriptor(name, value))
+        elif kind == "list":
+            out.append(ListStateDescriptor(name, value))
+        else:
+            user_key = serializer_for(st, user_key=True)
+            if user_key is None:
+                if meta.user_key_serializer is None:
+                    raise SchemaFileError(f"state {name!r} is not map state in the savepoint: give user_key_type")
+                user_key = meta.snapshot("user_key_serializer").restore_serializer()
+            out.append(MapStateDescriptor(name, user_key, value))
+    return out
+
+
+__all__ += ["descriptors_for_savepoint"]
