@@ -133,13 +133,20 @@ class AvroCodec:
             self.write(value, out)
         except SerializationError as e:
             raise _tag(e, self.root_path) from None
+        except RecursionError:
+            raise SerializationError(f"avro value of {self.root_path} is nested too deeply to write "
+                                     f"(Python recursion limit)") from None
 
     def deserialize(self, src: DataInputDeserializer) -> Any:
         _budget.left = ZERO_WIDTH_ITEM_BUDGET
+        start = src.position
         try:
             return self.read(src)
         except StateFormatError as e:
             raise _tag(e, self.root_path) from None
+        except RecursionError:
+            raise MalformedDataError(f"avro value of {self.root_path} at offset {start} is nested too deeply "
+                                     f"to read (Python recursion limit); the data is likely corrupt") from None
 
     def choose_branch(self, union: UnionNode, value: Any) -> tuple[int, Any]:
         """The branch a value is written in (exposed for the resolver)."""

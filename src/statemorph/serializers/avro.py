@@ -193,12 +193,21 @@ class AvroSerializerSnapshot(TypeSerializerSnapshot):
 
     def migrate_value(self, value: Any, new_serializer: TypeSerializer[Any]) -> Any:
         """An old record (as read with the old schema) resolved into the new schema."""
-        return self._checked_plan(new_serializer).transform(value)
+        plan = self._checked_plan(new_serializer)
+        try:
+            return plan.transform(value)
+        except RecursionError:
+            raise StateMigrationError("Avro value is nested too deeply to migrate (Python recursion limit)") from None
 
     def migrate_element(
         self, prior: TypeSerializer[Any], new: TypeSerializer[Any], element: Any, out: DataOutputSerializer
     ) -> None:
-        new.serialize(self._checked_plan(new).byte_transform(element), out)
+        plan = self._checked_plan(new)
+        try:
+            migrated = plan.byte_transform(element)
+        except RecursionError:
+            raise StateMigrationError("Avro value is nested too deeply to migrate (Python recursion limit)") from None
+        new.serialize(migrated, out)
 
     def __repr__(self) -> str:
         return f"AvroSerializerSnapshot({self.runtime_class!r}, {self.schema_json!r})"
