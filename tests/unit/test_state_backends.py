@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 
 from statemorph.errors import SerializationError, StateMigrationError
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
+from statemorph.snapshot import write_versioned_snapshot
 from statemorph.state import (
     HeapStateBackend,
     ListStateDescriptor,
@@ -16,7 +17,6 @@ from statemorph.state import (
     VoidNamespaceSerializer,
 )
 from statemorph.state.rocksdb import write_variable_int_bytes
-from statemorph.snapshot import write_versioned_snapshot
 
 BACKENDS = [HeapStateBackend, RocksDBStateBackend]
 

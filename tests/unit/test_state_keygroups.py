@@ -127,4 +127,4 @@ def test_operator_ranges_partition_all_groups(max_par, data):
     par = data.draw(st.integers(1, max_par))
     ranges = [key_group_range_for_operator(max_par, par, i) for i in range(par)]
     assert ranges[0].start == 0 and ranges[-1].end == max_par - 1
-    assert all(a.end + 1 == b.start for a, b in zip(ranges, ranges[1:]))
+    assert all(a.end + 1 == b.start for a, b in zip(ranges, ranges[1:], strict=False))
