@@ -255,10 +255,10 @@ def _positive_int(text: str) -> int:
 
 
 def _error(message: str) -> None:
-    first, _, rest = message.partition("; ")
+    first, _, rest = message.partition("\n")
     print(f"statemorph: error: {first}", file=sys.stderr)
-    for part in rest.split("; ") if rest else []:
-        print(f"  {part}", file=sys.stderr)
+    for line in rest.splitlines():
+        print(f"  {line.strip()}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

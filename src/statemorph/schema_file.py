@@ -258,6 +258,7 @@ _SQL_OF = {
     "BooleanSerializer": "BOOLEAN", "ByteSerializer": "TINYINT", "ShortSerializer": "SMALLINT",
     "IntSerializer": "INT", "LongSerializer": "BIGINT", "FloatSerializer": "FLOAT", "DoubleSerializer": "DOUBLE",
     "CharSerializer": "CHAR(1)", "StringSerializer": "STRING", "BytePrimitiveArraySerializer": "BYTES",
+    "VoidNamespaceSerializer": "VOID (not windowed)",
 }
 
 
@@ -280,10 +281,9 @@ def describe_serializer(ser: Any) -> str:
         names = getattr(ser, "field_names", None) or [f"f{i}" for i in range(len(ser.field_serializers))]
         inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in zip(names, ser.field_serializers, strict=False))
         return f"ROW<{inner}>"
-    schema = getattr(ser, "schema", None)
-    if name == "AvroSerializer" and schema is not None:
-        text = json.dumps(schema) if not isinstance(schema, str) else schema
-        return f"AVRO {text if len(text) <= 120 else text[:117] + '...'}"
+    schema = getattr(ser, "schema_json", None)
+    if name == "AvroSerializer" and isinstance(schema, str):
+        return f"AVRO {schema if len(schema) <= 120 else schema[:117] + '...'}"
     return name
 
 

@@ -80,10 +80,10 @@ class RewritePlan:
     def raise_if_incompatible(self) -> None:
         bad = self.incompatible
         if bad:
-            reasons = "; ".join(f"state {s.name!r}: {s.reason}" for s in bad)
+            reasons = "\n".join(f"state {s.name!r}: {s.reason}" for s in bad)
             raise IncompatibleSchemaError(
                 f"{len(bad)} of {len(self.states)} states of {self.source} cannot be restored by the new "
-                f"schema; nothing was written: {reasons}", reasons)
+                f"schema (nothing was written)\n{reasons}", reasons)
 
     def summary(self) -> str:
         lines = []
