@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Regenerate the golden vectors in tests/golden/*.jsonl by running REAL Flink 2.3.0 serializers.
+#
+#   ci/golden/generate.sh                 # reuse /tmp/flinkvenv if present, else pip-install Flink
+#   FLINK_LIB=/path/to/pyflink/lib ci/golden/generate.sh
+#   ci/golden/generate.sh extra.jsonl     # also turn extra case inputs into extra.out.jsonl next to them
+#
+# Needs: java + javac 17, python3 (stdlib only). Avro cases additionally need the Avro jar; it is
+# taken from AVRO_JARS (a ':'-separated class path) or from Debian's libavro-java package, fetched
+# with `apt-get download` into the build dir (not installed). Without it the Avro file is skipped.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BUILD="$HERE/build"
+OUT="$ROOT/tests/golden"
+FLINK_VERSION=2.3.0
+mkdir -p "$BUILD"
+
+# --- 1. the Flink jars ---------------------------------------------------------------------
+if [[ -z "${FLINK_LIB:-}" ]]; then
+    for venv in /tmp/flinkvenv "$BUILD/flinkvenv"; do
+        cand=$(ls -d "$venv"/lib/python3*/site-packages/pyflink/lib 2>/dev/null | head -n1 || true)
+        if [[ -n "$cand" ]]; then FLINK_LIB="$cand"; break; fi
+    done
+fi
+if [[ -z "${FLINK_LIB:-}" ]]; then
+    echo "creating a throwaway venv with apache-flink==$FLINK_VERSION in $BUILD/flinkvenv" >&2
+    python3 -m venv "$BUILD/flinkvenv"
+    "$BUILD/flinkvenv/bin/pip" install --quiet "apache-flink==$FLINK_VERSION"
+    FLINK_LIB=$(ls -d "$BUILD"/flinkvenv/lib/python3*/site-packages/pyflink/lib | head -n1)
+fi
+ls "$FLINK_LIB"/flink-dist-"$FLINK_VERSION".jar >/dev/null || {
+    echo "no flink-dist-$FLINK_VERSION.jar in $FLINK_LIB" >&2; exit 1; }
+CP=$(ls "$FLINK_LIB"/*.jar | tr '\n' ':')
+
+# --- 2. the Avro jar (optional) --------------------------------------------------------------
+if [[ -z "${AVRO_JARS:-}" ]]; then
+    AVRO_DIR="$BUILD/avro"
+    if [[ ! -f "$AVRO_DIR/usr/share/java/avro.jar" ]] && command -v apt-get >/dev/null; then
+        mkdir -p "$AVRO_DIR/debs"
+        (cd "$AVRO_DIR/debs" && apt-get download libavro-java libjackson-json-java libslf4j-java \
+            libcommons-compress-java libparanamer-java >/dev/null 2>&1) || true
+        for d in "$AVRO_DIR"/debs/*.deb; do [[ -f "$d" ]] && dpkg-deb -x "$d" "$AVRO_DIR"; done
+    fi
+    if [[ -f "$AVRO_DIR/usr/share/java/avro.jar" ]]; then
+        J="$AVRO_DIR/usr/share/java"
+        AVRO_JARS="$J/avro.jar:$J/jackson-core-asl-1.9.13.jar:$J/jackson-mapper-asl-1.9.13.jar"
+    fi
+fi
+
+# --- 3. compile ------------------------------------------------------------------------------
+rm -rf "$BUILD/classes" "$BUILD/worlds"
+mkdir -p "$BUILD/classes"
+javac -nowarn -encoding UTF-8 -cp "$CP" -d "$BUILD/classes" "$HERE"/src/golden/*.java
+PAIRS=()
+FILES=(datastream snapshots rowdata compat)
+if [[ -n "${AVRO_JARS:-}" ]]; then
+    CP="$CP:$AVRO_JARS"
+    javac -nowarn -encoding UTF-8 -cp "$BUILD/classes:$CP" -d "$BUILD/classes" "$HERE"/src-avro/golden/*.java
+    FILES+=(avro)
+else
+    echo "warning: no Avro jar; tests/golden/avro.jsonl is left as it is" >&2
+fi
+
+# --- 4. cases -> vectors ---------------------------------------------------------------------
+python3 "$HERE/cases.py" "$BUILD/cases"
+for f in "${FILES[@]}"; do PAIRS+=("$BUILD/cases/$f.jsonl" "$OUT/$f.jsonl"); done
+for extra in "$@"; do PAIRS+=("$extra" "${extra%.jsonl}.out.jsonl"); done
+java -cp "$BUILD/classes:$CP" -Dlog4j2.level=WARN golden.Generate "$BUILD" "${PAIRS[@]}" 2> >(grep -v '^SLF4J' >&2)
