@@ -14,6 +14,7 @@ byte), so a hostile length fails at once without allocating.
 from __future__ import annotations
 
 import re
+import struct
 from typing import Any
 
 from ..errors import MalformedDataError, SerializationError, TruncatedDataError
@@ -23,8 +24,10 @@ from .base import TypeSerializer
 
 _MAX_LEN = 0x7FFFFFFF
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+# Latin, Greek, Cyrillic, Hebrew, Arabic...: the common non-ASCII units, precomputed (100 KB)
+_TWO_BYTES = [bytes(((c & 0x7F) | 0x80, c >> 7)) for c in range(0x800)]
 _NON_ASCII = re.compile(r"([^\x00-\x7f]+)")
-_ASCII_RUN = re.compile(rb"[\x00-\x7f]+")
+_NON_ASCII_BYTE = re.compile(rb"[\x80-\xff]")
 # a varint Flink writes for an int never has more than 5 groups; more is corrupt data, and the
 # cap keeps a run of continuation bytes from building huge intermediate ints
 _MAX_VARINT_BYTES = 5
@@ -58,15 +61,13 @@ def encode_string(s: str | None) -> bytes:
             units += len(part)
             continue
         raw = part.encode("utf-16-be", "surrogatepass")
-        for j in range(0, len(raw), 2):
-            c = (raw[j] << 8) | raw[j + 1]
-            if c < 0x80:
-                body.append(c)
-            elif c < 0x4000:
-                body += bytes(((c & 0x7F) | 0x80, c >> 7))
+        n = len(raw) // 2
+        for c in struct.unpack(f">{n}H", raw):  # non-ASCII runs hold no unit below 0x80
+            if c < 0x4000:
+                body += _TWO_BYTES[c] if c < 0x800 else bytes(((c & 0x7F) | 0x80, c >> 7))
             else:
                 body += bytes(((c & 0x7F) | 0x80, ((c >> 7) & 0x7F) | 0x80, c >> 14))
-        units += len(raw) // 2
+        units += n
     if units + 1 > _MAX_LEN:
         raise SerializationError(f"string of {units} UTF-16 units is too long for Flink's StringValue encoding")
     return varlen(units + 1) + bytes(body)
@@ -130,31 +131,51 @@ def read_string_at(data: bytes, pos: int, end: int) -> tuple[str | None, int]:
         return head.decode("ascii"), pos + count
     pieces: list[str] = []
     remaining = count
-    surrogates = False
     while remaining:
-        m = _ASCII_RUN.match(data, pos, min(end, pos + remaining))
-        if m is not None:
-            stop = m.end()
+        if pos >= end:
+            raise _truncated("string character", pos, 1, end)
+        if data[pos] < 0x80:  # an ASCII run: one unit per byte, copied with one slice
+            stop = min(end, pos + remaining)
+            m = _NON_ASCII_BYTE.search(data, pos, stop)
+            if m is not None:
+                stop = m.start()
             pieces.append(data[pos:stop].decode("ascii"))
             remaining -= stop - pos
             pos = stop
             continue
+        pos, remaining = _decode_units(data, pos, end, remaining, start, pieces)
+    return "".join(pieces), pos
+
+
+def _decode_units(data: bytes, pos: int, end: int, remaining: int, start: int, pieces: list[str]) -> tuple[int, int]:
+    """Decode a run of multi-byte units (each starts with a byte >= 0x80) into ``pieces``.
+
+    Units are gathered as UTF-16 and decoded in one go, which also joins surrogate pairs (both
+    halves are 3-byte units, so a pair never straddles two runs) and keeps lone surrogates, as
+    Java does. Flink writes a unit as 2 or 3 bytes; anything else (overlong groups, a unit cut
+    off by the end) goes through the general varint reader."""
+    units = bytearray()
+    while remaining and pos < end and data[pos] >= 0x80:
         unit_at = pos
-        c, pos = _read_varint(data, pos, end, "string character")
+        b0 = data[pos]
+        if pos + 1 < end and data[pos + 1] < 0x80:
+            c = (b0 & 0x7F) | (data[pos + 1] << 7)
+            pos += 2
+        elif pos + 2 < end and data[pos + 2] < 0x80:
+            c = (b0 & 0x7F) | ((data[pos + 1] & 0x7F) << 7) | (data[pos + 2] << 14)
+            pos += 3
+        else:
+            c, pos = _read_varint(data, pos, end, "string character")
         if c > 0xFFFF:
             raise MalformedDataError(
                 f"malformed string at offset {start}: character at offset {unit_at} encodes 0x{c:X}, "
                 f"beyond one UTF-16 unit"
             )
-        if 0xD800 <= c < 0xE000:
-            surrogates = True
-        pieces.append(chr(c))
+        units.append(c >> 8)
+        units.append(c & 0xFF)
         remaining -= 1
-    text = "".join(pieces)
-    if surrogates:
-        # combine valid high/low pairs into one code point, keep lone surrogates (as Java does)
-        text = text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
-    return text, pos
+    pieces.append(units.decode("utf-16-be", "surrogatepass"))
+    return pos, remaining
 
 
 def read_string(src: DataInputDeserializer) -> str | None:
