@@ -242,3 +242,13 @@ def test_mutated_snapshots_fail_typed_or_read(data):
         snap.restore_serializer()
     except StateFormatError:
         pass
+
+
+def test_duplicate_field_in_optional_map_is_rejected():
+    key = utf("p.X") + utf("a")
+    value = utf("org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot") + i32(3)
+    entry = utf("a") + b"\x01" + i32(len(key)) + key + b"\x01" + i32(len(value)) + value
+    data = pojo_snapshot_body(entry + entry, 2)
+    second = data.index(entry) + len(entry)
+    with pytest.raises(MalformedDataError, match=f"duplicate key 'a' at offset {second}"):
+        read_versioned_snapshot(data)

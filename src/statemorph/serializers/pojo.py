@@ -334,8 +334,15 @@ def read_optional_map(
     # each entry takes at least 4 bytes: an empty key name and two 'absent' booleans
     count = src.check_length(src.read_int(), f"entries of {what}", unit=4)
     entries: list[OptionalEntry] = []
+    seen: set[str] = set()
     for _ in range(count):
+        at_entry = src.position
         key_name = src.read_utf()
+        if key_name in seen:
+            # a LinkedOptionalMap is a map: Flink would silently collapse the two entries and
+            # then read field bytes with the wrong serializers, so refuse instead
+            raise MalformedDataError(f"corrupt {what}: duplicate key {key_name!r} at offset {at_entry}")
+        seen.add(key_name)
         key: Any = None
         value: TypeSerializerSnapshot | None = None
         problems: list[str] = []
