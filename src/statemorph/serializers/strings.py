@@ -51,7 +51,7 @@ def encode_string(s: str | None) -> bytes:
         return b"\x00"
     if not isinstance(s, str):
         raise SerializationError(f"StringSerializer cannot write {s!r}: expected str or None, got {type(s).__name__}")
-    if s.isascii():
+    if s.isascii() and len(s) < _MAX_LEN:
         return varlen(len(s) + 1) + s.encode("ascii")
     body = bytearray()
     units = 0
