@@ -1,0 +1,159 @@
+"""The statemorph command: argument handling, exit statuses, output, and error lines."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pyarrow as pa
+import pytest
+
+from statemorph import serializers as S
+from statemorph.cli import ProgressBar, main
+from statemorph.engine.keys import key_groups
+from statemorph.savepoint.reader import read_state_table
+from statemorph.savepoint.writer import SavepointWriter
+
+EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
+EVOLVED = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT>>"
+BROKEN = "ROW<eventId BIGINT, metadata ROW<userId STRING, `timestamp` BIGINT, deviceType STRING>>"
+
+
+@pytest.fixture()
+def savepoint(tmp_path):
+    """A small savepoint with a RowData value state and an INT map state (bytes from the reference tier)."""
+    ks, vs = S.LongSerializer(), S.RowDataSerializer(EVENTS)
+    keys = list(range(50))
+    common = {
+        "key_group": key_groups(pa.array(keys, pa.int64()), ks, 128),
+        "key": pa.array([ks.to_bytes(k) for k in keys], pa.binary()),
+        "namespace": pa.array([b"\x00"] * len(keys), pa.binary()),
+    }
+    path = tmp_path / "sp"
+    with SavepointWriter(path, max_parallelism=128, key_serializer=ks) as w:
+        w.write_state("events", "value", pa.table({**common, "value": [
+            vs.to_bytes((k, (k % 5, 1_700_000_000_000 + k, "phone"))) for k in keys]}), value_serializer=vs)
+        w.write_state("counts", "map", pa.table({**common, "user_key": [S.StringSerializer().to_bytes("n")] * 50,
+                                                 "value": [S.IntSerializer().to_bytes(k) for k in keys]}),
+                      value_serializer=S.IntSerializer(), user_key_serializer=S.StringSerializer())
+    return str(path)
+
+
+def _schema(tmp_path, text, name="new.toml"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return str(p)
+
+
+def test_inspect(savepoint, capsys):
+    assert main(["inspect", savepoint, "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "max parallelism 128, key type BIGINT" in out
+    assert "2 state(s), 100 entries" in out
+    assert "state 'events': value state, 50 entries, 1 file(s)" in out
+    assert "ROW<`eventId` BIGINT, `metadata` ROW<`userId` INT, `timestamp` BIGINT, `deviceType` STRING>>" in out
+    assert "map key type    STRING" in out and "map value type  INT" in out
+    assert "statemorph.RowDataSerializerSnapshot" in out
+
+
+@pytest.mark.parametrize(
+    ("schema", "status", "expected"),
+    [
+        (f"[states.events]\ntype = '''{EVENTS}'''\n", 0, "restorable as is"),
+        (f"[states.events]\ntype = '''{EVOLVED}'''\n", 1, "metadata: added location; reordered"),
+        (f"[states.events]\ntype = '''{BROKEN}'''\n", 2, "metadata.userId: INT -> STRING"),
+        ("[states.counts]\ntype = 'BIGINT'\n", 2, "type changed from IntSerializer to LongSerializer"),
+        ("[states.counts]\ntype = 'INT'\nuser_key_type = 'INT'\n", 2, "map keys cannot be migrated"),
+        ("[states.counts]\ntype = 'INT'\nkind = 'value'\n", 2, "state kind changed from map to value"),
+    ],
+)
+def test_check_exit_status(savepoint, tmp_path, capsys, schema, status, expected):
+    assert main(["check", savepoint, "--schema", _schema(tmp_path, schema)]) == status
+    assert expected in capsys.readouterr().out
+
+
+def test_migrate_refuses_incompatible_and_writes_nothing(savepoint, tmp_path, capsys):
+    before = sorted(os.listdir(tmp_path))
+    out = str(tmp_path / "out")
+    code = main(["migrate", savepoint, "--schema", _schema(tmp_path, f"[states.events]\ntype = '''{BROKEN}'''\n"),
+                 "--out", out])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("statemorph: error: 1 of 2 states")
+    assert "state 'events': metadata.userId: INT -> STRING" in err
+    assert "Traceback" not in err
+    assert not os.path.exists(out)
+    assert sorted(os.listdir(tmp_path)) == sorted(before + ["new.toml"])
+
+
+def test_migrate_as_is_copies(savepoint, tmp_path, capsys):
+    out = str(tmp_path / "out")
+    assert main(["migrate", savepoint, "--schema", _schema(tmp_path, f"[states.events]\ntype = '''{EVENTS}'''\n"),
+                 "--out", out]) == 0
+    text = capsys.readouterr().out
+    assert "nothing needed migration" in text
+    for state in ("events", "counts"):
+        assert read_state_table(out, state).equals(read_state_table(savepoint, state))
+
+
+def test_migrate_existing_destination(savepoint, tmp_path, capsys):
+    schema = _schema(tmp_path, f"[states.events]\ntype = '''{EVENTS}'''\n")
+    assert main(["migrate", savepoint, "--schema", schema, "--out", savepoint]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["inspect", "/nonexistent/sp"], "does not exist"),
+        (["check", "/nonexistent/sp", "--schema", "/nonexistent/s.toml"], "cannot read schema file"),
+    ],
+)
+def test_user_mistakes_are_one_line_errors(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("statemorph: error:") and message in err and "Traceback" not in err
+
+
+def test_bad_schema_file(savepoint, tmp_path, capsys):
+    assert main(["check", savepoint, "--schema", _schema(tmp_path, "[states.events]\ntype = 'ROW<x INTT>'\n")]) == 2
+    err = capsys.readouterr().err
+    assert "statemorph: error:" in err and "does not parse" in err
+
+
+def test_damaged_savepoint(savepoint, tmp_path, capsys):
+    with open(os.path.join(savepoint, "_metadata.json"), "w") as f:
+        f.write("{not json")
+    assert main(["inspect", savepoint]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [[], ["frobnicate"], ["check", "sp"], ["migrate", "sp", "--schema", "s.toml"],
+                                  ["migrate", "a", "--schema", "s", "--out", "b", "--threads", "0"]])
+def test_usage_errors_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert "usage: statemorph" in capsys.readouterr().err
+
+
+def test_progress_bar_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Tty()
+    bar = ProgressBar(200, stream)
+    bar("events", 100)
+    bar("events", 100)
+    bar.finish()
+    text = stream.getvalue()
+    assert "100.0%" in text and "200/200 entries" in text and text.endswith("\n")
+
+
+def test_progress_bar_is_silent_on_a_pipe():
+    stream = io.StringIO()
+    bar = ProgressBar(10, stream)
+    bar("s", 10)
+    bar.finish()
+    assert stream.getvalue() == "" and bar.done == 10
