@@ -305,7 +305,7 @@ class RocksDBStateTable(StateTable):
         wb = self._batch()
         current: bytes | None = None
         parts: list[bytes] = []
-        pending = 0
+        pending = total = 0
 
         def flush_list() -> None:
             if current is not None:
@@ -329,7 +329,11 @@ class RocksDBStateTable(StateTable):
                 self.backend._db.write(wb)
                 wb = self._batch()
                 pending = 0
+            total += 1
         flush_list()
+        if total != self._loaded_rows:
+            raise SavepointError(f"state {self.handle.name!r}: {self._loaded_rows - total} list elements repeat "
+                                 f"an index of the same key and namespace")
         self.backend._db.write(wb)
         self._drop_staging()
 
