@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from statemorph.errors import StateFormatError
-from statemorph.io import utf16_units
+from statemorph.io import DataInputDeserializer, DataOutputSerializer, utf16_units
 from statemorph.serializers import (
     BooleanPrimitiveArraySerializer,
     BooleanSerializer,
@@ -192,3 +192,39 @@ def test_random_bytes_raise_only_typed_errors(data, ser):
     except StateFormatError:
         return
     assert ser.to_bytes(value) is not None
+
+
+def with_enum(ser, replacement):
+    """The same serializer tree with every enum leaf replaced."""
+    if isinstance(ser, EnumSerializer):
+        return replacement
+    if isinstance(ser, ListSerializer):
+        return ListSerializer(with_enum(ser.element_serializer, replacement))
+    if isinstance(ser, NullableSerializer):
+        return NullableSerializer.with_padding(with_enum(ser.inner, replacement), ser.padding_length)
+    if isinstance(ser, MapSerializer):
+        return MapSerializer(with_enum(ser.key_serializer, replacement), with_enum(ser.value_serializer, replacement))
+    return ser
+
+
+APPENDED = EnumSerializer(["RED", "GREEN", "BLUE", "PINK"], "p.Color")
+
+
+@given(serializer_and_value())
+def test_enum_append_anywhere_reconfigures_and_migrates_without_rewriting(pair):
+    old, value = pair
+    new = with_enum(old, APPENDED)
+    snap = read_versioned_snapshot(write_versioned_snapshot(old.snapshot_configuration()))
+    result = snap.resolve_schema_compatibility(new)
+    old_bytes = old.to_bytes(value)
+    if new == old:
+        assert result.is_compatible_as_is()
+        return
+    assert result.is_compatible_with_reconfigured_serializer()
+    reconf = result.get_reconfigured_serializer()
+    assert reconf.from_bytes(old_bytes) == value
+    # migrate_state through the reconfigured serializer == read old, write new: the same bytes
+    out = DataOutputSerializer()
+    src = DataInputDeserializer(old_bytes)
+    snap.migrate_state(snap.restore_serializer(), reconf, src, out)
+    assert out.get_copy_of_buffer() == old_bytes == reconf.to_bytes(snap.restore_serializer().from_bytes(old_bytes))
