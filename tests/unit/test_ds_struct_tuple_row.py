@@ -59,6 +59,15 @@ def test_tuple2_bytes_match_flink():
     assert t.tuple_class_name == "org.apache.flink.api.java.tuple.Tuple2"
 
 
+def test_tuple_null_goes_to_field_serializers_that_can_write_it():
+    """Flink golden: Tuple2<Integer,String>(-1, null) is ``ff ff ff ff 00``."""
+    t = TupleSerializer([IntSerializer(), StringSerializer()])
+    assert t.to_bytes((-1, None)) == bytes.fromhex("ff ff ff ff 00")
+    assert t.from_bytes(bytes.fromhex("ff ff ff ff 00")) == (-1, None)
+    n = TupleSerializer([NullableSerializer(IntSerializer()), StringSerializer()])
+    assert n.to_bytes((None, "x")) == bytes.fromhex("01 02 78")
+
+
 def test_tuple_accepts_list_and_returns_tuple():
     t = TupleSerializer([IntSerializer(), IntSerializer()])
     v = t.from_bytes(t.to_bytes([1, 2]))
@@ -67,7 +76,7 @@ def test_tuple_accepts_list_and_returns_tuple():
 
 def test_tuple_null_field_names_the_field():
     t = TupleSerializer([IntSerializer(), StringSerializer(), IntSerializer()])
-    with pytest.raises(SerializationError, match="field f2 is null"):
+    with pytest.raises(SerializationError, match="field f2 is null and IntSerializer cannot write null"):
         t.to_bytes((1, "a", None))
     with pytest.raises(SerializationError, match="cannot be null"):
         t.to_bytes(None)

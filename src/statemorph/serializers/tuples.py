@@ -8,8 +8,9 @@ incompatible rather than a migration.
 
 Formats (flink-formats.md §2.8, §2.9):
 
-* Tuple: the fields back to back, no header, no null mask. Flink throws on a null field, so
-  a ``None`` here is a :class:`SerializationError` naming the field.
+* Tuple: the fields back to back, no header, no null mask. A null field is handed to its
+  serializer (String and Nullable write it); one that cannot write null makes Flink throw a
+  ``NullFieldException``, here a :class:`SerializationError` naming the field.
 * Row: a null mask packed MSB-first (``ceil(L/8)`` bytes), then the non-null fields. With
   ``supports_row_kind`` (the default since Flink 1.11) the mask starts with the two bits of the
   ``RowKind`` byte, so ``L = 2 + arity``; legacy serializers (restored from pre-1.11 snapshots)
@@ -55,7 +56,7 @@ def add_field_context(err: StatemorphError, label: str) -> StatemorphError:
 # -- Tuple -----------------------------------------------------------------------------------
 
 class TupleSerializer(TypeSerializer[tuple]):  # type: ignore[type-arg]
-    """Flink's ``TupleSerializer``: a fixed number of non-null fields, written back to back.
+    """Flink's ``TupleSerializer``: a fixed number of fields, written back to back.
 
     ``tuple_class_name`` is the Java class recorded in the snapshot (``Tuple<n>`` by default).
     Values are Python tuples (lists are accepted on write).
@@ -100,14 +101,16 @@ class TupleSerializer(TypeSerializer[tuple]):  # type: ignore[type-arg]
                 f"{self.tuple_class_name}: tuple arity {len(value)} does not match the serializer's {self.arity}"
             )
         for i, (ser, v) in enumerate(zip(self.field_serializers, value, strict=True)):
-            if v is None:
-                raise SerializationError(
-                    f"{self.tuple_class_name}: field f{i} is null; Flink tuples cannot hold null fields "
-                    f"(wrap the field serializer in NullableSerializer)"
-                )
+            # Like Flink, a null goes to the field serializer: String and Nullable write it, the
+            # others refuse, which Flink reports as a NullFieldException naming the field.
             try:
                 ser.serialize(v, out)
             except StatemorphError as e:
+                if v is None:
+                    raise SerializationError(
+                        f"{self.tuple_class_name}: field f{i} is null and {type(ser).__name__} cannot write null "
+                        f"(wrap the field serializer in NullableSerializer)"
+                    ) from e
                 raise add_field_context(e, f"f{i}") from None
 
     def deserialize(self, src: DataInputDeserializer) -> tuple:  # type: ignore[type-arg]
