@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from .engine.batches import ColumnDecoder, ColumnMigrator, StateDecoder, StateEncoder
 from .engine.local import AdoptingWriter, RewriteReport, TransformFactory, copy_state, open_writer
-from .engine.plan import KEEP, MIGRATE, StatePlan, plan_rewrite
+from .engine.plan import MIGRATE, StatePlan, plan_rewrite
 from .savepoint.reader import read_metadata, state_files
 from .savepoint.writer import StateWriter
 
@@ -117,7 +117,7 @@ def migrate_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.Pat
     report = RewriteReport(src, os.fspath(dst), plan, "spark")
     with open_writer(dst, plan) as w:
         for sp in plan.states:
-            if (sp.action == MIGRATE or (transform is not None and sp.action != KEEP)) and sp.meta.files:
+            if (sp.action == MIGRATE or transform is not None) and sp.meta.files:
                 report.rows[sp.name] = _migrate_state(spark, src, w, sp, on_error, transform)
             else:
                 report.rows[sp.name] = copy_state(src, w, sp, None)
