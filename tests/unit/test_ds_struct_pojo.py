@@ -385,3 +385,21 @@ def test_row_of_pojo_with_added_field_migrates():
     snap.migrate_state(snap.restore_serializer(), new, DataInputDeserializer(data), out)
     assert out.get_copy_of_buffer() == new.to_bytes((5, MyPojoV2(a="hi", c=3)))
     assert new.from_bytes(out.get_copy_of_buffer()) == (5, MyPojoV2("hi", 3, None, 42))
+
+
+def test_migration_into_a_dataclass_that_refuses_the_values_is_typed():
+    from statemorph.errors import StateMigrationError
+
+    @dataclasses.dataclass
+    class Strict:
+        a: str
+
+        def __post_init__(self):
+            if self.a is None:
+                raise ValueError("a is required")
+
+    new = PojoSerializer(Strict, {"a": StringSerializer()}, "p.MyPojo")
+    snap = snapshot_of(my_pojo_serializer())
+    assert snap.migrate_value({"a": "ok", "b": 1, "c": None}, new) == Strict("ok")
+    with pytest.raises(StateMigrationError, match="a is required"):
+        snap.migrate_value({"a": None, "b": 1, "c": None}, new)

@@ -31,6 +31,7 @@ from ..errors import (
     SerializationError,
     SnapshotError,
     StateFormatError,
+    StateMigrationError,
     StatemorphError,
 )
 from ..io import DataInputDeserializer, DataOutputSerializer, utf16_units
@@ -583,7 +584,13 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
                     raise add_field_context(e, name) from None
             else:
                 migrated[name] = new_serializer.default_value(name)
-        return new_serializer.make_value(migrated)
+        try:
+            return new_serializer.make_value(migrated)
+        except Exception as e:  # the new dataclass's own __init__ / __post_init__ refused the values
+            raise StateMigrationError(
+                f"POJO {self.class_name}: cannot build the new {new_serializer.java_class_name} value from "
+                f"{sorted(migrated)}: {e}"
+            ) from e
 
 
 def _old_serializer_name(snap: TypeSerializerSnapshot) -> str:
