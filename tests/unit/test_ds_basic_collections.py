@@ -260,3 +260,18 @@ def test_migrate_state_equals_read_old_then_write_new(old, new, value, expected)
     snap.migrate_state(prior, new, src, out)
     assert src.available() == 0
     assert out.get_copy_of_buffer() == new.to_bytes(expected)
+
+
+def test_numpy_inputs_are_accepted():
+    np = pytest.importorskip("numpy")
+    assert IntArraySerializer().to_bytes(np.arange(3, dtype=np.int32)) == IntArraySerializer().to_bytes([0, 1, 2])
+    assert DoubleArraySerializer().to_bytes(np.array([1.5, np.nan])) == bytes.fromhex(
+        "00 00 00 02 3F F8 00 00 00 00 00 00 7F F8 00 00 00 00 00 00"
+    )
+    assert BooleanPrimitiveArraySerializer().to_bytes(np.array([True, False])) == bytes.fromhex("00 00 00 02 01 00")
+    assert ListSerializer(LongSerializer()).to_bytes([np.int64(7)]) == ListSerializer(LongSerializer()).to_bytes([7])
+
+
+def test_generators_are_refused():
+    with pytest.raises(SerializationError, match="expected a sequence"):
+        IntArraySerializer().to_bytes(x for x in [1])

@@ -29,6 +29,7 @@ from .primitives import (
     LongSerializer,
     ShortSerializer,
     check_char,
+    is_bool_like,
 )
 from .strings import encode_string, read_string
 
@@ -39,7 +40,7 @@ _I32 = struct.Struct(">i")
 def _header(serializer: TypeSerializer[Any], value: Any) -> bytes:
     if value is None:
         raise SerializationError(f"{type(serializer).__name__} cannot write None: Flink arrays are never null")
-    if isinstance(value, (str, dict, set)):
+    if isinstance(value, (str, dict, set)) or not hasattr(value, "__len__"):
         raise SerializationError(
             f"{type(serializer).__name__} cannot write {type(value).__name__} {value!r:.60}: expected a sequence"
         )
@@ -163,10 +164,9 @@ class BooleanPrimitiveArraySerializer(TypeSerializer[list[bool]]):
             if v is True:
                 body[i] = 1
             elif v is not False:
-                if type(v).__name__ == "bool_" or (isinstance(v, int) and v in (0, 1)):
-                    body[i] = 1 if v else 0
-                else:
+                if not is_bool_like(v):
                     raise _element_error(self, BooleanSerializer(), value)
+                body[i] = 1 if v else 0
         out.write(header)
         out.write(body)
 

@@ -57,6 +57,16 @@ class _IntegralSerializer(TypeSerializer[int]):
         return value
 
 
+def is_bool_like(value: Any) -> bool:
+    """bool, numpy's bool scalar, or the ints 0/1: unambiguous truth values. Anything else
+    (floats, strings, None) is more likely a bug than a boolean."""
+    if value is True or value is False:
+        return True
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"):
+        return True
+    return isinstance(value, int) and value in (0, 1)
+
+
 class BooleanSerializer(TypeSerializer[bool]):
     """``writeBoolean``: ``01``/``00``; any non-zero byte reads as true, as in Flink."""
 
@@ -66,8 +76,7 @@ class BooleanSerializer(TypeSerializer[bool]):
             return
         if value is None:
             raise _reject(self, value, "a Java boolean cannot be null (wrap it in NullableSerializer)")
-        # numpy.bool_ and the ints 0/1 are unambiguous; anything else (floats, strings) is a bug
-        if type(value).__name__ == "bool_" or (isinstance(value, int) and value in (0, 1)):
+        if is_bool_like(value):
             out.write_boolean(bool(value))
             return
         raise _reject(self, value, f"expected a bool, got {type(value).__name__}")
@@ -313,4 +322,5 @@ __all__ = [
     "ShortSerializerSnapshot",
     "check_char",
     "check_float",
+    "is_bool_like",
 ]
