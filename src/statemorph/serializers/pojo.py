@@ -311,8 +311,17 @@ def _read_frame(src: DataInputDeserializer, what: str) -> tuple[int, bytes]:
     return start, src.read_fully(length, what)
 
 
-def _write_frame(out: DataOutputSerializer, frame: DataOutputSerializer) -> None:
-    """Length-prefixed frame, so that a reader can skip what it cannot parse."""
+def _write_optional_frame(
+    out: DataOutputSerializer, item: Any, writer: Callable[[DataOutputSerializer, Any], None]
+) -> None:
+    """``bool present ‖ [i32 length ‖ frame]``: length-prefixed, so that a reader can skip what
+    it cannot parse."""
+    if item is None:
+        out.write_boolean(False)
+        return
+    out.write_boolean(True)
+    frame = DataOutputSerializer()
+    writer(frame, item)
     out.write_int(len(frame))
     out.write(frame.buffer())
 
@@ -376,20 +385,8 @@ def write_optional_map(
     out.write_int(len(entries))
     for e in entries:
         out.write_utf(e.key_name)
-        if e.key is None:
-            out.write_boolean(False)
-        else:
-            out.write_boolean(True)
-            frame = DataOutputSerializer()
-            key_writer(frame, e.key)
-            _write_frame(out, frame)
-        if e.value is None:
-            out.write_boolean(False)
-        else:
-            out.write_boolean(True)
-            frame = DataOutputSerializer()
-            write_versioned_snapshot_to(frame, e.value)
-            _write_frame(out, frame)
+        _write_optional_frame(out, e.key, key_writer)
+        _write_optional_frame(out, e.value, write_versioned_snapshot_to)
 
 
 def _read_field_key(src: DataInputDeserializer, key_name: str) -> tuple[str, str]:
