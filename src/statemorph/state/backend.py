@@ -164,9 +164,13 @@ class KeyedStateBackend(ABC):
         res = self.resolve(descriptor, ns_ser)
         res.raise_if_incompatible()
         assert res.value_serializer is not None and res.namespace_serializer is not None
+        new_table: StateTable | None
         if res.outcome is Outcome.MIGRATION:
             old_value_snapshot = self._old_snapshots(h)["value_serializer"]
             new_table = self._migrate_table(h, old_value_snapshot, res)
+        else:
+            new_table = self._rebind_table(h, res)
+        if new_table is not None:
             old_table, h.table = h.table, new_table
             old_table.drop()
         h.value_serializer = res.value_serializer
@@ -186,6 +190,12 @@ class KeyedStateBackend(ABC):
         """A new table holding every entry of ``handle.table`` in the new schema; on any failure
         raise StateMigrationError (naming the state and the first bad entry) and leave the old
         table untouched."""
+
+    def _rebind_table(self, handle: StateHandle, resolution: StateResolution) -> StateTable | None:
+        """Compatible as is (or reconfigured): the stored data stays valid. A backend that holds
+        objects may return a table whose objects are in the new serializers' representation
+        (e.g. dataclass instances instead of the dicts a class-less restored serializer made)."""
+        return None
 
     def describe_key(self, key_bytes: bytes) -> str:
         """The key for messages: its value when it deserializes, else its bytes in hex."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import SavepointError, SerializationError
+from ..errors import SavepointError, SerializationError, StateMigrationError
 from ..snapshot import TypeSerializerSnapshot
 from .backend import KeyedStateBackend
 from .descriptors import StateKind
@@ -170,11 +170,8 @@ class HeapStateBackend(KeyedStateBackend):
 
     def _migrate_table(self, handle: StateHandle, old_value_snapshot: TypeSerializerSnapshot,
                        resolution: StateResolution) -> StateTable:
-        old = handle.table
-        assert isinstance(old, HeapStateTable)
         new_ser = resolution.value_serializer
         assert new_ser is not None
-        new = HeapStateTable(self, handle)
 
         def convert(value: Any, where: str) -> Any:
             try:
@@ -184,6 +181,39 @@ class HeapStateBackend(KeyedStateBackend):
             except Exception as e:
                 raise self.migration_error(handle, where, e) from e
 
+        return self._convert_table(handle, convert, self._key_converter(handle, resolution))
+
+    @staticmethod
+    def _key_converter(handle: StateHandle, resolution: StateResolution) -> Any:
+        old_uk, new_uk = handle.user_key_serializer, resolution.user_key_serializer
+
+        def convert_key(uk: Any, ub: bytes) -> Any:
+            return uk if new_uk is None or new_uk == old_uk else new_uk.from_bytes(ub)
+
+        return convert_key
+
+    def _rebind_table(self, handle: StateHandle, resolution: StateResolution) -> StateTable | None:
+        """Same bytes, possibly new Python types: re-read every value (and map key) through its
+        bytes with the new serializer, all or nothing."""
+        old_vs, new_vs = handle.value_serializer, resolution.value_serializer
+        old_uk, new_uk = handle.user_key_serializer, resolution.user_key_serializer
+        assert new_vs is not None
+        if old_vs == new_vs and old_uk == new_uk:
+            return None
+
+        def convert(value: Any, where: str) -> Any:
+            try:
+                return new_vs.from_bytes(old_vs.to_bytes(value))
+            except Exception as e:
+                raise StateMigrationError(f"state {handle.name!r}: cannot re-read the value at {where} with the "
+                                          f"new serializer: {type(e).__name__}: {e}") from e
+
+        return self._convert_table(handle, convert, self._key_converter(handle, resolution))
+
+    def _convert_table(self, handle: StateHandle, convert: Any, convert_key: Any) -> HeapStateTable:
+        old = handle.table
+        assert isinstance(old, HeapStateTable)
+        new = HeapStateTable(self, handle)
         for ek in sorted(old.data):
             stored = old.data[ek]
             where = f"key {self.describe_key(ek[1])} (key group {ek[0]})"
@@ -192,7 +222,7 @@ class HeapStateBackend(KeyedStateBackend):
             elif handle.kind is StateKind.LIST:
                 new.data[ek] = [convert(e, f"{where}, list element {i}") for i, e in enumerate(stored)]
             else:
-                new.data[ek] = {ub: (uk, None if v is None else convert(v, f"{where}, map key {uk!r}"))
+                new.data[ek] = {ub: (convert_key(uk, ub), None if v is None else convert(v, f"{where}, map key {uk!r}"))
                                 for ub, (uk, v) in stored.items()}
         return new
 
