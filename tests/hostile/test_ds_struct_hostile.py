@@ -252,3 +252,12 @@ def test_duplicate_field_in_optional_map_is_rejected():
     second = data.index(entry) + len(entry)
     with pytest.raises(MalformedDataError, match=f"duplicate key 'a' at offset {second}"):
         read_versioned_snapshot(data)
+
+
+def test_same_field_under_two_key_names_is_rejected():
+    key = utf("p.X") + utf("a")
+    value = utf("org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot") + i32(3)
+    tail = b"\x01" + i32(len(key)) + key + b"\x01" + i32(len(value)) + value
+    data = pojo_snapshot_body(utf("a") + tail + utf("a2") + tail, 2)
+    with pytest.raises(MalformedDataError, match=r"\['a'\] listed twice"):
+        read_versioned_snapshot(data)

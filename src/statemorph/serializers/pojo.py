@@ -462,6 +462,12 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
         fields = read_optional_map(src, f"field map of POJO {class_name}", _read_field_key)
         registered = read_optional_map(src, f"registered subclasses of POJO {class_name}", _read_class_key)
         others = read_optional_map(src, f"non-registered subclasses of POJO {class_name}", _read_class_key)
+        names = [e.key[1] for e in fields if e.key is not None]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise MalformedDataError(
+                f"corrupt field map of POJO {class_name}: field(s) {dupes} listed twice under different key names"
+            )
         return cls(class_name, fields, registered, others)
 
     # -- restore ---------------------------------------------------------------------------
