@@ -233,6 +233,16 @@ class DataInputDeserializer:
             )
         return length
 
+    def window(self) -> tuple[bytes, int, int]:
+        """``(data, position, end)`` for decoders that scan the bytes themselves (e.g. the
+        StringValue varints); they must hand the new position back through :meth:`advance_to`."""
+        return self._data, self._pos, self._end
+
+    def advance_to(self, position: int) -> None:
+        if not self._pos <= position <= self._end:
+            raise ValueError(f"cannot move from offset {self._pos} to {position} (window ends at {self._end})")
+        self._pos = position
+
     def read_fully(self, n: int, what: str = "bytes") -> bytes:
         p = self._take(n, what)
         return self._data[p : p + n]

@@ -181,10 +181,10 @@ def _decode_units(data: bytes, pos: int, end: int, remaining: int, start: int, p
 def read_string(src: DataInputDeserializer) -> str | None:
     """``StringValue.readString(in)``: the inverse of :func:`write_string`.
 
-    Reads the deserializer's buffer in place (its private window) instead of byte by byte: this
-    function is the string hot path, and the view exposes no public slicing API."""
-    text, pos = read_string_at(src._data, src._pos, src._end)
-    src._pos = pos
+    Scans the deserializer's window in place instead of reading byte by byte: this function is
+    the string hot path of the reference tier."""
+    text, pos = read_string_at(*src.window())
+    src.advance_to(pos)
     return text
 
 
