@@ -496,44 +496,17 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
 
     # -- compatibility ---------------------------------------------------------------------
     def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+        """Flink's POJO rule (flink-formats.md §5), fields matched by name."""
         if not isinstance(new_serializer, PojoSerializer):
             return SchemaCompatibility.incompatible(
                 f"serializer changed from PojoSerializer to {type(new_serializer).__name__}"
             )
-        if new_serializer.java_class_name != self.class_name:
-            return SchemaCompatibility.incompatible(
-                f"POJO class changed from {self.class_name} to {new_serializer.java_class_name}"
-            )
-        subclasses = [e.key_name for e in self.registered_subclasses + self.nonregistered_subclasses]
-        if subclasses:
-            return SchemaCompatibility.incompatible(
-                f"POJO {self.class_name}: the old snapshot records subclass serializers {subclasses}; "
-                f"subclass POJOs are not supported by statemorph"
-            )
-        unreadable = [e for e in self.fields if e.key is not None and e.value is None]
-        if unreadable:
-            return SchemaCompatibility.incompatible(
-                "; ".join(f"{e.key_name}: serializer snapshot unreadable ({e.problem})" for e in unreadable)
-            )
-
+        refusal = self._structural_incompatibility(new_serializer)
+        if refusal:
+            return SchemaCompatibility.incompatible(refusal)
         new_fields = new_serializer.field_serializers
         old_fields = self.present_fields()
-        incompatible: list[str] = []
-        migrating: list[str] = []
-        reconfigured: dict[str, TypeSerializer[Any]] = {}
-        for name, old_snap in old_fields.items():
-            new_ser = new_fields.get(name)
-            if new_ser is None:
-                continue
-            r = old_snap.resolve_schema_compatibility(new_ser)
-            if r.is_incompatible():
-                old_desc = _old_serializer_name(old_snap)
-                detail = f" ({r.reason})" if r.reason and old_desc == _describe(new_ser) else ""
-                incompatible.append(f"{name}: {old_desc} -> {_describe(new_ser)}{detail}")
-            elif r.is_compatible_after_migration():
-                migrating.append(f"{name}: {r.reason or 'needs migration'}")
-            elif r.is_compatible_with_reconfigured_serializer():
-                reconfigured[name] = r.get_reconfigured_serializer()
+        incompatible, migrating, reconfigured = _compare_common_fields(old_fields, new_fields)
         if incompatible:
             return SchemaCompatibility.incompatible("; ".join(incompatible))
 
@@ -559,6 +532,20 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
                 f"fields reconfigured: {', '.join(reconfigured)}",
             )
         return SchemaCompatibility.compatible_as_is()
+
+    def _structural_incompatibility(self, new_serializer: PojoSerializer) -> str:
+        """Why the new serializer cannot take over at all ('' when it can): another class,
+        subclass entries (unsupported here), or a field whose old serializer is unreadable."""
+        if new_serializer.java_class_name != self.class_name:
+            return f"POJO class changed from {self.class_name} to {new_serializer.java_class_name}"
+        subclasses = [e.key_name for e in self.registered_subclasses + self.nonregistered_subclasses]
+        if subclasses:
+            return (
+                f"POJO {self.class_name}: the old snapshot records subclass serializers {subclasses}; "
+                f"subclass POJOs are not supported by statemorph"
+            )
+        unreadable = [e for e in self.fields if e.key is not None and e.value is None]
+        return "; ".join(f"{e.key_name}: serializer snapshot unreadable ({e.problem})" for e in unreadable)
 
     # -- migration -------------------------------------------------------------------------
     def migrate_value(self, value: Any, new_serializer: TypeSerializer[Any]) -> Any:
@@ -594,6 +581,30 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
                 f"POJO {self.class_name}: cannot build the new {new_serializer.java_class_name} value from "
                 f"{sorted(migrated)}: {e}"
             ) from e
+
+
+def _compare_common_fields(
+    old_fields: Mapping[str, TypeSerializerSnapshot], new_fields: Mapping[str, TypeSerializer[Any]]
+) -> tuple[list[str], list[str], dict[str, TypeSerializer[Any]]]:
+    """Resolve every field present on both sides: (incompatible reasons, migration reasons,
+    reconfigured serializers by field name)."""
+    incompatible: list[str] = []
+    migrating: list[str] = []
+    reconfigured: dict[str, TypeSerializer[Any]] = {}
+    for name, old_snap in old_fields.items():
+        new_ser = new_fields.get(name)
+        if new_ser is None:
+            continue
+        r = old_snap.resolve_schema_compatibility(new_ser)
+        if r.is_incompatible():
+            old_desc = _old_serializer_name(old_snap)
+            detail = f" ({r.reason})" if r.reason and old_desc == _describe(new_ser) else ""
+            incompatible.append(f"{name}: {old_desc} -> {_describe(new_ser)}{detail}")
+        elif r.is_compatible_after_migration():
+            migrating.append(f"{name}: {r.reason or 'needs migration'}")
+        elif r.is_compatible_with_reconfigured_serializer():
+            reconfigured[name] = r.get_reconfigured_serializer()
+    return incompatible, migrating, reconfigured
 
 
 def _old_serializer_name(snap: TypeSerializerSnapshot) -> str:
