@@ -1,0 +1,719 @@
+# cython: language_level=3
+"""BinaryRowData kernels: Arrow struct columns → RowData entries (encode), RowData entries →
+Arrow columns (decode), and old-schema RowData → new-schema RowData byte to byte (migrate).
+
+Every kernel executes a *program* compiled once in Python (``statemorph.serializers._batch``,
+``compile_row_program`` / ``compile_migration_program``): an int64 matrix, one row per node of the
+row type in pre-order, columns below. Node 0 is the top-level row. Children of a ROW node are
+``node + 1`` then ``END`` of each child in turn. ``SRC`` is the field index in the *old* row (the
+same as ``POS`` for encode / decode; -1 for a field added by a migration).
+
+Entries are ``i32 BE sizeInBytes ‖ BinaryRowData`` (what ``RowDataSerializer`` writes). Every
+kernel is two passes over rows ``start..stop``: ``*_sizes`` validates and writes the output size
+(or an encoded error) to ``out_off[i + 1]`` / ``status[i]``; ``*_fill`` writes at the prefix sums.
+Loops run without the GIL; errors leave as (code, row, node) numbers.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
+
+from smbytes cimport *
+
+__statemorph_native__ = True
+
+# program columns
+cdef enum:
+    C_KIND = 0
+    C_POS = 1
+    C_END = 2
+    C_ARITY = 3
+    C_SRC = 4
+    C_OLD_ARITY = 5
+    C_FLAGS = 6
+    NCOL = 8
+
+# node kinds (same numbers in _batch.py)
+cdef enum:
+    R_BOOL = 1
+    R_I8 = 2
+    R_I16 = 3
+    R_I32 = 4
+    R_I64 = 5
+    R_F32 = 6
+    R_F64 = 7
+    R_STR = 8
+    R_BIN = 9
+    R_ROW = 10
+    R_BLOB = 11
+    R_DEC_BIG = 12
+    R_TS_BIG = 13
+    R_DEC_COMPACT = 14
+
+cdef enum:
+    F_NOT_NULL = 1
+    F_VERBATIM = 2
+
+cdef inline int64_t null_bits_size(int64_t arity) noexcept nogil:
+    return ((arity + 63 + 8) // 64) * 8
+
+cdef inline int64_t arrow_width(int64_t kind) noexcept nogil:
+    if kind == R_I8:
+        return 1
+    if kind == R_I16:
+        return 2
+    if kind == R_I32 or kind == R_F32:
+        return 4
+    if kind == R_DEC_COMPACT:
+        return 16
+    return 8
+
+
+ctypedef struct Ctx:
+    const int64_t* prog
+    int64_t err_node
+    int64_t row
+    const uint8_t* d
+    # decode outputs, per node (NULL where unused)
+    int64_t** str_off
+    uint8_t** valid
+    uint8_t** vals
+    uint8_t** sdata
+    # encode inputs, per node
+    const uint8_t** in_valid
+    const uint8_t** in_vals
+    const uint8_t** in_offs
+    int64_t* in_off
+    int64_t* in_vals_len
+    bint* in_wide
+
+cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
+    return x.prog[node * NCOL + col]
+
+
+cdef bint utf8_valid(const uint8_t* s, int64_t n) noexcept nogil:
+    """Strict UTF-8 (what Python's ``bytes.decode('utf-8')`` accepts)."""
+    cdef int64_t p = 0
+    cdef uint32_t b0, c
+    cdef int k, m
+    while p < n:
+        b0 = s[p]
+        if b0 < 0x80:
+            p += 1
+            continue
+        if 0xC2 <= b0 <= 0xDF:
+            m = 1
+            c = b0 & 0x1F
+        elif 0xE0 <= b0 <= 0xEF:
+            m = 2
+            c = b0 & 0x0F
+        elif 0xF0 <= b0 <= 0xF4:
+            m = 3
+            c = b0 & 0x07
+        else:
+            return False
+        if n - p - 1 < m:
+            return False
+        for k in range(1, m + 1):
+            if (s[p + k] & 0xC0) != 0x80:
+                return False
+            c = (c << 6) | (s[p + k] & 0x3F)
+        if (m == 2 and (c < 0x800 or (0xD800 <= c < 0xE000))) or (m == 3 and (c < 0x10000 or c > 0x10FFFF)):
+            return False
+        p += m + 1
+    return True
+
+
+cdef inline bint null_bit(const uint8_t* d, int64_t base, int64_t i) noexcept nogil:
+    cdef int64_t b = i + 8
+    return (d[base + (b >> 3)] >> (b & 7)) & 1
+
+
+cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
+    """Validate the old row at d[base:base+size] for this node's (sub)program and return the size of
+    the new row a migration writes (decode ignores it); a negative value is -code, with
+    ``x.err_node`` set. In decode mode, string/binary lengths go to ``x.str_off``."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t arity = P(x, node, C_ARITY)
+    cdef int64_t old_arity = P(x, node, C_OLD_ARITY)
+    cdef int64_t ow = null_bits_size(old_arity)
+    cdef int64_t ofixed = ow + 8 * old_arity
+    cdef int64_t new_size = null_bits_size(arity) + 8 * arity
+    cdef int64_t c, end, src, slot, k, n, r, flags
+    cdef uint64_t raw
+    cdef int64_t off, b
+    cdef uint8_t mark
+    if size < ofixed:
+        x.err_node = node
+        return -E_TRUNCATED
+    if d[base] > 3:
+        x.err_node = node
+        return -E_BAD_HEADER
+    # null bits beyond the arity (inside the bitset words) must be zero
+    for b in range(old_arity + 8, ow * 8):
+        if (d[base + (b >> 3)] >> (b & 7)) & 1:
+            x.err_node = node
+            return -E_BAD_HEADER
+    end = P(x, node, C_END)
+    c = node + 1
+    while c < end:
+        src = P(x, c, C_SRC)
+        k = P(x, c, C_KIND)
+        flags = P(x, c, C_FLAGS)
+        if src < 0 or null_bit(d, base, src):
+            c = P(x, c, C_END)
+            continue
+        slot = base + ow + 8 * src
+        if k == R_STR or k == R_BIN or k == R_ROW or k == R_BLOB or k == R_DEC_BIG or k == R_TS_BIG:
+            mark = d[slot + 7]
+            raw = load_u64_le(d + slot)
+            if mark & 0x80:
+                if k != R_STR and k != R_BIN:
+                    x.err_node = c
+                    return -E_BAD_INLINE
+                n = mark & 0x7F
+                if n > 7:
+                    x.err_node = c
+                    return -E_BAD_INLINE
+                if k == R_STR and not utf8_valid(d + slot, n):
+                    x.err_node = c
+                    return -E_BAD_UTF8
+                if x.str_off != NULL and x.str_off[c] != NULL:
+                    x.str_off[c][x.row + 1] = n
+                c = P(x, c, C_END)
+                continue
+            off = <int64_t>(raw >> 32)
+            n = <int64_t>(raw & 0xFFFFFFFFu)
+            if k == R_TS_BIG:
+                if n > 999999:
+                    x.err_node = c
+                    return -E_BAD_NANOS
+                n = 8
+            elif k == R_DEC_BIG and (n < 1 or n > 16):
+                x.err_node = c
+                return -E_BAD_LENGTH
+            if off < ofixed or off + n > size:
+                x.err_node = c
+                return -E_BAD_OFFSET
+            if k == R_STR:
+                if not utf8_valid(d + base + off, n):
+                    x.err_node = c
+                    return -E_BAD_UTF8
+            if k == R_STR or k == R_BIN:
+                if x.str_off != NULL and x.str_off[c] != NULL:
+                    x.str_off[c][x.row + 1] = n
+                new_size += round_up8(n)
+            elif k == R_ROW:
+                r = check_row(x, c, base + off, n)
+                if r < 0:
+                    return r
+                new_size += round_up8(n) if (flags & F_VERBATIM) else r
+            elif k == R_DEC_BIG:
+                new_size += 16
+            else:
+                new_size += round_up8(n)
+        c = P(x, c, C_END)
+    return new_size
+
+
+cdef int64_t migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size, uint8_t* o, int64_t obase) noexcept nogil:
+    """Write the new row for a validated old row; returns its size."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t arity = P(x, node, C_ARITY)
+    cdef int64_t ow = null_bits_size(P(x, node, C_OLD_ARITY))
+    cdef int64_t nw = null_bits_size(arity)
+    cdef int64_t cur = nw + 8 * arity
+    cdef int64_t c, end, src, slot, nslot, k, n, r, j, bit, off, flags
+    cdef uint64_t raw
+    memset(o + obase, 0, cur)
+    o[obase] = d[base]
+    end = P(x, node, C_END)
+    c = node + 1
+    while c < end:
+        src = P(x, c, C_SRC)
+        j = P(x, c, C_POS)
+        k = P(x, c, C_KIND)
+        flags = P(x, c, C_FLAGS)
+        if src < 0 or null_bit(d, base, src):
+            bit = j + 8
+            o[obase + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
+            c = P(x, c, C_END)
+            continue
+        slot = base + ow + 8 * src
+        nslot = obase + nw + 8 * j
+        raw = load_u64_le(d + slot)
+        if k < R_STR or k == R_DEC_COMPACT or ((k == R_STR or k == R_BIN) and (raw >> 63)):
+            memcpy(o + nslot, d + slot, 8)
+        else:
+            off = <int64_t>(raw >> 32)
+            n = <int64_t>(raw & 0xFFFFFFFFu)
+            if k == R_ROW and not (flags & F_VERBATIM):
+                r = migrate_row(x, c, base + off, n, o, obase + cur)
+                store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>r)
+                cur += r
+            elif k == R_DEC_BIG:
+                memset(o + obase + cur, 0, 16)
+                memcpy(o + obase + cur, d + base + off, n)
+                store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+                cur += 16
+            elif k == R_TS_BIG:
+                memcpy(o + obase + cur, d + base + off, 8)
+                store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+                cur += 8
+            else:
+                memcpy(o + obase + cur, d + base + off, n)
+                r = round_up8(n)
+                memset(o + obase + cur + n, 0, r - n)
+                store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+                cur += r
+        c = P(x, c, C_END)
+    return cur
+
+
+cdef void decode_row(Ctx* x, int64_t node, int64_t base) noexcept nogil:
+    """Scatter a validated row into the per-node Arrow output buffers at row ``x.row``."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t ow = null_bits_size(P(x, node, C_OLD_ARITY))
+    cdef int64_t c, end, src, slot, k, n, off, i = x.row
+    cdef uint64_t raw
+    cdef int64_t v64
+    end = P(x, node, C_END)
+    c = node + 1
+    while c < end:
+        src = P(x, c, C_SRC)
+        k = P(x, c, C_KIND)
+        if src < 0 or null_bit(d, base, src):
+            c = P(x, c, C_END)
+            continue
+        bit_set(x.valid[c], i)
+        slot = base + ow + 8 * src
+        if k == R_BOOL:
+            if d[slot] != 0:
+                bit_set(x.vals[c], i)
+        elif k == R_I8:
+            x.vals[c][i] = d[slot]
+        elif k == R_I16:
+            memcpy(x.vals[c] + 2 * i, d + slot, 2)
+        elif k == R_I32 or k == R_F32:
+            memcpy(x.vals[c] + 4 * i, d + slot, 4)
+        elif k == R_I64 or k == R_F64:
+            memcpy(x.vals[c] + 8 * i, d + slot, 8)
+        elif k == R_DEC_COMPACT:
+            memcpy(&v64, d + slot, 8)
+            memcpy(x.vals[c] + 16 * i, &v64, 8)
+            memset(x.vals[c] + 16 * i + 8, 0xFF if v64 < 0 else 0, 8)
+        elif k == R_STR or k == R_BIN:
+            raw = load_u64_le(d + slot)
+            n = x.str_off[c][i + 1] - x.str_off[c][i]
+            if raw >> 63:
+                memcpy(x.sdata[c] + x.str_off[c][i], d + slot, n)
+            else:
+                memcpy(x.sdata[c] + x.str_off[c][i], d + base + <int64_t>(raw >> 32), n)
+        elif k == R_ROW:
+            raw = load_u64_le(d + slot)
+            decode_row(x, c, base + <int64_t>(raw >> 32))
+        c = P(x, c, C_END)
+
+
+cdef inline bint in_valid(const Ctx* x, int64_t c, int64_t i) noexcept nogil:
+    return x.in_valid[c] == NULL or bit_get(x.in_valid[c], x.in_off[c] + i)
+
+cdef inline int64_t in_str(const Ctx* x, int64_t c, int64_t i, int64_t* start) noexcept nogil:
+    """Byte length of string/binary element i of node c (its start in ``start``); -1 if the Arrow
+    offsets are inconsistent."""
+    cdef int64_t s, e, j = x.in_off[c] + i
+    cdef int32_t s32, e32
+    if x.in_wide[c]:
+        memcpy(&s, x.in_offs[c] + 8 * j, 8)
+        memcpy(&e, x.in_offs[c] + 8 * j + 8, 8)
+    else:
+        memcpy(&s32, x.in_offs[c] + 4 * j, 4)
+        memcpy(&e32, x.in_offs[c] + 4 * j + 4, 4)
+        s = s32
+        e = e32
+    if s < 0 or e < s or e > x.in_vals_len[c]:
+        return -1
+    start[0] = s
+    return e - s
+
+
+cdef int64_t encode_size(Ctx* x, int64_t node) noexcept nogil:
+    cdef int64_t arity = P(x, node, C_ARITY)
+    cdef int64_t size = null_bits_size(arity) + 8 * arity
+    cdef int64_t c, end, k, n, r, s, i = x.row
+    cdef int64_t hi, lo
+    end = P(x, node, C_END)
+    c = node + 1
+    while c < end:
+        k = P(x, c, C_KIND)
+        if not in_valid(x, c, i):
+            if P(x, c, C_FLAGS) & F_NOT_NULL:
+                x.err_node = c
+                return -E_NULL_NOT_ALLOWED
+            c = P(x, c, C_END)
+            continue
+        if k == R_STR or k == R_BIN:
+            n = in_str(x, c, i, &s)
+            if n < 0:
+                x.err_node = c
+                return -E_BAD_ARROW
+            if n > 0x7FFFFFFF:
+                x.err_node = c
+                return -E_TOO_LARGE
+            if n > 7:
+                size += round_up8(n)
+        elif k == R_ROW:
+            r = encode_size(x, c)
+            if r < 0:
+                return r
+            size += r
+        elif k == R_DEC_COMPACT:
+            memcpy(&lo, x.in_vals[c] + 16 * (x.in_off[c] + i), 8)
+            memcpy(&hi, x.in_vals[c] + 16 * (x.in_off[c] + i) + 8, 8)
+            if hi != (-1 if lo < 0 else 0):
+                x.err_node = c
+                return -E_TOO_LARGE
+        c = P(x, c, C_END)
+    return size
+
+
+cdef int64_t encode_row(Ctx* x, int64_t node, uint8_t* o, int64_t obase) noexcept nogil:
+    cdef int64_t arity = P(x, node, C_ARITY)
+    cdef int64_t nw = null_bits_size(arity)
+    cdef int64_t cur = nw + 8 * arity
+    cdef int64_t c, end, k, n, r, j, bit, slot, e, i = x.row
+    cdef int64_t s = 0
+    end = P(x, node, C_END)
+    memset(o + obase, 0, cur)
+    c = node + 1
+    while c < end:
+        k = P(x, c, C_KIND)
+        j = P(x, c, C_POS)
+        slot = obase + nw + 8 * j
+        if not in_valid(x, c, i):
+            bit = j + 8
+            o[obase + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
+            c = P(x, c, C_END)
+            continue
+        e = x.in_off[c] + i
+        if k == R_BOOL:
+            o[slot] = bit_get(x.in_vals[c], e)
+        elif k == R_I8:
+            o[slot] = x.in_vals[c][e]
+        elif k == R_I16:
+            memcpy(o + slot, x.in_vals[c] + 2 * e, 2)
+        elif k == R_I32 or k == R_F32:
+            memcpy(o + slot, x.in_vals[c] + 4 * e, 4)
+        elif k == R_I64 or k == R_F64 or k == R_DEC_COMPACT:
+            memcpy(o + slot, x.in_vals[c] + arrow_width(k) * e, 8)
+        elif k == R_STR or k == R_BIN:
+            n = in_str(x, c, i, &s)
+            if n <= 7:
+                if n:
+                    memcpy(o + slot, x.in_vals[c] + s, n)
+                o[slot + 7] = <uint8_t>(0x80 | n)
+            else:
+                memcpy(o + obase + cur, x.in_vals[c] + s, n)
+                r = round_up8(n)
+                memset(o + obase + cur + n, 0, r - n)
+                store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+                cur += r
+        elif k == R_ROW:
+            r = encode_row(x, c, o, obase + cur)
+            store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>r)
+            cur += r
+        c = P(x, c, C_END)
+    return cur
+
+
+# ------------------------------------------------------------------------------------------------
+# Python-facing entry points
+# ------------------------------------------------------------------------------------------------
+
+cdef class _Keep:
+    """Owns the memoryviews and pointer tables of one kernel call (they outlive the nogil loop)."""
+    cdef list views
+    cdef void** tables[12]
+    cdef int ntables
+
+    def __cinit__(self):
+        self.views = []
+        self.ntables = 0
+
+    def __dealloc__(self):
+        cdef int t
+        for t in range(self.ntables):
+            free(self.tables[t])
+
+    cdef void** table(self, int64_t n) except NULL:
+        cdef void** p = <void**>malloc(max(n, 1) * sizeof(void*))
+        if p == NULL:
+            raise MemoryError()
+        memset(p, 0, max(n, 1) * sizeof(void*))
+        self.tables[self.ntables] = p
+        self.ntables += 1
+        return p
+
+    cdef const uint8_t* ro(self, obj) except? NULL:
+        cdef const uint8_t[::1] mv
+        if obj is None:
+            return NULL
+        mv = u8(obj)
+        self.views.append(mv)
+        return &mv[0] if mv.shape[0] else <const uint8_t*>""
+
+    cdef uint8_t* rw(self, obj) except? NULL:
+        cdef uint8_t[::1] mv
+        if obj is None:
+            return NULL
+        mv = obj
+        self.views.append(mv)
+        return &mv[0] if mv.shape[0] else NULL
+
+    cdef int64_t* rw64(self, obj) except? NULL:
+        cdef int64_t[::1] mv
+        if obj is None:
+            return NULL
+        mv = obj
+        self.views.append(mv)
+        return &mv[0]
+
+
+cdef BinView _view(_Keep keep, offsets, data, validity, int64_t offset, bint wide, int64_t stop) except *:
+    cdef const uint8_t[::1] omv = u8(offsets)
+    cdef const uint8_t[::1] dmv = u8(data)
+    cdef BinView v
+    if (offset + stop + 1) * (8 if wide else 4) > omv.shape[0]:
+        raise ValueError("offsets buffer shorter than the array")
+    keep.views.append(omv)
+    keep.views.append(dmv)
+    v.offsets = &omv[0]
+    v.data = &dmv[0] if dmv.shape[0] else NULL
+    v.data_len = dmv.shape[0]
+    v.offset = offset
+    v.wide = wide
+    v.validity = keep.ro(validity)
+    return v
+
+
+cdef const int64_t* _prog(_Keep keep, prog) except NULL:
+    cdef const int64_t[:, ::1] pm = prog
+    if pm.shape[1] != NCOL or pm.shape[0] < 1:
+        raise ValueError("bad row program")
+    keep.views.append(pm)
+    return &pm[0, 0]
+
+
+cdef inline int entry_row(BinView* v, int64_t i, int64_t* base, int64_t* size) noexcept nogil:
+    """Locate the BinaryRowData of entry i (after its i32 BE length)."""
+    cdef Cursor c
+    cdef int code = bv_entry(v, i, &c)
+    cdef int64_t n
+    if code != E_OK:
+        return code
+    if c.end - c.pos < 4:
+        return E_TRUNCATED
+    n = <int32_t>load_u32_be(c.base + c.pos)
+    if n < 0:
+        return E_BAD_LENGTH
+    if n > c.end - c.pos - 4:
+        return E_TRUNCATED
+    if n < c.end - c.pos - 4:
+        return E_TRAILING
+    base[0] = c.pos + 4
+    size[0] = n
+    return E_OK
+
+
+def migrate_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
+                  int64_t[::1] out_off, bint stop_at_error):
+    """Pass 1 of migrate: ``out_off[i + 1]`` = new entry size (0 for null, encoded error if bad)."""
+    cdef _Keep keep = _Keep()
+    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef Ctx x
+    cdef int64_t i, base = 0, size = 0, r, first = -1
+    cdef int code
+    memset(&x, 0, sizeof(Ctx))
+    x.prog = _prog(keep, prog)
+    x.d = v.data
+    with nogil:
+        for i in range(start, stop):
+            out_off[i + 1] = 0
+            if not bv_valid(&v, i):
+                continue
+            x.err_node = -1
+            x.row = i
+            code = entry_row(&v, i, &base, &size)
+            if code == E_OK:
+                r = check_row(&x, 0, base, size)
+                if r < 0:
+                    code = <int>(-r)
+                elif P(&x, 0, C_FLAGS) & F_VERBATIM:
+                    out_off[i + 1] = size + 4
+                else:
+                    out_off[i + 1] = r + 4
+            if code != E_OK:
+                out_off[i + 1] = encode_err(code, x.err_node)
+                if first < 0:
+                    first = i
+                if stop_at_error:
+                    break
+    return first
+
+
+def migrate_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
+                 const int64_t[::1] out_off, uint8_t[::1] out_data):
+    cdef _Keep keep = _Keep()
+    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef Ctx x
+    cdef int64_t i, base = 0, size = 0, r
+    cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
+    cdef int64_t cap = out_data.shape[0]
+    memset(&x, 0, sizeof(Ctx))
+    x.prog = _prog(keep, prog)
+    x.d = v.data
+    with nogil:
+        for i in range(start, stop):
+            if out_off[i + 1] - out_off[i] < 4 or out_off[i + 1] > cap:
+                continue
+            if entry_row(&v, i, &base, &size) != E_OK:
+                continue
+            if P(&x, 0, C_FLAGS) & F_VERBATIM:
+                memcpy(o + out_off[i], x.d + base - 4, size + 4)
+                continue
+            x.row = i
+            r = migrate_row(&x, 0, base, size, o, out_off[i] + 4)
+            store_u32_be(o + out_off[i], <uint32_t>r)
+
+
+def decode_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
+                 list str_offs, int64_t[::1] status, bint stop_at_error):
+    """Pass 1 of decode: validate every row; string/binary lengths go to ``str_offs[node][i + 1]``
+    (int64 arrays, zero-initialised by the caller)."""
+    cdef _Keep keep = _Keep()
+    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef Ctx x
+    cdef int64_t i, base = 0, size = 0, r, first = -1, node, nnodes
+    cdef int code
+    memset(&x, 0, sizeof(Ctx))
+    x.prog = _prog(keep, prog)
+    x.d = v.data
+    nnodes = len(str_offs)
+    x.str_off = <int64_t**>keep.table(nnodes)
+    for node in range(nnodes):
+        x.str_off[node] = keep.rw64(str_offs[node])
+    with nogil:
+        for i in range(start, stop):
+            status[i] = 0
+            if not bv_valid(&v, i):
+                status[i] = 1
+                continue
+            x.err_node = -1
+            x.row = i
+            code = entry_row(&v, i, &base, &size)
+            if code == E_OK:
+                r = check_row(&x, 0, base, size)
+                if r < 0:
+                    code = <int>(-r)
+            if code != E_OK:
+                status[i] = encode_err(code, x.err_node)
+                if first < 0:
+                    first = i
+                if stop_at_error:
+                    break
+    return first
+
+
+def decode_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
+                list outs, const int64_t[::1] status):
+    """Pass 2 of decode. ``outs[node]`` = (validity bitmap, values, int64 offsets, string data)."""
+    cdef _Keep keep = _Keep()
+    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef Ctx x
+    cdef int64_t i, base = 0, size = 0, node, nnodes
+    memset(&x, 0, sizeof(Ctx))
+    x.prog = _prog(keep, prog)
+    x.d = v.data
+    nnodes = len(outs)
+    x.valid = <uint8_t**>keep.table(nnodes)
+    x.vals = <uint8_t**>keep.table(nnodes)
+    x.str_off = <int64_t**>keep.table(nnodes)
+    x.sdata = <uint8_t**>keep.table(nnodes)
+    for node in range(1, nnodes):
+        t = outs[node]
+        x.valid[node] = keep.rw(t[0])
+        x.vals[node] = keep.rw(t[1])
+        x.str_off[node] = keep.rw64(t[2])
+        x.sdata[node] = keep.rw(t[3])
+    with nogil:
+        for i in range(start, stop):
+            if status[i] != 0:
+                continue
+            if entry_row(&v, i, &base, &size) != E_OK:
+                continue
+            x.row = i
+            decode_row(&x, 0, base)
+
+
+cdef void _encode_inputs(_Keep keep, Ctx* x, list cols) except *:
+    cdef int64_t node, n = len(cols)
+    x.in_valid = <const uint8_t**>keep.table(n)
+    x.in_vals = <const uint8_t**>keep.table(n)
+    x.in_offs = <const uint8_t**>keep.table(n)
+    x.in_off = <int64_t*>keep.table(n)
+    x.in_vals_len = <int64_t*>keep.table(n)
+    x.in_wide = <bint*>keep.table(n)
+    for node in range(n):
+        validity, values, offs, off, wide = cols[node]
+        x.in_valid[node] = keep.ro(validity)
+        x.in_vals[node] = keep.ro(values)
+        x.in_offs[node] = keep.ro(offs)
+        x.in_off[node] = off
+        x.in_vals_len[node] = len(u8(values)) if values is not None else 0
+        x.in_wide[node] = wide
+
+
+def encode_sizes(prog, list cols, int64_t start, int64_t stop, int64_t[::1] out_off, bint stop_at_error):
+    """Pass 1 of encode. ``cols[node]`` = (validity, values, offsets, element offset, wide); the
+    caller has checked buffer lengths against the array length."""
+    cdef _Keep keep = _Keep()
+    cdef Ctx x
+    cdef int64_t i, r, first = -1
+    memset(&x, 0, sizeof(Ctx))
+    x.prog = _prog(keep, prog)
+    _encode_inputs(keep, &x, cols)
+    with nogil:
+        for i in range(start, stop):
+            out_off[i + 1] = 0
+            if not in_valid(&x, 0, i):
+                continue
+            x.row = i
+            x.err_node = -1
+            r = encode_size(&x, 0)
+            if r < 0:
+                out_off[i + 1] = encode_err(<int>(-r), x.err_node)
+                if first < 0:
+                    first = i
+                if stop_at_error:
+                    break
+            else:
+                out_off[i + 1] = r + 4
+    return first
+
+
+def encode_fill(prog, list cols, int64_t start, int64_t stop, const int64_t[::1] out_off, uint8_t[::1] out_data):
+    cdef _Keep keep = _Keep()
+    cdef Ctx x
+    cdef int64_t i, r
+    cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
+    cdef int64_t cap = out_data.shape[0]
+    memset(&x, 0, sizeof(Ctx))
+    x.prog = _prog(keep, prog)
+    _encode_inputs(keep, &x, cols)
+    with nogil:
+        for i in range(start, stop):
+            if out_off[i + 1] - out_off[i] < 4 or out_off[i + 1] > cap or not in_valid(&x, 0, i):
+                continue
+            x.row = i
+            r = encode_row(&x, 0, o, out_off[i] + 4)
+            store_u32_be(o + out_off[i], <uint32_t>r)

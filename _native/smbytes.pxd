@@ -1,0 +1,178 @@
+# cython: language_level=3
+"""Header-only byte helpers shared by every kernel.
+
+Why a .pxd: the kernels are separate extension modules (one per .pyx) and these helpers must be
+inlined into each inner loop; a .pxd of ``cdef inline`` functions costs no call and no linkage.
+
+- endian load/store: Flink's DataStream formats are big-endian, BinaryRowData is little-endian
+  (native order on every platform Flink supports); we load through memcpy so unaligned access is
+  defined behaviour, and byte-swap with the compiler builtins.
+- ``Cursor``: a bounds-checked read window. Every read in a kernel goes through ``cur_need``
+  first; nothing reads past ``end``.
+- ``BinView``: one Arrow binary / large_binary column (offsets + data + validity buffers plus the
+  array's slice offset), read without copying. Offsets from foreign producers are validated before
+  use (monotone, inside the data buffer).
+"""
+
+from libc.stdint cimport (int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
+                          uint64_t)
+from libc.string cimport memcpy, memset
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+    #error "statemorph kernels assume a little-endian host (as Arrow and Flink's MemorySegment do)"
+    #endif
+    static inline uint16_t sm_bswap16(uint16_t v) { return __builtin_bswap16(v); }
+    static inline uint32_t sm_bswap32(uint32_t v) { return __builtin_bswap32(v); }
+    static inline uint64_t sm_bswap64(uint64_t v) { return __builtin_bswap64(v); }
+    """
+    uint16_t sm_bswap16(uint16_t v) nogil
+    uint32_t sm_bswap32(uint32_t v) nogil
+    uint64_t sm_bswap64(uint64_t v) nogil
+
+# ---------------------------------------------------------------- error codes (shared by tiers)
+# Keep in sync with statemorph._native.ERROR_MESSAGES.
+cdef enum:
+    E_OK = 0
+    E_TRUNCATED = 1          # entry shorter than its format needs
+    E_TRAILING = 2           # entry longer than its value
+    E_BAD_LENGTH = 3         # a length field is negative / inconsistent
+    E_BAD_OFFSET = 4         # a var-part offset/length points outside the row
+    E_BAD_HEADER = 5         # RowKind byte not 0..3
+    E_BAD_UTF8 = 6           # Arrow string is not valid UTF-8
+    E_LONE_SURROGATE = 7     # Flink string holds a lone surrogate (not representable in Arrow)
+    E_BAD_CHAR = 8           # Flink string char varint beyond one UTF-16 unit / too long
+    E_BAD_SIZE = 9           # fixed-width entry of the wrong size
+    E_NULL_NOT_ALLOWED = 10  # null value for a NOT NULL field
+    E_BAD_INLINE = 11        # inline marker with a length > 7
+    E_BAD_NANOS = 12         # nano-of-millisecond out of range
+    E_TOO_LARGE = 13         # value exceeds a format limit
+    E_BAD_ARROW = 14         # Arrow offsets buffer inconsistent
+
+
+cdef inline uint16_t load_u16_be(const uint8_t* p) noexcept nogil:
+    cdef uint16_t v
+    memcpy(&v, p, 2)
+    return sm_bswap16(v)
+
+cdef inline uint32_t load_u32_be(const uint8_t* p) noexcept nogil:
+    cdef uint32_t v
+    memcpy(&v, p, 4)
+    return sm_bswap32(v)
+
+cdef inline uint64_t load_u64_be(const uint8_t* p) noexcept nogil:
+    cdef uint64_t v
+    memcpy(&v, p, 8)
+    return sm_bswap64(v)
+
+cdef inline void store_u16_be(uint8_t* p, uint16_t v) noexcept nogil:
+    v = sm_bswap16(v)
+    memcpy(p, &v, 2)
+
+cdef inline void store_u32_be(uint8_t* p, uint32_t v) noexcept nogil:
+    v = sm_bswap32(v)
+    memcpy(p, &v, 4)
+
+cdef inline void store_u64_be(uint8_t* p, uint64_t v) noexcept nogil:
+    v = sm_bswap64(v)
+    memcpy(p, &v, 8)
+
+cdef inline uint32_t load_u32_le(const uint8_t* p) noexcept nogil:
+    cdef uint32_t v
+    memcpy(&v, p, 4)
+    return v
+
+cdef inline uint64_t load_u64_le(const uint8_t* p) noexcept nogil:
+    cdef uint64_t v
+    memcpy(&v, p, 8)
+    return v
+
+cdef inline void store_u32_le(uint8_t* p, uint32_t v) noexcept nogil:
+    memcpy(p, &v, 4)
+
+cdef inline void store_u64_le(uint8_t* p, uint64_t v) noexcept nogil:
+    memcpy(p, &v, 8)
+
+cdef inline int64_t round_up8(int64_t n) noexcept nogil:
+    return (n + 7) & ~(<int64_t>7)
+
+# ---------------------------------------------------------------- validity bitmaps (Arrow, LSB-first)
+cdef inline bint bit_get(const uint8_t* bits, int64_t i) noexcept nogil:
+    return (bits[i >> 3] >> (i & 7)) & 1
+
+cdef inline void bit_set(uint8_t* bits, int64_t i) noexcept nogil:
+    bits[i >> 3] |= <uint8_t>(1 << (i & 7))
+
+cdef inline void bit_clear(uint8_t* bits, int64_t i) noexcept nogil:
+    bits[i >> 3] &= <uint8_t>~(1 << (i & 7))
+
+# ---------------------------------------------------------------- bounds-checked read cursor
+ctypedef struct Cursor:
+    const uint8_t* base
+    int64_t pos
+    int64_t end
+
+cdef inline bint cur_has(Cursor* c, int64_t n) noexcept nogil:
+    return n >= 0 and c.end - c.pos >= n
+
+# ---------------------------------------------------------------- exact-size writer
+ctypedef struct Writer:
+    uint8_t* base
+    int64_t pos
+    int64_t cap
+
+cdef inline void w_bytes(Writer* w, const uint8_t* src, int64_t n) noexcept nogil:
+    # the size pass computed cap exactly; a mismatch is a kernel bug, so guard rather than overrun
+    if w.pos + n <= w.cap:
+        memcpy(w.base + w.pos, src, n)
+    w.pos += n
+
+cdef inline void w_byte(Writer* w, uint8_t b) noexcept nogil:
+    if w.pos < w.cap:
+        w.base[w.pos] = b
+    w.pos += 1
+
+# ---------------------------------------------------------------- Arrow binary column view
+ctypedef struct BinView:
+    const uint8_t* offsets   # int32 or int64 little-endian offsets buffer
+    const uint8_t* data
+    const uint8_t* validity  # NULL when the column has no nulls
+    int64_t offset           # the array's slice offset (in elements)
+    int64_t data_len         # bytes in the data buffer
+    bint wide                # large_binary (int64 offsets)
+
+cdef inline int64_t bv_raw(const BinView* v, int64_t i) noexcept nogil:
+    cdef int32_t o32
+    cdef int64_t o64
+    if v.wide:
+        memcpy(&o64, v.offsets + 8 * (v.offset + i), 8)
+        return o64
+    memcpy(&o32, v.offsets + 4 * (v.offset + i), 4)
+    return o32
+
+cdef inline bint bv_valid(const BinView* v, int64_t i) noexcept nogil:
+    return v.validity == NULL or bit_get(v.validity, v.offset + i)
+
+cdef inline int bv_entry(const BinView* v, int64_t i, Cursor* c) noexcept nogil:
+    """Point ``c`` at entry ``i``; E_BAD_ARROW when the offsets are not a valid window."""
+    cdef int64_t s = bv_raw(v, i)
+    cdef int64_t e = bv_raw(v, i + 1)
+    if s < 0 or e < s or e > v.data_len:
+        return E_BAD_ARROW
+    c.base = v.data
+    c.pos = s
+    c.end = e
+    return E_OK
+
+cdef inline int64_t encode_err(int code, int64_t field) noexcept nogil:
+    """A bad row's status: negative, carrying the error code and the op (field) index."""
+    return -(((<int64_t>code) << 32) | (field + 1))
+
+cdef inline object u8(object obj):
+    """A flat unsigned-byte view of any buffer (pyarrow buffers export signed 'b' bytes)."""
+    cdef object mv = memoryview(obj)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv

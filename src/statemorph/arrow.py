@@ -1,0 +1,765 @@
+"""Bulk API: encode, decode and migrate whole Arrow arrays of state values.
+
+Why: a savepoint holds billions of entries; one Python object per entry is far too slow. This
+module is the only pyarrow-aware one. It normalises inputs (pyarrow arrays, chunked arrays, slices
+with offsets, binary and large_binary, read-only buffers, anything with ``__arrow_c_array__``),
+runs the kernels from :mod:`statemorph._native` (compiled, or the Python reference tier) in two
+passes (sizes, then fill into exact-size buffers), optionally on several threads (the compiled
+kernels release the GIL), and turns kernel error codes into typed errors naming the row and the
+field path.
+
+Which path a serializer takes:
+
+- ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
+  BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
+  ROWs; migrate for every field type, remapping slots and copying var-part data; rows inside
+  ARRAY / MAP that change shape take the per-row reference remap);
+- the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
+  primitive / string kernels;
+- everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with ARRAY / MAP /
+  non-compact fields for encode / decode): per-value through the reference serializers, in bulk
+  (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
+
+Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
+subclass with ``row`` and ``field_path`` attributes (``on_error="raise"``), or become nulls
+(``"null"``), or nulls plus the list of those errors (``"collect"`` returns ``(array, errors)``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from . import _native
+from .errors import (
+    IncompatibleSchemaError,
+    MalformedDataError,
+    SerializationError,
+    StateFormatError,
+    StateMigrationError,
+    TruncatedDataError,
+)
+from .io import DataInputDeserializer, DataOutputSerializer
+from .serializers import _batch as B
+from .types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowType,
+    SmallIntType,
+    Timestamp,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+
+_ON_ERROR = ("raise", "null", "collect")
+_MAX32 = (1 << 31) - 1
+
+
+# ------------------------------------------------------------------------------------------------
+# type mapping
+# ------------------------------------------------------------------------------------------------
+
+
+def arrow_type(t: LogicalType) -> pa.DataType:
+    """The Arrow type a Flink logical type decodes to (and encodes from)."""
+    if isinstance(t, BooleanType):
+        return pa.bool_()
+    if isinstance(t, TinyIntType):
+        return pa.int8()
+    if isinstance(t, SmallIntType):
+        return pa.int16()
+    if isinstance(t, IntType):
+        return pa.int32()
+    if isinstance(t, BigIntType):
+        return pa.int64()
+    if isinstance(t, FloatType):
+        return pa.float32()
+    if isinstance(t, DoubleType):
+        return pa.float64()
+    if isinstance(t, (CharType, VarCharType)):
+        return pa.string()
+    if isinstance(t, (BinaryType, VarBinaryType)):
+        return pa.binary()
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, DateType):
+        return pa.date32()
+    if isinstance(t, TimeType):
+        return pa.time32("ms")  # Flink keeps milliseconds of the day whatever the precision
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        unit = "ms" if t.precision <= 3 else "us" if t.precision <= 6 else "ns"
+        return pa.timestamp(unit, tz="UTC" if isinstance(t, LocalZonedTimestampType) else None)
+    if isinstance(t, RowType):
+        return pa.struct([pa.field(f.name, arrow_type(f.type), nullable=f.type.nullable) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return pa.list_(arrow_type(t.element_type))
+    if isinstance(t, MultisetType):
+        return pa.map_(arrow_type(t.element_type), pa.int32())
+    if isinstance(t, MapType):
+        return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))
+    raise NotImplementedError(f"no Arrow mapping for {t}")
+
+
+# ------------------------------------------------------------------------------------------------
+# input normalisation
+# ------------------------------------------------------------------------------------------------
+
+
+def _as_arrow(obj: Any) -> pa.Array | pa.ChunkedArray:
+    if isinstance(obj, (pa.Array, pa.ChunkedArray)):
+        return obj
+    if hasattr(obj, "__arrow_c_array__"):
+        return pa.array(obj)
+    if hasattr(obj, "__arrow_c_stream__"):
+        return pa.chunked_array(obj)
+    raise TypeError(f"expected a pyarrow array, chunked array or an object with __arrow_c_array__, "
+                    f"got {type(obj).__name__}")
+
+
+def _binary_input(arr: pa.Array) -> tuple[Any, Any, Any, int, bool]:
+    """(offsets, data, validity, offset, wide) buffers of a binary / string column."""
+    t = arr.type
+    if pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        wide = True
+    elif pa.types.is_binary(t) or pa.types.is_string(t):
+        wide = False
+    elif pa.types.is_binary_view(t) or pa.types.is_string_view(t):
+        arr = arr.cast(pa.large_binary() if pa.types.is_binary_view(t) else pa.large_string())
+        wide = True
+    else:
+        raise TypeError(f"expected a binary array of serialized values, got {t}")
+    validity, offsets, data = arr.buffers()[:3]
+    if validity is not None and arr.null_count == 0:
+        validity = None
+    return offsets, data if data is not None else b"", validity, arr.offset, wide
+
+
+def _validity_bits(arr: pa.Array) -> np.ndarray | None:
+    """One byte per row (1 = valid), or None when there are no nulls."""
+    if arr.null_count == 0:
+        return None
+    buf = arr.buffers()[0]
+    if buf is None:  # null type
+        return np.zeros(len(arr), dtype=np.uint8)
+    bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")
+    return bits[arr.offset:arr.offset + len(arr)].copy()
+
+
+def _pack_validity(valid: np.ndarray | None, n: int) -> tuple[pa.Buffer | None, int]:
+    if valid is None:
+        return None, 0
+    nulls = int(n - np.count_nonzero(valid))
+    if nulls == 0:
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), nulls
+
+
+# ------------------------------------------------------------------------------------------------
+# threads and errors
+# ------------------------------------------------------------------------------------------------
+
+
+def _ranges(n: int, threads: int) -> list[tuple[int, int]]:
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    if threads == 1 or n < 1024:
+        return [(0, n)]
+    step = -(-n // threads)
+    step = (step + 63) & ~63  # chunk bounds on whole bitmap bytes: threads never share a byte
+    return [(s, min(n, s + step)) for s in range(0, n, step)]
+
+
+def _run(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> list[Any]:
+    if len(ranges) == 1:
+        return [fn(*ranges[0])]
+    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+        return list(pool.map(lambda r: fn(*r), ranges))
+
+
+def _make_error(status: int, row: int, paths: B.RowProgram | None, what: str) -> StateFormatError:
+    code, node = B.decode_err(status)
+    path = paths.path(node) if paths is not None and node >= 0 else ""
+    where = f"row {row}" + (f", field {path}" if path else "")
+    message = f"{what}: {where}: {B.ERROR_MESSAGES.get(code, f'error code {code}')}"
+    err: StateFormatError = TruncatedDataError(message) if code == B.E_TRUNCATED else MalformedDataError(message)
+    err.row = row  # type: ignore[attr-defined]
+    err.field_path = path  # type: ignore[attr-defined]
+    err.code = code  # type: ignore[attr-defined]
+    return err
+
+
+def _check_on_error(on_error: str) -> None:
+    if on_error not in _ON_ERROR:
+        raise ValueError(f"on_error must be one of {_ON_ERROR}, got {on_error!r}")
+
+
+def _per_row_error(e: Exception, row: int, what: str) -> StateFormatError:
+    message = f"{what}: row {row}: {e}"
+    err: StateFormatError = TruncatedDataError(message) if isinstance(e, TruncatedDataError) \
+        else MalformedDataError(message)
+    err.row = row  # type: ignore[attr-defined]
+    err.field_path = ""  # type: ignore[attr-defined]
+    err.__cause__ = e
+    return err
+
+
+class _Errors:
+    """Bad rows of one call: raise the first, or null them and (collect) report them."""
+
+    def __init__(self, on_error: str, what: str, prog: B.RowProgram | None) -> None:
+        self.on_error = on_error
+        self.what = what
+        self.prog = prog
+        self.items: list[StateFormatError] = []
+
+    def from_status(self, status: np.ndarray, base: int) -> np.ndarray:
+        """Row indices with a negative status; raises in 'raise' mode."""
+        bad = np.flatnonzero(status < 0)
+        if len(bad):
+            if self.on_error == "raise":
+                i = int(bad[0])
+                raise _make_error(int(status[i]), base + i, self.prog, self.what)
+            if self.on_error == "collect":
+                self.items.extend(_make_error(int(status[i]), base + int(i), self.prog, self.what) for i in bad)
+        return bad
+
+    def add(self, err: StateFormatError) -> None:
+        if self.on_error == "raise":
+            raise err
+        if self.on_error == "collect":
+            self.items.append(err)
+
+    def result(self, arr: Any) -> Any:
+        return (arr, self.items) if self.on_error == "collect" else arr
+
+
+# ------------------------------------------------------------------------------------------------
+# binary output (encode, migrate): sizes → prefix sums → fill
+# ------------------------------------------------------------------------------------------------
+
+
+def _binary_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | None, errors: _Errors,
+                   base: int, sizes: Callable[..., Any], fill: Callable[..., Any], large: bool) -> pa.Array:
+    out_off = np.zeros(n + 1, dtype=np.int64)
+    stop_at_error = errors.on_error == "raise"
+    _run(ranges, lambda s, e: sizes(s, e, out_off, stop_at_error))
+    bad = errors.from_status(out_off[1:], base)
+    if len(bad):
+        out_off[bad + 1] = 0
+        valid = np.ones(n, dtype=np.uint8) if valid is None else valid
+        valid[bad] = 0
+    np.cumsum(out_off[1:], out=out_off[1:])
+    total = int(out_off[-1])
+    out_data = np.empty(total, dtype=np.uint8)
+    _run(ranges, lambda s, e: fill(s, e, out_off, out_data))
+    validity, nulls = _pack_validity(valid, n)
+    if large or total > _MAX32:
+        return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(out_off), pa.py_buffer(out_data)],
+                                     null_count=nulls)
+    return pa.Array.from_buffers(pa.binary(), n,
+                                 [validity, pa.py_buffer(out_off.astype(np.int32)), pa.py_buffer(out_data)],
+                                 null_count=nulls)
+
+
+# ------------------------------------------------------------------------------------------------
+# serializer dispatch
+# ------------------------------------------------------------------------------------------------
+
+
+def _fixed_kind(serializer: Any) -> tuple[int, pa.DataType] | None:
+    from .serializers import (
+        BooleanSerializer,
+        ByteSerializer,
+        DoubleSerializer,
+        FloatSerializer,
+        IntSerializer,
+        LongSerializer,
+        ShortSerializer,
+    )
+
+    table = (
+        (BooleanSerializer, B.K_BOOL, pa.bool_()), (ByteSerializer, B.K_I8, pa.int8()),
+        (ShortSerializer, B.K_I16, pa.int16()), (IntSerializer, B.K_I32, pa.int32()),
+        (LongSerializer, B.K_I64, pa.int64()), (FloatSerializer, B.K_F32, pa.float32()),
+        (DoubleSerializer, B.K_F64, pa.float64()),
+    )
+    for cls, kind, at in table:
+        if type(serializer) is cls:
+            return kind, at
+    return None
+
+
+def _is(serializer: Any, name: str) -> bool:
+    from . import serializers
+
+    cls = getattr(serializers, name, None)
+    return cls is not None and type(serializer) is cls
+
+
+def _row_program(serializer: Any) -> B.RowProgram | None:
+    if not _is(serializer, "RowDataSerializer"):
+        return None
+    prog = B.compile_row_program(serializer.row_type)
+    return prog if prog.arrow_supported() else None
+
+
+def _cast(arr: pa.Array, target: pa.DataType, what: str) -> pa.Array:
+    if arr.type == target:
+        return arr
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SerializationError(f"{what}: cannot convert Arrow {arr.type} to {target}: {e}") from e
+
+
+def _per_chunk(obj: Any, fn: Callable[[pa.Array, int], Any], on_error: str) -> Any:
+    """Apply ``fn(chunk, first_row)`` to each chunk; reassemble (array, errors) results."""
+    arr = _as_arrow(obj)
+    if isinstance(arr, pa.ChunkedArray):
+        outs: list[pa.Array] = []
+        errors: list[StateFormatError] = []
+        base = 0
+        for chunk in arr.chunks:
+            r = fn(chunk, base)
+            if on_error == "collect":
+                outs.append(r[0])
+                errors.extend(r[1])
+            else:
+                outs.append(r)
+            base += len(chunk)
+        out_type = outs[0].type if outs else None
+        if any(o.type != out_type for o in outs):  # binary vs large_binary across chunks
+            out_type = pa.large_binary()
+            outs = [o.cast(out_type) for o in outs]
+        result = pa.chunked_array(outs, type=out_type) if outs else pa.chunked_array([], type=pa.binary())
+        return (result, errors) if on_error == "collect" else result
+    return fn(arr, 0)
+
+
+# ------------------------------------------------------------------------------------------------
+# encode
+# ------------------------------------------------------------------------------------------------
+
+
+def encode(array: Any, serializer: Any, *, threads: int = 1, on_error: str = "raise") -> Any:
+    """Serialize every value of an Arrow array with ``serializer``; a BinaryArray of the bytes
+    Flink writes (null in → null out). Values the serializer refuses raise
+    :class:`SerializationError` naming the row (or, with ``on_error``, become nulls)."""
+    _check_on_error(on_error)
+    k = _native.KERNELS
+    return _per_chunk(array, lambda a, base: _encode_chunk(k, a, serializer, threads, on_error, base), on_error)
+
+
+def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error: str, base: int) -> Any:
+    n = len(arr)
+    ranges = _ranges(n, threads)
+    fixed = _fixed_kind(serializer)
+    prog = _row_program(serializer)
+    errors = _Errors(on_error, f"encode with {type(serializer).__name__}", prog)
+    large = False
+    if fixed is not None:
+        kind, at = fixed
+        arr = _cast(arr, at, "encode")
+        w = B.kind_width(kind)
+        valid = _validity_bits(arr)
+        validity, values = arr.buffers()[:2]
+        validity = validity if arr.null_count else None
+
+        def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
+            out_off[s + 1:e + 1] = w if valid is None else valid[s:e].astype(np.int64) * w
+
+        def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
+            k.fixed_encode(kind, values, validity, arr.offset, s, e, out_off, out)
+
+    elif _is(serializer, "StringSerializer") or _is(serializer, "BytePrimitiveArraySerializer"):
+        is_string = _is(serializer, "StringSerializer")
+        if is_string and not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            arr = _cast(arr, pa.string(), "encode")
+        if not is_string and not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+            arr = _cast(arr, pa.binary(), "encode")
+        offsets, data, validity, offset, wide = _binary_input(arr)
+        valid = _validity_bits(arr)
+        large = wide
+
+        if is_string:
+            def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
+                k.string_encode_sizes(offsets, data, validity, offset, wide, s, e, out_off, stop)
+
+            def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
+                k.string_encode_fill(offsets, data, validity, offset, wide, s, e, out_off, out)
+        else:
+            raw = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)[offset:offset + n + 1]
+
+            def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
+                lens = np.diff(raw[s:e + 1]).astype(np.int64) + 4
+                out_off[s + 1:e + 1] = lens if valid is None else lens * valid[s:e]
+
+            def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
+                k.bytes_encode_fill(offsets, data, validity, offset, wide, s, e, out_off, out)
+
+    elif prog is not None:
+        arr = _cast(arr, arrow_type(serializer.row_type), "encode")
+        cols = _row_columns(arr, serializer.row_type, prog)
+        valid = _validity_bits(arr)
+        matrix = prog.matrix
+
+        def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
+            k.encode_sizes(matrix, cols, s, e, out_off, stop)
+
+        def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
+            k.encode_fill(matrix, cols, s, e, out_off, out)
+    else:
+        return _encode_per_value(arr, serializer, errors, base)
+    out = _binary_output(n, ranges, valid, errors, base, sizes, fill, large)
+    return errors.result(out)
+
+
+def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[Any]:
+    """Per program node: (validity, values, offsets, element offset, wide) of its Arrow column."""
+    cols: list[Any] = []
+
+    def add(a: pa.Array, t: LogicalType) -> None:
+        bufs = a.buffers()
+        validity = bufs[0] if a.null_count else None
+        if isinstance(t, RowType):
+            cols.append((validity, None, None, a.offset, False))
+            for j, f in enumerate(t.fields):
+                add(a.field(j), f.type)
+        elif isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
+            wide = pa.types.is_large_string(a.type) or pa.types.is_large_binary(a.type)
+            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset, wide))
+        else:
+            cols.append((validity, bufs[1], None, a.offset, False))
+
+    add(arr, row_type)
+    if len(cols) != len(prog.matrix):
+        raise AssertionError("row program and Arrow columns disagree")
+    return cols
+
+
+def _to_value(v: Any, t: LogicalType) -> Any:
+    """Arrow ``to_pylist`` value → the reference serializers' value."""
+    if v is None:
+        return None
+    if isinstance(t, RowType):
+        return tuple(_to_value(v.get(f.name), f.type) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return [_to_value(x, t.element_type) for x in v]
+    if isinstance(t, MultisetType):
+        return {_to_value(a, t.element_type): c for a, c in v}
+    if isinstance(t, MapType):
+        return {_to_value(a, t.key_type): _to_value(b, t.value_type) for a, b in v}
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)) and hasattr(v, "value") \
+            and not isinstance(v, _dt.datetime):
+        return Timestamp.from_epoch_nanos(int(v.value))
+    return v
+
+
+def _from_value(v: Any, t: LogicalType) -> Any:
+    """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts."""
+    if v is None:
+        return None
+    if isinstance(t, RowType):
+        return {f.name: _from_value(x, f.type) for f, x in zip(t.fields, v, strict=False)}
+    if isinstance(t, ArrayType):
+        return [_from_value(x, t.element_type) for x in v]
+    if isinstance(t, MultisetType):
+        return [(_from_value(a, t.element_type), c) for a, c in v.items()]
+    if isinstance(t, MapType):
+        return [(_from_value(a, t.key_type), _from_value(b, t.value_type)) for a, b in v.items()]
+    if isinstance(v, Timestamp):
+        return v.epoch_nanos // {"ms": 1_000_000, "us": 1000, "ns": 1}[arrow_type(t).unit]
+    if isinstance(t, TimeType) and isinstance(v, _dt.time):
+        return v
+    if isinstance(v, decimal.Decimal):
+        return v
+    return v
+
+
+def _encode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:
+    row_type = getattr(serializer, "row_type", None)
+    values = arr.to_pylist()
+    offs = np.zeros(len(values) + 1, dtype=np.int64)
+    parts: list[bytes] = []
+    valid = np.ones(len(values), dtype=np.uint8)
+    for i, v in enumerate(values):
+        if v is None:
+            valid[i] = 0
+        else:
+            try:
+                parts.append(serializer.to_bytes(_to_value(v, row_type) if row_type is not None else v))
+            except (SerializationError, StateFormatError, TypeError, ValueError) as e:
+                err = SerializationError(f"encode: row {base + i}: {e}")
+                err.row = base + i  # type: ignore[attr-defined]
+                err.field_path = ""  # type: ignore[attr-defined]
+                if errors.on_error == "raise":
+                    raise err from e
+                if errors.on_error == "collect":
+                    errors.items.append(err)  # type: ignore[arg-type]
+                valid[i] = 0
+                parts.append(b"")
+                offs[i + 1] = offs[i]
+                continue
+            offs[i + 1] = offs[i] + len(parts[-1])
+            continue
+        offs[i + 1] = offs[i]
+    data = b"".join(parts)
+    validity, nulls = _pack_validity(valid, len(values))
+    if len(data) > _MAX32:
+        out = pa.Array.from_buffers(pa.large_binary(), len(values), [validity, pa.py_buffer(offs), pa.py_buffer(data)],
+                                    null_count=nulls)
+    else:
+        out = pa.Array.from_buffers(pa.binary(), len(values),
+                                    [validity, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data)],
+                                    null_count=nulls)
+    return errors.result(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# decode
+# ------------------------------------------------------------------------------------------------
+
+
+def decode(binary_array: Any, serializer: Any, *, threads: int = 1, on_error: str = "raise") -> Any:
+    """Deserialize every entry of a BinaryArray; an Arrow array of values (a StructArray for rows)."""
+    _check_on_error(on_error)
+    k = _native.KERNELS
+    return _per_chunk(binary_array, lambda a, base: _decode_chunk(k, a, serializer, threads, on_error, base),
+                      on_error)
+
+
+def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error: str, base: int) -> Any:
+    n = len(arr)
+    ranges = _ranges(n, threads)
+    offsets, data, validity, offset, wide = _binary_input(arr)
+    fixed = _fixed_kind(serializer)
+    prog = _row_program(serializer)
+    errors = _Errors(on_error, f"decode with {type(serializer).__name__}", prog)
+    stop_at_error = on_error == "raise"
+    status = np.zeros(n, dtype=np.int64)
+    valid = _validity_bits(arr)
+    valid = np.ones(n, dtype=np.uint8) if valid is None else valid
+
+    def finish_valid(bad: np.ndarray) -> tuple[pa.Buffer | None, int]:
+        valid[bad] = 0
+        valid[status == 1] = 0
+        return _pack_validity(valid, n)
+
+    if fixed is not None:
+        kind, at = fixed
+        w = B.kind_width(kind)
+        out = np.zeros(n * w, dtype=np.uint8)
+        _run(ranges, lambda s, e: k.fixed_decode(kind, offsets, data, validity, offset, wide, s, e, out, status,
+                                                 stop_at_error))
+        bad = errors.from_status(status, base)
+        vbuf, nulls = finish_valid(bad)
+        values = pa.py_buffer(np.packbits(out, bitorder="little")) if kind == B.K_BOOL else pa.py_buffer(out)
+        return errors.result(pa.Array.from_buffers(at, n, [vbuf, values], null_count=nulls))
+    if _is(serializer, "StringSerializer") or _is(serializer, "BytePrimitiveArraySerializer"):
+        is_string = _is(serializer, "StringSerializer")
+        sizes_fn = k.string_decode_sizes if is_string else k.bytes_decode_sizes
+        fill_fn = k.string_decode_fill if is_string else k.bytes_decode_fill
+        out_off = np.zeros(n + 1, dtype=np.int64)
+        _run(ranges, lambda s, e: sizes_fn(offsets, data, validity, offset, wide, s, e, out_off, status,
+                                           stop_at_error))
+        bad = errors.from_status(status, base)
+        out_off[bad + 1] = 0
+        np.cumsum(out_off[1:], out=out_off[1:])
+        out_data = np.empty(int(out_off[-1]), dtype=np.uint8)
+        _run(ranges, lambda s, e: fill_fn(offsets, data, validity, offset, wide, s, e, out_off, status, out_data))
+        vbuf, nulls = finish_valid(bad)
+        large = int(out_off[-1]) > _MAX32
+        at = (pa.large_string() if large else pa.string()) if is_string else \
+            (pa.large_binary() if large else pa.binary())
+        obuf = pa.py_buffer(out_off if large else out_off.astype(np.int32))
+        return errors.result(pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(out_data)], null_count=nulls))
+    if prog is not None:
+        return _decode_rows(k, arr, serializer.row_type, prog, ranges, errors, status, valid, base,
+                            (offsets, data, validity, offset, wide))
+    return _decode_per_value(arr, serializer, errors, base)
+
+
+def _decode_rows(k: Any, arr: pa.Array, row_type: RowType, prog: B.RowProgram, ranges: list[tuple[int, int]],
+                 errors: _Errors, status: np.ndarray, valid: np.ndarray, base: int, src: tuple[Any, ...]) -> Any:
+    n = len(arr)
+    offsets, data, validity, offset, wide = src
+    kinds = prog.kinds
+    str_offs: list[Any] = [np.zeros(n + 1, dtype=np.int64) if kd in (B.R_STR, B.R_BIN) else None for kd in kinds]
+    stop_at_error = errors.on_error == "raise"
+    _run(ranges, lambda s, e: k.decode_sizes(prog.matrix, offsets, data, validity, offset, wide, s, e, str_offs,
+                                             status, stop_at_error))
+    bad = errors.from_status(status, base)
+    outs: list[Any] = [None]
+    nbytes = (n + 7) // 8
+    for node in range(1, len(kinds)):
+        kd = kinds[node]
+        vbits = np.zeros(nbytes, dtype=np.uint8)
+        if kd in (B.R_STR, B.R_BIN):
+            so = str_offs[node]
+            so[bad + 1] = 0
+            np.cumsum(so[1:], out=so[1:])
+            outs.append((vbits, None, so, np.empty(int(so[-1]), dtype=np.uint8)))
+        elif kd == B.R_ROW:
+            outs.append((vbits, None, None, None))
+        elif kd == B.R_BOOL:
+            outs.append((vbits, np.zeros(nbytes, dtype=np.uint8), None, None))
+        else:
+            outs.append((vbits, np.zeros(n * B._ARROW_WIDTH[kd], dtype=np.uint8), None, None))
+    _run(ranges, lambda s, e: k.decode_fill(prog.matrix, offsets, data, validity, offset, wide, s, e, outs, status))
+    valid[bad] = 0
+    valid[status == 1] = 0
+
+    counter = [0]
+
+    def build(t: LogicalType, top_valid: pa.Buffer | None, top_nulls: int) -> pa.Array:
+        node = counter[0]
+        counter[0] += 1
+        at = arrow_type(t)
+        if node == 0:
+            vbuf, nulls = top_valid, top_nulls
+        else:
+            vb = outs[node][0]
+            nulls = n - int(np.unpackbits(vb, bitorder="little")[:n].sum())
+            vbuf = pa.py_buffer(vb) if nulls else None
+        kd = kinds[node]
+        if isinstance(t, RowType):
+            children = [build(f.type, None, 0) for f in t.fields]
+            return pa.StructArray.from_buffers(at, n, [vbuf], null_count=nulls, children=children)
+        _, vals, so, sdata = outs[node]
+        if kd in (B.R_STR, B.R_BIN):
+            large = int(so[-1]) > _MAX32
+            if large:
+                at = pa.large_string() if kd == B.R_STR else pa.large_binary()
+            obuf = pa.py_buffer(so if large else so.astype(np.int32))
+            return pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
+        return pa.Array.from_buffers(at, n, [vbuf, pa.py_buffer(vals)], null_count=nulls)
+
+    top_vbuf, top_nulls = _pack_validity(valid, n)
+    return errors.result(build(row_type, top_vbuf, top_nulls))
+
+
+def _decode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:
+    row_type = getattr(serializer, "row_type", None)
+    values: list[Any] = []
+    for i, raw in enumerate(arr.to_pylist()):
+        if raw is None:
+            values.append(None)
+            continue
+        try:
+            v = serializer.from_bytes(raw)
+        except StateFormatError as e:
+            errors.add(_per_row_error(e, base + i, "decode"))
+            values.append(None)
+            continue
+        values.append(_from_value(v, row_type) if row_type is not None else v)
+    if row_type is not None:
+        out = pa.array(values, type=arrow_type(row_type))
+    else:
+        out = pa.array(values)
+    return errors.result(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# migrate
+# ------------------------------------------------------------------------------------------------
+
+
+def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, threads: int = 1,
+            on_error: str = "raise") -> Any:
+    """Rewrite every entry written under ``prior_snapshot`` into ``new_serializer``'s format.
+
+    Compatibility is resolved once (incompatible → :class:`IncompatibleSchemaError` naming the
+    fields). RowData → RowData runs the byte-remap kernel; other serializers migrate per value
+    through the reference implementation."""
+    _check_on_error(on_error)
+    compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
+    if compat.is_incompatible():
+        raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
+    k = _native.KERNELS
+    prog = None
+    plan = None
+    if _is(new_serializer, "RowDataSerializer") and type(prior_snapshot).__name__ == "RowDataSerializerSnapshot":
+        from .migration import plan_row_migration
+
+        plan = plan_row_migration(prior_snapshot.row_type, new_serializer.row_type)
+        try:
+            prog = B.compile_migration_program(plan)
+        except B.NotByteRemappable:
+            prog = None
+    return _per_chunk(binary_array, lambda a, base: _migrate_chunk(k, a, prior_snapshot, new_serializer, compat,
+                                                                   prog, threads, on_error, base), on_error)
+
+
+def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any,
+                   prog: B.RowProgram | None, threads: int, on_error: str, base: int) -> Any:
+    n = len(arr)
+    errors = _Errors(on_error, "migrate", prog)
+    if prog is None:
+        return _migrate_per_value(arr, prior_snapshot, new_serializer, compat, errors, base)
+    offsets, data, validity, offset, wide = _binary_input(arr)
+    valid = _validity_bits(arr)
+    matrix = prog.matrix
+
+    def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
+        k.migrate_sizes(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
+
+    def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
+        k.migrate_fill(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
+
+    out = _binary_output(n, _ranges(n, threads), valid, errors, base, sizes, fill, wide)
+    return errors.result(out)
+
+
+def _migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any, errors: _Errors,
+                       base: int) -> Any:
+    prior = prior_snapshot.restore_serializer()
+    target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
+        else new_serializer
+    outs: list[bytes | None] = []
+    for i, raw in enumerate(arr.to_pylist()):
+        if raw is None:
+            outs.append(None)
+            continue
+        src = DataInputDeserializer(raw)
+        try:
+            if compat.is_compatible_as_is():
+                prior.deserialize(src)
+                src.expect_end("the value")
+                outs.append(bytes(raw))
+                continue
+            out = DataOutputSerializer()
+            prior_snapshot.migrate_state(prior, target, src, out)
+            src.expect_end("the value")
+            outs.append(out.get_copy_of_buffer())
+        except StateFormatError as e:
+            errors.add(_per_row_error(e, base + i, "migrate"))
+            outs.append(None)
+        except (KeyError, IndexError, AttributeError, TypeError) as e:
+            raise StateMigrationError(f"migrate: row {base + i}: {e}") from e
+    total = sum(len(o) for o in outs if o is not None)
+    result = pa.array(outs, type=pa.large_binary() if total > _MAX32 else pa.binary())
+    return errors.result(result)
+
+
+__all__ = ["arrow_type", "decode", "encode", "migrate"]

@@ -1,0 +1,959 @@
+"""The compiled kernels' contract, as plain Python loops: the reference tier for bulk operations.
+
+Why this module exists: every function in ``_native/*.pyx`` has a twin here with the same name,
+the same arguments and the same effect on the output buffers. ``statemorph._native`` hands out
+either set (``STATEMORPH_NATIVE=0`` or a missing build selects these), and the equivalence tests
+run every bulk operation on both and compare bytes and error rows. Also here, because both tiers
+need them: the *program compilers* that turn a row type or a migration plan into the flat int64
+op matrix the kernels execute, and the error-code table.
+
+Conventions shared with the kernels:
+
+- a binary column is passed as (offsets, data, validity, element offset, wide) buffers;
+- ``*_sizes`` writes each row's output size to ``out_off[i + 1]`` (0 for null rows) or, for a bad
+  row, :func:`encode_err` (negative); decode kernels write ``status[i]`` instead (0 ok, 1 null
+  value, negative error); both return the first bad row or -1, stopping there when
+  ``stop_at_error``;
+- ``*_fill`` writes rows at ``out_off[i]`` (the caller's exclusive prefix sums) and skips rows
+  whose size is 0 / status is non-zero.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowType,
+    SmallIntType,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+
+# ---------------------------------------------------------------------------------- error codes
+E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
+E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
+E_TOO_LARGE, E_BAD_ARROW = 13, 14
+
+ERROR_MESSAGES = {
+    E_TRUNCATED: "truncated: the entry is shorter than its format needs",
+    E_TRAILING: "trailing bytes after the value",
+    E_BAD_LENGTH: "invalid length field",
+    E_BAD_OFFSET: "variable-length reference outside the row's variable part",
+    E_BAD_HEADER: "invalid row header (RowKind byte > 3 or null bits beyond the arity)",
+    E_BAD_UTF8: "invalid UTF-8",
+    E_LONE_SURROGATE: "string holds a lone UTF-16 surrogate, which an Arrow string cannot represent",
+    E_BAD_CHAR: "string character varint beyond one UTF-16 unit",
+    E_BAD_SIZE: "entry has the wrong size for a fixed-width value",
+    E_NULL_NOT_ALLOWED: "null in a NOT NULL field",
+    E_BAD_INLINE: "invalid inline-data marker in a slot",
+    E_BAD_NANOS: "nano-of-millisecond above 999999",
+    E_TOO_LARGE: "value exceeds the format's limit",
+    E_BAD_ARROW: "Arrow offsets buffer is inconsistent",
+}
+
+
+def encode_err(code: int, field: int) -> int:
+    """A bad row's status: negative, carrying the error code and the program node (field)."""
+    return -((code << 32) | (field + 1))
+
+
+def decode_err(status: int) -> tuple[int, int]:
+    """Inverse of :func:`encode_err`: (code, node or -1)."""
+    v = -status
+    return v >> 32, (v & 0xFFFFFFFF) - 1
+
+
+# ---------------------------------------------------------------------------------- primitives
+K_BOOL, K_I8, K_I16, K_I32, K_I64, K_F32, K_F64, K_CHAR = range(1, 9)
+_WIDTH = {K_BOOL: 1, K_I8: 1, K_I16: 2, K_CHAR: 2, K_I32: 4, K_F32: 4, K_I64: 8, K_F64: 8}
+
+
+def kind_width(kind: int) -> int:
+    return _WIDTH[kind]
+
+
+def _bit(buf: Any, i: int) -> bool:
+    return bool(buf[i >> 3] >> (i & 7) & 1)
+
+
+def _set_bit(buf: Any, i: int) -> None:
+    buf[i >> 3] |= 1 << (i & 7)
+
+
+def fixed_encode(kind: int, values: Any, validity: Any, offset: int, start: int, stop: int,
+                 out_off: Any, out_data: Any) -> None:
+    vals = memoryview(values).cast("B")
+    bits = memoryview(validity).cast("B") if validity is not None else None
+    w = _WIDTH[kind]
+    need = (offset + stop + 7) // 8 if kind == K_BOOL else (offset + stop) * w
+    if need > len(vals):
+        raise ValueError("values buffer shorter than the array")
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        j = offset + i
+        if bits is not None and not _bit(bits, j):
+            continue
+        p = int(out_off[i])
+        if p + w > len(out):
+            break
+        if kind == K_BOOL:
+            out[p] = 1 if _bit(vals, j) else 0
+        elif kind == K_I8:
+            out[p] = vals[j]
+        else:
+            raw = bytes(vals[w * j:w * j + w])
+            if kind == K_F32:
+                u = struct.unpack("<I", raw)[0]
+                if (u & 0x7F800000) == 0x7F800000 and u & 0x007FFFFF:
+                    raw = struct.pack("<I", 0x7FC00000)
+            elif kind == K_F64:
+                u = struct.unpack("<Q", raw)[0]
+                if (u & 0x7FF0000000000000) == 0x7FF0000000000000 and u & 0x000FFFFFFFFFFFFF:
+                    raw = struct.pack("<Q", 0x7FF8000000000000)
+            out[p:p + w] = raw[::-1]
+
+
+class _Bin:
+    """An Arrow binary column, read entry by entry with the kernels' validation."""
+
+    def __init__(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, stop: int) -> None:
+        om = memoryview(offsets).cast("B")
+        if (offset + stop + 1) * (8 if wide else 4) > len(om):
+            raise ValueError("offsets buffer shorter than the array")
+        self.offs = np.frombuffer(om, dtype=np.int64 if wide else np.int32)
+        self.data = bytes(memoryview(data).cast("B")) if data is not None else b""
+        self.bits = memoryview(validity).cast("B") if validity is not None else None
+        self.offset = offset
+
+    def valid(self, i: int) -> bool:
+        return self.bits is None or _bit(self.bits, self.offset + i)
+
+    def entry(self, i: int) -> tuple[int, int, int]:
+        """(code, start, end) of entry i."""
+        s = int(self.offs[self.offset + i])
+        e = int(self.offs[self.offset + i + 1])
+        if s < 0 or e < s or e > len(self.data):
+            return E_BAD_ARROW, 0, 0
+        return E_OK, s, e
+
+
+def fixed_decode(kind: int, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                 stop: int, out_values: Any, status: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    w = _WIDTH[kind]
+    out = memoryview(out_values).cast("B")
+    if (kind == K_BOOL and stop > len(out)) or (kind != K_BOOL and stop * w > len(out)):
+        raise ValueError("output buffer too small")
+    first = -1
+    for i in range(start, stop):
+        status[i] = 0
+        if not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        if code == E_OK and e - s != w:
+            code = E_TRUNCATED if e - s < w else E_TRAILING
+        if code != E_OK:
+            status[i] = encode_err(code, -1)
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+            continue
+        if kind == K_BOOL:
+            out[i] = 1 if v.data[s] else 0
+        elif kind == K_I8:
+            out[i] = v.data[s]
+        else:
+            out[w * i:w * i + w] = v.data[s:e][::-1]
+    return first
+
+
+# ---------------------------------------------------------------------------------- strings
+def _utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return E_BAD_UTF8, None
+    units = len(text.encode("utf-16-le")) // 2
+    if units + 1 > 0x7FFFFFFF:
+        return E_TOO_LARGE, None
+    from .strings import encode_string
+
+    return E_OK, encode_string(text)
+
+
+def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                        out_off: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        if not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        enc = None
+        if code == E_OK:
+            code, enc = _utf8_to_flink(v.data[s:e])
+        if enc is None:
+            out_off[i + 1] = encode_err(code, -1)
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+            continue
+        out_off[i + 1] = len(enc)
+    return first
+
+
+def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                       out_off: Any, out_data: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if a == b or not v.valid(i) or b > len(out):
+            continue
+        code, s, e = v.entry(i)
+        if code != E_OK:
+            continue
+        _, enc = _utf8_to_flink(v.data[s:e])
+        if enc is not None:
+            out[a:b] = enc
+
+
+def _read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int]:
+    """(code, value, next pos): Flink's 7-bit varint, at most 5 groups and at most ``limit``."""
+    bad = E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
+    v = shift = k = 0
+    while True:
+        if pos >= end:
+            return E_TRUNCATED, 0, pos
+        b = d[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        k += 1
+        if b < 0x80:
+            break
+        shift += 7
+        if k >= 5:
+            return bad, 0, pos
+    if v > limit:
+        return bad, 0, pos
+    return E_OK, v, pos
+
+
+def _flink_to_utf8(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
+    """(code, utf-8 bytes, is_null) for the StringValue filling exactly data[s:e]."""
+    code, n, pos = _read_varint(data, s, e, 0x7FFFFFFF)
+    if code != E_OK:
+        return code, None, False
+    if n == 0:
+        return (E_OK, b"", True) if pos == e else (E_TRAILING, None, False)
+    count = n - 1
+    if count > e - pos:
+        return E_TRUNCATED, None, False
+    out = bytearray()
+    k = 0
+    while k < count:
+        code, u, pos = _read_varint(data, pos, e, 0xFFFF)
+        if code != E_OK:
+            return code, None, False
+        k += 1
+        if 0xD800 <= u < 0xDC00:
+            if k < count:
+                code, u2, pos = _read_varint(data, pos, e, 0xFFFF)
+                if code != E_OK:
+                    return code, None, False
+                if 0xDC00 <= u2 < 0xE000:
+                    k += 1
+                    out += chr(0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00)).encode("utf-8")
+                    continue
+            return E_LONE_SURROGATE, None, False
+        if 0xDC00 <= u < 0xE000:
+            return E_LONE_SURROGATE, None, False
+        out += chr(u).encode("utf-8")
+    if pos != e:
+        return E_TRAILING, None, False
+    return E_OK, bytes(out), False
+
+
+def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                        out_off: Any, status: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        status[i] = 0
+        if not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        text = None
+        is_null = False
+        if code == E_OK:
+            code, text, is_null = _flink_to_utf8(v.data, s, e)
+        if code != E_OK:
+            status[i] = encode_err(code, -1)
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+            continue
+        if is_null:
+            status[i] = 1
+        out_off[i + 1] = len(text or b"")
+    return first
+
+
+def string_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                       out_off: Any, status: Any, out_data: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if status[i] != 0 or a == b or b > len(out):
+            continue
+        code, s, e = v.entry(i)
+        if code != E_OK:
+            continue
+        _, text, _ = _flink_to_utf8(v.data, s, e)
+        if text is not None:
+            out[a:b] = text
+
+
+def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                      out_off: Any, out_data: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        if not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        p = int(out_off[i])
+        if code != E_OK or p + 4 + (e - s) > len(out):
+            continue
+        out[p:p + 4] = struct.pack(">I", e - s)
+        out[p + 4:p + 4 + e - s] = v.data[s:e]
+
+
+def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                       out_off: Any, status: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        status[i] = 0
+        if not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        n = 0
+        if code == E_OK:
+            if e - s < 4:
+                code = E_TRUNCATED
+            else:
+                n = struct.unpack_from(">i", v.data, s)[0]
+                if n < 0:
+                    code = E_BAD_LENGTH
+                elif n > e - s - 4:
+                    code = E_TRUNCATED
+                elif n < e - s - 4:
+                    code = E_TRAILING
+        if code != E_OK:
+            status[i] = encode_err(code, -1)
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+            continue
+        out_off[i + 1] = n
+    return first
+
+
+def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                      out_off: Any, status: Any, out_data: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if status[i] != 0 or a == b or b > len(out):
+            continue
+        code, s, e = v.entry(i)
+        if code != E_OK or e - s != b - a + 4:
+            continue
+        out[a:b] = v.data[s + 4:e]
+
+
+# ---------------------------------------------------------------------------------- row programs
+C_KIND, C_POS, C_END, C_ARITY, C_SRC, C_OLD_ARITY, C_FLAGS = range(7)
+NCOL = 8
+(R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_BLOB, R_DEC_BIG, R_TS_BIG,
+ R_DEC_COMPACT) = range(1, 15)
+F_NOT_NULL, F_VERBATIM = 1, 2
+#: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
+ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT})
+_ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16}
+
+
+def slot_kind(t: LogicalType) -> int:
+    """How a field of type ``t`` lives in a BinaryRowData slot."""
+    if isinstance(t, BooleanType):
+        return R_BOOL
+    if isinstance(t, TinyIntType):
+        return R_I8
+    if isinstance(t, SmallIntType):
+        return R_I16
+    if isinstance(t, (IntType, DateType, TimeType)):
+        return R_I32
+    if isinstance(t, BigIntType):
+        return R_I64
+    if isinstance(t, FloatType):
+        return R_F32
+    if isinstance(t, DoubleType):
+        return R_F64
+    if isinstance(t, (CharType, VarCharType)):
+        return R_STR
+    if isinstance(t, (BinaryType, VarBinaryType)):
+        return R_BIN
+    if isinstance(t, RowType):
+        return R_ROW
+    if isinstance(t, DecimalType):
+        return R_DEC_COMPACT if t.is_compact else R_DEC_BIG
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        return R_I64 if t.is_compact else R_TS_BIG
+    if isinstance(t, (ArrayType, MapType, MultisetType)):
+        return R_BLOB
+    raise NotImplementedError(f"no BinaryRowData slot layout for {t}")
+
+
+class RowProgram:
+    """A compiled program plus the field path of every node (for error messages)."""
+
+    def __init__(self, matrix: np.ndarray, paths: list[str], types: list[LogicalType]) -> None:
+        self.matrix = matrix
+        self.paths = paths
+        self.types = types
+
+    @property
+    def kinds(self) -> list[int]:
+        return [int(k) for k in self.matrix[:, C_KIND]]
+
+    def arrow_supported(self) -> bool:
+        return all(k in ARROW_KINDS for k in self.kinds[1:])
+
+    def path(self, node: int) -> str:
+        return self.paths[node] if 0 <= node < len(self.paths) else ""
+
+
+def compile_row_program(row_type: RowType) -> RowProgram:
+    """The program for encoding / decoding ``row_type`` (old = new; SRC = POS)."""
+    rows: list[list[int]] = []
+    paths: list[str] = []
+    types: list[LogicalType] = []
+
+    def visit(t: LogicalType, pos: int, path: str) -> None:
+        me = len(rows)
+        k = slot_kind(t)
+        arity = t.arity if isinstance(t, RowType) else 0
+        rows.append([k, pos, 0, arity, pos, arity, 0 if t.nullable else F_NOT_NULL, 0])
+        paths.append(path)
+        types.append(t)
+        if isinstance(t, RowType):
+            for j, f in enumerate(t.fields):
+                visit(f.type, j, f"{path}.{f.name}" if path else f.name)
+        rows[me][C_END] = len(rows)
+
+    visit(row_type, -1, "")
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
+
+
+class NotByteRemappable(Exception):
+    """The plan needs more than slot remapping (rows inside arrays / maps): use the per-value path."""
+
+
+def compile_migration_program(plan: Any) -> RowProgram:
+    """Compile a :class:`statemorph.migration.RowMigrationPlan` into a migrate program.
+
+    ``"copy"`` fields keep their slot kind (nested rows marked verbatim); ``"row"`` fields recurse;
+    ``"array"`` / ``"map"`` migrations raise :class:`NotByteRemappable`."""
+    rows: list[list[int]] = []
+    paths: list[str] = []
+    types: list[LogicalType] = []
+
+    def visit_row(p: Any, pos: int, src: int, path: str, flags: int, t: LogicalType) -> None:
+        me = len(rows)
+        rows.append([R_ROW, pos, 0, len(p.fields), src, p.old_type.arity, flags, 0])
+        paths.append(path)
+        types.append(t)
+        for j, f in enumerate(p.fields):
+            child = f"{path}.{f.name}" if path else f.name
+            nflags = 0 if f.type.nullable else F_NOT_NULL
+            if f.source < 0:
+                rows.append([slot_kind(f.type), j, len(rows) + 1, 0, -1, 0, nflags, 0])
+                paths.append(child)
+                types.append(f.type)
+                continue
+            m = f.migration
+            if m.kind == "row":
+                visit_row(m.row, j, f.source, child, nflags, f.type)
+            elif m.kind == "copy":
+                if isinstance(f.old_type, RowType) and m.row is not None:
+                    visit_row(m.row, j, f.source, child, nflags | F_VERBATIM, f.type)
+                else:
+                    rows.append([slot_kind(f.old_type), j, len(rows) + 1, 0, f.source, 0, nflags, 0])
+                    paths.append(child)
+                    types.append(f.type)
+            else:
+                raise NotByteRemappable(f"{child}: {m.kind} migration")
+        rows[me][C_END] = len(rows)
+
+    visit_row(plan, -1, -1, "", F_VERBATIM if plan.is_identity else 0, plan.new_type)
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
+
+
+# ---------------------------------------------------------------------------------- row kernels
+_U64 = struct.Struct("<Q")
+
+
+def _null_bits_size(arity: int) -> int:
+    return ((arity + 63 + 8) // 64) * 8
+
+
+def _round8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def _utf8_ok(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+class _RowCtx:
+    def __init__(self, prog: np.ndarray, data: bytes) -> None:
+        self.p = prog.tolist()
+        self.d = data
+        self.err_node = -1
+        self.row = 0
+        self.str_off: list[Any] | None = None
+
+
+class _RowError(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def _is_null(d: bytes, base: int, i: int) -> bool:
+    b = i + 8
+    return bool(d[base + (b >> 3)] >> (b & 7) & 1)
+
+
+def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
+    """Mirror of ``check_row``: validate, record decode lengths, return the migrated size."""
+    p, d = x.p, x.d
+    arity, old_arity = p[node][C_ARITY], p[node][C_OLD_ARITY]
+    ow = _null_bits_size(old_arity)
+    ofixed = ow + 8 * old_arity
+    new_size = _null_bits_size(arity) + 8 * arity
+
+    def fail(code: int, at: int) -> _RowError:
+        x.err_node = at
+        return _RowError(code)
+
+    if size < ofixed:
+        raise fail(E_TRUNCATED, node)
+    if d[base] > 3:
+        raise fail(E_BAD_HEADER, node)
+    bits = int.from_bytes(d[base:base + ow], "little") >> 8
+    if bits >> old_arity:
+        raise fail(E_BAD_HEADER, node)
+    c = node + 1
+    while c < p[node][C_END]:
+        src, k, flags = p[c][C_SRC], p[c][C_KIND], p[c][C_FLAGS]
+        if src < 0 or bits >> src & 1:
+            c = p[c][C_END]
+            continue
+        slot = base + ow + 8 * src
+        if k in (R_STR, R_BIN, R_ROW, R_BLOB, R_DEC_BIG, R_TS_BIG):
+            mark = d[slot + 7]
+            raw = _U64.unpack_from(d, slot)[0]
+            if mark & 0x80:
+                if k not in (R_STR, R_BIN):
+                    raise fail(E_BAD_INLINE, c)
+                n = mark & 0x7F
+                if n > 7:
+                    raise fail(E_BAD_INLINE, c)
+                if k == R_STR and not _utf8_ok(d[slot:slot + n]):
+                    raise fail(E_BAD_UTF8, c)
+                if x.str_off is not None and x.str_off[c] is not None:
+                    x.str_off[c][x.row + 1] = n
+                c = p[c][C_END]
+                continue
+            off, n = raw >> 32, raw & 0xFFFFFFFF
+            if k == R_TS_BIG:
+                if n > 999999:
+                    raise fail(E_BAD_NANOS, c)
+                n = 8
+            elif k == R_DEC_BIG and not 1 <= n <= 16:
+                raise fail(E_BAD_LENGTH, c)
+            if off < ofixed or off + n > size:
+                raise fail(E_BAD_OFFSET, c)
+            if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
+                raise fail(E_BAD_UTF8, c)
+            if k in (R_STR, R_BIN):
+                if x.str_off is not None and x.str_off[c] is not None:
+                    x.str_off[c][x.row + 1] = n
+                new_size += _round8(n)
+            elif k == R_ROW:
+                r = _check_row(x, c, base + off, n)
+                new_size += _round8(n) if flags & F_VERBATIM else r
+            elif k == R_DEC_BIG:
+                new_size += 16
+            else:
+                new_size += _round8(n)
+        c = p[c][C_END]
+    return new_size
+
+
+def _migrate_row(x: _RowCtx, node: int, base: int, size: int) -> bytearray:
+    p, d = x.p, x.d
+    arity = p[node][C_ARITY]
+    ow = _null_bits_size(p[node][C_OLD_ARITY])
+    nw = _null_bits_size(arity)
+    buf = bytearray(nw + 8 * arity)
+    buf[0] = d[base]
+    c = node + 1
+    while c < p[node][C_END]:
+        src, j, k, flags = p[c][C_SRC], p[c][C_POS], p[c][C_KIND], p[c][C_FLAGS]
+        if src < 0 or _is_null(d, base, src):
+            _set_bit(buf, j + 8)
+            c = p[c][C_END]
+            continue
+        slot, nslot = base + ow + 8 * src, nw + 8 * j
+        raw = _U64.unpack_from(d, slot)[0]
+        if k < R_STR or k == R_DEC_COMPACT or (k in (R_STR, R_BIN) and raw >> 63):
+            buf[nslot:nslot + 8] = d[slot:slot + 8]
+        else:
+            off, n = raw >> 32, raw & 0xFFFFFFFF
+            cur = len(buf)
+            if k == R_ROW and not flags & F_VERBATIM:
+                sub = _migrate_row(x, c, base + off, n)
+                _U64.pack_into(buf, nslot, (cur << 32) | len(sub))
+                buf += sub
+            elif k == R_DEC_BIG:
+                _U64.pack_into(buf, nslot, (cur << 32) | n)
+                buf += d[base + off:base + off + n] + bytes(16 - n)
+            elif k == R_TS_BIG:
+                _U64.pack_into(buf, nslot, (cur << 32) | n)
+                buf += d[base + off:base + off + 8]
+            else:
+                _U64.pack_into(buf, nslot, (cur << 32) | n)
+                buf += d[base + off:base + off + n] + bytes(_round8(n) - n)
+        c = p[c][C_END]
+    return buf
+
+
+def _entry_row(v: _Bin, i: int) -> tuple[int, int, int]:
+    code, s, e = v.entry(i)
+    if code != E_OK:
+        return code, 0, 0
+    if e - s < 4:
+        return E_TRUNCATED, 0, 0
+    n = struct.unpack_from(">i", v.data, s)[0]
+    if n < 0:
+        return E_BAD_LENGTH, 0, 0
+    if n > e - s - 4:
+        return E_TRUNCATED, 0, 0
+    if n < e - s - 4:
+        return E_TRAILING, 0, 0
+    return E_OK, s + 4, n
+
+
+def _prog_matrix(prog: Any) -> np.ndarray:
+    m = np.asarray(prog, dtype=np.int64)
+    if m.ndim != 2 or m.shape[1] != NCOL or m.shape[0] < 1:
+        raise ValueError("bad row program")
+    return m
+
+
+def migrate_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                  stop: int, out_off: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    x = _RowCtx(_prog_matrix(prog), v.data)
+    verbatim = x.p[0][C_FLAGS] & F_VERBATIM
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        if not v.valid(i):
+            continue
+        x.err_node, x.row = -1, i
+        code, base, size = _entry_row(v, i)
+        if code == E_OK:
+            try:
+                r = _check_row(x, 0, base, size)
+                out_off[i + 1] = (size if verbatim else r) + 4
+            except _RowError as e:
+                code = e.code
+        if code != E_OK:
+            out_off[i + 1] = encode_err(code, x.err_node)
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+    return first
+
+
+def migrate_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                 stop: int, out_off: Any, out_data: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    x = _RowCtx(_prog_matrix(prog), v.data)
+    out = memoryview(out_data).cast("B")
+    verbatim = x.p[0][C_FLAGS] & F_VERBATIM
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if b - a < 4 or b > len(out):
+            continue
+        code, base, size = _entry_row(v, i)
+        if code != E_OK:
+            continue
+        if verbatim:
+            out[a:b] = v.data[base - 4:base + size]
+            continue
+        x.row = i
+        row = _migrate_row(x, 0, base, size)
+        out[a:a + 4] = struct.pack(">I", len(row))
+        out[a + 4:a + 4 + len(row)] = row
+
+
+def decode_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                 stop: int, str_offs: list[Any], status: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    x = _RowCtx(_prog_matrix(prog), v.data)
+    x.str_off = str_offs
+    first = -1
+    for i in range(start, stop):
+        status[i] = 0
+        if not v.valid(i):
+            status[i] = 1
+            continue
+        x.err_node, x.row = -1, i
+        code, base, size = _entry_row(v, i)
+        if code == E_OK:
+            try:
+                _check_row(x, 0, base, size)
+            except _RowError as e:
+                code = e.code
+        if code != E_OK:
+            status[i] = encode_err(code, x.err_node)
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+    return first
+
+
+def _decode_row(x: _RowCtx, outs: list[Any], node: int, base: int) -> None:
+    p, d, i = x.p, x.d, x.row
+    ow = _null_bits_size(p[node][C_OLD_ARITY])
+    c = node + 1
+    while c < p[node][C_END]:
+        src, k = p[c][C_SRC], p[c][C_KIND]
+        if src < 0 or _is_null(d, base, src):
+            c = p[c][C_END]
+            continue
+        valid, vals, soff, sdata = outs[c]
+        _set_bit(valid, i)
+        slot = base + ow + 8 * src
+        if k == R_BOOL:
+            if d[slot]:
+                _set_bit(vals, i)
+        elif k == R_DEC_COMPACT:
+            v64 = struct.unpack_from("<q", d, slot)[0]
+            vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
+        elif k in _ARROW_WIDTH:
+            w = _ARROW_WIDTH[k]
+            vals[w * i:w * i + w] = d[slot:slot + w]
+        elif k in (R_STR, R_BIN):
+            raw = _U64.unpack_from(d, slot)[0]
+            a, b = int(soff[i]), int(soff[i + 1])
+            src_at = slot if raw >> 63 else base + (raw >> 32)
+            sdata[a:b] = d[src_at:src_at + b - a]
+        elif k == R_ROW:
+            raw = _U64.unpack_from(d, slot)[0]
+            _decode_row(x, outs, c, base + (raw >> 32))
+        c = p[c][C_END]
+
+
+def decode_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                stop: int, outs: list[Any], status: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    x = _RowCtx(_prog_matrix(prog), v.data)
+    views: list[Any] = [None] + [
+        tuple(memoryview(b).cast("B") if b is not None and j != 2 else b for j, b in enumerate(t))
+        for t in outs[1:]
+    ]
+    for i in range(start, stop):
+        if status[i] != 0:
+            continue
+        code, base, _ = _entry_row(v, i)
+        if code != E_OK:
+            continue
+        x.row = i
+        _decode_row(x, views, 0, base)
+
+
+class _Cols:
+    def __init__(self, cols: list[Any]) -> None:
+        self.cols: list[Any] = []
+        for validity, values, offs, off, wide in cols:
+            self.cols.append((
+                memoryview(validity).cast("B") if validity is not None else None,
+                bytes(memoryview(values).cast("B")) if values is not None else b"",
+                np.frombuffer(memoryview(offs).cast("B"), dtype=np.int64 if wide else np.int32)
+                if offs is not None else None,
+                off,
+            ))
+
+    def valid(self, c: int, i: int) -> bool:
+        bits = self.cols[c][0]
+        return bits is None or _bit(bits, self.cols[c][3] + i)
+
+    def string(self, c: int, i: int) -> tuple[int, int]:
+        _, vals, offs, off, = self.cols[c]
+        assert offs is not None
+        s, e = int(offs[off + i]), int(offs[off + i + 1])
+        if s < 0 or e < s or e > len(vals):
+            return -1, 0
+        return s, e - s
+
+
+def _encode_size(p: list[list[int]], cols: _Cols, node: int, i: int, err: list[int]) -> int:
+    arity = p[node][C_ARITY]
+    size = _null_bits_size(arity) + 8 * arity
+    c = node + 1
+    while c < p[node][C_END]:
+        k = p[c][C_KIND]
+        if not cols.valid(c, i):
+            if p[c][C_FLAGS] & F_NOT_NULL:
+                err[0] = c
+                raise _RowError(E_NULL_NOT_ALLOWED)
+            c = p[c][C_END]
+            continue
+        if k in (R_STR, R_BIN):
+            s, n = cols.string(c, i)
+            if s < 0:
+                err[0] = c
+                raise _RowError(E_BAD_ARROW)
+            if n > 0x7FFFFFFF:
+                err[0] = c
+                raise _RowError(E_TOO_LARGE)
+            if n > 7:
+                size += _round8(n)
+        elif k == R_ROW:
+            size += _encode_size(p, cols, c, i, err)
+        elif k == R_DEC_COMPACT:
+            e = cols.cols[c][3] + i
+            v = int.from_bytes(cols.cols[c][1][16 * e:16 * e + 16], "little", signed=True)
+            if not -(1 << 63) <= v < (1 << 63):
+                err[0] = c
+                raise _RowError(E_TOO_LARGE)
+        c = p[c][C_END]
+    return size
+
+
+def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int) -> bytearray:
+    arity = p[node][C_ARITY]
+    nw = _null_bits_size(arity)
+    buf = bytearray(nw + 8 * arity)
+    c = node + 1
+    while c < p[node][C_END]:
+        k, j = p[c][C_KIND], p[c][C_POS]
+        slot = nw + 8 * j
+        if not cols.valid(c, i):
+            _set_bit(buf, j + 8)
+            c = p[c][C_END]
+            continue
+        _, vals, _, off = cols.cols[c]
+        e = off + i
+        if k == R_BOOL:
+            buf[slot] = 1 if _bit(vals, e) else 0
+        elif k in (R_STR, R_BIN):
+            s, n = cols.string(c, i)
+            if n <= 7:
+                buf[slot:slot + n] = vals[s:s + n]
+                buf[slot + 7] = 0x80 | n
+            else:
+                _U64.pack_into(buf, slot, (len(buf) << 32) | n)
+                buf += vals[s:s + n] + bytes(_round8(n) - n)
+        elif k == R_ROW:
+            sub = _encode_row(p, cols, c, i)
+            _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
+            buf += sub
+        else:
+            w = _ARROW_WIDTH[k]
+            buf[slot:slot + min(w, 8)] = vals[w * e:w * e + min(w, 8)]
+        c = p[c][C_END]
+    return buf
+
+
+def encode_sizes(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, stop_at_error: bool) -> int:
+    p = _prog_matrix(prog).tolist()
+    cc = _Cols(cols)
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        if not cc.valid(0, i):
+            continue
+        err = [-1]
+        try:
+            out_off[i + 1] = _encode_size(p, cc, 0, i, err) + 4
+        except _RowError as e:
+            out_off[i + 1] = encode_err(e.code, err[0])
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+    return first
+
+
+def encode_fill(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any) -> None:
+    p = _prog_matrix(prog).tolist()
+    cc = _Cols(cols)
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if b - a < 4 or b > len(out) or not cc.valid(0, i):
+            continue
+        row = _encode_row(p, cc, 0, i)
+        out[a:a + 4] = struct.pack(">I", len(row))
+        out[a + 4:a + 4 + len(row)] = row
+
+
+KERNELS = (
+    "fixed_encode", "fixed_decode",
+    "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
+    "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
+    "encode_sizes", "encode_fill", "decode_sizes", "decode_fill", "migrate_sizes", "migrate_fill",
+)
+
+__all__: list[str] = []
