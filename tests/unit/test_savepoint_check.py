@@ -1,0 +1,118 @@
+"""The dry run: per-state outcomes and exit status from metadata alone."""
+
+import base64
+import json
+import shutil
+
+import pytest
+
+from statemorph.errors import SavepointError
+from statemorph.io import DataOutputSerializer
+from statemorph.savepoint import METADATA_FILE, check_savepoint
+from statemorph.serializers import IntSerializer, LongSerializer, RowDataSerializer, StringSerializer
+from statemorph.state import (
+    HeapStateBackend,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    Outcome,
+    ValueStateDescriptor,
+)
+from statemorph.types import parse_type
+
+OLD = RowDataSerializer(parse_type("ROW<id BIGINT, name STRING>"))
+ADDED = RowDataSerializer(parse_type("ROW<id BIGINT, name STRING, age INT>"))
+CHANGED = RowDataSerializer(parse_type("ROW<id STRING, name STRING>"))
+
+
+@pytest.fixture
+def sp(tmp_path):
+    b = HeapStateBackend(StringSerializer(), 256)
+    v = b.get_state(ValueStateDescriptor("rows", OLD))
+    lst = b.get_state(ListStateDescriptor("ints", IntSerializer()))
+    m = b.get_state(MapStateDescriptor("m", StringSerializer(), OLD))
+    b.set_current_key("k")
+    v.update((1, "a"))
+    lst.add(1)
+    m.put("x", (2, "b"))
+    path = tmp_path / "sp"
+    b.savepoint(path)
+    b.close()
+    # the dry run must not need any state data: remove every data file
+    for d in path.iterdir():
+        if d.is_dir():
+            shutil.rmtree(d)
+    return path
+
+
+def test_all_as_is(sp):
+    r = check_savepoint(sp, [ValueStateDescriptor("rows", OLD), ListStateDescriptor("ints", IntSerializer()),
+                             MapStateDescriptor("m", StringSerializer(), OLD)], key_serializer=StringSerializer())
+    assert r.exit_status == 0 and r.is_compatible and not r.needs_migration
+    assert [s.outcome for s in r.states] == [Outcome.AS_IS] * 3
+    assert r.key is not None and r.key.outcome is Outcome.AS_IS
+    assert "compatible as is (exit status 0)" in r.summary and "max_parallelism 256" in r.summary
+
+
+def test_migration_with_plan(sp):
+    r = check_savepoint(sp, [ValueStateDescriptor("rows", ADDED), MapStateDescriptor("m", StringSerializer(), ADDED)])
+    assert r.exit_status == 1 and r.needs_migration
+    rows = r.state("rows")
+    assert rows.outcome is Outcome.MIGRATION and rows.rows == 1
+    assert "added age" in rows.plan
+    assert r.state("m").plan.startswith("map value:")
+    ints = r.state("ints")
+    assert ints.outcome is Outcome.AS_IS and not ints.registered
+    assert "not registered by the new program" in r.summary
+    assert "ints (list, 1 rows)" in r.summary
+
+
+def test_incompatible_reasons(sp):
+    r = check_savepoint(sp, [
+        ValueStateDescriptor("rows", CHANGED),
+        ListStateDescriptor("ints", LongSerializer()),
+        MapStateDescriptor("m", IntSerializer(), OLD),
+    ])
+    assert r.exit_status == 2 and not r.is_compatible
+    assert "id: BIGINT -> STRING" in r.state("rows").reasons[0]
+    assert "list element" in r.state("ints").reasons[0]
+    assert "map key" in r.state("m").reasons[0] and "only value schema evolution" in r.state("m").reasons[0]
+    d = r.to_dict()
+    assert d["exit_status"] == 2 and d["states"][0]["outcome"] == "incompatible"
+    json.dumps(d)  # serialisable for the CLI
+
+
+def test_kind_change_and_new_state(sp):
+    r = check_savepoint(sp, [ListStateDescriptor("rows", OLD), ValueStateDescriptor("fresh", IntSerializer())])
+    assert r.state("rows").outcome is Outcome.INCOMPATIBLE
+    assert "holds value state but it is registered as list state" in r.state("rows").reasons[0]
+    assert r.state("fresh").outcome is Outcome.NEW_STATE
+    assert r.exit_status == 2
+
+
+def test_key_serializer_change_is_incompatible(sp):
+    r = check_savepoint(sp, [], key_serializer=IntSerializer())
+    assert r.exit_status == 2 and r.key.outcome is Outcome.INCOMPATIBLE
+    assert "key serializer" in r.key.reasons[0]
+
+
+def test_unreadable_snapshot_is_reported_not_raised(sp):
+    out = DataOutputSerializer()
+    out.write_utf("com.example.Missing")
+    out.write_int(1)
+    doc = json.loads((sp / METADATA_FILE).read_text())
+    doc["states"][0]["value_serializer"] = base64.b64encode(out.get_copy_of_buffer()).decode()
+    (sp / METADATA_FILE).write_text(json.dumps(doc))
+    r = check_savepoint(sp, [ValueStateDescriptor("rows", OLD)])
+    assert r.state("rows").outcome is Outcome.INCOMPATIBLE
+    assert "com.example.Missing" in r.state("rows").reasons[0]
+
+
+def test_damaged_metadata_raises(sp):
+    (sp / METADATA_FILE).write_text("{")
+    with pytest.raises(SavepointError, match="not valid JSON"):
+        check_savepoint(sp, [])
+
+
+def test_duplicate_descriptors_rejected(sp):
+    with pytest.raises(ValueError, match="two descriptors"):
+        check_savepoint(sp, [ValueStateDescriptor("rows", OLD), ValueStateDescriptor("rows", OLD)])
