@@ -13,6 +13,12 @@ tuples. The Java side was::
     RowTypeInfo(INT, STRING, RowTypeInfo(INT, STRING), Inner) ← +U(1, null, -D(2, "z"), {x=7, y="q"})
     new RowSerializer({Int, String}, null, false)              ← (4, null)
     TupleTypeInfo(INT, Tuple2(LONG, STRING), STRING)           ← (9, (-1, "é"), "")
+
+and a POJO evolution in two JVMs, ``class Evo { int a; String gone; long keep; }`` then
+``class Evo { int a; long keep; String added; }``: the v1 data and snapshot (``evo_old_*``);
+reading them under v2 gave COMPATIBLE_AFTER_MIGRATION, the restored serializer re-wrote the value
+(``evo_restored_rewrite``, ``gone`` written as null) and its snapshot with the removed field as
+``missing-field-at-1`` (``evo_restored_snap``); the v2 serializer wrote ``evo_new_data``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import dataclasses
 
 import pytest
 
+from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.row import Row, RowKind
 from statemorph.serializers import (
     IntSerializer,
@@ -113,6 +120,39 @@ FLINK = {
         "70692e636f6d6d6f6e2e747970657574696c732e626173652e537472696e6753657269616c697a657224537472696e675365"
         "7269616c697a6572536e617073686f7400000003"
     ),
+    "evo_old_data": (
+        "020000000001000267000000000000000002"
+    ),
+    "evo_old_snap": (
+        "0000000200426f72672e6170616368652e666c696e6b2e6170692e6a6176612e747970657574696c732e72756e74696d652e"
+        "506f6a6f53657269616c697a6572536e617073686f74000000020005702e45766f000004f2c69a3d70000000030001610100"
+        "00000a0005702e45766f0001610100000054004e6f72672e6170616368652e666c696e6b2e6170692e636f6d6d6f6e2e7479"
+        "70657574696c732e626173652e496e7453657269616c697a657224496e7453657269616c697a6572536e617073686f740000"
+        "00030004676f6e65010000000d0005702e45766f0004676f6e65010000005a00546f72672e6170616368652e666c696e6b2e"
+        "6170692e636f6d6d6f6e2e747970657574696c732e626173652e537472696e6753657269616c697a657224537472696e6753"
+        "657269616c697a6572536e617073686f740000000300046b656570010000000d0005702e45766f00046b6565700100000056"
+        "00506f72672e6170616368652e666c696e6b2e6170692e636f6d6d6f6e2e747970657574696c732e626173652e4c6f6e6753"
+        "657269616c697a6572244c6f6e6753657269616c697a6572536e617073686f7400000003000004f2c69a3d70000000000000"
+        "04f2c69a3d7000000000"
+    ),
+    "evo_restored_rewrite": (
+        "02000000000101000000000000000002"
+    ),
+    "evo_restored_snap": (
+        "0000000200426f72672e6170616368652e666c696e6b2e6170692e6a6176612e747970657574696c732e72756e74696d652e"
+        "506f6a6f53657269616c697a6572536e617073686f74000000020005702e45766f000004f2c69a3d70000000030001610100"
+        "00000a0005702e45766f0001610100000054004e6f72672e6170616368652e666c696e6b2e6170692e636f6d6d6f6e2e7479"
+        "70657574696c732e626173652e496e7453657269616c697a657224496e7453657269616c697a6572536e617073686f740000"
+        "000300126d697373696e672d6669656c642d61742d3100010000005a00546f72672e6170616368652e666c696e6b2e617069"
+        "2e636f6d6d6f6e2e747970657574696c732e626173652e537472696e6753657269616c697a657224537472696e6753657269"
+        "616c697a6572536e617073686f740000000300046b656570010000000d0005702e45766f00046b656570010000005600506f"
+        "72672e6170616368652e666c696e6b2e6170692e636f6d6d6f6e2e747970657574696c732e626173652e4c6f6e6753657269"
+        "616c697a6572244c6f6e6753657269616c697a6572536e617073686f7400000003000004f2c69a3d7000000000000004f2c6"
+        "9a3d7000000000"
+    ),
+    "evo_new_data": (
+        "02000000000101000000000000000002"
+    ),
 }
 
 
@@ -186,3 +226,30 @@ def test_restored_row_reads_flink_row_as_dicts_for_pojos():
     value = snap.restore_serializer().from_bytes(bytes.fromhex(FLINK["row_data"]))
     assert value == (1, None, (2, "z"), {"x": 7, "y": "q"})
     assert value.kind is RowKind.UPDATE_AFTER and value[2].kind is RowKind.DELETE
+
+
+def test_pojo_field_removed_and_added_like_flink():
+    old_snap = read_serializer_snapshot(bytes.fromhex(FLINK["evo_old_snap"]))
+    old_data = bytes.fromhex(FLINK["evo_old_data"])
+    restored = old_snap.restore_serializer()
+    assert restored.from_bytes(old_data) == {"a": 1, "gone": "g", "keep": 2}
+    new = PojoSerializer(None, {"a": IntSerializer(), "keep": LongSerializer(), "added": StringSerializer()}, "p.Evo")
+    compat = old_snap.resolve_schema_compatibility(new)
+    assert compat.is_compatible_after_migration()
+    assert "gone" in compat.reason and "added" in compat.reason
+    out = DataOutputSerializer()
+    old_snap.migrate_state(restored, new, DataInputDeserializer(old_data), out)
+    assert out.get_copy_of_buffer() == bytes.fromhex(FLINK["evo_new_data"])
+
+
+def test_restored_snapshot_with_missing_field_like_flink():
+    """Flink's re-snapshot of a serializer restored without field ``gone``: key absent, name
+    ``missing-field-at-1``; values are read and dropped, and written as null."""
+    data = bytes.fromhex(FLINK["evo_restored_snap"])
+    snap = read_serializer_snapshot(data)
+    assert write_serializer_snapshot(snap) == data
+    restored = snap.restore_serializer()
+    assert restored.field_names == ["a", "keep"]
+    assert restored.from_bytes(bytes.fromhex(FLINK["evo_old_data"])) == {"a": 1, "keep": 2}
+    assert restored.to_bytes({"a": 1, "keep": 2}) == bytes.fromhex(FLINK["evo_restored_rewrite"])
+    assert write_serializer_snapshot(restored.snapshot_configuration()) == data
