@@ -250,3 +250,18 @@ def test_backends_agree_with_a_dict_model(ops):
         finally:
             b.close()
     assert results[0] == results[1] == model
+
+
+def test_rocksdb_list_bytes_match_flink_list_delimited_serializer():
+    # ListDelimitedSerializer.serializeList(["a", "", "b,c"], StringSerializer) in Flink 2.3
+    b = RocksDBStateBackend(IntSerializer(), 128)
+    try:
+        lst = b.get_state(ListStateDescriptor("l", StringSerializer()))
+        b.set_current_key(1)
+        lst.add("a")
+        lst.add_all(["", "b,c"])
+        (_, v), = b._handles["l"].table.cf.items()
+        assert v.hex() == "02612c012c04622c63"
+        assert lst.get() == ["a", "", "b,c"]
+    finally:
+        b.close()
