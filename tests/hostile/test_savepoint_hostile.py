@@ -233,3 +233,23 @@ def test_map_state_loads_on_both_backends_and_roundtrips(tmp_path):
             m = r.get_state(MapStateDescriptor("x", I, L))
             r.set_current_key("user-1")
             assert sorted(m.items(), key=lambda kv: kv[0]) == [(1, None), (2, 5)]
+
+
+def test_deeply_nested_metadata_json(good):
+    (good / METADATA_FILE).write_text("[" * 100000)
+    restore_fails(good, "not valid JSON")
+
+
+@pytest.mark.parametrize("cls", BACKENDS)
+def test_nulls_in_non_nullable_columns(tmp_path, good, cls):
+    part = good / "state-00000" / "part-00000.parquet"
+    t = pq.read_table(part)
+    keys = t.column("key").to_pylist()
+    keys[3] = None
+    nullable = pa.schema([f.with_nullable(True) for f in t.schema])
+    pq.write_table(pa.Table.from_arrays([t.column(0), pa.array(keys, pa.binary()), t.column(2), t.column(3)],
+                                        schema=nullable), part)
+    data = part.read_bytes()
+    rewrite_meta(good, lambda d: d["states"][0]["files"][0].update(sha256=hashlib.sha256(data).hexdigest(),
+                                                                   size=len(data)))
+    restore_fails(good, "column 'key' has 1 nulls", cls)

@@ -233,7 +233,7 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
     """Parse and validate metadata bytes; any defect is a SavepointError naming ``source``."""
     try:
         obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise SavepointError(f"{source}: not valid JSON ({e}); the savepoint is damaged or partial") from e
     top = _Fields(obj, source)
     fmt = top.get("format", str)

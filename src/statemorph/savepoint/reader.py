@@ -124,6 +124,10 @@ def iter_state_batches(
         pf = _open_parquet(root, entry, data, st)
         try:
             for batch in pf.iter_batches(batch_size=batch_size):
+                for f in st.schema():
+                    if not f.nullable and batch.column(f.name).null_count:
+                        raise SavepointError(f"{root / entry.path}: column {f.name!r} has "
+                                             f"{batch.column(f.name).null_count} nulls")
                 batch = batch.cast(st.schema()) if batch.schema != st.schema() else batch
                 groups = batch.column(COL_KEY_GROUP)
                 if batch.num_rows:

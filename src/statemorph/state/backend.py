@@ -307,9 +307,4 @@ class KeyedStateBackend(ABC):
         self.close()
 
 
-def check_migrated_fully(src_available: int, what: str) -> None:
-    if src_available:
-        raise StateMigrationError(f"{src_available} trailing bytes after {what}")
-
-
 __all__ = ["KeyedStateBackend"]
