@@ -105,18 +105,51 @@ def datastream() -> Cases:
     c.values("long", "Long", [0, 1, -1, *I64, 2**53 + 1, 1700000000000])
     c.values("float", "Float", [*FLOATS, F32_MIN_SUB, -F32_MIN_SUB, F32_MIN_NORMAL, F32_MAX, -F32_MAX, 16777217])
     c.values("double", "Double", [*FLOATS, F64_MIN_SUB, F64_MIN_NORMAL, F64_MAX, -F64_MAX, 3.141592653589793])
-    c.values("char", "Char", ["a", "\u00e9", "\u20ac", "\u0000", "\u007f", "\u0080", "\u3fff", "\u4000", "\uffff",
-                              s([0xD800]), s([0xDC00]), s([0xDFFF])])
+    c.values(
+        "char",
+        "Char",
+        [
+            "a",
+            "\u00e9",
+            "\u20ac",
+            "\u0000",
+            "\u007f",
+            "\u0080",
+            "\u3fff",
+            "\u4000",
+            "\uffff",
+            s([0xD800]),
+            s([0xDC00]),
+            s([0xDFFF]),
+        ],
+    )
     strings: list[Any] = [
-        None, "", "a", "hello", "h\u00e9llo", "\u20ac", "\U0001F600", "\u20ac\U0001F600", "a\u0000b",
-        "a\u0000\u00e9\U0001F600", s([0xD800]), s([0x61, 0xDC00, 0x62]), s([0xDE00, 0xD83D]),
-        "x" * 200, "a" * 126, "a" * 127, "\u00e9" * 100, "\u4000\u3fff\u0080\u007f",
-        "line\nbreak\ttab\"quote\\", "\u0001\u001f", "\ufeff\uffff",
+        None,
+        "",
+        "a",
+        "hello",
+        "h\u00e9llo",
+        "\u20ac",
+        "\U0001f600",
+        "\u20ac\U0001f600",
+        "a\u0000b",
+        "a\u0000\u00e9\U0001f600",
+        s([0xD800]),
+        s([0x61, 0xDC00, 0x62]),
+        s([0xDE00, 0xD83D]),
+        "x" * 200,
+        "a" * 126,
+        "a" * 127,
+        "\u00e9" * 100,
+        "\u4000\u3fff\u0080\u007f",
+        'line\nbreak\ttab"quote\\',
+        "\u0001\u001f",
+        "\ufeff\uffff",
     ]
     c.values("string", "String", strings)
     c.value("string/len16383", "String", "z" * 16383)
     c.value("string/len16384", "String", "z" * 16384)
-    c.value("string/len70000", "String", "ab\u00e9\u20ac\U0001F600" * 10000)
+    c.value("string/len70000", "String", "ab\u00e9\u20ac\U0001f600" * 10000)
     c.values("bytes", "Bytes", [b(""), b("010203"), b("00ff7f80"), b(bytes(range(256)).hex())])
     c.values("booleanarray", "BooleanArray", [[], [True, False, True]])
     c.values("shortarray", "ShortArray", [[], [0, -1, -(2**15), 2**15 - 1]])
@@ -125,7 +158,7 @@ def datastream() -> Cases:
     c.values("longarray", "LongArray", [[], [0, -1, *I64]])
     c.values("floatarray", "FloatArray", [[], [NAN, NZERO, INF, NINF, F32_MIN_SUB, F32_MAX, 0.1]])
     c.values("doublearray", "DoubleArray", [[], [NAN, NZERO, INF, NINF, F64_MIN_SUB, F64_MAX, 0.1]])
-    c.values("stringarray", "StringArray", [[], [None], [None, "", "a", "\u20ac\U0001F600"]])
+    c.values("stringarray", "StringArray", [[], [None], [None, "", "a", "\u20ac\U0001f600"]])
     c.values("list_int", "List<Int>", [[], [1, 2], [*I32, 0]])
     c.values("list_string", "List<String>", [[], [None, "", "x"]])
     c.values("list_list_long", "List<List<Long>>", [[[1], [], [2, 3]], []])
@@ -154,9 +187,25 @@ def datastream() -> Cases:
     c.values("tuple_nullable", "Tuple<Nullable<Int>,String>", [[None, "x"], [3, "y"]])
     c.values("tuple5", "Tuple<Byte,Short,Int,Long,Char>", [[1, 2, 3, 4, "c"]])
     c.values("tuple_enum_map", f"Tuple<{COLOR},Map<String,Int>>", [["GREEN", m(("a", 1))]])
-    c.values("row2", "Row<Int,String>", [
-        row(1, None), row(1, "x", kind="+U"), row(None, None, kind="-D"), row(None, "y", kind="-U"), row(1, "x"),
-    ])
+    t25 = "Tuple<" + ",".join(["Int"] * 24 + ["String"]) + ">"
+    c.value("tuple25/max_arity", t25, [*range(24), "last"])
+    r100 = "Row<" + ",".join(["Byte"] * 100) + ">"
+    c.value("row100/13_mask_bytes", r100, row(*[None if i % 9 == 4 else i for i in range(100)], kind="-U"))
+    c.values("row_of_nullables", "Row<Nullable<Int,padded>,Nullable<String>>", [row(None, None), row(1, "a")])
+    c.values("map_row_values", "Map<Int,Row<String,Double>>", [m((1, row("a", 1.0, kind="+U")), (2, None))])
+    c.values("list_tuple", "List<Tuple<String,Long>>", [[["a", 1], ["b", 2]], []])
+    c.values("nullable_enum", f"Nullable<{COLOR},padded>", [None, "GREEN"])
+    c.values(
+        "row2",
+        "Row<Int,String>",
+        [
+            row(1, None),
+            row(1, "x", kind="+U"),
+            row(None, None, kind="-D"),
+            row(None, "y", kind="-U"),
+            row(1, "x"),
+        ],
+    )
     c.values("row_legacy", "Row[legacy]<Int,String>", [row(1, None), row(None, None), row(2, "ab")])
     nine = "Row<" + ",".join(["Int"] * 9) + ">"
     c.value("row9/-U_f1_f8_null", nine, row(0, None, 2, 3, 4, 5, 6, 7, None, kind="-U"))
@@ -168,33 +217,64 @@ def datastream() -> Cases:
     c.value("row7/two_mask_bytes", seven, row("a", None, "c", None, "e", None, None, kind="+U"))
     sixteen = "Row[legacy]<" + ",".join(["Short"] * 16) + ">"
     c.value("row16_legacy/two_mask_bytes", sixteen, row(*[None if i % 3 == 0 else i for i in range(16)]))
-    c.value("row8_legacy/one_mask_byte", "Row[legacy]<" + ",".join(["Int"] * 8) + ">",
-            row(None, 1, 2, 3, 4, 5, 6, None))
-    c.value("row9_legacy/two_mask_bytes", "Row[legacy]<" + ",".join(["Int"] * 9) + ">",
-            row(*([None] * 8), 8))
+    c.value(
+        "row8_legacy/one_mask_byte", "Row[legacy]<" + ",".join(["Int"] * 8) + ">", row(None, 1, 2, 3, 4, 5, 6, None)
+    )
+    c.value("row9_legacy/two_mask_bytes", "Row[legacy]<" + ",".join(["Int"] * 9) + ">", row(*([None] * 8), 8))
     c.values("row0", "Row<>", [row(), row(kind="-D")])
     c.values("row0_legacy", "Row[legacy]<>", [row()])
-    c.values("row_nested", "Row<Int,Row<String,Long>>", [
-        row(1, row("a", 2, kind="-U"), kind="+U"), row(1, None), row(None, row(None, None, kind="-D")),
-    ])
-    c.values("row_collections", "Row<List<Int>,Map<String,Boolean>,Bytes,IntArray>", [
-        row([1, 2], m(("t", True), ("n", None)), b("beef"), [1, 2]),
-        row(None, None, None, None, kind="-D"),
-    ])
+    c.values(
+        "row_nested",
+        "Row<Int,Row<String,Long>>",
+        [
+            row(1, row("a", 2, kind="-U"), kind="+U"),
+            row(1, None),
+            row(None, row(None, None, kind="-D")),
+        ],
+    )
+    c.values(
+        "row_collections",
+        "Row<List<Int>,Map<String,Boolean>,Bytes,IntArray>",
+        [
+            row([1, 2], m(("t", True), ("n", None)), b("beef"), [1, 2]),
+            row(None, None, None, None, kind="-D"),
+        ],
+    )
     c.values("row_in_list", "List<Row<Int,String>>", [[row(1, "a"), row(None, None, kind="-D")]])
-    c.values("pojo", MYPOJO, [{"a": "hi", "b": 9, "c": None}, None, {"a": None, "b": None, "c": None},
-                              {"a": "\u20ac", "b": I32[0], "c": I64[1]}])
-    c.values("pojo_sorting", "Pojo<p.Sorted:zeta=Int,Alpha=String,beta=Long,_x=Boolean,a1=Short,a=Byte>", [
-        {"zeta": 1, "Alpha": "A", "beta": 2, "_x": True, "a1": 3, "a": 4},
-        {"zeta": None, "Alpha": None, "beta": 2, "_x": None, "a1": None, "a": None},
-    ])
-    c.values("pojo_nested", "Pojo<p.Outer:name=String,inner=Pojo<p.Inner:x=Int,y=Double>,tags=List<String>>", [
-        {"name": "o", "inner": {"x": 1, "y": 2.5}, "tags": ["a", None]},
-        {"name": None, "inner": None, "tags": None},
-    ])
-    c.values("pojo_enum_field", f"Pojo<p.WithEnum:color={COLOR},count=Long>", [
-        {"color": "BLUE", "count": 3}, {"color": None, "count": None},
-    ])
+    c.values(
+        "pojo",
+        MYPOJO,
+        [
+            {"a": "hi", "b": 9, "c": None},
+            None,
+            {"a": None, "b": None, "c": None},
+            {"a": "\u20ac", "b": I32[0], "c": I64[1]},
+        ],
+    )
+    c.values(
+        "pojo_sorting",
+        "Pojo<p.Sorted:zeta=Int,Alpha=String,beta=Long,_x=Boolean,a1=Short,a=Byte>",
+        [
+            {"zeta": 1, "Alpha": "A", "beta": 2, "_x": True, "a1": 3, "a": 4},
+            {"zeta": None, "Alpha": None, "beta": 2, "_x": None, "a1": None, "a": None},
+        ],
+    )
+    c.values(
+        "pojo_nested",
+        "Pojo<p.Outer:name=String,inner=Pojo<p.Inner:x=Int,y=Double>,tags=List<String>>",
+        [
+            {"name": "o", "inner": {"x": 1, "y": 2.5}, "tags": ["a", None]},
+            {"name": None, "inner": None, "tags": None},
+        ],
+    )
+    c.values(
+        "pojo_enum_field",
+        f"Pojo<p.WithEnum:color={COLOR},count=Long>",
+        [
+            {"color": "BLUE", "count": 3},
+            {"color": None, "count": None},
+        ],
+    )
     c.values("pojo_empty", "Pojo<p.Empty:>", [{}, None])
     c.values("list_pojo", f"List<{MYPOJO}>", [[{"a": "x", "b": 1, "c": 2}, None]])
     c.values("map_string_pojo", f"Map<String,{MYPOJO}>", [m(("k", {"a": "y", "b": 2, "c": None}), ("n", None))])
@@ -204,21 +284,66 @@ def datastream() -> Cases:
 
 def snapshots() -> Cases:
     c = Cases()
-    for atom in ["Boolean", "Byte", "Short", "Int", "Long", "Float", "Double", "Char", "String", "Bytes",
-                 "BooleanArray", "ShortArray", "CharArray", "IntArray", "LongArray", "FloatArray",
-                 "DoubleArray", "StringArray"]:
+    for atom in [
+        "Boolean",
+        "Byte",
+        "Short",
+        "Int",
+        "Long",
+        "Float",
+        "Double",
+        "Char",
+        "String",
+        "Bytes",
+        "BooleanArray",
+        "ShortArray",
+        "CharArray",
+        "IntArray",
+        "LongArray",
+        "FloatArray",
+        "DoubleArray",
+        "StringArray",
+    ]:
         c.snapshot(f"snapshot/{atom}", atom)
     for spec in [
-        "List<Int>", "List<String>", "List<List<Long>>", "Map<String,Long>", "Map<Int,List<String>>",
-        "Nullable<Int>", "Nullable<Int,padded>", "Nullable<Long,padded>", "Nullable<String>",
-        "Nullable<Tuple<Int,Long>,padded>", "Tuple<Int>", "Tuple<Int,String>", "Tuple<Int,String,Double>",
-        "Tuple<Tuple<Int,Long>,String>", "Row<Int,String>", "Row[legacy]<Int,String>", "Row<>",
-        "Row<Int,Row<String,Long>>", "Row<List<Int>,Map<String,Boolean>,Bytes,IntArray>", COLOR,
-        "Enum<p.Only:ONE>", f"List<{COLOR}>", MYPOJO, "Pojo<p.Empty:>",
+        "List<Int>",
+        "List<String>",
+        "List<List<Long>>",
+        "Map<String,Long>",
+        "Map<Int,List<String>>",
+        "Nullable<Int>",
+        "Nullable<Int,padded>",
+        "Nullable<Long,padded>",
+        "Nullable<String>",
+        "Nullable<Tuple<Int,Long>,padded>",
+        "Tuple<Int>",
+        "Tuple<Int,String>",
+        "Tuple<Int,String,Double>",
+        "Tuple<Tuple<Int,Long>,String>",
+        "Row<Int,String>",
+        "Row[legacy]<Int,String>",
+        "Row<>",
+        "Row<Int,Row<String,Long>>",
+        "Row<List<Int>,Map<String,Boolean>,Bytes,IntArray>",
+        COLOR,
+        "Enum<p.Only:ONE>",
+        f"List<{COLOR}>",
+        MYPOJO,
+        "Pojo<p.Empty:>",
         "Pojo<p.Sorted:zeta=Int,Alpha=String,beta=Long,_x=Boolean,a1=Short,a=Byte>",
         "Pojo<p.Outer:name=String,inner=Pojo<p.Inner:x=Int,y=Double>,tags=List<String>>",
-        f"Pojo<p.WithEnum:color={COLOR},count=Long>", f"Map<String,{MYPOJO}>",
-        f"Row<{MYPOJO},Tuple<Int,String>>", "Tuple<Nullable<Int>,String>",
+        f"Pojo<p.WithEnum:color={COLOR},count=Long>",
+        f"Map<String,{MYPOJO}>",
+        f"Row<{MYPOJO},Tuple<Int,String>>",
+        "Tuple<Nullable<Int>,String>",
+        "Tuple<" + ",".join(["Int"] * 24 + ["String"]) + ">",
+        "Row<" + ",".join(["Int"] * 9) + ">",
+        "Nullable<Double,padded>",
+        "Map<String,Map<Int,Double>>",
+        "List<Row<Int,String>>",
+        f"Nullable<{COLOR},padded>",
+        "Row[legacy]<>",
+        "Map<Int,Row<String,Double>>",
     ]:
         c.snapshot(f"snapshot/{spec}", spec)
     return c
@@ -272,14 +397,25 @@ def compat() -> Cases:
         ("tuple_arity", "Tuple<Int,String>", "Tuple<Int,String,Int>"),
         ("tuple_pojo_field_added", f"Tuple<Int,{pojo_ab}>", "Tuple<Int,Pojo<p.P:a=Int,b=String,c=Long>>"),
         ("tuple_enum_appended", f"Tuple<{rg},String>", f"Tuple<{rgb},String>"),
+        ("list_to_map", "List<Int>", "Map<Int,Int>"),
+        ("tuple_to_row", "Tuple<Int,String>", "Row<Int,String>"),
+        ("row_nullable_padding", "Row<Nullable<Int,padded>>", "Row<Nullable<Int>>"),
+        ("map_value_enum_appended", f"Map<String,{rg}>", f"Map<String,{rgb}>"),
+        ("map_enum_appended_and_int_long", f"Map<{rg},Int>", f"Map<{rgb},Long>"),
+        ("pojo_field_added_enum_appended", f"Pojo<p.R:e={rg}>", f"Pojo<p.R:e={rgb},n=Int>"),
+        ("nullable_enum_appended", f"Nullable<{rg},padded>", f"Nullable<{rgb},padded>"),
+        ("string_array_same", "StringArray", "StringArray"),
+        ("row_legacy_nested_pojo_added", f"Row[legacy]<{pojo_ab}>", "Row<Pojo<p.P:a=Int,b=String,c=Long>>"),
     ]:
         c.compat(f"compat/{name}", old, new)
     return c
 
 
 EVENTS_OLD = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
-EVENTS_NEW = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, "
-              "`timestamp` BIGINT, appVersion STRING, sessionId BIGINT>>")
+EVENTS_NEW = (
+    "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, "
+    "`timestamp` BIGINT, appVersion STRING, sessionId BIGINT>>"
+)
 
 
 def rowdata() -> Cases:
@@ -288,142 +424,351 @@ def rowdata() -> Cases:
     def rd(name: str, sql: str, values: list[Any]) -> None:
         c.values(f"rowdata/{name}", f"RowData<{sql}>", values)
 
-    rd("bigint_string", "ROW<a BIGINT, b STRING>", [
-        row(7, "abc"), row(7, "hello world!"), row(None, None, kind="-U"), row(0, ""), row(-1, "abcdefg"),
-        row(1, "abcdefgh", kind="+U"), row(I64[0], "\u00e9\u20ac\U0001F600", kind="-D"),
-    ])
+    rd(
+        "bigint_string",
+        "ROW<a BIGINT, b STRING>",
+        [
+            row(7, "abc"),
+            row(7, "hello world!"),
+            row(None, None, kind="-U"),
+            row(0, ""),
+            row(-1, "abcdefg"),
+            row(1, "abcdefgh", kind="+U"),
+            row(I64[0], "\u00e9\u20ac\U0001f600", kind="-D"),
+        ],
+    )
     scalars = "ROW<bo BOOLEAN, ti TINYINT, si SMALLINT, i INT, bi BIGINT, f FLOAT, d DOUBLE>"
-    rd("scalars", scalars, [
-        row(True, 1, 2, 3, 4, 1.5, 2.5),
-        row(False, -128, -(2**15), I32[0], I64[0], -F32_MAX, -F64_MAX),
-        row(True, 127, 2**15 - 1, I32[1], I64[1], F32_MAX, F64_MAX, kind="+U"),
-        row(None, None, None, None, None, None, None, kind="-D"),
-        row(False, 0, 0, 0, 0, NAN, NAN), row(False, 0, 0, 0, 0, NZERO, NZERO),
-        row(False, 0, 0, 0, 0, INF, NINF), row(True, -1, -1, -1, -1, F32_MIN_SUB, F64_MIN_SUB),
-    ])
-    rd("decimals", "ROW<d10 DECIMAL(10,2), d20 DECIMAL(20,2), d38 DECIMAL(38,10), d18 DECIMAL(18,0), d5 DECIMAL(5,5)>", [
-        row(dec("123.45"), dec("123.45"), dec("1.5"), dec("1"), dec("0.12345")),
-        row(dec("-123.45"), dec("-123.45"), dec("-0.0000000001"), dec("-999999999999999999"), dec("-0.99999")),
-        row(dec("99999999.99"), dec("999999999999999999.99"), dec("9999999999999999999999999999.9999999999"),
-            dec("999999999999999999"), dec("0.00000")),
-        row(dec("0.00"), dec("0.00"), dec("0E-10"), dec("0"), None, kind="-U"),
-        row(None, None, None, None, None),
-        row(dec("1.00"), dec("10.00"), dec("12345678901234567890.0123456789"), dec("10"), dec("0.00001")),
-    ])
-    rd("strings", "ROW<c CHAR(3), v VARCHAR(10), s STRING>", [
-        row("abc", "", ""), row("", "abcdefg", "abcdefgh"), row(None, "\u00e9\u20ac", "\U0001F600\U0001F600"),
-        row("a", None, "x" * 100), row("\u20ac", "1234567", None, kind="+U"), row("a\u0000b", "\u0000", "end\u0000"),
-        row("", "", s([0x61, 0xD800, 0x62])),
-    ])
-    rd("binary", "ROW<b BINARY(3), vb VARBINARY(10), by BYTES>", [
-        row(b("010203"), b(""), b("00")), row(b("ffffff"), b("01020304050607"), b("0102030405060708")),
-        row(None, b("ff" * 10), b(bytes(range(40)).hex())), row(b("000000"), None, None, kind="-D"),
-    ])
-    rd("date_time", "ROW<dt DATE, t0 TIME(0), t3 TIME(3)>", [
-        row(date("1970-01-01"), time("00:00:00"), time("00:00:00.000")),
-        row(date("2024-02-29"), time("12:34:56"), time("23:59:59.999")),
-        row(date("1900-01-01"), time("23:59:59"), time("00:00:00.001")),
-        row(date("9999-12-31"), None, time("12:00:00.500"), kind="+U"), row(date("0001-01-01"), None, None),
-    ])
-    rd("timestamps",
-       "ROW<ts3 TIMESTAMP(3), ts6 TIMESTAMP(6), ts9 TIMESTAMP(9), l3 TIMESTAMP_LTZ(3), l6 TIMESTAMP_LTZ(6)>", [
-           row(ts(0), ts(0), ts(0), ts(0), ts(0)),
-           row(ts(1000), ts(1000, 123000), ts(1000, 123456), ts(1000), ts(1000, 999000)),
-           row(ts(1700000000123), ts(1700000000123, 456000), ts(1700000000123, 456789), ts(1700000000123),
-               ts(1700000000123, 1000)),
-           row(ts(-1), ts(-1, 999000), ts(-86400000, 1), ts(-1000), ts(-1, 0), kind="-U"),
-           row(None, None, None, None, None), row(ts(253402300799999), None, ts(253402300799999, 999999), None, None),
-       ])
-    rd("arrays", "ROW<ai ARRAY<INT>, ast ARRAY<STRING>, ar ARRAY<ROW<x INT, y STRING>>>", [
-        row([1, None, 3], ["a", None, "abcdefghij"], [row(1, "a"), None, row(None, "long string value", kind="+U")]),
-        row([], [], []), row(None, None, None, kind="-D"), row([None], [""], [row(None, None)]),
-        row(list(range(33)), ["x" * 8] * 3, None),
-    ])
-    rd("arrays_wide", "ROW<bo ARRAY<BOOLEAN>, ti ARRAY<TINYINT>, si ARRAY<SMALLINT>, bi ARRAY<BIGINT>, "
-                      "f ARRAY<FLOAT>, d ARRAY<DOUBLE>>", [
-        row([True, None, False], [1, -1, None], [2**15 - 1, None], [I64[0], None, I64[1]], [1.5, NAN, None],
-            [NZERO, NAN, INF]),
-        row([True] * 9, list(range(-5, 5)), [], [], [F32_MIN_SUB], [F64_MIN_SUB]),
-    ])
-    rd("arrays_nested", "ROW<aa ARRAY<ARRAY<INT>>, ad ARRAY<DECIMAL(20,2)>, adc ARRAY<DECIMAL(10,2)>, "
-                        "ats ARRAY<TIMESTAMP(6)>, ats3 ARRAY<TIMESTAMP(3)>, adt ARRAY<DATE>, ab ARRAY<BYTES>>", [
-        row([[1, 2], None, []], [dec("123.45"), None, dec("-1.00")], [dec("1.23"), None],
-            [ts(1000, 123000), None], [ts(5)], [date("2000-01-01"), None], [b("01"), None, b("00" * 9)]),
-        row([], [], [], [], [], [], []),
-    ])
-    rd("maps", "ROW<m MAP<STRING, INT>, ms MULTISET<STRING>, mi MAP<INT, ARRAY<STRING>>>", [
-        row(m(("k", 1)), m(("a", 2), ("b", 1)), m((1, ["x"]), (2, None))),
-        row(m(), m(), m()), row(None, None, None, kind="-U"),
-        row(m(("a long key here", None), ("z", -1)), m(("same", 100)), m((-1, []))),
-    ])
-    rd("nested_rows", "ROW<i INT, r ROW<x INT, s STRING>, rr ROW<a ROW<b BIGINT>>>", [
-        row(1, row(2, "s"), row(row(3))), row(None, None, None, kind="+U"), row(1, row(None, None), row(None)),
-        row(5, row(6, "a string longer than seven"), row(row(None), kind="-D"), kind="-D"),
-    ])
-    rd("doc_7_6", "ROW<i INT, r ROW<x INT>, arr ARRAY<INT>, m MAP<VARCHAR(10), INT>, d20 DECIMAL(20,2), "
-                  "d10 DECIMAL(10,2), ts6 TIMESTAMP(6), ts3 TIMESTAMP(3), bo BOOLEAN, db DOUBLE, vb VARBINARY>", [
-        row(5, row(6), [1, None, 3], m(("k", 1)), dec("123.45"), dec("123.45"), ts(1000, 123456), ts(1000), True,
-            1.5, b("010203040506070809")),
-    ])
-    rd("not_null", "ROW<a INT NOT NULL, b STRING NOT NULL, c ARRAY<INT NOT NULL> NOT NULL>", [
-        row(1, "x", [1, 2]), row(0, "", [], kind="-D"),
-    ])
+    rd(
+        "scalars",
+        scalars,
+        [
+            row(True, 1, 2, 3, 4, 1.5, 2.5),
+            row(False, -128, -(2**15), I32[0], I64[0], -F32_MAX, -F64_MAX),
+            row(True, 127, 2**15 - 1, I32[1], I64[1], F32_MAX, F64_MAX, kind="+U"),
+            row(None, None, None, None, None, None, None, kind="-D"),
+            row(False, 0, 0, 0, 0, NAN, NAN),
+            row(False, 0, 0, 0, 0, NZERO, NZERO),
+            row(False, 0, 0, 0, 0, INF, NINF),
+            row(True, -1, -1, -1, -1, F32_MIN_SUB, F64_MIN_SUB),
+        ],
+    )
+    rd(
+        "decimals",
+        "ROW<d10 DECIMAL(10,2), d20 DECIMAL(20,2), d38 DECIMAL(38,10), d18 DECIMAL(18,0), d5 DECIMAL(5,5)>",
+        [
+            row(dec("123.45"), dec("123.45"), dec("1.5"), dec("1"), dec("0.12345")),
+            row(dec("-123.45"), dec("-123.45"), dec("-0.0000000001"), dec("-999999999999999999"), dec("-0.99999")),
+            row(
+                dec("99999999.99"),
+                dec("999999999999999999.99"),
+                dec("9999999999999999999999999999.9999999999"),
+                dec("999999999999999999"),
+                dec("0.00000"),
+            ),
+            row(dec("0.00"), dec("0.00"), dec("0E-10"), dec("0"), None, kind="-U"),
+            row(None, None, None, None, None),
+            row(dec("1.00"), dec("10.00"), dec("12345678901234567890.0123456789"), dec("10"), dec("0.00001")),
+        ],
+    )
+    rd(
+        "strings",
+        "ROW<c CHAR(3), v VARCHAR(10), s STRING>",
+        [
+            row("abc", "", ""),
+            row("", "abcdefg", "abcdefgh"),
+            row(None, "\u00e9\u20ac", "\U0001f600\U0001f600"),
+            row("a", None, "x" * 100),
+            row("\u20ac", "1234567", None, kind="+U"),
+            row("a\u0000b", "\u0000", "end\u0000"),
+            row("", "", s([0x61, 0xD800, 0x62])),
+        ],
+    )
+    rd(
+        "binary",
+        "ROW<b BINARY(3), vb VARBINARY(10), by BYTES>",
+        [
+            row(b("010203"), b(""), b("00")),
+            row(b("ffffff"), b("01020304050607"), b("0102030405060708")),
+            row(None, b("ff" * 10), b(bytes(range(40)).hex())),
+            row(b("000000"), None, None, kind="-D"),
+        ],
+    )
+    rd(
+        "date_time",
+        "ROW<dt DATE, t0 TIME(0), t3 TIME(3)>",
+        [
+            row(date("1970-01-01"), time("00:00:00"), time("00:00:00.000")),
+            row(date("2024-02-29"), time("12:34:56"), time("23:59:59.999")),
+            row(date("1900-01-01"), time("23:59:59"), time("00:00:00.001")),
+            row(date("9999-12-31"), None, time("12:00:00.500"), kind="+U"),
+            row(date("0001-01-01"), None, None),
+        ],
+    )
+    rd(
+        "timestamps",
+        "ROW<ts3 TIMESTAMP(3), ts6 TIMESTAMP(6), ts9 TIMESTAMP(9), l3 TIMESTAMP_LTZ(3), l6 TIMESTAMP_LTZ(6)>",
+        [
+            row(ts(0), ts(0), ts(0), ts(0), ts(0)),
+            row(ts(1000), ts(1000, 123000), ts(1000, 123456), ts(1000), ts(1000, 999000)),
+            row(
+                ts(1700000000123),
+                ts(1700000000123, 456000),
+                ts(1700000000123, 456789),
+                ts(1700000000123),
+                ts(1700000000123, 1000),
+            ),
+            row(ts(-1), ts(-1, 999000), ts(-86400000, 1), ts(-1000), ts(-1, 0), kind="-U"),
+            row(None, None, None, None, None),
+            row(ts(253402300799999), None, ts(253402300799999, 999999), None, None),
+        ],
+    )
+    rd(
+        "arrays",
+        "ROW<ai ARRAY<INT>, ast ARRAY<STRING>, ar ARRAY<ROW<x INT, y STRING>>>",
+        [
+            row(
+                [1, None, 3], ["a", None, "abcdefghij"], [row(1, "a"), None, row(None, "long string value", kind="+U")]
+            ),
+            row([], [], []),
+            row(None, None, None, kind="-D"),
+            row([None], [""], [row(None, None)]),
+            row(list(range(33)), ["x" * 8] * 3, None),
+        ],
+    )
+    rd(
+        "arrays_wide",
+        "ROW<bo ARRAY<BOOLEAN>, ti ARRAY<TINYINT>, si ARRAY<SMALLINT>, bi ARRAY<BIGINT>, "
+        "f ARRAY<FLOAT>, d ARRAY<DOUBLE>>",
+        [
+            row(
+                [True, None, False],
+                [1, -1, None],
+                [2**15 - 1, None],
+                [I64[0], None, I64[1]],
+                [1.5, NAN, None],
+                [NZERO, NAN, INF],
+            ),
+            row([True] * 9, list(range(-5, 5)), [], [], [F32_MIN_SUB], [F64_MIN_SUB]),
+        ],
+    )
+    rd(
+        "arrays_nested",
+        "ROW<aa ARRAY<ARRAY<INT>>, ad ARRAY<DECIMAL(20,2)>, adc ARRAY<DECIMAL(10,2)>, "
+        "ats ARRAY<TIMESTAMP(6)>, ats3 ARRAY<TIMESTAMP(3)>, adt ARRAY<DATE>, ab ARRAY<BYTES>>",
+        [
+            row(
+                [[1, 2], None, []],
+                [dec("123.45"), None, dec("-1.00")],
+                [dec("1.23"), None],
+                [ts(1000, 123000), None],
+                [ts(5)],
+                [date("2000-01-01"), None],
+                [b("01"), None, b("00" * 9)],
+            ),
+            row([], [], [], [], [], [], []),
+        ],
+    )
+    rd(
+        "maps",
+        "ROW<m MAP<STRING, INT>, ms MULTISET<STRING>, mi MAP<INT, ARRAY<STRING>>>",
+        [
+            row(m(("k", 1)), m(("a", 2), ("b", 1)), m((1, ["x"]), (2, None))),
+            row(m(), m(), m()),
+            row(None, None, None, kind="-U"),
+            row(m(("a long key here", None), ("z", -1)), m(("same", 100)), m((-1, []))),
+        ],
+    )
+    rd(
+        "nested_rows",
+        "ROW<i INT, r ROW<x INT, s STRING>, rr ROW<a ROW<b BIGINT>>>",
+        [
+            row(1, row(2, "s"), row(row(3))),
+            row(None, None, None, kind="+U"),
+            row(1, row(None, None), row(None)),
+            row(5, row(6, "a string longer than seven"), row(row(None), kind="-D"), kind="-D"),
+        ],
+    )
+    rd(
+        "doc_7_6",
+        "ROW<i INT, r ROW<x INT>, arr ARRAY<INT>, m MAP<VARCHAR(10), INT>, d20 DECIMAL(20,2), "
+        "d10 DECIMAL(10,2), ts6 TIMESTAMP(6), ts3 TIMESTAMP(3), bo BOOLEAN, db DOUBLE, vb VARBINARY>",
+        [
+            row(
+                5,
+                row(6),
+                [1, None, 3],
+                m(("k", 1)),
+                dec("123.45"),
+                dec("123.45"),
+                ts(1000, 123456),
+                ts(1000),
+                True,
+                1.5,
+                b("010203040506070809"),
+            ),
+        ],
+    )
+    rd(
+        "not_null",
+        "ROW<a INT NOT NULL, b STRING NOT NULL, c ARRAY<INT NOT NULL> NOT NULL>",
+        [
+            row(1, "x", [1, 2]),
+            row(0, "", [], kind="-D"),
+        ],
+    )
     rd("kinds", "ROW<a INT>", [row(1, kind=k) for k in ("+I", "-U", "+U", "-D")] + [row(None)])
     rd("single_string", "ROW<s STRING>", [row("abcdefg"), row("abcdefgh"), row("")])
+    rd("empty_row", "ROW<>", [row(), row(kind="-D")])
+    rd(
+        "decimal_boundaries",
+        "ROW<a DECIMAL(18,18), b DECIMAL(19,0), c DECIMAL(38,0), d DECIMAL(1,0)>",
+        [
+            row(dec("0.999999999999999999"), dec("9999999999999999999"), dec("9" * 38), dec("9")),
+            row(dec("-0.000000000000000001"), dec("-9223372036854775808"), dec("-" + "9" * 38), dec("-9")),
+            row(dec("0E-18"), dec("0"), dec("1"), dec("0")),
+        ],
+    )
+    rd(
+        "timestamp_precisions",
+        "ROW<t0 TIMESTAMP(0), t7 TIMESTAMP(7), l9 TIMESTAMP_LTZ(9), l0 TIMESTAMP_LTZ(0)>",
+        [
+            row(ts(1000), ts(1000, 100), ts(1000, 999999), ts(-5000)),
+            row(ts(-62135596800000), ts(0, 1000), ts(1, 1), ts(0)),
+        ],
+    )
+    rd(
+        "map_complex",
+        "ROW<mr MAP<INT, ROW<a STRING, b DOUBLE>>, ma MAP<STRING, ARRAY<BIGINT>>, am ARRAY<MAP<STRING, INT>>>",
+        [
+            row(m((1, row("x", 1.5)), (2, None)), m(("k", [1, None])), [m(("a", 1)), None, m()]),
+            row(m(), m(), []),
+        ],
+    )
+    rd(
+        "varchar_lengths",
+        "ROW<v1 VARCHAR(1), c10 CHAR(10), b1 BINARY(1), vb2 VARBINARY(2)>",
+        [
+            row("a", "0123456789", b("ff"), b("0102")),
+            row("", "short", b("00"), b("")),
+        ],
+    )
     wide = "ROW<" + ", ".join(f"f{i} INT" for i in range(60)) + ">"
     rd("wide60", wide, [row(*[None if i % 7 == 0 else i for i in range(60)], kind="+U")])
     wide56 = "ROW<" + ", ".join(f"f{i} BIGINT" for i in range(57)) + ">"
     rd("wide57", wide56, [row(*[None if i in (0, 55, 56) else i for i in range(57)])])
-    rd("events_old", EVENTS_OLD, [
-        row(7, row(3, 1700000000000, "phone")), row(8, row(None, None, None)), row(9, None, kind="-D"),
-        row(10, row(42, 1, "a very long device type string")),
-    ])
-    rd("events_new", EVENTS_NEW, [
-        row(7, row("phone", None, 3, 1700000000000, None, None)), row(8, row(None, None, None, None, None, None)),
-        row(9, None, kind="-D"), row(10, row("a very long device type string", None, 42, 1, None, None)),
-        row(11, row("tablet", "Berlin", 5, 1700000000001, "2.3.0", 123456789)),
-    ])
+    rd(
+        "events_old",
+        EVENTS_OLD,
+        [
+            row(7, row(3, 1700000000000, "phone")),
+            row(8, row(None, None, None)),
+            row(9, None, kind="-D"),
+            row(10, row(42, 1, "a very long device type string")),
+        ],
+    )
+    rd(
+        "events_new",
+        EVENTS_NEW,
+        [
+            row(7, row("phone", None, 3, 1700000000000, None, None)),
+            row(8, row(None, None, None, None, None, None)),
+            row(9, None, kind="-D"),
+            row(10, row("a very long device type string", None, 42, 1, None, None)),
+            row(11, row("tablet", "Berlin", 5, 1700000000001, "2.3.0", 123456789)),
+        ],
+    )
     return c
 
 
-AVRO_RECORD = json.dumps({
-    "type": "record", "name": "Rec", "namespace": "p", "fields": [
-        {"name": "id", "type": "int"}, {"name": "l", "type": "long"},
-        {"name": "s", "type": ["null", "string"]}, {"name": "arr", "type": {"type": "array", "items": "int"}},
-        {"name": "m", "type": {"type": "map", "values": "boolean"}},
-        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
-    ]}, separators=(",", ":"))
-AVRO_SCALARS = json.dumps({
-    "type": "record", "name": "Scalars", "namespace": "p", "fields": [
-        {"name": "b", "type": "boolean"}, {"name": "f", "type": "float"}, {"name": "d", "type": "double"},
-        {"name": "by", "type": "bytes"}, {"name": "fx", "type": {"type": "fixed", "name": "F4", "size": 4}},
-        {"name": "n", "type": "null"}, {"name": "u", "type": ["null", "long", "string"]},
-    ]}, separators=(",", ":"))
-AVRO_NESTED = json.dumps({
-    "type": "record", "name": "Outer", "namespace": "p", "fields": [
-        {"name": "name", "type": "string"},
-        {"name": "inner", "type": ["null", {"type": "record", "name": "Inner", "fields": [
-            {"name": "x", "type": "int"}, {"name": "tags", "type": {"type": "array", "items": "string"}}]}]},
-        {"name": "lm", "type": {"type": "map", "values": {"type": "array", "items": "long"}}},
-    ]}, separators=(",", ":"))
+AVRO_RECORD = json.dumps(
+    {
+        "type": "record",
+        "name": "Rec",
+        "namespace": "p",
+        "fields": [
+            {"name": "id", "type": "int"},
+            {"name": "l", "type": "long"},
+            {"name": "s", "type": ["null", "string"]},
+            {"name": "arr", "type": {"type": "array", "items": "int"}},
+            {"name": "m", "type": {"type": "map", "values": "boolean"}},
+            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
+        ],
+    },
+    separators=(",", ":"),
+)
+AVRO_SCALARS = json.dumps(
+    {
+        "type": "record",
+        "name": "Scalars",
+        "namespace": "p",
+        "fields": [
+            {"name": "b", "type": "boolean"},
+            {"name": "f", "type": "float"},
+            {"name": "d", "type": "double"},
+            {"name": "by", "type": "bytes"},
+            {"name": "fx", "type": {"type": "fixed", "name": "F4", "size": 4}},
+            {"name": "n", "type": "null"},
+            {"name": "u", "type": ["null", "long", "string"]},
+        ],
+    },
+    separators=(",", ":"),
+)
+AVRO_NESTED = json.dumps(
+    {
+        "type": "record",
+        "name": "Outer",
+        "namespace": "p",
+        "fields": [
+            {"name": "name", "type": "string"},
+            {
+                "name": "inner",
+                "type": [
+                    "null",
+                    {
+                        "type": "record",
+                        "name": "Inner",
+                        "fields": [
+                            {"name": "x", "type": "int"},
+                            {"name": "tags", "type": {"type": "array", "items": "string"}},
+                        ],
+                    },
+                ],
+            },
+            {"name": "lm", "type": {"type": "map", "values": {"type": "array", "items": "long"}}},
+        ],
+    },
+    separators=(",", ":"),
+)
 
 
 def avro() -> Cases:
     c = Cases()
-    c.values("avro/record", f"Avro<{AVRO_RECORD}>", [
-        {"id": 1, "l": -2, "s": "h\u00e9", "arr": [5, 6], "m": m(("k", True)), "e": "B"},
-        {"id": 0, "l": 0, "s": None, "arr": [], "m": m(), "e": "A"},
-        {"id": I32[0], "l": I64[1], "s": "", "arr": list(range(200)), "m": m(("a", False), ("b", True)), "e": "A"},
-    ])
-    c.values("avro/scalars", f"Avro<{AVRO_SCALARS}>", [
-        {"b": True, "f": 1.5, "d": NAN, "by": b("0102"), "fx": b("deadbeef"), "n": None, "u": None},
-        {"b": False, "f": NZERO, "d": F64_MAX, "by": b(""), "fx": b("00000000"), "n": None, "u": 5},
-        {"b": False, "f": INF, "d": NINF, "by": b("ff" * 130), "fx": b("01020304"), "n": None, "u": "\U0001F600"},
-    ])
-    c.values("avro/nested", f"Avro<{AVRO_NESTED}>", [
-        {"name": "o", "inner": {"x": 1, "tags": ["a", "b"]}, "lm": m(("k", [1, 2]), ("e", []))},
-        {"name": "", "inner": None, "lm": m()},
-    ])
+    c.values(
+        "avro/record",
+        f"Avro<{AVRO_RECORD}>",
+        [
+            {"id": 1, "l": -2, "s": "h\u00e9", "arr": [5, 6], "m": m(("k", True)), "e": "B"},
+            {"id": 0, "l": 0, "s": None, "arr": [], "m": m(), "e": "A"},
+            {"id": I32[0], "l": I64[1], "s": "", "arr": list(range(200)), "m": m(("a", False), ("b", True)), "e": "A"},
+        ],
+    )
+    c.values(
+        "avro/scalars",
+        f"Avro<{AVRO_SCALARS}>",
+        [
+            {"b": True, "f": 1.5, "d": NAN, "by": b("0102"), "fx": b("deadbeef"), "n": None, "u": None},
+            {"b": False, "f": NZERO, "d": F64_MAX, "by": b(""), "fx": b("00000000"), "n": None, "u": 5},
+            {"b": False, "f": INF, "d": NINF, "by": b("ff" * 130), "fx": b("01020304"), "n": None, "u": "\U0001f600"},
+        ],
+    )
+    c.values(
+        "avro/nested",
+        f"Avro<{AVRO_NESTED}>",
+        [
+            {"name": "o", "inner": {"x": 1, "tags": ["a", "b"]}, "lm": m(("k", [1, 2]), ("e", []))},
+            {"name": "", "inner": None, "lm": m()},
+        ],
+    )
     c.values("avro/primitive_string", 'Avro<"string">', ["abc", "", "\u20ac"])
     c.values("avro/primitive_long", 'Avro<"long">', [0, -1, I64[0]])
     c.values("avro/array", 'Avro<{"type":"array","items":["null","double"]}>', [[1.5, None, NAN], []])
@@ -433,8 +778,13 @@ def avro() -> Cases:
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    for name, fn in [("datastream", datastream), ("snapshots", snapshots), ("rowdata", rowdata),
-                     ("avro", avro), ("compat", compat)]:
+    for name, fn in [
+        ("datastream", datastream),
+        ("snapshots", snapshots),
+        ("rowdata", rowdata),
+        ("avro", avro),
+        ("compat", compat),
+    ]:
         fn().write(out / f"{name}.jsonl")
 
 

@@ -86,7 +86,7 @@ class Spec:
         if self.kind == "Enum":
             return f"Enum<{self.cls}:{','.join(self.consts)}>"
         if self.kind == "Pojo":
-            return f"Pojo<{self.cls}:{','.join(f'{n}={a}' for n, a in zip(self.field_names, self.args))}>"
+            return f"Pojo<{self.cls}:{','.join(f'{n}={a}' for n, a in zip(self.field_names, self.args, strict=True))}>"
         inner = ",".join(str(a) for a in self.args)
         if self.kind == "Nullable" and self.padded:
             inner += ",padded"
@@ -121,7 +121,9 @@ class _Parser:
     def ident(self, dotted: bool = False) -> str:
         self.ws()
         st = self.i
-        while self.i < len(self.s) and (self.s[self.i].isalnum() or self.s[self.i] in "_$" or (dotted and self.s[self.i] == ".")):
+        while self.i < len(self.s) and (
+            self.s[self.i].isalnum() or self.s[self.i] in "_$" or (dotted and self.s[self.i] == ".")
+        ):
             self.i += 1
         if st == self.i:
             raise self.err("expected a name")
@@ -255,7 +257,7 @@ class World:
     def enum_class(self, sp: Spec) -> type[enum.Enum]:
         self._define(sp)
         if sp.cls not in self.enums:
-            self.enums[sp.cls] = enum.Enum(sp.cls.rsplit(".", 1)[-1], sp.consts)  # type: ignore[misc]
+            self.enums[sp.cls] = enum.Enum(sp.cls.rsplit(".", 1)[-1], sp.consts)  # type: ignore[misc,assignment]
         return self.enums[sp.cls]
 
     def pojo_class(self, sp: Spec) -> type:
@@ -283,7 +285,7 @@ class World:
         if k == "Enum":
             return S.EnumSerializer(self.enum_class(sp), java_class_name=sp.cls)
         if k == "Pojo":
-            fields = {n: self.serializer(a) for n, a in zip(sp.field_names, sp.args)}
+            fields = {n: self.serializer(a) for n, a in zip(sp.field_names, sp.args, strict=True)}
             return S.PojoSerializer(self.pojo_class(sp), fields, java_class_name=sp.cls)
         if k == "RowData":
             return S.RowDataSerializer(sp.raw)
@@ -336,19 +338,19 @@ class World:
             items = _typed(j, list)
             if len(items) != len(sp.args):
                 raise SpecError(f"tuple of {len(sp.args)} fields got {j!r}")
-            return tuple(self.value(a, x) for a, x in zip(sp.args, items))
+            return tuple(self.value(a, x) for a, x in zip(sp.args, items, strict=True))
         if k == "Row":
             fields, kind = row_parts(j)
             if len(fields) != len(sp.args):
                 raise SpecError(f"row of {len(sp.args)} fields got {j!r}")
-            return Row([self.value(a, x) for a, x in zip(sp.args, fields)], kind)
+            return Row([self.value(a, x) for a, x in zip(sp.args, fields, strict=True)], kind)
         if k == "Pojo":
             obj = _typed(j, dict)
             unknown = set(obj) - set(sp.field_names)
             if unknown:
                 raise SpecError(f"POJO {sp.cls} has no fields {sorted(unknown)}")
             cls = self.pojo_class(sp)
-            return cls(**{n: self.value(a, obj.get(n)) for n, a in zip(sp.field_names, sp.args)})
+            return cls(**{n: self.value(a, obj.get(n)) for n, a in zip(sp.field_names, sp.args, strict=True)})
         raise SpecError(f"unknown serializer kind {k!r}")
 
 
@@ -457,7 +459,7 @@ def decode_logical(t: LogicalType, j: Any) -> Any:
         fields, kind = row_parts(j)
         if len(fields) != len(t.fields):
             raise SpecError(f"{t} has {len(t.fields)} fields, got {j!r}")
-        return Row([decode_logical(f.type, x) for f, x in zip(t.fields, fields)], kind)
+        return Row([decode_logical(f.type, x) for f, x in zip(t.fields, fields, strict=True)], kind)
     raise SpecError(f"no value decoding for logical type {t}")
 
 
@@ -482,8 +484,11 @@ def _avro_type(schema: Any) -> str:
         return schema
     if isinstance(schema, list):
         return "union"
-    return str(schema["type"]) if schema["type"] in _AVRO_PRIMITIVES or schema["type"] in (
-        "record", "enum", "array", "map", "fixed") else _avro_type(schema["type"])
+    return (
+        str(schema["type"])
+        if schema["type"] in _AVRO_PRIMITIVES or schema["type"] in ("record", "enum", "array", "map", "fixed")
+        else _avro_type(schema["type"])
+    )
 
 
 def _avro_register(schema: Any, names: dict[str, Any], ns: str) -> str:
@@ -604,13 +609,18 @@ def mismatch(expected: Any, got: Any, path: str = "value") -> str | None:
             return f"{path}: expected {expected!r}, got {got!r}"
         return None
     if isinstance(expected, bool) or isinstance(got, bool):
-        return None if type(expected) is type(got) and expected == got else f"{path}: expected {expected!r}, got {got!r}"
+        return (
+            None if type(expected) is type(got) and expected == got else f"{path}: expected {expected!r}, got {got!r}"
+        )
     ts_e, ts_g = _as_timestamp(expected), _as_timestamp(got)
     if ts_e is not None:
         if ts_g is None or ts_e != ts_g:
             return f"{path}: expected timestamp {expected!r}, got {got!r}"
-        if isinstance(expected, dt.datetime) and isinstance(got, dt.datetime) and (
-                (expected.tzinfo is None) != (got.tzinfo is None)):
+        if (
+            isinstance(expected, dt.datetime)
+            and isinstance(got, dt.datetime)
+            and ((expected.tzinfo is None) != (got.tzinfo is None))
+        ):
             return f"{path}: expected {expected!r}, got {got!r} (naive vs aware)"
         return None
     if isinstance(expected, Row):
@@ -629,7 +639,7 @@ def mismatch(expected: Any, got: Any, path: str = "value") -> str | None:
             return f"{path}: expected a dict {expected!r}, got {got!r}"
         if len(expected) != len(got):
             return f"{path}: expected {len(expected)} entries, got {len(got)}: {got!r}"
-        for i, ((ke, ve), (kg, vg)) in enumerate(zip(expected.items(), got.items())):
+        for i, ((ke, ve), (kg, vg)) in enumerate(zip(expected.items(), got.items(), strict=True)):
             bad = mismatch(ke, kg, f"{path}<key {i}>") or mismatch(ve, vg, f"{path}[{ke!r}]")
             if bad:
                 return bad
@@ -643,8 +653,11 @@ def mismatch(expected: Any, got: Any, path: str = "value") -> str | None:
                 return bad
         return None
     if isinstance(expected, bytes):
-        return None if isinstance(got, (bytes, bytearray)) and bytes(got) == expected else (
-            f"{path}: expected {expected!r}, got {got!r}")
+        return (
+            None
+            if isinstance(got, (bytes, bytearray)) and bytes(got) == expected
+            else (f"{path}: expected {expected!r}, got {got!r}")
+        )
     if expected is None or got is None:
         return None if expected is got else f"{path}: expected {expected!r}, got {got!r}"
     if isinstance(expected, (int, str, decimal.Decimal, dt.date, dt.time, enum.Enum)):
@@ -657,7 +670,7 @@ def mismatch(expected: Any, got: Any, path: str = "value") -> str | None:
 def _seq(expected: Any, got: Any, path: str) -> str | None:
     if len(expected) != len(got):
         return f"{path}: expected {len(expected)} items, got {len(got)}: {got!r}"
-    for i, (e, g) in enumerate(zip(expected, got)):
+    for i, (e, g) in enumerate(zip(expected, got, strict=True)):
         bad = mismatch(e, g, f"{path}[{i}]")
         if bad:
             return bad

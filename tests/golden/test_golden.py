@@ -22,11 +22,13 @@ from typing import Any
 import pytest
 
 from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:  # specs.py sits next to this file (tests/ is not a package)
     sys.path.insert(0, str(HERE))
 
 from specs import World, mismatch, parse_spec  # noqa: E402
+
 RESULTS = {
     "COMPATIBLE_AS_IS": "is_compatible_as_is",
     "COMPATIBLE_AFTER_MIGRATION": "is_compatible_after_migration",
@@ -55,8 +57,11 @@ def test_vector_files_are_present_and_well_formed() -> None:
     assert len(CASES["value"]) >= 300
     assert len(CASES["snapshot"]) >= 30
     assert len(CASES["compat"]) >= 15
-    for kind, required in (("value", {"serializer", "value", "hex"}), ("snapshot", {"serializer", "snapshot_hex"}),
-                           ("compat", {"old", "new", "result"})):
+    for kind, required in (
+        ("value", {"serializer", "value", "hex"}),
+        ("snapshot", {"serializer", "snapshot_hex"}),
+        ("compat", {"old", "new", "result"}),
+    ):
         for p in CASES[kind]:
             case = p.values[0]
             assert required <= case.keys(), case["_where"]
@@ -110,5 +115,7 @@ def test_compatibility_matches_flink(case: dict[str, Any]) -> None:
     old_snap = read_versioned_snapshot(write_versioned_snapshot(old_ser.snapshot_configuration()))
     result = old_snap.resolve_schema_compatibility(new_ser)
     verdict = {name: getattr(result, method)() for name, method in RESULTS.items()}
-    assert verdict[case["result"]], f"{case['_where']}: {case['old']} -> {case['new']}: Flink says {case['result']}, got {result!r}"
+    assert verdict[case["result"]], (
+        f"{case['_where']}: {case['old']} -> {case['new']}: Flink says {case['result']}, got {result!r}"
+    )
     assert sum(verdict.values()) == 1, f"{case['_where']}: ambiguous result {result!r}"

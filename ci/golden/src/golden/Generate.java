@@ -56,6 +56,13 @@ public final class Generate {
                     }
                     @SuppressWarnings("unchecked")
                     Map<String, Object> c = (Map<String, Object>) Json.parse(line);
+                    if (!c.containsKey("value") && !c.containsKey("old")
+                            && Spec.parse((String) c.get("serializer")).contains("RowData")) {
+                        // Flink's RowData snapshot embeds Java object serialization; statemorph
+                        // has its own format by design, so these bytes are not a shared contract.
+                        System.err.println("note: skipping RowData snapshot case " + c.get("case"));
+                        continue;
+                    }
                     try {
                         w.write(Json.write(run(c)));
                     } catch (Exception | Error e) {

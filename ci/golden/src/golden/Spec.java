@@ -239,6 +239,18 @@ final class Spec {
         }
     }
 
+    boolean contains(String k) {
+        if (kind.equals(k)) {
+            return true;
+        }
+        for (Spec a : args) {
+            if (a.contains(k)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Every Enum/Pojo spec in this tree (depth first), for class generation. */
     void collectClasses(List<Spec> out) {
         if (kind.equals("Enum") || kind.equals("Pojo")) {
