@@ -135,3 +135,28 @@ def test_remove_stale_temp_dirs(tmp_path):
     removed = remove_stale_temp_dirs(tmp_path, "sp")
     assert [p.name for p in removed] == [".sp.tmp-abc"]
     assert [p.name for p in tmp_path.iterdir()] == ["keep"]
+
+
+def test_add_file_adopts_finished_parquet_files(tmp_path):
+    src = tmp_path / "src"
+    with SavepointWriter(src, max_parallelism=128, key_serializer=I, rows_per_file=5) as w:
+        w.write_state("v", "value", value_rows(12), value_serializer=L)
+    files = state_files(src, "v")
+    dst = tmp_path / "dst"
+    with SavepointWriter(dst, max_parallelism=128, key_serializer=I) as w:
+        s = w.add_state("v", "value", value_serializer=L)
+        s.write(value_rows(2, start=100))  # an open part is closed before the adopted file
+        for f in files:
+            s.add_file(f)
+        with pytest.raises(SavepointError, match="rows"):
+            s.add_file(files[0], rows=99)
+        bad = tmp_path / "bad.parquet"
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"x": [1]}), bad)
+        with pytest.raises(SavepointError, match="do not match"):
+            s.add_file(bad)
+    meta = verify_savepoint(dst)
+    assert [f.rows for f in meta.state("v").files] == [2, 5, 5, 2]
+    assert read_state_table(dst, "v").num_rows == 14
+    assert [f.read_bytes() for f in files] == [p.read_bytes() for p in state_files(dst, "v")[1:]]

@@ -139,6 +139,39 @@ class StateWriter:
                                          schema=self.schema)
         self.write(table)
 
+    def add_file(self, source: str | os.PathLike[str], *, move: bool = False, rows: int | None = None,
+                 sha256: str | None = None) -> FileEntry:
+        """Add a finished Parquet file (e.g. copied from another savepoint or written by a Spark
+        task) as this state's next part file, moved or copied, without rewriting it. Its schema
+        must be the state schema; ``rows`` / ``sha256`` are taken from the file when not given
+        (a given sha256 must be the file's: it is what readers verify)."""
+        if self._closed:
+            raise SavepointError(f"state {self.name!r}: the writer is closed")
+        self._owner._check_open()
+        try:  # validate before touching anything, so a rejected (or moved) file is not lost
+            pf = pq.ParquetFile(source)
+            schema, num_rows = pf.schema_arrow, pf.metadata.num_rows
+        except (pa.ArrowException, OSError) as e:
+            raise SavepointError(f"state {self.name!r}: {source} is not a readable Parquet file: {e}") from e
+        if schema.names != self.schema.names or any(schema.field(f.name).type != f.type for f in self.schema):
+            raise SavepointError(f"state {self.name!r}: {source} has columns {schema.names} / types that do not "
+                                 f"match the {self.meta.kind.value} state schema")
+        if rows is not None and rows != num_rows:
+            raise SavepointError(f"state {self.name!r}: {source} has {num_rows} rows, not {rows}")
+        self._close_part()
+        rel = f"{self.meta.directory}/part-{len(self.meta.files):05d}.parquet"
+        target = self._owner._temp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if move:
+            os.replace(source, target)
+        else:
+            shutil.copyfile(source, target)
+        fsync_path(target)
+        digest, size = sha256_file(target) if sha256 is None else (sha256, target.stat().st_size)
+        entry = FileEntry(rel, num_rows, size, digest)
+        self.meta.files.append(entry)
+        return entry
+
     def _open_part(self) -> None:
         n = len(self.meta.files)
         self._current_rel = f"{self.meta.directory}/part-{n:05d}.parquet"
@@ -215,6 +248,11 @@ class SavepointWriter:
         self._temp = parent / f"{TEMP_PREFIX}{self.path.name}{TEMP_MARKER}{uuid.uuid4().hex}"
         self._temp.mkdir()
         self._state = "open"
+
+    @property
+    def temp_dir(self) -> Path:
+        """Where files are written until commit (same parent as the final path)."""
+        return self._temp
 
     def _check_open(self) -> None:
         if self._state != "open":
