@@ -125,7 +125,7 @@ class ColumnMigrator(_ColumnTransform):
         return self._new_serializer if self._new_serializer is not None else _serializer(self.new)
 
     def transform(self, arr: pa.Array) -> pa.Array:
-        from .. import arrow
+        from .. import arrow as arrow
 
         if len(arr) == 0:
             return arr
@@ -168,7 +168,7 @@ class ColumnDecoder(_ColumnTransform):
     def value_type(self) -> pa.DataType:
         """The Arrow type of decoded values (what the serializer's values map to)."""
         if self._type is None:
-            from .. import arrow
+            from .. import arrow as arrow
 
             self._type = arrow.decode(pa.array([], pa.binary()), self.serializer()).type
         return self._type
@@ -177,7 +177,7 @@ class ColumnDecoder(_ColumnTransform):
         return self.value_type()
 
     def transform(self, arr: pa.Array) -> pa.Array:
-        from .. import arrow
+        from .. import arrow as arrow
 
         return arrow.decode(arr, self.serializer(), threads=self.threads, on_error=self.on_error)
 
@@ -311,7 +311,7 @@ class StateEncoder:
         return pa.StructArray.from_arrays(arrays, names=list(self.value_cols))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        from .. import arrow
+        from .. import arrow as arrow
         from ..state.namespace import VoidNamespace, VoidNamespaceSerializer
         from .keys import key_groups
 
