@@ -111,7 +111,8 @@ def arrow_type(t: LogicalType) -> pa.DataType:
         unit = "ms" if t.precision <= 3 else "us" if t.precision <= 6 else "ns"
         return pa.timestamp(unit, tz="UTC" if isinstance(t, LocalZonedTimestampType) else None)
     if isinstance(t, RowType):
-        return pa.struct([pa.field(f.name, arrow_type(f.type), nullable=f.type.nullable) for f in t.fields])
+        # always nullable in Arrow: NOT NULL is enforced by the kernels, with the field path in the error
+        return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
     if isinstance(t, ArrayType):
         return pa.list_(arrow_type(t.element_type))
     if isinstance(t, MultisetType):
@@ -197,15 +198,26 @@ def _run(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> list[A
         return list(pool.map(lambda r: fn(*r), ranges))
 
 
-def _make_error(status: int, row: int, paths: B.RowProgram | None, what: str) -> StateFormatError:
+def _make_error(status: int, row: int, paths: B.RowProgram | None, what: str) -> Any:
+    """A typed error for a kernel status: bad input bytes are a :class:`StateFormatError`; a value
+    that cannot be written (encode) is a :class:`SerializationError`."""
     code, node = B.decode_err(status)
     path = paths.path(node) if paths is not None and node >= 0 else ""
     where = f"row {row}" + (f", field {path}" if path else "")
     message = f"{what}: {where}: {B.ERROR_MESSAGES.get(code, f'error code {code}')}"
-    err: StateFormatError = TruncatedDataError(message) if code == B.E_TRUNCATED else MalformedDataError(message)
-    err.row = row  # type: ignore[attr-defined]
-    err.field_path = path  # type: ignore[attr-defined]
-    err.code = code  # type: ignore[attr-defined]
+    err: Exception
+    if what.startswith("encode"):
+        err = SerializationError(message)
+    elif code == B.E_TRUNCATED:
+        err = TruncatedDataError(message)
+    else:
+        err = MalformedDataError(message)
+    return _tag(err, row, path, code)
+
+
+def _tag(err: Exception, row: int, path: str, code: int = -1) -> Any:
+    """Attach ``row`` / ``field_path`` / ``code`` so callers can act on the error programmatically."""
+    err.__dict__.update(row=row, field_path=path, code=code)
     return err
 
 
@@ -218,10 +230,8 @@ def _per_row_error(e: Exception, row: int, what: str) -> StateFormatError:
     message = f"{what}: row {row}: {e}"
     err: StateFormatError = TruncatedDataError(message) if isinstance(e, TruncatedDataError) \
         else MalformedDataError(message)
-    err.row = row  # type: ignore[attr-defined]
-    err.field_path = ""  # type: ignore[attr-defined]
     err.__cause__ = e
-    return err
+    return _tag(err, row, "")
 
 
 class _Errors:
@@ -231,7 +241,7 @@ class _Errors:
         self.on_error = on_error
         self.what = what
         self.prog = prog
-        self.items: list[StateFormatError] = []
+        self.items: list[Exception] = []
 
     def from_status(self, status: np.ndarray, base: int) -> np.ndarray:
         """Row indices with a negative status; raises in 'raise' mode."""
@@ -244,7 +254,7 @@ class _Errors:
                 self.items.extend(_make_error(int(status[i]), base + int(i), self.prog, self.what) for i in bad)
         return bad
 
-    def add(self, err: StateFormatError) -> None:
+    def add(self, err: Exception) -> None:
         if self.on_error == "raise":
             raise err
         if self.on_error == "collect":
@@ -338,7 +348,7 @@ def _per_chunk(obj: Any, fn: Callable[[pa.Array, int], Any], on_error: str) -> A
     arr = _as_arrow(obj)
     if isinstance(arr, pa.ChunkedArray):
         outs: list[pa.Array] = []
-        errors: list[StateFormatError] = []
+        errors: list[Exception] = []
         base = 0
         for chunk in arr.chunks:
             r = fn(chunk, base)
@@ -511,12 +521,11 @@ def _encode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int
                 parts.append(serializer.to_bytes(_to_value(v, row_type) if row_type is not None else v))
             except (SerializationError, StateFormatError, TypeError, ValueError) as e:
                 err = SerializationError(f"encode: row {base + i}: {e}")
-                err.row = base + i  # type: ignore[attr-defined]
-                err.field_path = ""  # type: ignore[attr-defined]
+                _tag(err, base + i, "")
                 if errors.on_error == "raise":
                     raise err from e
                 if errors.on_error == "collect":
-                    errors.items.append(err)  # type: ignore[arg-type]
+                    errors.items.append(err)
                 valid[i] = 0
                 parts.append(b"")
                 offs[i + 1] = offs[i]
