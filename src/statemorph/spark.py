@@ -35,10 +35,10 @@ from typing import Any
 import pyarrow as pa
 
 from .engine.batches import ColumnDecoder, ColumnMigrator, StateDecoder, StateEncoder
-from .engine.local import AdoptingWriter, RewriteReport, TransformFactory, copy_state, open_writer
+from .engine.local import RewriteReport, TransformFactory, copy_state, open_writer
 from .engine.plan import MIGRATE, StatePlan, plan_rewrite
 from .savepoint.reader import read_metadata, state_files
-from .savepoint.writer import StateWriter
+from .savepoint.writer import SavepointWriter, StateWriter
 
 PARQUET_COMPRESSION = "zstd"
 """The savepoint writer's Parquet compression, so Spark-written files match local ones."""
@@ -81,14 +81,14 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(schema)
 
 
-def _write_and_adopt(df: Any, w: AdoptingWriter, sw: StateWriter) -> int:
+def _write_and_adopt(df: Any, w: SavepointWriter, sw: StateWriter) -> int:
     """Let Spark write ``df`` as Parquet into the savepoint's temporary directory, then adopt the
     part files (renamed, checksummed) into the state. Returns the number of rows."""
     staging = w.temp_dir / "_spark" / sw.meta.directory
     df.write.option("compression", PARQUET_COMPRESSION).parquet(str(staging))
     rows = 0
     for part in sorted(Path(staging).glob("part-*.parquet")):
-        rows += w.adopt_file(sw, part, move=True).rows
+        rows += sw.add_file(part, move=True).rows
     shutil.rmtree(w.temp_dir / "_spark", ignore_errors=True)
     sw.close()
     return rows
@@ -125,7 +125,7 @@ def migrate_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.Pat
     return report
 
 
-def _migrate_state(spark: Any, src: str, w: AdoptingWriter, sp: StatePlan, on_error: str,
+def _migrate_state(spark: Any, src: str, w: SavepointWriter, sp: StatePlan, on_error: str,
                    transform: TransformFactory | None) -> int:
     from .engine.local import _add_state
 
@@ -176,7 +176,7 @@ def write_state(spark: Any, df: Any, dst: str | os.PathLike[str], *, name: str, 
     enc = StateEncoder(key_serializer, value_serializer, max_parallelism=max_parallelism, kind=kind, key=key,
                        value=value, user_key_serializer=user_key_serializer, user_key=user_key, index=index)
     out = df.mapInArrow(enc.map_batches, _spark_schema(enc.output_schema()))
-    with AdoptingWriter(dst, max_parallelism=max_parallelism, key_serializer=key_serializer) as w:
+    with SavepointWriter(dst, max_parallelism=max_parallelism, key_serializer=key_serializer) as w:
         sw = w.add_state(name, kind, value_serializer=value_serializer, user_key_serializer=user_key_serializer)
         _write_and_adopt(out, w, sw)
     return Path(dst)

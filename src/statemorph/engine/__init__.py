@@ -11,11 +11,10 @@ the same batch transforms on a Spark cluster.
 
 from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
 from .keys import key_groups
-from .local import AdoptingWriter, RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
+from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
 from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, RewritePlan, StatePlan, plan_rewrite
 
 __all__ = [
-    "AdoptingWriter",
     "COPY",
     "ColumnDecoder",
     "ColumnMigrator",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -21,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import SavepointError
-from ..savepoint.format import FileEntry, fsync_path, sha256_file
 from ..savepoint.reader import iter_state_batches, read_metadata, state_files
 from ..savepoint.writer import SavepointWriter, StateWriter
 from .batches import ColumnMigrator, StateDecoder, StateEncoder
@@ -58,38 +55,6 @@ class RewriteReport:
                 f"{migrated:,} entries migrated, {copied:,} copied as they are{rate}")
 
 
-class AdoptingWriter(SavepointWriter):
-    """A SavepointWriter that can also take finished Parquet files as they are: copied states keep
-    their bytes, and Spark tasks' output files join the savepoint without being rewritten."""
-
-    def __enter__(self) -> AdoptingWriter:
-        return self
-
-    @property
-    def temp_dir(self) -> Path:
-        return self._temp
-
-    def adopt_file(self, state: StateWriter, source: str | os.PathLike[str], *, move: bool = False,
-                   rows: int | None = None, sha256: str | None = None) -> FileEntry:
-        """Add ``source`` as the next part file of ``state`` (moved when ``move``, else copied)."""
-        self._check_open()
-        meta = state.meta
-        rel = f"{meta.directory}/part-{len(meta.files):05d}.parquet"
-        target = self._temp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if move:
-            os.replace(source, target)
-        else:
-            shutil.copyfile(source, target)
-        fsync_path(target)
-        digest, size = sha256_file(target) if sha256 is None else (sha256, target.stat().st_size)
-        if rows is None:
-            rows = pq.read_metadata(target).num_rows
-        entry = FileEntry(rel, rows, size, digest)
-        meta.files.append(entry)
-        return entry
-
-
 def _add_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
     m = plan.meta
     return w.add_state(plan.name, m.kind, value_serializer=plan.value_snapshot,
@@ -98,20 +63,20 @@ def _add_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
                        key_serializer=m.snapshot_bytes("key_serializer"))
 
 
-def open_writer(dst: str | os.PathLike[str], plan: RewritePlan) -> AdoptingWriter:
+def open_writer(dst: str | os.PathLike[str], plan: RewritePlan) -> SavepointWriter:
     md = plan.metadata
     props = dict(md.properties)
     props["statemorph.rewritten_from"] = os.path.basename(os.path.normpath(plan.source))
-    return AdoptingWriter(dst, max_parallelism=md.max_parallelism, key_serializer=md.key_serializer,
+    return SavepointWriter(dst, max_parallelism=md.max_parallelism, key_serializer=md.key_serializer,
                           properties=props)
 
 
-def copy_state(src: str, w: AdoptingWriter, plan: StatePlan, progress: Progress | None) -> int:
+def copy_state(src: str, w: SavepointWriter, plan: StatePlan, progress: Progress | None) -> int:
     """Copy a state's files byte for byte (verified against their checksums first)."""
     sw = _add_state(w, plan)
     for path, entry in zip(state_files(src, plan.meta, verify=True, metadata=plan.savepoint_meta),
                            plan.meta.files, strict=True):
-        w.adopt_file(sw, path, rows=entry.rows, sha256=entry.sha256)
+        sw.add_file(path, rows=entry.rows, sha256=entry.sha256)
         if progress:
             progress(plan.name, entry.rows)
     sw.close()
@@ -192,7 +157,7 @@ def _pipeline(source: Iterator[pa.RecordBatch], fn: Callable[[pa.RecordBatch], p
         raise errors[0]
 
 
-def migrate_state(src: str, w: AdoptingWriter, plan: StatePlan, transform: Callable[[pa.RecordBatch], pa.RecordBatch],
+def migrate_state(src: str, w: SavepointWriter, plan: StatePlan, transform: Callable[[pa.RecordBatch], pa.RecordBatch],
                   progress: Progress | None, batch_size: int) -> int:
     sw = _add_state(w, plan)
     done = 0
@@ -287,4 +252,4 @@ def check_destination(dst: str | os.PathLike[str]) -> None:
         raise SavepointError(f"destination {os.fspath(dst)} already exists; savepoints are never overwritten")
 
 
-__all__ = ["AdoptingWriter", "RewriteReport", "migrate_savepoint", "read_state", "read_state_table", "write_state"]
+__all__ = ["RewriteReport", "migrate_savepoint", "read_state", "read_state_table", "write_state"]
