@@ -20,7 +20,7 @@ from ..snapshot import TypeSerializerSnapshot
 from .backend import KeyedStateBackend
 from .descriptors import StateKind
 from .resolve import StateResolution
-from .states import EntryKey, StateHandle, StateTable
+from .states import EntryKey, StateHandle, StateTable, rows_to_batches
 
 
 class HeapStateTable(StateTable):
@@ -89,34 +89,21 @@ class HeapStateTable(StateTable):
                                      f"{type(ser).__name__}: {e}") from e
 
     def export_batches(self, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        h = self.handle
-        schema_kind = h.kind
-        from ..savepoint.format import state_schema
+        return rows_to_batches(self.handle.kind, self._export_rows(), batch_rows)
 
-        schema = state_schema(schema_kind)
-        cols: list[list[Any]] = [[] for _ in schema]
-        vs = h.value_serializer
+    def _export_rows(self) -> Iterator[tuple[Any, ...]]:
+        kind, vs = self.handle.kind, self.handle.value_serializer
         for ek in sorted(self.data):
             kg, kb, nb = ek
             stored = self.data[ek]
-            rows: list[tuple[Any, ...]]
-            if schema_kind is StateKind.VALUE:
-                rows = [(kg, kb, nb, self._ser(vs, stored, ek, "value"))]
-            elif schema_kind is StateKind.LIST:
-                rows = [(kg, kb, nb, i, self._ser(vs, e, ek, f"list element {i}")) for i, e in enumerate(stored)]
+            if kind is StateKind.VALUE:
+                yield (kg, kb, nb, self._ser(vs, stored, ek, "value"))
+            elif kind is StateKind.LIST:
+                for i, e in enumerate(stored):
+                    yield (kg, kb, nb, i, self._ser(vs, e, ek, f"list element {i}"))
             else:
-                rows = [(kg, kb, nb, ub, None if v is None else self._ser(vs, v, ek, f"map value of {uk!r}"))
-                        for ub, (uk, v) in sorted(stored.items())]
-            for row in rows:
-                for c, x in zip(cols, row, strict=True):
-                    c.append(x)
-            if len(cols[0]) >= batch_rows:
-                yield pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
-                                                 schema=schema)
-                cols = [[] for _ in schema]
-        if cols[0]:
-            yield pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
-                                             schema=schema)
+                for ub, (uk, v) in sorted(stored.items()):
+                    yield (kg, kb, nb, ub, None if v is None else self._ser(vs, v, ek, f"map value of {uk!r}"))
 
     def load_batch(self, batch: pa.RecordBatch, row_offset: int) -> None:
         h = self.handle

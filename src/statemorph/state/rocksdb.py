@@ -41,7 +41,7 @@ from .backend import KeyedStateBackend
 from .descriptors import StateKind
 from .keygroups import KeyGroupRange, KeyHasher
 from .resolve import StateResolution
-from .states import EntryKey, StateHandle, StateTable
+from .states import EntryKey, StateHandle, StateTable, rows_to_batches
 
 LIST_DELIMITER = 0x2C  # ','
 _NULL = b"\x01"
@@ -225,39 +225,30 @@ class RocksDBStateTable(StateTable):
 
     # -- savepoint rows ---------------------------------------------------------------------------
     def export_batches(self, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        from ..savepoint.format import state_schema
+        return rows_to_batches(self.handle.kind, self._export_rows(), batch_rows)
 
-        schema = state_schema(self.handle.kind)
+    def _export_rows(self) -> Iterator[tuple[Any, ...]]:
+        """Savepoint rows straight from the stored bytes: keys split, list values split into
+        elements, the map null flag turned into a null value; nothing is deserialized but what
+        is needed to find boundaries."""
         kind = self.handle.kind
-        cols: list[list[Any]] = [[] for _ in schema]
         for k, v in self.cf.items():
             try:
                 (kg, kb, nb), rest = self.split(k)
-                rows: list[tuple[Any, ...]]
                 if kind is StateKind.MAP:
-                    rows = [(kg, kb, nb, rest, None if v[:1] == _NULL else v[1:])]
                     if not v:
                         raise MalformedDataError("empty map value (missing null flag)")
+                    rows: list[tuple[Any, ...]] = [(kg, kb, nb, rest, None if v[:1] == _NULL else v[1:])]
+                elif rest:
+                    raise MalformedDataError(f"{len(rest)} unexpected bytes after the namespace")
+                elif kind is StateKind.VALUE:
+                    rows = [(kg, kb, nb, v)]
                 else:
-                    if rest:
-                        raise MalformedDataError(f"{len(rest)} unexpected bytes after the namespace")
-                    if kind is StateKind.VALUE:
-                        rows = [(kg, kb, nb, v)]
-                    else:
-                        rows = [(kg, kb, nb, i, e) for i, e in enumerate(self._list_slices(v))]
+                    rows = [(kg, kb, nb, i, e) for i, e in enumerate(self._list_slices(v))]
             except Exception as e:
                 raise MalformedDataError(f"state {self.handle.name!r}: stored entry 0x{k.hex()} cannot be "
                                          f"exported: {e}") from e
-            for row in rows:
-                for c, x in zip(cols, row, strict=True):
-                    c.append(x)
-            if len(cols[0]) >= batch_rows:
-                yield pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
-                                                 schema=schema)
-                cols = [[] for _ in schema]
-        if cols[0]:
-            yield pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
-                                             schema=schema)
+            yield from rows
 
     def _batch(self, cf_name: str | None = None) -> rocksdict.WriteBatch:
         wb = rocksdict.WriteBatch(raw_mode=True)

@@ -81,6 +81,27 @@ class StateTable(ABC):
         return None
 
 
+def rows_to_batches(kind: StateKind, rows: Iterable[tuple[Any, ...]], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Group savepoint rows (tuples in the state schema's column order) into Arrow batches."""
+    from ..savepoint.format import state_schema
+
+    schema = state_schema(kind)
+    cols: list[list[Any]] = [[] for _ in schema]
+
+    def batch() -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)],
+                                          schema=schema)
+
+    for row in rows:
+        for c, x in zip(cols, row, strict=True):
+            c.append(x)
+        if len(cols[0]) >= batch_rows:
+            yield batch()
+            cols = [[] for _ in schema]
+    if cols[0]:
+        yield batch()
+
+
 @dataclass
 class StateHandle:
     """A state's registration inside a backend: its serializers, the snapshots describing the
@@ -225,4 +246,4 @@ STATE_CLASSES: dict[StateKind, type[_KeyedState]] = {
     StateKind.MAP: MapState,
 }
 
-__all__ = ["EntryKey", "ListState", "MapState", "StateHandle", "StateTable", "ValueState"]
+__all__ = ["EntryKey", "ListState", "MapState", "StateHandle", "StateTable", "ValueState", "rows_to_batches"]
