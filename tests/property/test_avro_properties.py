@@ -257,8 +257,50 @@ def evolutions(draw):
                     t = dict(t, symbols=t["symbols"] + ["Z"])
                     f["type"] = t
                     break
-    new = {"type": "record", "name": "Event", "fields": new_fields}
+    new = {"type": "record", "name": "Event", "fields": _define_before_use(new_fields)}
     return old, new, old_value, ops
+
+
+def _define_before_use(fields):
+    """After removing or reordering fields, a named type may be referenced before (or without) its
+    definition; move each definition to the first use, as Avro requires."""
+    defs = {}
+
+    def collect(t):
+        if isinstance(t, list):
+            for b in t:
+                collect(b)
+        elif isinstance(t, dict):
+            if t["type"] in ("record", "enum", "fixed"):
+                defs.setdefault(t["name"], t)
+            for f in t.get("fields", ()):
+                collect(f["type"])
+            for key in ("items", "values"):
+                if key in t:
+                    collect(t[key])
+
+    for f in fields:
+        collect(f["type"])
+    done = set()
+
+    def rewrite(t):
+        if isinstance(t, list):
+            return [rewrite(b) for b in t]
+        if isinstance(t, str):
+            if t in PRIMS or t in done:
+                return t
+            t = defs[t]
+        if t["type"] in ("record", "enum", "fixed"):
+            if t["name"] in done:
+                return t["name"]
+            done.add(t["name"])
+            if t["type"] == "record":
+                return dict(t, fields=[dict(f, type=rewrite(f["type"])) for f in t["fields"]])
+            return t
+        key = "items" if t["type"] == "array" else "values" if t["type"] == "map" else None
+        return dict(t, **{key: rewrite(t[key])}) if key else t
+
+    return [dict(f, type=rewrite(f["type"])) for f in fields]
 
 
 def _expected(old_value, ops):
@@ -279,10 +321,7 @@ def _expected(old_value, ops):
 @given(evolutions())
 def test_random_evolution_migrates_to_the_expected_record(case):
     old_schema, new_schema, old_value, ops = case
-    try:
-        new = AvroSerializer(new_schema)
-    except Exception as e:  # an evolution that renamed onto an existing name; not a valid schema
-        pytest.skip(f"generated schema invalid: {e}")
+    new = AvroSerializer(new_schema)
     old = AvroSerializer(old_schema)
     snap = read_versioned_snapshot(write_versioned_snapshot(old.snapshot_configuration()))
     result = snap.resolve_schema_compatibility(new)

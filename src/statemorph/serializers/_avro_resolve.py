@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,11 +26,23 @@ from ._avro_values import DefaultError, default_value, logical_type
 
 Transform = Callable[[Any], Any]
 
+_F32 = struct.Struct(">f")
+
+
+def _to_float32(v: Any) -> float:
+    """Java's ``(float)`` cast: the promoted value is what a float field holds, not a double."""
+    x = float(v)
+    try:
+        return float(_F32.unpack(_F32.pack(x))[0])
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
 _PROMOTIONS: dict[tuple[str, str], Transform] = {
     ("int", "long"): lambda v: v,
-    ("int", "float"): float,
+    ("int", "float"): _to_float32,
     ("int", "double"): float,
-    ("long", "float"): float,
+    ("long", "float"): _to_float32,
     ("long", "double"): float,
     ("float", "double"): lambda v: v,
     ("string", "bytes"): lambda v: v.encode("utf-8"),
