@@ -253,3 +253,13 @@ def test_nulls_in_non_nullable_columns(tmp_path, good, cls):
     rewrite_meta(good, lambda d: d["states"][0]["files"][0].update(sha256=hashlib.sha256(data).hexdigest(),
                                                                    size=len(data)))
     restore_fails(good, "column 'key' has 1 nulls", cls)
+
+
+@pytest.mark.parametrize("precreate", [False, True])
+def test_failed_rocksdb_restore_leaves_no_database(good, tmp_path, precreate):
+    (good / "state-00001" / "part-00000.parquet").write_bytes(b"junk")
+    db = tmp_path / "db"
+    if precreate:
+        db.mkdir()
+    restore_fails(good, "size", RocksDBStateBackend, db_path=db)
+    assert (db.exists() and list(db.iterdir()) == []) if precreate else not db.exists()

@@ -283,7 +283,7 @@ class KeyedStateBackend(ABC):
                     offset += batch.num_rows
                 h.table.finish_load()
         except BaseException:
-            backend.close()
+            backend._discard()
             raise
         return backend
 
@@ -291,6 +291,10 @@ class KeyedStateBackend(ABC):
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"{type(self).__name__} is closed")
+
+    def _discard(self) -> None:
+        """Close after a failed restore; backends with on-disk state remove what they created."""
+        self.close()
 
     def close(self) -> None:
         if self._closed:

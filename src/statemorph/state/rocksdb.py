@@ -362,6 +362,7 @@ class RocksDBStateBackend(KeyedStateBackend):
             if self.db_path.exists() and (not self.db_path.is_dir() or any(self.db_path.iterdir())):
                 raise ValueError(f"db_path {self.db_path} exists and is not an empty directory")
             self._owns_dir = False
+        self._created_dir = not self.db_path.exists() or self._owns_dir
         self._db: Any = rocksdict.Rdict(str(self.db_path), _raw_options())
         self._db_open = True
         self._cf_seq = 0
@@ -432,7 +433,22 @@ class RocksDBStateBackend(KeyedStateBackend):
                 where += f", map key 0x{rest.hex()}"
         return where
 
+    def _discard(self) -> None:
+        """A failed restore leaves no half-loaded database behind (a given, pre-existing empty
+        directory is emptied, one this backend created is removed)."""
+        self.close()
+        if self.db_path.exists():
+            if self._created_dir:
+                shutil.rmtree(self.db_path, ignore_errors=True)
+            else:
+                for p in self.db_path.iterdir():
+                    if p.is_dir():
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        p.unlink(missing_ok=True)
+
     def close(self) -> None:
+        """Close the database. A temporary ``db_path`` is removed; a given one keeps its files."""
         if self._closed:
             return
         self._closed = True
