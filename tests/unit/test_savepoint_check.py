@@ -116,3 +116,23 @@ def test_damaged_metadata_raises(sp):
 def test_duplicate_descriptors_rejected(sp):
     with pytest.raises(ValueError, match="two descriptors"):
         check_savepoint(sp, [ValueStateDescriptor("rows", OLD), ValueStateDescriptor("rows", OLD)])
+
+
+def test_verify_key_groups(tmp_path):
+    from statemorph.savepoint import SavepointWriter, verify_key_groups
+
+    b = HeapStateBackend(StringSerializer(), 128)
+    v = b.get_state(ValueStateDescriptor("v", IntSerializer()))
+    for i in range(50):
+        b.set_current_key(f"user-{i}")
+        v.update(i)
+    b.savepoint(tmp_path / "ok")
+    b.close()
+    assert verify_key_groups(tmp_path / "ok") == 50
+    S = StringSerializer()
+    with SavepointWriter(tmp_path / "bad", max_parallelism=128, key_serializer=S) as w:
+        w.add_state("v", "value", value_serializer=IntSerializer()).write_rows(
+            [(121, S.to_bytes("user-1"), b"\x00", b"\x00\x00\x00\x01"),
+             (7, S.to_bytes("user-1x"), b"\x00", b"\x00\x00\x00\x02")])
+    with pytest.raises(SavepointError, match=r"state 'v', row 1: key 'user-1x' is stored under key group 7"):
+        verify_key_groups(tmp_path / "bad")

@@ -8,7 +8,7 @@ See :mod:`statemorph.savepoint.format` for the layout.
 
 from __future__ import annotations
 
-from .check import CheckReport, StateCheck, check_savepoint
+from .check import CheckReport, StateCheck, check_savepoint, verify_key_groups
 from .format import FORMAT_VERSION, METADATA_FILE, FileEntry, SavepointMetadata, StateMetadata, state_schema
 from .reader import iter_state_batches, read_metadata, read_state_table, state_files, verify_savepoint
 from .writer import SavepointWriter, StateWriter, remove_stale_temp_dirs
@@ -30,5 +30,6 @@ __all__ = [
     "remove_stale_temp_dirs",
     "state_files",
     "state_schema",
+    "verify_key_groups",
     "verify_savepoint",
 ]
