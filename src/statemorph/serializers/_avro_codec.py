@@ -18,12 +18,22 @@ from __future__ import annotations
 import copy
 import struct
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from ..errors import MalformedDataError, SerializationError, StateFormatError, TruncatedDataError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode
+from ._avro_schema import (
+    ArrayNode,
+    AvroNode,
+    EnumNode,
+    FixedNode,
+    MapNode,
+    NamedNode,
+    RecordNode,
+    UnionNode,
+    memoized,
+)
 from ._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, compile_matcher, default_value, logical_type
 from .strings import varlen
 
@@ -120,9 +130,9 @@ class AvroCodec:
 
     def __init__(self, root: AvroNode, root_path: str) -> None:
         self.root = root
-        self._writers: dict[int, Writer] = {}
-        self._readers: dict[int, Reader] = {}
-        self._matchers: dict[int, Any] = {}
+        self._writers: dict[Hashable, Writer] = {}
+        self._readers: dict[Hashable, Reader] = {}
+        self._matchers: dict[Hashable, Any] = {}
         self.write: Writer = self._writer(root, root_path)
         self.read: Reader = self._reader(root, root_path)
         self.root_path = root_path
@@ -155,28 +165,12 @@ class AvroCodec:
     # -- compilation with memo for named (possibly recursive) types ---------------------------
     def _writer(self, node: AvroNode, path: str) -> Writer:
         if isinstance(node, NamedNode):
-            key = id(node)
-            if key in self._writers:
-                return self._writers[key]
-            cell: list[Writer] = []
-            self._writers[key] = lambda v, out: cell[0](v, out)
-            w = self._make_writer(node, path)
-            cell.append(w)
-            self._writers[key] = w
-            return w
+            return memoized(self._writers, id(node), lambda: self._make_writer(node, path))
         return self._make_writer(node, path)
 
     def _reader(self, node: AvroNode, path: str) -> Reader:
         if isinstance(node, NamedNode):
-            key = id(node)
-            if key in self._readers:
-                return self._readers[key]
-            cell: list[Reader] = []
-            self._readers[key] = lambda src: cell[0](src)
-            r = self._make_reader(node, path)
-            cell.append(r)
-            self._readers[key] = r
-            return r
+            return memoized(self._readers, id(node), lambda: self._make_reader(node, path))
         return self._make_reader(node, path)
 
     # -- writers ---------------------------------------------------------------------------------

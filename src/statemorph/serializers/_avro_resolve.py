@@ -16,12 +16,22 @@ import copy
 import json
 import math
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from ..errors import StateMigrationError
 from ._avro_codec import AvroCodec
-from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode
+from ._avro_schema import (
+    ArrayNode,
+    AvroNode,
+    EnumNode,
+    FixedNode,
+    MapNode,
+    NamedNode,
+    RecordNode,
+    UnionNode,
+    memoized,
+)
 from ._avro_values import DefaultError, default_value, logical_type
 
 Transform = Callable[[Any], Any]
@@ -80,7 +90,7 @@ class Resolver:
         self.writer_codec = writer_codec
         self.reader_codec = reader_codec
         self.tag_unions = tag_unions
-        self._memo: dict[tuple[int, int], Transform] = {}
+        self._memo: dict[Hashable, Transform] = {}
         root = writer.label if isinstance(writer, NamedNode) else writer.kind
         if isinstance(reader, NamedNode):
             root = reader.name
@@ -88,19 +98,7 @@ class Resolver:
 
     def _resolve(self, w: AvroNode, r: AvroNode, context: str, path: str) -> Transform:
         if isinstance(w, NamedNode) and isinstance(r, NamedNode):
-            key = (id(w), id(r))
-            if key in self._memo:
-                return self._memo[key]
-            cell: list[Transform] = []
-            self._memo[key] = lambda v: cell[0](v)
-            try:
-                t = self._make(w, r, context, path)
-            except ResolutionError:
-                del self._memo[key]
-                raise
-            cell.append(t)
-            self._memo[key] = t
-            return t
+            return memoized(self._memo, (id(w), id(r)), lambda: self._make(w, r, context, path))
         return self._make(w, r, context, path)
 
     def _make(self, w: AvroNode, r: AvroNode, context: str, path: str) -> Transform:  # noqa: C901

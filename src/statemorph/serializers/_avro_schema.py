@@ -16,9 +16,9 @@ reproduces that from the *original* JSON, whose property order fastavro does not
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..errors import TypeParseError
 
@@ -136,6 +136,26 @@ class UnionNode(AvroNode):
     @property
     def label(self) -> str:
         return "[" + ", ".join(b.label for b in self.branches) + "]"
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def memoized(cache: dict[Hashable, F], key: Hashable, build: Callable[[], F]) -> F:
+    """Compile once per (named) node. A recursive reference met while ``build`` runs gets a
+    trampoline through a one-element cell, filled when the compilation finishes."""
+    if key in cache:
+        return cache[key]
+    cell: list[F] = []
+    cache[key] = cast(F, lambda *args: cell[0](*args))
+    try:
+        compiled = build()
+    except BaseException:
+        del cache[key]
+        raise
+    cell.append(compiled)
+    cache[key] = compiled
+    return compiled
 
 
 # -- parsing -----------------------------------------------------------------------------------
@@ -439,4 +459,5 @@ __all__ = [
     "build_tree",
     "java_schema_json",
     "load_schema",
+    "memoized",
 ]

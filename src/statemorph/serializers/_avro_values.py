@@ -13,11 +13,11 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from ..errors import SerializationError
-from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, RecordNode, UnionNode
+from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, RecordNode, UnionNode, memoized
 
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -188,21 +188,13 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def compile_matcher(node: AvroNode, memo: dict[int, Matcher] | None = None) -> Matcher:
+def compile_matcher(node: AvroNode, memo: dict[Hashable, Matcher] | None = None) -> Matcher:
     """A predicate: does ``value`` fit ``node``? Used to pick a union branch like fastavro does."""
-    memo = {} if memo is None else memo
-    key = id(node)
-    if key in memo:
-        return memo[key]
-    cell: list[Matcher] = []
-    memo[key] = lambda v: cell[0](v)
-    m = _matcher(node, memo)
-    cell.append(m)
-    memo[key] = m
-    return m
+    cache: dict[Hashable, Matcher] = {} if memo is None else memo
+    return memoized(cache, id(node), lambda: _matcher(node, cache))
 
 
-def _matcher(node: AvroNode, memo: dict[int, Matcher]) -> Matcher:
+def _matcher(node: AvroNode, memo: dict[Hashable, Matcher]) -> Matcher:
     kind = node.kind
     lt = logical_type(node)
     base: Matcher
