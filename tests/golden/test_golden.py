@@ -44,7 +44,14 @@ def _load() -> dict[str, list[Any]]:
             if not line.strip():
                 continue
             case = json.loads(line)
-            kind = "compat" if "old" in case else "snapshot" if "snapshot_hex" in case else "value"
+            if "result" in case:
+                kind = "compat"
+            elif "snapshot_hex" in case:
+                kind = "snapshot"
+            elif "hex" in case:
+                kind = "value"
+            else:
+                continue  # a generator *input* line (no Flink output yet), e.g. my_cases.jsonl
             kinds[kind].append(pytest.param(case, id=f"{path.stem}:{case['case']}"))
             case["_where"] = f"{path.name}:{n}"
     return kinds
