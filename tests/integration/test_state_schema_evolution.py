@@ -279,3 +279,43 @@ def test_savepoint_rows_use_one_row_per_list_element(tmp_path):
     ser = fam.old
     assert sorted(ser.from_bytes(x) for x in t.column("value").to_pylist())[:2] == [(0, "r0"), (1, "r1")]
     assert t.schema.field("value").type == pa.binary()
+
+
+@pytest.mark.parametrize("first,second", PAIRS)
+def test_enum_with_appended_constant_uses_the_reconfigured_serializer(tmp_path, first, second):
+    import enum
+
+    from statemorph.serializers import EnumSerializer
+    from statemorph.state import Outcome
+
+    class Color(enum.Enum):
+        RED = 0
+        GREEN = 1
+
+    class ColorV2(enum.Enum):
+        RED = 0
+        GREEN = 1
+        BLUE = 2
+
+    old = EnumSerializer(Color, java_class_name="com.example.Color")
+    new = EnumSerializer(ColorV2, java_class_name="com.example.Color")
+    b = BACKENDS[first](StringSerializer(), 128)
+    v = b.get_state(ValueStateDescriptor("color", old))
+    for i in range(6):
+        b.set_current_key(f"k{i}")
+        v.update(Color.GREEN if i % 2 else Color.RED)
+    b.savepoint(tmp_path / "sp")
+    b.close()
+    report = check_savepoint(tmp_path / "sp", [ValueStateDescriptor("color", new)])
+    assert report.exit_status == 0 and report.state("color").outcome is Outcome.RECONFIGURED
+    with BACKENDS[second].restore(tmp_path / "sp") as r:
+        v = r.get_state(ValueStateDescriptor("color", new))
+        for i in range(6):
+            r.set_current_key(f"k{i}")
+            assert v.value() == (ColorV2.GREEN if i % 2 else ColorV2.RED)
+        v.update(ColorV2.BLUE)
+        r.savepoint(tmp_path / "sp2")
+    with BACKENDS[first].restore(tmp_path / "sp2") as r2:
+        v = r2.get_state(ValueStateDescriptor("color", new))
+        r2.set_current_key("k5")
+        assert v.value() is ColorV2.BLUE

@@ -265,3 +265,13 @@ def test_rocksdb_list_bytes_match_flink_list_delimited_serializer():
         assert lst.get() == ["a", "", "b,c"]
     finally:
         b.close()
+
+
+def test_registering_the_same_descriptor_again_is_free(backend):
+    d = ValueStateDescriptor("v", IntSerializer())
+    v = backend.get_state(d)
+    backend.set_current_key("k")
+    v.update(1)
+    table = backend._handles["v"].table
+    again = backend.get_state(ValueStateDescriptor("v", IntSerializer()))
+    assert backend._handles["v"].table is table and again.value() == 1

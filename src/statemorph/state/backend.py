@@ -114,14 +114,14 @@ class KeyedStateBackend(ABC):
         if not isinstance(descriptor, StateDescriptor):
             raise TypeError(f"expected a state descriptor, got {type(descriptor).__name__}")
         ns_ser = namespace_serializer if namespace_serializer is not None else VoidNamespaceSerializer()
+        signature = (descriptor.kind, ns_ser, descriptor.value_serializer, descriptor.user_key_serializer)
         h = self._handles.get(descriptor.name)
         if h is None:
             h = self._new_handle(descriptor.name, descriptor.kind, ns_ser, descriptor.value_serializer,
                                  descriptor.user_key_serializer)
-        elif not (h.registered and h.kind is descriptor.kind and h.namespace_serializer == ns_ser
-                  and h.value_serializer == descriptor.value_serializer
-                  and h.user_key_serializer == descriptor.user_key_serializer):
+        elif not (h.registered and h.registered_with == signature):
             self._reregister(h, descriptor, ns_ser)
+        h.registered_with = signature
         return STATE_CLASSES[h.kind](self, h)
 
     def _new_handle(self, name: str, kind: StateKind, ns: TypeSerializer[Any], value: TypeSerializer[Any],

@@ -175,7 +175,7 @@ class HeapStateBackend(KeyedStateBackend):
         old_uk, new_uk = handle.user_key_serializer, resolution.user_key_serializer
 
         def convert_key(uk: Any, ub: bytes) -> Any:
-            return uk if new_uk is None or new_uk == old_uk else new_uk.from_bytes(ub)
+            return uk if new_uk is None or new_uk is old_uk else new_uk.from_bytes(ub)
 
         return convert_key
 
@@ -185,7 +185,9 @@ class HeapStateBackend(KeyedStateBackend):
         old_vs, new_vs = handle.value_serializer, resolution.value_serializer
         old_uk, new_uk = handle.user_key_serializer, resolution.user_key_serializer
         assert new_vs is not None
-        if old_vs == new_vs and old_uk == new_uk:
+        if old_vs is new_vs and old_uk is new_uk:
+            # equal serializers are not enough: a serializer restored from a snapshot has no Python
+            # class to build (enum names, POJO dicts) while an equal user serializer does
             return None
 
         def convert(value: Any, where: str) -> Any:

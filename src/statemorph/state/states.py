@@ -116,6 +116,9 @@ class StateHandle:
     snapshot_bytes: dict[str, bytes]
     table: StateTable
     registered: bool = False
+    registered_with: tuple[Any, ...] | None = None
+    """(kind, namespace, value, user key serializer) of the last registration, so registering the
+    same descriptor again is a no-op even when a reconfigured serializer is in use."""
     restored_snapshots: dict[str, Any] = field(default_factory=dict)
 
 
