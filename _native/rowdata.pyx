@@ -149,9 +149,15 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
     if d[base] > 3:
         x.err_node = node
         return -E_BAD_HEADER
-    # null bits beyond the arity (inside the bitset words) must be zero
-    for b in range(old_arity + 8, ow * 8):
-        if (d[base + (b >> 3)] >> (b & 7)) & 1:
+    # null bits beyond the arity (inside the bitset words) must be zero; checked a word at a time
+    for b in range(ow // 8):
+        raw = load_u64_le(d + base + 8 * b)
+        off = old_arity + 8 - 64 * b
+        if off <= 0:
+            if raw != 0:
+                x.err_node = node
+                return -E_BAD_HEADER
+        elif off < 64 and (raw >> off) != 0:
             x.err_node = node
             return -E_BAD_HEADER
     end = P(x, node, C_END)

@@ -1,0 +1,182 @@
+"""Events workload: encode, decode and migrate 2,000,000 entries with the compiled kernels, next to
+the reference tier (per-value serializers, on a subsample), fastavro schema resolution on the same
+data, Flink's own JVM RowDataSerializer (benchmarks/jvm, when java and the Flink jars exist) and a
+memcpy of the same bytes (the floor). Numbers are reported, never asserted."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from statemorph import _native, arrow
+from statemorph.migration import migrate_bytes
+
+from .conftest import Events, record, record_external
+
+SUBSAMPLE = 20_000
+JARS = Path("/tmp/flinkvenv/lib/python3.11/site-packages/pyflink/lib")
+HERE = Path(__file__).parent
+
+
+# ---------------------------------------------------------------------------------- compiled tier
+@pytest.mark.parametrize("threads", [1, 2])
+def test_encode_native(benchmark: Any, events: Events, threads: int) -> None:
+    out = benchmark.pedantic(arrow.encode, args=(events.struct, events.so), kwargs={"threads": threads},
+                             rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == events.n
+    record(f"encode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_decode_native(benchmark: Any, events: Events, threads: int) -> None:
+    out = benchmark.pedantic(arrow.decode, args=(events.old_bytes, events.so), kwargs={"threads": threads},
+                             rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == events.n
+    record(f"decode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_migrate_native(benchmark: Any, events: Events, threads: int) -> None:
+    out = benchmark.pedantic(arrow.migrate, args=(events.old_bytes, events.snapshot, events.sn),
+                             kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == events.n
+    mb = events.old_bytes.buffers()[2].size / 1e6
+    record(f"migrate native threads={threads}", benchmark, events.n, tier=_native.TIER, input_MB=round(mb, 1))
+
+
+def test_memcpy_floor(benchmark: Any, events: Events) -> None:
+    """Copy the same entry bytes (data + offsets buffers): what any migrate must at least do."""
+    data = np.frombuffer(events.old_bytes.buffers()[2], dtype=np.uint8)
+    offs = np.frombuffer(events.old_bytes.buffers()[1], dtype=np.uint8)
+
+    def copy() -> tuple[np.ndarray, np.ndarray]:
+        return data.copy(), offs.copy()
+
+    benchmark.pedantic(copy, rounds=10, iterations=1, warmup_rounds=1)
+    record("memcpy floor", benchmark, events.n)
+
+
+def test_migrate_peak_memory(benchmark: Any, events: Events) -> None:
+    """Peak traced allocation of one migrate next to the output it produces (input is not copied)."""
+    def run() -> Any:
+        tracemalloc.start()
+        pool0 = pa.total_allocated_bytes()
+        out = arrow.migrate(events.old_bytes, events.snapshot, events.sn)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return out, peak, pa.total_allocated_bytes() - pool0
+
+    out, peak, pool = benchmark.pedantic(run, rounds=1, iterations=1)
+    out_bytes = sum(b.size for b in out.buffers() if b is not None)
+    in_bytes = sum(b.size for b in events.old_bytes.buffers() if b is not None)
+    record("migrate peak memory", benchmark, events.n, input_MB=round(in_bytes / 1e6, 1),
+           output_MB=round(out_bytes / 1e6, 1), peak_traced_MB=round(peak / 1e6, 1),
+           arrow_pool_MB=round(pool / 1e6, 1))
+
+
+# ---------------------------------------------------------------------------------- reference tier
+def test_encode_reference(benchmark: Any, events: Events) -> None:
+    values = [(r["eventId"], tuple(r["metadata"].values())) for r in events.struct.slice(0, SUBSAMPLE).to_pylist()]
+    benchmark.pedantic(lambda: [events.so.to_bytes(v) for v in values], rounds=3, iterations=1)
+    record("encode reference (per value)", benchmark, SUBSAMPLE)
+
+
+def test_decode_reference(benchmark: Any, events: Events) -> None:
+    blobs = events.old_bytes.slice(0, SUBSAMPLE).to_pylist()
+    benchmark.pedantic(lambda: [events.so.from_bytes(b) for b in blobs], rounds=3, iterations=1)
+    record("decode reference (per value)", benchmark, SUBSAMPLE)
+
+
+def test_migrate_reference(benchmark: Any, events: Events) -> None:
+    blobs = events.old_bytes.slice(0, SUBSAMPLE).to_pylist()
+    benchmark.pedantic(lambda: [migrate_bytes(events.snapshot, events.sn, b) for b in blobs], rounds=3, iterations=1)
+    record("migrate reference (per value)", benchmark, SUBSAMPLE)
+
+
+def test_migrate_python_kernel_tier(benchmark: Any, events: Events, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same bulk API on the Python kernel twins (``STATEMORPH_NATIVE=0``)."""
+    monkeypatch.setattr(_native, "KERNELS", _native.tier("python"))
+    sub = events.old_bytes.slice(0, SUBSAMPLE)
+    benchmark.pedantic(arrow.migrate, args=(sub, events.snapshot, events.sn), rounds=3, iterations=1)
+    record("migrate python kernel tier", benchmark, SUBSAMPLE)
+
+
+# ---------------------------------------------------------------------------------- fastavro
+AVRO_OLD = {
+    "type": "record", "name": "Event", "fields": [
+        {"name": "eventId", "type": "long"},
+        {"name": "metadata", "type": {"type": "record", "name": "Meta", "fields": [
+            {"name": "userId", "type": "int"}, {"name": "timestamp", "type": "long"},
+            {"name": "deviceType", "type": "string"}]}}]}
+AVRO_NEW = {
+    "type": "record", "name": "Event", "fields": [
+        {"name": "eventId", "type": "long"},
+        {"name": "metadata", "type": {"type": "record", "name": "Meta", "fields": [
+            {"name": "deviceType", "type": "string"},
+            {"name": "location", "type": ["null", "string"], "default": None},
+            {"name": "userId", "type": "int"}, {"name": "timestamp", "type": "long"},
+            {"name": "appVersion", "type": ["null", "string"], "default": None},
+            {"name": "sessionId", "type": ["null", "long"], "default": None}]}}]}
+
+
+def test_fastavro_schema_resolution(benchmark: Any, events: Events) -> None:
+    """fastavro reading old-schema Avro records with the new reader schema (decode + resolve only;
+    it does not even write the new bytes, so it is a generous comparison)."""
+    fastavro = pytest.importorskip("fastavro")
+    writer = fastavro.parse_schema(AVRO_OLD)
+    reader = fastavro.parse_schema(AVRO_NEW)
+    n = 200_000
+    blobs = []
+    for r in events.struct.slice(0, n).to_pylist():
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, writer, r)
+        blobs.append(buf.getvalue())
+
+    def run() -> int:
+        count = 0
+        for b in blobs:
+            fastavro.schemaless_reader(io.BytesIO(b), writer, reader)
+            count += 1
+        return count
+
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    record("fastavro resolve (decode only)", benchmark, n)
+
+
+# ---------------------------------------------------------------------------------- Flink JVM
+@pytest.mark.skipif(shutil.which("java") is None or shutil.which("javac") is None or not JARS.is_dir(),
+                    reason="java or the Flink 2.3 jars are not available")
+def test_flink_jvm_rowdata(benchmark: Any, events: Events) -> None:
+    """Flink's RowDataSerializer in the JVM over the same entries (warm-up inside the harness)."""
+    import json
+
+    n = min(events.n, int(os.environ.get("STATEMORPH_BENCH_JVM_N", str(events.n))))
+    cp = ":".join(str(p) for p in sorted(JARS.glob("*.jar")))
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["javac", "-d", tmp, "-cp", cp, str(HERE / "jvm" / "EventsBench.java")], check=True)
+        sub = events.old_bytes.slice(0, n)
+        offs = np.frombuffer(sub.buffers()[1], dtype=np.int32)[sub.offset:sub.offset + n + 1]
+        start, end = int(offs[0]), int(offs[-1])
+        data_file = Path(tmp) / "events.bin"
+        data_file.write_bytes(sub.buffers()[2].to_pybytes()[start:end])
+
+        def run() -> dict[str, Any]:
+            r = subprocess.run(["java", "-Xmx3g", "-cp", f"{cp}:{tmp}", "EventsBench", str(data_file), str(n),
+                                "3", "3"], check=True, capture_output=True, text=True, timeout=1800)
+            return json.loads(r.stdout.strip().splitlines()[-1])
+
+        result = benchmark.pedantic(run, rounds=1, iterations=1)
+    record_external("flink jvm serialize", result["serialize_per_s"], n)
+    record_external("flink jvm deserialize (+ read fields)", result["deserialize_per_s"], n)
+    record_external("flink jvm migrate", result["migrate_per_s"], n)
+    benchmark.extra_info.update(result)
