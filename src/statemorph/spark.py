@@ -231,6 +231,7 @@ def _make_pandas_udf(transform: Any) -> Any:
             return pa.Table.from_struct_array(out).to_pandas()
 
         fn_struct.__name__ = f"decode_{column}"
+        fn_struct.__annotations__ = {"s": pd.Series, "return": pd.DataFrame}  # real types, not strings
         return pandas_udf(fn_struct, returnType=spark_type)  # type: ignore[call-overload]
 
     def fn(s: pd.Series) -> pd.Series:
@@ -238,6 +239,7 @@ def _make_pandas_udf(transform: Any) -> Any:
         return transform.transform(arr).to_pandas()
 
     fn.__name__ = f"{type(transform).__name__.lower()}_{column}"
+    fn.__annotations__ = {"s": pd.Series, "return": pd.Series}
     return pandas_udf(fn, returnType=spark_type)  # type: ignore[call-overload]
 
 
