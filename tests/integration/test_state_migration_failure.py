@@ -9,7 +9,7 @@ from statemorph.compat import SchemaCompatibility
 from statemorph.errors import StateMigrationError
 from statemorph.savepoint import read_metadata, read_state_table
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
-from statemorph.snapshot import SimpleTypeSerializerSnapshot, read_versioned_snapshot, register_snapshot
+from statemorph.snapshot import DEFAULT_REGISTRY, SimpleTypeSerializerSnapshot, read_versioned_snapshot
 from statemorph.state import (
     HeapStateBackend,
     ListStateDescriptor,
@@ -29,7 +29,6 @@ class WideningIntSerializer(IntSerializer):
         return WideningIntSnapshot()
 
 
-@register_snapshot()
 class WideningIntSnapshot(SimpleTypeSerializerSnapshot):
     IDENTIFIER = "test.statemorph.state.WideningIntSerializerSnapshot"
     SERIALIZER = WideningIntSerializer
@@ -43,6 +42,11 @@ class WideningIntSnapshot(SimpleTypeSerializerSnapshot):
         if value == BAD:
             raise ValueError(f"{BAD} cannot be migrated")
         return value
+
+
+# a child registry keeps this test-only snapshot class out of the global one
+REGISTRY = DEFAULT_REGISTRY.child()
+REGISTRY.register(WideningIntSnapshot)
 
 
 def descriptors(ser):
@@ -69,7 +73,7 @@ def write(tmp_path, values):
 def test_failed_migration_leaves_old_schema(tmp_path, cls):
     sp = write(tmp_path, range(30))
     opts = {"db_path": tmp_path / "db"} if cls is RocksDBStateBackend else {}
-    with cls.restore(sp, **opts) as r:
+    with cls.restore(sp, registry=REGISTRY, **opts) as r:
         for desc in descriptors(LongSerializer()):
             with pytest.raises(StateMigrationError) as e:
                 r.get_state(desc)
@@ -93,7 +97,8 @@ def test_failed_migration_leaves_old_schema(tmp_path, cls):
 @pytest.mark.parametrize("cls", [HeapStateBackend, RocksDBStateBackend])
 def test_successful_migration_writes_new_schema(tmp_path, cls):
     sp = write(tmp_path, [i for i in range(30) if i != BAD])
-    with cls.restore(sp, migration_batch_rows=7) if cls is RocksDBStateBackend else cls.restore(sp) as r:
+    opts = {"migration_batch_rows": 7} if cls is RocksDBStateBackend else {}
+    with cls.restore(sp, registry=REGISTRY, **opts) as r:
         v, lst, m = (r.get_state(d) for d in descriptors(LongSerializer()))
         r.set_current_key("user-20")
         assert (v.value(), lst.get(), dict(m.items())) == (20, [120, 20], {1: 20, 2: None})
@@ -108,3 +113,12 @@ def test_successful_migration_writes_new_schema(tmp_path, cls):
         v = h.get_state(ValueStateDescriptor("v", LongSerializer()))
         h.set_current_key("user-20")
         assert v.value() == 2**40
+
+
+def test_snapshot_classes_resolve_only_through_the_given_registry(tmp_path):
+    from statemorph.errors import SavepointError
+
+    sp = write(tmp_path, range(3))
+    for cls in (HeapStateBackend, RocksDBStateBackend):
+        with pytest.raises(SavepointError, match="state 'v'.*WideningIntSerializerSnapshot"):
+            cls.restore(sp)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import SavepointError, StateMigrationError, StatemorphError
 from ..serializers.base import TypeSerializer
+from ..snapshot import SnapshotRegistry
 from ..state.descriptors import StateDescriptor
 from ..state.keygroups import KeyHasher, assign_to_key_group, hasher_for_serializer
 from ..state.namespace import VoidNamespaceSerializer
@@ -108,9 +109,10 @@ class CheckReport:
                 "key": self.key.to_dict() if self.key else None, "states": [s.to_dict() for s in self.states]}
 
 
-def _check_state(st: StateMetadata, desc: StateDescriptor, ns: TypeSerializer[Any]) -> StateCheck:
+def _check_state(st: StateMetadata, desc: StateDescriptor, ns: TypeSerializer[Any],
+                 registry: SnapshotRegistry | None) -> StateCheck:
     try:
-        snaps = {role: st.snapshot(role) for role in SNAPSHOT_ROLES[1:] if getattr(st, role) is not None}
+        snaps = {role: st.snapshot(role, registry) for role in SNAPSHOT_ROLES[1:] if getattr(st, role) is not None}
     except SavepointError as e:
         return StateCheck(st.name, st.kind.value, Outcome.INCOMPATIBLE, [str(e)], st.rows)
     res = resolve_state(st.name, st.kind, snaps, desc, ns)
@@ -123,6 +125,7 @@ def check_savepoint(
     *,
     key_serializer: TypeSerializer[Any] | None = None,
     namespace_serializers: Mapping[str, TypeSerializer[Any]] | None = None,
+    registry: SnapshotRegistry | None = None,
 ) -> CheckReport:
     """Judge ``new_descriptors`` (and optionally a new key serializer) against the savepoint at
     ``path``. Reads the metadata only; a damaged metadata file raises SavepointError. States in
@@ -140,7 +143,7 @@ def check_savepoint(
     key_check = None
     if key_serializer is not None:
         try:
-            old_key = meta.key_snapshot()
+            old_key = meta.key_snapshot(registry)
             reconfigured = resolve_key_serializer(old_key, key_serializer) is not key_serializer
             key_check = StateCheck("<key>", "key", Outcome.RECONFIGURED if reconfigured else Outcome.AS_IS)
         except (SavepointError, StateMigrationError) as e:
@@ -151,7 +154,7 @@ def check_savepoint(
         if desc is None:
             checks.append(StateCheck(st.name, st.kind.value, Outcome.AS_IS, rows=st.rows, registered=False))
         else:
-            checks.append(_check_state(st, desc, ns_map.get(st.name) or VoidNamespaceSerializer()))
+            checks.append(_check_state(st, desc, ns_map.get(st.name) or VoidNamespaceSerializer(), registry))
     for d in descs.values():
         checks.append(StateCheck(d.name, d.kind.value, Outcome.NEW_STATE))
     return CheckReport(str(path), meta.max_parallelism, checks, key_check)
@@ -163,6 +166,7 @@ def verify_key_groups(
     key_serializer: TypeSerializer[Any] | None = None,
     key_hasher: KeyHasher | None = None,
     states: Iterable[str] | None = None,
+    registry: SnapshotRegistry | None = None,
 ) -> int:
     """Check that every row's ``key_group`` is the group Flink assigns to its key (a row filed
     under the wrong group is invisible after restore). Reads the data; returns the number of rows
@@ -170,7 +174,7 @@ def verify_key_groups(
     ``key_serializer`` defaults to the one restored from the savepoint; ``key_hasher`` to the Java
     hashCode for that serializer's type."""
     meta = read_metadata(path)
-    ser = key_serializer if key_serializer is not None else meta.key_snapshot().restore_serializer()
+    ser = key_serializer if key_serializer is not None else meta.key_snapshot(registry).restore_serializer()
     hasher = key_hasher or hasher_for_serializer(ser)
     names = list(states) if states is not None else list(meta.states)
     checked = 0

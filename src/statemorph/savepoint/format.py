@@ -45,7 +45,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import SavepointError, StateFormatError
-from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot
+from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
 from ..state.descriptors import StateKind
 
 FORMAT_NAME = "statemorph-savepoint"
@@ -123,12 +123,12 @@ class StateMetadata:
             raise SavepointError(f"state {self.name!r} ({self.kind.value} state) has no {role.replace('_', ' ')}")
         return bytes(data)
 
-    def snapshot(self, role: str) -> TypeSerializerSnapshot:
+    def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         """The parsed snapshot for ``role``; a snapshot that cannot be read is a SavepointError
         naming the state and the role (the underlying error is chained)."""
         data = self.snapshot_bytes(role)
         try:
-            return read_versioned_snapshot(data)
+            return read_versioned_snapshot(data, registry)
         except StateFormatError as e:
             raise SavepointError(
                 f"state {self.name!r}: the {role.replace('_', ' ')} snapshot in {METADATA_FILE} cannot be read: {e}"
@@ -162,9 +162,9 @@ class SavepointMetadata:
     format_version: int = FORMAT_VERSION
     properties: dict[str, str] = field(default_factory=dict)
 
-    def key_snapshot(self) -> TypeSerializerSnapshot:
+    def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         try:
-            return read_versioned_snapshot(self.key_serializer)
+            return read_versioned_snapshot(self.key_serializer, registry)
         except StateFormatError as e:
             raise SavepointError(f"the key serializer snapshot in {METADATA_FILE} cannot be read: {e}") from e
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from ..errors import SavepointError, StateMigrationError
 from ..serializers.base import TypeSerializer
-from ..snapshot import TypeSerializerSnapshot, write_versioned_snapshot
+from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
 from .descriptors import StateDescriptor, StateKind
 from .keygroups import (
     KeyGroupRange,
@@ -241,12 +241,14 @@ class KeyedStateBackend(ABC):
         max_parallelism: int | None = None,
         key_group_range: KeyGroupRange | tuple[int, int] | None = None,
         key_hasher: KeyHasher | None = None,
+        registry: SnapshotRegistry | None = None,
         **backend_options: Any,
     ) -> B:
         """A backend holding the savepoint's state (only ``key_group_range`` if given, as one parallel
         instance would). ``key_serializer`` must be compatible as is with the savepoint's; the
         default is the serializer restored from its snapshot. ``max_parallelism`` must equal the
-        savepoint's: key groups are fixed when state is first written. The savepoint is only read."""
+        savepoint's: key groups are fixed when state is first written. ``registry`` resolves snapshot
+        identifiers (default: the global registry). The savepoint is only read."""
         from ..savepoint.reader import iter_state_batches, read_metadata
 
         meta = read_metadata(path)
@@ -255,7 +257,7 @@ class KeyedStateBackend(ABC):
                 f"savepoint {path} was written with max_parallelism {meta.max_parallelism}; it cannot be "
                 f"restored with max_parallelism {max_parallelism} (the key group of every key would change)"
             )
-        old_key = meta.key_snapshot()
+        old_key = meta.key_snapshot(registry)
         key_ser = old_key.restore_serializer() if key_serializer is None else resolve_key_serializer(old_key,
                                                                                                    key_serializer)
         for st in meta.states.values():
@@ -266,7 +268,7 @@ class KeyedStateBackend(ABC):
                       **backend_options)
         try:
             for st in meta.states.values():
-                snaps = {role: st.snapshot(role) for role in ROLES if getattr(st, role) is not None}
+                snaps = {role: st.snapshot(role, registry) for role in ROLES if getattr(st, role) is not None}
                 try:
                     sers = {role: s.restore_serializer() for role, s in snaps.items()}
                 except Exception as e:  # noqa: BLE001 - a snapshot that cannot build its serializer
