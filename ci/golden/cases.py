@@ -618,6 +618,14 @@ def rowdata() -> Cases:
     )
     rd("kinds", "ROW<a INT>", [row(1, kind=k) for k in ("+I", "-U", "+U", "-D")] + [row(None)])
     rd("single_string", "ROW<s STRING>", [row("abcdefg"), row("abcdefgh"), row("")])
+    rd(
+        "normalised_on_write",
+        "ROW<f FLOAT, ts3 TIMESTAMP(3), s STRING, l3 TIMESTAMP_LTZ(3)>",
+        [
+            row(0.1, ts(1000, 999999), s([0xD800]), ts(5, 1)),
+            row(1e-46, ts(-1, 5), s([0x61, 0xDFFF]), None),
+        ],
+    )
     rd("empty_row", "ROW<>", [row(), row(kind="-D")])
     rd(
         "decimal_boundaries",
