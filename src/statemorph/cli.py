@@ -191,11 +191,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                              f"or pass --dir")
     cmd = [sys.executable, "-m", "pytest", root, "--benchmark-only", "-q", "-p", "no:cacheprovider",
            "--benchmark-columns=min,median,mean,ops,rounds", "--benchmark-sort=name"]
+    env = dict(os.environ)
     if args.full:
-        cmd.append("--scale-full")
+        env["STATEMORPH_SCALE_N"] = "10000000"
     cmd += args.pytest_args
     print("running:", " ".join(cmd), flush=True)
-    return subprocess.call(cmd)
+    return subprocess.call(cmd, env=env)
 
 
 # -- parser and entry point -----------------------------------------------------------------------
