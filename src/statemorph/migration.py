@@ -309,7 +309,11 @@ def _migrate(m: TypeMigration, value: Any) -> Any:
         assert m.element is not None
         return [_migrate(m.element, v) for v in value]
     assert m.key is not None and m.value is not None
-    return {_migrate(m.key, k): _migrate(m.value, v) for k, v in value.items()}
+    from .serializers._binary_codec import _freeze
+
+    # map keys read back frozen (a map key that is itself a map is a tuple of pairs)
+    items = value.items() if isinstance(value, dict) else value
+    return {_freeze(_migrate(m.key, k)): _migrate(m.value, v) for k, v in items}
 
 
 def migrate_row_value(plan: RowMigrationPlan, value: Any) -> Row:

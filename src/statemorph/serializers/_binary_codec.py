@@ -566,11 +566,16 @@ class ArrayCodec(Codec):
 
 
 def _freeze(value: Any) -> Any:
-    """Map keys must be hashable: arrays read as keys become tuples, maps tuples of pairs."""
+    """Map keys must be hashable: arrays read as keys become tuples, maps tuples of pairs, and
+    rows holding either are rebuilt with frozen fields."""
     if isinstance(value, list):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, dict):
-        return tuple((k, _freeze(v)) for k, v in value.items())
+        return tuple((_freeze(k), _freeze(v)) for k, v in value.items())
+    if isinstance(value, Row):
+        return Row([_freeze(v) for v in value], value.kind)
+    if isinstance(value, tuple):
+        return tuple(_freeze(v) for v in value)
     return value
 
 
