@@ -6,6 +6,9 @@ in Java but equal in Python) and unhashable key values (lists, dicts) work. Rest
 every entry eagerly with the serializers restored from the savepoint's snapshots; a migration
 converts every value with the old snapshot's ``migrate_value`` into a new table and swaps it in only
 when all of them converted and serialize with the new serializer.
+
+Like Flink's heap backend, values are stored as given (not copied, not serialized) on write; a
+value the serializer cannot write is reported by the next savepoint, naming the state and key.
 """
 
 from __future__ import annotations
