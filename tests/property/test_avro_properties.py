@@ -257,11 +257,11 @@ def evolutions(draw):
                     t = dict(t, symbols=t["symbols"] + ["Z"])
                     f["type"] = t
                     break
-    new = {"type": "record", "name": "Event", "fields": _define_before_use(new_fields)}
+    new = {"type": "record", "name": "Event", "fields": _define_before_use(new_fields, named)}
     return old, new, old_value, ops
 
 
-def _define_before_use(fields):
+def _define_before_use(fields, named):
     """After removing or reordering fields, a named type may be referenced before (or without) its
     definition; move each definition to the first use, as Avro requires."""
     defs = {}
@@ -281,6 +281,8 @@ def _define_before_use(fields):
 
     for f in fields:
         collect(f["type"])
+    for name, definition in named.items():  # defined only in a field that was removed
+        defs.setdefault(name, definition)
     done = set()
 
     def rewrite(t):
@@ -352,7 +354,9 @@ def test_verdict_agrees_with_the_avro_checker(a, b):
     from statemorph.serializers._avro_resolve import ResolutionError, Resolver, avro_checker_verdict
 
     old, new = AvroSerializer(a[0]), AvroSerializer(b[0])
-    checker_ok, _ = avro_checker_verdict(new.parsed_schema, old.parsed_schema)
+    verdict = avro_checker_verdict(new.parsed_schema, old.parsed_schema)
+    assert verdict is not None
+    checker_ok = verdict[0]
     try:
         Resolver(old.root, new.root, old.codec, new.codec, False)
         ours = True

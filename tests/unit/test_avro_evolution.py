@@ -214,3 +214,21 @@ def test_migration_plan_is_compiled_once_per_pair():
     old, new, snap, result = evolve(BASE, new_schema)
     assert snap._plan(new) is result.plan
     assert snap._plan(AvroSerializer(new_schema)) is result.plan
+
+
+def test_without_the_avro_package_the_resolver_alone_decides(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_avro(name, *args, **kwargs):
+        if name == "avro" or name.startswith("avro."):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_avro)
+    new = with_fields(BASE, BASE["fields"] + [{"name": "score", "type": "double", "default": 0.5}])
+    assert_migrates(BASE, new, OLD_VALUE, dict(OLD_VALUE, score=0.5))
+    bad = with_fields(BASE, [BASE["fields"][0], {"name": "name", "type": "int"}, BASE["fields"][2]])
+    result = evolve(BASE, bad)[3]
+    assert result.is_incompatible() and "record Event field name" in result.reason

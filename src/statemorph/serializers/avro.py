@@ -165,13 +165,15 @@ class AvroSerializerSnapshot(TypeSerializerSnapshot):
         old = self.restore_serializer()
         if old.same_schema(new_serializer):
             return SchemaCompatibility.compatible_as_is()
-        compatible, checker_message = avro_checker_verdict(new_serializer.parsed_schema, old.parsed_schema)
+        # the official checker gives the verdict; our resolver (same rules) gives path-precise reasons
+        # and the migration plan; a schema pair either one rejects is incompatible
+        verdict = avro_checker_verdict(new_serializer.parsed_schema, old.parsed_schema)
         try:
             plan = self._plan(new_serializer)
         except ResolutionError as e:
             return SchemaCompatibility.incompatible(e.reason)
-        if not compatible:
-            return SchemaCompatibility.incompatible(f"Avro schema compatibility check failed: {checker_message}")
+        if verdict is not None and not verdict[0]:
+            return SchemaCompatibility.incompatible(f"Avro schema compatibility check failed: {verdict[1]}")
         return SchemaCompatibility.compatible_after_migration(
             "Avro schema changed; the new (reader) schema can read the old (writer) schema", plan=plan)
 
