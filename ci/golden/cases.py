@@ -195,6 +195,17 @@ def datastream() -> Cases:
     c.values("map_row_values", "Map<Int,Row<String,Double>>", [m((1, row("a", 1.0, kind="+U")), (2, None))])
     c.values("list_tuple", "List<Tuple<String,Long>>", [[["a", 1], ["b", 2]], []])
     c.values("nullable_enum", f"Nullable<{COLOR},padded>", [None, "GREEN"])
+    c.values("map_null_key", "Map<String,Int>", [m((None, 1), ("a", None))])
+    c.values("tuple_of_padded", "Tuple<Nullable<Long,padded>,Nullable<Boolean,padded>>", [[None, True], [1, None]])
+    c.values(
+        "pojo_tuple_row_fields",
+        "Pojo<p.TR:t=Tuple<Int,String>,r=Row<Long>,arr=LongArray>",
+        [
+            {"t": [1, "a"], "r": row(2, kind="+U"), "arr": [3]},
+            {"t": None, "r": None, "arr": None},
+        ],
+    )
+    c.values("chararray_pair", "CharArray", [[s([0xD83D]), s([0xDE00]), "x"]])
     c.values(
         "row2",
         "Row<Int,String>",
@@ -344,6 +355,7 @@ def snapshots() -> Cases:
         f"Nullable<{COLOR},padded>",
         "Row[legacy]<>",
         "Map<Int,Row<String,Double>>",
+        "Pojo<p.TR:t=Tuple<Int,String>,r=Row<Long>,arr=LongArray>",
     ]:
         c.snapshot(f"snapshot/{spec}", spec)
     return c
@@ -405,6 +417,8 @@ def compat() -> Cases:
         ("pojo_field_added_enum_appended", f"Pojo<p.R:e={rg}>", f"Pojo<p.R:e={rgb},n=Int>"),
         ("nullable_enum_appended", f"Nullable<{rg},padded>", f"Nullable<{rgb},padded>"),
         ("string_array_same", "StringArray", "StringArray"),
+        ("row_list_int_long", "Row<List<Int>>", "Row<List<Long>>"),
+        ("pojo_renamed_field", "Pojo<p.P:a=Int,b=String>", "Pojo<p.P:a=Int,bb=String>"),
         ("row_legacy_nested_pojo_added", f"Row[legacy]<{pojo_ab}>", "Row<Pojo<p.P:a=Int,b=String,c=Long>>"),
     ]:
         c.compat(f"compat/{name}", old, new)
@@ -627,6 +641,22 @@ def rowdata() -> Cases:
         ],
     )
     rd("empty_row", "ROW<>", [row(), row(kind="-D")])
+    rd(
+        "more_collections",
+        "ROW<aa ARRAY<ARRAY<STRING>>, mss MAP<STRING, STRING>, mi MULTISET<INT>, "
+        "a9 ARRAY<TIMESTAMP(9)>, ac ARRAY<CHAR(2)>, r ROW<x INT NOT NULL> NOT NULL>",
+        [
+            row(
+                [["a", None], None, ["long enough string"]],
+                m(("k", "v" * 20), ("n", None)),
+                m((1, 3), (None, 1)),
+                [ts(1, 1), None],
+                ["ab", None],
+                row(1),
+            ),
+            row([], m(), m(), [], [], row(0), kind="-U"),
+        ],
+    )
     rd(
         "decimal_boundaries",
         "ROW<a DECIMAL(18,18), b DECIMAL(19,0), c DECIMAL(38,0), d DECIMAL(1,0)>",

@@ -211,7 +211,14 @@ final class World {
             case "StringArray": r = StringArraySerializer.INSTANCE; break;
             case "List": r = new ListSerializer<>(serializer(s.args.get(0))); break;
             case "Map": r = new MapSerializer<>(serializer(s.args.get(0)), serializer(s.args.get(1))); break;
-            case "Nullable": r = NullableSerializer.wrap(serializer(s.args.get(0)), s.padded); break;
+            case "Nullable":
+                if (s.args.get(0).kind.equals("Nullable")) {
+                    // NullableSerializer.wrap returns an already-nullable serializer unchanged
+                    // (its constructor is private), so Flink has no nested-Nullable format.
+                    throw new IllegalArgumentException("Nullable<Nullable<...>> does not exist in Flink: wrap() never nests");
+                }
+                r = NullableSerializer.wrap(serializer(s.args.get(0)), s.padded);
+                break;
             case "Tuple": r = new TupleSerializer(Tuple.getTupleClass(s.args.size()), nested(s.args)); break;
             case "Row": r = new RowSerializer(nested(s.args), null, !s.legacy); break;
             case "Enum": r = new EnumSerializer(cls(s.cls)); break;
