@@ -10,6 +10,9 @@ field path.
 
 Which path a serializer takes:
 
+- flink-core ``Row`` → ``Row`` (``RowSerializer``): the remap kernel rewrites the null mask (RowKind
+  bits added or dropped, at any depth) and copies validated field bytes, for rows of primitives,
+  strings, byte arrays and nested rows; other field types take the per-value path;
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
   ROWs; migrate for every field type, remapping slots and copying var-part data; rows inside
@@ -707,7 +710,7 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
         raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
     k = _native.KERNELS
     prog = None
-    plan = None
+    core = False
     if _is(new_serializer, "RowDataSerializer") and type(prior_snapshot).__name__ == "RowDataSerializerSnapshot":
         from .migration import plan_row_migration
 
@@ -716,12 +719,19 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
             prog = B.compile_migration_program(plan)
         except B.NotByteRemappable:
             prog = None
+    elif _is(new_serializer, "RowSerializer") and type(prior_snapshot).__name__ == "RowSerializerSnapshot" \
+            and not compat.is_compatible_with_reconfigured_serializer():
+        try:
+            prog = B.compile_core_row_program(prior_snapshot, new_serializer)
+            core = True
+        except B.NotByteRemappable:
+            prog = None
     return _per_chunk(binary_array, lambda a, base: _migrate_chunk(k, a, prior_snapshot, new_serializer, compat,
-                                                                   prog, threads, on_error, base), on_error)
+                                                                   prog, core, threads, on_error, base), on_error)
 
 
 def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any,
-                   prog: B.RowProgram | None, threads: int, on_error: str, base: int) -> Any:
+                   prog: B.RowProgram | None, core: bool, threads: int, on_error: str, base: int) -> Any:
     n = len(arr)
     errors = _Errors(on_error, "migrate", prog)
     if prog is None:
@@ -730,11 +740,13 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     valid = _validity_bits(arr)
     matrix = prog.matrix
 
+    sizes_fn, fill_fn = (k.core_row_sizes, k.core_row_fill) if core else (k.migrate_sizes, k.migrate_fill)
+
     def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
-        k.migrate_sizes(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
+        sizes_fn(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
 
     def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
-        k.migrate_fill(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
+        fill_fn(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
 
     out = _binary_output(n, _ranges(n, threads), valid, errors, base, sizes, fill, wide)
     return errors.result(out)

@@ -28,6 +28,7 @@ _KERNEL_HOME = {
     "bytes_encode_fill": "strings", "bytes_decode_sizes": "strings", "bytes_decode_fill": "strings",
     "encode_sizes": "rowdata", "encode_fill": "rowdata", "decode_sizes": "rowdata",
     "decode_fill": "rowdata", "migrate_sizes": "rowdata", "migrate_fill": "rowdata",
+    "core_row_sizes": "remap", "core_row_fill": "remap",
 }
 
 
@@ -39,9 +40,10 @@ def _parse_mode(raw: str | None) -> str:
 
 
 def _load_native() -> dict[str, ModuleType]:
-    from . import primitives, rowdata, strings  # type: ignore[attr-defined]
+    from . import primitives, remap, rowdata, strings  # type: ignore[attr-defined]
 
-    mods: dict[str, ModuleType] = {"primitives": primitives, "strings": strings, "rowdata": rowdata}
+    mods: dict[str, ModuleType] = {"primitives": primitives, "strings": strings, "rowdata": rowdata,
+                                   "remap": remap}
     for mod in mods.values():
         if getattr(mod, "__statemorph_native__", False) is not True:
             raise ImportError(f"{mod.__name__} is not a statemorph compiled kernel module")

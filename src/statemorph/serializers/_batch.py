@@ -949,11 +949,196 @@ def encode_fill(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any,
         out[a + 4:a + 4 + len(row)] = row
 
 
+# ---------------------------------------------------------------------------------- flink-core Row
+S_FIXED, S_STR, S_BYTES, S_ROW = 1, 2, 3, 4
+C_OLD_FLAG, C_NEW_FLAG, C_WIDTH = 5, 6, 7
+
+
+def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
+    """Program for migrating flink-core ``Row`` bytes written under ``prior_snapshot`` (a
+    ``RowSerializerSnapshot``) to ``new_serializer`` (a ``RowSerializer``).
+
+    Raises :class:`NotByteRemappable` when a field's bytes are not copied unchanged (a nested
+    value changes shape) or its type has no in-place validator here."""
+    from . import (
+        BooleanSerializer,
+        BytePrimitiveArraySerializer,
+        ByteSerializer,
+        CharSerializer,
+        DoubleSerializer,
+        FloatSerializer,
+        IntSerializer,
+        LongSerializer,
+        ShortSerializer,
+        StringSerializer,
+    )
+    from .tuples import RowSerializer, RowSerializerSnapshot
+
+    widths = {BooleanSerializer: 1, ByteSerializer: 1, ShortSerializer: 2, CharSerializer: 2, IntSerializer: 4,
+              FloatSerializer: 4, LongSerializer: 8, DoubleSerializer: 8}
+    rows: list[list[int]] = []
+    paths: list[str] = []
+
+    def visit(snap: Any, ser: Any, pos: int, path: str) -> None:
+        if not isinstance(snap, RowSerializerSnapshot) or not isinstance(ser, RowSerializer):
+            raise NotByteRemappable(f"{path or 'row'}: not a flink-core Row")
+        if len(snap.nested_snapshots) != ser.arity:
+            raise NotByteRemappable(f"{path or 'row'}: arity changed")
+        me = len(rows)
+        rows.append([S_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
+        paths.append(path)
+        for i, (nsnap, nser) in enumerate(zip(snap.nested_snapshots, ser.field_serializers, strict=True)):
+            child = f"{path}.{ser.label(i)}" if path else ser.label(i)
+            if isinstance(nser, RowSerializer):
+                visit(nsnap, nser, i, child)
+                continue
+            compat = nsnap.resolve_schema_compatibility(nser)
+            if not compat.is_compatible_as_is() or type(nsnap.restore_serializer()) is not type(nser):
+                raise NotByteRemappable(f"{child}: value changes shape")
+            if type(nser) in widths:
+                rows.append([S_FIXED, i, len(rows) + 1, 0, 0, 0, 0, widths[type(nser)]])
+            elif type(nser) is StringSerializer:
+                rows.append([S_STR, i, len(rows) + 1, 0, 0, 0, 0, 0])
+            elif type(nser) is BytePrimitiveArraySerializer:
+                rows.append([S_BYTES, i, len(rows) + 1, 0, 0, 0, 0, 0])
+            else:
+                raise NotByteRemappable(f"{child}: {type(nser).__name__} has no in-place validator")
+            paths.append(child)
+        rows[me][C_END] = len(rows)
+
+    visit(prior_snapshot, new_serializer, -1, "")
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+
+
+def _mask_bit(m: bytes, k: int) -> bool:
+    return bool(m[k >> 3] >> (7 - (k & 7)) & 1)
+
+
+def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, out: bytearray | None,
+                   err: list[int]) -> tuple[int, int]:
+    """Mirror of ``row_walk``: (new size, next pos); raises _RowError."""
+    arity = p[node][C_ARITY]
+    oldk = 2 if p[node][C_OLD_FLAG] else 0
+    newk = 2 if p[node][C_NEW_FLAG] else 0
+    oldlen, newlen = (arity + oldk + 7) >> 3, (arity + newk + 7) >> 3
+    if end - pos < oldlen:
+        err[0] = node
+        raise _RowError(E_TRUNCATED)
+    m = d[pos:pos + oldlen]
+    if any(_mask_bit(m, k) for k in range(arity + oldk, oldlen * 8)):
+        err[0] = node
+        raise _RowError(E_BAD_HEADER)
+    kind_bits = (int(_mask_bit(m, 0)) | int(_mask_bit(m, 1)) << 1) if oldk else 0
+    pos += oldlen
+    size = newlen
+    if out is not None:
+        head = bytearray(newlen)
+        if newk:
+            head[0] |= (0x80 if kind_bits & 1 else 0) | (0x40 if kind_bits & 2 else 0)
+        for i in range(arity):
+            if _mask_bit(m, oldk + i):
+                k = newk + i
+                head[k >> 3] |= 0x80 >> (k & 7)
+        out += head
+    child = node + 1
+    while child < p[node][C_END]:
+        if _mask_bit(m, oldk + p[child][C_POS]):
+            child = p[child][C_END]
+            continue
+        start = pos
+        kind = p[child][C_KIND]
+        if kind == S_ROW:
+            r, pos = _core_row_walk(p, child, d, pos, end, out, err)
+            size += r
+            child = p[child][C_END]
+            continue
+        if kind == S_FIXED:
+            w = p[child][C_WIDTH]
+            if end - pos < w:
+                err[0] = child
+                raise _RowError(E_TRUNCATED)
+            pos += w
+        elif kind == S_STR:
+            code, n, pos = _read_varint(d, pos, end, 0x7FFFFFFF)
+            if code == E_OK and n > 0:
+                if n - 1 > end - pos:
+                    code = E_TRUNCATED
+                else:
+                    for _ in range(n - 1):
+                        code, _u, pos = _read_varint(d, pos, end, 0xFFFF)
+                        if code != E_OK:
+                            break
+            if code != E_OK:
+                err[0] = child
+                raise _RowError(code)
+        else:
+            if end - pos < 4:
+                err[0] = child
+                raise _RowError(E_TRUNCATED)
+            blen = struct.unpack_from(">i", d, pos)[0]
+            if blen < 0 or blen > end - pos - 4:
+                err[0] = child
+                raise _RowError(E_BAD_LENGTH if blen < 0 else E_TRUNCATED)
+            pos += 4 + blen
+        if out is not None:
+            out += d[start:pos]
+        size += pos - start
+        child = p[child][C_END]
+    return size, pos
+
+
+def core_row_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                   stop: int, out_off: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    p = _prog_matrix(prog).tolist()
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        if not v.valid(i):
+            continue
+        err = [-1]
+        code, s, e = v.entry(i)
+        if code == E_OK:
+            try:
+                r, pos = _core_row_walk(p, 0, v.data, s, e, None, err)
+                if pos != e:
+                    code = E_TRAILING
+                else:
+                    out_off[i + 1] = r
+            except _RowError as x:
+                code = x.code
+        if code != E_OK:
+            out_off[i + 1] = encode_err(code, err[0])
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+    return first
+
+
+def core_row_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                  stop: int, out_off: Any, out_data: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    p = _prog_matrix(prog).tolist()
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if a == b or b > len(out) or not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        if code != E_OK:
+            continue
+        buf = bytearray()
+        _core_row_walk(p, 0, v.data, s, e, buf, [-1])
+        out[a:b] = buf
+
+
 KERNELS = (
     "fixed_encode", "fixed_decode",
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
     "encode_sizes", "encode_fill", "decode_sizes", "decode_fill", "migrate_sizes", "migrate_fill",
+    "core_row_sizes", "core_row_fill",
 )
 
 __all__: list[str] = []
