@@ -182,3 +182,18 @@ def test_hostile_snapshots():
         read_versioned_snapshot(head + encode_string("x") + b"\xff\xff\xff\xff\x0f")
     with pytest.raises(SnapshotError, match="invalid schema"):
         read_versioned_snapshot(head + encode_string("x") + encode_string("[" * 5))
+
+
+def test_migrating_corrupt_old_bytes_is_a_typed_error_and_writes_nothing():
+    from statemorph.io import DataInputDeserializer, DataOutputSerializer
+
+    new_schema = {"type": "record", "name": "Event", "fields": [
+        {"name": "id", "type": "long"}, {"name": "extra", "type": "string", "default": ""}]}
+    new = AvroSerializer(new_schema)
+    snap = EVENT.snapshot_configuration()
+    assert snap.resolve_schema_compatibility(new).is_compatible_after_migration()
+    for cut in (3, 9, len(GOOD) - 1):
+        out = DataOutputSerializer()
+        with pytest.raises(StateFormatError, match=r"avro field Event\."):
+            snap.migrate_state(EVENT, new, DataInputDeserializer(GOOD[:cut]), out)
+        assert len(out) == 0
