@@ -32,8 +32,11 @@ RowData type (its snapshot compares ``LogicalType[]`` with ``equals``); each of 
 byte of the state unchanged, so treating them as compatible is safe. An incompatible result names
 **every** offending field by path (``metadata.userId: INT -> STRING``).
 
-With ``by_name=False`` fields are matched by position instead (the fallback for schemas whose
-names carry no meaning); extra new fields must then be nullable, and fewer fields is a removal.
+Positional fallback: a row whose old field names are exactly Flink's generated defaults
+``f0, f1, ...`` and share no name with the new row carries no usable names, so its fields are
+matched by position (``by_name=None``, the default, decides this per row, nested rows included).
+``by_name=False`` forces positional matching everywhere, ``by_name=True`` forces names. When
+matching by position, extra new fields must be nullable and fewer fields is a removal.
 """
 
 from __future__ import annotations
@@ -195,7 +198,7 @@ def _show(t: LogicalType) -> str:
 
 
 class _Planner:
-    def __init__(self, by_name: bool) -> None:
+    def __init__(self, by_name: bool | None) -> None:
         self.by_name = by_name
         self.reasons: list[str] = []
 
@@ -224,11 +227,12 @@ class _Planner:
 
     def plan_rows(self, old: RowType, new: RowType, path: str) -> RowMigrationPlan:
         prefix = f"{path}." if path else ""
+        by_name = self.by_name if self.by_name is not None else not _generated_names_only(old, new)
         fields: list[FieldMigration] = []
         added: list[str] = []
         used: set[int] = set()
         for j, nf in enumerate(new.fields):
-            i = old.field_index(nf.name) if self.by_name else (j if j < old.arity else -1)
+            i = old.field_index(nf.name) if by_name else (j if j < old.arity else -1)
             if i < 0:
                 if not nf.type.nullable:
                     self.reasons.append(f"{prefix}{nf.name}: added NOT NULL field ({_show(nf.type)}) "
@@ -250,7 +254,7 @@ class _Planner:
             and all(f.source == j and f.migration is not None and f.migration.is_copy
                     for j, f in enumerate(fields))
         )
-        parts = []
+        parts = [] if by_name or is_identity else ["matched by position"]
         if added:
             parts.append("added " + ", ".join(added))
         if reordered:
@@ -260,6 +264,13 @@ class _Planner:
             if f.migration is not None and not f.migration.is_copy:
                 changes.extend(_nested_changes(f.migration))
         return RowMigrationPlan(old, new, tuple(fields), is_identity, tuple(changes))
+
+
+def _generated_names_only(old: RowType, new: RowType) -> bool:
+    """Old names are Flink's defaults f0..fn-1 and none of them survives in the new row."""
+    names = old.field_names
+    return bool(names) and names == [f"f{i}" for i in range(len(names))] \
+        and not set(names) & set(new.field_names)
 
 
 def _nested_changes(m: TypeMigration) -> list[str]:
@@ -274,7 +285,7 @@ def _nested_changes(m: TypeMigration) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _plan_cached(old: RowType, new: RowType, by_name: bool) -> RowMigrationPlan:
+def _plan_cached(old: RowType, new: RowType, by_name: bool | None) -> RowMigrationPlan:
     planner = _Planner(by_name)
     plan = planner.plan_rows(old, new, "")
     if planner.reasons:
@@ -284,7 +295,7 @@ def _plan_cached(old: RowType, new: RowType, by_name: bool) -> RowMigrationPlan:
 
 
 def plan_row_migration(old_row_type: RowType | str, new_row_type: RowType | str,
-                       by_name: bool = True) -> RowMigrationPlan:
+                       by_name: bool | None = None) -> RowMigrationPlan:
     """The migration plan from ``old_row_type`` to ``new_row_type`` (cached per pair).
 
     Raises :class:`IncompatibleSchemaError` whose ``reason`` lists every offending field path.

@@ -262,3 +262,19 @@ def test_flink_rowdata_snapshot_gives_a_clear_error() -> None:
     with pytest.raises(UnsupportedVersionError, match="Java object serialization"):
         read_serializer_snapshot(out.get_copy_of_buffer())
     assert issubclass(UnsupportedVersionError, SnapshotError)
+
+
+def test_generated_names_fall_back_to_positions_automatically() -> None:
+    old, new = "ROW<f0 INT, f1 STRING>", "ROW<id INT, name STRING, extra BIGINT>"
+    plan = plan_row_migration(old, new)
+    assert [f.source for f in plan.fields] == [0, 1, -1]
+    assert plan.describe() == "row: matched by position; added extra"
+    check_migration(old, new, (1, "a long enough name"), (1, "a long enough name", None))
+    # a renamed-only row with generated names keeps its bytes
+    assert plan_row_migration(old, "ROW<id INT, name STRING>").is_identity
+    # names that are not the generated defaults are never matched by position
+    with pytest.raises(IncompatibleSchemaError, match="a: removed"):
+        plan_row_migration("ROW<a INT>", "ROW<b INT>")
+    # forcing names turns the generated-name case into removals
+    with pytest.raises(IncompatibleSchemaError, match="f0: removed"):
+        plan_row_migration(old, new, by_name=True)
