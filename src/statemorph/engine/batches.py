@@ -20,8 +20,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import StatemorphError
+from ..errors import StateFormatError, StatemorphError
 from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
+from .typed import KERNEL_SERIALIZERS, arrow_type_for, from_arrow_value, to_arrow_value
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
 ON_ERROR = ("raise", "null")
@@ -63,6 +64,40 @@ def _as_binary(arr: pa.Array, column: str) -> pa.Array:
     if pa.types.is_fixed_size_binary(arr.type) or pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         return arr.cast(pa.large_binary() if pa.types.is_large_string(arr.type) else pa.binary())
     raise StatemorphError(f"column {column!r} must be binary or large_binary, got {arr.type}")
+
+
+def decode_column(arr: pa.Array, ser: Any, arrow_type: pa.DataType, *, threads: int = 1,
+                  on_error: str = "raise") -> pa.Array:
+    """Binary column → typed column: compiled kernels where they exist, else value by value
+    through the reference serializer (Row, Tuple, POJO, Avro, collections...)."""
+    if type(ser).__name__ in KERNEL_SERIALIZERS:
+        from .. import arrow as arrow
+
+        out = arrow.decode(arr, ser, threads=threads, on_error=on_error)
+        return out if out.type == arrow_type else out.cast(arrow_type)
+    conv = to_arrow_value(ser)
+    values: list[Any] = []
+    for i, b in enumerate(arr.to_pylist()):
+        if b is None:
+            values.append(None)
+            continue
+        try:
+            values.append(conv(ser.from_bytes(b)))
+        except StateFormatError as e:
+            if on_error == "raise":
+                raise type(e)(f"row {i}: {e}") from e
+            values.append(None)
+    return pa.array(values, type=arrow_type)
+
+
+def encode_column(arr: pa.Array, ser: Any, *, threads: int = 1) -> pa.Array:
+    """Typed column → binary column of serialized values (the inverse of :func:`decode_column`)."""
+    if type(ser).__name__ in KERNEL_SERIALIZERS:
+        from .. import arrow as arrow
+
+        return arrow.encode(arr, ser, threads=threads)
+    conv = from_arrow_value(ser)
+    return pa.array([None if v is None else ser.to_bytes(conv(v)) for v in arr.to_pylist()], pa.binary())
 
 
 class _ColumnTransform:
@@ -168,21 +203,18 @@ class ColumnDecoder(_ColumnTransform):
     def value_type(self) -> pa.DataType:
         """The Arrow type of decoded values (what the serializer's values map to)."""
         if self._type is None:
-            from .. import arrow as arrow
-
-            self._type = arrow.decode(pa.array([], pa.binary()), self.serializer()).type
+            self._type = arrow_type_for(self.serializer())
         return self._type
 
     def output_type(self, input_type: pa.DataType) -> pa.DataType:
         return self.value_type()
 
     def transform(self, arr: pa.Array) -> pa.Array:
-        from .. import arrow as arrow
-
-        return arrow.decode(arr, self.serializer(), threads=self.threads, on_error=self.on_error)
+        return decode_column(arr, self.serializer(), self.value_type(), threads=self.threads, on_error=self.on_error)
 
 
-__all__ = ["BatchFn", "ColumnDecoder", "ColumnMigrator", "IdentityTransform", "snapshot_bytes"]
+__all__ = ["BatchFn", "ColumnDecoder", "ColumnMigrator", "IdentityTransform", "decode_column", "encode_column",
+           "snapshot_bytes"]
 
 
 # -- whole-state encoders and decoders (the State Processor read / bootstrap paths) -----------------
@@ -311,7 +343,6 @@ class StateEncoder:
         return pa.StructArray.from_arrays(arrays, names=list(self.value_cols))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        from .. import arrow as arrow
         from ..state.namespace import VoidNamespace, VoidNamespaceSerializer
         from .keys import key_groups
 
@@ -322,16 +353,17 @@ class StateEncoder:
         keys = batch.column(self.key_col)
         cols: dict[str, pa.Array] = {
             "key_group": key_groups(keys, key_ser, self.max_parallelism),
-            "key": arrow.encode(keys, key_ser, threads=self.threads),
+            "key": encode_column(keys, key_ser, threads=self.threads),
             "namespace": pa.array([VoidNamespaceSerializer().to_bytes(VoidNamespace)] * n, pa.binary()),
         }
         if self.kind == "map":
             assert self.user_key_ser is not None
-            cols["user_key"] = arrow.encode(batch.column(self.user_key_col), self._ser("user_key", self.user_key_ser),
-                                            threads=self.threads)
+            cols["user_key"] = encode_column(batch.column(self.user_key_col),
+                                             self._ser("user_key", self.user_key_ser), threads=self.threads)
         if self.kind == "list":
             cols["index"] = batch.column(self.index_col).cast(pa.int32())
-        cols["value"] = arrow.encode(self._value_array(batch), self._ser("value", self.value_ser), threads=self.threads)
+        cols["value"] = encode_column(self._value_array(batch), self._ser("value", self.value_ser),
+                                      threads=self.threads)
         schema = self.output_schema()
         arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
