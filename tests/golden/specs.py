@@ -589,6 +589,29 @@ def decode_avro(schema: Any, j: Any, names: dict[str, Any], ns: str = "") -> Any
 # ------------------------------------------------------------------------------------ comparison
 
 
+class RecordDict(dict):  # type: ignore[type-arg]
+    """A POJO as a serializer restored from a snapshot sees it: a dict by field name, compared
+    without regard to key order (a record, not a byte-ordered map)."""
+
+
+def without_classes(v: Any, world: World) -> Any:
+    """The value as a serializer restored from a snapshot (no Python classes) reads it: the
+    world's enum members become constant names, its POJO instances :class:`RecordDict`."""
+    if isinstance(v, enum.Enum) and type(v) in world.enums.values():
+        return v.name
+    if type(v) in world.pojos.values():
+        return RecordDict({f.name: without_classes(getattr(v, f.name), world) for f in dataclasses.fields(v)})
+    if isinstance(v, Row):
+        return Row([without_classes(x, world) for x in v], v.kind)
+    if isinstance(v, list):
+        return [without_classes(x, world) for x in v]
+    if isinstance(v, tuple):
+        return tuple(without_classes(x, world) for x in v)
+    if isinstance(v, dict):
+        return {without_classes(k, world): without_classes(x, world) for k, x in v.items()}
+    return v
+
+
 def _as_timestamp(v: Any) -> Timestamp | None:
     if isinstance(v, Timestamp):
         return v
@@ -634,6 +657,14 @@ def mismatch(expected: Any, got: Any, path: str = "value") -> str | None:
         if not isinstance(got, want):
             return f"{path}: expected a {want.__name__} {expected!r}, got {type(got).__name__} {got!r}"
         return _seq(expected, got, path)
+    if isinstance(expected, RecordDict):
+        if not isinstance(got, dict) or set(got) != set(expected):
+            return f"{path}: expected a record with fields {sorted(expected)}, got {got!r}"
+        for k, ve in expected.items():
+            bad = mismatch(ve, got[k], f"{path}.{k}")
+            if bad:
+                return bad
+        return None
     if isinstance(expected, dict):
         if not isinstance(got, dict):
             return f"{path}: expected a dict {expected!r}, got {got!r}"

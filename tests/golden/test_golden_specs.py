@@ -16,7 +16,7 @@ HERE = Path(__file__).parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from specs import ATOMS, Spec, SpecError, World, mismatch, parse_spec  # noqa: E402
+from specs import ATOMS, Spec, SpecError, World, mismatch, parse_spec, without_classes  # noqa: E402
 
 from statemorph.row import Row, RowKind  # noqa: E402
 from statemorph.types import Timestamp  # noqa: E402
@@ -156,3 +156,17 @@ def test_comparison_is_strict_where_bytes_differ() -> None:
     assert mismatch(dt.datetime(1970, 1, 1), dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) is not None
     assert mismatch(b"\x00", bytearray(b"\x00")) is None
     assert mismatch("a", None) is not None
+
+
+def test_without_classes_turns_user_classes_into_names_and_records() -> None:
+    w = World()
+    v = w.value(
+        "Tuple<Enum<p.C:A,B>,Pojo<p.P:x=Int,e=Enum<p.C:A,B>>,List<Pojo<p.P:x=Int,e=Enum<p.C:A,B>>>>",
+        ["B", {"x": 1, "e": "A"}, [None]],
+    )
+    plain = without_classes(v, w)
+    assert plain == ("B", {"x": 1, "e": "A"}, [None])
+    assert mismatch(plain, ("B", {"e": "A", "x": 1}, [None])) is None  # records ignore key order
+    assert mismatch(plain, ("B", {"e": "A"}, [None])) is not None
+    ts = Timestamp(1, 2)
+    assert without_classes(ts, w) is ts  # statemorph's own dataclasses stay
