@@ -220,5 +220,5 @@ def test_random_compatible_evolution_migrates_like_building_the_new_row(data: st
 def test_snapshot_round_trip_keeps_the_row_type(t: RowType) -> None:
     snap = RowDataSerializer(t).snapshot_configuration()
     back = read_versioned_snapshot(write_versioned_snapshot(snap))
-    assert back.restore_serializer() == RowDataSerializer(t.copy(nullable=True))  # type: ignore[arg-type]
+    assert back.restore_serializer() == RowDataSerializer(t)
     assert back.resolve_schema_compatibility(RowDataSerializer(t)).is_compatible_as_is()

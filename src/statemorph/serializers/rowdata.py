@@ -66,7 +66,8 @@ class RowDataSerializer(TypeSerializer[Row]):
         return self._codec.arity
 
     def _config(self) -> tuple[Any, ...]:
-        return (self.row_type,)
+        # the row's own nullability does not reach the bytes (a top-level row is never null)
+        return (self.row_type.copy(nullable=True),)
 
     def __repr__(self) -> str:
         return f"RowDataSerializer({str(self.row_type)!r})"
@@ -197,8 +198,10 @@ class RowDataSerializerSnapshot(TypeSerializerSnapshot):
         src: DataInputDeserializer,
         out: DataOutputSerializer,
     ) -> None:
-        """Bytes to bytes: the old BinaryRowData is remapped with the plan, never turned into
-        Python values (so float NaN payloads and nanoseconds survive untouched)."""
+        """Bytes to bytes: the old BinaryRowData is validated (one full read, for typed errors
+        with field paths), then remapped slot by slot with the plan, so the output is built from
+        the old bytes themselves: float NaN payloads, nanoseconds and nested structures survive
+        untouched, and new fields are null."""
         from ..migration import plan_row_migration, remap_binary_row
 
         if not isinstance(new, RowDataSerializer):
