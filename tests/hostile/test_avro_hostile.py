@@ -182,6 +182,10 @@ def test_hostile_snapshots():
         read_versioned_snapshot(head + encode_string("x") + b"\xff\xff\xff\xff\x0f")
     with pytest.raises(SnapshotError, match="invalid schema"):
         read_versioned_snapshot(head + encode_string("x") + encode_string("[" * 5))
+    # schemas nested beyond Python's recursion limit are parse errors, not RecursionErrors
+    for deep in ("[" * 100_000, '{"type":"array","items":' * 3000 + '"int"' + "}" * 3000):
+        with pytest.raises(SnapshotError, match="nested too deeply"):
+            read_versioned_snapshot(head + encode_string("x") + encode_string(deep))
 
 
 def test_migrating_corrupt_old_bytes_is_a_typed_error_and_writes_nothing():

@@ -170,7 +170,9 @@ def load_schema(schema: str | Mapping[str, Any] | list[Any]) -> tuple[Any, Any]:
             try:
                 raw = json.loads(text)
             except json.JSONDecodeError as e:
-                raise TypeParseError(f"Avro schema is not valid JSON: {e.msg}", text, e.pos) from None
+                raise TypeParseError(f"Avro schema is not valid JSON: {e.msg}", text[:200], e.pos) from None
+            except RecursionError:
+                raise TypeParseError("Avro schema JSON is nested too deeply") from None
         else:
             raw = text  # a bare primitive name such as  int
     else:

@@ -40,15 +40,18 @@ class AvroSerializer(TypeSerializer[Any]):
     """
 
     def __init__(self, schema: str | Mapping[str, Any] | list[Any], java_class_name: str | None = None) -> None:
-        raw, parsed = load_schema(schema)
-        self._raw = raw
-        self.parsed_schema: Any = parsed
-        self.schema_json: str = java_schema_json(raw)
-        self._equality_key = java_schema_json(_strip_doc_and_aliases(raw))
+        try:
+            raw, parsed = load_schema(schema)
+            self._raw = raw
+            self.parsed_schema: Any = parsed
+            self.schema_json: str = java_schema_json(raw)
+            self._equality_key = java_schema_json(_strip_doc_and_aliases(raw))
+            self.root: AvroNode = build_tree(parsed)
+            root_path = self.root.name if isinstance(self.root, NamedNode) else self.root.kind
+            self._codec = AvroCodec(self.root, root_path)
+        except RecursionError:
+            raise TypeParseError("Avro schema is nested too deeply") from None
         self.java_class_name: str = java_class_name or GENERIC_RECORD_CLASS
-        self.root: AvroNode = build_tree(parsed)
-        root_path = self.root.name if isinstance(self.root, NamedNode) else self.root.kind
-        self._codec = AvroCodec(self.root, root_path)
 
     @property
     def codec(self) -> AvroCodec:
@@ -181,7 +184,10 @@ class AvroSerializerSnapshot(TypeSerializerSnapshot):
         key = (new_serializer.schema_json, new_serializer.java_class_name)
         plan = self._plans.get(key)
         if plan is None:
-            plan = MigrationPlan(self.restore_serializer(), new_serializer)
+            try:
+                plan = MigrationPlan(self.restore_serializer(), new_serializer)
+            except RecursionError:
+                raise ResolutionError("", "the schemas are nested too deeply to resolve", "") from None
             self._plans[key] = plan
         return plan
 
