@@ -49,6 +49,7 @@ from typing import Any
 from .errors import IncompatibleSchemaError, MalformedDataError, StateMigrationError
 from .io import DataInputDeserializer, DataOutputSerializer
 from .row import Row, row_kind_of
+from .serializers._binary_codec import RowCodec, _Ctx, _freeze, array_header_size, round8, row_null_bits_size
 from .types import (
     ArrayType,
     BinaryType,
@@ -320,8 +321,6 @@ def _migrate(m: TypeMigration, value: Any) -> Any:
         assert m.element is not None
         return [_migrate(m.element, v) for v in value]
     assert m.key is not None and m.value is not None
-    from .serializers._binary_codec import _freeze
-
     # map keys read back frozen (a map key that is itself a map is a tuple of pairs)
     items = value.items() if isinstance(value, dict) else value
     return {_freeze(_migrate(m.key, k)): _migrate(m.value, v) for k, v in items}
@@ -346,10 +345,6 @@ def migrate_row_value(plan: RowMigrationPlan, value: Any) -> Row:
 
 _U64 = struct.Struct("<Q")
 _I32 = struct.Struct("<i")
-
-
-def _round8(n: int) -> int:
-    return (n + 7) & ~7
 
 
 def _fail(path: str, message: str, offset: int) -> MalformedDataError:
@@ -404,13 +399,13 @@ class _Remapper:
         cursor = len(buf)
         _U64.pack_into(buf, new_slot, (cursor << 32) | low)
         buf += payload
-        buf += bytes(_round8(len(payload)) - len(payload))
+        buf += bytes(round8(len(payload)) - len(payload))
 
     def append_ref(self, buf: bytearray, new_slot: int, payload: bytes | bytearray) -> None:
         cursor = len(buf)
         _U64.pack_into(buf, new_slot, (cursor << 32) | len(payload))
         buf += payload
-        buf += bytes(_round8(len(payload)) - len(payload))
+        buf += bytes(round8(len(payload)) - len(payload))
 
     def structure(self, m: TypeMigration, slot: int, base: int, end: int, path: str) -> bytes | bytearray:
         """Remap the row / array / map referenced by ``slot``."""
@@ -428,9 +423,9 @@ class _Remapper:
     def row(self, plan: RowMigrationPlan, start: int, size: int, path: str) -> bytearray:
         data = self.data
         old_arity = plan.old_type.arity
-        old_nb = ((old_arity + 63 + 8) // 64) * 8
+        old_nb = row_null_bits_size(old_arity)
         new_arity = len(plan.fields)
-        new_nb = ((new_arity + 63 + 8) // 64) * 8
+        new_nb = row_null_bits_size(new_arity)
         buf = bytearray(new_nb + 8 * new_arity)
         buf[0] = data[start]
         old_bits = int.from_bytes(data[start:start + old_nb], "little") >> 8
@@ -456,8 +451,8 @@ class _Remapper:
         """Arrays whose elements are rows / arrays / maps to migrate (8-byte reference slots)."""
         data = self.data
         n = _I32.unpack_from(data, start)[0]
-        header = 4 + ((n + 31) // 32) * 4
-        buf = bytearray(_round8(header + 8 * n))
+        header = array_header_size(n)
+        buf = bytearray(round8(header + 8 * n))
         buf[0:header] = data[start:start + header]
         end = start + size
         for i in range(n):
@@ -482,8 +477,6 @@ def remap_binary_row(plan: RowMigrationPlan, data: bytes, origin: int = 0, valid
     without building Python values. The old bytes are fully validated first (``validate``),
     so corrupt input raises :class:`MalformedDataError` naming the field path and offset."""
     if validate:
-        from .serializers._binary_codec import _Ctx
-
         _old_codec(plan.old_type).decode(_Ctx(bytes(data), origin), 0, len(data))
     if plan.is_identity:
         return bytes(data)
@@ -491,9 +484,7 @@ def remap_binary_row(plan: RowMigrationPlan, data: bytes, origin: int = 0, valid
 
 
 @functools.lru_cache(maxsize=256)
-def _old_codec(t: RowType) -> Any:
-    from .serializers._binary_codec import RowCodec
-
+def _old_codec(t: RowType) -> RowCodec:
     return RowCodec(t)
 
 
