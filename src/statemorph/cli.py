@@ -227,8 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--engine", choices=("local", "spark"), default="local")
     s.add_argument("--master", default="local[2]", help="Spark master (with --engine spark), default local[2]")
     s.add_argument("--threads", type=_positive_int, default=2, help="local engine threads (default 2)")
-    s.add_argument("--on-error", choices=("raise", "null"), default="raise",
-                   help="a value that cannot be read: stop (default) or write null")
+    s.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                   help="a value that cannot be read: stop (default), or drop that entry and report the count")
     s.set_defaults(func=cmd_migrate)
 
     s = sub.add_parser("demo", help="build the Events savepoint, check, migrate and restore it")

@@ -112,3 +112,34 @@ def test_migrate_list_and_map_state(tmp_path):
     items = b.get_state(ListStateDescriptor("items", new))
     b.set_current_key(1)
     assert [tuple(r) for r in items.get()] == [(1, "a", None), (2, "b", None)]
+
+
+def _with_corrupt_value(src: str, dst, bad_row: int) -> str:
+    """A copy of ``src`` (a valid savepoint) whose value at ``bad_row`` is truncated garbage."""
+    from statemorph.savepoint.writer import SavepointWriter
+
+    md = read_metadata(src)
+    st = md.states["events"]
+    t = raw_state_table(src, "events")
+    values = t.column("value").to_pylist()
+    values[bad_row] = values[bad_row][:9]
+    t = t.set_column(t.schema.get_field_index("value"), "value", pa.array(values, pa.binary()))
+    with SavepointWriter(dst, max_parallelism=md.max_parallelism, key_serializer=md.key_serializer) as w:
+        w.write_state("events", "value", t, value_serializer=st.value_serializer)
+    return str(dst)
+
+
+def test_unreadable_value_stops_or_is_skipped(events_sp, tmp_path):
+    from statemorph.errors import StateFormatError
+
+    bad = _with_corrupt_value(events_sp, tmp_path / "bad", 17)
+    descs = [ValueStateDescriptor("events", S.RowDataSerializer(NEW_TYPE))]
+    with pytest.raises(StateFormatError, match="row 17"):
+        migrate_savepoint(bad, tmp_path / "out", descs)
+    assert not (tmp_path / "out").exists()
+    report = migrate_savepoint(bad, tmp_path / "out2", descs, on_error="skip")
+    assert report.skipped == {"events": 1} and report.rows == {"events": N - 1}
+    assert "1 unreadable entries dropped" in report.summary()
+    good_keys = raw_state_table(events_sp, "events").column("key").to_pylist()
+    assert raw_state_table(tmp_path / "out2", "events").column("key").to_pylist() == \
+        good_keys[:17] + good_keys[18:]

@@ -26,6 +26,7 @@ from .typed import KERNEL_SERIALIZERS, arrow_type_for, from_arrow_value, to_arro
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
 ON_ERROR = ("raise", "null")
+MIGRATE_ON_ERROR = ("raise", "skip")
 
 
 def snapshot_bytes(obj: Any) -> bytes:
@@ -137,12 +138,16 @@ class _ColumnTransform:
 
 class ColumnMigrator(_ColumnTransform):
     """Rewrites a binary column from the prior schema (old snapshot) to a new serializer's schema,
-    through the bulk kernels (:func:`statemorph.arrow.migrate`). Nulls stay null."""
+    through the bulk kernels (:func:`statemorph.arrow.migrate`). Nulls stay null.
+
+    ``on_error="raise"`` stops at the first value that cannot be read (the error names the row and
+    the field path); ``"skip"`` drops the entries whose value cannot be read (the engines report
+    how many were dropped) and keeps everything else."""
 
     def __init__(self, prior_snapshot: Any, new_serializer: Any, column: str = "value", *,
                  threads: int = 1, on_error: str = "raise") -> None:
-        if on_error not in ON_ERROR:
-            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        if on_error not in MIGRATE_ON_ERROR:
+            raise ValueError(f"on_error must be one of {MIGRATE_ON_ERROR}, got {on_error!r}")
         self.prior = snapshot_bytes(prior_snapshot)
         self.new = snapshot_bytes(new_serializer)
         self._new_serializer = new_serializer if not isinstance(new_serializer, (bytes, TypeSerializerSnapshot)) \
@@ -165,7 +170,16 @@ class ColumnMigrator(_ColumnTransform):
         if len(arr) == 0:
             return arr
         return arrow.migrate(arr, _snapshot(self.prior), self.new_serializer(), threads=self.threads,
-                             on_error=self.on_error)
+                             on_error="null" if self.on_error == "skip" else "raise")
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if self.on_error != "skip":
+            return super().__call__(batch)
+        i = _column_index(batch.schema, self.column)
+        before = batch.column(i).is_valid()
+        out = super().__call__(batch)
+        unreadable = pc.and_(before, out.column(i).is_null())
+        return out.filter(pc.invert(unreadable)) if pc.any(unreadable).as_py() else out
 
 
 class IdentityTransform(_ColumnTransform):

@@ -47,12 +47,20 @@ class RewriteReport:
     rows: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Entries dropped per state because their value could not be read (``on_error="skip"``)."""
+        return {s.name: s.rows - self.rows[s.name] for s in self.plan.states
+                if s.name in self.rows and self.rows[s.name] < s.rows}
+
     def summary(self) -> str:
         migrated = sum(s.rows for s in self.plan.states if s.action == MIGRATE)
         copied = sum(s.rows for s in self.plan.states if s.action in (COPY, KEEP))
         rate = f", {migrated / self.seconds:,.0f} migrated entries/s" if self.seconds and migrated else ""
+        skipped = sum(self.skipped.values())
+        dropped = f"; {skipped:,} unreadable entries dropped" if skipped else ""
         return (f"wrote {self.destination} with the {self.engine} engine in {self.seconds:.1f}s: "
-                f"{migrated:,} entries migrated, {copied:,} copied as they are{rate}")
+                f"{migrated:,} entries migrated, {copied:,} copied as they are{rate}{dropped}")
 
 
 def _add_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
