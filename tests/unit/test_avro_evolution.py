@@ -232,3 +232,19 @@ def test_without_the_avro_package_the_resolver_alone_decides(monkeypatch):
     bad = with_fields(BASE, [BASE["fields"][0], {"name": "name", "type": "int"}, BASE["fields"][2]])
     result = evolve(BASE, bad)[3]
     assert result.is_incompatible() and "record Event field name" in result.reason
+
+
+def test_after_migration_reason_lists_the_changes():
+    new = with_fields(BASE, [
+        {"name": "kind", "type": {"type": "enum", "name": "Kind", "symbols": ["CLICK", "VIEW", "BUY"]}},
+        {"name": "id", "type": "long"},
+        {"name": "label", "type": "string", "aliases": ["name"]},
+        {"name": "score", "type": "double", "default": 0.5},
+    ])
+    result = evolve(BASE, new)[3]
+    assert result.is_compatible_after_migration()
+    for change in ("Event.id: int promoted to long", "Event.name: renamed to label",
+                   "Event.score: added with default 0.5", "Event: fields reordered"):
+        assert change in result.reason
+    removed = evolve(BASE, with_fields(BASE, BASE["fields"][:2]))[3]
+    assert "Event.kind: removed" in removed.reason

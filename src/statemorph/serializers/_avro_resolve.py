@@ -92,6 +92,7 @@ class Resolver:
         self.reader_codec = reader_codec
         self.tag_unions = tag_unions
         self._memo: dict[Hashable, Transform] = {}
+        self.changes: list[str] = []  # what the migration does, for the compatibility reason
         root = writer.label if isinstance(writer, NamedNode) else writer.kind
         if isinstance(reader, NamedNode):
             root = reader.name
@@ -122,6 +123,7 @@ class Resolver:
                                           f"which has no default", path)
                 for s in missing:
                     mapping[s] = r.default
+                self._note(f"{path}: enum symbols {missing} become {r.default!r}")
             if all(k == v for k, v in mapping.items()):
                 return _identity
 
@@ -152,9 +154,14 @@ class Resolver:
             return self._logical(w, r, None, path)
         promote = _PROMOTIONS.get((wk, rk))
         if promote is not None:
+            self._note(f"{path}: {wk} promoted to {rk}")
             return self._logical(w, r, promote, path)
         raise ResolutionError(context or path, f"reader type {self._type_label(r)} cannot read writer type "
                                                f"{self._type_label(w)}", path)
+
+    def _note(self, change: str) -> None:
+        if change not in self.changes:
+            self.changes.append(change)
 
     @staticmethod
     def _type_label(n: AvroNode) -> str:
@@ -197,6 +204,8 @@ class Resolver:
             if wf is None:
                 wf = next((w.fields_by_name[a] for a in rf.aliases if a in w.fields_by_name), None)
             if wf is not None:
+                if wf.name != rf.name:
+                    self._note(f"{path}.{wf.name}: renamed to {rf.name}")
                 plan.append((rf.name, wf.name, self._resolve(wf.type, rf.type, context, fpath), None))
                 continue
             if not rf.has_default:
@@ -207,6 +216,13 @@ class Resolver:
                 raise ResolutionError(context, f"reader field is missing in writer and its default is invalid: {e}",
                                       fpath) from None
             plan.append((rf.name, None, _identity, dflt))
+            self._note(f"{fpath}: added with default {json.dumps(rf.default)}")
+        used = {p[1] for p in plan}
+        for wf in w.fields:
+            if wf.name not in used:
+                self._note(f"{path}.{wf.name}: removed")
+        if [p[1] for p in plan if p[1] is not None] != [f.name for f in w.fields if f.name in used]:
+            self._note(f"{path}: fields reordered")
         name = w.fullname
 
         def t_record(v: Any) -> dict[str, Any]:

@@ -107,7 +107,9 @@ class MigrationPlan:
         self.new = new
         # plain values for callers of migrate_value; tuple-tagged union values for byte migration, so
         # the new bytes use exactly the union branch Avro's resolution picks
-        self.transform = Resolver(old.root, new.root, old.codec, new.codec, tag_unions=False).transform
+        resolver = Resolver(old.root, new.root, old.codec, new.codec, tag_unions=False)
+        self.transform = resolver.transform
+        self.changes: list[str] = resolver.changes
         self.byte_transform = Resolver(old.root, new.root, old.codec, new.codec, tag_unions=True).transform
 
 
@@ -177,7 +179,10 @@ class AvroSerializerSnapshot(TypeSerializerSnapshot):
             return SchemaCompatibility.incompatible(e.reason)
         if verdict is not None and not verdict[0]:
             return SchemaCompatibility.incompatible(f"Avro schema compatibility check failed: {verdict[1]}")
+        summary = "; ".join(plan.changes[:20]) + (f"; and {len(plan.changes) - 20} more" if len(plan.changes) > 20
+                                                    else "")
         return SchemaCompatibility.compatible_after_migration(
+            f"Avro schema changed: {summary}" if summary else
             "Avro schema changed; the new (reader) schema can read the old (writer) schema", plan=plan)
 
     def _plan(self, new_serializer: AvroSerializer) -> MigrationPlan:
