@@ -212,3 +212,27 @@ def test_hostile_snapshots() -> None:
     for cut in range(len(good)):
         with pytest.raises(StateFormatError):
             read_versioned_snapshot(good[:cut])
+
+
+def test_overlapping_references_cannot_blow_up_decoding() -> None:
+    # ARRAY<ARRAY<ARRAY<INT>>> where every element points at the same inner array: without a work
+    # budget this decodes to n^3 items from a few hundred bytes
+    n = 30
+    inner = bytearray(struct.pack("<i", n) + bytes(4) + bytes(4 * n))
+    inner += bytes((-len(inner)) % 8)
+
+    def shared(child: bytes) -> bytearray:
+        header = 4 + ((n + 31) // 32) * 4
+        fixed = (header + 8 * n + 7) & ~7
+        buf = bytearray(fixed)
+        struct.pack_into("<i", buf, 0, n)
+        for i in range(n):
+            struct.pack_into("<Q", buf, header + 8 * i, (fixed << 32) | len(child))
+        return buf + child
+
+    outer = shared(bytes(shared(bytes(inner))))
+    body = bytearray(16) + outer
+    struct.pack_into("<Q", body, 8, (16 << 32) | len(outer))
+    s = RowDataSerializer("ROW<a ARRAY<ARRAY<ARRAY<INT>>>>")
+    with pytest.raises(MalformedDataError, match="references overlap"):
+        s.from_bytes(framed(body))

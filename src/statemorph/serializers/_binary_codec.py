@@ -100,11 +100,21 @@ class _Ctx:
     """Where a read is: the whole buffer, the absolute offset of its first byte in the caller's
     stream (for messages), so errors say what, where (field path) and at which byte."""
 
-    __slots__ = ("data", "origin")
+    __slots__ = ("data", "origin", "budget")
 
     def __init__(self, data: bytes, origin: int) -> None:
         self.data = data
         self.origin = origin
+        # Flink never shares var-part data between slots, so every row field, array element and
+        # structure read occupies at least one byte of its own: more reads than bytes means
+        # references overlap, which a hostile value could use to make decoding exponential.
+        self.budget = len(data)
+
+    def spend(self, units: int, path: str, offset: int) -> None:
+        self.budget -= units
+        if self.budget < 0:
+            raise self.fail(path, "references overlap: the value decodes to more items than it has bytes",
+                            offset)
 
     def fail(self, path: str, message: str, offset: int) -> MalformedDataError:
         where = f"{path}: " if path else ""
@@ -483,6 +493,7 @@ class RowCodec(Codec):
         if size < self.fixed:
             raise ctx.fail(path, f"row of {size} bytes is shorter than its fixed part ({self.fixed} bytes "
                                  f"for {self.arity} fields)", start)
+        ctx.spend(self.arity + 1, path, start)
         kind = data[start]
         if kind > 3:
             raise ctx.fail(path, f"invalid RowKind byte {kind}", start)
@@ -548,6 +559,7 @@ class ArrayCodec(Codec):
         if header + n * es > size:
             raise ctx.fail(path, f"array declares {n} elements ({header + n * es} bytes of header and slots) "
                                  f"but has only {size} bytes", start)
+        ctx.spend(n + 1, path, start)
         lo, hi = start + min(round8(header + n * es), size), start + size
         element = self.element
         out: list[Any] = []
