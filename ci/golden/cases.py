@@ -425,6 +425,45 @@ def compat() -> Cases:
     return c
 
 
+def migration() -> Cases:
+    """One old value per schema change that Flink 2.3 can restore, with the bytes Flink's restore
+    produces (maps hold one entry: Flink rewrites a migrated map in Java HashMap order)."""
+    c = Cases()
+    rgb = COLOR
+    rg = "Enum<p.Color:RED,GREEN>"
+    pab = "Pojo<p.P:a=Int,b=String>"
+    pabc = "Pojo<p.P:a=Int,b=String,c=Long>"
+    v_ab = {"a": 1, "b": "x"}
+    for name, old, new, values in [
+        ("pojo_field_added", pab, pabc, [v_ab, None, {"a": None, "b": None}]),
+        ("pojo_field_removed", pab, "Pojo<p.P:a=Int>", [v_ab, {"a": None, "b": "gone"}]),
+        ("pojo_field_added_and_removed", pab, "Pojo<p.P:a=Int,z=Double>", [v_ab]),
+        ("pojo_field_order_changed", pab, "Pojo<p.P:b=String,a=Int>", [v_ab]),
+        (
+            "pojo_nested_field_added",
+            "Pojo<p.O:i=Pojo<p.I:x=Int>,s=String>",
+            "Pojo<p.O:i=Pojo<p.I:x=Int,y=Int>,s=String>",
+            [{"i": {"x": 5}, "s": "t"}, {"i": None, "s": None}],
+        ),
+        ("pojo_enum_field_appended", f"Pojo<p.Q:e={rg}>", f"Pojo<p.Q:e={rgb}>", [{"e": "GREEN"}]),
+        ("pojo_field_added_enum_appended", f"Pojo<p.R:e={rg}>", f"Pojo<p.R:e={rgb},n=Int>", [{"e": "RED"}]),
+        ("map_pojo_field_added", f"Map<String,{pab}>", f"Map<String,{pabc}>", [m(("k", v_ab)), m(("n", None)), m()]),
+        ("list_pojo_field_removed", f"List<{pab}>", "List<Pojo<p.P:b=String>>", [[v_ab, None, {"a": 2, "b": "y"}]]),
+        ("tuple_pojo_field_added", f"Tuple<Int,{pab}>", f"Tuple<Int,{pabc}>", [[7, v_ab]]),
+        ("row_legacy_to_kind", "Row[legacy]<Int,String>", "Row<Int,String>", [row(1, None), row(None, "a")]),
+        ("row_kind_to_legacy", "Row<Int,String>", "Row[legacy]<Int,String>", [row(1, "x", kind="-U"), row(None, None)]),
+        ("row_legacy_nested_pojo_added", f"Row[legacy]<{pab}>", f"Row<{pabc}>", [row(v_ab), row(None)]),
+        ("enum_appended", rg, rgb, ["GREEN"]),
+        ("enum_reordered", rgb, "Enum<p.Color:BLUE,RED,GREEN>", ["RED", "BLUE"]),
+        ("list_enum_appended", f"List<{rg}>", f"List<{rgb}>", [["RED", "GREEN"]]),
+        ("int_as_is", "Int", "Int", [42]),
+    ]:
+        c.values(f"migration/{name}", old, values)
+        for line in c.lines[-len(values) :]:
+            line["old"], line["new"] = line.pop("serializer"), new
+    return c
+
+
 EVENTS_OLD = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVENTS_NEW = (
     "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, "
@@ -822,6 +861,7 @@ def main() -> None:
         ("rowdata", rowdata),
         ("avro", avro),
         ("compat", compat),
+        ("migration", migration),
     ]:
         fn().write(out / f"{name}.jsonl")
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from statemorph.migration import migrate_bytes
 from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
 
 HERE = Path(__file__).parent
@@ -38,13 +39,15 @@ RESULTS = {
 
 
 def _load() -> dict[str, list[Any]]:
-    kinds: dict[str, list[Any]] = {"value": [], "snapshot": [], "compat": []}
+    kinds: dict[str, list[Any]] = {"value": [], "snapshot": [], "compat": [], "migration": []}
     for path in sorted(HERE.glob("*.jsonl")):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
             case = json.loads(line)
-            if "result" in case:
+            if "new_hex" in case:
+                kind = "migration"
+            elif "result" in case:
                 kind = "compat"
             elif "snapshot_hex" in case:
                 kind = "snapshot"
@@ -64,15 +67,17 @@ def test_vector_files_are_present_and_well_formed() -> None:
     assert len(CASES["value"]) >= 300
     assert len(CASES["snapshot"]) >= 30
     assert len(CASES["compat"]) >= 15
+    assert len(CASES["migration"]) >= 15
     for kind, required in (
         ("value", {"serializer", "value", "hex"}),
         ("snapshot", {"serializer", "snapshot_hex"}),
         ("compat", {"old", "new", "result"}),
+        ("migration", {"old", "new", "result", "old_value", "old_hex", "new_value", "new_hex"}),
     ):
         for p in CASES[kind]:
             case = p.values[0]
             assert required <= case.keys(), case["_where"]
-            if kind == "compat":
+            if kind in ("compat", "migration"):
                 assert case["result"] in RESULTS, case["_where"]
             else:
                 parse_spec(case["serializer"])  # every SPEC parses
@@ -153,3 +158,23 @@ def test_compatibility_matches_flink(case: dict[str, Any]) -> None:
         f"{case['_where']}: {case['old']} -> {case['new']}: Flink says {case['result']}, got {result!r}"
     )
     assert sum(verdict.values()) == 1, f"{case['_where']}: ambiguous result {result!r}"
+
+
+@pytest.mark.parametrize("case", CASES["migration"])
+def test_migration_matches_flink_restore(case: dict[str, Any]) -> None:
+    """One old value through a schema change: ``migrate_bytes`` must produce the bytes Flink 2.3's
+    restore writes (old bytes read by the restored old serializer, written by the new one)."""
+    old_world, new_world = World(), World()
+    old_ser = old_world.serializer(case["old"])
+    new_ser = new_world.serializer(case["new"])
+    old_value = old_world.value(case["old"], case["old_value"])
+    where = f"{case['_where']}: {case['old']} -> {case['new']}"
+    assert old_ser.to_bytes(old_value).hex() == case["old_hex"], where
+    prior = read_versioned_snapshot(write_versioned_snapshot(old_ser.snapshot_configuration()))
+    compat = prior.resolve_schema_compatibility(new_ser)
+    assert getattr(compat, RESULTS[case["result"]])(), where
+    assert migrate_bytes(prior, new_ser, bytes.fromhex(case["old_hex"])).hex() == case["new_hex"], where
+    # RECONFIGURED keeps the bytes; they are read by the reconfigured serializer (old enum order).
+    reader = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() else new_ser
+    bad = mismatch(new_world.value(case["new"], case["new_value"]), reader.from_bytes(bytes.fromhex(case["new_hex"])))
+    assert bad is None, f"{where}: {bad}"

@@ -26,6 +26,9 @@ import java.util.Map;
  *       (so the recorded value is Flink's own reading, e.g. a float already rounded to 32 bits);
  *   <li>{@code {"case", "serializer": SPEC, "snapshot": true}}: the output has {@code "snapshot_hex"},
  *       the {@code writeVersionedSnapshot} bytes of {@code serializer.snapshotConfiguration()};
+ *   <li>{@code {"case", "old": SPEC, "new": SPEC, "value": VALUE}}: a migration case: as below, plus
+ *       {@code old_value, old_hex, new_value, new_hex}: the old value's bytes and what Flink's restore
+ *       turns them into (see {@link #compat});
  *   <li>{@code {"case", "old": SPEC, "new": SPEC}}: the old snapshot is written in the old world,
  *       read back in the new world (where classes may have changed) and judged by
  *       {@code newSnapshot.resolveSchemaCompatibility(oldSnapshot)}; the output adds {@code "result"}.
@@ -129,12 +132,46 @@ public final class Generate {
         Spec newSpec = Spec.parse((String) c.get("new"));
         World oldWorld = World.of(oldSpec);
         World newWorld = World.of(newSpec);
-        byte[] oldSnap = snapshotBytes(oldWorld.serializer(oldSpec));
+        TypeSerializer<Object> oldSer = oldWorld.serializer(oldSpec);
+        byte[] oldSnap = snapshotBytes(oldSer);
         @SuppressWarnings("unchecked")
         TypeSerializerSnapshot<Object> restored = (TypeSerializerSnapshot<Object>)
                 TypeSerializerSnapshot.readVersionedSnapshot(new DataInputDeserializer(oldSnap), newWorld.loader);
         TypeSerializer<Object> newSer = newWorld.serializer(newSpec);
         TypeSerializerSchemaCompatibility<Object> r = newSer.snapshotConfiguration().resolveSchemaCompatibility(restored);
+        String result = resultName(r);
+        Map<String, Object> line = Json.obj("case", c.get("case"), "old", c.get("old"), "new", c.get("new"), "result", result);
+        if (!c.containsKey("value")) {
+            return line;
+        }
+        // A migration case: what a Flink 2.3 restore does with one old value. The old bytes are
+        // read by the restored old serializer (inside the new world, so a POJO comes back as an
+        // instance of the NEW class: removed fields dropped, added ones null) and written by the
+        // new serializer (AFTER_MIGRATION), or kept (AS_IS, RECONFIGURED: readable unchanged).
+        byte[] oldBytes = serialize(oldSer, oldWorld.toJava(oldSpec, c.get("value")));
+        Object migrated = restored.restoreSerializer().deserialize(new DataInputDeserializer(oldBytes));
+        TypeSerializer<Object> target;
+        if (r.isCompatibleAfterMigration() || r.isCompatibleAsIs()) {
+            target = newSer;
+        } else if (r.isCompatibleWithReconfiguredSerializer()) {
+            target = r.getReconfiguredSerializer();
+        } else {
+            throw new IllegalStateException("a migration case must not be INCOMPATIBLE");
+        }
+        byte[] newBytes = serialize(target, migrated);
+        if (!r.isCompatibleAfterMigration() && !Arrays.equals(newBytes, oldBytes)) {
+            throw new IllegalStateException(result + " but the bytes changed");
+        }
+        DataInputDeserializer in = new DataInputDeserializer(newBytes);
+        Object back = target.deserialize(in);
+        line.put("old_value", oldWorld.toJson(oldSpec, oldWorld.toJava(oldSpec, c.get("value"))));
+        line.put("old_hex", Values.hex(oldBytes));
+        line.put("new_value", newWorld.toJson(newSpec, back));
+        line.put("new_hex", Values.hex(newBytes));
+        return line;
+    }
+
+    static String resultName(TypeSerializerSchemaCompatibility<?> r) {
         String result;
         if (r.isCompatibleAsIs()) {
             result = "COMPATIBLE_AS_IS";
@@ -147,7 +184,7 @@ public final class Generate {
         } else {
             throw new IllegalStateException("unknown result " + r);
         }
-        return Json.obj("case", c.get("case"), "old", c.get("old"), "new", c.get("new"), "result", result);
+        return result;
     }
 
     /** The JSON tree with every {"$map": [...]} entry list sorted, for order-free comparison. */
