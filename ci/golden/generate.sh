@@ -12,8 +12,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-BUILD="$HERE/build"
-OUT="$ROOT/tests/golden"
+BUILD="${GOLDEN_BUILD:-$HERE/build}"
+OUT="${GOLDEN_OUT:-$ROOT/tests/golden}"   # GOLDEN_OUT: write the vectors elsewhere (reproducibility test)
 FLINK_VERSION=2.3.0
 mkdir -p "$BUILD"
 
