@@ -205,6 +205,12 @@ def datastream() -> Cases:
             {"t": None, "r": None, "arr": None},
         ],
     )
+    nan_f = [{"$fbits": "7fc00001"}, {"$fbits": "ffc00000"}, {"$fbits": "7fffffff"}]
+    nan_d = [{"$dbits": "7ff8000000000001"}, {"$dbits": "fff8000000000000"}, {"$dbits": "7ff80000deadbeef"}]
+    c.values("float_nan_payload", "Float", nan_f)
+    c.values("double_nan_payload", "Double", nan_d)
+    c.values("floatarray_nan_payload", "FloatArray", [nan_f])
+    c.values("doublearray_nan_payload", "DoubleArray", [nan_d])
     c.values("chararray_pair", "CharArray", [[s([0xD83D]), s([0xDE00]), "x"]])
     c.values(
         "row2",
@@ -680,6 +686,19 @@ def rowdata() -> Cases:
         ],
     )
     rd("empty_row", "ROW<>", [row(), row(kind="-D")])
+    rd(
+        "nan_payloads",
+        "ROW<f FLOAT, d DOUBLE, af ARRAY<FLOAT>, ad ARRAY<DOUBLE>>",
+        [
+            row(
+                {"$fbits": "7fc00001"},
+                {"$dbits": "7ff8000000000001"},
+                [{"$fbits": "7fc00001"}],
+                [{"$dbits": "fff8000000000000"}],
+            ),
+            row({"$fbits": "ffc00000"}, {"$dbits": "7ff80000deadbeef"}, [NAN, {"$fbits": "7fffffff"}], [NAN]),
+        ],
+    )
     rd(
         "more_collections",
         "ROW<aa ARRAY<ARRAY<STRING>>, mss MAP<STRING, STRING>, mi MULTISET<INT>, "

@@ -18,6 +18,7 @@ import decimal
 import enum
 import json
 import math
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -377,7 +378,13 @@ def _tag(j: Any, tag: str) -> Any:
 
 
 def decode_float(j: Any) -> float:
-    """A JSON number, or ``{"$f": "NaN" | "Infinity" | "-Infinity" | "-0.0" | decimal text}``."""
+    """A JSON number, or ``{"$f": "NaN" | "Infinity" | "-Infinity" | "-0.0" | decimal text}``, or
+    the raw bits of a NaN with a payload or sign: ``{"$fbits": 8 hex}`` (a float32, widened as C
+    does, which keeps the payload) or ``{"$dbits": 16 hex}``."""
+    if isinstance(j, dict) and "$fbits" in j:
+        return float(struct.unpack(">f", bytes.fromhex(j["$fbits"]))[0])
+    if isinstance(j, dict) and "$dbits" in j:
+        return float(struct.unpack(">d", bytes.fromhex(j["$dbits"]))[0])
     if isinstance(j, dict):
         return float(_tag(j, "$f"))
     if isinstance(j, bool) or not isinstance(j, (int, float)):
@@ -620,14 +627,21 @@ def _as_timestamp(v: Any) -> Timestamp | None:
     return None
 
 
+_CANONICAL_NAN = struct.pack(">d", float("nan"))
+
+
 def mismatch(expected: Any, got: Any, path: str = "value") -> str | None:
-    """Where ``got`` differs from ``expected`` (None if equal): NaN equals NaN, -0.0 differs from
+    """Where ``got`` differs from ``expected`` (None if equal): NaN equals NaN (a NaN with a payload
+    only the same payload), -0.0 differs from
     0.0, rows compare their RowKind, dicts compare in order, bool is not int."""
     if isinstance(expected, float):
         if not isinstance(got, float):
             return f"{path}: expected float {expected!r}, got {got!r}"
         if math.isnan(expected):
-            return None if math.isnan(got) else f"{path}: expected NaN, got {got!r}"
+            bits_e, bits_g = struct.pack(">d", expected), struct.pack(">d", got)
+            if not math.isnan(got) or (bits_e != _CANONICAL_NAN and bits_e != bits_g):
+                return f"{path}: expected NaN with bits {bits_e.hex()}, got {got!r} (bits {bits_g.hex()})"
+            return None
         if expected != got or math.copysign(1.0, expected) != math.copysign(1.0, got):
             return f"{path}: expected {expected!r}, got {got!r}"
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import struct
 import sys
 from pathlib import Path
 
@@ -170,3 +171,12 @@ def test_without_classes_turns_user_classes_into_names_and_records() -> None:
     assert mismatch(plain, ("B", {"e": "A"}, [None])) is not None
     ts = Timestamp(1, 2)
     assert without_classes(ts, w) is ts  # statemorph's own dataclasses stay
+
+
+def test_nan_payloads_are_kept_and_compared() -> None:
+    w = World()
+    payload = w.value("Float", {"$fbits": "7fc00001"})
+    assert struct.pack(">f", payload).hex() == "7fc00001"
+    assert struct.pack(">d", w.value("Double", {"$dbits": "fff8000000000000"})).hex() == "fff8000000000000"
+    assert mismatch(payload, float("nan")) is not None
+    assert mismatch(float("nan"), payload) is None  # a canonical NaN expects any NaN

@@ -110,7 +110,7 @@ public final class AvroCodec implements SpecCodec {
             case BOOLEAN: return (Boolean) j;
             case INT: return Values.integer(j).intValueExact();
             case LONG: return Values.integer(j).longValueExact();
-            case FLOAT: return (float) Values.dbl(j);
+            case FLOAT: return Values.flt(j);
             case DOUBLE: return Values.dbl(j);
             case STRING: return Values.str(j);
             case BYTES: return ByteBuffer.wrap(Values.bytes(j));

@@ -44,7 +44,7 @@ final class RowDataValues {
             case SMALLINT: return Values.integer(j).shortValueExact();
             case INTEGER: return Values.integer(j).intValueExact();
             case BIGINT: return Values.integer(j).longValueExact();
-            case FLOAT: return (float) Values.dbl(j);
+            case FLOAT: return Values.flt(j);
             case DOUBLE: return Values.dbl(j);
             case DECIMAL: {
                 DecimalType d = (DecimalType) t;

@@ -19,7 +19,10 @@ final class Values {
         return new BigDecimal(((Json.Num) j).text).toBigIntegerExact();
     }
 
-    /** A number, or {"$f": "NaN" | "Infinity" | "-Infinity" | "-0.0" | any decimal text}. */
+    /**
+     * A number, or {"$f": "NaN" | "Infinity" | "-Infinity" | "-0.0" | any decimal text}, or
+     * {"$dbits": 16 hex digits}: the raw IEEE bits of a NaN with a payload or sign.
+     */
     @SuppressWarnings("unchecked")
     static double dbl(Object j) {
         if (j instanceof Json.Num) {
@@ -28,7 +31,19 @@ final class Values {
         if (j instanceof Map && ((Map<String, Object>) j).containsKey("$f")) {
             return Double.parseDouble((String) ((Map<String, Object>) j).get("$f"));
         }
-        throw new IllegalArgumentException("expected a float, got " + j);
+        if (j instanceof Map && ((Map<String, Object>) j).containsKey("$dbits")) {
+            return Double.longBitsToDouble(Long.parseUnsignedLong((String) ((Map<String, Object>) j).get("$dbits"), 16));
+        }
+        throw new IllegalArgumentException("expected a double, got " + j);
+    }
+
+    /** As {@link #dbl}, for a 32-bit float: {"$fbits": 8 hex digits} instead of $dbits. */
+    @SuppressWarnings("unchecked")
+    static float flt(Object j) {
+        if (j instanceof Map && ((Map<String, Object>) j).containsKey("$fbits")) {
+            return Float.intBitsToFloat(Integer.parseUnsignedInt((String) ((Map<String, Object>) j).get("$fbits"), 16));
+        }
+        return (float) dbl(j);
     }
 
     /** A string, or {"$s": [utf16 code units]} for text that JSON cannot carry (lone surrogates). */
@@ -76,6 +91,9 @@ final class Values {
     }
 
     static Object floatJson(float f) {
+        if (Float.isNaN(f) && Float.floatToRawIntBits(f) != 0x7fc00000) {
+            return Json.obj("$fbits", String.format("%08x", Float.floatToRawIntBits(f)));
+        }
         if (Float.isNaN(f) || Float.isInfinite(f) || Float.floatToRawIntBits(f) == 0x80000000) {
             return Json.obj("$f", Float.toString(f));
         }
@@ -83,6 +101,9 @@ final class Values {
     }
 
     static Object doubleJson(double d) {
+        if (Double.isNaN(d) && Double.doubleToRawLongBits(d) != 0x7ff8000000000000L) {
+            return Json.obj("$dbits", String.format("%016x", Double.doubleToRawLongBits(d)));
+        }
         if (Double.isNaN(d) || Double.isInfinite(d) || Double.doubleToRawLongBits(d) == 0x8000000000000000L) {
             return Json.obj("$f", Double.toString(d));
         }

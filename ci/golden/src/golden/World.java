@@ -274,7 +274,7 @@ final class World {
             case "Short": return Values.integer(j).shortValueExact();
             case "Int": return Values.integer(j).intValueExact();
             case "Long": return Values.integer(j).longValueExact();
-            case "Float": return (float) Values.dbl(j);
+            case "Float": return Values.flt(j);
             case "Double": return Values.dbl(j);
             case "Char": {
                 String c = Values.str(j);
@@ -318,7 +318,7 @@ final class World {
             case "FloatArray": {
                 List<Object> l = (List<Object>) j;
                 float[] a = new float[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = (float) Values.dbl(l.get(k));
+                for (int k = 0; k < a.length; k++) a[k] = Values.flt(l.get(k));
                 return a;
             }
             case "DoubleArray": {
