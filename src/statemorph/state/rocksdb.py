@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 try:
@@ -42,6 +43,8 @@ from .descriptors import StateKind
 from .keygroups import KeyGroupRange, KeyHasher
 from .resolve import StateResolution
 from .states import EntryKey, StateHandle, StateTable, rows_to_batches
+
+from . import rocksdb_bulk as bulk  # noqa: E402,I001 - after the optional-dependency check above
 
 LIST_DELIMITER = 0x2C  # ','
 _NULL = b"\x01"
@@ -86,6 +89,7 @@ class RocksDBStateTable(StateTable):
         self.cf: Any = backend._db.create_column_family(cf_name, _raw_options())
         self._loaded_rows = 0
         self._staging: Any = None
+        self._loader: bulk.SstLoader | None = None
 
     # -- composite keys ------------------------------------------------------------------------
     def _ambiguous(self) -> bool:
@@ -225,7 +229,87 @@ class RocksDBStateTable(StateTable):
 
     # -- savepoint rows ---------------------------------------------------------------------------
     def export_batches(self, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        return rows_to_batches(self.handle.kind, self._export_rows(), batch_rows)
+        if not self.backend.bulk:
+            return rows_to_batches(self.handle.kind, self._export_rows(), batch_rows)
+        return self._export_bulk(batch_rows)
+
+    def _export_bulk(self, batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Savepoint batches a chunk of stored entries at a time: keys split with pyarrow compute
+        when the key and namespace lengths allow it (else per entry), map null flags stripped
+        column-wise; list values are still split element by element (each element must be parsed
+        to find its end)."""
+        from ..savepoint.format import state_schema
+
+        schema = state_schema(self.handle.kind)
+        kind = self.handle.kind
+        for ks, vs in bulk.iter_chunks(self.cf, batch_rows):
+            kg, kb, nb, rest = self._split_column(ks)
+            if kind is StateKind.MAP:
+                values, bad = bulk.decode_map_values(vs)
+                if bad >= 0:
+                    raise self._export_error(ks[bad].as_py(), MalformedDataError(
+                        "empty map value (missing null flag)" if not vs[bad].as_py()
+                        else f"map value null flag 0x{vs[bad].as_py()[0]:02X} is not 0 or 1"))
+                cols = [kg, kb, nb, rest, values]
+            elif kind is StateKind.VALUE:
+                cols = [kg, kb, nb, vs]
+            else:
+                counts, elements = [], []
+                for k, v in zip(ks.to_pylist(), vs.to_pylist(), strict=True):
+                    try:
+                        parts = self._list_slices(v)
+                    except Exception as e:
+                        raise self._export_error(k, e) from e
+                    counts.append(len(parts))
+                    elements.extend(parts)
+                c = np.asarray(counts, dtype=np.int64)
+                owner = pa.array(np.repeat(np.arange(len(c)), c))
+                starts = np.repeat(np.cumsum(c) - c, c)
+                index = pa.array((np.arange(int(c.sum())) - starts).astype(np.int32))
+                cols = [kg.take(owner), kb.take(owner), nb.take(owner), index, pa.array(elements, pa.binary())]
+            yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    def _export_error(self, ck: bytes, e: BaseException) -> MalformedDataError:
+        return MalformedDataError(f"state {self.handle.name!r}: stored entry 0x{ck.hex()} cannot be exported: {e}")
+
+    def _split_column(self, ks: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array | None]:
+        """(key group, key, namespace, rest) columns of stored keys; ``rest`` (the map user key)
+        is None for value and list state, which must have nothing after the namespace."""
+        p = self.backend.key_group_prefix_bytes
+        lk = self.backend.key_serializer.get_length()
+        ln = self.handle.namespace_serializer.get_length()
+        is_map = self.handle.kind is StateKind.MAP
+        lengths = bulk.lengths_of(ks)
+        fixed = lk >= 0 and ln >= 0
+        if fixed or (not is_map and ln >= 0):
+            head = p + max(lk, 0) + ln
+            bad = np.flatnonzero(lengths < head if (is_map or not fixed) else lengths != head)
+            if len(bad):
+                ck = ks[int(bad[0])].as_py()
+                what = "is truncated" if len(ck) < head else f"has {len(ck) - head} unexpected bytes after the namespace"
+                raise self._export_error(ck, MalformedDataError(f"stored key {what}"))
+            kg = pa.array(bulk.big_endian_ints(bulk.slice_binary(ks, 0, p), p), pa.int32())
+            if fixed:
+                kb = bulk.slice_binary(ks, p, p + lk)
+                nb = bulk.slice_binary(ks, p + lk, p + lk + ln)
+                rest = bulk.slice_binary(ks, p + lk + ln) if is_map else None
+            else:  # variable-length key, fixed namespace at the end
+                kb = bulk.slice_binary(ks, p, -ln) if ln else bulk.slice_binary(ks, p)
+                nb = bulk.slice_binary(ks, -ln) if ln else bulk.slice_binary(ks, 0, 0)
+                rest = None
+            return kg, bulk.binary(kb), bulk.binary(nb), None if rest is None else bulk.binary(rest)
+        rows = []
+        for ck in ks.to_pylist():
+            try:
+                (g, k, n), r = self.split(ck)
+                if r and not is_map:
+                    raise MalformedDataError(f"{len(r)} unexpected bytes after the namespace")
+            except Exception as e:
+                raise self._export_error(ck, e) from e
+            rows.append((g, k, n, r))
+        g_col, k_col, n_col, r_col = zip(*rows, strict=True) if rows else ((), (), (), ())
+        return (pa.array(g_col, pa.int32()), pa.array(k_col, pa.binary()), pa.array(n_col, pa.binary()),
+                pa.array(r_col, pa.binary()) if is_map else None)
 
     def _export_rows(self) -> Iterator[tuple[Any, ...]]:
         """Savepoint rows straight from the stored bytes: keys split, list values split into
@@ -256,6 +340,45 @@ class RocksDBStateTable(StateTable):
         return wb
 
     def load_batch(self, batch: pa.RecordBatch, row_offset: int) -> None:
+        if self.backend.bulk:
+            self._load_batch_bulk(batch, row_offset)
+        else:
+            self._load_batch_per_entry(batch, row_offset)
+        self._loaded_rows += batch.num_rows
+
+    def _load_batch_bulk(self, batch: pa.RecordBatch, row_offset: int) -> None:
+        """Composite keys and stored values built column-wise, written through SST files."""
+        kind = self.handle.kind
+        ck = bulk.composite_keys(batch.column("key_group"), batch.column("key"), batch.column("namespace"),
+                                 prefix_bytes=self.backend.key_group_prefix_bytes, ambiguous=self._ambiguous(),
+                                 user_keys=batch.column("user_key") if kind is StateKind.MAP else None)
+        if kind is StateKind.LIST:
+            idx = batch.column("index").to_numpy(zero_copy_only=False)
+            neg = np.flatnonzero(idx < 0)
+            if len(neg):
+                raise SavepointError(f"state {self.handle.name!r}, row {row_offset + int(neg[0])}: "
+                                     f"negative list index")
+            if self._staging is None:
+                self._staging_name = self.cf_name + ".load"
+                self._staging = self.backend._db.create_column_family(self._staging_name, _raw_options())
+            if self._loader is None:
+                self._loader = bulk.SstLoader(self._staging, self.backend.db_path)
+            keys = bulk.concat(bulk.big_endian_fixed(bulk.lengths_of(ck), 4), ck, bulk.big_endian_fixed(idx, 4))
+            dup = self._loader.add(keys, bulk.binary(batch.column("value")))
+            if dup >= 0:
+                raise SavepointError(f"state {self.handle.name!r}, row {row_offset + dup}: list element index "
+                                     f"{idx[dup]} repeats an index of the same key and namespace")
+            return
+        if self._loader is None:
+            self._loader = bulk.SstLoader(self.cf, self.backend.db_path)
+        values = bulk.encode_map_values(batch.column("value")) if kind is StateKind.MAP \
+            else bulk.binary(batch.column("value"))
+        dup = self._loader.add(ck, values)
+        if dup >= 0:
+            raise SavepointError(f"state {self.handle.name!r}, row {row_offset + dup}: duplicate entry (same key, "
+                                 f"namespace{' and map key' if kind is StateKind.MAP else ''} as an earlier row)")
+
+    def _load_batch_per_entry(self, batch: pa.RecordBatch, row_offset: int) -> None:
         cols = batch.to_pydict()
         kind = self.handle.kind
         if kind is StateKind.LIST:
@@ -280,13 +403,17 @@ class RocksDBStateTable(StateTable):
                 else:
                     wb.put(ck, cols["value"][i])
             self.backend._db.write(wb)
-        self._loaded_rows += batch.num_rows
 
     def finish_load(self) -> None:
+        loader, self._loader = self._loader, None
+        if loader is not None:
+            loader.ingest()
         if self._staging is not None:
             self._assemble_lists()
             return
-        stored = sum(1 for _ in self.cf.keys())
+        if loader is not None and loader.disjoint:
+            return  # every key was checked against its chunk, and chunks never overlap
+        stored = bulk.count_keys(self.cf)
         if stored != self._loaded_rows:
             raise SavepointError(f"state {self.handle.name!r}: {self._loaded_rows - stored} duplicate entries "
                                  f"(same key, namespace{' and map key' if self.handle.kind is StateKind.MAP else ''})")
@@ -334,9 +461,30 @@ class RocksDBStateTable(StateTable):
             self.backend._db.drop_column_family(self._staging_name)
 
     def drop(self) -> None:
+        if self._loader is not None:
+            self._loader.discard()
+            self._loader = None
         if self.backend._db_open:
             self._drop_staging()
             self.backend._db.drop_column_family(self.cf_name)
+
+
+def bulk_migration_supported(prior_snapshot: TypeSerializerSnapshot, new_serializer: Any) -> bool:
+    """Whether :func:`statemorph.arrow.migrate` runs a compiled byte-remap kernel for this pair
+    (RowData → RowData today); other serializers would migrate per value inside it anyway, so the
+    backend keeps its own per-entry path for them."""
+    if type(new_serializer).__name__ != "RowDataSerializer" or \
+            type(prior_snapshot).__name__ != "RowDataSerializerSnapshot":
+        return False
+    from ..migration import plan_row_migration
+    from ..serializers import _batch
+
+    try:
+        _batch.compile_migration_program(plan_row_migration(prior_snapshot.row_type,  # type: ignore[attr-defined]
+                                                            new_serializer.row_type))
+    except Exception:  # noqa: BLE001 - not remappable (or not plannable): the per-entry path decides
+        return False
+    return True
 
 
 class RocksDBStateBackend(KeyedStateBackend):
@@ -351,7 +499,9 @@ class RocksDBStateBackend(KeyedStateBackend):
         db_path: str | os.PathLike[str] | None = None,
         key_group_range: KeyGroupRange | tuple[int, int] | None = None,
         key_hasher: KeyHasher | None = None,
-        migration_batch_rows: int = 10000,
+        migration_batch_rows: int = bulk.DEFAULT_CHUNK_ROWS,
+        bulk: bool = True,
+        threads: int = 1,
     ) -> None:
         super().__init__(key_serializer, max_parallelism, key_group_range=key_group_range, key_hasher=key_hasher)
         if db_path is None:
@@ -366,7 +516,14 @@ class RocksDBStateBackend(KeyedStateBackend):
         self._db: Any = rocksdict.Rdict(str(self.db_path), _raw_options())
         self._db_open = True
         self._cf_seq = 0
+        if migration_batch_rows < 1 or threads < 1:
+            raise ValueError("migration_batch_rows and threads must be positive")
         self._migration_batch_rows = migration_batch_rows
+        self.bulk = bulk
+        """Restore, migrate and savepoint a chunk of entries at a time with Arrow columns (the
+        default); False selects the one-entry-at-a-time reference path (same bytes, slower)."""
+        self.threads = threads
+        """Threads for the bulk migration kernels (they release the GIL)."""
 
     def _next_cf_name(self) -> str:
         self._cf_seq += 1
@@ -377,48 +534,105 @@ class RocksDBStateBackend(KeyedStateBackend):
 
     def _migrate_table(self, handle: StateHandle, old_value_snapshot: TypeSerializerSnapshot,
                        resolution: StateResolution) -> StateTable:
+        """Every entry into a new column family (swapped in by the caller only on success).
+
+        Value and map state whose serializers the bulk kernels migrate go a chunk at a time
+        through :func:`statemorph.arrow.migrate` into SST files; everything else (and any chunk
+        the kernels reject, to name the first bad entry exactly) goes entry by entry."""
         old = handle.table
         assert isinstance(old, RocksDBStateTable)
         new_ser = resolution.value_serializer
         assert new_ser is not None
-        prior = old_value_snapshot.restore_serializer()
         new = RocksDBStateTable(self, handle, self._next_cf_name())
-        kind = handle.kind
+        try:
+            if self.bulk and handle.kind is not StateKind.LIST and \
+                    bulk_migration_supported(old_value_snapshot, new_ser):
+                self._migrate_bulk(old, new, old_value_snapshot, new_ser)
+            else:
+                self._migrate_per_entry(old, new, old_value_snapshot, new_ser)
+        except BaseException:
+            new.drop()
+            raise
+        return new
+
+    def _migrate_bulk(self, old: RocksDBStateTable, new: RocksDBStateTable, snapshot: TypeSerializerSnapshot,
+                      new_ser: Any) -> None:
+        from .. import arrow
+
+        loader = bulk.SstLoader(new.cf, self.db_path)
+        new._loader = loader  # discarded with the table if anything fails
+        is_map = old.handle.kind is StateKind.MAP
+        for ks, vs in bulk.iter_chunks(old.cf, self._migration_batch_rows):
+            try:
+                values = vs
+                if is_map:
+                    values, bad = bulk.decode_map_values(vs)
+                    if bad >= 0:
+                        raise MalformedDataError(f"entry {bad} of the chunk has no valid null flag")
+                migrated = bulk.binary(arrow.migrate(values, snapshot, new_ser, threads=self.threads))
+                if is_map:
+                    migrated = bulk.encode_map_values(migrated)
+            except Exception as e:
+                # the per-entry path finds and names the first bad entry of this chunk
+                self._migrate_per_entry_chunk(old, snapshot, new_ser, ks, vs)
+                row = getattr(e, "row", None)
+                where = self._describe_entry(old, ks[row].as_py()) if isinstance(row, int) and 0 <= row < len(ks) \
+                    else f"the chunk starting at {self._describe_entry(old, ks[0].as_py())}"
+                raise self.migration_error(old.handle, where, e) from e
+            loader.add(ks, migrated)
+        new._loader = None
+        loader.ingest()
+
+    def _migrate_per_entry_chunk(self, old: RocksDBStateTable, snapshot: TypeSerializerSnapshot, new_ser: Any,
+                                 ks: pa.Array, vs: pa.Array) -> None:
+        prior = snapshot.restore_serializer()
+        for k, v in zip(ks.to_pylist(), vs.to_pylist(), strict=True):
+            try:
+                self._migrate_entry(old.handle.kind, snapshot, prior, new_ser, v)
+            except Exception as e:
+                raise self.migration_error(old.handle, self._describe_entry(old, k), e) from e
+
+    @staticmethod
+    def _migrate_entry(kind: StateKind, snapshot: TypeSerializerSnapshot, prior: Any, new_ser: Any,
+                       v: bytes) -> bytes:
+        src = DataInputDeserializer(v)
+        out = DataOutputSerializer()
+        if kind is StateKind.VALUE:
+            snapshot.migrate_state(prior, new_ser, src, out)
+        elif kind is StateKind.LIST:
+            while src.available():
+                snapshot.migrate_element(prior, new_ser, prior.deserialize(src), out)
+                if src.available():
+                    pos = src.position
+                    if src.read_unsigned_byte() != LIST_DELIMITER:
+                        raise MalformedDataError(f"list delimiter expected at offset {pos}")
+                    out.write_byte(LIST_DELIMITER)
+        else:
+            if src.read_boolean():
+                out.write_boolean(True)
+            else:
+                out.write_boolean(False)
+                snapshot.migrate_state(prior, new_ser, src, out)
+        src.expect_end("the value")
+        return out.get_copy_of_buffer()
+
+    def _migrate_per_entry(self, old: RocksDBStateTable, new: RocksDBStateTable, snapshot: TypeSerializerSnapshot,
+                           new_ser: Any) -> None:
+        prior = snapshot.restore_serializer()
+        kind = old.handle.kind
         wb = new._batch()
         pending = 0
-        k = b""
-        try:
-            for k, v in old.cf.items():
-                src = DataInputDeserializer(v)
-                out = DataOutputSerializer()
-                if kind is StateKind.VALUE:
-                    old_value_snapshot.migrate_state(prior, new_ser, src, out)
-                elif kind is StateKind.LIST:
-                    while src.available():
-                        old_value_snapshot.migrate_element(prior, new_ser, prior.deserialize(src), out)
-                        if src.available():
-                            pos = src.position
-                            if src.read_unsigned_byte() != LIST_DELIMITER:
-                                raise MalformedDataError(f"list delimiter expected at offset {pos}")
-                            out.write_byte(LIST_DELIMITER)
-                else:
-                    if src.read_boolean():
-                        out.write_boolean(True)
-                    else:
-                        out.write_boolean(False)
-                        old_value_snapshot.migrate_state(prior, new_ser, src, out)
-                src.expect_end("the value")
-                wb.put(k, out.get_copy_of_buffer())
-                pending += 1
-                if pending >= self._migration_batch_rows:
-                    self._db.write(wb)
-                    wb = new._batch()
-                    pending = 0
-            self._db.write(wb)
-        except Exception as e:
-            new.drop()
-            raise self.migration_error(handle, self._describe_entry(old, k), e) from e
-        return new
+        for k, v in old.cf.items():
+            try:
+                wb.put(k, self._migrate_entry(kind, snapshot, prior, new_ser, v))
+            except Exception as e:
+                raise self.migration_error(old.handle, self._describe_entry(old, k), e) from e
+            pending += 1
+            if pending >= self._migration_batch_rows:
+                self._db.write(wb)
+                wb = new._batch()
+                pending = 0
+        self._db.write(wb)
 
     def _describe_entry(self, table: RocksDBStateTable, ck: bytes) -> str:
         try:
@@ -459,4 +673,4 @@ class RocksDBStateBackend(KeyedStateBackend):
             shutil.rmtree(self.db_path, ignore_errors=True)
 
 
-__all__ = ["RocksDBStateBackend", "RocksDBStateTable", "write_variable_int_bytes"]
+__all__ = ["RocksDBStateBackend", "RocksDBStateTable", "bulk_migration_supported", "write_variable_int_bytes"]
