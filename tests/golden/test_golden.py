@@ -22,7 +22,12 @@ from typing import Any
 import pytest
 
 from statemorph.migration import migrate_bytes
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.snapshot import (
+    read_serializer_snapshot,
+    read_versioned_snapshot,
+    write_serializer_snapshot,
+    write_versioned_snapshot,
+)
 
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:  # specs.py sits next to this file (tests/ is not a package)
@@ -70,7 +75,7 @@ def test_vector_files_are_present_and_well_formed() -> None:
     assert len(CASES["migration"]) >= 15
     for kind, required in (
         ("value", {"serializer", "value", "hex"}),
-        ("snapshot", {"serializer", "snapshot_hex"}),
+        ("snapshot", {"serializer", "snapshot_hex", "envelope_hex"}),
         ("compat", {"old", "new", "result"}),
         ("migration", {"old", "new", "result", "old_value", "old_hex", "new_value", "new_hex"}),
     ):
@@ -133,6 +138,15 @@ def test_snapshot_matches_flink(case: dict[str, Any]) -> None:
     ser = World().serializer(case["serializer"])
     got = write_versioned_snapshot(ser.snapshot_configuration()).hex()
     assert got == case["snapshot_hex"], f"{case['_where']}: snapshot of {case['serializer']}"
+
+
+@pytest.mark.parametrize("case", CASES["snapshot"])
+def test_snapshot_envelope_matches_flink(case: dict[str, Any]) -> None:
+    """``writeSerializerSnapshot``: the top-level form (``i32 2 ‖ VERSIONED``) in state meta data."""
+    ser = World().serializer(case["serializer"])
+    assert write_serializer_snapshot(ser.snapshot_configuration()).hex() == case["envelope_hex"], case["_where"]
+    restored = read_serializer_snapshot(bytes.fromhex(case["envelope_hex"]))
+    assert write_versioned_snapshot(restored).hex() == case["snapshot_hex"], case["_where"]
 
 
 @pytest.mark.parametrize("case", CASES["snapshot"])

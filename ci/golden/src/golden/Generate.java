@@ -3,6 +3,7 @@ package golden;
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.TypeSerializerSchemaCompatibility;
 import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
+import org.apache.flink.api.common.typeutils.TypeSerializerSnapshotSerializationUtil;
 import org.apache.flink.core.memory.DataInputDeserializer;
 import org.apache.flink.core.memory.DataOutputSerializer;
 
@@ -124,7 +125,11 @@ public final class Generate {
         if (!read.restoreSerializer().equals(ser)) {
             System.err.println("note: " + c.get("case") + ": restored serializer is not equals() to the original");
         }
-        return Json.obj("case", c.get("case"), "serializer", c.get("serializer"), "snapshot_hex", Values.hex(snap));
+        // The top-level form state meta data holds (TypeSerializerSnapshotSerializationUtil).
+        DataOutputSerializer env = new DataOutputSerializer(256);
+        TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot(env, ser.snapshotConfiguration());
+        return Json.obj("case", c.get("case"), "serializer", c.get("serializer"), "snapshot_hex", Values.hex(snap),
+                "envelope_hex", Values.hex(env.getCopyOfBuffer()));
     }
 
     static Map<String, Object> compat(Map<String, Object> c) throws Exception {
