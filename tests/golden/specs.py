@@ -162,6 +162,8 @@ class _Parser:
                 while self.peek(","):
                     self.i += 1
                     sp.args.append(self.spec())
+            if k == "Tuple" and not 1 <= len(sp.args) <= 25:
+                raise self.err("Tuple takes 1 to 25 fields (Tuple0 has its own serializer)")
         elif k == "Enum":
             sp.cls = self.ident(dotted=True)
             self.expect(":")

@@ -71,6 +71,7 @@ def test_spec_text_round_trips(spec: Spec) -> None:
         "Tuple[legacy]<Int>",
         "Foo",
         "Int Int",
+        "Tuple<>",
         "Enum<p.C>",
         "Pojo<p.P:a>",
         "RowData<ROW<a INT>",

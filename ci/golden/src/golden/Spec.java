@@ -140,6 +140,9 @@ final class Spec {
                             sp.args.add(spec());
                         }
                     }
+                    if (name.equals("Tuple") && (sp.args.isEmpty() || sp.args.size() > 25)) {
+                        throw err("Tuple takes 1 to 25 fields (Tuple0 has its own serializer)");
+                    }
                     break;
                 case "Enum":
                     sp.cls = ident(true);
