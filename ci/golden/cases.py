@@ -837,6 +837,22 @@ AVRO_NESTED = json.dumps(
 )
 
 
+AVRO_REFS = json.dumps(
+    {
+        "type": "record",
+        "name": "A",
+        "namespace": "n",
+        "fields": [
+            {"name": "x", "type": ["null", {"type": "record", "name": "B", "fields": [{"name": "y", "type": "int"}]}]},
+            {"name": "w", "type": "n.B"},
+            {"name": "v", "type": "B"},
+            {"name": "e", "type": ["null", {"type": "enum", "name": "Suit", "symbols": ["H", "S"]}, "string"]},
+        ],
+    },
+    separators=(",", ":"),
+)
+
+
 def avro() -> Cases:
     c = Cases()
     c.values(
@@ -863,6 +879,15 @@ def avro() -> Cases:
         [
             {"name": "o", "inner": {"x": 1, "tags": ["a", "b"]}, "lm": m(("k", [1, 2]), ("e", []))},
             {"name": "", "inner": None, "lm": m()},
+        ],
+    )
+    c.values(
+        "avro/named_refs",
+        f"Avro<{AVRO_REFS}>",
+        [
+            {"x": None, "w": {"y": 1}, "v": {"y": 2}, "e": "S"},
+            {"x": {"y": 3}, "w": {"y": -1}, "v": {"y": 0}, "e": "not a symbol"},
+            {"x": None, "w": {"y": 1}, "v": {"y": 2}, "e": None},
         ],
     )
     c.values("avro/primitive_string", 'Avro<"string">', ["abc", "", "\u20ac"])

@@ -488,16 +488,18 @@ def _avro_resolve(schema: Any, names: dict[str, Any], ns: str = "") -> Any:
     return schema
 
 
+_AVRO_COMPLEX = {"record", "enum", "array", "map", "fixed"}
+
+
 def _avro_type(schema: Any) -> str:
     if isinstance(schema, str):
         return schema
     if isinstance(schema, list):
         return "union"
-    return (
-        str(schema["type"])
-        if schema["type"] in _AVRO_PRIMITIVES or schema["type"] in ("record", "enum", "array", "map", "fixed")
-        else _avro_type(schema["type"])
-    )
+    t = schema["type"]
+    if isinstance(t, str) and (t in _AVRO_PRIMITIVES or t in _AVRO_COMPLEX):
+        return t
+    return _avro_type(t)
 
 
 def _avro_register(schema: Any, names: dict[str, Any], ns: str) -> str:
@@ -567,8 +569,10 @@ def decode_avro(schema: Any, j: Any, names: dict[str, Any], ns: str = "") -> Any
     t = _avro_type(schema)
     if t == "union":
         return decode_avro(_avro_branch(schema, j, names, ns), j, names, ns)
-    if isinstance(schema, dict) and not isinstance(schema["type"], str):
-        return decode_avro(schema["type"], j, names, ns)
+    if isinstance(schema, dict) and not (
+        isinstance(schema["type"], str) and schema["type"] in _AVRO_PRIMITIVES | _AVRO_COMPLEX
+    ):
+        return decode_avro(schema["type"], j, names, ns)  # {"type": <another schema or a name>}
     if t == "null":
         if j is not None:
             raise SpecError(f"Avro null got {j!r}")
