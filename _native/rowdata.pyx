@@ -49,6 +49,8 @@ cdef enum:
     R_DEC_BIG = 12
     R_TS_BIG = 13
     R_DEC_COMPACT = 14
+    R_ARRAY = 15
+    R_MAP = 16
 
 cdef enum:
     F_NOT_NULL = 1
@@ -129,6 +131,173 @@ cdef inline bint null_bit(const uint8_t* d, int64_t base, int64_t i) noexcept no
     return (d[base + (b >> 3)] >> (b & 7)) & 1
 
 
+cdef inline int64_t elem_size(int64_t kind) noexcept nogil:
+    """BinaryArrayData element slot width (``calculateFixLengthPartSize``)."""
+    if kind == R_BOOL or kind == R_I8:
+        return 1
+    if kind == R_I16:
+        return 2
+    if kind == R_I32 or kind == R_F32:
+        return 4
+    return 8
+
+cdef inline int64_t array_header(int64_t n) noexcept nogil:
+    return 4 + ((n + 31) // 32) * 4
+
+
+cdef int64_t check_array(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
+    """Validate the BinaryArrayData at d[base:base+size] (element program: ``node + 1``); return
+    its migrated size (``size`` itself when the node is verbatim) or -code."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t e = node + 1
+    cdef int64_t k = P(x, e, C_KIND)
+    cdef int64_t es = elem_size(k)
+    cdef int64_t n, header, lo, i, slot, off, ln, r, new_size
+    cdef uint64_t raw
+    cdef uint8_t mark
+    cdef bint verbatim = P(x, node, C_FLAGS) & F_VERBATIM
+    if size < 4:
+        x.err_node = node
+        return -E_TRUNCATED
+    n = <int32_t>load_u32_le(d + base)
+    if n < 0:
+        x.err_node = node
+        return -E_BAD_LENGTH
+    header = array_header(n)
+    if header + n * es > size:
+        x.err_node = node
+        return -E_TRUNCATED
+    lo = round_up8(header + n * es)
+    if lo > size:
+        lo = size
+    new_size = round_up8(header + 8 * n)
+    if k < R_STR or k == R_DEC_COMPACT:
+        return size
+    for i in range(n):
+        if (d[base + 4 + (i >> 3)] >> (i & 7)) & 1:
+            continue
+        slot = base + header + i * es
+        raw = load_u64_le(d + slot)
+        mark = d[slot + 7]
+        if mark & 0x80:
+            if k != R_STR and k != R_BIN:
+                x.err_node = e
+                return -E_BAD_INLINE
+            ln = mark & 0x7F
+            if ln > 7:
+                x.err_node = e
+                return -E_BAD_INLINE
+            if k == R_STR and not utf8_valid(d + slot, ln):
+                x.err_node = e
+                return -E_BAD_UTF8
+            continue
+        off = <int64_t>(raw >> 32)
+        ln = <int64_t>(raw & 0xFFFFFFFFu)
+        if k == R_TS_BIG:
+            if ln > 999999:
+                x.err_node = e
+                return -E_BAD_NANOS
+            ln = 8
+        elif k == R_DEC_BIG and (ln < 1 or ln > 16):
+            x.err_node = e
+            return -E_BAD_LENGTH
+        if off < lo or off + ln > size:
+            x.err_node = e
+            return -E_BAD_OFFSET
+        if k == R_STR and not utf8_valid(d + base + off, ln):
+            x.err_node = e
+            return -E_BAD_UTF8
+        r = 0
+        if k == R_ROW:
+            r = check_row(x, e, base + off, ln)
+        elif k == R_ARRAY:
+            r = check_array(x, e, base + off, ln)
+        elif k == R_MAP:
+            r = check_map(x, e, base + off, ln)
+        if r < 0:
+            return r
+        new_size += round_up8(r)
+    return size if verbatim else new_size
+
+
+cdef int64_t check_map(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
+    """Validate a BinaryMapData: i32 LE key-array bytes ‖ key array ‖ value array."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t kn = node + 1
+    cdef int64_t vn = P(x, kn, C_END)
+    cdef int64_t kb, rk, rv
+    if size < 4:
+        x.err_node = node
+        return -E_TRUNCATED
+    kb = <int32_t>load_u32_le(d + base)
+    if kb < 0 or kb > size - 4:
+        x.err_node = node
+        return -E_BAD_LENGTH
+    rk = check_array(x, kn, base + 4, kb)
+    if rk < 0:
+        return rk
+    rv = check_array(x, vn, base + 4 + kb, size - 4 - kb)
+    if rv < 0:
+        return rv
+    if <int32_t>load_u32_le(d + base + 4) != <int32_t>load_u32_le(d + base + 4 + kb):
+        x.err_node = node
+        return -E_BAD_LENGTH
+    if P(x, node, C_FLAGS) & F_VERBATIM:
+        return size
+    return 4 + rk + rv
+
+
+cdef int64_t migrate_array(Ctx* x, int64_t node, int64_t base, int64_t size, uint8_t* o,
+                           int64_t op) noexcept nogil:
+    """Write the migrated copy of a validated array whose elements are rows / arrays / maps."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t e = node + 1
+    cdef int64_t k = P(x, e, C_KIND)
+    cdef int64_t n, header, cur, i, off, ln, r, pad
+    cdef uint64_t raw
+    if P(x, node, C_FLAGS) & F_VERBATIM:
+        memcpy(o + op, d + base, size)
+        return size
+    n = <int32_t>load_u32_le(d + base)
+    header = array_header(n)
+    cur = round_up8(header + 8 * n)
+    memset(o + op, 0, cur)
+    memcpy(o + op, d + base, header)
+    for i in range(n):
+        if (d[base + 4 + (i >> 3)] >> (i & 7)) & 1:
+            continue
+        raw = load_u64_le(d + base + header + 8 * i)
+        off = <int64_t>(raw >> 32)
+        ln = <int64_t>(raw & 0xFFFFFFFFu)
+        if k == R_ROW:
+            r = migrate_row(x, e, base + off, ln, o, op + cur)
+        elif k == R_ARRAY:
+            r = migrate_array(x, e, base + off, ln, o, op + cur)
+        else:
+            r = migrate_map(x, e, base + off, ln, o, op + cur)
+        store_u64_le(o + op + header + 8 * i, ((<uint64_t>cur) << 32) | <uint64_t>r)
+        pad = round_up8(r) - r
+        memset(o + op + cur + r, 0, pad)
+        cur += r + pad
+    return cur
+
+
+cdef int64_t migrate_map(Ctx* x, int64_t node, int64_t base, int64_t size, uint8_t* o,
+                         int64_t op) noexcept nogil:
+    cdef const uint8_t* d = x.d
+    cdef int64_t kn = node + 1
+    cdef int64_t vn = P(x, kn, C_END)
+    cdef int64_t kb = <int32_t>load_u32_le(d + base)
+    cdef int64_t rk, rv
+    if P(x, node, C_FLAGS) & F_VERBATIM:
+        memcpy(o + op, d + base, size)
+        return size
+    rk = migrate_array(x, kn, base + 4, kb, o, op + 4)
+    rv = migrate_array(x, vn, base + 4 + kb, size - 4 - kb, o, op + 4 + rk)
+    store_u32_le(o + op, <uint32_t>rk)
+    return 4 + rk + rv
+
+
 cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
     """Validate the old row at d[base:base+size] for this node's (sub)program and return the size of
     the new row a migration writes (decode ignores it); a negative value is -code, with
@@ -170,7 +339,7 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
             c = P(x, c, C_END)
             continue
         slot = base + ow + 8 * src
-        if k == R_STR or k == R_BIN or k == R_ROW or k == R_BLOB or k == R_DEC_BIG or k == R_TS_BIG:
+        if k >= R_STR and k != R_DEC_COMPACT:
             mark = d[slot + 7]
             raw = load_u64_le(d + slot)
             if mark & 0x80:
@@ -209,11 +378,16 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
                 if x.str_off != NULL and x.str_off[c] != NULL:
                     x.str_off[c][x.row + 1] = n
                 new_size += round_up8(n)
-            elif k == R_ROW:
-                r = check_row(x, c, base + off, n)
+            elif k == R_ROW or k == R_ARRAY or k == R_MAP:
+                if k == R_ROW:
+                    r = check_row(x, c, base + off, n)
+                elif k == R_ARRAY:
+                    r = check_array(x, c, base + off, n)
+                else:
+                    r = check_map(x, c, base + off, n)
                 if r < 0:
                     return r
-                new_size += round_up8(n) if (flags & F_VERBATIM) else r
+                new_size += round_up8(n) if (flags & F_VERBATIM) else round_up8(r)
             elif k == R_DEC_BIG:
                 new_size += 16
             else:
@@ -253,10 +427,16 @@ cdef int64_t migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
         else:
             off = <int64_t>(raw >> 32)
             n = <int64_t>(raw & 0xFFFFFFFFu)
-            if k == R_ROW and not (flags & F_VERBATIM):
-                r = migrate_row(x, c, base + off, n, o, obase + cur)
+            if (k == R_ROW or k == R_ARRAY or k == R_MAP) and not (flags & F_VERBATIM):
+                if k == R_ROW:
+                    r = migrate_row(x, c, base + off, n, o, obase + cur)
+                elif k == R_ARRAY:
+                    r = migrate_array(x, c, base + off, n, o, obase + cur)
+                else:
+                    r = migrate_map(x, c, base + off, n, o, obase + cur)
                 store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>r)
-                cur += r
+                memset(o + obase + cur + r, 0, round_up8(r) - r)
+                cur += round_up8(r)
             elif k == R_DEC_BIG:
                 memset(o + obase + cur, 0, 16)
                 memcpy(o + obase + cur, d + base + off, n)

@@ -246,15 +246,17 @@ def test_rowdata_with_arrays_and_maps_round_trips(impl: str) -> None:
     assert back[1] is None
 
 
-def test_array_of_rows_migration_falls_back_per_row(impl: str) -> None:
+def test_array_and_map_of_rows_migration(impl: str) -> None:
     from statemorph.migration import migrate_bytes
 
-    so = serializers.RowDataSerializer("ROW<xs ARRAY<ROW<a INT, b STRING>>>")
-    sn = serializers.RowDataSerializer("ROW<xs ARRAY<ROW<b STRING, c INT, a INT>>>")
+    so = serializers.RowDataSerializer("ROW<xs ARRAY<ROW<a INT, b STRING>>, m MAP<STRING, ROW<a INT, b STRING>>>")
+    sn = serializers.RowDataSerializer("ROW<m MAP<STRING, ROW<b STRING, a INT, z DOUBLE>>, xs ARRAY<ROW<b STRING, c INT, "
+                                       "a INT>>>")
     snap = so.snapshot_configuration()
-    blobs = [so.to_bytes(([(1, "x"), None, (2, "a long string value")],)), None]
+    blobs = [so.to_bytes(([(1, "x"), None, (2, "a long string value")], {"k": (3, "y"), "long key value": None})),
+             None, so.to_bytes(([], {}))]
     out = arrow.migrate(pa.array(blobs), snap, sn)
-    assert out.to_pylist() == [migrate_bytes(snap, sn, blobs[0]), None]
+    assert out.to_pylist() == [migrate_bytes(snap, sn, blobs[0]), None, migrate_bytes(snap, sn, blobs[2])]
 
 
 def test_generic_serializer_path(impl: str) -> None:

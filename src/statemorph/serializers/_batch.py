@@ -406,7 +406,7 @@ def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
 C_KIND, C_POS, C_END, C_ARITY, C_SRC, C_OLD_ARITY, C_FLAGS = range(7)
 NCOL = 8
 (R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_BLOB, R_DEC_BIG, R_TS_BIG,
- R_DEC_COMPACT) = range(1, 15)
+ R_DEC_COMPACT, R_ARRAY, R_MAP) = range(1, 17)
 F_NOT_NULL, F_VERBATIM = 1, 2
 #: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
 ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT})
@@ -439,8 +439,10 @@ def slot_kind(t: LogicalType) -> int:
         return R_DEC_COMPACT if t.is_compact else R_DEC_BIG
     if isinstance(t, (TimestampType, LocalZonedTimestampType)):
         return R_I64 if t.is_compact else R_TS_BIG
-    if isinstance(t, (ArrayType, MapType, MultisetType)):
-        return R_BLOB
+    if isinstance(t, ArrayType):
+        return R_ARRAY
+    if isinstance(t, (MapType, MultisetType)):
+        return R_MAP
     raise NotImplementedError(f"no BinaryRowData slot layout for {t}")
 
 
@@ -463,25 +465,37 @@ class RowProgram:
         return self.paths[node] if 0 <= node < len(self.paths) else ""
 
 
+def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[int]], paths: list[str],
+                types: list[LogicalType], verbatim: bool) -> None:
+    """Append the identity (old = new) program of a field of type ``t``: nested rows, and arrays /
+    maps with their element programs (what the kernels need to validate them)."""
+    me = len(rows)
+    k = slot_kind(t)
+    flags = (0 if t.nullable else F_NOT_NULL) | (F_VERBATIM if verbatim and k in (R_ROW, R_ARRAY, R_MAP) else 0)
+    arity = t.arity if isinstance(t, RowType) else 0
+    rows.append([k, pos, 0, arity, src, arity, flags, 0])
+    paths.append(path)
+    types.append(t)
+    if isinstance(t, RowType):
+        for j, f in enumerate(t.fields):
+            _type_nodes(f.type, j, j, f"{path}.{f.name}" if path else f.name, rows, paths, types, verbatim)
+    elif isinstance(t, ArrayType):
+        _type_nodes(t.element_type, 0, 0, f"{path}[]", rows, paths, types, verbatim)
+    elif isinstance(t, (MapType, MultisetType)):
+        key = t.key_type if isinstance(t, MapType) else t.element_type
+        value = t.value_type if isinstance(t, MapType) else IntType(nullable=False)
+        for part, et in (("key", key), ("value", value)):
+            _type_nodes(ArrayType(et), 0, 0, f"{path}.{part}", rows, paths, types, verbatim)
+    rows[me][C_END] = len(rows)
+
+
 def compile_row_program(row_type: RowType) -> RowProgram:
     """The program for encoding / decoding ``row_type`` (old = new; SRC = POS)."""
     rows: list[list[int]] = []
     paths: list[str] = []
     types: list[LogicalType] = []
-
-    def visit(t: LogicalType, pos: int, path: str) -> None:
-        me = len(rows)
-        k = slot_kind(t)
-        arity = t.arity if isinstance(t, RowType) else 0
-        rows.append([k, pos, 0, arity, pos, arity, 0 if t.nullable else F_NOT_NULL, 0])
-        paths.append(path)
-        types.append(t)
-        if isinstance(t, RowType):
-            for j, f in enumerate(t.fields):
-                visit(f.type, j, f"{path}.{f.name}" if path else f.name)
-        rows[me][C_END] = len(rows)
-
-    visit(row_type, -1, "")
+    _type_nodes(row_type, -1, -1, "", rows, paths, types, False)
+    rows[0][C_FLAGS] &= ~F_NOT_NULL
     return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
 
 
@@ -492,8 +506,9 @@ class NotByteRemappable(Exception):
 def compile_migration_program(plan: Any) -> RowProgram:
     """Compile a :class:`statemorph.migration.RowMigrationPlan` into a migrate program.
 
-    ``"copy"`` fields keep their slot kind (nested rows marked verbatim); ``"row"`` fields recurse;
-    ``"array"`` / ``"map"`` migrations raise :class:`NotByteRemappable`."""
+    ``"copy"`` fields keep their old layout (nested rows, arrays and maps marked verbatim: copied
+    after validation); ``"row"`` / ``"array"`` / ``"map"`` migrations recurse (array and map
+    elements are remapped one by one)."""
     rows: list[list[int]] = []
     paths: list[str] = []
     types: list[LogicalType] = []
@@ -511,19 +526,43 @@ def compile_migration_program(plan: Any) -> RowProgram:
                 paths.append(child)
                 types.append(f.type)
                 continue
-            m = f.migration
-            if m.kind == "row":
-                visit_row(m.row, j, f.source, child, nflags, f.type)
-            elif m.kind == "copy":
-                if isinstance(f.old_type, RowType) and m.row is not None:
-                    visit_row(m.row, j, f.source, child, nflags | F_VERBATIM, f.type)
-                else:
-                    rows.append([slot_kind(f.old_type), j, len(rows) + 1, 0, f.source, 0, nflags, 0])
-                    paths.append(child)
-                    types.append(f.type)
-            else:
-                raise NotByteRemappable(f"{child}: {m.kind} migration")
+            visit_mig(f.migration, j, f.source, child, nflags)
         rows[me][C_END] = len(rows)
+
+    def visit_array(m: Any, path: str) -> None:
+        """An array node (element migration ``m``) as it appears inside a map."""
+        if m.is_copy:
+            _type_nodes(ArrayType(m.old_type), 0, 0, path, rows, paths, types, True)
+            return
+        me = len(rows)
+        rows.append([R_ARRAY, 0, 0, 0, 0, 0, 0, 0])
+        paths.append(path)
+        types.append(ArrayType(m.new_type))
+        visit_mig(m, 0, 0, f"{path}[]", 0)
+        rows[me][C_END] = len(rows)
+
+    def visit_mig(m: Any, pos: int, src: int, path: str, nflags: int) -> None:
+        if m.kind == "copy":
+            root = len(rows)
+            _type_nodes(m.old_type, pos, src, path, rows, paths, types, True)
+            rows[root][C_FLAGS] = (rows[root][C_FLAGS] & ~F_NOT_NULL) | nflags
+        elif m.kind == "row":
+            visit_row(m.row, pos, src, path, nflags, m.new_type)
+        elif m.kind == "array":
+            me = len(rows)
+            rows.append([R_ARRAY, pos, 0, 0, src, 0, nflags, 0])
+            paths.append(path)
+            types.append(m.new_type)
+            visit_mig(m.element, 0, 0, f"{path}[]", 0)
+            rows[me][C_END] = len(rows)
+        else:
+            me = len(rows)
+            rows.append([R_MAP, pos, 0, 0, src, 0, nflags, 0])
+            paths.append(path)
+            types.append(m.new_type)
+            visit_array(m.key, f"{path}.key")
+            visit_array(m.value, f"{path}.value")
+            rows[me][C_END] = len(rows)
 
     visit_row(plan, -1, -1, "", F_VERBATIM if plan.is_identity else 0, plan.new_type)
     return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
@@ -594,7 +633,7 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
             c = p[c][C_END]
             continue
         slot = base + ow + 8 * src
-        if k in (R_STR, R_BIN, R_ROW, R_BLOB, R_DEC_BIG, R_TS_BIG):
+        if k >= R_STR and k != R_DEC_COMPACT:
             mark = d[slot + 7]
             raw = _U64.unpack_from(d, slot)[0]
             if mark & 0x80:
@@ -624,9 +663,9 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
                 if x.str_off is not None and x.str_off[c] is not None:
                     x.str_off[c][x.row + 1] = n
                 new_size += _round8(n)
-            elif k == R_ROW:
-                r = _check_row(x, c, base + off, n)
-                new_size += _round8(n) if flags & F_VERBATIM else r
+            elif k in (R_ROW, R_ARRAY, R_MAP):
+                r = _CHECK[k](x, c, base + off, n)
+                new_size += _round8(n) if flags & F_VERBATIM else _round8(r)
             elif k == R_DEC_BIG:
                 new_size += 16
             else:
@@ -656,10 +695,10 @@ def _migrate_row(x: _RowCtx, node: int, base: int, size: int) -> bytearray:
         else:
             off, n = raw >> 32, raw & 0xFFFFFFFF
             cur = len(buf)
-            if k == R_ROW and not flags & F_VERBATIM:
-                sub = _migrate_row(x, c, base + off, n)
+            if k in (R_ROW, R_ARRAY, R_MAP) and not flags & F_VERBATIM:
+                sub = _MIGRATE[k](x, c, base + off, n)
                 _U64.pack_into(buf, nslot, (cur << 32) | len(sub))
-                buf += sub
+                buf += sub + bytes(_round8(len(sub)) - len(sub))
             elif k == R_DEC_BIG:
                 _U64.pack_into(buf, nslot, (cur << 32) | n)
                 buf += d[base + off:base + off + n] + bytes(16 - n)
@@ -671,6 +710,125 @@ def _migrate_row(x: _RowCtx, node: int, base: int, size: int) -> bytearray:
                 buf += d[base + off:base + off + n] + bytes(_round8(n) - n)
         c = p[c][C_END]
     return buf
+
+
+_ELEM_SIZE = {R_BOOL: 1, R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4}
+
+
+def _array_header(n: int) -> int:
+    return 4 + ((n + 31) // 32) * 4
+
+
+def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
+    """Mirror of ``check_array``."""
+    p, d = x.p, x.d
+    e = node + 1
+    k = p[e][C_KIND]
+    es = _ELEM_SIZE.get(k, 8)
+    verbatim = p[node][C_FLAGS] & F_VERBATIM
+
+    def fail(code: int, at: int) -> _RowError:
+        x.err_node = at
+        return _RowError(code)
+
+    if size < 4:
+        raise fail(E_TRUNCATED, node)
+    n = struct.unpack_from("<i", d, base)[0]
+    if n < 0:
+        raise fail(E_BAD_LENGTH, node)
+    header = _array_header(n)
+    if header + n * es > size:
+        raise fail(E_TRUNCATED, node)
+    lo = min(_round8(header + n * es), size)
+    new_size = _round8(header + 8 * n)
+    if k < R_STR or k == R_DEC_COMPACT:
+        return size
+    for i in range(n):
+        if d[base + 4 + (i >> 3)] >> (i & 7) & 1:
+            continue
+        slot = base + header + i * es
+        raw = _U64.unpack_from(d, slot)[0]
+        mark = d[slot + 7]
+        if mark & 0x80:
+            if k not in (R_STR, R_BIN):
+                raise fail(E_BAD_INLINE, e)
+            ln = mark & 0x7F
+            if ln > 7:
+                raise fail(E_BAD_INLINE, e)
+            if k == R_STR and not _utf8_ok(d[slot:slot + ln]):
+                raise fail(E_BAD_UTF8, e)
+            continue
+        off, ln = raw >> 32, raw & 0xFFFFFFFF
+        if k == R_TS_BIG:
+            if ln > 999999:
+                raise fail(E_BAD_NANOS, e)
+            ln = 8
+        elif k == R_DEC_BIG and not 1 <= ln <= 16:
+            raise fail(E_BAD_LENGTH, e)
+        if off < lo or off + ln > size:
+            raise fail(E_BAD_OFFSET, e)
+        if k == R_STR and not _utf8_ok(d[base + off:base + off + ln]):
+            raise fail(E_BAD_UTF8, e)
+        r = _CHECK[k](x, e, base + off, ln) if k in _CHECK else 0
+        new_size += _round8(r)
+    return size if verbatim else new_size
+
+
+def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
+    p, d = x.p, x.d
+    kn = node + 1
+    vn = p[kn][C_END]
+    if size < 4:
+        x.err_node = node
+        raise _RowError(E_TRUNCATED)
+    kb = struct.unpack_from("<i", d, base)[0]
+    if kb < 0 or kb > size - 4:
+        x.err_node = node
+        raise _RowError(E_BAD_LENGTH)
+    rk = _check_array(x, kn, base + 4, kb)
+    rv = _check_array(x, vn, base + 4 + kb, size - 4 - kb)
+    if struct.unpack_from("<i", d, base + 4)[0] != struct.unpack_from("<i", d, base + 4 + kb)[0]:
+        x.err_node = node
+        raise _RowError(E_BAD_LENGTH)
+    if p[node][C_FLAGS] & F_VERBATIM:
+        return size
+    return 4 + rk + rv
+
+
+def _migrate_array(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytearray:
+    p, d = x.p, x.d
+    if p[node][C_FLAGS] & F_VERBATIM:
+        return d[base:base + size]
+    e = node + 1
+    k = p[e][C_KIND]
+    n = struct.unpack_from("<i", d, base)[0]
+    header = _array_header(n)
+    buf = bytearray(_round8(header + 8 * n))
+    buf[0:header] = d[base:base + header]
+    for i in range(n):
+        if d[base + 4 + (i >> 3)] >> (i & 7) & 1:
+            continue
+        raw = _U64.unpack_from(d, base + header + 8 * i)[0]
+        sub = _MIGRATE[k](x, e, base + (raw >> 32), raw & 0xFFFFFFFF)
+        _U64.pack_into(buf, header + 8 * i, (len(buf) << 32) | len(sub))
+        buf += sub + bytes(_round8(len(sub)) - len(sub))
+    return buf
+
+
+def _migrate_map(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytearray:
+    p, d = x.p, x.d
+    if p[node][C_FLAGS] & F_VERBATIM:
+        return d[base:base + size]
+    kn = node + 1
+    vn = p[kn][C_END]
+    kb = struct.unpack_from("<i", d, base)[0]
+    keys = _migrate_array(x, kn, base + 4, kb)
+    values = _migrate_array(x, vn, base + 4 + kb, size - 4 - kb)
+    return struct.pack("<i", len(keys)) + bytes(keys) + bytes(values)
+
+
+_CHECK = {R_ROW: _check_row, R_ARRAY: _check_array, R_MAP: _check_map}
+_MIGRATE = {R_ROW: _migrate_row, R_ARRAY: _migrate_array, R_MAP: _migrate_map}
 
 
 def _entry_row(v: _Bin, i: int) -> tuple[int, int, int]:
