@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.snapshot import (
     read_serializer_snapshot,
@@ -192,3 +193,23 @@ def test_migration_matches_flink_restore(case: dict[str, Any]) -> None:
     reader = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() else new_ser
     bad = mismatch(new_world.value(case["new"], case["new_value"]), reader.from_bytes(bytes.fromhex(case["new_hex"])))
     assert bad is None, f"{where}: {bad}"
+
+
+def _cuts(n: int) -> list[int]:
+    """Strict prefix lengths to try: all of them for short values, a spread for long ones."""
+    if n <= 40:
+        return list(range(n))
+    return sorted({0, 1, 2, 3, 4, 5, 7, 8, 9, n // 3, n // 2, n - 9, n - 8, n - 5, n - 4, n - 2, n - 1})
+
+
+@pytest.mark.parametrize("case", CASES["value"])
+def test_cut_or_padded_flink_bytes_raise_typed_errors(case: dict[str, Any]) -> None:
+    """Every strict prefix of real Flink bytes is truncated data (the formats are prefix-free), and
+    a trailing byte is malformed: both must raise a StateFormatError, never IndexError & co."""
+    ser = World().serializer(case["serializer"])
+    data = bytes.fromhex(case["hex"])
+    for cut in _cuts(len(data)):
+        with pytest.raises(StateFormatError):
+            ser.from_bytes(data[:cut])
+    with pytest.raises(StateFormatError):
+        ser.from_bytes(data + b"\x00")
