@@ -6,13 +6,18 @@ the bug (then they simply pass and stay as regression tests).
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from statemorph import serializers
+from statemorph import arrow, serializers
+from statemorph.errors import StateFormatError
 from statemorph.state import RocksDBStateBackend, ValueStateDescriptor
+from statemorph.types import Timestamp
 
 
 def test_rocksdb_close_releases_the_database_lock(tmp_path: Path) -> None:
@@ -46,3 +51,43 @@ def test_rocksdb_relative_db_paths_in_different_directories(tmp_path: Path, monk
         r2.close()
     finally:
         r1.close()
+
+
+@dataclasses.dataclass
+class Item:
+    sku: str | None = None
+    qty: int | None = None
+
+
+@pytest.mark.parametrize("ser,values", [
+    (serializers.TupleSerializer([serializers.IntSerializer(), serializers.StringSerializer()]), [(1, "a"), (2, None)]),
+    (serializers.PojoSerializer(Item, {"sku": serializers.StringSerializer(), "qty": serializers.IntSerializer()}),
+     [Item("a", 1), Item(None, 2)]),
+], ids=["Tuple", "Pojo"])
+def test_arrow_decode_tuple_and_pojo(ser: Any, values: list[Any]) -> None:
+    """arrow.py ``_decode_per_value``: ``pa.array(values)`` cannot infer a type for tuples of mixed
+    types or for dataclass instances, so ``arrow.decode`` of perfectly valid Tuple / POJO bytes
+    raises ``pyarrow.lib.ArrowInvalid`` ("Could not convert 'a' with type str: tried to convert to
+    int64" / "did not recognize Python value type") although the module docstring lists both as
+    supported per value. Expected: an Arrow array (e.g. a struct per tuple / POJO) of the values."""
+    decoded = arrow.decode(pa.array([ser.to_bytes(v) for v in values], type=pa.binary()), ser)
+    assert len(decoded) == len(values)
+    assert arrow.encode(decoded, ser).to_pylist() == [ser.to_bytes(v) for v in values]
+
+
+def test_arrow_decode_timestamp_beyond_int64_nanoseconds_is_a_typed_error() -> None:
+    """arrow.py ``_decode_per_value``: a TIMESTAMP(9) whose millis (2**56, one hostile 4-byte
+    word in a savepoint) do not fit int64 nanoseconds makes ``pa.array`` raise a bare
+    ``OverflowError`` ("Python int too large to convert to C long") for the whole column.
+    Expected: a StateFormatError naming the row (and a null / collected error with on_error)."""
+    ser = serializers.RowDataSerializer("ROW<a INT, b ARRAY<STRING>, e TIMESTAMP(9)>")
+    good = ser.to_bytes((1, ["x"], Timestamp(millis=1, nano_of_millisecond=5)))
+    bad = ser.to_bytes((2, ["y"], Timestamp(millis=1 << 56, nano_of_millisecond=0)))
+    column = pa.array([good, bad], type=pa.binary())
+    with pytest.raises(StateFormatError) as info:
+        arrow.decode(column, ser)
+    assert info.value.row == 1  # type: ignore[attr-defined]
+    nulled = arrow.decode(column, ser, on_error="null")
+    assert nulled[0].is_valid and not nulled[1].is_valid
+    _, errors = arrow.decode(column, ser, on_error="collect")
+    assert [e.row for e in errors] == [1]
