@@ -146,14 +146,6 @@ final class World {
             case "Char": return "Character";
             case "String": return "String";
             case "Bytes": return "byte[]";
-            case "BooleanArray": return "boolean[]";
-            case "ShortArray": return "short[]";
-            case "CharArray": return "char[]";
-            case "IntArray": return "int[]";
-            case "LongArray": return "long[]";
-            case "FloatArray": return "float[]";
-            case "DoubleArray": return "double[]";
-            case "StringArray": return "String[]";
             case "List": return "java.util.List";
             case "Map": return "java.util.Map";
             case "Nullable": return javaType(s.args.get(0));
@@ -162,8 +154,28 @@ final class World {
             case "Tuple": return "org.apache.flink.api.java.tuple.Tuple" + s.args.size();
             case "Row": return "org.apache.flink.types.Row";
             case "RowData": return "org.apache.flink.table.data.RowData";
-            default: return "Object";
+            default:
+                Class<?> component = ARRAY_COMPONENTS.get(s.kind);
+                return component == null ? "Object" : component.getSimpleName() + "[]";
         }
+    }
+
+    /** Java component type of each array atom; its elements are the atom named without "Array". */
+    private static final Map<String, Class<?>> ARRAY_COMPONENTS = new HashMap<>();
+
+    static {
+        ARRAY_COMPONENTS.put("BooleanArray", boolean.class);
+        ARRAY_COMPONENTS.put("ShortArray", short.class);
+        ARRAY_COMPONENTS.put("CharArray", char.class);
+        ARRAY_COMPONENTS.put("IntArray", int.class);
+        ARRAY_COMPONENTS.put("LongArray", long.class);
+        ARRAY_COMPONENTS.put("FloatArray", float.class);
+        ARRAY_COMPONENTS.put("DoubleArray", double.class);
+        ARRAY_COMPONENTS.put("StringArray", String.class);
+    }
+
+    private static Spec element(Spec array) {
+        return Spec.parse(array.kind.substring(0, array.kind.length() - "Array".length()));
     }
 
     Class<?> cls(String name) throws ClassNotFoundException {
@@ -268,6 +280,15 @@ final class World {
         if (j == null && !s.kind.equals("RowData") && !s.kind.equals("Avro")) {
             return null;
         }
+        if (ARRAY_COMPONENTS.containsKey(s.kind)) { // primitive arrays and String[]
+            List<Object> l = (List<Object>) j;
+            Spec element = element(s);
+            Object a = java.lang.reflect.Array.newInstance(ARRAY_COMPONENTS.get(s.kind), l.size());
+            for (int k = 0; k < l.size(); k++) {
+                java.lang.reflect.Array.set(a, k, toJava(element, l.get(k)));
+            }
+            return a;
+        }
         switch (s.kind) {
             case "Boolean": return (Boolean) j;
             case "Byte": return Values.integer(j).byteValueExact();
@@ -285,54 +306,6 @@ final class World {
             }
             case "String": return Values.str(j);
             case "Bytes": return Values.bytes(j);
-            case "BooleanArray": {
-                List<Object> l = (List<Object>) j;
-                boolean[] a = new boolean[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = (Boolean) l.get(k);
-                return a;
-            }
-            case "ShortArray": {
-                List<Object> l = (List<Object>) j;
-                short[] a = new short[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = Values.integer(l.get(k)).shortValueExact();
-                return a;
-            }
-            case "CharArray": {
-                List<Object> l = (List<Object>) j;
-                char[] a = new char[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = Values.str(l.get(k)).charAt(0);
-                return a;
-            }
-            case "IntArray": {
-                List<Object> l = (List<Object>) j;
-                int[] a = new int[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = Values.integer(l.get(k)).intValueExact();
-                return a;
-            }
-            case "LongArray": {
-                List<Object> l = (List<Object>) j;
-                long[] a = new long[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = Values.integer(l.get(k)).longValueExact();
-                return a;
-            }
-            case "FloatArray": {
-                List<Object> l = (List<Object>) j;
-                float[] a = new float[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = Values.flt(l.get(k));
-                return a;
-            }
-            case "DoubleArray": {
-                List<Object> l = (List<Object>) j;
-                double[] a = new double[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = Values.dbl(l.get(k));
-                return a;
-            }
-            case "StringArray": {
-                List<Object> l = (List<Object>) j;
-                String[] a = new String[l.size()];
-                for (int k = 0; k < a.length; k++) a[k] = Values.str(l.get(k));
-                return a;
-            }
             case "List": {
                 List<Object> out = new ArrayList<>();
                 for (Object o : (List<Object>) j) out.add(toJava(s.args.get(0), o));
@@ -392,6 +365,14 @@ final class World {
         if (v == null && !s.kind.equals("Avro")) {
             return null;
         }
+        if (ARRAY_COMPONENTS.containsKey(s.kind)) {
+            List<Object> l = new ArrayList<>();
+            Spec element = element(s);
+            for (int k = 0; k < java.lang.reflect.Array.getLength(v); k++) {
+                l.add(toJson(element, java.lang.reflect.Array.get(v, k)));
+            }
+            return l;
+        }
         switch (s.kind) {
             case "Boolean": return v;
             case "Byte":
@@ -403,46 +384,6 @@ final class World {
             case "Char": return Values.strJson(String.valueOf((char) (Character) v));
             case "String": return Values.strJson((String) v);
             case "Bytes": return Values.bytesJson((byte[]) v);
-            case "BooleanArray": {
-                List<Object> l = new ArrayList<>();
-                for (boolean b : (boolean[]) v) l.add(b);
-                return l;
-            }
-            case "ShortArray": {
-                List<Object> l = new ArrayList<>();
-                for (short b : (short[]) v) l.add(new Json.Num(Short.toString(b)));
-                return l;
-            }
-            case "CharArray": {
-                List<Object> l = new ArrayList<>();
-                for (char b : (char[]) v) l.add(Values.strJson(String.valueOf(b)));
-                return l;
-            }
-            case "IntArray": {
-                List<Object> l = new ArrayList<>();
-                for (int b : (int[]) v) l.add(new Json.Num(Integer.toString(b)));
-                return l;
-            }
-            case "LongArray": {
-                List<Object> l = new ArrayList<>();
-                for (long b : (long[]) v) l.add(new Json.Num(Long.toString(b)));
-                return l;
-            }
-            case "FloatArray": {
-                List<Object> l = new ArrayList<>();
-                for (float b : (float[]) v) l.add(Values.floatJson(b));
-                return l;
-            }
-            case "DoubleArray": {
-                List<Object> l = new ArrayList<>();
-                for (double b : (double[]) v) l.add(Values.doubleJson(b));
-                return l;
-            }
-            case "StringArray": {
-                List<Object> l = new ArrayList<>();
-                for (String b : (String[]) v) l.add(Values.strJson(b));
-                return l;
-            }
             case "List": {
                 List<Object> l = new ArrayList<>();
                 for (Object o : (List<?>) v) l.add(toJson(s.args.get(0), o));
