@@ -153,9 +153,23 @@ def write_versioned_snapshot(snap: TypeSerializerSnapshot) -> bytes:
     return out.get_copy_of_buffer()
 
 
+# Snapshots nest (a List of a Map of a Row ...) and are read recursively. Real schemas nest a few
+# levels; a hostile file can nest thousands in a few kilobytes, which would end in a
+# RecursionError (not a format error) while reading, restoring or resolving. Capped well below
+# Python's recursion limit, so every recursive walk of a snapshot that was read is safe too.
+MAX_NESTING_DEPTH = 64
+_NESTING_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("statemorph_snapshot_depth", default=0)
+
+
 def read_versioned_snapshot_from(
     src: DataInputDeserializer, registry: SnapshotRegistry | None = None
 ) -> TypeSerializerSnapshot:
+    depth = _NESTING_DEPTH.get()
+    if depth >= MAX_NESTING_DEPTH:
+        raise MalformedDataError(
+            f"serializer snapshot at offset {src.position} is nested more than {MAX_NESTING_DEPTH} levels deep"
+        )
+    depth_token = _NESTING_DEPTH.set(depth + 1)
     token = _ACTIVE_REGISTRY.set(registry) if registry is not None else None
     try:
         start = src.position
@@ -171,6 +185,7 @@ def read_versioned_snapshot_from(
     finally:
         if token is not None:
             _ACTIVE_REGISTRY.reset(token)
+        _NESTING_DEPTH.reset(depth_token)
 
 
 def read_versioned_snapshot(
@@ -416,6 +431,7 @@ __all__ = [
     "CompatibilityType",
     "CompositeTypeSerializerSnapshot",
     "DEFAULT_REGISTRY",
+    "MAX_NESTING_DEPTH",
     "SchemaCompatibility",
     "SimpleTypeSerializerSnapshot",
     "SnapshotRegistry",

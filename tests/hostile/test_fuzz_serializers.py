@@ -356,3 +356,46 @@ def test_mutated_snapshots(name: str, data: st.DataObject) -> None:
 @given(data=st.binary(max_size=200))
 def test_random_snapshot_bytes(data: bytes) -> None:
     only_format_errors(read_versioned_snapshot, data, "read_versioned_snapshot")
+
+
+# ------------------------------------------------------------------------------------------------
+# nesting depth
+
+
+def _one_level(outer: Callable[[Any], Any]) -> tuple[bytes, bytes, bytes]:
+    """(prefix, inner, suffix) with ``snapshot(outer(inner)) == prefix + snapshot(inner) + suffix``,
+    so ``prefix * n + inner + suffix * n`` nests the composite n levels deep without building it."""
+    inner = write_versioned_snapshot(S.IntSerializer().snapshot_configuration())
+    blob = write_versioned_snapshot(outer(S.IntSerializer()).snapshot_configuration())
+    at = blob.index(inner)
+    return blob[:at], inner, blob[at + len(inner):]
+
+
+NESTERS: dict[str, Callable[[Any], Any]] = {
+    "List": S.ListSerializer,
+    "Nullable": S.NullableSerializer,
+    "MapValue": lambda s: S.MapSerializer(S.StringSerializer(), s),
+    "Tuple": lambda s: S.TupleSerializer([s]),
+    "Row": lambda s: S.RowSerializer([s]),
+}
+
+
+@pytest.mark.parametrize("name", list(NESTERS))
+def test_hostile_snapshot_nesting_is_a_format_error_not_a_recursion_error(name: str) -> None:
+    """A few kilobytes can nest a composite snapshot thousands of levels deep; reading it used to
+    end in RecursionError. Now a MalformedDataError saying how deep and where."""
+    from statemorph.errors import MalformedDataError
+    from statemorph.snapshot import MAX_NESTING_DEPTH
+
+    prefix, inner, suffix = _one_level(NESTERS[name])
+    for depth in (MAX_NESTING_DEPTH, 300, 3000):
+        blob = prefix * depth + inner + suffix * depth
+        with pytest.raises(MalformedDataError, match=rf"nested more than {MAX_NESTING_DEPTH} levels deep") as info:
+            only_format_errors_raising(read_versioned_snapshot, blob, f"{name} x{depth}")
+        assert "offset" in str(info.value)
+    # one level less than the limit is a legitimate (if odd) schema: it reads, restores and resolves
+    blob = prefix * (MAX_NESTING_DEPTH - 1) + inner + suffix * (MAX_NESTING_DEPTH - 1)
+    snap = read_versioned_snapshot(blob)
+    restored = snap.restore_serializer()
+    assert snap.resolve_schema_compatibility(restored).is_compatible_as_is()
+    assert write_versioned_snapshot(snap) == blob
