@@ -54,6 +54,8 @@ def fixed_encode(int kind, values, validity, int64_t offset, int64_t start, int6
     cdef uint64_t u64
     if validity is not None:
         bmv = u8(validity)
+        if (offset + stop + 7) // 8 > bmv.shape[0]:
+            raise ValueError("validity buffer shorter than the array")
         bp = &bmv[0]
     if kind == K_BOOL:
         if (offset + stop + 7) // 8 > vmv.shape[0]:
@@ -110,6 +112,8 @@ def fixed_decode(int kind, offsets, data, validity, int64_t offset, bint wide, i
     v.wide = wide
     if validity is not None:
         bmv = u8(validity)
+        if (offset + stop + 7) // 8 > bmv.shape[0]:
+            raise ValueError("validity buffer shorter than the array")
         v.validity = &bmv[0]
     if (offset + stop + 1) * (8 if wide else 4) > omv.shape[0]:
         raise ValueError("offsets buffer shorter than the array")

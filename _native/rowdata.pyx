@@ -679,6 +679,8 @@ cdef BinView _view(_Keep keep, offsets, data, validity, int64_t offset, bint wid
     v.offset = offset
     v.wide = wide
     v.validity = keep.ro(validity)
+    if validity is not None and (offset + stop + 7) // 8 > len(u8(validity)):
+        raise ValueError("validity buffer shorter than the array")
     return v
 
 
@@ -841,8 +843,11 @@ def decode_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_
             decode_row(&x, 0, base)
 
 
-cdef void _encode_inputs(_Keep keep, Ctx* x, list cols) except *:
-    cdef int64_t node, n = len(cols)
+cdef void _encode_inputs(_Keep keep, Ctx* x, list cols, int64_t stop) except *:
+    """Pointer tables for the Arrow input columns, after checking every buffer covers the rows."""
+    cdef int64_t node, n = len(cols), kind, need
+    if n != x.prog[C_END]:
+        raise ValueError("one Arrow column per program node is required")
     x.in_valid = <const uint8_t**>keep.table(n)
     x.in_vals = <const uint8_t**>keep.table(n)
     x.in_offs = <const uint8_t**>keep.table(n)
@@ -857,6 +862,19 @@ cdef void _encode_inputs(_Keep keep, Ctx* x, list cols) except *:
         x.in_off[node] = off
         x.in_vals_len[node] = len(u8(values)) if values is not None else 0
         x.in_wide[node] = wide
+        if validity is not None and (off + stop + 7) // 8 > len(u8(validity)):
+            raise ValueError(f"column {node}: validity buffer shorter than the array")
+        kind = x.prog[node * NCOL + C_KIND]
+        if kind == R_STR or kind == R_BIN:
+            if offs is None or (off + stop + 1) * (8 if wide else 4) > len(u8(offs)):
+                raise ValueError(f"column {node}: offsets buffer shorter than the array")
+        elif kind == R_BOOL:
+            if values is None or (off + stop + 7) // 8 > x.in_vals_len[node]:
+                raise ValueError(f"column {node}: values buffer shorter than the array")
+        elif kind != R_ROW:
+            need = (off + stop) * arrow_width(kind)
+            if values is None or need > x.in_vals_len[node]:
+                raise ValueError(f"column {node}: values buffer shorter than the array")
 
 
 def encode_sizes(prog, list cols, int64_t start, int64_t stop, int64_t[::1] out_off, bint stop_at_error):
@@ -867,7 +885,7 @@ def encode_sizes(prog, list cols, int64_t start, int64_t stop, int64_t[::1] out_
     cdef int64_t i, r, first = -1
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
-    _encode_inputs(keep, &x, cols)
+    _encode_inputs(keep, &x, cols, stop)
     with nogil:
         for i in range(start, stop):
             out_off[i + 1] = 0
@@ -895,7 +913,7 @@ def encode_fill(prog, list cols, int64_t start, int64_t stop, const int64_t[::1]
     cdef int64_t cap = out_data.shape[0]
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
-    _encode_inputs(keep, &x, cols)
+    _encode_inputs(keep, &x, cols, stop)
     with nogil:
         for i in range(start, stop):
             if out_off[i + 1] - out_off[i] < 4 or out_off[i + 1] > cap or not in_valid(&x, 0, i):
