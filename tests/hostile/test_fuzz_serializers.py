@@ -399,3 +399,19 @@ def test_hostile_snapshot_nesting_is_a_format_error_not_a_recursion_error(name: 
     restored = snap.restore_serializer()
     assert snap.resolve_schema_compatibility(restored).is_compatible_as_is()
     assert write_versioned_snapshot(snap) == blob
+
+
+# ------------------------------------------------------------------------------------------------
+# bad values to write
+
+
+@pytest.mark.parametrize("value", [
+    (decimal.Decimal("sNaN"),), [decimal.Decimal("-sNaN")], [1.0], [decimal.Decimal("1")], ["a"], [300], [-129],
+])
+def test_byte_array_refuses_non_byte_elements_with_a_serialization_error(value: Any) -> None:
+    """Found by fuzzing: a signalling-NaN Decimal raised decimal.InvalidOperation from the range
+    comparison instead of the SerializationError every bad value to write gets."""
+    from statemorph.errors import SerializationError
+
+    with pytest.raises(SerializationError, match="BytePrimitiveArraySerializer cannot write"):
+        S.BytePrimitiveArraySerializer().to_bytes(value)

@@ -12,6 +12,7 @@ that fails is the array walked element by element, to name the offending index i
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -69,7 +70,10 @@ class BytePrimitiveArraySerializer(TypeSerializer[bytes]):
             data = bytes(value)
         else:
             try:
-                data = bytes(v & 0xFF if -128 <= v < 0 else v for v in value)
+                # operator.index first: only integers may be compared (a Decimal('sNaN') would
+                # raise InvalidOperation on `<`, a float would slip into the range test)
+                ints = [operator.index(v) for v in value]
+                data = bytes(v & 0xFF if -128 <= v < 0 else v for v in ints)
             except (TypeError, ValueError):
                 raise SerializationError(
                     f"BytePrimitiveArraySerializer cannot write {value!r:.80}: expected bytes or ints in [-128, 255]"
