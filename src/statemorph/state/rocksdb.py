@@ -38,13 +38,12 @@ except ImportError as _e:  # pragma: no cover - exercised only without the optio
 from ..errors import MalformedDataError, SavepointError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..snapshot import TypeSerializerSnapshot
+from . import rocksdb_bulk as bulk
 from .backend import KeyedStateBackend
 from .descriptors import StateKind
 from .keygroups import KeyGroupRange, KeyHasher
 from .resolve import StateResolution
 from .states import EntryKey, StateHandle, StateTable, rows_to_batches
-
-from . import rocksdb_bulk as bulk  # noqa: E402,I001 - after the optional-dependency check above
 
 LIST_DELIMITER = 0x2C  # ','
 _NULL = b"\x01"
@@ -286,7 +285,8 @@ class RocksDBStateTable(StateTable):
             bad = np.flatnonzero(lengths < head if (is_map or not fixed) else lengths != head)
             if len(bad):
                 ck = ks[int(bad[0])].as_py()
-                what = "is truncated" if len(ck) < head else f"has {len(ck) - head} unexpected bytes after the namespace"
+                what = "is truncated" if len(ck) < head else \
+                    f"has {len(ck) - head} unexpected bytes after the namespace"
                 raise self._export_error(ck, MalformedDataError(f"stored key {what}"))
             kg = pa.array(bulk.big_endian_ints(bulk.slice_binary(ks, 0, p), p), pa.int32())
             if fixed:
