@@ -250,8 +250,8 @@ def test_array_and_map_of_rows_migration(impl: str) -> None:
     from statemorph.migration import migrate_bytes
 
     so = serializers.RowDataSerializer("ROW<xs ARRAY<ROW<a INT, b STRING>>, m MAP<STRING, ROW<a INT, b STRING>>>")
-    sn = serializers.RowDataSerializer("ROW<m MAP<STRING, ROW<b STRING, a INT, z DOUBLE>>, xs ARRAY<ROW<b STRING, c INT, "
-                                       "a INT>>>")
+    sn = serializers.RowDataSerializer("ROW<m MAP<STRING, ROW<b STRING, a INT, z DOUBLE>>, "
+                                       "xs ARRAY<ROW<b STRING, c INT, a INT>>>")
     snap = so.snapshot_configuration()
     blobs = [so.to_bytes(([(1, "x"), None, (2, "a long string value")], {"k": (3, "y"), "long key value": None})),
              None, so.to_bytes(([], {}))]
