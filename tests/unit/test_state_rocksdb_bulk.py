@@ -242,3 +242,12 @@ def test_map_state_with_bad_null_flag_fails_migration_naming_the_entry(tmp_path)
         with pytest.raises(StateMigrationError, match="'m'.*map key 1"):
             r.get_state(MapStateDescriptor("m", IntSerializer(), RowDataSerializer(NEW)))
         assert cf[victim] == b"\x07garbage"
+
+
+def test_bulk_restore_of_a_key_group_range_equals_per_entry(tmp_path):
+    sp = build_savepoint(tmp_path, n=150, max_par=1000)
+    with RocksDBStateBackend.restore(sp, key_group_range=(100, 499)) as a, \
+            RocksDBStateBackend.restore(sp, key_group_range=(100, 499), bulk=False) as b:
+        stored = dump(a)
+        assert stored == dump(b)
+        assert stored["v"] and all(100 <= int.from_bytes(k[:2], "big") <= 499 for k, _ in stored["v"])
