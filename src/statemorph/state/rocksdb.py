@@ -233,10 +233,11 @@ class RocksDBStateTable(StateTable):
         return self._export_bulk(batch_rows)
 
     def _export_bulk(self, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        """Savepoint batches a chunk of stored entries at a time: keys split with pyarrow compute
-        when the key and namespace lengths allow it (else per entry), map null flags stripped
-        column-wise; list values are still split element by element (each element must be parsed
-        to find its end)."""
+        """Savepoint batches a chunk of stored entries at a time: keys split column-wise when the
+        key and namespace lengths allow it (both fixed; or, for value and list state, a fixed
+        namespace after a variable key, which is then everything in between), else entry by entry;
+        map null flags stripped column-wise; list values are still split element by element (each
+        element must be parsed to find its end)."""
         from ..savepoint.format import state_schema
 
         schema = state_schema(self.handle.kind)
@@ -307,7 +308,7 @@ class RocksDBStateTable(StateTable):
             except Exception as e:
                 raise self._export_error(ck, e) from e
             rows.append((g, k, n, r))
-        g_col, k_col, n_col, r_col = zip(*rows, strict=True) if rows else ((), (), (), ())
+        g_col, k_col, n_col, r_col = ([row[i] for row in rows] for i in range(4))
         return (pa.array(g_col, pa.int32()), pa.array(k_col, pa.binary()), pa.array(n_col, pa.binary()),
                 pa.array(r_col, pa.binary()) if is_map else None)
 
