@@ -278,6 +278,9 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
     MIN_OUTER_VERSION: ClassVar[int] = 1
     SERIALIZER_CLASS: ClassVar[type]
     MAX_NESTED: ClassVar[int] = 1 << 20
+    # how many nested snapshots the format always has (List 1, Map 2 ...); None = any number.
+    # Checked on read, so a corrupt count is a format error instead of an IndexError on restore.
+    NESTED_ARITY: ClassVar[int | None] = None
 
     nested_snapshots: list[TypeSerializerSnapshot]
 
@@ -345,7 +348,13 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
                 f"(reads {cls.MIN_OUTER_VERSION}..{cls.OUTER_VERSION})"
             )
         snap.read_outer_snapshot(outer_version, src)
+        nested_at = src.position
         snap.nested_snapshots = read_nested_snapshots(src, cls.__name__)
+        if cls.NESTED_ARITY is not None and len(snap.nested_snapshots) != cls.NESTED_ARITY:
+            raise MalformedDataError(
+                f"corrupt {cls.__name__} at offset {nested_at}: {len(snap.nested_snapshots)} nested "
+                f"serializer snapshots, the format has {cls.NESTED_ARITY}"
+            )
         return snap
 
     # -- compatibility ----------------------------------------------------------------------
