@@ -67,11 +67,11 @@ def _identity(plan: Any) -> IdentityTransform:
     return IdentityTransform()
 
 
-def _run(benchmark: Any, fn: Any, dst: str) -> None:
+def _run(benchmark: Any, fn: Any, dst: str, warmup: int = 0) -> None:
     def setup() -> None:
         shutil.rmtree(dst, ignore_errors=True)
 
-    benchmark.pedantic(fn, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=0)
+    benchmark.pedantic(fn, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=warmup)
     shutil.rmtree(dst, ignore_errors=True)
 
 
@@ -121,7 +121,8 @@ def test_scale_spark_identity(benchmark: Any, spark: Any, scale_sp: str, tmp_pat
     from statemorph.spark import migrate_savepoint as spark_migrate
 
     dst = str(tmp_path / "sident")
-    _run(benchmark, lambda: spark_migrate(spark, scale_sp, dst, _descs(), transform=_identity), dst)
+    # one warm-up round: the first Spark job of a session pays for JIT and Python worker start-up
+    _run(benchmark, lambda: spark_migrate(spark, scale_sp, dst, _descs(), transform=_identity), dst, warmup=1)
     record("scale: spark local[2] rewrite, identity", benchmark, SCALE_N)
 
 
@@ -129,7 +130,7 @@ def test_scale_spark_migrate(benchmark: Any, spark: Any, scale_sp: str, tmp_path
     from statemorph.spark import migrate_savepoint as spark_migrate
 
     dst = str(tmp_path / "smig")
-    _run(benchmark, lambda: spark_migrate(spark, scale_sp, dst, _descs()), dst)
+    _run(benchmark, lambda: spark_migrate(spark, scale_sp, dst, _descs()), dst, warmup=1)
     record("scale: spark local[2] rewrite, migrate", benchmark, SCALE_N)
 
 
