@@ -34,7 +34,12 @@ from hypothesis import strategies as st
 
 from statemorph import serializers as S
 from statemorph.errors import StateFormatError, StatemorphError
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.snapshot import (
+    read_serializer_snapshot,
+    read_versioned_snapshot,
+    write_serializer_snapshot,
+    write_versioned_snapshot,
+)
 
 PEAK_LIMIT = 50 * 1024 * 1024
 HANG_SECONDS = 20
@@ -356,6 +361,16 @@ def test_mutated_snapshots(name: str, data: st.DataObject) -> None:
 @given(data=st.binary(max_size=200))
 def test_random_snapshot_bytes(data: bytes) -> None:
     only_format_errors(read_versioned_snapshot, data, "read_versioned_snapshot")
+
+
+@FUZZ
+@given(name=st.sampled_from(IDS), data=st.data())
+def test_mutated_top_level_snapshot_envelopes(name: str, data: st.DataObject) -> None:
+    """Flink's state meta info form ``i32 2 ‖ VERSIONED`` (read_serializer_snapshot), mutated
+    anywhere including the envelope version."""
+    _, ser, _ = BY_ID[name]
+    raw = data.draw(mutated(write_serializer_snapshot(ser.snapshot_configuration())), label="mutated")
+    only_format_errors(read_serializer_snapshot, raw, f"{name} envelope")
 
 
 # ------------------------------------------------------------------------------------------------
