@@ -461,6 +461,11 @@ class RocksDBStateTable(StateTable):
             self._staging = None
             self.backend._db.drop_column_family(self._staging_name)
 
+    def release(self) -> None:
+        """Let go of the column-family handles so that closing the database releases its lock."""
+        self.cf = None
+        self._staging = None
+
     def drop(self) -> None:
         if self._loader is not None:
             self._loader.discard()
@@ -509,7 +514,8 @@ class RocksDBStateBackend(KeyedStateBackend):
             self.db_path = Path(tempfile.mkdtemp(prefix="statemorph-rocksdb-"))
             self._owns_dir = True
         else:
-            self.db_path = Path(db_path)
+            # RocksDB locks by path text: an absolute path keeps two relative "db" dirs apart
+            self.db_path = Path(db_path).absolute()
             if self.db_path.exists() and (not self.db_path.is_dir() or any(self.db_path.iterdir())):
                 raise ValueError(f"db_path {self.db_path} exists and is not an empty directory")
             self._owns_dir = False
@@ -669,6 +675,11 @@ class RocksDBStateBackend(KeyedStateBackend):
         self._closed = True
         if self._db_open:
             self._db_open = False
+            # rocksdict keeps the database (and its LOCK) alive while any column-family handle lives
+            for handle in self._handles.values():
+                table = handle.table
+                if isinstance(table, RocksDBStateTable):
+                    table.release()
             self._db.close()
         if self._owns_dir:
             shutil.rmtree(self.db_path, ignore_errors=True)
