@@ -277,10 +277,9 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
     OUTER_VERSION: ClassVar[int] = 1
     MIN_OUTER_VERSION: ClassVar[int] = 1
     SERIALIZER_CLASS: ClassVar[type]
-    MAX_NESTED: ClassVar[int] = 1 << 20
-    # how many nested snapshots the format always has (List 1, Map 2 ...); None = any number.
-    # Checked on read, so a corrupt count is a format error instead of an IndexError on restore.
-    NESTED_ARITY: ClassVar[int | None] = None
+    # how many nested snapshots the format allows (List (1, 1), Map (2, 2), Tuple (1, 25) ...).
+    # Checked on read, so a corrupt count is a format error instead of a failure on restore.
+    NESTED_ARITY: ClassVar[tuple[int, int]] = (0, 1 << 20)
 
     nested_snapshots: list[TypeSerializerSnapshot]
 
@@ -350,10 +349,12 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
         snap.read_outer_snapshot(outer_version, src)
         nested_at = src.position
         snap.nested_snapshots = read_nested_snapshots(src, cls.__name__)
-        if cls.NESTED_ARITY is not None and len(snap.nested_snapshots) != cls.NESTED_ARITY:
+        low, high = cls.NESTED_ARITY
+        if not low <= len(snap.nested_snapshots) <= high:
+            allowed = str(low) if low == high else f"{low}..{high}"
             raise MalformedDataError(
                 f"corrupt {cls.__name__} at offset {nested_at}: {len(snap.nested_snapshots)} nested "
-                f"serializer snapshots, the format has {cls.NESTED_ARITY}"
+                f"serializer snapshots, the format has {allowed}"
             )
         return snap
 

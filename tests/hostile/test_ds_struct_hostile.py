@@ -261,3 +261,20 @@ def test_same_field_under_two_key_names_is_rejected():
     data = pojo_snapshot_body(utf("a") + tail + utf("a2") + tail, 2)
     with pytest.raises(MalformedDataError, match=r"\['a'\] listed twice"):
         read_versioned_snapshot(data)
+
+
+def test_tuple_snapshot_without_fields_is_a_format_error() -> None:
+    """Found by fuzzing: a Tuple snapshot whose nested count is 0 (one corrupt i32) used to read and
+    then fail in restore_serializer with a bare ValueError; now the read itself names the offset."""
+    import struct
+
+    from statemorph import serializers
+    from statemorph.errors import MalformedDataError
+    from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+
+    ser = serializers.TupleSerializer([serializers.IntSerializer()])
+    blob = write_versioned_snapshot(ser.snapshot_configuration())
+    delegate = struct.pack(">ii", 1333245, 1)
+    head = blob[: blob.index(delegate) + len(delegate)]
+    with pytest.raises(MalformedDataError, match=r"0 nested serializer snapshots, the format has 1\.\.25"):
+        read_versioned_snapshot(head + struct.pack(">i", 0))

