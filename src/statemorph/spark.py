@@ -35,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from .engine.batches import ColumnDecoder, ColumnMigrator, StateDecoder, StateEncoder
-from .engine.local import RewriteReport, TransformFactory, copy_state, open_writer
+from .engine.local import RewriteReport, TransformFactory, add_planned_state, copy_state, open_writer
 from .engine.plan import MIGRATE, StatePlan, plan_rewrite
 from .savepoint.reader import read_metadata, state_files
 from .savepoint.writer import SavepointWriter, StateWriter
@@ -64,6 +64,8 @@ def session(master: str | None = "local[2]", app_name: str = "statemorph",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.compression.codec": PARQUET_COMPRESSION,
+        # bigger Arrow batches to the Python workers: the per-batch cost of a kernel call is fixed
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
     }
     if master is None or master.startswith("local"):
         settings.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})
@@ -127,15 +129,13 @@ def migrate_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.Pat
 
 def _migrate_state(spark: Any, src: str, w: SavepointWriter, sp: StatePlan, on_error: str,
                    transform: TransformFactory | None) -> int:
-    from .engine.local import _add_state
-
     files = state_files(src, sp.meta, verify=True, metadata=sp.savepoint_meta)
     df = _read_files(spark, files)
     fn = transform(sp) if transform is not None else ColumnMigrator(
         sp.prior_value_snapshot, sp.new_serializer, "value", on_error=on_error)
     map_batches = fn.map_batches if hasattr(fn, "map_batches") else _BatchMap(fn)
     out = df.mapInArrow(map_batches, df.schema)
-    return _write_and_adopt(out, w, _add_state(w, sp))
+    return _write_and_adopt(out, w, add_planned_state(w, sp))
 
 
 class _BatchMap:

@@ -21,7 +21,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import SavepointError
 from ..savepoint.reader import iter_state_batches, read_metadata, state_files
 from ..savepoint.writer import SavepointWriter, StateWriter
 from .batches import ColumnMigrator, StateDecoder, StateEncoder
@@ -63,7 +62,8 @@ class RewriteReport:
                 f"{migrated:,} entries migrated, {copied:,} copied as they are{rate}{dropped}")
 
 
-def _add_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
+def add_planned_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
+    """Declare ``plan``'s state in the new savepoint with the snapshots the plan decided."""
     m = plan.meta
     return w.add_state(plan.name, m.kind, value_serializer=plan.value_snapshot,
                        namespace_serializer=m.snapshot_bytes("namespace_serializer"),
@@ -81,7 +81,7 @@ def open_writer(dst: str | os.PathLike[str], plan: RewritePlan) -> SavepointWrit
 
 def copy_state(src: str, w: SavepointWriter, plan: StatePlan, progress: Progress | None) -> int:
     """Copy a state's files byte for byte (verified against their checksums first)."""
-    sw = _add_state(w, plan)
+    sw = add_planned_state(w, plan)
     for path, entry in zip(state_files(src, plan.meta, verify=True, metadata=plan.savepoint_meta),
                            plan.meta.files, strict=True):
         sw.add_file(path, rows=entry.rows, sha256=entry.sha256)
@@ -167,7 +167,7 @@ def _pipeline(source: Iterator[pa.RecordBatch], fn: Callable[[pa.RecordBatch], p
 
 def migrate_state(src: str, w: SavepointWriter, plan: StatePlan, transform: Callable[[pa.RecordBatch], pa.RecordBatch],
                   progress: Progress | None, batch_size: int) -> int:
-    sw = _add_state(w, plan)
+    sw = add_planned_state(w, plan)
     done = 0
 
     def sink(b: pa.RecordBatch) -> None:
@@ -253,11 +253,6 @@ def write_state(dst: str | os.PathLike[str], data: pa.Table | Iterable[pa.Record
         _pipeline(iter(batches), enc, sink)
         sw.close()
     return Path(dst)
-
-
-def check_destination(dst: str | os.PathLike[str]) -> None:
-    if os.path.exists(dst):
-        raise SavepointError(f"destination {os.fspath(dst)} already exists; savepoints are never overwritten")
 
 
 __all__ = ["RewriteReport", "migrate_savepoint", "read_state", "read_state_table", "write_state"]
