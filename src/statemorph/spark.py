@@ -102,14 +102,16 @@ def _read_files(spark: Any, files: list[Path]) -> Any:
 
 def migrate_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.PathLike[str],
                       new_descriptors: Iterable[Any] | Mapping[str, Any], *, on_error: str = "raise",
-                      transform: TransformFactory | None = None) -> RewriteReport:
+                      transform: TransformFactory | None = None, verify: bool = True) -> RewriteReport:
     """Rewrite savepoint ``src`` into ``dst`` for the new descriptors, on Spark.
 
     Same plan and same result as :func:`statemorph.engine.migrate_savepoint`: states needing no
     migration are copied as they are (file bytes unchanged); the ``value`` column of states
     compatible after migration is rewritten by the kernels inside ``mapInArrow``; an incompatible
     state raises :class:`~statemorph.errors.IncompatibleSchemaError` before anything is written.
-    ``dst`` appears atomically or not at all.
+    ``dst`` appears atomically or not at all. ``verify`` checks every source file against its
+    recorded sha256 on the driver first (one extra read of the data there; turn it off for
+    savepoints too large for that, the Parquet readers still check structure and row counts).
     """
     t0 = time.perf_counter()
     src = os.fspath(src)
@@ -120,7 +122,7 @@ def migrate_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.Pat
     with open_writer(dst, plan) as w:
         for sp in plan.states:
             if (sp.action == MIGRATE or transform is not None) and sp.meta.files:
-                report.rows[sp.name] = _migrate_state(spark, src, w, sp, on_error, transform)
+                report.rows[sp.name] = _migrate_state(spark, src, w, sp, on_error, transform, verify)
             else:
                 report.rows[sp.name] = copy_state(src, w, sp, None)
     report.seconds = time.perf_counter() - t0
@@ -128,8 +130,8 @@ def migrate_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.Pat
 
 
 def _migrate_state(spark: Any, src: str, w: SavepointWriter, sp: StatePlan, on_error: str,
-                   transform: TransformFactory | None) -> int:
-    files = state_files(src, sp.meta, verify=True, metadata=sp.savepoint_meta)
+                   transform: TransformFactory | None, verify: bool) -> int:
+    files = state_files(src, sp.meta, verify=verify, metadata=sp.savepoint_meta)
     df = _read_files(spark, files)
     fn = transform(sp) if transform is not None else ColumnMigrator(
         sp.prior_value_snapshot, sp.new_serializer, "value", on_error=on_error)
@@ -150,16 +152,17 @@ class _BatchMap:
 
 
 def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, flatten: bool = True,
-               on_error: str = "raise") -> Any:
+               on_error: str = "raise", verify: bool = True) -> Any:
     """One state as a typed DataFrame: ``key``, ``namespace`` (windowed state only), ``user_key``
     (map state), ``index`` (list state) and the value, decoded from its serializer (RowData, Row,
-    POJO, Avro, primitives...); row values become one column per field with ``flatten``."""
+    POJO, Avro, primitives...); row values become one column per field with ``flatten``.
+    ``verify`` checks the files' sha256 on the driver first (see :func:`migrate_savepoint`)."""
     md = read_metadata(savepoint)
     st = md.state(state)
     dec = StateDecoder.for_state(st, flatten=flatten, on_error=on_error)
     schema = dec.output_schema(st.kind.value == "list")
     spark_schema = _spark_schema(schema)
-    files = state_files(savepoint, st, verify=True, metadata=md)
+    files = state_files(savepoint, st, verify=verify, metadata=md)
     if not files:
         return spark.createDataFrame([], spark_schema)
     return _read_files(spark, files).mapInArrow(dec.map_batches, spark_schema)
