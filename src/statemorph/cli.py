@@ -237,11 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--keep", action="store_true", help="keep the savepoints afterwards")
     s.set_defaults(func=cmd_demo)
 
-    s = sub.add_parser("bench", help="run the benchmark suite and print the table")
+    s = sub.add_parser("bench", help="run the benchmark suite and print the table (extra arguments go to pytest)")
     s.add_argument("--dir", default="benchmarks", help="benchmark directory (default ./benchmarks)")
     s.add_argument("--full", action="store_true", help="include the 10-million-entry scale benchmarks")
-    s.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments")
-    s.set_defaults(func=cmd_bench)
+    s.set_defaults(func=cmd_bench, pytest_args=[])  # any other arguments go to pytest (e.g. -k local)
     return p
 
 
@@ -263,7 +262,12 @@ def _error(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "bench":
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.pytest_args = extra
     debug = os.environ.get("STATEMORPH_DEBUG") == "1"
     try:
         return int(args.func(args))

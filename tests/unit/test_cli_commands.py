@@ -157,3 +157,19 @@ def test_progress_bar_is_silent_on_a_pipe():
     bar("s", 10)
     bar.finish()
     assert stream.getvalue() == "" and bar.done == 10
+
+
+def test_bench_passes_extra_arguments_to_pytest(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr("subprocess.call", lambda cmd, env=None: calls.append((cmd, env)) or 0)
+    bench_dir = tmp_path / "benchmarks"
+    bench_dir.mkdir()
+    assert main(["bench", "--dir", str(bench_dir), "--full", "-k", "local"]) == 0
+    cmd, env = calls[0]
+    assert cmd[-2:] == ["-k", "local"] and "--benchmark-only" in cmd
+    assert env["STATEMORPH_SCALE_N"] == "10000000"
+
+
+def test_bench_without_benchmarks_dir(tmp_path, capsys):
+    assert main(["bench", "--dir", str(tmp_path / "nope")]) == 2
+    assert "benchmark directory" in capsys.readouterr().err
