@@ -77,3 +77,16 @@ def test_udfs_on_arrow_batches_and_as_pandas_udfs(spark, events_sp):
     decoded = df.withColumn("value", mig("value")).select(dec("value").alias("event")).collect()
     assert {r["event"]["metadata"]["location"] for r in decoded} == {None}
     assert len(decoded) == 300
+
+
+def test_cli_migrate_with_spark_engine(spark, events_sp, tmp_path, capsys):
+    from statemorph.cli import main
+
+    schema = tmp_path / "new.toml"
+    schema.write_text(f'[states.events]\ntype = """{NEW_TYPE}"""\n', encoding="utf-8")
+    assert main(["migrate", events_sp, "--schema", str(schema), "--out", str(tmp_path / "v2"),
+                 "--engine", "spark"]) == 0
+    out = capsys.readouterr().out
+    assert "with the spark engine" in out and f"summary: {N:,} entries migrated" in out
+    local_migrate(events_sp, tmp_path / "local", [ValueStateDescriptor("events", S.RowDataSerializer(NEW_TYPE))])
+    assert_same_savepoint(str(tmp_path / "v2"), str(tmp_path / "local"))
