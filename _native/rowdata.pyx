@@ -97,7 +97,14 @@ cdef bint utf8_valid(const uint8_t* s, int64_t n) noexcept nogil:
     """Strict UTF-8 (what Python's ``bytes.decode('utf-8')`` accepts)."""
     cdef int64_t p = 0
     cdef uint32_t b0, c
+    cdef uint64_t w
     cdef int k, m
+    # ASCII fast path, a word at a time (most state strings are ASCII)
+    while p + 8 <= n:
+        w = load_u64_le(s + p)
+        if w & 0x8080808080808080ull:
+            break
+        p += 8
     while p < n:
         b0 = s[p]
         if b0 < 0x80:
