@@ -40,12 +40,14 @@ import numpy as np
 import pyarrow as pa
 
 from . import _native
+from ._arrow_values import arrow_type_for, from_arrow_value, to_arrow_value
 from .errors import (
     IncompatibleSchemaError,
     MalformedDataError,
     SerializationError,
     StateFormatError,
     StateMigrationError,
+    StatemorphError,
     TruncatedDataError,
 )
 from .io import DataInputDeserializer, DataOutputSerializer
@@ -264,7 +266,10 @@ class _Errors:
             self.items.append(err)
 
     def result(self, arr: Any) -> Any:
-        return (arr, self.items) if self.on_error == "collect" else arr
+        """The output, with (collect) the bad rows in row order, whichever stage found them."""
+        if self.on_error != "collect":
+            return arr
+        return arr, sorted(self.items, key=lambda e: getattr(e, "row", -1))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -512,6 +517,7 @@ def _from_value(v: Any, t: LogicalType) -> Any:
 
 def _encode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:
     row_type = getattr(serializer, "row_type", None)
+    from_arrow = (lambda v: _to_value(v, row_type)) if row_type is not None else from_arrow_value(serializer)
     values = arr.to_pylist()
     offs = np.zeros(len(values) + 1, dtype=np.int64)
     parts: list[bytes] = []
@@ -521,7 +527,7 @@ def _encode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int
             valid[i] = 0
         else:
             try:
-                parts.append(serializer.to_bytes(_to_value(v, row_type) if row_type is not None else v))
+                parts.append(serializer.to_bytes(from_arrow(v)))
             except (SerializationError, StateFormatError, TypeError, ValueError) as e:
                 err = SerializationError(f"encode: row {base + i}: {e}")
                 _tag(err, base + i, "")
@@ -673,6 +679,7 @@ def _decode_rows(k: Any, arr: pa.Array, row_type: RowType, prog: B.RowProgram, r
 
 def _decode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:
     row_type = getattr(serializer, "row_type", None)
+    to_arrow = (lambda v: _from_value(v, row_type)) if row_type is not None else to_arrow_value(serializer)
     values: list[Any] = []
     for i, raw in enumerate(arr.to_pylist()):
         if raw is None:
@@ -684,12 +691,31 @@ def _decode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int
             errors.add(_per_row_error(e, base + i, "decode"))
             values.append(None)
             continue
-        values.append(_from_value(v, row_type) if row_type is not None else v)
-    if row_type is not None:
-        out = pa.array(values, type=arrow_type(row_type))
-    else:
-        out = pa.array(values)
-    return errors.result(out)
+        values.append(to_arrow(v))
+    try:
+        arrow_t = arrow_type(row_type) if row_type is not None else arrow_type_for(serializer)
+    except StatemorphError:
+        arrow_t = None  # e.g. an Avro union of several types: let Arrow infer
+    return errors.result(_to_arrow_array(values, arrow_t, errors, base))
+
+
+def _to_arrow_array(values: list[Any], arrow_t: pa.DataType | None, errors: _Errors, base: int) -> pa.Array:
+    """``pa.array`` of decoded values; a value that fits its logical type but not Arrow's (a
+    timestamp beyond int64 nanoseconds) is a bad row naming its index, not a failed column."""
+    try:
+        return pa.array(values, type=arrow_t)
+    except (OverflowError, pa.ArrowException) as whole:
+        if arrow_t is None:
+            raise MalformedDataError(f"decode: values have no common Arrow type: {whole}") from whole
+    for i, v in enumerate(values):
+        try:
+            pa.array([v], type=arrow_t)
+        except (OverflowError, pa.ArrowException) as e:
+            err = _tag(MalformedDataError(f"decode: row {base + i}: value does not fit Arrow {arrow_t}: {e}"),
+                       base + i, "")
+            errors.add(err)
+            values[i] = None
+    return pa.array(values, type=arrow_t)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -218,8 +218,7 @@ def test_restore_with_incompatible_serializer_raises(in_tmp: Path, backend: str)
     from statemorph.state import HeapStateBackend, RocksDBStateBackend, ValueStateDescriptor
 
     _write_events_savepoint()
-    # an absolute db path: a closed RocksDB backend keeps "db/LOCK" (see tests/hostile/test_fuzz_pending.py)
-    r = (RocksDBStateBackend.restore("sp-1", db_path=in_tmp / "db") if backend == "rocksdb"
+    r = (RocksDBStateBackend.restore("sp-1", db_path="db") if backend == "rocksdb"
          else HeapStateBackend.restore("sp-1"))
     with r:
         with pytest.raises(StateMigrationError, match="events"):

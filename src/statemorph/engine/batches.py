@@ -20,9 +20,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .._arrow_values import KERNEL_SERIALIZERS, arrow_type_for, from_arrow_value, to_arrow_value
 from ..errors import StateFormatError, StatemorphError
 from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
-from .typed import KERNEL_SERIALIZERS, arrow_type_for, from_arrow_value, to_arrow_value
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
 ON_ERROR = ("raise", "null")

@@ -1,8 +1,6 @@
-"""Failing tests for bugs found by the fuzz / API-contract work in modules its author does not own.
-
-Each test names the module, the input and the expected behaviour; they fail until the owner fixes
-the bug (then they simply pass and stay as regression tests).
-"""
+"""Regression tests for bugs the fuzz / API-contract work found outside the fuzzed modules
+(RocksDB handle lifetime, relative db paths, bulk decode of Tuple / POJO, timestamps beyond Arrow's
+range). Each test names the module, the input and the expected behaviour."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Typed Arrow columns for every serializer: the schema a decoded state has, and the conversion
-between serializer values and Arrow values.
+between serializer values and Arrow values. Part of the bulk layer (:mod:`statemorph.arrow`),
+used by its per-value fallback and by the engines above it.
 
 Why: the State Processor read path must give a *typed* table (a Spark DataFrame needs its schema
 before any task runs, and an empty state still has columns). :mod:`statemorph.arrow` has compiled
@@ -18,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import StatemorphError
+from .errors import StatemorphError
 
 _SIMPLE: dict[str, pa.DataType] = {
     "BooleanSerializer": pa.bool_(), "ByteSerializer": pa.int8(), "ShortSerializer": pa.int16(),
@@ -46,7 +47,7 @@ def arrow_type_for(ser: Any) -> pa.DataType:
     if name in _SIMPLE:
         return _SIMPLE[name]
     if name == "RowDataSerializer":
-        from ..arrow import arrow_type
+        from .arrow import arrow_type
 
         return arrow_type(ser.row_type)
     if name == "ListSerializer":
