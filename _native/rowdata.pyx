@@ -31,6 +31,7 @@ cdef enum:
     C_SRC = 4
     C_OLD_ARITY = 5
     C_FLAGS = 6
+    C_LIMIT = 7   # compact DECIMAL(p, s): 10**p
     NCOL = 8
 
 # node kinds (same numbers in _batch.py)
@@ -357,7 +358,9 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
                 if n > 7:
                     x.err_node = c
                     return -E_BAD_INLINE
-                if k == R_STR and not utf8_valid(d + slot, n):
+                # inline ASCII (the common short string) needs no scan: one masked word test
+                if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
+                        and not utf8_valid(d + slot, n):
                     x.err_node = c
                     return -E_BAD_UTF8
                 if x.str_off != NULL and x.str_off[c] != NULL:
@@ -463,6 +466,158 @@ cdef int64_t migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
     return cur
 
 
+# internal status of the one-walk migrate: the output buffer is too small for this entry (not a
+# data error; the caller grows the buffer and retries the entry)
+cdef enum:
+    E_FULL = 1000
+
+
+cdef int64_t check_migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size, uint8_t* o, int64_t obase,
+                               int64_t cap) noexcept nogil:
+    """``check_row`` and ``migrate_row`` in one walk: validate the old row at d[base:base+size] and
+    write its new row at ``o[obase:]`` (never past ``cap``). Returns the new size, -code (with
+    ``x.err_node``, the same first error ``check_row`` reports: checks run in the same order) or
+    -E_FULL. Bytes written for a row that then fails are garbage the caller discards."""
+    cdef const uint8_t* d = x.d
+    cdef const int64_t* pn = x.prog + node * NCOL
+    cdef const int64_t* pc
+    cdef int64_t arity = pn[C_ARITY]
+    cdef int64_t old_arity = pn[C_OLD_ARITY]
+    cdef int64_t ow = null_bits_size(old_arity)
+    cdef int64_t ofixed = ow + 8 * old_arity
+    cdef int64_t nw = null_bits_size(arity)
+    cdef int64_t cur = nw + 8 * arity
+    cdef int64_t c, end, src, slot, nslot, k, n, r, j, bit, flags, pad
+    cdef uint64_t raw
+    cdef int64_t off, b
+    cdef uint8_t mark
+    if size < ofixed:
+        x.err_node = node
+        return -E_TRUNCATED
+    if d[base] > 3:
+        x.err_node = node
+        return -E_BAD_HEADER
+    for b in range(ow // 8):
+        raw = load_u64_le(d + base + 8 * b)
+        off = old_arity + 8 - 64 * b
+        if off <= 0:
+            if raw != 0:
+                x.err_node = node
+                return -E_BAD_HEADER
+        elif off < 64 and (raw >> off) != 0:
+            x.err_node = node
+            return -E_BAD_HEADER
+    if cur > cap - obase:
+        return -E_FULL
+    memset(o + obase, 0, cur)
+    o[obase] = d[base]
+    end = pn[C_END]
+    c = node + 1
+    while c < end:
+        pc = x.prog + c * NCOL
+        src = pc[C_SRC]
+        j = pc[C_POS]
+        if src < 0 or null_bit(d, base, src):
+            bit = j + 8
+            o[obase + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
+            c = pc[C_END]
+            continue
+        k = pc[C_KIND]
+        slot = base + ow + 8 * src
+        nslot = obase + nw + 8 * j
+        raw = load_u64_le(d + slot)
+        if k < R_STR or k == R_DEC_COMPACT:
+            store_u64_le(o + nslot, raw)
+            c = pc[C_END]
+            continue
+        flags = pc[C_FLAGS]
+        mark = <uint8_t>(raw >> 56)
+        if mark & 0x80:
+            if k != R_STR and k != R_BIN:
+                x.err_node = c
+                return -E_BAD_INLINE
+            n = mark & 0x7F
+            if n > 7:
+                x.err_node = c
+                return -E_BAD_INLINE
+            if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
+                    and not utf8_valid(d + slot, n):
+                x.err_node = c
+                return -E_BAD_UTF8
+            store_u64_le(o + nslot, raw)
+            c = pc[C_END]
+            continue
+        off = <int64_t>(raw >> 32)
+        n = <int64_t>(raw & 0xFFFFFFFFu)
+        if k == R_TS_BIG:
+            if n > 999999:
+                x.err_node = c
+                return -E_BAD_NANOS
+            if off < ofixed or off + 8 > size:
+                x.err_node = c
+                return -E_BAD_OFFSET
+            if 8 > cap - obase - cur:
+                return -E_FULL
+            memcpy(o + obase + cur, d + base + off, 8)
+            store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+            cur += 8
+        elif k == R_DEC_BIG:
+            if n < 1 or n > 16:
+                x.err_node = c
+                return -E_BAD_LENGTH
+            if off < ofixed or off + n > size:
+                x.err_node = c
+                return -E_BAD_OFFSET
+            if 16 > cap - obase - cur:
+                return -E_FULL
+            memset(o + obase + cur, 0, 16)
+            memcpy(o + obase + cur, d + base + off, n)
+            store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+            cur += 16
+        else:
+            if off < ofixed or off + n > size:
+                x.err_node = c
+                return -E_BAD_OFFSET
+            if k == R_STR and not utf8_valid(d + base + off, n):
+                x.err_node = c
+                return -E_BAD_UTF8
+            if k == R_ROW and not (flags & F_VERBATIM):
+                r = check_migrate_row(x, c, base + off, n, o, obase + cur, cap)
+                if r < 0:
+                    return r
+                n = r
+            else:
+                if k == R_ROW:
+                    r = check_row(x, c, base + off, n)
+                elif k == R_ARRAY:
+                    r = check_array(x, c, base + off, n)
+                elif k == R_MAP:
+                    r = check_map(x, c, base + off, n)
+                else:
+                    r = 0
+                if r < 0:
+                    return r
+                if (k == R_ARRAY or k == R_MAP) and not (flags & F_VERBATIM):
+                    if round_up8(r) > cap - obase - cur:
+                        return -E_FULL
+                    if k == R_ARRAY:
+                        n = migrate_array(x, c, base + off, n, o, obase + cur)
+                    else:
+                        n = migrate_map(x, c, base + off, n, o, obase + cur)
+                else:
+                    if round_up8(n) > cap - obase - cur:
+                        return -E_FULL
+                    memcpy(o + obase + cur, d + base + off, n)
+            pad = round_up8(n) - n
+            if pad > cap - obase - cur - n:
+                return -E_FULL
+            memset(o + obase + cur + n, 0, pad)
+            store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+            cur += n + pad
+        c = pc[C_END]
+    return cur
+
+
 cdef void decode_row(Ctx* x, int64_t node, int64_t base) noexcept nogil:
     """Scatter a validated row into the per-node Arrow output buffers at row ``x.row``."""
     cdef const uint8_t* d = x.d
@@ -563,8 +718,8 @@ cdef int64_t encode_size(Ctx* x, int64_t node) noexcept nogil:
         elif k == R_DEC_COMPACT:
             memcpy(&lo, x.in_vals[c] + 16 * (x.in_off[c] + i), 8)
             memcpy(&hi, x.in_vals[c] + 16 * (x.in_off[c] + i) + 8, 8)
-            if hi != (-1 if lo < 0 else 0):
-                x.err_node = c
+            if hi != (-1 if lo < 0 else 0) or lo <= -P(x, c, C_LIMIT) or lo >= P(x, c, C_LIMIT):
+                x.err_node = c  # more digits than DECIMAL(p, s) holds
                 return -E_TOO_LARGE
         c = P(x, c, C_END)
     return size
@@ -754,6 +909,73 @@ def migrate_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int6
                 if stop_at_error:
                     break
     return first
+
+
+def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
+                int64_t[::1] out_off, uint8_t[::1] out_data, int64_t pos, int64_t[::1] status,
+                bint stop_at_error):
+    """Fused migrate (one pass): validate each entry and write its new bytes at once, packed from
+    ``out_data[pos]`` on. ``out_off[i + 1]`` = end of entry ``i`` in ``out_data``; null and bad
+    entries take no bytes (a bad one gets ``status[i]`` = encoded error). ``out_off[start]`` is the
+    caller's. Returns ``(next_row, pos, first_bad)``: ``next_row < stop`` means entry ``next_row``
+    did not fit (grow ``out_data``, keep ``out_data[:pos]``, call again from there) or, with
+    ``stop_at_error``, that the run stopped at bad entry ``first_bad``.
+
+    Why fused: the two-pass scheme walks every row twice and re-reads the input from memory; here
+    the validation walk and the copy walk run back to back on a row that is already in cache."""
+    cdef _Keep keep = _Keep()
+    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef Ctx x
+    cdef int64_t i = start, base = 0, size = 0, r, first = -1
+    cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
+    cdef int64_t cap = out_data.shape[0]
+    cdef int code
+    cdef bint verbatim
+    if stop > out_off.shape[0] - 1 or stop > status.shape[0] or start < 0 or pos < 0 or pos > cap:
+        raise ValueError("migrate_run: output arrays shorter than the rows")
+    memset(&x, 0, sizeof(Ctx))
+    x.prog = _prog(keep, prog)
+    x.d = v.data
+    verbatim = P(&x, 0, C_FLAGS) & F_VERBATIM
+    with nogil:
+        while i < stop:
+            if not bv_valid(&v, i):
+                out_off[i + 1] = pos
+                i += 1
+                continue
+            x.err_node = -1
+            x.row = i
+            code = entry_row(&v, i, &base, &size)
+            if code == E_OK and verbatim:
+                r = check_row(&x, 0, base, size)
+                if r < 0:
+                    code = <int>(-r)
+                else:
+                    if size + 4 > cap - pos:
+                        break
+                    memcpy(o + pos, x.d + base - 4, size + 4)
+                    pos += size + 4
+            elif code == E_OK:
+                if cap - pos < 4:
+                    break
+                r = check_migrate_row(&x, 0, base, size, o, pos + 4, cap)
+                if r == -E_FULL:
+                    break
+                if r < 0:
+                    code = <int>(-r)
+                else:
+                    store_u32_be(o + pos, <uint32_t>r)
+                    pos += r + 4
+            if code != E_OK:
+                status[i] = encode_err(code, x.err_node)
+                if first < 0:
+                    first = i
+                if stop_at_error:
+                    out_off[i + 1] = pos
+                    break
+            out_off[i + 1] = pos
+            i += 1
+    return i, pos, first
 
 
 def migrate_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,

@@ -766,6 +766,18 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     valid = _validity_bits(arr)
     matrix = prog.matrix
 
+    ranges = _ranges(n, threads)
+    if not core and len(ranges) == 1:
+        # one thread: the fused one-pass kernel; several threads keep the two-pass scheme, which
+        # writes every range straight into one shared buffer (no join copy)
+        def run(s: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int, status: np.ndarray,
+                stop: bool) -> tuple[int, int, int]:
+            return k.migrate_run(matrix, offsets, data, validity, offset, wide, s, e, out_off, out, pos, status, stop)
+
+        spans = _input_spans(offsets, offset, wide, len(data), n)
+        out = _fused_output(n, ranges, valid, errors, base, run, wide, spans, _row_growth(matrix))
+        return errors.result(out)
+
     sizes_fn, fill_fn = (k.core_row_sizes, k.core_row_fill) if core else (k.migrate_sizes, k.migrate_fill)
 
     def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
@@ -774,8 +786,77 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
         fill_fn(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
 
-    out = _binary_output(n, _ranges(n, threads), valid, errors, base, sizes, fill, wide)
+    out = _binary_output(n, ranges, valid, errors, base, sizes, fill, wide)
     return errors.result(out)
+
+
+def _input_spans(offsets: Any, offset: int, wide: bool, data_len: int, n: int) -> Callable[[int, int], int]:
+    """Bytes of input entries ``s..e`` (an output-size estimate only: clamped, never trusted)."""
+    offs = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)
+
+    def span(s: int, e: int) -> int:
+        if offset + e >= len(offs):
+            return data_len
+        return max(0, min(data_len, int(offs[offset + e]) - int(offs[offset + s])))
+
+    return span
+
+
+def _row_growth(matrix: np.ndarray) -> int:
+    """Bytes a migration adds per entry to the fixed parts of its remapped rows (arity changes);
+    with the input span it sizes the one-pass output buffer, which grows if the guess is short."""
+    grow = 0
+    for row in matrix:
+        if row[B.C_KIND] == B.R_ROW and not row[B.C_FLAGS] & B.F_VERBATIM:
+            new_arity, old_arity = int(row[B.C_ARITY]), int(row[B.C_OLD_ARITY])
+            grow += 8 * (new_arity - old_arity) + 8 * ((new_arity + 63 + 8) // 64 - (old_arity + 63 + 8) // 64)
+    return max(grow, 0)
+
+
+def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | None, errors: _Errors, base: int,
+                  run: Callable[..., tuple[int, int, int]], large: bool, span: Callable[[int, int], int],
+                  grow: int) -> pa.Array:
+    """One-pass binary output: each range packs its entries into its own buffer (sized from the
+    input bytes plus the per-entry growth, doubled when short); ranges are then joined and their
+    offsets shifted. Bad entries take no bytes and become nulls (or raise / are collected)."""
+    out_off = np.empty(n + 1, dtype=np.int64)
+    out_off[0] = 0
+    status = np.zeros(n, dtype=np.int64)
+    stop_at_error = errors.on_error == "raise"
+
+    def one(s: int, e: int) -> tuple[np.ndarray, int]:
+        buf = np.empty(span(s, e) + grow * (e - s) + 64, dtype=np.uint8)
+        i, pos = s, 0
+        while True:
+            i, pos, first = run(i, e, out_off, buf, pos, status, stop_at_error)
+            if i >= e or (stop_at_error and first >= 0):
+                return buf, pos
+            bigger = np.empty(2 * len(buf) + 64, dtype=np.uint8)
+            bigger[:pos] = buf[:pos]
+            buf = bigger
+
+    parts = _run(ranges, one)
+    bad = errors.from_status(status, base)
+    if len(bad):
+        valid = np.ones(n, dtype=np.uint8) if valid is None else valid
+        valid[bad] = 0
+    if len(parts) == 1:
+        out_data = parts[0][0][:parts[0][1]]
+    else:
+        out_data = np.empty(sum(p for _, p in parts), dtype=np.uint8)
+        at = 0
+        for (s, e), (buf, pos) in zip(ranges, parts, strict=True):
+            out_data[at:at + pos] = buf[:pos]
+            out_off[s + 1:e + 1] += at
+            at += pos
+    total = len(out_data)
+    validity, nulls = _pack_validity(valid, n)
+    if large or total > _MAX32:
+        return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(out_off), pa.py_buffer(out_data)],
+                                     null_count=nulls)
+    return pa.Array.from_buffers(pa.binary(), n,
+                                 [validity, pa.py_buffer(out_off.astype(np.int32)), pa.py_buffer(out_data)],
+                                 null_count=nulls)
 
 
 def _migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any, errors: _Errors,

@@ -403,7 +403,8 @@ def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
 
 
 # ---------------------------------------------------------------------------------- row programs
-C_KIND, C_POS, C_END, C_ARITY, C_SRC, C_OLD_ARITY, C_FLAGS = range(7)
+C_KIND, C_POS, C_END, C_ARITY, C_SRC, C_OLD_ARITY, C_FLAGS, C_LIMIT = range(8)
+"""C_LIMIT: for a compact DECIMAL(p, s) node, 10**p (an unscaled value must stay below it)."""
 NCOL = 8
 (R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_BLOB, R_DEC_BIG, R_TS_BIG,
  R_DEC_COMPACT, R_ARRAY, R_MAP) = range(1, 17)
@@ -473,7 +474,8 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
     k = slot_kind(t)
     flags = (0 if t.nullable else F_NOT_NULL) | (F_VERBATIM if verbatim and k in (R_ROW, R_ARRAY, R_MAP) else 0)
     arity = t.arity if isinstance(t, RowType) else 0
-    rows.append([k, pos, 0, arity, src, arity, flags, 0])
+    limit = 10 ** t.precision if k == R_DEC_COMPACT and isinstance(t, DecimalType) else 0
+    rows.append([k, pos, 0, arity, src, arity, flags, limit])
     paths.append(path)
     types.append(t)
     if isinstance(t, RowType):
@@ -903,6 +905,55 @@ def migrate_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int,
         out[a + 4:a + 4 + len(row)] = row
 
 
+def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                stop: int, out_off: Any, out_data: Any, pos: int, status: Any,
+                stop_at_error: bool) -> tuple[int, int, int]:
+    """Fused one-pass migrate (twin of the compiled kernel): validate and write each entry, packed
+    from ``out_data[pos]``; returns ``(next_row, pos, first_bad)`` (``next_row < stop``: entry did
+    not fit, or stopped at a bad entry)."""
+    if stop > len(out_off) - 1 or stop > len(status) or start < 0 or pos < 0 or pos > len(out_data):
+        raise ValueError("migrate_run: output arrays shorter than the rows")
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    x = _RowCtx(_prog_matrix(prog), v.data)
+    out = memoryview(out_data).cast("B")
+    verbatim = x.p[0][C_FLAGS] & F_VERBATIM
+    first = -1
+    i = start
+    while i < stop:
+        if not v.valid(i):
+            out_off[i + 1] = pos
+            i += 1
+            continue
+        x.err_node, x.row = -1, i
+        code, base, size = _entry_row(v, i)
+        if code == E_OK:
+            try:
+                r = _check_row(x, 0, base, size)
+            except _RowError as e:
+                code = e.code
+            else:
+                need = (size if verbatim else r) + 4
+                if need > len(out) - pos:
+                    break
+                if verbatim:
+                    out[pos:pos + need] = v.data[base - 4:base + size]
+                else:
+                    row = _migrate_row(x, 0, base, size)
+                    out[pos:pos + 4] = struct.pack(">I", len(row))
+                    out[pos + 4:pos + 4 + len(row)] = row
+                pos += need
+        if code != E_OK:
+            status[i] = encode_err(code, x.err_node)
+            if first < 0:
+                first = i
+            if stop_at_error:
+                out_off[i + 1] = pos
+                break
+        out_off[i + 1] = pos
+        i += 1
+    return i, pos, first
+
+
 def decode_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                  stop: int, str_offs: list[Any], status: Any, stop_at_error: bool) -> int:
     v = _Bin(offsets, data, validity, offset, wide, stop)
@@ -1032,7 +1083,7 @@ def _encode_size(p: list[list[int]], cols: _Cols, node: int, i: int, err: list[i
         elif k == R_DEC_COMPACT:
             e = cols.cols[c][3] + i
             v = int.from_bytes(cols.cols[c][1][16 * e:16 * e + 16], "little", signed=True)
-            if not -(1 << 63) <= v < (1 << 63):
+            if not -p[c][C_LIMIT] < v < p[c][C_LIMIT]:  # more digits than DECIMAL(p, s) holds
                 err[0] = c
                 raise _RowError(E_TOO_LARGE)
         c = p[c][C_END]
@@ -1296,7 +1347,7 @@ KERNELS = (
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
     "encode_sizes", "encode_fill", "decode_sizes", "decode_fill", "migrate_sizes", "migrate_fill",
-    "core_row_sizes", "core_row_fill",
+    "migrate_run", "core_row_sizes", "core_row_fill",
 )
 
 __all__: list[str] = []
