@@ -89,3 +89,22 @@ def test_arrow_decode_timestamp_beyond_int64_nanoseconds_is_a_typed_error() -> N
     assert nulled[0].is_valid and not nulled[1].is_valid
     _, errors = arrow.decode(column, ser, on_error="collect")
     assert [e.row for e in errors] == [1]
+
+
+@pytest.mark.parametrize("native", ["0", "1"])
+def test_arrow_encode_refuses_decimal_beyond_its_precision(native: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the arrow fuzz: a corrupt compact DECIMAL(10, 2) decodes to 11 digits; encoding that
+    back must be refused on both tiers (the per-value serializer refuses it), not written."""
+    import decimal
+
+    from statemorph import _native
+    from statemorph.errors import SerializationError
+
+    kernels = _native.tier("native" if native == "1" else "python")
+    monkeypatch.setattr(_native, "KERNELS", kernels)
+    ser = serializers.RowDataSerializer("ROW<d DECIMAL(10, 2)>")
+    big = pa.array([{"d": decimal.Decimal("12345678901.23")}], type=pa.struct([("d", pa.decimal128(38, 2))]))
+    column = big.cast(pa.struct([("d", pa.decimal128(10, 2))]), safe=False)
+    with pytest.raises(SerializationError, match="row 0"):
+        arrow.encode(column, ser)
+    assert arrow.encode(column, ser, on_error="null").to_pylist() == [None]
