@@ -1,4 +1,9 @@
-"""Shared test configuration."""
+"""Shared test configuration.
+
+Hypothesis profiles: ``ci`` (default) is derandomized, so a CI run is reproducible and a red build
+always means a code change; ``explore`` draws fresh random examples (run it locally to hunt bugs:
+``HYPOTHESIS_PROFILE=explore ci/test.sh``); ``dev`` is a quick, smaller random run.
+"""
 
 import os
 import sys
@@ -6,7 +11,10 @@ import sys
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
-    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "explore", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
