@@ -824,28 +824,30 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
     status = np.zeros(n, dtype=np.int64)
     stop_at_error = errors.on_error == "raise"
 
-    def one(s: int, e: int) -> tuple[np.ndarray, int]:
+    def one(s: int, e: int) -> tuple[np.ndarray, int, bool]:
         buf = np.empty(span(s, e) + grow * (e - s) + 64, dtype=np.uint8)
-        i, pos = s, 0
+        i, pos, any_bad = s, 0, False
         while True:
             i, pos, first = run(i, e, out_off, buf, pos, status, stop_at_error)
+            any_bad = any_bad or first >= 0
             if i >= e or (stop_at_error and first >= 0):
-                return buf, pos
+                return buf, pos, any_bad
             bigger = np.empty(2 * len(buf) + 64, dtype=np.uint8)
             bigger[:pos] = buf[:pos]
             buf = bigger
 
     parts = _run(ranges, one)
-    bad = errors.from_status(status, base)
+    # the kernel reports whether a range had a bad entry: clean input skips the status scan
+    bad = errors.from_status(status, base) if any(p[2] for p in parts) else np.empty(0, dtype=np.intp)
     if len(bad):
         valid = np.ones(n, dtype=np.uint8) if valid is None else valid
         valid[bad] = 0
     if len(parts) == 1:
         out_data = parts[0][0][:parts[0][1]]
     else:
-        out_data = np.empty(sum(p for _, p in parts), dtype=np.uint8)
+        out_data = np.empty(sum(p[1] for p in parts), dtype=np.uint8)
         at = 0
-        for (s, e), (buf, pos) in zip(ranges, parts, strict=True):
+        for (s, e), (buf, pos, _) in zip(ranges, parts, strict=True):
             out_data[at:at + pos] = buf[:pos]
             out_off[s + 1:e + 1] += at
             at += pos
