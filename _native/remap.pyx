@@ -45,28 +45,6 @@ cdef inline bint mask_bit(const uint8_t* m, int64_t k) noexcept nogil:
     return (m[k >> 3] >> (7 - (k & 7))) & 1
 
 
-cdef int skip_varint(Cursor* c, uint32_t limit, uint32_t* value) noexcept nogil:
-    cdef uint64_t v = 0
-    cdef int shift = 0, k = 0
-    cdef uint8_t b
-    while True:
-        if c.pos >= c.end:
-            return E_TRUNCATED
-        b = c.base[c.pos]
-        c.pos += 1
-        v |= (<uint64_t>(b & 0x7F)) << shift
-        k += 1
-        if b < 0x80:
-            break
-        shift += 7
-        if k >= 5:
-            return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
-    if v > limit:
-        return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
-    value[0] = <uint32_t>v
-    return E_OK
-
-
 cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, int64_t op,
                       int64_t* err_node) noexcept nogil:
     """Validate one row at the cursor (advancing it) and return the size of the rewritten row;
@@ -128,13 +106,13 @@ cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, 
                 return -E_TRUNCATED
             c.pos += w
         elif kind == S_STR:
-            code = skip_varint(c, 0x7FFFFFFF, &n)
+            code = read_varint(c, &n, 0x7FFFFFFF)
             if code == E_OK and n > 0:
                 if <int64_t>(n - 1) > c.end - c.pos:
                     code = E_TRUNCATED
                 else:
                     for k in range(n - 1):
-                        code = skip_varint(c, 0xFFFF, &u)
+                        code = read_varint(c, &u, 0xFFFF)
                         if code != E_OK:
                             break
             if code != E_OK:

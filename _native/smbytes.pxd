@@ -117,6 +117,30 @@ ctypedef struct Cursor:
 cdef inline bint cur_has(Cursor* c, int64_t n) noexcept nogil:
     return n >= 0 and c.end - c.pos >= n
 
+
+cdef inline int read_varint(Cursor* c, uint32_t* value, uint32_t limit) noexcept nogil:
+    """Flink's 7-bit little-endian varint, at most 5 groups and at most ``limit``."""
+    cdef uint64_t v = 0
+    cdef int shift = 0, k = 0
+    cdef uint8_t b
+    while True:
+        if c.pos >= c.end:
+            return E_TRUNCATED
+        b = c.base[c.pos]
+        c.pos += 1
+        v |= (<uint64_t>(b & 0x7F)) << shift
+        k += 1
+        if b < 0x80:
+            break
+        shift += 7
+        if k >= 5:
+            return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
+    if v > limit:
+        return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
+    value[0] = <uint32_t>v
+    return E_OK
+
+
 # ---------------------------------------------------------------- exact-size writer
 ctypedef struct Writer:
     uint8_t* base

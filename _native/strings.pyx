@@ -133,29 +133,6 @@ cdef int64_t utf8_to_flink(const uint8_t* s, int64_t a, int64_t b, uint8_t* out,
     return p
 
 
-cdef inline int read_varint(Cursor* c, uint32_t* value, uint32_t limit) noexcept nogil:
-    """Flink's 7-bit little-endian varint, at most 5 groups and at most ``limit``."""
-    cdef uint64_t v = 0
-    cdef int shift = 0, k = 0
-    cdef uint8_t b
-    while True:
-        if c.pos >= c.end:
-            return E_TRUNCATED
-        b = c.base[c.pos]
-        c.pos += 1
-        v |= (<uint64_t>(b & 0x7F)) << shift
-        k += 1
-        if b < 0x80:
-            break
-        shift += 7
-        if k >= 5:
-            return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
-    if v > limit:
-        return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
-    value[0] = <uint32_t>v
-    return E_OK
-
-
 cdef int64_t flink_to_utf8(Cursor* c, uint8_t* out, int64_t p, int* code, bint* is_null) noexcept nogil:
     """Decode one StringValue at the cursor into UTF-8 (size only when out == NULL)."""
     cdef uint32_t n, u, u2
