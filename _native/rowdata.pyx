@@ -306,6 +306,34 @@ cdef int64_t migrate_map(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
     return 4 + rk + rv
 
 
+cdef inline int64_t check_row_header(Ctx* x, int64_t node, int64_t base, int64_t size,
+                                     int64_t old_arity) noexcept nogil:
+    """The checks every old row gets before its fields: room for the fixed part, a RowKind header
+    byte, and null bits beyond the arity (inside the bitset words) all zero, a word at a time.
+    Returns 0, or -code with ``x.err_node`` set."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t ow = null_bits_size(old_arity)
+    cdef int64_t b, off
+    cdef uint64_t raw
+    if size < ow + 8 * old_arity:
+        x.err_node = node
+        return -E_TRUNCATED
+    if d[base] > 3:
+        x.err_node = node
+        return -E_BAD_HEADER
+    for b in range(ow // 8):
+        raw = load_u64_le(d + base + 8 * b)
+        off = old_arity + 8 - 64 * b
+        if off <= 0:
+            if raw != 0:
+                x.err_node = node
+                return -E_BAD_HEADER
+        elif off < 64 and (raw >> off) != 0:
+            x.err_node = node
+            return -E_BAD_HEADER
+    return 0
+
+
 cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
     """Validate the old row at d[base:base+size] for this node's (sub)program and return the size of
     the new row a migration writes (decode ignores it); a negative value is -code, with
@@ -320,23 +348,9 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
     cdef uint64_t raw
     cdef int64_t off, b
     cdef uint8_t mark
-    if size < ofixed:
-        x.err_node = node
-        return -E_TRUNCATED
-    if d[base] > 3:
-        x.err_node = node
-        return -E_BAD_HEADER
-    # null bits beyond the arity (inside the bitset words) must be zero; checked a word at a time
-    for b in range(ow // 8):
-        raw = load_u64_le(d + base + 8 * b)
-        off = old_arity + 8 - 64 * b
-        if off <= 0:
-            if raw != 0:
-                x.err_node = node
-                return -E_BAD_HEADER
-        elif off < 64 and (raw >> off) != 0:
-            x.err_node = node
-            return -E_BAD_HEADER
+    r = check_row_header(x, node, base, size, old_arity)
+    if r < 0:
+        return r
     end = P(x, node, C_END)
     c = node + 1
     while c < end:
@@ -495,22 +509,9 @@ cdef int64_t check_migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size,
     # in registers: setting new null bits in memory one byte RMW at a time right after the memset
     # serialised on store forwarding, and was the single hottest spot of the walk
     cdef uint64_t old_nb0, new_nb0
-    if size < ofixed:
-        x.err_node = node
-        return -E_TRUNCATED
-    if d[base] > 3:
-        x.err_node = node
-        return -E_BAD_HEADER
-    for b in range(ow // 8):
-        raw = load_u64_le(d + base + 8 * b)
-        off = old_arity + 8 - 64 * b
-        if off <= 0:
-            if raw != 0:
-                x.err_node = node
-                return -E_BAD_HEADER
-        elif off < 64 and (raw >> off) != 0:
-            x.err_node = node
-            return -E_BAD_HEADER
+    r = check_row_header(x, node, base, size, old_arity)
+    if r < 0:
+        return r
     if cur > cap - obase:
         return -E_FULL
     memset(o + obase, 0, cur)
