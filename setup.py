@@ -20,7 +20,7 @@ HERE = Path(__file__).parent
 debug = os.environ.get("STATEMORPH_DEBUG") == "1"
 sanitize = os.environ.get("STATEMORPH_SANITIZE") == "1"
 
-compile_args = ["-O0", "-g"] if debug else ["-O3"]
+compile_args = ["-O0", "-g"] if debug else ["-O3", "-fno-tree-loop-distribute-patterns"]
 link_args: list[str] = []
 if sanitize:
     compile_args += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]

@@ -770,12 +770,11 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     if not core and len(ranges) == 1:
         # one thread: the fused one-pass kernel; several threads keep the two-pass scheme, which
         # writes every range straight into one shared buffer (no join copy)
-        def run(s: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int, status: np.ndarray,
-                stop: bool) -> tuple[int, int, int]:
-            return k.migrate_run(matrix, offsets, data, validity, offset, wide, s, e, out_off, out, pos, status, stop)
+        def run(s: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
+            return k.migrate_run(matrix, offsets, data, validity, offset, wide, s, e, out_off, out, pos)
 
-        spans = _input_spans(offsets, offset, wide, len(data), n)
-        out = _fused_output(n, ranges, valid, errors, base, run, wide, spans, _row_growth(matrix))
+        estimate = _input_span(offsets, offset, wide, len(data), n) + _row_growth(matrix) * n
+        out = _fused_output(n, valid, errors, base, run, wide, estimate)
         return errors.result(out)
 
     sizes_fn, fill_fn = (k.core_row_sizes, k.core_row_fill) if core else (k.migrate_sizes, k.migrate_fill)
@@ -790,16 +789,12 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     return errors.result(out)
 
 
-def _input_spans(offsets: Any, offset: int, wide: bool, data_len: int, n: int) -> Callable[[int, int], int]:
-    """Bytes of input entries ``s..e`` (an output-size estimate only: clamped, never trusted)."""
+def _input_span(offsets: Any, offset: int, wide: bool, data_len: int, n: int) -> int:
+    """Bytes of the ``n`` input entries (an output-size estimate only: clamped, never trusted)."""
     offs = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)
-
-    def span(s: int, e: int) -> int:
-        if offset + e >= len(offs):
-            return data_len
-        return max(0, min(data_len, int(offs[offset + e]) - int(offs[offset + s])))
-
-    return span
+    if offset + n >= len(offs):
+        return data_len
+    return max(0, min(data_len, int(offs[offset + n]) - int(offs[offset])))
 
 
 def _row_growth(matrix: np.ndarray) -> int:
@@ -813,52 +808,49 @@ def _row_growth(matrix: np.ndarray) -> int:
     return max(grow, 0)
 
 
-def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | None, errors: _Errors, base: int,
-                  run: Callable[..., tuple[int, int, int]], large: bool, span: Callable[[int, int], int],
-                  grow: int) -> pa.Array:
-    """One-pass binary output: each range packs its entries into its own buffer (sized from the
-    input bytes plus the per-entry growth, doubled when short); ranges are then joined and their
-    offsets shifted. Bad entries take no bytes and become nulls (or raise / are collected)."""
-    out_off = np.empty(n + 1, dtype=np.int64)
+def _pooled(count: int, dtype: Any) -> tuple[pa.Buffer, np.ndarray]:
+    """An uninitialised buffer from Arrow's memory pool and a writable numpy view of it.
+
+    Why the pool: a fresh numpy array of this size comes straight from mmap, and the kernel then
+    pays a page fault (and the kernel's zeroing) on every page it writes: ~10 ms per 100 MB, as much
+    as the migration itself. The pool (mimalloc / jemalloc) reuses the pages of freed batches."""
+    buf = pa.allocate_buffer(count * np.dtype(dtype).itemsize)
+    return buf, np.frombuffer(buf, dtype=dtype)
+
+
+def _fused_output(n: int, valid: np.ndarray | None, errors: _Errors, base: int,
+                  run: Callable[..., tuple[int, int, int]], large: bool, estimate: int) -> pa.Array:
+    """One-pass binary output: the kernel packs the entries into one buffer (sized from the input
+    bytes plus the fixed-part growth of the plan, doubled when short) and writes the Arrow offsets
+    itself, int32 unless the output may pass 2 GiB. Bad entries take no bytes and become nulls (or
+    raise / are collected); the kernel stops at each one, so there is no per-entry status array."""
+    wide = large or estimate + 64 > _MAX32
+    off_buf, out_off = _pooled(n + 1, np.int64 if wide else np.int32)
     out_off[0] = 0
-    status = np.zeros(n, dtype=np.int64)
-    stop_at_error = errors.on_error == "raise"
-
-    def one(s: int, e: int) -> tuple[np.ndarray, int, bool]:
-        buf = np.empty(span(s, e) + grow * (e - s) + 64, dtype=np.uint8)
-        i, pos, any_bad = s, 0, False
-        while True:
-            i, pos, first = run(i, e, out_off, buf, pos, status, stop_at_error)
-            any_bad = any_bad or first >= 0
-            if i >= e or (stop_at_error and first >= 0):
-                return buf, pos, any_bad
-            bigger = np.empty(2 * len(buf) + 64, dtype=np.uint8)
-            bigger[:pos] = buf[:pos]
-            buf = bigger
-
-    parts = _run(ranges, one)
-    # the kernel reports whether a range had a bad entry: clean input skips the status scan
-    bad = errors.from_status(status, base) if any(p[2] for p in parts) else np.empty(0, dtype=np.intp)
-    if len(bad):
+    data_buf, out = _pooled(estimate + 64, np.uint8)
+    bad: list[int] = []
+    i, pos = 0, 0
+    while i < n:
+        i, pos, status = run(i, n, out_off, out, pos)
+        if status < 0:
+            errors.add(_make_error(status, base + i, errors.prog, errors.what))
+            bad.append(i)
+            i += 1
+        elif i < n:  # entry i did not fit: grow, keeping what is written
+            size = 2 * len(out) + 64
+            if out_off.dtype == np.int32 and size > _MAX32:
+                off_buf, out_off = pa.py_buffer(wider := out_off.astype(np.int64)), wider
+            data_buf, bigger = _pooled(size, np.uint8)
+            bigger[:pos] = out[:pos]
+            out = bigger
+    if bad:
         valid = np.ones(n, dtype=np.uint8) if valid is None else valid
         valid[bad] = 0
-    if len(parts) == 1:
-        out_data = parts[0][0][:parts[0][1]]
-    else:
-        out_data = np.empty(sum(p[1] for p in parts), dtype=np.uint8)
-        at = 0
-        for (s, e), (buf, pos, _) in zip(ranges, parts, strict=True):
-            out_data[at:at + pos] = buf[:pos]
-            out_off[s + 1:e + 1] += at
-            at += pos
-    total = len(out_data)
+    if not large and out_off.dtype == np.int64 and pos <= _MAX32:
+        off_buf = pa.py_buffer(out_off.astype(np.int32))  # the estimate was pessimistic: keep binary's type
     validity, nulls = _pack_validity(valid, n)
-    if large or total > _MAX32:
-        return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(out_off), pa.py_buffer(out_data)],
-                                     null_count=nulls)
-    return pa.Array.from_buffers(pa.binary(), n,
-                                 [validity, pa.py_buffer(out_off.astype(np.int32)), pa.py_buffer(out_data)],
-                                 null_count=nulls)
+    arrow_t = pa.binary() if len(off_buf) == 4 * (n + 1) else pa.large_binary()
+    return pa.Array.from_buffers(arrow_t, n, [validity, off_buf, data_buf.slice(0, pos)], null_count=nulls)
 
 
 def _migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any, errors: _Errors,

@@ -906,52 +906,47 @@ def migrate_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int,
 
 
 def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                stop: int, out_off: Any, out_data: Any, pos: int, status: Any,
-                stop_at_error: bool) -> tuple[int, int, int]:
+                stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
     """Fused one-pass migrate (twin of the compiled kernel): validate and write each entry, packed
-    from ``out_data[pos]``; returns ``(next_row, pos, first_bad)`` (``next_row < stop``: entry did
-    not fit, or stopped at a bad entry)."""
-    if stop > len(out_off) - 1 or stop > len(status) or start < 0 or pos < 0 or pos > len(out_data):
+    from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
+    (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit)."""
+    if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
+        raise ValueError("migrate_run: int32 offsets cannot address more than 2 GiB of output")
+    if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):
         raise ValueError("migrate_run: output arrays shorter than the rows")
     v = _Bin(offsets, data, validity, offset, wide, stop)
     x = _RowCtx(_prog_matrix(prog), v.data)
     out = memoryview(out_data).cast("B")
     verbatim = x.p[0][C_FLAGS] & F_VERBATIM
-    first = -1
+    status = 0
     i = start
     while i < stop:
-        if not v.valid(i):
-            out_off[i + 1] = pos
-            i += 1
-            continue
-        x.err_node, x.row = -1, i
-        code, base, size = _entry_row(v, i)
-        if code == E_OK:
-            try:
-                r = _check_row(x, 0, base, size)
-            except _RowError as e:
-                code = e.code
-            else:
-                need = (size if verbatim else r) + 4
-                if need > len(out) - pos:
-                    break
-                if verbatim:
-                    out[pos:pos + need] = v.data[base - 4:base + size]
+        if v.valid(i):
+            x.err_node, x.row = -1, i
+            code, base, size = _entry_row(v, i)
+            if code == E_OK:
+                try:
+                    r = _check_row(x, 0, base, size)
+                except _RowError as e:
+                    code = e.code
                 else:
-                    row = _migrate_row(x, 0, base, size)
-                    out[pos:pos + 4] = struct.pack(">I", len(row))
-                    out[pos + 4:pos + 4 + len(row)] = row
-                pos += need
-        if code != E_OK:
-            status[i] = encode_err(code, x.err_node)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                out_off[i + 1] = pos
-                break
+                    need = (size if verbatim else r) + 4
+                    if need > len(out) - pos:
+                        break
+                    if verbatim:
+                        out[pos:pos + need] = v.data[base - 4:base + size]
+                    else:
+                        row = _migrate_row(x, 0, base, size)
+                        out[pos:pos + 4] = struct.pack(">I", len(row))
+                        out[pos + 4:pos + 4 + len(row)] = row
+                    pos += need
+            if code != E_OK:
+                status = encode_err(code, x.err_node)
         out_off[i + 1] = pos
+        if status:
+            break
         i += 1
-    return i, pos, first
+    return i, pos, status
 
 
 def decode_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
