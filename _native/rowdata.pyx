@@ -1219,42 +1219,6 @@ cdef inline int entry_row(const BinView* v, int64_t i, int64_t* base, int64_t* s
     return E_OK
 
 
-def migrate_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
-                  int64_t[::1] out_off, bint stop_at_error):
-    """Pass 1 of migrate: ``out_off[i + 1]`` = new entry size (0 for null, encoded error if bad)."""
-    cdef _Keep keep = _Keep()
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
-    cdef Ctx x
-    cdef int64_t i, base = 0, size = 0, r, first = -1
-    cdef int code
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    x.d = v.data
-    with nogil:
-        for i in range(start, stop):
-            out_off[i + 1] = 0
-            if not bv_valid(&v, i):
-                continue
-            x.err_node = -1
-            x.row = i
-            code = entry_row(&v, i, &base, &size)
-            if code == E_OK:
-                r = check_row(&x, 0, base, size)
-                if r < 0:
-                    code = <int>(-r)
-                elif P(&x, 0, C_FLAGS) & F_VERBATIM:
-                    out_off[i + 1] = size + 4
-                else:
-                    out_off[i + 1] = r + 4
-            if code != E_OK:
-                out_off[i + 1] = encode_err(code, x.err_node)
-                if first < 0:
-                    first = i
-                if stop_at_error:
-                    break
-    return first
-
-
 cdef int64_t migrate_entries(Ctx* x, const Op* ops, const BinView* v, bint verbatim, int64_t i, int64_t stop,
                              uint8_t* o, int64_t cap, int64_t* pos_io, int32_t* o32, int64_t* o64,
                              int64_t* status) noexcept nogil:
@@ -1346,31 +1310,6 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     with nogil:
         i = migrate_entries(&x, ops, &v, verbatim, start, stop, o, cap, &pos, o32, o64, &status)
     return i, pos, status
-
-
-def migrate_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
-                 const int64_t[::1] out_off, uint8_t[::1] out_data):
-    cdef _Keep keep = _Keep()
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
-    cdef Ctx x
-    cdef int64_t i, base = 0, size = 0, r
-    cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
-    cdef int64_t cap = out_data.shape[0]
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    x.d = v.data
-    with nogil:
-        for i in range(start, stop):
-            if out_off[i + 1] - out_off[i] < 4 or out_off[i + 1] > cap:
-                continue
-            if entry_row(&v, i, &base, &size) != E_OK:
-                continue
-            if P(&x, 0, C_FLAGS) & F_VERBATIM:
-                memcpy(o + out_off[i], x.d + base - 4, size + 4)
-                continue
-            x.row = i
-            r = migrate_row(&x, 0, base, size, o, out_off[i] + 4)
-            store_u32_be(o + out_off[i], <uint32_t>r)
 
 
 def decode_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,

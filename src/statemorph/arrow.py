@@ -30,6 +30,7 @@ subclass with ``row`` and ``field_path`` attributes (``on_error="raise"``), or b
 
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
 import decimal
 from collections.abc import Callable
@@ -767,23 +768,20 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     matrix = prog.matrix
 
     ranges = _ranges(n, threads)
-    if not core and len(ranges) == 1:
-        # one thread: the fused one-pass kernel; several threads keep the two-pass scheme, which
-        # writes every range straight into one shared buffer (no join copy)
-        def run(s: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
-            return k.migrate_run(matrix, offsets, data, validity, offset, wide, s, e, out_off, out, pos)
+    if not core:
+        def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
+            return k.migrate_run(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
 
-        estimate = _input_span(offsets, offset, wide, len(data), n) + _row_growth(matrix) * n
-        out = _fused_output(n, valid, errors, base, run, wide, estimate)
-        return errors.result(out)
+        def estimate(s: int, e: int) -> int:
+            return _input_span(offsets, offset + s, wide, len(data), e - s) + _row_growth(matrix) * (e - s)
 
-    sizes_fn, fill_fn = (k.core_row_sizes, k.core_row_fill) if core else (k.migrate_sizes, k.migrate_fill)
+        return errors.result(_fused_output(n, ranges, valid, errors, base, run, wide, estimate))
 
     def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
-        sizes_fn(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
+        k.core_row_sizes(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
 
     def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
-        fill_fn(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
+        k.core_row_fill(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
 
     out = _binary_output(n, ranges, valid, errors, base, sizes, fill, wide)
     return errors.result(out)
@@ -818,39 +816,93 @@ def _pooled(count: int, dtype: Any) -> tuple[pa.Buffer, np.ndarray]:
     return buf, np.frombuffer(buf, dtype=dtype)
 
 
-def _fused_output(n: int, valid: np.ndarray | None, errors: _Errors, base: int,
-                  run: Callable[..., tuple[int, int, int]], large: bool, estimate: int) -> pa.Array:
-    """One-pass binary output: the kernel packs the entries into one buffer (sized from the input
-    bytes plus the fixed-part growth of the plan, doubled when short) and writes the Arrow offsets
-    itself, int32 unless the output may pass 2 GiB. Bad entries take no bytes and become nulls (or
-    raise / are collected); the kernel stops at each one, so there is no per-entry status array."""
-    wide = large or estimate + 64 > _MAX32
-    off_buf, out_off = _pooled(n + 1, np.int64 if wide else np.int32)
-    out_off[0] = 0
-    data_buf, out = _pooled(estimate + 64, np.uint8)
-    bad: list[int] = []
-    i, pos = 0, 0
-    while i < n:
-        i, pos, status = run(i, n, out_off, out, pos)
-        if status < 0:
-            errors.add(_make_error(status, base + i, errors.prog, errors.what))
-            bad.append(i)
-            i += 1
-        elif i < n:  # entry i did not fit: grow, keeping what is written
-            size = 2 * len(out) + 64
-            if out_off.dtype == np.int32 and size > _MAX32:
-                off_buf, out_off = pa.py_buffer(wider := out_off.astype(np.int64)), wider
-            data_buf, bigger = _pooled(size, np.uint8)
-            bigger[:pos] = out[:pos]
-            out = bigger
+class _Part:
+    """One range's one-pass output: its own offsets (from 0), and its bytes packed into ``out``
+    (a window of the shared output buffer, or a buffer of its own once it outgrew the window)."""
+
+    def __init__(self, n: int, wide: bool, out: np.ndarray) -> None:
+        self.off_buf, self.offs = _pooled(n + 1, np.int64 if wide else np.int32)
+        self.offs[0] = 0
+        self.out = out
+        self.own: pa.Buffer | None = None
+        self.pos = 0
+        self.bad: list[tuple[int, int]] = []
+
+    def grow(self) -> None:
+        """Double the byte buffer (an entry did not fit), keeping what is written; widen the
+        offsets if the buffer passes what int32 offsets address."""
+        size = 2 * len(self.out) + 64
+        if self.offs.dtype == np.int32 and size > _MAX32:
+            self.offs = self.offs.astype(np.int64)
+            self.off_buf = pa.py_buffer(self.offs)
+        self.own, bigger = _pooled(size, np.uint8)
+        bigger[:self.pos] = self.out[:self.pos]
+        self.out = bigger
+
+
+def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | None, errors: _Errors, base: int,
+                  run: Callable[..., tuple[int, int, int]], large: bool,
+                  estimate: Callable[[int, int], int]) -> pa.Array:
+    """One-pass binary output. Each range (one per thread) packs its entries into its window of
+    one shared buffer, sized from the input bytes plus the fixed-part growth of the plan, and the
+    kernel writes the Arrow offsets itself (int32 unless the output may pass 2 GiB). Bad entries take
+    no bytes and become nulls (or raise / are collected); the kernel stops at each one, so there is
+    no per-entry status array. Later ranges then slide down to close the gaps (in place: peak
+    memory stays input + output + a constant); a range that outgrew its window (rare: the estimate
+    is exact for well-formed rows without migrated arrays) moves to a buffer of its own."""
+    stop_at_error = errors.on_error == "raise"
+    sizes = [estimate(s, e) + 64 for s, e in ranges]
+    starts = [sum(sizes[:j]) for j in range(len(ranges))]
+    data_buf, shared = _pooled(sum(sizes), np.uint8)
+    wide = large or sum(sizes) > _MAX32
+
+    def one(j: int, _: int) -> _Part:
+        s, e = ranges[j]
+        part = _Part(e - s, wide, shared[starts[j]:starts[j] + sizes[j]])
+        i = 0
+        while i < e - s:
+            i, part.pos, status = run(s, i, e - s, part.offs, part.out, part.pos)
+            if status < 0:
+                part.bad.append((s + i, status))
+                i += 1
+                if stop_at_error:
+                    break
+            elif i < e - s:
+                part.grow()
+        return part
+
+    parts = _run([(j, 0) for j in range(len(ranges))], one)
+    bad = sorted(b for p in parts for b in p.bad)
+    for row, status in bad:
+        errors.add(_make_error(status, base + row, errors.prog, errors.what))  # raises the first in 'raise'
     if bad:
         valid = np.ones(n, dtype=np.uint8) if valid is None else valid
-        valid[bad] = 0
-    if not large and out_off.dtype == np.int64 and pos <= _MAX32:
-        off_buf = pa.py_buffer(out_off.astype(np.int32))  # the estimate was pessimistic: keep binary's type
+        valid[[row for row, _ in bad]] = 0
+    total = sum(p.pos for p in parts)
+    if len(parts) == 1:
+        part = parts[0]
+        off_buf, out_off = part.off_buf, part.offs
+        if part.own is not None:
+            data_buf = part.own
+    else:
+        off_buf, out_off = _pooled(n + 1, np.int64 if large or total > _MAX32 else np.int32)
+        out_off[0] = 0
+        if any(p.own is not None for p in parts):
+            data_buf, dest = _pooled(total, np.uint8)  # rare: a range outgrew its window
+        else:
+            dest = shared
+        at = 0
+        for (s, e), p in zip(ranges, parts, strict=True):
+            np.add(p.offs[1:], at, out=out_off[s + 1:e + 1], casting="unsafe")
+            if p.out.ctypes.data != dest.ctypes.data + at:  # down (or across) to its final place
+                ctypes.memmove(dest.ctypes.data + at, p.out.ctypes.data, p.pos)
+            at += p.pos
+    if not large and out_off.dtype == np.int64 and total <= _MAX32:
+        out_off = out_off.astype(np.int32)  # the estimate was pessimistic: keep binary's type
+        off_buf = pa.py_buffer(out_off)
     validity, nulls = _pack_validity(valid, n)
-    arrow_t = pa.binary() if len(off_buf) == 4 * (n + 1) else pa.large_binary()
-    return pa.Array.from_buffers(arrow_t, n, [validity, off_buf, data_buf.slice(0, pos)], null_count=nulls)
+    arrow_t = pa.binary() if out_off.dtype == np.int32 else pa.large_binary()
+    return pa.Array.from_buffers(arrow_t, n, [validity, off_buf, data_buf.slice(0, total)], null_count=nulls)
 
 
 def _migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any, errors: _Errors,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from statemorph import _native, arrow, serializers
-from statemorph.errors import MalformedDataError
+from statemorph.errors import MalformedDataError, StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.row import Row, RowKind
 
@@ -97,3 +97,29 @@ def test_bad_nested_header_names_the_nested_row_on_both_tiers() -> None:
         assert info.value.field_path == "r.r.r"  # type: ignore[attr-defined]
         messages.append(str(info.value))
     assert len(set(messages)) == 1
+
+
+@pytest.mark.parametrize("starve", [False, True])
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_threads_join_ranges_like_one_thread(impl: str, threads: int, starve: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranges pack into windows of one buffer and slide down to close the gaps (or, when a range
+    outgrew its window, everything moves to a fresh buffer): same array, same errors as one thread."""
+    so = serializers.RowDataSerializer(nested(2, False))
+    sn = serializers.RowDataSerializer(nested(2, True))
+    snap = so.snapshot_configuration()
+    good = [so.to_bytes(Row((i, Row((i, Row(("s" * (i % 23),))))))) for i in range(50)]
+    bad = good[3][:-8]
+    blobs = [None if i % 17 == 0 else bad if i % 401 == 7 else good[i % 50] for i in range(3000)]
+    arr = pa.array(blobs, pa.binary())
+    expected, expected_errs = arrow.migrate(arr, snap, sn, on_error="collect")
+    if starve:
+        monkeypatch.setattr(arrow, "_input_span", lambda *a: 0)
+        monkeypatch.setattr(arrow, "_row_growth", lambda m: 0)
+    out, errs = arrow.migrate(arr, snap, sn, on_error="collect", threads=threads)
+    assert out.equals(expected)
+    assert [str(e) for e in errs] == [str(e) for e in expected_errs]
+    assert len(errs) == sum(1 for b in blobs if b is bad)
+    assert out.to_pylist()[1] == migrate_bytes(snap, sn, good[1])
+    with pytest.raises(StateFormatError, match="row 7"):
+        arrow.migrate(arr, snap, sn, threads=threads)

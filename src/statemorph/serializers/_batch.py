@@ -856,55 +856,6 @@ def _prog_matrix(prog: Any) -> np.ndarray:
     return m
 
 
-def migrate_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                  stop: int, out_off: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    x = _RowCtx(_prog_matrix(prog), v.data)
-    verbatim = x.p[0][C_FLAGS] & F_VERBATIM
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        if not v.valid(i):
-            continue
-        x.err_node, x.row = -1, i
-        code, base, size = _entry_row(v, i)
-        if code == E_OK:
-            try:
-                r = _check_row(x, 0, base, size)
-                out_off[i + 1] = (size if verbatim else r) + 4
-            except _RowError as e:
-                code = e.code
-        if code != E_OK:
-            out_off[i + 1] = encode_err(code, x.err_node)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-    return first
-
-
-def migrate_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                 stop: int, out_off: Any, out_data: Any) -> None:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    x = _RowCtx(_prog_matrix(prog), v.data)
-    out = memoryview(out_data).cast("B")
-    verbatim = x.p[0][C_FLAGS] & F_VERBATIM
-    for i in range(start, stop):
-        a, b = int(out_off[i]), int(out_off[i + 1])
-        if b - a < 4 or b > len(out):
-            continue
-        code, base, size = _entry_row(v, i)
-        if code != E_OK:
-            continue
-        if verbatim:
-            out[a:b] = v.data[base - 4:base + size]
-            continue
-        x.row = i
-        row = _migrate_row(x, 0, base, size)
-        out[a:a + 4] = struct.pack(">I", len(row))
-        out[a + 4:a + 4 + len(row)] = row
-
-
 def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                 stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
     """Fused one-pass migrate (twin of the compiled kernel): validate and write each entry, packed
@@ -1341,7 +1292,7 @@ KERNELS = (
     "fixed_encode", "fixed_decode",
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
-    "encode_sizes", "encode_fill", "decode_sizes", "decode_fill", "migrate_sizes", "migrate_fill",
+    "encode_sizes", "encode_fill", "decode_sizes", "decode_fill",
     "migrate_run", "core_row_sizes", "core_row_fill",
 )
 
