@@ -645,9 +645,9 @@ cdef int64_t check_migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size,
 # Why ops: the general walk re-derives every field's layout from the program on every entry and
 # recurses per nested row; that interpretation cost ~3x the work itself. Lowered ops carry
 # precomputed slot offsets and null-bit positions, nested rows become ENTER/EXIT ops over a small
-# explicit stack (no call per row), a new row's fixed part is zeroed a word at a time on entry (so
-# added and null fields cost nothing), and fixed-width fields with consecutive positions copy as one
-# run (branch-free: the null bit masks the slot).
+# explicit stack (no call per row), fixed-width fields with consecutive positions copy as one run
+# (the null bits mask the slots; a row's first run executes with its ENTER), and every new slot is
+# written exactly once (added fields' slots zeroed from a word mask on entry, null ones in place).
 
 cdef enum:
     OP_FIXED = 1   # n fixed-width slots: old soff.. → new doff.., null bits sbit.. → dbit..
@@ -670,11 +670,16 @@ ctypedef struct Op:
     int32_t n         # run length (FIXED / ZERO); EXIT index (ENTER)
     int32_t kind      # program kind (STR / VAR)
     int32_t flags
-    int32_t pad_
+    int32_t rn        # ENTER: the row's first fixed run (FIXED fields), 0 if none
+    int32_t rsoff
+    int32_t rdoff
+    int32_t rsbit
+    int32_t rdbit
     int64_t ofixed    # ENTER: the nested row's old fixed part (8 + 8 * old arity)
     int64_t nfixed    # ENTER: its new fixed part
     uint64_t forbid   # ENTER: first-word bits that must be zero (RowKind > 3, null bits past the arity)
     uint64_t added    # ENTER: first-word null bits of the fields the migration adds
+    uint64_t zero     # ENTER: words of the new fixed part zeroed on entry (added fields): bit w = word w
 
 
 cdef inline int64_t copy_string(Ctx* x, const Op* op, int64_t kind, uint64_t raw, const uint8_t* d,
@@ -733,16 +738,58 @@ cdef inline int64_t copy_string(Ctx* x, const Op* op, int64_t kind, uint64_t raw
     return cur + r8
 
 
+cdef extern from *:
+    """
+    static inline int sm_ctz64(uint64_t v) { return __builtin_ctzll(v); }
+    """
+    int sm_ctz64(uint64_t v) noexcept nogil
+
+
+cdef inline uint64_t copy_run(const uint8_t* src, uint8_t* dst, uint64_t nb0, int64_t sbit, int64_t dbit,
+                              int64_t n) noexcept nogil:
+    """Copy ``n`` consecutive fixed-width slots, zeroing null ones; returns their new null bits."""
+    cdef uint64_t nulls = (nb0 >> sbit) & (((<uint64_t>1) << n) - 1)
+    cdef int64_t k
+    if nulls == 0:
+        for k in range(n):
+            store_u64_le(dst + 8 * k, load_u64_le(src + 8 * k))
+    else:
+        for k in range(n):
+            store_u64_le(dst + 8 * k, load_u64_le(src + 8 * k) & (((nulls >> k) & 1) - 1))
+    return nulls << dbit
+
+
+cdef inline int64_t enter_row(Ctx* x, const Op* op, const uint8_t* d, int64_t base, int64_t size, uint8_t* o,
+                              int64_t obase, int64_t cap, uint64_t* nb0, uint64_t* new0) noexcept nogil:
+    """Start a row (top or nested): the header checks of ``check_row_header``, the added fields'
+    slots zeroed, the first fixed run copied. Returns 0 or a negative status."""
+    cdef uint64_t z = op.zero
+    if size < op.ofixed:
+        x.err_node = op.node
+        return -E_TRUNCATED
+    nb0[0] = load_u64_le(d + base)
+    if nb0[0] & op.forbid:
+        x.err_node = op.node
+        return -E_BAD_HEADER
+    if op.nfixed > cap - obase:
+        return -E_FULL
+    while z:
+        store_u64_le(o + obase + 8 * sm_ctz64(z), 0)
+        z &= z - 1
+    new0[0] = (nb0[0] & 0xFF) | op.added
+    if op.rn:
+        new0[0] |= copy_run(d + base + op.rsoff, o + obase + op.rdoff, nb0[0], op.rsbit, op.rdbit, op.rn)
+    return 0
+
+
 cdef int64_t run_ops(Ctx* x, const Op* ops, int64_t d_len, int64_t base, int64_t size, uint8_t* o,
                      int64_t obase, int64_t cap) noexcept nogil:
     """``check_migrate_row`` of the top row, executing the lowered ops (``ops[0]`` is the top
     row's ENTER). Same checks in the same order, same bytes, same results as the general walk."""
     cdef const uint8_t* d = x.d
     cdef const Op* op = ops
-    cdef const uint8_t* src
-    cdef uint8_t* dst
     cdef uint64_t nb0, new0, raw, b
-    cdef int64_t cur, ofixed, off, n, r, k, sbit, dbit, depth = 0
+    cdef int64_t cur, ofixed, off, n, r, depth = 0
     cdef int32_t code
     cdef int64_t s_base[MAX_DEPTH]
     cdef int64_t s_size[MAX_DEPTH]
@@ -755,33 +802,14 @@ cdef int64_t run_ops(Ctx* x, const Op* ops, int64_t d_len, int64_t base, int64_t
     # the top row: ops[0] is its ENTER (no parent slot)
     ofixed = op.ofixed
     cur = op.nfixed
-    if size < ofixed:
-        x.err_node = op.node
-        return -E_TRUNCATED
-    nb0 = load_u64_le(d + base)
-    if nb0 & op.forbid:
-        x.err_node = op.node
-        return -E_BAD_HEADER
-    if cur > cap - obase:
-        return -E_FULL
-    for k in range(0, cur, 8):
-        store_u64_le(o + obase + k, 0)
-    new0 = (nb0 & 0xFF) | op.added
+    r = enter_row(x, op, d, base, size, o, obase, cap, &nb0, &new0)
+    if r < 0:
+        return r
     op += 1
     while True:
         code = op.code
         if code == OP_FIXED:
-            # op fields in locals: a store through ``o`` may alias anything, so the compiler would
-            # reload them from memory after every store
-            n = op.n
-            sbit = op.sbit
-            dbit = op.dbit
-            src = d + base + op.soff
-            dst = o + obase + op.doff
-            for k in range(n):
-                b = (nb0 >> (sbit + k)) & 1
-                store_u64_le(dst + 8 * k, load_u64_le(src + 8 * k) & (b - 1))
-                new0 |= b << (dbit + k)
+            new0 |= copy_run(d + base + op.soff, o + obase + op.doff, nb0, op.sbit, op.dbit, op.n)
         elif code == OP_EXIT:
             store_u64_le(o + obase, new0)
             r = cur  # a multiple of 8: fixed part and every var part are whole words
@@ -799,8 +827,9 @@ cdef int64_t run_ops(Ctx* x, const Op* ops, int64_t d_len, int64_t base, int64_t
             store_u64_le(o + obase, new0)
             return cur
         elif code == OP_STR:
-            if (nb0 >> op.sbit) & 1:  # null (its slot is zero)
+            if (nb0 >> op.sbit) & 1:
                 new0 |= (<uint64_t>1) << op.dbit
+                store_u64_le(o + obase + op.doff, 0)
             else:
                 cur = copy_string(x, op, op.kind, load_u64_le(d + base + op.soff), d, base, size, ofixed, d_len,
                                   o, obase, cur, cap)
@@ -809,6 +838,7 @@ cdef int64_t run_ops(Ctx* x, const Op* ops, int64_t d_len, int64_t base, int64_t
         elif code == OP_ENTER:
             if (nb0 >> op.sbit) & 1:  # a null nested row: skip to its EXIT
                 new0 |= (<uint64_t>1) << op.dbit
+                store_u64_le(o + obase + op.doff, 0)
                 op = ops + op.n
             else:
                 raw = load_u64_le(d + base + op.soff)
@@ -834,21 +864,13 @@ cdef int64_t run_ops(Ctx* x, const Op* ops, int64_t d_len, int64_t base, int64_t
                 obase += cur
                 cur = op.nfixed
                 ofixed = op.ofixed
-                if size < ofixed:
-                    x.err_node = op.node
-                    return -E_TRUNCATED
-                nb0 = load_u64_le(d + base)
-                if nb0 & op.forbid:
-                    x.err_node = op.node
-                    return -E_BAD_HEADER
-                if cur > cap - obase:
-                    return -E_FULL
-                for k in range(0, cur, 8):
-                    store_u64_le(o + obase + k, 0)
-                new0 = (nb0 & 0xFF) | op.added
+                r = enter_row(x, op, d, base, size, o, obase, cap, &nb0, &new0)
+                if r < 0:
+                    return r
         else:
             if (nb0 >> op.sbit) & 1:
                 new0 |= (<uint64_t>1) << op.dbit
+                store_u64_le(o + obase + op.doff, 0)
             else:
                 cur = var_field(x, op.node, op.kind, op.flags, load_u64_le(d + base + op.soff), base, size, ofixed,
                                 base + op.soff, o, obase, obase + op.doff, cur, cap)
@@ -1122,16 +1144,22 @@ cdef bint _emit_row(list out, const int64_t* prog, int64_t node, int64_t depth):
         else:
             var.append(c)
         c = prog[c * NCOL + C_END]
+    cdef dict enter_op = out[len(out) - 1]
+    cdef list runs = []
     for c in fixed:
         src = prog[c * NCOL + C_SRC]
         pos = prog[c * NCOL + C_POS]
-        last = out[len(out) - 1]
-        if last["code"] == OP_FIXED and last["doff"] + 8 * last["n"] == 8 + 8 * pos \
-                and last["soff"] + 8 * last["n"] == 8 + 8 * src:
-            last["n"] += 1
-            continue
-        out.append(dict(code=OP_FIXED, node=c, soff=8 + 8 * src, doff=8 + 8 * pos, sbit=src + 8, dbit=pos + 8,
-                        n=1, kind=prog[c * NCOL + C_KIND], flags=0))
+        if runs and runs[len(runs) - 1]["doff"] + 8 * runs[len(runs) - 1]["n"] == 8 + 8 * pos \
+                and runs[len(runs) - 1]["soff"] + 8 * runs[len(runs) - 1]["n"] == 8 + 8 * src:
+            runs[len(runs) - 1]["n"] += 1
+        else:
+            runs.append(dict(code=OP_FIXED, node=c, soff=8 + 8 * src, doff=8 + 8 * pos, sbit=src + 8,
+                             dbit=pos + 8, n=1))
+    if runs:  # the first run rides on the row's ENTER
+        first = runs.pop(0)
+        enter_op.update(rn=first["n"], rsoff=first["soff"], rdoff=first["doff"], rsbit=first["sbit"],
+                        rdbit=first["dbit"])
+    out.extend(runs)
     for c in var:
         k = prog[c * NCOL + C_KIND]
         src = prog[c * NCOL + C_SRC]
@@ -1158,14 +1186,16 @@ cdef bint _emit_row(list out, const int64_t* prog, int64_t node, int64_t depth):
 
 cdef dict _row_header(const int64_t* prog, int64_t node):
     cdef int64_t old_arity = prog[node * NCOL + C_OLD_ARITY]
-    cdef uint64_t added = 0
+    cdef uint64_t added = 0, zero = 0
     cdef int64_t c = node + 1, end = prog[node * NCOL + C_END]
     while c < end:
         if prog[c * NCOL + C_SRC] < 0:
             added |= (<uint64_t>1) << (prog[c * NCOL + C_POS] + 8)
+            zero |= (<uint64_t>1) << (prog[c * NCOL + C_POS] + 1)
         c = prog[c * NCOL + C_END]
     return dict(ofixed=8 + 8 * old_arity, nfixed=8 + 8 * prog[node * NCOL + C_ARITY],
-                forbid=0xFC | ((~((<uint64_t>1 << (old_arity + 8)) - 1)) if old_arity < 56 else 0), added=added)
+                forbid=0xFC | ((~((<uint64_t>1 << (old_arity + 8)) - 1)) if old_arity < 56 else 0), added=added,
+                zero=zero)
 
 
 cdef const Op* lower_plan(_Keep keep, const int64_t* prog) except? NULL:
@@ -1195,6 +1225,12 @@ cdef const Op* lower_plan(_Keep keep, const int64_t* prog) except? NULL:
         ops[i].nfixed = d.get("nfixed", 0)
         ops[i].forbid = d.get("forbid", 0)
         ops[i].added = d.get("added", 0)
+        ops[i].zero = d.get("zero", 0)
+        ops[i].rn = d.get("rn", 0)
+        ops[i].rsoff = d.get("rsoff", 0)
+        ops[i].rdoff = d.get("rdoff", 0)
+        ops[i].rsbit = d.get("rsbit", 0)
+        ops[i].rdbit = d.get("rdbit", 0)
     return ops
 
 
