@@ -817,12 +817,12 @@ def _pooled(count: int, dtype: Any) -> tuple[pa.Buffer, np.ndarray]:
 
 
 class _Part:
-    """One range's one-pass output: its own offsets (from 0), and its bytes packed into ``out``
-    (a window of the shared output buffer, or a buffer of its own once it outgrew the window)."""
+    """One range's one-pass output: its offsets (a window of the shared offsets array, positions
+    relative to the range's own bytes) and its bytes packed into ``out`` (a window of the shared
+    byte buffer, or a buffer of its own once it outgrew the window)."""
 
-    def __init__(self, n: int, wide: bool, out: np.ndarray) -> None:
-        self.off_buf, self.offs = _pooled(n + 1, np.int64 if wide else np.int32)
-        self.offs[0] = 0
+    def __init__(self, offs: np.ndarray, out: np.ndarray) -> None:
+        self.offs = offs
         self.out = out
         self.own: pa.Buffer | None = None
         self.pos = 0
@@ -830,11 +830,10 @@ class _Part:
 
     def grow(self) -> None:
         """Double the byte buffer (an entry did not fit), keeping what is written; widen the
-        offsets if the buffer passes what int32 offsets address."""
+        offsets (to an array of its own) if the buffer passes what int32 offsets address."""
         size = 2 * len(self.out) + 64
         if self.offs.dtype == np.int32 and size > _MAX32:
             self.offs = self.offs.astype(np.int64)
-            self.off_buf = pa.py_buffer(self.offs)
         self.own, bigger = _pooled(size, np.uint8)
         bigger[:self.pos] = self.out[:self.pos]
         self.out = bigger
@@ -845,20 +844,22 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
                   estimate: Callable[[int, int], int]) -> pa.Array:
     """One-pass binary output. Each range (one per thread) packs its entries into its window of
     one shared buffer, sized from the input bytes plus the fixed-part growth of the plan, and the
-    kernel writes the Arrow offsets itself (int32 unless the output may pass 2 GiB). Bad entries take
-    no bytes and become nulls (or raise / are collected); the kernel stops at each one, so there is
-    no per-entry status array. Later ranges then slide down to close the gaps (in place: peak
-    memory stays input + output + a constant); a range that outgrew its window (rare: the estimate
-    is exact for well-formed rows without migrated arrays) moves to a buffer of its own."""
+    kernel writes the Arrow offsets itself into the range's window of the offsets array (int32
+    unless the output may pass 2 GiB). Bad entries take no bytes and become nulls (or raise / are
+    collected); the kernel stops at each one, so there is no per-entry status array. Later ranges
+    then slide down to close the gaps and their offsets are shifted, in place: peak memory stays
+    input + output + a constant. A range that outgrew its window (rare: the estimate is exact for
+    well-formed rows without migrated arrays) moves to a buffer of its own."""
     stop_at_error = errors.on_error == "raise"
     sizes = [estimate(s, e) + 64 for s, e in ranges]
     starts = [sum(sizes[:j]) for j in range(len(ranges))]
     data_buf, shared = _pooled(sum(sizes), np.uint8)
-    wide = large or sum(sizes) > _MAX32
+    off_buf, out_off = _pooled(n + 1, np.int64 if large or sum(sizes) > _MAX32 else np.int32)
+    out_off[0] = 0
 
     def one(j: int, _: int) -> _Part:
         s, e = ranges[j]
-        part = _Part(e - s, wide, shared[starts[j]:starts[j] + sizes[j]])
+        part = _Part(out_off[s:e + 1], shared[starts[j]:starts[j] + sizes[j]])
         i = 0
         while i < e - s:
             i, part.pos, status = run(s, i, e - s, part.offs, part.out, part.pos)
@@ -879,24 +880,26 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         valid = np.ones(n, dtype=np.uint8) if valid is None else valid
         valid[[row for row, _ in bad]] = 0
     total = sum(p.pos for p in parts)
-    if len(parts) == 1:
-        part = parts[0]
-        off_buf, out_off = part.off_buf, part.offs
-        if part.own is not None:
-            data_buf = part.own
-    else:
-        off_buf, out_off = _pooled(n + 1, np.int64 if large or total > _MAX32 else np.int32)
+    if out_off.dtype == np.int32 and total > _MAX32:
+        off_buf, out_off = _pooled(n + 1, np.int64)  # a range outgrew int32 offsets: parts copy in below
         out_off[0] = 0
-        if any(p.own is not None for p in parts):
-            data_buf, dest = _pooled(total, np.uint8)  # rare: a range outgrew its window
-        else:
-            dest = shared
-        at = 0
-        for (s, e), p in zip(ranges, parts, strict=True):
-            np.add(p.offs[1:], at, out=out_off[s + 1:e + 1], casting="unsafe")
-            if p.out.ctypes.data != dest.ctypes.data + at:  # down (or across) to its final place
-                ctypes.memmove(dest.ctypes.data + at, p.out.ctypes.data, p.pos)
-            at += p.pos
+    own = len(parts) > 1 and any(p.own is not None for p in parts)
+    if len(parts) == 1 and parts[0].own is not None:
+        data_buf = parts[0].own
+    elif own:
+        data_buf, shared = _pooled(total, np.uint8)  # rare: a range outgrew its window
+    at = 0
+    for (s, e), p in zip(ranges, parts, strict=True):
+        window = out_off[s + 1:e + 1]
+        if not np.shares_memory(p.offs, out_off):
+            np.copyto(window, p.offs[1:], casting="unsafe")
+        if at:
+            window += at
+            if p.out.ctypes.data != shared.ctypes.data + at:  # down (or across) to its final place
+                ctypes.memmove(shared.ctypes.data + at, p.out.ctypes.data, p.pos)
+        elif own and p.out.ctypes.data != shared.ctypes.data:
+            ctypes.memmove(shared.ctypes.data, p.out.ctypes.data, p.pos)
+        at += p.pos
     if not large and out_off.dtype == np.int64 and total <= _MAX32:
         out_off = out_off.astype(np.int32)  # the estimate was pessimistic: keep binary's type
         off_buf = pa.py_buffer(out_off)
