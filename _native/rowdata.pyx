@@ -1234,25 +1234,30 @@ cdef const Op* lower_plan(_Keep keep, const int64_t* prog) except? NULL:
     return ops
 
 
-cdef inline int entry_row(const BinView* v, int64_t i, int64_t* base, int64_t* size) noexcept nogil:
-    """Locate the BinaryRowData of entry i (after its i32 BE length)."""
-    cdef Cursor c
-    cdef int code = bv_entry(v, i, &c)
+cdef inline int entry_span(const uint8_t* d, int64_t data_len, int64_t s, int64_t e, int64_t* base,
+                           int64_t* size) noexcept nogil:
+    """Check the entry at d[s:e] (offsets from Arrow, not trusted) is ``i32 BE sizeInBytes ‖ row``
+    and locate its BinaryRowData."""
     cdef int64_t n
-    if code != E_OK:
-        return code
-    if c.end - c.pos < 4:
+    if s < 0 or e < s or e > data_len:
+        return E_BAD_ARROW
+    if e - s < 4:
         return E_TRUNCATED
-    n = <int32_t>load_u32_be(c.base + c.pos)
+    n = <int32_t>load_u32_be(d + s)
     if n < 0:
         return E_BAD_LENGTH
-    if n > c.end - c.pos - 4:
+    if n > e - s - 4:
         return E_TRUNCATED
-    if n < c.end - c.pos - 4:
+    if n < e - s - 4:
         return E_TRAILING
-    base[0] = c.pos + 4
+    base[0] = s + 4
     size[0] = n
     return E_OK
+
+
+cdef inline int entry_row(const BinView* v, int64_t i, int64_t* base, int64_t* size) noexcept nogil:
+    """Locate the BinaryRowData of entry i (after its i32 BE length)."""
+    return entry_span(v.data, v.data_len, bv_raw(v, i), bv_raw(v, i + 1), base, size)
 
 
 cdef int64_t migrate_entries(Ctx* x, const Op* ops, const BinView* v, bint verbatim, int64_t i, int64_t stop,
@@ -1260,12 +1265,25 @@ cdef int64_t migrate_entries(Ctx* x, const Op* ops, const BinView* v, bint verba
                              int64_t* status) noexcept nogil:
     """The loop of ``migrate_run`` (its own function, so the hot walk keeps its registers)."""
     cdef int64_t base = 0, size = 0, r = 0, pos = pos_io[0]
+    cdef int64_t e, s = 0
     cdef int code
+    # the common input (int32 offsets, no nulls) reads one offset per entry: its end is the next start
+    cdef bint plain = not v.wide and v.validity == NULL
+    cdef const uint8_t* offs32 = v.offsets + 4 * v.offset
+    if plain:
+        s = <int32_t>load_u32_le(offs32 + 4 * i)
     while i < stop:
-        if bv_valid(v, i):
+        if plain:
+            e = <int32_t>load_u32_le(offs32 + 4 * (i + 1))
+            code = entry_span(v.data, v.data_len, s, e, &base, &size)
+            s = e
+        elif bv_valid(v, i):
+            code = entry_row(v, i, &base, &size)
+        else:
+            code = -1  # null entry: no bytes
+        if code >= 0:
             x.err_node = -1
             x.row = i
-            code = entry_row(v, i, &base, &size)
             if code == E_OK and verbatim:
                 r = check_row(x, 0, base, size)
                 if r >= 0:
