@@ -36,6 +36,7 @@ cdef enum:
     C_WIDTH = 7
     NCOL = 8
     F_ROW_KIND = 1
+    E_FULL = 1000            # internal: the row does not fit the output buffer
 
 cdef int64_t MAX32 = 2147483647
 
@@ -98,8 +99,25 @@ cdef inline int jchar(const Cursor* s, uint32_t* unit) noexcept nogil:
     return E_OK
 
 
+cdef inline int64_t var_size(int64_t k, const BinView* col, int64_t i, Cursor* s, uint32_t* u,
+                             int* code) noexcept nogil:
+    """Validate a STR / CHAR / BYTES value (cursor on its Arrow bytes); its encoded size."""
+    code[0] = bv_entry(col, i, s)
+    if code[0] != E_OK:
+        return 0
+    if k == K_STR:
+        return utf8_to_flink(s.base, s.pos, s.end, NULL, 0, code)
+    if k == K_CHAR:
+        code[0] = jchar(s, u)
+        return 2
+    if s.end - s.pos > 0x7FFFFFFF:
+        code[0] = E_TOO_LARGE
+    return 4 + s.end - s.pos
+
+
 cdef int64_t enc_size(const int64_t* p, const BinView* cols, int64_t node, int64_t i, int64_t* err) noexcept nogil:
-    """Bytes of row ``i`` of row node ``node``, validating its values; -code with ``err`` set."""
+    """Bytes of row ``i`` of row node ``node``, validating its values; -code with ``err`` set.
+    Only for a row ``enc_row`` found too big for the buffer: the caller grows it to this."""
     cdef int64_t kb, r, k, c = node + 1, end = PP(p, node, C_END)
     cdef int64_t size = mask_len(p, node, &kb)
     cdef Cursor s
@@ -116,18 +134,7 @@ cdef int64_t enc_size(const int64_t* p, const BinView* cols, int64_t node, int64
                 return r
             size += r
         elif is_var(k):
-            code = bv_entry(&cols[c], i, &s)
-            r = 0
-            if code == E_OK:
-                if k == K_STR:
-                    r = utf8_to_flink(s.base, s.pos, s.end, NULL, 0, &code)
-                elif k == K_CHAR:
-                    code = jchar(&s, &u)
-                    r = 2
-                elif s.end - s.pos > 0x7FFFFFFF:
-                    code = E_TOO_LARGE
-                else:
-                    r = 4 + s.end - s.pos
+            r = var_size(k, &cols[c], i, &s, &u, &code)
             if code != E_OK:
                 err[0] = c
                 return -code
@@ -138,19 +145,20 @@ cdef int64_t enc_size(const int64_t* p, const BinView* cols, int64_t node, int64
     return size
 
 
-cdef int64_t enc_row(const int64_t* p, const BinView* cols, int64_t node, int64_t i, uint8_t* o,
-                     int64_t op) noexcept nogil:
-    """Write row ``i`` (validated by ``enc_size``) at ``o + op``; returns the next position."""
-    cdef int64_t kb, k, n, bit, e, c = node + 1, end = PP(p, node, C_END)
+cdef int64_t enc_row(const int64_t* p, const BinView* cols, int64_t node, int64_t i, uint8_t* o, int64_t op,
+                     int64_t cap, int64_t* err) noexcept nogil:
+    """Validate and write row ``i`` at ``o + op`` in one walk. Returns the next position; -code
+    with ``err`` set; or -E_FULL when the row does not fit below ``cap`` (what it wrote is void)."""
+    cdef int64_t kb, k, n, w, bit, e, c = node + 1, end = PP(p, node, C_END)
     cdef int64_t mlen = mask_len(p, node, &kb)
     cdef int64_t mask = op
     cdef const uint8_t* vals
     cdef Cursor s
-    cdef uint32_t u
+    cdef uint32_t u = 0
     cdef uint16_t u16
     cdef int code
-    memset(&s, 0, sizeof(Cursor))  # enc_size validated every entry; a clean cursor even so
-    u = 0
+    if cap - op < mlen:
+        return -E_FULL
     memset(o + op, 0, mlen)  # kind bits stay 0: Arrow rows are INSERT, as on the per-value path
     op += mlen
     while c < end:
@@ -160,46 +168,51 @@ cdef int64_t enc_row(const int64_t* p, const BinView* cols, int64_t node, int64_
             o[mask + (bit >> 3)] |= <uint8_t>(0x80 >> (bit & 7))
             c = PP(p, c, C_END)
             continue
+        if k == K_ROW:
+            op = enc_row(p, cols, c, i, o, op, cap, err)
+            if op < 0:
+                return op
+            c = PP(p, c, C_END)
+            continue
+        if is_var(k):
+            n = var_size(k, &cols[c], i, &s, &u, &code)
+            if code != E_OK:
+                err[0] = c
+                return -code
+            if cap - op < n:
+                return -E_FULL
+            if k == K_STR:
+                utf8_to_flink(s.base, s.pos, s.end, o, op, &code)
+            elif k == K_CHAR:
+                store_u16_be(o + op, <uint16_t>u)
+            else:
+                store_u32_be(o + op, <uint32_t>(n - 4))
+                if n > 4:
+                    memcpy(o + op + 4, s.base + s.pos, n - 4)
+            op += n
+            c = PP(p, c, C_END)
+            continue
+        w = PP(p, c, C_WIDTH)
+        if cap - op < w:
+            return -E_FULL
         vals = cols[c].data
         e = cols[c].offset + i
-        if k == K_ROW:
-            op = enc_row(p, cols, c, i, o, op)
-        elif is_var(k):
-            bv_entry(&cols[c], i, &s)
-            if k == K_STR:
-                op = utf8_to_flink(s.base, s.pos, s.end, o, op, &code)
-            elif k == K_CHAR:
-                jchar(&s, &u)
-                store_u16_be(o + op, <uint16_t>u)
-                op += 2
-            else:
-                n = s.end - s.pos
-                store_u32_be(o + op, <uint32_t>n)
-                if n:
-                    memcpy(o + op + 4, s.base + s.pos, n)
-                op += 4 + n
-        elif k == K_BOOL:
+        if k == K_BOOL:
             o[op] = bit_get(vals, e)
-            op += 1
         elif k == K_I8:
             o[op] = vals[e]
-            op += 1
         elif k == K_I16:
             memcpy(&u16, vals + 2 * e, 2)
             store_u16_be(o + op, u16)
-            op += 2
         elif k == K_I32:
             store_u32_be(o + op, load_u32_le(vals + 4 * e))
-            op += 4
         elif k == K_F32:
             store_u32_be(o + op, java_f32_bits(load_u32_le(vals + 4 * e)))
-            op += 4
         elif k == K_I64:
             store_u64_be(o + op, load_u64_le(vals + 8 * e))
-            op += 8
         else:
             store_u64_be(o + op, java_f64_bits(load_u64_le(vals + 8 * e)))
-            op += 8
+        op += w
         c = PP(p, c, C_END)
     return op
 
@@ -253,6 +266,7 @@ def corerow_encode(prog, list cols, int64_t start, int64_t stop, out_off, uint8_
     cdef bint wide_out = memoryview(out_off).itemsize == 8
     cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
     cdef int64_t cap = out_data.shape[0], i = start, r, err, status = 0
+    cdef int64_t lim = cap if wide_out else min(cap, MAX32)  # int32 offsets end at 2 GiB
     cdef BinView* cv
     if om.shape[0] < (stop + 1) * (8 if wide_out else 4) or start < 0 or pos < 0 or pos > cap:
         raise ValueError("corerow_encode: output arrays shorter than the rows")
@@ -265,15 +279,17 @@ def corerow_encode(prog, list cols, int64_t start, int64_t stop, out_off, uint8_
             while i < stop:
                 if bv_valid(&cv[0], i):
                     err = -1
-                    r = enc_size(p, cv, 0, i, &err)
+                    r = enc_row(p, cv, 0, i, o, pos, lim, &err)
+                    if r == -E_FULL:
+                        r = enc_size(p, cv, 0, i, &err)
+                        if r >= 0:
+                            status = pos + r
+                            break
                     if r < 0:
                         put_off(&om[0], wide_out, i + 1, pos)
                         status = encode_err(<int>(-r), err)
                         break
-                    if r > cap - pos or (not wide_out and pos + r > MAX32):
-                        status = pos + r
-                        break
-                    pos = enc_row(p, cv, 0, i, o, pos)
+                    pos = r
                 put_off(&om[0], wide_out, i + 1, pos)
                 i += 1
     finally:
@@ -328,16 +344,20 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
                 return r
         elif k == K_STR:
             save = c.pos
-            n = flink_to_utf8(c, NULL, 0, &code, &is_null)
+            # UTF-8 takes at most 1.5 bytes per StringValue byte: with that much room, one walk
+            if room(o, spos[ch], (3 * (c.end - c.pos)) // 2 + 3):
+                n = flink_to_utf8(c, NULL, 0, &code, &is_null)
+                if n < 0:
+                    return -code
+                r = room(o, spos[ch], n)
+                if r:
+                    return r
+                c.pos = save
+            n = flink_to_utf8(c, o.sdata, spos[ch], &code, &is_null)
             if n < 0:
                 return -code
-            r = room(o, spos[ch], n)
-            if r:
-                return r
             if not is_null:
-                c.pos = save
-                flink_to_utf8(c, o.sdata, spos[ch], &code, &is_null)
-                spos[ch] += n
+                spos[ch] = n
                 bit_set(o.valid, i)
         elif k == K_CHAR:
             if c.end - c.pos < 2:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -233,3 +234,31 @@ def test_threads_join_ranges(impl: str) -> None:
     expected[3001] = None
     assert out.to_pylist() == expected
     out.validate(full=True)
+
+
+def test_kernel_protocol_same_on_both_tiers() -> None:
+    """Short buffers: both tiers stop at the same row and ask for the same capacity."""
+    rows = events(40)
+    arr = pa.array(rows, type=EVENTS_TYPE)
+    prog = BC.compile_core_row_codec(EVENTS)
+    assert prog is not None
+    cols = arrow._core_row_columns(arr, prog)
+    enc = arrow.encode(arr, EVENTS)
+    offsets, data, validity, offset, wide = arrow._binary_input(enc)
+    got = {}
+    for tier in TIERS:
+        k = _native.tier(tier)
+        out_off = np.zeros(41, dtype=np.int32)
+        first = k.corerow_encode(prog.matrix, cols, 0, 40, out_off, np.zeros(100, dtype=np.uint8), 0)
+        outs: list[Any] = [None]
+        for kd in prog.kinds[1:]:
+            vbits = np.zeros(5, dtype=np.uint8)
+            if kd in BC.STRING_KINDS:
+                outs.append([vbits, None, np.zeros(41, dtype=np.int32), np.zeros(7, dtype=np.uint8)])
+            else:
+                outs.append([vbits, None if kd == BC.K_ROW else np.zeros(320, dtype=np.uint8), None, None])
+        spos = np.zeros(len(prog.kinds), dtype=np.int64)
+        stop = k.corerow_decode(prog.matrix, offsets, data, validity, offset, wide, 0, 40, outs, spos)
+        got[tier] = (first, out_off.tolist(), stop, spos.tolist(), outs[5][2].tolist(), outs[5][3].tolist())
+    assert got["python"][0][2] > 100 and got["python"][2][1] > 7
+    assert len(set(map(repr, got.values()))) == 1, got
