@@ -835,19 +835,21 @@ def _encode_core_rows(k: Any, arr: pa.Array, prog: B.RowProgram, cols: list[Any]
                     return buf, pos
                 i += 1
             elif out_off.itemsize == 4 and status > _MAX32:
-                return None  # int32 offsets would overflow: the caller redoes the chunk with int64
+                return None  # int32 offsets would overflow
             else:
                 bigger = np.empty(max(status, 2 * len(buf)), dtype=np.uint8)
                 bigger[:pos] = buf[:pos]
                 buf = bigger
 
-    for dtype in (np.int32, np.int64):
-        out_off = np.empty(n + 1, dtype=dtype)
+    def attempt(dtype: type) -> tuple[np.ndarray, list[tuple[np.ndarray, int] | None]]:
+        out_off: np.ndarray = np.empty(n + 1, dtype=dtype)
         out_off[0] = 0
         bad.clear()
-        parts = _run(ranges, lambda s, e: one(s, e, out_off))  # noqa: B023 (run before the next loop)
-        if all(p is not None for p in parts):
-            break
+        return out_off, _run(ranges, lambda s, e: one(s, e, out_off))
+
+    out_off, parts = attempt(np.int32)
+    if any(p is None for p in parts):  # past 2 GiB: the whole chunk again with int64 offsets
+        out_off, parts = attempt(np.int64)
     for i, status in sorted(bad):
         errors.add(_make_error(status, base + i, prog, errors.what))
     done = [p for p in parts if p is not None]
