@@ -12,14 +12,15 @@ Which path a serializer takes:
 
 - flink-core ``Row`` → ``Row`` (``RowSerializer``): the remap kernel rewrites the null mask (RowKind
   bits added or dropped, at any depth) and copies validated field bytes, for rows of primitives,
-  strings, byte arrays and nested rows; other field types take the per-value path;
+  strings, byte arrays and nested rows; other field types take the per-value path. Encode /
+  decode of those rows (Arrow struct ↔ bytes) run one-pass kernels (``_native/corerow.pyx``);
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
   ROWs; migrate for every field type, remapping slots and copying var-part data; rows inside
   ARRAY / MAP that change shape take the per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
-- everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with ARRAY / MAP /
+- everything else (Avro, POJO, Tuple, flink-core Row with other fields, collections, RowData with ARRAY / MAP /
   non-compact fields for encode / decode): per-value through the reference serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
