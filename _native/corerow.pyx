@@ -325,10 +325,9 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
         err[0] = node
         return -E_TRUNCATED
     m = c.base + c.pos
-    for k in range(PP(p, node, C_ARITY) + kb, mlen * 8):
-        if mask_bit(m, k):
-            err[0] = node
-            return -E_BAD_HEADER
+    if mlen and m[mlen - 1] & ((1 << (mlen * 8 - PP(p, node, C_ARITY) - kb)) - 1):
+        err[0] = node  # padding bits after the last field are set
+        return -E_BAD_HEADER
     c.pos += mlen
     while ch < end:
         k = PP(p, ch, C_KIND)

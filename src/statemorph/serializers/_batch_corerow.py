@@ -248,8 +248,8 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
         err[0] = node
         raise _RowError(E_TRUNCATED)
     m = d[pos:pos + mlen]
-    if any(_mask_bit(m, k) for k in range(p[node][C_ARITY] + kb, mlen * 8)):
-        err[0] = node
+    if mlen and m[-1] & ((1 << (mlen * 8 - p[node][C_ARITY] - kb)) - 1):
+        err[0] = node  # padding bits after the last field are set
         raise _RowError(E_BAD_HEADER)
     pos += mlen
     c = node + 1
