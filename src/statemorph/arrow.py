@@ -738,8 +738,13 @@ def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
 
     Only conversions the per-value path agrees with are made: integers to another width (a safe
     cast fails on any out-of-range value; the per-value path then reports those rows) and float32
-    to float64. Anything else (digit strings, booleans as numbers ...) keeps per-value semantics."""
+    to float64; dictionary and view columns are decoded to plain ones. Anything else (digit
+    strings, booleans as numbers ...) keeps per-value semantics."""
     t = a.type
+    if pa.types.is_dictionary(t):
+        return _core_leaf(a.cast(t.value_type), kind)
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return _core_leaf(a.cast(pa.large_string() if pa.types.is_string_view(t) else pa.large_binary()), kind)
     if kind in (BC.K_STR, BC.K_CHAR):
         return a if pa.types.is_string(t) or pa.types.is_large_string(t) else None
     if kind == BC.K_BYTES:

@@ -145,6 +145,20 @@ def test_large_and_narrower_int_inputs(impl: str) -> None:
     assert arrow.decode(arrow.encode(arr, EVENTS).cast(pa.large_binary()), EVENTS).to_pylist() == rows
 
 
+def test_dictionary_and_view_columns(impl: str) -> None:
+    rows = events(30)
+    arr = pa.array(rows, type=EVENTS_TYPE)
+    meta = arr.field(1)
+    for device in (meta.field(2).dictionary_encode(), meta.field(2).cast(pa.string_view())):
+        other = pa.StructArray.from_arrays(
+            [arr.field(0), pa.StructArray.from_arrays([meta.field(0), meta.field(1), device],
+                                                      names=["userId", "timestamp", "deviceType"],
+                                                      mask=pa.array([r is None or r["metadata"] is None
+                                                                     for r in rows]))],
+            names=["eventId", "metadata"], mask=pa.array([r is None for r in rows]))
+        assert arrow.encode(other, EVENTS).equals(arrow.encode(arr, EVENTS))
+
+
 def test_out_of_range_int_column_takes_per_value_path(monkeypatch: pytest.MonkeyPatch) -> None:
     arr = pa.array([{"a": 1, "b": None}, {"a": 1 << 40, "b": None}],
                    type=pa.struct([("a", pa.int64()), ("b", pa.struct([("u", pa.int64()), ("t", pa.int64()),
