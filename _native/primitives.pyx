@@ -21,26 +21,6 @@ from smbytes cimport *
 
 __statemorph_native__ = True
 
-# kinds, shared with _batch.py
-cdef enum:
-    K_BOOL = 1
-    K_I8 = 2
-    K_I16 = 3
-    K_I32 = 4
-    K_I64 = 5
-    K_F32 = 6
-    K_F64 = 7
-    K_CHAR = 8
-
-cdef inline int kind_width(int kind) noexcept nogil:
-    if kind == K_BOOL or kind == K_I8:
-        return 1
-    if kind == K_I16 or kind == K_CHAR:
-        return 2
-    if kind == K_I32 or kind == K_F32:
-        return 4
-    return 8
-
 def fixed_encode(int kind, values, validity, int64_t offset, int64_t start, int64_t stop,
                  int64_t[::1] out_off, uint8_t[::1] out_data):
     cdef const uint8_t[::1] vmv = u8(values)
@@ -51,7 +31,6 @@ def fixed_encode(int kind, values, validity, int64_t offset, int64_t start, int6
     cdef int w = kind_width(kind)
     cdef int64_t i, j, n_out = out_data.shape[0]
     cdef uint32_t u32
-    cdef uint64_t u64
     if validity is not None:
         bmv = u8(validity)
         if (offset + stop + 7) // 8 > bmv.shape[0]:
@@ -79,17 +58,11 @@ def fixed_encode(int kind, values, validity, int64_t offset, int64_t start, int6
             elif kind == K_I32:
                 store_u32_be(op + out_off[i], load_u32_le(vp + 4 * j))
             elif kind == K_F32:
-                u32 = load_u32_le(vp + 4 * j)
-                if (u32 & 0x7F800000u) == 0x7F800000u and (u32 & 0x007FFFFFu) != 0:
-                    u32 = 0x7FC00000u
-                store_u32_be(op + out_off[i], u32)
+                store_u32_be(op + out_off[i], java_f32_bits(load_u32_le(vp + 4 * j)))
             elif kind == K_I64:
                 store_u64_be(op + out_off[i], load_u64_le(vp + 8 * j))
             else:
-                u64 = load_u64_le(vp + 8 * j)
-                if (u64 & 0x7FF0000000000000ull) == 0x7FF0000000000000ull and (u64 & 0x000FFFFFFFFFFFFFull) != 0:
-                    u64 = 0x7FF8000000000000ull
-                store_u64_be(op + out_off[i], u64)
+                store_u64_be(op + out_off[i], java_f64_bits(load_u64_le(vp + 8 * j)))
 
 
 def fixed_decode(int kind, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,

@@ -137,34 +137,10 @@ cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, 
     return size
 
 
-cdef BinView _view(list keep, offsets, data, validity, int64_t offset, bint wide, int64_t stop) except *:
-    cdef const uint8_t[::1] omv = u8(offsets)
-    cdef const uint8_t[::1] dmv = u8(data)
-    cdef const uint8_t[::1] bmv
-    cdef BinView v
-    if (offset + stop + 1) * (8 if wide else 4) > omv.shape[0]:
-        raise ValueError("offsets buffer shorter than the array")
-    keep.append(omv)
-    keep.append(dmv)
-    v.offsets = &omv[0]
-    v.data = &dmv[0] if dmv.shape[0] else NULL
-    v.data_len = dmv.shape[0]
-    v.offset = offset
-    v.wide = wide
-    v.validity = NULL
-    if validity is not None:
-        bmv = u8(validity)
-        if (offset + stop + 7) // 8 > bmv.shape[0]:
-            raise ValueError("validity buffer shorter than the array")
-        keep.append(bmv)
-        v.validity = &bmv[0]
-    return v
-
-
 def core_row_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                    int64_t[::1] out_off, bint stop_at_error):
     cdef list keep = []
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef const int64_t[:, ::1] pm = prog
     cdef const int64_t* p = &pm[0, 0]
     cdef Cursor c
@@ -199,7 +175,7 @@ def core_row_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int
 def core_row_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                   const int64_t[::1] out_off, uint8_t[::1] out_data):
     cdef list keep = []
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef const int64_t[:, ::1] pm = prog
     cdef const int64_t* p = &pm[0, 0]
     cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL

@@ -50,6 +50,40 @@ cdef enum:
     E_BAD_NANOS = 12         # nano-of-millisecond out of range
     E_TOO_LARGE = 13         # value exceeds a format limit
     E_BAD_ARROW = 14         # Arrow offsets buffer inconsistent
+    E_BAD_JCHAR = 15         # Arrow string is not one UTF-16 code unit (a Java char)
+
+
+# ---------------------------------------------------------------- primitive kinds (shared with _batch.py)
+cdef enum:
+    K_BOOL = 1
+    K_I8 = 2
+    K_I16 = 3
+    K_I32 = 4
+    K_I64 = 5
+    K_F32 = 6
+    K_F64 = 7
+    K_CHAR = 8
+
+cdef inline int kind_width(int kind) noexcept nogil:
+    if kind == K_BOOL or kind == K_I8:
+        return 1
+    if kind == K_I16 or kind == K_CHAR:
+        return 2
+    if kind == K_I32 or kind == K_F32:
+        return 4
+    return 8
+
+cdef inline uint32_t java_f32_bits(uint32_t u) noexcept nogil:
+    """Java's ``floatToIntBits``: every NaN becomes the canonical ``7FC00000``."""
+    if (u & 0x7F800000u) == 0x7F800000u and (u & 0x007FFFFFu) != 0:
+        return 0x7FC00000u
+    return u
+
+cdef inline uint64_t java_f64_bits(uint64_t u) noexcept nogil:
+    """Java's ``doubleToLongBits``: every NaN becomes the canonical ``7FF8000000000000``."""
+    if (u & 0x7FF0000000000000ull) == 0x7FF0000000000000ull and (u & 0x000FFFFFFFFFFFFFull) != 0:
+        return 0x7FF8000000000000ull
+    return u
 
 
 cdef inline uint16_t load_u16_be(const uint8_t* p) noexcept nogil:
@@ -190,13 +224,40 @@ cdef inline int bv_entry(const BinView* v, int64_t i, Cursor* c) noexcept nogil:
     c.end = e
     return E_OK
 
-cdef inline int64_t encode_err(int code, int64_t field) noexcept nogil:
-    """A bad row's status: negative, carrying the error code and the op (field) index."""
-    return -(((<int64_t>code) << 32) | (field + 1))
-
 cdef inline object u8(object obj):
     """A flat unsigned-byte view of any buffer (pyarrow buffers export signed 'b' bytes)."""
     cdef object mv = memoryview(obj)
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
     return mv
+
+
+cdef inline BinView bin_view(list keep, offsets, data, validity, int64_t offset, bint wide,
+                             int64_t stop) except *:
+    """The view of an Arrow binary column's buffers for rows ``0..stop``, after checking that the
+    offsets and validity buffers cover them; ``keep`` holds the memoryviews for the call."""
+    cdef const uint8_t[::1] omv = u8(offsets)
+    cdef const uint8_t[::1] dmv = u8(data)
+    cdef const uint8_t[::1] bmv
+    cdef BinView v
+    if (offset + stop + 1) * (8 if wide else 4) > omv.shape[0]:
+        raise ValueError("offsets buffer shorter than the array")
+    keep.append(omv)
+    keep.append(dmv)
+    v.offsets = &omv[0]
+    v.data = &dmv[0] if dmv.shape[0] else NULL
+    v.data_len = dmv.shape[0]
+    v.offset = offset
+    v.wide = wide
+    v.validity = NULL
+    if validity is not None:
+        bmv = u8(validity)
+        if (offset + stop + 7) // 8 > bmv.shape[0]:
+            raise ValueError("validity buffer shorter than the array")
+        keep.append(bmv)
+        v.validity = &bmv[0]
+    return v
+
+cdef inline int64_t encode_err(int code, int64_t field) noexcept nogil:
+    """A bad row's status: negative, carrying the error code and the op (field) index."""
+    return -(((<int64_t>code) << 32) | (field + 1))

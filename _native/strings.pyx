@@ -17,212 +17,15 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from smbytes cimport *
+from smstrings cimport *
 
 __statemorph_native__ = True
-
-
-cdef inline int unit_size(uint32_t u) noexcept nogil:
-    if u < 0x80:
-        return 1
-    if u < 0x4000:
-        return 2
-    return 3
-
-cdef inline int64_t put_unit(uint8_t* out, int64_t p, uint32_t u) noexcept nogil:
-    if u < 0x80:
-        out[p] = <uint8_t>u
-        return p + 1
-    if u < 0x4000:
-        out[p] = <uint8_t>((u & 0x7F) | 0x80)
-        out[p + 1] = <uint8_t>(u >> 7)
-        return p + 2
-    out[p] = <uint8_t>((u & 0x7F) | 0x80)
-    out[p + 1] = <uint8_t>(((u >> 7) & 0x7F) | 0x80)
-    out[p + 2] = <uint8_t>(u >> 14)
-    return p + 3
-
-cdef inline int64_t varlen_size(uint32_t n) noexcept nogil:
-    cdef int64_t k = 1
-    while n >= 0x80:
-        n >>= 7
-        k += 1
-    return k
-
-cdef inline int64_t put_varlen(uint8_t* out, int64_t p, uint32_t n) noexcept nogil:
-    while n >= 0x80:
-        out[p] = <uint8_t>((n & 0x7F) | 0x80)
-        n >>= 7
-        p += 1
-    out[p] = <uint8_t>n
-    return p + 1
-
-
-cdef int utf8_next(const uint8_t* s, int64_t* pos, int64_t end, uint32_t* cp) noexcept nogil:
-    """Decode one strict UTF-8 code point (no overlongs, no surrogates, <= U+10FFFF)."""
-    cdef int64_t p = pos[0]
-    cdef uint32_t b0 = s[p], c
-    cdef int n, k
-    if b0 < 0x80:
-        cp[0] = b0
-        pos[0] = p + 1
-        return E_OK
-    if b0 >= 0xC2 and b0 <= 0xDF:
-        n = 1
-        c = b0 & 0x1F
-    elif b0 >= 0xE0 and b0 <= 0xEF:
-        n = 2
-        c = b0 & 0x0F
-    elif b0 >= 0xF0 and b0 <= 0xF4:
-        n = 3
-        c = b0 & 0x07
-    else:
-        return E_BAD_UTF8
-    if end - p - 1 < n:
-        return E_BAD_UTF8
-    for k in range(1, n + 1):
-        if (s[p + k] & 0xC0) != 0x80:
-            return E_BAD_UTF8
-        c = (c << 6) | (s[p + k] & 0x3F)
-    if (n == 2 and (c < 0x800 or (c >= 0xD800 and c < 0xE000))) or (n == 3 and (c < 0x10000 or c > 0x10FFFF)):
-        return E_BAD_UTF8
-    cp[0] = c
-    pos[0] = p + n + 1
-    return E_OK
-
-
-cdef int64_t utf8_to_flink(const uint8_t* s, int64_t a, int64_t b, uint8_t* out, int64_t p,
-                           int* code) noexcept nogil:
-    """Write (out != NULL) or size (out == NULL) the StringValue form of UTF-8 bytes s[a:b]."""
-    cdef int64_t units = 0, body = 0, q = a
-    cdef uint32_t cp, v
-    while q < b:
-        if s[q] < 0x80:
-            units += 1
-            body += 1
-            q += 1
-            continue
-        code[0] = utf8_next(s, &q, b, &cp)
-        if code[0] != E_OK:
-            return -1
-        if cp >= 0x10000:
-            units += 2
-            body += 6
-        else:
-            units += 1
-            body += unit_size(cp)
-    if units + 1 > 0x7FFFFFFF:
-        code[0] = E_TOO_LARGE
-        return -1
-    if out == NULL:
-        return varlen_size(<uint32_t>(units + 1)) + body
-    p = put_varlen(out, p, <uint32_t>(units + 1))
-    q = a
-    while q < b:
-        if s[q] < 0x80:
-            out[p] = s[q]
-            p += 1
-            q += 1
-            continue
-        utf8_next(s, &q, b, &cp)
-        if cp >= 0x10000:
-            v = cp - 0x10000
-            p = put_unit(out, p, 0xD800 + (v >> 10))
-            p = put_unit(out, p, 0xDC00 + (v & 0x3FF))
-        else:
-            p = put_unit(out, p, cp)
-    return p
-
-
-cdef int64_t flink_to_utf8(Cursor* c, uint8_t* out, int64_t p, int* code, bint* is_null) noexcept nogil:
-    """Decode one StringValue at the cursor into UTF-8 (size only when out == NULL)."""
-    cdef uint32_t n, u, u2
-    cdef int64_t count, k, size = 0
-    cdef int64_t save
-    is_null[0] = False
-    code[0] = read_varint(c, &n, 0x7FFFFFFF)
-    if code[0] != E_OK:
-        return -1
-    if n == 0:
-        is_null[0] = True
-        return 0
-    count = n - 1
-    if count > c.end - c.pos:
-        code[0] = E_TRUNCATED
-        return -1
-    k = 0
-    while k < count:
-        code[0] = read_varint(c, &u, 0xFFFF)
-        if code[0] != E_OK:
-            return -1
-        k += 1
-        if u >= 0xD800 and u < 0xDC00:
-            save = c.pos
-            if k < count:
-                code[0] = read_varint(c, &u2, 0xFFFF)
-                if code[0] != E_OK:
-                    return -1
-                if u2 >= 0xDC00 and u2 < 0xE000:
-                    k += 1
-                    u = 0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00)
-                    if out != NULL:
-                        out[p] = <uint8_t>(0xF0 | (u >> 18))
-                        out[p + 1] = <uint8_t>(0x80 | ((u >> 12) & 0x3F))
-                        out[p + 2] = <uint8_t>(0x80 | ((u >> 6) & 0x3F))
-                        out[p + 3] = <uint8_t>(0x80 | (u & 0x3F))
-                    p += 4
-                    continue
-            code[0] = E_LONE_SURROGATE
-            return -1
-        if u >= 0xDC00 and u < 0xE000:
-            code[0] = E_LONE_SURROGATE
-            return -1
-        if u < 0x80:
-            if out != NULL:
-                out[p] = <uint8_t>u
-            p += 1
-        elif u < 0x800:
-            if out != NULL:
-                out[p] = <uint8_t>(0xC0 | (u >> 6))
-                out[p + 1] = <uint8_t>(0x80 | (u & 0x3F))
-            p += 2
-        else:
-            if out != NULL:
-                out[p] = <uint8_t>(0xE0 | (u >> 12))
-                out[p + 1] = <uint8_t>(0x80 | ((u >> 6) & 0x3F))
-                out[p + 2] = <uint8_t>(0x80 | (u & 0x3F))
-            p += 3
-    return p
-
-
-cdef BinView make_view(offsets, data, validity, int64_t offset, bint wide, int64_t stop,
-                       list keep) except *:
-    cdef const uint8_t[::1] omv = u8(offsets)
-    cdef const uint8_t[::1] dmv = u8(data)
-    cdef const uint8_t[::1] bmv
-    cdef BinView v
-    keep.append(omv)
-    keep.append(dmv)
-    if (offset + stop + 1) * (8 if wide else 4) > omv.shape[0]:
-        raise ValueError("offsets buffer shorter than the array")
-    v.offsets = &omv[0]
-    v.data = &dmv[0] if dmv.shape[0] else NULL
-    v.data_len = dmv.shape[0]
-    v.offset = offset
-    v.wide = wide
-    v.validity = NULL
-    if validity is not None:
-        bmv = u8(validity)
-        keep.append(bmv)
-        if (offset + stop + 7) // 8 > bmv.shape[0]:
-            raise ValueError("validity buffer shorter than the array")
-        v.validity = &bmv[0]
-    return v
 
 
 def string_encode_sizes(offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                         int64_t[::1] out_off, bint stop_at_error):
     cdef list keep = []
-    cdef BinView v = make_view(offsets, data, validity, offset, wide, stop, keep)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef Cursor c
     cdef int code = 0
     cdef int64_t i, size, first = -1
@@ -249,7 +52,7 @@ def string_encode_sizes(offsets, data, validity, int64_t offset, bint wide, int6
 def string_encode_fill(offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                        const int64_t[::1] out_off, uint8_t[::1] out_data):
     cdef list keep = []
-    cdef BinView v = make_view(offsets, data, validity, offset, wide, stop, keep)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef Cursor c
     cdef int code = 0
     cdef int64_t i
@@ -266,7 +69,7 @@ def string_encode_fill(offsets, data, validity, int64_t offset, bint wide, int64
 def string_decode_sizes(offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                         int64_t[::1] out_off, int64_t[::1] status, bint stop_at_error):
     cdef list keep = []
-    cdef BinView v = make_view(offsets, data, validity, offset, wide, stop, keep)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef Cursor c
     cdef int code = 0
     cdef bint is_null
@@ -300,7 +103,7 @@ def string_decode_sizes(offsets, data, validity, int64_t offset, bint wide, int6
 def string_decode_fill(offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                        const int64_t[::1] out_off, const int64_t[::1] status, uint8_t[::1] out_data):
     cdef list keep = []
-    cdef BinView v = make_view(offsets, data, validity, offset, wide, stop, keep)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef Cursor c
     cdef int code = 0
     cdef bint is_null
@@ -319,7 +122,7 @@ def bytes_encode_fill(offsets, data, validity, int64_t offset, bint wide, int64_
                       const int64_t[::1] out_off, uint8_t[::1] out_data):
     """``BytePrimitiveArraySerializer``: i32 BE length ‖ bytes (sizes are len + 4, done by the caller)."""
     cdef list keep = []
-    cdef BinView v = make_view(offsets, data, validity, offset, wide, stop, keep)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef Cursor c
     cdef int64_t i, n
     cdef uint8_t* op = &out_data[0] if out_data.shape[0] else NULL
@@ -338,7 +141,7 @@ def bytes_encode_fill(offsets, data, validity, int64_t offset, bint wide, int64_
 def bytes_decode_sizes(offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                        int64_t[::1] out_off, int64_t[::1] status, bint stop_at_error):
     cdef list keep = []
-    cdef BinView v = make_view(offsets, data, validity, offset, wide, stop, keep)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef Cursor c
     cdef int code
     cdef int64_t i, n, first = -1
@@ -374,7 +177,7 @@ def bytes_decode_sizes(offsets, data, validity, int64_t offset, bint wide, int64
 def bytes_decode_fill(offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
                       const int64_t[::1] out_off, const int64_t[::1] status, uint8_t[::1] out_data):
     cdef list keep = []
-    cdef BinView v = make_view(offsets, data, validity, offset, wide, stop, keep)
+    cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef Cursor c
     cdef int64_t i, n
     cdef uint8_t* op = &out_data[0] if out_data.shape[0] else NULL

@@ -221,3 +221,51 @@ def test_flink_jvm_rowdata(benchmark: Any, events: Events) -> None:
     record_external("flink jvm deserialize (+ read fields)", result["deserialize_per_s"], n)
     record_external("flink jvm migrate", result["migrate_per_s"], n)
     benchmark.extra_info.update(result)
+
+
+# ---------------------------------------------------------------------------------- flink-core Row
+def _core_events() -> Any:
+    """The Events row as a flink-core ``Row`` (``RowSerializer``, DataStream formats)."""
+    from statemorph import serializers
+    from statemorph.serializers.tuples import RowSerializer
+
+    meta = RowSerializer([serializers.IntSerializer(), serializers.LongSerializer(), serializers.StringSerializer()],
+                         field_names=["userId", "timestamp", "deviceType"])
+    return RowSerializer([serializers.LongSerializer(), meta], field_names=["eventId", "metadata"])
+
+
+@pytest.fixture(scope="module")
+def core_bytes(events: Events) -> pa.BinaryArray:
+    return arrow.encode(events.struct, _core_events())
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_core_row_encode_native(benchmark: Any, events: Events, threads: int) -> None:
+    out = benchmark.pedantic(arrow.encode, args=(events.struct, _core_events()), kwargs={"threads": threads},
+                             rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == events.n
+    record(f"core Row encode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_core_row_decode_native(benchmark: Any, events: Events, core_bytes: pa.BinaryArray, threads: int) -> None:
+    out = benchmark.pedantic(arrow.decode, args=(core_bytes, _core_events()), kwargs={"threads": threads},
+                             rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == events.n
+    record(f"core Row decode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+
+
+def test_core_row_encode_per_value(benchmark: Any, events: Events, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``arrow.encode`` did for a flink-core Row before the kernel: the per-value path."""
+    sub, ser = events.struct.slice(0, SUBSAMPLE), _core_events()
+    benchmark.pedantic(lambda: arrow._encode_per_value(sub, ser, arrow._Errors("raise", "encode", None), 0),
+                       rounds=3, iterations=1)
+    record("core Row encode per value", benchmark, SUBSAMPLE)
+
+
+def test_core_row_decode_per_value(benchmark: Any, core_bytes: pa.BinaryArray) -> None:
+    """What ``arrow.decode`` did for a flink-core Row before the kernel: the per-value path."""
+    sub, ser = core_bytes.slice(0, SUBSAMPLE), _core_events()
+    benchmark.pedantic(lambda: arrow._decode_per_value(sub, ser, arrow._Errors("raise", "decode", None), 0),
+                       rounds=3, iterations=1)
+    record("core Row decode per value", benchmark, SUBSAMPLE)

@@ -4,7 +4,7 @@ used by its per-value fallback and by the engines above it.
 
 Why: the State Processor read path must give a *typed* table (a Spark DataFrame needs its schema
 before any task runs, and an empty state still has columns). :mod:`statemorph.arrow` has compiled
-kernels for RowData, primitives and strings; for the other serializers (flink-core Row, Tuple,
+kernels for RowData, flink-core Row, primitives and strings; for the other serializers (Tuple,
 POJO, Avro, Enum, List, Map, Nullable, primitive arrays) the Arrow type follows from the serializer
 configuration here, and values go through the reference serializers one by one (correct, not
 fast: those formats have no byte-level kernel).
@@ -33,8 +33,11 @@ _SIMPLE: dict[str, pa.DataType] = {
 }
 KERNEL_SERIALIZERS = frozenset(
     ["RowDataSerializer", "BooleanSerializer", "ByteSerializer", "ShortSerializer", "IntSerializer",
-     "LongSerializer", "FloatSerializer", "DoubleSerializer", "StringSerializer", "BytePrimitiveArraySerializer"])
-"""Serializers whose columns :mod:`statemorph.arrow` encodes and decodes with compiled kernels."""
+     "LongSerializer", "FloatSerializer", "DoubleSerializer", "StringSerializer", "BytePrimitiveArraySerializer",
+     "RowSerializer"])
+"""Serializers whose columns :mod:`statemorph.arrow` encodes and decodes with compiled kernels (a
+flink-core Row when its fields are primitives, Char, String, byte[] or such rows; :mod:`statemorph.arrow`
+takes the per-value path itself for the others)."""
 
 
 def _name(ser: Any) -> str:

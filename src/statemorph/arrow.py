@@ -12,14 +12,15 @@ Which path a serializer takes:
 
 - flink-core ``Row`` → ``Row`` (``RowSerializer``): the remap kernel rewrites the null mask (RowKind
   bits added or dropped, at any depth) and copies validated field bytes, for rows of primitives,
-  strings, byte arrays and nested rows; other field types take the per-value path;
+  strings, byte arrays and nested rows; other field types take the per-value path. Encode /
+  decode of those rows (Arrow struct ↔ bytes) run one-pass kernels (``_native/corerow.pyx``);
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
   ROWs; migrate for every field type, remapping slots and copying var-part data; rows inside
   ARRAY / MAP that change shape take the per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
-- everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with ARRAY / MAP /
+- everything else (Avro, POJO, Tuple, flink-core Row with other fields, collections, RowData with ARRAY / MAP /
   non-compact fields for encode / decode): per-value through the reference serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
@@ -53,6 +54,7 @@ from .errors import (
 )
 from .io import DataInputDeserializer, DataOutputSerializer
 from .serializers import _batch as B
+from .serializers import _batch_corerow as BC
 from .types import (
     ArrayType,
     BigIntType,
@@ -448,6 +450,9 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
 
         def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
             k.encode_fill(matrix, cols, s, e, out_off, out)
+    elif (core := BC.compile_core_row_codec(serializer)) is not None \
+            and (core_cols := _core_row_columns(arr, core)) is not None:
+        return errors.result(_encode_core_rows(k, arr, core, core_cols, ranges, errors, base))
     else:
         return _encode_per_value(arr, serializer, errors, base)
     out = _binary_output(n, ranges, valid, errors, base, sizes, fill, large)
@@ -616,6 +621,8 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     if prog is not None:
         return _decode_rows(k, arr, serializer.row_type, prog, ranges, errors, status, valid, base,
                             (offsets, data, validity, offset, wide))
+    if (core := BC.compile_core_row_codec(serializer)) is not None:
+        return errors.result(_decode_core_rows(k, arr, serializer, core, ranges, errors, valid, base))
     return _decode_per_value(arr, serializer, errors, base)
 
 
@@ -717,6 +724,268 @@ def _to_arrow_array(values: list[Any], arrow_t: pa.DataType | None, errors: _Err
             errors.add(err)
             values[i] = None
     return pa.array(values, type=arrow_t)
+
+
+# ------------------------------------------------------------------------------------------------
+# flink-core Row (RowSerializer): one-pass kernels between Arrow structs and Row bytes
+# ------------------------------------------------------------------------------------------------
+
+_CORE_FIXED = {BC.K_BOOL: pa.bool_(), BC.K_I8: pa.int8(), BC.K_I16: pa.int16(), BC.K_I32: pa.int32(),
+               BC.K_I64: pa.int64(), BC.K_F32: pa.float32(), BC.K_F64: pa.float64()}
+
+
+def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
+    """``a`` as the Arrow type a field of ``kind`` encodes from, or None (the per-value path).
+
+    Only conversions the per-value path agrees with are made: integers to another width (a safe
+    cast fails on any out-of-range value; the per-value path then reports those rows) and float32
+    to float64; dictionary and view columns are decoded to plain ones. Anything else (digit
+    strings, booleans as numbers ...) keeps per-value semantics."""
+    t = a.type
+    if pa.types.is_dictionary(t):
+        return _core_leaf(a.cast(t.value_type), kind)
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return _core_leaf(a.cast(pa.large_string() if pa.types.is_string_view(t) else pa.large_binary()), kind)
+    if kind in (BC.K_STR, BC.K_CHAR):
+        return a if pa.types.is_string(t) or pa.types.is_large_string(t) else None
+    if kind == BC.K_BYTES:
+        return a if pa.types.is_binary(t) or pa.types.is_large_binary(t) else None
+    target = _CORE_FIXED[kind]
+    if t == target:
+        return a
+    if (pa.types.is_integer(t) and pa.types.is_integer(target)) or (t == pa.float32() and target == pa.float64()):
+        try:
+            return a.cast(target)
+        except pa.ArrowInvalid:
+            return None
+    return None
+
+
+def _core_row_columns(arr: pa.Array, prog: B.RowProgram) -> list[Any] | None:
+    """Per program node (pre-order): (validity, values, offsets, element offset, wide) of its Arrow
+    column, struct fields matched by position as on the per-value path; None when a column's type
+    does not fit its field."""
+    m = prog.matrix
+    cols: list[Any] = []
+
+    def add(a: pa.Array, node: int) -> bool:
+        kind = int(m[node, B.C_KIND])
+        if kind == BC.K_ROW:
+            if not pa.types.is_struct(a.type) or a.type.num_fields != m[node, B.C_ARITY]:
+                return False
+            cols.append((a.buffers()[0] if a.null_count else None, None, None, a.offset, False))
+            child = node + 1
+            for j in range(a.type.num_fields):
+                if not add(a.field(j), child):
+                    return False
+                child = int(m[child, B.C_END])
+            return True
+        leaf = _core_leaf(a, kind)
+        if leaf is None:
+            return False
+        bufs = leaf.buffers()
+        validity = bufs[0] if leaf.null_count else None
+        if kind in BC.STRING_KINDS:
+            wide = pa.types.is_large_string(leaf.type) or pa.types.is_large_binary(leaf.type)
+            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], leaf.offset, wide))
+        else:
+            cols.append((validity, bufs[1], None, leaf.offset, False))
+        return True
+
+    return cols if add(arr, 0) else None
+
+
+def _core_encode_estimate(prog: B.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
+    """Output bytes of rows ``s..e``, to size the buffer: exact for masks and fixed-width fields
+    (as if none were null), the Arrow bytes plus a one-byte header for strings (exact for ASCII
+    below 128 characters; wider text grows the buffer) and plus four for byte arrays."""
+    per_row = 0
+    spans: list[tuple[np.ndarray, int]] = []
+    for node, row in enumerate(prog.matrix):
+        kind = int(row[B.C_KIND])
+        if kind == BC.K_ROW:
+            per_row += (int(row[B.C_ARITY]) + (2 if row[B.C_FLAGS] & BC.F_ROW_KIND else 0) + 7) >> 3
+        elif kind in (BC.K_STR, BC.K_BYTES):
+            per_row += 1 if kind == BC.K_STR else 4
+            _, _, offs, off, wide = cols[node]
+            spans.append((np.frombuffer(offs, dtype=np.int64 if wide else np.int32), off))
+        else:
+            per_row += int(row[BC.C_WIDTH])
+
+    def est(s: int, e: int) -> int:
+        text = sum(max(0, int(o[off + e]) - int(o[off + s])) for o, off in spans)
+        return per_row * (e - s) + text + 64
+
+    return est
+
+
+def _encode_core_rows(k: Any, arr: pa.Array, prog: B.RowProgram, cols: list[Any], ranges: list[tuple[int, int]],
+                      errors: _Errors, base: int) -> pa.Array:
+    """One pass per range: the kernel packs rows into a buffer sized from the input (grown when
+    short) and writes int32 offsets itself (int64 only past 2 GiB); it stops at a bad row, which
+    is recorded here, and resumes after it."""
+    n = len(arr)
+    matrix = prog.matrix
+    est = _core_encode_estimate(prog, cols)
+    bad: list[tuple[int, int]] = []
+
+    def one(s: int, e: int, out_off: np.ndarray) -> tuple[np.ndarray, int] | None:
+        buf = np.empty(est(s, e), dtype=np.uint8)
+        i, pos = s, 0
+        while True:
+            i, pos, status = k.corerow_encode(matrix, cols, i, e, out_off, buf, pos)
+            if status == 0:
+                return buf, pos
+            if status < 0:
+                bad.append((i, status))
+                if errors.on_error == "raise":
+                    return buf, pos
+                i += 1
+            elif out_off.itemsize == 4 and status > _MAX32:
+                return None  # int32 offsets would overflow
+            else:
+                bigger = np.empty(max(status, 2 * len(buf)), dtype=np.uint8)
+                bigger[:pos] = buf[:pos]
+                buf = bigger
+
+    def attempt(dtype: type) -> tuple[np.ndarray, list[tuple[np.ndarray, int] | None]]:
+        out_off: np.ndarray = np.empty(n + 1, dtype=dtype)
+        out_off[0] = 0
+        bad.clear()
+        return out_off, _run(ranges, lambda s, e: one(s, e, out_off))
+
+    out_off, parts = attempt(np.int32)
+    if any(p is None for p in parts):  # past 2 GiB: the whole chunk again with int64 offsets
+        out_off, parts = attempt(np.int64)
+    for i, status in sorted(bad):
+        errors.add(_make_error(status, base + i, prog, errors.what))
+    done = [p for p in parts if p is not None]
+    total = sum(pos for _, pos in done)
+    if out_off.itemsize == 4 and total > _MAX32:
+        out_off = out_off.astype(np.int64)
+    if len(done) == 1:
+        out_data = done[0][0][:done[0][1]]
+    else:
+        out_data = np.empty(total, dtype=np.uint8)
+        at = 0
+        for (s, e), (buf, pos) in zip(ranges, done, strict=True):
+            out_data[at:at + pos] = buf[:pos]
+            np.add(out_off[s + 1:e + 1], at, out=out_off[s + 1:e + 1])
+            at += pos
+    valid = _validity_bits(arr)
+    if bad:
+        valid = np.ones(n, dtype=np.uint8) if valid is None else valid
+        valid[[i for i, _ in bad]] = 0
+    vbuf, nulls = _pack_validity(valid, n)
+    out_t = pa.large_binary() if out_off.itemsize == 8 else pa.binary()
+    return pa.Array.from_buffers(out_t, n, [vbuf, pa.py_buffer(out_off), pa.py_buffer(out_data)], null_count=nulls)
+
+
+def _large(t: pa.DataType) -> pa.DataType:
+    """``t`` with every string / binary made large (to join ranges that widened differently)."""
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(t.field(j).name, _large(t.field(j).type)) for j in range(t.num_fields)])
+    if pa.types.is_string(t):
+        return pa.large_string()
+    return pa.large_binary() if pa.types.is_binary(t) else t
+
+
+def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: B.RowProgram, ranges: list[tuple[int, int]],
+                      errors: _Errors, valid: np.ndarray, base: int) -> pa.Array:
+    """One pass per range: the kernel scatters each entry into per-field Arrow buffers (string
+    data sized from the input, grown when short, int32 offsets unless past 2 GiB); it stops at a
+    bad entry, which is recorded here, and resumes after it."""
+    n = len(arr)
+    offsets, data, validity, offset, wide = _binary_input(arr)
+    matrix = prog.matrix
+    kinds = prog.kinds
+
+    def span(s: int, e: int) -> int:
+        return _input_span(offsets, offset + s, wide, len(data), e - s)
+
+    share = max(1, sum(kd in BC.STRING_KINDS for kd in kinds))
+    bad: list[tuple[int, int]] = []
+
+    def one(s: int, e: int) -> tuple[list[Any], np.ndarray]:
+        m = e - s
+        outs: list[Any] = [None]
+        for kd in kinds[1:]:
+            vbits = np.zeros((m + 7) // 8, dtype=np.uint8)
+            if kd in BC.STRING_KINDS:
+                outs.append([vbits, None, np.zeros(m + 1, dtype=np.int32),
+                             np.empty(span(s, e) // share + 64, dtype=np.uint8)])
+            elif kd == BC.K_ROW:
+                outs.append([vbits, None, None, None])
+            else:
+                size = (m + 7) // 8 if kd == BC.K_BOOL else m * B.kind_width(kd)
+                outs.append([vbits, np.zeros(size, dtype=np.uint8), None, None])
+        spos = np.zeros(len(kinds), dtype=np.int64)
+        i = 0
+        while True:
+            i, status, node = k.corerow_decode(matrix, offsets, data, validity, offset + s, wide, i, m, outs, spos)
+            if status == 0:
+                return outs, spos
+            if status < 0:
+                bad.append((s + i, status))
+                if errors.on_error == "raise":
+                    return outs, spos
+                i += 1
+                continue
+            o = outs[node]
+            if o[2].itemsize == 4 and status > _MAX32:
+                o[2] = o[2].astype(np.int64)
+            if status > len(o[3]):
+                bigger = np.empty(max(status, 2 * len(o[3])), dtype=np.uint8)
+                bigger[:spos[node]] = o[3][:spos[node]]
+                o[3] = bigger
+
+    parts = _run(ranges, lambda s, e: one(s, e))
+    for i, status in sorted(bad):
+        errors.add(_make_error(status, base + i, prog, errors.what))
+    valid[[i for i, _ in bad]] = 0
+
+    def build(outs: list[Any], spos: np.ndarray, m: int, node: int, t: pa.DataType) -> pa.Array:
+        vbits, vals, so, sdata = outs[node]
+        nulls = m - int(np.bitwise_count(vbits).sum())
+        vbuf = pa.py_buffer(vbits) if nulls else None
+        kd = kinds[node]
+        if kd == BC.K_ROW:
+            return _core_struct(t, m, vbuf, nulls, children(outs, spos, m, node, t))
+        if kd in BC.STRING_KINDS:
+            large = so.itemsize == 8
+            if kd == BC.K_BYTES:
+                t = pa.large_binary() if large else pa.binary()
+            else:
+                t = pa.large_string() if large else pa.string()
+            return pa.Array.from_buffers(t, m, [vbuf, pa.py_buffer(so), pa.py_buffer(sdata[:spos[node]])],
+                                         null_count=nulls)
+        return pa.Array.from_buffers(t, m, [vbuf, pa.py_buffer(vals)], null_count=nulls)
+
+    def children(outs: list[Any], spos: np.ndarray, m: int, node: int, t: pa.DataType) -> list[pa.Array]:
+        kids, c = [], node + 1
+        for j in range(t.num_fields):
+            kids.append(build(outs, spos, m, c, t.field(j).type))
+            c = int(matrix[c, B.C_END])
+        return kids
+
+    at = arrow_type_for(serializer)
+    per_range = [children(outs, spos, e - s, 0, at) for (s, e), (outs, spos) in zip(ranges, parts, strict=True)]
+    kids = per_range[0]
+    if len(per_range) > 1:
+        kids = []
+        for j in range(at.num_fields):
+            col = [p[j] for p in per_range]
+            if len({c.type for c in col}) > 1:
+                col = [c.cast(_large(c.type)) for c in col]
+            kids.append(pa.concat_arrays(col))
+    vbuf, nulls = _pack_validity(valid, n)
+    return _core_struct(at, n, vbuf, nulls, kids)
+
+
+def _core_struct(t: pa.DataType, n: int, vbuf: pa.Buffer | None, nulls: int, kids: list[pa.Array]) -> pa.Array:
+    """A struct of ``t``'s field names over ``kids`` (whose types may have widened to large)."""
+    st = pa.struct([pa.field(t.field(j).name, kid.type) for j, kid in enumerate(kids)])
+    return pa.StructArray.from_buffers(st, n, [vbuf], null_count=nulls, children=kids)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ _KERNEL_HOME = {
     "encode_sizes": "rowdata", "encode_fill": "rowdata", "decode_sizes": "rowdata",
     "decode_fill": "rowdata", "migrate_run": "rowdata",
     "core_row_sizes": "remap", "core_row_fill": "remap",
+    "corerow_encode": "corerow", "corerow_decode": "corerow",
 }
 
 
@@ -40,10 +41,10 @@ def _parse_mode(raw: str | None) -> str:
 
 
 def _load_native() -> dict[str, ModuleType]:
-    from . import primitives, remap, rowdata, strings  # type: ignore[attr-defined]
+    from . import corerow, primitives, remap, rowdata, strings  # type: ignore[attr-defined]
 
     mods: dict[str, ModuleType] = {"primitives": primitives, "strings": strings, "rowdata": rowdata,
-                                   "remap": remap}
+                                   "remap": remap, "corerow": corerow}
     for mod in mods.values():
         if getattr(mod, "__statemorph_native__", False) is not True:
             raise ImportError(f"{mod.__name__} is not a statemorph compiled kernel module")

@@ -52,7 +52,7 @@ from ..types import (
 # ---------------------------------------------------------------------------------- error codes
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
 E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
-E_TOO_LARGE, E_BAD_ARROW = 13, 14
+E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR = 13, 14, 15
 
 ERROR_MESSAGES = {
     E_TRUNCATED: "truncated: the entry is shorter than its format needs",
@@ -69,6 +69,7 @@ ERROR_MESSAGES = {
     E_BAD_NANOS: "nano-of-millisecond above 999999",
     E_TOO_LARGE: "value exceeds the format's limit",
     E_BAD_ARROW: "Arrow offsets buffer is inconsistent",
+    E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
 }
 
 
@@ -121,16 +122,20 @@ def fixed_encode(kind: int, values: Any, validity: Any, offset: int, start: int,
         elif kind == K_I8:
             out[p] = vals[j]
         else:
-            raw = bytes(vals[w * j:w * j + w])
-            if kind == K_F32:
-                u = struct.unpack("<I", raw)[0]
-                if (u & 0x7F800000) == 0x7F800000 and u & 0x007FFFFF:
-                    raw = struct.pack("<I", 0x7FC00000)
-            elif kind == K_F64:
-                u = struct.unpack("<Q", raw)[0]
-                if (u & 0x7FF0000000000000) == 0x7FF0000000000000 and u & 0x000FFFFFFFFFFFFF:
-                    raw = struct.pack("<Q", 0x7FF8000000000000)
-            out[p:p + w] = raw[::-1]
+            out[p:p + w] = java_be(kind, bytes(vals[w * j:w * j + w]))
+
+
+def java_be(kind: int, raw: bytes) -> bytes:
+    """A little-endian Arrow value as Java writes it: big-endian, NaNs canonical (``floatToIntBits``)."""
+    if kind == K_F32:
+        u = struct.unpack("<I", raw)[0]
+        if (u & 0x7F800000) == 0x7F800000 and u & 0x007FFFFF:
+            raw = struct.pack("<I", 0x7FC00000)
+    elif kind == K_F64:
+        u = struct.unpack("<Q", raw)[0]
+        if (u & 0x7FF0000000000000) == 0x7FF0000000000000 and u & 0x000FFFFFFFFFFFFF:
+            raw = struct.pack("<Q", 0x7FF8000000000000)
+    return raw[::-1]
 
 
 class _Bin:
@@ -264,37 +269,43 @@ def _read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, in
 
 def _flink_to_utf8(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
     """(code, utf-8 bytes, is_null) for the StringValue filling exactly data[s:e]."""
-    code, n, pos = _read_varint(data, s, e, 0x7FFFFFFF)
+    code, text, is_null, pos = read_flink_utf8(data, s, e)
+    if code == E_OK and pos != e:
+        return E_TRAILING, None, False
+    return code, text, is_null
+
+
+def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, bool, int]:
+    """(code, utf-8 bytes, is_null, next position) for the StringValue at data[pos:], within e."""
+    code, n, pos = _read_varint(data, pos, e, 0x7FFFFFFF)
     if code != E_OK:
-        return code, None, False
+        return code, None, False, pos
     if n == 0:
-        return (E_OK, b"", True) if pos == e else (E_TRAILING, None, False)
+        return E_OK, b"", True, pos
     count = n - 1
     if count > e - pos:
-        return E_TRUNCATED, None, False
+        return E_TRUNCATED, None, False, pos
     out = bytearray()
     k = 0
     while k < count:
         code, u, pos = _read_varint(data, pos, e, 0xFFFF)
         if code != E_OK:
-            return code, None, False
+            return code, None, False, pos
         k += 1
         if 0xD800 <= u < 0xDC00:
             if k < count:
                 code, u2, pos = _read_varint(data, pos, e, 0xFFFF)
                 if code != E_OK:
-                    return code, None, False
+                    return code, None, False, pos
                 if 0xDC00 <= u2 < 0xE000:
                     k += 1
                     out += chr(0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00)).encode("utf-8")
                     continue
-            return E_LONE_SURROGATE, None, False
+            return E_LONE_SURROGATE, None, False, pos
         if 0xDC00 <= u < 0xE000:
-            return E_LONE_SURROGATE, None, False
+            return E_LONE_SURROGATE, None, False, pos
         out += chr(u).encode("utf-8")
-    if pos != e:
-        return E_TRAILING, None, False
-    return E_OK, bytes(out), False
+    return E_OK, bytes(out), False, pos
 
 
 def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -1293,7 +1304,21 @@ KERNELS = (
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
     "encode_sizes", "encode_fill", "decode_sizes", "decode_fill",
-    "migrate_run", "core_row_sizes", "core_row_fill",
+    "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode",
 )
 
+_CORE_ROW = frozenset({"compile_core_row_codec", "corerow_encode", "corerow_decode"})
+
+
+def __getattr__(name: str) -> Any:
+    """The flink-core Row encode / decode twins live in ``_batch_corerow`` (they build on the
+    helpers here, so that module imports this one; exposing them lazily avoids the cycle)."""
+    if name in _CORE_ROW:
+        from . import _batch_corerow
+
+        return getattr(_batch_corerow, name)
+    raise AttributeError(name)
+
+
 __all__: list[str] = []
+

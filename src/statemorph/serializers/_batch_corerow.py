@@ -1,0 +1,366 @@
+"""flink-core ``Row`` (``RowSerializer``) ↔ Arrow struct columns: the program compiler and the
+Python twins of ``_native/corerow.pyx`` (same names, arguments and effect on the output buffers).
+
+Format (flink-formats.md §2.9): ``MASK ‖ non-null fields``. The mask is MSB-first over
+``[kind bit 0, kind bit 1,] field 0 .. field n-1`` (the two RowKind bits only when the serializer
+``supports_row_kind``), zero-padded to whole bytes; fields are in their DataStream formats
+(big-endian primitives, ``StringValue`` strings, i32-length ``byte[]``, nested rows the same way).
+
+Arrow side: the struct :func:`statemorph._arrow_values.arrow_type_for` gives, as the per-value path
+does: the RowKind is not a column, so decode drops it and encode writes INSERT (both as
+``to_arrow_value`` / ``from_arrow_value`` do); a Char is a one-character string.
+
+Why one pass with resumable calls: each row is sized and written (encode) or validated and
+scattered (decode) while it is in cache, straight into exact-type Arrow buffers (int32 offsets
+unless they would overflow). A kernel call stops at the first bad row or at the first row whose
+bytes do not fit, and reports it; the caller records the error or grows the buffer and calls again
+from there. Clean input therefore needs no status array and one walk per row.
+
+Program (int64 matrix, pre-order, ``_batch.NCOL`` columns): KIND, POS (field index in the parent),
+END (first node after the subtree), ARITY (rows), -, -, FLAGS (rows: 1 = RowKind bits in the
+mask), WIDTH (fixed-width kinds). Kinds: ``_batch.K_BOOL`` .. ``K_CHAR`` and the three below.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._batch import (
+    C_ARITY,
+    C_END,
+    C_FLAGS,
+    C_KIND,
+    C_POS,
+    E_BAD_ARROW,
+    E_BAD_HEADER,
+    E_BAD_JCHAR,
+    E_BAD_LENGTH,
+    E_BAD_UTF8,
+    E_LONE_SURROGATE,
+    E_OK,
+    E_TOO_LARGE,
+    E_TRAILING,
+    E_TRUNCATED,
+    K_BOOL,
+    K_CHAR,
+    K_F32,
+    K_F64,
+    K_I8,
+    K_I16,
+    K_I32,
+    K_I64,
+    NCOL,
+    RowProgram,
+    _Bin,
+    _bit,
+    _Cols,
+    _RowError,
+    _set_bit,
+    _utf8_to_flink,
+    encode_err,
+    java_be,
+    kind_width,
+    read_flink_utf8,
+)
+
+K_STR, K_BYTES, K_ROW = 9, 10, 11
+C_WIDTH = 7
+F_ROW_KIND = 1
+MAX32 = (1 << 31) - 1
+"""Largest int32 Arrow offset: a narrow output that would pass it asks the caller to widen."""
+
+STRING_KINDS: frozenset[int] = frozenset({K_STR, K_CHAR, K_BYTES})
+"""Kinds whose Arrow column is (offsets, data): ``string`` for STR / CHAR, ``binary`` for BYTES."""
+
+
+def compile_core_row_codec(serializer: Any) -> RowProgram | None:
+    """The encode / decode program of a ``RowSerializer``, or None when a field (at any depth) has
+    no kernel: the caller then takes the per-value path for the whole column."""
+    from . import (
+        BooleanSerializer,
+        BytePrimitiveArraySerializer,
+        ByteSerializer,
+        CharSerializer,
+        DoubleSerializer,
+        FloatSerializer,
+        IntSerializer,
+        LongSerializer,
+        ShortSerializer,
+        StringSerializer,
+    )
+    from .tuples import RowSerializer
+
+    kinds = {BooleanSerializer: K_BOOL, ByteSerializer: K_I8, ShortSerializer: K_I16, IntSerializer: K_I32,
+             LongSerializer: K_I64, FloatSerializer: K_F32, DoubleSerializer: K_F64, CharSerializer: K_CHAR,
+             StringSerializer: K_STR, BytePrimitiveArraySerializer: K_BYTES}
+    rows: list[list[int]] = []
+    paths: list[str] = []
+
+    def visit(ser: Any, pos: int, path: str) -> bool:
+        if type(ser) is RowSerializer:
+            me = len(rows)
+            rows.append([K_ROW, pos, 0, ser.arity, 0, 0, F_ROW_KIND if ser.supports_row_kind else 0, 0])
+            paths.append(path)
+            for i, field in enumerate(ser.field_serializers):
+                if not visit(field, i, f"{path}.{ser.label(i)}" if path else ser.label(i)):
+                    return False
+            rows[me][C_END] = len(rows)
+            return True
+        kind = kinds.get(type(ser))
+        if kind is None:
+            return False
+        rows.append([kind, pos, len(rows) + 1, 0, 0, 0, 0, kind_width(kind) if kind not in (K_STR, K_BYTES) else 0])
+        paths.append(path)
+        return True
+
+    if type(serializer) is not RowSerializer or not visit(serializer, -1, ""):
+        return None
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+
+
+def _mask_len(p: list[list[int]], node: int) -> tuple[int, int]:
+    """(mask bytes, index of field 0's bit) of row node ``node``."""
+    kb = 2 if p[node][C_FLAGS] & F_ROW_KIND else 0
+    return (p[node][C_ARITY] + kb + 7) >> 3, kb
+
+
+def _mask_bit(m: bytes, k: int) -> bool:
+    return bool(m[k >> 3] >> (7 - (k & 7)) & 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# encode: Arrow struct columns → Row bytes
+# ------------------------------------------------------------------------------------------------
+
+
+def _jchar(raw: bytes) -> tuple[int, int]:
+    """(code, UTF-16 unit) of an Arrow string holding one Java char."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return E_BAD_UTF8, 0
+    if len(text) != 1 or ord(text) >= 0x10000:
+        return E_BAD_JCHAR, 0
+    return E_OK, ord(text)
+
+
+def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearray, err: list[int]) -> None:
+    """Append row ``i`` of row node ``node`` to ``out`` (mirror of ``encode_row``); raises _RowError."""
+    mlen, kb = _mask_len(p, node)
+    mask = len(out)
+    out += bytes(mlen)  # kind bits stay 0: Arrow rows are INSERT, as on the per-value path
+    c = node + 1
+    while c < p[node][C_END]:
+        k = p[c][C_KIND]
+        if not cols.valid(c, i):
+            bit = kb + p[c][C_POS]
+            out[mask + (bit >> 3)] |= 0x80 >> (bit & 7)
+            c = p[c][C_END]
+            continue
+        _, vals, _, off = cols.cols[c]
+        if k == K_ROW:
+            _encode_row(p, cols, c, i, out, err)
+        elif k in STRING_KINDS:
+            s, n = cols.string(c, i)
+            code = E_BAD_ARROW if s < 0 else E_OK
+            if code == E_OK and k == K_STR:
+                code, enc = _utf8_to_flink(vals[s:s + n])
+                if enc is not None:
+                    out += enc
+            elif code == E_OK and k == K_CHAR:
+                code, unit = _jchar(vals[s:s + n])
+                out += unit.to_bytes(2, "big")
+            elif code == E_OK:
+                code = E_TOO_LARGE if n > 0x7FFFFFFF else E_OK
+                out += n.to_bytes(4, "big") + vals[s:s + n]
+            if code != E_OK:
+                err[0] = c
+                raise _RowError(code)
+        elif k == K_BOOL:
+            out.append(1 if _bit(vals, off + i) else 0)
+        else:
+            w = p[c][C_WIDTH]
+            out += java_be(k, vals[w * (off + i):w * (off + i) + w])
+        c = p[c][C_END]
+
+
+def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any,
+                   pos: int) -> tuple[int, int, int]:
+    """Encode rows ``start..stop`` packed into ``out_data`` from ``pos`` on; ``out_off[i + 1]`` =
+    end of row ``i`` (int32 or int64 array; null and bad rows take no bytes).
+
+    ``cols[node]`` = (validity, values, offsets, element offset, wide) of each program node's Arrow
+    column. Returns ``(row, pos, status)``: status 0 = all rows done (row = stop); negative = row
+    ``row`` is bad (:func:`encode_err`; its end is written, resume at ``row + 1``); positive =
+    row ``row`` needs ``out_data`` of at least ``status`` bytes (or, past :data:`MAX32` with int32
+    offsets, int64 offsets): nothing of it is written, resume at ``row``."""
+    p = np.asarray(prog).tolist()
+    cc = _Cols(cols)
+    out = memoryview(out_data).cast("B")
+    narrow = np.asarray(out_off).itemsize == 4
+    for i in range(start, stop):
+        if cc.valid(0, i):
+            row = bytearray()
+            err = [-1]
+            try:
+                _encode_row(p, cc, 0, i, row, err)
+            except _RowError as e:
+                out_off[i + 1] = pos
+                return i, pos, encode_err(e.code, err[0])
+            need = pos + len(row)
+            if need > len(out) or (narrow and need > MAX32):
+                return i, pos, need
+            out[pos:need] = row
+            pos = need
+        out_off[i + 1] = pos
+    return stop, pos, 0
+
+
+# ------------------------------------------------------------------------------------------------
+# decode: Row bytes → Arrow struct columns
+# ------------------------------------------------------------------------------------------------
+
+
+class _Out:
+    """The per-node Arrow output buffers of one decode call, as views."""
+
+    def __init__(self, outs: list[Any]) -> None:
+        self.valid: list[Any] = [None]
+        self.vals: list[Any] = [None]
+        self.offs: list[Any] = [None]
+        self.sdata: list[Any] = [None]
+        for vbits, vals, offs, sdata in outs[1:]:
+            self.valid.append(memoryview(vbits).cast("B"))
+            self.vals.append(memoryview(vals).cast("B") if vals is not None else None)
+            self.offs.append(offs)
+            self.sdata.append(memoryview(sdata).cast("B") if sdata is not None else None)
+
+
+def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos: Any, node: int, i: int,
+                err: list[int]) -> int:
+    """Scatter the row at ``d[pos:]`` into row ``i`` of the outputs (mirror of ``decode_row``);
+    returns the next position. Raises _RowError for bad bytes, _Full when a string column's
+    buffer is short (``err`` = [node, bytes needed])."""
+    mlen, kb = _mask_len(p, node)
+    if end - pos < mlen:
+        err[0] = node
+        raise _RowError(E_TRUNCATED)
+    m = d[pos:pos + mlen]
+    if mlen and m[-1] & ((1 << (mlen * 8 - p[node][C_ARITY] - kb)) - 1):
+        err[0] = node  # padding bits after the last field are set
+        raise _RowError(E_BAD_HEADER)
+    pos += mlen
+    c = node + 1
+    while c < p[node][C_END]:
+        k = p[c][C_KIND]
+        if _mask_bit(m, kb + p[c][C_POS]):
+            c = p[c][C_END]
+            continue
+        if k == K_ROW:
+            _set_bit(o.valid[c], i)
+            pos = _decode_row(p, d, pos, end, o, spos, c, i, err)
+            c = p[c][C_END]
+            continue
+        if k in STRING_KINDS:
+            code, raw, is_null, pos = _read_string_kind(k, d, pos, end)
+            if code != E_OK:
+                err[0] = c
+                raise _RowError(code)
+            assert raw is not None
+            need = int(spos[c]) + len(raw)
+            if need > len(o.sdata[c]) or (o.offs[c].itemsize == 4 and need > MAX32):
+                err[0], err[1] = c, need
+                raise _Full()
+            o.sdata[c][int(spos[c]):need] = raw
+            spos[c] = need
+            if not is_null:
+                _set_bit(o.valid[c], i)
+        else:
+            w = p[c][C_WIDTH]
+            if end - pos < w:
+                err[0] = c
+                raise _RowError(E_TRUNCATED)
+            _set_bit(o.valid[c], i)
+            if k == K_BOOL:
+                if d[pos]:
+                    _set_bit(o.vals[c], i)
+            else:
+                o.vals[c][w * i:w * i + w] = d[pos:pos + w][::-1]
+            pos += w
+        c = p[c][C_END]
+    return pos
+
+
+def _read_string_kind(k: int, d: bytes, pos: int, end: int) -> tuple[int, bytes | None, bool, int]:
+    """(code, Arrow bytes, is_null, next position) of a STR / CHAR / BYTES field value."""
+    if k == K_STR:
+        return read_flink_utf8(d, pos, end)
+    if k == K_CHAR:
+        if end - pos < 2:
+            return E_TRUNCATED, None, False, pos
+        u = int.from_bytes(d[pos:pos + 2], "big")
+        if 0xD800 <= u < 0xE000:
+            return E_LONE_SURROGATE, None, False, pos
+        return E_OK, chr(u).encode("utf-8"), False, pos + 2
+    if end - pos < 4:
+        return E_TRUNCATED, None, False, pos
+    n = int.from_bytes(d[pos:pos + 4], "big", signed=True)
+    if n < 0:
+        return E_BAD_LENGTH, None, False, pos
+    if n > end - pos - 4:
+        return E_TRUNCATED, None, False, pos
+    return E_OK, d[pos + 4:pos + 4 + n], False, pos + 4 + n
+
+
+class _Full(Exception):
+    """A string column's data buffer cannot take the row (internal to the decode twin)."""
+
+
+def _rewind(p: list[list[int]], o: _Out, spos: Any, i: int) -> None:
+    """Undo the partial scatter of row ``i``: its bits cleared, string positions back."""
+    for c in range(1, len(p)):
+        o.valid[c][i >> 3] &= ~(1 << (i & 7)) & 0xFF
+        if p[c][C_KIND] in STRING_KINDS:
+            spos[c] = o.offs[c][i]
+
+
+def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                   stop: int, outs: list[Any], spos: Any) -> tuple[int, int, int]:
+    """Decode entries ``start..stop`` of a binary column into per-node Arrow buffers.
+
+    ``outs[node]`` (node >= 1) = (validity bitmap, values, offsets, data): values for fixed kinds
+    (a bitmap for BOOL), offsets (int32 or int64, ``offsets[start]`` set by the caller) and data for
+    STR / CHAR / BYTES, only the bitmap for rows; ``spos[node]`` = next write position in that
+    node's data. Returns ``(row, status, node)``: status 0 = all done; negative = entry ``row`` is
+    bad (:func:`encode_err`; it is left empty, resume at ``row + 1``); positive = node ``node``'s
+    data must hold ``status`` bytes (int64 offsets past :data:`MAX32`), resume at ``row``."""
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    p = np.asarray(prog).tolist()
+    o = _Out(outs)
+    strs = [c for c in range(1, len(p)) if p[c][C_KIND] in STRING_KINDS]
+    for i in range(start, stop):
+        if v.valid(i):
+            err = [-1, 0]
+            code, s, e = v.entry(i)
+            try:
+                if code != E_OK:
+                    raise _RowError(code)
+                if _decode_row(p, v.data, s, e, o, spos, 0, i, err) != e:
+                    err[0] = -1
+                    raise _RowError(E_TRAILING)
+            except _RowError as x:
+                _rewind(p, o, spos, i)
+                for c in strs:
+                    o.offs[c][i + 1] = spos[c]
+                return i, encode_err(x.code, err[0]), -1
+            except _Full:
+                _rewind(p, o, spos, i)
+                return i, err[1], err[0]
+        for c in strs:
+            o.offs[c][i + 1] = spos[c]
+    return stop, 0, -1
+
+
+__all__ = ["MAX32", "STRING_KINDS", "compile_core_row_codec", "corerow_decode", "corerow_encode"]
