@@ -747,10 +747,16 @@ cdef extern from *:
 
 cdef inline uint64_t copy_run(const uint8_t* src, uint8_t* dst, uint64_t nb0, int64_t sbit, int64_t dbit,
                               int64_t n) noexcept nogil:
-    """Copy ``n`` consecutive fixed-width slots, zeroing null ones; returns their new null bits."""
+    """Copy ``n`` consecutive fixed-width slots, zeroing null ones; returns their new null bits.
+    Runs of one and two fields (most of them) are unrolled."""
     cdef uint64_t nulls = (nb0 >> sbit) & (((<uint64_t>1) << n) - 1)
     cdef int64_t k
-    if nulls == 0:
+    if n == 1:
+        store_u64_le(dst, load_u64_le(src) & (nulls - 1))
+    elif n == 2:
+        store_u64_le(dst, load_u64_le(src) & ((nulls & 1) - 1))
+        store_u64_le(dst + 8, load_u64_le(src + 8) & ((nulls >> 1) - 1))
+    elif nulls == 0:
         for k in range(n):
             store_u64_le(dst + 8 * k, load_u64_le(src + 8 * k))
     else:
