@@ -5,11 +5,10 @@
 //
 // Inputs: offs.bin (int32 Arrow offsets, n + 1) and data.bin (the entries), written from the
 // benchmark's Events data:
-//   .venv/bin/python -c "import sys; sys.path.insert(0, '.'); import numpy as np; \
-//     from statemorph import arrow, serializers; from benchmarks.conftest import make_struct, OLD; \
-//     a = arrow.encode(make_struct(2000000), serializers.RowDataSerializer(OLD)); \
-//     np.frombuffer(a.buffers()[1], np.int32)[:2000001].tofile('offs.bin'); \
-//     np.frombuffer(a.buffers()[2], np.uint8).tofile('data.bin')"
+//   from statemorph import arrow, serializers; from benchmarks.conftest import make_struct, OLD
+//   a = arrow.encode(make_struct(2000000), serializers.RowDataSerializer(OLD))
+//   np.frombuffer(a.buffers()[1], np.int32)[:2000001].tofile("offs.bin")
+//   np.frombuffer(a.buffers()[2], np.uint8).tofile("data.bin")
 // Build and run: gcc -O3 -o events_hand events_hand.c && ./events_hand [entries] [rounds]
 // Instructions per entry: valgrind --tool=callgrind --toggle-collect=run ./events_hand 20000 1
 #include <stdio.h>
