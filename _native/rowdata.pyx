@@ -8,9 +8,11 @@ row type in pre-order, columns below. Node 0 is the top-level row. Children of a
 ``node + 1`` then ``END`` of each child in turn. ``SRC`` is the field index in the *old* row (the
 same as ``POS`` for encode / decode; -1 for a field added by a migration).
 
-Entries are ``i32 BE sizeInBytes ‖ BinaryRowData`` (what ``RowDataSerializer`` writes). Every
-kernel is two passes over rows ``start..stop``: ``*_sizes`` validates and writes the output size
-(or an encoded error) to ``out_off[i + 1]`` / ``status[i]``; ``*_fill`` writes at the prefix sums.
+Entries are ``i32 BE sizeInBytes ‖ BinaryRowData`` (what ``RowDataSerializer`` writes). Migrate
+has two passes over rows ``start..stop`` (``migrate_sizes`` validates and writes the output size or
+an encoded error to ``out_off[i + 1]``; ``migrate_fill`` writes at the prefix sums) and a fused
+one (``migrate_run``); encode / decode are one pass (``encode_run`` / ``decode_run``: validate and
+write each entry in one walk, stopping at a bad entry or a full buffer so the caller can resume).
 Loops run without the GIL; errors leave as (code, row, node) numbers.
 """
 
@@ -628,160 +630,238 @@ cdef int64_t check_migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size,
     return cur
 
 
-cdef void decode_row(Ctx* x, int64_t node, int64_t base) noexcept nogil:
-    """Scatter a validated row into the per-node Arrow output buffers at row ``x.row``."""
-    cdef const uint8_t* d = x.d
-    cdef int64_t ow = null_bits_size(P(x, node, C_OLD_ARITY))
-    cdef int64_t c, end, src, slot, k, n, off, i = x.row
-    cdef uint64_t raw
-    cdef int64_t v64
-    end = P(x, node, C_END)
-    c = node + 1
-    while c < end:
-        src = P(x, c, C_SRC)
-        k = P(x, c, C_KIND)
-        if src < 0 or null_bit(d, base, src):
-            c = P(x, c, C_END)
-            continue
-        bit_set(x.valid[c], i)
-        slot = base + ow + 8 * src
-        if k == R_BOOL:
-            if d[slot] != 0:
-                bit_set(x.vals[c], i)
-        elif k == R_I8:
-            x.vals[c][i] = d[slot]
-        elif k == R_I16:
-            memcpy(x.vals[c] + 2 * i, d + slot, 2)
-        elif k == R_I32 or k == R_F32:
-            memcpy(x.vals[c] + 4 * i, d + slot, 4)
-        elif k == R_I64 or k == R_F64:
-            memcpy(x.vals[c] + 8 * i, d + slot, 8)
-        elif k == R_DEC_COMPACT:
-            memcpy(&v64, d + slot, 8)
-            memcpy(x.vals[c] + 16 * i, &v64, 8)
-            memset(x.vals[c] + 16 * i + 8, 0xFF if v64 < 0 else 0, 8)
-        elif k == R_STR or k == R_BIN:
-            raw = load_u64_le(d + slot)
-            n = x.str_off[c][i + 1] - x.str_off[c][i]
-            if raw >> 63:
-                memcpy(x.sdata[c] + x.str_off[c][i], d + slot, n)
-            else:
-                memcpy(x.sdata[c] + x.str_off[c][i], d + base + <int64_t>(raw >> 32), n)
-        elif k == R_ROW:
-            raw = load_u64_le(d + slot)
-            decode_row(x, c, base + <int64_t>(raw >> 32))
-        c = P(x, c, C_END)
+# ------------------------------------------------------------------------------------------------
+# encode / decode: one walk per entry over a lowered program
+# ------------------------------------------------------------------------------------------------
+
+# One program node lowered for encode / decode, with the buffers of its Arrow column: the hot
+# walks read one small struct per field instead of strided program cells plus parallel pointer
+# tables. Encode reads the ``*_in`` fields, decode writes the others.
+ctypedef struct Node:
+    int64_t kind
+    int64_t pos
+    int64_t end
+    int64_t arity
+    int64_t flags
+    int64_t limit
+    int64_t nw              # ROW: bytes of the null-bit words
+    int64_t fixed           # ROW: null-bit words + slots
+    const uint8_t* valid_in
+    const uint8_t* vals_in
+    const uint8_t* offs_in
+    int64_t off_in
+    int64_t vals_len
+    bint wide_in
+    uint8_t* valid
+    uint8_t* vals
+    uint8_t* offs           # string / binary offsets, int32 or int64 (``wide``)
+    bint wide
+    uint8_t* sdata
+    int64_t scap
+    int64_t spos            # next free byte of ``sdata``
+    int64_t sstart          # ``spos`` when the current entry started (rollback point)
+    int64_t count           # valid values written
 
 
-cdef inline bint in_valid(const Ctx* x, int64_t c, int64_t i) noexcept nogil:
-    return x.in_valid[c] == NULL or bit_get(x.in_valid[c], x.in_off[c] + i)
-
-cdef inline int64_t in_str(const Ctx* x, int64_t c, int64_t i, int64_t* start) noexcept nogil:
-    """Byte length of string/binary element i of node c (its start in ``start``); -1 if the Arrow
-    offsets are inconsistent."""
-    cdef int64_t s, e, j = x.in_off[c] + i
+cdef inline int64_t arrow_str(const Node* nd, int64_t i, int64_t* start) noexcept nogil:
+    """Byte length of string/binary element i of an input column (its start in ``start``); -1 if
+    the Arrow offsets are inconsistent."""
+    cdef int64_t s, e, j = nd.off_in + i
     cdef int32_t s32, e32
-    if x.in_wide[c]:
-        memcpy(&s, x.in_offs[c] + 8 * j, 8)
-        memcpy(&e, x.in_offs[c] + 8 * j + 8, 8)
+    if nd.wide_in:
+        memcpy(&s, nd.offs_in + 8 * j, 8)
+        memcpy(&e, nd.offs_in + 8 * j + 8, 8)
     else:
-        memcpy(&s32, x.in_offs[c] + 4 * j, 4)
-        memcpy(&e32, x.in_offs[c] + 4 * j + 4, 4)
+        memcpy(&s32, nd.offs_in + 4 * j, 4)
+        memcpy(&e32, nd.offs_in + 4 * j + 4, 4)
         s = s32
         e = e32
-    if s < 0 or e < s or e > x.in_vals_len[c]:
+    if s < 0 or e < s or e > nd.vals_len:
         return -1
     start[0] = s
     return e - s
 
 
-cdef int64_t encode_size(Ctx* x, int64_t node) noexcept nogil:
-    cdef int64_t arity = P(x, node, C_ARITY)
-    cdef int64_t size = null_bits_size(arity) + 8 * arity
-    cdef int64_t c, end, k, n, r, s, i = x.row
-    cdef int64_t hi, lo
-    end = P(x, node, C_END)
-    c = node + 1
-    while c < end:
-        k = P(x, c, C_KIND)
-        if not in_valid(x, c, i):
-            if P(x, c, C_FLAGS) & F_NOT_NULL:
-                x.err_node = c
+cdef inline void store_off(uint8_t* offs, bint wide, int64_t i, int64_t v) noexcept nogil:
+    cdef int32_t v32 = <int32_t>v
+    if wide:
+        memcpy(offs + 8 * i, &v, 8)
+    else:
+        memcpy(offs + 4 * i, &v32, 4)
+
+
+cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                        int64_t* err_node) noexcept nogil:
+    """Validate row i of the Arrow columns under ``node`` and write its BinaryRowData at ``o[ob:]``
+    (never past ``cap``) in the same walk. Returns its size, -code (``err_node`` set; fields are
+    checked in program order, so the first error is the reference tier's) or -E_FULL."""
+    cdef const Node* r = &nodes[node]
+    cdef const Node* nd
+    cdef int64_t cur = r.fixed
+    cdef int64_t c = node + 1, slot, k, n, s = 0, sub, bit, e
+    cdef int64_t lo, hi
+    # the first null-bit word lives in a register (see check_migrate_row)
+    cdef uint64_t nb0 = 0, w
+    if cur > cap - ob:
+        return -E_FULL
+    memset(o + ob, 0, cur)
+    while c < r.end:
+        nd = &nodes[c]
+        e = nd.off_in + i
+        if nd.valid_in != NULL and not bit_get(nd.valid_in, e):
+            if nd.flags & F_NOT_NULL:
+                err_node[0] = c
                 return -E_NULL_NOT_ALLOWED
-            c = P(x, c, C_END)
+            bit = nd.pos + 8
+            if bit < 64:
+                nb0 |= (<uint64_t>1) << bit
+            else:
+                o[ob + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
+            c = nd.end
             continue
-        if k == R_STR or k == R_BIN:
-            n = in_str(x, c, i, &s)
+        slot = ob + r.nw + 8 * nd.pos
+        k = nd.kind
+        if k == R_I64 or k == R_F64:
+            memcpy(o + slot, nd.vals_in + 8 * e, 8)
+        elif k == R_I32 or k == R_F32:
+            memcpy(o + slot, nd.vals_in + 4 * e, 4)
+        elif k == R_STR or k == R_BIN:
+            n = arrow_str(nd, i, &s)
             if n < 0:
-                x.err_node = c
+                err_node[0] = c
                 return -E_BAD_ARROW
             if n > 0x7FFFFFFF:
-                x.err_node = c
+                err_node[0] = c
                 return -E_TOO_LARGE
-            if n > 7:
-                size += round_up8(n)
-        elif k == R_ROW:
-            r = encode_size(x, c)
-            if r < 0:
-                return r
-            size += r
-        elif k == R_DEC_COMPACT:
-            memcpy(&lo, x.in_vals[c] + 16 * (x.in_off[c] + i), 8)
-            memcpy(&hi, x.in_vals[c] + 16 * (x.in_off[c] + i) + 8, 8)
-            if hi != (-1 if lo < 0 else 0) or lo <= -P(x, c, C_LIMIT) or lo >= P(x, c, C_LIMIT):
-                x.err_node = c  # more digits than DECIMAL(p, s) holds
-                return -E_TOO_LARGE
-        c = P(x, c, C_END)
-    return size
-
-
-cdef int64_t encode_row(Ctx* x, int64_t node, uint8_t* o, int64_t obase) noexcept nogil:
-    cdef int64_t arity = P(x, node, C_ARITY)
-    cdef int64_t nw = null_bits_size(arity)
-    cdef int64_t cur = nw + 8 * arity
-    cdef int64_t c, end, k, n, r, j, bit, slot, e, i = x.row
-    cdef int64_t s = 0
-    end = P(x, node, C_END)
-    memset(o + obase, 0, cur)
-    c = node + 1
-    while c < end:
-        k = P(x, c, C_KIND)
-        j = P(x, c, C_POS)
-        slot = obase + nw + 8 * j
-        if not in_valid(x, c, i):
-            bit = j + 8
-            o[obase + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
-            c = P(x, c, C_END)
-            continue
-        e = x.in_off[c] + i
-        if k == R_BOOL:
-            o[slot] = bit_get(x.in_vals[c], e)
-        elif k == R_I8:
-            o[slot] = x.in_vals[c][e]
-        elif k == R_I16:
-            memcpy(o + slot, x.in_vals[c] + 2 * e, 2)
-        elif k == R_I32 or k == R_F32:
-            memcpy(o + slot, x.in_vals[c] + 4 * e, 4)
-        elif k == R_I64 or k == R_F64 or k == R_DEC_COMPACT:
-            memcpy(o + slot, x.in_vals[c] + arrow_width(k) * e, 8)
-        elif k == R_STR or k == R_BIN:
-            n = in_str(x, c, i, &s)
             if n <= 7:
-                if n:
-                    memcpy(o + slot, x.in_vals[c] + s, n)
-                o[slot + 7] = <uint8_t>(0x80 | n)
+                w = 0
+                memcpy(&w, nd.vals_in + s, n)
+                store_u64_le(o + slot, w | ((<uint64_t>(0x80 | n)) << 56))
             else:
-                memcpy(o + obase + cur, x.in_vals[c] + s, n)
-                r = round_up8(n)
-                memset(o + obase + cur + n, 0, r - n)
+                sub = round_up8(n)
+                if sub > cap - ob - cur:
+                    return -E_FULL
+                memcpy(o + ob + cur, nd.vals_in + s, n)
+                memset(o + ob + cur + n, 0, sub - n)
                 store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
-                cur += r
+                cur += sub
         elif k == R_ROW:
-            r = encode_row(x, c, o, obase + cur)
-            store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>r)
-            cur += r
-        c = P(x, c, C_END)
+            sub = encode_row(nodes, c, i, o, ob + cur, cap, err_node)
+            if sub < 0:
+                return sub
+            store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
+            cur += sub
+        elif k == R_BOOL:
+            o[slot] = bit_get(nd.vals_in, e)
+        elif k == R_I8:
+            o[slot] = nd.vals_in[e]
+        elif k == R_I16:
+            memcpy(o + slot, nd.vals_in + 2 * e, 2)
+        elif k == R_DEC_COMPACT:
+            memcpy(&lo, nd.vals_in + 16 * e, 8)
+            memcpy(&hi, nd.vals_in + 16 * e + 8, 8)
+            if hi != (-1 if lo < 0 else 0) or lo <= -nd.limit or lo >= nd.limit:
+                err_node[0] = c  # more digits than DECIMAL(p, s) holds
+                return -E_TOO_LARGE
+            memcpy(o + slot, &lo, 8)
+        c = nd.end
+    store_u64_le(o + ob, nb0)
     return cur
+
+
+cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t size, int64_t i) noexcept nogil:
+    """Validate the row at d[base:base+size] (the checks of ``check_row``, in its order) and
+    scatter it into row i of the Arrow outputs in the same walk. Returns 0, -code (``x.err_node``
+    set) or -E_FULL; a failed entry leaves partial outputs that the caller rolls back."""
+    cdef const uint8_t* d = x.d
+    cdef const Node* r = &nodes[node]
+    cdef Node* nd
+    cdef int64_t c, j, slot, k, n, off, src, rc
+    cdef uint64_t raw, nb0
+    cdef uint8_t mark
+    rc = check_row_header(x, node, base, size, r.arity)
+    if rc < 0:
+        return rc
+    nb0 = load_u64_le(d + base)
+    c = node + 1
+    while c < r.end:
+        nd = &nodes[c]
+        j = nd.pos
+        if (j < 56 and (nb0 >> (j + 8)) & 1) or (j >= 56 and null_bit(d, base, j)):
+            c = nd.end
+            continue
+        bit_set(nd.valid, i)
+        nd.count += 1
+        slot = base + r.nw + 8 * j
+        k = nd.kind
+        if k == R_I64 or k == R_F64:
+            memcpy(nd.vals + 8 * i, d + slot, 8)
+        elif k == R_I32 or k == R_F32:
+            memcpy(nd.vals + 4 * i, d + slot, 4)
+        elif k == R_STR or k == R_BIN or k == R_ROW:
+            raw = load_u64_le(d + slot)
+            mark = <uint8_t>(raw >> 56)
+            if mark & 0x80:
+                if k == R_ROW:
+                    x.err_node = c
+                    return -E_BAD_INLINE
+                n = mark & 0x7F
+                if n > 7:
+                    x.err_node = c
+                    return -E_BAD_INLINE
+                # inline ASCII (the common short string) needs no scan: one masked word test
+                if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
+                        and not utf8_valid(d + slot, n):
+                    x.err_node = c
+                    return -E_BAD_UTF8
+                src = slot
+            else:
+                off = <int64_t>(raw >> 32)
+                n = <int64_t>(raw & 0xFFFFFFFFu)
+                if off < r.fixed or off + n > size:
+                    x.err_node = c
+                    return -E_BAD_OFFSET
+                if k == R_ROW:
+                    rc = decode_row(x, nodes, c, base + off, n, i)
+                    if rc < 0:
+                        return rc
+                    c = nd.end
+                    continue
+                if k == R_STR and not utf8_valid(d + base + off, n):
+                    x.err_node = c
+                    return -E_BAD_UTF8
+                src = base + off
+            if n > nd.scap - nd.spos:
+                return -E_FULL
+            memcpy(nd.sdata + nd.spos, d + src, n)
+            nd.spos += n
+        elif k == R_BOOL:
+            if d[slot] != 0:
+                bit_set(nd.vals, i)
+        elif k == R_I8:
+            nd.vals[i] = d[slot]
+        elif k == R_I16:
+            memcpy(nd.vals + 2 * i, d + slot, 2)
+        elif k == R_DEC_COMPACT:
+            memcpy(nd.vals + 16 * i, d + slot, 8)
+            memset(nd.vals + 16 * i + 8, 0xFF if d[slot + 7] & 0x80 else 0, 8)
+        c = nd.end
+    return 0
+
+
+cdef void decode_rollback(Node* nodes, int64_t nnodes, int64_t i) noexcept nogil:
+    """Undo what a failed ``decode_row`` wrote for row i: its validity bits (and counts), true
+    BOOLEAN bits, and string bytes appended since the entry started."""
+    cdef int64_t c
+    cdef Node* nd
+    for c in range(1, nnodes):
+        nd = &nodes[c]
+        if bit_get(nd.valid, i):
+            bit_clear(nd.valid, i)
+            nd.count -= 1
+        if nd.kind == R_BOOL:
+            bit_clear(nd.vals, i)
+        nd.spos = nd.sstart
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1013,150 +1093,196 @@ def migrate_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64
             store_u32_be(o + out_off[i], <uint32_t>r)
 
 
-def decode_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
-                 list str_offs, int64_t[::1] status, bint stop_at_error):
-    """Pass 1 of decode: validate every row; string/binary lengths go to ``str_offs[node][i + 1]``
-    (int64 arrays, zero-initialised by the caller)."""
-    cdef _Keep keep = _Keep()
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
-    cdef Ctx x
-    cdef int64_t i, base = 0, size = 0, r, first = -1, node, nnodes
-    cdef int code
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    x.d = v.data
-    nnodes = len(str_offs)
-    x.str_off = <int64_t**>keep.table(nnodes)
-    for node in range(nnodes):
-        x.str_off[node] = keep.rw64(str_offs[node])
-    with nogil:
-        for i in range(start, stop):
-            status[i] = 0
-            if not bv_valid(&v, i):
-                status[i] = 1
-                continue
-            x.err_node = -1
-            x.row = i
-            code = entry_row(&v, i, &base, &size)
-            if code == E_OK:
-                r = check_row(&x, 0, base, size)
-                if r < 0:
-                    code = <int>(-r)
-            if code != E_OK:
-                status[i] = encode_err(code, x.err_node)
-                if first < 0:
-                    first = i
-                if stop_at_error:
-                    break
-    return first
+cdef Node* _lower(_Keep keep, prog) except NULL:
+    """The program as a malloc'd array of ``Node`` (owned by ``keep``), buffers still unset."""
+    cdef const int64_t* p = _prog(keep, prog)
+    cdef int64_t n = len(prog), c, arity
+    cdef Node* nodes = <Node*>keep.table((n * sizeof(Node) + sizeof(void*) - 1) // sizeof(void*))
+    for c in range(n):
+        arity = p[c * NCOL + C_ARITY]
+        nodes[c].kind = p[c * NCOL + C_KIND]
+        nodes[c].pos = p[c * NCOL + C_POS]
+        nodes[c].end = p[c * NCOL + C_END]
+        nodes[c].arity = arity
+        nodes[c].flags = p[c * NCOL + C_FLAGS]
+        nodes[c].limit = p[c * NCOL + C_LIMIT]
+        nodes[c].nw = null_bits_size(arity)
+        nodes[c].fixed = null_bits_size(arity) + 8 * arity
+        if nodes[c].end <= c or nodes[c].end > n or (c == 0 and nodes[c].end != n):
+            raise ValueError("bad row program")
+    return nodes
 
 
-def decode_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
-                list outs, const int64_t[::1] status):
-    """Pass 2 of decode. ``outs[node]`` = (validity bitmap, values, int64 offsets, string data)."""
-    cdef _Keep keep = _Keep()
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
-    cdef Ctx x
-    cdef int64_t i, base = 0, size = 0, node, nnodes
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    x.d = v.data
-    nnodes = len(outs)
-    x.valid = <uint8_t**>keep.table(nnodes)
-    x.vals = <uint8_t**>keep.table(nnodes)
-    x.str_off = <int64_t**>keep.table(nnodes)
-    x.sdata = <uint8_t**>keep.table(nnodes)
-    for node in range(1, nnodes):
-        t = outs[node]
-        x.valid[node] = keep.rw(t[0])
-        x.vals[node] = keep.rw(t[1])
-        x.str_off[node] = keep.rw64(t[2])
-        x.sdata[node] = keep.rw(t[3])
-    with nogil:
-        for i in range(start, stop):
-            if status[i] != 0:
-                continue
-            if entry_row(&v, i, &base, &size) != E_OK:
-                continue
-            x.row = i
-            decode_row(&x, 0, base)
-
-
-cdef void _encode_inputs(_Keep keep, Ctx* x, list cols, int64_t stop) except *:
-    """Pointer tables for the Arrow input columns, after checking every buffer covers the rows."""
+cdef void _encode_inputs(_Keep keep, Node* nodes, list cols, int64_t stop) except *:
+    """Attach the Arrow input columns to the nodes, after checking every buffer covers the rows."""
     cdef int64_t node, n = len(cols), kind, need
-    if n != x.prog[C_END]:
+    cdef Node* nd
+    if n != nodes[0].end:
         raise ValueError("one Arrow column per program node is required")
-    x.in_valid = <const uint8_t**>keep.table(n)
-    x.in_vals = <const uint8_t**>keep.table(n)
-    x.in_offs = <const uint8_t**>keep.table(n)
-    x.in_off = <int64_t*>keep.table(n)
-    x.in_vals_len = <int64_t*>keep.table(n)
-    x.in_wide = <bint*>keep.table(n)
     for node in range(n):
+        nd = &nodes[node]
         validity, values, offs, off, wide = cols[node]
-        x.in_valid[node] = keep.ro(validity)
-        x.in_vals[node] = keep.ro(values)
-        x.in_offs[node] = keep.ro(offs)
-        x.in_off[node] = off
-        x.in_vals_len[node] = len(u8(values)) if values is not None else 0
-        x.in_wide[node] = wide
+        nd.valid_in = keep.ro(validity)
+        nd.vals_in = keep.ro(values)
+        nd.offs_in = keep.ro(offs)
+        nd.off_in = off
+        nd.vals_len = len(u8(values)) if values is not None else 0
+        nd.wide_in = wide
+        if off < 0:
+            raise ValueError(f"column {node}: negative offset")
         if validity is not None and (off + stop + 7) // 8 > len(u8(validity)):
             raise ValueError(f"column {node}: validity buffer shorter than the array")
-        kind = x.prog[node * NCOL + C_KIND]
+        kind = nd.kind
         if kind == R_STR or kind == R_BIN:
             if offs is None or (off + stop + 1) * (8 if wide else 4) > len(u8(offs)):
                 raise ValueError(f"column {node}: offsets buffer shorter than the array")
         elif kind == R_BOOL:
-            if values is None or (off + stop + 7) // 8 > x.in_vals_len[node]:
+            if values is None or (off + stop + 7) // 8 > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
         elif kind != R_ROW:
             need = (off + stop) * arrow_width(kind)
-            if values is None or need > x.in_vals_len[node]:
+            if values is None or need > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
 
 
-def encode_sizes(prog, list cols, int64_t start, int64_t stop, int64_t[::1] out_off, bint stop_at_error):
-    """Pass 1 of encode. ``cols[node]`` = (validity, values, offsets, element offset, wide); the
-    caller has checked buffer lengths against the array length."""
-    cdef _Keep keep = _Keep()
-    cdef Ctx x
-    cdef int64_t i, r, first = -1
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    _encode_inputs(keep, &x, cols, stop)
-    with nogil:
-        for i in range(start, stop):
-            out_off[i + 1] = 0
-            if not in_valid(&x, 0, i):
-                continue
-            x.row = i
-            x.err_node = -1
-            r = encode_size(&x, 0)
-            if r < 0:
-                out_off[i + 1] = encode_err(<int>(-r), x.err_node)
-                if first < 0:
-                    first = i
-                if stop_at_error:
-                    break
-            else:
-                out_off[i + 1] = r + 4
-    return first
+cdef uint8_t* _offsets_out(_Keep keep, obj, int64_t stop, bint* wide) except NULL:
+    """A writable int32 / int64 offsets array of at least ``stop + 1`` entries."""
+    cdef uint8_t[::1] mv = u8(obj)
+    wide[0] = memoryview(obj).itemsize == 8
+    if memoryview(obj).itemsize not in (4, 8) or mv.shape[0] < (stop + 1) * (8 if wide[0] else 4):
+        raise ValueError("offsets output must be an int32 / int64 array of at least stop + 1 entries")
+    keep.views.append(mv)
+    return &mv[0]
 
 
-def encode_fill(prog, list cols, int64_t start, int64_t stop, const int64_t[::1] out_off, uint8_t[::1] out_data):
+def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::1] out_data, int64_t pos,
+               uint8_t[::1] out_valid):
+    """One-pass encode of rows ``start..stop``: validate each entry and write ``i32 BE size ‖
+    BinaryRowData`` packed from ``out_data[pos]``. ``cols[node]`` = (validity, values, offsets,
+    element offset, wide) of its Arrow column. ``out_off`` (int32 or int64) gets the end of entry
+    ``i`` at ``i + 1`` (``out_off[start]`` is the caller's) and ``out_valid`` bit ``i`` is set for
+    each entry written; null and bad entries take no bytes. int32 offsets never pass 2**31 - 1.
+
+    Returns ``(next_row, pos, status, written)``: ``next_row < stop`` means entry ``next_row`` is bad
+    (``status`` = its encoded error, offsets already written: resume at ``next_row + 1``) or did not
+    fit (``status`` 0: grow ``out_data``, keep ``[:pos]``, resume at ``next_row``).
+
+    Why one pass: sizing every entry and then writing it walked each row twice; here the output
+    buffer is sized from an upper bound (exact for rows of primitives and strings) instead."""
     cdef _Keep keep = _Keep()
-    cdef Ctx x
-    cdef int64_t i, r
+    cdef Node* nodes = _lower(keep, prog)
+    cdef bint owide
+    cdef uint8_t* offs = _offsets_out(keep, out_off, stop, &owide)
     cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
     cdef int64_t cap = out_data.shape[0]
+    cdef int64_t i = start, r, status = 0, written = 0, err_node = -1
+    if start < 0 or pos < 0 or pos > cap or out_valid.shape[0] < (stop + 7) // 8:
+        raise ValueError("encode_run: output arrays shorter than the rows")
+    if not owide and cap > 0x7FFFFFFF:
+        cap = 0x7FFFFFFF
+    _encode_inputs(keep, nodes, cols, stop)
+    with nogil:
+        while i < stop:
+            if nodes[0].valid_in == NULL or bit_get(nodes[0].valid_in, nodes[0].off_in + i):
+                if cap - pos < 4:
+                    break
+                r = encode_row(nodes, 0, i, o, pos + 4, cap, &err_node)
+                if r == -E_FULL:
+                    break
+                if r < 0:
+                    status = encode_err(<int>(-r), err_node)
+                    store_off(offs, owide, i + 1, pos)
+                    break
+                store_u32_be(o + pos, <uint32_t>r)
+                pos += r + 4
+                bit_set(&out_valid[0], i)
+                written += 1
+            store_off(offs, owide, i + 1, pos)
+            i += 1
+    return i, pos, status, written
+
+
+def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop, list outs,
+               int64_t[::1] counts, int64_t[::1] spos):
+    """One-pass decode of entries ``start..stop``: validate each entry and scatter it into the
+    Arrow outputs in the same walk. ``outs[node]`` = (validity bitmap, values, offsets, string
+    data): node 0 has only its bitmap; string / binary nodes append their bytes to their string
+    data from ``spos[node]`` on and write ``offsets[i + 1]`` (int32 or int64) for every entry;
+    ``counts[node]`` counts the valid values written. ``offsets[start]`` is the caller's; int32
+    offsets never pass 2**31 - 1.
+
+    Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
+    = its encoded error; it is null everywhere: resume at ``next_row + 1``) or some string data
+    buffer is full (``status`` 0: grow them keeping ``[:spos]``, resume at ``next_row``)."""
+    cdef _Keep keep = _Keep()
+    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef Node* nodes = _lower(keep, prog)
+    cdef int64_t nnodes = nodes[0].end, nbits = (stop + 7) // 8
+    cdef int64_t* snodes = <int64_t*>keep.table(nnodes)
+    cdef int64_t nstr = 0, c, i = start, base = 0, size = 0, r, status = 0, w
+    cdef int code
+    cdef Ctx x
+    cdef Node* nd
+    if len(outs) != nnodes or counts.shape[0] < nnodes or spos.shape[0] < nnodes or start < 0:
+        raise ValueError("decode_run: one output and one counter per program node is required")
+    for c in range(nnodes):
+        nd = &nodes[c]
+        bits, vals, offs, sdata = outs[c]
+        nd.valid = keep.rw(bits)
+        if len(u8(bits)) < nbits:
+            raise ValueError(f"decode_run: node {c}: validity bitmap shorter than the rows")
+        nd.count = counts[c]
+        if c == 0:
+            continue
+        if nd.kind == R_STR or nd.kind == R_BIN:
+            nd.offs = _offsets_out(keep, offs, stop, &nd.wide)
+            nd.sdata = keep.rw(sdata)
+            nd.scap = len(u8(sdata))
+            if not nd.wide and nd.scap > 0x7FFFFFFF:
+                nd.scap = 0x7FFFFFFF
+            nd.spos = spos[c]
+            nd.sstart = spos[c]
+            if nd.spos < 0 or nd.spos > nd.scap:
+                raise ValueError(f"decode_run: node {c}: string position outside its buffer")
+            snodes[nstr] = c
+            nstr += 1
+        elif nd.kind == R_BOOL:
+            nd.vals = keep.rw(vals)
+            if len(u8(vals)) < nbits:
+                raise ValueError(f"decode_run: node {c}: values shorter than the rows")
+        elif nd.kind != R_ROW:
+            nd.vals = keep.rw(vals)
+            w = arrow_width(nd.kind)
+            if nd.kind not in (R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_DEC_COMPACT) or len(u8(vals)) < stop * w:
+                raise ValueError(f"decode_run: node {c}: values shorter than the rows (or kind not decodable)")
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
-    _encode_inputs(keep, &x, cols, stop)
+    x.d = v.data
     with nogil:
-        for i in range(start, stop):
-            if out_off[i + 1] - out_off[i] < 4 or out_off[i + 1] > cap or not in_valid(&x, 0, i):
-                continue
-            x.row = i
-            r = encode_row(&x, 0, o, out_off[i] + 4)
-            store_u32_be(o + out_off[i], <uint32_t>r)
+        while i < stop:
+            if bv_valid(&v, i):
+                x.err_node = -1
+                code = entry_row(&v, i, &base, &size)
+                if code == E_OK:
+                    r = decode_row(&x, nodes, 0, base, size, i)
+                    if r < 0:
+                        decode_rollback(nodes, nnodes, i)
+                        if r == -E_FULL:
+                            break
+                        code = <int>(-r)
+                if code != E_OK:
+                    status = encode_err(code, x.err_node)
+                else:
+                    bit_set(nodes[0].valid, i)
+                    nodes[0].count += 1
+            for c in range(nstr):
+                nd = &nodes[snodes[c]]
+                store_off(nd.offs, nd.wide, i + 1, nd.spos)
+                nd.sstart = nd.spos
+            if status != 0:
+                break
+            i += 1
+    for c in range(nnodes):
+        counts[c] = nodes[c].count
+        spos[c] = nodes[c].spos
+    return i, status

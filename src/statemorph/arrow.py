@@ -439,18 +439,106 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     elif prog is not None:
         arr = _cast(arr, arrow_type(serializer.row_type), "encode")
         cols = _row_columns(arr, serializer.row_type, prog)
-        valid = _validity_bits(arr)
-        matrix = prog.matrix
-
-        def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
-            k.encode_sizes(matrix, cols, s, e, out_off, stop)
-
-        def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
-            k.encode_fill(matrix, cols, s, e, out_off, out)
+        return errors.result(_encode_rows(k, prog, cols, n, ranges, errors, base))
     else:
         return _encode_per_value(arr, serializer, errors, base)
     out = _binary_output(n, ranges, valid, errors, base, sizes, fill, large)
     return errors.result(out)
+
+
+class _Widen(Exception):
+    """int32 offsets would pass 2**31 - 1: redo the chunk with int64 offsets (rare: > 2 GiB)."""
+
+
+def _grow(buf: np.ndarray, keep: int, wide: bool) -> np.ndarray:
+    """A buffer twice as large holding ``buf[:keep]``; int32 offsets cannot address past 2**31 - 1."""
+    if not wide and len(buf) >= _MAX32:
+        raise _Widen
+    bigger = np.empty(2 * len(buf) + 64, dtype=np.uint8)
+    bigger[:keep] = buf[:keep]
+    return bigger
+
+
+def _encode_bound(prog: B.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
+    """Output bytes of entries ``s..e``, an upper bound for rows of primitives and strings: the
+    length word and every row's fixed part per entry, plus each string's bytes rounded up to 8
+    (at most its Arrow bytes + 7)."""
+    fixed = 4
+    spans = []
+    for row, (_, values, offs, off, wide) in zip(prog.matrix.tolist(), cols, strict=True):
+        if row[B.C_KIND] == B.R_ROW:
+            fixed += B._null_bits_size(row[B.C_ARITY]) + 8 * row[B.C_ARITY]
+        elif row[B.C_KIND] in (B.R_STR, B.R_BIN):
+            fixed += 7
+            spans.append(_input_spans(offs, off, wide, len(memoryview(values).cast("B")), 0))
+    return lambda s, e: fixed * (e - s) + sum(span(s, e) for span in spans)
+
+
+def _encode_rows(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+                 errors: _Errors, base: int) -> pa.Array:
+    """RowData encode in one pass (``encode_run``): every range packs its entries into its own
+    buffer, sized from :func:`_encode_bound` (so it never grows for rows of primitives and
+    strings); ranges are then appended to the first one and their offsets shifted. The kernel
+    writes the int32 offsets and the validity bitmap itself."""
+    bound = _encode_bound(prog, cols)
+    total_bound = bound(0, n)
+    try:
+        return _encode_rows_with(k, prog, cols, n, ranges, errors, base, bound, total_bound > _MAX32)
+    except _Widen:
+        return _encode_rows_with(k, prog, cols, n, ranges, errors, base, bound, True)
+
+
+def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+                      errors: _Errors, base: int, bound: Callable[[int, int], int], wide: bool) -> pa.Array:
+    matrix = prog.matrix
+    out_off: np.ndarray = np.empty(n + 1, dtype=np.int64 if wide else np.int32)
+    out_off[0] = 0
+    out_valid = np.zeros((n + 7) // 8, dtype=np.uint8)
+    stop_at_error = errors.on_error == "raise"
+
+    def one(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
+        # the first range's buffer has room for every range: the others are appended to it
+        buf = np.empty((bound(0, n) if s == 0 else bound(s, e)) + 64, dtype=np.uint8)
+        i, pos, written, bad = s, 0, 0, []
+        while i < e:
+            i, pos, status, w = k.encode_run(matrix, cols, i, e, out_off, buf, pos, out_valid)
+            written += w
+            if i >= e:
+                break
+            if status < 0:
+                bad.append((i, status))
+                if stop_at_error:
+                    break
+                i += 1
+            else:
+                buf = _grow(buf, pos, wide)
+        return buf, pos, written, bad
+
+    parts = _run(ranges, one)
+    _report(errors, [b for p in parts for b in p[3]], base)
+    out, total = parts[0][0], parts[0][1]
+    if sum(p[1] for p in parts) > len(out):  # only after a range grew past its bound
+        out = np.concatenate([out[:total], np.empty(sum(p[1] for p in parts[1:]), dtype=np.uint8)])
+    for (s, e), (buf, pos, _, _) in zip(ranges[1:], parts[1:], strict=True):
+        out[total:total + pos] = buf[:pos]
+        if not wide and total + pos > _MAX32:
+            out_off, wide = out_off.astype(np.int64), True
+        out_off[s + 1:e + 1] += total
+        total += pos
+    nulls = n - sum(p[2] for p in parts)
+    validity = pa.py_buffer(out_valid) if nulls else None
+    data = pa.py_buffer(out[:total])
+    if total > _MAX32:
+        return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(out_off.astype(np.int64)), data],
+                                     null_count=nulls)
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(out_off.astype(np.int32, copy=False)), data],
+                                 null_count=nulls)
+
+
+def _report(errors: _Errors, bad: list[tuple[int, int]], base: int) -> None:
+    """Turn the kernels' (row, encoded error) pairs into typed errors, in row order."""
+    for row, status in sorted(bad):
+        errors.add(_make_error(status, base + row, errors.prog, errors.what))
 
 
 def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[Any]:
@@ -574,6 +662,9 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     fixed = _fixed_kind(serializer)
     prog = _row_program(serializer)
     errors = _Errors(on_error, f"decode with {type(serializer).__name__}", prog)
+    if prog is not None:
+        return errors.result(_decode_rows(k, serializer.row_type, prog, n, ranges, errors, base,
+                                          (offsets, data, validity, offset, wide)))
     stop_at_error = on_error == "raise"
     status = np.zeros(n, dtype=np.int64)
     valid = _validity_bits(arr)
@@ -612,69 +703,103 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
             (pa.large_binary() if large else pa.binary())
         obuf = pa.py_buffer(out_off if large else out_off.astype(np.int32))
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(out_data)], null_count=nulls))
-    if prog is not None:
-        return _decode_rows(k, arr, serializer.row_type, prog, ranges, errors, status, valid, base,
-                            (offsets, data, validity, offset, wide))
     return _decode_per_value(arr, serializer, errors, base)
 
 
-def _decode_rows(k: Any, arr: pa.Array, row_type: RowType, prog: B.RowProgram, ranges: list[tuple[int, int]],
-                 errors: _Errors, status: np.ndarray, valid: np.ndarray, base: int, src: tuple[Any, ...]) -> Any:
-    n = len(arr)
+def _decode_rows(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
+                 errors: _Errors, base: int, src: tuple[Any, ...]) -> pa.Array:
+    """RowData decode in one pass (``decode_run``): the kernel validates each entry and scatters it
+    into per-node Arrow buffers (validity bits, values, int32 string offsets) and counts the valid
+    values itself. Each range appends string bytes to its own buffers, sized from the input bytes
+    (an upper bound unless the input is hostile: then they grow); ranges are then joined."""
     offsets, data, validity, offset, wide = src
+    span = _input_spans(offsets, offset, wide, len(data), n)
+    try:
+        return _decode_rows_with(k, row_type, prog, n, ranges, errors, base, src, span, span(0, n) > _MAX32)
+    except _Widen:
+        return _decode_rows_with(k, row_type, prog, n, ranges, errors, base, src, span, True)
+
+
+def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
+                      errors: _Errors, base: int, src: tuple[Any, ...], span: Callable[[int, int], int],
+                      wide_str: bool) -> pa.Array:
     kinds = prog.kinds
-    str_offs: list[Any] = [np.zeros(n + 1, dtype=np.int64) if kd in (B.R_STR, B.R_BIN) else None for kd in kinds]
-    stop_at_error = errors.on_error == "raise"
-    _run(ranges, lambda s, e: k.decode_sizes(prog.matrix, offsets, data, validity, offset, wide, s, e, str_offs,
-                                             status, stop_at_error))
-    bad = errors.from_status(status, base)
-    outs: list[Any] = [None]
+    nnodes = len(kinds)
     nbytes = (n + 7) // 8
-    for node in range(1, len(kinds)):
-        kd = kinds[node]
-        vbits = np.zeros(nbytes, dtype=np.uint8)
-        if kd in (B.R_STR, B.R_BIN):
-            so = str_offs[node]
-            so[bad + 1] = 0
-            np.cumsum(so[1:], out=so[1:])
-            outs.append((vbits, None, so, np.empty(int(so[-1]), dtype=np.uint8)))
-        elif kd == B.R_ROW:
-            outs.append((vbits, None, None, None))
-        elif kd == B.R_BOOL:
-            outs.append((vbits, np.zeros(nbytes, dtype=np.uint8), None, None))
-        else:
-            outs.append((vbits, np.zeros(n * B._ARROW_WIDTH[kd], dtype=np.uint8), None, None))
-    _run(ranges, lambda s, e: k.decode_fill(prog.matrix, offsets, data, validity, offset, wide, s, e, outs, status))
-    valid[bad] = 0
-    valid[status == 1] = 0
+    strs = [c for c in range(1, nnodes) if kinds[c] in (B.R_STR, B.R_BIN)]
+    bits = [np.zeros(nbytes, dtype=np.uint8) for _ in kinds]
+    vals: list[Any] = [None] * nnodes
+    soffs: list[Any] = [None] * nnodes
+    for c in range(1, nnodes):
+        if kinds[c] == B.R_BOOL:
+            vals[c] = np.zeros(nbytes, dtype=np.uint8)
+        elif kinds[c] in (B.R_STR, B.R_BIN):
+            soffs[c] = np.empty(n + 1, dtype=np.int64 if wide_str else np.int32)
+            soffs[c][0] = 0
+        elif kinds[c] != B.R_ROW:
+            vals[c] = np.zeros(n * B._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
+    stop_at_error = errors.on_error == "raise"
+
+    def one(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]]]:
+        sdata: list[Any] = [None] * nnodes
+        for c in strs:
+            sdata[c] = np.empty(span(s, e) + 64, dtype=np.uint8)
+        counts = np.zeros(nnodes, dtype=np.int64)
+        spos = np.zeros(nnodes, dtype=np.int64)
+        i, bad = s, []
+        while i < e:
+            outs = [(bits[c], vals[c], soffs[c], sdata[c]) for c in range(nnodes)]
+            i, status = k.decode_run(prog.matrix, *src, i, e, outs, counts, spos)
+            if i >= e:
+                break
+            if status < 0:
+                bad.append((i, status))
+                if stop_at_error:
+                    break
+                i += 1
+            else:
+                for c in strs:
+                    sdata[c] = _grow(sdata[c], int(spos[c]), wide_str)
+        return sdata, spos, counts, bad
+
+    parts = _run(ranges, one)
+    _report(errors, [b for p in parts for b in p[3]], base)
+    counts = sum(p[2] for p in parts)
+    columns: list[Any] = [None] * nnodes
+    for c in strs:
+        total = sum(int(p[1][c]) for p in parts)
+        offs = soffs[c]
+        if total > _MAX32 and offs.dtype != np.int64:
+            offs = offs.astype(np.int64)
+        at = 0
+        for (s, e), p in zip(ranges, parts, strict=True):
+            if at:
+                offs[s + 1:e + 1] += at
+            at += int(p[1][c])
+        sdata = parts[0][0][c][:total] if len(parts) == 1 else \
+            np.concatenate([p[0][c][:int(p[1][c])] for p in parts])
+        columns[c] = (offs, sdata, total > _MAX32)
 
     counter = [0]
 
-    def build(t: LogicalType, top_valid: pa.Buffer | None, top_nulls: int) -> pa.Array:
+    def build(t: LogicalType) -> pa.Array:
         node = counter[0]
         counter[0] += 1
         at = arrow_type(t)
-        if node == 0:
-            vbuf, nulls = top_valid, top_nulls
-        else:
-            vb = outs[node][0]
-            nulls = n - int(np.unpackbits(vb, bitorder="little")[:n].sum())
-            vbuf = pa.py_buffer(vb) if nulls else None
-        kd = kinds[node]
+        nulls = n - int(counts[node])
+        vbuf = pa.py_buffer(bits[node]) if nulls else None
         if isinstance(t, RowType):
-            children = [build(f.type, None, 0) for f in t.fields]
+            children = [build(f.type) for f in t.fields]
             return pa.StructArray.from_buffers(at, n, [vbuf], null_count=nulls, children=children)
-        _, vals, so, sdata = outs[node]
-        if kd in (B.R_STR, B.R_BIN):
-            large = int(so[-1]) > _MAX32
+        if columns[node] is not None:
+            offs, sdata, large = columns[node]
             if large:
-                at = pa.large_string() if kd == B.R_STR else pa.large_binary()
-            obuf = pa.py_buffer(so if large else so.astype(np.int32))
+                at = pa.large_string() if kinds[node] == B.R_STR else pa.large_binary()
+            obuf = pa.py_buffer(offs if large else offs.astype(np.int32, copy=False))
             return pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
-        return pa.Array.from_buffers(at, n, [vbuf, pa.py_buffer(vals)], null_count=nulls)
+        return pa.Array.from_buffers(at, n, [vbuf, pa.py_buffer(vals[node])], null_count=nulls)
 
-    top_vbuf, top_nulls = _pack_validity(valid, n)
-    return errors.result(build(row_type, top_vbuf, top_nulls))
+    return build(row_type)
 
 
 def _decode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:

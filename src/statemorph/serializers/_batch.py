@@ -954,81 +954,167 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
     return i, pos, first
 
 
-def decode_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                 stop: int, str_offs: list[Any], status: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    x = _RowCtx(_prog_matrix(prog), v.data)
-    x.str_off = str_offs
-    first = -1
-    for i in range(start, stop):
-        status[i] = 0
-        if not v.valid(i):
-            status[i] = 1
-            continue
-        x.err_node, x.row = -1, i
-        code, base, size = _entry_row(v, i)
-        if code == E_OK:
-            try:
-                _check_row(x, 0, base, size)
-            except _RowError as e:
-                code = e.code
-        if code != E_OK:
-            status[i] = encode_err(code, x.err_node)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-    return first
+_MAX32 = (1 << 31) - 1
 
 
-def _decode_row(x: _RowCtx, outs: list[Any], node: int, base: int) -> None:
-    p, d, i = x.p, x.d, x.row
-    ow = _null_bits_size(p[node][C_OLD_ARITY])
+class _Full(Exception):
+    """An output buffer is too small for the current entry (the caller grows it and resumes)."""
+
+
+def _row_header(x: _RowCtx, node: int, base: int, size: int, arity: int) -> int:
+    """Twin of ``check_row_header``: the row's null bits (above the RowKind byte) after the checks
+    every row gets before its fields."""
+    ow = _null_bits_size(arity)
+    if size < ow + 8 * arity:
+        x.err_node = node
+        raise _RowError(E_TRUNCATED)
+    if x.d[base] > 3:
+        x.err_node = node
+        raise _RowError(E_BAD_HEADER)
+    bits = int.from_bytes(x.d[base:base + ow], "little") >> 8
+    if bits >> arity:
+        x.err_node = node
+        raise _RowError(E_BAD_HEADER)
+    return bits
+
+
+def _offsets_out(obj: Any, stop: int) -> tuple[np.ndarray, bool]:
+    """Twin of the kernels' offsets-output check: an int32 / int64 array of >= stop + 1 entries."""
+    arr = np.asarray(obj)
+    if arr.dtype not in (np.int32, np.int64) or len(arr) < stop + 1:
+        raise ValueError("offsets output must be an int32 / int64 array of at least stop + 1 entries")
+    return arr, arr.dtype == np.int64
+
+
+class _Out:
+    """One node's decode outputs and its running state (twin of the kernel's ``Node``)."""
+
+    def __init__(self, t: Any, kind: int, stop: int, count: int, spos: int) -> None:
+        bits, vals, offs, sdata = t
+        self.valid = memoryview(bits).cast("B")
+        if len(self.valid) < (stop + 7) // 8:
+            raise ValueError("decode_run: validity bitmap shorter than the rows")
+        self.vals: Any = memoryview(vals).cast("B") if vals is not None else None
+        self.count = count
+        self.spos = self.sstart = spos
+        self.offs: Any = None
+        self.wide = False
+        if kind in (R_STR, R_BIN):
+            self.offs, self.wide = _offsets_out(offs, stop)
+            self.sdata = memoryview(sdata).cast("B")
+            self.scap = len(self.sdata) if self.wide else min(len(self.sdata), _MAX32)
+            if not 0 <= spos <= self.scap:
+                raise ValueError("decode_run: string position outside its buffer")
+
+
+def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i: int) -> None:
+    """Twin of the kernel's ``decode_row``: validate (``check_row``'s checks, in its order) and
+    scatter into row i; raises _RowError / _Full, leaving partial outputs for the rollback."""
+    p, d = x.p, x.d
+    arity = p[node][C_ARITY]
+    ow = _null_bits_size(arity)
+    ofixed = ow + 8 * arity
+    bits = _row_header(x, node, base, size, arity)
     c = node + 1
     while c < p[node][C_END]:
-        src, k = p[c][C_SRC], p[c][C_KIND]
-        if src < 0 or _is_null(d, base, src):
+        j, k = p[c][C_POS], p[c][C_KIND]
+        if bits >> j & 1:
             c = p[c][C_END]
             continue
-        valid, vals, soff, sdata = outs[c]
-        _set_bit(valid, i)
-        slot = base + ow + 8 * src
+        o = outs[c]
+        _set_bit(o.valid, i)
+        o.count += 1
+        slot = base + ow + 8 * j
         if k == R_BOOL:
             if d[slot]:
-                _set_bit(vals, i)
+                _set_bit(o.vals, i)
         elif k == R_DEC_COMPACT:
             v64 = struct.unpack_from("<q", d, slot)[0]
-            vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
+            o.vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
         elif k in _ARROW_WIDTH:
             w = _ARROW_WIDTH[k]
-            vals[w * i:w * i + w] = d[slot:slot + w]
-        elif k in (R_STR, R_BIN):
+            o.vals[w * i:w * i + w] = d[slot:slot + w]
+        else:
             raw = _U64.unpack_from(d, slot)[0]
-            a, b = int(soff[i]), int(soff[i + 1])
-            src_at = slot if raw >> 63 else base + (raw >> 32)
-            sdata[a:b] = d[src_at:src_at + b - a]
-        elif k == R_ROW:
-            raw = _U64.unpack_from(d, slot)[0]
-            _decode_row(x, outs, c, base + (raw >> 32))
+            mark = raw >> 56
+            if mark & 0x80:
+                n = mark & 0x7F
+                if k == R_ROW or n > 7:
+                    x.err_node = c
+                    raise _RowError(E_BAD_INLINE)
+                if k == R_STR and not _utf8_ok(d[slot:slot + n]):
+                    x.err_node = c
+                    raise _RowError(E_BAD_UTF8)
+                at = slot
+            else:
+                off, n = raw >> 32, raw & 0xFFFFFFFF
+                if off < ofixed or off + n > size:
+                    x.err_node = c
+                    raise _RowError(E_BAD_OFFSET)
+                if k == R_ROW:
+                    _decode_row(x, outs, c, base + off, n, i)
+                    c = p[c][C_END]
+                    continue
+                if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
+                    x.err_node = c
+                    raise _RowError(E_BAD_UTF8)
+                at = base + off
+            if n > o.scap - o.spos:
+                raise _Full
+            o.sdata[o.spos:o.spos + n] = d[at:at + n]
+            o.spos += n
         c = p[c][C_END]
 
 
-def decode_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                stop: int, outs: list[Any], status: Any) -> None:
+def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+               outs: list[Any], counts: Any, spos: Any) -> tuple[int, int]:
+    """One-pass decode (twin of the compiled kernel): validate and scatter each entry; returns
+    ``(next_row, status)`` (``next_row < stop``: bad entry with ``status`` < 0, or full buffer)."""
     v = _Bin(offsets, data, validity, offset, wide, stop)
     x = _RowCtx(_prog_matrix(prog), v.data)
-    views: list[Any] = [None] + [
-        tuple(memoryview(b).cast("B") if b is not None and j != 2 else b for j, b in enumerate(t))
-        for t in outs[1:]
-    ]
-    for i in range(start, stop):
-        if status[i] != 0:
-            continue
-        code, base, _ = _entry_row(v, i)
-        if code != E_OK:
-            continue
-        x.row = i
-        _decode_row(x, views, 0, base)
+    p = x.p
+    nnodes = p[0][C_END]
+    if len(outs) != nnodes or len(counts) < nnodes or len(spos) < nnodes or start < 0:
+        raise ValueError("decode_run: one output and one counter per program node is required")
+    if any(p[c][C_KIND] not in ARROW_KINDS for c in range(1, nnodes)):
+        raise ValueError("decode_run: kind not decodable")
+    os_ = [_Out(outs[c], p[c][C_KIND] if c else R_ROW, stop, int(counts[c]), int(spos[c])) for c in range(nnodes)]
+    strs = [os_[c] for c in range(1, nnodes) if p[c][C_KIND] in (R_STR, R_BIN)]
+    i, status = start, 0
+    while i < stop:
+        if v.valid(i):
+            x.err_node = -1
+            code, base, size = _entry_row(v, i)
+            if code == E_OK:
+                try:
+                    _decode_row(x, os_, 0, base, size, i)
+                except (_RowError, _Full) as e:
+                    for c in range(1, nnodes):
+                        o = os_[c]
+                        if _bit(o.valid, i):
+                            o.valid[i >> 3] &= ~(1 << (i & 7)) & 0xFF
+                            o.count -= 1
+                        if p[c][C_KIND] == R_BOOL:
+                            o.vals[i >> 3] &= ~(1 << (i & 7)) & 0xFF
+                        o.spos = o.sstart
+                    if isinstance(e, _Full):
+                        break
+                    code = e.code
+            if code != E_OK:
+                status = encode_err(code, x.err_node)
+            else:
+                _set_bit(os_[0].valid, i)
+                os_[0].count += 1
+        for o in strs:
+            o.offs[i + 1] = o.spos
+            o.sstart = o.spos
+        if status:
+            break
+        i += 1
+    for c in range(nnodes):
+        counts[c] = os_[c].count
+        spos[c] = os_[c].spos
+    return i, status
 
 
 class _Cols:
@@ -1056,49 +1142,23 @@ class _Cols:
         return s, e - s
 
 
-def _encode_size(p: list[list[int]], cols: _Cols, node: int, i: int, err: list[int]) -> int:
-    arity = p[node][C_ARITY]
-    size = _null_bits_size(arity) + 8 * arity
-    c = node + 1
-    while c < p[node][C_END]:
-        k = p[c][C_KIND]
-        if not cols.valid(c, i):
-            if p[c][C_FLAGS] & F_NOT_NULL:
-                err[0] = c
-                raise _RowError(E_NULL_NOT_ALLOWED)
-            c = p[c][C_END]
-            continue
-        if k in (R_STR, R_BIN):
-            s, n = cols.string(c, i)
-            if s < 0:
-                err[0] = c
-                raise _RowError(E_BAD_ARROW)
-            if n > 0x7FFFFFFF:
-                err[0] = c
-                raise _RowError(E_TOO_LARGE)
-            if n > 7:
-                size += _round8(n)
-        elif k == R_ROW:
-            size += _encode_size(p, cols, c, i, err)
-        elif k == R_DEC_COMPACT:
-            e = cols.cols[c][3] + i
-            v = int.from_bytes(cols.cols[c][1][16 * e:16 * e + 16], "little", signed=True)
-            if not -p[c][C_LIMIT] < v < p[c][C_LIMIT]:  # more digits than DECIMAL(p, s) holds
-                err[0] = c
-                raise _RowError(E_TOO_LARGE)
-        c = p[c][C_END]
-    return size
-
-
-def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int) -> bytearray:
+def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
+    """Twin of the kernel's ``encode_row``: validate row i and build its bytes in one walk, in
+    program order; raises _RowError (``err[0]`` = node) or _Full when it outgrows ``room``, at the
+    same points as the kernel."""
     arity = p[node][C_ARITY]
     nw = _null_bits_size(arity)
+    if nw + 8 * arity > room:
+        raise _Full
     buf = bytearray(nw + 8 * arity)
     c = node + 1
     while c < p[node][C_END]:
         k, j = p[c][C_KIND], p[c][C_POS]
         slot = nw + 8 * j
         if not cols.valid(c, i):
+            if p[c][C_FLAGS] & F_NOT_NULL:
+                err[0] = c
+                raise _RowError(E_NULL_NOT_ALLOWED)
             _set_bit(buf, j + 8)
             c = p[c][C_END]
             continue
@@ -1108,54 +1168,74 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int) -> bytearray
             buf[slot] = 1 if _bit(vals, e) else 0
         elif k in (R_STR, R_BIN):
             s, n = cols.string(c, i)
+            if s < 0:
+                err[0] = c
+                raise _RowError(E_BAD_ARROW)
+            if n > 0x7FFFFFFF:
+                err[0] = c
+                raise _RowError(E_TOO_LARGE)
             if n <= 7:
                 buf[slot:slot + n] = vals[s:s + n]
                 buf[slot + 7] = 0x80 | n
             else:
+                if _round8(n) > room - len(buf):
+                    raise _Full
                 _U64.pack_into(buf, slot, (len(buf) << 32) | n)
                 buf += vals[s:s + n] + bytes(_round8(n) - n)
         elif k == R_ROW:
-            sub = _encode_row(p, cols, c, i)
+            sub = _encode_row(p, cols, c, i, room - len(buf), err)
             _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
             buf += sub
+        elif k == R_DEC_COMPACT:
+            v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
+            if not -p[c][C_LIMIT] < v < p[c][C_LIMIT]:  # more digits than DECIMAL(p, s) holds
+                err[0] = c
+                raise _RowError(E_TOO_LARGE)
+            buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
         else:
             w = _ARROW_WIDTH[k]
-            buf[slot:slot + min(w, 8)] = vals[w * e:w * e + min(w, 8)]
+            buf[slot:slot + w] = vals[w * e:w * e + w]
         c = p[c][C_END]
     return buf
 
 
-def encode_sizes(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, stop_at_error: bool) -> int:
+def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any, pos: int,
+               out_valid: Any) -> tuple[int, int, int, int]:
+    """One-pass encode (twin of the compiled kernel): validate and write each entry packed from
+    ``out_data[pos]``; returns ``(next_row, pos, status, written)`` (``next_row < stop``: bad entry
+    with ``status`` < 0, or full buffer)."""
     p = _prog_matrix(prog).tolist()
+    if len(cols) != p[0][C_END]:
+        raise ValueError("one Arrow column per program node is required")
     cc = _Cols(cols)
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        if not cc.valid(0, i):
-            continue
-        err = [-1]
-        try:
-            out_off[i + 1] = _encode_size(p, cc, 0, i, err) + 4
-        except _RowError as e:
-            out_off[i + 1] = encode_err(e.code, err[0])
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-    return first
-
-
-def encode_fill(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any) -> None:
-    p = _prog_matrix(prog).tolist()
-    cc = _Cols(cols)
+    offs, owide = _offsets_out(out_off, stop)
     out = memoryview(out_data).cast("B")
-    for i in range(start, stop):
-        a, b = int(out_off[i]), int(out_off[i + 1])
-        if b - a < 4 or b > len(out) or not cc.valid(0, i):
-            continue
-        row = _encode_row(p, cc, 0, i)
-        out[a:a + 4] = struct.pack(">I", len(row))
-        out[a + 4:a + 4 + len(row)] = row
+    valid = memoryview(out_valid).cast("B")
+    cap = len(out) if owide else min(len(out), _MAX32)
+    if start < 0 or pos < 0 or pos > len(out) or len(valid) < (stop + 7) // 8:
+        raise ValueError("encode_run: output arrays shorter than the rows")
+    i, status, written = start, 0, 0
+    while i < stop:
+        if cc.valid(0, i):
+            if cap - pos < 4:
+                break
+            err = [-1]
+            try:
+                row = _encode_row(p, cc, 0, i, cap - pos - 4, err)
+            except _Full:
+                break
+            except _RowError as e:
+                status = encode_err(e.code, err[0])
+                offs[i + 1] = pos
+                break
+            out[pos:pos + 4] = struct.pack(">I", len(row))
+            out[pos + 4:pos + 4 + len(row)] = row
+            pos += 4 + len(row)
+            _set_bit(valid, i)
+            written += 1
+        offs[i + 1] = pos
+        i += 1
+    return i, pos, status, written
 
 
 # ---------------------------------------------------------------------------------- flink-core Row
@@ -1346,7 +1426,7 @@ KERNELS = (
     "fixed_encode", "fixed_decode",
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
-    "encode_sizes", "encode_fill", "decode_sizes", "decode_fill", "migrate_sizes", "migrate_fill",
+    "encode_run", "decode_run", "migrate_sizes", "migrate_fill",
     "migrate_run", "core_row_sizes", "core_row_fill",
 )
 
