@@ -894,6 +894,7 @@ ctypedef struct Scratch:
     int64_t* a              # [node][r]: ROW: start (encode: in the entry; decode: in the data);
                             #            string: encode: var-part offset in its row; decode: start
     int64_t* b              # [node][r]: ROW: encode: bytes used / size; decode: size; string: length
+    int64_t* s              # [node][r]: encode, string: where its bytes start in the Arrow data
     int64_t* pos            # [r]: encode: where the entry starts in the output
     uint8_t* allp           # [node]: every row of the block has the value (no null anywhere above)
     uint8_t* nonull         # [ROW node] decode: no row of the block has a null field (one word)
@@ -922,7 +923,7 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
     cdef int64_t lo, hi, limit, bitb
     cdef uint64_t mask
     cdef uint8_t bitm
-    cdef bint not_null
+    cdef bint not_null, allp
     cdef const Node* nd
     cdef const uint8_t* vin
     cdef const uint8_t* vbits
@@ -930,6 +931,7 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
     cdef const uint8_t* PR
     cdef int64_t* A
     cdef int64_t* Bc
+    cdef int64_t* S
     cdef int64_t* AR
     cdef int64_t* BR
     cdef int64_t* at = t.pos
@@ -939,6 +941,7 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
         P = t.pres + c * BLK
         A = t.a + c * BLK
         Bc = t.b + c * BLK
+        S = t.s + c * BLK
         vbits = nd.valid_in
         off = nd.off_in + b0
         if c == 0:
@@ -969,7 +972,7 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
         if k == R_STR or k == R_BIN:
             for r in range(nb):
                 if P[r]:
-                    n = arrow_str(nd, b0 + r, &s)
+                    n = arrow_str(nd, b0 + r, &S[r])
                     if n < 0 or n > 0x7FFFFFFF:
                         return False
                     Bc[r] = n
@@ -1011,16 +1014,16 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
         P = t.pres + c * BLK
         A = t.a + c * BLK
         Bc = t.b + c * BLK
+        S = t.s + c * BLK
         k = nd.kind
-        fixed = nd.fixed
         nw = nd.nw
+        allp = t.allp[c]
         if c == 0:
             # only the null-bit words need zeroing: every slot is written below (0 for a null)
             for r in range(nb):
                 if P[r]:
                     store_u32_be(o + at[r], <uint32_t>Bc[r])
-                    for s in range(4, 4 + nw, 8):
-                        store_u64_le(o + at[r] + s, 0)
+                    zero_words(o + at[r] + 4, nw)
                     A[r] = at[r] + 4
             continue
         R = nd.parent
@@ -1034,10 +1037,21 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
         vin = nd.vals_in
         vlen = nd.vals_len
         off = nd.off_in + b0
-        if t.allp[c] and w and w * (off + nb) + 8 <= vlen:
-            # the common column: every row has a value that one masked word load reads
+        # the common columns, every row with a value: tight loops
+        if allp and w and w * (off + nb) + 8 <= vlen:
             for r in range(nb):
                 store_u64_le(o + AR[r] + slot, load_u64_le(vin + w * (off + r)) & mask)
+            continue
+        if allp and k == R_ROW:
+            for r in range(nb):
+                e = at[r] + 4 + A[r]
+                zero_words(o + e, nw)
+                store_u64_le(o + AR[r] + slot, ((<uint64_t>(e - AR[r])) << 32) | <uint64_t>Bc[r])
+                A[r] = e
+            continue
+        if allp and (k == R_STR or k == R_BIN):
+            for r in range(nb):
+                write_str(o + AR[r], slot, A[r], vin + S[r], Bc[r], vlen - S[r])
             continue
         for r in range(nb):
             if not PR[r]:
@@ -1053,17 +1067,10 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
                 else:
                     store_u64_le(o + AR[r] + slot, load_short(vin + w * e, w, vlen - w * e))
             elif k == R_STR or k == R_BIN:
-                n = Bc[r]
-                arrow_str(nd, b0 + r, &s)
-                if n <= 7:
-                    store_u64_le(o + AR[r] + slot, load_short(vin + s, n, vlen - s) | ((<uint64_t>(0x80 | n)) << 56))
-                else:
-                    copy_padded(o + AR[r] + A[r], vin + s, n, vlen - s)
-                    store_u64_le(o + AR[r] + slot, ((<uint64_t>A[r]) << 32) | <uint64_t>n)
+                write_str(o + AR[r], slot, A[r], vin + S[r], Bc[r], vlen - S[r])
             elif k == R_ROW:
                 e = at[r] + 4 + A[r]
-                for s in range(0, nw, 8):
-                    store_u64_le(o + e + s, 0)
+                zero_words(o + e, nw)
                 store_u64_le(o + AR[r] + slot, ((<uint64_t>(e - AR[r])) << 32) | <uint64_t>Bc[r])
                 A[r] = e
             elif k == R_BOOL:
@@ -1072,6 +1079,24 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
                 memcpy(o + AR[r] + slot, vin + 16 * e, 8)
     pos[0] = q
     return True
+
+
+cdef inline void zero_words(uint8_t* p, int64_t n) noexcept nogil:
+    """Zero n bytes (a multiple of 8: null-bit words), one store for the usual single word."""
+    cdef int64_t b
+    store_u64_le(p, 0)
+    for b in range(8, n, 8):
+        store_u64_le(p + b, 0)
+
+
+cdef inline void write_str(uint8_t* row, int64_t slot, int64_t var, const uint8_t* src, int64_t n,
+                           int64_t avail) noexcept nogil:
+    """A string field of a row: inline in its slot up to 7 bytes, else at ``row + var``, padded."""
+    if n <= 7:
+        store_u64_le(row + slot, load_short(src, n, avail) | ((<uint64_t>(0x80 | n)) << 56))
+    else:
+        copy_padded(row + var, src, n, avail)
+        store_u64_le(row + slot, ((<uint64_t>var) << 32) | <uint64_t>n)
 
 
 cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch* t, int64_t b0,
@@ -1199,8 +1224,12 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
         slot = nodes[nd.parent].nw + 8 * nd.pos
         if valid == NULL and (w == 8 or w == 4):
             # the common column: every row has a value of one word or half
-            for r in range(nb):
-                memcpy(vals + w * (b0 + r), d + AR[r] + slot, 8 if w == 8 else 4)
+            if w == 8:
+                for r in range(nb):
+                    memcpy(vals + 8 * (b0 + r), d + AR[r] + slot, 8)
+            else:
+                for r in range(nb):
+                    memcpy(vals + 4 * (b0 + r), d + AR[r] + slot, 4)
             nd.count = count
             continue
         sdata = nd.sdata
@@ -1208,6 +1237,20 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
         scap = nd.scap
         offs = nd.offs
         wide = nd.wide
+        if valid == NULL and (k == R_STR or k == R_BIN) and scap - spos >= need_of(Bc, nb) + 8:
+            # every row has a string and the buffer has room to over-write a word
+            for r in range(nb):
+                n = Bc[r]
+                if n <= 8 and dlen - A[r] >= 8:
+                    store_u64_le(sdata + spos, load_u64_le(d + A[r]))
+                else:
+                    memcpy(sdata + spos, d + A[r], n)
+                spos += n
+                store_off(offs, wide, b0 + r + 1, spos)
+            nd.count = count
+            nd.spos = spos
+            nd.sstart = spos
+            continue
         for r in range(nb):
             i = b0 + r
             if P[r]:
@@ -1242,6 +1285,13 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
         nd.spos = spos
         nd.sstart = spos
     return True
+
+
+cdef inline int64_t need_of(const int64_t* lengths, int64_t nb) noexcept nogil:
+    cdef int64_t r, total = 0
+    for r in range(nb):
+        total += lengths[r]
+    return total
 
 
 cdef inline bint row_header_ok(Ctx* x, const Node* nd, int64_t base, int64_t size) noexcept nogil:
@@ -1588,6 +1638,7 @@ cdef void _scratch(_Keep keep, Scratch* t, int64_t nnodes) except *:
     t.a = <int64_t*>keep.table(nnodes * BLK)
     t.b = <int64_t*>keep.table(nnodes * BLK)
     t.pos = <int64_t*>keep.table(BLK)
+    t.s = <int64_t*>keep.table(nnodes * BLK)
     t.stack = <int64_t*>keep.table(nnodes)
     t.allp = <uint8_t*>keep.table(nnodes)
     t.nonull = <uint8_t*>keep.table(nnodes)
@@ -1628,13 +1679,19 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
         while i < stop and not halt:
             lim = min(i + BLK, stop)
             if blocked and encode_block(nodes, nnodes, &t, i, lim, o, &pos, cap):
-                for r in range(lim - i):
-                    if t.pres[r]:
-                        bit_set(&out_valid[0], i + r)
-                        written += 1
+                if t.allp[0] and (i | lim) & 7 == 0:
+                    memset(&out_valid[i >> 3], 0xFF, (lim - i) >> 3)
+                    written += lim - i
+                    for r in range(lim - i):
                         store_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
-                    else:
-                        store_off(offs, owide, i + r + 1, t.pos[r])
+                else:
+                    for r in range(lim - i):
+                        if t.pres[r]:
+                            bit_set(&out_valid[0], i + r)
+                            written += 1
+                            store_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
+                        else:
+                            store_off(offs, owide, i + r + 1, t.pos[r])
                 i = lim
                 continue
             while i < lim:
