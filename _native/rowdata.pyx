@@ -801,6 +801,19 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
     return cur
 
 
+cdef inline int inline_check(const uint8_t* d, int64_t slot, uint64_t raw, int64_t k) noexcept nogil:
+    """The checks of a slot marked inline (top bit of its last byte): only strings and binaries
+    may be inline, at most 7 bytes, strings valid UTF-8. Returns E_OK or the code."""
+    cdef int64_t n = (raw >> 56) & 0x7F
+    if (k != R_STR and k != R_BIN) or n > 7:
+        return E_BAD_INLINE
+    # inline ASCII (the common short string) needs no scan: one masked word test
+    if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
+            and not utf8_valid(d + slot, n):
+        return E_BAD_UTF8
+    return E_OK
+
+
 cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t size, int64_t i) noexcept nogil:
     """Validate the row at d[base:base+size] (the checks of ``check_row``, in its order) and
     scatter it into row i of the Arrow outputs in the same walk. Returns 0, -code (``x.err_node``
@@ -834,18 +847,11 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
             raw = load_u64_le(d + slot)
             mark = <uint8_t>(raw >> 56)
             if mark & 0x80:
-                if k == R_ROW:
+                rc = inline_check(d, slot, raw, k)
+                if rc != E_OK:
                     x.err_node = c
-                    return -E_BAD_INLINE
+                    return -rc
                 n = mark & 0x7F
-                if n > 7:
-                    x.err_node = c
-                    return -E_BAD_INLINE
-                # inline ASCII (the common short string) needs no scan: one masked word test
-                if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
-                        and not utf8_valid(d + slot, n):
-                    x.err_node = c
-                    return -E_BAD_UTF8
                 src = slot
             else:
                 off = <int64_t>(raw >> 32)
@@ -1174,12 +1180,9 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
             raw = load_u64_le(d + slot)
             mark = <uint8_t>(raw >> 56)
             if mark & 0x80:
+                if inline_check(d, slot, raw, k) != E_OK:
+                    return False
                 n = mark & 0x7F
-                if k == R_ROW or n > 7:
-                    return False
-                if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
-                        and not utf8_valid(d + slot, n):
-                    return False
                 A[r] = slot
             else:
                 off = <int64_t>(raw >> 32)

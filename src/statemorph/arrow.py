@@ -3,10 +3,11 @@
 Why: a savepoint holds billions of entries; one Python object per entry is far too slow. This
 module is the only pyarrow-aware one. It normalises inputs (pyarrow arrays, chunked arrays, slices
 with offsets, binary and large_binary, read-only buffers, anything with ``__arrow_c_array__``),
-runs the kernels from :mod:`statemorph._native` (compiled, or the Python reference tier) in two
-passes (sizes, then fill into exact-size buffers), optionally on several threads (the compiled
-kernels release the GIL), and turns kernel error codes into typed errors naming the row and the
-field path.
+runs the kernels from :mod:`statemorph._native` (compiled, or the Python reference tier), either
+in two passes (sizes, then fill into exact-size buffers) or, for RowData encode / decode and
+migrate, in one pass into buffers sized from an upper bound, optionally on several threads (the
+compiled kernels release the GIL), and turns kernel error codes into typed errors naming the row
+and the field path.
 
 Which path a serializer takes:
 
@@ -498,21 +499,18 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
 
     def one(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
         # the first range's buffer has room for every range: the others are appended to it
-        buf = np.empty((bound(0, n) if s == 0 else bound(s, e)) + 64, dtype=np.uint8)
-        i, pos, written, bad = s, 0, 0, []
-        while i < e:
-            i, pos, status, w = k.encode_run(matrix, cols, i, e, out_off, buf, pos, out_valid)
-            written += w
-            if i >= e:
-                break
-            if status < 0:
-                bad.append((i, status))
-                if stop_at_error:
-                    break
-                i += 1
-            else:
-                buf = _grow(buf, pos, wide)
-        return buf, pos, written, bad
+        out: list[Any] = [np.empty((bound(0, n) if s == 0 else bound(s, e)) + 64, dtype=np.uint8), 0, 0]
+
+        def run(i: int) -> tuple[int, int]:
+            i, out[1], status, written = k.encode_run(matrix, cols, i, e, out_off, out[0], out[1], out_valid)
+            out[2] += written
+            return i, status
+
+        def grow() -> None:
+            out[0] = _grow(out[0], out[1], wide)
+
+        bad = _resume(run, s, e, stop_at_error, grow)
+        return out[0], out[1], out[2], bad
 
     parts = _run(ranges, one)
     _report(errors, [b for p in parts for b in p[3]], base)
@@ -533,6 +531,26 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
                                      null_count=nulls)
     return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(out_off.astype(np.int32, copy=False)), data],
                                  null_count=nulls)
+
+
+def _resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error: bool,
+            grow: Callable[[], None]) -> list[tuple[int, int]]:
+    """Drive a one-pass kernel over rows ``s..e`` (``run(i)`` → ``(next_row, status)``): record a
+    bad entry and resume after it (or stop there, with ``stop_at_error``); grow the output buffers
+    and resume when they are full. Returns the (row, encoded error) pairs."""
+    i, bad = s, []
+    while i < e:
+        i, status = run(i)
+        if i >= e:
+            break
+        if status < 0:
+            bad.append((i, status))
+            if stop_at_error:
+                break
+            i += 1
+        else:
+            grow()
+    return bad
 
 
 def _report(errors: _Errors, bad: list[tuple[int, int]], base: int) -> None:
@@ -746,21 +764,16 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
             sdata[c] = np.empty(span(s, e) + 64, dtype=np.uint8)
         counts = np.zeros(nnodes, dtype=np.int64)
         spos = np.zeros(nnodes, dtype=np.int64)
-        i, bad = s, []
-        while i < e:
+
+        def run(i: int) -> tuple[int, int]:
             outs = [(bits[c], vals[c], soffs[c], sdata[c]) for c in range(nnodes)]
-            i, status = k.decode_run(prog.matrix, *src, i, e, outs, counts, spos)
-            if i >= e:
-                break
-            if status < 0:
-                bad.append((i, status))
-                if stop_at_error:
-                    break
-                i += 1
-            else:
-                for c in strs:
-                    sdata[c] = _grow(sdata[c], int(spos[c]), wide_str)
-        return sdata, spos, counts, bad
+            return k.decode_run(prog.matrix, *src, i, e, outs, counts, spos)
+
+        def grow() -> None:
+            for c in strs:
+                sdata[c] = _grow(sdata[c], int(spos[c]), wide_str)
+
+        return sdata, spos, counts, _resume(run, s, e, stop_at_error, grow)
 
     parts = _run(ranges, one)
     _report(errors, [b for p in parts for b in p[3]], base)

@@ -15,7 +15,12 @@ Conventions shared with the kernels:
   value, negative error); both return the first bad row or -1, stopping there when
   ``stop_at_error``;
 - ``*_fill`` writes rows at ``out_off[i]`` (the caller's exclusive prefix sums) and skips rows
-  whose size is 0 / status is non-zero.
+  whose size is 0 / status is non-zero;
+- the one-pass ``encode_run`` / ``decode_run`` validate and write each entry in one walk and stop
+  at the first bad entry (its encoded error returned; it is null in every output) or at a full
+  output buffer, so the caller records the error or grows the buffer and resumes. The compiled
+  kernels walk 256 rows at a time column by column and hand a block with a bad entry or a full
+  buffer to their row-at-a-time walk, which these twins mirror: the results are the same.
 """
 
 from __future__ import annotations
