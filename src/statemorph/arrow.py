@@ -31,6 +31,7 @@ subclass with ``row`` and ``field_path`` attributes (``on_error="raise"``), or b
 
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
 import decimal
 from collections.abc import Callable
@@ -497,9 +498,15 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
     out_valid = np.zeros((n + 7) // 8, dtype=np.uint8)
     stop_at_error = errors.on_error == "raise"
 
+    # every range writes into its own region of one buffer (sized by the bound; pages never
+    # touched cost nothing); the regions are then moved together in place
+    sizes = [bound(s, e) + 64 for s, e in ranges]
+    region = {s: (a, a + z) for (s, _), a, z in zip(ranges, np.cumsum([0] + sizes[:-1]).tolist(), sizes,
+                                                   strict=True)}
+    shared = np.empty(sum(sizes), dtype=np.uint8)
+
     def one(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
-        # the first range's buffer has room for every range: the others are appended to it
-        out: list[Any] = [np.empty((bound(0, n) if s == 0 else bound(s, e)) + 64, dtype=np.uint8), 0, 0]
+        out: list[Any] = [shared[region[s][0]:region[s][1]], 0, 0]
 
         def run(i: int) -> tuple[int, int]:
             i, out[1], status, written = k.encode_run(matrix, cols, i, e, out_off, out[0], out[1], out_valid)
@@ -514,22 +521,26 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
 
     parts = _run(ranges, one)
     _report(errors, [b for p in parts for b in p[3]], base)
-    out, total = parts[0][0], parts[0][1]
-    if sum(p[1] for p in parts) > len(out):  # only after a range grew past its bound
-        out = np.concatenate([out[:total], np.empty(sum(p[1] for p in parts[1:]), dtype=np.uint8)])
-    for (s, e), (buf, pos, _, _) in zip(ranges[1:], parts[1:], strict=True):
-        out[total:total + pos] = buf[:pos]
-        if not wide and total + pos > _MAX32:
-            out_off, wide = out_off.astype(np.int64), True
-        out_off[s + 1:e + 1] += total
+    in_place = all(p[0].base is shared for p in parts)  # no range grew past its bound
+    data = shared if in_place else np.empty(sum(p[1] for p in parts), dtype=np.uint8)
+    total = 0
+    for (s, e), (buf, pos, _, _) in zip(ranges, parts, strict=True):
+        if not in_place:
+            data[total:total + pos] = buf[:pos]
+        elif s:
+            ctypes.memmove(data.ctypes.data + total, buf.ctypes.data, pos)  # down, overlap-safe
+        if s:
+            if not wide and total + pos > _MAX32:
+                out_off, wide = out_off.astype(np.int64), True
+            out_off[s + 1:e + 1] += total
         total += pos
     nulls = n - sum(p[2] for p in parts)
     validity = pa.py_buffer(out_valid) if nulls else None
-    data = pa.py_buffer(out[:total])
+    buf = pa.py_buffer(data[:total])
     if total > _MAX32:
-        return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(out_off.astype(np.int64)), data],
+        return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(out_off.astype(np.int64)), buf],
                                      null_count=nulls)
-    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(out_off.astype(np.int32, copy=False)), data],
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(out_off.astype(np.int32, copy=False)), buf],
                                  null_count=nulls)
 
 
