@@ -651,8 +651,9 @@ ctypedef struct Node:
     int64_t fixed           # ROW: null-bit words + slots
     const uint8_t* valid_in
     const uint8_t* vals_in
-    const uint8_t* offs_in
+    const uint8_t* offs_in  # string / binary: value offsets; ARRAY: list offsets (int32, or int64 if wide)
     int64_t off_in
+    int64_t nrows           # encode: length of the Arrow column (rows; elements under an ARRAY)
     int64_t vals_len
     bint wide_in
     uint8_t* valid
@@ -725,6 +726,26 @@ cdef inline void store_off(uint8_t* offs, bint wide, int64_t i, int64_t v) noexc
         memcpy(offs + 4 * i, &v32, 4)
 
 
+cdef inline int64_t encode_str(const Node* nd, int64_t i, uint8_t* o, int64_t ob, int64_t slot, int64_t cur,
+                              int64_t cap) noexcept nogil:
+    """Write string / binary i of column ``nd`` into the slot at ``o[slot]``: inline up to 7
+    bytes, else padded at ``o[ob + cur]`` (the var part of the row or array based at ``ob``).
+    Returns the new ``cur``, -E_BAD_ARROW, -E_TOO_LARGE or -E_FULL."""
+    cdef int64_t s = 0, n = arrow_str(nd, i, &s)
+    if n < 0:
+        return -E_BAD_ARROW
+    if n > 0x7FFFFFFF:
+        return -E_TOO_LARGE
+    if n <= 7:
+        store_u64_le(o + slot, load_short(nd.vals_in + s, n, nd.vals_len - s) | ((<uint64_t>(0x80 | n)) << 56))
+        return cur
+    if round_up8(n) > cap - ob - cur:
+        return -E_FULL
+    copy_padded(o + ob + cur, nd.vals_in + s, n, nd.vals_len - s)
+    store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+    return cur + round_up8(n)
+
+
 cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
                         int64_t* err_node) noexcept nogil:
     """Validate row i of the Arrow columns under ``node`` and write its BinaryRowData at ``o[ob:]``
@@ -765,24 +786,14 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
             else:
                 memcpy(o + slot, nd.vals_in + nd.width * e, nd.width)
         elif k == R_STR or k == R_BIN:
-            n = arrow_str(nd, i, &s)
-            if n < 0:
-                err_node[0] = c
-                return -E_BAD_ARROW
-            if n > 0x7FFFFFFF:
-                err_node[0] = c
-                return -E_TOO_LARGE
-            if n <= 7:
-                store_u64_le(o + slot, load_short(nd.vals_in + s, n, nd.vals_len - s) | ((<uint64_t>(0x80 | n)) << 56))
-            else:
-                sub = round_up8(n)
-                if sub > cap - ob - cur:
-                    return -E_FULL
-                copy_padded(o + ob + cur, nd.vals_in + s, n, nd.vals_len - s)
-                store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
-                cur += sub
-        elif k == R_ROW:
-            sub = encode_row(nodes, c, i, o, ob + cur, cap, err_node)
+            cur = encode_str(nd, i, o, ob, slot, cur, cap)
+            if cur < 0:
+                if cur != -E_FULL:
+                    err_node[0] = c
+                return cur
+        elif k == R_ROW or k == R_ARRAY:
+            sub = encode_row(nodes, c, i, o, ob + cur, cap, err_node) if k == R_ROW else \
+                encode_array(nodes, c, i, o, ob + cur, cap, err_node)
             if sub < 0:
                 return sub
             store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
@@ -812,6 +823,66 @@ cdef inline int inline_check(const uint8_t* d, int64_t slot, uint64_t raw, int64
             and not utf8_valid(d + slot, n):
         return E_BAD_UTF8
     return E_OK
+
+
+cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                          int64_t* err_node) noexcept nogil:
+    """Write the BinaryArrayData of list i of an ARRAY column at ``o[ob:]`` (never past ``cap``):
+    element count, null bits, slots of the element width (rounded up to 8), then the elements'
+    var parts, each padded to 8. Returns its size, -code (``err_node`` set) or -E_FULL."""
+    cdef const Node* nd = &nodes[node]
+    cdef const Node* el = &nodes[node + 1]
+    cdef int64_t s = 0, n, j, ei, es, header, cur, slot, k, sub
+    cdef int64_t lo, hi
+    n = arrow_str(nd, i, &s)  # list offsets are read like string offsets (bound: the element count)
+    if n < 0:
+        err_node[0] = node
+        return -E_BAD_ARROW
+    if n > 0x7FFFFFFF:
+        err_node[0] = node
+        return -E_TOO_LARGE
+    k = el.kind
+    es = elem_size(k)
+    header = array_header(n)
+    cur = round_up8(header + n * es)
+    if cur > cap - ob:
+        return -E_FULL
+    memset(o + ob, 0, cur)
+    store_u32_le(o + ob, <uint32_t>n)
+    for j in range(n):
+        ei = s + j
+        if el.valid_in != NULL and not bit_get(el.valid_in, el.off_in + ei):
+            if el.flags & F_NOT_NULL:
+                err_node[0] = node + 1
+                return -E_NULL_NOT_ALLOWED
+            o[ob + 4 + (j >> 3)] |= <uint8_t>(1 << (j & 7))
+            continue
+        slot = ob + header + j * es
+        if el.width:
+            memcpy(o + slot, el.vals_in + el.width * (el.off_in + ei), el.width)
+        elif k == R_BOOL:
+            o[slot] = bit_get(el.vals_in, el.off_in + ei)
+        elif k == R_DEC_COMPACT:
+            memcpy(&lo, el.vals_in + 16 * (el.off_in + ei), 8)
+            memcpy(&hi, el.vals_in + 16 * (el.off_in + ei) + 8, 8)
+            if hi != (-1 if lo < 0 else 0) or lo <= -el.limit or lo >= el.limit:
+                err_node[0] = node + 1
+                return -E_TOO_LARGE
+            memcpy(o + slot, &lo, 8)
+        elif k == R_STR or k == R_BIN:
+            cur = encode_str(el, ei, o, ob, slot, cur, cap)
+            if cur < 0:
+                if cur != -E_FULL:
+                    err_node[0] = node + 1
+                return cur
+        else:  # R_ROW / R_ARRAY elements (sizes are multiples of 8)
+            sub = encode_row(nodes, node + 1, ei, o, ob + cur, cap, err_node) if k == R_ROW else \
+                encode_array(nodes, node + 1, ei, o, ob + cur, cap, err_node)
+            if sub < 0:
+                return sub
+            store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
+            cur += sub
+    return cur
 
 
 cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t size, int64_t i) noexcept nogil:
@@ -1595,32 +1666,37 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
 
 
 cdef void _encode_inputs(_Keep keep, Node* nodes, list cols, int64_t stop) except *:
-    """Attach the Arrow input columns to the nodes, after checking every buffer covers the rows."""
+    """Attach the Arrow input columns to the nodes, after checking every buffer covers its column
+    (``stop`` rows for the row columns; list offsets are checked against the element column when
+    read)."""
     cdef int64_t node, n = len(cols), kind, need
     cdef Node* nd
     if n != nodes[0].end:
         raise ValueError("one Arrow column per program node is required")
     for node in range(n):
         nd = &nodes[node]
-        validity, values, offs, off, wide = cols[node]
+        validity, values, offs, off, wide, nrows = cols[node]
         nd.valid_in = keep.ro(validity)
         nd.vals_in = keep.ro(values)
         nd.offs_in = keep.ro(offs)
         nd.off_in = off
-        nd.vals_len = len(u8(values)) if values is not None else 0
+        nd.nrows = nrows
+        # an ARRAY's list offsets index its element column: bound them by its length
+        nd.vals_len = cols[node + 1][5] if nd.kind == R_ARRAY else len(u8(values)) if values is not None else 0
         nd.wide_in = wide
-        if off < 0:
-            raise ValueError(f"column {node}: negative offset")
-        if validity is not None and (off + stop + 7) // 8 > len(u8(validity)):
+        if off < 0 or nrows < 0 or (node == 0 and nrows < stop):
+            raise ValueError(f"column {node}: negative offset or shorter than the rows")
+        if validity is not None and (off + nrows + 7) // 8 > len(u8(validity)):
             raise ValueError(f"column {node}: validity buffer shorter than the array")
         kind = nd.kind
-        if kind == R_STR or kind == R_BIN:
+        stop = nrows
+        if kind == R_STR or kind == R_BIN or kind == R_ARRAY:
             if offs is None or (off + stop + 1) * (8 if wide else 4) > len(u8(offs)):
                 raise ValueError(f"column {node}: offsets buffer shorter than the array")
         elif kind == R_BOOL:
             if values is None or (off + stop + 7) // 8 > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
-        elif kind != R_ROW:
+        elif kind != R_ROW and kind != R_ARRAY:
             need = (off + stop) * arrow_width(kind)
             if values is None or need > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")

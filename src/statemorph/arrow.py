@@ -16,12 +16,13 @@ Which path a serializer takes:
   strings, byte arrays and nested rows; other field types take the per-value path;
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
-  ROWs; migrate for every field type, remapping slots and copying var-part data; rows inside
-  ARRAY / MAP that change shape take the per-row reference remap);
+  ROWs, and for encode also ARRAYs of those or of arrays; migrate for every field type,
+  remapping slots and copying var-part data; rows inside ARRAY / MAP that change shape take the
+  per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
-- everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with ARRAY / MAP /
-  non-compact fields for encode / decode): per-value through the reference serializers, in bulk
+- everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with MAP / MULTISET /
+  non-compact fields, and ARRAY for decode): per-value through the reference serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
@@ -337,11 +338,11 @@ def _is(serializer: Any, name: str) -> bool:
     return cls is not None and type(serializer) is cls
 
 
-def _row_program(serializer: Any) -> B.RowProgram | None:
+def _row_program(serializer: Any, encode: bool = False) -> B.RowProgram | None:
     if not _is(serializer, "RowDataSerializer"):
         return None
     prog = B.compile_row_program(serializer.row_type)
-    return prog if prog.arrow_supported() else None
+    return prog if (prog.encode_supported() if encode else prog.arrow_supported()) else None
 
 
 def _cast(arr: pa.Array, target: pa.DataType, what: str) -> pa.Array:
@@ -395,7 +396,7 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     n = len(arr)
     ranges = _ranges(n, threads)
     fixed = _fixed_kind(serializer)
-    prog = _row_program(serializer)
+    prog = _row_program(serializer, encode=True)
     errors = _Errors(on_error, f"encode with {type(serializer).__name__}", prog)
     large = False
     if fixed is not None:
@@ -464,15 +465,17 @@ def _grow(buf: np.ndarray, keep: int, wide: bool) -> np.ndarray:
 def _encode_bound(prog: B.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
     """Output bytes of entries ``s..e``, an upper bound for rows of primitives and strings: the
     length word and every row's fixed part per entry, plus each string's bytes rounded up to 8
-    (at most its Arrow bytes + 7)."""
+    (at most its Arrow bytes + 7). With ARRAY fields it is a guess (the buffer grows)."""
     fixed = 4
     spans = []
-    for row, (_, values, offs, off, wide) in zip(prog.matrix.tolist(), cols, strict=True):
+    for row, (_, values, offs, off, wide, _) in zip(prog.matrix.tolist(), cols, strict=True):
         if row[B.C_KIND] == B.R_ROW:
             fixed += B._null_bits_size(row[B.C_ARITY]) + 8 * row[B.C_ARITY]
         elif row[B.C_KIND] in (B.R_STR, B.R_BIN):
             fixed += 7
             spans.append(_input_spans(offs, off, wide, len(memoryview(values).cast("B")), 0))
+        elif row[B.C_KIND] == B.R_ARRAY:
+            fixed += 16  # a guess only (elements are not rows): the buffer grows if it is short
     return lambda s, e: fixed * (e - s) + sum(span(s, e) for span in spans)
 
 
@@ -571,21 +574,26 @@ def _report(errors: _Errors, bad: list[tuple[int, int]], base: int) -> None:
 
 
 def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[Any]:
-    """Per program node: (validity, values, offsets, element offset, wide) of its Arrow column."""
+    """Per program node: (validity, values, offsets, element offset, wide, length) of its Arrow
+    column. An ARRAY's column is its list offsets; its element column is the whole child array
+    the offsets index (``ListArray.values``)."""
     cols: list[Any] = []
 
     def add(a: pa.Array, t: LogicalType) -> None:
         bufs = a.buffers()
         validity = bufs[0] if a.null_count else None
         if isinstance(t, RowType):
-            cols.append((validity, None, None, a.offset, False))
+            cols.append((validity, None, None, a.offset, False, len(a)))
             for j, f in enumerate(t.fields):
                 add(a.field(j), f.type)
+        elif isinstance(t, ArrayType):
+            cols.append((validity, None, bufs[1], a.offset, pa.types.is_large_list(a.type), len(a)))
+            add(a.values, t.element_type)
         elif isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
             wide = pa.types.is_large_string(a.type) or pa.types.is_large_binary(a.type)
-            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset, wide))
+            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset, wide, len(a)))
         else:
-            cols.append((validity, bufs[1], None, a.offset, False))
+            cols.append((validity, bufs[1], None, a.offset, False, len(a)))
 
     add(arr, row_type)
     if len(cols) != len(prog.matrix):

@@ -416,6 +416,8 @@ NCOL = 8
 F_NOT_NULL, F_VERBATIM = 1, 2
 #: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
 ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT})
+#: ... and what encode also handles: ARRAY (Arrow list) of those or of arrays
+ENCODE_KINDS = ARROW_KINDS | {R_ARRAY}
 _ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16}
 
 
@@ -466,6 +468,9 @@ class RowProgram:
 
     def arrow_supported(self) -> bool:
         return all(k in ARROW_KINDS for k in self.kinds[1:])
+
+    def encode_supported(self) -> bool:
+        return all(k in ENCODE_KINDS for k in self.kinds[1:])
 
     def path(self, node: int) -> str:
         return self.paths[node] if 0 <= node < len(self.paths) else ""
@@ -1123,15 +1128,19 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
 
 
 class _Cols:
+    """The Arrow input columns, one per program node: (validity, values, offsets, element offset,
+    wide, length). An ARRAY's offsets are its list offsets, bounded by its element column's length."""
+
     def __init__(self, cols: list[Any]) -> None:
         self.cols: list[Any] = []
-        for validity, values, offs, off, wide in cols:
+        for c, (validity, values, offs, off, wide, _) in enumerate(cols):
             self.cols.append((
                 memoryview(validity).cast("B") if validity is not None else None,
                 bytes(memoryview(values).cast("B")) if values is not None else b"",
                 np.frombuffer(memoryview(offs).cast("B"), dtype=np.int64 if wide else np.int32)
                 if offs is not None else None,
                 off,
+                cols[c + 1][5] if values is None and offs is not None else None,
             ))
 
     def valid(self, c: int, i: int) -> bool:
@@ -1139,12 +1148,31 @@ class _Cols:
         return bits is None or _bit(bits, self.cols[c][3] + i)
 
     def string(self, c: int, i: int) -> tuple[int, int]:
-        _, vals, offs, off, = self.cols[c]
+        """(start, length) of string / binary / list i of column c; (-1, 0) if the offsets are bad."""
+        _, vals, offs, off, bound = self.cols[c]
         assert offs is not None
         s, e = int(offs[off + i]), int(offs[off + i + 1])
-        if s < 0 or e < s or e > len(vals):
+        if s < 0 or e < s or e > (len(vals) if bound is None else bound):
             return -1, 0
         return s, e - s
+
+
+def _encode_str(cols: _Cols, c: int, i: int, buf: bytearray, slot: int, room: int, err: list[int]) -> None:
+    """Twin of the kernel's ``encode_str``: string / binary i of column c into ``buf[slot]``,
+    inline up to 7 bytes, else appended (padded) to ``buf``, the var part."""
+    vals = cols.cols[c][1]
+    s, n = cols.string(c, i)
+    if s < 0 or n > 0x7FFFFFFF:
+        err[0] = c
+        raise _RowError(E_BAD_ARROW if s < 0 else E_TOO_LARGE)
+    if n <= 7:
+        buf[slot:slot + n] = vals[s:s + n]
+        buf[slot + 7] = 0x80 | n
+        return
+    if _round8(n) > room - len(buf):
+        raise _Full
+    _U64.pack_into(buf, slot, (len(buf) << 32) | n)
+    buf += vals[s:s + n] + bytes(_round8(n) - n)
 
 
 def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
@@ -1167,28 +1195,14 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
             _set_bit(buf, j + 8)
             c = p[c][C_END]
             continue
-        _, vals, _, off = cols.cols[c]
+        _, vals, _, off, _ = cols.cols[c]
         e = off + i
         if k == R_BOOL:
             buf[slot] = 1 if _bit(vals, e) else 0
         elif k in (R_STR, R_BIN):
-            s, n = cols.string(c, i)
-            if s < 0:
-                err[0] = c
-                raise _RowError(E_BAD_ARROW)
-            if n > 0x7FFFFFFF:
-                err[0] = c
-                raise _RowError(E_TOO_LARGE)
-            if n <= 7:
-                buf[slot:slot + n] = vals[s:s + n]
-                buf[slot + 7] = 0x80 | n
-            else:
-                if _round8(n) > room - len(buf):
-                    raise _Full
-                _U64.pack_into(buf, slot, (len(buf) << 32) | n)
-                buf += vals[s:s + n] + bytes(_round8(n) - n)
-        elif k == R_ROW:
-            sub = _encode_row(p, cols, c, i, room - len(buf), err)
+            _encode_str(cols, c, i, buf, slot, room, err)
+        elif k in (R_ROW, R_ARRAY):
+            sub = (_encode_row if k == R_ROW else _encode_array)(p, cols, c, i, room - len(buf), err)
             _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
             buf += sub
         elif k == R_DEC_COMPACT:
@@ -1201,6 +1215,53 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
             w = _ARROW_WIDTH[k]
             buf[slot:slot + w] = vals[w * e:w * e + w]
         c = p[c][C_END]
+    return buf
+
+
+def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
+    """Twin of the kernel's ``encode_array``: the BinaryArrayData of list i of an ARRAY column."""
+    s, n = cols.string(node, i)
+    if s < 0:
+        err[0] = node
+        raise _RowError(E_BAD_ARROW)
+    if n > 0x7FFFFFFF:
+        err[0] = node
+        raise _RowError(E_TOO_LARGE)
+    el = node + 1
+    k = p[el][C_KIND]
+    es = _ELEM_SIZE.get(k, 8)
+    header = _array_header(n)
+    if _round8(header + n * es) > room:
+        raise _Full
+    buf = bytearray(_round8(header + n * es))
+    struct.pack_into("<i", buf, 0, n)
+    _, vals, _, off, _ = cols.cols[el]
+    for j in range(n):
+        ei = s + j
+        if not cols.valid(el, ei):
+            if p[el][C_FLAGS] & F_NOT_NULL:
+                err[0] = el
+                raise _RowError(E_NULL_NOT_ALLOWED)
+            _set_bit(buf, 32 + j)
+            continue
+        slot = header + j * es
+        e = off + ei
+        if k == R_BOOL:
+            buf[slot] = 1 if _bit(vals, e) else 0
+        elif k == R_DEC_COMPACT:
+            v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
+            if not -p[el][C_LIMIT] < v < p[el][C_LIMIT]:
+                err[0] = el
+                raise _RowError(E_TOO_LARGE)
+            buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
+        elif k in (R_STR, R_BIN):
+            _encode_str(cols, el, ei, buf, slot, room, err)
+        elif k in (R_ROW, R_ARRAY):
+            sub = (_encode_row if k == R_ROW else _encode_array)(p, cols, el, ei, room - len(buf), err)
+            _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
+            buf += sub
+        else:
+            buf[slot:slot + es] = vals[es * e:es * e + es]
     return buf
 
 
