@@ -914,7 +914,7 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
             memcpy(nd.vals + 8 * i, d + slot, 8)
         elif k == R_I32 or k == R_F32:
             memcpy(nd.vals + 4 * i, d + slot, 4)
-        elif k == R_STR or k == R_BIN or k == R_ROW:
+        elif k == R_STR or k == R_BIN or k == R_ROW or k == R_ARRAY:
             raw = load_u64_le(d + slot)
             mark = <uint8_t>(raw >> 56)
             if mark & 0x80:
@@ -930,8 +930,10 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
                 if off < r.fixed or off + n > size:
                     x.err_node = c
                     return -E_BAD_OFFSET
-                if k == R_ROW:
-                    rc = decode_row(x, nodes, c, base + off, n, i)
+                if k == R_ROW or k == R_ARRAY:
+                    rc = decode_row(x, nodes, c, base + off, n, i) if k == R_ROW else check_array(x, c, base + off, n)
+                    if rc >= 0 and k == R_ARRAY:
+                        rc = decode_array(x, nodes, c, base + off)
                     if rc < 0:
                         return rc
                     c = nd.end
@@ -940,21 +942,75 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
                     x.err_node = c
                     return -E_BAD_UTF8
                 src = base + off
-            if n > nd.scap - nd.spos:
+            if not put_bytes(nd, d + src, n):
                 return -E_FULL
-            memcpy(nd.sdata + nd.spos, d + src, n)
-            nd.spos += n
-        elif k == R_BOOL:
-            if d[slot] != 0:
-                bit_set(nd.vals, i)
-        elif k == R_I8:
-            nd.vals[i] = d[slot]
-        elif k == R_I16:
-            memcpy(nd.vals + 2 * i, d + slot, 2)
-        elif k == R_DEC_COMPACT:
-            memcpy(nd.vals + 16 * i, d + slot, 8)
-            memset(nd.vals + 16 * i + 8, 0xFF if d[slot + 7] & 0x80 else 0, 8)
+        else:
+            put_value(nd, i, d + slot)
         c = nd.end
+    return 0
+
+
+cdef inline bint put_bytes(Node* nd, const uint8_t* src, int64_t n) noexcept nogil:
+    """Append n bytes to a string column's data; False if its buffer is full."""
+    if n > nd.scap - nd.spos:
+        return False
+    memcpy(nd.sdata + nd.spos, src, n)
+    nd.spos += n
+    return True
+
+
+cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nogil:
+    """Value i of a BOOLEAN / TINYINT / SMALLINT / compact DECIMAL column from its slot."""
+    cdef int64_t k = nd.kind
+    if k == R_BOOL:
+        if src[0] != 0:
+            bit_set(nd.vals, i)
+    elif k == R_I8:
+        nd.vals[i] = src[0]
+    elif k == R_I16:
+        memcpy(nd.vals + 2 * i, src, 2)
+    elif k == R_I32 or k == R_F32:
+        memcpy(nd.vals + 4 * i, src, 4)
+    elif k == R_DEC_COMPACT:
+        memcpy(nd.vals + 16 * i, src, 8)
+        memset(nd.vals + 16 * i + 8, 0xFF if src[7] & 0x80 else 0, 8)
+    else:
+        memcpy(nd.vals + 8 * i, src, 8)
+
+
+cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept nogil:
+    """Append the elements of the array at ``d[base:]`` (validated by ``check_array``) to the
+    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0 or -E_FULL."""
+    cdef const uint8_t* d = x.d
+    cdef Node* A = &nodes[a]
+    cdef Node* el = &nodes[a + 1]
+    cdef int64_t n = <int32_t>load_u32_le(d + base), k = el.kind, es = elem_size(el.kind)
+    cdef int64_t header = array_header(n), j, ei, slot, ln, src
+    cdef uint64_t raw
+    cdef bint is_str = k == R_STR or k == R_BIN
+    if n > A.scap - A.spos:
+        return -E_FULL
+    for j in range(n):
+        ei = A.spos + j
+        if not (d[base + 4 + (j >> 3)] >> (j & 7)) & 1:
+            bit_set(el.valid, ei)
+            el.count += 1
+            slot = base + header + j * es
+            if is_str:
+                raw = load_u64_le(d + slot)
+                if raw >> 63:
+                    ln = (raw >> 56) & 0x7F
+                    src = slot
+                else:
+                    ln = <int64_t>(raw & 0xFFFFFFFFu)
+                    src = base + <int64_t>(raw >> 32)
+                if not put_bytes(el, d + src, ln):
+                    return -E_FULL
+            else:
+                put_value(el, ei, d + slot)
+        if is_str:
+            store_off(el.offs, el.wide, ei + 1, el.spos)
+    A.spos += n
     return 0
 
 
@@ -1394,16 +1450,21 @@ cdef inline void close_row(const Node* nodes, Scratch* t, int64_t c, int64_t nb)
 cdef void decode_rollback(Node* nodes, int64_t nnodes, int64_t i) noexcept nogil:
     """Undo what a failed ``decode_row`` wrote for row i: its validity bits (and counts), true
     BOOLEAN bits, and string bytes appended since the entry started."""
-    cdef int64_t c
+    cdef int64_t c, j, lo, hi
     cdef Node* nd
     for c in range(1, nnodes):
         nd = &nodes[c]
-        if bit_get(nd.valid, i):
-            bit_clear(nd.valid, i)
-            nd.count -= 1
-        if nd.kind == R_BOOL:
-            bit_clear(nd.vals, i)
-        nd.spos = nd.sstart
+        lo, hi = i, i + 1
+        if nodes[nd.parent].kind == R_ARRAY:  # an element column: the elements appended since
+            lo, hi = nodes[nd.parent].sstart, nodes[nd.parent].spos
+        for j in range(lo, hi):
+            if bit_get(nd.valid, j):
+                bit_clear(nd.valid, j)
+                nd.count -= 1
+            if nd.kind == R_BOOL:
+                bit_clear(nd.vals, j)
+    for c in range(1, nnodes):
+        nodes[c].spos = nodes[c].sstart
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1657,6 +1718,8 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
             raise ValueError("bad row program")
     nodes[0].parent = -1
     for c in range(n):
+        if nodes[c].kind == R_ARRAY:
+            nodes[c + 1].parent = c
         if nodes[c].kind == R_ROW:
             child = c + 1
             while child < nodes[c].end:
@@ -1802,20 +1865,24 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     Arrow outputs in the same walk. ``outs[node]`` = (validity bitmap, values, offsets, string
     data): node 0 has only its bitmap; string / binary nodes append their bytes to their string
     data from ``spos[node]`` on and write ``offsets[i + 1]`` (int32 or int64) for every entry;
-    ``counts[node]`` counts the valid values written. ``offsets[start]`` is the caller's; int32
-    offsets never pass 2**31 - 1.
+    an ARRAY node (of primitives or strings) writes its list offsets the same way, counting the
+    elements it appends to its element column (whose outputs are indexed by element, ``spos``
+    the element count); ``counts[node]`` counts the valid values written. ``offsets[start]`` is
+    the caller's; int32 offsets never pass 2**31 - 1.
 
     Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
     = its encoded error; it is null everywhere: resume at ``next_row + 1``) or some string data
-    buffer is full (``status`` 0: grow them keeping ``[:spos]``, resume at ``next_row``)."""
+    buffer or element column is full (``status`` 0: grow them keeping their contents, resume at
+    ``next_row``)."""
     cdef _Keep keep = _Keep()
     cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
     cdef Node* nodes = _lower(keep, prog)
-    cdef int64_t nnodes = nodes[0].end, nbits = (stop + 7) // 8
-    cdef int64_t* snodes = <int64_t*>keep.table(nnodes)
-    cdef int64_t nstr = 0, c, i = start, base = 0, size = 0, r, status = 0, w, lim = start
+    cdef int64_t nnodes = nodes[0].end
+    cdef int64_t* snodes = <int64_t*>keep.table(nnodes)  # per-row positions: strings, arrays
+    cdef int64_t* enodes = <int64_t*>keep.table(nnodes)  # per-element positions: strings in arrays
+    cdef int64_t nstr = 0, nelem = 0, c, i = start, base = 0, size = 0, r, status = 0, lim = start, cap, k
     cdef int code
-    cdef bint blocked
+    cdef bint blocked, elem
     cdef Scratch t
     cdef Ctx x
     cdef Node* nd
@@ -1825,32 +1892,48 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
         nd = &nodes[c]
         bits, vals, offs, sdata = outs[c]
         nd.valid = keep.rw(bits)
-        if len(u8(bits)) < nbits:
-            raise ValueError(f"decode_run: node {c}: validity bitmap shorter than the rows")
         nd.count = counts[c]
-        if c == 0:
-            continue
-        if nd.kind == R_STR or nd.kind == R_BIN:
+        nd.spos = nd.sstart = spos[c]
+        elem = c > 0 and nodes[nd.parent].kind == R_ARRAY
+        cap = len(u8(bits)) * 8  # values the outputs hold: rows, or elements in an element column
+        k = nd.kind
+        if c == 0 or k == R_ROW:
+            pass
+        elif k == R_ARRAY:
+            if elem:
+                raise ValueError(f"decode_run: node {c}: arrays of arrays are not decodable")
             nd.offs = _offsets_out(keep, offs, stop, &nd.wide)
+            snodes[nstr] = c
+            nstr += 1
+        elif k == R_STR or k == R_BIN:
+            nd.offs = _offsets_out(keep, offs, 0, &nd.wide)
+            cap = min(cap, len(u8(offs)) // (8 if nd.wide else 4) - 1)
             nd.sdata = keep.rw(sdata)
             nd.scap = len(u8(sdata))
             if not nd.wide and nd.scap > 0x7FFFFFFF:
                 nd.scap = 0x7FFFFFFF
-            nd.spos = spos[c]
-            nd.sstart = spos[c]
             if nd.spos < 0 or nd.spos > nd.scap:
                 raise ValueError(f"decode_run: node {c}: string position outside its buffer")
-            snodes[nstr] = c
-            nstr += 1
-        elif nd.kind == R_BOOL:
+            if elem:
+                enodes[nelem] = c
+                nelem += 1
+            else:
+                snodes[nstr] = c
+                nstr += 1
+        elif k == R_BOOL or nd.width or k == R_DEC_COMPACT:
             nd.vals = keep.rw(vals)
-            if len(u8(vals)) < nbits:
-                raise ValueError(f"decode_run: node {c}: values shorter than the rows")
-        elif nd.kind != R_ROW:
-            nd.vals = keep.rw(vals)
-            w = arrow_width(nd.kind)
-            if nd.kind not in (R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_DEC_COMPACT) or len(u8(vals)) < stop * w:
-                raise ValueError(f"decode_run: node {c}: values shorter than the rows (or kind not decodable)")
+            cap = min(cap, len(u8(vals)) * 8 if k == R_BOOL else len(u8(vals)) // arrow_width(k))
+        else:
+            raise ValueError(f"decode_run: node {c}: kind {k} is not decodable")
+        if elem:
+            if k == R_ROW:
+                raise ValueError(f"decode_run: node {c}: rows in arrays are not decodable")
+            # elements the array may append (int32 list offsets never pass 2**31 - 1)
+            nodes[nd.parent].scap = cap if nodes[nd.parent].wide else min(cap, 0x7FFFFFFF)
+            if not 0 <= nodes[nd.parent].spos <= cap:
+                raise ValueError(f"decode_run: node {c}: element position outside its outputs")
+        elif cap < stop:
+            raise ValueError(f"decode_run: node {c}: outputs shorter than the rows")
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
     x.d = v.data
@@ -1882,6 +1965,8 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
                 nd = &nodes[snodes[c]]
                 store_off(nd.offs, nd.wide, i + 1, nd.spos)
                 nd.sstart = nd.spos
+            for c in range(nelem):
+                nodes[enodes[c]].sstart = nodes[enodes[c]].spos
             if status != 0:
                 break
             i += 1

@@ -16,13 +16,13 @@ Which path a serializer takes:
   strings, byte arrays and nested rows; other field types take the per-value path;
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
-  ROWs, and for encode also ARRAYs of those or of arrays; migrate for every field type,
-  remapping slots and copying var-part data; rows inside ARRAY / MAP that change shape take the
-  per-row reference remap);
+  ROWs, and ARRAYs (encode: of those or of arrays; decode: of primitives and strings); migrate
+  for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
+  change shape take the per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
 - everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with MAP / MULTISET /
-  non-compact fields, and ARRAY for decode): per-value through the reference serializers, in bulk
+  non-compact fields, and ARRAYs of rows / arrays for decode): per-value through the reference serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
@@ -342,7 +342,7 @@ def _row_program(serializer: Any, encode: bool = False) -> B.RowProgram | None:
     if not _is(serializer, "RowDataSerializer"):
         return None
     prog = B.compile_row_program(serializer.row_type)
-    return prog if (prog.encode_supported() if encode else prog.arrow_supported()) else None
+    return prog if (prog.encode_supported() if encode else prog.decode_supported()) else None
 
 
 def _cast(arr: pa.Array, target: pa.DataType, what: str) -> pa.Array:
@@ -763,36 +763,68 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
     kinds = prog.kinds
     nnodes = len(kinds)
     nbytes = (n + 7) // 8
+    parent = B._parents(prog.matrix.tolist())
+    elem = [c > 0 and kinds[parent[c]] == B.R_ARRAY for c in range(nnodes)]
+    if any(elem):
+        ranges = [(0, n)]  # element columns grow as they fill: one range
     strs = [c for c in range(1, nnodes) if kinds[c] in (B.R_STR, B.R_BIN)]
     bits = [np.zeros(nbytes, dtype=np.uint8) for _ in kinds]
     vals: list[Any] = [None] * nnodes
     soffs: list[Any] = [None] * nnodes
     for c in range(1, nnodes):
+        if elem[c]:
+            continue
         if kinds[c] == B.R_BOOL:
             vals[c] = np.zeros(nbytes, dtype=np.uint8)
-        elif kinds[c] in (B.R_STR, B.R_BIN):
+        elif kinds[c] in (B.R_STR, B.R_BIN, B.R_ARRAY):
             soffs[c] = np.empty(n + 1, dtype=np.int64 if wide_str else np.int32)
             soffs[c][0] = 0
         elif kinds[c] != B.R_ROW:
             vals[c] = np.zeros(n * B._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
     stop_at_error = errors.on_error == "raise"
 
-    def one(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    def elements(cap: int, old: list[Any] | None) -> list[Any]:
+        """Outputs of the element columns for ``cap`` elements (keeping ``old``'s contents)."""
+        new: list[Any] = [None] * nnodes
+        for c in range(1, nnodes):
+            if not elem[c]:
+                continue
+            kd = kinds[c]
+            v = np.zeros((cap + 7) // 8 if kd == B.R_BOOL else cap * B._ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
+            o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) if kd in (B.R_STR, B.R_BIN) else None
+            new[c] = [np.zeros((cap + 7) // 8, dtype=np.uint8), v if kd not in (B.R_STR, B.R_BIN) else None, o]
+            if o is not None:
+                o[0] = 0
+            if old is not None:
+                for dst, prev in zip(new[c], old[c], strict=True):
+                    if dst is not None:
+                        dst[:len(prev)] = prev
+        return new
+
+    def one(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]], list[Any]]:
         sdata: list[Any] = [None] * nnodes
         for c in strs:
             sdata[c] = np.empty(span(s, e) + 64, dtype=np.uint8)
+        ecap = [4 * (e - s) + 64]
+        els: list[list[Any]] = [elements(ecap[0], None) if any(elem) else [None] * nnodes]
         counts = np.zeros(nnodes, dtype=np.int64)
         spos = np.zeros(nnodes, dtype=np.int64)
 
         def run(i: int) -> tuple[int, int]:
-            outs = [(bits[c], vals[c], soffs[c], sdata[c]) for c in range(nnodes)]
+            outs = [(els[0][c][0], els[0][c][1], els[0][c][2], sdata[c]) if elem[c] else
+                    (bits[c], vals[c], soffs[c], sdata[c]) for c in range(nnodes)]
             return k.decode_run(prog.matrix, *src, i, e, outs, counts, spos)
 
         def grow() -> None:
             for c in strs:
                 sdata[c] = _grow(sdata[c], int(spos[c]), wide_str)
+            if any(elem):
+                if not wide_str and 2 * ecap[0] >= _MAX32:
+                    raise _Widen
+                ecap[0] *= 2
+                els[0] = elements(ecap[0], els[0])
 
-        return sdata, spos, counts, _resume(run, s, e, stop_at_error, grow)
+        return sdata, spos, counts, _resume(run, s, e, stop_at_error, grow), els[0]
 
     parts = _run(ranges, one)
     _report(errors, [b for p in parts for b in p[3]], base)
@@ -800,7 +832,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
     columns: list[Any] = [None] * nnodes
     for c in strs:
         total = sum(int(p[1][c]) for p in parts)
-        offs = soffs[c]
+        offs = parts[0][4][c][2] if elem[c] else soffs[c]
         if total > _MAX32 and offs.dtype != np.int64:
             offs = offs.astype(np.int64)
         at = 0
@@ -814,24 +846,30 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
 
     counter = [0]
 
-    def build(t: LogicalType) -> pa.Array:
+    def build(t: LogicalType, length: int) -> pa.Array:
         node = counter[0]
         counter[0] += 1
         at = arrow_type(t)
-        nulls = n - int(counts[node])
-        vbuf = pa.py_buffer(bits[node]) if nulls else None
+        nulls = length - int(counts[node])
+        valid = parts[0][4][node][0] if elem[node] else bits[node]
+        vbuf = pa.py_buffer(valid) if nulls else None
         if isinstance(t, RowType):
-            children = [build(f.type) for f in t.fields]
-            return pa.StructArray.from_buffers(at, n, [vbuf], null_count=nulls, children=children)
+            children = [build(f.type, length) for f in t.fields]
+            return pa.StructArray.from_buffers(at, length, [vbuf], null_count=nulls, children=children)
+        if isinstance(t, ArrayType):
+            child = build(t.element_type, int(parts[0][1][node]))
+            obuf = pa.py_buffer(soffs[node].astype(np.int32, copy=False))
+            return pa.Array.from_buffers(at, length, [vbuf, obuf], null_count=nulls, children=[child])
         if columns[node] is not None:
             offs, sdata, large = columns[node]
             if large:
                 at = pa.large_string() if kinds[node] == B.R_STR else pa.large_binary()
             obuf = pa.py_buffer(offs if large else offs.astype(np.int32, copy=False))
-            return pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
-        return pa.Array.from_buffers(at, n, [vbuf, pa.py_buffer(vals[node])], null_count=nulls)
+            return pa.Array.from_buffers(at, length, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
+        values = parts[0][4][node][1] if elem[node] else vals[node]
+        return pa.Array.from_buffers(at, length, [vbuf, pa.py_buffer(values)], null_count=nulls)
 
-    return build(row_type)
+    return build(row_type, n)
 
 
 def _decode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:

@@ -5,8 +5,8 @@ The compiled kernels walk BLK (256) rows at a time, column by column, and hand a
 entry or a full buffer to the row-at-a-time walk. So these tests use arrays longer than one block,
 slices that start mid-block, bad rows in the middle of a block, threads, and hostile entries that
 make the string buffers grow: every path must give the same bytes, arrays, error rows and field
-paths on both tiers. ARRAY fields encode in the kernels too (their decode keeps the per-value
-path).
+paths on both tiers. ARRAY fields go through the kernels too (encode: of anything the kernels
+handle, rows and arrays included; decode: of primitives and strings).
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ ARRAY_LEAVES = ARROW_LEAVES + [
 @given(st.data())
 def test_encode_arrays_equal_reference(data: st.DataObject) -> None:
     """ARRAY fields (of primitives, strings, rows, arrays) encode in the kernels, byte for byte as
-    the reference serializer, on both tiers, whole and sliced (decode keeps the per-value path)."""
+    the reference serializer, on both tiers, whole and sliced; decoding gives the values back."""
     t = data.draw(row_types(ARRAY_LEAVES))
     rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
     s = serializers.RowDataSerializer(t)
@@ -268,3 +268,75 @@ def test_encode_arrays_grow_the_buffer() -> None:
     for threads in (1, 2):
         for name, r in _all_tiers(lambda th=threads: arrow.encode(arr, s, threads=th).to_pylist()).items():
             assert r == ("ok", expected), (name, threads)
+
+
+DECODE_ARRAY_LEAVES = ARROW_LEAVES + [
+    ArrayType(IntType()), ArrayType(VarCharType(2147483647)), ArrayType(BooleanType()), ArrayType(DecimalType(10, 2)),
+    ArrayType(IntType(nullable=False)), ArrayType(VarBinaryType(2147483647)), ArrayType(BigIntType()),
+    ArrayType(TinyIntType()), ArrayType(SmallIntType()), ArrayType(DoubleType()),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_decode_arrays_equal_reference(data: st.DataObject) -> None:
+    """ARRAY fields of primitives / strings decode in the kernels into Arrow lists equal to the
+    reference values, on both tiers, whole and sliced, and the arrays pass Arrow's full validation."""
+    t = data.draw(row_types(DECODE_ARRAY_LEAVES))
+    rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
+    s = serializers.RowDataSerializer(t)
+    expected = _ref_bytes(s, rows)
+    blobs = pa.array(expected, type=pa.binary())
+    want = _arrow_rows(t, [None if b is None else s.from_bytes(b) for b in expected])
+    cut = data.draw(st.integers(0, len(rows)))
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
+        assert r[0] == "ok", (name, r)
+        r[1].validate(full=True)
+        assert r[1].equals(want), name
+    for name, r in _all_tiers(lambda: arrow.decode(blobs.slice(cut), s)).items():
+        assert r[0] == "ok" and r[1].equals(want.slice(cut)), name
+
+
+def test_decode_arrays_grow_the_element_columns() -> None:
+    """Many elements per entry outgrow the first guess of the element columns: they grow."""
+    t = RowType.of(("xs", ArrayType(VarCharType(2147483647))), ("ys", ArrayType(IntType())))
+    s = serializers.RowDataSerializer(t)
+    rows = [([f"e{j}" * (j % 4) if j % 7 else None for j in range(i % 40)], list(range(i % 30))) for i in range(700)]
+    blobs = pa.array(_ref_bytes(s, rows), type=pa.binary())
+    want = _arrow_rows(t, rows)
+    for threads in (1, 2):
+        for name, r in _all_tiers(lambda th=threads: arrow.decode(blobs, s, threads=th)).items():
+            assert r[0] == "ok" and r[1].equals(want), (name, threads)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_decode_arrays_corruption_same_verdict(data: st.DataObject) -> None:
+    """Corrupt entries with arrays: both tiers flag the same rows and field paths, roll back the
+    elements a bad entry had appended, and decode every other entry as the reference does."""
+    t = RowType.of(("xs", ArrayType(VarCharType(2147483647))), ("n", IntType()),
+                   ("ys", ArrayType(SmallIntType())), ("s", VarCharType(2147483647)))
+    s = serializers.RowDataSerializer(t)
+    rows = data.draw(st.lists(st.tuples(*[values_for(f.type) for f in t.fields]), min_size=1, max_size=12))
+    blobs = _ref_bytes(s, rows)
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(blobs) - 1))
+        ba = bytearray(blobs[i])
+        j = data.draw(st.integers(0, len(ba) - 1))
+        ba[j] = data.draw(st.integers(0, 255))
+        blobs[i] = bytes(ba)
+    arr = pa.array(blobs, type=pa.binary())
+
+    def run() -> Any:
+        out, errs = arrow.decode(arr, s, on_error="collect")
+        out.validate(full=True)
+        return out, [(e.row, e.field_path, type(e).__name__) for e in errs]
+
+    verdicts = _all_tiers(run)
+    assert all(v[0] == "ok" for v in verdicts.values()), verdicts
+    outs = [v[1] for v in verdicts.values()]
+    assert all(o[1] == outs[0][1] and o[0].equals(outs[0][0]) for o in outs), verdicts
+    bad = {row for row, _, _ in outs[0][1]}
+    for i, b in enumerate(blobs):
+        if i not in bad:
+            assert outs[0][0].slice(i, 1).equals(_arrow_rows(t, [s.from_bytes(b)])), i

@@ -466,8 +466,11 @@ class RowProgram:
     def kinds(self) -> list[int]:
         return [int(k) for k in self.matrix[:, C_KIND]]
 
-    def arrow_supported(self) -> bool:
-        return all(k in ARROW_KINDS for k in self.kinds[1:])
+    def decode_supported(self) -> bool:
+        """The decode kernels handle these kinds, and ARRAYs of them (but not of rows or arrays)."""
+        kinds = self.kinds
+        return all(k in ARROW_KINDS or (k == R_ARRAY and kinds[c + 1] not in (R_ROW, R_ARRAY))
+                   for c, k in enumerate(kinds) if c > 0)
 
     def encode_supported(self) -> bool:
         return all(k in ENCODE_KINDS for k in self.kinds[1:])
@@ -997,24 +1000,46 @@ def _offsets_out(obj: Any, stop: int) -> tuple[np.ndarray, bool]:
 
 
 class _Out:
-    """One node's decode outputs and its running state (twin of the kernel's ``Node``)."""
+    """One node's decode outputs and its running state (twin of the kernel's ``Node``). ``cap``:
+    the values the outputs hold (rows; elements in an element column)."""
 
     def __init__(self, t: Any, kind: int, stop: int, count: int, spos: int) -> None:
         bits, vals, offs, sdata = t
         self.valid = memoryview(bits).cast("B")
-        if len(self.valid) < (stop + 7) // 8:
-            raise ValueError("decode_run: validity bitmap shorter than the rows")
         self.vals: Any = memoryview(vals).cast("B") if vals is not None else None
         self.count = count
         self.spos = self.sstart = spos
         self.offs: Any = None
         self.wide = False
-        if kind in (R_STR, R_BIN):
+        self.scap = 0
+        self.cap = len(self.valid) * 8
+        if kind == R_ARRAY:
             self.offs, self.wide = _offsets_out(offs, stop)
+        elif kind in (R_STR, R_BIN):
+            self.offs, self.wide = _offsets_out(offs, 0)
+            self.cap = min(self.cap, len(self.offs) - 1)
             self.sdata = memoryview(sdata).cast("B")
             self.scap = len(self.sdata) if self.wide else min(len(self.sdata), _MAX32)
             if not 0 <= spos <= self.scap:
                 raise ValueError("decode_run: string position outside its buffer")
+        elif kind in ARROW_KINDS and kind != R_ROW:
+            nbytes = len(memoryview(vals).cast("B"))
+            self.cap = min(self.cap, nbytes * 8 if kind == R_BOOL else nbytes // _ARROW_WIDTH[kind])
+        elif kind != R_ROW:
+            raise ValueError(f"decode_run: kind {kind} is not decodable")
+
+
+def _put_value(o: _Out, k: int, i: int, d: bytes, slot: int) -> None:
+    """Twin of ``put_value``: value i of a fixed-width column from its slot."""
+    if k == R_BOOL:
+        if d[slot]:
+            _set_bit(o.vals, i)
+    elif k == R_DEC_COMPACT:
+        v64 = struct.unpack_from("<q", d, slot)[0]
+        o.vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
+    else:
+        w = _ARROW_WIDTH[k]
+        o.vals[w * i:w * i + w] = d[slot:slot + w]
 
 
 def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i: int) -> None:
@@ -1035,45 +1060,89 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
         _set_bit(o.valid, i)
         o.count += 1
         slot = base + ow + 8 * j
-        if k == R_BOOL:
-            if d[slot]:
-                _set_bit(o.vals, i)
-        elif k == R_DEC_COMPACT:
-            v64 = struct.unpack_from("<q", d, slot)[0]
-            o.vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
-        elif k in _ARROW_WIDTH:
-            w = _ARROW_WIDTH[k]
-            o.vals[w * i:w * i + w] = d[slot:slot + w]
+        if k not in (R_STR, R_BIN, R_ROW, R_ARRAY):
+            _put_value(o, k, i, d, slot)
+            c = p[c][C_END]
+            continue
+        raw = _U64.unpack_from(d, slot)[0]
+        mark = raw >> 56
+        if mark & 0x80:
+            n = mark & 0x7F
+            if k not in (R_STR, R_BIN) or n > 7:
+                x.err_node = c
+                raise _RowError(E_BAD_INLINE)
+            if k == R_STR and not _utf8_ok(d[slot:slot + n]):
+                x.err_node = c
+                raise _RowError(E_BAD_UTF8)
+            at = slot
         else:
-            raw = _U64.unpack_from(d, slot)[0]
-            mark = raw >> 56
-            if mark & 0x80:
-                n = mark & 0x7F
-                if k == R_ROW or n > 7:
-                    x.err_node = c
-                    raise _RowError(E_BAD_INLINE)
-                if k == R_STR and not _utf8_ok(d[slot:slot + n]):
-                    x.err_node = c
-                    raise _RowError(E_BAD_UTF8)
-                at = slot
-            else:
-                off, n = raw >> 32, raw & 0xFFFFFFFF
-                if off < ofixed or off + n > size:
-                    x.err_node = c
-                    raise _RowError(E_BAD_OFFSET)
-                if k == R_ROW:
-                    _decode_row(x, outs, c, base + off, n, i)
-                    c = p[c][C_END]
-                    continue
-                if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
-                    x.err_node = c
-                    raise _RowError(E_BAD_UTF8)
-                at = base + off
-            if n > o.scap - o.spos:
-                raise _Full
-            o.sdata[o.spos:o.spos + n] = d[at:at + n]
-            o.spos += n
+            off, n = raw >> 32, raw & 0xFFFFFFFF
+            if off < ofixed or off + n > size:
+                x.err_node = c
+                raise _RowError(E_BAD_OFFSET)
+            if k == R_ROW:
+                _decode_row(x, outs, c, base + off, n, i)
+                c = p[c][C_END]
+                continue
+            if k == R_ARRAY:
+                _check_array(x, c, base + off, n)
+                _decode_array(x, outs, c, base + off)
+                c = p[c][C_END]
+                continue
+            if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
+                x.err_node = c
+                raise _RowError(E_BAD_UTF8)
+            at = base + off
+        if n > o.scap - o.spos:
+            raise _Full
+        o.sdata[o.spos:o.spos + n] = d[at:at + n]
+        o.spos += n
         c = p[c][C_END]
+
+
+def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
+    """Twin of the kernel's ``decode_array``: append a validated array's elements to the element
+    column of ARRAY node ``a``; raises _Full."""
+    p, d = x.p, x.d
+    arr, el = outs[a], outs[a + 1]
+    k = p[a + 1][C_KIND]
+    n = struct.unpack_from("<i", d, base)[0]
+    es = _ELEM_SIZE.get(k, 8)
+    header = _array_header(n)
+    if n > arr.scap - arr.spos:
+        raise _Full
+    for j in range(n):
+        ei = arr.spos + j
+        if not d[base + 4 + (j >> 3)] >> (j & 7) & 1:
+            _set_bit(el.valid, ei)
+            el.count += 1
+            slot = base + header + j * es
+            if k in (R_STR, R_BIN):
+                raw = _U64.unpack_from(d, slot)[0]
+                ln, at = ((raw >> 56) & 0x7F, slot) if raw >> 63 else (raw & 0xFFFFFFFF, base + (raw >> 32))
+                if ln > el.scap - el.spos:
+                    raise _Full
+                el.sdata[el.spos:el.spos + ln] = d[at:at + ln]
+                el.spos += ln
+            else:
+                _put_value(el, k, ei, d, slot)
+        if k in (R_STR, R_BIN):
+            el.offs[ei + 1] = el.spos
+    arr.spos += n
+
+
+def _parents(p: list[list[int]]) -> list[int]:
+    """The ROW or ARRAY node each node is a field / the element column of (-1 for node 0)."""
+    parent = [-1] * len(p)
+    for c, row in enumerate(p):
+        if row[C_KIND] == R_ARRAY:
+            parent[c + 1] = c
+        elif row[C_KIND] == R_ROW:
+            child = c + 1
+            while child < row[C_END]:
+                parent[child] = c
+                child = p[child][C_END]
+    return parent
 
 
 def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -1086,10 +1155,21 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
     nnodes = p[0][C_END]
     if len(outs) != nnodes or len(counts) < nnodes or len(spos) < nnodes or start < 0:
         raise ValueError("decode_run: one output and one counter per program node is required")
-    if any(p[c][C_KIND] not in ARROW_KINDS for c in range(1, nnodes)):
-        raise ValueError("decode_run: kind not decodable")
+    parent = _parents(p)
     os_ = [_Out(outs[c], p[c][C_KIND] if c else R_ROW, stop, int(counts[c]), int(spos[c])) for c in range(nnodes)]
-    strs = [os_[c] for c in range(1, nnodes) if p[c][C_KIND] in (R_STR, R_BIN)]
+    elem = [c > 0 and p[parent[c]][C_KIND] == R_ARRAY for c in range(nnodes)]
+    for c in range(1, nnodes):
+        if elem[c]:
+            if p[c][C_KIND] in (R_ROW, R_ARRAY):
+                raise ValueError("decode_run: rows / arrays in arrays are not decodable")
+            os_[parent[c]].scap = os_[c].cap if os_[parent[c]].wide else min(os_[c].cap, _MAX32)
+            if not 0 <= os_[parent[c]].spos <= os_[c].cap:
+                raise ValueError("decode_run: element position outside its outputs")
+        elif os_[c].cap < stop:
+            raise ValueError("decode_run: outputs shorter than the rows")
+    if os_[0].cap < stop:
+        raise ValueError("decode_run: outputs shorter than the rows")
+    rowpos = [os_[c] for c in range(1, nnodes) if not elem[c] and p[c][C_KIND] in (R_STR, R_BIN, R_ARRAY)]
     i, status = start, 0
     while i < stop:
         if v.valid(i):
@@ -1101,11 +1181,14 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
                 except (_RowError, _Full) as e:
                     for c in range(1, nnodes):
                         o = os_[c]
-                        if _bit(o.valid, i):
-                            o.valid[i >> 3] &= ~(1 << (i & 7)) & 0xFF
-                            o.count -= 1
-                        if p[c][C_KIND] == R_BOOL:
-                            o.vals[i >> 3] &= ~(1 << (i & 7)) & 0xFF
+                        lo, hi = (os_[parent[c]].sstart, os_[parent[c]].spos) if elem[c] else (i, i + 1)
+                        for j in range(lo, hi):
+                            if _bit(o.valid, j):
+                                o.valid[j >> 3] &= ~(1 << (j & 7)) & 0xFF
+                                o.count -= 1
+                            if p[c][C_KIND] == R_BOOL:
+                                o.vals[j >> 3] &= ~(1 << (j & 7)) & 0xFF
+                    for o in os_[1:]:
                         o.spos = o.sstart
                     if isinstance(e, _Full):
                         break
@@ -1115,8 +1198,9 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
             else:
                 _set_bit(os_[0].valid, i)
                 os_[0].count += 1
-        for o in strs:
+        for o in rowpos:
             o.offs[i + 1] = o.spos
+        for o in os_[1:]:
             o.sstart = o.spos
         if status:
             break
