@@ -59,6 +59,30 @@ cdef enum:
     F_NOT_NULL = 1
     F_VERBATIM = 2
 
+cdef extern from *:
+    """
+    typedef __int128 sm_i128;
+    static inline sm_i128 sm_i128_of(uint64_t lo, int64_t hi) { return (sm_i128)(((unsigned __int128)(uint64_t)hi << 64) | lo); }
+    static inline sm_i128 sm_pow10(int64_t p) { sm_i128 v = 1; while (p-- > 0) v *= 10; return v; }
+    static inline int sm_bytes_of(sm_i128 u) {
+        /* BigInteger.toByteArray() length: the minimal big-endian two's complement */
+        unsigned __int128 x = (unsigned __int128)(u < 0 ? ~u : u);
+        int bits = 0;
+        while (x) { bits++; x >>= 1; }
+        return (bits + 8) / 8;
+    }
+    static inline int sm_mul_add(int64_t a, int64_t b, int64_t c, int64_t* r) {
+        int64_t t;
+        return __builtin_mul_overflow(a, b, &t) || __builtin_add_overflow(t, c, r);
+    }
+    """
+    ctypedef long long sm_i128  # really __int128 (the C typedef above)
+    sm_i128 sm_i128_of(uint64_t lo, int64_t hi) nogil
+    sm_i128 sm_pow10(int64_t p) nogil
+    int sm_bytes_of(sm_i128 u) nogil
+    int sm_mul_add(int64_t a, int64_t b, int64_t c, int64_t* r) nogil
+
+
 cdef inline int64_t null_bits_size(int64_t arity) noexcept nogil:
     return ((arity + 63 + 8) // 64) * 8
 
@@ -69,7 +93,7 @@ cdef inline int64_t arrow_width(int64_t kind) noexcept nogil:
         return 2
     if kind == R_I32 or kind == R_F32:
         return 4
-    if kind == R_DEC_COMPACT:
+    if kind == R_DEC_COMPACT or kind == R_DEC_BIG:
         return 16
     return 8
 
@@ -644,6 +668,7 @@ ctypedef struct Node:
     int64_t arity
     int64_t flags
     int64_t limit
+    sm_i128 big_limit       # DECIMAL(p > 18): 10**p
     int64_t parent          # the ROW node this one is a field of (-1 for node 0)
     int64_t nw              # ROW: bytes of the null-bit words
     int64_t width           # TINYINT .. DOUBLE: bytes per Arrow value (0 for other kinds)
@@ -746,6 +771,40 @@ cdef inline int64_t encode_str(const Node* nd, int64_t i, uint8_t* o, int64_t ob
     return cur + round_up8(n)
 
 
+cdef inline int64_t encode_big(const Node* nd, int64_t e, uint8_t* slot, uint8_t* var, int64_t cur,
+                              int64_t room) noexcept nogil:
+    """Arrow value e of a DECIMAL(p > 18) / TIMESTAMP(p > 3) column into its slot and var part:
+    the unscaled value's minimal big-endian two's complement bytes in a 16-byte var part, or
+    the epoch milliseconds (8 bytes) with the nano-of-millisecond in the slot. Returns the var
+    bytes used, -E_TOO_LARGE (more digits than p) or -E_FULL."""
+    cdef uint64_t lo
+    cdef int64_t hi, v, millis, b, n
+    cdef sm_i128 u
+    if nd.kind == R_TS_BIG:
+        memcpy(&v, nd.vals_in + 8 * e, 8)
+        millis = v // nd.limit  # C division truncates: floor for negative values
+        if millis * nd.limit > v:
+            millis -= 1
+        if room < 8:
+            return -E_FULL
+        store_u64_le(var, <uint64_t>millis)
+        store_u64_le(slot, ((<uint64_t>cur) << 32) | <uint64_t>((v - millis * nd.limit) * (1000000 // nd.limit)))
+        return 8
+    memcpy(&lo, nd.vals_in + 16 * e, 8)
+    memcpy(&hi, nd.vals_in + 16 * e + 8, 8)
+    u = sm_i128_of(lo, hi)
+    if u <= -nd.big_limit or u >= nd.big_limit:
+        return -E_TOO_LARGE
+    if room < 16:
+        return -E_FULL
+    n = sm_bytes_of(u)
+    memset(var, 0, 16)
+    for b in range(n):
+        var[b] = <uint8_t>(u >> (8 * (n - 1 - b)))
+    store_u64_le(slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+    return 16
+
+
 cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
                         int64_t* err_node) noexcept nogil:
     """Validate row i of the Arrow columns under ``node`` and write its BinaryRowData at ``o[ob:]``
@@ -807,6 +866,13 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
                 err_node[0] = c  # more digits than DECIMAL(p, s) holds
                 return -E_TOO_LARGE
             memcpy(o + slot, &lo, 8)
+        elif k == R_DEC_BIG or k == R_TS_BIG:
+            sub = encode_big(nd, e, o + slot, o + ob + cur, cur, cap - ob - cur)
+            if sub < 0:
+                if sub != -E_FULL:
+                    err_node[0] = c
+                return sub
+            cur += sub
         c = nd.end
     store_u64_le(o + ob, nb0)
     return cur
@@ -944,10 +1010,48 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
                 src = base + off
             if not put_bytes(nd, d + src, n):
                 return -E_FULL
+        elif k == R_DEC_BIG or k == R_TS_BIG:
+            rc = decode_big(d, nd, i, slot, base, r.fixed, size)
+            if rc != E_OK:
+                x.err_node = c
+                return -rc
         else:
             put_value(nd, i, d + slot)
         c = nd.end
     return 0
+
+
+cdef inline int decode_big(const uint8_t* d, Node* nd, int64_t i, int64_t slot, int64_t base, int64_t ofixed,
+                           int64_t size) noexcept nogil:
+    """Value i of a DECIMAL(p > 18) / TIMESTAMP(p > 3) field from its slot and var part, with
+    ``check_row``'s checks in its order, then the Arrow range: E_OK or the code."""
+    cdef uint64_t raw = load_u64_le(d + slot)
+    cdef int64_t off = <int64_t>(raw >> 32), n = <int64_t>(raw & 0xFFFFFFFFu), b, v
+    cdef sm_i128 u
+    if raw >> 63:
+        return E_BAD_INLINE
+    if nd.kind == R_TS_BIG:
+        if n > 999999:
+            return E_BAD_NANOS
+        if off < ofixed or off + 8 > size:
+            return E_BAD_OFFSET
+        memcpy(&v, d + base + off, 8)
+        if sm_mul_add(v, nd.limit, n // (1000000 // nd.limit), &v):
+            return E_TOO_LARGE  # beyond the Arrow type's int64 range
+        memcpy(nd.vals + 8 * i, &v, 8)
+        return E_OK
+    if n < 1 or n > 16:
+        return E_BAD_LENGTH
+    if off < ofixed or off + n > size:
+        return E_BAD_OFFSET
+    u = -1 if d[base + off] & 0x80 else 0
+    for b in range(n):
+        u = (u << 8) | d[base + off + b]
+    if u <= -nd.big_limit or u >= nd.big_limit:
+        return E_TOO_LARGE  # more digits than the Arrow decimal's precision
+    for b in range(16):
+        nd.vals[16 * i + b] = <uint8_t>(u >> (8 * b))
+    return E_OK
 
 
 cdef inline bint put_bytes(Node* nd, const uint8_t* src, int64_t n) noexcept nogil:
@@ -1709,6 +1813,12 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
         nodes[c].arity = arity
         nodes[c].flags = p[c * NCOL + C_FLAGS]
         nodes[c].limit = p[c * NCOL + C_LIMIT]
+        if nodes[c].kind == R_DEC_BIG:
+            if not 0 < nodes[c].limit <= 38:
+                raise ValueError("bad row program")
+            nodes[c].big_limit = sm_pow10(nodes[c].limit)
+        elif nodes[c].kind == R_TS_BIG and nodes[c].limit not in (1000, 1000000):
+            raise ValueError("bad row program")
         if R_I8 <= nodes[c].kind <= R_F64:
             nodes[c].width = arrow_width(nodes[c].kind)
             nodes[c].mask = word_mask(nodes[c].width)
@@ -1920,7 +2030,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
             else:
                 snodes[nstr] = c
                 nstr += 1
-        elif k == R_BOOL or nd.width or k == R_DEC_COMPACT:
+        elif k == R_BOOL or nd.width or k == R_DEC_COMPACT or k == R_DEC_BIG or k == R_TS_BIG:
             nd.vals = keep.rw(vals)
             cap = min(cap, len(u8(vals)) * 8 if k == R_BOOL else len(u8(vals)) // arrow_width(k))
         else:

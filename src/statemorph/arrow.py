@@ -15,14 +15,15 @@ Which path a serializer takes:
   bits added or dropped, at any depth) and copies validated field bytes, for rows of primitives,
   strings, byte arrays and nested rows; other field types take the per-value path;
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
-  BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
-  ROWs, and ARRAYs (encode: of those or of arrays; decode: of primitives and strings); migrate
+  BIGINT, FLOAT, DOUBLE, DATE, TIME, DECIMAL, TIMESTAMP / TIMESTAMP_LTZ, strings, binaries and
+  nested ROWs, and ARRAYs (encode: of those but DECIMAL(p > 18) / TIMESTAMP(p > 3), or of rows
+  and arrays; decode: of primitives and strings); migrate
   for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
   change shape take the per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
-- everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with MAP / MULTISET /
-  non-compact fields, and ARRAYs of rows / arrays for decode): per-value through the reference serializers, in bulk
+- everything else (Avro, POJO, Tuple, flink-core Row, collections, RowData with MAP / MULTISET,
+  and ARRAYs of rows / arrays for decode): per-value through the reference serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`

@@ -6,11 +6,14 @@ entry or a full buffer to the row-at-a-time walk. So these tests use arrays long
 slices that start mid-block, bad rows in the middle of a block, threads, and hostile entries that
 make the string buffers grow: every path must give the same bytes, arrays, error rows and field
 paths on both tiers. ARRAY fields go through the kernels too (encode: of anything the kernels
-handle, rows and arrays included; decode: of primitives and strings).
+handle, rows and arrays included; decode: of primitives and strings), and so do DECIMAL(p > 18)
+and TIMESTAMP(p > 3).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import struct
 from typing import Any
 
@@ -33,6 +36,7 @@ from statemorph.types import (
     IntType,
     RowType,
     SmallIntType,
+    TimestampType,
     TinyIntType,
     VarBinaryType,
     VarCharType,
@@ -340,3 +344,53 @@ def test_decode_arrays_corruption_same_verdict(data: st.DataObject) -> None:
     for i, b in enumerate(blobs):
         if i not in bad:
             assert outs[0][0].slice(i, 1).equals(_arrow_rows(t, [s.from_bytes(b)])), i
+
+
+BIG_LEAVES = ARROW_LEAVES + [DecimalType(20, 2), DecimalType(38, 10), DecimalType(19, 0), TimestampType(4),
+                             TimestampType(6), TimestampType(9)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_big_decimal_and_timestamp_equal_reference(data: st.DataObject) -> None:
+    """DECIMAL(p > 18) (Arrow decimal128) and TIMESTAMP(p > 3) (Arrow timestamp us / ns) encode
+    and decode in the kernels, byte for byte / value for value as the reference, both tiers."""
+    t = data.draw(row_types(BIG_LEAVES))
+    rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
+    s = serializers.RowDataSerializer(t)
+    try:
+        expected = _ref_bytes(s, rows)
+    except SerializationError:
+        return  # the reference refuses some 38-digit draws (its own rounding context)
+    arr = _arrow_rows(t, rows)
+    for name, r in _all_tiers(lambda: arrow.encode(arr, s).to_pylist()).items():
+        assert r == ("ok", expected), name
+    blobs = pa.array(expected, type=pa.binary())
+    want = _arrow_rows(t, [None if b is None else s.from_bytes(b) for b in expected])
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
+        assert r[0] == "ok" and r[1].equals(want), (name, r)
+
+
+def test_big_values_out_of_arrow_range_are_bad_rows() -> None:
+    """A TIMESTAMP(9) whose nanoseconds overflow int64 and a DECIMAL(20, 0) stored with more digits
+    than 20 are bad entries (E_TOO_LARGE, named field) on both tiers, not garbage."""
+    t = RowType.of(("ts", TimestampType(9)), ("d", DecimalType(20, 0)))
+    s = serializers.RowDataSerializer(t)
+    good = s.to_bytes((None, decimal.Decimal(12345)))
+    fixed = 8 + 16
+    far = bytearray(s.to_bytes((dt.datetime(2000, 1, 1), None)))
+    struct.pack_into("<q", far, 4 + fixed, 10 ** 15)  # epoch millis: beyond int64 nanoseconds
+    wide = bytearray(good)
+    wide[4 + fixed:4 + fixed + 9] = (10 ** 20).to_bytes(9, "big", signed=True)
+    struct.pack_into("<Q", wide, 4 + 16, (fixed << 32) | 9)
+    arr = pa.array([good, bytes(far), bytes(wide)], type=pa.binary())
+
+    def run() -> Any:
+        out, errs = arrow.decode(arr, s, on_error="collect")
+        return out.to_pylist(), [(e.row, e.field_path, e.code) for e in errs]
+
+    verdicts = _all_tiers(run)
+    assert len({repr(v) for v in verdicts.values()}) == 1, verdicts
+    out, errs = verdicts["python"][1]
+    assert errs == [(1, "ts", B.E_TOO_LARGE), (2, "d", B.E_TOO_LARGE)]
+    assert out[0] == {"ts": None, "d": decimal.Decimal(12345)} and out[1] is None and out[2] is None

@@ -409,16 +409,19 @@ def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
 
 # ---------------------------------------------------------------------------------- row programs
 C_KIND, C_POS, C_END, C_ARITY, C_SRC, C_OLD_ARITY, C_FLAGS, C_LIMIT = range(8)
-"""C_LIMIT: for a compact DECIMAL(p, s) node, 10**p (an unscaled value must stay below it)."""
+"""C_LIMIT: compact DECIMAL(p, s): 10**p (an unscaled value must stay below it); DECIMAL(p > 18):
+p; TIMESTAMP(p > 3): units of its Arrow type per millisecond (1000 for us, 10**6 for ns)."""
 NCOL = 8
 (R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_BLOB, R_DEC_BIG, R_TS_BIG,
  R_DEC_COMPACT, R_ARRAY, R_MAP) = range(1, 17)
 F_NOT_NULL, F_VERBATIM = 1, 2
 #: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
-ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT})
-#: ... and what encode also handles: ARRAY (Arrow list) of those or of arrays
-ENCODE_KINDS = ARROW_KINDS | {R_ARRAY}
-_ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16}
+ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT,
+                         R_DEC_BIG, R_TS_BIG})
+#: array elements the kernels handle (encode also rows and arrays; decode only these)
+_SCALAR_ELEMENTS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_DEC_COMPACT})
+_ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16, R_DEC_BIG: 16,
+                R_TS_BIG: 8}
 
 
 def slot_kind(t: LogicalType) -> int:
@@ -467,13 +470,16 @@ class RowProgram:
         return [int(k) for k in self.matrix[:, C_KIND]]
 
     def decode_supported(self) -> bool:
-        """The decode kernels handle these kinds, and ARRAYs of them (but not of rows or arrays)."""
-        kinds = self.kinds
-        return all(k in ARROW_KINDS or (k == R_ARRAY and kinds[c + 1] not in (R_ROW, R_ARRAY))
-                   for c, k in enumerate(kinds) if c > 0)
+        """The decode kernels handle the ARROW_KINDS, and ARRAYs of primitives and strings."""
+        return self._supported(_SCALAR_ELEMENTS)
 
     def encode_supported(self) -> bool:
-        return all(k in ENCODE_KINDS for k in self.kinds[1:])
+        """The encode kernels handle the ARROW_KINDS, and ARRAYs of primitives, strings, rows, arrays."""
+        return self._supported(_SCALAR_ELEMENTS | {R_ROW, R_ARRAY})
+
+    def _supported(self, elements: frozenset[int]) -> bool:
+        kinds = self.kinds
+        return all(k in ARROW_KINDS or (k == R_ARRAY and kinds[c + 1] in elements) for c, k in enumerate(kinds) if c)
 
     def path(self, node: int) -> str:
         return self.paths[node] if 0 <= node < len(self.paths) else ""
@@ -487,7 +493,11 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
     k = slot_kind(t)
     flags = (0 if t.nullable else F_NOT_NULL) | (F_VERBATIM if verbatim and k in (R_ROW, R_ARRAY, R_MAP) else 0)
     arity = t.arity if isinstance(t, RowType) else 0
-    limit = 10 ** t.precision if k == R_DEC_COMPACT and isinstance(t, DecimalType) else 0
+    limit = 0
+    if isinstance(t, DecimalType):
+        limit = 10 ** t.precision if k == R_DEC_COMPACT else t.precision
+    elif k == R_TS_BIG and isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        limit = 1000 if t.precision <= 6 else 1_000_000
     rows.append([k, pos, 0, arity, src, arity, flags, limit])
     paths.append(path)
     types.append(t)
@@ -1060,6 +1070,13 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
         _set_bit(o.valid, i)
         o.count += 1
         slot = base + ow + 8 * j
+        if k in (R_DEC_BIG, R_TS_BIG):
+            code = _decode_big(x, o, k, p[c][C_LIMIT], i, slot, base, ofixed, size)
+            if code != E_OK:
+                x.err_node = c
+                raise _RowError(code)
+            c = p[c][C_END]
+            continue
         if k not in (R_STR, R_BIN, R_ROW, R_ARRAY):
             _put_value(o, k, i, d, slot)
             c = p[c][C_END]
@@ -1259,6 +1276,57 @@ def _encode_str(cols: _Cols, c: int, i: int, buf: bytearray, slot: int, room: in
     buf += vals[s:s + n] + bytes(_round8(n) - n)
 
 
+def _encode_big(k: int, limit: int, vals: bytes, e: int, buf: bytearray, slot: int, room: int, c: int,
+                err: list[int]) -> None:
+    """Twin of the kernel's ``encode_big``: a DECIMAL(p > 18) / TIMESTAMP(p > 3) value's slot and
+    var part (minimal big-endian two's complement bytes in 16, or epoch millis + nanos)."""
+    if k == R_TS_BIG:
+        millis, rest = divmod(struct.unpack_from("<q", vals, 8 * e)[0], limit)
+        if 8 > room - len(buf):
+            raise _Full
+        _U64.pack_into(buf, slot, (len(buf) << 32) | rest * (1_000_000 // limit))
+        buf += struct.pack("<q", millis)
+        return
+    u = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
+    if not -10 ** limit < u < 10 ** limit:
+        err[0] = c
+        raise _RowError(E_TOO_LARGE)
+    if 16 > room - len(buf):
+        raise _Full
+    n = ((u if u >= 0 else ~u).bit_length() + 8) // 8
+    _U64.pack_into(buf, slot, (len(buf) << 32) | n)
+    buf += u.to_bytes(n, "big", signed=True) + bytes(16 - n)
+
+
+def _decode_big(x: _RowCtx, o: _Out, k: int, limit: int, i: int, slot: int, base: int, ofixed: int,
+                size: int) -> int:
+    """Twin of the kernel's ``decode_big``: E_OK or the code."""
+    d = x.d
+    raw = _U64.unpack_from(d, slot)[0]
+    off, n = raw >> 32, raw & 0xFFFFFFFF
+    if raw >> 63:
+        return E_BAD_INLINE
+    if k == R_TS_BIG:
+        if n > 999_999:
+            return E_BAD_NANOS
+        if off < ofixed or off + 8 > size:
+            return E_BAD_OFFSET
+        v = struct.unpack_from("<q", d, base + off)[0] * limit + n // (1_000_000 // limit)
+        if not -(1 << 63) <= v < 1 << 63:
+            return E_TOO_LARGE
+        o.vals[8 * i:8 * i + 8] = struct.pack("<q", v)
+        return E_OK
+    if not 1 <= n <= 16:
+        return E_BAD_LENGTH
+    if off < ofixed or off + n > size:
+        return E_BAD_OFFSET
+    u = int.from_bytes(d[base + off:base + off + n], "big", signed=True)
+    if not -10 ** limit < u < 10 ** limit:
+        return E_TOO_LARGE
+    o.vals[16 * i:16 * i + 16] = u.to_bytes(16, "little", signed=True)
+    return E_OK
+
+
 def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
     """Twin of the kernel's ``encode_row``: validate row i and build its bytes in one walk, in
     program order; raises _RowError (``err[0]`` = node) or _Full when it outgrows ``room``, at the
@@ -1295,6 +1363,8 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
                 err[0] = c
                 raise _RowError(E_TOO_LARGE)
             buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
+        elif k in (R_DEC_BIG, R_TS_BIG):
+            _encode_big(k, p[c][C_LIMIT], vals, e, buf, slot, room, c, err)
         else:
             w = _ARROW_WIDTH[k]
             buf[slot:slot + w] = vals[w * e:w * e + w]
