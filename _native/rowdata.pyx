@@ -1591,6 +1591,8 @@ cdef class _Keep:
             free(self.tables[t])
 
     cdef void** table(self, int64_t n) except NULL:
+        if self.ntables == 12:
+            raise MemoryError("_Keep holds at most 12 tables")
         cdef void** p = <void**>malloc(max(n, 1) * sizeof(void*))
         if p == NULL:
             raise MemoryError()
