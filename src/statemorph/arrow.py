@@ -747,9 +747,11 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
 def _decode_rows(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
                  errors: _Errors, base: int, src: tuple[Any, ...]) -> pa.Array:
     """RowData decode in one pass (``decode_run``): the kernel validates each entry and scatters it
-    into per-node Arrow buffers (validity bits, values, int32 string offsets) and counts the valid
-    values itself. Each range appends string bytes to its own buffers, sized from the input bytes
-    (an upper bound unless the input is hostile: then they grow); ranges are then joined."""
+    into per-node Arrow buffers (validity bits, values, int32 string / list offsets) and counts the
+    valid values itself. Each range appends string bytes to its own buffers, sized from the input
+    bytes (an upper bound unless the input is hostile: then they grow); ranges are then joined.
+    ARRAY element columns are indexed by element and grow as they fill, so with arrays the chunk
+    is one range."""
     offsets, data, validity, offset, wide = src
     span = _input_spans(offsets, offset, wide, len(data), n)
     try:
