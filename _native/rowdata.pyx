@@ -8,9 +8,11 @@ row type in pre-order, columns below. Node 0 is the top-level row. Children of a
 ``node + 1`` then ``END`` of each child in turn. ``SRC`` is the field index in the *old* row (the
 same as ``POS`` for encode / decode; -1 for a field added by a migration).
 
-Entries are ``i32 BE sizeInBytes ‖ BinaryRowData`` (what ``RowDataSerializer`` writes). Every
-kernel is two passes over rows ``start..stop``: ``*_sizes`` validates and writes the output size
-(or an encoded error) to ``out_off[i + 1]`` / ``status[i]``; ``*_fill`` writes at the prefix sums.
+Entries are ``i32 BE sizeInBytes ‖ BinaryRowData`` (what ``RowDataSerializer`` writes). Migrate
+has two passes over rows ``start..stop`` (``migrate_sizes`` validates and writes the output size or
+an encoded error to ``out_off[i + 1]``; ``migrate_fill`` writes at the prefix sums) and a fused
+one (``migrate_run``); encode / decode are one pass (``encode_run`` / ``decode_run``: validate and
+write each entry in one walk, stopping at a bad entry or a full buffer so the caller can resume).
 Loops run without the GIL; errors leave as (code, row, node) numbers.
 """
 
@@ -57,6 +59,30 @@ cdef enum:
     F_NOT_NULL = 1
     F_VERBATIM = 2
 
+cdef extern from *:
+    """
+    typedef __int128 sm_i128;
+    static inline sm_i128 sm_i128_of(uint64_t lo, int64_t hi) { return (sm_i128)(((unsigned __int128)(uint64_t)hi << 64) | lo); }
+    static inline sm_i128 sm_pow10(int64_t p) { sm_i128 v = 1; while (p-- > 0) v *= 10; return v; }
+    static inline int sm_bytes_of(sm_i128 u) {
+        /* BigInteger.toByteArray() length: the minimal big-endian two's complement */
+        unsigned __int128 x = (unsigned __int128)(u < 0 ? ~u : u);
+        int bits = 0;
+        while (x) { bits++; x >>= 1; }
+        return (bits + 8) / 8;
+    }
+    static inline int sm_mul_add(int64_t a, int64_t b, int64_t c, int64_t* r) {
+        int64_t t;
+        return __builtin_mul_overflow(a, b, &t) || __builtin_add_overflow(t, c, r);
+    }
+    """
+    ctypedef long long sm_i128  # really __int128 (the C typedef above)
+    sm_i128 sm_i128_of(uint64_t lo, int64_t hi) nogil
+    sm_i128 sm_pow10(int64_t p) nogil
+    int sm_bytes_of(sm_i128 u) nogil
+    int sm_mul_add(int64_t a, int64_t b, int64_t c, int64_t* r) nogil
+
+
 cdef inline int64_t null_bits_size(int64_t arity) noexcept nogil:
     return ((arity + 63 + 8) // 64) * 8
 
@@ -67,7 +93,7 @@ cdef inline int64_t arrow_width(int64_t kind) noexcept nogil:
         return 2
     if kind == R_I32 or kind == R_F32:
         return 4
-    if kind == R_DEC_COMPACT:
+    if kind == R_DEC_COMPACT or kind == R_DEC_BIG:
         return 16
     return 8
 
@@ -891,160 +917,921 @@ cdef inline bint fast_eligible(const int64_t* prog, int64_t node) noexcept:
         and pn[C_OLD_ARITY] <= 56
 
 
-cdef void decode_row(Ctx* x, int64_t node, int64_t base) noexcept nogil:
-    """Scatter a validated row into the per-node Arrow output buffers at row ``x.row``."""
-    cdef const uint8_t* d = x.d
-    cdef int64_t ow = null_bits_size(P(x, node, C_OLD_ARITY))
-    cdef int64_t c, end, src, slot, k, n, off, i = x.row
-    cdef uint64_t raw
-    cdef int64_t v64
-    end = P(x, node, C_END)
-    c = node + 1
-    while c < end:
-        src = P(x, c, C_SRC)
-        k = P(x, c, C_KIND)
-        if src < 0 or null_bit(d, base, src):
-            c = P(x, c, C_END)
-            continue
-        bit_set(x.valid[c], i)
-        slot = base + ow + 8 * src
-        if k == R_BOOL:
-            if d[slot] != 0:
-                bit_set(x.vals[c], i)
-        elif k == R_I8:
-            x.vals[c][i] = d[slot]
-        elif k == R_I16:
-            memcpy(x.vals[c] + 2 * i, d + slot, 2)
-        elif k == R_I32 or k == R_F32:
-            memcpy(x.vals[c] + 4 * i, d + slot, 4)
-        elif k == R_I64 or k == R_F64:
-            memcpy(x.vals[c] + 8 * i, d + slot, 8)
-        elif k == R_DEC_COMPACT:
-            memcpy(&v64, d + slot, 8)
-            memcpy(x.vals[c] + 16 * i, &v64, 8)
-            memset(x.vals[c] + 16 * i + 8, 0xFF if v64 < 0 else 0, 8)
-        elif k == R_STR or k == R_BIN:
-            raw = load_u64_le(d + slot)
-            n = x.str_off[c][i + 1] - x.str_off[c][i]
-            if raw >> 63:
-                memcpy(x.sdata[c] + x.str_off[c][i], d + slot, n)
-            else:
-                memcpy(x.sdata[c] + x.str_off[c][i], d + base + <int64_t>(raw >> 32), n)
-        elif k == R_ROW:
-            raw = load_u64_le(d + slot)
-            decode_row(x, c, base + <int64_t>(raw >> 32))
-        c = P(x, c, C_END)
+# ------------------------------------------------------------------------------------------------
+# encode / decode: one walk per entry over a lowered program
+# ------------------------------------------------------------------------------------------------
+
+# One program node lowered for encode / decode, with the buffers of its Arrow column: the hot
+# walks read one small struct per field instead of strided program cells plus parallel pointer
+# tables. Encode reads the ``*_in`` fields, decode writes the others.
+ctypedef struct Node:
+    int64_t kind
+    int64_t pos
+    int64_t end
+    int64_t arity
+    int64_t flags
+    int64_t limit
+    sm_i128 big_limit       # DECIMAL(p > 18): 10**p
+    int64_t parent          # the ROW node this one is a field of (-1 for node 0)
+    int64_t nw              # ROW: bytes of the null-bit words
+    int64_t width           # TINYINT .. DOUBLE: bytes per Arrow value (0 for other kinds)
+    uint64_t mask           # ... and the mask of those bytes in a word
+    int64_t fixed           # ROW: null-bit words + slots
+    const uint8_t* valid_in
+    const uint8_t* vals_in
+    const uint8_t* offs_in  # string / binary: value offsets; ARRAY: list offsets (int32, or int64 if wide)
+    int64_t off_in
+    int64_t nrows           # encode: length of the Arrow column (rows; elements under an ARRAY)
+    int64_t vals_len
+    bint wide_in
+    uint8_t* valid
+    uint8_t* vals
+    uint8_t* offs           # string / binary offsets, int32 or int64 (``wide``)
+    bint wide
+    uint8_t* sdata
+    int64_t scap
+    int64_t spos            # next free byte of ``sdata``
+    int64_t sstart          # ``spos`` when the current entry started (rollback point)
+    int64_t count           # valid values written
 
 
-cdef inline bint in_valid(const Ctx* x, int64_t c, int64_t i) noexcept nogil:
-    return x.in_valid[c] == NULL or bit_get(x.in_valid[c], x.in_off[c] + i)
-
-cdef inline int64_t in_str(const Ctx* x, int64_t c, int64_t i, int64_t* start) noexcept nogil:
-    """Byte length of string/binary element i of node c (its start in ``start``); -1 if the Arrow
-    offsets are inconsistent."""
-    cdef int64_t s, e, j = x.in_off[c] + i
+cdef inline int64_t arrow_str(const Node* nd, int64_t i, int64_t* start) noexcept nogil:
+    """Byte length of string/binary element i of an input column (its start in ``start``); -1 if
+    the Arrow offsets are inconsistent."""
+    cdef int64_t s, e, j = nd.off_in + i
     cdef int32_t s32, e32
-    if x.in_wide[c]:
-        memcpy(&s, x.in_offs[c] + 8 * j, 8)
-        memcpy(&e, x.in_offs[c] + 8 * j + 8, 8)
+    if nd.wide_in:
+        memcpy(&s, nd.offs_in + 8 * j, 8)
+        memcpy(&e, nd.offs_in + 8 * j + 8, 8)
     else:
-        memcpy(&s32, x.in_offs[c] + 4 * j, 4)
-        memcpy(&e32, x.in_offs[c] + 4 * j + 4, 4)
+        memcpy(&s32, nd.offs_in + 4 * j, 4)
+        memcpy(&e32, nd.offs_in + 4 * j + 4, 4)
         s = s32
         e = e32
-    if s < 0 or e < s or e > x.in_vals_len[c]:
+    if s < 0 or e < s or e > nd.vals_len:
         return -1
     start[0] = s
     return e - s
 
 
-cdef int64_t encode_size(Ctx* x, int64_t node) noexcept nogil:
-    cdef int64_t arity = P(x, node, C_ARITY)
-    cdef int64_t size = null_bits_size(arity) + 8 * arity
-    cdef int64_t c, end, k, n, r, s, i = x.row
-    cdef int64_t hi, lo
-    end = P(x, node, C_END)
-    c = node + 1
-    while c < end:
-        k = P(x, c, C_KIND)
-        if not in_valid(x, c, i):
-            if P(x, c, C_FLAGS) & F_NOT_NULL:
-                x.err_node = c
+cdef inline uint64_t word_mask(int64_t n) noexcept nogil:
+    """Mask of the low ``n`` bytes of a word (all for n >= 8, none for n <= 0), without a branch."""
+    cdef int64_t m = 0 if n < 0 else (8 if n > 8 else n)
+    return (((<uint64_t>1) << (8 * m - 1)) << 1) - 1 if m else 0
+
+
+cdef inline uint64_t load_short(const uint8_t* p, int64_t n, int64_t avail) noexcept nogil:
+    """The n < 8 bytes at p as a little-endian word (upper bytes zero). One masked 8-byte load when
+    8 bytes are readable (a byte-wise copy into a stack word stalls on store forwarding)."""
+    cdef uint64_t w = 0
+    cdef int64_t b
+    if avail >= 8:
+        return load_u64_le(p) & word_mask(n)
+    for b in range(n):
+        w |= (<uint64_t>p[b]) << (8 * b)
+    return w
+
+
+cdef inline void copy_padded(uint8_t* dst, const uint8_t* src, int64_t n, int64_t avail) noexcept nogil:
+    """Copy n bytes and zero the pad up to the next multiple of 8. Short strings (the common case)
+    go a word at a time when the source has the bytes to over-read, without a libc call."""
+    cdef int64_t b, full = n & ~(<int64_t>7)
+    if n > 32 or avail < full + 8:
+        memcpy(dst, src, n)
+        memset(dst + n, 0, round_up8(n) - n)
+        return
+    for b in range(0, full, 8):
+        store_u64_le(dst + b, load_u64_le(src + b))
+    if n > full:
+        store_u64_le(dst + full, load_short(src + full, n - full, avail - full))
+
+
+cdef inline void store_off(uint8_t* offs, bint wide, int64_t i, int64_t v) noexcept nogil:
+    cdef int32_t v32 = <int32_t>v
+    if wide:
+        memcpy(offs + 8 * i, &v, 8)
+    else:
+        memcpy(offs + 4 * i, &v32, 4)
+
+
+cdef inline int64_t encode_str(const Node* nd, int64_t i, uint8_t* o, int64_t ob, int64_t slot, int64_t cur,
+                              int64_t cap) noexcept nogil:
+    """Write string / binary i of column ``nd`` into the slot at ``o[slot]``: inline up to 7
+    bytes, else padded at ``o[ob + cur]`` (the var part of the row or array based at ``ob``).
+    Returns the new ``cur``, -E_BAD_ARROW, -E_TOO_LARGE or -E_FULL."""
+    cdef int64_t s = 0, n = arrow_str(nd, i, &s)
+    if n < 0:
+        return -E_BAD_ARROW
+    if n > 0x7FFFFFFF:
+        return -E_TOO_LARGE
+    if n <= 7:
+        store_u64_le(o + slot, load_short(nd.vals_in + s, n, nd.vals_len - s) | ((<uint64_t>(0x80 | n)) << 56))
+        return cur
+    if round_up8(n) > cap - ob - cur:
+        return -E_FULL
+    copy_padded(o + ob + cur, nd.vals_in + s, n, nd.vals_len - s)
+    store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+    return cur + round_up8(n)
+
+
+cdef inline int64_t encode_big(const Node* nd, int64_t e, uint8_t* slot, uint8_t* var, int64_t cur,
+                              int64_t room) noexcept nogil:
+    """Arrow value e of a DECIMAL(p > 18) / TIMESTAMP(p > 3) column into its slot and var part:
+    the unscaled value's minimal big-endian two's complement bytes in a 16-byte var part, or
+    the epoch milliseconds (8 bytes) with the nano-of-millisecond in the slot. Returns the var
+    bytes used, -E_TOO_LARGE (more digits than p) or -E_FULL."""
+    cdef uint64_t lo
+    cdef int64_t hi, v, millis, b, n
+    cdef sm_i128 u
+    if nd.kind == R_TS_BIG:
+        memcpy(&v, nd.vals_in + 8 * e, 8)
+        millis = v // nd.limit  # C division truncates: floor for negative values
+        if millis * nd.limit > v:
+            millis -= 1
+        if room < 8:
+            return -E_FULL
+        store_u64_le(var, <uint64_t>millis)
+        store_u64_le(slot, ((<uint64_t>cur) << 32) | <uint64_t>((v - millis * nd.limit) * (1000000 // nd.limit)))
+        return 8
+    memcpy(&lo, nd.vals_in + 16 * e, 8)
+    memcpy(&hi, nd.vals_in + 16 * e + 8, 8)
+    u = sm_i128_of(lo, hi)
+    if u <= -nd.big_limit or u >= nd.big_limit:
+        return -E_TOO_LARGE
+    if room < 16:
+        return -E_FULL
+    n = sm_bytes_of(u)
+    memset(var, 0, 16)
+    for b in range(n):
+        var[b] = <uint8_t>(u >> (8 * (n - 1 - b)))
+    store_u64_le(slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+    return 16
+
+
+cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                        int64_t* err_node) noexcept nogil:
+    """Validate row i of the Arrow columns under ``node`` and write its BinaryRowData at ``o[ob:]``
+    (never past ``cap``) in the same walk. Returns its size, -code (``err_node`` set; fields are
+    checked in program order, so the first error is the reference tier's) or -E_FULL."""
+    cdef const Node* r = &nodes[node]
+    cdef const Node* nd
+    cdef int64_t cur = r.fixed
+    cdef int64_t c = node + 1, slot, k, n, s = 0, sub, bit, e
+    cdef int64_t lo, hi
+    # the first null-bit word lives in a register (see check_migrate_row)
+    cdef uint64_t nb0 = 0
+    if cur > cap - ob:
+        return -E_FULL
+    for k in range(8, cur, 8):  # the first word is nb0, stored last
+        store_u64_le(o + ob + k, 0)
+    while c < r.end:
+        nd = &nodes[c]
+        e = nd.off_in + i
+        if nd.valid_in != NULL and not bit_get(nd.valid_in, e):
+            if nd.flags & F_NOT_NULL:
+                err_node[0] = c
                 return -E_NULL_NOT_ALLOWED
-            c = P(x, c, C_END)
-            continue
-        if k == R_STR or k == R_BIN:
-            n = in_str(x, c, i, &s)
-            if n < 0:
-                x.err_node = c
-                return -E_BAD_ARROW
-            if n > 0x7FFFFFFF:
-                x.err_node = c
-                return -E_TOO_LARGE
-            if n > 7:
-                size += round_up8(n)
-        elif k == R_ROW:
-            r = encode_size(x, c)
-            if r < 0:
-                return r
-            size += r
-        elif k == R_DEC_COMPACT:
-            memcpy(&lo, x.in_vals[c] + 16 * (x.in_off[c] + i), 8)
-            memcpy(&hi, x.in_vals[c] + 16 * (x.in_off[c] + i) + 8, 8)
-            if hi != (-1 if lo < 0 else 0) or lo <= -P(x, c, C_LIMIT) or lo >= P(x, c, C_LIMIT):
-                x.err_node = c  # more digits than DECIMAL(p, s) holds
-                return -E_TOO_LARGE
-        c = P(x, c, C_END)
-    return size
-
-
-cdef int64_t encode_row(Ctx* x, int64_t node, uint8_t* o, int64_t obase) noexcept nogil:
-    cdef int64_t arity = P(x, node, C_ARITY)
-    cdef int64_t nw = null_bits_size(arity)
-    cdef int64_t cur = nw + 8 * arity
-    cdef int64_t c, end, k, n, r, j, bit, slot, e, i = x.row
-    cdef int64_t s = 0
-    end = P(x, node, C_END)
-    memset(o + obase, 0, cur)
-    c = node + 1
-    while c < end:
-        k = P(x, c, C_KIND)
-        j = P(x, c, C_POS)
-        slot = obase + nw + 8 * j
-        if not in_valid(x, c, i):
-            bit = j + 8
-            o[obase + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
-            c = P(x, c, C_END)
-            continue
-        e = x.in_off[c] + i
-        if k == R_BOOL:
-            o[slot] = bit_get(x.in_vals[c], e)
-        elif k == R_I8:
-            o[slot] = x.in_vals[c][e]
-        elif k == R_I16:
-            memcpy(o + slot, x.in_vals[c] + 2 * e, 2)
-        elif k == R_I32 or k == R_F32:
-            memcpy(o + slot, x.in_vals[c] + 4 * e, 4)
-        elif k == R_I64 or k == R_F64 or k == R_DEC_COMPACT:
-            memcpy(o + slot, x.in_vals[c] + arrow_width(k) * e, 8)
-        elif k == R_STR or k == R_BIN:
-            n = in_str(x, c, i, &s)
-            if n <= 7:
-                if n:
-                    memcpy(o + slot, x.in_vals[c] + s, n)
-                o[slot + 7] = <uint8_t>(0x80 | n)
+            bit = nd.pos + 8
+            if bit < 64:
+                nb0 |= (<uint64_t>1) << bit
             else:
-                memcpy(o + obase + cur, x.in_vals[c] + s, n)
-                r = round_up8(n)
-                memset(o + obase + cur + n, 0, r - n)
-                store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
-                cur += r
-        elif k == R_ROW:
-            r = encode_row(x, c, o, obase + cur)
-            store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>r)
-            cur += r
-        c = P(x, c, C_END)
+                o[ob + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
+            c = nd.end
+            continue
+        slot = ob + r.nw + 8 * nd.pos
+        k = nd.kind
+        if nd.width:
+            # TINYINT .. DOUBLE: one masked word load (tested before the kind, so the common
+            # fields need no jump-table dispatch, whose indirect branch mispredicted)
+            if nd.width * e + 8 <= nd.vals_len:
+                store_u64_le(o + slot, load_u64_le(nd.vals_in + nd.width * e) & nd.mask)
+            else:
+                memcpy(o + slot, nd.vals_in + nd.width * e, nd.width)
+        elif k == R_STR or k == R_BIN:
+            cur = encode_str(nd, i, o, ob, slot, cur, cap)
+            if cur < 0:
+                if cur != -E_FULL:
+                    err_node[0] = c
+                return cur
+        elif k == R_ROW or k == R_ARRAY:
+            sub = encode_row(nodes, c, i, o, ob + cur, cap, err_node) if k == R_ROW else \
+                encode_array(nodes, c, i, o, ob + cur, cap, err_node)
+            if sub < 0:
+                return sub
+            store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
+            cur += sub
+        elif k == R_BOOL:
+            o[slot] = bit_get(nd.vals_in, e)
+        elif k == R_DEC_COMPACT:
+            memcpy(&lo, nd.vals_in + 16 * e, 8)
+            memcpy(&hi, nd.vals_in + 16 * e + 8, 8)
+            if hi != (-1 if lo < 0 else 0) or lo <= -nd.limit or lo >= nd.limit:
+                err_node[0] = c  # more digits than DECIMAL(p, s) holds
+                return -E_TOO_LARGE
+            memcpy(o + slot, &lo, 8)
+        elif k == R_DEC_BIG or k == R_TS_BIG:
+            sub = encode_big(nd, e, o + slot, o + ob + cur, cur, cap - ob - cur)
+            if sub < 0:
+                if sub != -E_FULL:
+                    err_node[0] = c
+                return sub
+            cur += sub
+        c = nd.end
+    store_u64_le(o + ob, nb0)
     return cur
+
+
+cdef inline int inline_check(const uint8_t* d, int64_t slot, uint64_t raw, int64_t k) noexcept nogil:
+    """The checks of a slot marked inline (top bit of its last byte): only strings and binaries
+    may be inline, at most 7 bytes, strings valid UTF-8. Returns E_OK or the code."""
+    cdef int64_t n = (raw >> 56) & 0x7F
+    if (k != R_STR and k != R_BIN) or n > 7:
+        return E_BAD_INLINE
+    # inline ASCII (the common short string) needs no scan: one masked word test
+    if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
+            and not utf8_valid(d + slot, n):
+        return E_BAD_UTF8
+    return E_OK
+
+
+cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                          int64_t* err_node) noexcept nogil:
+    """Write the BinaryArrayData of list i of an ARRAY column at ``o[ob:]`` (never past ``cap``):
+    element count, null bits, slots of the element width (rounded up to 8), then the elements'
+    var parts, each padded to 8. Returns its size, -code (``err_node`` set) or -E_FULL."""
+    cdef const Node* nd = &nodes[node]
+    cdef const Node* el = &nodes[node + 1]
+    cdef int64_t s = 0, n, j, ei, es, header, cur, slot, k, sub
+    cdef int64_t lo, hi
+    n = arrow_str(nd, i, &s)  # list offsets are read like string offsets (bound: the element count)
+    if n < 0:
+        err_node[0] = node
+        return -E_BAD_ARROW
+    if n > 0x7FFFFFFF:
+        err_node[0] = node
+        return -E_TOO_LARGE
+    k = el.kind
+    es = elem_size(k)
+    header = array_header(n)
+    cur = round_up8(header + n * es)
+    if cur > cap - ob:
+        return -E_FULL
+    memset(o + ob, 0, cur)
+    store_u32_le(o + ob, <uint32_t>n)
+    for j in range(n):
+        ei = s + j
+        if el.valid_in != NULL and not bit_get(el.valid_in, el.off_in + ei):
+            if el.flags & F_NOT_NULL:
+                err_node[0] = node + 1
+                return -E_NULL_NOT_ALLOWED
+            o[ob + 4 + (j >> 3)] |= <uint8_t>(1 << (j & 7))
+            continue
+        slot = ob + header + j * es
+        if el.width:
+            memcpy(o + slot, el.vals_in + el.width * (el.off_in + ei), el.width)
+        elif k == R_BOOL:
+            o[slot] = bit_get(el.vals_in, el.off_in + ei)
+        elif k == R_DEC_COMPACT:
+            memcpy(&lo, el.vals_in + 16 * (el.off_in + ei), 8)
+            memcpy(&hi, el.vals_in + 16 * (el.off_in + ei) + 8, 8)
+            if hi != (-1 if lo < 0 else 0) or lo <= -el.limit or lo >= el.limit:
+                err_node[0] = node + 1
+                return -E_TOO_LARGE
+            memcpy(o + slot, &lo, 8)
+        elif k == R_STR or k == R_BIN:
+            cur = encode_str(el, ei, o, ob, slot, cur, cap)
+            if cur < 0:
+                if cur != -E_FULL:
+                    err_node[0] = node + 1
+                return cur
+        else:  # R_ROW / R_ARRAY elements (sizes are multiples of 8)
+            sub = encode_row(nodes, node + 1, ei, o, ob + cur, cap, err_node) if k == R_ROW else \
+                encode_array(nodes, node + 1, ei, o, ob + cur, cap, err_node)
+            if sub < 0:
+                return sub
+            store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
+            cur += sub
+    return cur
+
+
+cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t size, int64_t i) noexcept nogil:
+    """Validate the row at d[base:base+size] (the checks of ``check_row``, in its order) and
+    scatter it into row i of the Arrow outputs in the same walk. Returns 0, -code (``x.err_node``
+    set) or -E_FULL; a failed entry leaves partial outputs that the caller rolls back."""
+    cdef const uint8_t* d = x.d
+    cdef const Node* r = &nodes[node]
+    cdef Node* nd
+    cdef int64_t c, j, slot, k, n, off, src, rc
+    cdef uint64_t raw, nb0
+    cdef uint8_t mark
+    rc = check_row_header(x, node, base, size, r.arity)
+    if rc < 0:
+        return rc
+    nb0 = load_u64_le(d + base)
+    c = node + 1
+    while c < r.end:
+        nd = &nodes[c]
+        j = nd.pos
+        if (j < 56 and (nb0 >> (j + 8)) & 1) or (j >= 56 and null_bit(d, base, j)):
+            c = nd.end
+            continue
+        bit_set(nd.valid, i)
+        nd.count += 1
+        slot = base + r.nw + 8 * j
+        k = nd.kind
+        if k == R_I64 or k == R_F64:
+            memcpy(nd.vals + 8 * i, d + slot, 8)
+        elif k == R_I32 or k == R_F32:
+            memcpy(nd.vals + 4 * i, d + slot, 4)
+        elif k == R_STR or k == R_BIN or k == R_ROW or k == R_ARRAY:
+            raw = load_u64_le(d + slot)
+            mark = <uint8_t>(raw >> 56)
+            if mark & 0x80:
+                rc = inline_check(d, slot, raw, k)
+                if rc != E_OK:
+                    x.err_node = c
+                    return -rc
+                n = mark & 0x7F
+                src = slot
+            else:
+                off = <int64_t>(raw >> 32)
+                n = <int64_t>(raw & 0xFFFFFFFFu)
+                if off < r.fixed or off + n > size:
+                    x.err_node = c
+                    return -E_BAD_OFFSET
+                if k == R_ROW or k == R_ARRAY:
+                    rc = decode_row(x, nodes, c, base + off, n, i) if k == R_ROW else check_array(x, c, base + off, n)
+                    if rc >= 0 and k == R_ARRAY:
+                        rc = decode_array(x, nodes, c, base + off)
+                    if rc < 0:
+                        return rc
+                    c = nd.end
+                    continue
+                if k == R_STR and not utf8_valid(d + base + off, n):
+                    x.err_node = c
+                    return -E_BAD_UTF8
+                src = base + off
+            if not put_bytes(nd, d + src, n):
+                return -E_FULL
+        elif k == R_DEC_BIG or k == R_TS_BIG:
+            rc = decode_big(d, nd, i, slot, base, r.fixed, size)
+            if rc != E_OK:
+                x.err_node = c
+                return -rc
+        else:
+            put_value(nd, i, d + slot)
+        c = nd.end
+    return 0
+
+
+cdef inline int decode_big(const uint8_t* d, Node* nd, int64_t i, int64_t slot, int64_t base, int64_t ofixed,
+                           int64_t size) noexcept nogil:
+    """Value i of a DECIMAL(p > 18) / TIMESTAMP(p > 3) field from its slot and var part, with
+    ``check_row``'s checks in its order, then the Arrow range: E_OK or the code."""
+    cdef uint64_t raw = load_u64_le(d + slot)
+    cdef int64_t off = <int64_t>(raw >> 32), n = <int64_t>(raw & 0xFFFFFFFFu), b, v
+    cdef sm_i128 u
+    if raw >> 63:
+        return E_BAD_INLINE
+    if nd.kind == R_TS_BIG:
+        if n > 999999:
+            return E_BAD_NANOS
+        if off < ofixed or off + 8 > size:
+            return E_BAD_OFFSET
+        memcpy(&v, d + base + off, 8)
+        if sm_mul_add(v, nd.limit, n // (1000000 // nd.limit), &v):
+            return E_TOO_LARGE  # beyond the Arrow type's int64 range
+        memcpy(nd.vals + 8 * i, &v, 8)
+        return E_OK
+    if n < 1 or n > 16:
+        return E_BAD_LENGTH
+    if off < ofixed or off + n > size:
+        return E_BAD_OFFSET
+    u = -1 if d[base + off] & 0x80 else 0
+    for b in range(n):
+        u = (u << 8) | d[base + off + b]
+    if u <= -nd.big_limit or u >= nd.big_limit:
+        return E_TOO_LARGE  # more digits than the Arrow decimal's precision
+    for b in range(16):
+        nd.vals[16 * i + b] = <uint8_t>(u >> (8 * b))
+    return E_OK
+
+
+cdef inline bint put_bytes(Node* nd, const uint8_t* src, int64_t n) noexcept nogil:
+    """Append n bytes to a string column's data; False if its buffer is full."""
+    if n > nd.scap - nd.spos:
+        return False
+    memcpy(nd.sdata + nd.spos, src, n)
+    nd.spos += n
+    return True
+
+
+cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nogil:
+    """Value i of a BOOLEAN / TINYINT / SMALLINT / compact DECIMAL column from its slot."""
+    cdef int64_t k = nd.kind
+    if k == R_BOOL:
+        if src[0] != 0:
+            bit_set(nd.vals, i)
+    elif k == R_I8:
+        nd.vals[i] = src[0]
+    elif k == R_I16:
+        memcpy(nd.vals + 2 * i, src, 2)
+    elif k == R_I32 or k == R_F32:
+        memcpy(nd.vals + 4 * i, src, 4)
+    elif k == R_DEC_COMPACT:
+        memcpy(nd.vals + 16 * i, src, 8)
+        memset(nd.vals + 16 * i + 8, 0xFF if src[7] & 0x80 else 0, 8)
+    else:
+        memcpy(nd.vals + 8 * i, src, 8)
+
+
+cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept nogil:
+    """Append the elements of the array at ``d[base:]`` (validated by ``check_array``) to the
+    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0 or -E_FULL."""
+    cdef const uint8_t* d = x.d
+    cdef Node* A = &nodes[a]
+    cdef Node* el = &nodes[a + 1]
+    cdef int64_t n = <int32_t>load_u32_le(d + base), k = el.kind, es = elem_size(el.kind)
+    cdef int64_t header = array_header(n), j, ei, slot, ln, src
+    cdef uint64_t raw
+    cdef bint is_str = k == R_STR or k == R_BIN
+    if n > A.scap - A.spos:
+        return -E_FULL
+    for j in range(n):
+        ei = A.spos + j
+        if not (d[base + 4 + (j >> 3)] >> (j & 7)) & 1:
+            bit_set(el.valid, ei)
+            el.count += 1
+            slot = base + header + j * es
+            if is_str:
+                raw = load_u64_le(d + slot)
+                if raw >> 63:
+                    ln = (raw >> 56) & 0x7F
+                    src = slot
+                else:
+                    ln = <int64_t>(raw & 0xFFFFFFFFu)
+                    src = base + <int64_t>(raw >> 32)
+                if not put_bytes(el, d + src, ln):
+                    return -E_FULL
+            else:
+                put_value(el, ei, d + slot)
+        if is_str:
+            store_off(el.offs, el.wide, ei + 1, el.spos)
+    A.spos += n
+    return 0
+
+
+# Blocked walks. Rows are handled BLK at a time, one program node (column) after the other: each
+# field's loop over the block is a tight loop with no per-field dispatch, which the row-at-a-time
+# walk pays for every field of every row (it was ~2/3 of the encode time). A block first computes
+# and checks (pass A), then writes (pass B); any error or a full buffer in a block hands that block
+# to the row-at-a-time walk, which finds the same first error at the same row and field.
+cdef enum:
+    BLK = 256
+
+ctypedef struct Scratch:
+    uint8_t* pres           # [node][r]: the value is there (its row is present and it is not null)
+    int64_t* a              # [node][r]: ROW: start (encode: in the entry; decode: in the data);
+                            #            string: encode: var-part offset in its row; decode: start
+    int64_t* b              # [node][r]: ROW: encode: bytes used / size; decode: size; string: length
+    int64_t* s              # [node][r]: encode, string: where its bytes start in the Arrow data
+    int64_t* pos            # [r]: encode: where the entry starts in the output
+    uint8_t* allp           # [node]: every row of the block has the value (no null anywhere above)
+    uint8_t* nonull         # [ROW node] decode: no row of the block has a null field (one word)
+    int64_t* stack          # open ROW nodes (pass A of encode)
+
+
+cdef inline bint block_ok(const Node* nodes, int64_t nnodes) noexcept nogil:
+    """Whether the blocked walks handle every kind of the program."""
+    cdef int64_t c, k
+    for c in range(1, nnodes):
+        k = nodes[c].kind
+        if not (nodes[c].width or k == R_BOOL or k == R_STR or k == R_BIN or k == R_ROW or k == R_DEC_COMPACT):
+            return False
+    return True
+
+
+cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int64_t b1, uint8_t* o,
+                       int64_t* pos, int64_t cap) noexcept nogil:
+    """Encode rows b0..b1 packed from ``o[pos]`` (entry r at ``t.pos[r]``, present if
+    ``t.pres[r]``, of ``t.b[r]`` bytes after its length word); False (nothing kept) if a row is bad
+    or the block does not fit, for the row-at-a-time walk to redo.
+
+    Node fields are copied to locals before each loop: stores through ``uint8_t*`` may alias
+    anything, so the compiler would reload them after every store."""
+    cdef int64_t nb = b1 - b0, c, r, R, e, n, s = 0, top = 0, q, slot, k, w, off, vlen, fixed, nw
+    cdef int64_t lo, hi, limit, bitb
+    cdef uint64_t mask
+    cdef uint8_t bitm
+    cdef bint not_null, allp
+    cdef const Node* nd
+    cdef const uint8_t* vin
+    cdef const uint8_t* vbits
+    cdef uint8_t* P
+    cdef const uint8_t* PR
+    cdef int64_t* A
+    cdef int64_t* Bc
+    cdef int64_t* S
+    cdef int64_t* AR
+    cdef int64_t* BR
+    cdef int64_t* at = t.pos
+    # pass A: presence, var-part offsets and row sizes, every check
+    for c in range(nnodes):
+        nd = &nodes[c]
+        P = t.pres + c * BLK
+        A = t.a + c * BLK
+        Bc = t.b + c * BLK
+        S = t.s + c * BLK
+        vbits = nd.valid_in
+        off = nd.off_in + b0
+        if c == 0:
+            fixed = nd.fixed
+            t.allp[0] = vbits == NULL
+            for r in range(nb):
+                P[r] = vbits == NULL or bit_get(vbits, off + r)
+                A[r] = 0
+                Bc[r] = fixed
+            continue
+        while top > 0 and nodes[t.stack[top - 1]].end <= c:
+            top -= 1
+            close_row(nodes, t, t.stack[top], nb)
+        R = nd.parent
+        PR = t.pres + R * BLK
+        AR = t.a + R * BLK
+        BR = t.b + R * BLK
+        t.allp[c] = t.allp[R] and vbits == NULL
+        if vbits == NULL:
+            memcpy(P, PR, nb)
+        else:
+            not_null = nd.flags & F_NOT_NULL
+            for r in range(nb):
+                P[r] = PR[r] and bit_get(vbits, off + r)
+                if not_null and PR[r] and not P[r]:
+                    return False
+        k = nd.kind
+        if k == R_STR or k == R_BIN:
+            for r in range(nb):
+                if P[r]:
+                    n = arrow_str(nd, b0 + r, &S[r])
+                    if n < 0 or n > 0x7FFFFFFF:
+                        return False
+                    Bc[r] = n
+                    if n > 7:
+                        A[r] = BR[r]
+                        BR[r] += round_up8(n)
+        elif k == R_ROW:
+            fixed = nd.fixed
+            for r in range(nb):
+                if P[r]:
+                    A[r] = AR[r] + BR[r]
+                    Bc[r] = fixed
+            t.stack[top] = c
+            top += 1
+        elif k == R_DEC_COMPACT:
+            vin = nd.vals_in
+            limit = nd.limit
+            for r in range(nb):
+                if P[r]:
+                    memcpy(&lo, vin + 16 * (off + r), 8)
+                    memcpy(&hi, vin + 16 * (off + r) + 8, 8)
+                    if hi != (-1 if lo < 0 else 0) or lo <= -limit or lo >= limit:
+                        return False
+    while top > 0:
+        top -= 1
+        close_row(nodes, t, t.stack[top], nb)
+    P = t.pres
+    Bc = t.b
+    q = pos[0]
+    for r in range(nb):
+        at[r] = q
+        if P[r]:
+            q += 4 + Bc[r]
+    if q > cap:
+        return False
+    # pass B: write; t.a of a ROW node becomes the absolute start of its row in ``o``
+    for c in range(nnodes):
+        nd = &nodes[c]
+        P = t.pres + c * BLK
+        A = t.a + c * BLK
+        Bc = t.b + c * BLK
+        S = t.s + c * BLK
+        k = nd.kind
+        nw = nd.nw
+        allp = t.allp[c]
+        if c == 0:
+            # only the null-bit words need zeroing: every slot is written below (0 for a null)
+            for r in range(nb):
+                if P[r]:
+                    store_u32_be(o + at[r], <uint32_t>Bc[r])
+                    zero_words(o + at[r] + 4, nw)
+                    A[r] = at[r] + 4
+            continue
+        R = nd.parent
+        PR = t.pres + R * BLK
+        AR = t.a + R * BLK
+        slot = nodes[R].nw + 8 * nd.pos
+        bitb = (nd.pos + 8) >> 3
+        bitm = <uint8_t>(1 << ((nd.pos + 8) & 7))
+        w = nd.width
+        mask = nd.mask
+        vin = nd.vals_in
+        vlen = nd.vals_len
+        off = nd.off_in + b0
+        # the common columns, every row with a value: tight loops
+        if allp and w and w * (off + nb) + 8 <= vlen:
+            for r in range(nb):
+                store_u64_le(o + AR[r] + slot, load_u64_le(vin + w * (off + r)) & mask)
+            continue
+        if allp and k == R_ROW:
+            for r in range(nb):
+                e = at[r] + 4 + A[r]
+                zero_words(o + e, nw)
+                store_u64_le(o + AR[r] + slot, ((<uint64_t>(e - AR[r])) << 32) | <uint64_t>Bc[r])
+                A[r] = e
+            continue
+        if allp and (k == R_STR or k == R_BIN):
+            for r in range(nb):
+                write_str(o + AR[r], slot, A[r], vin + S[r], Bc[r], vlen - S[r])
+            continue
+        for r in range(nb):
+            if not PR[r]:
+                continue
+            if not P[r]:
+                o[AR[r] + bitb] |= bitm
+                store_u64_le(o + AR[r] + slot, 0)
+                continue
+            e = off + r
+            if w:
+                if w * e + 8 <= vlen:
+                    store_u64_le(o + AR[r] + slot, load_u64_le(vin + w * e) & mask)
+                else:
+                    store_u64_le(o + AR[r] + slot, load_short(vin + w * e, w, vlen - w * e))
+            elif k == R_STR or k == R_BIN:
+                write_str(o + AR[r], slot, A[r], vin + S[r], Bc[r], vlen - S[r])
+            elif k == R_ROW:
+                e = at[r] + 4 + A[r]
+                zero_words(o + e, nw)
+                store_u64_le(o + AR[r] + slot, ((<uint64_t>(e - AR[r])) << 32) | <uint64_t>Bc[r])
+                A[r] = e
+            elif k == R_BOOL:
+                store_u64_le(o + AR[r] + slot, bit_get(vin, e))
+            else:  # R_DEC_COMPACT
+                memcpy(o + AR[r] + slot, vin + 16 * e, 8)
+    pos[0] = q
+    return True
+
+
+cdef inline void zero_words(uint8_t* p, int64_t n) noexcept nogil:
+    """Zero n bytes (a multiple of 8: null-bit words), one store for the usual single word."""
+    cdef int64_t b
+    store_u64_le(p, 0)
+    for b in range(8, n, 8):
+        store_u64_le(p + b, 0)
+
+
+cdef inline void write_str(uint8_t* row, int64_t slot, int64_t var, const uint8_t* src, int64_t n,
+                           int64_t avail) noexcept nogil:
+    """A string field of a row: inline in its slot up to 7 bytes, else at ``row + var``, padded."""
+    if n <= 7:
+        store_u64_le(row + slot, load_short(src, n, avail) | ((<uint64_t>(0x80 | n)) << 56))
+    else:
+        copy_padded(row + var, src, n, avail)
+        store_u64_le(row + slot, ((<uint64_t>var) << 32) | <uint64_t>n)
+
+
+cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch* t, int64_t b0,
+                       int64_t b1) noexcept nogil:
+    """Decode entries b0..b1 into rows b0.. of the outputs; False (nothing written) if an entry is
+    bad or a string buffer is short, for the row-at-a-time walk to redo. Node fields are copied to
+    locals before each loop (see encode_block)."""
+    cdef const uint8_t* d = x.d
+    cdef int64_t nb = b1 - b0, c, r, R, j, k, n, off, slot, need, i, base = 0, size = 0, w, count
+    cdef int64_t rfixed, nw, spos, scap, dlen = v.data_len
+    cdef uint64_t raw
+    cdef uint8_t mark
+    cdef bint wide, allp
+    cdef Node* nd
+    cdef uint8_t* P
+    cdef const uint8_t* PR
+    cdef int64_t* A
+    cdef int64_t* Bc
+    cdef const int64_t* AR
+    cdef const int64_t* BR
+    cdef const uint8_t* src
+    cdef uint8_t* valid
+    cdef uint8_t* vals
+    cdef uint8_t* sdata
+    cdef uint8_t* offs
+    # pass A: locate every value, every check
+    for c in range(nnodes):
+        nd = &nodes[c]
+        P = t.pres + c * BLK
+        A = t.a + c * BLK
+        Bc = t.b + c * BLK
+        if c == 0:
+            allp = True
+            t.nonull[0] = nd.nw == 8
+            for r in range(nb):
+                P[r] = 0
+                if not bv_valid(v, b0 + r):
+                    allp = False
+                    continue
+                if entry_row(v, b0 + r, &base, &size) != E_OK or not row_header_ok(x, nd, base, size):
+                    return False
+                P[r] = 1
+                A[r] = base
+                Bc[r] = size
+                if load_u64_le(d + base) >> 8:
+                    t.nonull[0] = False
+            t.allp[0] = allp
+            continue
+        R = nd.parent
+        rfixed = nodes[R].fixed
+        nw = nodes[R].nw
+        PR = t.pres + R * BLK
+        AR = t.a + R * BLK
+        BR = t.b + R * BLK
+        j = nd.pos
+        k = nd.kind
+        if t.nonull[R]:
+            memcpy(P, PR, nb)
+            t.allp[c] = t.allp[R]
+        else:
+            allp = t.allp[R]
+            for r in range(nb):
+                P[r] = PR[r] and not null_bit(d, AR[r], j)
+                allp = allp and P[r]
+            t.allp[c] = allp
+        if k == R_ROW:
+            t.nonull[c] = nd.nw == 8
+        elif k != R_STR and k != R_BIN:
+            continue
+        need = 0
+        for r in range(nb):
+            if not P[r]:
+                continue
+            slot = AR[r] + nw + 8 * j
+            raw = load_u64_le(d + slot)
+            mark = <uint8_t>(raw >> 56)
+            if mark & 0x80:
+                if inline_check(d, slot, raw, k) != E_OK:
+                    return False
+                n = mark & 0x7F
+                A[r] = slot
+            else:
+                off = <int64_t>(raw >> 32)
+                n = <int64_t>(raw & 0xFFFFFFFFu)
+                if off < rfixed or off + n > BR[r]:
+                    return False
+                if k == R_ROW:
+                    if not row_header_ok(x, nd, AR[r] + off, n):
+                        return False
+                    if load_u64_le(d + AR[r] + off) >> 8:
+                        t.nonull[c] = False
+                elif k == R_STR and not utf8_valid(d + AR[r] + off, n):
+                    return False
+                A[r] = AR[r] + off
+            Bc[r] = n
+            need += n
+        if k != R_ROW and need > nd.scap - nd.spos:
+            return False
+    # pass B: scatter
+    for c in range(nnodes):
+        nd = &nodes[c]
+        P = t.pres + c * BLK
+        A = t.a + c * BLK
+        Bc = t.b + c * BLK
+        k = nd.kind
+        w = nd.width
+        valid = nd.valid
+        vals = nd.vals
+        count = nd.count
+        if t.allp[c] and (b0 | nb) & 7 == 0:
+            memset(valid + (b0 >> 3), 0xFF, nb >> 3)
+            count += nb
+            valid = NULL
+        if c == 0:
+            for r in range(nb):
+                if P[r] and valid != NULL:
+                    bit_set(valid, b0 + r)
+                    count += 1
+            nd.count = count
+            continue
+        AR = t.a + nd.parent * BLK
+        slot = nodes[nd.parent].nw + 8 * nd.pos
+        if valid == NULL and (w == 8 or w == 4):
+            # the common column: every row has a value of one word or half
+            if w == 8:
+                for r in range(nb):
+                    memcpy(vals + 8 * (b0 + r), d + AR[r] + slot, 8)
+            else:
+                for r in range(nb):
+                    memcpy(vals + 4 * (b0 + r), d + AR[r] + slot, 4)
+            nd.count = count
+            continue
+        sdata = nd.sdata
+        spos = nd.spos
+        scap = nd.scap
+        offs = nd.offs
+        wide = nd.wide
+        if valid == NULL and (k == R_STR or k == R_BIN) and scap - spos >= need_of(Bc, nb) + 8:
+            # every row has a string and the buffer has room to over-write a word
+            for r in range(nb):
+                n = Bc[r]
+                if n <= 8 and dlen - A[r] >= 8:
+                    store_u64_le(sdata + spos, load_u64_le(d + A[r]))
+                else:
+                    memcpy(sdata + spos, d + A[r], n)
+                spos += n
+                store_off(offs, wide, b0 + r + 1, spos)
+            nd.count = count
+            nd.spos = spos
+            nd.sstart = spos
+            continue
+        for r in range(nb):
+            i = b0 + r
+            if P[r]:
+                if valid != NULL:
+                    bit_set(valid, i)
+                    count += 1
+                src = d + AR[r] + slot
+                if w == 8:
+                    memcpy(vals + 8 * i, src, 8)
+                elif w == 4:
+                    memcpy(vals + 4 * i, src, 4)
+                elif w == 2:
+                    memcpy(vals + 2 * i, src, 2)
+                elif w == 1:
+                    vals[i] = src[0]
+                elif k == R_STR or k == R_BIN:
+                    n = Bc[r]
+                    if n <= 8 and scap - spos >= 8 and dlen - A[r] >= 8:
+                        store_u64_le(sdata + spos, load_u64_le(d + A[r]))
+                    else:
+                        memcpy(sdata + spos, d + A[r], n)
+                    spos += n
+                elif k == R_BOOL:
+                    if src[0] != 0:
+                        bit_set(vals, i)
+                elif k == R_DEC_COMPACT:
+                    memcpy(vals + 16 * i, src, 8)
+                    memset(vals + 16 * i + 8, 0xFF if src[7] & 0x80 else 0, 8)
+            if k == R_STR or k == R_BIN:
+                store_off(offs, wide, i + 1, spos)
+        nd.count = count
+        nd.spos = spos
+        nd.sstart = spos
+    return True
+
+
+cdef inline int64_t need_of(const int64_t* lengths, int64_t nb) noexcept nogil:
+    cdef int64_t r, total = 0
+    for r in range(nb):
+        total += lengths[r]
+    return total
+
+
+cdef inline bint row_header_ok(Ctx* x, const Node* nd, int64_t base, int64_t size) noexcept nogil:
+    """``check_row_header`` passes (a yes / no for the blocked walk); one word test for rows of up
+    to 56 fields, whose null bits fit the first word."""
+    cdef uint64_t raw
+    if nd.arity >= 56:
+        return check_row_header(x, 0, base, size, nd.arity) == 0
+    if size < nd.fixed:
+        return False
+    raw = load_u64_le(x.d + base)
+    return (raw & 0xFF) <= 3 and (raw >> (nd.arity + 8)) == 0
+
+
+cdef inline void close_row(const Node* nodes, Scratch* t, int64_t c, int64_t nb) noexcept nogil:
+    """A nested row's fields are all placed: its size joins its parent's used bytes."""
+    cdef int64_t R = nodes[c].parent, r
+    cdef const uint8_t* P = t.pres + c * BLK
+    cdef const int64_t* Bc = t.b + c * BLK
+    cdef int64_t* BR = t.b + R * BLK
+    for r in range(nb):
+        if P[r]:
+            BR[r] += Bc[r]
+
+
+cdef void decode_rollback(Node* nodes, int64_t nnodes, int64_t i) noexcept nogil:
+    """Undo what a failed ``decode_row`` wrote for row i: its validity bits (and counts), true
+    BOOLEAN bits, and string bytes appended since the entry started."""
+    cdef int64_t c, j, lo, hi
+    cdef Node* nd
+    for c in range(1, nnodes):
+        nd = &nodes[c]
+        lo, hi = i, i + 1
+        if nodes[nd.parent].kind == R_ARRAY:  # an element column: the elements appended since
+            lo, hi = nodes[nd.parent].sstart, nodes[nd.parent].spos
+        for j in range(lo, hi):
+            if bit_get(nd.valid, j):
+                bit_clear(nd.valid, j)
+                nd.count -= 1
+            if nd.kind == R_BOOL:
+                bit_clear(nd.vals, j)
+    for c in range(1, nnodes):
+        nodes[c].spos = nodes[c].sstart
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1372,150 +2159,287 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     return i, pos, status
 
 
-def decode_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
-                 list str_offs, int64_t[::1] status, bint stop_at_error):
-    """Pass 1 of decode: validate every row; string/binary lengths go to ``str_offs[node][i + 1]``
-    (int64 arrays, zero-initialised by the caller)."""
-    cdef _Keep keep = _Keep()
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
-    cdef Ctx x
-    cdef int64_t i, base = 0, size = 0, r, first = -1, node, nnodes
-    cdef int code
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    x.d = v.data
-    nnodes = len(str_offs)
-    x.str_off = <int64_t**>keep.table(nnodes)
-    for node in range(nnodes):
-        x.str_off[node] = keep.rw64(str_offs[node])
-    with nogil:
-        for i in range(start, stop):
-            status[i] = 0
-            if not bv_valid(&v, i):
-                status[i] = 1
-                continue
-            x.err_node = -1
-            x.row = i
-            code = entry_row(&v, i, &base, &size)
-            if code == E_OK:
-                r = check_row(&x, 0, base, size)
-                if r < 0:
-                    code = <int>(-r)
-            if code != E_OK:
-                status[i] = encode_err(code, x.err_node)
-                if first < 0:
-                    first = i
-                if stop_at_error:
-                    break
-    return first
+cdef Node* _lower(_Keep keep, prog) except NULL:
+    """The program as a malloc'd array of ``Node`` (owned by ``keep``), buffers still unset."""
+    cdef const int64_t* p = _prog(keep, prog)
+    cdef int64_t n = len(prog), c, arity, child
+    cdef Node* nodes = <Node*>keep.table((n * sizeof(Node) + sizeof(void*) - 1) // sizeof(void*))
+    for c in range(n):
+        arity = p[c * NCOL + C_ARITY]
+        nodes[c].kind = p[c * NCOL + C_KIND]
+        nodes[c].pos = p[c * NCOL + C_POS]
+        nodes[c].end = p[c * NCOL + C_END]
+        nodes[c].arity = arity
+        nodes[c].flags = p[c * NCOL + C_FLAGS]
+        nodes[c].limit = p[c * NCOL + C_LIMIT]
+        if nodes[c].kind == R_DEC_BIG:
+            if not 0 < nodes[c].limit <= 38:
+                raise ValueError("bad row program")
+            nodes[c].big_limit = sm_pow10(nodes[c].limit)
+        elif nodes[c].kind == R_TS_BIG and nodes[c].limit not in (1000, 1000000):
+            raise ValueError("bad row program")
+        if R_I8 <= nodes[c].kind <= R_F64:
+            nodes[c].width = arrow_width(nodes[c].kind)
+            nodes[c].mask = word_mask(nodes[c].width)
+        nodes[c].nw = null_bits_size(arity)
+        nodes[c].fixed = null_bits_size(arity) + 8 * arity
+        if nodes[c].end <= c or nodes[c].end > n or (c == 0 and nodes[c].end != n):
+            raise ValueError("bad row program")
+    nodes[0].parent = -1
+    for c in range(n):
+        if nodes[c].kind == R_ARRAY:
+            nodes[c + 1].parent = c
+        if nodes[c].kind == R_ROW:
+            child = c + 1
+            while child < nodes[c].end:
+                nodes[child].parent = c
+                child = nodes[child].end
+    return nodes
 
 
-def decode_fill(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
-                list outs, const int64_t[::1] status):
-    """Pass 2 of decode. ``outs[node]`` = (validity bitmap, values, int64 offsets, string data)."""
-    cdef _Keep keep = _Keep()
-    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
-    cdef Ctx x
-    cdef int64_t i, base = 0, size = 0, node, nnodes
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    x.d = v.data
-    nnodes = len(outs)
-    x.valid = <uint8_t**>keep.table(nnodes)
-    x.vals = <uint8_t**>keep.table(nnodes)
-    x.str_off = <int64_t**>keep.table(nnodes)
-    x.sdata = <uint8_t**>keep.table(nnodes)
-    for node in range(1, nnodes):
-        t = outs[node]
-        x.valid[node] = keep.rw(t[0])
-        x.vals[node] = keep.rw(t[1])
-        x.str_off[node] = keep.rw64(t[2])
-        x.sdata[node] = keep.rw(t[3])
-    with nogil:
-        for i in range(start, stop):
-            if status[i] != 0:
-                continue
-            if entry_row(&v, i, &base, &size) != E_OK:
-                continue
-            x.row = i
-            decode_row(&x, 0, base)
-
-
-cdef void _encode_inputs(_Keep keep, Ctx* x, list cols, int64_t stop) except *:
-    """Pointer tables for the Arrow input columns, after checking every buffer covers the rows."""
+cdef void _encode_inputs(_Keep keep, Node* nodes, list cols, int64_t stop) except *:
+    """Attach the Arrow input columns to the nodes, after checking every buffer covers its column
+    (``stop`` rows for the row columns; list offsets are checked against the element column when
+    read)."""
     cdef int64_t node, n = len(cols), kind, need
-    if n != x.prog[C_END]:
+    cdef Node* nd
+    if n != nodes[0].end:
         raise ValueError("one Arrow column per program node is required")
-    x.in_valid = <const uint8_t**>keep.table(n)
-    x.in_vals = <const uint8_t**>keep.table(n)
-    x.in_offs = <const uint8_t**>keep.table(n)
-    x.in_off = <int64_t*>keep.table(n)
-    x.in_vals_len = <int64_t*>keep.table(n)
-    x.in_wide = <bint*>keep.table(n)
     for node in range(n):
-        validity, values, offs, off, wide = cols[node]
-        x.in_valid[node] = keep.ro(validity)
-        x.in_vals[node] = keep.ro(values)
-        x.in_offs[node] = keep.ro(offs)
-        x.in_off[node] = off
-        x.in_vals_len[node] = len(u8(values)) if values is not None else 0
-        x.in_wide[node] = wide
-        if validity is not None and (off + stop + 7) // 8 > len(u8(validity)):
+        nd = &nodes[node]
+        validity, values, offs, off, wide, nrows = cols[node]
+        nd.valid_in = keep.ro(validity)
+        nd.vals_in = keep.ro(values)
+        nd.offs_in = keep.ro(offs)
+        nd.off_in = off
+        nd.nrows = nrows
+        # an ARRAY's list offsets index its element column: bound them by its length
+        nd.vals_len = cols[node + 1][5] if nd.kind == R_ARRAY else len(u8(values)) if values is not None else 0
+        nd.wide_in = wide
+        if off < 0 or nrows < 0 or (node == 0 and nrows < stop):
+            raise ValueError(f"column {node}: negative offset or shorter than the rows")
+        if validity is not None and (off + nrows + 7) // 8 > len(u8(validity)):
             raise ValueError(f"column {node}: validity buffer shorter than the array")
-        kind = x.prog[node * NCOL + C_KIND]
-        if kind == R_STR or kind == R_BIN:
+        kind = nd.kind
+        stop = nrows
+        if kind == R_STR or kind == R_BIN or kind == R_ARRAY:
             if offs is None or (off + stop + 1) * (8 if wide else 4) > len(u8(offs)):
                 raise ValueError(f"column {node}: offsets buffer shorter than the array")
         elif kind == R_BOOL:
-            if values is None or (off + stop + 7) // 8 > x.in_vals_len[node]:
+            if values is None or (off + stop + 7) // 8 > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
-        elif kind != R_ROW:
+        elif kind != R_ROW and kind != R_ARRAY:
             need = (off + stop) * arrow_width(kind)
-            if values is None or need > x.in_vals_len[node]:
+            if values is None or need > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
 
 
-def encode_sizes(prog, list cols, int64_t start, int64_t stop, int64_t[::1] out_off, bint stop_at_error):
-    """Pass 1 of encode. ``cols[node]`` = (validity, values, offsets, element offset, wide); the
-    caller has checked buffer lengths against the array length."""
-    cdef _Keep keep = _Keep()
-    cdef Ctx x
-    cdef int64_t i, r, first = -1
-    memset(&x, 0, sizeof(Ctx))
-    x.prog = _prog(keep, prog)
-    _encode_inputs(keep, &x, cols, stop)
-    with nogil:
-        for i in range(start, stop):
-            out_off[i + 1] = 0
-            if not in_valid(&x, 0, i):
-                continue
-            x.row = i
-            x.err_node = -1
-            r = encode_size(&x, 0)
-            if r < 0:
-                out_off[i + 1] = encode_err(<int>(-r), x.err_node)
-                if first < 0:
-                    first = i
-                if stop_at_error:
-                    break
-            else:
-                out_off[i + 1] = r + 4
-    return first
+cdef uint8_t* _offsets_out(_Keep keep, obj, int64_t stop, bint* wide) except NULL:
+    """A writable int32 / int64 offsets array of at least ``stop + 1`` entries."""
+    cdef uint8_t[::1] mv = u8(obj)
+    wide[0] = memoryview(obj).itemsize == 8
+    if memoryview(obj).itemsize not in (4, 8) or mv.shape[0] < (stop + 1) * (8 if wide[0] else 4):
+        raise ValueError("offsets output must be an int32 / int64 array of at least stop + 1 entries")
+    keep.views.append(mv)
+    return &mv[0]
 
 
-def encode_fill(prog, list cols, int64_t start, int64_t stop, const int64_t[::1] out_off, uint8_t[::1] out_data):
+cdef void _scratch(_Keep keep, Scratch* t, int64_t nnodes) except *:
+    t.pres = <uint8_t*>keep.table((nnodes * BLK + 7) // 8)
+    t.a = <int64_t*>keep.table(nnodes * BLK)
+    t.b = <int64_t*>keep.table(nnodes * BLK)
+    t.pos = <int64_t*>keep.table(BLK)
+    t.s = <int64_t*>keep.table(nnodes * BLK)
+    t.stack = <int64_t*>keep.table(nnodes)
+    t.allp = <uint8_t*>keep.table(nnodes)
+    t.nonull = <uint8_t*>keep.table(nnodes)
+
+
+def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::1] out_data, int64_t pos,
+               uint8_t[::1] out_valid):
+    """One-pass encode of rows ``start..stop``: validate each entry and write ``i32 BE size ‖
+    BinaryRowData`` packed from ``out_data[pos]``. ``cols[node]`` = (validity, values, offsets,
+    element offset, wide) of its Arrow column. ``out_off`` (int32 or int64) gets the end of entry
+    ``i`` at ``i + 1`` (``out_off[start]`` is the caller's) and ``out_valid`` bit ``i`` is set for
+    each entry written; null and bad entries take no bytes. int32 offsets never pass 2**31 - 1.
+
+    Returns ``(next_row, pos, status, written)``: ``next_row < stop`` means entry ``next_row`` is bad
+    (``status`` = its encoded error, offsets already written: resume at ``next_row + 1``) or did not
+    fit (``status`` 0: grow ``out_data``, keep ``[:pos]``, resume at ``next_row``).
+
+    Why one pass: sizing every entry and then writing it walked each row twice; here the output
+    buffer is sized from an upper bound (exact for rows of primitives and strings) instead."""
     cdef _Keep keep = _Keep()
-    cdef Ctx x
-    cdef int64_t i, r
+    cdef Node* nodes = _lower(keep, prog)
+    cdef bint owide
+    cdef uint8_t* offs = _offsets_out(keep, out_off, stop, &owide)
     cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
     cdef int64_t cap = out_data.shape[0]
+    cdef int64_t i = start, r, status = 0, written = 0, err_node = -1, lim, nnodes
+    cdef bint halt = False, blocked
+    cdef Scratch t
+    if start < 0 or pos < 0 or pos > cap or out_valid.shape[0] < (stop + 7) // 8:
+        raise ValueError("encode_run: output arrays shorter than the rows")
+    if not owide and cap > 0x7FFFFFFF:
+        cap = 0x7FFFFFFF
+    _encode_inputs(keep, nodes, cols, stop)
+    nnodes = nodes[0].end
+    blocked = block_ok(nodes, nnodes)
+    _scratch(keep, &t, nnodes)
+    with nogil:
+        while i < stop and not halt:
+            lim = min(i + BLK, stop)
+            if blocked and encode_block(nodes, nnodes, &t, i, lim, o, &pos, cap):
+                if t.allp[0] and (i | lim) & 7 == 0:
+                    memset(&out_valid[i >> 3], 0xFF, (lim - i) >> 3)
+                    written += lim - i
+                    for r in range(lim - i):
+                        store_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
+                else:
+                    for r in range(lim - i):
+                        if t.pres[r]:
+                            bit_set(&out_valid[0], i + r)
+                            written += 1
+                            store_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
+                        else:
+                            store_off(offs, owide, i + r + 1, t.pos[r])
+                i = lim
+                continue
+            while i < lim:
+                if nodes[0].valid_in == NULL or bit_get(nodes[0].valid_in, nodes[0].off_in + i):
+                    if cap - pos < 4:
+                        halt = True
+                        break
+                    r = encode_row(nodes, 0, i, o, pos + 4, cap, &err_node)
+                    if r == -E_FULL:
+                        halt = True
+                        break
+                    if r < 0:
+                        status = encode_err(<int>(-r), err_node)
+                        store_off(offs, owide, i + 1, pos)
+                        halt = True
+                        break
+                    store_u32_be(o + pos, <uint32_t>r)
+                    pos += r + 4
+                    bit_set(&out_valid[0], i)
+                    written += 1
+                store_off(offs, owide, i + 1, pos)
+                i += 1
+    return i, pos, status, written
+
+
+def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop, list outs,
+               int64_t[::1] counts, int64_t[::1] spos):
+    """One-pass decode of entries ``start..stop``: validate each entry and scatter it into the
+    Arrow outputs in the same walk. ``outs[node]`` = (validity bitmap, values, offsets, string
+    data): node 0 has only its bitmap; string / binary nodes append their bytes to their string
+    data from ``spos[node]`` on and write ``offsets[i + 1]`` (int32 or int64) for every entry;
+    an ARRAY node (of primitives or strings) writes its list offsets the same way, counting the
+    elements it appends to its element column (whose outputs are indexed by element, ``spos``
+    the element count); ``counts[node]`` counts the valid values written. ``offsets[start]`` is
+    the caller's; int32 offsets never pass 2**31 - 1.
+
+    Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
+    = its encoded error; it is null everywhere: resume at ``next_row + 1``) or some string data
+    buffer or element column is full (``status`` 0: grow them keeping their contents, resume at
+    ``next_row``)."""
+    cdef _Keep keep = _Keep()
+    cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
+    cdef Node* nodes = _lower(keep, prog)
+    cdef int64_t nnodes = nodes[0].end
+    cdef int64_t* snodes = <int64_t*>keep.table(nnodes)  # per-row positions: strings, arrays
+    cdef int64_t* enodes = <int64_t*>keep.table(nnodes)  # per-element positions: strings in arrays
+    cdef int64_t nstr = 0, nelem = 0, c, i = start, base = 0, size = 0, r, status = 0, lim = start, cap, k
+    cdef int code
+    cdef bint blocked, elem
+    cdef Scratch t
+    cdef Ctx x
+    cdef Node* nd
+    if len(outs) != nnodes or counts.shape[0] < nnodes or spos.shape[0] < nnodes or start < 0:
+        raise ValueError("decode_run: one output and one counter per program node is required")
+    for c in range(nnodes):
+        nd = &nodes[c]
+        bits, vals, offs, sdata = outs[c]
+        nd.valid = keep.rw(bits)
+        nd.count = counts[c]
+        nd.spos = nd.sstart = spos[c]
+        elem = c > 0 and nodes[nd.parent].kind == R_ARRAY
+        cap = len(u8(bits)) * 8  # values the outputs hold: rows, or elements in an element column
+        k = nd.kind
+        if c == 0 or k == R_ROW:
+            pass
+        elif k == R_ARRAY:
+            if elem:
+                raise ValueError(f"decode_run: node {c}: arrays of arrays are not decodable")
+            nd.offs = _offsets_out(keep, offs, stop, &nd.wide)
+            snodes[nstr] = c
+            nstr += 1
+        elif k == R_STR or k == R_BIN:
+            nd.offs = _offsets_out(keep, offs, 0, &nd.wide)
+            cap = min(cap, len(u8(offs)) // (8 if nd.wide else 4) - 1)
+            nd.sdata = keep.rw(sdata)
+            nd.scap = len(u8(sdata))
+            if not nd.wide and nd.scap > 0x7FFFFFFF:
+                nd.scap = 0x7FFFFFFF
+            if nd.spos < 0 or nd.spos > nd.scap:
+                raise ValueError(f"decode_run: node {c}: string position outside its buffer")
+            if elem:
+                enodes[nelem] = c
+                nelem += 1
+            else:
+                snodes[nstr] = c
+                nstr += 1
+        elif k == R_BOOL or nd.width or k == R_DEC_COMPACT or k == R_DEC_BIG or k == R_TS_BIG:
+            nd.vals = keep.rw(vals)
+            cap = min(cap, len(u8(vals)) * 8 if k == R_BOOL else len(u8(vals)) // arrow_width(k))
+        else:
+            raise ValueError(f"decode_run: node {c}: kind {k} is not decodable")
+        if elem:
+            if k == R_ROW:
+                raise ValueError(f"decode_run: node {c}: rows in arrays are not decodable")
+            # elements the array may append (int32 list offsets never pass 2**31 - 1)
+            nodes[nd.parent].scap = cap if nodes[nd.parent].wide else min(cap, 0x7FFFFFFF)
+            if not 0 <= nodes[nd.parent].spos <= cap:
+                raise ValueError(f"decode_run: node {c}: element position outside its outputs")
+        elif cap < stop:
+            raise ValueError(f"decode_run: node {c}: outputs shorter than the rows")
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
-    _encode_inputs(keep, &x, cols, stop)
+    x.d = v.data
+    blocked = block_ok(nodes, nnodes)
+    _scratch(keep, &t, nnodes)
     with nogil:
-        for i in range(start, stop):
-            if out_off[i + 1] - out_off[i] < 4 or out_off[i + 1] > cap or not in_valid(&x, 0, i):
-                continue
-            x.row = i
-            r = encode_row(&x, 0, o, out_off[i] + 4)
-            store_u32_be(o + out_off[i], <uint32_t>r)
+        while i < stop:
+            if blocked and i == lim:
+                lim = min(i + BLK, stop)
+                if decode_block(&x, &v, nodes, nnodes, &t, i, lim):
+                    i = lim
+                    continue
+            if bv_valid(&v, i):
+                x.err_node = -1
+                code = entry_row(&v, i, &base, &size)
+                if code == E_OK:
+                    r = decode_row(&x, nodes, 0, base, size, i)
+                    if r < 0:
+                        decode_rollback(nodes, nnodes, i)
+                        if r == -E_FULL:
+                            break
+                        code = <int>(-r)
+                if code != E_OK:
+                    status = encode_err(code, x.err_node)
+                else:
+                    bit_set(nodes[0].valid, i)
+                    nodes[0].count += 1
+            for c in range(nstr):
+                nd = &nodes[snodes[c]]
+                store_off(nd.offs, nd.wide, i + 1, nd.spos)
+                nd.sstart = nd.spos
+            for c in range(nelem):
+                nodes[enodes[c]].sstart = nodes[enodes[c]].spos
+            if status != 0:
+                break
+            i += 1
+    for c in range(nnodes):
+        counts[c] = nodes[c].count
+        spos[c] = nodes[c].spos
+    return i, status

@@ -3,10 +3,11 @@
 Why: a savepoint holds billions of entries; one Python object per entry is far too slow. This
 module is the only pyarrow-aware one. It normalises inputs (pyarrow arrays, chunked arrays, slices
 with offsets, binary and large_binary, read-only buffers, anything with ``__arrow_c_array__``),
-runs the kernels from :mod:`statemorph._native` (compiled, or the Python reference tier) in two
-passes (sizes, then fill into exact-size buffers), optionally on several threads (the compiled
-kernels release the GIL), and turns kernel error codes into typed errors naming the row and the
-field path.
+runs the kernels from :mod:`statemorph._native` (compiled, or the Python reference tier), either
+in two passes (sizes, then fill into exact-size buffers) or, for RowData encode / decode and
+migrate, in one pass into buffers sized from an upper bound, optionally on several threads (the
+compiled kernels release the GIL), and turns kernel error codes into typed errors naming the row
+and the field path.
 
 Which path a serializer takes:
 
@@ -15,13 +16,16 @@ Which path a serializer takes:
   strings, byte arrays and nested rows; other field types take the per-value path. Encode /
   decode of those rows (Arrow struct ↔ bytes) run one-pass kernels (``_native/corerow.pyx``);
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
-  BIGINT, FLOAT, DOUBLE, DATE, TIME, compact DECIMAL / TIMESTAMP, strings, binaries and nested
-  ROWs; migrate for every field type, remapping slots and copying var-part data; rows inside
-  ARRAY / MAP that change shape take the per-row reference remap);
+  BIGINT, FLOAT, DOUBLE, DATE, TIME, DECIMAL, TIMESTAMP / TIMESTAMP_LTZ, strings, binaries and
+  nested ROWs, and ARRAYs (encode: of those but DECIMAL(p > 18) / TIMESTAMP(p > 3), or of rows
+  and arrays; decode: of primitives and strings); migrate
+  for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
+  change shape take the per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
-- everything else (Avro, POJO, Tuple, flink-core Row with other fields, collections, RowData with ARRAY / MAP /
-  non-compact fields for encode / decode): per-value through the reference serializers, in bulk
+- everything else (Avro, POJO, Tuple, flink-core Row with other fields, collections, RowData with
+  MAP / MULTISET, and ARRAYs of rows / arrays for decode): per-value through the reference
+  serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
@@ -338,11 +342,11 @@ def _is(serializer: Any, name: str) -> bool:
     return cls is not None and type(serializer) is cls
 
 
-def _row_program(serializer: Any) -> B.RowProgram | None:
+def _row_program(serializer: Any, encode: bool = False) -> B.RowProgram | None:
     if not _is(serializer, "RowDataSerializer"):
         return None
     prog = B.compile_row_program(serializer.row_type)
-    return prog if prog.arrow_supported() else None
+    return prog if (prog.encode_supported() if encode else prog.decode_supported()) else None
 
 
 def _cast(arr: pa.Array, target: pa.DataType, what: str) -> pa.Array:
@@ -396,7 +400,7 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     n = len(arr)
     ranges = _ranges(n, threads)
     fixed = _fixed_kind(serializer)
-    prog = _row_program(serializer)
+    prog = _row_program(serializer, encode=True)
     errors = _Errors(on_error, f"encode with {type(serializer).__name__}", prog)
     large = False
     if fixed is not None:
@@ -442,14 +446,7 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     elif prog is not None:
         arr = _cast(arr, arrow_type(serializer.row_type), "encode")
         cols = _row_columns(arr, serializer.row_type, prog)
-        valid = _validity_bits(arr)
-        matrix = prog.matrix
-
-        def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
-            k.encode_sizes(matrix, cols, s, e, out_off, stop)
-
-        def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
-            k.encode_fill(matrix, cols, s, e, out_off, out)
+        return errors.result(_encode_rows(k, prog, cols, n, ranges, errors, base))
     elif (core := BC.compile_core_row_codec(serializer)) is not None \
             and (core_cols := _core_row_columns(arr, core)) is not None:
         return errors.result(_encode_core_rows(k, arr, core, core_cols, ranges, errors, base))
@@ -459,22 +456,151 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     return errors.result(out)
 
 
+class _Widen(Exception):
+    """int32 offsets would pass 2**31 - 1: redo the chunk with int64 offsets (rare: > 2 GiB)."""
+
+
+def _grow(buf: np.ndarray, keep: int, wide: bool) -> np.ndarray:
+    """A buffer twice as large holding ``buf[:keep]``; int32 offsets cannot address past 2**31 - 1."""
+    if not wide and len(buf) >= _MAX32:
+        raise _Widen
+    bigger = np.empty(2 * len(buf) + 64, dtype=np.uint8)
+    bigger[:keep] = buf[:keep]
+    return bigger
+
+
+def _encode_bound(prog: B.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
+    """Output bytes of entries ``s..e``, an upper bound for rows of primitives and strings: the
+    length word and every row's fixed part per entry, plus each string's bytes rounded up to 8
+    (at most its Arrow bytes + 7). With ARRAY fields it is a guess (the buffer grows)."""
+    fixed = 4
+    spans = []
+    for row, (_, values, offs, off, wide, _) in zip(prog.matrix.tolist(), cols, strict=True):
+        if row[B.C_KIND] == B.R_ROW:
+            fixed += B._null_bits_size(row[B.C_ARITY]) + 8 * row[B.C_ARITY]
+        elif row[B.C_KIND] in (B.R_STR, B.R_BIN):
+            fixed += 7
+            spans.append(_input_spans(offs, off, wide, len(memoryview(values).cast("B")), 0))
+        elif row[B.C_KIND] == B.R_ARRAY:
+            fixed += 16  # a guess only (elements are not rows): the buffer grows if it is short
+    return lambda s, e: fixed * (e - s) + sum(span(s, e) for span in spans)
+
+
+def _encode_rows(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+                 errors: _Errors, base: int) -> pa.Array:
+    """RowData encode in one pass (``encode_run``): every range packs its entries into its own
+    buffer, sized from :func:`_encode_bound` (so it never grows for rows of primitives and
+    strings); ranges are then appended to the first one and their offsets shifted. The kernel
+    writes the int32 offsets and the validity bitmap itself."""
+    bound = _encode_bound(prog, cols)
+    total_bound = bound(0, n)
+    try:
+        return _encode_rows_with(k, prog, cols, n, ranges, errors, base, bound, total_bound > _MAX32)
+    except _Widen:
+        return _encode_rows_with(k, prog, cols, n, ranges, errors, base, bound, True)
+
+
+def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+                      errors: _Errors, base: int, bound: Callable[[int, int], int], wide: bool) -> pa.Array:
+    matrix = prog.matrix
+    out_off: np.ndarray = np.empty(n + 1, dtype=np.int64 if wide else np.int32)
+    out_off[0] = 0
+    out_valid = np.zeros((n + 7) // 8, dtype=np.uint8)
+    stop_at_error = errors.on_error == "raise"
+
+    # every range writes into its own region of one buffer (sized by the bound; pages never
+    # touched cost nothing); the regions are then moved together in place
+    sizes = [bound(s, e) + 64 for s, e in ranges]
+    region = {s: (a, a + z) for (s, _), a, z in zip(ranges, np.cumsum([0] + sizes[:-1]).tolist(), sizes,
+                                                   strict=True)}
+    shared = np.empty(sum(sizes), dtype=np.uint8)
+
+    def one(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
+        out: list[Any] = [shared[region[s][0]:region[s][1]], 0, 0]
+
+        def run(i: int) -> tuple[int, int]:
+            i, out[1], status, written = k.encode_run(matrix, cols, i, e, out_off, out[0], out[1], out_valid)
+            out[2] += written
+            return i, status
+
+        def grow() -> None:
+            out[0] = _grow(out[0], out[1], wide)
+
+        bad = _resume(run, s, e, stop_at_error, grow)
+        return out[0], out[1], out[2], bad
+
+    parts = _run(ranges, one)
+    _report(errors, [b for p in parts for b in p[3]], base)
+    in_place = all(p[0].base is shared for p in parts)  # no range grew past its bound
+    data = shared if in_place else np.empty(sum(p[1] for p in parts), dtype=np.uint8)
+    total = 0
+    for (s, e), (buf, pos, _, _) in zip(ranges, parts, strict=True):
+        if not in_place:
+            data[total:total + pos] = buf[:pos]
+        elif s:
+            ctypes.memmove(data.ctypes.data + total, buf.ctypes.data, pos)  # down, overlap-safe
+        if s:
+            if not wide and total + pos > _MAX32:
+                out_off, wide = out_off.astype(np.int64), True
+            out_off[s + 1:e + 1] += total
+        total += pos
+    nulls = n - sum(p[2] for p in parts)
+    validity = pa.py_buffer(out_valid) if nulls else None
+    buf = pa.py_buffer(data[:total])
+    if total > _MAX32:
+        return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(out_off.astype(np.int64)), buf],
+                                     null_count=nulls)
+    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(out_off.astype(np.int32, copy=False)), buf],
+                                 null_count=nulls)
+
+
+def _resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error: bool,
+            grow: Callable[[], None]) -> list[tuple[int, int]]:
+    """Drive a one-pass kernel over rows ``s..e`` (``run(i)`` → ``(next_row, status)``): record a
+    bad entry and resume after it (or stop there, with ``stop_at_error``); grow the output buffers
+    and resume when they are full. Returns the (row, encoded error) pairs."""
+    i, bad = s, []
+    while i < e:
+        i, status = run(i)
+        if i >= e:
+            break
+        if status < 0:
+            bad.append((i, status))
+            if stop_at_error:
+                break
+            i += 1
+        else:
+            grow()
+    return bad
+
+
+def _report(errors: _Errors, bad: list[tuple[int, int]], base: int) -> None:
+    """Turn the kernels' (row, encoded error) pairs into typed errors, in row order."""
+    for row, status in sorted(bad):
+        errors.add(_make_error(status, base + row, errors.prog, errors.what))
+
+
 def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[Any]:
-    """Per program node: (validity, values, offsets, element offset, wide) of its Arrow column."""
+    """Per program node: (validity, values, offsets, element offset, wide, length) of its Arrow
+    column. An ARRAY's column is its list offsets; its element column is the whole child array
+    the offsets index (``ListArray.values``)."""
     cols: list[Any] = []
 
     def add(a: pa.Array, t: LogicalType) -> None:
         bufs = a.buffers()
         validity = bufs[0] if a.null_count else None
         if isinstance(t, RowType):
-            cols.append((validity, None, None, a.offset, False))
+            cols.append((validity, None, None, a.offset, False, len(a)))
             for j, f in enumerate(t.fields):
                 add(a.field(j), f.type)
+        elif isinstance(t, ArrayType):
+            cols.append((validity, None, bufs[1], a.offset, pa.types.is_large_list(a.type), len(a)))
+            add(a.values, t.element_type)
         elif isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
             wide = pa.types.is_large_string(a.type) or pa.types.is_large_binary(a.type)
-            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset, wide))
+            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset, wide, len(a)))
         else:
-            cols.append((validity, bufs[1], None, a.offset, False))
+            cols.append((validity, bufs[1], None, a.offset, False, len(a)))
 
     add(arr, row_type)
     if len(cols) != len(prog.matrix):
@@ -580,6 +706,9 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     fixed = _fixed_kind(serializer)
     prog = _row_program(serializer)
     errors = _Errors(on_error, f"decode with {type(serializer).__name__}", prog)
+    if prog is not None:
+        return errors.result(_decode_rows(k, serializer.row_type, prog, n, ranges, errors, base,
+                                          (offsets, data, validity, offset, wide)))
     stop_at_error = on_error == "raise"
     status = np.zeros(n, dtype=np.int64)
     valid = _validity_bits(arr)
@@ -618,71 +747,140 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
             (pa.large_binary() if large else pa.binary())
         obuf = pa.py_buffer(out_off if large else out_off.astype(np.int32))
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(out_data)], null_count=nulls))
-    if prog is not None:
-        return _decode_rows(k, arr, serializer.row_type, prog, ranges, errors, status, valid, base,
-                            (offsets, data, validity, offset, wide))
     if (core := BC.compile_core_row_codec(serializer)) is not None:
         return errors.result(_decode_core_rows(k, arr, serializer, core, ranges, errors, valid, base))
     return _decode_per_value(arr, serializer, errors, base)
 
 
-def _decode_rows(k: Any, arr: pa.Array, row_type: RowType, prog: B.RowProgram, ranges: list[tuple[int, int]],
-                 errors: _Errors, status: np.ndarray, valid: np.ndarray, base: int, src: tuple[Any, ...]) -> Any:
-    n = len(arr)
+def _decode_rows(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
+                 errors: _Errors, base: int, src: tuple[Any, ...]) -> pa.Array:
+    """RowData decode in one pass (``decode_run``): the kernel validates each entry and scatters it
+    into per-node Arrow buffers (validity bits, values, int32 string / list offsets) and counts the
+    valid values itself. Each range appends string bytes to its own buffers, sized from the input
+    bytes (an upper bound unless the input is hostile: then they grow); ranges are then joined.
+    ARRAY element columns are indexed by element and grow as they fill, so with arrays the chunk
+    is one range."""
     offsets, data, validity, offset, wide = src
+    span = _input_spans(offsets, offset, wide, len(data), n)
+    try:
+        return _decode_rows_with(k, row_type, prog, n, ranges, errors, base, src, span, span(0, n) > _MAX32)
+    except _Widen:
+        return _decode_rows_with(k, row_type, prog, n, ranges, errors, base, src, span, True)
+
+
+def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
+                      errors: _Errors, base: int, src: tuple[Any, ...], span: Callable[[int, int], int],
+                      wide_str: bool) -> pa.Array:
     kinds = prog.kinds
-    str_offs: list[Any] = [np.zeros(n + 1, dtype=np.int64) if kd in (B.R_STR, B.R_BIN) else None for kd in kinds]
-    stop_at_error = errors.on_error == "raise"
-    _run(ranges, lambda s, e: k.decode_sizes(prog.matrix, offsets, data, validity, offset, wide, s, e, str_offs,
-                                             status, stop_at_error))
-    bad = errors.from_status(status, base)
-    outs: list[Any] = [None]
+    nnodes = len(kinds)
     nbytes = (n + 7) // 8
-    for node in range(1, len(kinds)):
-        kd = kinds[node]
-        vbits = np.zeros(nbytes, dtype=np.uint8)
-        if kd in (B.R_STR, B.R_BIN):
-            so = str_offs[node]
-            so[bad + 1] = 0
-            np.cumsum(so[1:], out=so[1:])
-            outs.append((vbits, None, so, np.empty(int(so[-1]), dtype=np.uint8)))
-        elif kd == B.R_ROW:
-            outs.append((vbits, None, None, None))
-        elif kd == B.R_BOOL:
-            outs.append((vbits, np.zeros(nbytes, dtype=np.uint8), None, None))
-        else:
-            outs.append((vbits, np.zeros(n * B._ARROW_WIDTH[kd], dtype=np.uint8), None, None))
-    _run(ranges, lambda s, e: k.decode_fill(prog.matrix, offsets, data, validity, offset, wide, s, e, outs, status))
-    valid[bad] = 0
-    valid[status == 1] = 0
+    parent = B._parents(prog.matrix.tolist())
+    elem = [c > 0 and kinds[parent[c]] == B.R_ARRAY for c in range(nnodes)]
+    if any(elem):
+        ranges = [(0, n)]  # element columns grow as they fill: one range
+    strs = [c for c in range(1, nnodes) if kinds[c] in (B.R_STR, B.R_BIN)]
+    bits = [np.zeros(nbytes, dtype=np.uint8) for _ in kinds]
+    vals: list[Any] = [None] * nnodes
+    soffs: list[Any] = [None] * nnodes
+    for c in range(1, nnodes):
+        if elem[c]:
+            continue
+        if kinds[c] == B.R_BOOL:
+            vals[c] = np.zeros(nbytes, dtype=np.uint8)
+        elif kinds[c] in (B.R_STR, B.R_BIN, B.R_ARRAY):
+            soffs[c] = np.empty(n + 1, dtype=np.int64 if wide_str else np.int32)
+            soffs[c][0] = 0
+        elif kinds[c] != B.R_ROW:
+            vals[c] = np.zeros(n * B._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
+    stop_at_error = errors.on_error == "raise"
+
+    def elements(cap: int, old: list[Any] | None) -> list[Any]:
+        """Outputs of the element columns for ``cap`` elements (keeping ``old``'s contents)."""
+        new: list[Any] = [None] * nnodes
+        for c in range(1, nnodes):
+            if not elem[c]:
+                continue
+            kd = kinds[c]
+            v = np.zeros((cap + 7) // 8 if kd == B.R_BOOL else cap * B._ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
+            o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) if kd in (B.R_STR, B.R_BIN) else None
+            new[c] = [np.zeros((cap + 7) // 8, dtype=np.uint8), v if kd not in (B.R_STR, B.R_BIN) else None, o]
+            if o is not None:
+                o[0] = 0
+            if old is not None:
+                for dst, prev in zip(new[c], old[c], strict=True):
+                    if dst is not None:
+                        dst[:len(prev)] = prev
+        return new
+
+    def one(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]], list[Any]]:
+        sdata: list[Any] = [None] * nnodes
+        for c in strs:
+            sdata[c] = np.empty(span(s, e) + 64, dtype=np.uint8)
+        ecap = [4 * (e - s) + 64]
+        els: list[list[Any]] = [elements(ecap[0], None) if any(elem) else [None] * nnodes]
+        counts = np.zeros(nnodes, dtype=np.int64)
+        spos = np.zeros(nnodes, dtype=np.int64)
+
+        def run(i: int) -> tuple[int, int]:
+            outs = [(els[0][c][0], els[0][c][1], els[0][c][2], sdata[c]) if elem[c] else
+                    (bits[c], vals[c], soffs[c], sdata[c]) for c in range(nnodes)]
+            return k.decode_run(prog.matrix, *src, i, e, outs, counts, spos)
+
+        def grow() -> None:
+            for c in strs:
+                sdata[c] = _grow(sdata[c], int(spos[c]), wide_str)
+            if any(elem):
+                if not wide_str and 2 * ecap[0] >= _MAX32:
+                    raise _Widen
+                ecap[0] *= 2
+                els[0] = elements(ecap[0], els[0])
+
+        return sdata, spos, counts, _resume(run, s, e, stop_at_error, grow), els[0]
+
+    parts = _run(ranges, one)
+    _report(errors, [b for p in parts for b in p[3]], base)
+    counts = sum(p[2] for p in parts)
+    columns: list[Any] = [None] * nnodes
+    for c in strs:
+        total = sum(int(p[1][c]) for p in parts)
+        offs = parts[0][4][c][2] if elem[c] else soffs[c]
+        if total > _MAX32 and offs.dtype != np.int64:
+            offs = offs.astype(np.int64)
+        at = 0
+        for (s, e), p in zip(ranges, parts, strict=True):
+            if at:
+                offs[s + 1:e + 1] += at
+            at += int(p[1][c])
+        sdata = parts[0][0][c][:total] if len(parts) == 1 else \
+            np.concatenate([p[0][c][:int(p[1][c])] for p in parts])
+        columns[c] = (offs, sdata, total > _MAX32)
 
     counter = [0]
 
-    def build(t: LogicalType, top_valid: pa.Buffer | None, top_nulls: int) -> pa.Array:
+    def build(t: LogicalType, length: int) -> pa.Array:
         node = counter[0]
         counter[0] += 1
         at = arrow_type(t)
-        if node == 0:
-            vbuf, nulls = top_valid, top_nulls
-        else:
-            vb = outs[node][0]
-            nulls = n - int(np.unpackbits(vb, bitorder="little")[:n].sum())
-            vbuf = pa.py_buffer(vb) if nulls else None
-        kd = kinds[node]
+        nulls = length - int(counts[node])
+        valid = parts[0][4][node][0] if elem[node] else bits[node]
+        vbuf = pa.py_buffer(valid) if nulls else None
         if isinstance(t, RowType):
-            children = [build(f.type, None, 0) for f in t.fields]
-            return pa.StructArray.from_buffers(at, n, [vbuf], null_count=nulls, children=children)
-        _, vals, so, sdata = outs[node]
-        if kd in (B.R_STR, B.R_BIN):
-            large = int(so[-1]) > _MAX32
+            children = [build(f.type, length) for f in t.fields]
+            return pa.StructArray.from_buffers(at, length, [vbuf], null_count=nulls, children=children)
+        if isinstance(t, ArrayType):
+            child = build(t.element_type, int(parts[0][1][node]))
+            obuf = pa.py_buffer(soffs[node].astype(np.int32, copy=False))
+            return pa.Array.from_buffers(at, length, [vbuf, obuf], null_count=nulls, children=[child])
+        if columns[node] is not None:
+            offs, sdata, large = columns[node]
             if large:
-                at = pa.large_string() if kd == B.R_STR else pa.large_binary()
-            obuf = pa.py_buffer(so if large else so.astype(np.int32))
-            return pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
-        return pa.Array.from_buffers(at, n, [vbuf, pa.py_buffer(vals)], null_count=nulls)
+                at = pa.large_string() if kinds[node] == B.R_STR else pa.large_binary()
+            obuf = pa.py_buffer(offs if large else offs.astype(np.int32, copy=False))
+            return pa.Array.from_buffers(at, length, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
+        values = parts[0][4][node][1] if elem[node] else vals[node]
+        return pa.Array.from_buffers(at, length, [vbuf, pa.py_buffer(values)], null_count=nulls)
 
-    top_vbuf, top_nulls = _pack_validity(valid, n)
-    return errors.result(build(row_type, top_vbuf, top_nulls))
+    return build(row_type, n)
 
 
 def _decode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:
@@ -899,10 +1097,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: B.RowProgram
     offsets, data, validity, offset, wide = _binary_input(arr)
     matrix = prog.matrix
     kinds = prog.kinds
-
-    def span(s: int, e: int) -> int:
-        return _input_span(offsets, offset + s, wide, len(data), e - s)
-
+    span = _input_spans(offsets, offset, wide, len(data), n)
     share = max(1, sum(kd in BC.STRING_KINDS for kd in kinds))
     bad: list[tuple[int, int]] = []
 
@@ -1041,8 +1236,10 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
         def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
             return k.migrate_run(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
 
+        span = _input_spans(offsets, offset, wide, len(data), n)
+
         def estimate(s: int, e: int) -> int:
-            return _input_span(offsets, offset + s, wide, len(data), e - s) + _row_growth(matrix) * (e - s)
+            return span(s, e) + _row_growth(matrix) * (e - s)
 
         return errors.result(_fused_output(n, ranges, valid, errors, base, run, wide, estimate))
 
@@ -1056,12 +1253,16 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     return errors.result(out)
 
 
-def _input_span(offsets: Any, offset: int, wide: bool, data_len: int, n: int) -> int:
-    """Bytes of the ``n`` input entries (an output-size estimate only: clamped, never trusted)."""
+def _input_spans(offsets: Any, offset: int, wide: bool, data_len: int, n: int) -> Callable[[int, int], int]:
+    """Bytes of input entries ``s..e`` (an output-size estimate only: clamped, never trusted)."""
     offs = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)
-    if offset + n >= len(offs):
-        return data_len
-    return max(0, min(data_len, int(offs[offset + n]) - int(offs[offset])))
+
+    def span(s: int, e: int) -> int:
+        if offset + e >= len(offs):
+            return data_len
+        return max(0, min(data_len, int(offs[offset + e]) - int(offs[offset + s])))
+
+    return span
 
 
 def _row_growth(matrix: np.ndarray) -> int:

@@ -26,8 +26,7 @@ _KERNEL_HOME = {
     "string_encode_sizes": "strings", "string_encode_fill": "strings",
     "string_decode_sizes": "strings", "string_decode_fill": "strings",
     "bytes_encode_fill": "strings", "bytes_decode_sizes": "strings", "bytes_decode_fill": "strings",
-    "encode_sizes": "rowdata", "encode_fill": "rowdata", "decode_sizes": "rowdata",
-    "decode_fill": "rowdata", "migrate_run": "rowdata",
+    "encode_run": "rowdata", "decode_run": "rowdata", "migrate_run": "rowdata",
     "core_row_sizes": "remap", "core_row_fill": "remap",
     "corerow_encode": "corerow", "corerow_decode": "corerow",
 }

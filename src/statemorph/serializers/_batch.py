@@ -15,7 +15,12 @@ Conventions shared with the kernels:
   value, negative error); both return the first bad row or -1, stopping there when
   ``stop_at_error``;
 - ``*_fill`` writes rows at ``out_off[i]`` (the caller's exclusive prefix sums) and skips rows
-  whose size is 0 / status is non-zero.
+  whose size is 0 / status is non-zero;
+- the one-pass ``encode_run`` / ``decode_run`` validate and write each entry in one walk and stop
+  at the first bad entry (its encoded error returned; it is null in every output) or at a full
+  output buffer, so the caller records the error or grows the buffer and resumes. The compiled
+  kernels walk 256 rows at a time column by column and hand a block with a bad entry or a full
+  buffer to their row-at-a-time walk, which these twins mirror: the results are the same.
 """
 
 from __future__ import annotations
@@ -415,14 +420,19 @@ def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
 
 # ---------------------------------------------------------------------------------- row programs
 C_KIND, C_POS, C_END, C_ARITY, C_SRC, C_OLD_ARITY, C_FLAGS, C_LIMIT = range(8)
-"""C_LIMIT: for a compact DECIMAL(p, s) node, 10**p (an unscaled value must stay below it)."""
+"""C_LIMIT: compact DECIMAL(p, s): 10**p (an unscaled value must stay below it); DECIMAL(p > 18):
+p; TIMESTAMP(p > 3): units of its Arrow type per millisecond (1000 for us, 10**6 for ns)."""
 NCOL = 8
 (R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_BLOB, R_DEC_BIG, R_TS_BIG,
  R_DEC_COMPACT, R_ARRAY, R_MAP) = range(1, 17)
 F_NOT_NULL, F_VERBATIM = 1, 2
 #: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
-ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT})
-_ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16}
+ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT,
+                         R_DEC_BIG, R_TS_BIG})
+#: array elements the kernels handle (encode also rows and arrays; decode only these)
+_SCALAR_ELEMENTS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_DEC_COMPACT})
+_ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16, R_DEC_BIG: 16,
+                R_TS_BIG: 8}
 
 
 def slot_kind(t: LogicalType) -> int:
@@ -470,8 +480,17 @@ class RowProgram:
     def kinds(self) -> list[int]:
         return [int(k) for k in self.matrix[:, C_KIND]]
 
-    def arrow_supported(self) -> bool:
-        return all(k in ARROW_KINDS for k in self.kinds[1:])
+    def decode_supported(self) -> bool:
+        """The decode kernels handle the ARROW_KINDS, and ARRAYs of primitives and strings."""
+        return self._supported(_SCALAR_ELEMENTS)
+
+    def encode_supported(self) -> bool:
+        """The encode kernels handle the ARROW_KINDS, and ARRAYs of primitives, strings, rows, arrays."""
+        return self._supported(_SCALAR_ELEMENTS | {R_ROW, R_ARRAY})
+
+    def _supported(self, elements: frozenset[int]) -> bool:
+        kinds = self.kinds
+        return all(k in ARROW_KINDS or (k == R_ARRAY and kinds[c + 1] in elements) for c, k in enumerate(kinds) if c)
 
     def path(self, node: int) -> str:
         return self.paths[node] if 0 <= node < len(self.paths) else ""
@@ -485,7 +504,11 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
     k = slot_kind(t)
     flags = (0 if t.nullable else F_NOT_NULL) | (F_VERBATIM if verbatim and k in (R_ROW, R_ARRAY, R_MAP) else 0)
     arity = t.arity if isinstance(t, RowType) else 0
-    limit = 10 ** t.precision if k == R_DEC_COMPACT and isinstance(t, DecimalType) else 0
+    limit = 0
+    if isinstance(t, DecimalType):
+        limit = 10 ** t.precision if k == R_DEC_COMPACT else t.precision
+    elif k == R_TS_BIG and isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        limit = 1000 if t.precision <= 6 else 1_000_000
     rows.append([k, pos, 0, arity, src, arity, flags, limit])
     paths.append(path)
     types.append(t)
@@ -911,93 +934,271 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
     return i, pos, status
 
 
-def decode_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                 stop: int, str_offs: list[Any], status: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    x = _RowCtx(_prog_matrix(prog), v.data)
-    x.str_off = str_offs
-    first = -1
-    for i in range(start, stop):
-        status[i] = 0
-        if not v.valid(i):
-            status[i] = 1
-            continue
-        x.err_node, x.row = -1, i
-        code, base, size = _entry_row(v, i)
-        if code == E_OK:
-            try:
-                _check_row(x, 0, base, size)
-            except _RowError as e:
-                code = e.code
-        if code != E_OK:
-            status[i] = encode_err(code, x.err_node)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-    return first
+_MAX32 = (1 << 31) - 1
 
 
-def _decode_row(x: _RowCtx, outs: list[Any], node: int, base: int) -> None:
-    p, d, i = x.p, x.d, x.row
-    ow = _null_bits_size(p[node][C_OLD_ARITY])
+class _Full(Exception):
+    """An output buffer is too small for the current entry (the caller grows it and resumes)."""
+
+
+def _row_header(x: _RowCtx, node: int, base: int, size: int, arity: int) -> int:
+    """Twin of ``check_row_header``: the row's null bits (above the RowKind byte) after the checks
+    every row gets before its fields."""
+    ow = _null_bits_size(arity)
+    if size < ow + 8 * arity:
+        x.err_node = node
+        raise _RowError(E_TRUNCATED)
+    if x.d[base] > 3:
+        x.err_node = node
+        raise _RowError(E_BAD_HEADER)
+    bits = int.from_bytes(x.d[base:base + ow], "little") >> 8
+    if bits >> arity:
+        x.err_node = node
+        raise _RowError(E_BAD_HEADER)
+    return bits
+
+
+def _offsets_out(obj: Any, stop: int) -> tuple[np.ndarray, bool]:
+    """Twin of the kernels' offsets-output check: an int32 / int64 array of >= stop + 1 entries."""
+    arr = np.asarray(obj)
+    if arr.dtype not in (np.int32, np.int64) or len(arr) < stop + 1:
+        raise ValueError("offsets output must be an int32 / int64 array of at least stop + 1 entries")
+    return arr, arr.dtype == np.int64
+
+
+class _Out:
+    """One node's decode outputs and its running state (twin of the kernel's ``Node``). ``cap``:
+    the values the outputs hold (rows; elements in an element column)."""
+
+    def __init__(self, t: Any, kind: int, stop: int, count: int, spos: int) -> None:
+        bits, vals, offs, sdata = t
+        self.valid = memoryview(bits).cast("B")
+        self.vals: Any = memoryview(vals).cast("B") if vals is not None else None
+        self.count = count
+        self.spos = self.sstart = spos
+        self.offs: Any = None
+        self.wide = False
+        self.scap = 0
+        self.cap = len(self.valid) * 8
+        if kind == R_ARRAY:
+            self.offs, self.wide = _offsets_out(offs, stop)
+        elif kind in (R_STR, R_BIN):
+            self.offs, self.wide = _offsets_out(offs, 0)
+            self.cap = min(self.cap, len(self.offs) - 1)
+            self.sdata = memoryview(sdata).cast("B")
+            self.scap = len(self.sdata) if self.wide else min(len(self.sdata), _MAX32)
+            if not 0 <= spos <= self.scap:
+                raise ValueError("decode_run: string position outside its buffer")
+        elif kind in ARROW_KINDS and kind != R_ROW:
+            nbytes = len(memoryview(vals).cast("B"))
+            self.cap = min(self.cap, nbytes * 8 if kind == R_BOOL else nbytes // _ARROW_WIDTH[kind])
+        elif kind != R_ROW:
+            raise ValueError(f"decode_run: kind {kind} is not decodable")
+
+
+def _put_value(o: _Out, k: int, i: int, d: bytes, slot: int) -> None:
+    """Twin of ``put_value``: value i of a fixed-width column from its slot."""
+    if k == R_BOOL:
+        if d[slot]:
+            _set_bit(o.vals, i)
+    elif k == R_DEC_COMPACT:
+        v64 = struct.unpack_from("<q", d, slot)[0]
+        o.vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
+    else:
+        w = _ARROW_WIDTH[k]
+        o.vals[w * i:w * i + w] = d[slot:slot + w]
+
+
+def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i: int) -> None:
+    """Twin of the kernel's ``decode_row``: validate (``check_row``'s checks, in its order) and
+    scatter into row i; raises _RowError / _Full, leaving partial outputs for the rollback."""
+    p, d = x.p, x.d
+    arity = p[node][C_ARITY]
+    ow = _null_bits_size(arity)
+    ofixed = ow + 8 * arity
+    bits = _row_header(x, node, base, size, arity)
     c = node + 1
     while c < p[node][C_END]:
-        src, k = p[c][C_SRC], p[c][C_KIND]
-        if src < 0 or _is_null(d, base, src):
+        j, k = p[c][C_POS], p[c][C_KIND]
+        if bits >> j & 1:
             c = p[c][C_END]
             continue
-        valid, vals, soff, sdata = outs[c]
-        _set_bit(valid, i)
-        slot = base + ow + 8 * src
-        if k == R_BOOL:
-            if d[slot]:
-                _set_bit(vals, i)
-        elif k == R_DEC_COMPACT:
-            v64 = struct.unpack_from("<q", d, slot)[0]
-            vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
-        elif k in _ARROW_WIDTH:
-            w = _ARROW_WIDTH[k]
-            vals[w * i:w * i + w] = d[slot:slot + w]
-        elif k in (R_STR, R_BIN):
-            raw = _U64.unpack_from(d, slot)[0]
-            a, b = int(soff[i]), int(soff[i + 1])
-            src_at = slot if raw >> 63 else base + (raw >> 32)
-            sdata[a:b] = d[src_at:src_at + b - a]
-        elif k == R_ROW:
-            raw = _U64.unpack_from(d, slot)[0]
-            _decode_row(x, outs, c, base + (raw >> 32))
+        o = outs[c]
+        _set_bit(o.valid, i)
+        o.count += 1
+        slot = base + ow + 8 * j
+        if k in (R_DEC_BIG, R_TS_BIG):
+            code = _decode_big(x, o, k, p[c][C_LIMIT], i, slot, base, ofixed, size)
+            if code != E_OK:
+                x.err_node = c
+                raise _RowError(code)
+            c = p[c][C_END]
+            continue
+        if k not in (R_STR, R_BIN, R_ROW, R_ARRAY):
+            _put_value(o, k, i, d, slot)
+            c = p[c][C_END]
+            continue
+        raw = _U64.unpack_from(d, slot)[0]
+        mark = raw >> 56
+        if mark & 0x80:
+            n = mark & 0x7F
+            if k not in (R_STR, R_BIN) or n > 7:
+                x.err_node = c
+                raise _RowError(E_BAD_INLINE)
+            if k == R_STR and not _utf8_ok(d[slot:slot + n]):
+                x.err_node = c
+                raise _RowError(E_BAD_UTF8)
+            at = slot
+        else:
+            off, n = raw >> 32, raw & 0xFFFFFFFF
+            if off < ofixed or off + n > size:
+                x.err_node = c
+                raise _RowError(E_BAD_OFFSET)
+            if k == R_ROW:
+                _decode_row(x, outs, c, base + off, n, i)
+                c = p[c][C_END]
+                continue
+            if k == R_ARRAY:
+                _check_array(x, c, base + off, n)
+                _decode_array(x, outs, c, base + off)
+                c = p[c][C_END]
+                continue
+            if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
+                x.err_node = c
+                raise _RowError(E_BAD_UTF8)
+            at = base + off
+        if n > o.scap - o.spos:
+            raise _Full
+        o.sdata[o.spos:o.spos + n] = d[at:at + n]
+        o.spos += n
         c = p[c][C_END]
 
 
-def decode_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                stop: int, outs: list[Any], status: Any) -> None:
+def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
+    """Twin of the kernel's ``decode_array``: append a validated array's elements to the element
+    column of ARRAY node ``a``; raises _Full."""
+    p, d = x.p, x.d
+    arr, el = outs[a], outs[a + 1]
+    k = p[a + 1][C_KIND]
+    n = struct.unpack_from("<i", d, base)[0]
+    es = _ELEM_SIZE.get(k, 8)
+    header = _array_header(n)
+    if n > arr.scap - arr.spos:
+        raise _Full
+    for j in range(n):
+        ei = arr.spos + j
+        if not d[base + 4 + (j >> 3)] >> (j & 7) & 1:
+            _set_bit(el.valid, ei)
+            el.count += 1
+            slot = base + header + j * es
+            if k in (R_STR, R_BIN):
+                raw = _U64.unpack_from(d, slot)[0]
+                ln, at = ((raw >> 56) & 0x7F, slot) if raw >> 63 else (raw & 0xFFFFFFFF, base + (raw >> 32))
+                if ln > el.scap - el.spos:
+                    raise _Full
+                el.sdata[el.spos:el.spos + ln] = d[at:at + ln]
+                el.spos += ln
+            else:
+                _put_value(el, k, ei, d, slot)
+        if k in (R_STR, R_BIN):
+            el.offs[ei + 1] = el.spos
+    arr.spos += n
+
+
+def _parents(p: list[list[int]]) -> list[int]:
+    """The ROW or ARRAY node each node is a field / the element column of (-1 for node 0)."""
+    parent = [-1] * len(p)
+    for c, row in enumerate(p):
+        if row[C_KIND] == R_ARRAY:
+            parent[c + 1] = c
+        elif row[C_KIND] == R_ROW:
+            child = c + 1
+            while child < row[C_END]:
+                parent[child] = c
+                child = p[child][C_END]
+    return parent
+
+
+def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+               outs: list[Any], counts: Any, spos: Any) -> tuple[int, int]:
+    """One-pass decode (twin of the compiled kernel): validate and scatter each entry; returns
+    ``(next_row, status)`` (``next_row < stop``: bad entry with ``status`` < 0, or full buffer)."""
     v = _Bin(offsets, data, validity, offset, wide, stop)
     x = _RowCtx(_prog_matrix(prog), v.data)
-    views: list[Any] = [None] + [
-        tuple(memoryview(b).cast("B") if b is not None and j != 2 else b for j, b in enumerate(t))
-        for t in outs[1:]
-    ]
-    for i in range(start, stop):
-        if status[i] != 0:
-            continue
-        code, base, _ = _entry_row(v, i)
-        if code != E_OK:
-            continue
-        x.row = i
-        _decode_row(x, views, 0, base)
+    p = x.p
+    nnodes = p[0][C_END]
+    if len(outs) != nnodes or len(counts) < nnodes or len(spos) < nnodes or start < 0:
+        raise ValueError("decode_run: one output and one counter per program node is required")
+    parent = _parents(p)
+    os_ = [_Out(outs[c], p[c][C_KIND] if c else R_ROW, stop, int(counts[c]), int(spos[c])) for c in range(nnodes)]
+    elem = [c > 0 and p[parent[c]][C_KIND] == R_ARRAY for c in range(nnodes)]
+    for c in range(1, nnodes):
+        if elem[c]:
+            if p[c][C_KIND] in (R_ROW, R_ARRAY):
+                raise ValueError("decode_run: rows / arrays in arrays are not decodable")
+            os_[parent[c]].scap = os_[c].cap if os_[parent[c]].wide else min(os_[c].cap, _MAX32)
+            if not 0 <= os_[parent[c]].spos <= os_[c].cap:
+                raise ValueError("decode_run: element position outside its outputs")
+        elif os_[c].cap < stop:
+            raise ValueError("decode_run: outputs shorter than the rows")
+    if os_[0].cap < stop:
+        raise ValueError("decode_run: outputs shorter than the rows")
+    rowpos = [os_[c] for c in range(1, nnodes) if not elem[c] and p[c][C_KIND] in (R_STR, R_BIN, R_ARRAY)]
+    i, status = start, 0
+    while i < stop:
+        if v.valid(i):
+            x.err_node = -1
+            code, base, size = _entry_row(v, i)
+            if code == E_OK:
+                try:
+                    _decode_row(x, os_, 0, base, size, i)
+                except (_RowError, _Full) as e:
+                    for c in range(1, nnodes):
+                        o = os_[c]
+                        lo, hi = (os_[parent[c]].sstart, os_[parent[c]].spos) if elem[c] else (i, i + 1)
+                        for j in range(lo, hi):
+                            if _bit(o.valid, j):
+                                o.valid[j >> 3] &= ~(1 << (j & 7)) & 0xFF
+                                o.count -= 1
+                            if p[c][C_KIND] == R_BOOL:
+                                o.vals[j >> 3] &= ~(1 << (j & 7)) & 0xFF
+                    for o in os_[1:]:
+                        o.spos = o.sstart
+                    if isinstance(e, _Full):
+                        break
+                    code = e.code
+            if code != E_OK:
+                status = encode_err(code, x.err_node)
+            else:
+                _set_bit(os_[0].valid, i)
+                os_[0].count += 1
+        for o in rowpos:
+            o.offs[i + 1] = o.spos
+        for o in os_[1:]:
+            o.sstart = o.spos
+        if status:
+            break
+        i += 1
+    for c in range(nnodes):
+        counts[c] = os_[c].count
+        spos[c] = os_[c].spos
+    return i, status
 
 
 class _Cols:
+    """The Arrow input columns, one per program node: (validity, values, offsets, element offset,
+    wide, length). An ARRAY's offsets are its list offsets, bounded by its element column's length."""
+
     def __init__(self, cols: list[Any]) -> None:
         self.cols: list[Any] = []
-        for validity, values, offs, off, wide in cols:
+        for c, (validity, values, offs, off, wide, _) in enumerate(cols):
             self.cols.append((
                 memoryview(validity).cast("B") if validity is not None else None,
                 bytes(memoryview(values).cast("B")) if values is not None else b"",
                 np.frombuffer(memoryview(offs).cast("B"), dtype=np.int64 if wide else np.int32)
                 if offs is not None else None,
                 off,
+                cols[c + 1][5] if values is None and offs is not None else None,
             ))
 
     def valid(self, c: int, i: int) -> bool:
@@ -1005,114 +1206,213 @@ class _Cols:
         return bits is None or _bit(bits, self.cols[c][3] + i)
 
     def string(self, c: int, i: int) -> tuple[int, int]:
-        _, vals, offs, off, = self.cols[c]
+        """(start, length) of string / binary / list i of column c; (-1, 0) if the offsets are bad."""
+        _, vals, offs, off, bound = self.cols[c]
         assert offs is not None
         s, e = int(offs[off + i]), int(offs[off + i + 1])
-        if s < 0 or e < s or e > len(vals):
+        if s < 0 or e < s or e > (len(vals) if bound is None else bound):
             return -1, 0
         return s, e - s
 
 
-def _encode_size(p: list[list[int]], cols: _Cols, node: int, i: int, err: list[int]) -> int:
-    arity = p[node][C_ARITY]
-    size = _null_bits_size(arity) + 8 * arity
-    c = node + 1
-    while c < p[node][C_END]:
-        k = p[c][C_KIND]
-        if not cols.valid(c, i):
-            if p[c][C_FLAGS] & F_NOT_NULL:
-                err[0] = c
-                raise _RowError(E_NULL_NOT_ALLOWED)
-            c = p[c][C_END]
-            continue
-        if k in (R_STR, R_BIN):
-            s, n = cols.string(c, i)
-            if s < 0:
-                err[0] = c
-                raise _RowError(E_BAD_ARROW)
-            if n > 0x7FFFFFFF:
-                err[0] = c
-                raise _RowError(E_TOO_LARGE)
-            if n > 7:
-                size += _round8(n)
-        elif k == R_ROW:
-            size += _encode_size(p, cols, c, i, err)
-        elif k == R_DEC_COMPACT:
-            e = cols.cols[c][3] + i
-            v = int.from_bytes(cols.cols[c][1][16 * e:16 * e + 16], "little", signed=True)
-            if not -p[c][C_LIMIT] < v < p[c][C_LIMIT]:  # more digits than DECIMAL(p, s) holds
-                err[0] = c
-                raise _RowError(E_TOO_LARGE)
-        c = p[c][C_END]
-    return size
+def _encode_str(cols: _Cols, c: int, i: int, buf: bytearray, slot: int, room: int, err: list[int]) -> None:
+    """Twin of the kernel's ``encode_str``: string / binary i of column c into ``buf[slot]``,
+    inline up to 7 bytes, else appended (padded) to ``buf``, the var part."""
+    vals = cols.cols[c][1]
+    s, n = cols.string(c, i)
+    if s < 0 or n > 0x7FFFFFFF:
+        err[0] = c
+        raise _RowError(E_BAD_ARROW if s < 0 else E_TOO_LARGE)
+    if n <= 7:
+        buf[slot:slot + n] = vals[s:s + n]
+        buf[slot + 7] = 0x80 | n
+        return
+    if _round8(n) > room - len(buf):
+        raise _Full
+    _U64.pack_into(buf, slot, (len(buf) << 32) | n)
+    buf += vals[s:s + n] + bytes(_round8(n) - n)
 
 
-def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int) -> bytearray:
+def _encode_big(k: int, limit: int, vals: bytes, e: int, buf: bytearray, slot: int, room: int, c: int,
+                err: list[int]) -> None:
+    """Twin of the kernel's ``encode_big``: a DECIMAL(p > 18) / TIMESTAMP(p > 3) value's slot and
+    var part (minimal big-endian two's complement bytes in 16, or epoch millis + nanos)."""
+    if k == R_TS_BIG:
+        millis, rest = divmod(struct.unpack_from("<q", vals, 8 * e)[0], limit)
+        if 8 > room - len(buf):
+            raise _Full
+        _U64.pack_into(buf, slot, (len(buf) << 32) | rest * (1_000_000 // limit))
+        buf += struct.pack("<q", millis)
+        return
+    u = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
+    if not -10 ** limit < u < 10 ** limit:
+        err[0] = c
+        raise _RowError(E_TOO_LARGE)
+    if 16 > room - len(buf):
+        raise _Full
+    n = ((u if u >= 0 else ~u).bit_length() + 8) // 8
+    _U64.pack_into(buf, slot, (len(buf) << 32) | n)
+    buf += u.to_bytes(n, "big", signed=True) + bytes(16 - n)
+
+
+def _decode_big(x: _RowCtx, o: _Out, k: int, limit: int, i: int, slot: int, base: int, ofixed: int,
+                size: int) -> int:
+    """Twin of the kernel's ``decode_big``: E_OK or the code."""
+    d = x.d
+    raw = _U64.unpack_from(d, slot)[0]
+    off, n = raw >> 32, raw & 0xFFFFFFFF
+    if raw >> 63:
+        return E_BAD_INLINE
+    if k == R_TS_BIG:
+        if n > 999_999:
+            return E_BAD_NANOS
+        if off < ofixed or off + 8 > size:
+            return E_BAD_OFFSET
+        v = struct.unpack_from("<q", d, base + off)[0] * limit + n // (1_000_000 // limit)
+        if not -(1 << 63) <= v < 1 << 63:
+            return E_TOO_LARGE
+        o.vals[8 * i:8 * i + 8] = struct.pack("<q", v)
+        return E_OK
+    if not 1 <= n <= 16:
+        return E_BAD_LENGTH
+    if off < ofixed or off + n > size:
+        return E_BAD_OFFSET
+    u = int.from_bytes(d[base + off:base + off + n], "big", signed=True)
+    if not -10 ** limit < u < 10 ** limit:
+        return E_TOO_LARGE
+    o.vals[16 * i:16 * i + 16] = u.to_bytes(16, "little", signed=True)
+    return E_OK
+
+
+def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
+    """Twin of the kernel's ``encode_row``: validate row i and build its bytes in one walk, in
+    program order; raises _RowError (``err[0]`` = node) or _Full when it outgrows ``room``, at the
+    same points as the kernel."""
     arity = p[node][C_ARITY]
     nw = _null_bits_size(arity)
+    if nw + 8 * arity > room:
+        raise _Full
     buf = bytearray(nw + 8 * arity)
     c = node + 1
     while c < p[node][C_END]:
         k, j = p[c][C_KIND], p[c][C_POS]
         slot = nw + 8 * j
         if not cols.valid(c, i):
+            if p[c][C_FLAGS] & F_NOT_NULL:
+                err[0] = c
+                raise _RowError(E_NULL_NOT_ALLOWED)
             _set_bit(buf, j + 8)
             c = p[c][C_END]
             continue
-        _, vals, _, off = cols.cols[c]
+        _, vals, _, off, _ = cols.cols[c]
         e = off + i
         if k == R_BOOL:
             buf[slot] = 1 if _bit(vals, e) else 0
         elif k in (R_STR, R_BIN):
-            s, n = cols.string(c, i)
-            if n <= 7:
-                buf[slot:slot + n] = vals[s:s + n]
-                buf[slot + 7] = 0x80 | n
-            else:
-                _U64.pack_into(buf, slot, (len(buf) << 32) | n)
-                buf += vals[s:s + n] + bytes(_round8(n) - n)
-        elif k == R_ROW:
-            sub = _encode_row(p, cols, c, i)
+            _encode_str(cols, c, i, buf, slot, room, err)
+        elif k in (R_ROW, R_ARRAY):
+            sub = (_encode_row if k == R_ROW else _encode_array)(p, cols, c, i, room - len(buf), err)
             _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
             buf += sub
+        elif k == R_DEC_COMPACT:
+            v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
+            if not -p[c][C_LIMIT] < v < p[c][C_LIMIT]:  # more digits than DECIMAL(p, s) holds
+                err[0] = c
+                raise _RowError(E_TOO_LARGE)
+            buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
+        elif k in (R_DEC_BIG, R_TS_BIG):
+            _encode_big(k, p[c][C_LIMIT], vals, e, buf, slot, room, c, err)
         else:
             w = _ARROW_WIDTH[k]
-            buf[slot:slot + min(w, 8)] = vals[w * e:w * e + min(w, 8)]
+            buf[slot:slot + w] = vals[w * e:w * e + w]
         c = p[c][C_END]
     return buf
 
 
-def encode_sizes(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, stop_at_error: bool) -> int:
-    p = _prog_matrix(prog).tolist()
-    cc = _Cols(cols)
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        if not cc.valid(0, i):
+def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
+    """Twin of the kernel's ``encode_array``: the BinaryArrayData of list i of an ARRAY column."""
+    s, n = cols.string(node, i)
+    if s < 0:
+        err[0] = node
+        raise _RowError(E_BAD_ARROW)
+    if n > 0x7FFFFFFF:
+        err[0] = node
+        raise _RowError(E_TOO_LARGE)
+    el = node + 1
+    k = p[el][C_KIND]
+    es = _ELEM_SIZE.get(k, 8)
+    header = _array_header(n)
+    if _round8(header + n * es) > room:
+        raise _Full
+    buf = bytearray(_round8(header + n * es))
+    struct.pack_into("<i", buf, 0, n)
+    _, vals, _, off, _ = cols.cols[el]
+    for j in range(n):
+        ei = s + j
+        if not cols.valid(el, ei):
+            if p[el][C_FLAGS] & F_NOT_NULL:
+                err[0] = el
+                raise _RowError(E_NULL_NOT_ALLOWED)
+            _set_bit(buf, 32 + j)
             continue
-        err = [-1]
-        try:
-            out_off[i + 1] = _encode_size(p, cc, 0, i, err) + 4
-        except _RowError as e:
-            out_off[i + 1] = encode_err(e.code, err[0])
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-    return first
+        slot = header + j * es
+        e = off + ei
+        if k == R_BOOL:
+            buf[slot] = 1 if _bit(vals, e) else 0
+        elif k == R_DEC_COMPACT:
+            v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
+            if not -p[el][C_LIMIT] < v < p[el][C_LIMIT]:
+                err[0] = el
+                raise _RowError(E_TOO_LARGE)
+            buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
+        elif k in (R_STR, R_BIN):
+            _encode_str(cols, el, ei, buf, slot, room, err)
+        elif k in (R_ROW, R_ARRAY):
+            sub = (_encode_row if k == R_ROW else _encode_array)(p, cols, el, ei, room - len(buf), err)
+            _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
+            buf += sub
+        else:
+            buf[slot:slot + es] = vals[es * e:es * e + es]
+    return buf
 
 
-def encode_fill(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any) -> None:
+def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any, pos: int,
+               out_valid: Any) -> tuple[int, int, int, int]:
+    """One-pass encode (twin of the compiled kernel): validate and write each entry packed from
+    ``out_data[pos]``; returns ``(next_row, pos, status, written)`` (``next_row < stop``: bad entry
+    with ``status`` < 0, or full buffer)."""
     p = _prog_matrix(prog).tolist()
+    if len(cols) != p[0][C_END]:
+        raise ValueError("one Arrow column per program node is required")
     cc = _Cols(cols)
+    offs, owide = _offsets_out(out_off, stop)
     out = memoryview(out_data).cast("B")
-    for i in range(start, stop):
-        a, b = int(out_off[i]), int(out_off[i + 1])
-        if b - a < 4 or b > len(out) or not cc.valid(0, i):
-            continue
-        row = _encode_row(p, cc, 0, i)
-        out[a:a + 4] = struct.pack(">I", len(row))
-        out[a + 4:a + 4 + len(row)] = row
+    valid = memoryview(out_valid).cast("B")
+    cap = len(out) if owide else min(len(out), _MAX32)
+    if start < 0 or pos < 0 or pos > len(out) or len(valid) < (stop + 7) // 8:
+        raise ValueError("encode_run: output arrays shorter than the rows")
+    i, status, written = start, 0, 0
+    while i < stop:
+        if cc.valid(0, i):
+            if cap - pos < 4:
+                break
+            err = [-1]
+            try:
+                row = _encode_row(p, cc, 0, i, cap - pos - 4, err)
+            except _Full:
+                break
+            except _RowError as e:
+                status = encode_err(e.code, err[0])
+                offs[i + 1] = pos
+                break
+            out[pos:pos + 4] = struct.pack(">I", len(row))
+            out[pos + 4:pos + 4 + len(row)] = row
+            pos += 4 + len(row)
+            _set_bit(valid, i)
+            written += 1
+        offs[i + 1] = pos
+        i += 1
+    return i, pos, status, written
 
 
 # ---------------------------------------------------------------------------------- flink-core Row
@@ -1303,7 +1603,7 @@ KERNELS = (
     "fixed_encode", "fixed_decode",
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
-    "encode_sizes", "encode_fill", "decode_sizes", "decode_fill",
+    "encode_run", "decode_run",
     "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode",
 )
 

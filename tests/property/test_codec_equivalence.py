@@ -1,0 +1,396 @@
+"""RowData encode / decode kernels (``encode_run`` / ``decode_run``): compiled tier == Python tier ==
+per-value reference serializer, beyond what ``test_native_equivalence`` covers.
+
+The compiled kernels walk BLK (256) rows at a time, column by column, and hand a block with a bad
+entry or a full buffer to the row-at-a-time walk. So these tests use arrays longer than one block,
+slices that start mid-block, bad rows in the middle of a block, threads, and hostile entries that
+make the string buffers grow: every path must give the same bytes, arrays, error rows and field
+paths on both tiers. ARRAY fields go through the kernels too (encode: of anything the kernels
+handle, rows and arrays included; decode: of primitives and strings), and so do DECIMAL(p > 18)
+and TIMESTAMP(p > 3).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import struct
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_native_equivalence import ARROW_LEAVES, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
+
+from statemorph import _native, arrow, serializers
+from statemorph.errors import SerializationError
+from statemorph.serializers import _batch as B
+from statemorph.types import (
+    ArrayType,
+    BigIntType,
+    BooleanType,
+    DecimalType,
+    DoubleType,
+    IntType,
+    RowType,
+    SmallIntType,
+    TimestampType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+
+SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                          HealthCheck.data_too_large])
+
+
+@st.composite
+def many_rows(draw: Any) -> tuple[RowType, list[Any]]:
+    """A random row type and 300..700 rows (more than two kernel blocks), a few of them null."""
+    t = draw(row_types(ARROW_LEAVES))
+    pool = draw(st.lists(st.tuples(*[values_for(f.type) for f in t.fields]), min_size=1, max_size=8))
+    n = draw(st.integers(300, 700))
+    picks = np.random.default_rng(draw(st.integers(0, 2**32))).integers(0, len(pool) + 1, n)
+    return t, [None if p == len(pool) else pool[p] for p in picks]
+
+
+@SETTINGS
+@given(many_rows(), st.integers(0, 300), st.sampled_from([1, 2]))
+def test_encode_decode_many_rows_all_paths_agree(case: tuple[RowType, list[Any]], cut: int, threads: int) -> None:
+    t, rows = case
+    s = serializers.RowDataSerializer(t)
+    expected = _ref_bytes(s, rows)
+    arr = _arrow_rows(t, rows).slice(cut)
+    want = expected[cut:]
+    for name, r in _all_tiers(lambda: arrow.encode(arr, s, threads=threads).to_pylist()).items():
+        assert r == ("ok", want), name
+    blobs = pa.array(expected, type=pa.binary()).slice(cut)
+    decoded = _arrow_rows(t, [None if b is None else s.from_bytes(b) for b in want])
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s, threads=threads)).items():
+        assert r[0] == "ok", (name, r)
+        assert r[1].equals(decoded), name
+        assert r[1].null_count == decoded.null_count, name
+
+
+def test_threads_split_large_arrays_identically() -> None:
+    """n >= 1024 splits into ranges: joined output equals the one-range output, both tiers."""
+    t = RowType.of(("a", BigIntType()), ("m", RowType.of(("s", VarCharType(2147483647)), ("i", IntType()))))
+    s = serializers.RowDataSerializer(t)
+    rows = [None if i % 97 == 0 else (i, None if i % 13 == 0 else ("x" * (i % 23), i)) for i in range(5000)]
+    arr = _arrow_rows(t, rows)
+    expected = _ref_bytes(s, rows)
+    blobs = pa.array(expected, type=pa.large_binary())
+    for threads in (1, 2, 3):
+        encoded = _all_tiers(lambda th=threads: arrow.encode(arr, s, threads=th).to_pylist())
+        for name, r in encoded.items():
+            assert r == ("ok", expected), (name, threads)
+        for name, r in _all_tiers(lambda th=threads: arrow.decode(blobs, s, threads=th)).items():
+            assert r[0] == "ok" and r[1].equals(arr), (name, threads)
+
+
+@SETTINGS
+@given(st.integers(0, 599), st.integers(0, 599), st.sampled_from(["raise", "null", "collect"]))
+def test_encode_not_null_violation_mid_block(bad1: int, bad2: int, on_error: str) -> None:
+    """A NULL in a NOT NULL nested field: same error (row, field path) on both tiers, in every
+    on_error mode; the other rows encode as the reference does."""
+    t = RowType.of(("id", BigIntType()), ("m", RowType.of(("s", VarCharType(2147483647)),
+                                                          ("n", IntType(nullable=False)))))
+    s = serializers.RowDataSerializer(t)
+    rows: list[Any] = [(i, (f"v{i}" * (i % 5), i)) for i in range(600)]
+    arr = pa.array([{"id": i, "m": {"s": v[0], "n": None if i in (bad1, bad2) else v[1]}}
+                    for i, v in rows], type=arrow.arrow_type(t))
+
+    def run() -> Any:
+        out = arrow.encode(arr, s, on_error=on_error)
+        if on_error == "collect":
+            return out[0].to_pylist(), [(e.row, e.field_path, type(e).__name__) for e in out[1]]
+        return out.to_pylist()
+
+    results = _all_tiers(run)
+    assert len({repr(r) for r in results.values()}) == 1, results
+    r = results["python"]
+    if on_error == "raise":
+        assert r == ("error", "SerializationError", min(bad1, bad2), "m.n")
+        return
+    out = r[1][0] if on_error == "collect" else r[1]
+    for i in range(len(rows)):
+        assert out[i] == (None if i in (bad1, bad2) else s.to_bytes(rows[i])), i
+    if on_error == "collect":
+        assert r[1][1] == [(b, "m.n", "SerializationError") for b in sorted({bad1, bad2})]
+
+
+@SETTINGS
+@given(st.data())
+def test_decode_corruption_in_long_arrays_same_verdict(data: st.DataObject) -> None:
+    """Cut / flipped bytes in a few entries of a long array: both tiers flag the same rows with the
+    same field paths and decode every other entry as the reference does."""
+    t, rows = data.draw(many_rows())
+    s = serializers.RowDataSerializer(t)
+    blobs = _ref_bytes(s, rows)
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(blobs) - 1))
+        if blobs[i] is None:
+            continue
+        ba = bytearray(blobs[i])
+        if data.draw(st.booleans()):
+            j = data.draw(st.integers(0, len(ba) - 1))
+            ba[j] = data.draw(st.integers(0, 255))
+        else:
+            ba = ba[:data.draw(st.integers(0, len(ba) - 1))]
+        blobs[i] = bytes(ba)
+    arr = pa.array(blobs, type=pa.binary())
+
+    def run() -> Any:
+        out, errs = arrow.decode(arr, s, on_error="collect")
+        return out, [(e.row, e.field_path, type(e).__name__) for e in errs]
+
+    verdicts = _all_tiers(run)
+    assert all(v[0] == "ok" for v in verdicts.values()), verdicts
+    outs = [v[1] for v in verdicts.values()]
+    assert all(o[1] == outs[0][1] for o in outs), verdicts
+    assert all(o[0].equals(outs[0][0]) for o in outs)
+    bad = {row for row, _, _ in outs[0][1]}
+    got = outs[0][0]
+    for i, b in enumerate(blobs):
+        if b is None or i in bad:
+            assert not got[i].is_valid, i
+            continue
+        assert got.slice(i, 1).equals(_arrow_rows(t, [s.from_bytes(b)])), i
+
+
+def _entry(row: bytes) -> bytes:
+    return struct.pack(">i", len(row)) + row
+
+
+def test_decode_overlapping_string_refs_grow_the_buffers() -> None:
+    """Hostile but valid: many string fields pointing at the same var-part bytes decode to more
+    string bytes than the input holds; both tiers grow their buffers and agree."""
+    arity = 12
+    t = RowType.of(*[(f"s{j}", VarCharType(2147483647)) for j in range(arity)])
+    s = serializers.RowDataSerializer(t)
+    fixed = 8 + 8 * arity
+    text = "é" * 100
+    raw = text.encode()
+    slot = struct.pack("<Q", (fixed << 32) | len(raw))
+    row = bytes(8) + slot * arity + raw + bytes(-len(raw) % 8)
+    blobs = pa.array([_entry(row)] * 3, type=pa.binary())
+    expected = _arrow_rows(t, [tuple([text] * arity)] * 3)
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
+        assert r[0] == "ok", (name, r)
+        assert r[1].equals(expected), name
+
+
+@pytest.mark.parametrize("tier", ["python", "native"])
+def test_kernels_resume_after_a_bad_entry(tier: str) -> None:
+    """The kernel contract: a bad entry stops the run with its encoded error and is null in every
+    output; resuming at the next row continues where it left off."""
+    if tier == "native" and not _native.native_available():
+        pytest.skip("native tier not built")
+    k = _native.tier(tier)
+    t = RowType.of(("a", IntType()), ("s", VarCharType(2147483647)))
+    s = serializers.RowDataSerializer(t)
+    prog = B.compile_row_program(t)
+    blobs = [s.to_bytes((i, "abcdefghij"[: i % 11])) for i in range(600)]
+    blobs[300] = blobs[300][:-3]
+    arr = pa.array(blobs, type=pa.binary())
+    offsets, data, validity, offset, wide = arrow._binary_input(arr)
+    nn = len(prog.matrix)
+    bits = [np.zeros(75, dtype=np.uint8) for _ in range(nn)]
+    soffs = np.zeros(601, dtype=np.int32)
+    outs = [(bits[0], None, None, None), (bits[1], np.zeros(2400, dtype=np.uint8), None, None),
+            (bits[2], None, soffs, np.empty(4000, dtype=np.uint8))]
+    counts = np.zeros(nn, dtype=np.int64)
+    spos = np.zeros(nn, dtype=np.int64)
+    i, status = k.decode_run(prog.matrix, offsets, data, validity, offset, wide, 0, 600, outs, counts, spos)
+    assert i == 300 and B.decode_err(status) == (B.E_TRUNCATED, -1)
+    assert not bits[0][300 >> 3] >> (300 & 7) & 1
+    i, status = k.decode_run(prog.matrix, offsets, data, validity, offset, wide, 301, 600, outs, counts, spos)
+    assert (i, status) == (600, 0)
+    assert list(counts) == [599, 599, 599]
+    assert soffs[301] == soffs[300] == sum(j % 11 for j in range(300))
+    assert int(spos[2]) == soffs[600] == sum(j % 11 for j in range(600) if j != 300)
+
+
+def test_encode_error_message_names_row_and_field() -> None:
+    t = RowType.of(("m", RowType.of(("n", IntType(nullable=False)),)),)
+    s = serializers.RowDataSerializer(t)
+    arr = pa.array([{"m": {"n": 1}}] * 400 + [{"m": {"n": None}}], type=arrow.arrow_type(t))
+    for name, r in _all_tiers(lambda: arrow.encode(arr, s)).items():
+        assert r == ("error", "SerializationError", 400, "m.n"), name
+    with pytest.raises(SerializationError, match="row 400, field m.n"):
+        arrow.encode(arr, s)
+
+
+_SMALL_ROW = RowType.of(("a", IntType()), ("s", VarCharType(2147483647)))
+ARRAY_LEAVES = ARROW_LEAVES + [
+    ArrayType(IntType()), ArrayType(VarCharType(2147483647)), ArrayType(_SMALL_ROW), ArrayType(ArrayType(BigIntType())),
+    ArrayType(BooleanType()), ArrayType(DecimalType(10, 2)), ArrayType(IntType(nullable=False)),
+    ArrayType(VarBinaryType(2147483647)), ArrayType(TinyIntType()), ArrayType(SmallIntType()), ArrayType(DoubleType()),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_encode_arrays_equal_reference(data: st.DataObject) -> None:
+    """ARRAY fields (of primitives, strings, rows, arrays) encode in the kernels, byte for byte as
+    the reference serializer, on both tiers, whole and sliced; decoding gives the values back."""
+    t = data.draw(row_types(ARRAY_LEAVES))
+    rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
+    s = serializers.RowDataSerializer(t)
+    expected = _ref_bytes(s, rows)
+    arr = _arrow_rows(t, rows)
+    cut = data.draw(st.integers(0, len(rows)))
+    for name, r in _all_tiers(lambda: arrow.encode(arr, s).to_pylist()).items():
+        assert r == ("ok", expected), name
+    for name, r in _all_tiers(lambda: arrow.encode(arr.slice(cut), s).to_pylist()).items():
+        assert r == ("ok", expected[cut:]), name
+    blobs = pa.array(expected, type=pa.binary())
+    decoded = [None if b is None else s.from_bytes(b) for b in expected]
+    assert arrow.decode(blobs, s).equals(_arrow_rows(t, decoded))
+
+
+def test_encode_array_null_in_not_null_element() -> None:
+    t = RowType.of(("id", IntType()), ("xs", ArrayType(IntType(nullable=False))))
+    s = serializers.RowDataSerializer(t)
+    arr = pa.array([{"id": 1, "xs": [1, 2]}] * 5 + [{"id": 2, "xs": [3, None]}], type=arrow.arrow_type(t))
+    for name, r in _all_tiers(lambda: arrow.encode(arr, s)).items():
+        assert r == ("error", "SerializationError", 5, "xs[]"), name
+    out, errs = arrow.encode(arr, s, on_error="collect")
+    assert out.to_pylist() == [s.to_bytes((1, [1, 2]))] * 5 + [None]
+    assert [(e.row, e.field_path) for e in errs] == [(5, "xs[]")]
+
+
+def test_encode_arrays_grow_the_buffer() -> None:
+    """Long arrays outgrow the size guess: the buffer grows (one thread and several)."""
+    t = RowType.of(("xs", ArrayType(VarCharType(2147483647))),)
+    s = serializers.RowDataSerializer(t)
+    rows = [([f"element-{j}" * (j % 3) for j in range(i % 50)],) for i in range(3000)]
+    arr = _arrow_rows(t, rows)
+    expected = _ref_bytes(s, rows)
+    for threads in (1, 2):
+        for name, r in _all_tiers(lambda th=threads: arrow.encode(arr, s, threads=th).to_pylist()).items():
+            assert r == ("ok", expected), (name, threads)
+
+
+DECODE_ARRAY_LEAVES = ARROW_LEAVES + [
+    ArrayType(IntType()), ArrayType(VarCharType(2147483647)), ArrayType(BooleanType()), ArrayType(DecimalType(10, 2)),
+    ArrayType(IntType(nullable=False)), ArrayType(VarBinaryType(2147483647)), ArrayType(BigIntType()),
+    ArrayType(TinyIntType()), ArrayType(SmallIntType()), ArrayType(DoubleType()),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_decode_arrays_equal_reference(data: st.DataObject) -> None:
+    """ARRAY fields of primitives / strings decode in the kernels into Arrow lists equal to the
+    reference values, on both tiers, whole and sliced, and the arrays pass Arrow's full validation."""
+    t = data.draw(row_types(DECODE_ARRAY_LEAVES))
+    rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
+    s = serializers.RowDataSerializer(t)
+    expected = _ref_bytes(s, rows)
+    blobs = pa.array(expected, type=pa.binary())
+    want = _arrow_rows(t, [None if b is None else s.from_bytes(b) for b in expected])
+    cut = data.draw(st.integers(0, len(rows)))
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
+        assert r[0] == "ok", (name, r)
+        r[1].validate(full=True)
+        assert r[1].equals(want), name
+    for name, r in _all_tiers(lambda: arrow.decode(blobs.slice(cut), s)).items():
+        assert r[0] == "ok" and r[1].equals(want.slice(cut)), name
+
+
+def test_decode_arrays_grow_the_element_columns() -> None:
+    """Many elements per entry outgrow the first guess of the element columns: they grow."""
+    t = RowType.of(("xs", ArrayType(VarCharType(2147483647))), ("ys", ArrayType(IntType())))
+    s = serializers.RowDataSerializer(t)
+    rows = [([f"e{j}" * (j % 4) if j % 7 else None for j in range(i % 40)], list(range(i % 30))) for i in range(700)]
+    blobs = pa.array(_ref_bytes(s, rows), type=pa.binary())
+    want = _arrow_rows(t, rows)
+    for threads in (1, 2):
+        for name, r in _all_tiers(lambda th=threads: arrow.decode(blobs, s, threads=th)).items():
+            assert r[0] == "ok" and r[1].equals(want), (name, threads)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_decode_arrays_corruption_same_verdict(data: st.DataObject) -> None:
+    """Corrupt entries with arrays: both tiers flag the same rows and field paths, roll back the
+    elements a bad entry had appended, and decode every other entry as the reference does."""
+    t = RowType.of(("xs", ArrayType(VarCharType(2147483647))), ("n", IntType()),
+                   ("ys", ArrayType(SmallIntType())), ("s", VarCharType(2147483647)))
+    s = serializers.RowDataSerializer(t)
+    rows = data.draw(st.lists(st.tuples(*[values_for(f.type) for f in t.fields]), min_size=1, max_size=12))
+    blobs = _ref_bytes(s, rows)
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(blobs) - 1))
+        ba = bytearray(blobs[i])
+        j = data.draw(st.integers(0, len(ba) - 1))
+        ba[j] = data.draw(st.integers(0, 255))
+        blobs[i] = bytes(ba)
+    arr = pa.array(blobs, type=pa.binary())
+
+    def run() -> Any:
+        out, errs = arrow.decode(arr, s, on_error="collect")
+        out.validate(full=True)
+        return out, [(e.row, e.field_path, type(e).__name__) for e in errs]
+
+    verdicts = _all_tiers(run)
+    assert all(v[0] == "ok" for v in verdicts.values()), verdicts
+    outs = [v[1] for v in verdicts.values()]
+    assert all(o[1] == outs[0][1] and o[0].equals(outs[0][0]) for o in outs), verdicts
+    bad = {row for row, _, _ in outs[0][1]}
+    for i, b in enumerate(blobs):
+        if i not in bad:
+            assert outs[0][0].slice(i, 1).equals(_arrow_rows(t, [s.from_bytes(b)])), i
+
+
+BIG_LEAVES = ARROW_LEAVES + [DecimalType(20, 2), DecimalType(38, 10), DecimalType(19, 0), TimestampType(4),
+                             TimestampType(6), TimestampType(9)]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_big_decimal_and_timestamp_equal_reference(data: st.DataObject) -> None:
+    """DECIMAL(p > 18) (Arrow decimal128) and TIMESTAMP(p > 3) (Arrow timestamp us / ns) encode
+    and decode in the kernels, byte for byte / value for value as the reference, both tiers."""
+    t = data.draw(row_types(BIG_LEAVES))
+    rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
+    s = serializers.RowDataSerializer(t)
+    try:
+        expected = _ref_bytes(s, rows)
+    except SerializationError:
+        return  # the reference refuses some 38-digit draws (its own rounding context)
+    arr = _arrow_rows(t, rows)
+    for name, r in _all_tiers(lambda: arrow.encode(arr, s).to_pylist()).items():
+        assert r == ("ok", expected), name
+    blobs = pa.array(expected, type=pa.binary())
+    want = _arrow_rows(t, [None if b is None else s.from_bytes(b) for b in expected])
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
+        assert r[0] == "ok" and r[1].equals(want), (name, r)
+
+
+def test_big_values_out_of_arrow_range_are_bad_rows() -> None:
+    """A TIMESTAMP(9) whose nanoseconds overflow int64 and a DECIMAL(20, 0) stored with more digits
+    than 20 are bad entries (E_TOO_LARGE, named field) on both tiers, not garbage."""
+    t = RowType.of(("ts", TimestampType(9)), ("d", DecimalType(20, 0)))
+    s = serializers.RowDataSerializer(t)
+    good = s.to_bytes((None, decimal.Decimal(12345)))
+    fixed = 8 + 16
+    far = bytearray(s.to_bytes((dt.datetime(2000, 1, 1), None)))
+    struct.pack_into("<q", far, 4 + fixed, 10 ** 15)  # epoch millis: beyond int64 nanoseconds
+    wide = bytearray(good)
+    wide[4 + fixed:4 + fixed + 9] = (10 ** 20).to_bytes(9, "big", signed=True)
+    struct.pack_into("<Q", wide, 4 + 16, (fixed << 32) | 9)
+    arr = pa.array([good, bytes(far), bytes(wide)], type=pa.binary())
+
+    def run() -> Any:
+        out, errs = arrow.decode(arr, s, on_error="collect")
+        return out.to_pylist(), [(e.row, e.field_path, e.code) for e in errs]
+
+    verdicts = _all_tiers(run)
+    assert len({repr(v) for v in verdicts.values()}) == 1, verdicts
+    out, errs = verdicts["python"][1]
+    assert errs == [(1, "ts", B.E_TOO_LARGE), (2, "d", B.E_TOO_LARGE)]
+    assert out[0] == {"ts": None, "d": decimal.Decimal(12345)} and out[1] is None and out[2] is None
