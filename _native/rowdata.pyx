@@ -932,7 +932,8 @@ ctypedef struct Node:
     int64_t flags
     int64_t limit
     sm_i128 big_limit       # DECIMAL(p > 18): 10**p
-    int64_t parent          # the ROW node this one is a field of (-1 for node 0)
+    int64_t parent          # the ROW node this one is a field of, the ARRAY of an element (-1: node 0)
+    int64_t arr             # decode: the ARRAY whose element column this node is part of, or -1
     int64_t nw              # ROW: bytes of the null-bit words
     int64_t width           # TINYINT .. DOUBLE: bytes per Arrow value (0 for other kinds)
     uint64_t mask           # ... and the mask of those bytes in a word
@@ -1355,6 +1356,7 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
     cdef int64_t header = array_header(n), j, ei, slot, ln, src
     cdef uint64_t raw
     cdef bint is_str = k == R_STR or k == R_BIN
+    cdef int64_t c, rc
     if n > A.scap - A.spos:
         return -E_FULL
     for j in range(n):
@@ -1363,7 +1365,12 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
             bit_set(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
-            if is_str:
+            if k == R_ROW:
+                raw = load_u64_le(d + slot)
+                rc = decode_row(x, nodes, a + 1, base + <int64_t>(raw >> 32), <int64_t>(raw & 0xFFFFFFFFu), ei)
+                if rc < 0:
+                    return rc
+            elif is_str:
                 raw = load_u64_le(d + slot)
                 if raw >> 63:
                     ln = (raw >> 56) & 0x7F
@@ -1377,6 +1384,10 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
                 put_value(el, ei, d + slot)
         if is_str:
             store_off(el.offs, el.wide, ei + 1, el.spos)
+        elif k == R_ROW:  # the string columns of element rows end at element ei too
+            for c in range(a + 2, el.end):
+                if nodes[c].kind == R_STR or nodes[c].kind == R_BIN:
+                    store_off(nodes[c].offs, nodes[c].wide, ei + 1, nodes[c].spos)
     A.spos += n
     return 0
 
@@ -1822,8 +1833,8 @@ cdef void decode_rollback(Node* nodes, int64_t nnodes, int64_t i) noexcept nogil
     for c in range(1, nnodes):
         nd = &nodes[c]
         lo, hi = i, i + 1
-        if nodes[nd.parent].kind == R_ARRAY:  # an element column: the elements appended since
-            lo, hi = nodes[nd.parent].sstart, nodes[nd.parent].spos
+        if nd.arr >= 0:  # an element column: the elements appended since the entry began
+            lo, hi = nodes[nd.arr].sstart, nodes[nd.arr].spos
         for j in range(lo, hi):
             if bit_get(nd.valid, j):
                 bit_clear(nd.valid, j)
@@ -2194,6 +2205,9 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
             while child < nodes[c].end:
                 nodes[child].parent = c
                 child = nodes[child].end
+    nodes[0].arr = -1
+    for c in range(1, n):  # pre-order: a parent's ``arr`` is known before its children's
+        nodes[c].arr = nodes[c].parent if nodes[nodes[c].parent].kind == R_ARRAY else nodes[nodes[c].parent].arr
     return nodes
 
 
@@ -2334,7 +2348,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     Arrow outputs in the same walk. ``outs[node]`` = (validity bitmap, values, offsets, string
     data): node 0 has only its bitmap; string / binary nodes append their bytes to their string
     data from ``spos[node]`` on and write ``offsets[i + 1]`` (int32 or int64) for every entry;
-    an ARRAY node (of primitives or strings) writes its list offsets the same way, counting the
+    an ARRAY node (of primitives, strings or rows) writes its list offsets the same way, counting the
     elements it appends to its element column (whose outputs are indexed by element, ``spos``
     the element count); ``counts[node]`` counts the valid values written. ``offsets[start]`` is
     the caller's; int32 offsets never pass 2**31 - 1.
@@ -2363,15 +2377,16 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
         nd.valid = keep.rw(bits)
         nd.count = counts[c]
         nd.spos = nd.sstart = spos[c]
-        elem = c > 0 and nodes[nd.parent].kind == R_ARRAY
+        elem = c > 0 and nd.arr >= 0
         cap = len(u8(bits)) * 8  # values the outputs hold: rows, or elements in an element column
         k = nd.kind
         if c == 0 or k == R_ROW:
             pass
         elif k == R_ARRAY:
             if elem:
-                raise ValueError(f"decode_run: node {c}: arrays of arrays are not decodable")
+                raise ValueError(f"decode_run: node {c}: arrays in arrays are not decodable")
             nd.offs = _offsets_out(keep, offs, stop, &nd.wide)
+            nd.scap = 0x7FFFFFFFFFFFFFFF if nd.wide else 0x7FFFFFFF  # lowered to its columns' room below
             snodes[nstr] = c
             nstr += 1
         elif k == R_STR or k == R_BIN:
@@ -2395,11 +2410,9 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
         else:
             raise ValueError(f"decode_run: node {c}: kind {k} is not decodable")
         if elem:
-            if k == R_ROW:
-                raise ValueError(f"decode_run: node {c}: rows in arrays are not decodable")
-            # elements the array may append (int32 list offsets never pass 2**31 - 1)
-            nodes[nd.parent].scap = cap if nodes[nd.parent].wide else min(cap, 0x7FFFFFFF)
-            if not 0 <= nodes[nd.parent].spos <= cap:
+            # elements the array may append: what every column of its elements holds
+            nodes[nd.arr].scap = min(nodes[nd.arr].scap, cap)
+            if not 0 <= nodes[nd.arr].spos <= cap:
                 raise ValueError(f"decode_run: node {c}: element position outside its outputs")
         elif cap < stop:
             raise ValueError(f"decode_run: node {c}: outputs shorter than the rows")

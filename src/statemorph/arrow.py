@@ -18,14 +18,16 @@ Which path a serializer takes:
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, DECIMAL, TIMESTAMP / TIMESTAMP_LTZ, strings, binaries and
   nested ROWs, and ARRAYs (encode: of those but DECIMAL(p > 18) / TIMESTAMP(p > 3), or of rows
-  and arrays; decode: of primitives and strings); migrate
+  and arrays; decode: of primitives, strings and rows without arrays); migrate
   for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
   change shape take the per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
-- everything else (Avro, POJO, Tuple, flink-core Row with other fields, collections, RowData with
-  MAP / MULTISET, and ARRAYs of rows / arrays for decode): per-value through the reference
-  serializers, in bulk
+- flink-core ``RowSerializer`` of primitives, strings, byte[] and nested rows: the corerow kernels
+  (encode / decode) and the Row remap (migrate); POJO migrations that only add, remove or reorder
+  fields: the POJO remap;
+- everything else (Avro, Tuple, collections, POJO encode / decode, RowData with MAP / MULTISET, and
+  ARRAYs of arrays for decode): per-value through the reference serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
@@ -774,8 +776,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
     kinds = prog.kinds
     nnodes = len(kinds)
     nbytes = (n + 7) // 8
-    parent = B._parents(prog.matrix.tolist())
-    elem = [c > 0 and kinds[parent[c]] == B.R_ARRAY for c in range(nnodes)]
+    elem = [a >= 0 for a in B._arrays(prog.matrix.tolist())]
     if any(elem):
         ranges = [(0, n)]  # element columns grow as they fill: one range
     strs = [c for c in range(1, nnodes) if kinds[c] in (B.R_STR, B.R_BIN)]
@@ -803,7 +804,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
             kd = kinds[c]
             v = np.zeros((cap + 7) // 8 if kd == B.R_BOOL else cap * B._ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
             o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) if kd in (B.R_STR, B.R_BIN) else None
-            new[c] = [np.zeros((cap + 7) // 8, dtype=np.uint8), v if kd not in (B.R_STR, B.R_BIN) else None, o]
+            new[c] = [np.zeros((cap + 7) // 8, dtype=np.uint8), v if kd not in (B.R_STR, B.R_BIN, B.R_ROW) else None, o]
             if o is not None:
                 o[0] = 0
             if old is not None:

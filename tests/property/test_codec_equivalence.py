@@ -6,7 +6,7 @@ entry or a full buffer to the row-at-a-time walk. So these tests use arrays long
 slices that start mid-block, bad rows in the middle of a block, threads, and hostile entries that
 make the string buffers grow: every path must give the same bytes, arrays, error rows and field
 paths on both tiers. ARRAY fields go through the kernels too (encode: of anything the kernels
-handle, rows and arrays included; decode: of primitives and strings), and so do DECIMAL(p > 18)
+handle, rows and arrays included; decode: of primitives, strings and rows), and so do DECIMAL(p > 18)
 and TIMESTAMP(p > 3).
 """
 
@@ -277,15 +277,16 @@ def test_encode_arrays_grow_the_buffer() -> None:
 DECODE_ARRAY_LEAVES = ARROW_LEAVES + [
     ArrayType(IntType()), ArrayType(VarCharType(2147483647)), ArrayType(BooleanType()), ArrayType(DecimalType(10, 2)),
     ArrayType(IntType(nullable=False)), ArrayType(VarBinaryType(2147483647)), ArrayType(BigIntType()),
-    ArrayType(TinyIntType()), ArrayType(SmallIntType()), ArrayType(DoubleType()),
+    ArrayType(TinyIntType()), ArrayType(SmallIntType()), ArrayType(DoubleType()), ArrayType(_SMALL_ROW),
+    ArrayType(RowType.of(("r", _SMALL_ROW), ("d", DecimalType(20, 2)), ("t", TimestampType(6)))),
 ]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_decode_arrays_equal_reference(data: st.DataObject) -> None:
-    """ARRAY fields of primitives / strings decode in the kernels into Arrow lists equal to the
-    reference values, on both tiers, whole and sliced, and the arrays pass Arrow's full validation."""
+    """ARRAY fields of primitives / strings / rows decode in the kernels into Arrow lists equal to
+    the reference values, on both tiers, whole and sliced, and the arrays pass Arrow's full validation."""
     t = data.draw(row_types(DECODE_ARRAY_LEAVES))
     rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
     s = serializers.RowDataSerializer(t)
@@ -319,7 +320,7 @@ def test_decode_arrays_corruption_same_verdict(data: st.DataObject) -> None:
     """Corrupt entries with arrays: both tiers flag the same rows and field paths, roll back the
     elements a bad entry had appended, and decode every other entry as the reference does."""
     t = RowType.of(("xs", ArrayType(VarCharType(2147483647))), ("n", IntType()),
-                   ("ys", ArrayType(SmallIntType())), ("s", VarCharType(2147483647)))
+                   ("ys", ArrayType(SmallIntType())), ("rs", ArrayType(_SMALL_ROW)), ("s", VarCharType(2147483647)))
     s = serializers.RowDataSerializer(t)
     rows = data.draw(st.lists(st.tuples(*[values_for(f.type) for f in t.fields]), min_size=1, max_size=12))
     blobs = _ref_bytes(s, rows)

@@ -481,8 +481,12 @@ class RowProgram:
         return [int(k) for k in self.matrix[:, C_KIND]]
 
     def decode_supported(self) -> bool:
-        """The decode kernels handle the ARROW_KINDS, and ARRAYs of primitives and strings."""
-        return self._supported(_SCALAR_ELEMENTS)
+        """The decode kernels handle the ARROW_KINDS, and ARRAYs of primitives, strings and rows
+        (with no array inside them)."""
+        kinds = self.kinds
+        arrays = [c for c, k in enumerate(kinds) if k == R_ARRAY]
+        return self._supported(_SCALAR_ELEMENTS | {R_ROW}) and \
+            not any(R_ARRAY in kinds[c + 1:int(self.matrix[c, C_END])] for c in arrays)
 
     def encode_supported(self) -> bool:
         """The encode kernels handle the ARROW_KINDS, and ARRAYs of primitives, strings, rows, arrays."""
@@ -1091,7 +1095,10 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
             _set_bit(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
-            if k in (R_STR, R_BIN):
+            if k == R_ROW:
+                raw = _U64.unpack_from(d, slot)[0]
+                _decode_row(x, outs, a + 1, base + (raw >> 32), raw & 0xFFFFFFFF, ei)
+            elif k in (R_STR, R_BIN):
                 raw = _U64.unpack_from(d, slot)[0]
                 ln, at = ((raw >> 56) & 0x7F, slot) if raw >> 63 else (raw & 0xFFFFFFFF, base + (raw >> 32))
                 if ln > el.scap - el.spos:
@@ -1102,11 +1109,16 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
                 _put_value(el, k, ei, d, slot)
         if k in (R_STR, R_BIN):
             el.offs[ei + 1] = el.spos
+        elif k == R_ROW:  # the string columns of element rows end at element ei too
+            for c in range(a + 2, p[a + 1][C_END]):
+                if p[c][C_KIND] in (R_STR, R_BIN):
+                    outs[c].offs[ei + 1] = outs[c].spos
     arr.spos += n
 
 
-def _parents(p: list[list[int]]) -> list[int]:
-    """The ROW or ARRAY node each node is a field / the element column of (-1 for node 0)."""
+def _arrays(p: list[list[int]]) -> list[int]:
+    """Twin of the kernel's ``Node.arr``: per node, the ARRAY whose element column it is part of
+    (the element, or a field of an element row, at any depth), or -1."""
     parent = [-1] * len(p)
     for c, row in enumerate(p):
         if row[C_KIND] == R_ARRAY:
@@ -1116,7 +1128,10 @@ def _parents(p: list[list[int]]) -> list[int]:
             while child < row[C_END]:
                 parent[child] = c
                 child = p[child][C_END]
-    return parent
+    arr = [-1] * len(p)
+    for c in range(1, len(p)):
+        arr[c] = parent[c] if p[parent[c]][C_KIND] == R_ARRAY else arr[parent[c]]
+    return arr
 
 
 def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -1129,15 +1144,17 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
     nnodes = p[0][C_END]
     if len(outs) != nnodes or len(counts) < nnodes or len(spos) < nnodes or start < 0:
         raise ValueError("decode_run: one output and one counter per program node is required")
-    parent = _parents(p)
+    arr = _arrays(p)
     os_ = [_Out(outs[c], p[c][C_KIND] if c else R_ROW, stop, int(counts[c]), int(spos[c])) for c in range(nnodes)]
-    elem = [c > 0 and p[parent[c]][C_KIND] == R_ARRAY for c in range(nnodes)]
+    elem = [arr[c] >= 0 for c in range(nnodes)]
     for c in range(1, nnodes):
+        if p[c][C_KIND] == R_ARRAY:
+            if elem[c]:
+                raise ValueError("decode_run: arrays in arrays are not decodable")
+            os_[c].scap = (1 << 63) - 1 if os_[c].wide else _MAX32  # lowered to its columns' room below
         if elem[c]:
-            if p[c][C_KIND] in (R_ROW, R_ARRAY):
-                raise ValueError("decode_run: rows / arrays in arrays are not decodable")
-            os_[parent[c]].scap = os_[c].cap if os_[parent[c]].wide else min(os_[c].cap, _MAX32)
-            if not 0 <= os_[parent[c]].spos <= os_[c].cap:
+            os_[arr[c]].scap = min(os_[arr[c]].scap, os_[c].cap)
+            if not 0 <= os_[arr[c]].spos <= os_[c].cap:
                 raise ValueError("decode_run: element position outside its outputs")
         elif os_[c].cap < stop:
             raise ValueError("decode_run: outputs shorter than the rows")
@@ -1155,7 +1172,7 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
                 except (_RowError, _Full) as e:
                     for c in range(1, nnodes):
                         o = os_[c]
-                        lo, hi = (os_[parent[c]].sstart, os_[parent[c]].spos) if elem[c] else (i, i + 1)
+                        lo, hi = (os_[arr[c]].sstart, os_[arr[c]].spos) if elem[c] else (i, i + 1)
                         for j in range(lo, hi):
                             if _bit(o.valid, j):
                                 o.valid[j >> 3] &= ~(1 << (j & 7)) & 0xFF
