@@ -28,7 +28,7 @@ _KERNEL_HOME = {
     "bytes_encode_fill": "strings", "bytes_decode_sizes": "strings", "bytes_decode_fill": "strings",
     "encode_sizes": "rowdata", "encode_fill": "rowdata", "decode_sizes": "rowdata",
     "decode_fill": "rowdata", "migrate_run": "rowdata",
-    "core_row_sizes": "remap", "core_row_fill": "remap",
+    "core_row_sizes": "remap", "core_row_fill": "remap", "pojo_migrate_run": "remap",
     "corerow_encode": "corerow", "corerow_decode": "corerow",
 }
 

@@ -52,7 +52,7 @@ from ..types import (
 # ---------------------------------------------------------------------------------- error codes
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
 E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
-E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR = 13, 14, 15
+E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG = 13, 14, 15, 16
 
 ERROR_MESSAGES = {
     E_TRUNCATED: "truncated: the entry is shorter than its format needs",
@@ -70,6 +70,8 @@ ERROR_MESSAGES = {
     E_TOO_LARGE: "value exceeds the format's limit",
     E_BAD_ARROW: "Arrow offsets buffer is inconsistent",
     E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
+    E_BAD_FLAG: "invalid POJO flags byte (01 null, 02 a value; subclass values 04 / 08 are not supported) "
+                "or field null flag (00 / 01)",
 }
 
 
@@ -1304,19 +1306,25 @@ KERNELS = (
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
     "encode_sizes", "encode_fill", "decode_sizes", "decode_fill",
-    "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode",
+    "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode", "pojo_migrate_run",
 )
 
 _CORE_ROW = frozenset({"compile_core_row_codec", "corerow_encode", "corerow_decode"})
+_POJO = frozenset({"compile_pojo_program", "pojo_migrate_run"})
 
 
 def __getattr__(name: str) -> Any:
-    """The flink-core Row encode / decode twins live in ``_batch_corerow`` (they build on the
-    helpers here, so that module imports this one; exposing them lazily avoids the cycle)."""
+    """The flink-core Row encode / decode twins live in ``_batch_corerow`` and the POJO migrate twin
+    in ``_batch_pojo`` (they build on the helpers here, so those modules import this one; exposing
+    them lazily avoids the cycle)."""
     if name in _CORE_ROW:
         from . import _batch_corerow
 
         return getattr(_batch_corerow, name)
+    if name in _POJO:
+        from . import _batch_pojo
+
+        return getattr(_batch_pojo, name)
     raise AttributeError(name)
 
 

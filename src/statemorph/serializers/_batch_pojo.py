@@ -1,0 +1,350 @@
+"""POJO (``PojoSerializer``) migration, byte to byte: the program compiler and the Python twin of
+``pojo_migrate_run`` in ``_native/remap.pyx`` (same arguments, same effect on the output buffers).
+
+A POJO value is ``flags ‖ for each field in byte order: null flag ‖ [field bytes]``
+(flink-formats.md §2.10). Migrating it between compatible schemas (fields added, removed,
+reordered by name, nested POJOs evolving the same way) moves whole fields: kept fields are copied
+in the new order, removed ones are validated and skipped, added ones get the bytes the per-value
+reference writes for them (null flag ``01``, or ``00`` and the dataclass default). Fields are
+copied *canonically*, because the reference (and Flink, which migrates through Java objects)
+re-serializes values: a boolean byte other than 0 becomes ``01``, every float / double NaN becomes
+the canonical NaN, string varints are rewritten minimally, and a non-null field whose value reads as
+null (a null ``StringValue``, a nested POJO with flags ``01``) is written with null flag ``01``.
+
+Program (int64 matrix, ``_batch.NCOL`` columns). A POJO node ``[P_POJO, -, END, N_OLD, EMIT,
+N_NEW, -, -]`` is followed by its old fields in old byte order (each a leaf ``[kind, -, END, -, -,
+-, -, WIDTH]`` or a nested POJO subtree), then its ``N_NEW`` emit rows ``[P_EMIT, -, END, -, SRC,
+CONST, CONST_LEN, -]`` in new byte order (``SRC`` the old field's node, or -1 for the constant
+bytes at ``CONST``), then the constants, seven bytes per ``[P_CONST, b0, .., b6]`` row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import struct
+from typing import Any
+
+import numpy as np
+
+from ._batch import (
+    C_END,
+    C_KIND,
+    E_BAD_FLAG,
+    E_BAD_LENGTH,
+    E_OK,
+    E_TRAILING,
+    E_TRUNCATED,
+    NCOL,
+    NotByteRemappable,
+    RowProgram,
+    _Bin,
+    _read_varint,
+    _RowError,
+    encode_err,
+)
+
+P_FIXED, P_STR, P_BYTES, P_POJO, P_BOOL, P_F32, P_F64, P_EMIT, P_CONST = 1, 2, 3, 4, 5, 6, 7, 8, 9
+C_N_OLD, C_EMIT, C_N_NEW = 3, 4, 5
+C_SRC, C_CONST, C_CONST_LEN, C_WIDTH = 4, 5, 6, 7
+
+_NAN_F32 = b"\x7f\xc0\x00\x00"
+_NAN_F64 = b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
+
+
+def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
+    """Program for migrating POJO bytes written under ``prior_snapshot`` (a
+    ``PojoSerializerSnapshot``) to ``new_serializer`` (a ``PojoSerializer``).
+
+    Raises :class:`NotByteRemappable` when the reference's output is not a function of the input
+    bytes alone: a kept field whose value changes shape (its own migration, a serializer without an
+    in-place walker here), an added field whose default comes from a factory (a fresh value per
+    entry), or a dataclass whose constructor runs code (``__post_init__``, a custom ``__init__``)
+    that may reject or rewrite what it is given."""
+    from . import (
+        BooleanSerializer,
+        BytePrimitiveArraySerializer,
+        ByteSerializer,
+        CharSerializer,
+        DoubleSerializer,
+        FloatSerializer,
+        IntSerializer,
+        LongSerializer,
+        ShortSerializer,
+        StringSerializer,
+    )
+    from .pojo import PojoSerializer, PojoSerializerSnapshot
+
+    leaves = {BooleanSerializer: (P_BOOL, 1), ByteSerializer: (P_FIXED, 1), ShortSerializer: (P_FIXED, 2),
+              CharSerializer: (P_FIXED, 2), IntSerializer: (P_FIXED, 4), LongSerializer: (P_FIXED, 8),
+              FloatSerializer: (P_F32, 4), DoubleSerializer: (P_F64, 8), StringSerializer: (P_STR, 0),
+              BytePrimitiveArraySerializer: (P_BYTES, 0)}
+    rows: list[list[int]] = []
+    paths: list[str] = []
+
+    def plain_class(cls: type | None, path: str) -> None:
+        if cls is None:
+            return
+        params = getattr(cls, "__dataclass_params__", None)
+        if hasattr(cls, "__post_init__") or params is None or not params.init:
+            raise NotByteRemappable(f"{path or 'value'}: {cls.__qualname__}'s constructor runs code of its own")
+
+    def old_field(snap: Any, ser: Any, path: str) -> None:
+        """The node(s) that read and delimit one old field written by ``ser``."""
+        if isinstance(ser, PojoSerializer):
+            if not isinstance(snap, PojoSerializerSnapshot):
+                raise NotByteRemappable(f"{path}: not a POJO snapshot")
+            visit(snap, None, path)
+            return
+        if type(ser) not in leaves:
+            raise NotByteRemappable(f"{path}: {type(ser).__name__} has no in-place walker")
+        kind, width = leaves[type(ser)]
+        rows.append([kind, 0, len(rows) + 1, 0, 0, 0, 0, width])
+        paths.append(path)
+
+    def visit(snap: Any, new: Any, path: str) -> int:
+        """Nodes of one POJO written under ``snap``; emit rows for ``new`` (None: a removed nested
+        POJO, only walked). Returns the POJO's node."""
+        plain_class(snap.pojo_class, path)
+        me = len(rows)
+        rows.append([P_POJO, 0, 0, len(snap.fields), 0, 0, 0, 0])
+        paths.append(path)
+        prior = snap.restore_serializer()
+        nodes: dict[str, int] = {}
+        for e, f in zip(snap.fields, prior.fields, strict=True):
+            child = f"{path}.{f.name}" if path else f.name
+            if f.present:
+                nodes[f.name] = len(rows)
+            if f.present and new is not None and f.name in new.field_serializers:
+                new_ser = new.field_serializers[f.name]
+                if isinstance(new_ser, PojoSerializer) and isinstance(e.value, PojoSerializerSnapshot):
+                    if e.value.resolve_schema_compatibility(new_ser).is_incompatible():
+                        raise NotByteRemappable(f"{child}: incompatible")
+                    visit(e.value, new_ser, child)
+                    continue
+                compat = e.value.resolve_schema_compatibility(new_ser)
+                if not compat.is_compatible_as_is() or type(f.serializer) is not type(new_ser):
+                    raise NotByteRemappable(f"{child}: value changes shape")
+            old_field(e.value, f.serializer, child)
+        rows[me][C_EMIT] = len(rows)
+        if new is None:
+            rows[me][C_END] = len(rows)
+            return me
+        plain_class(new.pojo_class, path)
+        consts: list[tuple[int, bytes]] = []
+        for f in new.fields:
+            source = nodes.get(f.name) if f.present else None
+            if source is not None:
+                rows.append([P_EMIT, 0, len(rows) + 1, 0, source, 0, 0, 0])
+            else:
+                consts.append((len(rows), _added_bytes(new, f, path)))
+                rows.append([P_EMIT, 0, len(rows) + 1, 0, -1, 0, 0, 0])
+            paths.append(f"{path}.{f.name}" if path else f.name)
+        rows[me][C_N_NEW] = len(new.fields)
+        for at, raw in consts:
+            rows[at][C_CONST], rows[at][C_CONST_LEN] = len(rows), len(raw)
+            for k in range(0, len(raw), NCOL - 1):
+                chunk = raw[k:k + NCOL - 1]
+                rows.append([P_CONST, *chunk] + [0] * (NCOL - 1 - len(chunk)))
+                paths.append("")
+        rows[me][C_END] = len(rows)
+        return me
+
+    if prior_snapshot.registered_subclasses or prior_snapshot.nonregistered_subclasses:
+        raise NotByteRemappable("subclass serializers")
+    visit(prior_snapshot, new_serializer, "")
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+
+
+def _added_bytes(new: Any, f: Any, path: str) -> bytes:
+    """What the reference writes for a field the old bytes lack: null, or the dataclass default."""
+    from ..io import DataOutputSerializer
+
+    if f.present and new.pojo_class is not None:
+        spec = {d.name: d for d in dataclasses.fields(new.pojo_class)}[f.name]
+        if spec.default_factory is not dataclasses.MISSING:
+            raise NotByteRemappable(f"{path}.{f.name}: added with a default factory (a fresh value per entry)")
+    value = new.default_value(f.name) if f.present else None
+    if value is None:
+        return b"\x01"
+    out = DataOutputSerializer()
+    f.serializer.serialize(value, out)
+    return b"\x00" + out.get_copy_of_buffer()
+
+
+# ---------------------------------------------------------------------------------- the twin
+class _Walk:
+    """One entry's walk state: per old node, where its bytes start and whether it reads as null."""
+
+    def __init__(self, p: list[list[int]], d: bytes) -> None:
+        self.p = p
+        self.d = d
+        self.start = [0] * len(p)
+        self.null = [False] * len(p)
+        self.err = -1
+
+    def fail(self, code: int, node: int) -> _RowError:
+        self.err = node
+        return _RowError(code)
+
+    def check(self, node: int, pos: int, end: int) -> int:
+        """Validate the POJO at ``pos`` (mirror of ``pojo_check``); returns the next position."""
+        p, d = self.p, self.d
+        if pos >= end:
+            raise self.fail(E_TRUNCATED, node)
+        flags = d[pos]
+        pos += 1
+        self.null[node] = flags == 1
+        if flags == 1:
+            return pos
+        if flags != 2:
+            raise self.fail(E_BAD_FLAG, node)
+        child = node + 1
+        for _ in range(p[node][C_N_OLD]):
+            if pos >= end:
+                raise self.fail(E_TRUNCATED, child)
+            flag = d[pos]
+            pos += 1
+            if flag > 1:
+                raise self.fail(E_BAD_FLAG, child)
+            self.null[child] = flag == 1
+            self.start[child] = pos
+            if flag == 0:
+                pos = self.check_field(child, pos, end)
+            child = p[child][C_END]
+        return pos
+
+    def check_field(self, node: int, pos: int, end: int) -> int:
+        kind = self.p[node][C_KIND]
+        if kind == P_POJO:
+            return self.check(node, pos, end)
+        if kind == P_STR:
+            code, n, pos = _read_varint(self.d, pos, end, 0x7FFFFFFF)
+            if code == E_OK and n == 0:
+                self.null[node] = True
+            elif code == E_OK:
+                if n - 1 > end - pos:
+                    code = E_TRUNCATED
+                for _ in range(n - 1 if code == E_OK else 0):
+                    code, _u, pos = _read_varint(self.d, pos, end, 0xFFFF)
+                    if code != E_OK:
+                        break
+            if code != E_OK:
+                raise self.fail(code, node)
+            return pos
+        if kind == P_BYTES:
+            if end - pos < 4:
+                raise self.fail(E_TRUNCATED, node)
+            n = struct.unpack_from(">i", self.d, pos)[0]
+            if n < 0:
+                raise self.fail(E_BAD_LENGTH, node)
+            if n > end - pos - 4:
+                raise self.fail(E_TRUNCATED, node)
+            return pos + 4 + n
+        if end - pos < self.p[node][C_WIDTH]:
+            raise self.fail(E_TRUNCATED, node)
+        return pos + self.p[node][C_WIDTH]
+
+    def emit(self, node: int, out: bytearray) -> None:
+        """Write the checked POJO ``node`` in the new layout (mirror of ``pojo_emit``)."""
+        p = self.p
+        if self.null[node]:
+            out.append(1)
+            return
+        out.append(2)
+        row = p[node][C_EMIT]
+        for _ in range(p[node][C_N_NEW]):
+            src = p[row][C_SRC]
+            if src < 0:
+                c = p[row][C_CONST]
+                n = p[row][C_CONST_LEN]
+                out += bytes(v for r in p[c:c + (n + NCOL - 2) // (NCOL - 1)] for v in r[1:])[:n]
+            elif self.null[src]:
+                out.append(1)
+            else:
+                out.append(0)
+                self.emit_field(src, out)
+            row += 1
+
+    def emit_field(self, node: int, out: bytearray) -> None:
+        kind = self.p[node][C_KIND]
+        d, pos = self.d, self.start[node]
+        if kind == P_POJO:
+            self.emit(node, out)
+        elif kind == P_STR:
+            _code, n, pos = _read_varint(d, pos, len(d), 0x7FFFFFFF)
+            out += _varint(n)
+            for _ in range(n - 1):
+                _code, u, pos = _read_varint(d, pos, len(d), 0xFFFF)
+                out += _varint(u)
+        elif kind == P_BYTES:
+            n = struct.unpack_from(">i", d, pos)[0]
+            out += d[pos:pos + 4 + n]
+        elif kind == P_BOOL:
+            out.append(1 if d[pos] else 0)
+        elif kind == P_F32:
+            raw = d[pos:pos + 4]
+            out += _NAN_F32 if math.isnan(struct.unpack(">f", raw)[0]) else raw
+        elif kind == P_F64:
+            raw = d[pos:pos + 8]
+            out += _NAN_F64 if math.isnan(struct.unpack(">d", raw)[0]) else raw
+        else:
+            out += d[pos:pos + self.p[node][C_WIDTH]]
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                     stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
+    """One-pass POJO migrate, the contract of ``_batch.migrate_run``: validate and write each entry
+    packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
+    (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit)."""
+    if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
+        raise ValueError("pojo_migrate_run: int32 offsets cannot address more than 2 GiB of output")
+    if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):
+        raise ValueError("pojo_migrate_run: output arrays shorter than the rows")
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    p = np.asarray(prog, dtype=np.int64).tolist()
+    if not p or len(p[0]) != NCOL or p[0][C_KIND] != P_POJO:
+        raise ValueError("bad POJO program")
+    out = memoryview(out_data).cast("B")
+    status = 0
+    i = start
+    while i < stop:
+        if v.valid(i):
+            code, s, e = v.entry(i)
+            w = _Walk(p, v.data)
+            if code == E_OK:
+                try:
+                    if w.check(0, s, e) != e:
+                        w.err, code = -1, E_TRAILING
+                except _RowError as x:
+                    code = x.code
+            if code == E_OK:
+                buf = bytearray()
+                w.emit(0, buf)
+                if len(buf) > len(out) - pos:
+                    break
+                out[pos:pos + len(buf)] = buf
+                pos += len(buf)
+            else:
+                status = encode_err(code, w.err)
+        out_off[i + 1] = pos
+        if status:
+            break
+        i += 1
+    return i, pos, status
+
+
+def pojo_growth(matrix: np.ndarray) -> int:
+    """Most bytes a migration adds to one entry: the constants of added fields. Everything else only
+    shrinks (removed fields, canonical varints), so with the input span this bounds the output."""
+    emits = matrix[matrix[:, C_KIND] == P_EMIT]
+    return int(emits[:, C_CONST_LEN].sum())
