@@ -274,3 +274,24 @@ def test_evolutions_the_kernel_refuses_keep_the_per_value_path() -> None:
 def test_growth_bounds_the_output() -> None:
     prog = B.compile_pojo_program(SNAP, NEW)
     assert BP.pojo_growth(prog.matrix) == 5 + 1 + 5  # added=42, note=null, inner.w=5
+
+
+def test_snapshot_from_bytes_with_a_missing_field(impl: str) -> None:
+    """A snapshot read back from bytes (no Python class: dicts, added fields null) that already
+    records a removed field as absent ('missing-field-at-i': read and dropped)."""
+    from statemorph.serializers.pojo import PojoField
+    from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+
+    old = PojoSerializer.from_fields(None, "p.P", [
+        PojoField("a", S.StringSerializer(), "p.P"),
+        PojoField("gone", S.LongSerializer(), "p.P", present=False),
+        PojoField("c", S.LongSerializer(), "p.P"),
+    ])
+    snap = read_versioned_snapshot(write_versioned_snapshot(old.snapshot_configuration()))
+    assert snap.fields[1].key is None
+    new = PojoSerializer(None, {"c": S.LongSerializer(), "a": S.StringSerializer(), "b": S.IntSerializer()},
+                         java_class_name="p.P")
+    raw = [b"\x02\x00\x02x\x00" + struct.pack(">q", 7) + b"\x00" + struct.pack(">q", 8), b"\x02\x01\x01\x01", None]
+    want = [None if b is None else migrate_bytes(snap, new, b) for b in raw]
+    assert arrow.migrate(pa.array(raw), snap, new).to_pylist() == want
+    assert want[0] == b"\x02\x00\x02x\x01\x00" + struct.pack(">q", 8)
