@@ -202,6 +202,8 @@ def core_row_fill(prog, offsets, data, validity, int64_t offset, bint wide, int6
 # canonically (as the per-value reference re-serializes them).
 
 cdef enum:
+    NUL = 1
+    REWRITE = 2
     P_FIXED = 1
     P_STR = 2
     P_BYTES = 3
@@ -221,7 +223,9 @@ ctypedef struct PWalk:
     const uint8_t* d
     int64_t end         # the entry's end: the emit walk re-reads checked strings inside it
     int64_t* start      # per node: first byte of the field's value
-    uint8_t* null       # per node: the field (or the POJO) reads as null
+    int64_t* stop       # per leaf node: the byte after it
+    uint8_t* null       # per node: NUL the field (or the POJO) reads as null, REWRITE a string whose
+                        # varints are not minimal (re-encoded; every other value is one memcpy)
     int64_t err
     uint8_t* o          # output window and its capacity; ``full`` once a write did not fit
     int64_t op
@@ -274,17 +278,26 @@ cdef int pojo_check_field(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
     if kind == P_STR:
         code = read_varint(c, &n, 0x7FFFFFFF)
         if code == E_OK and n == 0:
-            w.null[node] = 1
+            w.null[node] = NUL
         elif code == E_OK:
+            # a varint is minimal when it is one byte or its last group is not zero
+            if c.base[c.pos - 1] == 0 and c.pos - w.start[node] > 1:
+                w.null[node] = REWRITE
             if <int64_t>(n - 1) > c.end - c.pos:
                 code = E_TRUNCATED
             else:
                 for k in range(n - 1):
+                    if c.pos < c.end and c.base[c.pos] < 0x80:  # ASCII: one minimal byte
+                        c.pos += 1
+                        continue
                     code = read_varint(c, &u, 0xFFFF)
                     if code != E_OK:
                         break
+                    if c.base[c.pos - 1] == 0:
+                        w.null[node] = REWRITE
         if code != E_OK:
             w.err = node
+        w.stop[node] = c.pos
         return code
     if kind == P_BYTES:
         if c.end - c.pos < 4:
@@ -298,12 +311,14 @@ cdef int pojo_check_field(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
             w.err = node
             return E_TRUNCATED
         c.pos += 4 + blen
+        w.stop[node] = c.pos
         return E_OK
     width = PP(w.p, node, C_WIDTH)
     if c.end - c.pos < width:
         w.err = node
         return E_TRUNCATED
     c.pos += width
+    w.stop[node] = c.pos
     return E_OK
 
 
@@ -334,7 +349,7 @@ cdef void pojo_emit(PWalk* w, int64_t node) noexcept nogil:
     """Write the checked POJO ``node`` in the new layout (``w.full`` when the window is short)."""
     cdef int64_t row = PP(w.p, node, C_EMIT), k, src, cst, n, j
     cdef uint8_t b
-    if w.null[node]:
+    if w.null[node] == NUL:
         put_byte(w, 1)
         return
     put_byte(w, 2)
@@ -346,7 +361,7 @@ cdef void pojo_emit(PWalk* w, int64_t node) noexcept nogil:
             for j in range(n):
                 b = <uint8_t>w.p[(cst + j // (NCOL - 1)) * NCOL + 1 + j % (NCOL - 1)]
                 put_byte(w, b)
-        elif w.null[src]:
+        elif w.null[src] == NUL:
             put_byte(w, 1)
         else:
             put_byte(w, 0)
@@ -365,6 +380,8 @@ cdef void pojo_emit_field(PWalk* w, int64_t node) noexcept nogil:
     cdef uint8_t nan64[8]
     if kind == P_POJO:
         pojo_emit(w, node)
+    elif kind == P_STR and w.null[node] != REWRITE:
+        put(w, at, w.stop[node] - w.start[node])
     elif kind == P_STR:
         c.base = w.d
         c.pos = w.start[node]
@@ -374,8 +391,6 @@ cdef void pojo_emit_field(PWalk* w, int64_t node) noexcept nogil:
         for k in range(n - 1):
             read_varint(&c, &u, 0xFFFF)
             put_varint(w, u)
-    elif kind == P_BYTES:
-        put(w, at, 4 + <int64_t>load_u32_be(at))
     elif kind == P_BOOL:
         put(w, &one if at[0] else &zero, 1)
     elif kind == P_F32:
@@ -395,7 +410,7 @@ cdef void pojo_emit_field(PWalk* w, int64_t node) noexcept nogil:
         else:
             put(w, at, 8)
     else:
-        put(w, at, PP(w.p, node, C_WIDTH))
+        put(w, at, w.stop[node] - w.start[node])
 
 
 def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
@@ -414,6 +429,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef int64_t i = start, status = 0, n_off, nnodes = pm.shape[0]
     cdef int64_t cap = out_data.shape[0]
     cdef int64_t[::1] starts = np.zeros(max(nnodes, 1), dtype=np.int64)
+    cdef int64_t[::1] stops = np.zeros(max(nnodes, 1), dtype=np.int64)
     cdef uint8_t[::1] nulls = np.zeros(max(nnodes, 1), dtype=np.uint8)
     cdef PWalk w
     cdef Cursor c
@@ -435,6 +451,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     w.p = &pm[0, 0]
     w.d = v.data
     w.start = &starts[0]
+    w.stop = &stops[0]
     w.null = &nulls[0]
     w.o = &out_data[0] if cap else NULL
     w.cap = cap
