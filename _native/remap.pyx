@@ -4,15 +4,14 @@
 A flink-core row is ``MASK ‖ non-null fields in DataStream formats``; the mask is MSB-first with
 two RowKind bits first when ``supportsRowKind``. The only byte-level change between compatible
 schemas is that flag (legacy pre-1.11 rows ↔ rows with kinds), at any nesting depth: the mask is
-rewritten and every field's bytes are copied after being validated in place. Fields whose values
-change shape (POJO, Avro inside a row) are not programs: they take the per-value path.
-
-``pojo_migrate_run`` (at the end) does the same for ``PojoSerializer`` values.
+rewritten and every field is validated in place and copied canonically (see ``put_canonical``).
+Fields whose values change shape (POJO, Avro inside a row) are not programs: they take the
+per-value path. ``pojo_migrate_run`` (at the end) remaps ``PojoSerializer`` values the same way.
 
 Program (int64 matrix, pre-order, 8 columns): KIND, POS, END, ARITY, -, OLD_KIND_FLAG,
 NEW_KIND_FLAG, WIDTH. Kinds: 1 fixed-width (WIDTH bytes), 2 StringValue string, 3 byte[] (i32 BE
-length), 4 nested row. Same two-pass contract as the other kernels; the Python twin is in
-``statemorph.serializers._batch``.
+length), 4 nested row, 5 boolean, 6 float, 7 double. Same two-pass contract as the other kernels;
+the Python twin is in ``statemorph.serializers._batch``.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -39,6 +38,11 @@ cdef enum:
     S_STR = 2
     S_BYTES = 3
     S_ROW = 4
+    S_BOOL = 5
+    S_F32 = 6
+    S_F64 = 7
+    NUL = 1             # check_string states: the StringValue is null,
+    REWRITE = 2         # or its varints are not minimal
 
 
 cdef inline int64_t PP(const int64_t* prog, int64_t node, int col) noexcept nogil:
@@ -47,6 +51,111 @@ cdef inline int64_t PP(const int64_t* prog, int64_t node, int col) noexcept nogi
 
 cdef inline bint mask_bit(const uint8_t* m, int64_t k) noexcept nogil:
     return (m[k >> 3] >> (7 - (k & 7))) & 1
+
+
+# Values are copied canonically, as the per-value reference (and Flink, which migrates through Java
+# objects) re-serializes them: a boolean byte other than 0 becomes 01, every NaN the canonical NaN,
+# string varints their minimal form, and a null StringValue a null field.
+
+cdef int check_string(Cursor* c, uint8_t* state) noexcept nogil:
+    """Validate the StringValue at the cursor (advancing it); ``state`` 0, NUL or REWRITE."""
+    cdef int64_t at = c.pos, k
+    cdef uint32_t n = 0, u = 0
+    cdef int code = read_varint(c, &n, 0x7FFFFFFF)
+    state[0] = 0
+    if code != E_OK:
+        return code
+    if n == 0:
+        state[0] = NUL
+        return E_OK
+    # a varint is minimal when it is one byte or its last group is not zero
+    if c.base[c.pos - 1] == 0 and c.pos - at > 1:
+        state[0] = REWRITE
+    if <int64_t>(n - 1) > c.end - c.pos:
+        return E_TRUNCATED
+    for k in range(n - 1):
+        if c.pos < c.end and c.base[c.pos] < 0x80:  # ASCII: one minimal byte
+            c.pos += 1
+            continue
+        code = read_varint(c, &u, 0xFFFF)
+        if code != E_OK:
+            return code
+        if c.base[c.pos - 1] == 0:
+            state[0] = REWRITE
+    return E_OK
+
+
+cdef int check_leaf(Cursor* c, int64_t kind, int64_t width, uint8_t* state) noexcept nogil:
+    """Validate the leaf value of ``kind`` at the cursor (advancing it); ``state`` as check_string."""
+    cdef int32_t blen
+    state[0] = 0
+    if kind == S_STR:
+        return check_string(c, state)
+    if kind == S_BYTES:
+        if c.end - c.pos < 4:
+            return E_TRUNCATED
+        blen = <int32_t>load_u32_be(c.base + c.pos)
+        if blen < 0:
+            return E_BAD_LENGTH
+        if blen > c.end - c.pos - 4:
+            return E_TRUNCATED
+        c.pos += 4 + blen
+        return E_OK
+    if c.end - c.pos < width:
+        return E_TRUNCATED
+    c.pos += width
+    return E_OK
+
+
+cdef inline int64_t varint_at(uint8_t* o, uint32_t n) noexcept nogil:
+    cdef int64_t k = 0
+    while n >= 0x80:
+        if o != NULL:
+            o[k] = (n & 0x7F) | 0x80
+        n >>= 7
+        k += 1
+    if o != NULL:
+        o[k] = <uint8_t>n
+    return k + 1
+
+
+cdef int64_t put_canonical(int64_t kind, const uint8_t* d, int64_t start, int64_t stop, bint rewrite,
+                           uint8_t* o) noexcept nogil:
+    """The canonical form of the checked leaf value ``d[start:stop]``: its size, written at ``o``
+    unless NULL."""
+    cdef Cursor c
+    cdef uint32_t n = 0, u = 0, bits
+    cdef uint64_t bits64
+    cdef int64_t size, k
+    if kind == S_BOOL:
+        if o != NULL:
+            o[0] = d[start] != 0
+        return 1
+    if kind == S_F32:
+        bits = load_u32_be(d + start)
+        if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF):
+            if o != NULL:
+                store_u32_be(o, 0x7FC00000)
+            return 4
+    elif kind == S_F64:
+        bits64 = load_u64_be(d + start)
+        if ((bits64 >> 52) & 0x7FF) == 0x7FF and (bits64 & ((<uint64_t>1 << 52) - 1)):
+            if o != NULL:
+                store_u64_be(o, (<uint64_t>0x7FF8) << 48)
+            return 8
+    elif kind == S_STR and rewrite:
+        c.base = d
+        c.pos = start
+        c.end = stop
+        read_varint(&c, &n, 0x7FFFFFFF)
+        size = varint_at(o, n)
+        for k in range(n - 1):
+            read_varint(&c, &u, 0xFFFF)
+            size += varint_at(o + size if o != NULL else NULL, u)
+        return size
+    if o != NULL:
+        memcpy(o, d + start, stop - start)
+    return stop - start
 
 
 cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, int64_t op,
@@ -59,11 +168,10 @@ cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, 
     cdef int64_t oldlen = (arity + oldk + 7) >> 3
     cdef int64_t newlen = (arity + newk + 7) >> 3
     cdef const uint8_t* m
-    cdef int64_t k, i, child, end, size, start, r, w
+    cdef int64_t k, i, child, end, size, start, r
     cdef int kind_bits = 0, code
     cdef int64_t kind
-    cdef uint32_t n, u
-    cdef int32_t blen
+    cdef uint8_t state
     if c.end - c.pos < oldlen:
         err_node[0] = node
         return -E_TRUNCATED
@@ -103,40 +211,16 @@ cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, 
             size += r
             child = PP(prog, child, C_END)
             continue
-        if kind == S_FIXED:
-            w = PP(prog, child, C_WIDTH)
-            if c.end - c.pos < w:
-                err_node[0] = child
-                return -E_TRUNCATED
-            c.pos += w
-        elif kind == S_STR:
-            code = read_varint(c, &n, 0x7FFFFFFF)
-            if code == E_OK and n > 0:
-                if <int64_t>(n - 1) > c.end - c.pos:
-                    code = E_TRUNCATED
-                else:
-                    for k in range(n - 1):
-                        code = read_varint(c, &u, 0xFFFF)
-                        if code != E_OK:
-                            break
-            if code != E_OK:
-                err_node[0] = child
-                return -code
+        code = check_leaf(c, kind, PP(prog, child, C_WIDTH), &state)
+        if code != E_OK:
+            err_node[0] = child
+            return -code
+        if state == NUL:  # a null string read from a field the mask calls present: null, as the reference writes it
+            if o != NULL:
+                k = newk + PP(prog, child, C_POS)
+                o[op + (k >> 3)] |= <uint8_t>(0x80 >> (k & 7))
         else:
-            if c.end - c.pos < 4:
-                err_node[0] = child
-                return -E_TRUNCATED
-            blen = <int32_t>load_u32_be(c.base + c.pos)
-            if blen < 0:
-                err_node[0] = child
-                return -E_BAD_LENGTH
-            if blen > c.end - c.pos - 4:
-                err_node[0] = child
-                return -E_TRUNCATED
-            c.pos += 4 + blen
-        if o != NULL:
-            memcpy(o + op + size, c.base + start, c.pos - start)
-        size += c.pos - start
+            size += put_canonical(kind, c.base, start, c.pos, state == REWRITE, o + op + size if o != NULL else NULL)
         child = PP(prog, child, C_END)
     return size
 
@@ -198,19 +282,11 @@ def core_row_fill(prog, offsets, data, validity, int64_t offset, bint wide, int6
 # ------------------------------------------------------------------------------------------ POJO
 # PojoSerializer migration (program and format: statemorph.serializers._batch_pojo, which holds
 # the Python twin). A check walk validates one entry and records, per old field node, where its
-# bytes start and whether it reads as null; an emit walk then writes the fields in the new order,
-# canonically (as the per-value reference re-serializes them).
+# bytes start and end and its state; an emit walk then writes the fields in the new order,
+# canonically. Leaf kinds are the S_* kinds above.
 
 cdef enum:
-    NUL = 1
-    REWRITE = 2
-    P_FIXED = 1
-    P_STR = 2
-    P_BYTES = 3
     P_POJO = 4
-    P_BOOL = 5
-    P_F32 = 6
-    P_F64 = 7
     C_N_OLD = 3
     C_EMIT = 4
     C_N_NEW = 5
@@ -221,11 +297,10 @@ cdef enum:
 ctypedef struct PWalk:
     const int64_t* p
     const uint8_t* d
-    int64_t end         # the entry's end: the emit walk re-reads checked strings inside it
     int64_t* start      # per node: first byte of the field's value
     int64_t* stop       # per leaf node: the byte after it
-    uint8_t* null       # per node: NUL the field (or the POJO) reads as null, REWRITE a string whose
-                        # varints are not minimal (re-encoded; every other value is one memcpy)
+    uint8_t* state      # per node: NUL the field (or the POJO) reads as null, REWRITE a string to
+                        # re-encode (every other value is copied canonically by put_canonical)
     int64_t err
     uint8_t* o          # output window and its capacity; ``full`` once a write did not fit
     int64_t op
@@ -243,7 +318,7 @@ cdef int pojo_check(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
         return E_TRUNCATED
     flags = c.base[c.pos]
     c.pos += 1
-    w.null[node] = flags == 1
+    w.state[node] = NUL if flags == 1 else 0
     if flags == 1:
         return E_OK
     if flags != 2:
@@ -258,98 +333,34 @@ cdef int pojo_check(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
         if flag > 1:
             w.err = child
             return E_BAD_FLAG
-        w.null[child] = flag
+        w.state[child] = NUL if flag else 0
         w.start[child] = c.pos
         if flag == 0:
-            code = pojo_check_field(w, child, c)
+            if PP(w.p, child, C_KIND) == P_POJO:
+                code = pojo_check(w, child, c)
+            else:
+                code = check_leaf(c, PP(w.p, child, C_KIND), PP(w.p, child, C_WIDTH), &w.state[child])
+                if code != E_OK:
+                    w.err = child
+                w.stop[child] = c.pos
             if code != E_OK:
                 return code
         child = PP(w.p, child, C_END)
     return E_OK
 
 
-cdef int pojo_check_field(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
-    cdef int64_t kind = PP(w.p, node, C_KIND), width, k
-    cdef uint32_t n, u
-    cdef int32_t blen
-    cdef int code
-    if kind == P_POJO:
-        return pojo_check(w, node, c)
-    if kind == P_STR:
-        code = read_varint(c, &n, 0x7FFFFFFF)
-        if code == E_OK and n == 0:
-            w.null[node] = NUL
-        elif code == E_OK:
-            # a varint is minimal when it is one byte or its last group is not zero
-            if c.base[c.pos - 1] == 0 and c.pos - w.start[node] > 1:
-                w.null[node] = REWRITE
-            if <int64_t>(n - 1) > c.end - c.pos:
-                code = E_TRUNCATED
-            else:
-                for k in range(n - 1):
-                    if c.pos < c.end and c.base[c.pos] < 0x80:  # ASCII: one minimal byte
-                        c.pos += 1
-                        continue
-                    code = read_varint(c, &u, 0xFFFF)
-                    if code != E_OK:
-                        break
-                    if c.base[c.pos - 1] == 0:
-                        w.null[node] = REWRITE
-        if code != E_OK:
-            w.err = node
-        w.stop[node] = c.pos
-        return code
-    if kind == P_BYTES:
-        if c.end - c.pos < 4:
-            w.err = node
-            return E_TRUNCATED
-        blen = <int32_t>load_u32_be(c.base + c.pos)
-        if blen < 0:
-            w.err = node
-            return E_BAD_LENGTH
-        if blen > c.end - c.pos - 4:
-            w.err = node
-            return E_TRUNCATED
-        c.pos += 4 + blen
-        w.stop[node] = c.pos
-        return E_OK
-    width = PP(w.p, node, C_WIDTH)
-    if c.end - c.pos < width:
-        w.err = node
-        return E_TRUNCATED
-    c.pos += width
-    w.stop[node] = c.pos
-    return E_OK
-
-
-cdef inline void put(PWalk* w, const uint8_t* src, int64_t n) noexcept nogil:
-    if w.op + n > w.cap:
+cdef inline void put_byte(PWalk* w, uint8_t b) noexcept nogil:
+    if w.op >= w.cap:
         w.full = True
         return
-    memcpy(w.o + w.op, src, n)
-    w.op += n
-
-
-cdef inline void put_byte(PWalk* w, uint8_t b) noexcept nogil:
-    put(w, &b, 1)
-
-
-cdef inline void put_varint(PWalk* w, uint32_t n) noexcept nogil:
-    cdef uint8_t buf[5]
-    cdef int k = 0
-    while n >= 0x80:
-        buf[k] = (n & 0x7F) | 0x80
-        n >>= 7
-        k += 1
-    buf[k] = <uint8_t>n
-    put(w, buf, k + 1)
+    w.o[w.op] = b
+    w.op += 1
 
 
 cdef void pojo_emit(PWalk* w, int64_t node) noexcept nogil:
     """Write the checked POJO ``node`` in the new layout (``w.full`` when the window is short)."""
-    cdef int64_t row = PP(w.p, node, C_EMIT), k, src, cst, n, j
-    cdef uint8_t b
-    if w.null[node] == NUL:
+    cdef int64_t row = PP(w.p, node, C_EMIT), k, src, cst, j, size, kind
+    if w.state[node] == NUL:
         put_byte(w, 1)
         return
     put_byte(w, 2)
@@ -357,60 +368,23 @@ cdef void pojo_emit(PWalk* w, int64_t node) noexcept nogil:
         src = PP(w.p, row, C_SRC)
         if src < 0:
             cst = PP(w.p, row, C_CONST)
-            n = PP(w.p, row, C_CONST_LEN)
-            for j in range(n):
-                b = <uint8_t>w.p[(cst + j // (NCOL - 1)) * NCOL + 1 + j % (NCOL - 1)]
-                put_byte(w, b)
-        elif w.null[src] == NUL:
+            for j in range(PP(w.p, row, C_CONST_LEN)):
+                put_byte(w, <uint8_t>w.p[(cst + j // (NCOL - 1)) * NCOL + 1 + j % (NCOL - 1)])
+        elif w.state[src] == NUL:
             put_byte(w, 1)
         else:
             put_byte(w, 0)
-            pojo_emit_field(w, src)
+            kind = PP(w.p, src, C_KIND)
+            if kind == P_POJO:
+                pojo_emit(w, src)
+            else:
+                size = put_canonical(kind, w.d, w.start[src], w.stop[src], w.state[src] == REWRITE, NULL)
+                if w.op + size > w.cap:
+                    w.full = True
+                    return
+                put_canonical(kind, w.d, w.start[src], w.stop[src], w.state[src] == REWRITE, w.o + w.op)
+                w.op += size
         row += 1
-
-
-cdef void pojo_emit_field(PWalk* w, int64_t node) noexcept nogil:
-    cdef int64_t kind = PP(w.p, node, C_KIND), k
-    cdef Cursor c
-    cdef uint32_t n = 0, u = 0, bits
-    cdef uint64_t bits64
-    cdef const uint8_t* at = w.d + w.start[node]
-    cdef uint8_t one = 1, zero = 0
-    cdef uint8_t nan32[4]
-    cdef uint8_t nan64[8]
-    if kind == P_POJO:
-        pojo_emit(w, node)
-    elif kind == P_STR and w.null[node] != REWRITE:
-        put(w, at, w.stop[node] - w.start[node])
-    elif kind == P_STR:
-        c.base = w.d
-        c.pos = w.start[node]
-        c.end = w.end
-        read_varint(&c, &n, 0x7FFFFFFF)
-        put_varint(w, n)
-        for k in range(n - 1):
-            read_varint(&c, &u, 0xFFFF)
-            put_varint(w, u)
-    elif kind == P_BOOL:
-        put(w, &one if at[0] else &zero, 1)
-    elif kind == P_F32:
-        bits = load_u32_be(at)
-        if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF):
-            nan32[0] = 0x7F; nan32[1] = 0xC0; nan32[2] = 0; nan32[3] = 0
-            put(w, nan32, 4)
-        else:
-            put(w, at, 4)
-    elif kind == P_F64:
-        bits64 = load_u64_be(at)
-        if ((bits64 >> 52) & 0x7FF) == 0x7FF and (bits64 & ((<uint64_t>1 << 52) - 1)):
-            memset(nan64, 0, 8)
-            nan64[0] = 0x7F
-            nan64[1] = 0xF8
-            put(w, nan64, 8)
-        else:
-            put(w, at, 8)
-    else:
-        put(w, at, w.stop[node] - w.start[node])
 
 
 def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
@@ -430,7 +404,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef int64_t cap = out_data.shape[0]
     cdef int64_t[::1] starts = np.zeros(max(nnodes, 1), dtype=np.int64)
     cdef int64_t[::1] stops = np.zeros(max(nnodes, 1), dtype=np.int64)
-    cdef uint8_t[::1] nulls = np.zeros(max(nnodes, 1), dtype=np.uint8)
+    cdef uint8_t[::1] states = np.zeros(max(nnodes, 1), dtype=np.uint8)
     cdef PWalk w
     cdef Cursor c
     cdef int code
@@ -452,7 +426,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     w.d = v.data
     w.start = &starts[0]
     w.stop = &stops[0]
-    w.null = &nulls[0]
+    w.state = &states[0]
     w.o = &out_data[0] if cap else NULL
     w.cap = cap
     with nogil:
@@ -467,7 +441,6 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
                         code = E_TRAILING
                 if code == E_OK:
                     w.op = pos
-                    w.end = c.end
                     w.full = False
                     pojo_emit(&w, 0)
                     if w.full:

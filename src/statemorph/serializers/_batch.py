@@ -20,6 +20,7 @@ Conventions shared with the kernels:
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Any
 
@@ -48,6 +49,7 @@ from ..types import (
     VarBinaryType,
     VarCharType,
 )
+from .strings import varlen
 
 # ---------------------------------------------------------------------------------- error codes
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
@@ -1118,8 +1120,64 @@ def encode_fill(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any,
 
 
 # ---------------------------------------------------------------------------------- flink-core Row
-S_FIXED, S_STR, S_BYTES, S_ROW = 1, 2, 3, 4
+S_FIXED, S_STR, S_BYTES, S_ROW, S_BOOL, S_F32, S_F64 = 1, 2, 3, 4, 5, 6, 7
 C_OLD_FLAG, C_NEW_FLAG, C_WIDTH = 5, 6, 7
+NUL, REWRITE = 1, 2
+_NAN_F32 = b"\x7f\xc0\x00\x00"
+_NAN_F64 = b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
+
+
+def check_leaf(d: bytes, pos: int, end: int, kind: int, width: int) -> tuple[int, int, int]:
+    """Mirror of ``remap.check_leaf``: (code, state 0 / NUL / REWRITE, next pos)."""
+    if kind == S_STR:
+        code, n, at = _read_varint(d, pos, end, 0x7FFFFFFF)
+        if code != E_OK:
+            return code, 0, at
+        if n == 0:
+            return E_OK, NUL, at
+        state = REWRITE if d[at - 1] == 0 and at - pos > 1 else 0
+        if n - 1 > end - at:
+            return E_TRUNCATED, 0, at
+        for _ in range(n - 1):
+            start = at
+            code, _u, at = _read_varint(d, at, end, 0xFFFF)
+            if code != E_OK:
+                return code, 0, at
+            if at - start > 1 and d[at - 1] == 0:
+                state = REWRITE
+        return E_OK, state, at
+    if kind == S_BYTES:
+        if end - pos < 4:
+            return E_TRUNCATED, 0, pos
+        n = struct.unpack_from(">i", d, pos)[0]
+        if n < 0:
+            return E_BAD_LENGTH, 0, pos
+        if n > end - pos - 4:
+            return E_TRUNCATED, 0, pos
+        return E_OK, 0, pos + 4 + n
+    if end - pos < width:
+        return E_TRUNCATED, 0, pos
+    return E_OK, 0, pos + width
+
+
+def put_canonical(kind: int, d: bytes, start: int, stop: int, rewrite: bool) -> bytes:
+    """Mirror of ``remap.put_canonical``: the checked leaf value ``d[start:stop]`` as the per-value
+    reference re-serializes it (boolean 01, canonical NaN, minimal string varints)."""
+    raw = d[start:stop]
+    if kind == S_BOOL:
+        return b"\x01" if raw[0] else b"\x00"
+    if kind == S_F32 and math.isnan(struct.unpack(">f", raw)[0]):
+        return _NAN_F32
+    if kind == S_F64 and math.isnan(struct.unpack(">d", raw)[0]):
+        return _NAN_F64
+    if kind == S_STR and rewrite:
+        _code, n, pos = _read_varint(d, start, stop, 0x7FFFFFFF)
+        out = bytearray(varlen(n))
+        for _ in range(n - 1):
+            _code, u, pos = _read_varint(d, pos, stop, 0xFFFF)
+            out += varlen(u)
+        return bytes(out)
+    return raw
 
 
 def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
@@ -1142,8 +1200,9 @@ def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowPro
     )
     from .tuples import RowSerializer, RowSerializerSnapshot
 
-    widths = {BooleanSerializer: 1, ByteSerializer: 1, ShortSerializer: 2, CharSerializer: 2, IntSerializer: 4,
-              FloatSerializer: 4, LongSerializer: 8, DoubleSerializer: 8}
+    widths = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
+              CharSerializer: (S_FIXED, 2), IntSerializer: (S_FIXED, 4), FloatSerializer: (S_F32, 4),
+              LongSerializer: (S_FIXED, 8), DoubleSerializer: (S_F64, 8)}
     rows: list[list[int]] = []
     paths: list[str] = []
 
@@ -1164,7 +1223,7 @@ def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowPro
             if not compat.is_compatible_as_is() or type(nsnap.restore_serializer()) is not type(nser):
                 raise NotByteRemappable(f"{child}: value changes shape")
             if type(nser) in widths:
-                rows.append([S_FIXED, i, len(rows) + 1, 0, 0, 0, 0, widths[type(nser)]])
+                rows.append([widths[type(nser)][0], i, len(rows) + 1, 0, 0, 0, 0, widths[type(nser)][1]])
             elif type(nser) is StringSerializer:
                 rows.append([S_STR, i, len(rows) + 1, 0, 0, 0, 0, 0])
             elif type(nser) is BytePrimitiveArraySerializer:
@@ -1199,6 +1258,7 @@ def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, 
     kind_bits = (int(_mask_bit(m, 0)) | int(_mask_bit(m, 1)) << 1) if oldk else 0
     pos += oldlen
     size = newlen
+    at = len(out) if out is not None else 0
     if out is not None:
         head = bytearray(newlen)
         if newk:
@@ -1220,37 +1280,19 @@ def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, 
             size += r
             child = p[child][C_END]
             continue
-        if kind == S_FIXED:
-            w = p[child][C_WIDTH]
-            if end - pos < w:
-                err[0] = child
-                raise _RowError(E_TRUNCATED)
-            pos += w
-        elif kind == S_STR:
-            code, n, pos = _read_varint(d, pos, end, 0x7FFFFFFF)
-            if code == E_OK and n > 0:
-                if n - 1 > end - pos:
-                    code = E_TRUNCATED
-                else:
-                    for _ in range(n - 1):
-                        code, _u, pos = _read_varint(d, pos, end, 0xFFFF)
-                        if code != E_OK:
-                            break
-            if code != E_OK:
-                err[0] = child
-                raise _RowError(code)
+        code, state, pos = check_leaf(d, pos, end, kind, p[child][C_WIDTH])
+        if code != E_OK:
+            err[0] = child
+            raise _RowError(code)
+        if state == NUL:  # a null string under a 'present' mask bit: null, as the reference writes it
+            if out is not None:
+                k = newk + p[child][C_POS]
+                out[at + (k >> 3)] |= 0x80 >> (k & 7)
         else:
-            if end - pos < 4:
-                err[0] = child
-                raise _RowError(E_TRUNCATED)
-            blen = struct.unpack_from(">i", d, pos)[0]
-            if blen < 0 or blen > end - pos - 4:
-                err[0] = child
-                raise _RowError(E_BAD_LENGTH if blen < 0 else E_TRUNCATED)
-            pos += 4 + blen
-        if out is not None:
-            out += d[start:pos]
-        size += pos - start
+            value = put_canonical(kind, d, start, pos, state == REWRITE)
+            if out is not None:
+                out += value
+            size += len(value)
         child = p[child][C_END]
     return size, pos
 

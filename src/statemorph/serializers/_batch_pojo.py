@@ -13,16 +13,16 @@ null (a null ``StringValue``, a nested POJO with flags ``01``) is written with n
 
 Program (int64 matrix, ``_batch.NCOL`` columns). A POJO node ``[P_POJO, -, END, N_OLD, EMIT,
 N_NEW, -, -]`` is followed by its old fields in old byte order (each a leaf ``[kind, -, END, -, -,
--, -, WIDTH]`` or a nested POJO subtree), then its ``N_NEW`` emit rows ``[P_EMIT, -, END, -, SRC,
-CONST, CONST_LEN, -]`` in new byte order (``SRC`` the old field's node, or -1 for the constant
-bytes at ``CONST``), then the constants, seven bytes per ``[P_CONST, b0, .., b6]`` row.
+-, -, WIDTH]`` of the flink-core Row remap's leaf kinds ``_batch.S_*``, or a nested POJO subtree),
+then its ``N_NEW`` emit rows ``[P_EMIT, -, END, -, SRC, CONST, CONST_LEN, -]`` in new byte order
+(``SRC`` the old field's node, or -1 for the constant bytes at ``CONST``), then the constants,
+seven bytes per ``[P_CONST, b0, .., b6]`` row. The leaf checks and canonical copies are shared with
+the Row remap (``_batch.check_leaf`` / ``put_canonical`` and their compiled twins).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import struct
 from typing import Any
 
 import numpy as np
@@ -30,26 +30,32 @@ import numpy as np
 from ._batch import (
     C_END,
     C_KIND,
+    C_WIDTH,
     E_BAD_FLAG,
-    E_BAD_LENGTH,
     E_OK,
     E_TRAILING,
     E_TRUNCATED,
     NCOL,
+    NUL,
+    REWRITE,
+    S_BOOL,
+    S_BYTES,
+    S_F32,
+    S_F64,
+    S_FIXED,
+    S_STR,
     NotByteRemappable,
     RowProgram,
     _Bin,
-    _read_varint,
     _RowError,
+    check_leaf,
     encode_err,
+    put_canonical,
 )
 
-P_FIXED, P_STR, P_BYTES, P_POJO, P_BOOL, P_F32, P_F64, P_EMIT, P_CONST = 1, 2, 3, 4, 5, 6, 7, 8, 9
+P_POJO, P_EMIT, P_CONST = 4, 8, 9
 C_N_OLD, C_EMIT, C_N_NEW = 3, 4, 5
-C_SRC, C_CONST, C_CONST_LEN, C_WIDTH = 4, 5, 6, 7
-
-_NAN_F32 = b"\x7f\xc0\x00\x00"
-_NAN_F64 = b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
+C_SRC, C_CONST, C_CONST_LEN = 4, 5, 6
 
 
 def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
@@ -75,10 +81,10 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
     )
     from .pojo import PojoSerializer, PojoSerializerSnapshot
 
-    leaves = {BooleanSerializer: (P_BOOL, 1), ByteSerializer: (P_FIXED, 1), ShortSerializer: (P_FIXED, 2),
-              CharSerializer: (P_FIXED, 2), IntSerializer: (P_FIXED, 4), LongSerializer: (P_FIXED, 8),
-              FloatSerializer: (P_F32, 4), DoubleSerializer: (P_F64, 8), StringSerializer: (P_STR, 0),
-              BytePrimitiveArraySerializer: (P_BYTES, 0)}
+    leaves = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
+              CharSerializer: (S_FIXED, 2), IntSerializer: (S_FIXED, 4), LongSerializer: (S_FIXED, 8),
+              FloatSerializer: (S_F32, 4), DoubleSerializer: (S_F64, 8), StringSerializer: (S_STR, 0),
+              BytePrimitiveArraySerializer: (S_BYTES, 0)}
     rows: list[list[int]] = []
     paths: list[str] = []
 
@@ -174,13 +180,15 @@ def _added_bytes(new: Any, f: Any, path: str) -> bytes:
 
 # ---------------------------------------------------------------------------------- the twin
 class _Walk:
-    """One entry's walk state: per old node, where its bytes start and whether it reads as null."""
+    """One entry's walk state: per old node, where its bytes start and end and its state (NUL: reads
+    as null, REWRITE: a string to re-encode)."""
 
     def __init__(self, p: list[list[int]], d: bytes) -> None:
         self.p = p
         self.d = d
         self.start = [0] * len(p)
-        self.null = [False] * len(p)
+        self.stop = [0] * len(p)
+        self.state = [0] * len(p)
         self.err = -1
 
     def fail(self, code: int, node: int) -> _RowError:
@@ -194,7 +202,7 @@ class _Walk:
             raise self.fail(E_TRUNCATED, node)
         flags = d[pos]
         pos += 1
-        self.null[node] = flags == 1
+        self.state[node] = NUL if flags == 1 else 0
         if flags == 1:
             return pos
         if flags != 2:
@@ -207,48 +215,22 @@ class _Walk:
             pos += 1
             if flag > 1:
                 raise self.fail(E_BAD_FLAG, child)
-            self.null[child] = flag == 1
+            self.state[child] = NUL if flag else 0
             self.start[child] = pos
-            if flag == 0:
-                pos = self.check_field(child, pos, end)
+            if flag == 0 and p[child][C_KIND] == P_POJO:
+                pos = self.check(child, pos, end)
+            elif flag == 0:
+                code, self.state[child], pos = check_leaf(d, pos, end, p[child][C_KIND], p[child][C_WIDTH])
+                if code != E_OK:
+                    raise self.fail(code, child)
+                self.stop[child] = pos
             child = p[child][C_END]
         return pos
-
-    def check_field(self, node: int, pos: int, end: int) -> int:
-        kind = self.p[node][C_KIND]
-        if kind == P_POJO:
-            return self.check(node, pos, end)
-        if kind == P_STR:
-            code, n, pos = _read_varint(self.d, pos, end, 0x7FFFFFFF)
-            if code == E_OK and n == 0:
-                self.null[node] = True
-            elif code == E_OK:
-                if n - 1 > end - pos:
-                    code = E_TRUNCATED
-                for _ in range(n - 1 if code == E_OK else 0):
-                    code, _u, pos = _read_varint(self.d, pos, end, 0xFFFF)
-                    if code != E_OK:
-                        break
-            if code != E_OK:
-                raise self.fail(code, node)
-            return pos
-        if kind == P_BYTES:
-            if end - pos < 4:
-                raise self.fail(E_TRUNCATED, node)
-            n = struct.unpack_from(">i", self.d, pos)[0]
-            if n < 0:
-                raise self.fail(E_BAD_LENGTH, node)
-            if n > end - pos - 4:
-                raise self.fail(E_TRUNCATED, node)
-            return pos + 4 + n
-        if end - pos < self.p[node][C_WIDTH]:
-            raise self.fail(E_TRUNCATED, node)
-        return pos + self.p[node][C_WIDTH]
 
     def emit(self, node: int, out: bytearray) -> None:
         """Write the checked POJO ``node`` in the new layout (mirror of ``pojo_emit``)."""
         p = self.p
-        if self.null[node]:
+        if self.state[node] == NUL:
             out.append(1)
             return
         out.append(2)
@@ -256,49 +238,18 @@ class _Walk:
         for _ in range(p[node][C_N_NEW]):
             src = p[row][C_SRC]
             if src < 0:
-                c = p[row][C_CONST]
-                n = p[row][C_CONST_LEN]
+                c, n = p[row][C_CONST], p[row][C_CONST_LEN]
                 out += bytes(v for r in p[c:c + (n + NCOL - 2) // (NCOL - 1)] for v in r[1:])[:n]
-            elif self.null[src]:
+            elif self.state[src] == NUL:
                 out.append(1)
             else:
                 out.append(0)
-                self.emit_field(src, out)
+                if p[src][C_KIND] == P_POJO:
+                    self.emit(src, out)
+                else:
+                    out += put_canonical(p[src][C_KIND], self.d, self.start[src], self.stop[src],
+                                         self.state[src] == REWRITE)
             row += 1
-
-    def emit_field(self, node: int, out: bytearray) -> None:
-        kind = self.p[node][C_KIND]
-        d, pos = self.d, self.start[node]
-        if kind == P_POJO:
-            self.emit(node, out)
-        elif kind == P_STR:
-            _code, n, pos = _read_varint(d, pos, len(d), 0x7FFFFFFF)
-            out += _varint(n)
-            for _ in range(n - 1):
-                _code, u, pos = _read_varint(d, pos, len(d), 0xFFFF)
-                out += _varint(u)
-        elif kind == P_BYTES:
-            n = struct.unpack_from(">i", d, pos)[0]
-            out += d[pos:pos + 4 + n]
-        elif kind == P_BOOL:
-            out.append(1 if d[pos] else 0)
-        elif kind == P_F32:
-            raw = d[pos:pos + 4]
-            out += _NAN_F32 if math.isnan(struct.unpack(">f", raw)[0]) else raw
-        elif kind == P_F64:
-            raw = d[pos:pos + 8]
-            out += _NAN_F64 if math.isnan(struct.unpack(">d", raw)[0]) else raw
-        else:
-            out += d[pos:pos + self.p[node][C_WIDTH]]
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
