@@ -286,7 +286,7 @@ def core_row_fill(prog, offsets, data, validity, int64_t offset, bint wide, int6
 # canonically. Leaf kinds are the S_* kinds above.
 
 cdef enum:
-    P_POJO = 4
+    P_POJO = 10
     C_N_OLD = 3
     C_EMIT = 4
     C_N_NEW = 5
@@ -311,7 +311,7 @@ ctypedef struct PWalk:
 cdef int pojo_check(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
     """Validate the POJO value at the cursor (advancing it); E_OK or a code with ``w.err`` set."""
     cdef uint8_t flags, flag
-    cdef int64_t child = node + 1, k
+    cdef int64_t child = node + 1, k, r
     cdef int code
     if c.pos >= c.end:
         w.err = node
@@ -338,6 +338,10 @@ cdef int pojo_check(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
         if flag == 0:
             if PP(w.p, child, C_KIND) == P_POJO:
                 code = pojo_check(w, child, c)
+            elif PP(w.p, child, C_KIND) == S_ROW:
+                r = row_walk(w.p, child, c, NULL, 0, &w.err)
+                code = E_OK if r >= 0 else <int>(-r)
+                w.stop[child] = c.pos
             else:
                 code = check_leaf(c, PP(w.p, child, C_KIND), PP(w.p, child, C_WIDTH), &w.state[child])
                 if code != E_OK:
@@ -359,7 +363,8 @@ cdef inline void put_byte(PWalk* w, uint8_t b) noexcept nogil:
 
 cdef void pojo_emit(PWalk* w, int64_t node) noexcept nogil:
     """Write the checked POJO ``node`` in the new layout (``w.full`` when the window is short)."""
-    cdef int64_t row = PP(w.p, node, C_EMIT), k, src, cst, j, size, kind
+    cdef int64_t row = PP(w.p, node, C_EMIT), k, src, cst, j, size, kind, err
+    cdef Cursor c
     if w.state[node] == NUL:
         put_byte(w, 1)
         return
@@ -377,6 +382,17 @@ cdef void pojo_emit(PWalk* w, int64_t node) noexcept nogil:
             kind = PP(w.p, src, C_KIND)
             if kind == P_POJO:
                 pojo_emit(w, src)
+            elif kind == S_ROW:
+                c.base = w.d
+                c.pos = w.start[src]
+                c.end = w.stop[src]
+                size = row_walk(w.p, src, &c, NULL, 0, &err)
+                if w.op + size > w.cap:
+                    w.full = True
+                    return
+                c.pos = w.start[src]
+                row_walk(w.p, src, &c, w.o, w.op, &err)
+                w.op += size
             else:
                 size = put_canonical(kind, w.d, w.start[src], w.stop[src], w.state[src] == REWRITE, NULL)
                 if w.op + size > w.cap:

@@ -1,7 +1,7 @@
 """POJO bulk migration: compiled kernel == Python twin == per-value reference, byte for byte.
 
-Random POJO schemas (primitive, string, byte[] and nested POJO fields, names that sort differently
-in Java's UTF-16 order than in Python's) evolve at random: fields removed, added (null or a
+Random POJO schemas (primitive, string, byte[], flink-core Row and nested POJO fields, non-ASCII
+names) evolve at random: fields removed, added (null or a
 dataclass default), kept in a new order, nested POJOs evolving the same way. Every entry, including
 corrupted copies, must get the reference's verdict and the reference's bytes on both tiers.
 """
@@ -62,9 +62,12 @@ def evolutions(draw: Any, depth: int = 0, cls: str = "p.P") -> Schema:
     defaults: dict[str, Any] = {}
     for j, name in enumerate(names):
         fate = draw(st.sampled_from(["keep", "keep", "remove", "add"]))
-        if depth < 2 and draw(st.integers(0, 4)) == 0:
+        pick = draw(st.integers(0, 5))
+        if depth < 2 and pick == 0:
             sub = draw(evolutions(depth + 1, f"{cls}{j}"))
             old_s, new_s, strat = sub.old, sub.new, sub.values
+        elif pick == 1:
+            old_s, new_s, strat = draw(rows())
         else:
             leaf, strat = draw(st.sampled_from(LEAVES))
             old_s, new_s = leaf(), leaf()
@@ -82,6 +85,19 @@ def evolutions(draw: Any, depth: int = 0, cls: str = "p.P") -> Schema:
     )
     old = PojoSerializer(None, old_sers, java_class_name=cls)
     return Schema(old, PojoSerializer(new_cls, new_sers, java_class_name=cls), _value_of(strategies))
+
+
+@st.composite
+def rows(draw: Any) -> tuple[Any, Any, st.SearchStrategy[Any]]:
+    """A flink-core Row field: old and new RowSerializer (the RowKind flag may change), values."""
+    from statemorph.row import Row, RowKind
+
+    picked = draw(st.lists(st.sampled_from(LEAVES), min_size=1, max_size=3))
+    old_flag, new_flag = draw(st.booleans()), draw(st.booleans())
+    old = serializers.RowSerializer([leaf() for leaf, _ in picked], supports_row_kind=old_flag)
+    new = serializers.RowSerializer([leaf() for leaf, _ in picked], supports_row_kind=new_flag)
+    kinds = st.sampled_from(list(RowKind)) if old_flag else st.just(RowKind.INSERT)
+    return old, new, st.builds(Row, st.tuples(*(st.one_of(st.none(), s) for _, s in picked)), kinds)
 
 
 def _reference(snap: Any, new: Any, blob: bytes | None) -> bytes | None:

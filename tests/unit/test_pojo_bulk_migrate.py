@@ -295,3 +295,23 @@ def test_snapshot_from_bytes_with_a_missing_field(impl: str) -> None:
     want = [None if b is None else migrate_bytes(snap, new, b) for b in raw]
     assert arrow.migrate(pa.array(raw), snap, new).to_pylist() == want
     assert want[0] == b"\x02\x00\x02x\x01\x00" + struct.pack(">q", 8)
+
+
+def test_row_fields_take_the_row_remap(impl: str) -> None:
+    """A flink-core Row field (legacy mask → mask with RowKind bits) inside an evolving POJO."""
+    from statemorph.row import Row
+
+    def row(kind: bool) -> Any:
+        return S.RowSerializer([S.IntSerializer(), S.StringSerializer()], supports_row_kind=kind)
+
+    old = PojoSerializer(None, {"r": row(False), "gone": S.IntSerializer()}, java_class_name="p.R")
+    new = PojoSerializer(None, {"r": row(True), "n": S.IntSerializer()}, java_class_name="p.R")
+    snap = old.snapshot_configuration()
+    raw = [old.to_bytes({"r": Row((1, "x")), "gone": 2}), old.to_bytes({"r": Row((None, None)), "gone": None}),
+           old.to_bytes({"r": None, "gone": 3})]
+    want = [migrate_bytes(snap, new, b) for b in raw]
+    assert arrow.migrate(pa.array(raw), snap, new).to_pylist() == want
+    hostile = raw[0][:10]  # flags, gone, r: mask and half its int
+    with pytest.raises(TruncatedDataError) as e:
+        arrow.migrate(pa.array([hostile]), snap, new)
+    assert e.value.field_path == "r.f0"  # type: ignore[attr-defined]

@@ -1180,12 +1180,9 @@ def put_canonical(kind: int, d: bytes, start: int, stop: int, rewrite: bool) -> 
     return raw
 
 
-def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
-    """Program for migrating flink-core ``Row`` bytes written under ``prior_snapshot`` (a
-    ``RowSerializerSnapshot``) to ``new_serializer`` (a ``RowSerializer``).
-
-    Raises :class:`NotByteRemappable` when a field's bytes are not copied unchanged (a nested
-    value changes shape) or its type has no in-place validator here."""
+def leaf_kind(serializer: Any) -> tuple[int, int] | None:
+    """(kind, width) of a DataStream serializer the remap kernels validate and copy in place, or
+    None (the Row and POJO remaps share these leaves)."""
     from . import (
         BooleanSerializer,
         BytePrimitiveArraySerializer,
@@ -1198,43 +1195,52 @@ def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowPro
         ShortSerializer,
         StringSerializer,
     )
-    from .tuples import RowSerializer, RowSerializerSnapshot
 
-    widths = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
+    leaves = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
               CharSerializer: (S_FIXED, 2), IntSerializer: (S_FIXED, 4), FloatSerializer: (S_F32, 4),
-              LongSerializer: (S_FIXED, 8), DoubleSerializer: (S_F64, 8)}
+              LongSerializer: (S_FIXED, 8), DoubleSerializer: (S_F64, 8), StringSerializer: (S_STR, 0),
+              BytePrimitiveArraySerializer: (S_BYTES, 0)}
+    return leaves.get(type(serializer))
+
+
+def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
+    """Program for migrating flink-core ``Row`` bytes written under ``prior_snapshot`` (a
+    ``RowSerializerSnapshot``) to ``new_serializer`` (a ``RowSerializer``).
+
+    Raises :class:`NotByteRemappable` when a field's bytes are not copied unchanged (a nested
+    value changes shape) or its type has no in-place validator here."""
     rows: list[list[int]] = []
     paths: list[str] = []
-
-    def visit(snap: Any, ser: Any, pos: int, path: str) -> None:
-        if not isinstance(snap, RowSerializerSnapshot) or not isinstance(ser, RowSerializer):
-            raise NotByteRemappable(f"{path or 'row'}: not a flink-core Row")
-        if len(snap.nested_snapshots) != ser.arity:
-            raise NotByteRemappable(f"{path or 'row'}: arity changed")
-        me = len(rows)
-        rows.append([S_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
-        paths.append(path)
-        for i, (nsnap, nser) in enumerate(zip(snap.nested_snapshots, ser.field_serializers, strict=True)):
-            child = f"{path}.{ser.label(i)}" if path else ser.label(i)
-            if isinstance(nser, RowSerializer):
-                visit(nsnap, nser, i, child)
-                continue
-            compat = nsnap.resolve_schema_compatibility(nser)
-            if not compat.is_compatible_as_is() or type(nsnap.restore_serializer()) is not type(nser):
-                raise NotByteRemappable(f"{child}: value changes shape")
-            if type(nser) in widths:
-                rows.append([widths[type(nser)][0], i, len(rows) + 1, 0, 0, 0, 0, widths[type(nser)][1]])
-            elif type(nser) is StringSerializer:
-                rows.append([S_STR, i, len(rows) + 1, 0, 0, 0, 0, 0])
-            elif type(nser) is BytePrimitiveArraySerializer:
-                rows.append([S_BYTES, i, len(rows) + 1, 0, 0, 0, 0, 0])
-            else:
-                raise NotByteRemappable(f"{child}: {type(nser).__name__} has no in-place validator")
-            paths.append(child)
-        rows[me][C_END] = len(rows)
-
-    visit(prior_snapshot, new_serializer, -1, "")
+    core_row_nodes(prior_snapshot, new_serializer, -1, "", rows, paths)
     return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+
+
+def core_row_nodes(snap: Any, ser: Any, pos: int, path: str, rows: list[list[int]], paths: list[str]) -> None:
+    """Append the nodes of a Row written under ``snap`` and rewritten for ``ser`` (field ``pos`` of
+    its parent) to ``rows`` / ``paths``; also used for Row fields inside a POJO program."""
+    from .tuples import RowSerializer, RowSerializerSnapshot
+
+    if not isinstance(snap, RowSerializerSnapshot) or not isinstance(ser, RowSerializer):
+        raise NotByteRemappable(f"{path or 'row'}: not a flink-core Row")
+    if len(snap.nested_snapshots) != ser.arity:
+        raise NotByteRemappable(f"{path or 'row'}: arity changed")
+    me = len(rows)
+    rows.append([S_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
+    paths.append(path)
+    for i, (nsnap, nser) in enumerate(zip(snap.nested_snapshots, ser.field_serializers, strict=True)):
+        child = f"{path}.{ser.label(i)}" if path else ser.label(i)
+        if isinstance(nser, RowSerializer):
+            core_row_nodes(nsnap, nser, i, child, rows, paths)
+            continue
+        compat = nsnap.resolve_schema_compatibility(nser)
+        if not compat.is_compatible_as_is() or type(nsnap.restore_serializer()) is not type(nser):
+            raise NotByteRemappable(f"{child}: value changes shape")
+        leaf = leaf_kind(nser)
+        if leaf is None:
+            raise NotByteRemappable(f"{child}: {type(nser).__name__} has no in-place validator")
+        rows.append([leaf[0], i, len(rows) + 1, 0, 0, 0, 0, leaf[1]])
+        paths.append(child)
+    rows[me][C_END] = len(rows)
 
 
 def _mask_bit(m: bytes, k: int) -> bool:

@@ -38,22 +38,20 @@ from ._batch import (
     NCOL,
     NUL,
     REWRITE,
-    S_BOOL,
-    S_BYTES,
-    S_F32,
-    S_F64,
-    S_FIXED,
-    S_STR,
+    S_ROW,
     NotByteRemappable,
     RowProgram,
     _Bin,
+    _core_row_walk,
     _RowError,
     check_leaf,
+    core_row_nodes,
     encode_err,
+    leaf_kind,
     put_canonical,
 )
 
-P_POJO, P_EMIT, P_CONST = 4, 8, 9
+P_POJO, P_EMIT, P_CONST = 10, 8, 9  # apart from the Row remap kinds S_* (1..7) it embeds
 C_N_OLD, C_EMIT, C_N_NEW = 3, 4, 5
 C_SRC, C_CONST, C_CONST_LEN = 4, 5, 6
 
@@ -62,29 +60,15 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
     """Program for migrating POJO bytes written under ``prior_snapshot`` (a
     ``PojoSerializerSnapshot``) to ``new_serializer`` (a ``PojoSerializer``).
 
-    Raises :class:`NotByteRemappable` when the reference's output is not a function of the input
-    bytes alone: a kept field whose value changes shape (its own migration, a serializer without an
-    in-place walker here), an added field whose default comes from a factory (a fresh value per
-    entry), or a dataclass whose constructor runs code (``__post_init__``, a custom ``__init__``)
-    that may reject or rewrite what it is given."""
-    from . import (
-        BooleanSerializer,
-        BytePrimitiveArraySerializer,
-        ByteSerializer,
-        CharSerializer,
-        DoubleSerializer,
-        FloatSerializer,
-        IntSerializer,
-        LongSerializer,
-        ShortSerializer,
-        StringSerializer,
-    )
+    Fields may be primitives, String, byte[], nested POJOs (remapped the same way) and flink-core
+    Rows (the Row remap: RowKind flag changes). Raises :class:`NotByteRemappable` when the
+    reference's output is not a function of the input bytes alone: a kept field whose value changes
+    shape (its own migration, a serializer without an in-place walker here), an added field whose
+    default comes from a factory (a fresh value per entry), or a dataclass whose constructor runs
+    code (``__post_init__``, a custom ``__init__``) that may reject or rewrite what it is given."""
     from .pojo import PojoSerializer, PojoSerializerSnapshot
+    from .tuples import RowSerializer
 
-    leaves = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
-              CharSerializer: (S_FIXED, 2), IntSerializer: (S_FIXED, 4), LongSerializer: (S_FIXED, 8),
-              FloatSerializer: (S_F32, 4), DoubleSerializer: (S_F64, 8), StringSerializer: (S_STR, 0),
-              BytePrimitiveArraySerializer: (S_BYTES, 0)}
     rows: list[list[int]] = []
     paths: list[str] = []
 
@@ -102,10 +86,13 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
                 raise NotByteRemappable(f"{path}: not a POJO snapshot")
             visit(snap, None, path)
             return
-        if type(ser) not in leaves:
+        if isinstance(ser, RowSerializer):
+            core_row_nodes(snap, ser, 0, path, rows, paths)
+            return
+        leaf = leaf_kind(ser)
+        if leaf is None:
             raise NotByteRemappable(f"{path}: {type(ser).__name__} has no in-place walker")
-        kind, width = leaves[type(ser)]
-        rows.append([kind, 0, len(rows) + 1, 0, 0, 0, 0, width])
+        rows.append([leaf[0], 0, len(rows) + 1, 0, 0, 0, 0, leaf[1]])
         paths.append(path)
 
     def visit(snap: Any, new: Any, path: str) -> int:
@@ -124,9 +111,10 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
             if f.present and new is not None and f.name in new.field_serializers:
                 new_ser = new.field_serializers[f.name]
                 if isinstance(new_ser, PojoSerializer) and isinstance(e.value, PojoSerializerSnapshot):
-                    if e.value.resolve_schema_compatibility(new_ser).is_incompatible():
-                        raise NotByteRemappable(f"{child}: incompatible")
-                    visit(e.value, new_ser, child)
+                    visit(e.value, new_ser, child)  # not incompatible: the whole POJO resolved
+                    continue
+                if isinstance(new_ser, RowSerializer):
+                    core_row_nodes(e.value, new_ser, 0, child, rows, paths)  # RowKind flag may change
                     continue
                 compat = e.value.resolve_schema_compatibility(new_ser)
                 if not compat.is_compatible_as_is() or type(f.serializer) is not type(new_ser):
@@ -219,6 +207,13 @@ class _Walk:
             self.start[child] = pos
             if flag == 0 and p[child][C_KIND] == P_POJO:
                 pos = self.check(child, pos, end)
+            elif flag == 0 and p[child][C_KIND] == S_ROW:
+                err = [-1]
+                try:
+                    _size, pos = _core_row_walk(p, child, d, pos, end, None, err)
+                except _RowError as x:
+                    raise self.fail(x.code, err[0]) from None
+                self.stop[child] = pos
             elif flag == 0:
                 code, self.state[child], pos = check_leaf(d, pos, end, p[child][C_KIND], p[child][C_WIDTH])
                 if code != E_OK:
@@ -246,6 +241,8 @@ class _Walk:
                 out.append(0)
                 if p[src][C_KIND] == P_POJO:
                     self.emit(src, out)
+                elif p[src][C_KIND] == S_ROW:
+                    _core_row_walk(p, src, self.d, self.start[src], self.stop[src], out, [-1])
                 else:
                     out += put_canonical(p[src][C_KIND], self.d, self.start[src], self.stop[src],
                                          self.state[src] == REWRITE)
