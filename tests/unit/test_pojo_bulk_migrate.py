@@ -12,9 +12,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from statemorph import _native, arrow, serializers
-from statemorph.errors import MalformedDataError, TruncatedDataError
+from statemorph.errors import MalformedDataError, StateFormatError, TruncatedDataError
 from statemorph.migration import migrate_bytes
 from statemorph.serializers import _batch as B
 from statemorph.serializers import _batch_pojo as BP
@@ -315,3 +317,23 @@ def test_row_fields_take_the_row_remap(impl: str) -> None:
     with pytest.raises(TruncatedDataError) as e:
         arrow.migrate(pa.array([hostile]), snap, new)
     assert e.value.field_path == "r.f0"  # type: ignore[attr-defined]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=40),
+                          st.builds(lambda b: b"\x02" + b, st.binary(max_size=40))), max_size=12))
+def test_arbitrary_bytes_get_the_reference_verdict(blobs: list[bytes | None]) -> None:
+    def reference_or_null(b: bytes | None) -> bytes | None:
+        try:
+            return None if b is None else migrate_bytes(SNAP, NEW, b)
+        except StateFormatError:
+            return None
+
+    want = [reference_or_null(b) for b in blobs]
+    saved = _native.KERNELS
+    try:
+        for tier in TIERS:
+            _native.KERNELS = _native.tier(tier)
+            assert arrow.migrate(pa.array(blobs, type=pa.binary()), SNAP, NEW, on_error="null").to_pylist() == want
+    finally:
+        _native.KERNELS = saved
