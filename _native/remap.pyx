@@ -302,105 +302,128 @@ ctypedef struct PWalk:
     uint8_t* state      # per node: NUL the field (or the POJO) reads as null, REWRITE a string to
                         # re-encode (every other value is copied canonically by put_canonical)
     int64_t err
-    uint8_t* o          # output window and its capacity; ``full`` once a write did not fit
-    int64_t op
+    uint8_t* o          # the output window and its capacity
     int64_t cap
-    bint full
 
 
 cdef int pojo_check(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
-    """Validate the POJO value at the cursor (advancing it); E_OK or a code with ``w.err`` set."""
+    """Validate the POJO value at the cursor (advancing it); E_OK or a code with ``w.err`` set.
+    Locals for the tables of ``w``, as in ``pojo_emit``: stores to ``state`` (bytes) alias anything."""
+    cdef const int64_t* p = w.p
+    cdef uint8_t* state = w.state
+    cdef int64_t* start = w.start
+    cdef int64_t* stop = w.stop
+    cdef const uint8_t* base = c.base
+    cdef int64_t pos = c.pos, end = c.end
     cdef uint8_t flags, flag
-    cdef int64_t child = node + 1, k, r
-    cdef int code
-    if c.pos >= c.end:
+    cdef int64_t child = node + 1, k, r, kind
+    cdef int code = E_OK
+    if pos >= end:
         w.err = node
         return E_TRUNCATED
-    flags = c.base[c.pos]
-    c.pos += 1
-    w.state[node] = NUL if flags == 1 else 0
+    flags = base[pos]
+    c.pos = pos + 1
+    state[node] = NUL if flags == 1 else 0
     if flags == 1:
         return E_OK
     if flags != 2:
         w.err = node
         return E_BAD_FLAG
-    for k in range(PP(w.p, node, C_N_OLD)):
-        if c.pos >= c.end:
+    for k in range(PP(p, node, C_N_OLD)):
+        pos = c.pos
+        if pos >= end:
             w.err = child
             return E_TRUNCATED
-        flag = c.base[c.pos]
-        c.pos += 1
+        flag = base[pos]
+        c.pos = pos + 1
         if flag > 1:
             w.err = child
             return E_BAD_FLAG
-        w.state[child] = NUL if flag else 0
-        w.start[child] = c.pos
+        state[child] = NUL if flag else 0
+        start[child] = pos + 1
         if flag == 0:
-            if PP(w.p, child, C_KIND) == P_POJO:
+            kind = PP(p, child, C_KIND)
+            if kind == P_POJO:
                 code = pojo_check(w, child, c)
-            elif PP(w.p, child, C_KIND) == S_ROW:
-                r = row_walk(w.p, child, c, NULL, 0, &w.err)
+            elif kind == S_ROW:
+                r = row_walk(p, child, c, NULL, 0, &w.err)
                 code = E_OK if r >= 0 else <int>(-r)
-                w.stop[child] = c.pos
+                stop[child] = c.pos
             else:
-                code = check_leaf(c, PP(w.p, child, C_KIND), PP(w.p, child, C_WIDTH), &w.state[child])
+                code = check_leaf(c, kind, PP(p, child, C_WIDTH), &state[child])
                 if code != E_OK:
                     w.err = child
-                w.stop[child] = c.pos
+                stop[child] = c.pos
             if code != E_OK:
                 return code
-        child = PP(w.p, child, C_END)
+        child = PP(p, child, C_END)
     return E_OK
 
 
-cdef inline void put_byte(PWalk* w, uint8_t b) noexcept nogil:
-    if w.op >= w.cap:
-        w.full = True
-        return
-    w.o[w.op] = b
-    w.op += 1
-
-
-cdef void pojo_emit(PWalk* w, int64_t node) noexcept nogil:
-    """Write the checked POJO ``node`` in the new layout (``w.full`` when the window is short)."""
-    cdef int64_t row = PP(w.p, node, C_EMIT), k, src, cst, j, size, kind, err
+cdef int64_t pojo_emit(const PWalk* w, int64_t node, int64_t op) noexcept nogil:
+    """Write the checked POJO ``node`` in the new layout at ``w.o + op``; returns the new ``op``, or
+    -1 when the window is short. Why the local copies: every store through the output (a byte
+    pointer, which may alias anything) would make the compiler reload them from ``w``."""
+    cdef const int64_t* p = w.p
+    cdef const uint8_t* d = w.d
+    cdef const uint8_t* state = w.state
+    cdef const int64_t* start = w.start
+    cdef const int64_t* stop = w.stop
+    cdef uint8_t* o = w.o
+    cdef int64_t cap = w.cap
+    cdef int64_t row = PP(p, node, C_EMIT), k, src, cst, j, size, kind, err
     cdef Cursor c
-    if w.state[node] == NUL:
-        put_byte(w, 1)
-        return
-    put_byte(w, 2)
-    for k in range(PP(w.p, node, C_N_NEW)):
-        src = PP(w.p, row, C_SRC)
-        if src < 0:
-            cst = PP(w.p, row, C_CONST)
-            for j in range(PP(w.p, row, C_CONST_LEN)):
-                put_byte(w, <uint8_t>w.p[(cst + j // (NCOL - 1)) * NCOL + 1 + j % (NCOL - 1)])
-        elif w.state[src] == NUL:
-            put_byte(w, 1)
-        else:
-            put_byte(w, 0)
-            kind = PP(w.p, src, C_KIND)
-            if kind == P_POJO:
-                pojo_emit(w, src)
-            elif kind == S_ROW:
-                c.base = w.d
-                c.pos = w.start[src]
-                c.end = w.stop[src]
-                size = row_walk(w.p, src, &c, NULL, 0, &err)
-                if w.op + size > w.cap:
-                    w.full = True
-                    return
-                c.pos = w.start[src]
-                row_walk(w.p, src, &c, w.o, w.op, &err)
-                w.op += size
-            else:
-                size = put_canonical(kind, w.d, w.start[src], w.stop[src], w.state[src] == REWRITE, NULL)
-                if w.op + size > w.cap:
-                    w.full = True
-                    return
-                put_canonical(kind, w.d, w.start[src], w.stop[src], w.state[src] == REWRITE, w.o + w.op)
-                w.op += size
+    if op >= cap:
+        return -1
+    if state[node] == NUL:
+        o[op] = 1
+        return op + 1
+    o[op] = 2
+    op += 1
+    for k in range(PP(p, node, C_N_NEW)):
+        src = PP(p, row, C_SRC)
         row += 1
+        if src < 0:
+            cst = PP(p, row - 1, C_CONST)
+            size = PP(p, row - 1, C_CONST_LEN)
+            if op + size > cap:
+                return -1
+            for j in range(size):
+                o[op + j] = <uint8_t>p[(cst + j // (NCOL - 1)) * NCOL + 1 + j % (NCOL - 1)]
+            op += size
+            continue
+        if op >= cap:
+            return -1
+        if state[src] == NUL:
+            o[op] = 1
+            op += 1
+            continue
+        o[op] = 0
+        op += 1
+        kind = PP(p, src, C_KIND)
+        if kind == P_POJO:
+            op = pojo_emit(w, src, op)
+            if op < 0:
+                return -1
+            continue
+        if kind == S_ROW:
+            c.base = d
+            c.pos = start[src]
+            c.end = stop[src]
+            size = row_walk(p, src, &c, NULL, 0, &err)
+        elif state[src] == REWRITE:  # a string with overlong varints; any other canonical value is as long
+            size = put_canonical(kind, d, start[src], stop[src], True, NULL)
+        else:
+            size = stop[src] - start[src]
+        if op + size > cap:
+            return -1
+        if kind == S_ROW:
+            c.pos = start[src]
+            row_walk(p, src, &c, o, op, &err)
+        else:
+            put_canonical(kind, d, start[src], stop[src], state[src] == REWRITE, o + op)
+        op += size
+    return op
 
 
 def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
@@ -416,7 +439,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef int64_t[::1] off64
     cdef int32_t* o32 = NULL
     cdef int64_t* o64 = NULL
-    cdef int64_t i = start, status = 0, n_off, nnodes = pm.shape[0]
+    cdef int64_t i = start, status = 0, n_off, nnodes = pm.shape[0], r
     cdef int64_t cap = out_data.shape[0]
     cdef int64_t[::1] starts = np.zeros(max(nnodes, 1), dtype=np.int64)
     cdef int64_t[::1] stops = np.zeros(max(nnodes, 1), dtype=np.int64)
@@ -456,12 +479,10 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
                         w.err = -1
                         code = E_TRAILING
                 if code == E_OK:
-                    w.op = pos
-                    w.full = False
-                    pojo_emit(&w, 0)
-                    if w.full:
+                    r = pojo_emit(&w, 0, pos)
+                    if r < 0:
                         break
-                    pos = w.op
+                    pos = r
                 else:
                     status = encode_err(code, w.err)
             if o32 != NULL:
