@@ -269,3 +269,50 @@ def test_core_row_decode_per_value(benchmark: Any, core_bytes: pa.BinaryArray) -
     benchmark.pedantic(lambda: arrow._decode_per_value(sub, ser, arrow._Errors("raise", "decode", None), 0),
                        rounds=3, iterations=1)
     record("core Row decode per value", benchmark, SUBSAMPLE)
+
+
+# ---------------------------------------------------------------------------------- POJO
+def _pojo_evolution() -> tuple[Any, Any]:
+    """The Events row as POJOs (``p.Event{eventId, metadata: p.Meta{deviceType, timestamp, userId}}``)
+    and an evolution: ``Event`` gains ``version``, ``Meta`` loses ``timestamp`` and gains ``region``."""
+    from statemorph import serializers as S
+    from statemorph.serializers.pojo import PojoSerializer
+
+    meta = PojoSerializer(None, {"userId": S.IntSerializer(), "timestamp": S.LongSerializer(),
+                                 "deviceType": S.StringSerializer()}, java_class_name="p.Meta")
+    meta2 = PojoSerializer(None, {"userId": S.IntSerializer(), "region": S.StringSerializer(),
+                                  "deviceType": S.StringSerializer()}, java_class_name="p.Meta")
+    old = PojoSerializer(None, {"eventId": S.LongSerializer(), "metadata": meta}, java_class_name="p.Event")
+    new = PojoSerializer(None, {"eventId": S.LongSerializer(), "metadata": meta2, "version": S.IntSerializer()},
+                         java_class_name="p.Event")
+    return old, new
+
+
+@pytest.fixture(scope="module")
+def pojo_bytes(events: Events) -> pa.Array:
+    """``events.n`` POJO entries: a per-value encoded subsample, repeated (encoding millions of POJOs
+    per value would dominate the run)."""
+    old, _ = _pojo_evolution()
+    sub = events.struct.slice(0, SUBSAMPLE).to_pylist()
+    part = pa.array([old.to_bytes(v) for v in sub], type=pa.binary())
+    return pa.concat_arrays([part] * (events.n // SUBSAMPLE)).slice(0, events.n)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pojo_migrate_native(benchmark: Any, pojo_bytes: pa.Array, threads: int) -> None:
+    old, new = _pojo_evolution()
+    out = benchmark.pedantic(arrow.migrate, args=(pojo_bytes, old.snapshot_configuration(), new),
+                             kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == len(pojo_bytes)
+    record(f"POJO migrate native threads={threads}", benchmark, len(pojo_bytes), tier=_native.TIER)
+
+
+def test_pojo_migrate_per_value(benchmark: Any, pojo_bytes: pa.Array) -> None:
+    """What ``arrow.migrate`` did for POJO state before the kernel: the per-value path."""
+    old, new = _pojo_evolution()
+    snap = old.snapshot_configuration()
+    sub, compat = pojo_bytes.slice(0, SUBSAMPLE), snap.resolve_schema_compatibility(new)
+    benchmark.pedantic(lambda: arrow._migrate_per_value(sub, snap, new, compat,
+                                                        arrow._Errors("raise", "migrate", None), 0),
+                       rounds=3, iterations=1)
+    record("POJO migrate per value", benchmark, SUBSAMPLE)

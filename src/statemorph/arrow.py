@@ -61,6 +61,7 @@ from .errors import (
 from .io import DataInputDeserializer, DataOutputSerializer
 from .serializers import _batch as B
 from .serializers import _batch_corerow as BC
+from .serializers import _batch_pojo as BP
 from .types import (
     ArrayType,
     BigIntType,
@@ -1194,15 +1195,16 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
     """Rewrite every entry written under ``prior_snapshot`` into ``new_serializer``'s format.
 
     Compatibility is resolved once (incompatible → :class:`IncompatibleSchemaError` naming the
-    fields). RowData → RowData runs the byte-remap kernel; other serializers migrate per value
-    through the reference implementation."""
+    fields). RowData → RowData, flink-core Row → Row and POJO → POJO (fields added, removed,
+    reordered) run byte-remap kernels when the program compiler can express the plan; other
+    serializers migrate per value through the reference implementation."""
     _check_on_error(on_error)
     compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
     if compat.is_incompatible():
         raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
     k = _native.KERNELS
     prog = None
-    core = False
+    kernel = "rowdata"
     if _is(new_serializer, "RowDataSerializer") and type(prior_snapshot).__name__ == "RowDataSerializerSnapshot":
         from .migration import plan_row_migration
 
@@ -1215,15 +1217,22 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
             and not compat.is_compatible_with_reconfigured_serializer():
         try:
             prog = B.compile_core_row_program(prior_snapshot, new_serializer)
-            core = True
+            kernel = "core"
+        except B.NotByteRemappable:
+            prog = None
+    elif _is(new_serializer, "PojoSerializer") and type(prior_snapshot).__name__ == "PojoSerializerSnapshot" \
+            and compat.is_compatible_after_migration():
+        try:
+            prog = B.compile_pojo_program(prior_snapshot, new_serializer)
+            kernel = "pojo"
         except B.NotByteRemappable:
             prog = None
     return _per_chunk(binary_array, lambda a, base: _migrate_chunk(k, a, prior_snapshot, new_serializer, compat,
-                                                                   prog, core, threads, on_error, base), on_error)
+                                                                   prog, kernel, threads, on_error, base), on_error)
 
 
 def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any,
-                   prog: B.RowProgram | None, core: bool, threads: int, on_error: str, base: int) -> Any:
+                   prog: B.RowProgram | None, kernel: str, threads: int, on_error: str, base: int) -> Any:
     n = len(arr)
     errors = _Errors(on_error, "migrate", prog)
     if prog is None:
@@ -1233,7 +1242,15 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     matrix = prog.matrix
 
     ranges = _ranges(n, threads)
-    if not core:
+    if kernel == "pojo":
+        def run_pojo(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
+            return k.pojo_migrate_run(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
+
+        def estimate_pojo(s: int, e: int) -> int:
+            return _input_span(offsets, offset + s, wide, len(data), e - s) + BP.pojo_growth(matrix) * (e - s)
+
+        return errors.result(_fused_output(n, ranges, valid, errors, base, run_pojo, wide, estimate_pojo))
+    if kernel == "rowdata":
         def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
             return k.migrate_run(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
 

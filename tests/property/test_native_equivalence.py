@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from statemorph import _native, arrow, serializers
+from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.types import (
     ArrayType,
@@ -364,14 +365,26 @@ def test_core_row_migrate_equals_reference(data: st.DataObject) -> None:
     arr = pa.array(blobs, type=pa.binary())
     for name, r in _all_tiers(lambda: arrow.migrate(arr, snap, new).to_pylist()).items():
         assert r == ("ok", expected), name
-    # corrupt copies: same verdicts on both tiers
+    # corrupt copies (cut, or a byte replaced: booleans other than 01, overlong varints, null
+    # strings under a 'present' mask bit): the reference's verdict and bytes, on both tiers
     cut = [None if b is None else b[:max(0, len(b) - data.draw(st.integers(0, 3)))] for b in blobs]
+    for j, b in enumerate(cut):
+        if b and data.draw(st.booleans()):
+            at = data.draw(st.integers(0, len(b) - 1))
+            cut[j] = b[:at] + bytes([data.draw(st.sampled_from([0, 2, 7, 0x80, 0xFF]))]) + b[at + 1:]
     carr = pa.array(cut, type=pa.binary())
 
     def run() -> Any:
         out, errs = arrow.migrate(carr, snap, new, on_error="collect")
         return out.to_pylist(), [(e.row, e.field_path) for e in errs]
 
+    def reference(b: bytes | None) -> bytes | None:
+        try:
+            return None if b is None else migrate_bytes(snap, new, b)
+        except StateFormatError:
+            return None
+
     verdicts = _all_tiers(run)
     assert all(v[0] == "ok" for v in verdicts.values()), verdicts
     assert len({repr(v) for v in verdicts.values()}) == 1, verdicts
+    assert verdicts["python"][1][0] == [reference(b) for b in cut]

@@ -276,3 +276,19 @@ def test_kernel_protocol_same_on_both_tiers() -> None:
         got[tier] = (first, out_off.tolist(), stop, spos.tolist(), outs[5][2].tolist(), outs[5][3].tolist())
     assert got["python"][0][2] > 100 and got["python"][2][1] > 7
     assert len(set(map(repr, got.values()))) == 1, got
+
+
+def test_migrate_copies_are_canonical_like_the_reference(impl: str) -> None:
+    """Bytes the reference reads but would not write (a boolean byte 07, a NaN with a payload, an
+    overlong string varint, a null string under a 'present' mask bit) migrate to what it writes."""
+    from statemorph.migration import migrate_bytes
+
+    old = RowSerializer([serializers.BooleanSerializer(), serializers.StringSerializer(),
+                         serializers.DoubleSerializer()], supports_row_kind=False)
+    new = RowSerializer(list(old.field_serializers), supports_row_kind=True)
+    snap = old.snapshot_configuration()
+    nan = b"\xff\xf0\x00\x00\x00\x00\x00\x01"
+    raw = [b"\x00\x07\x02a" + nan, b"\x00\x01\x00" + nan, b"\x00\x00\x83\x00ab" + b"\x00" * 8]
+    want = [migrate_bytes(snap, new, b) for b in raw]
+    assert arrow.migrate(pa.array(raw), snap, new).to_pylist() == want
+    assert want[1] == b"\x10\x01\x7f\xf8" + b"\x00" * 6 and want[2][2] == 3

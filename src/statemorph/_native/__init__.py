@@ -27,7 +27,7 @@ _KERNEL_HOME = {
     "string_decode_sizes": "strings", "string_decode_fill": "strings",
     "bytes_encode_fill": "strings", "bytes_decode_sizes": "strings", "bytes_decode_fill": "strings",
     "encode_run": "rowdata", "decode_run": "rowdata", "migrate_run": "rowdata",
-    "core_row_sizes": "remap", "core_row_fill": "remap",
+    "core_row_sizes": "remap", "core_row_fill": "remap", "pojo_migrate_run": "remap",
     "corerow_encode": "corerow", "corerow_decode": "corerow",
 }
 

@@ -25,6 +25,7 @@ Conventions shared with the kernels:
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Any
 
@@ -53,11 +54,12 @@ from ..types import (
     VarBinaryType,
     VarCharType,
 )
+from .strings import varlen
 
 # ---------------------------------------------------------------------------------- error codes
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
 E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
-E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR = 13, 14, 15
+E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG = 13, 14, 15, 16
 
 ERROR_MESSAGES = {
     E_TRUNCATED: "truncated: the entry is shorter than its format needs",
@@ -75,6 +77,8 @@ ERROR_MESSAGES = {
     E_TOO_LARGE: "value exceeds the format's limit",
     E_BAD_ARROW: "Arrow offsets buffer is inconsistent",
     E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
+    E_BAD_FLAG: "invalid POJO flags byte (01 null, 02 a value; subclass values 04 / 08 are not supported) "
+                "or field null flag (00 / 01)",
 }
 
 
@@ -1433,16 +1437,69 @@ def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, 
 
 
 # ---------------------------------------------------------------------------------- flink-core Row
-S_FIXED, S_STR, S_BYTES, S_ROW = 1, 2, 3, 4
+S_FIXED, S_STR, S_BYTES, S_ROW, S_BOOL, S_F32, S_F64 = 1, 2, 3, 4, 5, 6, 7
 C_OLD_FLAG, C_NEW_FLAG, C_WIDTH = 5, 6, 7
+NUL, REWRITE = 1, 2
+_NAN_F32 = b"\x7f\xc0\x00\x00"
+_NAN_F64 = b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
 
 
-def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
-    """Program for migrating flink-core ``Row`` bytes written under ``prior_snapshot`` (a
-    ``RowSerializerSnapshot``) to ``new_serializer`` (a ``RowSerializer``).
+def check_leaf(d: bytes, pos: int, end: int, kind: int, width: int) -> tuple[int, int, int]:
+    """Mirror of ``remap.check_leaf``: (code, state 0 / NUL / REWRITE, next pos)."""
+    if kind == S_STR:
+        code, n, at = _read_varint(d, pos, end, 0x7FFFFFFF)
+        if code != E_OK:
+            return code, 0, at
+        if n == 0:
+            return E_OK, NUL, at
+        state = REWRITE if d[at - 1] == 0 and at - pos > 1 else 0
+        if n - 1 > end - at:
+            return E_TRUNCATED, 0, at
+        for _ in range(n - 1):
+            start = at
+            code, _u, at = _read_varint(d, at, end, 0xFFFF)
+            if code != E_OK:
+                return code, 0, at
+            if at - start > 1 and d[at - 1] == 0:
+                state = REWRITE
+        return E_OK, state, at
+    if kind == S_BYTES:
+        if end - pos < 4:
+            return E_TRUNCATED, 0, pos
+        n = struct.unpack_from(">i", d, pos)[0]
+        if n < 0:
+            return E_BAD_LENGTH, 0, pos
+        if n > end - pos - 4:
+            return E_TRUNCATED, 0, pos
+        return E_OK, 0, pos + 4 + n
+    if end - pos < width:
+        return E_TRUNCATED, 0, pos
+    return E_OK, 0, pos + width
 
-    Raises :class:`NotByteRemappable` when a field's bytes are not copied unchanged (a nested
-    value changes shape) or its type has no in-place validator here."""
+
+def put_canonical(kind: int, d: bytes, start: int, stop: int, rewrite: bool) -> bytes:
+    """Mirror of ``remap.put_canonical``: the checked leaf value ``d[start:stop]`` as the per-value
+    reference re-serializes it (boolean 01, canonical NaN, minimal string varints)."""
+    raw = d[start:stop]
+    if kind == S_BOOL:
+        return b"\x01" if raw[0] else b"\x00"
+    if kind == S_F32 and math.isnan(struct.unpack(">f", raw)[0]):
+        return _NAN_F32
+    if kind == S_F64 and math.isnan(struct.unpack(">d", raw)[0]):
+        return _NAN_F64
+    if kind == S_STR and rewrite:
+        _code, n, pos = _read_varint(d, start, stop, 0x7FFFFFFF)
+        out = bytearray(varlen(n))
+        for _ in range(n - 1):
+            _code, u, pos = _read_varint(d, pos, stop, 0xFFFF)
+            out += varlen(u)
+        return bytes(out)
+    return raw
+
+
+def leaf_kind(serializer: Any) -> tuple[int, int] | None:
+    """(kind, width) of a DataStream serializer the remap kernels validate and copy in place, or
+    None (the Row and POJO remaps share these leaves)."""
     from . import (
         BooleanSerializer,
         BytePrimitiveArraySerializer,
@@ -1455,42 +1512,52 @@ def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowPro
         ShortSerializer,
         StringSerializer,
     )
-    from .tuples import RowSerializer, RowSerializerSnapshot
 
-    widths = {BooleanSerializer: 1, ByteSerializer: 1, ShortSerializer: 2, CharSerializer: 2, IntSerializer: 4,
-              FloatSerializer: 4, LongSerializer: 8, DoubleSerializer: 8}
+    leaves = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
+              CharSerializer: (S_FIXED, 2), IntSerializer: (S_FIXED, 4), FloatSerializer: (S_F32, 4),
+              LongSerializer: (S_FIXED, 8), DoubleSerializer: (S_F64, 8), StringSerializer: (S_STR, 0),
+              BytePrimitiveArraySerializer: (S_BYTES, 0)}
+    return leaves.get(type(serializer))
+
+
+def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
+    """Program for migrating flink-core ``Row`` bytes written under ``prior_snapshot`` (a
+    ``RowSerializerSnapshot``) to ``new_serializer`` (a ``RowSerializer``).
+
+    Raises :class:`NotByteRemappable` when a field's bytes are not copied unchanged (a nested
+    value changes shape) or its type has no in-place validator here."""
     rows: list[list[int]] = []
     paths: list[str] = []
-
-    def visit(snap: Any, ser: Any, pos: int, path: str) -> None:
-        if not isinstance(snap, RowSerializerSnapshot) or not isinstance(ser, RowSerializer):
-            raise NotByteRemappable(f"{path or 'row'}: not a flink-core Row")
-        if len(snap.nested_snapshots) != ser.arity:
-            raise NotByteRemappable(f"{path or 'row'}: arity changed")
-        me = len(rows)
-        rows.append([S_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
-        paths.append(path)
-        for i, (nsnap, nser) in enumerate(zip(snap.nested_snapshots, ser.field_serializers, strict=True)):
-            child = f"{path}.{ser.label(i)}" if path else ser.label(i)
-            if isinstance(nser, RowSerializer):
-                visit(nsnap, nser, i, child)
-                continue
-            compat = nsnap.resolve_schema_compatibility(nser)
-            if not compat.is_compatible_as_is() or type(nsnap.restore_serializer()) is not type(nser):
-                raise NotByteRemappable(f"{child}: value changes shape")
-            if type(nser) in widths:
-                rows.append([S_FIXED, i, len(rows) + 1, 0, 0, 0, 0, widths[type(nser)]])
-            elif type(nser) is StringSerializer:
-                rows.append([S_STR, i, len(rows) + 1, 0, 0, 0, 0, 0])
-            elif type(nser) is BytePrimitiveArraySerializer:
-                rows.append([S_BYTES, i, len(rows) + 1, 0, 0, 0, 0, 0])
-            else:
-                raise NotByteRemappable(f"{child}: {type(nser).__name__} has no in-place validator")
-            paths.append(child)
-        rows[me][C_END] = len(rows)
-
-    visit(prior_snapshot, new_serializer, -1, "")
+    core_row_nodes(prior_snapshot, new_serializer, -1, "", rows, paths)
     return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+
+
+def core_row_nodes(snap: Any, ser: Any, pos: int, path: str, rows: list[list[int]], paths: list[str]) -> None:
+    """Append the nodes of a Row written under ``snap`` and rewritten for ``ser`` (field ``pos`` of
+    its parent) to ``rows`` / ``paths``; also used for Row fields inside a POJO program."""
+    from .tuples import RowSerializer, RowSerializerSnapshot
+
+    if not isinstance(snap, RowSerializerSnapshot) or not isinstance(ser, RowSerializer):
+        raise NotByteRemappable(f"{path or 'row'}: not a flink-core Row")
+    if len(snap.nested_snapshots) != ser.arity:
+        raise NotByteRemappable(f"{path or 'row'}: arity changed")
+    me = len(rows)
+    rows.append([S_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
+    paths.append(path)
+    for i, (nsnap, nser) in enumerate(zip(snap.nested_snapshots, ser.field_serializers, strict=True)):
+        child = f"{path}.{ser.label(i)}" if path else ser.label(i)
+        if isinstance(nser, RowSerializer):
+            core_row_nodes(nsnap, nser, i, child, rows, paths)
+            continue
+        compat = nsnap.resolve_schema_compatibility(nser)
+        if not compat.is_compatible_as_is() or type(nsnap.restore_serializer()) is not type(nser):
+            raise NotByteRemappable(f"{child}: value changes shape")
+        leaf = leaf_kind(nser)
+        if leaf is None:
+            raise NotByteRemappable(f"{child}: {type(nser).__name__} has no in-place validator")
+        rows.append([leaf[0], i, len(rows) + 1, 0, 0, 0, 0, leaf[1]])
+        paths.append(child)
+    rows[me][C_END] = len(rows)
 
 
 def _mask_bit(m: bytes, k: int) -> bool:
@@ -1514,6 +1581,7 @@ def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, 
     kind_bits = (int(_mask_bit(m, 0)) | int(_mask_bit(m, 1)) << 1) if oldk else 0
     pos += oldlen
     size = newlen
+    at = len(out) if out is not None else 0
     if out is not None:
         head = bytearray(newlen)
         if newk:
@@ -1535,37 +1603,19 @@ def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, 
             size += r
             child = p[child][C_END]
             continue
-        if kind == S_FIXED:
-            w = p[child][C_WIDTH]
-            if end - pos < w:
-                err[0] = child
-                raise _RowError(E_TRUNCATED)
-            pos += w
-        elif kind == S_STR:
-            code, n, pos = _read_varint(d, pos, end, 0x7FFFFFFF)
-            if code == E_OK and n > 0:
-                if n - 1 > end - pos:
-                    code = E_TRUNCATED
-                else:
-                    for _ in range(n - 1):
-                        code, _u, pos = _read_varint(d, pos, end, 0xFFFF)
-                        if code != E_OK:
-                            break
-            if code != E_OK:
-                err[0] = child
-                raise _RowError(code)
+        code, state, pos = check_leaf(d, pos, end, kind, p[child][C_WIDTH])
+        if code != E_OK:
+            err[0] = child
+            raise _RowError(code)
+        if state == NUL:  # a null string under a 'present' mask bit: null, as the reference writes it
+            if out is not None:
+                k = newk + p[child][C_POS]
+                out[at + (k >> 3)] |= 0x80 >> (k & 7)
         else:
-            if end - pos < 4:
-                err[0] = child
-                raise _RowError(E_TRUNCATED)
-            blen = struct.unpack_from(">i", d, pos)[0]
-            if blen < 0 or blen > end - pos - 4:
-                err[0] = child
-                raise _RowError(E_BAD_LENGTH if blen < 0 else E_TRUNCATED)
-            pos += 4 + blen
-        if out is not None:
-            out += d[start:pos]
-        size += pos - start
+            value = put_canonical(kind, d, start, pos, state == REWRITE)
+            if out is not None:
+                out += value
+            size += len(value)
         child = p[child][C_END]
     return size, pos
 
@@ -1621,19 +1671,25 @@ KERNELS = (
     "string_encode_sizes", "string_encode_fill", "string_decode_sizes", "string_decode_fill",
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
     "encode_run", "decode_run",
-    "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode",
+    "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode", "pojo_migrate_run",
 )
 
 _CORE_ROW = frozenset({"compile_core_row_codec", "corerow_encode", "corerow_decode"})
+_POJO = frozenset({"compile_pojo_program", "pojo_migrate_run"})
 
 
 def __getattr__(name: str) -> Any:
-    """The flink-core Row encode / decode twins live in ``_batch_corerow`` (they build on the
-    helpers here, so that module imports this one; exposing them lazily avoids the cycle)."""
+    """The flink-core Row encode / decode twins live in ``_batch_corerow`` and the POJO migrate twin
+    in ``_batch_pojo`` (they build on the helpers here, so those modules import this one; exposing
+    them lazily avoids the cycle)."""
     if name in _CORE_ROW:
         from . import _batch_corerow
 
         return getattr(_batch_corerow, name)
+    if name in _POJO:
+        from . import _batch_pojo
+
+        return getattr(_batch_pojo, name)
     raise AttributeError(name)
 
 
