@@ -233,7 +233,7 @@ cdef void _in_cols(list keep, const int64_t* p, list cols, int64_t stop, BinView
     if len(cols) != n:
         raise ValueError("one Arrow column per program node is required")
     for node in range(n):
-        validity, values, offs, off, wide = cols[node]
+        validity, values, offs, off, wide, _ = cols[node]
         kind = PP(p, node, C_KIND)
         if is_var(kind):
             cv[node] = bin_view(keep, offs, values, validity, off, wide, stop)

@@ -962,9 +962,9 @@ def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
 
 
 def _core_row_columns(arr: pa.Array, prog: B.RowProgram) -> list[Any] | None:
-    """Per program node (pre-order): (validity, values, offsets, element offset, wide) of its Arrow
-    column, struct fields matched by position as on the per-value path; None when a column's type
-    does not fit its field."""
+    """Per program node (pre-order): (validity, values, offsets, element offset, wide, length) of its
+    Arrow column (the shape of the RowData encode columns), struct fields matched by position as on
+    the per-value path; None when a column's type does not fit its field."""
     m = prog.matrix
     cols: list[Any] = []
 
@@ -973,7 +973,7 @@ def _core_row_columns(arr: pa.Array, prog: B.RowProgram) -> list[Any] | None:
         if kind == BC.K_ROW:
             if not pa.types.is_struct(a.type) or a.type.num_fields != m[node, B.C_ARITY]:
                 return False
-            cols.append((a.buffers()[0] if a.null_count else None, None, None, a.offset, False))
+            cols.append((a.buffers()[0] if a.null_count else None, None, None, a.offset, False, len(a)))
             child = node + 1
             for j in range(a.type.num_fields):
                 if not add(a.field(j), child):
@@ -987,9 +987,9 @@ def _core_row_columns(arr: pa.Array, prog: B.RowProgram) -> list[Any] | None:
         validity = bufs[0] if leaf.null_count else None
         if kind in BC.STRING_KINDS:
             wide = pa.types.is_large_string(leaf.type) or pa.types.is_large_binary(leaf.type)
-            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], leaf.offset, wide))
+            cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], leaf.offset, wide, len(leaf)))
         else:
-            cols.append((validity, bufs[1], None, leaf.offset, False))
+            cols.append((validity, bufs[1], None, leaf.offset, False, len(leaf)))
         return True
 
     return cols if add(arr, 0) else None
@@ -1007,7 +1007,7 @@ def _core_encode_estimate(prog: B.RowProgram, cols: list[Any]) -> Callable[[int,
             per_row += (int(row[B.C_ARITY]) + (2 if row[B.C_FLAGS] & BC.F_ROW_KIND else 0) + 7) >> 3
         elif kind in (BC.K_STR, BC.K_BYTES):
             per_row += 1 if kind == BC.K_STR else 4
-            _, _, offs, off, wide = cols[node]
+            _, _, offs, off, wide, _ = cols[node]
             spans.append((np.frombuffer(offs, dtype=np.int64 if wide else np.int32), off))
         else:
             per_row += int(row[BC.C_WIDTH])
@@ -1242,22 +1242,17 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     matrix = prog.matrix
 
     ranges = _ranges(n, threads)
-    if kernel == "pojo":
-        def run_pojo(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
-            return k.pojo_migrate_run(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
-
-        def estimate_pojo(s: int, e: int) -> int:
-            return _input_span(offsets, offset + s, wide, len(data), e - s) + BP.pojo_growth(matrix) * (e - s)
-
-        return errors.result(_fused_output(n, ranges, valid, errors, base, run_pojo, wide, estimate_pojo))
-    if kernel == "rowdata":
-        def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
-            return k.migrate_run(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
-
+    if kernel in ("rowdata", "pojo"):
+        # one-pass kernels; the output estimate is the input bytes plus the plan's per-entry growth
+        run_kernel, growth = (k.migrate_run, _row_growth(matrix)) if kernel == "rowdata" else \
+            (k.pojo_migrate_run, BP.pojo_growth(matrix))
         span = _input_spans(offsets, offset, wide, len(data), n)
 
+        def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
+            return run_kernel(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
+
         def estimate(s: int, e: int) -> int:
-            return span(s, e) + _row_growth(matrix) * (e - s)
+            return span(s, e) + growth * (e - s)
 
         return errors.result(_fused_output(n, ranges, valid, errors, base, run, wide, estimate))
 

@@ -159,7 +159,7 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearr
             out[mask + (bit >> 3)] |= 0x80 >> (bit & 7)
             c = p[c][C_END]
             continue
-        _, vals, _, off = cols.cols[c]
+        _, vals, _, off, _ = cols.cols[c]
         if k == K_ROW:
             _encode_row(p, cols, c, i, out, err)
         elif k in STRING_KINDS:
@@ -191,7 +191,7 @@ def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: A
     """Encode rows ``start..stop`` packed into ``out_data`` from ``pos`` on; ``out_off[i + 1]`` =
     end of row ``i`` (int32 or int64 array; null and bad rows take no bytes).
 
-    ``cols[node]`` = (validity, values, offsets, element offset, wide) of each program node's Arrow
+    ``cols[node]`` = (validity, values, offsets, element offset, wide, length) of each program node's Arrow
     column. Returns ``(row, pos, status)``: status 0 = all rows done (row = stop); negative = row
     ``row`` is bad (:func:`encode_err`; its end is written, resume at ``row + 1``); positive =
     row ``row`` needs ``out_data`` of at least ``status`` bytes (or, past :data:`MAX32` with int32
