@@ -21,6 +21,7 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 from smbytes cimport *
+from smstrings cimport utf8_next
 
 __statemorph_native__ = True
 
@@ -103,60 +104,25 @@ ctypedef struct Ctx:
     int64_t err_node
     int64_t row
     const uint8_t* d
-    # decode outputs, per node (NULL where unused)
-    int64_t** str_off
-    uint8_t** valid
-    uint8_t** vals
-    uint8_t** sdata
-    # encode inputs, per node
-    const uint8_t** in_valid
-    const uint8_t** in_vals
-    const uint8_t** in_offs
-    int64_t* in_off
-    int64_t* in_vals_len
-    bint* in_wide
 
 cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
     return x.prog[node * NCOL + col]
 
 
 cdef bint utf8_valid(const uint8_t* s, int64_t n) noexcept nogil:
-    """Strict UTF-8 (what Python's ``bytes.decode('utf-8')`` accepts)."""
+    """Strict UTF-8 (what Python's ``bytes.decode('utf-8')`` accepts): ASCII a word at a time (most
+    state strings are ASCII), the rest through the shared decoder of ``smstrings``."""
     cdef int64_t p = 0
-    cdef uint32_t b0, c
-    cdef uint64_t w
-    cdef int k, m
-    # ASCII fast path, a word at a time (most state strings are ASCII)
+    cdef uint32_t cp
     while p + 8 <= n:
-        w = load_u64_le(s + p)
-        if w & 0x8080808080808080ull:
+        if load_u64_le(s + p) & 0x8080808080808080ull:
             break
         p += 8
     while p < n:
-        b0 = s[p]
-        if b0 < 0x80:
+        if s[p] < 0x80:
             p += 1
-            continue
-        if 0xC2 <= b0 <= 0xDF:
-            m = 1
-            c = b0 & 0x1F
-        elif 0xE0 <= b0 <= 0xEF:
-            m = 2
-            c = b0 & 0x0F
-        elif 0xF0 <= b0 <= 0xF4:
-            m = 3
-            c = b0 & 0x07
-        else:
+        elif utf8_next(s, &p, n, &cp) != E_OK:
             return False
-        if n - p - 1 < m:
-            return False
-        for k in range(1, m + 1):
-            if (s[p + k] & 0xC0) != 0x80:
-                return False
-            c = (c << 6) | (s[p + k] & 0x3F)
-        if (m == 2 and (c < 0x800 or (0xD800 <= c < 0xE000))) or (m == 3 and (c < 0x10000 or c > 0x10FFFF)):
-            return False
-        p += m + 1
     return True
 
 
@@ -214,16 +180,10 @@ cdef int64_t check_array(Ctx* x, int64_t node, int64_t base, int64_t size) noexc
         raw = load_u64_le(d + slot)
         mark = d[slot + 7]
         if mark & 0x80:
-            if k != R_STR and k != R_BIN:
+            ln = inline_check(d, slot, raw, k)
+            if ln != E_OK:
                 x.err_node = e
-                return -E_BAD_INLINE
-            ln = mark & 0x7F
-            if ln > 7:
-                x.err_node = e
-                return -E_BAD_INLINE
-            if k == R_STR and not utf8_valid(d + slot, ln):
-                x.err_node = e
-                return -E_BAD_UTF8
+                return -ln
             continue
         off = <int64_t>(raw >> 32)
         ln = <int64_t>(raw & 0xFFFFFFFFu)
@@ -363,7 +323,7 @@ cdef inline int64_t check_row_header(Ctx* x, int64_t node, int64_t base, int64_t
 cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
     """Validate the old row at d[base:base+size] for this node's (sub)program and return the size of
     the new row a migration writes (decode ignores it); a negative value is -code, with
-    ``x.err_node`` set. In decode mode, string/binary lengths go to ``x.str_off``."""
+    ``x.err_node`` set."""
     cdef const uint8_t* d = x.d
     cdef int64_t arity = P(x, node, C_ARITY)
     cdef int64_t old_arity = P(x, node, C_OLD_ARITY)
@@ -391,20 +351,10 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
             mark = d[slot + 7]
             raw = load_u64_le(d + slot)
             if mark & 0x80:
-                if k != R_STR and k != R_BIN:
+                r = inline_check(d, slot, raw, k)
+                if r != E_OK:
                     x.err_node = c
-                    return -E_BAD_INLINE
-                n = mark & 0x7F
-                if n > 7:
-                    x.err_node = c
-                    return -E_BAD_INLINE
-                # inline ASCII (the common short string) needs no scan: one masked word test
-                if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
-                        and not utf8_valid(d + slot, n):
-                    x.err_node = c
-                    return -E_BAD_UTF8
-                if x.str_off != NULL and x.str_off[c] != NULL:
-                    x.str_off[c][x.row + 1] = n
+                    return -r
                 c = P(x, c, C_END)
                 continue
             off = <int64_t>(raw >> 32)
@@ -425,8 +375,6 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
                     x.err_node = c
                     return -E_BAD_UTF8
             if k == R_STR or k == R_BIN:
-                if x.str_off != NULL and x.str_off[c] != NULL:
-                    x.str_off[c][x.row + 1] = n
                 new_size += round_up8(n)
             elif k == R_ROW or k == R_ARRAY or k == R_MAP:
                 if k == R_ROW:
@@ -523,18 +471,10 @@ cdef inline int64_t var_field(Ctx* x, int64_t c, int64_t k, int64_t flags, uint6
     cdef uint8_t mark = <uint8_t>(raw >> 56)
     cdef int64_t off, n, r, pad
     if mark & 0x80:
-        if k != R_STR and k != R_BIN:
+        r = inline_check(d, slot, raw, k)
+        if r != E_OK:
             x.err_node = c
-            return -E_BAD_INLINE
-        n = mark & 0x7F
-        if n > 7:
-            x.err_node = c
-            return -E_BAD_INLINE
-        # inline ASCII (the common short string) needs no scan: one masked word test
-        if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
-                and not utf8_valid(d + slot, n):
-            x.err_node = c
-            return -E_BAD_UTF8
+            return -r
         store_u64_le(o + nslot, raw)
         return cur
     off = <int64_t>(raw >> 32)
@@ -719,14 +659,10 @@ cdef inline int64_t copy_string(Ctx* x, const Op* op, int64_t kind, uint64_t raw
     cdef const uint8_t* src
     cdef uint8_t* dst
     if raw >> 63:
-        n = (raw >> 56) & 0x7F
-        if n > 7:
+        n = inline_check(d, base + op.soff, raw, kind)
+        if n != E_OK:
             x.err_node = op.node
-            return -E_BAD_INLINE
-        if kind == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
-                and not utf8_valid(d + base + op.soff, n):
-            x.err_node = op.node
-            return -E_BAD_UTF8
+            return -n
         store_u64_le(o + obase + op.doff, raw)
         return cur
     off = <int64_t>(raw >> 32)
