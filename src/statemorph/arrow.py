@@ -196,6 +196,18 @@ def _pack_validity(valid: np.ndarray | None, n: int) -> tuple[pa.Buffer | None, 
 # ------------------------------------------------------------------------------------------------
 
 
+def _pooled(count: int, dtype: Any = np.uint8) -> np.ndarray:
+    """An uninitialised numpy array over a buffer from Arrow's memory pool, for the one-pass
+    migrate outputs (``pa.py_buffer`` of it, or of a slice, hands it to Arrow without a copy).
+
+    Why the pool: a fresh numpy array this large comes straight from mmap, and the kernel then pays
+    a page fault (and the OS's zeroing) on every page it writes: ~10 ms per 100 MB, as much as a
+    migration itself. The pool (mimalloc / jemalloc) reuses the pages of a batch freed shortly
+    before, as in a streaming rewrite. (Not used for decode: its many zero-initialised columns
+    gain nothing, ``np.zeros`` gets them zeroed lazily by the OS.)"""
+    return np.frombuffer(pa.allocate_buffer(count * np.dtype(dtype).itemsize), dtype=dtype)
+
+
 def _ranges(n: int, threads: int) -> list[tuple[int, int]]:
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
@@ -805,7 +817,8 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
             kd = kinds[c]
             v = np.zeros((cap + 7) // 8 if kd == B.R_BOOL else cap * B._ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
             o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) if kd in (B.R_STR, B.R_BIN) else None
-            new[c] = [np.zeros((cap + 7) // 8, dtype=np.uint8), v if kd not in (B.R_STR, B.R_BIN, B.R_ROW) else None, o]
+            vbits = np.zeros((cap + 7) // 8, dtype=np.uint8)
+            new[c] = [vbits, v if kd not in (B.R_STR, B.R_BIN, B.R_ROW) else None, o]
             if o is not None:
                 o[0] = 0
             if old is not None:
@@ -1289,16 +1302,6 @@ def _row_growth(matrix: np.ndarray) -> int:
     return max(grow, 0)
 
 
-def _pooled(count: int, dtype: Any) -> tuple[pa.Buffer, np.ndarray]:
-    """An uninitialised buffer from Arrow's memory pool and a writable numpy view of it.
-
-    Why the pool: a fresh numpy array of this size comes straight from mmap, and the kernel then
-    pays a page fault (and the kernel's zeroing) on every page it writes: ~10 ms per 100 MB, as much
-    as the migration itself. The pool (mimalloc / jemalloc) reuses the pages of freed batches."""
-    buf = pa.allocate_buffer(count * np.dtype(dtype).itemsize)
-    return buf, np.frombuffer(buf, dtype=dtype)
-
-
 class _Part:
     """One range's one-pass output: its offsets (a window of the shared offsets array, positions
     relative to the range's own bytes) and its bytes packed into ``out`` (a window of the shared
@@ -1307,7 +1310,7 @@ class _Part:
     def __init__(self, offs: np.ndarray, out: np.ndarray) -> None:
         self.offs = offs
         self.out = out
-        self.own: pa.Buffer | None = None
+        self.own = False
         self.pos = 0
         self.bad: list[tuple[int, int]] = []
 
@@ -1317,9 +1320,9 @@ class _Part:
         size = 2 * len(self.out) + 64
         if self.offs.dtype == np.int32 and size > _MAX32:
             self.offs = self.offs.astype(np.int64)
-        self.own, bigger = _pooled(size, np.uint8)
+        bigger = _pooled(size)
         bigger[:self.pos] = self.out[:self.pos]
-        self.out = bigger
+        self.out, self.own = bigger, True
 
 
 def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | None, errors: _Errors, base: int,
@@ -1336,8 +1339,8 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
     stop_at_error = errors.on_error == "raise"
     sizes = [estimate(s, e) + 64 for s, e in ranges]
     starts = [sum(sizes[:j]) for j in range(len(ranges))]
-    data_buf, shared = _pooled(sum(sizes), np.uint8)
-    off_buf, out_off = _pooled(n + 1, np.int64 if large or sum(sizes) > _MAX32 else np.int32)
+    shared = _pooled(sum(sizes))
+    out_off = _pooled(n + 1, np.int64 if large or sum(sizes) > _MAX32 else np.int32)
     out_off[0] = 0
 
     def one(j: int, _: int) -> _Part:
@@ -1364,13 +1367,13 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         valid[[row for row, _ in bad]] = 0
     total = sum(p.pos for p in parts)
     if out_off.dtype == np.int32 and total > _MAX32:
-        off_buf, out_off = _pooled(n + 1, np.int64)  # a range outgrew int32 offsets: parts copy in below
+        out_off = _pooled(n + 1, np.int64)  # a range outgrew int32 offsets: parts copy in below
         out_off[0] = 0
-    own = len(parts) > 1 and any(p.own is not None for p in parts)
-    if len(parts) == 1 and parts[0].own is not None:
-        data_buf = parts[0].own
+    own = len(parts) > 1 and any(p.own for p in parts)
+    if len(parts) == 1:
+        shared = parts[0].out
     elif own:
-        data_buf, shared = _pooled(total, np.uint8)  # rare: a range outgrew its window
+        shared = _pooled(total)  # rare: a range outgrew its window
     at = 0
     for (s, e), p in zip(ranges, parts, strict=True):
         window = out_off[s + 1:e + 1]
@@ -1385,10 +1388,10 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         at += p.pos
     if not large and out_off.dtype == np.int64 and total <= _MAX32:
         out_off = out_off.astype(np.int32)  # the estimate was pessimistic: keep binary's type
-        off_buf = pa.py_buffer(out_off)
     validity, nulls = _pack_validity(valid, n)
     arrow_t = pa.binary() if out_off.dtype == np.int32 else pa.large_binary()
-    return pa.Array.from_buffers(arrow_t, n, [validity, off_buf, data_buf.slice(0, total)], null_count=nulls)
+    return pa.Array.from_buffers(arrow_t, n, [validity, pa.py_buffer(out_off), pa.py_buffer(shared[:total])],
+                                 null_count=nulls)
 
 
 def _migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any, errors: _Errors,
