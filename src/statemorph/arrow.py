@@ -853,8 +853,13 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
         return sdata, spos, counts, _resume(run, s, e, stop_at_error, grow), els[0]
 
     parts = _run(ranges, one)
-    _report(errors, [b for p in parts for b in p[3]], base)
+    bad = [b for p in parts for b in p[3]]
     counts = sum(p[2] for p in parts)
+    for row, status in _decimals_past_precision(prog, elem, bits, vals, n, {r for r, _ in bad}):
+        bad.append((row, status))  # a bad row: null at the top, like the kernels' own bad rows
+        bits[0][row >> 3] &= 0xFF ^ (1 << (row & 7))
+        counts[0] -= 1
+    _report(errors, bad, base)
     columns: list[Any] = [None] * nnodes
     for c in strs:
         total = sum(int(p[1][c]) for p in parts)
@@ -896,6 +901,26 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
         return pa.Array.from_buffers(at, length, [vbuf, pa.py_buffer(values)], null_count=nulls)
 
     return build(row_type, n)
+
+
+def _decimals_past_precision(prog: B.RowProgram, elem: list[bool], bits: list[Any], vals: list[Any], n: int,
+                             bad: set[int]) -> list[tuple[int, int]]:
+    """Rows whose compact DECIMAL(p, s) holds more than p digits (only a corrupted entry can: Flink
+    reads the unscaled long as it is), as (row, encoded error). Arrow's decimal128(p, s) cannot
+    hold such a value, so they are bad rows, as on the per-value path. One vectorised pass per
+    DECIMAL column after the kernels (fields inside arrays are not checked)."""
+    found: dict[int, int] = {}
+    kinds = prog.kinds
+    for c in range(1, len(kinds)):
+        if kinds[c] != B.R_DEC_COMPACT or elem[c]:
+            continue
+        limit = int(prog.matrix[c, B.C_LIMIT])
+        unscaled = vals[c].view(np.int64)[0::2][:n]
+        present = np.unpackbits(bits[c], bitorder="little")[:n].astype(bool)
+        for row in np.flatnonzero(present & ((unscaled >= limit) | (unscaled <= -limit))).tolist():
+            if row not in bad:
+                found.setdefault(row, B.encode_err(B.E_TOO_LARGE, c))
+    return sorted(found.items())
 
 
 def _decode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int) -> Any:

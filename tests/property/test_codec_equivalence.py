@@ -22,10 +22,10 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_native_equivalence import ARROW_LEAVES, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
+from test_native_equivalence import ARROW_LEAVES, TIERS, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
 
 from statemorph import _native, arrow, serializers
-from statemorph.errors import SerializationError
+from statemorph.errors import MalformedDataError, SerializationError
 from statemorph.serializers import _batch as B
 from statemorph.types import (
     ArrayType,
@@ -157,14 +157,27 @@ def test_decode_corruption_in_long_arrays_same_verdict(data: st.DataObject) -> N
         if b is None or i in bad:
             assert not got[i].is_valid, i
             continue
-        try:
-            expected = _arrow_rows(t, [s.from_bytes(b)])
-        except pa.ArrowInvalid:
-            # a flipped byte in a compact DECIMAL can give more digits than its precision: the
-            # reference reads it (as Flink does), Arrow's decimal128(p) refuses it; the kernels
-            # keep the unscaled value (a known gap: it should become a bad row)
-            continue
-        assert got.slice(i, 1).equals(expected), i
+        assert got.slice(i, 1).equals(_arrow_rows(t, [s.from_bytes(b)])), i
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_compact_decimal_past_its_precision_is_a_bad_row(tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corrupted compact DECIMAL(p, s) can hold more than p digits (Flink reads the unscaled long
+    as it is); Arrow's decimal128(p, s) cannot, so decode makes it a bad row naming the field, as
+    the per-value path does, on both tiers."""
+    monkeypatch.setattr(_native, "KERNELS", _native.tier(tier))
+    s = serializers.RowDataSerializer("ROW<a INT, r ROW<d DECIMAL(10, 2)>>")
+    good = s.to_bytes((1, (decimal.Decimal("12345678.91"),)))
+    raw = bytearray(good)
+    slot = 4 + 24 + 8  # entry length, outer fixed part, nested null bits: the DECIMAL's slot
+    raw[slot:slot + 8] = (10 ** 10).to_bytes(8, "little", signed=True)
+    arr = pa.array([good, bytes(raw), good], pa.binary())
+    out, errs = arrow.decode(arr, s, on_error="collect")
+    assert [(e.row, e.field_path) for e in errs] == [(1, "r.d")]
+    assert out.is_valid().to_pylist() == [True, False, True]
+    assert out.to_pylist()[0] == {"a": 1, "r": {"d": decimal.Decimal("12345678.91")}}
+    with pytest.raises(MalformedDataError, match="row 1, field r.d"):
+        arrow.decode(arr, s)
 
 
 def _entry(row: bytes) -> bytes:
