@@ -145,6 +145,31 @@ cdef inline int64_t array_header(int64_t n) noexcept nogil:
     return 4 + ((n + 31) // 32) * 4
 
 
+cdef inline int64_t var_span(Ctx* x, int64_t c, int64_t k, uint64_t raw, int64_t base, int64_t size,
+                             int64_t lo) noexcept nogil:
+    """The checks of a non-inline variable-length slot (``raw``) of node ``c`` whose row starts at
+    ``base``: nanos / length in range, the bytes inside ``[lo, size)``, strings valid UTF-8.
+    Returns the bytes the value takes in the row (8 for a TIMESTAMP(p > 3)) or -code with
+    ``x.err_node`` set; one function for every walk, so they check in the same order."""
+    cdef int64_t off = <int64_t>(raw >> 32)
+    cdef int64_t n = <int64_t>(raw & 0xFFFFFFFFu)
+    if k == R_TS_BIG:
+        if n > 999999:
+            x.err_node = c
+            return -E_BAD_NANOS
+        n = 8
+    elif k == R_DEC_BIG and (n < 1 or n > 16):
+        x.err_node = c
+        return -E_BAD_LENGTH
+    if off < lo or off + n > size:
+        x.err_node = c
+        return -E_BAD_OFFSET
+    if k == R_STR and not utf8_valid(x.d + base + off, n):
+        x.err_node = c
+        return -E_BAD_UTF8
+    return n
+
+
 cdef int64_t check_array(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
     """Validate the BinaryArrayData at d[base:base+size] (element program: ``node + 1``); return
     its migrated size (``size`` itself when the node is verbatim) or -code."""
@@ -185,22 +210,10 @@ cdef int64_t check_array(Ctx* x, int64_t node, int64_t base, int64_t size) noexc
                 x.err_node = e
                 return -ln
             continue
+        ln = var_span(x, e, k, raw, base, size, lo)
+        if ln < 0:
+            return ln
         off = <int64_t>(raw >> 32)
-        ln = <int64_t>(raw & 0xFFFFFFFFu)
-        if k == R_TS_BIG:
-            if ln > 999999:
-                x.err_node = e
-                return -E_BAD_NANOS
-            ln = 8
-        elif k == R_DEC_BIG and (ln < 1 or ln > 16):
-            x.err_node = e
-            return -E_BAD_LENGTH
-        if off < lo or off + ln > size:
-            x.err_node = e
-            return -E_BAD_OFFSET
-        if k == R_STR and not utf8_valid(d + base + off, ln):
-            x.err_node = e
-            return -E_BAD_UTF8
         r = 0
         if k == R_ROW:
             r = check_row(x, e, base + off, ln)
@@ -357,23 +370,10 @@ cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
                     return -r
                 c = P(x, c, C_END)
                 continue
+            n = var_span(x, c, k, raw, base, size, ofixed)
+            if n < 0:
+                return n
             off = <int64_t>(raw >> 32)
-            n = <int64_t>(raw & 0xFFFFFFFFu)
-            if k == R_TS_BIG:
-                if n > 999999:
-                    x.err_node = c
-                    return -E_BAD_NANOS
-                n = 8
-            elif k == R_DEC_BIG and (n < 1 or n > 16):
-                x.err_node = c
-                return -E_BAD_LENGTH
-            if off < ofixed or off + n > size:
-                x.err_node = c
-                return -E_BAD_OFFSET
-            if k == R_STR:
-                if not utf8_valid(d + base + off, n):
-                    x.err_node = c
-                    return -E_BAD_UTF8
             if k == R_STR or k == R_BIN:
                 new_size += round_up8(n)
             elif k == R_ROW or k == R_ARRAY or k == R_MAP:
@@ -477,39 +477,23 @@ cdef inline int64_t var_field(Ctx* x, int64_t c, int64_t k, int64_t flags, uint6
             return -r
         store_u64_le(o + nslot, raw)
         return cur
+    n = var_span(x, c, k, raw, base, size, ofixed)
+    if n < 0:
+        return n
     off = <int64_t>(raw >> 32)
-    n = <int64_t>(raw & 0xFFFFFFFFu)
     if k == R_TS_BIG:
-        if n > 999999:
-            x.err_node = c
-            return -E_BAD_NANOS
-        if off < ofixed or off + 8 > size:
-            x.err_node = c
-            return -E_BAD_OFFSET
         if 8 > cap - obase - cur:
             return -E_FULL
         memcpy(o + obase + cur, d + base + off, 8)
-        store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
+        store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | (raw & 0xFFFFFFFFu))  # keeps the nanos
         return cur + 8
     if k == R_DEC_BIG:
-        if n < 1 or n > 16:
-            x.err_node = c
-            return -E_BAD_LENGTH
-        if off < ofixed or off + n > size:
-            x.err_node = c
-            return -E_BAD_OFFSET
         if 16 > cap - obase - cur:
             return -E_FULL
         memset(o + obase + cur, 0, 16)
         memcpy(o + obase + cur, d + base + off, n)
         store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
         return cur + 16
-    if off < ofixed or off + n > size:
-        x.err_node = c
-        return -E_BAD_OFFSET
-    if k == R_STR and not utf8_valid(d + base + off, n):
-        x.err_node = c
-        return -E_BAD_UTF8
     if k == R_ROW and not (flags & F_VERBATIM):
         r = check_migrate_row(x, c, base + off, n, o, obase + cur, cap)
         if r < 0:
