@@ -63,23 +63,6 @@ cdef inline int64_t mask_len(const int64_t* p, int64_t node, int64_t* kb) noexce
 cdef inline bint mask_bit(const uint8_t* m, int64_t k) noexcept nogil:
     return (m[k >> 3] >> (7 - (k & 7))) & 1
 
-cdef inline void put_off(uint8_t* offs, bint wide, int64_t j, int64_t v) noexcept nogil:
-    cdef int32_t v32 = <int32_t>v
-    if wide:
-        memcpy(offs + 8 * j, &v, 8)
-    else:
-        memcpy(offs + 4 * j, &v32, 4)
-
-cdef inline int64_t get_off(const uint8_t* offs, bint wide, int64_t j) noexcept nogil:
-    cdef int32_t v32
-    cdef int64_t v
-    if wide:
-        memcpy(&v, offs + 8 * j, 8)
-        return v
-    memcpy(&v32, offs + 4 * j, 4)
-    return v32
-
-
 # ------------------------------------------------------------------------------------------------
 # encode
 # ------------------------------------------------------------------------------------------------

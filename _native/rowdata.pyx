@@ -927,14 +927,6 @@ cdef inline void copy_padded(uint8_t* dst, const uint8_t* src, int64_t n, int64_
         store_u64_le(dst + full, load_short(src + full, n - full, avail - full))
 
 
-cdef inline void store_off(uint8_t* offs, bint wide, int64_t i, int64_t v) noexcept nogil:
-    cdef int32_t v32 = <int32_t>v
-    if wide:
-        memcpy(offs + 8 * i, &v, 8)
-    else:
-        memcpy(offs + 4 * i, &v32, 4)
-
-
 cdef inline int64_t encode_str(const Node* nd, int64_t i, uint8_t* o, int64_t ob, int64_t slot, int64_t cur,
                               int64_t cap) noexcept nogil:
     """Write string / binary i of column ``nd`` into the slot at ``o[slot]``: inline up to 7
@@ -1303,11 +1295,11 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
             else:
                 put_value(el, ei, d + slot)
         if is_str:
-            store_off(el.offs, el.wide, ei + 1, el.spos)
+            put_off(el.offs, el.wide, ei + 1, el.spos)
         elif k == R_ROW:  # the string columns of element rows end at element ei too
             for c in range(a + 2, el.end):
                 if nodes[c].kind == R_STR or nodes[c].kind == R_BIN:
-                    store_off(nodes[c].offs, nodes[c].wide, ei + 1, nodes[c].spos)
+                    put_off(nodes[c].offs, nodes[c].wide, ei + 1, nodes[c].spos)
     A.spos += n
     return 0
 
@@ -1674,7 +1666,7 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
                 else:
                     memcpy(sdata + spos, d + A[r], n)
                 spos += n
-                store_off(offs, wide, b0 + r + 1, spos)
+                put_off(offs, wide, b0 + r + 1, spos)
             nd.count = count
             nd.spos = spos
             nd.sstart = spos
@@ -1708,7 +1700,7 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
                     memcpy(vals + 16 * i, src, 8)
                     memset(vals + 16 * i + 8, 0xFF if src[7] & 0x80 else 0, 8)
             if k == R_STR or k == R_BIN:
-                store_off(offs, wide, i + 1, spos)
+                put_off(offs, wide, i + 1, spos)
         nd.count = count
         nd.spos = spos
         nd.sstart = spos
@@ -2228,15 +2220,15 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
                     memset(&out_valid[i >> 3], 0xFF, (lim - i) >> 3)
                     written += lim - i
                     for r in range(lim - i):
-                        store_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
+                        put_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
                 else:
                     for r in range(lim - i):
                         if t.pres[r]:
                             bit_set(&out_valid[0], i + r)
                             written += 1
-                            store_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
+                            put_off(offs, owide, i + r + 1, t.pos[r] + 4 + t.b[r])
                         else:
-                            store_off(offs, owide, i + r + 1, t.pos[r])
+                            put_off(offs, owide, i + r + 1, t.pos[r])
                 i = lim
                 continue
             while i < lim:
@@ -2250,14 +2242,14 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
                         break
                     if r < 0:
                         status = encode_err(<int>(-r), err_node)
-                        store_off(offs, owide, i + 1, pos)
+                        put_off(offs, owide, i + 1, pos)
                         halt = True
                         break
                     store_u32_be(o + pos, <uint32_t>r)
                     pos += r + 4
                     bit_set(&out_valid[0], i)
                     written += 1
-                store_off(offs, owide, i + 1, pos)
+                put_off(offs, owide, i + 1, pos)
                 i += 1
     return i, pos, status, written
 
@@ -2365,7 +2357,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
                     nodes[0].count += 1
             for c in range(nstr):
                 nd = &nodes[snodes[c]]
-                store_off(nd.offs, nd.wide, i + 1, nd.spos)
+                put_off(nd.offs, nd.wide, i + 1, nd.spos)
                 nd.sstart = nd.spos
             for c in range(nelem):
                 nodes[enodes[c]].sstart = nodes[enodes[c]].spos

@@ -193,6 +193,23 @@ cdef inline void w_byte(Writer* w, uint8_t b) noexcept nogil:
         w.base[w.pos] = b
     w.pos += 1
 
+# ---------------------------------------------------------------- Arrow offsets (int32, or int64 if wide)
+cdef inline void put_off(uint8_t* offs, bint wide, int64_t j, int64_t v) noexcept nogil:
+    cdef int32_t v32 = <int32_t>v
+    if wide:
+        memcpy(offs + 8 * j, &v, 8)
+    else:
+        memcpy(offs + 4 * j, &v32, 4)
+
+cdef inline int64_t get_off(const uint8_t* offs, bint wide, int64_t j) noexcept nogil:
+    cdef int32_t v32
+    cdef int64_t v
+    if wide:
+        memcpy(&v, offs + 8 * j, 8)
+        return v
+    memcpy(&v32, offs + 4 * j, 4)
+    return v32
+
 # ---------------------------------------------------------------- Arrow binary column view
 ctypedef struct BinView:
     const uint8_t* offsets   # int32 or int64 little-endian offsets buffer
