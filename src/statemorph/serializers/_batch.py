@@ -638,7 +638,6 @@ class _RowCtx:
         self.d = data
         self.err_node = -1
         self.row = 0
-        self.str_off: list[Any] | None = None
 
 
 class _RowError(Exception):
@@ -651,8 +650,38 @@ def _is_null(d: bytes, base: int, i: int) -> bool:
     return bool(d[base + (b >> 3)] >> (b & 7) & 1)
 
 
+def _inline_check(d: bytes, slot: int, raw: int, k: int) -> int:
+    """Twin of the kernel's ``inline_check``: E_OK or the code of a slot marked inline."""
+    n = raw >> 56 & 0x7F
+    if k not in (R_STR, R_BIN) or n > 7:
+        return E_BAD_INLINE
+    if k == R_STR and not _utf8_ok(d[slot:slot + n]):
+        return E_BAD_UTF8
+    return E_OK
+
+
+def _var_span(x: _RowCtx, c: int, k: int, raw: int, base: int, size: int, lo: int) -> int:
+    """Twin of the kernel's ``var_span``: the bytes a non-inline value takes in the row (8 for a
+    TIMESTAMP(p > 3)); raises ``_RowError`` with ``x.err_node`` set."""
+    off, n = raw >> 32, raw & 0xFFFFFFFF
+    code = E_OK
+    if k == R_TS_BIG:
+        code = E_BAD_NANOS if n > 999999 else E_OK
+        n = 8
+    elif k == R_DEC_BIG and not 1 <= n <= 16:
+        code = E_BAD_LENGTH
+    if code == E_OK and (off < lo or off + n > size):
+        code = E_BAD_OFFSET
+    if code == E_OK and k == R_STR and not _utf8_ok(x.d[base + off:base + off + n]):
+        code = E_BAD_UTF8
+    if code != E_OK:
+        x.err_node = c
+        raise _RowError(code)
+    return n
+
+
 def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
-    """Mirror of ``check_row``: validate, record decode lengths, return the migrated size."""
+    """Mirror of ``check_row``: validate, return the migrated size."""
     p, d = x.p, x.d
     arity, old_arity = p[node][C_ARITY], p[node][C_OLD_ARITY]
     ow = _null_bits_size(old_arity)
@@ -681,31 +710,14 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
             mark = d[slot + 7]
             raw = _U64.unpack_from(d, slot)[0]
             if mark & 0x80:
-                if k not in (R_STR, R_BIN):
-                    raise fail(E_BAD_INLINE, c)
-                n = mark & 0x7F
-                if n > 7:
-                    raise fail(E_BAD_INLINE, c)
-                if k == R_STR and not _utf8_ok(d[slot:slot + n]):
-                    raise fail(E_BAD_UTF8, c)
-                if x.str_off is not None and x.str_off[c] is not None:
-                    x.str_off[c][x.row + 1] = n
+                code = _inline_check(d, slot, raw, k)
+                if code != E_OK:
+                    raise fail(code, c)
                 c = p[c][C_END]
                 continue
-            off, n = raw >> 32, raw & 0xFFFFFFFF
-            if k == R_TS_BIG:
-                if n > 999999:
-                    raise fail(E_BAD_NANOS, c)
-                n = 8
-            elif k == R_DEC_BIG and not 1 <= n <= 16:
-                raise fail(E_BAD_LENGTH, c)
-            if off < ofixed or off + n > size:
-                raise fail(E_BAD_OFFSET, c)
-            if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
-                raise fail(E_BAD_UTF8, c)
+            n = _var_span(x, c, k, raw, base, size, ofixed)
+            off = raw >> 32
             if k in (R_STR, R_BIN):
-                if x.str_off is not None and x.str_off[c] is not None:
-                    x.str_off[c][x.row + 1] = n
                 new_size += _round8(n)
             elif k in (R_ROW, R_ARRAY, R_MAP):
                 r = _CHECK[k](x, c, base + off, n)
@@ -794,25 +806,12 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
         raw = _U64.unpack_from(d, slot)[0]
         mark = d[slot + 7]
         if mark & 0x80:
-            if k not in (R_STR, R_BIN):
-                raise fail(E_BAD_INLINE, e)
-            ln = mark & 0x7F
-            if ln > 7:
-                raise fail(E_BAD_INLINE, e)
-            if k == R_STR and not _utf8_ok(d[slot:slot + ln]):
-                raise fail(E_BAD_UTF8, e)
+            code = _inline_check(d, slot, raw, k)
+            if code != E_OK:
+                raise fail(code, e)
             continue
-        off, ln = raw >> 32, raw & 0xFFFFFFFF
-        if k == R_TS_BIG:
-            if ln > 999999:
-                raise fail(E_BAD_NANOS, e)
-            ln = 8
-        elif k == R_DEC_BIG and not 1 <= ln <= 16:
-            raise fail(E_BAD_LENGTH, e)
-        if off < lo or off + ln > size:
-            raise fail(E_BAD_OFFSET, e)
-        if k == R_STR and not _utf8_ok(d[base + off:base + off + ln]):
-            raise fail(E_BAD_UTF8, e)
+        ln = _var_span(x, e, k, raw, base, size, lo)
+        off = raw >> 32
         r = _CHECK[k](x, e, base + off, ln) if k in _CHECK else 0
         new_size += _round8(r)
     return size if verbatim else new_size
@@ -1049,13 +1048,11 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
         raw = _U64.unpack_from(d, slot)[0]
         mark = raw >> 56
         if mark & 0x80:
+            code = _inline_check(d, slot, raw, k)
+            if code != E_OK:
+                x.err_node = c
+                raise _RowError(code)
             n = mark & 0x7F
-            if k not in (R_STR, R_BIN) or n > 7:
-                x.err_node = c
-                raise _RowError(E_BAD_INLINE)
-            if k == R_STR and not _utf8_ok(d[slot:slot + n]):
-                x.err_node = c
-                raise _RowError(E_BAD_UTF8)
             at = slot
         else:
             off, n = raw >> 32, raw & 0xFFFFFFFF
