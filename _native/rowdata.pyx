@@ -1914,18 +1914,62 @@ cdef dict _row_header(const int64_t* prog, int64_t node):
                 zero=zero)
 
 
+cdef list _lowered(const int64_t* prog):
+    """The ops of a migrate program as dicts (``lower_plan`` packs them into ``Op``; the plan
+    compiler ``statemorph._native.jit`` turns them into machine code), or None (general walk)."""
+    cdef list out
+    if not fast_eligible(prog, 0):
+        return None
+    out = [dict(code=OP_ENTER, node=0, **_row_header(prog, 0))]
+    if not _emit_row(out, prog, 0, 0):
+        return None
+    out.append(dict(code=OP_END, node=0))
+    return out
+
+
+OP_CODES = dict(FIXED=OP_FIXED, STR=OP_STR, ENTER=OP_ENTER, EXIT=OP_EXIT, VAR=OP_VAR, END=OP_END, R_STR=R_STR,
+                R_BIN=R_BIN)
+
+
+def lowered_ops(prog):
+    """The lowered ops of migrate program ``prog`` (list of dicts, codes in ``OP_CODES``), or None
+    when it takes the general walk."""
+    cdef _Keep keep = _Keep()
+    return _lowered(_prog(keep, prog))
+
+
+cdef int64_t var_field_call(const int64_t* prog, const uint8_t* d, int64_t c, int64_t k, int64_t flags, uint64_t raw,
+                           int64_t base, int64_t size, int64_t ofixed, int64_t slot, uint8_t* o, int64_t obase,
+                           int64_t nslot, int64_t cur, int64_t cap) noexcept nogil:
+    """``var_field`` with a plain C signature, for plan machine code: every field kind it does not
+    inline (arrays, maps, big DECIMAL / TIMESTAMP, unchanged nested rows) runs this same code."""
+    cdef Ctx x
+    x.prog = prog
+    x.d = d
+    x.err_node = -1
+    x.row = 0
+    return var_field(&x, c, k, flags, raw, base, size, ofixed, slot, o, obase, nslot, cur, cap)
+
+
+def var_field_address():
+    """Address of ``var_field_call`` (see there)."""
+    return <size_t><void*>var_field_call
+
+
+def utf8_valid_address():
+    """Address of ``int utf8_valid(const uint8_t*, int64_t)`` (strict UTF-8), which machine code
+    for a plan calls for non-ASCII strings: one validator for every tier of the compiled kernels."""
+    return <size_t><void*>utf8_valid
+
+
 cdef const Op* lower_plan(_Keep keep, const int64_t* prog) except? NULL:
     """Lower a migrate program into ops (see ``run_ops``), or NULL when the entry needs the general
     walk: a row wider than 56 fields or nested deeper than MAX_DEPTH, or an identity plan."""
-    cdef list out
+    cdef list out = _lowered(prog)
     cdef Op* ops
     cdef int64_t i
-    if not fast_eligible(prog, 0):
+    if out is None:
         return NULL
-    out = [dict(code=OP_ENTER, node=0, **_row_header(prog, 0))]
-    if not _emit_row(out, prog, 0, 0):
-        return NULL
-    out.append(dict(code=OP_END, node=0))
     ops = <Op*>keep.buffer(len(out) * sizeof(Op))
     for i, d in enumerate(out):
         ops[i].code = d["code"]
@@ -1974,6 +2018,28 @@ cdef inline int entry_span(const uint8_t* d, int64_t data_len, int64_t s, int64_
 cdef inline int entry_row(const BinView* v, int64_t i, int64_t* base, int64_t* size) noexcept nogil:
     """Locate the BinaryRowData of entry i (after its i32 BE length)."""
     return entry_span(v.data, v.data_len, bv_raw(v, i), bv_raw(v, i + 1), base, size)
+
+
+ctypedef int64_t (*PlanCode)(const uint8_t* offs, const uint8_t* d, int64_t d_len, int64_t i, int64_t stop,
+                             uint8_t* o, int64_t cap, int64_t* pos_io, int32_t* o32) noexcept nogil
+
+
+cdef int64_t migrate_coded(Ctx* x, PlanCode code, const Op* ops, const BinView* v, int64_t i, int64_t stop,
+                           uint8_t* o, int64_t cap, int64_t* pos_io, int32_t* o32, int64_t* status) noexcept nogil:
+    """Entries through the plan's machine code (``statemorph._native.jit``), which takes valid
+    entries laid out as Flink writes them and returns at the first entry it does not take (bad, odd,
+    or not fitting); that entry goes through ``migrate_entries``, which reports it exactly as without
+    machine code, then the machine code resumes. Plain input only (int32 offsets, no nulls)."""
+    cdef int64_t r
+    while i < stop:
+        i = code(v.offsets + 4 * v.offset, v.data, v.data_len, i, stop, o, cap, pos_io, o32)
+        if i >= stop:
+            break
+        r = migrate_entries(x, ops, v, False, i, i + 1, o, cap, pos_io, o32, NULL, status)
+        if r <= i:
+            return r
+        i = r
+    return i
 
 
 cdef int64_t migrate_entries(Ctx* x, const Op* ops, const BinView* v, bint verbatim, int64_t i, int64_t stop,
@@ -2035,13 +2101,14 @@ cdef int64_t migrate_entries(Ctx* x, const Op* ops, const BinView* v, bint verba
 
 
 def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop,
-                out_off, uint8_t[::1] out_data, int64_t pos):
+                out_off, uint8_t[::1] out_data, int64_t pos, size_t machine_code=0):
     """Fused migrate (one pass): validate each entry and write its new bytes at once, packed from
     ``out_data[pos]``, and its end into ``out_off[i + 1]`` (the output's own Arrow offsets, int32 or
     int64; ``out_off[start]`` is the caller's). Null entries take no bytes. Returns
     ``(next_row, pos, status)``: ``next_row == stop`` when done; ``status < 0``: entry ``next_row`` is
     bad (``status`` = encoded error; it takes no bytes; resume at ``next_row + 1``); else entry
     ``next_row`` did not fit (grow ``out_data``, keep ``out_data[:pos]``, call again from there).
+    ``machine_code``: the address of the plan's machine code (``statemorph._native.jit``), 0: none.
 
     Why fused: a two-pass scheme walks every row twice and re-reads the input from memory; here the
     validation and the write run in one walk on a row that is already in cache. Why stop at a bad
@@ -2078,7 +2145,10 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     verbatim = P(&x, 0, C_FLAGS) & F_VERBATIM
     ops = lower_plan(keep, x.prog)
     with nogil:
-        i = migrate_entries(&x, ops, &v, verbatim, start, stop, o, cap, &pos, o32, o64, &status)
+        if machine_code and ops != NULL and not verbatim and o32 != NULL and not v.wide and v.validity == NULL:
+            i = migrate_coded(&x, <PlanCode>machine_code, ops, &v, start, stop, o, cap, &pos, o32, &status)
+        else:
+            i = migrate_entries(&x, ops, &v, verbatim, start, stop, o, cap, &pos, o32, o64, &status)
     return i, pos, status
 
 

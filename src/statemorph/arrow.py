@@ -49,6 +49,7 @@ import pyarrow as pa
 
 from . import _native
 from ._arrow_values import arrow_type_for, from_arrow_value, to_arrow_value
+from ._native import jit
 from .errors import (
     IncompatibleSchemaError,
     MalformedDataError,
@@ -1285,9 +1286,12 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
         run_kernel, growth = (k.migrate_run, _row_growth(matrix)) if kernel == "rowdata" else \
             (k.pojo_migrate_run, BP.pojo_growth(matrix))
         span = _input_spans(offsets, offset, wide, len(data), n)
+        # the plan's machine code (RowData, compiled tier): held here for as long as it is called
+        code = jit.plan_code(matrix) if kernel == "rowdata" and k.name == "native" else None
+        extra = (code.address,) if code is not None else ()
 
         def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
-            return run_kernel(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos)
+            return run_kernel(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos, *extra)
 
         def estimate(s: int, e: int) -> int:
             return span(s, e) + growth * (e - s)

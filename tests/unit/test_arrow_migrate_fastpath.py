@@ -17,12 +17,15 @@ from statemorph.errors import MalformedDataError, StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.row import Row, RowKind
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
+# "native-interp": the compiled kernels with the plans' machine code switched off
+TIERS = ["python"] + (["native", "native-interp"] if _native.native_available() else [])
 
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param.split("-")[0]))
+    if request.param == "native-interp":
+        monkeypatch.setenv("STATEMORPH_JIT", "0")
     return str(request.param)
 
 
@@ -90,7 +93,9 @@ def test_bad_nested_header_names_the_nested_row_on_both_tiers() -> None:
     messages = []
     for tier in TIERS:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_native, "KERNELS", _native.tier(tier))
+            mp.setattr(_native, "KERNELS", _native.tier(tier.split("-")[0]))
+            if tier == "native-interp":
+                mp.setenv("STATEMORPH_JIT", "0")
             with pytest.raises(MalformedDataError) as info:
                 arrow.migrate(pa.array([good, bytes(bad)], pa.binary()), snap, sn)
         assert info.value.row == 1  # type: ignore[attr-defined]

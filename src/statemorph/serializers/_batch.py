@@ -898,10 +898,12 @@ def _prog_matrix(prog: Any) -> np.ndarray:
 
 
 def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
+                stop: int, out_off: Any, out_data: Any, pos: int, machine_code: int = 0) -> tuple[int, int, int]:
     """Fused one-pass migrate (twin of the compiled kernel): validate and write each entry, packed
     from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
-    (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit)."""
+    (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit).
+    ``machine_code`` is accepted for the shared signature and unused: plan machine code
+    (``statemorph._native.jit``) is called by the compiled kernel only."""
     if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
         raise ValueError("migrate_run: int32 offsets cannot address more than 2 GiB of output")
     if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):
