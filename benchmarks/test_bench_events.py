@@ -53,6 +53,19 @@ def test_migrate_native(benchmark: Any, events: Events, threads: int) -> None:
     record(f"migrate native threads={threads}", benchmark, events.n, tier=_native.TIER, input_MB=round(mb, 1))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_migrate_native_interpreter(benchmark: Any, events: Events, threads: int,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled kernel interpreting the plan's ops, without the plan's machine code
+    (``STATEMORPH_JIT=0``, or ``llvmlite`` not installed)."""
+    monkeypatch.setenv("STATEMORPH_JIT", "0")
+    out = benchmark.pedantic(arrow.migrate, args=(events.old_bytes, events.snapshot, events.sn),
+                             kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == events.n
+    record(f"migrate native interpreter (no machine code) threads={threads}", benchmark, events.n,
+           tier=_native.TIER)
+
+
 def test_memcpy_floor(benchmark: Any, events: Events) -> None:
     """Copy the same entry bytes (data + offsets buffers) into fresh numpy arrays: what any migrate
     must at least do, page faults of the new memory included (a plain ``memcpy``)."""

@@ -1286,8 +1286,10 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
         run_kernel, growth = (k.migrate_run, _row_growth(matrix)) if kernel == "rowdata" else \
             (k.pojo_migrate_run, BP.pojo_growth(matrix))
         span = _input_spans(offsets, offset, wide, len(data), n)
-        # the plan's machine code (RowData, compiled tier): held here for as long as it is called
-        code = jit.plan_code(matrix) if kernel == "rowdata" and k.name == "native" else None
+        # the plan's machine code (RowData, compiled tier): held here for as long as it is called;
+        # compiling takes ~0.1 s (once per plan and process), so small arrays keep the interpreter
+        code = jit.plan_code(matrix) if kernel == "rowdata" and k.name == "native" and n >= _MACHINE_CODE_MIN \
+            else None
         extra = (code.address,) if code is not None else ()
 
         def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
@@ -1306,6 +1308,9 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
 
     out = _binary_output(n, ranges, valid, errors, base, sizes, fill, wide)
     return errors.result(out)
+
+
+_MACHINE_CODE_MIN = 8192  # entries in a chunk before a plan is compiled to machine code
 
 
 def _input_spans(offsets: Any, offset: int, wide: bool, data_len: int, n: int) -> Callable[[int, int], int]:

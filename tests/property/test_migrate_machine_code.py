@@ -98,6 +98,7 @@ def test_events_through_the_bulk_api_equal_with_and_without_machine_code(monkeyp
     rows = [(i, None if i % 7 == 0 else (i * 3, i * 1000, "dev" * (i % 5) + "é" * (i % 3 == 0)))
             for i in range(3000)]
     arr = pa.array([so.to_bytes(r) for r in rows], pa.binary())
+    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)
     with_code = arrow.migrate(arr, so.snapshot_configuration(), sn, threads=2)
     monkeypatch.setenv("STATEMORPH_JIT", "0")
     assert arrow.migrate(arr, so.snapshot_configuration(), sn, threads=2).equals(with_code)

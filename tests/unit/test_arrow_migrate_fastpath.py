@@ -24,6 +24,7 @@ TIERS = ["python"] + (["native", "native-interp"] if _native.native_available() 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param.split("-")[0]))
+    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)  # machine code for small arrays too
     if request.param == "native-interp":
         monkeypatch.setenv("STATEMORPH_JIT", "0")
     return str(request.param)
@@ -94,6 +95,7 @@ def test_bad_nested_header_names_the_nested_row_on_both_tiers() -> None:
     for tier in TIERS:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(_native, "KERNELS", _native.tier(tier.split("-")[0]))
+            mp.setattr(arrow, "_MACHINE_CODE_MIN", 0)
             if tier == "native-interp":
                 mp.setenv("STATEMORPH_JIT", "0")
             with pytest.raises(MalformedDataError) as info:
