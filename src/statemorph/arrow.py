@@ -529,7 +529,7 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
     sizes = [bound(s, e) + 64 for s, e in ranges]
     region = {s: (a, a + z) for (s, _), a, z in zip(ranges, np.cumsum([0] + sizes[:-1]).tolist(), sizes,
                                                    strict=True)}
-    shared = np.empty(sum(sizes), dtype=np.uint8)
+    shared = _pooled(sum(sizes))
 
     def one(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
         out: list[Any] = [shared[region[s][0]:region[s][1]], 0, 0]

@@ -115,10 +115,10 @@ class _Emitter:
         self.put(f"br i1 {cond}, label %bail, label %{ok}")
         self.block(ok)
 
-    def branch(self, cond: str) -> tuple[str, str, str]:
-        yes, no, join = self.label(), self.label(), self.label()
+    def branch(self, cond: str) -> tuple[str, str]:
+        yes, no = self.label(), self.label()
         self.put(f"br i1 {cond}, label %{yes}, label %{no}")
-        return yes, no, join
+        return yes, no
 
     def bit_set(self, word: str, bit: int) -> str:
         return self.op(f"trunc i64 {self.bin('lshr', word, str(bit))} to i1")
@@ -140,14 +140,15 @@ class _Emitter:
         """``copy_string`` of a non-null STRING / BINARY field."""
         is_str = op["kind"] == self.k["R_STR"]
         raw = self.load64("%d", self.bin("add", base, str(op["soff"])))
-        inline, long_, join = self.branch(self.cmp("slt", raw, "0"))
+        inline, long_ = self.branch(self.cmp("slt", raw, "0"))
+        join = self.label()
         self.block(inline)
         n = self.bin("and", self.bin("lshr", raw, "56"), "127")
         self.bail_if(self.cmp("ugt", n, "7"))
-        if is_str:  # inline ASCII needs no scan; anything else goes to the interpreter
+        if is_str:  # inline ASCII needs no scan
             mask = self.bin("sub", self.bin("shl", "1", self.bin("mul", n, "8")), "1")
             high = self.bin("and", self.bin("and", raw, mask), _c(0x8080808080808080))
-            self.bail_if(self.cmp("ne", high, "0"))
+            self.utf8_check(high, self.bin("add", base, str(op["soff"])), n)
         self.store64("%o", self.bin("add", obase, str(op["doff"])), raw)
         self.put(f"br label %{join}")
 
@@ -189,19 +190,21 @@ class _Emitter:
         self.put(f"br label %{done}")
         self.block(done)
         if is_str:
-            ascii_, check, ok = self.branch(self.cmp("eq", self.bin("and", self.get(acc), _c(0x8080808080808080)),
-                                                     "0"))
-            self.block(check)
-            valid = self.op(f"call i32 %utf8(ptr {self.at('%d', src_at)}, i64 {n})")
-            self.bail_if(self.op(f"icmp eq i32 {valid}, 0"))
-            self.put(f"br label %{ascii_}")
-            self.block(ascii_)
-            self.put(f"br label %{ok}")
-            self.block(ok)
+            self.utf8_check(self.bin("and", self.get(acc), _c(0x8080808080808080)), src_at, n)
         self.store64("%o", self.bin("add", obase, str(op["doff"])), self.bin("or", self.bin("shl", c, "32"), n))
         self.set(cur, self.bin("add", c, r8))
         self.put(f"br label %{join}")
         self.block(join)
+
+    def utf8_check(self, high: str, at: str, n: str) -> None:
+        """Bytes with a high bit set (``high`` != 0) must be valid UTF-8: the interpreter's
+        validator decides, a failure sends the entry to the interpreter."""
+        check, ok = self.branch(self.cmp("ne", high, "0"))
+        self.block(check)
+        valid = self.op(f"call i32 %utf8(ptr {self.at('%d', at)}, i64 {n})")
+        self.bail_if(self.op(f"icmp eq i32 {valid}, 0"))
+        self.put(f"br label %{ok}")
+        self.block(ok)
 
     def row(self, i: int, base: str, size: str, obase: str) -> tuple[int, str]:
         """A row from its ENTER at ``ops[i]`` (``enter_row`` and the ops up to its EXIT / END).
@@ -236,7 +239,8 @@ class _Emitter:
                                                  nb0, op["sbit"], op["dbit"], op["n"]))
                 i += 1
                 continue
-            null, present, join = self.branch(self.bit_set(nb0, op["sbit"]))
+            null, present = self.branch(self.bit_set(nb0, op["sbit"]))
+            join = self.label()
             self.block(null)
             self.or_into(new0, _c(1 << op["dbit"]))
             self.store64("%o", self.bin("add", obase, str(op["doff"])), "0")
