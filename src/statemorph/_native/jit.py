@@ -45,17 +45,12 @@ def _bits(v: int) -> Iterator[int]:
         w += 1
 
 
-class _Emitter:
-    """LLVM IR text for one plan. Mutable values (a row's var cursor and new first word) live in
-    allocas, which LLVM's SROA turns into registers; every failed check branches to ``%bail``."""
+class _IR:
+    """LLVM IR text of one function. Mutable values live in allocas, which LLVM's SROA turns into
+    registers; every failed check branches to ``%bail``."""
 
-    def __init__(self, ops: list[dict[str, Any]], codes: dict[str, int], utf8: int, var_field: int,
-                 prog: int) -> None:
-        self.ops = ops
-        self.k = codes
+    def __init__(self, utf8: int) -> None:
         self.utf8 = utf8
-        self.var_field = var_field
-        self.prog = prog
         self.body: list[str] = []
         self.allocas: list[str] = []
         self.n = 0
@@ -123,7 +118,59 @@ class _Emitter:
     def bit_set(self, word: str, bit: int) -> str:
         return self.op(f"trunc i64 {self.bin('lshr', word, str(bit))} to i1")
 
-    # -- the plan -------------------------------------------------------------------------------
+    def bit_of(self, ptr: str, i: str) -> tuple[str, str]:
+        """Byte address and mask of bit ``i`` of a bitmap."""
+        at = self.at(ptr, self.bin("lshr", i, "3"))
+        mask = self.op(f"trunc i64 {self.bin('shl', '1', self.bin('and', i, '7'))} to i8")
+        return at, mask
+
+    def set_bit(self, ptr: str, i: str) -> None:
+        at, mask = self.bit_of(ptr, i)
+        old = self.op(f"load i8, ptr {at}, align 1")
+        self.put(f"store i8 {self.op(f'or i8 {old}, {mask}')}, ptr {at}, align 1")
+
+    def clear_bit(self, ptr: str, i: str) -> None:
+        at, mask = self.bit_of(ptr, i)
+        old = self.op(f"load i8, ptr {at}, align 1")
+        keep = self.op(f"xor i8 {mask}, -1")
+        self.put(f"store i8 {self.op(f'and i8 {old}, {keep}')}, ptr {at}, align 1")
+
+    def utf8_check(self, high: str, at: str, n: str) -> None:
+        """Bytes with a high bit set (``high`` != 0) must be valid UTF-8: the interpreter's
+        validator decides, a failure sends the entry to the interpreter."""
+        check, ok = self.branch(self.cmp("ne", high, "0"))
+        self.block(check)
+        valid = self.op(f"call i32 %utf8(ptr {self.at('%d', at)}, i64 {n})")
+        self.bail_if(self.op(f"icmp eq i32 {valid}, 0"))
+        self.put(f"br label %{ok}")
+        self.block(ok)
+
+    def entry(self, i: str) -> tuple[str, str]:
+        """``entry_span``'s checks of entry i (``i32 BE sizeInBytes ‖ row``, plain int32 Arrow
+        offsets): the row's start and size."""
+        s = self.load32("%offs", self.bin("mul", i, "4"))
+        e = self.load32("%offs", self.bin("add", self.bin("mul", i, "4"), "4"))
+        self.bail_if(self.cmp("slt", s, "0"))
+        self.bail_if(self.cmp("slt", e, self.bin("add", s, "4")))
+        self.bail_if(self.cmp("sgt", e, "%dlen"))
+        be = self.op(f"load i32, ptr {self.at('%d', s)}, align 1")
+        n = self.op(f"sext i32 {self.op(f'call i32 @llvm.bswap.i32(i32 {be})')} to i64")
+        self.bail_if(self.cmp("ne", n, self.bin("sub", self.bin("sub", e, s), "4")))
+        return self.bin("add", s, "4"), n
+
+
+class _MigrateEmitter(_IR):
+    """A RowData migrate plan (its lowered ops) as ``int64 plan(offs, d, dlen, i, stop, o, cap,
+    &pos, o32)``: the contract of ``rowdata.PlanCode``."""
+
+    def __init__(self, ops: list[dict[str, Any]], codes: dict[str, int], utf8: int, var_field: int,
+                 prog: int) -> None:
+        super().__init__(utf8)
+        self.ops = ops
+        self.k = codes
+        self.var_field = var_field
+        self.prog = prog
+
     def copy_run(self, src: str, dst: str, nb0: str, sbit: int, dbit: int, n: int) -> str:
         """``copy_run``: n slots copied, null ones zeroed; returns their new null bits."""
         nulls = self.bin("and", self.bin("lshr", nb0, str(sbit)), _c((1 << n) - 1))
@@ -195,16 +242,6 @@ class _Emitter:
         self.set(cur, self.bin("add", c, r8))
         self.put(f"br label %{join}")
         self.block(join)
-
-    def utf8_check(self, high: str, at: str, n: str) -> None:
-        """Bytes with a high bit set (``high`` != 0) must be valid UTF-8: the interpreter's
-        validator decides, a failure sends the entry to the interpreter."""
-        check, ok = self.branch(self.cmp("ne", high, "0"))
-        self.block(check)
-        valid = self.op(f"call i32 %utf8(ptr {self.at('%d', at)}, i64 {n})")
-        self.bail_if(self.op(f"icmp eq i32 {valid}, 0"))
-        self.put(f"br label %{ok}")
-        self.block(ok)
 
     def row(self, i: int, base: str, size: str, obase: str) -> tuple[int, str]:
         """A row from its ENTER at ``ops[i]`` (``enter_row`` and the ops up to its EXIT / END).
@@ -279,16 +316,9 @@ class _Emitter:
         self.block("body")
         i = self.get("%iv")
         pos = self.get("%posv")
-        s = self.load32("%offs", self.bin("mul", i, "4"))
-        e = self.load32("%offs", self.bin("add", self.bin("mul", i, "4"), "4"))
-        self.bail_if(self.cmp("slt", s, "0"))
-        self.bail_if(self.cmp("slt", e, self.bin("add", s, "4")))
-        self.bail_if(self.cmp("sgt", e, "%dlen"))
-        be = self.op(f"load i32, ptr {self.at('%d', s)}, align 1")
-        n = self.op(f"sext i32 {self.op(f'call i32 @llvm.bswap.i32(i32 {be})')} to i64")
-        self.bail_if(self.cmp("ne", n, self.bin("sub", self.bin("sub", e, s), "4")))
+        base, n = self.entry(i)
         self.bail_if(self.cmp("sgt", self.bin("add", pos, "4"), "%cap"))
-        end, r = self.row(0, self.bin("add", s, "4"), n, self.bin("add", pos, "4"))
+        end, r = self.row(0, base, n, self.bin("add", pos, "4"))
         if end != len(self.ops):
             raise ValueError("ops after END")
         swapped = self.op(f"call i32 @llvm.bswap.i32(i32 {self.op(f'trunc i64 {r} to i32')})")
@@ -376,7 +406,7 @@ def _compile(program: bytes, rows: int, cols: int) -> PlanCode | None:
     ops = rowdata.lowered_ops(matrix)
     if ops is None:
         return None
-    ir = _Emitter(ops, rowdata.OP_CODES, rowdata.utf8_valid_address(), rowdata.var_field_address(),
+    ir = _MigrateEmitter(ops, rowdata.OP_CODES, rowdata.utf8_valid_address(), rowdata.var_field_address(),
                   matrix.ctypes.data).function()
     engine, address = _build(ir)
     return PlanCode(engine, address, matrix)
