@@ -2324,8 +2324,23 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
     return i, pos, status, written
 
 
+ctypedef int64_t (*DecodeCode)(const uint8_t* offs, const uint8_t* d, int64_t d_len, int64_t i, int64_t stop,
+                               Node* nodes) noexcept nogil
+
+
+def node_layout():
+    """Size and field offsets of ``Node``, for decode machine code (``statemorph._native.jit``),
+    which reads a column's buffers and keeps its counters where ``decode_run`` keeps them."""
+    cdef Node n
+    cdef size_t b = <size_t>&n
+    return dict(size=sizeof(Node), valid=<size_t>&n.valid - b, vals=<size_t>&n.vals - b, offs=<size_t>&n.offs - b,
+                wide=<size_t>&n.wide - b, wide_size=sizeof(n.wide), sdata=<size_t>&n.sdata - b,
+                scap=<size_t>&n.scap - b, spos=<size_t>&n.spos - b, sstart=<size_t>&n.sstart - b,
+                count=<size_t>&n.count - b)
+
+
 def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop, list outs,
-               int64_t[::1] counts, int64_t[::1] spos):
+               int64_t[::1] counts, int64_t[::1] spos, size_t machine_code=0):
     """One-pass decode of entries ``start..stop``: validate each entry and scatter it into the
     Arrow outputs in the same walk. ``outs[node]`` = (validity bitmap, values, offsets, string
     data): node 0 has only its bitmap; string / binary nodes append their bytes to their string
@@ -2338,7 +2353,9 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
     = its encoded error; it is null everywhere: resume at ``next_row + 1``) or some string data
     buffer or element column is full (``status`` 0: grow them keeping their contents, resume at
-    ``next_row``)."""
+    ``next_row``). ``machine_code``: the address of the row type's decode machine code
+    (``statemorph._native.jit``; plain input only), 0 for none: it takes entries until one it does
+    not take, which the walk below decodes (or reports) before the machine code resumes."""
     cdef _Keep keep = _Keep()
     cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
     cdef Node* nodes = _lower(keep, prog)
@@ -2403,9 +2420,16 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     x.d = v.data
     blocked = block_ok(nodes, nnodes)
     _scratch(keep, &t, nnodes)
+    if v.wide or v.validity != NULL:
+        machine_code = 0
     with nogil:
         while i < stop:
-            if blocked and i == lim:
+            if machine_code:
+                i = (<DecodeCode>machine_code)(v.offsets + 4 * v.offset, v.data, v.data_len, i, stop, nodes)
+                if i >= stop:
+                    break
+                lim = i + 1  # this entry takes the row walk, not a block
+            elif blocked and i == lim:
                 lim = min(i + BLK, stop)
                 if decode_block(&x, &v, nodes, nnodes, &t, i, lim):
                     i = lim

@@ -808,6 +808,9 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
         elif kinds[c] != B.R_ROW:
             vals[c] = np.zeros(n * B._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
     stop_at_error = errors.on_error == "raise"
+    # the row type's decode machine code (compiled tier), held here for as long as it is called
+    code = jit.decode_code(prog.matrix) if k.name == "native" and n >= _MACHINE_CODE_MIN else None
+    extra = (code.address,) if code is not None else ()
 
     def elements(cap: int, old: list[Any] | None) -> list[Any]:
         """Outputs of the element columns for ``cap`` elements (keeping ``old``'s contents)."""
@@ -840,7 +843,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
         def run(i: int) -> tuple[int, int]:
             outs = [(els[0][c][0], els[0][c][1], els[0][c][2], sdata[c]) if elem[c] else
                     (bits[c], vals[c], soffs[c], sdata[c]) for c in range(nnodes)]
-            return k.decode_run(prog.matrix, *src, i, e, outs, counts, spos)
+            return k.decode_run(prog.matrix, *src, i, e, outs, counts, spos, *extra)
 
         def grow() -> None:
             for c in strs:

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ..serializers import _batch as B
+
 _MASK64 = (1 << 64) - 1
 
 
@@ -145,6 +147,41 @@ class _IR:
         self.put(f"br label %{ok}")
         self.block(ok)
 
+    def or_into(self, var: str, value: str) -> None:
+        self.set(var, self.bin("or", self.get(var), value))
+
+    def copy_words(self, src_at: str, dst: str, dst_at: str, n: str, r8: str, is_str: bool) -> None:
+        """n bytes from ``%d`` to ``dst`` a word at a time (``r8`` = n rounded up to 8 bytes are
+        readable and writable: the caller checked), the last word masked to the string's end
+        (which zeroes the pad); the ASCII test rides along, other strings must be valid UTF-8."""
+        w, acc = self.var(), self.var()
+        self.set(w, "0")
+        self.set(acc, "0")
+        head, body, tail = self.label(), self.label(), self.label()
+        self.put(f"br label %{head}")
+        self.block(head)
+        wv = self.get(w)
+        self.put(f"br i1 {self.cmp('slt', self.bin('add', wv, '8'), r8)}, label %{body}, label %{tail}")
+        self.block(body)
+        v = self.load64("%d", self.bin("add", src_at, wv))
+        self.or_into(acc, v)
+        self.store64(dst, self.bin("add", dst_at, wv), v)
+        self.set(w, self.bin("add", wv, "8"))
+        self.put(f"br label %{head}")
+        self.block(tail)
+        last, done = self.label(), self.label()
+        self.put(f"br i1 {self.cmp('ne', r8, '0')}, label %{last}, label %{done}")
+        self.block(last)
+        wv = self.get(w)
+        keep = self.bin("lshr", _c(_MASK64), self.bin("mul", self.bin("sub", r8, n), "8"))
+        v = self.bin("and", self.load64("%d", self.bin("add", src_at, wv)), keep)
+        self.or_into(acc, v)
+        self.store64(dst, self.bin("add", dst_at, wv), v)
+        self.put(f"br label %{done}")
+        self.block(done)
+        if is_str:
+            self.utf8_check(self.bin("and", self.get(acc), _c(0x8080808080808080)), src_at, n)
+
     def entry(self, i: str) -> tuple[str, str]:
         """``entry_span``'s checks of entry i (``i32 BE sizeInBytes ‖ row``, plain int32 Arrow
         offsets): the row's start and size."""
@@ -180,9 +217,6 @@ class _MigrateEmitter(_IR):
             self.store64(dst, str(8 * k), self.bin("and", v, keep))
         return self.bin("shl", nulls, str(dbit))
 
-    def or_into(self, var: str, value: str) -> None:
-        self.set(var, self.bin("or", self.get(var), value))
-
     def string(self, op: dict[str, Any], base: str, size: str, ofixed: int, obase: str, cur: str) -> None:
         """``copy_string`` of a non-null STRING / BINARY field."""
         is_str = op["kind"] == self.k["R_STR"]
@@ -210,34 +244,7 @@ class _MigrateEmitter(_IR):
         dst_at = self.bin("add", obase, c)
         self.bail_if(self.cmp("sgt", self.bin("add", src_at, r8), "%dlen"))
         self.bail_if(self.cmp("sgt", self.bin("add", dst_at, r8), "%cap"))
-        # whole words, the last one masked to the string's end (which zeroes the pad)
-        w, acc = self.var(), self.var()
-        self.set(w, "0")
-        self.set(acc, "0")
-        head, body, tail = self.label(), self.label(), self.label()
-        self.put(f"br label %{head}")
-        self.block(head)
-        wv = self.get(w)
-        self.put(f"br i1 {self.cmp('slt', self.bin('add', wv, '8'), r8)}, label %{body}, label %{tail}")
-        self.block(body)
-        v = self.load64("%d", self.bin("add", src_at, wv))
-        self.or_into(acc, v)
-        self.store64("%o", self.bin("add", dst_at, wv), v)
-        self.set(w, self.bin("add", wv, "8"))
-        self.put(f"br label %{head}")
-        self.block(tail)
-        last, done = self.label(), self.label()
-        self.put(f"br i1 {self.cmp('ne', r8, '0')}, label %{last}, label %{done}")
-        self.block(last)
-        wv = self.get(w)
-        keep = self.bin("lshr", _c(_MASK64), self.bin("mul", self.bin("sub", r8, n), "8"))
-        v = self.bin("and", self.load64("%d", self.bin("add", src_at, wv)), keep)
-        self.or_into(acc, v)
-        self.store64("%o", self.bin("add", dst_at, wv), v)
-        self.put(f"br label %{done}")
-        self.block(done)
-        if is_str:
-            self.utf8_check(self.bin("and", self.get(acc), _c(0x8080808080808080)), src_at, n)
+        self.copy_words(src_at, "%o", dst_at, n, r8, is_str)
         self.store64("%o", self.bin("add", obase, str(op["doff"])), self.bin("or", self.bin("shl", c, "32"), n))
         self.set(cur, self.bin("add", c, r8))
         self.put(f"br label %{join}")
@@ -365,6 +372,230 @@ class _MigrateEmitter(_IR):
         return "\n".join(top + self.body + tail) + "\n"
 
 
+class _DecodeEmitter(_IR):
+    """A RowData row type's decode as ``int64 plan(offs, d, dlen, i, stop, nodes)``: the contract
+    of ``rowdata.DecodeCode``. It scatters entries into the Arrow outputs ``decode_run`` prepared
+    (their pointers and counters read from its ``Node`` array, counters written back on return).
+    On an entry it does not take it clears what it wrote for that row (validity and BOOLEAN bits,
+    values) and returns, so the walk decodes the entry onto the same zeroed outputs as without it."""
+
+    def __init__(self, matrix: list[list[int]], layout: dict[str, int], utf8: int) -> None:
+        super().__init__(utf8)
+        self.m = matrix
+        self.lay = layout
+        self.cols: dict[tuple[int, str], str] = {}  # (node, field) → its value in the prologue
+
+    def field(self, c: int, name: str, ty: str) -> str:
+        at = self.at("%nodes", str(c * self.lay["size"] + self.lay[name]))
+        return self.op(f"load {ty}, ptr {at}, align 8")
+
+    def kind(self, c: int) -> int:
+        return self.m[c][B.C_KIND]
+
+    def prologue(self) -> list[str]:
+        """Every column's buffers (they do not move during a call) and counters."""
+        for c in range(len(self.m)):
+            k = self.kind(c)
+            self.cols[c, "valid"] = self.field(c, "valid", "ptr")
+            self.cols[c, "count"], self.cols[c, "count0"] = self.var(), self.var()
+            count = self.field(c, "count", "i64")
+            self.set(self.cols[c, "count"], count)
+            self.set(self.cols[c, "count0"], count)
+            if k in (B.R_STR, B.R_BIN):
+                self.cols[c, "offs"] = self.field(c, "offs", "ptr")
+                wide = self.field(c, "wide", f"i{8 * self.lay['wide_size']}")
+                self.cols[c, "wide"] = self.op(f"icmp ne i{8 * self.lay['wide_size']} {wide}, 0")
+                self.cols[c, "sdata"] = self.field(c, "sdata", "ptr")
+                self.cols[c, "scap"] = self.field(c, "scap", "i64")
+                self.cols[c, "spos"], self.cols[c, "spos0"] = self.var(), self.var()
+                spos = self.field(c, "spos", "i64")
+                self.set(self.cols[c, "spos"], spos)
+                self.set(self.cols[c, "spos0"], spos)
+            elif k != B.R_ROW:
+                self.cols[c, "vals"] = self.field(c, "vals", "ptr")
+        lines, self.body = self.body, []
+        return lines
+
+    def count_up(self, c: int) -> None:
+        v = self.cols[c, "count"]
+        self.set(v, self.bin("add", self.get(v), "1"))
+
+    def string(self, c: int, slot: str, base: str, size: str, fixed: int) -> None:
+        """``decode_row``'s STRING / BINARY: inline or var part, UTF-8, appended to the column a
+        word at a time (the column's buffer must hold the whole words, or the walk takes the entry)."""
+        is_str = self.kind(c) == B.R_STR
+        sdata, spos = self.cols[c, "sdata"], self.cols[c, "spos"]
+        pos = self.get(spos)
+        room = self.bin("sub", self.cols[c, "scap"], pos)
+        raw = self.load64("%d", slot)
+        inline, long_ = self.branch(self.cmp("slt", raw, "0"))
+        join = self.label()
+        self.block(inline)
+        n = self.bin("and", self.bin("lshr", raw, "56"), "127")
+        self.bail_if(self.cmp("ugt", n, "7"))
+        if is_str:
+            mask = self.bin("sub", self.bin("shl", "1", self.bin("mul", n, "8")), "1")
+            self.utf8_check(self.bin("and", self.bin("and", raw, mask), _c(0x8080808080808080)), slot, n)
+        self.bail_if(self.cmp("slt", room, "8"))
+        self.store64(sdata, pos, raw)
+        self.set(spos, self.bin("add", pos, n))
+        self.put(f"br label %{join}")
+        self.block(long_)
+        off = self.bin("lshr", raw, "32")
+        n = self.bin("and", raw, _c(0xFFFFFFFF))
+        self.bail_if(self.op(f"or i1 {self.cmp('slt', off, str(fixed))}, "
+                             f"{self.cmp('sgt', self.bin('add', off, n), size)}"))
+        at = self.bin("add", base, off)
+        r8 = self.bin("and", self.bin("add", n, "7"), _c(~7))
+        self.bail_if(self.cmp("sgt", self.bin("add", at, r8), "%dlen"))
+        self.bail_if(self.cmp("sgt", r8, room))
+        self.copy_words(at, sdata, pos, n, r8, is_str)
+        self.set(spos, self.bin("add", pos, n))
+        self.put(f"br label %{join}")
+        self.block(join)
+
+    def value(self, c: int, slot: str, i: str) -> None:
+        """``put_value`` / the 4- and 8-byte copies of ``decode_row``."""
+        k, vals = self.kind(c), self.cols[c, "vals"]
+        if k == B.R_BOOL:
+            byte = self.op(f"load i8, ptr {self.at('%d', slot)}, align 1")
+            yes, no = self.branch(self.op(f"icmp ne i8 {byte}, 0"))
+            self.block(yes)
+            self.set_bit(vals, i)
+            self.put(f"br label %{no}")
+            self.block(no)
+            return
+        if k == B.R_DEC_COMPACT:
+            v = self.load64("%d", slot)
+            at = self.bin("mul", i, "16")
+            self.store64(vals, at, v)
+            self.store64(vals, self.bin("add", at, "8"), self.bin("ashr", v, "63"))
+            return
+        bits = 8 * _WIDTH[k]
+        v = self.op(f"load i{bits}, ptr {self.at('%d', slot)}, align 1")
+        self.put(f"store i{bits} {v}, ptr {self.at(vals, self.bin('mul', i, str(_WIDTH[k])))}, align 1")
+
+    def row(self, node: int, base: str, size: str, i: str) -> None:
+        """``decode_row`` of the row at ``node``: ``check_row_header``, then every field."""
+        arity = self.m[node][B.C_ARITY]
+        fixed = 8 + 8 * arity
+        self.bail_if(self.cmp("slt", size, str(fixed)))
+        kind = self.op(f"load i8, ptr {self.at('%d', base)}, align 1")
+        self.bail_if(self.op(f"icmp ugt i8 {kind}, 3"))
+        nb0 = self.load64("%d", base)
+        self.bail_if(self.cmp("ne", self.bin("lshr", nb0, str(arity + 8)), "0"))
+        c = node + 1
+        while c < self.m[node][B.C_END]:
+            j = self.m[c][B.C_POS]
+            null, present = self.branch(self.bit_set(nb0, j + 8))
+            self.block(present)
+            self.set_bit(self.cols[c, "valid"], i)
+            self.count_up(c)
+            slot = self.bin("add", base, str(8 + 8 * j))
+            k = self.kind(c)
+            if k in (B.R_STR, B.R_BIN):
+                self.string(c, slot, base, size, fixed)
+            elif k == B.R_ROW:
+                raw = self.load64("%d", slot)
+                self.bail_if(self.cmp("slt", raw, "0"))
+                off = self.bin("lshr", raw, "32")
+                n = self.bin("and", raw, _c(0xFFFFFFFF))
+                self.bail_if(self.op(f"or i1 {self.cmp('slt', off, str(fixed))}, "
+                                     f"{self.cmp('sgt', self.bin('add', off, n), size)}"))
+                self.row(c, self.bin("add", base, off), n, i)
+            else:
+                self.value(c, slot, i)
+            self.put(f"br label %{null}")
+            self.block(null)
+            c = self.m[c][B.C_END]
+
+    def undo(self, i: str) -> None:
+        """What this call wrote for row i, where the walk expects zeros."""
+        for c in range(1, len(self.m)):
+            k = self.kind(c)
+            self.clear_bit(self.cols[c, "valid"], i)
+            if k == B.R_BOOL:
+                self.clear_bit(self.cols[c, "vals"], i)
+            elif (c, "vals") in self.cols:
+                w = 16 if k == B.R_DEC_COMPACT else _WIDTH[k]
+                at = self.bin("mul", i, str(w))
+                for b in range(0, w, 8) if w >= 8 else [0]:
+                    bits = 64 if w >= 8 else 8 * w
+                    self.put(f"store i{bits} 0, ptr {self.at(self.cols[c, 'vals'], self.bin('add', at, str(b)))}, "
+                             f"align 1")
+
+    def write_back(self, committed: bool) -> None:
+        """Counters into the ``Node`` array (the values after the last whole entry)."""
+        for c in range(len(self.m)):
+            suffix = "0" if committed else ""
+            at = self.at("%nodes", str(c * self.lay["size"] + self.lay["count"]))
+            self.put(f"store i64 {self.get(self.cols[c, 'count' + suffix])}, ptr {at}, align 8")
+            if (c, "spos") in self.cols:
+                pos = self.get(self.cols[c, "spos" + suffix])
+                for name in ("spos", "sstart"):
+                    at = self.at("%nodes", str(c * self.lay["size"] + self.lay[name]))
+                    self.put(f"store i64 {pos}, ptr {at}, align 8")
+
+    def function(self) -> str:
+        pro = self.prologue()
+        self.block("body")
+        i = self.get("%iv")
+        base, size = self.entry(i)
+        self.row(0, base, size, i)
+        self.set_bit(self.cols[0, "valid"], i)
+        self.count_up(0)
+        nxt = self.bin("add", i, "1")
+        for c in range(1, len(self.m)):
+            if (c, "spos") not in self.cols:
+                continue
+            pos = self.get(self.cols[c, "spos"])
+            wide, narrow = self.branch(self.cols[c, "wide"])
+            done = self.label()
+            self.block(wide)
+            self.store64(self.cols[c, "offs"], self.bin("mul", nxt, "8"), pos)
+            self.put(f"br label %{done}")
+            self.block(narrow)
+            self.put(f"store i32 {self.op(f'trunc i64 {pos} to i32')}, "
+                     f"ptr {self.at(self.cols[c, 'offs'], self.bin('mul', nxt, '4'))}, align 1")
+            self.put(f"br label %{done}")
+            self.block(done)
+            self.set(self.cols[c, "spos0"], pos)
+        for c in range(len(self.m)):
+            self.set(self.cols[c, "count0"], self.get(self.cols[c, "count"]))
+        self.set("%iv", nxt)
+        self.put("br label %loop")
+        body, self.body = self.body, []
+        self.block("bail")
+        ib = self.get("%iv")
+        self.undo(ib)
+        self.write_back(committed=True)
+        self.put(f"ret i64 {ib}")
+        self.block("done")
+        self.write_back(committed=False)
+        self.put("ret i64 %stop")
+        tail, self.body = self.body, []
+        top = [
+            "declare i32 @llvm.bswap.i32(i32)",
+            "define i64 @plan(ptr noalias %offs, ptr noalias %d, i64 %dlen, i64 %i0, i64 %stop, ptr %nodes) nounwind {",
+            "entry:",
+            f"  %utf8 = inttoptr i64 {self.utf8} to ptr",
+            "  %iv = alloca i64, align 8",
+            *self.allocas,
+            *pro,
+            "  store i64 %i0, ptr %iv, align 8",
+            "  br label %loop",
+            "loop:",
+            "  %il = load i64, ptr %iv, align 8",
+            "  %more = icmp slt i64 %il, %stop",
+            "  br i1 %more, label %body, label %done",
+        ]
+        return "\n".join(top + body + tail + ["}"]) + "\n"
+
+
+_WIDTH = {B.R_I8: 1, B.R_I16: 2, B.R_I32: 4, B.R_F32: 4, B.R_I64: 8, B.R_F64: 8}
+_DECODE_KINDS = frozenset({B.R_BOOL, B.R_DEC_COMPACT, B.R_STR, B.R_BIN, B.R_ROW, *_WIDTH})
+
+
 class PlanCode:
     """A plan's machine code: ``address`` is what ``rowdata.migrate_run`` calls; the object owns
     the LLVM engine holding the code and the program matrix the code points into, so hold it for
@@ -392,22 +623,39 @@ def plan_code(matrix: np.ndarray) -> PlanCode | None:
     or None: machine code disabled or unavailable, or a plan without lowered ops
     (rows over 56 fields or nested past the op stack, which take the general walk, and identity
     plans, which copy entries as they are)."""
+    return _code("migrate", matrix)
+
+
+def decode_code(matrix: np.ndarray) -> PlanCode | None:
+    """The machine code of a RowData decode program (compiled the first time one is seen), or
+    None: machine code disabled or unavailable, or a row type with kinds it does not take (arrays,
+    maps, big DECIMAL / TIMESTAMP: the blocked walk) or rows of 56 fields or more."""
+    return _code("decode", matrix)
+
+
+def _code(kind: str, matrix: np.ndarray) -> PlanCode | None:
     if not enabled():
         return None
     m = np.ascontiguousarray(matrix, dtype=np.int64)
-    return _compile(m.tobytes(), m.shape[0], m.shape[1])
+    return _compile(kind, m.tobytes(), m.shape[0], m.shape[1])
 
 
 @functools.lru_cache(maxsize=64)
-def _compile(program: bytes, rows: int, cols: int) -> PlanCode | None:
+def _compile(kind: str, program: bytes, rows: int, cols: int) -> PlanCode | None:
     from . import rowdata  # type: ignore[attr-defined]
 
     matrix = np.frombuffer(program, dtype=np.int64).reshape(rows, cols).copy()
-    ops = rowdata.lowered_ops(matrix)
-    if ops is None:
-        return None
-    ir = _MigrateEmitter(ops, rowdata.OP_CODES, rowdata.utf8_valid_address(), rowdata.var_field_address(),
-                  matrix.ctypes.data).function()
+    if kind == "migrate":
+        ops = rowdata.lowered_ops(matrix)
+        if ops is None:
+            return None
+        ir = _MigrateEmitter(ops, rowdata.OP_CODES, rowdata.utf8_valid_address(), rowdata.var_field_address(),
+                             matrix.ctypes.data).function()
+    else:
+        m = matrix.tolist()
+        if any(r[B.C_KIND] not in _DECODE_KINDS or (r[B.C_KIND] == B.R_ROW and r[B.C_ARITY] >= 56) for r in m):
+            return None
+        ir = _DecodeEmitter(m, rowdata.node_layout(), rowdata.utf8_valid_address()).function()
     engine, address = _build(ir)
     return PlanCode(engine, address, matrix)
 
@@ -439,3 +687,4 @@ def _machine() -> Any:
 
     return llvm.Target.from_default_triple().create_target_machine(
         opt=3, cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten())
+

@@ -1138,9 +1138,10 @@ def _arrays(p: list[list[int]]) -> list[int]:
 
 
 def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
-               outs: list[Any], counts: Any, spos: Any) -> tuple[int, int]:
+               outs: list[Any], counts: Any, spos: Any, machine_code: int = 0) -> tuple[int, int]:
     """One-pass decode (twin of the compiled kernel): validate and scatter each entry; returns
-    ``(next_row, status)`` (``next_row < stop``: bad entry with ``status`` < 0, or full buffer)."""
+    ``(next_row, status)`` (``next_row < stop``: bad entry with ``status`` < 0, or full buffer).
+    ``machine_code``: as for ``migrate_run``, accepted and unused."""
     v = _Bin(offsets, data, validity, offset, wide, stop)
     x = _RowCtx(_prog_matrix(prog), v.data)
     p = x.p

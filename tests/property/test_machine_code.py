@@ -1,8 +1,9 @@
-"""RowData migrate through a plan's machine code (``statemorph._native.jit``) against the compiled
-interpreter it stands in for: the same bytes, offsets, bad entries and stopping points (a full
-output buffer included), over random schemas, evolutions and corrupted entries. And a guard: where
-``llvmlite`` is installed (it is in the test environment) a plan must get machine code, so a
-silent fallback to the interpreter fails here rather than only in the benchmarks."""
+"""RowData migrate and decode through machine code (``statemorph._native.jit``) against the
+compiled kernels it stands in for: the same bytes, offsets, arrays, bad entries and stopping points
+(a full output buffer included), over random schemas, evolutions, corrupted entries and odd but
+valid layouts. And a guard: where ``llvmlite`` is installed (it is in the test environment) a plan
+must get machine code, so a silent fallback to the interpreter fails here rather than only in the
+benchmarks."""
 
 from __future__ import annotations
 
@@ -55,11 +56,24 @@ def _run(matrix: np.ndarray, arr: pa.Array, cap: int, code: int) -> list[Any]:
     return [steps, out_off.tolist(), bytes(out[:pos])]
 
 
+def _maybe_corrupt(data: st.DataObject, b: bytes) -> bytes:
+    """One entry in four corrupted: a byte replaced, or the entry cut."""
+    if data.draw(st.integers(0, 3)):
+        return b
+    ba = bytearray(b)
+    if data.draw(st.booleans()):
+        ba[data.draw(st.integers(0, len(ba) - 1))] = data.draw(st.integers(0, 255))
+        return bytes(ba)
+    return bytes(ba[:data.draw(st.integers(0, len(ba)))])
+
+
 def test_machine_code_is_built_where_llvmlite_is_installed() -> None:
     if os.environ.get("STATEMORPH_JIT", "1").strip() == "0":
         pytest.skip("machine code switched off")
     assert jit.enabled(), "llvmlite is part of the test environment: machine code must be available"
     assert jit.plan_code(_program(EVENTS_OLD, EVENTS_NEW)) is not None
+    assert jit.decode_code(B.compile_row_program(serializers.RowDataSerializer(EVENTS_OLD).row_type).matrix) \
+        is not None
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -77,16 +91,8 @@ def test_machine_code_equals_interpreter(data: st.DataObject) -> None:
         return
     blobs = []
     for b in _ref_bytes(serializers.RowDataSerializer(old_t), rows):
-        if b is None:
-            continue  # machine code takes plain input only: no null entries
-        if data.draw(st.integers(0, 3)) == 0:  # corrupt: one byte replaced, or cut
-            ba = bytearray(b)
-            if data.draw(st.booleans()):
-                ba[data.draw(st.integers(0, len(ba) - 1))] = data.draw(st.integers(0, 255))
-            else:
-                ba = ba[:data.draw(st.integers(0, len(ba)))]
-            b = bytes(ba)
-        blobs.append(b)
+        if b is not None:  # machine code takes plain input only: no null entries
+            blobs.append(_maybe_corrupt(data, b))
     arr = pa.array(blobs, type=pa.binary())
     roomy = 2 * sum(len(b) for b in blobs) + 64 * len(blobs) + 64
     cap = data.draw(st.sampled_from([roomy, data.draw(st.integers(0, roomy))]))
@@ -108,7 +114,7 @@ def test_events_through_the_bulk_api_equal_with_and_without_machine_code(monkeyp
 def odd_layouts(draw: Any) -> bytes:
     """Valid ``ROW<a INT, s STRING, t STRING, r ROW<x STRING>>`` entries that no Flink writer
     produces: gaps between var parts, s and t sharing one var part, unpadded parts, an inline s
-    with a stale var part behind it, padding inside the nested row. The machine code must write what the interpreter writes."""
+    with a stale var part behind it, padding inside the nested row."""
     ofixed = 8 + 8 * 4
     s_val, t_val, x_val = (draw(st.text(max_size=20).map(str.encode)) for _ in range(3))
     body = bytearray()
@@ -159,3 +165,63 @@ def test_machine_code_equals_interpreter_on_odd_layouts(blobs: list[bytes]) -> N
     got = _run(matrix, arr, roomy, code.address)
     assert got == _run(matrix, arr, roomy, 0)
     assert all(status == 0 for _, _, status in got[0])  # odd, but valid
+
+
+def _decode_both(arr: pa.Array, s: Any) -> list[Any]:
+    """``arrow.decode`` with and without machine code (collecting bad rows): results side by side."""
+    out = []
+    for flag in ("1", "0"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+            mp.setenv("STATEMORPH_JIT", flag)
+            got, errs = arrow.decode(arr, s, on_error="collect")
+        out.append((got, [(e.row, e.field_path, type(e).__name__) for e in errs]))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_decode_machine_code_equals_the_kernel(data: st.DataObject) -> None:
+    if not jit.enabled():
+        pytest.skip("no llvmlite")
+    t, rows = data.draw(typed_rows(ARROW_LEAVES))
+    s = serializers.RowDataSerializer(t)
+    assert jit.decode_code(B.compile_row_program(t).matrix) is not None
+    blobs = []
+    for b in _ref_bytes(s, rows):
+        if b is not None:  # machine code takes plain input only: no null entries
+            blobs.append(_maybe_corrupt(data, b))
+    (with_code, errs), (without, errs0) = _decode_both(pa.array(blobs, pa.binary()), s)
+    assert errs == errs0
+    assert with_code.equals(without)
+    assert with_code.to_pylist() == without.to_pylist()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blobs=st.lists(odd_layouts(), min_size=1, max_size=12))
+def test_decode_machine_code_on_odd_layouts(blobs: list[bytes]) -> None:
+    if not jit.enabled():
+        pytest.skip("no llvmlite")
+    s = serializers.RowDataSerializer("ROW<a INT, s STRING, t STRING, r ROW<x STRING>>")
+    (with_code, errs), (without, errs0) = _decode_both(pa.array(blobs, pa.binary()), s)
+    assert errs == errs0 == []
+    assert with_code.equals(without)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_decode_machine_code_with_string_buffers_that_must_grow(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starved string buffers: the machine code hands entries back when a column is full, the walk
+    grows it; the result equals the kernel's alone."""
+    s = serializers.RowDataSerializer(EVENTS_OLD)
+    rows = [(i, None if i % 7 == 0 else (i * 3, i * 1000, "dev-" * (i % 9) + "é" * (i % 3 == 0)))
+            for i in range(3000)]
+    arr = pa.array([s.to_bytes(r) for r in rows], pa.binary())
+    monkeypatch.setattr(arrow, "_input_spans", lambda *a: (lambda s, e: 0))
+    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+    with_code = arrow.decode(arr, s, threads=threads)
+    monkeypatch.setenv("STATEMORPH_JIT", "0")
+    assert arrow.decode(arr, s, threads=threads).equals(with_code)
+    assert with_code.to_pylist()[:3] == [
+        {"eventId": 0, "metadata": None},
+        {"eventId": 1, "metadata": {"userId": 3, "timestamp": 1000, "deviceType": "dev-"}},
+        {"eventId": 2, "metadata": {"userId": 6, "timestamp": 2000, "deviceType": "dev-dev-"}}]
