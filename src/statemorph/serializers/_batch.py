@@ -79,6 +79,11 @@ ERROR_MESSAGES = {
     E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
     E_BAD_FLAG: "invalid POJO flags byte (01 null, 02 a value; subclass values 04 / 08 are not supported) "
                 "or field null flag (00 / 01)",
+    # the Avro migrate kernel's own codes (_batch_avro, _native/avro.pyx), apart from the shared ones
+    40: "Avro enum symbol or union branch index out of range",
+    41: "Avro date / time / timestamp value outside the range the reference's values hold",
+    42: "the entry needs the per-value path (a map with a duplicate key, or bytes that are not UTF-8 "
+        "read as a string)",
 }
 
 
@@ -1669,16 +1674,18 @@ KERNELS = (
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
     "encode_run", "decode_run",
     "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode", "pojo_migrate_run",
+    "avro_migrate_run",
 )
 
 _CORE_ROW = frozenset({"compile_core_row_codec", "corerow_encode", "corerow_decode"})
 _POJO = frozenset({"compile_pojo_program", "pojo_migrate_run"})
+_AVRO = frozenset({"compile_avro_program", "avro_migrate_run"})
 
 
 def __getattr__(name: str) -> Any:
-    """The flink-core Row encode / decode twins live in ``_batch_corerow`` and the POJO migrate twin
-    in ``_batch_pojo`` (they build on the helpers here, so those modules import this one; exposing
-    them lazily avoids the cycle)."""
+    """The flink-core Row encode / decode twins live in ``_batch_corerow``, the POJO migrate twin in
+    ``_batch_pojo`` and the Avro one in ``_batch_avro`` (they build on the helpers here, so those
+    modules import this one; exposing them lazily avoids the cycle)."""
     if name in _CORE_ROW:
         from . import _batch_corerow
 
@@ -1687,6 +1694,10 @@ def __getattr__(name: str) -> Any:
         from . import _batch_pojo
 
         return getattr(_batch_pojo, name)
+    if name in _AVRO:
+        from . import _batch_avro
+
+        return getattr(_batch_avro, name)
     raise AttributeError(name)
 
 
