@@ -187,14 +187,21 @@ class _Compiler:
             if len(set(groups)) != len(groups):
                 raise NotByteRemappable(f"{epath}: union {w.label} has branches one value may fit")
             me = self.node(O_UNION, 1, epath, len(w.branches))
-            self.rows[me][C_B] = self.table([self.kept(b, r, cpath, epath) for b in w.branches])
+            before, grows, ops = self.growth, [], []
+            for b in w.branches:
+                ops.append(self.kept(b, r, cpath, epath))
+                grows.append(self.growth - before)
+                self.growth = before
+            # one branch is written per value; a reader union index replaces the writer's
+            self.growth += max(0, max(grows) - (4 if isinstance(r, UnionNode) else 0))
+            self.rows[me][C_B] = self.table(ops)
             return me
         if isinstance(r, UnionNode):
             index = self.resolver._best_branch(w, r, "", cpath)
             label = r.branches[index].label
             if self.new.codec.choose_branch(r, (label, None))[0] != index:
                 raise NotByteRemappable(f"{epath}: union {r.label} names branch {label} ambiguously")
-            me = self.kept(w, r.branches[index], cpath, epath)
+            me = self._kept(w, r.branches[index], cpath, epath)  # the same writer node: entered already
             self.rows[me][C_UNION] = index
             self.growth += 4
             return me
