@@ -26,9 +26,16 @@ Which path a serializer takes:
 - flink-core ``RowSerializer`` of primitives, strings, byte[] and nested rows: the corerow kernels
   (encode / decode) and the Row remap (migrate); POJO migrations that only add, remove or reorder
   fields: the POJO remap;
-- everything else (Avro, Tuple, collections, POJO encode / decode, RowData with MAP / MULTISET, and
-  ARRAYs of arrays for decode): per-value through the reference serializers, in bulk
-  (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
+- ``AvroSerializer`` migrate (a new schema that reads the old one): the Avro kernel
+  (``_native/avro.pyx``) runs the schema resolution as a byte program compiled once per schema
+  pair (fields added, removed, reordered, renamed; promotions; enum and union re-mapping; nested
+  records, arrays, maps, fixed; date / time / timestamp logical types). Recursive schemas,
+  unions whose branch the reference re-picks from the value, and decimal / uuid values keep the
+  per-value path; an entry the program leaves to the reference (a map with a duplicate key,
+  bytes → string) is migrated per value in place;
+- everything else (Avro encode / decode, Tuple, collections, POJO encode / decode, RowData with
+  MAP / MULTISET, and ARRAYs of arrays for decode): per-value through the reference serializers,
+  in bulk (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
 subclass with ``row`` and ``field_path`` attributes (``on_error="raise"``), or become nulls
@@ -1234,9 +1241,9 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
     """Rewrite every entry written under ``prior_snapshot`` into ``new_serializer``'s format.
 
     Compatibility is resolved once (incompatible → :class:`IncompatibleSchemaError` naming the
-    fields). RowData → RowData, flink-core Row → Row and POJO → POJO (fields added, removed,
-    reordered) run byte-remap kernels when the program compiler can express the plan; other
-    serializers migrate per value through the reference implementation."""
+    fields). RowData → RowData, flink-core Row → Row, POJO → POJO (fields added, removed,
+    reordered) and Avro → Avro run byte-remap kernels when the program compiler can express the
+    plan; other serializers migrate per value through the reference implementation."""
     _check_on_error(on_error)
     compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
     if compat.is_incompatible():
