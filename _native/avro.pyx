@@ -16,7 +16,7 @@ from libc.stdlib cimport free, qsort, realloc
 from libc.string cimport memcmp, memcpy, memmove
 
 from smbytes cimport *
-from smstrings cimport utf8_next
+from smstrings cimport put_varlen, utf8_next, varlen_size
 
 import numpy as np
 
@@ -86,21 +86,6 @@ ctypedef struct AvWalk:
 cdef inline int fail(AvWalk* s, int code, int64_t node) noexcept nogil:
     s.err = node
     return code
-
-
-cdef inline void put_u64_varlen(Writer* w, uint64_t n) noexcept nogil:
-    while n >= 0x80:
-        w_byte(w, <uint8_t>((n & 0x7F) | 0x80))
-        n >>= 7
-    w_byte(w, <uint8_t>n)
-
-
-cdef inline int64_t u64_varlen_size(uint64_t n) noexcept nogil:
-    cdef int64_t k = 1
-    while n >= 0x80:
-        n >>= 7
-        k += 1
-    return k
 
 
 cdef inline void put_be32(Writer* w, uint32_t v) noexcept nogil:
@@ -206,7 +191,7 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
     cdef const int64_t* row = s.p + node * NCOL
     cdef bint is_map = row[C_OP] == O_MAP
     cdef int64_t unit = row[C_B], child = row[C_A]
-    cdef int64_t count, k, total = 0, start = s.w.pos, key_base = s.nkeys, width, end
+    cdef int64_t count, k, total = 0, start = s.w.pos, key_base = s.nkeys, width
     cdef int32_t n
     cdef int code
     while True:
@@ -251,16 +236,14 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
                 if span_cmp(&s.keys[k - 1], &s.keys[k]) == 0:
                     return fail(s, E_AVRO_FALLBACK, node)
         s.nkeys = key_base
+    if total > <int64_t>0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
+        return fail(s, E_TOO_LARGE, node)
     if total:
-        width = u64_varlen_size(<uint64_t>total)
+        width = varlen_size(<uint32_t>total)
         if s.w.pos + width <= s.w.cap:  # the items move up to make room for their count
             memmove(s.w.base + start + width, s.w.base + start, s.w.pos - start)
-            end = s.w.pos + width
-            s.w.pos = start
-            put_u64_varlen(&s.w, <uint64_t>total)
-            s.w.pos = end
-        else:
-            s.w.pos += width
+            put_varlen(s.w.base, start, <uint32_t>total)
+        s.w.pos += width
     w_byte(&s.w, 0)
     return E_OK
 
@@ -361,23 +344,20 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         if emit:
             put_number(&s.w, row[C_EMIT], True, v64, 0.0)
         return E_OK
-    if op == O_FLOAT:
-        if not cur_has(c, 4):
+    if op == O_FLOAT or op == O_DOUBLE:
+        v64 = 4 if op == O_FLOAT else 8
+        if not cur_has(c, v64):
             return fail(s, E_TRUNCATED, node)
-        u32 = load_u32_be(c.base + c.pos)
-        c.pos += 4
         if emit:
-            memcpy(&f, &u32, 4)
-            put_number(&s.w, row[C_EMIT], False, 0, <double>f)
-        return E_OK
-    if op == O_DOUBLE:
-        if not cur_has(c, 8):
-            return fail(s, E_TRUNCATED, node)
-        u64 = load_u64_be(c.base + c.pos)
-        c.pos += 8
-        if emit:
-            memcpy(&d, &u64, 8)
+            if op == O_FLOAT:
+                u32 = load_u32_be(c.base + c.pos)
+                memcpy(&f, &u32, 4)
+                d = f
+            else:
+                u64 = load_u64_be(c.base + c.pos)
+                memcpy(&d, &u64, 8)
             put_number(&s.w, row[C_EMIT], False, 0, d)
+        c.pos += v64
         return E_OK
     if op == O_BLOB:
         code = read_i32(s, c, node, &v32)
@@ -426,29 +406,16 @@ def avro_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef list keep = []
     cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef const int64_t[:, ::1] pm = prog
-    cdef int32_t[::1] off32
-    cdef int64_t[::1] off64
-    cdef int32_t* o32 = NULL
-    cdef int64_t* o64 = NULL
-    cdef int64_t i = start, status = 0, n_off, cap = out_data.shape[0], root
+    cdef int64_t i = start, status = 0, cap = out_data.shape[0], root
+    cdef uint8_t* offs
+    cdef bint wide_out
     cdef int64_t[::1] scratch
     cdef AvWalk s
     cdef Cursor c
     cdef int code
     if pm.shape[1] != NCOL or pm.shape[0] == 0 or pm[0, C_OP] != O_HEAD or not 1 < pm[0, C_A] <= pm.shape[0]:
         raise ValueError("bad Avro program")
-    if out_off.itemsize == 4:
-        off32 = out_off
-        o32 = &off32[0]
-        n_off = off32.shape[0]
-        if cap > 0x7FFFFFFF:
-            raise ValueError("avro_migrate_run: int32 offsets cannot address more than 2 GiB of output")
-    else:
-        off64 = out_off
-        o64 = &off64[0]
-        n_off = off64.shape[0]
-    if stop > n_off - 1 or start < 0 or pos < 0 or pos > cap:
-        raise ValueError("avro_migrate_run: output arrays shorter than the rows")
+    offs = out_offsets(keep, out_off, cap, start, stop, pos, "avro_migrate_run", &wide_out)
     scratch = np.zeros(max(pm[0, C_C], 1), dtype=np.int64)
     root = pm[0, C_B]
     s.p = &pm[0, 0]
@@ -479,10 +446,7 @@ def avro_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
                     pos = s.w.pos
                 else:
                     status = encode_err(code, s.err)
-            if o32 != NULL:
-                o32[i + 1] = <int32_t>pos
-            else:
-                o64[i + 1] = pos
+            put_off(offs, wide_out, i + 1, pos)
             if status:
                 break
             i += 1

@@ -471,6 +471,8 @@ class _Walk:
         if out is not None and items is not None:
             if is_map and len(keys) != total:
                 raise _Fail(E_AVRO_FALLBACK, node)
+            if total > 0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
+                raise _Fail(E_TOO_LARGE, node)
             if total:
                 out += varlen(total)
                 out += items
