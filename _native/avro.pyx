@@ -131,6 +131,19 @@ cdef inline int read_i32(AvWalk* s, Cursor* c, int64_t node, int32_t* v) noexcep
     return E_OK
 
 
+cdef inline int read_blob(AvWalk* s, Cursor* c, int64_t node, int32_t* n) noexcept nogil:
+    """A string / bytes / map key: i32 BE length (not negative), then that many bytes, which the
+    cursor is left in front of."""
+    cdef int code = read_i32(s, c, node, n)
+    if code != E_OK:
+        return code
+    if n[0] < 0:
+        return fail(s, E_BAD_LENGTH, node)
+    if not cur_has(c, n[0]):
+        return fail(s, E_TRUNCATED, node)
+    return E_OK
+
+
 cdef inline int read_count(AvWalk* s, Cursor* c, int64_t node, int64_t* count) noexcept nogil:
     """``DataInputDecoder.readVarLongCount``: an unsigned 7-bit LE varint of at most 10 bytes,
     saturated (a count that large fails the size checks anyway)."""
@@ -209,13 +222,9 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
             s.budget -= count
         for k in range(count):
             if is_map:
-                code = read_i32(s, c, node, &n)
+                code = read_blob(s, c, node, &n)
                 if code != E_OK:
                     return code
-                if n < 0:
-                    return fail(s, E_BAD_LENGTH, node)
-                if not cur_has(c, n):
-                    return fail(s, E_TRUNCATED, node)
                 if not utf8_ok(c.base, c.pos, c.pos + n):
                     return fail(s, E_BAD_UTF8, node)
                 if emit:
@@ -360,13 +369,9 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         c.pos += v64
         return E_OK
     if op == O_BLOB:
-        code = read_i32(s, c, node, &v32)
+        code = read_blob(s, c, node, &v32)
         if code != E_OK:
             return code
-        if v32 < 0:
-            return fail(s, E_BAD_LENGTH, node)
-        if not cur_has(c, v32):
-            return fail(s, E_TRUNCATED, node)
         if (row[C_A] or (emit and row[C_B])) and not utf8_ok(c.base, c.pos, c.pos + v32):
             return fail(s, E_BAD_UTF8 if row[C_A] else E_AVRO_FALLBACK, node)
         if emit:

@@ -361,6 +361,14 @@ class _Walk:
         self.take(pos, 4, node)
         return int.from_bytes(self.d[pos:pos + 4], "big", signed=True)
 
+    def blob(self, pos: int, node: int) -> int:
+        """A string / bytes / map key at ``pos``: i32 BE length (not negative), then that many
+        bytes; returns the position after them."""
+        n = self.i32(pos, node)
+        if n < 0:
+            raise _Fail(E_BAD_LENGTH, node)
+        return self.take(pos + 4, n, node)
+
     def count(self, pos: int, node: int) -> tuple[int, int]:
         value = shift = 0
         for _ in range(10):
@@ -404,10 +412,7 @@ class _Walk:
                 out += _put_number(row[C_EMIT], v)
             return pos + width
         if op == O_BLOB:
-            n = self.i32(pos, node)
-            if n < 0:
-                raise _Fail(E_BAD_LENGTH, node)
-            stop = self.take(pos + 4, n, node)
+            stop = self.blob(pos, node)
             if row[C_A] or (out is not None and row[C_B]):
                 try:
                     d[pos + 4:stop].decode("utf-8")
@@ -453,10 +458,7 @@ class _Walk:
                 self.budget -= count
             for _ in range(count):
                 if is_map:
-                    n = self.i32(pos, node)
-                    if n < 0:
-                        raise _Fail(E_BAD_LENGTH, node)
-                    stop = self.take(pos + 4, n, node)
+                    stop = self.blob(pos, node)
                     key = self.d[pos + 4:stop]
                     try:
                         key.decode("utf-8")
