@@ -56,6 +56,9 @@ cdef enum:
     W_F32 = 3
     W_F64 = 4
     W_VALUE = 5
+    W_BOOL = 6
+    W_UTF8 = 7
+    W_TREE = 8
 
 cdef enum:
     E_AVRO_INDEX = 40     # enum / union index out of range
@@ -101,16 +104,14 @@ cdef inline void put_be64(Writer* w, uint64_t v) noexcept nogil:
 
 
 cdef inline void put_number(Writer* w, int64_t emit, bint is_int, int64_t iv, double dv) noexcept nogil:
-    """A number in the reader's type: ints keep their value, a float / double gets Java's (float)
+    """A number as the reader type holds it: a long keeps its value, a float / double gets Java's (float)
     / (double) cast of it (an int or long goes through the nearest double first, as the reference
     does), NaNs canonical."""
     cdef float f
     cdef double d
     cdef uint32_t u32
     cdef uint64_t u64
-    if emit == W_I32:
-        put_be32(w, <uint32_t><int32_t>iv)
-    elif emit == W_I64:
+    if emit == W_I64:
         put_be64(w, <uint64_t>iv)
     elif emit == W_F32:
         d = <double>iv if is_int else dv
@@ -167,6 +168,12 @@ cdef inline int read_count(AvWalk* s, Cursor* c, int64_t node, int64_t* count) n
 
 cdef inline bint utf8_ok(const uint8_t* b, int64_t a, int64_t e) noexcept nogil:
     cdef uint32_t cp
+    cdef uint64_t word
+    while a + 8 <= e:  # ASCII, eight bytes at a time
+        memcpy(&word, b + a, 8)
+        if word & 0x8080808080808080ull:
+            break
+        a += 8
     while a < e:
         if utf8_next(b, &a, e, &cp) != E_OK:
             return False
@@ -266,6 +273,7 @@ cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil
     cdef const int64_t* entries = s.tail + row[C_D]
     cdef int64_t nw = row[C_A], nr = row[C_C], base = row[C_E]
     cdef int64_t j, k, done = 0, end, budget
+    cdef const int64_t* op
     cdef int code
     if base < 0:
         for k in range(nr):
@@ -294,6 +302,7 @@ cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil
         code = av_value(s, fields[j], c, False)
         if code != E_OK:
             return code
+    s.scratch[base + nw] = c.pos
     if not emit:
         return E_OK
     end = c.pos
@@ -303,6 +312,10 @@ cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil
         j = entries[4 * k]
         if j < 0:
             w_bytes(&s.w, s.consts + entries[4 * k + 2], entries[4 * k + 3])
+            continue
+        op = s.p + entries[4 * k + 1] * NCOL
+        if op[C_EMIT] == W_VALUE and op[C_UNION] < 0:  # bytes that stay: copied as checked above
+            w_bytes(&s.w, c.base + s.scratch[base + j], s.scratch[base + j + 1] - s.scratch[base + j])
             continue
         c.pos = s.scratch[base + j]
         code = av_value(s, entries[4 * k + 1], c, True)
@@ -351,7 +364,10 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         if v64 < row[C_A] or v64 > row[C_B]:
             return fail(s, E_AVRO_RANGE, node)
         if emit:
-            put_number(&s.w, row[C_EMIT], True, v64, 0.0)
+            if row[C_EMIT] == W_VALUE:
+                w_bytes(&s.w, c.base + c.pos - (4 if op == O_INT else 8), 4 if op == O_INT else 8)
+            else:
+                put_number(&s.w, row[C_EMIT], True, v64, 0.0)
         return E_OK
     if op == O_FLOAT or op == O_DOUBLE:
         v64 = 4 if op == O_FLOAT else 8
@@ -372,7 +388,7 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         code = read_blob(s, c, node, &v32)
         if code != E_OK:
             return code
-        if (row[C_A] or (emit and row[C_B])) and not utf8_ok(c.base, c.pos, c.pos + v32):
+        if (row[C_A] or (emit and row[C_EMIT] == W_UTF8)) and not utf8_ok(c.base, c.pos, c.pos + v32):
             return fail(s, E_BAD_UTF8 if row[C_A] else E_AVRO_FALLBACK, node)
         if emit:
             w_bytes(&s.w, c.base + c.pos - 4, 4 + v32)
@@ -394,7 +410,7 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         if op == O_UNION:
             return av_value(s, s.tail[row[C_B] + v32], c, emit)
         if emit:
-            put_be32(&s.w, <uint32_t>s.tail[row[C_B] + v32])
+            put_be32(&s.w, <uint32_t>(v32 if row[C_EMIT] == W_VALUE else s.tail[row[C_B] + v32]))
         return E_OK
     if op == O_ARRAY or op == O_MAP:
         return av_sequence(s, node, c, emit)

@@ -28,17 +28,20 @@ writer value at the cursor; with ``EMIT`` != 0 it also writes the reader value (
 union branch index ``UNION`` as i32 BE when >= 0). Ops:
 
 - ``O_NULL``; ``O_BOOL``; ``O_INT`` / ``O_LONG`` (``A``..``B``: the range the writer's logical type
-  holds) and ``O_FLOAT`` / ``O_DOUBLE``, written as ``EMIT`` = ``W_I32`` / ``W_I64`` / ``W_F32`` /
-  ``W_F64`` (promotions); ``O_BLOB`` (string / bytes; ``A``: UTF-8 checked as a writer string,
-  ``B``: emitted as a reader string from writer bytes); ``O_FIXED`` (``A`` bytes);
-- ``O_ENUM``: ``A`` symbols, table ``B``: writer index → reader index;
+  holds) and ``O_FLOAT`` / ``O_DOUBLE``, written as ``EMIT`` = ``W_VALUE`` or ``W_I64`` / ``W_F32`` /
+  ``W_F64`` (promotions, canonical NaNs); ``O_BLOB`` (string / bytes; ``A``: UTF-8 checked as a
+  writer string; ``EMIT`` = ``W_UTF8``: bytes to a reader string); ``O_FIXED`` (``A`` bytes);
+- ``O_ENUM``: ``A`` symbols, table ``B``: writer index → reader index (``EMIT`` = ``W_VALUE`` when
+  the indexes stay);
 - ``O_UNION``: ``A`` branches, table ``B``: the op of each writer branch;
 - ``O_ARRAY`` / ``O_MAP``: item op ``A``, ``B`` the fewest bytes one item takes (``min_size``, +4
   for the key), which bounds block counts as the reference does (zero-width items share a budget);
 - ``O_RECORD``: ``A`` writer fields with their ops in table ``B``; ``C`` reader fields, table ``D``
   of ``(writer field, op, const offset, const length)`` (writer field -1: the constant bytes of a
   default); ``E`` -1 when the kept writer fields come in reader order (one pass), else the offset in
-  the scratch array where a first pass records each writer field's start for the second.
+  the scratch array where a first pass records each writer field's start (and the record's end)
+  for the second, which copies a field whose op writes ``W_VALUE`` (and no union index) as it is,
+  without checking it again.
 
 An error's node names the field path the reference reports (its innermost record field).
 """
@@ -72,7 +75,10 @@ NCOL = 8
 C_OP, C_EMIT, C_A, C_B, C_C, C_D, C_E, C_UNION = range(NCOL)
 O_HEAD, O_NULL, O_BOOL, O_INT, O_LONG, O_FLOAT, O_DOUBLE, O_BLOB, O_FIXED = range(9)
 O_ENUM, O_UNION, O_ARRAY, O_MAP, O_RECORD = range(9, 14)
-W_SKIP, W_I32, W_I64, W_F32, W_F64, W_VALUE = range(6)  # EMIT: what a primitive writes (W_VALUE: as read)
+# EMIT: what an op writes. W_VALUE: the writer's bytes as they are (checked); W_I32 .. W_F64: a number in
+# that type; W_BOOL: 00 / 01; W_UTF8: bytes read as a string (checked then); W_TREE: a union, record,
+# array or map (its items say); W_SKIP: nothing
+W_SKIP, W_I32, W_I64, W_F32, W_F64, W_VALUE, W_BOOL, W_UTF8, W_TREE = range(9)
 
 E_AVRO_INDEX, E_AVRO_RANGE, E_AVRO_FALLBACK = 40, 41, 42  # in _batch.ERROR_MESSAGES and avro.pyx
 ZERO_WIDTH_BUDGET = 1 << 20  # _avro_codec.ZERO_WIDTH_ITEM_BUDGET, per entry
@@ -186,7 +192,7 @@ class _Compiler:
             groups = [_GROUP[b.kind] for b in w.branches]
             if len(set(groups)) != len(groups):
                 raise NotByteRemappable(f"{epath}: union {w.label} has branches one value may fit")
-            me = self.node(O_UNION, 1, epath, len(w.branches))
+            me = self.node(O_UNION, W_TREE, epath, len(w.branches))
             before, grows, ops = self.growth, [], []
             for b in w.branches:
                 ops.append(self.kept(b, r, cpath, epath))
@@ -209,17 +215,18 @@ class _Compiler:
             return self.record(w, r, cpath, epath)
         if isinstance(w, EnumNode) and isinstance(r, EnumNode):
             mapping = [r.index[s] if s in r.index else r.index[str(r.default)] for s in w.symbols]
-            return self.node(O_ENUM, W_I32, epath, len(w.symbols), self.table(mapping))
+            emit = W_VALUE if mapping == list(range(len(mapping))) else W_I32
+            return self.node(O_ENUM, emit, epath, len(w.symbols), self.table(mapping))
         if isinstance(w, (ArrayNode, MapNode)) and type(r) is type(w):
             return self.sequence(w, r, cpath, epath)
         return self.leaf(w, r, epath)
 
     def sequence(self, w: ArrayNode | MapNode, r: AvroNode | None, cpath: str, epath: str) -> int:
         if isinstance(w, MapNode):
-            me = self.node(O_MAP, W_SKIP if r is None else 1, epath, 0, min_size(w.values) + 4)
+            me = self.node(O_MAP, W_SKIP if r is None else W_TREE, epath, 0, min_size(w.values) + 4)
             inner, rinner, sub = w.values, r.values if isinstance(r, MapNode) else None, "{}"
         else:
-            me = self.node(O_ARRAY, W_SKIP if r is None else 1, epath, 0, min_size(w.items))
+            me = self.node(O_ARRAY, W_SKIP if r is None else W_TREE, epath, 0, min_size(w.items))
             inner, rinner, sub = w.items, r.items if isinstance(r, ArrayNode) else None, "[]"
         child = self.skip(inner, cpath + sub, epath) if rinner is None else self.kept(inner, rinner, cpath + sub, epath)
         self.rows[me][C_A] = child
@@ -240,7 +247,7 @@ class _Compiler:
         if wk == "null":
             return self.node(O_NULL, W_VALUE if r is not None else W_SKIP, epath)
         if wk == "boolean":
-            return self.node(O_BOOL, W_VALUE if r is not None else W_SKIP, epath)
+            return self.node(O_BOOL, W_BOOL if r is not None else W_SKIP, epath)
         if wk in _WIDTHS:
             if r is not None and wk != rk and (wk, rk) not in _PROMOTABLE:
                 raise NotByteRemappable(f"{epath}: {wk} to {rk}")  # pragma: no cover - the resolver refused it
@@ -249,10 +256,11 @@ class _Compiler:
                 self.growth += _BYTES[_WIDTHS[rk]] - _BYTES[_WIDTHS[wk]]
             if wk == "int":
                 lo, hi = max(lo, INT_MIN), min(hi, INT_MAX)
-            return self.node(op, _WIDTHS[rk] if r is not None else W_SKIP, epath, lo, hi)
+            emit = W_SKIP if r is None else W_VALUE if wk == rk and op in (O_INT, O_LONG) else _WIDTHS[rk]
+            return self.node(op, emit, epath, lo, hi)
         if wk in ("string", "bytes"):
-            return self.node(O_BLOB, W_VALUE if r is not None else W_SKIP, epath, int(wk == "string"),
-                             int(wk == "bytes" and rk == "string"))
+            emit = W_SKIP if r is None else W_UTF8 if (wk, rk) == ("bytes", "string") else W_VALUE
+            return self.node(O_BLOB, emit, epath, int(wk == "string"))
         if isinstance(w, FixedNode):
             return self.node(O_FIXED, W_VALUE if r is not None else W_SKIP, epath, w.size)
         if isinstance(w, EnumNode) and r is None:
@@ -260,7 +268,7 @@ class _Compiler:
         raise NotByteRemappable(f"{epath}: {w.kind} to {rk}")  # pragma: no cover - the resolver refused it
 
     def record(self, w: RecordNode, r: RecordNode, cpath: str, epath: str) -> int:
-        me = self.node(O_RECORD, 1, epath, len(w.fields))
+        me = self.node(O_RECORD, W_TREE, epath, len(w.fields))
         position = {f.name: j for j, f in enumerate(w.fields)}
         first: dict[int, int] = {}
         entries: list[int] = []
@@ -287,7 +295,7 @@ class _Compiler:
         row[C_D] = self.table(entries)
         if order != sorted(set(order)):
             row[C_E] = self.scratch
-            self.scratch += len(w.fields)
+            self.scratch += len(w.fields) + 1
         return me
 
     def default_bytes(self, rf: Any, fpath: str) -> bytes:
@@ -409,11 +417,11 @@ class _Walk:
             else:
                 v = (_F32 if op == O_FLOAT else _F64).unpack(raw)[0]
             if out is not None:
-                out += _put_number(row[C_EMIT], v)
+                out += raw if row[C_EMIT] == W_VALUE else _put_number(row[C_EMIT], v)
             return pos + width
         if op == O_BLOB:
             stop = self.blob(pos, node)
-            if row[C_A] or (out is not None and row[C_B]):
+            if row[C_A] or (out is not None and row[C_EMIT] == W_UTF8):
                 try:
                     d[pos + 4:stop].decode("utf-8")
                 except UnicodeDecodeError:
@@ -433,7 +441,7 @@ class _Walk:
             if op == O_UNION:
                 return self.value(self.tail[row[C_B] + i], pos + 4, out)
             if out is not None:
-                out += self.tail[row[C_B] + i].to_bytes(4, "big")
+                out += d[pos:pos + 4] if row[C_EMIT] == W_VALUE else self.tail[row[C_B] + i].to_bytes(4, "big")
             return pos + 4
         if op in (O_ARRAY, O_MAP):
             return self.sequence(node, row, pos, out)
@@ -504,12 +512,15 @@ class _Walk:
         for j, op in enumerate(fields):
             starts[base + j] = pos
             pos = self.value(op, pos, None)
+        starts[base + len(fields)] = pos
         if out is not None:
             budget, self.budget = self.budget, 1 << 62  # the values were checked (and counted) above
             for k in range(0, len(entries), 4):
                 j, op, at, n = entries[k:k + 4]
                 if j < 0:
                     out += self.consts[at:at + n]
+                elif self.p[op][C_EMIT] == W_VALUE and self.p[op][C_UNION] < 0:
+                    out += self.d[starts[base + j]:starts[base + j + 1]]
                 else:
                     self.value(op, starts[base + j], out)
             self.budget = budget
@@ -517,8 +528,6 @@ class _Walk:
 
 
 def _put_number(emit: int, v: Any) -> bytes:
-    if emit == W_I32:
-        return int(v).to_bytes(4, "big", signed=True)
     if emit == W_I64:
         return int(v).to_bytes(8, "big", signed=True)
     x = float(v)  # an int or long becomes the nearest double first, then (W_F32) Java's (float) cast
