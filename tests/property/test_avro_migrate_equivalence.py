@@ -2,7 +2,8 @@
 
 Random record schemas evolve at random (the generators of ``test_avro_properties``: fields added
 with defaults, removed, reordered, renamed through aliases, promoted, made nullable, enums extended;
-nested records, arrays, maps, unions, fixed, logical types). Every entry, including corrupted copies
+nested records, arrays, maps, unions, fixed, logical types; and ``evolved`` here, which changes
+records at every depth, inside arrays, maps and unions). Every entry, including corrupted copies
 (cut, flipped, inserted bytes: bad varints, union and enum indexes, lengths), must get the
 reference's verdict, bytes and field path on both tiers; schema pairs the program cannot express
 must keep the per-value path (and still give the reference's bytes).
@@ -15,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_avro_properties import evolutions, schema_and_value, values
+from test_avro_properties import _PROMOTE, PRIMS, _define_before_use, evolutions, schema_and_value, schemas, values
 from test_pojo_migrate_equivalence import _corrupt, _on_tiers
 
 from statemorph import arrow
@@ -108,3 +109,62 @@ def _collect_named(s: Any, named: dict[str, Any]) -> None:
         for key in ("items", "values"):
             if key in s:
                 _collect_named(s[key], named)
+
+
+_ADDED = [("int", 0), ("string", "x"), (["null", "long"], None), ({"type": "array", "items": "int"}, [1, 2]),
+          ({"type": "map", "values": "double"}, {"k": 1.5}), ("boolean", True), ("bytes", "\u00ff")]
+
+
+@st.composite
+def evolved(draw: Any, s: Any) -> Any:
+    """A reader schema for writer schema ``s``, changed at every depth: record fields removed,
+    added with defaults, reordered and made nullable, primitives promoted, enums extended. Named
+    types change where they are defined (references follow); unions keep their branches."""
+    if isinstance(s, str):
+        if s in _PROMOTE and draw(st.integers(0, 3)) == 0:
+            return draw(st.sampled_from(_PROMOTE[s]))
+        return s
+    if isinstance(s, list) or s.get("logicalType") or s["type"] == "fixed":
+        return s
+    if s["type"] == "enum":
+        return dict(s, symbols=s["symbols"] + ["Z"]) if draw(st.booleans()) and "Z" not in s["symbols"] else s
+    if s["type"] in ("array", "map"):
+        key = "items" if s["type"] == "array" else "values"
+        return dict(s, **{key: draw(evolved(s[key]))})
+    fields = []
+    for f in s["fields"]:
+        defines: dict[str, Any] = {}
+        _collect_named(f["type"], defines)
+        if not defines and draw(st.integers(0, 4)) == 0:
+            continue  # removed
+        t = draw(evolved(f["type"]))
+        if isinstance(t, str) and t in PRIMS and t != "null" and draw(st.integers(0, 4)) == 0:
+            t = [t, "null"]
+        fields.append(dict(f, type=t))
+    for k in range(draw(st.integers(0, 2))):
+        t, default = draw(st.sampled_from(_ADDED))
+        fields.append({"name": f"{s['name']}_added{k}", "type": t, "default": default})
+    return dict(s, fields=draw(st.permutations(fields)))
+
+
+@SETTINGS
+@given(st.data())
+def test_avro_nested_evolutions_equal_reference(data: st.DataObject) -> None:
+    state: dict[str, Any] = {"n": 0, "named": {}}
+    fields = [{"name": f"f{i}", "type": data.draw(schemas(1, state))} for i in range(data.draw(st.integers(1, 3)))]
+    old_schema = {"type": "record", "name": "Top", "fields": fields}
+    new_top = data.draw(evolved(old_schema))
+    new_schema = dict(new_top, fields=_define_before_use(new_top["fields"], state["named"]))
+    old, new = AvroSerializer(old_schema), AvroSerializer(new_schema)
+    snap = old.snapshot_configuration()
+    if not snap.resolve_schema_compatibility(new).is_compatible_after_migration():
+        return
+    try:
+        compile_avro_program(snap, new)
+        event("byte program")
+    except B.NotByteRemappable as e:
+        event(f"per value: {str(e).partition(': ')[2][:40]}")
+    vals = data.draw(st.lists(values(old_schema, state["named"]), min_size=1, max_size=5))
+    blobs: list[bytes | None] = [old.to_bytes(v) for v in vals]
+    _check(snap, new, blobs + [None])
+    _check(snap, new, [_corrupt(data.draw, b) for b in blobs if b is not None])
