@@ -91,16 +91,43 @@ cdef inline int fail(AvWalk* s, int code, int64_t node) noexcept nogil:
     return code
 
 
+cdef inline void put_span(Writer* w, const uint8_t* src, int64_t n) noexcept nogil:
+    """``w_bytes`` for the short spans an Avro value is made of (ints, longs, short strings): up to
+    16 bytes as two overlapping loads and stores, no library call (measured: the calls were a fifth
+    of the walk)."""
+    cdef uint64_t a, b
+    cdef uint32_t x, y
+    cdef uint8_t* dst
+    if n > 16 or w.pos + n > w.cap:
+        w_bytes(w, src, n)
+        return
+    dst = w.base + w.pos
+    if n >= 8:
+        memcpy(&a, src, 8)
+        memcpy(&b, src + n - 8, 8)
+        memcpy(dst, &a, 8)
+        memcpy(dst + n - 8, &b, 8)
+    elif n >= 4:
+        memcpy(&x, src, 4)
+        memcpy(&y, src + n - 4, 4)
+        memcpy(dst, &x, 4)
+        memcpy(dst + n - 4, &y, 4)
+    else:
+        for k in range(n):
+            dst[k] = src[k]
+    w.pos += n
+
+
 cdef inline void put_be32(Writer* w, uint32_t v) noexcept nogil:
     cdef uint8_t b[4]
     store_u32_be(b, v)
-    w_bytes(w, b, 4)
+    put_span(w, b, 4)
 
 
 cdef inline void put_be64(Writer* w, uint64_t v) noexcept nogil:
     cdef uint8_t b[8]
     store_u64_be(b, v)
-    w_bytes(w, b, 8)
+    put_span(w, b, 8)
 
 
 cdef inline void put_number(Writer* w, int64_t emit, bint is_int, int64_t iv, double dv) noexcept nogil:
@@ -169,11 +196,13 @@ cdef inline int read_count(AvWalk* s, Cursor* c, int64_t node, int64_t* count) n
 cdef inline bint utf8_ok(const uint8_t* b, int64_t a, int64_t e) noexcept nogil:
     cdef uint32_t cp
     cdef uint64_t word
-    while a + 8 <= e:  # ASCII, eight bytes at a time
+    while a + 8 <= e:  # ASCII, eight bytes at a time, then byte by byte
         memcpy(&word, b + a, 8)
         if word & 0x8080808080808080ull:
             break
         a += 8
+    while a < e and b[a] < 0x80:
+        a += 1
     while a < e:
         if utf8_next(b, &a, e, &cp) != E_OK:
             return False
@@ -237,7 +266,7 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
                 if emit:
                     if push_key(s, c.base + c.pos, n) != E_OK:
                         return fail(s, E_AVRO_FALLBACK, node)
-                    w_bytes(&s.w, c.base + c.pos - 4, 4 + n)
+                    put_span(&s.w, c.base + c.pos - 4, 4 + n)
                 c.pos += n
             code = av_value(s, child, c, emit)
             if code != E_OK:
@@ -280,7 +309,7 @@ cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil
             j = entries[4 * k]
             if j < 0:
                 if emit:
-                    w_bytes(&s.w, s.consts + entries[4 * k + 2], entries[4 * k + 3])
+                    put_span(&s.w, s.consts + entries[4 * k + 2], entries[4 * k + 3])
                 continue
             while done < j:
                 code = av_value(s, fields[done], c, False)
@@ -311,11 +340,11 @@ cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil
     for k in range(nr):
         j = entries[4 * k]
         if j < 0:
-            w_bytes(&s.w, s.consts + entries[4 * k + 2], entries[4 * k + 3])
+            put_span(&s.w, s.consts + entries[4 * k + 2], entries[4 * k + 3])
             continue
         op = s.p + entries[4 * k + 1] * NCOL
         if op[C_EMIT] == W_VALUE and op[C_UNION] < 0:  # bytes that stay: copied as checked above
-            w_bytes(&s.w, c.base + s.scratch[base + j], s.scratch[base + j + 1] - s.scratch[base + j])
+            put_span(&s.w, c.base + s.scratch[base + j], s.scratch[base + j + 1] - s.scratch[base + j])
             continue
         c.pos = s.scratch[base + j]
         code = av_value(s, entries[4 * k + 1], c, True)
@@ -365,7 +394,7 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
             return fail(s, E_AVRO_RANGE, node)
         if emit:
             if row[C_EMIT] == W_VALUE:
-                w_bytes(&s.w, c.base + c.pos - (4 if op == O_INT else 8), 4 if op == O_INT else 8)
+                put_span(&s.w, c.base + c.pos - (4 if op == O_INT else 8), 4 if op == O_INT else 8)
             else:
                 put_number(&s.w, row[C_EMIT], True, v64, 0.0)
         return E_OK
@@ -391,14 +420,14 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         if (row[C_A] or (emit and row[C_EMIT] == W_UTF8)) and not utf8_ok(c.base, c.pos, c.pos + v32):
             return fail(s, E_BAD_UTF8 if row[C_A] else E_AVRO_FALLBACK, node)
         if emit:
-            w_bytes(&s.w, c.base + c.pos - 4, 4 + v32)
+            put_span(&s.w, c.base + c.pos - 4, 4 + v32)
         c.pos += v32
         return E_OK
     if op == O_FIXED:
         if not cur_has(c, row[C_A]):
             return fail(s, E_TRUNCATED, node)
         if emit:
-            w_bytes(&s.w, c.base + c.pos, row[C_A])
+            put_span(&s.w, c.base + c.pos, row[C_A])
         c.pos += row[C_A]
         return E_OK
     if op == O_ENUM or op == O_UNION:
