@@ -65,7 +65,6 @@ cdef enum:
     E_AVRO_RANGE = 41     # logical date / time / timestamp value out of range
     E_AVRO_FALLBACK = 42  # the entry needs the per-value path
 
-cdef int64_t ZERO_WIDTH_BUDGET = 1 << 20
 cdef int64_t SATURATED = (<int64_t>1) << 62
 
 
@@ -481,7 +480,7 @@ def avro_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
         while i < stop:
             if bv_valid(&v, i):
                 s.err = -1
-                s.budget = ZERO_WIDTH_BUDGET
+                s.budget = pm[0, C_EMIT]
                 s.nkeys = 0
                 s.w.pos = pos
                 code = bv_entry(&v, i, &c)

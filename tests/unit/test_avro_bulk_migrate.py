@@ -19,6 +19,7 @@ from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.serializers import AvroSerializer
 from statemorph.serializers import _batch as B
 from statemorph.serializers import _batch_avro as BA
+from statemorph.serializers._avro_codec import ZERO_WIDTH_ITEM_BUDGET
 
 TIERS = ["python"] + (["native"] if _native.native_available() else [])
 
@@ -180,8 +181,8 @@ def test_zero_width_items_share_the_reference_budget() -> None:
             n >>= 7
         return bytes(out) + bytes([n])
 
-    ok = count(BA.ZERO_WIDTH_BUDGET) + b"\x00"
-    over = count(BA.ZERO_WIDTH_BUDGET // 2) + count(BA.ZERO_WIDTH_BUDGET // 2 + 1) + b"\x00"
+    ok = count(ZERO_WIDTH_ITEM_BUDGET) + b"\x00"
+    over = count(ZERO_WIDTH_ITEM_BUDGET // 2) + count(ZERO_WIDTH_ITEM_BUDGET // 2 + 1) + b"\x00"
     assert reference(ok, new, snap) is not None and reference(over, new, snap) is None
     assert {c for c, _ in status_of(over, new, snap).values()} == {B.E_TOO_LARGE}
     for tier, (got, _) in migrate_all([ok, over], new, snap).items():

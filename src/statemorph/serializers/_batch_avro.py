@@ -21,11 +21,12 @@ duplicate key (the reference's dict keeps one) and ``bytes`` → ``string`` of i
 reference raises).
 
 Program (int64 matrix, ``NCOL`` columns ``OP, EMIT, A, B, C, D, E, UNION``). Row 0 is a header
-``[O_HEAD, -, N_ROWS, ROOT, SCRATCH, GROWTH, CONSTS, -]``; rows ``1..N_ROWS-1`` are ops; the tail after
-them holds the tables (int64 entries, addressed by their index in the tail) and, from tail index
-``CONSTS``, the constant bytes of defaults (packed eight per int64, addressed by byte offset). Each op reads one
-writer value at the cursor; with ``EMIT`` != 0 it also writes the reader value (first the reader
-union branch index ``UNION`` as i32 BE when >= 0). Ops:
+``[O_HEAD, BUDGET, N_ROWS, ROOT, SCRATCH, GROWTH, CONSTS, -]`` (``BUDGET``: the zero-width items
+one entry may hold, the reference's ``ZERO_WIDTH_ITEM_BUDGET``); rows ``1..N_ROWS-1`` are ops; the tail
+after them holds the tables (int64 entries, addressed by their index in the tail) and, from tail
+index ``CONSTS``, the constant bytes of defaults (packed eight per int64, addressed by byte
+offset). Each op reads one writer value at the cursor; unless ``EMIT`` is ``W_SKIP`` it also writes
+the reader value (first the reader union branch index ``UNION`` as i32 BE when >= 0). Ops:
 
 - ``O_NULL``; ``O_BOOL``; ``O_INT`` / ``O_LONG`` (``A``..``B``: the range the writer's logical type
   holds) and ``O_FLOAT`` / ``O_DOUBLE``, written as ``EMIT`` = ``W_VALUE`` or ``W_I64`` / ``W_F32`` /
@@ -54,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from ._avro_codec import min_size
+from ._avro_codec import ZERO_WIDTH_ITEM_BUDGET, min_size
 from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode
 from ._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
 from ._batch import (
@@ -81,7 +82,6 @@ O_ENUM, O_UNION, O_ARRAY, O_MAP, O_RECORD = range(9, 14)
 W_SKIP, W_I32, W_I64, W_F32, W_F64, W_VALUE, W_BOOL, W_UTF8, W_TREE = range(9)
 
 E_AVRO_INDEX, E_AVRO_RANGE, E_AVRO_FALLBACK = 40, 41, 42  # in _batch.ERROR_MESSAGES and avro.pyx
-ZERO_WIDTH_BUDGET = 1 << 20  # _avro_codec.ZERO_WIDTH_ITEM_BUDGET, per entry
 MAX_NODES = 1 << 16  # a schema that expands (shared named types) past this keeps the per-value path
 
 _EPOCH = _dt.datetime(1970, 1, 1)
@@ -116,6 +116,10 @@ _GROUP = {"null": 0, "boolean": 1, "int": 2, "long": 2, "float": 2, "double": 2,
 
 
 class _Compiler:
+    """Ops for one (old, new) ``AvroSerializer`` pair, mirroring ``_avro_resolve.Resolver`` (which has
+    accepted the pair) branch by branch; ``kept`` ops read a writer value and write the reader's,
+    ``skip`` ops only check a writer value."""
+
     def __init__(self, old: Any, new: Any) -> None:
         from ._avro_resolve import Resolver
 
@@ -313,7 +317,7 @@ class _Compiler:
 
     def program(self, root: int) -> RowProgram:
         n = len(self.rows)
-        self.rows[0][C_A:C_E + 1] = [n, root, self.scratch, self.growth, len(self.tail)]
+        self.rows[0][C_EMIT:C_E + 1] = [ZERO_WIDTH_ITEM_BUDGET, n, root, self.scratch, self.growth, len(self.tail)]
         consts = bytes(self.consts) + b"\x00" * (-len(self.consts) % 8)
         tail = self.tail + np.frombuffer(consts, dtype="<i8").tolist()
         tail += [0] * (-len(tail) % NCOL)
@@ -357,7 +361,7 @@ class _Walk:
         self.consts = consts
         self.d = d
         self.end = end
-        self.budget = ZERO_WIDTH_BUDGET
+        self.budget = p[0][C_EMIT]
         self.scratch = [0] * max(p[0][C_C], 1)
 
     def take(self, pos: int, n: int, node: int) -> int:
