@@ -60,7 +60,7 @@ cdef enum:
     W_UTF8 = 7
     W_TREE = 8
 
-cdef enum:
+cdef enum:  # this kernel's own error codes (_batch.ERROR_MESSAGES has them too)
     E_AVRO_INDEX = 40     # enum / union index out of range
     E_AVRO_RANGE = 41     # logical date / time / timestamp value out of range
     E_AVRO_FALLBACK = 42  # the entry needs the per-value path

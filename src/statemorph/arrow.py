@@ -1405,7 +1405,7 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         while i < e - s:
             i, part.pos, status = run(s, i, e - s, part.offs, part.out, part.pos)
             got = fallback(s + i) if fallback is not None and status < 0 and \
-                B.decode_err(status)[0] == BA.E_AVRO_FALLBACK else None
+                B.decode_err(status)[0] == B.E_AVRO_FALLBACK else None
             if isinstance(got, bytes):
                 while len(part.out) - part.pos < len(got):
                     part.grow()

@@ -60,6 +60,7 @@ from .strings import varlen
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
 E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
 E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG = 13, 14, 15, 16
+E_AVRO_INDEX, E_AVRO_RANGE, E_AVRO_FALLBACK = 40, 41, 42  # the Avro migrate kernel's own (_native/avro.pyx)
 
 ERROR_MESSAGES = {
     E_TRUNCATED: "truncated: the entry is shorter than its format needs",
@@ -79,10 +80,9 @@ ERROR_MESSAGES = {
     E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
     E_BAD_FLAG: "invalid POJO flags byte (01 null, 02 a value; subclass values 04 / 08 are not supported) "
                 "or field null flag (00 / 01)",
-    # the Avro migrate kernel's own codes (_batch_avro, _native/avro.pyx), apart from the shared ones
-    40: "Avro enum symbol or union branch index out of range",
-    41: "Avro date / time / timestamp value outside the range the reference's values hold",
-    42: "the entry needs the per-value path (a map with a duplicate key, or bytes that are not UTF-8 "
+    E_AVRO_INDEX: "Avro enum symbol or union branch index out of range",
+    E_AVRO_RANGE: "Avro date / time / timestamp value outside the range the reference's values hold",
+    E_AVRO_FALLBACK: "the entry needs the per-value path (a map with a duplicate key, or bytes that are not UTF-8 "
         "read as a string)",
 }
 

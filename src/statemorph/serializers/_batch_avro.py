@@ -59,6 +59,9 @@ from ._avro_codec import ZERO_WIDTH_ITEM_BUDGET, min_size
 from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode
 from ._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
 from ._batch import (
+    E_AVRO_FALLBACK,
+    E_AVRO_INDEX,
+    E_AVRO_RANGE,
     E_BAD_LENGTH,
     E_BAD_UTF8,
     E_OK,
@@ -81,7 +84,6 @@ O_ENUM, O_UNION, O_ARRAY, O_MAP, O_RECORD = range(9, 14)
 # array or map (its items say); W_SKIP: nothing
 W_SKIP, W_I32, W_I64, W_F32, W_F64, W_VALUE, W_BOOL, W_UTF8, W_TREE = range(9)
 
-E_AVRO_INDEX, E_AVRO_RANGE, E_AVRO_FALLBACK = 40, 41, 42  # in _batch.ERROR_MESSAGES and avro.pyx
 MAX_NODES = 1 << 16  # a schema that expands (shared named types) past this keeps the per-value path
 
 _EPOCH = _dt.datetime(1970, 1, 1)
