@@ -196,8 +196,21 @@ def test_duplicate_map_keys_take_the_reference_path() -> None:
     assert {c for c, _ in status_of(dup).values()} == {BA.E_AVRO_FALLBACK}
     want = reference(dup)
     assert want is not None and want.count(b"\x00\x00\x00\x01a") == 1  # the dict kept one key
-    for tier, (got, errs) in migrate_all([dup, good, dup]).items():
-        assert got == [want, reference(good), want] and errs == [], tier
+    for threads in (1, 2):
+        for tier, (got, errs) in migrate_all([dup, good, dup, good] * 3, threads=threads).items():
+            assert got == [want, reference(good), want, reference(good)] * 3 and errs == [], (tier, threads)
+    # an entry left to the reference that the reference finds bad is its bad row
+    old = AvroSerializer({"type": "record", "name": "R", "fields": [
+        {"name": "m", "type": {"type": "map", "values": "int"}}, {"name": "x", "type": "int"}]})
+    new = AvroSerializer({"type": "record", "name": "R", "fields": [
+        {"name": "m", "type": {"type": "map", "values": "long"}}, {"name": "x", "type": "int"},
+        {"name": "y", "type": "int", "default": 3}]})
+    snap = old.snapshot_configuration()
+    good = old.to_bytes({"m": {"a": 1, "b": 2}, "x": 5})
+    cut = good.replace(b"\x00\x00\x00\x01b", b"\x00\x00\x00\x01a")[:-1]
+    assert {c for c, _ in status_of(cut, new, snap).values()} == {BA.E_AVRO_FALLBACK}
+    for tier, (got, errs) in migrate_all([good, cut], new, snap).items():
+        assert got == [reference(good, new, snap), None] and [(e[0], e[2]) for e in errs] == [(1, -1)], tier
 
 
 def test_bytes_to_string_of_invalid_utf8_raises_like_the_reference() -> None:
