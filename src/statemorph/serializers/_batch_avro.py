@@ -13,7 +13,7 @@ items ‖ ``00``, or just ``00``), removed fields are still validated (the refer
 What the program cannot express raises :class:`NotByteRemappable` at compile time and the column
 keeps the per-value path: recursive schemas, a kept union whose decoded value could fit a branch
 other than the one written (the reference re-picks the branch from the value: ``[int, long]``,
-``[string, enum]``, two records ...), ``decimal`` / ``uuid`` values (the reference re-encodes them,
+``[double, int]``, ``[string, enum]``, two records ...), ``decimal`` / ``uuid`` values (the reference re-encodes them,
 and may reject one), a reader logical type the writer does not have, an added field whose default
 the reference cannot write. Two value-dependent cases stop the kernel at the entry with
 ``E_AVRO_FALLBACK`` instead, and arrow.py migrates that one entry per value: a kept map with a
@@ -117,6 +117,43 @@ _GROUP = {"null": 0, "boolean": 1, "int": 2, "long": 2, "float": 2, "double": 2,
           "bytes": 4, "fixed": 4, "array": 5, "map": 6, "record": 6}
 
 
+def _first_paths(n: AvroNode, path: str, first: dict[int, str]) -> None:
+    """The path each named type of the writer schema is first met at, in the order the codec
+    compiles its readers: the reference reads a shared type with one reader, whose errors name
+    the fields under that first path wherever the value is (and so do ours)."""
+    if isinstance(n, NamedNode):
+        if id(n) in first:
+            return
+        first[id(n)] = path
+    if isinstance(n, RecordNode):
+        for f in n.fields:
+            _first_paths(f.type, f"{path}.{f.name}", first)
+    elif isinstance(n, UnionNode):
+        for b in n.branches:
+            _first_paths(b, path, first)
+    elif isinstance(n, ArrayNode):
+        _first_paths(n.items, path + "[]", first)
+    elif isinstance(n, MapNode):
+        _first_paths(n.values, path + "{}", first)
+
+
+def _branch_kept(union: UnionNode) -> bool:
+    """Whether the reference writes a decoded value of each branch back in that branch: its
+    chooser (``AvroCodec._chooser``) takes the first branch whose type fits the Python value, and
+    a value of one branch fits no other one when no two branches share a kind of value, except an
+    int or long followed by a float or double (an int fits the real branch, but the integer one
+    comes first; a float fits no integer branch)."""
+    groups = [_GROUP[b.kind] for b in union.branches]
+    numbers = [b for b in union.branches if _GROUP[b.kind] == _GROUP["int"]]
+    others = [g for g in groups if g != _GROUP["int"]]
+    if len(set(others)) != len(others):
+        return False
+    if len(numbers) < 2:
+        return True
+    return len(numbers) == 2 and numbers[0].kind in ("int", "long") and numbers[1].kind in ("float", "double") \
+        and all(logical_type(b) is None for b in numbers)
+
+
 class _Compiler:
     """Ops for one (old, new) ``AvroSerializer`` pair, mirroring ``_avro_resolve.Resolver`` (which has
     accepted the pair) branch by branch; ``kept`` ops read a writer value and write the reader's,
@@ -135,6 +172,8 @@ class _Compiler:
         self.scratch = 0
         self.growth = 0
         self.active: set[int] = set()
+        self.first: dict[int, str] = {}
+        _first_paths(old.root, old.codec.root_path, self.first)
 
     def node(self, op: int, emit: int, path: str, a: int = 0, b: int = 0) -> int:
         if len(self.rows) >= MAX_NODES:
@@ -177,6 +216,7 @@ class _Compiler:
             self.rows[me][C_B] = self.table([self.skip(b, cpath, epath) for b in w.branches])
             return me
         if isinstance(w, RecordNode):
+            cpath = self.first.get(id(w), cpath)
             me = self.node(O_RECORD, W_SKIP, epath, len(w.fields))
             fields = [self.skip(f.type, f"{cpath}.{f.name}", f"{cpath}.{f.name}") for f in w.fields]
             self.rows[me][C_B] = self.table(fields)
@@ -195,8 +235,7 @@ class _Compiler:
 
     def _kept(self, w: AvroNode, r: AvroNode, cpath: str, epath: str) -> int:
         if isinstance(w, UnionNode):
-            groups = [_GROUP[b.kind] for b in w.branches]
-            if len(set(groups)) != len(groups):
+            if not _branch_kept(w):
                 raise NotByteRemappable(f"{epath}: union {w.label} has branches one value may fit")
             me = self.node(O_UNION, W_TREE, epath, len(w.branches))
             before, grows, ops = self.growth, [], []
@@ -274,6 +313,7 @@ class _Compiler:
         raise NotByteRemappable(f"{epath}: {w.kind} to {rk}")  # pragma: no cover - the resolver refused it
 
     def record(self, w: RecordNode, r: RecordNode, cpath: str, epath: str) -> int:
+        cpath = self.first.get(id(w), cpath)
         me = self.node(O_RECORD, W_TREE, epath, len(w.fields))
         position = {f.name: j for j, f in enumerate(w.fields)}
         first: dict[int, int] = {}
