@@ -347,3 +347,27 @@ def test_growth_counts_defaults_union_indexes_and_widening() -> None:
     # loc (its union index replaced): lat float->double +4, alt default 8; id int->long +4; tags items
     # int->double +4 (once, not per item); note default 4 + 4 + 3; day into a union +4
     assert BA.avro_growth(prog.matrix) == 4 + 8 + 4 + 4 + 11 + 4
+
+
+def test_unions_whose_branches_tell_values_apart_compile() -> None:
+    e1 = {"type": "enum", "name": "E1", "symbols": ["A", "B"]}
+    e2 = {"type": "enum", "name": "E2", "symbols": ["C", "D"]}
+    f2 = {"type": "fixed", "name": "F2", "size": 2}
+    f3 = {"type": "fixed", "name": "F3", "size": 3}
+    old = AvroSerializer({"type": "record", "name": "R", "fields": [
+        {"name": "n", "type": ["null", "long", "double"]}, {"name": "e", "type": [e1, e2]},
+        {"name": "f", "type": [f2, f3]}]})
+    new = AvroSerializer({"type": "record", "name": "R", "fields": [
+        {"name": "f", "type": [f2, f3]}, {"name": "e", "type": [e1, e2, "string"]},
+        {"name": "n", "type": ["null", "long", "double"]}, {"name": "z", "type": "int", "default": 1}]})
+    snap = old.snapshot_configuration()
+    BA.compile_avro_program(snap, new)
+    blobs = [old.to_bytes(v) for v in (
+        {"n": None, "e": "A", "f": b"ab"}, {"n": 3, "e": "D", "f": b"abc"}, {"n": 2.5, "e": ("E2", "C"), "f": b"xy"},
+        {"n": ("long", 7), "e": "B", "f": b"xyz"})]
+    for tier, (got, errs) in migrate_all(blobs, new, snap).items():
+        assert got == [reference(b, new, snap) for b in blobs] and errs == [], tier
+    for union in (["double", "long"], ["int", "long"], [e1, {**e2, "symbols": ["B", "C"]}], [f2, {**f3, "size": 2}]):
+        one = {"type": "record", "name": "R", "fields": [{"name": "u", "type": union}]}
+        assert "one value may fit" in _refused(one, {**one, "fields": one["fields"] + [
+            {"name": "z", "type": "int", "default": 0}]})

@@ -139,19 +139,32 @@ def _first_paths(n: AvroNode, path: str, first: dict[int, str]) -> None:
 
 def _branch_kept(union: UnionNode) -> bool:
     """Whether the reference writes a decoded value of each branch back in that branch: its
-    chooser (``AvroCodec._chooser``) takes the first branch whose type fits the Python value, and
-    a value of one branch fits no other one when no two branches share a kind of value, except an
-    int or long followed by a float or double (an int fits the real branch, but the integer one
-    comes first; a float fits no integer branch)."""
-    groups = [_GROUP[b.kind] for b in union.branches]
-    numbers = [b for b in union.branches if _GROUP[b.kind] == _GROUP["int"]]
-    others = [g for g in groups if g != _GROUP["int"]]
-    if len(set(others)) != len(others):
+    chooser (``AvroCodec._chooser``) takes the first branch whose type fits the Python value. A
+    value of one branch fits no other one when branches that share a kind of value tell them apart:
+    an int or long followed by a float or double (an int fits the real branch, but the integer one
+    comes first; a float fits no integer branch), enums without a common symbol, fixed types of
+    different sizes."""
+    shared: dict[int, list[AvroNode]] = {}
+    for b in union.branches:
+        shared.setdefault(_GROUP[b.kind], []).append(b)
+    for group in shared.values():
+        if len(group) < 2:
+            continue
+        if any(logical_type(b) is not None for b in group):
+            return False
+        kinds = [b.kind for b in group]
+        if kinds in (["int", "float"], ["int", "double"], ["long", "float"], ["long", "double"]):
+            continue
+        if all(isinstance(b, EnumNode) for b in group):
+            symbols = [s for b in group if isinstance(b, EnumNode) for s in b.symbols]
+            if len(set(symbols)) == len(symbols):
+                continue
+        if all(isinstance(b, FixedNode) for b in group):
+            sizes = [b.size for b in group if isinstance(b, FixedNode)]
+            if len(set(sizes)) == len(sizes):
+                continue
         return False
-    if len(numbers) < 2:
-        return True
-    return len(numbers) == 2 and numbers[0].kind in ("int", "long") and numbers[1].kind in ("float", "double") \
-        and all(logical_type(b) is None for b in numbers)
+    return True
 
 
 class _Compiler:
