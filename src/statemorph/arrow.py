@@ -1310,13 +1310,13 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
 
         fallback = None
         if kernel == "avro":
-            prior, as_is = prior_snapshot.restore_serializer(), False
+            prior = prior_snapshot.restore_serializer()
 
             def fallback(row: int) -> bytes | Exception:
                 """An entry the kernel leaves to the reference (``E_AVRO_FALLBACK``): its bytes, or
                 the error of a bad entry."""
                 try:
-                    return _migrate_one(arr[row].as_py(), prior_snapshot, prior, new_serializer, as_is)
+                    return _migrate_one(arr[row].as_py(), prior_snapshot, prior, new_serializer, False)
                 except StateFormatError as e:
                     return _per_row_error(e, base + row, "migrate")
 
