@@ -276,6 +276,20 @@ cdef inline BinView bin_view(list keep, offsets, data, validity, int64_t offset,
         v.validity = &bmv[0]
     return v
 
+cdef inline uint8_t* out_offsets(list keep, out_off, int64_t cap, int64_t start, int64_t stop, int64_t pos,
+                                 str who, bint* wide) except NULL:
+    """A one-pass kernel's output Arrow offsets (int32, or int64 when ``wide`` is set), written
+    through ``put_off``; checked against the rows ``start..stop`` and the byte buffer's ``cap``."""
+    cdef uint8_t[::1] mv = u8(out_off)
+    cdef int64_t n_off = mv.shape[0] // out_off.itemsize
+    wide[0] = out_off.itemsize == 8
+    if not wide[0] and cap > 0x7FFFFFFF:
+        raise ValueError(f"{who}: int32 offsets cannot address more than 2 GiB of output")
+    if stop > n_off - 1 or start < 0 or pos < 0 or pos > cap:
+        raise ValueError(f"{who}: output arrays shorter than the rows")
+    keep.append(mv)
+    return &mv[0]
+
 cdef inline int64_t encode_err(int code, int64_t field) noexcept nogil:
     """A bad row's status: negative, carrying the error code and the op (field) index."""
     return -(((<int64_t>code) << 32) | (field + 1))

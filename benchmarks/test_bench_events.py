@@ -329,3 +329,68 @@ def test_pojo_migrate_per_value(benchmark: Any, pojo_bytes: pa.Array) -> None:
                                                         arrow._Errors("raise", "migrate", None), 0),
                        rounds=3, iterations=1)
     record("POJO migrate per value", benchmark, SUBSAMPLE)
+
+
+# ---------------------------------------------------------------------------------- Avro
+def _avro_serializers() -> tuple[Any, Any]:
+    """The Events record as Avro state (``AvroSerializer``), old and new schema as in the RowData
+    case: ``Meta`` reordered, gains ``location`` / ``appVersion`` / ``sessionId`` (nullable, null)."""
+    from statemorph.serializers import AvroSerializer
+
+    return AvroSerializer(AVRO_OLD), AvroSerializer(AVRO_NEW)
+
+
+@pytest.fixture(scope="module")
+def avro_bytes(events: Events) -> pa.Array:
+    """``events.n`` entries as Flink stores Avro (flink-formats.md §2.11: no header, i64 / i32 BE,
+    i32 BE length ‖ UTF-8), built with numpy (per value would dominate the run) and checked against
+    the per-value serializer on a sample."""
+    n = events.n
+    meta = events.struct.field("metadata")
+    dev = meta.field("deviceType")
+    dev_off = np.frombuffer(dev.buffers()[1], dtype=np.int32)[dev.offset:dev.offset + n + 1].astype(np.int64)
+    dev_len = np.diff(dev_off)
+    offs = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(24 + dev_len, out=offs[1:])
+    data = np.empty(int(offs[-1]), dtype=np.uint8)
+    for at, col, width in ((0, events.struct.field("eventId"), 8), (8, meta.field("userId"), 4),
+                           (12, meta.field("timestamp"), 8), (20, pa.array(dev_len), 4)):
+        raw = col.to_numpy().astype(f">i{width}").view(np.uint8).reshape(n, width)
+        data[(offs[:-1] + at)[:, None] + np.arange(width)] = raw
+    text = np.frombuffer(dev.buffers()[2], dtype=np.uint8)[dev_off[0]:dev_off[-1]]
+    data[np.repeat(offs[:-1] + 24 - dev_off[:-1], dev_len) + np.arange(dev_off[0], dev_off[-1])] = text
+    out = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offs.astype(np.int32)), pa.py_buffer(data)])
+    old, _ = _avro_serializers()
+    sample = events.struct.slice(0, 100).to_pylist()
+    assert out.slice(0, 100).to_pylist() == [old.to_bytes(r) for r in sample]
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_avro_migrate_native(benchmark: Any, avro_bytes: pa.Array, threads: int) -> None:
+    old, new = _avro_serializers()
+    out = benchmark.pedantic(arrow.migrate, args=(avro_bytes, old.snapshot_configuration(), new),
+                             kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
+    assert len(out) == len(avro_bytes)
+    record(f"Avro migrate native threads={threads}", benchmark, len(avro_bytes), tier=_native.TIER)
+
+
+def test_avro_migrate_python_kernel_tier(benchmark: Any, avro_bytes: pa.Array,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same bulk API on the Python twin of the Avro kernel (``STATEMORPH_NATIVE=0``)."""
+    monkeypatch.setattr(_native, "KERNELS", _native.tier("python"))
+    old, new = _avro_serializers()
+    sub = avro_bytes.slice(0, SUBSAMPLE)
+    benchmark.pedantic(arrow.migrate, args=(sub, old.snapshot_configuration(), new), rounds=3, iterations=1)
+    record("Avro migrate python kernel tier", benchmark, SUBSAMPLE)
+
+
+def test_avro_migrate_per_value(benchmark: Any, avro_bytes: pa.Array) -> None:
+    """What ``arrow.migrate`` did for Avro state before the kernel: the per-value path."""
+    old, new = _avro_serializers()
+    snap = old.snapshot_configuration()
+    sub, compat = avro_bytes.slice(0, SUBSAMPLE), snap.resolve_schema_compatibility(new)
+    benchmark.pedantic(lambda: arrow._migrate_per_value(sub, snap, new, compat,
+                                                        arrow._Errors("raise", "migrate", None), 0),
+                       rounds=3, iterations=1)
+    record("Avro migrate per value", benchmark, SUBSAMPLE)

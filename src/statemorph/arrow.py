@@ -26,9 +26,16 @@ Which path a serializer takes:
 - flink-core ``RowSerializer`` of primitives, strings, byte[] and nested rows: the corerow kernels
   (encode / decode) and the Row remap (migrate); POJO migrations that only add, remove or reorder
   fields: the POJO remap;
-- everything else (Avro, Tuple, collections, POJO encode / decode, RowData with MAP / MULTISET, and
-  ARRAYs of arrays for decode): per-value through the reference serializers, in bulk
-  (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
+- ``AvroSerializer`` migrate (a new schema that reads the old one): the Avro kernel
+  (``_native/avro.pyx``) runs the schema resolution as a byte program compiled once per schema
+  pair (fields added, removed, reordered, renamed; promotions; enum and union re-mapping; nested
+  records, arrays, maps, fixed; date / time / timestamp logical types). Recursive schemas,
+  unions whose branch the reference re-picks from the value, and decimal / uuid values keep the
+  per-value path; an entry the program leaves to the reference (a map with a duplicate key,
+  bytes → string) is migrated per value in place;
+- everything else (Avro encode / decode, Tuple, collections, POJO encode / decode, RowData with
+  MAP / MULTISET, and ARRAYs of arrays for decode): per-value through the reference serializers,
+  in bulk (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
 subclass with ``row`` and ``field_path`` attributes (``on_error="raise"``), or become nulls
@@ -61,6 +68,7 @@ from .errors import (
 )
 from .io import DataInputDeserializer, DataOutputSerializer
 from .serializers import _batch as B
+from .serializers import _batch_avro as BA
 from .serializers import _batch_corerow as BC
 from .serializers import _batch_pojo as BP
 from .types import (
@@ -1237,9 +1245,9 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
     """Rewrite every entry written under ``prior_snapshot`` into ``new_serializer``'s format.
 
     Compatibility is resolved once (incompatible → :class:`IncompatibleSchemaError` naming the
-    fields). RowData → RowData, flink-core Row → Row and POJO → POJO (fields added, removed,
-    reordered) run byte-remap kernels when the program compiler can express the plan; other
-    serializers migrate per value through the reference implementation."""
+    fields). RowData → RowData, flink-core Row → Row, POJO → POJO (fields added, removed,
+    reordered) and Avro → Avro run byte-remap kernels when the program compiler can express the
+    plan; other serializers migrate per value through the reference implementation."""
     _check_on_error(on_error)
     compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
     if compat.is_incompatible():
@@ -1269,6 +1277,13 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
             kernel = "pojo"
         except B.NotByteRemappable:
             prog = None
+    elif _is(new_serializer, "AvroSerializer") and type(prior_snapshot).__name__ == "AvroSerializerSnapshot" \
+            and compat.is_compatible_after_migration():
+        try:
+            prog = BA.compile_avro_program(prior_snapshot, new_serializer)
+            kernel = "avro"
+        except B.NotByteRemappable:
+            prog = None
     return _per_chunk(binary_array, lambda a, base: _migrate_chunk(k, a, prior_snapshot, new_serializer, compat,
                                                                    prog, kernel, threads, on_error, base), on_error)
 
@@ -1284,10 +1299,11 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     matrix = prog.matrix
 
     ranges = _ranges(n, threads)
-    if kernel in ("rowdata", "pojo"):
+    if kernel in ("rowdata", "pojo", "avro"):
         # one-pass kernels; the output estimate is the input bytes plus the plan's per-entry growth
-        run_kernel, growth = (k.migrate_run, _row_growth(matrix)) if kernel == "rowdata" else \
-            (k.pojo_migrate_run, BP.pojo_growth(matrix))
+        run_kernel, growth = {"rowdata": (k.migrate_run, _row_growth(matrix)),
+                              "pojo": (k.pojo_migrate_run, BP.pojo_growth(matrix)),
+                              "avro": (k.avro_migrate_run, BA.avro_growth(matrix))}[kernel]
         span = _input_spans(offsets, offset, wide, len(data), n)
         # the plan's machine code (RowData, compiled tier): held here for as long as it is called;
         # compiling takes ~0.1 s (once per plan and process), so small arrays keep the interpreter
@@ -1301,7 +1317,19 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
         def estimate(s: int, e: int) -> int:
             return span(s, e) + growth * (e - s)
 
-        return errors.result(_fused_output(n, ranges, valid, errors, base, run, wide, estimate))
+        fallback = None
+        if kernel == "avro":
+            prior = prior_snapshot.restore_serializer()
+
+            def fallback(row: int) -> bytes | Exception:
+                """An entry the kernel leaves to the reference (``E_AVRO_FALLBACK``): its bytes, or
+                the error of a bad entry."""
+                try:
+                    return _migrate_one(arr[row].as_py(), prior_snapshot, prior, new_serializer, False)
+                except StateFormatError as e:
+                    return _per_row_error(e, base + row, "migrate")
+
+        return errors.result(_fused_output(n, ranges, valid, errors, base, run, wide, estimate, fallback))
 
     def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
         k.core_row_sizes(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
@@ -1349,7 +1377,7 @@ class _Part:
         self.out = out
         self.own = False
         self.pos = 0
-        self.bad: list[tuple[int, int]] = []
+        self.bad: list[tuple[int, int | Exception]] = []
 
     def grow(self) -> None:
         """Double the byte buffer (an entry did not fit), keeping what is written; widen the
@@ -1363,8 +1391,8 @@ class _Part:
 
 
 def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | None, errors: _Errors, base: int,
-                  run: Callable[..., tuple[int, int, int]], large: bool,
-                  estimate: Callable[[int, int], int]) -> pa.Array:
+                  run: Callable[..., tuple[int, int, int]], large: bool, estimate: Callable[[int, int], int],
+                  fallback: Callable[[int], bytes | Exception] | None = None) -> pa.Array:
     """One-pass binary output. Each range (one per thread) packs its entries into its window of
     one shared buffer, sized from the input bytes plus the fixed-part growth of the plan, and the
     kernel writes the Arrow offsets itself into the range's window of the offsets array (int32
@@ -1372,7 +1400,9 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
     collected); the kernel stops at each one, so there is no per-entry status array. Later ranges
     then slide down to close the gaps and their offsets are shifted, in place: peak memory stays
     input + output + a constant. A range that outgrew its window (rare: the estimate is exact for
-    well-formed rows without migrated arrays) moves to a buffer of its own."""
+    well-formed rows without migrated arrays) moves to a buffer of its own. An entry the kernel
+    leaves to the per-value reference (status ``E_AVRO_FALLBACK``) is written by ``fallback``, in
+    place, or is a bad entry with the reference's error."""
     stop_at_error = errors.on_error == "raise"
     sizes = [estimate(s, e) + 64 for s, e in ranges]
     starts = [sum(sizes[:j]) for j in range(len(ranges))]
@@ -1386,8 +1416,17 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         i = 0
         while i < e - s:
             i, part.pos, status = run(s, i, e - s, part.offs, part.out, part.pos)
-            if status < 0:
-                part.bad.append((s + i, status))
+            got = fallback(s + i) if fallback is not None and status < 0 and \
+                B.decode_err(status)[0] == B.E_AVRO_FALLBACK else None
+            if isinstance(got, bytes):
+                while len(part.out) - part.pos < len(got):
+                    part.grow()
+                part.out[part.pos:part.pos + len(got)] = np.frombuffer(got, dtype=np.uint8)
+                part.pos += len(got)
+                part.offs[i + 1] = part.pos
+                i += 1
+            elif status < 0:
+                part.bad.append((s + i, status if got is None else got))
                 i += 1
                 if stop_at_error:
                     break
@@ -1396,9 +1435,10 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         return part
 
     parts = _run([(j, 0) for j in range(len(ranges))], one)
-    bad = sorted(b for p in parts for b in p.bad)
-    for row, status in bad:
-        errors.add(_make_error(status, base + row, errors.prog, errors.what))  # raises the first in 'raise'
+    bad = sorted((b for p in parts for b in p.bad), key=lambda b: b[0])
+    for row, status in bad:  # raises the first in 'raise'
+        errors.add(status if isinstance(status, Exception) else _make_error(status, base + row, errors.prog,
+                                                                             errors.what))
     if bad:
         valid = np.ones(n, dtype=np.uint8) if valid is None else valid
         valid[[row for row, _ in bad]] = 0
@@ -1431,27 +1471,32 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
                                  null_count=nulls)
 
 
+def _migrate_one(raw: bytes, prior_snapshot: Any, prior: Any, target: Any, as_is: bool) -> bytes:
+    """One entry through the reference: validated and copied (as is), or read and rewritten."""
+    src = DataInputDeserializer(raw)
+    if as_is:
+        prior.deserialize(src)
+        src.expect_end("the value")
+        return bytes(raw)
+    out = DataOutputSerializer()
+    prior_snapshot.migrate_state(prior, target, src, out)
+    src.expect_end("the value")
+    return out.get_copy_of_buffer()
+
+
 def _migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any, errors: _Errors,
                        base: int) -> Any:
     prior = prior_snapshot.restore_serializer()
     target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
         else new_serializer
+    as_is = compat.is_compatible_as_is()
     outs: list[bytes | None] = []
     for i, raw in enumerate(arr.to_pylist()):
         if raw is None:
             outs.append(None)
             continue
-        src = DataInputDeserializer(raw)
         try:
-            if compat.is_compatible_as_is():
-                prior.deserialize(src)
-                src.expect_end("the value")
-                outs.append(bytes(raw))
-                continue
-            out = DataOutputSerializer()
-            prior_snapshot.migrate_state(prior, target, src, out)
-            src.expect_end("the value")
-            outs.append(out.get_copy_of_buffer())
+            outs.append(_migrate_one(raw, prior_snapshot, prior, target, as_is))
         except StateFormatError as e:
             errors.add(_per_row_error(e, base + i, "migrate"))
             outs.append(None)

@@ -273,7 +273,7 @@ AVRO_V2 = {**AVRO_V1, "fields": [*AVRO_V1["fields"], {"name": "score", "type": "
 ROW_FIELDS = [S.IntSerializer(), S.StringSerializer(), S.DoubleSerializer()]
 
 # (old serializer, new serializer, valid old values): migrations that run per value or through
-# the flink-core Row remap kernel
+# the flink-core Row remap, POJO or Avro kernels
 PER_VALUE_MIGRATIONS: dict[str, tuple[Any, Any, list[Any]]] = {
     "pojo-add-field": (
         S.PojoSerializer(Person, {"name": S.StringSerializer(), "age": S.IntSerializer()}, "fuzz.Person"),

@@ -22,9 +22,9 @@ def test_native_tier_loaded_unless_disabled() -> None:
         assert _native.TIER == "python"
         return
     assert _native.TIER == "native", f"compiled kernels did not load: {_native._native_error}"
-    from statemorph._native import corerow, primitives, remap, rowdata, strings  # type: ignore[attr-defined]
+    from statemorph._native import avro, corerow, primitives, remap, rowdata, strings  # type: ignore[attr-defined]
 
-    for mod in (primitives, strings, rowdata, remap, corerow):
+    for mod in (primitives, strings, rowdata, remap, corerow, avro):
         assert mod.__statemorph_native__ is True
 
 

@@ -29,6 +29,7 @@ _KERNEL_HOME = {
     "encode_run": "rowdata", "decode_run": "rowdata", "migrate_run": "rowdata",
     "core_row_sizes": "remap", "core_row_fill": "remap", "pojo_migrate_run": "remap",
     "corerow_encode": "corerow", "corerow_decode": "corerow",
+    "avro_migrate_run": "avro",
 }
 
 
@@ -40,10 +41,10 @@ def _parse_mode(raw: str | None) -> str:
 
 
 def _load_native() -> dict[str, ModuleType]:
-    from . import corerow, primitives, remap, rowdata, strings  # type: ignore[attr-defined]
+    from . import avro, corerow, primitives, remap, rowdata, strings  # type: ignore[attr-defined]
 
     mods: dict[str, ModuleType] = {"primitives": primitives, "strings": strings, "rowdata": rowdata,
-                                   "remap": remap, "corerow": corerow}
+                                   "remap": remap, "corerow": corerow, "avro": avro}
     for mod in mods.values():
         if getattr(mod, "__statemorph_native__", False) is not True:
             raise ImportError(f"{mod.__name__} is not a statemorph compiled kernel module")

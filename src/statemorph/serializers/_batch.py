@@ -60,6 +60,7 @@ from .strings import varlen
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
 E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
 E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG = 13, 14, 15, 16
+E_AVRO_INDEX, E_AVRO_RANGE, E_AVRO_FALLBACK = 40, 41, 42  # the Avro migrate kernel's own (_native/avro.pyx)
 
 ERROR_MESSAGES = {
     E_TRUNCATED: "truncated: the entry is shorter than its format needs",
@@ -79,6 +80,10 @@ ERROR_MESSAGES = {
     E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
     E_BAD_FLAG: "invalid POJO flags byte (01 null, 02 a value; subclass values 04 / 08 are not supported) "
                 "or field null flag (00 / 01)",
+    E_AVRO_INDEX: "Avro enum symbol or union branch index out of range",
+    E_AVRO_RANGE: "Avro date / time / timestamp value outside the range the reference's values hold",
+    E_AVRO_FALLBACK: "the entry needs the per-value path (a map with a duplicate key, or bytes that are not UTF-8 "
+        "read as a string)",
 }
 
 
@@ -1672,16 +1677,18 @@ KERNELS = (
     "bytes_encode_fill", "bytes_decode_sizes", "bytes_decode_fill",
     "encode_run", "decode_run",
     "migrate_run", "core_row_sizes", "core_row_fill", "corerow_encode", "corerow_decode", "pojo_migrate_run",
+    "avro_migrate_run",
 )
 
 _CORE_ROW = frozenset({"compile_core_row_codec", "corerow_encode", "corerow_decode"})
 _POJO = frozenset({"compile_pojo_program", "pojo_migrate_run"})
+_AVRO = frozenset({"compile_avro_program", "avro_migrate_run"})
 
 
 def __getattr__(name: str) -> Any:
-    """The flink-core Row encode / decode twins live in ``_batch_corerow`` and the POJO migrate twin
-    in ``_batch_pojo`` (they build on the helpers here, so those modules import this one; exposing
-    them lazily avoids the cycle)."""
+    """The flink-core Row encode / decode twins live in ``_batch_corerow``, the POJO migrate twin in
+    ``_batch_pojo`` and the Avro one in ``_batch_avro`` (they build on the helpers here, so those
+    modules import this one; exposing them lazily avoids the cycle)."""
     if name in _CORE_ROW:
         from . import _batch_corerow
 
@@ -1690,6 +1697,10 @@ def __getattr__(name: str) -> Any:
         from . import _batch_pojo
 
         return getattr(_batch_pojo, name)
+    if name in _AVRO:
+        from . import _batch_avro
+
+        return getattr(_batch_avro, name)
     raise AttributeError(name)
 
 
