@@ -2251,8 +2251,12 @@ cdef void _scratch(_Keep keep, Scratch* t, int64_t nnodes) except *:
     t.nonull = <uint8_t*>keep.table(nnodes)
 
 
+ctypedef int64_t (*EncodeCode)(Node* nodes, int64_t i, int64_t stop, uint8_t* o, int64_t cap, int64_t* pos_io,
+                               uint8_t* offs, uint8_t* out_valid, int64_t* written_io) noexcept nogil
+
+
 def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::1] out_data, int64_t pos,
-               uint8_t[::1] out_valid):
+               uint8_t[::1] out_valid, size_t machine_code=0):
     """One-pass encode of rows ``start..stop``: validate each entry and write ``i32 BE size ‖
     BinaryRowData`` packed from ``out_data[pos]``. ``cols[node]`` = (validity, values, offsets,
     element offset, wide) of its Arrow column. ``out_off`` (int32 or int64) gets the end of entry
@@ -2264,7 +2268,10 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
     fit (``status`` 0: grow ``out_data``, keep ``[:pos]``, resume at ``next_row``).
 
     Why one pass: sizing every entry and then writing it walked each row twice; here the output
-    buffer is sized from an upper bound (exact for rows of primitives and strings) instead."""
+    buffer is sized from an upper bound (exact for rows of primitives and strings) instead.
+    ``machine_code``: the address of the row type's encode machine code
+    (``statemorph._native.jit``; int32 offsets in and out), 0 for none: it takes entries until one
+    it does not take, which the row walk below writes (or reports) before it resumes."""
     cdef _Keep keep = _Keep()
     cdef Node* nodes = _lower(keep, prog)
     cdef bint owide
@@ -2282,10 +2289,17 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
     nnodes = nodes[0].end
     blocked = block_ok(nodes, nnodes)
     _scratch(keep, &t, nnodes)
+    if owide or out_valid.shape[0] == 0 or any(nodes[r].wide_in for r in range(nnodes)):
+        machine_code = 0
     with nogil:
         while i < stop and not halt:
             lim = min(i + BLK, stop)
-            if blocked and encode_block(nodes, nnodes, &t, i, lim, o, &pos, cap):
+            if machine_code:
+                i = (<EncodeCode>machine_code)(nodes, i, stop, o, cap, &pos, offs, &out_valid[0], &written)
+                if i >= stop:
+                    break
+                lim = i + 1  # this entry takes the row walk, not a block
+            elif blocked and encode_block(nodes, nnodes, &t, i, lim, o, &pos, cap):
                 if t.allp[0] and (i | lim) & 7 == 0:
                     memset(&out_valid[i >> 3], 0xFF, (lim - i) >> 3)
                     written += lim - i
@@ -2329,14 +2343,16 @@ ctypedef int64_t (*DecodeCode)(const uint8_t* offs, const uint8_t* d, int64_t d_
 
 
 def node_layout():
-    """Size and field offsets of ``Node``, for decode machine code (``statemorph._native.jit``),
-    which reads a column's buffers and keeps its counters where ``decode_run`` keeps them."""
+    """Size and field offsets of ``Node``, for encode / decode machine code
+    (``statemorph._native.jit``), which reads a column's buffers and keeps its counters where
+    ``encode_run`` / ``decode_run`` keep them."""
     cdef Node n
     cdef size_t b = <size_t>&n
     return dict(size=sizeof(Node), valid=<size_t>&n.valid - b, vals=<size_t>&n.vals - b, offs=<size_t>&n.offs - b,
                 wide=<size_t>&n.wide - b, wide_size=sizeof(n.wide), sdata=<size_t>&n.sdata - b,
                 scap=<size_t>&n.scap - b, spos=<size_t>&n.spos - b, sstart=<size_t>&n.sstart - b,
-                count=<size_t>&n.count - b)
+                count=<size_t>&n.count - b, valid_in=<size_t>&n.valid_in - b, vals_in=<size_t>&n.vals_in - b,
+                offs_in=<size_t>&n.offs_in - b, off_in=<size_t>&n.off_in - b, vals_len=<size_t>&n.vals_len - b)
 
 
 def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t start, int64_t stop, list outs,

@@ -531,6 +531,9 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
     out_off[0] = 0
     out_valid = np.zeros((n + 7) // 8, dtype=np.uint8)
     stop_at_error = errors.on_error == "raise"
+    # the row type's encode machine code (compiled tier), held here for as long as it is called
+    code = jit.encode_code(matrix) if k.name == "native" and n >= _MACHINE_CODE_MIN else None
+    extra = (code.address,) if code is not None else ()
 
     # every range writes into its own region of one buffer (sized by the bound; pages never
     # touched cost nothing); the regions are then moved together in place
@@ -543,7 +546,8 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
         out: list[Any] = [shared[region[s][0]:region[s][1]], 0, 0]
 
         def run(i: int) -> tuple[int, int]:
-            i, out[1], status, written = k.encode_run(matrix, cols, i, e, out_off, out[0], out[1], out_valid)
+            i, out[1], status, written = k.encode_run(matrix, cols, i, e, out_off, out[0], out[1], out_valid,
+                                                      *extra)
             out[2] += written
             return i, status
 

@@ -7,6 +7,7 @@ benchmarks."""
 
 from __future__ import annotations
 
+import decimal
 import os
 from typing import Any
 
@@ -15,7 +16,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_native_equivalence import ARROW_LEAVES, REMAP_ONLY_LEAVES, _ref_bytes, evolve, typed_rows
+from test_native_equivalence import ARROW_LEAVES, REMAP_ONLY_LEAVES, _arrow_rows, _ref_bytes, evolve, typed_rows
 
 from statemorph import _native, arrow, serializers
 from statemorph._native import jit
@@ -167,14 +168,15 @@ def test_machine_code_equals_interpreter_on_odd_layouts(blobs: list[bytes]) -> N
     assert all(status == 0 for _, _, status in got[0])  # odd, but valid
 
 
-def _decode_both(arr: pa.Array, s: Any) -> list[Any]:
-    """``arrow.decode`` with and without machine code (collecting bad rows): results side by side."""
+def _both(fn: Any, arr: pa.Array, s: Any) -> list[Any]:
+    """``fn`` (``arrow.encode`` / ``decode``) with and without machine code, collecting bad rows:
+    the results side by side."""
     out = []
     for flag in ("1", "0"):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(arrow, "_MACHINE_CODE_MIN", 0)
             mp.setenv("STATEMORPH_JIT", flag)
-            got, errs = arrow.decode(arr, s, on_error="collect")
+            got, errs = fn(arr, s, on_error="collect")
         out.append((got, [(e.row, e.field_path, type(e).__name__) for e in errs]))
     return out
 
@@ -191,7 +193,7 @@ def test_decode_machine_code_equals_the_kernel(data: st.DataObject) -> None:
     for b in _ref_bytes(s, rows):
         if b is not None:  # machine code takes plain input only: no null entries
             blobs.append(_maybe_corrupt(data, b))
-    (with_code, errs), (without, errs0) = _decode_both(pa.array(blobs, pa.binary()), s)
+    (with_code, errs), (without, errs0) = _both(arrow.decode, pa.array(blobs, pa.binary()), s)
     assert errs == errs0
     assert with_code.equals(without)
     assert with_code.to_pylist() == without.to_pylist()
@@ -203,7 +205,7 @@ def test_decode_machine_code_on_odd_layouts(blobs: list[bytes]) -> None:
     if not jit.enabled():
         pytest.skip("no llvmlite")
     s = serializers.RowDataSerializer("ROW<a INT, s STRING, t STRING, r ROW<x STRING>>")
-    (with_code, errs), (without, errs0) = _decode_both(pa.array(blobs, pa.binary()), s)
+    (with_code, errs), (without, errs0) = _both(arrow.decode, pa.array(blobs, pa.binary()), s)
     assert errs == errs0 == []
     assert with_code.equals(without)
 
@@ -225,3 +227,38 @@ def test_decode_machine_code_with_string_buffers_that_must_grow(threads: int, mo
         {"eventId": 0, "metadata": None},
         {"eventId": 1, "metadata": {"userId": 3, "timestamp": 1000, "deviceType": "dev-"}},
         {"eventId": 2, "metadata": {"userId": 6, "timestamp": 2000, "deviceType": "dev-dev-"}}]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_encode_machine_code_equals_the_kernel(data: st.DataObject) -> None:
+    if not jit.enabled():
+        pytest.skip("no llvmlite")
+    t, rows = data.draw(typed_rows(ARROW_LEAVES))
+    s = serializers.RowDataSerializer(t)
+    assert jit.encode_code(B.compile_row_program(t).matrix) is not None
+    arr = _arrow_rows(t, rows)
+    arr = arr.slice(data.draw(st.integers(0, len(arr))))
+    (with_code, errs), (without, errs0) = _both(arrow.encode, arr, s)
+    assert errs == errs0 == []
+    assert with_code.equals(without)
+    assert with_code.to_pylist() == _ref_bytes(s, rows[len(rows) - len(arr):])
+
+
+def test_encode_machine_code_reports_like_the_kernel() -> None:
+    """NOT NULL fields holding nulls, at the top and nested: the machine code hands those entries
+    to the walk, which reports them as always."""
+    if not jit.enabled():
+        pytest.skip("no llvmlite")
+    s = serializers.RowDataSerializer("ROW<a INT NOT NULL, d DECIMAL(4, 1), r ROW<x STRING NOT NULL>>")
+    values = [{"a": 1, "d": decimal.Decimal("12.5"), "r": {"x": "ok"}},
+              {"a": None, "d": None, "r": None},
+              {"a": 3, "d": decimal.Decimal("-0.5"), "r": None},
+              {"a": 4, "d": None, "r": {"x": None}},
+              {"a": 5, "d": decimal.Decimal("-999.9"), "r": {"x": "a longer string value"}}]
+    arr = pa.array(values, type=pa.struct([("a", pa.int32()), ("d", pa.decimal128(4, 1)),
+                                           ("r", pa.struct([("x", pa.string())]))]))
+    (with_code, errs), (without, errs0) = _both(arrow.encode, arr, s)
+    assert errs == errs0
+    assert [row for row, _, _ in errs] == [1, 3]
+    assert with_code.equals(without)

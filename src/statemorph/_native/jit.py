@@ -150,10 +150,12 @@ class _IR:
     def or_into(self, var: str, value: str) -> None:
         self.set(var, self.bin("or", self.get(var), value))
 
-    def copy_words(self, src_at: str, dst: str, dst_at: str, n: str, r8: str, is_str: bool) -> None:
-        """n bytes from ``%d`` to ``dst`` a word at a time (``r8`` = n rounded up to 8 bytes are
+    def copy_words(self, src_at: str, dst: str, dst_at: str, n: str, r8: str, is_str: bool,
+                   src: str = "%d") -> None:
+        """n bytes from ``src`` to ``dst`` a word at a time (``r8`` = n rounded up to 8 bytes are
         readable and writable: the caller checked), the last word masked to the string's end
-        (which zeroes the pad); the ASCII test rides along, other strings must be valid UTF-8."""
+        (which zeroes the pad); with ``is_str`` the ASCII test rides along, and other strings must
+        be valid UTF-8."""
         w, acc = self.var(), self.var()
         self.set(w, "0")
         self.set(acc, "0")
@@ -163,7 +165,7 @@ class _IR:
         wv = self.get(w)
         self.put(f"br i1 {self.cmp('slt', self.bin('add', wv, '8'), r8)}, label %{body}, label %{tail}")
         self.block(body)
-        v = self.load64("%d", self.bin("add", src_at, wv))
+        v = self.load64(src, self.bin("add", src_at, wv))
         self.or_into(acc, v)
         self.store64(dst, self.bin("add", dst_at, wv), v)
         self.set(w, self.bin("add", wv, "8"))
@@ -174,13 +176,39 @@ class _IR:
         self.block(last)
         wv = self.get(w)
         keep = self.bin("lshr", _c(_MASK64), self.bin("mul", self.bin("sub", r8, n), "8"))
-        v = self.bin("and", self.load64("%d", self.bin("add", src_at, wv)), keep)
+        v = self.bin("and", self.load64(src, self.bin("add", src_at, wv)), keep)
         self.or_into(acc, v)
         self.store64(dst, self.bin("add", dst_at, wv), v)
         self.put(f"br label %{done}")
         self.block(done)
         if is_str:
             self.utf8_check(self.bin("and", self.get(acc), _c(0x8080808080808080)), src_at, n)
+
+    def assemble(self, params: str, body: list[str], carried: tuple[str, ...] = (), pro: tuple[str, ...] = (),
+                 on_bail: tuple[str, ...] = (), on_done: tuple[str, ...] = ()) -> str:
+        """The function ``i64 @plan(params)`` around a loop ``body`` (from label ``body``, back to
+        ``loop``) over entries ``%i0 .. %stop`` (``%iv``). Each name in ``carried`` is an i64 kept
+        in ``%{name}v``, read from ``%{name}io`` on entry and written back on return. ``bail``
+        returns the entry it stopped at, ``done`` returns ``%stop``."""
+        head = ["declare i32 @llvm.bswap.i32(i32)", f"define i64 @plan({params}) nounwind {{", "entry:"]
+        if self.utf8:
+            head.append(f"  %utf8 = inttoptr i64 {self.utf8} to ptr")
+        head += ["  %iv = alloca i64, align 8", *(f"  %{c}v = alloca i64, align 8" for c in carried), *self.allocas,
+                 *pro, "  store i64 %i0, ptr %iv, align 8"]
+        for c in carried:
+            head += [f"  %{c}0 = load i64, ptr %{c}io, align 8", f"  store i64 %{c}0, ptr %{c}v, align 8"]
+        head += ["  br label %loop", "loop:", "  %il = load i64, ptr %iv, align 8", "  %more = icmp slt i64 %il, %stop",
+                 "  br i1 %more, label %body, label %done"]
+        tail = []
+        for label, extra, result in (("bail", on_bail, "%ib"), ("done", on_done, "%stop")):
+            tail += [f"{label}:", *extra]
+            for c in carried:
+                tail += [f"  %{c}{label} = load i64, ptr %{c}v, align 8",
+                         f"  store i64 %{c}{label}, ptr %{c}io, align 8"]
+            if label == "bail":
+                tail.append("  %ib = load i64, ptr %iv, align 8")
+            tail.append(f"  ret i64 {result}")
+        return "\n".join(head + body + tail + ["}"]) + "\n"
 
     def entry(self, i: str) -> tuple[str, str]:
         """``entry_span``'s checks of entry i (``i32 BE sizeInBytes ‖ row``, plain int32 Arrow
@@ -319,7 +347,6 @@ class _MigrateEmitter(_IR):
             self.block(join)
 
     def function(self) -> str:
-        top: list[str] = []
         self.block("body")
         i = self.get("%iv")
         pos = self.get("%posv")
@@ -337,39 +364,10 @@ class _MigrateEmitter(_IR):
                  f"ptr {self.op(f'getelementptr i32, ptr %o32, i64 {nxt}')}, align 4")
         self.set("%iv", nxt)
         self.put("br label %loop")
-        top = [
-            "declare i32 @llvm.bswap.i32(i32)",
-            "define i64 @plan(ptr noalias %offs, ptr noalias %d, i64 %dlen, i64 %i0, i64 %stop, ptr noalias %o, "
-            "i64 %cap, ptr noalias %posio, ptr noalias %o32) nounwind {",
-            "entry:",
-            f"  %utf8 = inttoptr i64 {self.utf8} to ptr",
-            f"  %varfield = inttoptr i64 {self.var_field} to ptr",
-            f"  %prog = inttoptr i64 {self.prog} to ptr",
-            "  %iv = alloca i64, align 8",
-            "  %posv = alloca i64, align 8",
-            *self.allocas,
-            "  store i64 %i0, ptr %iv, align 8",
-            "  %pos0 = load i64, ptr %posio, align 8",
-            "  store i64 %pos0, ptr %posv, align 8",
-            "  br label %loop",
-            "loop:",
-            "  %il = load i64, ptr %iv, align 8",
-            "  %more = icmp slt i64 %il, %stop",
-            "  br i1 %more, label %body, label %done",
-        ]
-        tail = [
-            "bail:",
-            "  %pb = load i64, ptr %posv, align 8",
-            "  store i64 %pb, ptr %posio, align 8",
-            "  %ib = load i64, ptr %iv, align 8",
-            "  ret i64 %ib",
-            "done:",
-            "  %pd = load i64, ptr %posv, align 8",
-            "  store i64 %pd, ptr %posio, align 8",
-            "  ret i64 %stop",
-            "}",
-        ]
-        return "\n".join(top + self.body + tail) + "\n"
+        return self.assemble("ptr noalias %offs, ptr noalias %d, i64 %dlen, i64 %i0, i64 %stop, ptr noalias %o, "
+                             "i64 %cap, ptr noalias %posio, ptr noalias %o32", self.body, carried=("pos",),
+                             pro=(f"  %varfield = inttoptr i64 {self.var_field} to ptr",
+                                  f"  %prog = inttoptr i64 {self.prog} to ptr"))
 
 
 class _DecodeEmitter(_IR):
@@ -565,31 +563,168 @@ class _DecodeEmitter(_IR):
         self.set("%iv", nxt)
         self.put("br label %loop")
         body, self.body = self.body, []
-        self.block("bail")
-        ib = self.get("%iv")
-        self.undo(ib)
+        self.undo(self.get("%iv"))
         self.write_back(committed=True)
-        self.put(f"ret i64 {ib}")
-        self.block("done")
+        on_bail, self.body = self.body, []
         self.write_back(committed=False)
-        self.put("ret i64 %stop")
-        tail, self.body = self.body, []
-        top = [
-            "declare i32 @llvm.bswap.i32(i32)",
-            "define i64 @plan(ptr noalias %offs, ptr noalias %d, i64 %dlen, i64 %i0, i64 %stop, ptr %nodes) nounwind {",
-            "entry:",
-            f"  %utf8 = inttoptr i64 {self.utf8} to ptr",
-            "  %iv = alloca i64, align 8",
-            *self.allocas,
-            *pro,
-            "  store i64 %i0, ptr %iv, align 8",
-            "  br label %loop",
-            "loop:",
-            "  %il = load i64, ptr %iv, align 8",
-            "  %more = icmp slt i64 %il, %stop",
-            "  br i1 %more, label %body, label %done",
-        ]
-        return "\n".join(top + body + tail + ["}"]) + "\n"
+        on_done, self.body = self.body, []
+        return self.assemble("ptr noalias %offs, ptr noalias %d, i64 %dlen, i64 %i0, i64 %stop, ptr %nodes", body,
+                             pro=tuple(pro), on_bail=tuple(on_bail), on_done=tuple(on_done))
+
+
+class _EncodeEmitter(_IR):
+    """A RowData row type's encode as ``int64 plan(nodes, i, stop, o, cap, &pos, offs, valid,
+    &written)``: the contract of ``rowdata.EncodeCode``. Arrow columns are read through the
+    ``Node`` array ``encode_run`` prepared (buffers checked there); an entry it does not take leaves
+    nothing behind (position, offsets and validity move only after a whole entry)."""
+
+    def __init__(self, matrix: list[list[int]], layout: dict[str, int]) -> None:
+        super().__init__(0)
+        self.m = matrix
+        self.lay = layout
+        self.cols: dict[tuple[int, str], str] = {}
+
+    def field(self, c: int, name: str, ty: str) -> str:
+        at = self.at("%nodes", str(c * self.lay["size"] + self.lay[name]))
+        return self.op(f"load {ty}, ptr {at}, align 8")
+
+    def prologue(self) -> list[str]:
+        for c, row in enumerate(self.m):
+            valid = self.cols[c, "valid_in"] = self.field(c, "valid_in", "ptr")
+            self.cols[c, "has_valid"] = self.op(f"icmp ne ptr {valid}, null")
+            self.cols[c, "off_in"] = self.field(c, "off_in", "i64")
+            if row[B.C_KIND] != B.R_ROW:
+                self.cols[c, "vals_in"] = self.field(c, "vals_in", "ptr")
+                self.cols[c, "vals_len"] = self.field(c, "vals_len", "i64")
+            if row[B.C_KIND] in (B.R_STR, B.R_BIN):
+                self.cols[c, "offs_in"] = self.field(c, "offs_in", "ptr")
+        lines, self.body = self.body, []
+        return lines
+
+    def null_branch(self, c: int, e: str) -> tuple[str, str]:
+        """Branch on Arrow value e of column c being null (a column without a bitmap has none):
+        returns the (null, present) labels."""
+        check, null, present = self.label(), self.label(), self.label()
+        self.put(f"br i1 {self.cols[c, 'has_valid']}, label %{check}, label %{present}")
+        self.block(check)
+        at, mask = self.bit_of(self.cols[c, "valid_in"], e)
+        byte = self.op(f"load i8, ptr {at}, align 1")
+        bit = self.op(f"and i8 {byte}, {mask}")
+        self.put(f"br i1 {self.op(f'icmp eq i8 {bit}, 0')}, label %{null}, label %{present}")
+        return null, present
+
+    def string(self, c: int, e: str, slot: str, ob: str, cur: str) -> None:
+        """``encode_str``: inline up to 7 bytes, else a padded var part."""
+        vals, vlen = self.cols[c, "vals_in"], self.cols[c, "vals_len"]
+        s = self.load32(self.cols[c, "offs_in"], self.bin("mul", e, "4"))
+        end = self.load32(self.cols[c, "offs_in"], self.bin("add", self.bin("mul", e, "4"), "4"))
+        self.bail_if(self.op(f"or i1 {self.cmp('slt', s, '0')}, {self.cmp('slt', end, s)}"))
+        self.bail_if(self.cmp("sgt", end, vlen))
+        n = self.bin("sub", end, s)
+        self.bail_if(self.cmp("sgt", self.bin("add", s, "8"), vlen))  # whole words readable (else: the walk)
+        short, long_ = self.branch(self.cmp("sle", n, "7"))
+        join = self.label()
+        self.block(short)
+        keep = self.bin("sub", self.bin("shl", "1", self.bin("mul", n, "8")), "1")
+        word = self.bin("and", self.load64(vals, s), keep)
+        self.store64("%o", slot, self.bin("or", word, self.bin("shl", self.bin("or", n, "128"), "56")))
+        self.put(f"br label %{join}")
+        self.block(long_)
+        r8 = self.bin("and", self.bin("add", n, "7"), _c(~7))
+        c0 = self.get(cur)
+        self.bail_if(self.cmp("sgt", r8, self.bin("sub", self.bin("sub", "%cap", ob), c0)))
+        self.bail_if(self.cmp("sgt", self.bin("add", s, r8), vlen))
+        self.copy_words(s, "%o", self.bin("add", ob, c0), n, r8, False, src=vals)
+        self.store64("%o", slot, self.bin("or", self.bin("shl", c0, "32"), n))
+        self.set(cur, self.bin("add", c0, r8))
+        self.put(f"br label %{join}")
+        self.block(join)
+
+    def row(self, node: int, i: str, ob: str) -> str:
+        """``encode_row``: row i of the columns under ``node`` at ``o[ob:]``; returns its size."""
+        arity = self.m[node][B.C_ARITY]
+        fixed = 8 + 8 * arity
+        self.bail_if(self.cmp("sgt", str(fixed), self.bin("sub", "%cap", ob)))
+        for w in range(8, fixed, 8):
+            self.store64("%o", self.bin("add", ob, str(w)), "0")
+        nb0, cur = self.var(), self.var()
+        self.set(nb0, "0")
+        self.set(cur, str(fixed))
+        c = node + 1
+        while c < self.m[node][B.C_END]:
+            row = self.m[c]
+            k, j = row[B.C_KIND], row[B.C_POS]
+            e = self.bin("add", self.cols[c, "off_in"], i)
+            null, present = self.null_branch(c, e)
+            join = self.label()
+            self.block(null)
+            if row[B.C_FLAGS] & B.F_NOT_NULL:
+                self.put("br label %bail")
+            else:
+                self.or_into(nb0, _c(1 << (j + 8)))
+                self.put(f"br label %{join}")
+            self.block(present)
+            slot = self.bin("add", ob, str(8 + 8 * j))
+            if k in _WIDTH:
+                bits = 8 * _WIDTH[k]
+                v = self.op(f"load i{bits}, ptr {self.at(self.cols[c, 'vals_in'], self.bin('mul', e, str(_WIDTH[k])))}"
+                            f", align 1")
+                self.store64("%o", slot, v if bits == 64 else self.op(f"zext i{bits} {v} to i64"))
+            elif k == B.R_BOOL:
+                at, mask = self.bit_of(self.cols[c, "vals_in"], e)
+                byte = self.op(f"load i8, ptr {at}, align 1")
+                bit = self.op(f"and i8 {byte}, {mask}")
+                one = self.op(f"zext i1 {self.op(f'icmp ne i8 {bit}, 0')} to i8")
+                self.put(f"store i8 {one}, ptr {self.at('%o', slot)}, align 1")
+            elif k == B.R_DEC_COMPACT:
+                at = self.bin("mul", e, "16")
+                lo = self.load64(self.cols[c, "vals_in"], at)
+                hi = self.load64(self.cols[c, "vals_in"], self.bin("add", at, "8"))
+                limit = row[B.C_LIMIT]
+                self.bail_if(self.cmp("ne", hi, self.bin("ashr", lo, "63")))
+                self.bail_if(self.op(f"or i1 {self.cmp('sle', lo, _c(-limit))}, {self.cmp('sge', lo, _c(limit))}"))
+                self.store64("%o", slot, lo)
+            elif k in (B.R_STR, B.R_BIN):
+                self.string(c, e, slot, ob, cur)
+            else:  # ROW
+                c0 = self.get(cur)
+                sub = self.row(c, i, self.bin("add", ob, c0))
+                self.store64("%o", slot, self.bin("or", self.bin("shl", c0, "32"), sub))
+                self.set(cur, self.bin("add", c0, sub))
+            self.put(f"br label %{join}")
+            self.block(join)
+            c = row[B.C_END]
+        self.store64("%o", ob, self.get(nb0))
+        return self.get(cur)
+
+    def function(self) -> str:
+        pro = self.prologue()
+        self.block("body")
+        i = self.get("%iv")
+        pos = self.get("%posv")
+        nxt = self.bin("add", i, "1")
+        null, present = self.null_branch(0, self.bin("add", self.cols[0, "off_in"], i))
+        end = self.label()
+        self.block(present)
+        self.bail_if(self.cmp("sgt", self.bin("add", pos, "4"), "%cap"))
+        r = self.row(0, i, self.bin("add", pos, "4"))
+        swapped = self.op(f"call i32 @llvm.bswap.i32(i32 {self.op(f'trunc i64 {r} to i32')})")
+        self.put(f"store i32 {swapped}, ptr {self.at('%o', pos)}, align 1")
+        self.set("%posv", self.bin("add", self.bin("add", pos, r), "4"))
+        self.set_bit("%ovalid", i)
+        self.set("%wv", self.bin("add", self.get("%wv"), "1"))
+        self.put(f"br label %{end}")
+        self.block(null)
+        self.put(f"br label %{end}")
+        self.block(end)
+        newpos = self.get("%posv")
+        self.put(f"store i32 {self.op(f'trunc i64 {newpos} to i32')}, "
+                 f"ptr {self.at('%offs', self.bin('mul', nxt, '4'))}, align 1")
+        self.set("%iv", nxt)
+        self.put("br label %loop")
+        return self.assemble("ptr %nodes, i64 %i0, i64 %stop, ptr noalias %o, i64 %cap, ptr noalias %posio, "
+                             "ptr noalias %offs, ptr noalias %ovalid, ptr noalias %wio", self.body,
+                             carried=("pos", "w"), pro=tuple(pro))
 
 
 _WIDTH = {B.R_I8: 1, B.R_I16: 2, B.R_I32: 4, B.R_F32: 4, B.R_I64: 8, B.R_F64: 8}
@@ -633,6 +768,13 @@ def decode_code(matrix: np.ndarray) -> PlanCode | None:
     return _code("decode", matrix)
 
 
+def encode_code(matrix: np.ndarray) -> PlanCode | None:
+    """The machine code of a RowData encode program (compiled the first time one is seen), or
+    None: machine code disabled or unavailable, or a row type with kinds it does not take (as for
+    :func:`decode_code`)."""
+    return _code("encode", matrix)
+
+
 def _code(kind: str, matrix: np.ndarray) -> PlanCode | None:
     if not enabled():
         return None
@@ -655,7 +797,8 @@ def _compile(kind: str, program: bytes, rows: int, cols: int) -> PlanCode | None
         m = matrix.tolist()
         if any(r[B.C_KIND] not in _DECODE_KINDS or (r[B.C_KIND] == B.R_ROW and r[B.C_ARITY] >= 56) for r in m):
             return None
-        ir = _DecodeEmitter(m, rowdata.node_layout(), rowdata.utf8_valid_address()).function()
+        ir = _DecodeEmitter(m, rowdata.node_layout(), rowdata.utf8_valid_address()).function() \
+            if kind == "decode" else _EncodeEmitter(m, rowdata.node_layout()).function()
     engine, address = _build(ir)
     return PlanCode(engine, address, matrix)
 

@@ -1403,10 +1403,11 @@ def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int,
 
 
 def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any, pos: int,
-               out_valid: Any) -> tuple[int, int, int, int]:
+               out_valid: Any, machine_code: int = 0) -> tuple[int, int, int, int]:
     """One-pass encode (twin of the compiled kernel): validate and write each entry packed from
     ``out_data[pos]``; returns ``(next_row, pos, status, written)`` (``next_row < stop``: bad entry
-    with ``status`` < 0, or full buffer)."""
+    with ``status`` < 0, or full buffer). ``machine_code``: as for ``migrate_run``, accepted and
+    unused."""
     p = _prog_matrix(prog).tolist()
     if len(cols) != p[0][C_END]:
         raise ValueError("one Arrow column per program node is required")
