@@ -53,17 +53,17 @@ def test_migrate_native(benchmark: Any, events: Events, threads: int) -> None:
     record(f"migrate native threads={threads}", benchmark, events.n, tier=_native.TIER, input_MB=round(mb, 1))
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_migrate_native_interpreter(benchmark: Any, events: Events, threads: int,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The compiled kernel interpreting the plan's ops, without the plan's machine code
-    (``STATEMORPH_JIT=0``, or ``llvmlite`` not installed)."""
+@pytest.mark.parametrize("op", ["encode", "decode", "migrate"])
+def test_native_interpreter(benchmark: Any, events: Events, op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled kernels walking the program, without the row type's / plan's machine code
+    (``STATEMORPH_JIT=0``, or ``llvmlite`` not installed), one thread."""
     monkeypatch.setenv("STATEMORPH_JIT", "0")
-    out = benchmark.pedantic(arrow.migrate, args=(events.old_bytes, events.snapshot, events.sn),
-                             kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
+    fn, args = {"encode": (arrow.encode, (events.struct, events.so)),
+                "decode": (arrow.decode, (events.old_bytes, events.so)),
+                "migrate": (arrow.migrate, (events.old_bytes, events.snapshot, events.sn))}[op]
+    out = benchmark.pedantic(fn, args=args, rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == events.n
-    record(f"migrate native interpreter (no machine code) threads={threads}", benchmark, events.n,
-           tier=_native.TIER)
+    record(f"{op} native interpreter (no machine code) threads=1", benchmark, events.n, tier=_native.TIER)
 
 
 def test_memcpy_floor(benchmark: Any, events: Events) -> None:

@@ -20,7 +20,10 @@ Which path a serializer takes:
   nested ROWs, and ARRAYs (encode: of those but DECIMAL(p > 18) / TIMESTAMP(p > 3), or of rows
   and arrays; decode: of primitives, strings and rows without arrays); migrate
   for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
-  change shape take the per-row reference remap);
+  change shape take the per-row reference remap). With ``llvmlite`` installed, chunks of 8,192
+  entries or more also run machine code compiled once per migrate plan / row type
+  (:mod:`statemorph._native.jit`: migrate of every plan with lowered ops; encode / decode of rows
+  of primitives, strings and nested rows), which hands any entry it does not take to these kernels;
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
 - flink-core ``RowSerializer`` of primitives, strings, byte[] and nested rows: the corerow kernels
