@@ -17,7 +17,7 @@ Loops run without the GIL; errors leave as (code, row, node) numbers.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
 from smbytes cimport *
@@ -1026,13 +1026,12 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
                 if cur != -E_FULL:
                     err_node[0] = c
                 return cur
-        elif k == R_ROW or k == R_ARRAY:
-            sub = encode_row(nodes, c, i, o, ob + cur, cap, err_node) if k == R_ROW else \
-                encode_array(nodes, c, i, o, ob + cur, cap, err_node)
+        elif k == R_ROW or k == R_ARRAY or k == R_MAP:
+            sub = encode_nested(nodes, c, i, o, ob + cur, cap, err_node)
             if sub < 0:
                 return sub
             store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
-            cur += sub
+            cur += round_up8(sub)
         elif k == R_BOOL:
             o[slot] = bit_get(nd.vals_in, e)
         elif k == R_DEC_COMPACT:
@@ -1117,14 +1116,125 @@ cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int6
                 if cur != -E_FULL:
                     err_node[0] = node + 1
                 return cur
-        else:  # R_ROW / R_ARRAY elements (sizes are multiples of 8)
-            sub = encode_row(nodes, node + 1, ei, o, ob + cur, cap, err_node) if k == R_ROW else \
-                encode_array(nodes, node + 1, ei, o, ob + cur, cap, err_node)
+        else:  # R_ROW / R_ARRAY / R_MAP elements
+            sub = encode_nested(nodes, node + 1, ei, o, ob + cur, cap, err_node)
             if sub < 0:
                 return sub
             store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
-            cur += sub
+            cur += round_up8(sub)
     return cur
+
+
+cdef int64_t encode_nested(Node* nodes, int64_t c, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                           int64_t* err_node) noexcept nogil:
+    """Row / element i of the ROW, ARRAY or MAP node c at ``o[ob:]``: its size (a map's is not a
+    multiple of 8: its pad is zeroed, and the caller's var part skips it), -code or -E_FULL."""
+    cdef int64_t k = nodes[c].kind
+    if k == R_ROW:
+        return encode_row(nodes, c, i, o, ob, cap, err_node)
+    if k == R_ARRAY:
+        return encode_array(nodes, c, i, o, ob, cap, err_node)
+    return encode_map(nodes, c, i, o, ob, cap, err_node)
+
+
+cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                        int64_t* err_node) noexcept nogil:
+    """The BinaryMapData of map i of MAP node m (``i32 LE key-array bytes ‖ key array ‖ value
+    array``; both arrays read the map's list offsets) at ``o[ob:]``, padded to 8 with zeros.
+    Returns its unpadded size, -code, -E_FULL, or -E_MAP_KEYS (``err_node`` = m) when the keys
+    may repeat: checked right after the keys, before any value, since the reference keeps only
+    the last value of equal keys (it builds a dict) and so never sees the others."""
+    cdef int64_t kn = m + 1, kb, vb, size
+    if 4 > cap - ob:
+        return -E_FULL
+    kb = encode_array(nodes, kn, i, o, ob + 4, cap, err_node)
+    if kb < 0:
+        return kb
+    if keys_suspect(o, ob + 4, nodes[kn + 1].kind):
+        err_node[0] = m
+        return -E_MAP_KEYS
+    vb = encode_array(nodes, nodes[kn].end, i, o, ob + 4 + kb, cap, err_node)
+    if vb < 0:
+        return vb
+    size = 4 + kb + vb
+    if round_up8(size) > cap - ob:
+        return -E_FULL
+    store_u32_le(o + ob, <uint32_t>kb)
+    memset(o + ob + size, 0, round_up8(size) - size)
+    return size
+
+
+cdef inline int64_t elem_bytes(const uint8_t* d, int64_t base, int64_t slot, int64_t* src) noexcept nogil:
+    """Length of the validated string / binary element in the slot at ``d[slot]`` of the array at
+    ``d[base:]``, its bytes at ``src``: inline in the slot, or in the array's var part."""
+    cdef uint64_t raw = load_u64_le(d + slot)
+    if raw >> 63:
+        src[0] = slot
+        return (raw >> 56) & 0x7F
+    src[0] = base + <int64_t>(raw >> 32)
+    return <int64_t>(raw & 0xFFFFFFFFu)
+
+
+cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline uint64_t fnv1a(const uint8_t* p, int64_t n) noexcept nogil:
+    cdef uint64_t h = 0xCBF29CE484222325ull
+    cdef int64_t j
+    for j in range(n):
+        h = (h ^ p[j]) * 0x100000001B3ull
+    return h
+
+
+cdef bint keys_suspect(const uint8_t* d, int64_t base, int64_t k) noexcept nogil:
+    """Whether the valid key array at ``d[base:]`` (element kind k) may hold two equal keys or a
+    null one: then its map goes to the reference serializer (E_MAP_KEYS), which decides. A key's
+    hash is FNV-1a of its canonical bytes (string / binary bytes wherever stored, BOOLEAN as 0 / 1,
+    -0.0 as 0.0): equal keys hash alike, equal hashes only *may* be equal keys. ROW / ARRAY / MAP
+    keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
+    table: n log n, 8 bytes a key (on the stack up to 64 keys); no memory means suspect."""
+    cdef int64_t n = <int32_t>load_u32_le(d + base), es = elem_size(k), header = array_header(n)
+    cdef int64_t j, slot, ln, src = 0
+    cdef uint64_t stack[64]
+    cdef uint64_t* h = stack
+    cdef uint64_t w
+    cdef uint8_t canon[8]
+    cdef bint suspect = False
+    for j in range(n):
+        if (d[base + 4 + (j >> 3)] >> (j & 7)) & 1:
+            return True
+    if n < 2:
+        return False
+    if k == R_ROW or k == R_ARRAY or k == R_MAP:
+        return True
+    if n > 64:
+        h = <uint64_t*>malloc(n * sizeof(uint64_t))
+        if h == NULL:
+            return True
+    for j in range(n):
+        slot = base + header + j * es
+        if k == R_STR or k == R_BIN:
+            ln = elem_bytes(d, base, slot, &src)
+            h[j] = fnv1a(d + src, ln)
+            continue
+        memcpy(canon, d + slot, es)
+        if k == R_BOOL:
+            canon[0] = canon[0] != 0
+        elif k == R_F32 or k == R_F64:
+            w = load_u32_le(canon) if k == R_F32 else load_u64_le(canon)
+            if w == ((<uint64_t>1) << (8 * es - 1)):
+                memset(canon, 0, es)  # -0.0 == 0.0
+        h[j] = fnv1a(canon, es)
+    qsort(h, n, sizeof(uint64_t), cmp_u64)
+    for j in range(1, n):
+        if h[j] == h[j - 1]:
+            suspect = True
+            break
+    if h != stack:
+        free(h)
+    return suspect
 
 
 cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t size, int64_t i) noexcept nogil:
@@ -1156,7 +1266,7 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
             memcpy(nd.vals + 8 * i, d + slot, 8)
         elif k == R_I32 or k == R_F32:
             memcpy(nd.vals + 4 * i, d + slot, 4)
-        elif k == R_STR or k == R_BIN or k == R_ROW or k == R_ARRAY:
+        elif k == R_STR or k == R_BIN or k == R_ROW or k == R_ARRAY or k == R_MAP:
             raw = load_u64_le(d + slot)
             mark = <uint8_t>(raw >> 56)
             if mark & 0x80:
@@ -1172,10 +1282,17 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
                 if off < r.fixed or off + n > size:
                     x.err_node = c
                     return -E_BAD_OFFSET
-                if k == R_ROW or k == R_ARRAY:
-                    rc = decode_row(x, nodes, c, base + off, n, i) if k == R_ROW else check_array(x, c, base + off, n)
-                    if rc >= 0 and k == R_ARRAY:
-                        rc = decode_array(x, nodes, c, base + off)
+                if k == R_ROW or k == R_ARRAY or k == R_MAP:
+                    if k == R_ROW:
+                        rc = decode_row(x, nodes, c, base + off, n, i)
+                    elif k == R_ARRAY:
+                        rc = check_array(x, c, base + off, n)
+                        if rc >= 0:
+                            rc = decode_array(x, nodes, c, base + off)
+                    else:
+                        rc = check_map(x, c, base + off, n)
+                        if rc >= 0:
+                            rc = decode_map(x, nodes, c, base + off)
                     if rc < 0:
                         return rc
                     c = nd.end
@@ -1260,7 +1377,8 @@ cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nog
 
 cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept nogil:
     """Append the elements of the array at ``d[base:]`` (validated by ``check_array``) to the
-    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0 or -E_FULL."""
+    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0, -E_FULL or
+    -E_MAP_KEYS (from a map below)."""
     cdef const uint8_t* d = x.d
     cdef Node* A = &nodes[a]
     cdef Node* el = &nodes[a + 1]
@@ -1277,31 +1395,46 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
             bit_set(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
-            if k == R_ROW:
+            if k == R_ROW or k == R_ARRAY or k == R_MAP:
                 raw = load_u64_le(d + slot)
-                rc = decode_row(x, nodes, a + 1, base + <int64_t>(raw >> 32), <int64_t>(raw & 0xFFFFFFFFu), ei)
+                if k == R_ROW:
+                    rc = decode_row(x, nodes, a + 1, base + <int64_t>(raw >> 32), <int64_t>(raw & 0xFFFFFFFFu), ei)
+                elif k == R_ARRAY:
+                    rc = decode_array(x, nodes, a + 1, base + <int64_t>(raw >> 32))
+                else:
+                    rc = decode_map(x, nodes, a + 1, base + <int64_t>(raw >> 32))
                 if rc < 0:
                     return rc
             elif is_str:
-                raw = load_u64_le(d + slot)
-                if raw >> 63:
-                    ln = (raw >> 56) & 0x7F
-                    src = slot
-                else:
-                    ln = <int64_t>(raw & 0xFFFFFFFFu)
-                    src = base + <int64_t>(raw >> 32)
+                ln = elem_bytes(d, base, slot, &src)
                 if not put_bytes(el, d + src, ln):
                     return -E_FULL
             else:
                 put_value(el, ei, d + slot)
         if is_str:
             put_off(el.offs, el.wide, ei + 1, el.spos)
-        elif k == R_ROW:  # the string columns of element rows end at element ei too
-            for c in range(a + 2, el.end):
-                if nodes[c].kind == R_STR or nodes[c].kind == R_BIN:
+        elif k == R_ROW or k == R_ARRAY or k == R_MAP:
+            # the string / list columns of this element column end at element ei too
+            for c in range(a + 1, el.end):
+                if nodes[c].arr == a and (nodes[c].kind == R_STR or nodes[c].kind == R_BIN
+                                          or nodes[c].kind == R_ARRAY):
                     put_off(nodes[c].offs, nodes[c].wide, ei + 1, nodes[c].spos)
     A.spos += n
     return 0
+
+
+cdef int64_t decode_map(Ctx* x, Node* nodes, int64_t m, int64_t base) noexcept nogil:
+    """Append the keys and values of the map at ``d[base:]`` (validated by ``check_map``) to the
+    element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -E_MAP_KEYS
+    (``x.err_node`` = m: the reference decides on keys that may repeat or are null)."""
+    cdef int64_t kn = m + 1, kb = <int32_t>load_u32_le(x.d + base), rc
+    if keys_suspect(x.d, base + 4, nodes[kn + 1].kind):
+        x.err_node = m
+        return -E_MAP_KEYS
+    rc = decode_array(x, nodes, kn, base + 4)
+    if rc < 0:
+        return rc
+    return decode_array(x, nodes, nodes[kn].end, base + 4 + kb)
 
 
 # Blocked walks. Rows are handled BLK at a time, one program node (column) after the other: each
@@ -2108,10 +2241,17 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
         nodes[c].fixed = null_bits_size(arity) + 8 * arity
         if nodes[c].end <= c or nodes[c].end > n or (c == 0 and nodes[c].end != n):
             raise ValueError("bad row program")
+    for c in range(n):  # a MAP is followed by its key and value ARRAYs
+        if nodes[c].kind == R_MAP and not (c + 1 < n and nodes[c + 1].kind == R_ARRAY and nodes[c + 1].end < n
+                                           and nodes[nodes[c + 1].end].kind == R_ARRAY):
+            raise ValueError("bad row program")
     nodes[0].parent = -1
     for c in range(n):
         if nodes[c].kind == R_ARRAY:
             nodes[c + 1].parent = c
+        if nodes[c].kind == R_MAP:
+            nodes[c + 1].parent = c
+            nodes[nodes[c + 1].end].parent = c
         if nodes[c].kind == R_ROW:
             child = c + 1
             while child < nodes[c].end:
@@ -2154,7 +2294,7 @@ cdef void _encode_inputs(_Keep keep, Node* nodes, list cols, int64_t stop) excep
         elif kind == R_BOOL:
             if values is None or (off + stop + 7) // 8 > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
-        elif kind != R_ROW and kind != R_ARRAY:
+        elif kind != R_ROW and kind != R_ARRAY and kind != R_MAP:
             need = (off + stop) * arrow_width(kind)
             if values is None or need > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
@@ -2292,24 +2432,20 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
         elem = c > 0 and nd.arr >= 0
         cap = len(u8(bits)) * 8  # values the outputs hold: rows, or elements in an element column
         k = nd.kind
-        if c == 0 or k == R_ROW:
+        if c == 0 or k == R_ROW or k == R_MAP:
             pass
-        elif k == R_ARRAY:
-            if elem:
-                raise ValueError(f"decode_run: node {c}: arrays in arrays are not decodable")
-            nd.offs = _offsets_out(keep, offs, stop, &nd.wide)
-            nd.scap = 0x7FFFFFFFFFFFFFFF if nd.wide else 0x7FFFFFFF  # lowered to its columns' room below
-            snodes[nstr] = c
-            nstr += 1
-        elif k == R_STR or k == R_BIN:
-            nd.offs = _offsets_out(keep, offs, 0, &nd.wide)
+        elif k == R_ARRAY or k == R_STR or k == R_BIN:  # offsets per row, or per element of the array above
+            nd.offs = _offsets_out(keep, offs, stop if k == R_ARRAY and not elem else 0, &nd.wide)
             cap = min(cap, len(u8(offs)) // (8 if nd.wide else 4) - 1)
-            nd.sdata = keep.rw(sdata)
-            nd.scap = len(u8(sdata))
-            if not nd.wide and nd.scap > 0x7FFFFFFF:
-                nd.scap = 0x7FFFFFFF
-            if nd.spos < 0 or nd.spos > nd.scap:
-                raise ValueError(f"decode_run: node {c}: string position outside its buffer")
+            if k == R_ARRAY:
+                nd.scap = 0x7FFFFFFFFFFFFFFF if nd.wide else 0x7FFFFFFF  # lowered to its columns' room below
+            else:
+                nd.sdata = keep.rw(sdata)
+                nd.scap = len(u8(sdata))
+                if not nd.wide and nd.scap > 0x7FFFFFFF:
+                    nd.scap = 0x7FFFFFFF
+                if nd.spos < 0 or nd.spos > nd.scap:
+                    raise ValueError(f"decode_run: node {c}: string position outside its buffer")
             if elem:
                 enodes[nelem] = c
                 nelem += 1
