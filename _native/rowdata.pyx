@@ -852,7 +852,8 @@ ctypedef struct Node:
     int64_t flags
     int64_t limit
     sm_i128 big_limit       # DECIMAL(p > 18): 10**p
-    int64_t parent          # the ROW node this one is a field of, the ARRAY of an element (-1: node 0)
+    int64_t parent          # the ROW node this one is a field of, the ARRAY of an element, the MAP of a key /
+                            # value array (-1: node 0)
     int64_t arr             # decode: the ARRAY whose element column this node is part of, or -1
     int64_t nw              # ROW: bytes of the null-bit words
     int64_t width           # TINYINT .. DOUBLE: bytes per Arrow value (0 for other kinds)
@@ -1066,6 +1067,20 @@ cdef inline int inline_check(const uint8_t* d, int64_t slot, uint64_t raw, int64
     return E_OK
 
 
+cdef inline void canonical_nan(uint8_t* slot, int64_t k) noexcept nogil:
+    """A NaN FLOAT / DOUBLE array element becomes Java's canonical NaN, as ``BinaryArrayWriter``
+    writes it (row fields keep their bits)."""
+    cdef uint64_t w
+    if k == R_F32:
+        w = load_u32_le(slot)
+        if (w & 0x7F800000u) == 0x7F800000u and (w & 0x7FFFFFu):
+            store_u32_le(slot, 0x7FC00000u)
+    else:
+        w = load_u64_le(slot)
+        if (w & 0x7FF0000000000000ull) == 0x7FF0000000000000ull and (w & 0xFFFFFFFFFFFFFull):
+            store_u64_le(slot, 0x7FF8000000000000ull)
+
+
 cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
                           int64_t* err_node) noexcept nogil:
     """Write the BinaryArrayData of list i of an ARRAY column at ``o[ob:]`` (never past ``cap``):
@@ -1101,6 +1116,8 @@ cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int6
         slot = ob + header + j * es
         if el.width:
             memcpy(o + slot, el.vals_in + el.width * (el.off_in + ei), el.width)
+            if k == R_F32 or k == R_F64:
+                canonical_nan(o + slot, k)
         elif k == R_BOOL:
             o[slot] = bit_get(el.vals_in, el.off_in + ei)
         elif k == R_DEC_COMPACT:
@@ -1383,14 +1400,15 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
     cdef Node* A = &nodes[a]
     cdef Node* el = &nodes[a + 1]
     cdef int64_t n = <int32_t>load_u32_le(d + base), k = el.kind, es = elem_size(el.kind)
-    cdef int64_t header = array_header(n), j, ei, slot, ln, src
+    cdef int64_t header = array_header(n), j, ei, slot, ln, src, first = A.spos
     cdef uint64_t raw
     cdef bint is_str = k == R_STR or k == R_BIN
     cdef int64_t c, rc
     if n > A.scap - A.spos:
         return -E_FULL
+    A.spos += n  # first: a failure below rolls back the elements already written
     for j in range(n):
-        ei = A.spos + j
+        ei = first + j
         if not (d[base + 4 + (j >> 3)] >> (j & 7)) & 1:
             bit_set(el.valid, ei)
             el.count += 1
@@ -1419,7 +1437,6 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
                 if nodes[c].arr == a and (nodes[c].kind == R_STR or nodes[c].kind == R_BIN
                                           or nodes[c].kind == R_ARRAY):
                     put_off(nodes[c].offs, nodes[c].wide, ei + 1, nodes[c].spos)
-    A.spos += n
     return 0
 
 
@@ -2400,13 +2417,16 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     Arrow outputs in the same walk. ``outs[node]`` = (validity bitmap, values, offsets, string
     data): node 0 has only its bitmap; string / binary nodes append their bytes to their string
     data from ``spos[node]`` on and write ``offsets[i + 1]`` (int32 or int64) for every entry;
-    an ARRAY node (of primitives, strings or rows) writes its list offsets the same way, counting the
-    elements it appends to its element column (whose outputs are indexed by element, ``spos``
-    the element count); ``counts[node]`` counts the valid values written. ``offsets[start]`` is
-    the caller's; int32 offsets never pass 2**31 - 1.
+    an ARRAY node writes its list offsets the same way, counting the elements it appends to its
+    element column (whose outputs are indexed by element, ``spos`` the element count; a string or
+    ARRAY node in an element column writes its offsets per element, an array in an array being
+    an element column of its own); a MAP node has only its bitmap, its key and value ARRAY nodes
+    (the next nodes) write alike offsets. ``counts[node]`` counts the valid values written.
+    ``offsets[start]`` is the caller's; int32 offsets never pass 2**31 - 1.
 
     Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
-    = its encoded error; it is null everywhere: resume at ``next_row + 1``) or some string data
+    = its encoded error, or E_MAP_KEYS for a map the reference must judge; it is null everywhere:
+    resume at ``next_row + 1``) or some string data
     buffer or element column is full (``status`` 0: grow them keeping their contents, resume at
     ``next_row``)."""
     cdef _Keep keep = _Keep()
@@ -2414,7 +2434,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     cdef Node* nodes = _lower(keep, prog)
     cdef int64_t nnodes = nodes[0].end
     cdef int64_t* snodes = <int64_t*>keep.table(nnodes)  # per-row positions: strings, arrays
-    cdef int64_t* enodes = <int64_t*>keep.table(nnodes)  # per-element positions: strings in arrays
+    cdef int64_t* enodes = <int64_t*>keep.table(nnodes)  # per-element positions: strings, arrays in arrays
     cdef int64_t nstr = 0, nelem = 0, c, i = start, base = 0, size = 0, r, status = 0, lim = start, cap, k
     cdef int code
     cdef bint blocked, elem

@@ -17,8 +17,12 @@ Which path a serializer takes:
   decode of those rows (Arrow struct ↔ bytes) run one-pass kernels (``_native/corerow.pyx``);
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, DECIMAL, TIMESTAMP / TIMESTAMP_LTZ, strings, binaries and
-  nested ROWs, and ARRAYs (encode: of those but DECIMAL(p > 18) / TIMESTAMP(p > 3), or of rows
-  and arrays; decode: of primitives, strings and rows without arrays); migrate
+  nested ROWs, and ARRAYs, MAPs and MULTISETs whose elements, keys and values are those but
+  DECIMAL(p > 18) / TIMESTAMP(p > 3), or rows, arrays and maps, at any depth; encode but not
+  decode takes the per-value path for MAP keys holding an ARRAY or MAP, which the reference
+  cannot use as dict keys). A map whose keys may repeat (equal key hashes), or has a null or a
+  ROW key, is handed back by the kernels and that entry alone goes through the reference (which
+  collapses duplicate keys on encode, last value winning, and rejects them on decode); migrate
   for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
   change shape take the per-row reference remap);
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
@@ -26,8 +30,8 @@ Which path a serializer takes:
 - flink-core ``RowSerializer`` of primitives, strings, byte[] and nested rows: the corerow kernels
   (encode / decode) and the Row remap (migrate); POJO migrations that only add, remove or reorder
   fields: the POJO remap;
-- everything else (Avro, Tuple, collections, POJO encode / decode, RowData with MAP / MULTISET, and
-  ARRAYs of arrays for decode): per-value through the reference serializers, in bulk
+- everything else (Avro, Tuple, collections, POJO encode / decode, RowData with DECIMAL(p > 18) /
+  TIMESTAMP(p > 3) inside arrays or maps): per-value through the reference serializers, in bulk
   (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
@@ -645,7 +649,9 @@ class _Settle:
 def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[Any]:
     """Per program node: (validity, values, offsets, element offset, wide, length) of its Arrow
     column. An ARRAY's column is its list offsets; its element column is the whole child array
-    the offsets index (``ListArray.values``)."""
+    the offsets index (``ListArray.values``). A MAP's column is its validity; its key and value
+    ARRAY nodes both have the map's list offsets, their element columns the entries' keys and
+    items."""
     cols: list[Any] = []
 
     def add(a: pa.Array, t: LogicalType) -> None:
@@ -834,8 +840,8 @@ def _decode_rows(k: Any, serializer: Any, prog: B.RowProgram, n: int, ranges: li
     into per-node Arrow buffers (validity bits, values, int32 string / list offsets) and counts the
     valid values itself. Each range appends string bytes to its own buffers, sized from the input
     bytes (an upper bound unless the input is hostile: then they grow); ranges are then joined.
-    ARRAY element columns are indexed by element and grow as they fill, so with arrays the chunk
-    is one range."""
+    ARRAY element columns (map keys and values too) are indexed by element and grow as they fill,
+    so with arrays or maps the chunk is one range."""
     offsets, data, validity, offset, wide = src
     span = _input_spans(offsets, offset, wide, len(data), n)
     row_type = serializer.row_type

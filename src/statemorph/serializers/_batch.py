@@ -1170,8 +1170,10 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
     header = _array_header(n)
     if n > arr.scap - arr.spos:
         raise _Full
+    first = arr.spos
+    arr.spos += n  # first: a failure below rolls back the elements already written
     for j in range(n):
-        ei = arr.spos + j
+        ei = first + j
         if not d[base + 4 + (j >> 3)] >> (j & 7) & 1:
             _set_bit(el.valid, ei)
             el.count += 1
@@ -1197,7 +1199,6 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
         elif k in (R_ROW, R_ARRAY, R_MAP):  # the string / list columns of this element column end at ei too
             for c in x.ends[a]:
                 outs[c].offs[ei + 1] = outs[c].spos
-    arr.spos += n
 
 
 def _arrays(p: list[list[int]]) -> list[int]:
@@ -1502,6 +1503,8 @@ def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int,
             _encode_nested(p, cols, el, ei, buf, slot, room, err)
         else:
             buf[slot:slot + es] = vals[es * e:es * e + es]
+            if k in (R_F32, R_F64) and math.isnan(struct.unpack_from("<f" if k == R_F32 else "<d", buf, slot)[0]):
+                buf[slot:slot + es] = _NAN_F32[::-1] if k == R_F32 else _NAN_F64[::-1]  # Java's canonical NaN
     return buf
 
 
