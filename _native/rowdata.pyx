@@ -1211,7 +1211,9 @@ cdef bint keys_suspect(const uint8_t* d, int64_t base, int64_t k) noexcept nogil
     hash is FNV-1a of its canonical bytes (string / binary bytes wherever stored, BOOLEAN as 0 / 1,
     -0.0 as 0.0): equal keys hash alike, equal hashes only *may* be equal keys. ROW / ARRAY / MAP
     keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
-    table: n log n, 8 bytes a key (on the stack up to 64 keys); no memory means suspect."""
+    table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
+    input, as BOOLEAN / TINYINT / SMALLINT keys beyond their value count are not hashed), and no
+    memory means suspect."""
     cdef int64_t n = <int32_t>load_u32_le(d + base), es = elem_size(k), header = array_header(n)
     cdef int64_t j, slot, ln, src = 0
     cdef uint64_t stack[64]
@@ -1226,6 +1228,8 @@ cdef bint keys_suspect(const uint8_t* d, int64_t base, int64_t k) noexcept nogil
         return False
     if k == R_ROW or k == R_ARRAY or k == R_MAP:
         return True
+    if (k == R_BOOL and n > 2) or ((k == R_I8 or k == R_I16) and n > (1 << (8 * es))):
+        return True  # more keys than values: some repeat (the hashes would say so too), no table needed
     if n > 64:
         h = <uint64_t*>malloc(n * sizeof(uint64_t))
         if h == NULL:
