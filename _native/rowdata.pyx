@@ -104,6 +104,7 @@ ctypedef struct Ctx:
     int64_t err_node
     int64_t row
     const uint8_t* d
+    int64_t d_len           # decode: bytes of ``d`` (lets hashing read whole words near the end)
 
 cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
     return x.prog[node * NCOL + col]
@@ -1167,7 +1168,7 @@ cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t o
     kb = encode_array(nodes, kn, i, o, ob + 4, cap, err_node)
     if kb < 0:
         return kb
-    if keys_suspect(o, ob + 4, nodes[kn + 1].kind):
+    if keys_suspect(o, cap, ob + 4, nodes[kn + 1].kind):
         err_node[0] = m
         return -E_MAP_KEYS
     vb = encode_array(nodes, nodes[kn].end, i, o, ob + 4 + kb, cap, err_node)
@@ -1192,23 +1193,45 @@ cdef inline int64_t elem_bytes(const uint8_t* d, int64_t base, int64_t slot, int
     return <int64_t>(raw & 0xFFFFFFFFu)
 
 
+cdef inline void sort_u64(uint64_t* h, int64_t n) noexcept nogil:
+    """Ascending, in place: insertion sort for a few (most maps are small), else ``qsort``."""
+    cdef int64_t j, m
+    cdef uint64_t v
+    if n > 64:
+        qsort(h, n, sizeof(uint64_t), cmp_u64)
+        return
+    for j in range(1, n):
+        v = h[j]
+        m = j
+        while m > 0 and h[m - 1] > v:
+            h[m] = h[m - 1]
+            m -= 1
+        h[m] = v
+
+
 cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
     cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
     return (x > y) - (x < y)
 
 
-cdef inline uint64_t fnv1a(const uint8_t* p, int64_t n) noexcept nogil:
-    cdef uint64_t h = 0xCBF29CE484222325ull
-    cdef int64_t j
-    for j in range(n):
-        h = (h ^ p[j]) * 0x100000001B3ull
+cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexcept nogil:
+    """A 64-bit hash of the n bytes at p (``avail`` readable from p), a little-endian word at a
+    time (the last one zero padded; the length is in the seed): multiply and xor-shift per word."""
+    cdef uint64_t h = 0x9E3779B97F4A7C15ull ^ <uint64_t>n, w
+    cdef int64_t j = 0
+    while j < n:
+        w = load_u64_le(p + j) if n - j >= 8 else load_short(p + j, n - j, avail - j)
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull
+        h ^= h >> 31
+        j += 8
     return h
 
 
-cdef bint keys_suspect(const uint8_t* d, int64_t base, int64_t k) noexcept nogil:
-    """Whether the valid key array at ``d[base:]`` (element kind k) may hold two equal keys or a
+cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k) noexcept nogil:
+    """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``) may
+    hold two equal keys or a
     null one: then its map goes to the reference serializer (E_MAP_KEYS), which decides. A key's
-    hash is FNV-1a of its canonical bytes (string / binary bytes wherever stored, BOOLEAN as 0 / 1,
+    hash is ``key_hash`` of its canonical bytes (string / binary bytes wherever stored, BOOLEAN as 0 / 1,
     -0.0 as 0.0): equal keys hash alike, equal hashes only *may* be equal keys. ROW / ARRAY / MAP
     keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
     table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
@@ -1221,8 +1244,11 @@ cdef bint keys_suspect(const uint8_t* d, int64_t base, int64_t k) noexcept nogil
     cdef uint64_t w
     cdef uint8_t canon[8]
     cdef bint suspect = False
-    for j in range(n):
-        if (d[base + 4 + (j >> 3)] >> (j & 7)) & 1:
+    for j in range(0, n, 32):  # null bits a word at a time (bits past n do not count)
+        w = load_u32_le(d + base + 4 + (j >> 3))
+        if n - j < 32:
+            w &= ((<uint64_t>1) << (n - j)) - 1
+        if w:
             return True
     if n < 2:
         return False
@@ -1238,7 +1264,7 @@ cdef bint keys_suspect(const uint8_t* d, int64_t base, int64_t k) noexcept nogil
         slot = base + header + j * es
         if k == R_STR or k == R_BIN:
             ln = elem_bytes(d, base, slot, &src)
-            h[j] = fnv1a(d + src, ln)
+            h[j] = key_hash(d + src, ln, d_len - src)
             continue
         memcpy(canon, d + slot, es)
         if k == R_BOOL:
@@ -1247,8 +1273,8 @@ cdef bint keys_suspect(const uint8_t* d, int64_t base, int64_t k) noexcept nogil
             w = load_u32_le(canon) if k == R_F32 else load_u64_le(canon)
             if w == ((<uint64_t>1) << (8 * es - 1)):
                 memset(canon, 0, es)  # -0.0 == 0.0
-        h[j] = fnv1a(canon, es)
-    qsort(h, n, sizeof(uint64_t), cmp_u64)
+        h[j] = key_hash(canon, es, 8)
+    sort_u64(h, n)
     for j in range(1, n):
         if h[j] == h[j - 1]:
             suspect = True
@@ -1449,7 +1475,7 @@ cdef int64_t decode_map(Ctx* x, Node* nodes, int64_t m, int64_t base) noexcept n
     element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -E_MAP_KEYS
     (``x.err_node`` = m: the reference decides on keys that may repeat or are null)."""
     cdef int64_t kn = m + 1, kb = <int32_t>load_u32_le(x.d + base), rc
-    if keys_suspect(x.d, base + 4, nodes[kn + 1].kind):
+    if keys_suspect(x.d, x.d_len, base + 4, nodes[kn + 1].kind):
         x.err_node = m
         return -E_MAP_KEYS
     rc = decode_array(x, nodes, kn, base + 4)
@@ -2491,6 +2517,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
     x.d = v.data
+    x.d_len = v.data_len
     blocked = block_ok(nodes, nnodes)
     _scratch(keep, &t, nnodes)
     with nogil:

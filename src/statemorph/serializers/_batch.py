@@ -1028,13 +1028,15 @@ def _put_value(o: _Out, k: int, i: int, d: bytes, slot: int) -> None:
         o.vals[w * i:w * i + w] = d[slot:slot + w]
 
 
-_FNV_OFFSET, _FNV_PRIME, _M64 = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
+_M64 = (1 << 64) - 1
 
 
-def _fnv1a(data: bytes) -> int:
-    h = _FNV_OFFSET
-    for b in data:
-        h = ((h ^ b) * _FNV_PRIME) & _M64
+def _key_hash(data: bytes) -> int:
+    """Twin of the kernels' ``key_hash``."""
+    h = 0x9E3779B97F4A7C15 ^ len(data)
+    for j in range(0, len(data), 8):
+        h = ((h ^ int.from_bytes(data[j:j + 8], "little")) * 0xBF58476D1CE4E5B9) & _M64
+        h ^= h >> 31
     return h
 
 
@@ -1047,7 +1049,7 @@ def _elem_bytes(d: Any, base: int, slot: int) -> tuple[int, int]:
 def keys_suspect(d: Any, base: int, k: int) -> bool:
     """Twin of the kernels' ``keys_suspect``: whether the (valid) key array at ``d[base:]``, of
     element kind ``k``, may hold two equal keys or a null one (then the entry is E_MAP_KEYS). A
-    key's hash is FNV-1a of its canonical bytes: its value (string / binary bytes, BOOLEAN as 0 /
+    key's hash is ``_key_hash`` of its canonical bytes: its value (string / binary bytes, BOOLEAN as 0 /
     1, -0.0 as 0.0), wherever it is stored. Equal hashes only *may* be equal keys: the reference
     decides. ROW / ARRAY / MAP keys are not hashed (equal values may differ in bytes)."""
     n = struct.unpack_from("<i", d, base)[0]
@@ -1071,7 +1073,7 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
             key = bytes(es)  # -0.0 == 0.0
         else:
             key = bytes(d[slot:slot + es])
-        h = _fnv1a(key)
+        h = _key_hash(key)
         if h in seen:
             return True
         seen.add(h)
