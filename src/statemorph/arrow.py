@@ -927,7 +927,9 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
     bad = [b for p in parts for b in p[3]]
     counts = sum(p[2] for p in parts)
     outs = [parts[0][4][c] if elem[c] else (bits[c], vals[c], soffs[c]) for c in range(nnodes)]
-    for row, status in _decimals_past_precision(prog, outs, parts[0][1], n, {r for r, _ in bad}):
+    # rows the kernels walked ("raise" stops at the first error: later offsets are unwritten)
+    done = min((r + 1 for r, status in bad if not _rerouted(status)), default=n) if stop_at_error else n
+    for row, status in _decimals_past_precision(prog, outs, parts[0][1], done, {r for r, _ in bad}):
         bad.append((row, status))  # a bad row: null at the top, like the kernels' own bad rows
         bits[0][row >> 3] &= 0xFF ^ (1 << (row & 7))
         counts[0] -= 1
@@ -992,7 +994,8 @@ def _decimals_past_precision(prog: B.RowProgram, outs: list[Any], spos: np.ndarr
     them: the per-value path only fails at the Arrow conversion, after every other check of the
     entry). ``outs[node]`` = (validity, values, offsets) of each column: a column inside an array
     (or map) is indexed by element (``spos[array]`` of them; with arrays the chunk is one range),
-    mapped back to rows through the enclosing list offsets."""
+    mapped back to the first ``n`` rows (those the kernels walked) through the enclosing list
+    offsets."""
     found: dict[int, int] = {}
     kinds = prog.kinds
     arr = B._arrays(prog.matrix.tolist())

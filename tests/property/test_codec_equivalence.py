@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from test_native_equivalence import ARROW_LEAVES, TIERS, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
 
 from statemorph import _native, arrow, serializers
-from statemorph.errors import MalformedDataError, SerializationError
+from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError
 from statemorph.serializers import _batch as B
 from statemorph.types import (
     ArrayType,
@@ -549,6 +549,10 @@ def test_compact_decimal_past_its_precision_in_arrays_and_maps(tier: str, monkey
     assert out.to_pylist()[4] == {"xs": [[one], [None, one]], "m": [(7, one)]}
     ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
     assert [e.row for e in ref_errs] == [1, 3] and ref.equals(out)
+    with pytest.raises(MalformedDataError, match=r"row 1, field xs\[\]\[\]"):
+        arrow.decode(arr, s)
+    with pytest.raises(TruncatedDataError, match="row 2: truncated"):  # the kernels stop there
+        arrow.decode(pa.array([good, good, good[:20], bytes(in_map), bytes(in_array)], pa.binary()), s)
 
 
 def test_map_keys_holding_arrays_encode_per_value() -> None:
