@@ -105,6 +105,8 @@ ctypedef struct Ctx:
     int64_t row
     const uint8_t* d
     int64_t d_len           # decode: bytes of ``d`` (lets hashing read whole words near the end)
+    bint metered            # decode with arrays: the row / array checks spend ``budget`` (see spend)
+    int64_t budget
 
 cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
     return x.prog[node * NCOL + col]
@@ -193,6 +195,9 @@ cdef int64_t check_array(Ctx* x, int64_t node, int64_t base, int64_t size) noexc
     if header + n * es > size:
         x.err_node = node
         return -E_TRUNCATED
+    r = spend(x, node, n + 1)
+    if r < 0:
+        return r
     lo = round_up8(header + n * es)
     if lo > size:
         lo = size
@@ -306,6 +311,20 @@ cdef int64_t migrate_map(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
     return 4 + rk + rv
 
 
+cdef inline int64_t spend(Ctx* x, int64_t node, int64_t units) noexcept nogil:
+    """Metered decode: one unit per row field and array element (+1 a structure) checked. The
+    reference stops reading a value that holds more of them than bytes (references overlap, which
+    could make nested arrays exponential); a metered kernel spends at least as much as the
+    reference for the same value, so past that it stops and hands the entry to the reference
+    (E_REROUTE), which gives its verdict. Returns 0 or -E_REROUTE (``x.err_node`` set)."""
+    if x.metered:
+        x.budget -= units
+        if x.budget < 0:
+            x.err_node = node
+            return -E_REROUTE
+    return 0
+
+
 cdef inline int64_t check_row_header(Ctx* x, int64_t node, int64_t base, int64_t size,
                                      int64_t old_arity) noexcept nogil:
     """The checks every old row gets before its fields: room for the fixed part, a RowKind header
@@ -331,7 +350,7 @@ cdef inline int64_t check_row_header(Ctx* x, int64_t node, int64_t base, int64_t
         elif off < 64 and (raw >> off) != 0:
             x.err_node = node
             return -E_BAD_HEADER
-    return 0
+    return spend(x, node, old_arity + 1)
 
 
 cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
@@ -1159,7 +1178,7 @@ cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t o
                         int64_t* err_node) noexcept nogil:
     """The BinaryMapData of map i of MAP node m (``i32 LE key-array bytes ‖ key array ‖ value
     array``; both arrays read the map's list offsets) at ``o[ob:]``, padded to 8 with zeros.
-    Returns its unpadded size, -code, -E_FULL, or -E_MAP_KEYS (``err_node`` = m) when the keys
+    Returns its unpadded size, -code, -E_FULL, or -E_REROUTE (``err_node`` = m) when the keys
     may repeat: checked right after the keys, before any value, since the reference keeps only
     the last value of equal keys (it builds a dict) and so never sees the others."""
     cdef int64_t kn = m + 1, kb, vb, size
@@ -1170,7 +1189,7 @@ cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t o
         return kb
     if keys_suspect(o, cap, ob + 4, nodes[kn + 1].kind):
         err_node[0] = m
-        return -E_MAP_KEYS
+        return -E_REROUTE
     vb = encode_array(nodes, nodes[kn].end, i, o, ob + 4 + kb, cap, err_node)
     if vb < 0:
         return vb
@@ -1193,6 +1212,11 @@ cdef inline int64_t elem_bytes(const uint8_t* d, int64_t base, int64_t slot, int
     return <int64_t>(raw & 0xFFFFFFFFu)
 
 
+cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
 cdef inline void sort_u64(uint64_t* h, int64_t n) noexcept nogil:
     """Ascending, in place: insertion sort for a few (most maps are small), else ``qsort``."""
     cdef int64_t j, m
@@ -1207,11 +1231,6 @@ cdef inline void sort_u64(uint64_t* h, int64_t n) noexcept nogil:
             h[m] = h[m - 1]
             m -= 1
         h[m] = v
-
-
-cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
-    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
-    return (x > y) - (x < y)
 
 
 cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexcept nogil:
@@ -1229,10 +1248,10 @@ cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexce
 
 cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k) noexcept nogil:
     """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``) may
-    hold two equal keys or a
-    null one: then its map goes to the reference serializer (E_MAP_KEYS), which decides. A key's
-    hash is ``key_hash`` of its canonical bytes (string / binary bytes wherever stored, BOOLEAN as 0 / 1,
-    -0.0 as 0.0): equal keys hash alike, equal hashes only *may* be equal keys. ROW / ARRAY / MAP
+    hold two equal keys or a null one: then its map goes to the reference serializer (E_REROUTE),
+    which decides. A key's hash is ``key_hash`` of its canonical bytes (string / binary bytes
+    wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0): equal keys hash alike, equal hashes only
+    *may* be equal keys. ROW / ARRAY / MAP
     keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
     table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
     input, as BOOLEAN / TINYINT / SMALLINT keys beyond their value count are not hashed), and no
@@ -1425,7 +1444,7 @@ cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nog
 cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept nogil:
     """Append the elements of the array at ``d[base:]`` (validated by ``check_array``) to the
     element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0, -E_FULL or
-    -E_MAP_KEYS (from a map below)."""
+    -E_REROUTE (from a map below)."""
     cdef const uint8_t* d = x.d
     cdef Node* A = &nodes[a]
     cdef Node* el = &nodes[a + 1]
@@ -1472,12 +1491,12 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
 
 cdef int64_t decode_map(Ctx* x, Node* nodes, int64_t m, int64_t base) noexcept nogil:
     """Append the keys and values of the map at ``d[base:]`` (validated by ``check_map``) to the
-    element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -E_MAP_KEYS
+    element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -E_REROUTE
     (``x.err_node`` = m: the reference decides on keys that may repeat or are null)."""
     cdef int64_t kn = m + 1, kb = <int32_t>load_u32_le(x.d + base), rc
     if keys_suspect(x.d, x.d_len, base + 4, nodes[kn + 1].kind):
         x.err_node = m
-        return -E_MAP_KEYS
+        return -E_REROUTE
     rc = decode_array(x, nodes, kn, base + 4)
     if rc < 0:
         return rc
@@ -2455,7 +2474,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     ``offsets[start]`` is the caller's; int32 offsets never pass 2**31 - 1.
 
     Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
-    = its encoded error, or E_MAP_KEYS for a map the reference must judge; it is null everywhere:
+    = its encoded error, or E_REROUTE for a map the reference must judge; it is null everywhere:
     resume at ``next_row + 1``) or some string data
     buffer or element column is full (``status`` 0: grow them keeping their contents, resume at
     ``next_row``)."""
@@ -2518,6 +2537,8 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     x.prog = _prog(keep, prog)
     x.d = v.data
     x.d_len = v.data_len
+    for c in range(nnodes):  # arrays repeat what the data says: meter (the blocked walk has none)
+        x.metered = x.metered or nodes[c].kind == R_ARRAY
     blocked = block_ok(nodes, nnodes)
     _scratch(keep, &t, nnodes)
     with nogil:
@@ -2531,6 +2552,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
                 x.err_node = -1
                 code = entry_row(&v, i, &base, &size)
                 if code == E_OK:
+                    x.budget = size  # the reference's: a unit per byte of the row
                     r = decode_row(&x, nodes, 0, base, size, i)
                     if r < 0:
                         decode_rollback(nodes, nnodes, i)

@@ -596,8 +596,8 @@ def _resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error
 
 
 def _rerouted(status: int) -> bool:
-    """An entry the kernels hand back to the reference serializer (``B.E_MAP_KEYS``), not an error."""
-    return B.decode_err(status)[0] == B.E_MAP_KEYS
+    """An entry the kernels hand back to the reference serializer (``B.E_REROUTE``), not an error."""
+    return B.decode_err(status)[0] == B.E_REROUTE
 
 
 def _report(errors: _Errors, bad: list[tuple[int, int]], base: int,
@@ -611,7 +611,7 @@ def _report(errors: _Errors, bad: list[tuple[int, int]], base: int,
 
 class _Settle:
     """Settles a one-pass kernel's (row, status) pairs: entries rerouted to the reference
-    (``B.E_MAP_KEYS``: maps with suspect keys) run through the per-value path, then every error,
+    (``B.E_REROUTE``: maps with suspect keys) run through the per-value path, then every error,
     the kernel's and the reference's, is reported in row order. Runs before the output is built
     (in "raise" mode a kernel stops at the first error, leaving later rows unwritten);
     :meth:`splice` then puts the rerouted entries' results in."""

@@ -582,3 +582,31 @@ def test_encode_nan_elements_are_canonical() -> None:
     want = [s.to_bytes(([float("nan")], [float("nan")], {3: float("nan")}))]
     for name, r in _all_tiers(lambda: arrow.encode(arr, s).to_pylist()).items():
         assert r == ("ok", want), name
+
+
+def test_decode_overlapping_nested_arrays_go_to_the_reference() -> None:
+    """Every slot of an outer array pointing at one inner array of strings all pointing at one
+    string: the reference rejects values holding more items than bytes (references overlap);
+    the kernels meter the same way, stop early (no quadratic walk) and hand the entry to the
+    reference, so every tier gives its verdict; a plain entry next to it decodes."""
+    t = RowType.of(("xs", ArrayType(ArrayType(_STR))),)
+    s = serializers.RowDataSerializer(t)
+    n, word = 3000, b"overlapping string"
+    header = 4 + 4 * ((n + 31) // 32)  # either array: count, null bits; then the slots
+    fixed = (header + 8 * n + 7) & ~7
+    inner = bytearray(fixed) + word + bytes((-len(word)) % 8)
+    outer = bytearray(fixed)
+    struct.pack_into("<i", inner, 0, n)
+    struct.pack_into("<i", outer, 0, n)
+    for j in range(n):
+        struct.pack_into("<Q", inner, header + 8 * j, fixed << 32 | len(word))
+        struct.pack_into("<Q", outer, header + 8 * j, fixed << 32 | len(inner))
+    outer += inner
+    row = bytes(8) + struct.pack("<Q", 16 << 32 | len(outer)) + bytes(outer)
+    good = s.to_bytes(([["a", "bbbbbbbbbbbbbbbbbb"]],))
+    arr = pa.array([good, _entry(row), good], pa.binary())
+    ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
+    assert [e.row for e in ref_errs] == [1] and "references overlap" in str(ref_errs[0])
+    for name, r in _all_tiers(lambda: arrow.decode(arr, s, on_error="collect")).items():
+        assert r[0] == "ok" and r[1][0].equals(ref), name
+        assert [(e.row, str(e)) for e in r[1][1]] == [(1, str(ref_errs[0]))], name

@@ -59,13 +59,14 @@ from .strings import varlen
 # ---------------------------------------------------------------------------------- error codes
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
 E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
-E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG, E_MAP_KEYS = 13, 14, 15, 16, 17
-"""E_MAP_KEYS is not an error: the kernels hand a map whose keys they cannot vouch for (two keys
-with one hash, a null key, or ROW / ARRAY / MAP keys, whose value equality is not byte equality)
-back to :mod:`statemorph.arrow`, which re-runs that entry through the reference serializer. Why:
-duplicate keys are the reference's business (encode builds a dict, so later values replace
-earlier ones; decode rejects them), and -0.0 / 0.0 or 0x01 / 0x02 booleans are equal keys with
-different bytes; re-running the rare suspect entry keeps every such rule in one place."""
+E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG, E_REROUTE = 13, 14, 15, 16, 17
+"""E_REROUTE is not an error: the kernels hand an entry they cannot vouch for back to
+:mod:`statemorph.arrow`, which re-runs it through the reference serializer: a map whose keys may
+repeat (two keys with one hash, a null key, or ROW / ARRAY / MAP keys, whose value equality is not
+byte equality), or, on decode with arrays, a value whose references may overlap (see ``spend``).
+Why: duplicate keys are the reference's business (encode builds a dict, so later values replace
+earlier ones; decode rejects them), and so is its overlap rule; re-running the rare suspect entry
+keeps every such rule in one place."""
 
 ERROR_MESSAGES = {
     E_TRUNCATED: "truncated: the entry is shorter than its format needs",
@@ -83,7 +84,7 @@ ERROR_MESSAGES = {
     E_TOO_LARGE: "value exceeds the format's limit",
     E_BAD_ARROW: "Arrow offsets buffer is inconsistent",
     E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
-    E_MAP_KEYS: "map keys need the reference serializer (equal key hashes, a null key, or composite keys)",
+    E_REROUTE: "the entry needs the reference serializer (map keys that may repeat, or overlapping references)",
     E_BAD_FLAG: "invalid POJO flags byte (01 null, 02 a value; subclass values 04 / 08 are not supported) "
                 "or field null flag (00 / 01)",
 }
@@ -649,6 +650,16 @@ class _RowCtx:
         self.err_node = -1
         self.row = 0
         self.ends: list[list[int]] = []  # decode: per ARRAY node, the offset columns of its elements
+        self.metered = False  # decode with arrays: the row / array checks spend ``budget``
+        self.budget = 0
+
+    def spend(self, node: int, units: int) -> None:
+        """Twin of the kernels' ``spend``: raises _RowError(E_REROUTE) past the budget."""
+        if self.metered:
+            self.budget -= units
+            if self.budget < 0:
+                self.err_node = node
+                raise _RowError(E_REROUTE)
 
 
 class _RowError(Exception):
@@ -710,6 +721,7 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
     bits = int.from_bytes(d[base:base + ow], "little") >> 8
     if bits >> old_arity:
         raise fail(E_BAD_HEADER, node)
+    x.spend(node, old_arity + 1)
     c = node + 1
     while c < p[node][C_END]:
         src, k, flags = p[c][C_SRC], p[c][C_KIND], p[c][C_FLAGS]
@@ -806,6 +818,7 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
     header = _array_header(n)
     if header + n * es > size:
         raise fail(E_TRUNCATED, node)
+    x.spend(node, n + 1)
     lo = min(_round8(header + n * es), size)
     new_size = _round8(header + 8 * n)
     if k < R_STR or k == R_DEC_COMPACT:
@@ -973,6 +986,7 @@ def _row_header(x: _RowCtx, node: int, base: int, size: int, arity: int) -> int:
     if bits >> arity:
         x.err_node = node
         raise _RowError(E_BAD_HEADER)
+    x.spend(node, arity + 1)
     return bits
 
 
@@ -1048,7 +1062,7 @@ def _elem_bytes(d: Any, base: int, slot: int) -> tuple[int, int]:
 
 def keys_suspect(d: Any, base: int, k: int) -> bool:
     """Twin of the kernels' ``keys_suspect``: whether the (valid) key array at ``d[base:]``, of
-    element kind ``k``, may hold two equal keys or a null one (then the entry is E_MAP_KEYS). A
+    element kind ``k``, may hold two equal keys or a null one (then the entry is E_REROUTE). A
     key's hash is ``_key_hash`` of its canonical bytes: its value (string / binary bytes, BOOLEAN as 0 /
     1, -0.0 as 0.0), wherever it is stored. Equal hashes only *may* be equal keys: the reference
     decides. ROW / ARRAY / MAP keys are not hashed (equal values may differ in bytes)."""
@@ -1082,13 +1096,13 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
 
 def _decode_map(x: _RowCtx, outs: list[_Out], m: int, base: int) -> None:
     """Twin of the kernel's ``decode_map``: append a validated map's keys and values to the element
-    columns of its key and value arrays; raises _RowError(E_MAP_KEYS) / _Full."""
+    columns of its key and value arrays; raises _RowError(E_REROUTE) / _Full."""
     p, d = x.p, x.d
     kn = m + 1
     kb = struct.unpack_from("<i", d, base)[0]
     if keys_suspect(d, base + 4, p[kn + 1][C_KIND]):
         x.err_node = m
-        raise _RowError(E_MAP_KEYS)
+        raise _RowError(E_REROUTE)
     _decode_array(x, outs, kn, base + 4)
     _decode_array(x, outs, p[kn][C_END], base + 4 + kb)
 
@@ -1240,6 +1254,7 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
            for c in range(nnodes)]
     x.ends = [[c for c in range(nnodes) if arr[c] == a and p[c][C_KIND] in (R_STR, R_BIN, R_ARRAY)]
               for a in range(nnodes)]
+    x.metered = any(row[C_KIND] == R_ARRAY for row in p)
     for c in range(1, nnodes):
         if p[c][C_KIND] == R_ARRAY:
             os_[c].scap = (1 << 63) - 1 if os_[c].wide else _MAX32  # lowered to its columns' room below
@@ -1258,6 +1273,7 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
             x.err_node = -1
             code, base, size = _entry_row(v, i)
             if code == E_OK:
+                x.budget = size
                 try:
                     _decode_row(x, os_, 0, base, size, i)
                 except (_RowError, _Full) as e:
@@ -1450,7 +1466,7 @@ def _encode_nested(p: list[list[int]], cols: _Cols, c: int, i: int, buf: bytearr
 
 def _encode_map(p: list[list[int]], cols: _Cols, m: int, i: int, room: int, err: list[int]) -> bytearray:
     """Twin of the kernel's ``encode_map``: the BinaryMapData of map i of a MAP column (its key and
-    value arrays read the map's list offsets); E_MAP_KEYS right after the keys, before any value is
+    value arrays read the map's list offsets); E_REROUTE right after the keys, before any value is
     checked, since the reference drops the values of duplicate keys but the last."""
     kn = m + 1
     if 4 > room:
@@ -1458,7 +1474,7 @@ def _encode_map(p: list[list[int]], cols: _Cols, m: int, i: int, room: int, err:
     keys = _encode_array(p, cols, kn, i, room - 4, err)
     if keys_suspect(keys, 0, p[kn + 1][C_KIND]):
         err[0] = m
-        raise _RowError(E_MAP_KEYS)
+        raise _RowError(E_REROUTE)
     values = _encode_array(p, cols, p[kn][C_END], i, room - 4 - len(keys), err)
     return bytearray(struct.pack("<i", len(keys))) + keys + values
 
