@@ -17,7 +17,7 @@ Loops run without the GIL; errors leave as (code, row, node) numbers.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
 from smbytes cimport *
@@ -104,6 +104,9 @@ ctypedef struct Ctx:
     int64_t err_node
     int64_t row
     const uint8_t* d
+    int64_t d_len           # decode: bytes of ``d`` (lets hashing read whole words near the end)
+    bint metered            # decode with arrays: the row / array checks spend ``budget`` (see spend)
+    int64_t budget
 
 cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
     return x.prog[node * NCOL + col]
@@ -192,6 +195,9 @@ cdef int64_t check_array(Ctx* x, int64_t node, int64_t base, int64_t size) noexc
     if header + n * es > size:
         x.err_node = node
         return -E_TRUNCATED
+    r = spend(x, node, n + 1)
+    if r < 0:
+        return r
     lo = round_up8(header + n * es)
     if lo > size:
         lo = size
@@ -305,6 +311,20 @@ cdef int64_t migrate_map(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
     return 4 + rk + rv
 
 
+cdef inline int64_t spend(Ctx* x, int64_t node, int64_t units) noexcept nogil:
+    """Metered decode: one unit per row field and array element (+1 a structure) checked. The
+    reference stops reading a value that holds more of them than bytes (references overlap, which
+    could make nested arrays exponential); a metered kernel spends at least as much as the
+    reference for the same value, so past that it stops and hands the entry to the reference
+    (E_REROUTE), which gives its verdict. Returns 0 or -E_REROUTE (``x.err_node`` set)."""
+    if x.metered:
+        x.budget -= units
+        if x.budget < 0:
+            x.err_node = node
+            return -E_REROUTE
+    return 0
+
+
 cdef inline int64_t check_row_header(Ctx* x, int64_t node, int64_t base, int64_t size,
                                      int64_t old_arity) noexcept nogil:
     """The checks every old row gets before its fields: room for the fixed part, a RowKind header
@@ -330,7 +350,7 @@ cdef inline int64_t check_row_header(Ctx* x, int64_t node, int64_t base, int64_t
         elif off < 64 and (raw >> off) != 0:
             x.err_node = node
             return -E_BAD_HEADER
-    return 0
+    return spend(x, node, old_arity + 1)
 
 
 cdef int64_t check_row(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
@@ -852,7 +872,8 @@ ctypedef struct Node:
     int64_t flags
     int64_t limit
     sm_i128 big_limit       # DECIMAL(p > 18): 10**p
-    int64_t parent          # the ROW node this one is a field of, the ARRAY of an element (-1: node 0)
+    int64_t parent          # the ROW node this one is a field of, the ARRAY of an element, the MAP of a key /
+                            # value array (-1: node 0)
     int64_t arr             # decode: the ARRAY whose element column this node is part of, or -1
     int64_t nw              # ROW: bytes of the null-bit words
     int64_t width           # TINYINT .. DOUBLE: bytes per Arrow value (0 for other kinds)
@@ -1026,13 +1047,12 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
                 if cur != -E_FULL:
                     err_node[0] = c
                 return cur
-        elif k == R_ROW or k == R_ARRAY:
-            sub = encode_row(nodes, c, i, o, ob + cur, cap, err_node) if k == R_ROW else \
-                encode_array(nodes, c, i, o, ob + cur, cap, err_node)
+        elif k == R_ROW or k == R_ARRAY or k == R_MAP:
+            sub = encode_nested(nodes, c, i, o, ob + cur, cap, err_node)
             if sub < 0:
                 return sub
             store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
-            cur += sub
+            cur += round_up8(sub)
         elif k == R_BOOL:
             o[slot] = bit_get(nd.vals_in, e)
         elif k == R_DEC_COMPACT:
@@ -1065,6 +1085,20 @@ cdef inline int inline_check(const uint8_t* d, int64_t slot, uint64_t raw, int64
             and not utf8_valid(d + slot, n):
         return E_BAD_UTF8
     return E_OK
+
+
+cdef inline void canonical_nan(uint8_t* slot, int64_t k) noexcept nogil:
+    """A NaN FLOAT / DOUBLE array element becomes Java's canonical NaN, as ``BinaryArrayWriter``
+    writes it (row fields keep their bits)."""
+    cdef uint64_t w
+    if k == R_F32:
+        w = load_u32_le(slot)
+        if (w & 0x7F800000u) == 0x7F800000u and (w & 0x7FFFFFu):
+            store_u32_le(slot, 0x7FC00000u)
+    else:
+        w = load_u64_le(slot)
+        if (w & 0x7FF0000000000000ull) == 0x7FF0000000000000ull and (w & 0xFFFFFFFFFFFFFull):
+            store_u64_le(slot, 0x7FF8000000000000ull)
 
 
 cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
@@ -1102,6 +1136,8 @@ cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int6
         slot = ob + header + j * es
         if el.width:
             memcpy(o + slot, el.vals_in + el.width * (el.off_in + ei), el.width)
+            if k == R_F32 or k == R_F64:
+                canonical_nan(o + slot, k)
         elif k == R_BOOL:
             o[slot] = bit_get(el.vals_in, el.off_in + ei)
         elif k == R_DEC_COMPACT:
@@ -1117,14 +1153,154 @@ cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int6
                 if cur != -E_FULL:
                     err_node[0] = node + 1
                 return cur
-        else:  # R_ROW / R_ARRAY elements (sizes are multiples of 8)
-            sub = encode_row(nodes, node + 1, ei, o, ob + cur, cap, err_node) if k == R_ROW else \
-                encode_array(nodes, node + 1, ei, o, ob + cur, cap, err_node)
+        else:  # R_ROW / R_ARRAY / R_MAP elements
+            sub = encode_nested(nodes, node + 1, ei, o, ob + cur, cap, err_node)
             if sub < 0:
                 return sub
             store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
-            cur += sub
+            cur += round_up8(sub)
     return cur
+
+
+cdef int64_t encode_nested(Node* nodes, int64_t c, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                           int64_t* err_node) noexcept nogil:
+    """Row / element i of the ROW, ARRAY or MAP node c at ``o[ob:]``: its size (a map's is not a
+    multiple of 8: its pad is zeroed, and the caller's var part skips it), -code or -E_FULL."""
+    cdef int64_t k = nodes[c].kind
+    if k == R_ROW:
+        return encode_row(nodes, c, i, o, ob, cap, err_node)
+    if k == R_ARRAY:
+        return encode_array(nodes, c, i, o, ob, cap, err_node)
+    return encode_map(nodes, c, i, o, ob, cap, err_node)
+
+
+cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
+                        int64_t* err_node) noexcept nogil:
+    """The BinaryMapData of map i of MAP node m (``i32 LE key-array bytes ‖ key array ‖ value
+    array``; both arrays read the map's list offsets) at ``o[ob:]``, padded to 8 with zeros.
+    Returns its unpadded size, -code, -E_FULL, or -E_REROUTE (``err_node`` = m) when the keys
+    may repeat: checked right after the keys, before any value, since the reference keeps only
+    the last value of equal keys (it builds a dict) and so never sees the others."""
+    cdef int64_t kn = m + 1, kb, vb, size
+    if 4 > cap - ob:
+        return -E_FULL
+    kb = encode_array(nodes, kn, i, o, ob + 4, cap, err_node)
+    if kb < 0:
+        return kb
+    if keys_suspect(o, cap, ob + 4, nodes[kn + 1].kind):
+        err_node[0] = m
+        return -E_REROUTE
+    vb = encode_array(nodes, nodes[kn].end, i, o, ob + 4 + kb, cap, err_node)
+    if vb < 0:
+        return vb
+    size = 4 + kb + vb
+    if round_up8(size) > cap - ob:
+        return -E_FULL
+    store_u32_le(o + ob, <uint32_t>kb)
+    memset(o + ob + size, 0, round_up8(size) - size)
+    return size
+
+
+cdef inline int64_t elem_bytes(const uint8_t* d, int64_t base, int64_t slot, int64_t* src) noexcept nogil:
+    """Length of the validated string / binary element in the slot at ``d[slot]`` of the array at
+    ``d[base:]``, its bytes at ``src``: inline in the slot, or in the array's var part."""
+    cdef uint64_t raw = load_u64_le(d + slot)
+    if raw >> 63:
+        src[0] = slot
+        return (raw >> 56) & 0x7F
+    src[0] = base + <int64_t>(raw >> 32)
+    return <int64_t>(raw & 0xFFFFFFFFu)
+
+
+cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline void sort_u64(uint64_t* h, int64_t n) noexcept nogil:
+    """Ascending, in place: insertion sort for a few (most maps are small), else ``qsort``."""
+    cdef int64_t j, m
+    cdef uint64_t v
+    if n > 64:
+        qsort(h, n, sizeof(uint64_t), cmp_u64)
+        return
+    for j in range(1, n):
+        v = h[j]
+        m = j
+        while m > 0 and h[m - 1] > v:
+            h[m] = h[m - 1]
+            m -= 1
+        h[m] = v
+
+
+cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexcept nogil:
+    """A 64-bit hash of the n bytes at p (``avail`` readable from p), a little-endian word at a
+    time (the last one zero padded; the length is in the seed): multiply and xor-shift per word."""
+    cdef uint64_t h = 0x9E3779B97F4A7C15ull ^ <uint64_t>n, w
+    cdef int64_t j = 0
+    while j < n:
+        w = load_u64_le(p + j) if n - j >= 8 else load_short(p + j, n - j, avail - j)
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull
+        h ^= h >> 31
+        j += 8
+    return h
+
+
+cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k) noexcept nogil:
+    """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``) may
+    hold two equal keys or a null one: then its map goes to the reference serializer (E_REROUTE),
+    which decides. A key's hash is ``key_hash`` of its canonical bytes (string / binary bytes
+    wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0): equal keys hash alike, equal hashes only
+    *may* be equal keys. ROW / ARRAY / MAP
+    keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
+    table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
+    input, as BOOLEAN / TINYINT / SMALLINT keys beyond their value count are not hashed), and no
+    memory means suspect."""
+    cdef int64_t n = <int32_t>load_u32_le(d + base), es = elem_size(k), header = array_header(n)
+    cdef int64_t j, slot, ln, src = 0
+    cdef uint64_t stack[64]
+    cdef uint64_t* h = stack
+    cdef uint64_t w
+    cdef uint8_t canon[8]
+    cdef bint suspect = False
+    for j in range(0, n, 32):  # null bits a word at a time (bits past n do not count)
+        w = load_u32_le(d + base + 4 + (j >> 3))
+        if n - j < 32:
+            w &= ((<uint64_t>1) << (n - j)) - 1
+        if w:
+            return True
+    if n < 2:
+        return False
+    if k == R_ROW or k == R_ARRAY or k == R_MAP:
+        return True
+    if (k == R_BOOL and n > 2) or ((k == R_I8 or k == R_I16) and n > (1 << (8 * es))):
+        return True  # more keys than values: some repeat (the hashes would say so too), no table needed
+    if n > 64:
+        h = <uint64_t*>malloc(n * sizeof(uint64_t))
+        if h == NULL:
+            return True
+    for j in range(n):
+        slot = base + header + j * es
+        if k == R_STR or k == R_BIN:
+            ln = elem_bytes(d, base, slot, &src)
+            h[j] = key_hash(d + src, ln, d_len - src)
+            continue
+        memcpy(canon, d + slot, es)
+        if k == R_BOOL:
+            canon[0] = canon[0] != 0
+        elif k == R_F32 or k == R_F64:
+            w = load_u32_le(canon) if k == R_F32 else load_u64_le(canon)
+            if w == ((<uint64_t>1) << (8 * es - 1)):
+                memset(canon, 0, es)  # -0.0 == 0.0
+        h[j] = key_hash(canon, es, 8)
+    sort_u64(h, n)
+    for j in range(1, n):
+        if h[j] == h[j - 1]:
+            suspect = True
+            break
+    if h != stack:
+        free(h)
+    return suspect
 
 
 cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t size, int64_t i) noexcept nogil:
@@ -1156,7 +1332,7 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
             memcpy(nd.vals + 8 * i, d + slot, 8)
         elif k == R_I32 or k == R_F32:
             memcpy(nd.vals + 4 * i, d + slot, 4)
-        elif k == R_STR or k == R_BIN or k == R_ROW or k == R_ARRAY:
+        elif k == R_STR or k == R_BIN or k == R_ROW or k == R_ARRAY or k == R_MAP:
             raw = load_u64_le(d + slot)
             mark = <uint8_t>(raw >> 56)
             if mark & 0x80:
@@ -1172,10 +1348,17 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
                 if off < r.fixed or off + n > size:
                     x.err_node = c
                     return -E_BAD_OFFSET
-                if k == R_ROW or k == R_ARRAY:
-                    rc = decode_row(x, nodes, c, base + off, n, i) if k == R_ROW else check_array(x, c, base + off, n)
-                    if rc >= 0 and k == R_ARRAY:
-                        rc = decode_array(x, nodes, c, base + off)
+                if k == R_ROW or k == R_ARRAY or k == R_MAP:
+                    if k == R_ROW:
+                        rc = decode_row(x, nodes, c, base + off, n, i)
+                    elif k == R_ARRAY:
+                        rc = check_array(x, c, base + off, n)
+                        if rc >= 0:
+                            rc = decode_array(x, nodes, c, base + off)
+                    else:
+                        rc = check_map(x, c, base + off, n)
+                        if rc >= 0:
+                            rc = decode_map(x, nodes, c, base + off)
                     if rc < 0:
                         return rc
                     c = nd.end
@@ -1260,48 +1443,64 @@ cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nog
 
 cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept nogil:
     """Append the elements of the array at ``d[base:]`` (validated by ``check_array``) to the
-    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0 or -E_FULL."""
+    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0, -E_FULL or
+    -E_REROUTE (from a map below)."""
     cdef const uint8_t* d = x.d
     cdef Node* A = &nodes[a]
     cdef Node* el = &nodes[a + 1]
     cdef int64_t n = <int32_t>load_u32_le(d + base), k = el.kind, es = elem_size(el.kind)
-    cdef int64_t header = array_header(n), j, ei, slot, ln, src
+    cdef int64_t header = array_header(n), j, ei, slot, ln, src, first = A.spos
     cdef uint64_t raw
     cdef bint is_str = k == R_STR or k == R_BIN
     cdef int64_t c, rc
     if n > A.scap - A.spos:
         return -E_FULL
+    A.spos += n  # first: a failure below rolls back the elements already written
     for j in range(n):
-        ei = A.spos + j
+        ei = first + j
         if not (d[base + 4 + (j >> 3)] >> (j & 7)) & 1:
             bit_set(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
-            if k == R_ROW:
+            if k == R_ROW or k == R_ARRAY or k == R_MAP:
                 raw = load_u64_le(d + slot)
-                rc = decode_row(x, nodes, a + 1, base + <int64_t>(raw >> 32), <int64_t>(raw & 0xFFFFFFFFu), ei)
+                if k == R_ROW:
+                    rc = decode_row(x, nodes, a + 1, base + <int64_t>(raw >> 32), <int64_t>(raw & 0xFFFFFFFFu), ei)
+                elif k == R_ARRAY:
+                    rc = decode_array(x, nodes, a + 1, base + <int64_t>(raw >> 32))
+                else:
+                    rc = decode_map(x, nodes, a + 1, base + <int64_t>(raw >> 32))
                 if rc < 0:
                     return rc
             elif is_str:
-                raw = load_u64_le(d + slot)
-                if raw >> 63:
-                    ln = (raw >> 56) & 0x7F
-                    src = slot
-                else:
-                    ln = <int64_t>(raw & 0xFFFFFFFFu)
-                    src = base + <int64_t>(raw >> 32)
+                ln = elem_bytes(d, base, slot, &src)
                 if not put_bytes(el, d + src, ln):
                     return -E_FULL
             else:
                 put_value(el, ei, d + slot)
         if is_str:
             put_off(el.offs, el.wide, ei + 1, el.spos)
-        elif k == R_ROW:  # the string columns of element rows end at element ei too
-            for c in range(a + 2, el.end):
-                if nodes[c].kind == R_STR or nodes[c].kind == R_BIN:
+        elif k == R_ROW or k == R_ARRAY or k == R_MAP:
+            # the string / list columns of this element column end at element ei too
+            for c in range(a + 1, el.end):
+                if nodes[c].arr == a and (nodes[c].kind == R_STR or nodes[c].kind == R_BIN
+                                          or nodes[c].kind == R_ARRAY):
                     put_off(nodes[c].offs, nodes[c].wide, ei + 1, nodes[c].spos)
-    A.spos += n
     return 0
+
+
+cdef int64_t decode_map(Ctx* x, Node* nodes, int64_t m, int64_t base) noexcept nogil:
+    """Append the keys and values of the map at ``d[base:]`` (validated by ``check_map``) to the
+    element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -E_REROUTE
+    (``x.err_node`` = m: the reference decides on keys that may repeat or are null)."""
+    cdef int64_t kn = m + 1, kb = <int32_t>load_u32_le(x.d + base), rc
+    if keys_suspect(x.d, x.d_len, base + 4, nodes[kn + 1].kind):
+        x.err_node = m
+        return -E_REROUTE
+    rc = decode_array(x, nodes, kn, base + 4)
+    if rc < 0:
+        return rc
+    return decode_array(x, nodes, nodes[kn].end, base + 4 + kb)
 
 
 # Blocked walks. Rows are handled BLK at a time, one program node (column) after the other: each
@@ -1944,10 +2143,10 @@ cdef int64_t var_field_call(const int64_t* prog, const uint8_t* d, int64_t c, in
     """``var_field`` with a plain C signature, for plan machine code: every field kind it does not
     inline (arrays, maps, big DECIMAL / TIMESTAMP, unchanged nested rows) runs this same code."""
     cdef Ctx x
+    memset(&x, 0, sizeof(Ctx))  # as migrate_run's: no metering
     x.prog = prog
     x.d = d
     x.err_node = -1
-    x.row = 0
     return var_field(&x, c, k, flags, raw, base, size, ofixed, slot, o, obase, nslot, cur, cap)
 
 
@@ -2178,10 +2377,17 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
         nodes[c].fixed = null_bits_size(arity) + 8 * arity
         if nodes[c].end <= c or nodes[c].end > n or (c == 0 and nodes[c].end != n):
             raise ValueError("bad row program")
+    for c in range(n):  # a MAP is followed by its key and value ARRAYs
+        if nodes[c].kind == R_MAP and not (c + 1 < n and nodes[c + 1].kind == R_ARRAY and nodes[c + 1].end < n
+                                           and nodes[nodes[c + 1].end].kind == R_ARRAY):
+            raise ValueError("bad row program")
     nodes[0].parent = -1
     for c in range(n):
         if nodes[c].kind == R_ARRAY:
             nodes[c + 1].parent = c
+        if nodes[c].kind == R_MAP:
+            nodes[c + 1].parent = c
+            nodes[nodes[c + 1].end].parent = c
         if nodes[c].kind == R_ROW:
             child = c + 1
             while child < nodes[c].end:
@@ -2224,7 +2430,7 @@ cdef void _encode_inputs(_Keep keep, Node* nodes, list cols, int64_t stop) excep
         elif kind == R_BOOL:
             if values is None or (off + stop + 7) // 8 > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
-        elif kind != R_ROW and kind != R_ARRAY:
+        elif kind != R_ROW and kind != R_ARRAY and kind != R_MAP:
             need = (off + stop) * arrow_width(kind)
             if values is None or need > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
@@ -2361,13 +2567,16 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     Arrow outputs in the same walk. ``outs[node]`` = (validity bitmap, values, offsets, string
     data): node 0 has only its bitmap; string / binary nodes append their bytes to their string
     data from ``spos[node]`` on and write ``offsets[i + 1]`` (int32 or int64) for every entry;
-    an ARRAY node (of primitives, strings or rows) writes its list offsets the same way, counting the
-    elements it appends to its element column (whose outputs are indexed by element, ``spos``
-    the element count); ``counts[node]`` counts the valid values written. ``offsets[start]`` is
-    the caller's; int32 offsets never pass 2**31 - 1.
+    an ARRAY node writes its list offsets the same way, counting the elements it appends to its
+    element column (whose outputs are indexed by element, ``spos`` the element count; a string or
+    ARRAY node in an element column writes its offsets per element, an array in an array being
+    an element column of its own); a MAP node has only its bitmap, its key and value ARRAY nodes
+    (the next nodes) write alike offsets. ``counts[node]`` counts the valid values written.
+    ``offsets[start]`` is the caller's; int32 offsets never pass 2**31 - 1.
 
     Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
-    = its encoded error; it is null everywhere: resume at ``next_row + 1``) or some string data
+    = its encoded error, or E_REROUTE for a map the reference must judge; it is null everywhere:
+    resume at ``next_row + 1``) or some string data
     buffer or element column is full (``status`` 0: grow them keeping their contents, resume at
     ``next_row``). ``machine_code``: the address of the row type's decode machine code
     (``statemorph._native.jit``; plain input only), 0 for none: it takes entries until one it does
@@ -2377,7 +2586,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     cdef Node* nodes = _lower(keep, prog)
     cdef int64_t nnodes = nodes[0].end
     cdef int64_t* snodes = <int64_t*>keep.table(nnodes)  # per-row positions: strings, arrays
-    cdef int64_t* enodes = <int64_t*>keep.table(nnodes)  # per-element positions: strings in arrays
+    cdef int64_t* enodes = <int64_t*>keep.table(nnodes)  # per-element positions: strings, arrays in arrays
     cdef int64_t nstr = 0, nelem = 0, c, i = start, base = 0, size = 0, r, status = 0, lim = start, cap, k
     cdef int code
     cdef bint blocked, elem
@@ -2395,24 +2604,20 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
         elem = c > 0 and nd.arr >= 0
         cap = len(u8(bits)) * 8  # values the outputs hold: rows, or elements in an element column
         k = nd.kind
-        if c == 0 or k == R_ROW:
+        if c == 0 or k == R_ROW or k == R_MAP:
             pass
-        elif k == R_ARRAY:
-            if elem:
-                raise ValueError(f"decode_run: node {c}: arrays in arrays are not decodable")
-            nd.offs = _offsets_out(keep, offs, stop, &nd.wide)
-            nd.scap = 0x7FFFFFFFFFFFFFFF if nd.wide else 0x7FFFFFFF  # lowered to its columns' room below
-            snodes[nstr] = c
-            nstr += 1
-        elif k == R_STR or k == R_BIN:
-            nd.offs = _offsets_out(keep, offs, 0, &nd.wide)
+        elif k == R_ARRAY or k == R_STR or k == R_BIN:  # offsets per row, or per element of the array above
+            nd.offs = _offsets_out(keep, offs, stop if k == R_ARRAY and not elem else 0, &nd.wide)
             cap = min(cap, len(u8(offs)) // (8 if nd.wide else 4) - 1)
-            nd.sdata = keep.rw(sdata)
-            nd.scap = len(u8(sdata))
-            if not nd.wide and nd.scap > 0x7FFFFFFF:
-                nd.scap = 0x7FFFFFFF
-            if nd.spos < 0 or nd.spos > nd.scap:
-                raise ValueError(f"decode_run: node {c}: string position outside its buffer")
+            if k == R_ARRAY:
+                nd.scap = 0x7FFFFFFFFFFFFFFF if nd.wide else 0x7FFFFFFF  # lowered to its columns' room below
+            else:
+                nd.sdata = keep.rw(sdata)
+                nd.scap = len(u8(sdata))
+                if not nd.wide and nd.scap > 0x7FFFFFFF:
+                    nd.scap = 0x7FFFFFFF
+                if nd.spos < 0 or nd.spos > nd.scap:
+                    raise ValueError(f"decode_run: node {c}: string position outside its buffer")
             if elem:
                 enodes[nelem] = c
                 nelem += 1
@@ -2434,6 +2639,9 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
     x.d = v.data
+    x.d_len = v.data_len
+    for c in range(nnodes):  # arrays repeat what the data says: meter (the blocked walk has none)
+        x.metered = x.metered or nodes[c].kind == R_ARRAY
     blocked = block_ok(nodes, nnodes)
     _scratch(keep, &t, nnodes)
     if v.wide or v.validity != NULL:
@@ -2454,6 +2662,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
                 x.err_node = -1
                 code = entry_row(&v, i, &base, &size)
                 if code == E_OK:
+                    x.budget = size  # the reference's: a unit per byte of the row
                     r = decode_row(&x, nodes, 0, base, size, i)
                     if r < 0:
                         decode_rollback(nodes, nnodes, i)

@@ -52,6 +52,7 @@ cdef enum:
     E_BAD_ARROW = 14         # Arrow offsets buffer inconsistent
     E_BAD_JCHAR = 15         # Arrow string is not one UTF-16 code unit (a Java char)
     E_BAD_FLAG = 16          # POJO flags byte not 01 / 02, or field null flag not 00 / 01
+    E_REROUTE = 17           # not an error: an entry the reference serializer must judge
 
 
 # ---------------------------------------------------------------- primitive kinds (shared with _batch.py)

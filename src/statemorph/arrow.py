@@ -17,8 +17,12 @@ Which path a serializer takes:
   decode of those rows (Arrow struct ↔ bytes) run one-pass kernels (``_native/corerow.pyx``);
 - ``RowDataSerializer``: BinaryRowData kernels (encode / decode for rows of BOOLEAN, TINYINT ..
   BIGINT, FLOAT, DOUBLE, DATE, TIME, DECIMAL, TIMESTAMP / TIMESTAMP_LTZ, strings, binaries and
-  nested ROWs, and ARRAYs (encode: of those but DECIMAL(p > 18) / TIMESTAMP(p > 3), or of rows
-  and arrays; decode: of primitives, strings and rows without arrays); migrate
+  nested ROWs, and ARRAYs, MAPs and MULTISETs whose elements, keys and values are those but
+  DECIMAL(p > 18) / TIMESTAMP(p > 3), or rows, arrays and maps, at any depth; encode but not
+  decode takes the per-value path for MAP keys holding an ARRAY or MAP, which the reference
+  cannot use as dict keys). A map whose keys may repeat (equal key hashes), or has a null or a
+  ROW key, is handed back by the kernels and that entry alone goes through the reference (which
+  collapses duplicate keys on encode, last value winning, and rejects them on decode); migrate
   for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
   change shape take the per-row reference remap). With ``llvmlite`` installed, chunks of 8,192
   entries or more also run machine code compiled once per migrate plan / row type
@@ -37,8 +41,9 @@ Which path a serializer takes:
   per-value path; an entry the program leaves to the reference (a map with a duplicate key,
   bytes → string) is migrated per value in place;
 - everything else (Avro encode / decode, Tuple, collections, POJO encode / decode, RowData with
-  MAP / MULTISET, and ARRAYs of arrays for decode): per-value through the reference serializers,
-  in bulk (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than the reference.
+  DECIMAL(p > 18) / TIMESTAMP(p > 3) inside arrays or maps): per-value through the reference
+  serializers, in bulk (``to_pylist`` → serializer → ``pa.array``). Correct, but no faster than
+  the reference.
 
 Nulls in the input stay nulls in the output. Bad entries raise a :class:`StateFormatError`
 subclass with ``row`` and ``field_path`` attributes (``on_error="raise"``), or become nulls
@@ -473,7 +478,7 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     elif prog is not None:
         arr = _cast(arr, arrow_type(serializer.row_type), "encode")
         cols = _row_columns(arr, serializer.row_type, prog)
-        return errors.result(_encode_rows(k, prog, cols, n, ranges, errors, base))
+        return errors.result(_encode_rows(k, prog, cols, n, ranges, errors, base, arr, serializer))
     elif (core := BC.compile_core_row_codec(serializer)) is not None \
             and (core_cols := _core_row_columns(arr, core)) is not None:
         return errors.result(_encode_core_rows(k, arr, core, core_cols, ranges, errors, base))
@@ -508,27 +513,29 @@ def _encode_bound(prog: B.RowProgram, cols: list[Any]) -> Callable[[int, int], i
         elif row[B.C_KIND] in (B.R_STR, B.R_BIN):
             fixed += 7
             spans.append(_input_spans(offs, off, wide, len(memoryview(values).cast("B")), 0))
-        elif row[B.C_KIND] == B.R_ARRAY:
+        elif row[B.C_KIND] in (B.R_ARRAY, B.R_MAP):
             fixed += 16  # a guess only (elements are not rows): the buffer grows if it is short
     return lambda s, e: fixed * (e - s) + sum(span(s, e) for span in spans)
 
 
 def _encode_rows(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
-                 errors: _Errors, base: int) -> pa.Array:
+                 errors: _Errors, base: int, arr: pa.Array, serializer: Any) -> pa.Array:
     """RowData encode in one pass (``encode_run``): every range packs its entries into its own
     buffer, sized from :func:`_encode_bound` (so it never grows for rows of primitives and
     strings); ranges are then appended to the first one and their offsets shifted. The kernel
     writes the int32 offsets and the validity bitmap itself."""
     bound = _encode_bound(prog, cols)
     total_bound = bound(0, n)
+    settle = _Settle(arr, serializer, _encode_per_value, errors, base)
     try:
-        return _encode_rows_with(k, prog, cols, n, ranges, errors, base, bound, total_bound > _MAX32)
+        out = _encode_rows_with(k, prog, cols, n, ranges, errors, settle, bound, total_bound > _MAX32)
     except _Widen:
-        return _encode_rows_with(k, prog, cols, n, ranges, errors, base, bound, True)
+        out = _encode_rows_with(k, prog, cols, n, ranges, errors, settle, bound, True)
+    return settle.splice(out)
 
 
 def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
-                      errors: _Errors, base: int, bound: Callable[[int, int], int], wide: bool) -> pa.Array:
+                      errors: _Errors, settle: _Settle, bound: Callable[[int, int], int], wide: bool) -> pa.Array:
     matrix = prog.matrix
     out_off: np.ndarray = np.empty(n + 1, dtype=np.int64 if wide else np.int32)
     out_off[0] = 0
@@ -561,7 +568,7 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
         return out[0], out[1], out[2], bad
 
     parts = _run(ranges, one)
-    _report(errors, [b for p in parts for b in p[3]], base)
+    settle([b for p in parts for b in p[3]])
     in_place = all(p[0].base is shared for p in parts)  # no range grew past its bound
     data = shared if in_place else np.empty(sum(p[1] for p in parts), dtype=np.uint8)
     total = 0
@@ -597,7 +604,7 @@ def _resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error
             break
         if status < 0:
             bad.append((i, status))
-            if stop_at_error:
+            if stop_at_error and not _rerouted(status):
                 break
             i += 1
         else:
@@ -605,16 +612,63 @@ def _resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error
     return bad
 
 
-def _report(errors: _Errors, bad: list[tuple[int, int]], base: int) -> None:
-    """Turn the kernels' (row, encoded error) pairs into typed errors, in row order."""
-    for row, status in sorted(bad):
-        errors.add(_make_error(status, base + row, errors.prog, errors.what))
+def _rerouted(status: int) -> bool:
+    """An entry the kernels hand back to the reference serializer (``B.E_REROUTE``), not an error."""
+    return B.decode_err(status)[0] == B.E_REROUTE
+
+
+def _report(errors: _Errors, bad: list[tuple[int, int]], base: int,
+            extra: list[tuple[int, Exception]] | None = None) -> None:
+    """Turn the kernels' (row, encoded error) pairs, and ``extra`` (row, error) pairs of rerouted
+    entries, into typed errors, in row order (so "raise" raises the first)."""
+    items = [(row, _make_error(status, base + row, errors.prog, errors.what)) for row, status in bad]
+    for _, err in sorted(items + (extra or []), key=lambda p: p[0]):
+        errors.add(err)
+
+
+class _Settle:
+    """Settles a one-pass kernel's (row, status) pairs: entries rerouted to the reference
+    (``B.E_REROUTE``: maps with suspect keys) run through the per-value path, then every error,
+    the kernel's and the reference's, is reported in row order. Runs before the output is built
+    (in "raise" mode a kernel stops at the first error, leaving later rows unwritten);
+    :meth:`splice` then puts the rerouted entries' results in."""
+
+    def __init__(self, arr: pa.Array, serializer: Any, per_value: Callable[..., Any], errors: _Errors,
+                 base: int) -> None:
+        self.arr, self.serializer, self.per_value, self.errors, self.base = arr, serializer, per_value, errors, base
+        self.rows: list[int] = []
+        self.pieces: list[pa.Array] = []
+
+    def __call__(self, bad: list[tuple[int, int]]) -> None:
+        found: list[tuple[int, Exception]] = []
+        for row, status in sorted(bad):
+            if _rerouted(status):
+                out, errs = self.per_value(self.arr.slice(row, 1), self.serializer,
+                                           _Errors("collect", self.errors.what, None), self.base + row)
+                self.rows.append(row)
+                self.pieces.append(out)
+                found += [(row, e) for e in errs]
+        _report(self.errors, [b for b in bad if not _rerouted(b[1])], self.base, found)
+
+    def splice(self, out: pa.Array) -> pa.Array:
+        """``out`` with each rerouted entry replaced by the reference's result."""
+        if not self.rows:
+            return out
+        parts, at = [], 0
+        for row, piece in zip(self.rows, self.pieces, strict=True):
+            parts += [out.slice(at, row - at), piece.cast(out.type)]
+            at = row + 1
+        parts.append(out.slice(at))
+        return pa.concat_arrays(parts)
+
 
 
 def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[Any]:
     """Per program node: (validity, values, offsets, element offset, wide, length) of its Arrow
     column. An ARRAY's column is its list offsets; its element column is the whole child array
-    the offsets index (``ListArray.values``)."""
+    the offsets index (``ListArray.values``). A MAP's column is its validity; its key and value
+    ARRAY nodes both have the map's list offsets, their element columns the entries' keys and
+    items."""
     cols: list[Any] = []
 
     def add(a: pa.Array, t: LogicalType) -> None:
@@ -627,6 +681,13 @@ def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[A
         elif isinstance(t, ArrayType):
             cols.append((validity, None, bufs[1], a.offset, pa.types.is_large_list(a.type), len(a)))
             add(a.values, t.element_type)
+        elif isinstance(t, (MapType, MultisetType)):
+            # the map's validity; then its key and value arrays, both reading the map's list offsets
+            cols.append((validity, None, None, a.offset, False, len(a)))
+            entries = a.values
+            for j, part in enumerate(_map_parts(t)):
+                cols.append((None, None, bufs[1], a.offset, False, len(a)))
+                add(entries.field(j), part)
         elif isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
             wide = pa.types.is_large_string(a.type) or pa.types.is_large_binary(a.type)
             cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset, wide, len(a)))
@@ -637,6 +698,13 @@ def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[A
     if len(cols) != len(prog.matrix):
         raise AssertionError("row program and Arrow columns disagree")
     return cols
+
+
+def _map_parts(t: MapType | MultisetType) -> tuple[LogicalType, LogicalType]:
+    """Key and value types of a MAP, or of a MULTISET (element → INT NOT NULL count)."""
+    if isinstance(t, MultisetType):
+        return t.element_type, IntType(nullable=False)
+    return t.key_type, t.value_type
 
 
 def _to_value(v: Any, t: LogicalType) -> Any:
@@ -738,8 +806,8 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     prog = _row_program(serializer)
     errors = _Errors(on_error, f"decode with {type(serializer).__name__}", prog)
     if prog is not None:
-        return errors.result(_decode_rows(k, serializer.row_type, prog, n, ranges, errors, base,
-                                          (offsets, data, validity, offset, wide)))
+        return errors.result(_decode_rows(k, serializer, prog, n, ranges, errors, base,
+                                          (offsets, data, validity, offset, wide), arr))
     stop_at_error = on_error == "raise"
     status = np.zeros(n, dtype=np.int64)
     valid = _validity_bits(arr)
@@ -783,24 +851,27 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     return _decode_per_value(arr, serializer, errors, base)
 
 
-def _decode_rows(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
-                 errors: _Errors, base: int, src: tuple[Any, ...]) -> pa.Array:
+def _decode_rows(k: Any, serializer: Any, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
+                 errors: _Errors, base: int, src: tuple[Any, ...], arr: pa.Array) -> pa.Array:
     """RowData decode in one pass (``decode_run``): the kernel validates each entry and scatters it
     into per-node Arrow buffers (validity bits, values, int32 string / list offsets) and counts the
     valid values itself. Each range appends string bytes to its own buffers, sized from the input
     bytes (an upper bound unless the input is hostile: then they grow); ranges are then joined.
-    ARRAY element columns are indexed by element and grow as they fill, so with arrays the chunk
-    is one range."""
+    ARRAY element columns (map keys and values too) are indexed by element and grow as they fill,
+    so with arrays or maps the chunk is one range."""
     offsets, data, validity, offset, wide = src
     span = _input_spans(offsets, offset, wide, len(data), n)
+    row_type = serializer.row_type
+    settle = _Settle(arr, serializer, _decode_per_value, errors, base)
     try:
-        return _decode_rows_with(k, row_type, prog, n, ranges, errors, base, src, span, span(0, n) > _MAX32)
+        out = _decode_rows_with(k, row_type, prog, n, ranges, settle, src, span, span(0, n) > _MAX32)
     except _Widen:
-        return _decode_rows_with(k, row_type, prog, n, ranges, errors, base, src, span, True)
+        out = _decode_rows_with(k, row_type, prog, n, ranges, settle, src, span, True)
+    return settle.splice(out)
 
 
 def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
-                      errors: _Errors, base: int, src: tuple[Any, ...], span: Callable[[int, int], int],
+                      settle: _Settle, src: tuple[Any, ...], span: Callable[[int, int], int],
                       wide_str: bool) -> pa.Array:
     kinds = prog.kinds
     nnodes = len(kinds)
@@ -820,9 +891,9 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
         elif kinds[c] in (B.R_STR, B.R_BIN, B.R_ARRAY):
             soffs[c] = np.empty(n + 1, dtype=np.int64 if wide_str else np.int32)
             soffs[c][0] = 0
-        elif kinds[c] != B.R_ROW:
+        elif kinds[c] not in (B.R_ROW, B.R_MAP):
             vals[c] = np.zeros(n * B._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
-    stop_at_error = errors.on_error == "raise"
+    stop_at_error = settle.errors.on_error == "raise"
     # the row type's decode machine code (compiled tier), held here for as long as it is called
     code = jit.decode_code(prog.matrix) if k.name == "native" and n >= _MACHINE_CODE_MIN else None
     extra = (code.address,) if code is not None else ()
@@ -835,9 +906,10 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
                 continue
             kd = kinds[c]
             v = np.zeros((cap + 7) // 8 if kd == B.R_BOOL else cap * B._ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
-            o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) if kd in (B.R_STR, B.R_BIN) else None
+            o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) \
+                if kd in (B.R_STR, B.R_BIN, B.R_ARRAY) else None
             vbits = np.zeros((cap + 7) // 8, dtype=np.uint8)
-            new[c] = [vbits, v if kd not in (B.R_STR, B.R_BIN, B.R_ROW) else None, o]
+            new[c] = [vbits, v if kd not in (B.R_STR, B.R_BIN, B.R_ROW, B.R_ARRAY, B.R_MAP) else None, o]
             if o is not None:
                 o[0] = 0
             if old is not None:
@@ -874,11 +946,14 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
     parts = _run(ranges, one)
     bad = [b for p in parts for b in p[3]]
     counts = sum(p[2] for p in parts)
-    for row, status in _decimals_past_precision(prog, elem, bits, vals, n, {r for r, _ in bad}):
+    outs = [parts[0][4][c] if elem[c] else (bits[c], vals[c], soffs[c]) for c in range(nnodes)]
+    # rows the kernels walked ("raise" stops at the first error: later offsets are unwritten)
+    done = min((r + 1 for r, status in bad if not _rerouted(status)), default=n) if stop_at_error else n
+    for row, status in _decimals_past_precision(prog, outs, parts[0][1], done, {r for r, _ in bad}):
         bad.append((row, status))  # a bad row: null at the top, like the kernels' own bad rows
         bits[0][row >> 3] &= 0xFF ^ (1 << (row & 7))
         counts[0] -= 1
-    _report(errors, bad, base)
+    settle(bad)  # the kernels' _Widen is behind: settling runs once
     columns: list[Any] = [None] * nnodes
     for c in strs:
         total = sum(int(p[1][c]) for p in parts)
@@ -908,8 +983,16 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
             return pa.StructArray.from_buffers(at, length, [vbuf], null_count=nulls, children=children)
         if isinstance(t, ArrayType):
             child = build(t.element_type, int(parts[0][1][node]))
-            obuf = pa.py_buffer(soffs[node].astype(np.int32, copy=False))
+            obuf = pa.py_buffer(outs[node][2].astype(np.int32, copy=False))
             return pa.Array.from_buffers(at, length, [vbuf, obuf], null_count=nulls, children=[child])
+        if isinstance(t, (MapType, MultisetType)):
+            built = []
+            for part in _map_parts(t):  # the key array, then the value array: list offsets alike
+                counter[0] += 1
+                built.append(build(part, int(parts[0][1][counter[0] - 1])))
+            entries = pa.StructArray.from_arrays(built, fields=[at.key_field, at.item_field])
+            obuf = pa.py_buffer(outs[node + 1][2].astype(np.int32, copy=False))
+            return pa.Array.from_buffers(at, length, [vbuf, obuf], null_count=nulls, children=[entries])
         if columns[node] is not None:
             offs, sdata, large = columns[node]
             if large:
@@ -922,21 +1005,33 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
     return build(row_type, n)
 
 
-def _decimals_past_precision(prog: B.RowProgram, elem: list[bool], bits: list[Any], vals: list[Any], n: int,
+def _decimals_past_precision(prog: B.RowProgram, outs: list[Any], spos: np.ndarray, n: int,
                              bad: set[int]) -> list[tuple[int, int]]:
     """Rows whose compact DECIMAL(p, s) holds more than p digits (only a corrupted entry can: Flink
-    reads the unscaled long as it is), as (row, encoded error). Arrow's decimal128(p, s) cannot
-    hold such a value, so they are bad rows, as on the per-value path. One vectorised pass per
-    DECIMAL column after the kernels (fields inside arrays are not checked)."""
+    reads the unscaled long as it is), as (row, encoded error) naming the first such field in
+    program order. Arrow's decimal128(p, s) cannot hold such a value, so they are bad rows, as on
+    the per-value path. One vectorised pass per DECIMAL column after the kernels (why not in
+    them: the per-value path only fails at the Arrow conversion, after every other check of the
+    entry). ``outs[node]`` = (validity, values, offsets) of each column: a column inside an array
+    (or map) is indexed by element (``spos[array]`` of them; with arrays the chunk is one range),
+    mapped back to the first ``n`` rows (those the kernels walked) through the enclosing list
+    offsets."""
     found: dict[int, int] = {}
     kinds = prog.kinds
+    arr = B._arrays(prog.matrix.tolist())
     for c in range(1, len(kinds)):
-        if kinds[c] != B.R_DEC_COMPACT or elem[c]:
+        if kinds[c] != B.R_DEC_COMPACT:
             continue
+        m = n if arr[c] < 0 else int(spos[arr[c]])  # values in the column (elements of the array)
         limit = int(prog.matrix[c, B.C_LIMIT])
-        unscaled = vals[c].view(np.int64)[0::2][:n]
-        present = np.unpackbits(bits[c], bitorder="little")[:n].astype(bool)
-        for row in np.flatnonzero(present & ((unscaled >= limit) | (unscaled <= -limit))).tolist():
+        unscaled = outs[c][1].view(np.int64)[0::2][:m]
+        present = np.unpackbits(outs[c][0], bitorder="little")[:m].astype(bool)
+        at = np.flatnonzero(present & ((unscaled >= limit) | (unscaled <= -limit)))
+        a = arr[c]
+        while a >= 0 and len(at):  # element index -> index in the enclosing column, up to the rows
+            at = np.searchsorted(outs[a][2][:(n if arr[a] < 0 else int(spos[arr[a]])) + 1], at, side="right") - 1
+            a = arr[a]
+        for row in at.tolist():
             if row not in bad:
                 found.setdefault(row, B.encode_err(B.E_TOO_LARGE, c))
     return sorted(found.items())

@@ -41,6 +41,8 @@ COMPACT_REORDERED = ("ROW<b STRING, a INT NOT NULL, c ROW<x BIGINT, y DOUBLE>, d
                      "f DATE, g BYTES, h BOOLEAN, i TINYINT, j SMALLINT, k FLOAT, l TIME>")
 NESTED = "ROW<a INT, b ARRAY<STRING>, c MAP<STRING, ROW<p BIGINT>>, d DECIMAL(30, 4), e TIMESTAMP(9)>"
 NESTED_ADDED = "ROW<a INT, b ARRAY<STRING>, c MAP<STRING, ROW<p BIGINT, q INT>>, d DECIMAL(30, 4), e TIMESTAMP(9)>"
+MAPS = ("ROW<a INT, m MAP<STRING, ARRAY<INT>>, xs ARRAY<ARRAY<STRING>>, ms MULTISET<BIGINT>, "
+        "dm ARRAY<MAP<INT, DECIMAL(10, 2)>>>")
 
 
 def _compact_rows() -> list[Any]:
@@ -61,9 +63,18 @@ def _nested_rows() -> list[Any]:
     ]
 
 
+def _map_rows() -> list[Any]:
+    return [
+        (i, {"k" * (i + 1): [i, None], "other-long-key": []}, [["x" * i, None], [], None], {i: 2, -i - 1: 1},
+         [{i: decimal.Decimal(f"{i}.50"), 7: None}, {}, None])
+        for i in range(5)
+    ]
+
+
 CASES: dict[str, tuple[Any, list[Any]]] = {
     "RowDataCompact": (S.RowDataSerializer(COMPACT), _compact_rows()),
     "RowDataNested": (S.RowDataSerializer(NESTED), _nested_rows()),
+    "RowDataMaps": (S.RowDataSerializer(MAPS), _map_rows()),
     "Int": (S.IntSerializer(), [1, -2, 3, 1 << 30]),
     "Long": (S.LongSerializer(), [1, -2, 1 << 40]),
     "Double": (S.DoubleSerializer(), [1.5, -0.0, 3.25]),

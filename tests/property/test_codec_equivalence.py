@@ -5,9 +5,10 @@ The compiled kernels walk BLK (256) rows at a time, column by column, and hand a
 entry or a full buffer to the row-at-a-time walk. So these tests use arrays longer than one block,
 slices that start mid-block, bad rows in the middle of a block, threads, and hostile entries that
 make the string buffers grow: every path must give the same bytes, arrays, error rows and field
-paths on both tiers. ARRAY fields go through the kernels too (encode: of anything the kernels
-handle, rows and arrays included; decode: of primitives, strings and rows), and so do DECIMAL(p > 18)
-and TIMESTAMP(p > 3).
+paths on both tiers. ARRAY, MAP and MULTISET fields go through the kernels too (of anything the
+kernels handle, rows, arrays and maps included, at any depth; a map whose keys may repeat goes to
+the reference per entry: duplicate keys collapse on encode and fail on decode), and so do
+DECIMAL(p > 18) and TIMESTAMP(p > 3).
 """
 
 from __future__ import annotations
@@ -25,15 +26,19 @@ from hypothesis import strategies as st
 from test_native_equivalence import ARROW_LEAVES, TIERS, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
 
 from statemorph import _native, arrow, serializers
-from statemorph.errors import MalformedDataError, SerializationError
+from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError
 from statemorph.serializers import _batch as B
 from statemorph.types import (
     ArrayType,
     BigIntType,
     BooleanType,
+    DateType,
     DecimalType,
     DoubleType,
+    FloatType,
     IntType,
+    MapType,
+    MultisetType,
     RowType,
     SmallIntType,
     TimestampType,
@@ -256,9 +261,16 @@ ARRAY_LEAVES = ARROW_LEAVES + [
 def test_encode_arrays_equal_reference(data: st.DataObject) -> None:
     """ARRAY fields (of primitives, strings, rows, arrays) encode in the kernels, byte for byte as
     the reference serializer, on both tiers, whole and sliced; decoding gives the values back."""
-    t = data.draw(row_types(ARRAY_LEAVES))
+    _round_trip_on_all_tiers(data, ARRAY_LEAVES)
+
+
+def _round_trip_on_all_tiers(data: st.DataObject, leaves: list[Any]) -> None:
+    """A random row type of ``leaves`` and rows: every tier encodes them as the reference serializer
+    and decodes those bytes to what the per-value path gives (valid Arrow), whole and sliced."""
+    t = data.draw(row_types(leaves))
     rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
     s = serializers.RowDataSerializer(t)
+    assert arrow._row_program(s) is not None and arrow._row_program(s, encode=True) is not None
     expected = _ref_bytes(s, rows)
     arr = _arrow_rows(t, rows)
     cut = data.draw(st.integers(0, len(rows)))
@@ -267,8 +279,13 @@ def test_encode_arrays_equal_reference(data: st.DataObject) -> None:
     for name, r in _all_tiers(lambda: arrow.encode(arr.slice(cut), s).to_pylist()).items():
         assert r == ("ok", expected[cut:]), name
     blobs = pa.array(expected, type=pa.binary())
-    decoded = [None if b is None else s.from_bytes(b) for b in expected]
-    assert arrow.decode(blobs, s).equals(_arrow_rows(t, decoded))
+    want = _arrow_rows(t, [None if b is None else s.from_bytes(b) for b in expected])
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
+        assert r[0] == "ok", (name, r)
+        r[1].validate(full=True)
+        assert r[1].equals(want), name
+    for name, r in _all_tiers(lambda: arrow.decode(blobs.slice(cut), s)).items():
+        assert r[0] == "ok" and r[1].equals(want.slice(cut)), name
 
 
 def test_encode_array_null_in_not_null_element() -> None:
@@ -307,19 +324,7 @@ DECODE_ARRAY_LEAVES = ARROW_LEAVES + [
 def test_decode_arrays_equal_reference(data: st.DataObject) -> None:
     """ARRAY fields of primitives / strings / rows decode in the kernels into Arrow lists equal to
     the reference values, on both tiers, whole and sliced, and the arrays pass Arrow's full validation."""
-    t = data.draw(row_types(DECODE_ARRAY_LEAVES))
-    rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
-    s = serializers.RowDataSerializer(t)
-    expected = _ref_bytes(s, rows)
-    blobs = pa.array(expected, type=pa.binary())
-    want = _arrow_rows(t, [None if b is None else s.from_bytes(b) for b in expected])
-    cut = data.draw(st.integers(0, len(rows)))
-    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
-        assert r[0] == "ok", (name, r)
-        r[1].validate(full=True)
-        assert r[1].equals(want), name
-    for name, r in _all_tiers(lambda: arrow.decode(blobs.slice(cut), s)).items():
-        assert r[0] == "ok" and r[1].equals(want.slice(cut)), name
+    _round_trip_on_all_tiers(data, DECODE_ARRAY_LEAVES)
 
 
 def test_decode_arrays_grow_the_element_columns() -> None:
@@ -415,3 +420,193 @@ def test_big_values_out_of_arrow_range_are_bad_rows() -> None:
     out, errs = verdicts["python"][1]
     assert errs == [(1, "ts", B.E_TOO_LARGE), (2, "d", B.E_TOO_LARGE)]
     assert out[0] == {"ts": None, "d": decimal.Decimal(12345)} and out[1] is None and out[2] is None
+
+
+# ------------------------------------------------------------------- MAP / MULTISET, arrays in arrays
+_STR = VarCharType(2147483647)
+MAP_LEAVES = ARROW_LEAVES + [
+    MapType(_STR, BigIntType()), MultisetType(_STR), MapType(IntType(), ArrayType(_STR)),
+    ArrayType(ArrayType(IntType())), ArrayType(ArrayType(_STR)), ArrayType(ArrayType(ArrayType(BooleanType()))),
+    ArrayType(MapType(SmallIntType(), _SMALL_ROW)), MapType(DoubleType(), DecimalType(10, 2)),
+    MapType(BooleanType(), ArrayType(ArrayType(VarBinaryType(2147483647)))), MapType(_SMALL_ROW, IntType()),
+    MapType(DateType(), RowType.of(("m", MapType(_STR, IntType())), ("xs", ArrayType(ArrayType(TinyIntType()))))),
+    MapType(_STR, BigIntType(), nullable=False), MultisetType(IntType(nullable=False)),
+    MapType(FloatType(), MultisetType(BigIntType())), ArrayType(MultisetType(_STR)),
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_maps_and_nested_arrays_equal_reference(data: st.DataObject) -> None:
+    """Rows with MAP / MULTISET fields and arrays of arrays (null, empty, null values, at any
+    depth) encode in the kernels byte for byte as the reference serializer and decode to what the
+    per-value path gives, on both tiers, whole and sliced, passing Arrow's full validation."""
+    _round_trip_on_all_tiers(data, MAP_LEAVES)
+
+
+_KEY_TYPES = [(_STR, st.sampled_from(["a", "b", "a-long-key-in-the-var-part", ""])),
+              (DoubleType(), st.sampled_from([0.0, -0.0, 1.5, float("nan")])),
+              (BooleanType(), st.booleans()), (IntType(), st.integers(0, 3)),
+              (DecimalType(10, 2), st.sampled_from([decimal.Decimal("1.00"), decimal.Decimal("-2.50")])),
+              (_SMALL_ROW, st.tuples(st.integers(0, 1), st.sampled_from(["x", None])))]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_encode_duplicate_keys_as_the_reference(data: st.DataObject) -> None:
+    """An Arrow map may repeat a key (or hold -0.0 and 0.0, or NaNs): the reference collapses them
+    (a dict: the first key's place, the last value); the kernels hand such entries back to it, so
+    every tier gives the per-value path's bytes, in every on_error mode."""
+    kt, keys = data.draw(st.sampled_from(_KEY_TYPES))
+    t = RowType.of(("id", IntType()), ("m", MapType(kt, BigIntType(nullable=False))), ("s", _STR))
+    s = serializers.RowDataSerializer(t)
+    pairs = st.lists(st.tuples(keys, st.one_of(st.none(), st.integers(-5, 5))), max_size=6)
+    rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(st.integers(0, 9), st.one_of(st.none(), pairs),
+                                                              st.text(max_size=9))), min_size=1, max_size=12))
+    arr = pa.array([None if r is None else {"id": r[0], "m": None if r[1] is None else
+                                            [(arrow._from_value(k, kt), v) for k, v in r[1]], "s": r[2]}
+                    for r in rows], type=arrow.arrow_type(t))
+    on_error = data.draw(st.sampled_from(["raise", "null", "collect"]))
+
+    def per_value() -> Any:
+        out = arrow._encode_per_value(arr, s, arrow._Errors(on_error, "encode", None), 0)
+        return (out[0].to_pylist(), [e.row for e in out[1]]) if on_error == "collect" else out.to_pylist()
+
+    def kernels() -> Any:
+        out = arrow.encode(arr, s, on_error=on_error)
+        return (out[0].to_pylist(), [e.row for e in out[1]]) if on_error == "collect" else out.to_pylist()
+
+    want = _all_tiers(per_value)["python"]
+    for name, r in _all_tiers(kernels).items():
+        if want[0] == "error":  # a null value of a key kept last: the same row fails
+            assert r[:3] == want[:3], name
+        else:
+            assert r == want, name
+
+
+def _map_blobs(data: st.DataObject, s: Any, t: RowType) -> list[bytes]:
+    """Entries written by the reference from lists of pairs: duplicate and null keys included."""
+    pairs = st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["k", "kk", "a-long-key-in-the-var-part"])),
+                               st.one_of(st.none(), st.integers(-9, 9))), max_size=5)
+    rows = data.draw(st.lists(st.tuples(st.integers(0, 9), st.one_of(st.none(), pairs),
+                                        st.lists(st.one_of(st.none(), pairs), max_size=3)), min_size=1, max_size=12))
+    return [s.to_bytes(r) for r in rows]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_decode_duplicate_null_keys_and_corruption_same_verdict(data: st.DataObject) -> None:
+    """Entries with duplicate or null map keys, at the top and inside an array, some corrupted:
+    every tier flags the same rows with the same field paths and error types, the rows the
+    per-value path flags among them (with its very errors for the rerouted maps), and decodes
+    every other entry as the reference does."""
+    t = RowType.of(("n", IntType()), ("m", MapType(_STR, IntType())), ("ms", ArrayType(MapType(_STR, IntType()))))
+    s = serializers.RowDataSerializer(t)
+    blobs = _map_blobs(data, s, t)
+    for _ in range(data.draw(st.integers(0, 2))):
+        i = data.draw(st.integers(0, len(blobs) - 1))
+        ba = bytearray(blobs[i])
+        ba[data.draw(st.integers(0, len(ba) - 1))] = data.draw(st.integers(0, 255))
+        blobs[i] = bytes(ba)
+    arr = pa.array(blobs, type=pa.binary())
+
+    def run() -> Any:
+        out, errs = arrow.decode(arr, s, on_error="collect")
+        out.validate(full=True)
+        return out, [(e.row, e.field_path, type(e).__name__) for e in errs], {e.row: str(e) for e in errs}
+
+    verdicts = _all_tiers(run)
+    assert all(v[0] == "ok" for v in verdicts.values()), verdicts
+    outs = [v[1] for v in verdicts.values()]
+    assert all(o[1] == outs[0][1] and o[0].equals(outs[0][0]) for o in outs), verdicts
+    ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
+    assert {e.row for e in ref_errs} == {row for row, _, _ in outs[0][1]}
+    assert outs[0][0].equals(ref)
+    for e in ref_errs:  # a rerouted map's error is the per-value path's own
+        if "duplicate map key" in str(e) or "key field cannot contain null" in str(e):
+            assert outs[0][2][e.row] == str(e)
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_compact_decimal_past_its_precision_in_arrays_and_maps(tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A corrupted compact DECIMAL(p, s) inside an array of arrays or a map value is a bad row
+    naming its field, as at the top level, on both tiers."""
+    monkeypatch.setattr(_native, "KERNELS", _native.tier(tier))
+    t = RowType.of(("xs", ArrayType(ArrayType(DecimalType(10, 2)))), ("m", MapType(IntType(), DecimalType(10, 2))))
+    s = serializers.RowDataSerializer(t)
+    one = decimal.Decimal("12345678.91")
+    good = s.to_bytes(([[one], [None, one]], {7: one}))
+    big = (10 ** 10).to_bytes(8, "little", signed=True)
+    at = [j for j in range(len(good)) if good[j:j + 8] == (1234567891).to_bytes(8, "little", signed=True)]
+    assert len(at) == 3
+    in_array, in_map = bytearray(good), bytearray(good)
+    in_array[at[1]:at[1] + 8] = big
+    in_map[at[2]:at[2] + 8] = big
+    arr = pa.array([good, bytes(in_array), good, bytes(in_map), good], pa.binary())
+    out, errs = arrow.decode(arr, s, on_error="collect")
+    assert [(e.row, e.field_path) for e in errs] == [(1, "xs[][]"), (3, "m.value[]")]
+    assert out.is_valid().to_pylist() == [True, False, True, False, True]
+    assert out.to_pylist()[4] == {"xs": [[one], [None, one]], "m": [(7, one)]}
+    ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
+    assert [e.row for e in ref_errs] == [1, 3] and ref.equals(out)
+    with pytest.raises(MalformedDataError, match=r"row 1, field xs\[\]\[\]"):
+        arrow.decode(arr, s)
+    with pytest.raises(TruncatedDataError, match="row 2: truncated"):  # the kernels stop there
+        arrow.decode(pa.array([good, good, good[:20], bytes(in_map), bytes(in_array)], pa.binary()), s)
+
+
+def test_map_keys_holding_arrays_encode_per_value() -> None:
+    """MAP keys holding an ARRAY: the reference cannot make them dict keys, so encode keeps the
+    per-value path (and its error); decode runs the kernels (every such map is rerouted)."""
+    t = RowType.of(("m", MapType(ArrayType(IntType()), IntType())),)
+    s = serializers.RowDataSerializer(t)
+    assert arrow._row_program(s, encode=True) is None and arrow._row_program(s) is not None
+    blobs = pa.array([s.to_bytes(({},)), s.to_bytes(({(1, 2): 3},)), s.to_bytes(({(1,): 3, (2,): 4},))], pa.binary())
+    want = arrow._decode_per_value(blobs, s, arrow._Errors("raise", "decode", None), 0)
+    for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
+        assert r[0] == "ok" and r[1].equals(want), name
+
+
+def test_encode_nan_elements_are_canonical() -> None:
+    """A NaN FLOAT / DOUBLE array element (or map key / value) of any payload is written as Java's
+    canonical NaN, as ``BinaryArrayWriter`` does; row fields keep their bits."""
+    t = RowType.of(("xs", ArrayType(DoubleType())), ("fs", ArrayType(FloatType())),
+                   ("m", MapType(IntType(), DoubleType())))
+    s = serializers.RowDataSerializer(t)
+    neg64 = np.frombuffer(struct.pack("<Q", 0xFFF8000000000001), dtype=np.float64)
+    neg32 = np.frombuffer(struct.pack("<I", 0xFFC00001), dtype=np.float32)
+    one = pa.array([0, 1], pa.int32())
+    arr = pa.StructArray.from_arrays(
+        [pa.ListArray.from_arrays(one, pa.array(neg64)), pa.ListArray.from_arrays(one, pa.array(neg32)),
+         pa.MapArray.from_arrays(one, pa.array([3], pa.int32()), pa.array(neg64))], names=["xs", "fs", "m"])
+    want = [s.to_bytes(([float("nan")], [float("nan")], {3: float("nan")}))]
+    for name, r in _all_tiers(lambda: arrow.encode(arr, s).to_pylist()).items():
+        assert r == ("ok", want), name
+
+
+def test_decode_overlapping_nested_arrays_go_to_the_reference() -> None:
+    """Every slot of an outer array pointing at one inner array of strings all pointing at one
+    string: the reference rejects values holding more items than bytes (references overlap);
+    the kernels meter the same way, stop early (no quadratic walk) and hand the entry to the
+    reference, so every tier gives its verdict; a plain entry next to it decodes."""
+    t = RowType.of(("xs", ArrayType(ArrayType(_STR))),)
+    s = serializers.RowDataSerializer(t)
+    n, word = 3000, b"overlapping string"
+    header = 4 + 4 * ((n + 31) // 32)  # either array: count, null bits; then the slots
+    fixed = (header + 8 * n + 7) & ~7
+    inner = bytearray(fixed) + word + bytes((-len(word)) % 8)
+    outer = bytearray(fixed)
+    struct.pack_into("<i", inner, 0, n)
+    struct.pack_into("<i", outer, 0, n)
+    for j in range(n):
+        struct.pack_into("<Q", inner, header + 8 * j, fixed << 32 | len(word))
+        struct.pack_into("<Q", outer, header + 8 * j, fixed << 32 | len(inner))
+    outer += inner
+    row = bytes(8) + struct.pack("<Q", 16 << 32 | len(outer)) + bytes(outer)
+    good = s.to_bytes(([["a", "bbbbbbbbbbbbbbbbbb"]],))
+    arr = pa.array([good, _entry(row), good], pa.binary())
+    ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
+    assert [e.row for e in ref_errs] == [1] and "references overlap" in str(ref_errs[0])
+    for name, r in _all_tiers(lambda: arrow.decode(arr, s, on_error="collect")).items():
+        assert r[0] == "ok" and r[1][0].equals(ref), name
+        assert [(e.row, str(e)) for e in r[1][1]] == [(1, str(ref_errs[0]))], name

@@ -37,6 +37,7 @@ from statemorph.types import (
     IntType,
     LogicalType,
     MapType,
+    MultisetType,
     RowField,
     RowType,
     SmallIntType,
@@ -136,6 +137,9 @@ def values_for(t: LogicalType) -> st.SearchStrategy[Any]:
         base = st.lists(values_for(t.element_type), max_size=5)
     elif isinstance(t, MapType):
         base = st.dictionaries(values_for(t.key_type.copy(nullable=False)), values_for(t.value_type), max_size=4)
+    elif isinstance(t, MultisetType):
+        base = st.dictionaries(values_for(t.element_type.copy(nullable=False)), st.integers(0, (1 << 31) - 1),
+                               max_size=4)
     elif isinstance(t, RowType):
         base = st.tuples(*[values_for(f.type) for f in t.fields])
     else:

@@ -59,7 +59,14 @@ from .strings import varlen
 # ---------------------------------------------------------------------------------- error codes
 E_OK, E_TRUNCATED, E_TRAILING, E_BAD_LENGTH, E_BAD_OFFSET, E_BAD_HEADER, E_BAD_UTF8 = range(7)
 E_LONE_SURROGATE, E_BAD_CHAR, E_BAD_SIZE, E_NULL_NOT_ALLOWED, E_BAD_INLINE, E_BAD_NANOS = range(7, 13)
-E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG = 13, 14, 15, 16
+E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG, E_REROUTE = 13, 14, 15, 16, 17
+"""E_REROUTE is not an error: the kernels hand an entry they cannot vouch for back to
+:mod:`statemorph.arrow`, which re-runs it through the reference serializer: a map whose keys may
+repeat (two keys with one hash, a null key, or ROW / ARRAY / MAP keys, whose value equality is not
+byte equality), or, on decode with arrays, a value whose references may overlap (see ``spend``).
+Why: duplicate keys are the reference's business (encode builds a dict, so later values replace
+earlier ones; decode rejects them), and so is its overlap rule; re-running the rare suspect entry
+keeps every such rule in one place."""
 E_AVRO_INDEX, E_AVRO_RANGE, E_AVRO_FALLBACK = 40, 41, 42  # the Avro migrate kernel's own (_native/avro.pyx)
 
 ERROR_MESSAGES = {
@@ -78,6 +85,7 @@ ERROR_MESSAGES = {
     E_TOO_LARGE: "value exceeds the format's limit",
     E_BAD_ARROW: "Arrow offsets buffer is inconsistent",
     E_BAD_JCHAR: "a Java char is one character below U+10000 (one UTF-16 code unit)",
+    E_REROUTE: "the entry needs the reference serializer (map keys that may repeat, or overlapping references)",
     E_BAD_FLAG: "invalid POJO flags byte (01 null, 02 a value; subclass values 04 / 08 are not supported) "
                 "or field null flag (00 / 01)",
     E_AVRO_INDEX: "Avro enum symbol or union branch index out of range",
@@ -438,7 +446,7 @@ F_NOT_NULL, F_VERBATIM = 1, 2
 #: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
 ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT,
                          R_DEC_BIG, R_TS_BIG})
-#: array elements the kernels handle (encode also rows and arrays; decode only these)
+#: array elements (and map keys / values) the kernels handle, besides rows, arrays and maps
 _SCALAR_ELEMENTS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_DEC_COMPACT})
 _ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16, R_DEC_BIG: 16,
                 R_TS_BIG: 8}
@@ -490,20 +498,23 @@ class RowProgram:
         return [int(k) for k in self.matrix[:, C_KIND]]
 
     def decode_supported(self) -> bool:
-        """The decode kernels handle the ARROW_KINDS, and ARRAYs of primitives, strings and rows
-        (with no array inside them)."""
-        kinds = self.kinds
-        arrays = [c for c, k in enumerate(kinds) if k == R_ARRAY]
-        return self._supported(_SCALAR_ELEMENTS | {R_ROW}) and \
-            not any(R_ARRAY in kinds[c + 1:int(self.matrix[c, C_END])] for c in arrays)
+        """The decode kernels handle the ARROW_KINDS, and ARRAYs / MAPs of those (but DECIMAL(p > 18)
+        and TIMESTAMP(p > 3)), of rows, arrays and maps, at any depth."""
+        return self._supported()
 
     def encode_supported(self) -> bool:
-        """The encode kernels handle the ARROW_KINDS, and ARRAYs of primitives, strings, rows, arrays."""
-        return self._supported(_SCALAR_ELEMENTS | {R_ROW, R_ARRAY})
-
-    def _supported(self, elements: frozenset[int]) -> bool:
+        """As decode, but for MAPs whose key type holds an ARRAY or a MAP: the reference reads such a
+        key as a list or dict, which cannot be a dict key, and fails; the kernels would not."""
         kinds = self.kinds
-        return all(k in ARROW_KINDS or (k == R_ARRAY and kinds[c + 1] in elements) for c, k in enumerate(kinds) if c)
+        maps = [c for c, k in enumerate(kinds) if k == R_MAP]
+        keys = [(c + 2, int(self.matrix[c + 1, C_END])) for c in maps]  # the key element's subtree
+        return self._supported() and not any(R_ARRAY in kinds[a:b] or R_MAP in kinds[a:b] for a, b in keys)
+
+    def _supported(self) -> bool:
+        kinds = self.kinds
+        elements = _SCALAR_ELEMENTS | {R_ROW, R_ARRAY, R_MAP}
+        return all(k in ARROW_KINDS or k == R_MAP or (k == R_ARRAY and kinds[c + 1] in elements)
+                   for c, k in enumerate(kinds) if c)
 
     def path(self, node: int) -> str:
         return self.paths[node] if 0 <= node < len(self.paths) else ""
@@ -643,6 +654,17 @@ class _RowCtx:
         self.d = data
         self.err_node = -1
         self.row = 0
+        self.ends: list[list[int]] = []  # decode: per ARRAY node, the offset columns of its elements
+        self.metered = False  # decode with arrays: the row / array checks spend ``budget``
+        self.budget = 0
+
+    def spend(self, node: int, units: int) -> None:
+        """Twin of the kernels' ``spend``: raises _RowError(E_REROUTE) past the budget."""
+        if self.metered:
+            self.budget -= units
+            if self.budget < 0:
+                self.err_node = node
+                raise _RowError(E_REROUTE)
 
 
 class _RowError(Exception):
@@ -704,6 +726,7 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
     bits = int.from_bytes(d[base:base + ow], "little") >> 8
     if bits >> old_arity:
         raise fail(E_BAD_HEADER, node)
+    x.spend(node, old_arity + 1)
     c = node + 1
     while c < p[node][C_END]:
         src, k, flags = p[c][C_SRC], p[c][C_KIND], p[c][C_FLAGS]
@@ -800,6 +823,7 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
     header = _array_header(n)
     if header + n * es > size:
         raise fail(E_TRUNCATED, node)
+    x.spend(node, n + 1)
     lo = min(_round8(header + n * es), size)
     new_size = _round8(header + 8 * n)
     if k < R_STR or k == R_DEC_COMPACT:
@@ -969,6 +993,7 @@ def _row_header(x: _RowCtx, node: int, base: int, size: int, arity: int) -> int:
     if bits >> arity:
         x.err_node = node
         raise _RowError(E_BAD_HEADER)
+    x.spend(node, arity + 1)
     return bits
 
 
@@ -984,7 +1009,7 @@ class _Out:
     """One node's decode outputs and its running state (twin of the kernel's ``Node``). ``cap``:
     the values the outputs hold (rows; elements in an element column)."""
 
-    def __init__(self, t: Any, kind: int, stop: int, count: int, spos: int) -> None:
+    def __init__(self, t: Any, kind: int, stop: int, count: int, spos: int, elem: bool) -> None:
         bits, vals, offs, sdata = t
         self.valid = memoryview(bits).cast("B")
         self.vals: Any = memoryview(vals).cast("B") if vals is not None else None
@@ -994,8 +1019,9 @@ class _Out:
         self.wide = False
         self.scap = 0
         self.cap = len(self.valid) * 8
-        if kind == R_ARRAY:
-            self.offs, self.wide = _offsets_out(offs, stop)
+        if kind == R_ARRAY:  # list offsets: per row, or per element of the enclosing array
+            self.offs, self.wide = _offsets_out(offs, 0 if elem else stop)
+            self.cap = min(self.cap, len(self.offs) - 1)
         elif kind in (R_STR, R_BIN):
             self.offs, self.wide = _offsets_out(offs, 0)
             self.cap = min(self.cap, len(self.offs) - 1)
@@ -1006,7 +1032,7 @@ class _Out:
         elif kind in ARROW_KINDS and kind != R_ROW:
             nbytes = len(memoryview(vals).cast("B"))
             self.cap = min(self.cap, nbytes * 8 if kind == R_BOOL else nbytes // _ARROW_WIDTH[kind])
-        elif kind != R_ROW:
+        elif kind not in (R_ROW, R_MAP):
             raise ValueError(f"decode_run: kind {kind} is not decodable")
 
 
@@ -1021,6 +1047,71 @@ def _put_value(o: _Out, k: int, i: int, d: bytes, slot: int) -> None:
     else:
         w = _ARROW_WIDTH[k]
         o.vals[w * i:w * i + w] = d[slot:slot + w]
+
+
+_M64 = (1 << 64) - 1
+
+
+def _key_hash(data: bytes) -> int:
+    """Twin of the kernels' ``key_hash``."""
+    h = 0x9E3779B97F4A7C15 ^ len(data)
+    for j in range(0, len(data), 8):
+        h = ((h ^ int.from_bytes(data[j:j + 8], "little")) * 0xBF58476D1CE4E5B9) & _M64
+        h ^= h >> 31
+    return h
+
+
+def _elem_bytes(d: Any, base: int, slot: int) -> tuple[int, int]:
+    """Twin of ``elem_bytes``: (length, start) of a validated string / binary array element."""
+    raw = _U64.unpack_from(d, slot)[0]
+    return ((raw >> 56) & 0x7F, slot) if raw >> 63 else (raw & 0xFFFFFFFF, base + (raw >> 32))
+
+
+def keys_suspect(d: Any, base: int, k: int) -> bool:
+    """Twin of the kernels' ``keys_suspect``: whether the (valid) key array at ``d[base:]``, of
+    element kind ``k``, may hold two equal keys or a null one (then the entry is E_REROUTE). A
+    key's hash is ``_key_hash`` of its canonical bytes: its value (string / binary bytes, BOOLEAN as 0 /
+    1, -0.0 as 0.0), wherever it is stored. Equal hashes only *may* be equal keys: the reference
+    decides. ROW / ARRAY / MAP keys are not hashed (equal values may differ in bytes)."""
+    n = struct.unpack_from("<i", d, base)[0]
+    es = _ELEM_SIZE.get(k, 8)
+    header = _array_header(n)
+    seen: set[int] = set()
+    for j in range(n):
+        if d[base + 4 + (j >> 3)] >> (j & 7) & 1:
+            return True
+        if k in (R_ROW, R_ARRAY, R_MAP):
+            if j:
+                return True
+            continue
+        slot = base + header + j * es
+        if k in (R_STR, R_BIN):
+            ln, at = _elem_bytes(d, base, slot)
+            key = bytes(d[at:at + ln])
+        elif k == R_BOOL:
+            key = b"\x01" if d[slot] else b"\x00"
+        elif k in (R_F32, R_F64) and not any(d[slot:slot + es - 1]) and d[slot + es - 1] == 0x80:
+            key = bytes(es)  # -0.0 == 0.0
+        else:
+            key = bytes(d[slot:slot + es])
+        h = _key_hash(key)
+        if h in seen:
+            return True
+        seen.add(h)
+    return False
+
+
+def _decode_map(x: _RowCtx, outs: list[_Out], m: int, base: int) -> None:
+    """Twin of the kernel's ``decode_map``: append a validated map's keys and values to the element
+    columns of its key and value arrays; raises _RowError(E_REROUTE) / _Full."""
+    p, d = x.p, x.d
+    kn = m + 1
+    kb = struct.unpack_from("<i", d, base)[0]
+    if keys_suspect(d, base + 4, p[kn + 1][C_KIND]):
+        x.err_node = m
+        raise _RowError(E_REROUTE)
+    _decode_array(x, outs, kn, base + 4)
+    _decode_array(x, outs, p[kn][C_END], base + 4 + kb)
 
 
 def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i: int) -> None:
@@ -1048,7 +1139,7 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
                 raise _RowError(code)
             c = p[c][C_END]
             continue
-        if k not in (R_STR, R_BIN, R_ROW, R_ARRAY):
+        if k not in (R_STR, R_BIN, R_ROW, R_ARRAY, R_MAP):
             _put_value(o, k, i, d, slot)
             c = p[c][C_END]
             continue
@@ -1075,6 +1166,11 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
                 _decode_array(x, outs, c, base + off)
                 c = p[c][C_END]
                 continue
+            if k == R_MAP:
+                _check_map(x, c, base + off, n)
+                _decode_map(x, outs, c, base + off)
+                c = p[c][C_END]
+                continue
             if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
                 x.err_node = c
                 raise _RowError(E_BAD_UTF8)
@@ -1088,7 +1184,7 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
 
 def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
     """Twin of the kernel's ``decode_array``: append a validated array's elements to the element
-    column of ARRAY node ``a``; raises _Full."""
+    column of ARRAY node ``a``; raises _Full (or _RowError from a map below)."""
     p, d = x.p, x.d
     arr, el = outs[a], outs[a + 1]
     k = p[a + 1][C_KIND]
@@ -1097,18 +1193,24 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
     header = _array_header(n)
     if n > arr.scap - arr.spos:
         raise _Full
+    first = arr.spos
+    arr.spos += n  # first: a failure below rolls back the elements already written
     for j in range(n):
-        ei = arr.spos + j
+        ei = first + j
         if not d[base + 4 + (j >> 3)] >> (j & 7) & 1:
             _set_bit(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
-            if k == R_ROW:
+            if k in (R_ROW, R_ARRAY, R_MAP):
                 raw = _U64.unpack_from(d, slot)[0]
-                _decode_row(x, outs, a + 1, base + (raw >> 32), raw & 0xFFFFFFFF, ei)
+                if k == R_ROW:
+                    _decode_row(x, outs, a + 1, base + (raw >> 32), raw & 0xFFFFFFFF, ei)
+                elif k == R_ARRAY:
+                    _decode_array(x, outs, a + 1, base + (raw >> 32))
+                else:
+                    _decode_map(x, outs, a + 1, base + (raw >> 32))
             elif k in (R_STR, R_BIN):
-                raw = _U64.unpack_from(d, slot)[0]
-                ln, at = ((raw >> 56) & 0x7F, slot) if raw >> 63 else (raw & 0xFFFFFFFF, base + (raw >> 32))
+                ln, at = _elem_bytes(d, base, slot)
                 if ln > el.scap - el.spos:
                     raise _Full
                 el.sdata[el.spos:el.spos + ln] = d[at:at + ln]
@@ -1117,20 +1219,21 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
                 _put_value(el, k, ei, d, slot)
         if k in (R_STR, R_BIN):
             el.offs[ei + 1] = el.spos
-        elif k == R_ROW:  # the string columns of element rows end at element ei too
-            for c in range(a + 2, p[a + 1][C_END]):
-                if p[c][C_KIND] in (R_STR, R_BIN):
-                    outs[c].offs[ei + 1] = outs[c].spos
-    arr.spos += n
+        elif k in (R_ROW, R_ARRAY, R_MAP):  # the string / list columns of this element column end at ei too
+            for c in x.ends[a]:
+                outs[c].offs[ei + 1] = outs[c].spos
 
 
 def _arrays(p: list[list[int]]) -> list[int]:
     """Twin of the kernel's ``Node.arr``: per node, the ARRAY whose element column it is part of
-    (the element, or a field of an element row, at any depth), or -1."""
+    (the element, a field of an element row, or the key / value array of an element map, at any
+    depth below that array but not inside a deeper array), or -1."""
     parent = [-1] * len(p)
     for c, row in enumerate(p):
         if row[C_KIND] == R_ARRAY:
             parent[c + 1] = c
+        elif row[C_KIND] == R_MAP:
+            parent[c + 1] = parent[p[c + 1][C_END]] = c
         elif row[C_KIND] == R_ROW:
             child = c + 1
             while child < row[C_END]:
@@ -1154,12 +1257,14 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
     if len(outs) != nnodes or len(counts) < nnodes or len(spos) < nnodes or start < 0:
         raise ValueError("decode_run: one output and one counter per program node is required")
     arr = _arrays(p)
-    os_ = [_Out(outs[c], p[c][C_KIND] if c else R_ROW, stop, int(counts[c]), int(spos[c])) for c in range(nnodes)]
     elem = [arr[c] >= 0 for c in range(nnodes)]
+    os_ = [_Out(outs[c], p[c][C_KIND] if c else R_ROW, stop, int(counts[c]), int(spos[c]), elem[c])
+           for c in range(nnodes)]
+    x.ends = [[c for c in range(nnodes) if arr[c] == a and p[c][C_KIND] in (R_STR, R_BIN, R_ARRAY)]
+              for a in range(nnodes)]
+    x.metered = any(row[C_KIND] == R_ARRAY for row in p)
     for c in range(1, nnodes):
         if p[c][C_KIND] == R_ARRAY:
-            if elem[c]:
-                raise ValueError("decode_run: arrays in arrays are not decodable")
             os_[c].scap = (1 << 63) - 1 if os_[c].wide else _MAX32  # lowered to its columns' room below
         if elem[c]:
             os_[arr[c]].scap = min(os_[arr[c]].scap, os_[c].cap)
@@ -1176,6 +1281,7 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
             x.err_node = -1
             code, base, size = _entry_row(v, i)
             if code == E_OK:
+                x.budget = size
                 try:
                     _decode_row(x, os_, 0, base, size, i)
                 except (_RowError, _Full) as e:
@@ -1336,10 +1442,8 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
             buf[slot] = 1 if _bit(vals, e) else 0
         elif k in (R_STR, R_BIN):
             _encode_str(cols, c, i, buf, slot, room, err)
-        elif k in (R_ROW, R_ARRAY):
-            sub = (_encode_row if k == R_ROW else _encode_array)(p, cols, c, i, room - len(buf), err)
-            _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
-            buf += sub
+        elif k in (R_ROW, R_ARRAY, R_MAP):
+            _encode_nested(p, cols, c, i, buf, slot, room, err)
         elif k == R_DEC_COMPACT:
             v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
             if not -p[c][C_LIMIT] < v < p[c][C_LIMIT]:  # more digits than DECIMAL(p, s) holds
@@ -1353,6 +1457,34 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
             buf[slot:slot + w] = vals[w * e:w * e + w]
         c = p[c][C_END]
     return buf
+
+
+def _encode_nested(p: list[list[int]], cols: _Cols, c: int, i: int, buf: bytearray, slot: int, room: int,
+                   err: list[int]) -> None:
+    """A ROW / ARRAY / MAP value (row or element i of node c) appended to ``buf``'s var part, padded
+    to 8 (only a map's size is not a multiple of 8), its slot pointing at it."""
+    k = p[c][C_KIND]
+    sub = (_encode_row if k == R_ROW else _encode_array if k == R_ARRAY else _encode_map)(
+        p, cols, c, i, room - len(buf), err)
+    if _round8(len(sub)) > room - len(buf):
+        raise _Full
+    _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
+    buf += sub + bytes(_round8(len(sub)) - len(sub))
+
+
+def _encode_map(p: list[list[int]], cols: _Cols, m: int, i: int, room: int, err: list[int]) -> bytearray:
+    """Twin of the kernel's ``encode_map``: the BinaryMapData of map i of a MAP column (its key and
+    value arrays read the map's list offsets); E_REROUTE right after the keys, before any value is
+    checked, since the reference drops the values of duplicate keys but the last."""
+    kn = m + 1
+    if 4 > room:
+        raise _Full
+    keys = _encode_array(p, cols, kn, i, room - 4, err)
+    if keys_suspect(keys, 0, p[kn + 1][C_KIND]):
+        err[0] = m
+        raise _RowError(E_REROUTE)
+    values = _encode_array(p, cols, p[kn][C_END], i, room - 4 - len(keys), err)
+    return bytearray(struct.pack("<i", len(keys))) + keys + values
 
 
 def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
@@ -1393,12 +1525,12 @@ def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int,
             buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
         elif k in (R_STR, R_BIN):
             _encode_str(cols, el, ei, buf, slot, room, err)
-        elif k in (R_ROW, R_ARRAY):
-            sub = (_encode_row if k == R_ROW else _encode_array)(p, cols, el, ei, room - len(buf), err)
-            _U64.pack_into(buf, slot, (len(buf) << 32) | len(sub))
-            buf += sub
+        elif k in (R_ROW, R_ARRAY, R_MAP):
+            _encode_nested(p, cols, el, ei, buf, slot, room, err)
         else:
             buf[slot:slot + es] = vals[es * e:es * e + es]
+            if k in (R_F32, R_F64) and math.isnan(struct.unpack_from("<f" if k == R_F32 else "<d", buf, slot)[0]):
+                buf[slot:slot + es] = _NAN_F32[::-1] if k == R_F32 else _NAN_F64[::-1]  # Java's canonical NaN
     return buf
 
 
