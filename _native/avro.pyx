@@ -63,7 +63,6 @@ cdef enum:
 cdef enum:  # this kernel's own error codes (_batch.ERROR_MESSAGES has them too)
     E_AVRO_INDEX = 40     # enum / union index out of range
     E_AVRO_RANGE = 41     # logical date / time / timestamp value out of range
-    E_AVRO_FALLBACK = 42  # the entry needs the per-value path
 
 cdef int64_t SATURATED = (<int64_t>1) << 62
 
@@ -223,7 +222,7 @@ cdef int push_key(AvWalk* s, const uint8_t* p, int64_t n) noexcept nogil:
         cap = 2 * s.kcap + 64
         grown = <KeySpan*>realloc(s.keys, cap * sizeof(KeySpan))
         if grown == NULL:
-            return E_AVRO_FALLBACK  # no memory for the check: the per-value path decides
+            return E_REROUTE  # no memory for the check: the per-value path decides
         s.keys = grown
         s.kcap = cap
     s.keys[s.nkeys].p = p
@@ -264,7 +263,7 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
                     return fail(s, E_BAD_UTF8, node)
                 if emit:
                     if push_key(s, c.base + c.pos, n) != E_OK:
-                        return fail(s, E_AVRO_FALLBACK, node)
+                        return fail(s, E_REROUTE, node)
                     put_span(&s.w, c.base + c.pos - 4, 4 + n)
                 c.pos += n
             code = av_value(s, child, c, emit)
@@ -278,7 +277,7 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
             qsort(s.keys + key_base, total, sizeof(KeySpan), span_cmp)
             for k in range(key_base + 1, key_base + total):
                 if span_cmp(&s.keys[k - 1], &s.keys[k]) == 0:
-                    return fail(s, E_AVRO_FALLBACK, node)
+                    return fail(s, E_REROUTE, node)
         s.nkeys = key_base
     if total > <int64_t>0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
         return fail(s, E_TOO_LARGE, node)
@@ -417,7 +416,7 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         if code != E_OK:
             return code
         if (row[C_A] or (emit and row[C_EMIT] == W_UTF8)) and not utf8_ok(c.base, c.pos, c.pos + v32):
-            return fail(s, E_BAD_UTF8 if row[C_A] else E_AVRO_FALLBACK, node)
+            return fail(s, E_BAD_UTF8 if row[C_A] else E_REROUTE, node)
         if emit:
             put_span(&s.w, c.base + c.pos - 4, 4 + v32)
         c.pos += v32

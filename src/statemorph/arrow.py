@@ -1424,7 +1424,7 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
             prior = prior_snapshot.restore_serializer()
 
             def fallback(row: int) -> bytes | Exception:
-                """An entry the kernel leaves to the reference (``E_AVRO_FALLBACK``): its bytes, or
+                """An entry the kernel leaves to the reference (``E_REROUTE``): its bytes, or
                 the error of a bad entry."""
                 try:
                     return _migrate_one(arr[row].as_py(), prior_snapshot, prior, new_serializer, False)
@@ -1503,7 +1503,7 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
     then slide down to close the gaps and their offsets are shifted, in place: peak memory stays
     input + output + a constant. A range that outgrew its window (rare: the estimate is exact for
     well-formed rows without migrated arrays) moves to a buffer of its own. An entry the kernel
-    leaves to the per-value reference (status ``E_AVRO_FALLBACK``) is written by ``fallback``, in
+    leaves to the per-value reference (status ``E_REROUTE``) is written by ``fallback``, in
     place, or is a bad entry with the reference's error."""
     stop_at_error = errors.on_error == "raise"
     sizes = [estimate(s, e) + 64 for s, e in ranges]
@@ -1519,7 +1519,7 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         while i < e - s:
             i, part.pos, status = run(s, i, e - s, part.offs, part.out, part.pos)
             got = fallback(s + i) if fallback is not None and status < 0 and \
-                B.decode_err(status)[0] == B.E_AVRO_FALLBACK else None
+                B.decode_err(status)[0] == B.E_REROUTE else None
             if isinstance(got, bytes):
                 while len(part.out) - part.pos < len(got):
                     part.grow()

@@ -193,7 +193,7 @@ def test_duplicate_map_keys_take_the_reference_path() -> None:
     good = OLD.to_bytes({**value(1), "attrs": {"a": "1", "b": "2"}})
     dup = good.replace(b"\x00\x00\x00\x01b", b"\x00\x00\x00\x01a")
     assert dup != good
-    assert {c for c, _ in status_of(dup).values()} == {BA.E_AVRO_FALLBACK}
+    assert {c for c, _ in status_of(dup).values()} == {B.E_REROUTE}
     want = reference(dup)
     assert want is not None and want.count(b"\x00\x00\x00\x01a") == 1  # the dict kept one key
     for threads in (1, 2):
@@ -208,7 +208,7 @@ def test_duplicate_map_keys_take_the_reference_path() -> None:
     snap = old.snapshot_configuration()
     good = old.to_bytes({"m": {"a": 1, "b": 2}, "x": 5})
     cut = good.replace(b"\x00\x00\x00\x01b", b"\x00\x00\x00\x01a")[:-1]
-    assert {c for c, _ in status_of(cut, new, snap).values()} == {BA.E_AVRO_FALLBACK}
+    assert {c for c, _ in status_of(cut, new, snap).values()} == {B.E_REROUTE}
     for tier, (got, errs) in migrate_all([good, cut], new, snap).items():
         assert got == [reference(good, new, snap), None] and [(e[0], e[2]) for e in errs] == [(1, -1)], tier
 
@@ -218,7 +218,7 @@ def test_bytes_to_string_of_invalid_utf8_raises_like_the_reference() -> None:
     new = AvroSerializer({"type": "record", "name": "R", "fields": [{"name": "s", "type": "string"}]})
     snap = old.snapshot_configuration()
     good, bad = old.to_bytes({"s": "é".encode()}), old.to_bytes({"s": b"\xff"})
-    assert {c for c, _ in status_of(bad, new, snap).values()} == {BA.E_AVRO_FALLBACK}
+    assert {c for c, _ in status_of(bad, new, snap).values()} == {B.E_REROUTE}
     assert on_tiers(lambda: arrow.migrate(pa.array([good]), snap, new).to_pylist())["python"] == [good]
     for tier in TIERS:
         saved = _native.KERNELS

@@ -63,11 +63,12 @@ E_TOO_LARGE, E_BAD_ARROW, E_BAD_JCHAR, E_BAD_FLAG, E_REROUTE = 13, 14, 15, 16, 1
 """E_REROUTE is not an error: the kernels hand an entry they cannot vouch for back to
 :mod:`statemorph.arrow`, which re-runs it through the reference serializer: a map whose keys may
 repeat (two keys with one hash, a null key, or ROW / ARRAY / MAP keys, whose value equality is not
-byte equality), or, on decode with arrays, a value whose references may overlap (see ``spend``).
+byte equality), or, on decode with arrays, a value whose references may overlap (see ``spend``);
+in an Avro migration, a kept map with a duplicate key or bytes read as a string that are not UTF-8.
 Why: duplicate keys are the reference's business (encode builds a dict, so later values replace
 earlier ones; decode rejects them), and so is its overlap rule; re-running the rare suspect entry
 keeps every such rule in one place."""
-E_AVRO_INDEX, E_AVRO_RANGE, E_AVRO_FALLBACK = 40, 41, 42  # the Avro migrate kernel's own (_native/avro.pyx)
+E_AVRO_INDEX, E_AVRO_RANGE = 40, 41  # the Avro migrate kernel's own (_native/avro.pyx)
 
 ERROR_MESSAGES = {
     E_TRUNCATED: "truncated: the entry is shorter than its format needs",
@@ -90,8 +91,6 @@ ERROR_MESSAGES = {
                 "or field null flag (00 / 01)",
     E_AVRO_INDEX: "Avro enum symbol or union branch index out of range",
     E_AVRO_RANGE: "Avro date / time / timestamp value outside the range the reference's values hold",
-    E_AVRO_FALLBACK: "the entry needs the per-value path (a map with a duplicate key, or bytes that are not UTF-8 "
-        "read as a string)",
 }
 
 

@@ -16,7 +16,7 @@ other than the one written (the reference re-picks the branch from the value: ``
 ``[double, int]``, ``[string, enum]``, two records ...), ``decimal`` / ``uuid`` values (the reference re-encodes them,
 and may reject one), a reader logical type the writer does not have, an added field whose default
 the reference cannot write. Two value-dependent cases stop the kernel at the entry with
-``E_AVRO_FALLBACK`` instead, and arrow.py migrates that one entry per value: a kept map with a
+``E_REROUTE`` instead, and arrow.py migrates that one entry per value: a kept map with a
 duplicate key (the reference's dict keeps one) and ``bytes`` → ``string`` of invalid UTF-8 (the
 reference raises).
 
@@ -59,12 +59,12 @@ from ._avro_codec import ZERO_WIDTH_ITEM_BUDGET, min_size
 from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode
 from ._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
 from ._batch import (
-    E_AVRO_FALLBACK,
     E_AVRO_INDEX,
     E_AVRO_RANGE,
     E_BAD_LENGTH,
     E_BAD_UTF8,
     E_OK,
+    E_REROUTE,
     E_TOO_LARGE,
     E_TRAILING,
     E_TRUNCATED,
@@ -484,7 +484,7 @@ class _Walk:
                 try:
                     d[pos + 4:stop].decode("utf-8")
                 except UnicodeDecodeError:
-                    raise _Fail(E_BAD_UTF8 if row[C_A] else E_AVRO_FALLBACK, node) from None
+                    raise _Fail(E_BAD_UTF8 if row[C_A] else E_REROUTE, node) from None
             if out is not None:
                 out += d[pos:stop]
             return stop
@@ -539,7 +539,7 @@ class _Walk:
             total += count
         if out is not None and items is not None:
             if is_map and len(keys) != total:
-                raise _Fail(E_AVRO_FALLBACK, node)
+                raise _Fail(E_REROUTE, node)
             if total > 0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
                 raise _Fail(E_TOO_LARGE, node)
             if total:
@@ -599,7 +599,7 @@ def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
                      stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
     """One-pass Avro migrate, the contract of ``_batch.migrate_run``: validate and write each entry
     packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
-    (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``E_AVRO_FALLBACK``);
+    (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``E_REROUTE``);
     else ``next_row < stop``: it did not fit)."""
     if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
         raise ValueError("avro_migrate_run: int32 offsets cannot address more than 2 GiB of output")
@@ -640,4 +640,4 @@ def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     return i, pos, status
 
 
-__all__ = ["E_AVRO_FALLBACK", "avro_growth", "avro_migrate_run", "compile_avro_program"]
+__all__ = ["avro_growth", "avro_migrate_run", "compile_avro_program"]
