@@ -262,3 +262,23 @@ def test_encode_machine_code_reports_like_the_kernel() -> None:
     assert errs == errs0
     assert [row for row, _, _ in errs] == [1, 3]
     assert with_code.equals(without)
+
+
+def test_plans_compile_concurrently() -> None:
+    """Threads compiling different plans at once (the local engine migrates states in parallel):
+    LLVM builds one at a time, every thread gets working code."""
+    if not jit.enabled():
+        pytest.skip("no llvmlite")
+    from concurrent.futures import ThreadPoolExecutor
+
+    def decode(width: int) -> bool:
+        t = "ROW<" + ", ".join(f"f{j} BIGINT" for j in range(width)) + ", s STRING>"
+        s = serializers.RowDataSerializer(t)
+        assert jit.decode_code(B.compile_row_program(s.row_type).matrix) is not None
+        rows = [tuple(range(width)) + (f"v{i}",) for i in range(50)]
+        arr = pa.array([s.to_bytes(r) for r in rows], pa.binary())
+        (with_code, _), (without, _) = _both(arrow.decode, arr, s)
+        return bool(with_code.equals(without))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert all(pool.map(decode, range(40, 48)))

@@ -1,27 +1,30 @@
-"""Machine code for a RowData migrate plan, compiled once per plan with LLVM (``llvmlite``).
+"""Machine code for RowData migrate plans and row types, compiled once each with LLVM (``llvmlite``).
 
-Why: the compiled kernel interprets the plan's lowered ops for every entry; on the Events workload
-that is ~370 instructions per entry, where code written for exactly that schema pair needs ~110.
-No C compiler can be assumed where the library runs, but ``llvmlite`` ships LLVM in its wheel, so
-each plan becomes a function with every slot offset, null bit and row size as a constant.
+Why: the compiled kernels interpret a program for every entry; on the Events workload a migrate
+is ~370 instructions per entry, where code written for exactly that schema pair needs ~110. No C
+compiler can be assumed where the library runs, but ``llvmlite`` ships LLVM in its wheel, so each
+migrate plan (and each row type, for encode and decode) becomes a function with every slot offset,
+null bit, width and row size as a constant.
 
-The generated code takes only the common case: valid entries laid out the way Flink writes them,
-int32 Arrow offsets, no null entries. Fixed-width fields, STRING / BINARY and evolved nested rows
-are inlined; other kinds (arrays, maps, big DECIMAL / TIMESTAMP, unchanged nested rows) call the
-interpreter's own function for that one field. At the first entry it does not take (a bad entry,
-an odd layout, a full output buffer) it returns that entry's index; ``rowdata.migrate_run`` runs
-that entry through the interpreter, which reports it exactly as it always does, and resumes the
-machine code after it. So the machine code never decides an error or a size: every check that
-fails sends the entry to the interpreter, and the bytes of a taken entry are those the interpreter
-writes (the tests compare the two).
+The generated code takes only the common case. Migrate: valid entries, int32 Arrow offsets, no
+null entries; fixed-width fields, STRING / BINARY and evolved nested rows are inlined, other kinds
+(arrays, maps, big DECIMAL / TIMESTAMP, unchanged nested rows) call the interpreter's own function
+for that one field. Encode / decode: rows of primitives, compact DECIMAL / TIMESTAMP, strings,
+binaries and nested rows. At the first entry it does not take (a bad entry, an odd value, a full
+output buffer) it returns that entry's index; the kernel (``rowdata.migrate_run`` / ``encode_run``
+/ ``decode_run``) runs that entry through its own walk, which reports it exactly as it always does,
+and resumes the machine code after it. So the machine code never decides an error or a size: every
+check that fails sends the entry to the walk, and what a taken entry writes is what the walk writes
+(the tests compare the two, bytes, arrays and errors).
 
-Optional: without ``llvmlite`` (or with ``STATEMORPH_JIT=0``) every entry takes the interpreter.
+Optional: without ``llvmlite`` (or with ``STATEMORPH_JIT=0``) every entry takes the kernels' walks.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -803,18 +806,22 @@ def _compile(kind: str, program: bytes, rows: int, cols: int) -> PlanCode | None
     return PlanCode(engine, address, matrix)
 
 
+_LLVM_LOCK = threading.Lock()  # llvmlite parses into LLVM's one global context: one build at a time
+
+
 def _build(ir: str) -> tuple[Any, int]:
     import llvmlite.binding as llvm
 
-    _init_llvm()
-    module = llvm.parse_assembly(ir)
-    module.verify()
-    machine = _machine()  # a fresh one: the engine takes ownership of it (and frees it with itself)
-    builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=3))
-    builder.getModulePassManager().run(module, builder)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    return engine, engine.get_function_address("plan")
+    with _LLVM_LOCK:
+        _init_llvm()
+        module = llvm.parse_assembly(ir)
+        module.verify()
+        machine = _machine()  # a fresh one: the engine takes ownership of it (and frees it with itself)
+        builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=3))
+        builder.getModulePassManager().run(module, builder)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        return engine, engine.get_function_address("plan")
 
 
 @functools.lru_cache(maxsize=1)
