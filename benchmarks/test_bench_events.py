@@ -95,6 +95,33 @@ def test_memcpy_floor_pooled(benchmark: Any, events: Events) -> None:
     record("memcpy floor (pooled output)", benchmark, events.n)
 
 
+def test_decode_output_floor(benchmark: Any, events: Events) -> None:
+    """Allocate the Arrow columns a decode of these entries returns (every buffer, same sizes, as
+    ``np.zeros``) and touch each of their pages once: what any decode into fresh columns pays
+    before it writes a value (page faults and the OS zeroing the new memory)."""
+    sizes: list[int] = []
+
+    def walk(a: pa.Array) -> None:
+        sizes.extend(b.size for b in a.buffers() if b is not None)
+
+    walk(arrow.decode(events.old_bytes.slice(0, 1), events.so))  # the buffer layout ...
+    per_entry = sum(sizes)
+    sizes.clear()
+    decoded = arrow.decode(events.old_bytes, events.so)
+    walk(decoded)  # ... and the real sizes
+    del decoded
+
+    def touch() -> list[np.ndarray]:
+        out = [np.zeros(z, dtype=np.uint8) for z in sizes]
+        for a in out:
+            a[::4096] = 1
+        return out
+
+    benchmark.pedantic(touch, rounds=5, iterations=1, warmup_rounds=1)
+    record("decode output floor (fresh columns, touched)", benchmark, events.n, MB=round(sum(sizes) / 1e6, 1),
+           one_entry_bytes=per_entry)
+
+
 PEAK_CHILD = """
 import sys, numpy as np, pyarrow as pa, pyarrow.ipc as ipc
 from statemorph import arrow, serializers
