@@ -373,12 +373,9 @@ class _MigrateEmitter(_IR):
                                   f"  %prog = inttoptr i64 {self.prog} to ptr"))
 
 
-class _DecodeEmitter(_IR):
-    """A RowData row type's decode as ``int64 plan(offs, d, dlen, i, stop, nodes)``: the contract
-    of ``rowdata.DecodeCode``. It scatters entries into the Arrow outputs ``decode_run`` prepared
-    (their pointers and counters read from its ``Node`` array, counters written back on return).
-    On an entry it does not take it clears what it wrote for that row (validity and BOOLEAN bits,
-    values) and returns, so the walk decodes the entry onto the same zeroed outputs as without it."""
+class _ColumnsEmitter(_IR):
+    """Machine code over a row program's Arrow columns, which the kernel keeps in its ``Node``
+    array (``rowdata.node_layout`` gives the field offsets)."""
 
     def __init__(self, matrix: list[list[int]], layout: dict[str, int], utf8: int) -> None:
         super().__init__(utf8)
@@ -387,8 +384,17 @@ class _DecodeEmitter(_IR):
         self.cols: dict[tuple[int, str], str] = {}  # (node, field) → its value in the prologue
 
     def field(self, c: int, name: str, ty: str) -> str:
+        """Field ``name`` of node c's ``Node``."""
         at = self.at("%nodes", str(c * self.lay["size"] + self.lay[name]))
         return self.op(f"load {ty}, ptr {at}, align 8")
+
+
+class _DecodeEmitter(_ColumnsEmitter):
+    """A RowData row type's decode as ``int64 plan(offs, d, dlen, i, stop, nodes)``: the contract
+    of ``rowdata.DecodeCode``. It scatters entries into the Arrow outputs ``decode_run`` prepared
+    (their pointers and counters read from its ``Node`` array, counters written back on return).
+    On an entry it does not take it clears what it wrote for that row (validity and BOOLEAN bits,
+    values) and returns, so the walk decodes the entry onto the same zeroed outputs as without it."""
 
     def kind(self, c: int) -> int:
         return self.m[c][B.C_KIND]
@@ -575,21 +581,11 @@ class _DecodeEmitter(_IR):
                              pro=tuple(pro), on_bail=tuple(on_bail), on_done=tuple(on_done))
 
 
-class _EncodeEmitter(_IR):
+class _EncodeEmitter(_ColumnsEmitter):
     """A RowData row type's encode as ``int64 plan(nodes, i, stop, o, cap, &pos, offs, valid,
     &written)``: the contract of ``rowdata.EncodeCode``. Arrow columns are read through the
     ``Node`` array ``encode_run`` prepared (buffers checked there); an entry it does not take leaves
     nothing behind (position, offsets and validity move only after a whole entry)."""
-
-    def __init__(self, matrix: list[list[int]], layout: dict[str, int]) -> None:
-        super().__init__(0)
-        self.m = matrix
-        self.lay = layout
-        self.cols: dict[tuple[int, str], str] = {}
-
-    def field(self, c: int, name: str, ty: str) -> str:
-        at = self.at("%nodes", str(c * self.lay["size"] + self.lay[name]))
-        return self.op(f"load {ty}, ptr {at}, align 8")
 
     def prologue(self) -> list[str]:
         for c, row in enumerate(self.m):
@@ -801,7 +797,7 @@ def _compile(kind: str, program: bytes, rows: int, cols: int) -> PlanCode | None
         if any(r[B.C_KIND] not in _DECODE_KINDS or (r[B.C_KIND] == B.R_ROW and r[B.C_ARITY] >= 56) for r in m):
             return None
         ir = _DecodeEmitter(m, rowdata.node_layout(), rowdata.utf8_valid_address()).function() \
-            if kind == "decode" else _EncodeEmitter(m, rowdata.node_layout()).function()
+            if kind == "decode" else _EncodeEmitter(m, rowdata.node_layout(), 0).function()
     engine, address = _build(ir)
     return PlanCode(engine, address, matrix)
 
