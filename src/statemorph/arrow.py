@@ -541,9 +541,7 @@ def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, range
     out_off[0] = 0
     out_valid = np.zeros((n + 7) // 8, dtype=np.uint8)
     stop_at_error = errors.on_error == "raise"
-    # the row type's encode machine code (compiled tier), held here for as long as it is called
-    code = jit.encode_code(matrix) if k.name == "native" and n >= _MACHINE_CODE_MIN else None
-    extra = (code.address,) if code is not None else ()
+    code, extra = _machine_code(jit.encode_code, matrix, k, n)  # hold ``code`` while the kernels run
 
     # every range writes into its own region of one buffer (sized by the bound; pages never
     # touched cost nothing); the regions are then moved together in place
@@ -894,9 +892,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
         elif kinds[c] not in (B.R_ROW, B.R_MAP):
             vals[c] = np.zeros(n * B._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
     stop_at_error = settle.errors.on_error == "raise"
-    # the row type's decode machine code (compiled tier), held here for as long as it is called
-    code = jit.decode_code(prog.matrix) if k.name == "native" and n >= _MACHINE_CODE_MIN else None
-    extra = (code.address,) if code is not None else ()
+    code, extra = _machine_code(jit.decode_code, prog.matrix, k, n)  # hold ``code`` while the kernels run
 
     def elements(cap: int, old: list[Any] | None) -> list[Any]:
         """Outputs of the element columns for ``cap`` elements (keeping ``old``'s contents)."""
@@ -1407,11 +1403,7 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
                               "pojo": (k.pojo_migrate_run, BP.pojo_growth(matrix)),
                               "avro": (k.avro_migrate_run, BA.avro_growth(matrix))}[kernel]
         span = _input_spans(offsets, offset, wide, len(data), n)
-        # the plan's machine code (RowData, compiled tier): held here for as long as it is called;
-        # compiling takes ~0.1 s (once per plan and process), so small arrays keep the interpreter
-        code = jit.plan_code(matrix) if kernel == "rowdata" and k.name == "native" and n >= _MACHINE_CODE_MIN \
-            else None
-        extra = (code.address,) if code is not None else ()
+        code, extra = _machine_code(jit.plan_code, matrix, k, n) if kernel == "rowdata" else (None, ())
 
         def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
             return run_kernel(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos, *extra)
@@ -1444,6 +1436,16 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
 
 
 _MACHINE_CODE_MIN = 8192  # entries in a chunk before a plan is compiled to machine code
+
+
+def _machine_code(compile_plan: Callable[[np.ndarray], Any], matrix: np.ndarray, k: Any,
+                  n: int) -> tuple[Any, tuple[int, ...]]:
+    """The machine code of a RowData program (``compile_plan`` from :mod:`statemorph._native.jit`)
+    and the kernel's extra argument for it (its address): none on the Python tier, or for chunks
+    under ``_MACHINE_CODE_MIN`` entries (compiling costs ~0.1 s, once per plan and process). The
+    caller holds the code object for as long as the kernels run (it owns the code's memory)."""
+    code = compile_plan(matrix) if k.name == "native" and n >= _MACHINE_CODE_MIN else None
+    return code, ((code.address,) if code is not None else ())
 
 
 def _input_spans(offsets: Any, offset: int, wide: bool, data_len: int, n: int) -> Callable[[int, int], int]:
