@@ -2226,9 +2226,10 @@ ctypedef int64_t (*PlanCode)(const uint8_t* offs, const uint8_t* d, int64_t d_le
 cdef int64_t migrate_coded(Ctx* x, PlanCode code, const Op* ops, const BinView* v, int64_t i, int64_t stop,
                            uint8_t* o, int64_t cap, int64_t* pos_io, int32_t* o32, int64_t* status) noexcept nogil:
     """Entries through the plan's machine code (``statemorph._native.jit``), which takes valid
-    entries laid out as Flink writes them and returns at the first entry it does not take (bad, odd,
-    or not fitting); that entry goes through ``migrate_entries``, which reports it exactly as without
-    machine code, then the machine code resumes. Plain input only (int32 offsets, no nulls)."""
+    entries and returns at the first entry it does not take (a bad one, or one that does not fit,
+    or one ending at the very end of the data buffer); that entry goes through ``migrate_entries``,
+    which reports it exactly as without machine code, then the machine code resumes. Plain input
+    only (int32 offsets, no nulls)."""
     cdef int64_t r
     while i < stop:
         i = code(v.offsets + 4 * v.offset, v.data, v.data_len, i, stop, o, cap, pos_io, o32)
