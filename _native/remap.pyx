@@ -435,11 +435,9 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef list keep = []
     cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
     cdef const int64_t[:, ::1] pm = prog
-    cdef int32_t[::1] off32
-    cdef int64_t[::1] off64
-    cdef int32_t* o32 = NULL
-    cdef int64_t* o64 = NULL
-    cdef int64_t i = start, status = 0, n_off, nnodes = pm.shape[0], r
+    cdef uint8_t* offs
+    cdef bint wide_out
+    cdef int64_t i = start, status = 0, nnodes = pm.shape[0], r
     cdef int64_t cap = out_data.shape[0]
     cdef int64_t[::1] starts = np.zeros(max(nnodes, 1), dtype=np.int64)
     cdef int64_t[::1] stops = np.zeros(max(nnodes, 1), dtype=np.int64)
@@ -449,18 +447,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef int code
     if pm.shape[1] != NCOL or nnodes == 0 or pm[0, C_KIND] != P_POJO:
         raise ValueError("bad POJO program")
-    if out_off.itemsize == 4:
-        off32 = out_off
-        o32 = &off32[0]
-        n_off = off32.shape[0]
-        if cap > 0x7FFFFFFF:
-            raise ValueError("pojo_migrate_run: int32 offsets cannot address more than 2 GiB of output")
-    else:
-        off64 = out_off
-        o64 = &off64[0]
-        n_off = off64.shape[0]
-    if stop > n_off - 1 or start < 0 or pos < 0 or pos > cap:
-        raise ValueError("pojo_migrate_run: output arrays shorter than the rows")
+    offs = out_offsets(keep, out_off, cap, start, stop, pos, "pojo_migrate_run", &wide_out)
     w.p = &pm[0, 0]
     w.d = v.data
     w.start = &starts[0]
@@ -485,10 +472,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
                     pos = r
                 else:
                     status = encode_err(code, w.err)
-            if o32 != NULL:
-                o32[i + 1] = <int32_t>pos
-            else:
-                o64[i + 1] = pos
+            put_off(offs, wide_out, i + 1, pos)
             if status:
                 break
             i += 1

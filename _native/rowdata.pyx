@@ -2318,27 +2318,13 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)
     cdef Ctx x
     cdef const Op* ops
-    cdef int32_t[::1] off32
-    cdef int64_t[::1] off64
-    cdef int32_t* o32 = NULL
-    cdef int64_t* o64 = NULL
-    cdef int64_t i = start, status = 0, n_off
+    cdef int64_t i = start, status = 0
     cdef uint8_t* o = &out_data[0] if out_data.shape[0] else NULL
     cdef int64_t cap = out_data.shape[0]
-    cdef int code
-    cdef bint verbatim
-    if out_off.itemsize == 4:
-        off32 = out_off
-        o32 = &off32[0]
-        n_off = off32.shape[0]
-        if cap > 0x7FFFFFFF:
-            raise ValueError("migrate_run: int32 offsets cannot address more than 2 GiB of output")
-    else:
-        off64 = out_off
-        o64 = &off64[0]
-        n_off = off64.shape[0]
-    if stop > n_off - 1 or start < 0 or pos < 0 or pos > cap:
-        raise ValueError("migrate_run: output arrays shorter than the rows")
+    cdef bint verbatim, wide_out
+    cdef uint8_t* offs = out_offsets(keep.views, out_off, cap, start, stop, pos, "migrate_run", &wide_out)
+    cdef int32_t* o32 = NULL if wide_out else <int32_t*>offs
+    cdef int64_t* o64 = <int64_t*>offs if wide_out else NULL
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
     x.d = v.data
