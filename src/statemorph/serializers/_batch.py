@@ -925,6 +925,15 @@ def _prog_matrix(prog: Any) -> np.ndarray:
     return m
 
 
+def check_outputs(who: str, out_off: Any, out_data: Any, start: int, stop: int, pos: int) -> None:
+    """A one-pass kernel's outputs (Arrow offsets, int32 or int64, and the byte buffer) hold the
+    rows ``start..stop`` from ``pos`` (twin of ``smbytes.out_offsets``)."""
+    if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
+        raise ValueError(f"{who}: int32 offsets cannot address more than 2 GiB of output")
+    if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):
+        raise ValueError(f"{who}: output arrays shorter than the rows")
+
+
 def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                 stop: int, out_off: Any, out_data: Any, pos: int, machine_code: int = 0) -> tuple[int, int, int]:
     """Fused one-pass migrate (twin of the compiled kernel): validate and write each entry, packed
@@ -932,10 +941,7 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
     (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit).
     ``machine_code`` is accepted for the shared signature and unused: plan machine code
     (``statemorph._native.jit``) is called by the compiled kernel only."""
-    if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
-        raise ValueError("migrate_run: int32 offsets cannot address more than 2 GiB of output")
-    if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):
-        raise ValueError("migrate_run: output arrays shorter than the rows")
+    check_outputs("migrate_run", out_off, out_data, start, stop, pos)
     v = _Bin(offsets, data, validity, offset, wide, stop)
     x = _RowCtx(_prog_matrix(prog), v.data)
     out = memoryview(out_data).cast("B")

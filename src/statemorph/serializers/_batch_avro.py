@@ -71,6 +71,7 @@ from ._batch import (
     NotByteRemappable,
     RowProgram,
     _Bin,
+    check_outputs,
     encode_err,
 )
 from .strings import varlen
@@ -601,10 +602,7 @@ def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
     (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``E_REROUTE``);
     else ``next_row < stop``: it did not fit)."""
-    if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
-        raise ValueError("avro_migrate_run: int32 offsets cannot address more than 2 GiB of output")
-    if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):
-        raise ValueError("avro_migrate_run: output arrays shorter than the rows")
+    check_outputs("avro_migrate_run", out_off, out_data, start, stop, pos)
     p = np.asarray(prog, dtype=np.int64).tolist()
     if not p or len(p[0]) != NCOL or p[0][C_OP] != O_HEAD or not 1 < p[0][C_A] <= len(p):
         raise ValueError("bad Avro program")

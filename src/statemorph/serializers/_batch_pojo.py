@@ -45,6 +45,7 @@ from ._batch import (
     _core_row_walk,
     _RowError,
     check_leaf,
+    check_outputs,
     core_row_nodes,
     encode_err,
     leaf_kind,
@@ -254,10 +255,7 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     """One-pass POJO migrate, the contract of ``_batch.migrate_run``: validate and write each entry
     packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
     (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit)."""
-    if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
-        raise ValueError("pojo_migrate_run: int32 offsets cannot address more than 2 GiB of output")
-    if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):
-        raise ValueError("pojo_migrate_run: output arrays shorter than the rows")
+    check_outputs("pojo_migrate_run", out_off, out_data, start, stop, pos)
     v = _Bin(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog, dtype=np.int64).tolist()
     if not p or len(p[0]) != NCOL or p[0][C_KIND] != P_POJO:
