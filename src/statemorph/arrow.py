@@ -1351,39 +1351,37 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
     if compat.is_incompatible():
         raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
     k = _native.KERNELS
-    prog = None
-    kernel = "rowdata"
-    if _is(new_serializer, "RowDataSerializer") and type(prior_snapshot).__name__ == "RowDataSerializerSnapshot":
-        from .migration import plan_row_migration
-
-        plan = plan_row_migration(prior_snapshot.row_type, new_serializer.row_type)
-        try:
-            prog = B.compile_migration_program(plan)
-        except B.NotByteRemappable:
-            prog = None
-    elif _is(new_serializer, "RowSerializer") and type(prior_snapshot).__name__ == "RowSerializerSnapshot" \
-            and not compat.is_compatible_with_reconfigured_serializer():
-        try:
-            prog = B.compile_core_row_program(prior_snapshot, new_serializer)
-            kernel = "core"
-        except B.NotByteRemappable:
-            prog = None
-    elif _is(new_serializer, "PojoSerializer") and type(prior_snapshot).__name__ == "PojoSerializerSnapshot" \
-            and compat.is_compatible_after_migration():
-        try:
-            prog = B.compile_pojo_program(prior_snapshot, new_serializer)
-            kernel = "pojo"
-        except B.NotByteRemappable:
-            prog = None
-    elif _is(new_serializer, "AvroSerializer") and type(prior_snapshot).__name__ == "AvroSerializerSnapshot" \
-            and compat.is_compatible_after_migration():
-        try:
-            prog = BA.compile_avro_program(prior_snapshot, new_serializer)
-            kernel = "avro"
-        except B.NotByteRemappable:
-            prog = None
+    prog, kernel = _remap_program(prior_snapshot, new_serializer, compat)
     return _per_chunk(binary_array, lambda a, base: _migrate_chunk(k, a, prior_snapshot, new_serializer, compat,
                                                                    prog, kernel, threads, on_error, base), on_error)
+
+
+def _rowdata_program(prior_snapshot: Any, new_serializer: Any) -> B.RowProgram:
+    from .migration import plan_row_migration
+
+    return B.compile_migration_program(plan_row_migration(prior_snapshot.row_type, new_serializer.row_type))
+
+
+# serializer class (its snapshot class is this + "Snapshot"), kernel, when its remap applies, program compiler
+_REMAP_KERNELS: tuple[tuple[str, str, Callable[[Any], bool], Callable[[Any, Any], Any]], ...] = (
+    ("RowDataSerializer", "rowdata", lambda compat: True, _rowdata_program),
+    ("RowSerializer", "core", lambda compat: not compat.is_compatible_with_reconfigured_serializer(),
+     B.compile_core_row_program),
+    ("PojoSerializer", "pojo", lambda compat: compat.is_compatible_after_migration(), B.compile_pojo_program),
+    ("AvroSerializer", "avro", lambda compat: compat.is_compatible_after_migration(), BA.compile_avro_program),
+)
+
+
+def _remap_program(prior_snapshot: Any, new_serializer: Any, compat: Any) -> tuple[Any, str]:
+    """The byte-remap kernel for this pair of serializers and its program, or (None, kind) when
+    the migration goes per value (no such kernel, or a plan its program compiler cannot express)."""
+    for name, kernel, applies, compile_program in _REMAP_KERNELS:
+        if _is(new_serializer, name) and type(prior_snapshot).__name__ == name + "Snapshot" and applies(compat):
+            try:
+                return compile_program(prior_snapshot, new_serializer), kernel
+            except B.NotByteRemappable:
+                return None, kernel
+    return None, "rowdata"
 
 
 def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any,
