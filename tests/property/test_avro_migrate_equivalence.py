@@ -17,7 +17,8 @@ import pyarrow as pa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_avro_properties import _PROMOTE, PRIMS, _define_before_use, evolutions, schema_and_value, schemas, values
-from test_pojo_migrate_equivalence import _corrupt, _on_tiers
+from test_pojo_migrate_equivalence import _corrupt
+from tiers import on_tiers
 
 from statemorph import arrow
 from statemorph.errors import StateFormatError
@@ -63,7 +64,7 @@ def _check(snap: Any, new: Any, blobs: list[bytes | None]) -> None:
         out, errs = arrow.migrate(arr, snap, new, on_error="collect")
         return out.to_pylist(), [(e.row, e.field_path, e.code) for e in errs]
 
-    verdicts = _on_tiers(collect)
+    verdicts = on_tiers(collect)
     for tier, (got, errs) in verdicts.items():
         assert got == [b for b, _ in expected], tier
         bad = {row: path for row, (b, path) in enumerate(expected) if path is not None}

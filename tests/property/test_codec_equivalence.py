@@ -23,7 +23,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_native_equivalence import ARROW_LEAVES, TIERS, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
+from test_native_equivalence import ARROW_LEAVES, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
+from tiers import TIERS
 
 from statemorph import _native, arrow, serializers
 from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError

@@ -16,14 +16,14 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import on_tiers
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, serializers
 from statemorph._arrow_values import arrow_type_for, to_arrow_value
 from statemorph.row import Row, RowKind
 from statemorph.serializers import _batch_corerow as BC
 from statemorph.serializers.tuples import RowSerializer
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _LEAVES: list[tuple[Any, st.SearchStrategy[Any]]] = [
@@ -65,19 +65,6 @@ def cases(draw: st.DrawFn) -> tuple[RowSerializer, list[Any]]:
     return ser, rows
 
 
-def _with_tiers(fn: Any) -> dict[str, Any]:
-    """``fn()`` once per tier (hypothesis bodies cannot take function-scoped fixtures)."""
-    saved = _native.KERNELS
-    out: dict[str, Any] = {}
-    try:
-        for name in TIERS:
-            _native.KERNELS = _native.tier(name)
-            out[name] = fn()
-    finally:
-        _native.KERNELS = saved
-    return out
-
-
 def _norm(v: Any) -> Any:
     """Values comparable with ==: every NaN alike (Java canonicalises them, Arrow compares them unequal)."""
     if isinstance(v, float) and math.isnan(v):
@@ -109,7 +96,7 @@ def test_encode_equals_reference(case: tuple[RowSerializer, list[Any]]) -> None:
     _uses_kernel(ser)
     expected = [None if r is None else ser.to_bytes(r) for r in rows]
     arr = _struct(ser, rows)
-    for tier, out in _with_tiers(lambda: arrow.encode(arr, ser)).items():
+    for tier, out in on_tiers(lambda: arrow.encode(arr, ser)).items():
         assert out.type == pa.binary(), tier
         assert out.to_pylist() == expected, tier
 
@@ -123,7 +110,7 @@ def test_decode_equals_reference(case: tuple[RowSerializer, list[Any]], kinds: l
     # the per-value path: from_bytes, then the Arrow mapping (it drops the RowKind)
     expected = pa.array([None if b is None else conv(ser.from_bytes(b)) for b in raw], type=arrow_type_for(ser))
     binary = pa.array(raw, type=pa.binary())
-    for tier, out in _with_tiers(lambda: arrow.decode(binary, ser)).items():
+    for tier, out in on_tiers(lambda: arrow.decode(binary, ser)).items():
         assert out.type == expected.type, tier
         assert _norm(out.to_pylist()) == _norm(expected.to_pylist()), tier
         out.validate(full=True)
@@ -136,7 +123,7 @@ def test_round_trip_large_inputs_and_slices(case: tuple[RowSerializer, list[Any]
     arr = _struct(ser, rows + rows)
     part = arr.slice(len(rows) // 2, len(rows))
     expected = [None if r is None else ser.to_bytes(r) for r in _rows(ser, part)]
-    for tier, (enc, back) in _with_tiers(lambda: _round_trip(part, ser)).items():
+    for tier, (enc, back) in on_tiers(lambda: _round_trip(part, ser)).items():
         assert enc.to_pylist() == expected, tier
         assert _norm(back.to_pylist()) == _norm(part.to_pylist()), tier
 
@@ -190,7 +177,7 @@ def test_hostile_entries_same_errors_on_both_tiers(case: tuple[RowSerializer, li
         if j < len(raw) and raw[j]:
             raw[j] = _corrupt(raw[j], how, at)
     binary = pa.array(raw, type=pa.binary())
-    results = _with_tiers(lambda: arrow.decode(binary, ser, on_error="collect"))
+    results = on_tiers(lambda: arrow.decode(binary, ser, on_error="collect"))
     (out0, errs0) = results["python"]
     for tier, (out, errs) in results.items():
         assert _errors(errs) == _errors(errs0), tier
@@ -234,7 +221,7 @@ def test_raise_mode_names_first_bad_row_and_field(case: tuple[RowSerializer, lis
             return type(e).__name__, e.row, e.field_path, e.code  # type: ignore[attr-defined]
         raise AssertionError("a truncated entry decoded")
 
-    got = _with_tiers(run)
+    got = on_tiers(run)
     assert len(set(got.values())) == 1, got
     assert got["python"][0] == "TruncatedDataError"
     assert got["python"][1] == bad

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import TIERS, on_tiers
 
 from statemorph import _native, arrow, serializers
 from statemorph.errors import StateFormatError
@@ -48,8 +49,6 @@ from statemorph.types import (
     VarCharType,
 )
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
-
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -58,19 +57,15 @@ def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
 
 
 def _all_tiers(fn: Any) -> dict[str, Any]:
-    """Run ``fn()`` once per tier (hypothesis bodies cannot take function-scoped fixtures)."""
-    saved = _native.KERNELS
-    out: dict[str, Any] = {}
-    try:
-        for name in TIERS:
-            _native.KERNELS = _native.tier(name)
-            try:
-                out[name] = ("ok", fn())
-            except Exception as e:  # noqa: BLE001 - compared across tiers below
-                out[name] = ("error", type(e).__name__, getattr(e, "row", None), getattr(e, "field_path", None))
-    finally:
-        _native.KERNELS = saved
-    return out
+    """Run ``fn()`` once per tier: ("ok", result), or the error's type, row and field path."""
+
+    def outcome() -> Any:
+        try:
+            return ("ok", fn())
+        except Exception as e:  # noqa: BLE001 - compared across tiers below
+            return ("error", type(e).__name__, getattr(e, "row", None), getattr(e, "field_path", None))
+
+    return on_tiers(outcome)
 
 
 # ------------------------------------------------------------------------------------------ types

@@ -14,14 +14,14 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import on_tiers
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, serializers
 from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.serializers import _batch as B
 from statemorph.serializers.pojo import PojoSerializer
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 LEAVES: list[tuple[Any, st.SearchStrategy[Any]]] = [
@@ -109,18 +109,6 @@ def _reference(snap: Any, new: Any, blob: bytes | None) -> bytes | None:
         return None
 
 
-def _on_tiers(fn: Any) -> dict[str, Any]:
-    saved = _native.KERNELS
-    try:
-        out = {}
-        for name in TIERS:
-            _native.KERNELS = _native.tier(name)
-            out[name] = fn()
-        return out
-    finally:
-        _native.KERNELS = saved
-
-
 def _corrupt(draw: Any, blob: bytes) -> bytes:
     b = bytearray(blob)
     for _ in range(draw(st.integers(1, 3))):
@@ -151,7 +139,7 @@ def test_pojo_migrate_equals_reference(data: st.DataObject) -> None:
         raise AssertionError(e) from e
     expected = [_reference(snap, s.new, b) for b in blobs]
     arr = pa.array(blobs, type=pa.binary())
-    for tier, got in _on_tiers(lambda: arrow.migrate(arr, snap, s.new).to_pylist()).items():
+    for tier, got in on_tiers(lambda: arrow.migrate(arr, snap, s.new).to_pylist()).items():
         assert got == expected, tier
 
     # corrupted entries: the reference's verdict (null when it fails) and bytes on both tiers
@@ -163,7 +151,7 @@ def test_pojo_migrate_equals_reference(data: st.DataObject) -> None:
         out, errs = arrow.migrate(barr, snap, s.new, on_error="collect")
         return out.to_pylist(), [(e.row, e.field_path, e.code) for e in errs]
 
-    verdicts = _on_tiers(collect)
+    verdicts = on_tiers(collect)
     for tier, (got, _errs) in verdicts.items():
         assert got == expected, tier
     assert len({repr(v) for v in verdicts.values()}) == 1, verdicts

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from tiers import TIERS, on_tiers
 
 from statemorph import _native, arrow
 from statemorph.errors import MalformedDataError, StateFormatError, StateMigrationError, TruncatedDataError
@@ -20,8 +21,6 @@ from statemorph.serializers import AvroSerializer
 from statemorph.serializers import _batch as B
 from statemorph.serializers import _batch_avro as BA
 from statemorph.serializers._avro_codec import ZERO_WIDTH_ITEM_BUDGET
-
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
 
 OLD = AvroSerializer({"type": "record", "name": "Ev", "fields": [
     {"name": "id", "type": "int"},
@@ -68,18 +67,6 @@ def reference(blob: bytes | None, new: AvroSerializer = NEW, snap: Any = SNAP) -
     except StateFormatError:
         return None
     return out.get_copy_of_buffer()
-
-
-def on_tiers(fn: Any) -> dict[str, Any]:
-    saved = _native.KERNELS
-    try:
-        out = {}
-        for name in TIERS:
-            _native.KERNELS = _native.tier(name)
-            out[name] = fn()
-        return out
-    finally:
-        _native.KERNELS = saved
 
 
 def migrate_all(blobs: list[bytes | None], new: AvroSerializer = NEW, snap: Any = SNAP, **kw: Any) -> dict[str, Any]:

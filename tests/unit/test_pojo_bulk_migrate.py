@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiers import TIERS, on_tiers
 
 from statemorph import _native, arrow, serializers
 from statemorph.errors import MalformedDataError, StateFormatError, TruncatedDataError
@@ -22,7 +23,6 @@ from statemorph.serializers import _batch as B
 from statemorph.serializers import _batch_pojo as BP
 from statemorph.serializers.pojo import PojoSerializer
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
 S = serializers
 
 
@@ -330,10 +330,6 @@ def test_arbitrary_bytes_get_the_reference_verdict(blobs: list[bytes | None]) ->
             return None
 
     want = [reference_or_null(b) for b in blobs]
-    saved = _native.KERNELS
-    try:
-        for tier in TIERS:
-            _native.KERNELS = _native.tier(tier)
-            assert arrow.migrate(pa.array(blobs, type=pa.binary()), SNAP, NEW, on_error="null").to_pylist() == want
-    finally:
-        _native.KERNELS = saved
+    for got in on_tiers(lambda: arrow.migrate(pa.array(blobs, type=pa.binary()), SNAP, NEW,
+                                              on_error="null").to_pylist()).values():
+        assert got == want

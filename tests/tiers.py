@@ -1,0 +1,23 @@
+"""The kernel tiers a test runs on, and a way to run a body on each of them in one process (a
+hypothesis body cannot take a function-scoped fixture)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from statemorph import _native
+
+TIERS = ["python"] + (["native"] if _native.native_available() else [])
+
+
+def on_tiers(fn: Any) -> dict[str, Any]:
+    """``fn()`` once per tier, the selected kernels restored afterwards: tier name → result."""
+    saved = _native.KERNELS
+    out: dict[str, Any] = {}
+    try:
+        for name in TIERS:
+            _native.KERNELS = _native.tier(name)
+            out[name] = fn()
+    finally:
+        _native.KERNELS = saved
+    return out
