@@ -14,6 +14,12 @@ already know how to write those types: Flink SQL type syntax. A schema file look
     # user_key_type = "STRING"      # map state only: the map's key type (default: unchanged)
     # avro_schema = '''{...}'''     # serializer = "avro": the new Avro schema (JSON)
 
+A Flink savepoint holds states per operator, so its states are addressed by the operator's uid (or,
+for an operator that has none, such as a SQL operator, its 32-hex-digit uid hash)::
+
+    [operators.events-state.states.events]
+    type = "ROW<...>"
+
 ``type`` is the value type of value state, the element type of list state and the value type of
 map state. ``serializer`` chooses how the type becomes bytes:
 
@@ -35,7 +41,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -87,10 +93,13 @@ class StateSchema:
 
 @dataclass(frozen=True)
 class SchemaFile:
-    """A parsed schema file: state name → :class:`StateSchema`."""
+    """A parsed schema file: state name → :class:`StateSchema` (``[states.<name>]``), and for
+    savepoints whose states belong to operators, operator uid (or uid hash) → state name →
+    :class:`StateSchema` (``[operators.<uid>.states.<name>]``)."""
 
     states: Mapping[str, StateSchema]
     source: str = "<string>"
+    operators: Mapping[str, Mapping[str, StateSchema]] = field(default_factory=dict)
 
     def __contains__(self, name: object) -> bool:
         return name in self.states
@@ -102,18 +111,35 @@ def parse_schema(text: str, source: str = "<string>") -> SchemaFile:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise SchemaFileError(f"{source}: not valid TOML: {e}") from None
-    unknown = set(doc) - {"format", "states"}
+    unknown = set(doc) - {"format", "states", "operators"}
     if unknown:
         raise SchemaFileError(f"{source}: unknown top-level key(s) {', '.join(sorted(unknown))} "
-                              f"(expected 'format' and [states.<name>] tables)")
+                              f"(expected 'format', [states.<name>] and [operators.<uid>.states.<name>] tables)")
     version = doc.get("format", FORMAT_VERSION)
     if version != FORMAT_VERSION:
         raise SchemaFileError(f"{source}: schema file format {version!r} is not supported (only {FORMAT_VERSION})")
-    states_doc = doc.get("states", {})
-    if not isinstance(states_doc, dict) or not states_doc:
-        raise SchemaFileError(f"{source}: no states: add a [states.<name>] table with a 'type' for each changed state")
-    states = {name: _parse_state(source, name, body) for name, body in states_doc.items()}
-    return SchemaFile(states, source)
+    states = _parse_states(source, "states", doc.get("states", {}))
+    ops_doc = doc.get("operators", {})
+    if not isinstance(ops_doc, dict):
+        raise SchemaFileError(f"{source}: operators must be a table of [operators.<uid>.states.<name>] tables")
+    operators: dict[str, Mapping[str, StateSchema]] = {}
+    for uid, body in ops_doc.items():
+        where = f"operators.{uid}"
+        if not isinstance(body, dict) or set(body) != {"states"}:
+            raise SchemaFileError(f"{source}: [{where}] must hold only [{where}.states.<name>] tables")
+        operators[uid] = _parse_states(source, f"{where}.states", body["states"])
+        if not operators[uid]:
+            raise SchemaFileError(f"{source}: [{where}] names no state")
+    if not states and not operators:
+        raise SchemaFileError(f"{source}: no states: add a [states.<name>] (or [operators.<uid>.states.<name>]) "
+                              f"table with a 'type' for each changed state")
+    return SchemaFile(states, source, operators)
+
+
+def _parse_states(source: str, prefix: str, doc: Any) -> dict[str, StateSchema]:
+    if not isinstance(doc, dict):
+        raise SchemaFileError(f"{source}: {prefix} must be a table of [{prefix}.<name>] tables")
+    return {name: _parse_state(source, name, body, prefix) for name, body in doc.items()}
 
 
 def load_schema(path: str | os.PathLike[str]) -> SchemaFile:
@@ -128,8 +154,8 @@ def load_schema(path: str | os.PathLike[str]) -> SchemaFile:
     return parse_schema(text, os.fspath(path))
 
 
-def _parse_state(source: str, name: str, body: Any) -> StateSchema:
-    where = f"{source}: [states.{name}]"
+def _parse_state(source: str, name: str, body: Any, prefix: str = "states") -> StateSchema:
+    where = f"{source}: [{prefix}.{name}]"
     if not isinstance(body, dict):
         raise SchemaFileError(f"{where} must be a table")
     unknown = set(body) - _STATE_KEYS

@@ -156,3 +156,27 @@ def test_row_type_is_kept_exactly():
     st = parse_schema(f"[states.e]\ntype = '''{EVENTS}'''\n").states["e"]
     assert isinstance(st.type, RowType)
     assert serializer_for(st).row_type == parse_type(EVENTS)
+
+
+def test_parse_operator_states():
+    sf = parse_schema(
+        f'[operators.events-state.states.events]\ntype = """{EVENTS}"""\n'
+        '[operators.1d688a8c0c78555ff37bf9598bbe711c.states.count]\ntype = "BIGINT"\nserializer = "datastream"\n',
+        "flink.toml",
+    )
+    assert not sf.states
+    assert set(sf.operators) == {"events-state", "1d688a8c0c78555ff37bf9598bbe711c"}
+    assert sf.operators["events-state"]["events"].type == parse_type(EVENTS)
+    assert str(sf.operators["1d688a8c0c78555ff37bf9598bbe711c"]["count"].type) == "BIGINT"
+
+
+@pytest.mark.parametrize("text, message", [
+    ('operators = 3\n', "operators must be a table"),
+    ('[operators.op]\ntype = "INT"\n', "[operators.op] must hold only [operators.op.states.<name>] tables"),
+    ('[operators.op.states.s]\ntype = "INT"\nbogus = 1\n', "[operators.op.states.s]: unknown key(s) bogus"),
+    ('[operators.op.states.s]\nkind = "value"\n', "[operators.op.states.s]: missing 'type'"),
+])
+def test_operator_states_errors_name_the_table(text, message):
+    with pytest.raises(SchemaFileError) as e:
+        parse_schema(text, "flink.toml")
+    assert message in str(e.value)
