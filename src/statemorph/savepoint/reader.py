@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..errors import SavepointError
+from ..errors import SavepointError, SavepointNotFoundError
 from ..state.keygroups import KeyGroupRange
 from .format import (
     COL_KEY_GROUP,
@@ -32,7 +32,7 @@ from .format import (
 def _root(path: str | os.PathLike[str]) -> Path:
     root = Path(path)
     if not root.is_dir():
-        raise SavepointError(f"savepoint {root} does not exist or is not a directory")
+        raise SavepointNotFoundError(f"savepoint {root} does not exist or is not a directory")
     return root
 
 
