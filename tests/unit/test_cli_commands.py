@@ -11,8 +11,7 @@ import pytest
 from statemorph import serializers as S
 from statemorph.cli import ProgressBar, main
 from statemorph.engine.keys import key_groups
-from statemorph.savepoint.reader import read_state_table
-from statemorph.savepoint.writer import SavepointWriter
+from statemorph.savepoint import SavepointWriter, read_state_table
 
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVOLVED = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT>>"
@@ -61,10 +60,10 @@ def test_inspect(savepoint, capsys):
     [
         (f"[states.events]\ntype = '''{EVENTS}'''\n", 0, "restorable as is"),
         (f"[states.events]\ntype = '''{EVOLVED}'''\n", 1, "metadata: added location; reordered"),
-        (f"[states.events]\ntype = '''{BROKEN}'''\n", 2, "metadata.userId: INT -> STRING"),
-        ("[states.counts]\ntype = 'BIGINT'\n", 2, "type changed from IntSerializer to LongSerializer"),
-        ("[states.counts]\ntype = 'INT'\nuser_key_type = 'INT'\n", 2, "map keys cannot be migrated"),
-        ("[states.counts]\ntype = 'INT'\nkind = 'value'\n", 2, "state kind changed from map to value"),
+        (f"[states.events]\ntype = '''{BROKEN}'''\n", 3, "metadata.userId: INT -> STRING"),
+        ("[states.counts]\ntype = 'BIGINT'\n", 3, "type changed from IntSerializer to LongSerializer"),
+        ("[states.counts]\ntype = 'INT'\nuser_key_type = 'INT'\n", 3, "map keys cannot be migrated"),
+        ("[states.counts]\ntype = 'INT'\nkind = 'value'\n", 3, "state kind changed from map to value"),
     ],
 )
 def test_check_exit_status(savepoint, tmp_path, capsys, schema, status, expected):
@@ -78,9 +77,9 @@ def test_migrate_refuses_incompatible_and_writes_nothing(savepoint, tmp_path, ca
     code = main(["migrate", savepoint, "--schema", _schema(tmp_path, f"[states.events]\ntype = '''{BROKEN}'''\n"),
                  "--out", out])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 3
     assert err.startswith("statemorph: error: 1 of 2 states")
-    assert "state 'events': metadata.userId: INT -> STRING" in err
+    assert "state 'events': value: metadata.userId: INT -> STRING" in err
     assert "Traceback" not in err
     assert not os.path.exists(out)
     assert sorted(os.listdir(tmp_path)) == sorted(before + ["new.toml"])
@@ -124,7 +123,7 @@ def test_bad_schema_file(savepoint, tmp_path, capsys):
 def test_damaged_savepoint(savepoint, tmp_path, capsys):
     with open(os.path.join(savepoint, "_metadata.json"), "w") as f:
         f.write("{not json")
-    assert main(["inspect", savepoint]) == 2
+    assert main(["inspect", savepoint]) == 4
     assert "not valid JSON" in capsys.readouterr().err
 
 

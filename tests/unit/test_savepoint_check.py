@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from statemorph.errors import SavepointError
+from statemorph.errors import ExitCode, SavepointError
 from statemorph.io import DataOutputSerializer
 from statemorph.savepoint import METADATA_FILE, check_savepoint
 from statemorph.serializers import IntSerializer, LongSerializer, RowDataSerializer, StringSerializer
@@ -72,12 +72,12 @@ def test_incompatible_reasons(sp):
         ListStateDescriptor("ints", LongSerializer()),
         MapStateDescriptor("m", IntSerializer(), OLD),
     ])
-    assert r.exit_status == 2 and not r.is_compatible
+    assert r.exit_status == ExitCode.INCOMPATIBLE and not r.is_compatible
     assert "id: BIGINT -> STRING" in r.state("rows").reasons[0]
     assert "list element" in r.state("ints").reasons[0]
     assert "map key" in r.state("m").reasons[0] and "only value schema evolution" in r.state("m").reasons[0]
     d = r.to_dict()
-    assert d["exit_status"] == 2 and d["states"][0]["outcome"] == "incompatible"
+    assert d["exit_status"] == ExitCode.INCOMPATIBLE and d["states"][0]["outcome"] == "incompatible"
     json.dumps(d)  # serialisable for the CLI
 
 
@@ -86,12 +86,12 @@ def test_kind_change_and_new_state(sp):
     assert r.state("rows").outcome is Outcome.INCOMPATIBLE
     assert "holds value state but it is registered as list state" in r.state("rows").reasons[0]
     assert r.state("fresh").outcome is Outcome.NEW_STATE
-    assert r.exit_status == 2
+    assert r.exit_status == ExitCode.INCOMPATIBLE
 
 
 def test_key_serializer_change_is_incompatible(sp):
     r = check_savepoint(sp, [], key_serializer=IntSerializer())
-    assert r.exit_status == 2 and r.key.outcome is Outcome.INCOMPATIBLE
+    assert r.exit_status == ExitCode.INCOMPATIBLE and r.key.outcome is Outcome.INCOMPATIBLE
     assert "key serializer" in r.key.reasons[0]
 
 

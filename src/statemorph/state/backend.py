@@ -15,10 +15,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from ..errors import SavepointError, StateMigrationError
-from ..serializers.base import TypeSerializer
-from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
-from .descriptors import StateDescriptor, StateKind
-from .keygroups import (
+from ..keyed.keygroups import (
     KeyGroupRange,
     KeyHasher,
     assign_to_key_group,
@@ -26,7 +23,10 @@ from .keygroups import (
     hasher_for_serializer,
     key_group_prefix_bytes,
 )
-from .namespace import VoidNamespaceSerializer
+from ..keyed.namespace import VoidNamespaceSerializer
+from ..serializers.base import TypeSerializer
+from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
+from .descriptors import StateDescriptor, StateKind
 from .resolve import Outcome, StateResolution, resolve_key_serializer, resolve_state
 from .states import STATE_CLASSES, StateHandle, StateTable
 
@@ -215,7 +215,7 @@ class KeyedStateBackend(ABC):
                   batch_rows: int = 65536) -> Path:
         """Write every state (including restored states never re-registered, in their old schema)
         as a savepoint directory, atomically."""
-        from ..savepoint.writer import SavepointWriter
+        from ..savepoint.parquet.writer import SavepointWriter
 
         self._check_open()
         with SavepointWriter(path, max_parallelism=self.max_parallelism, key_serializer=self._key_snapshot_bytes,
@@ -249,7 +249,7 @@ class KeyedStateBackend(ABC):
         default is the serializer restored from its snapshot. ``max_parallelism`` must equal the
         savepoint's: key groups are fixed when state is first written. ``registry`` resolves snapshot
         identifiers (default: the global registry). The savepoint is only read."""
-        from ..savepoint.reader import iter_state_batches, read_metadata
+        from ..savepoint.parquet.reader import iter_state_batches, read_metadata
 
         meta = read_metadata(path)
         if max_parallelism is not None and max_parallelism != meta.max_parallelism:

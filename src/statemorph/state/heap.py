@@ -19,9 +19,9 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import SavepointError, SerializationError, StateMigrationError
+from ..keyed.kinds import StateKind
 from ..snapshot import TypeSerializerSnapshot
 from .backend import KeyedStateBackend
-from .descriptors import StateKind
 from .resolve import StateResolution
 from .states import EntryKey, StateHandle, StateTable, rows_to_batches
 

@@ -37,11 +37,11 @@ except ImportError as _e:  # pragma: no cover - exercised only without the optio
 
 from ..errors import MalformedDataError, SavepointError
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..keyed.keygroups import KeyGroupRange, KeyHasher
+from ..keyed.kinds import StateKind
 from ..snapshot import TypeSerializerSnapshot
 from . import rocksdb_bulk as bulk
 from .backend import KeyedStateBackend
-from .descriptors import StateKind
-from .keygroups import KeyGroupRange, KeyHasher
 from .resolve import StateResolution
 from .states import EntryKey, StateHandle, StateTable, rows_to_batches
 
@@ -238,7 +238,7 @@ class RocksDBStateTable(StateTable):
         namespace after a variable key, which is then everything in between), else entry by entry;
         map null flags stripped column-wise; list values are still split element by element (each
         element must be parsed to find its end)."""
-        from ..savepoint.format import state_schema
+        from ..keyed.entries import state_schema
 
         schema = state_schema(self.handle.kind)
         kind = self.handle.kind

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..errors import SerializationError
+from ..keyed.kinds import StateKind
+from ..keyed.namespace import VoidNamespace
 from ..serializers.base import TypeSerializer
-from .descriptors import StateKind
-from .namespace import VoidNamespace
 
 if TYPE_CHECKING:
     from .backend import KeyedStateBackend
@@ -83,7 +83,7 @@ class StateTable(ABC):
 
 def rows_to_batches(kind: StateKind, rows: Iterable[tuple[Any, ...]], batch_rows: int) -> Iterator[pa.RecordBatch]:
     """Group savepoint rows (tuples in the state schema's column order) into Arrow batches."""
-    from ..savepoint.format import state_schema
+    from ..keyed.entries import state_schema
 
     schema = state_schema(kind)
     cols: list[list[Any]] = [[] for _ in schema]
