@@ -34,13 +34,6 @@ the row and field path), ``skip`` the entry, or write ``null`` in its place. Ski
 entries are counted in the operation's report, never silently lost."""
 
 
-def check_on_error(on_error: str) -> str:
-    """``on_error`` itself, or a ValueError listing :data:`ON_ERROR_CHOICES`."""
-    if on_error not in ON_ERROR_CHOICES:
-        raise ValueError(f"on_error must be one of {ON_ERROR_CHOICES}, got {on_error!r}")
-    return on_error
-
-
 class StatemorphError(Exception):
     """Base of every error statemorph raises on purpose."""
 
