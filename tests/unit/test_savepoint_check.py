@@ -176,7 +176,8 @@ def test_planner_works_from_any_state_description():
             return read_versioned_snapshot(write_versioned_snapshot(StringSerializer().snapshot_configuration()))
 
     sers = [StringSerializer(), VoidNamespaceSerializer(), OLD]
-    snaps = {role: write_versioned_snapshot(s.snapshot_configuration()) for role, s in zip(SNAPSHOT_ROLES[:3], sers, strict=True)}
+    snaps = {role: write_versioned_snapshot(s.snapshot_configuration())
+             for role, s in zip(SNAPSHOT_ROLES[:3], sers, strict=True)}
     md = Savepoint(128, {"rows": Described("rows", StateKind.VALUE, 7, True, snaps)})
     plan = plan_rewrite("memory", md, [ValueStateDescriptor("rows", ADDED, ttl=True)])
     assert plan.state("rows").action == MIGRATE and plan.rows_to_migrate == 7
