@@ -87,7 +87,7 @@ class HeapStateTable(StateTable):
     def _ser(self, ser: Any, value: Any, ek: EntryKey, what: str) -> bytes:
         try:
             return bytes(ser.to_bytes(value))
-        except Exception as e:
+        except (StatemorphError, TypeError, ValueError, OverflowError) as e:  # a value the serializer refuses
             raise SerializationError(f"{self._where(ek)}: cannot write {what} {value!r} with "
                                      f"{type(ser).__name__}: {e}") from e
 
@@ -137,7 +137,7 @@ class HeapStateTable(StateTable):
                     if ub in m:
                         raise SavepointError("duplicate map key")
                     m[ub] = (uks.from_bytes(ub), value)
-            except Exception as e:
+            except StatemorphError as e:
                 raise SavepointError(f"state {h.name!r}, row {row} (key group {ek[0]}): cannot be restored: "
                                      f"{type(e).__name__}: {e}") from e
 
