@@ -17,10 +17,10 @@ import shutil
 import tempfile
 import textwrap
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
+if TYPE_CHECKING:  # numpy and pyarrow load when the demo runs, not with every CLI start
+    import pyarrow as pa
 
 OLD_TYPE = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 NEW_TYPE = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, "
@@ -32,6 +32,9 @@ MAX_PARALLELISM = 128
 
 def events_table(n: int, seed: int = 7) -> pa.Table:
     """``n`` realistic Events rows as Arrow columns (keys = eventId)."""
+    import numpy as np
+    import pyarrow as pa
+
     rng = np.random.default_rng(seed)
     event_ids = np.arange(1, n + 1, dtype=np.int64) * 7919 + 1_000_000
     user_ids = rng.integers(1, 50_000, size=n, dtype=np.int32)
@@ -112,6 +115,8 @@ def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = 
     backend: Any = RocksDBStateBackend.restore(new_sp, db_path=db)
     try:
         events = backend.get_state(ValueStateDescriptor("events", new_ser))
+        import numpy as np
+
         rng = np.random.default_rng(1)
         sample_idx = sorted(rng.choice(entries, size=min(5, entries), replace=False).tolist())
         keys = [int(table.column("key")[i].as_py()) for i in sample_idx]
@@ -144,6 +149,7 @@ def _call(fn: Any, **kw: Any) -> int:
 
 
 def _old_values(table: pa.Table, keys: list[int], key_ser: Any, old_ser: Any) -> dict[int, Any]:
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     wanted = pa.array([key_ser.to_bytes(k) for k in keys], pa.binary())
