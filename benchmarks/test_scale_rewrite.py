@@ -25,7 +25,7 @@ import pytest
 
 from statemorph import serializers as S
 from statemorph.engine import IdentityTransform, migrate_savepoint, write_state
-from statemorph.engine.demo import NEW_TYPE, OLD_TYPE, events_table
+from statemorph.cli.demo import NEW_TYPE, OLD_TYPE, events_table
 from statemorph.state import ValueStateDescriptor
 
 from .conftest import record
@@ -138,7 +138,7 @@ _PEAK = """
 import json, resource, sys
 from statemorph import serializers as S
 from statemorph.engine import migrate_savepoint
-from statemorph.engine.demo import NEW_TYPE
+from statemorph.cli.demo import NEW_TYPE
 from statemorph.state import ValueStateDescriptor
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 migrate_savepoint(sys.argv[1], sys.argv[2], [ValueStateDescriptor("events", S.RowDataSerializer(NEW_TYPE))])

@@ -57,7 +57,7 @@ import datetime as _dt
 import decimal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -67,10 +67,10 @@ from ._arrow_values import arrow_type_for, from_arrow_value, to_arrow_value
 from ._native import jit
 from .errors import (
     IncompatibleSchemaError,
+    LocatedError,
     MalformedDataError,
     SerializationError,
     StateFormatError,
-    StateMigrationError,
     StatemorphError,
     TruncatedDataError,
 )
@@ -259,9 +259,12 @@ def _make_error(status: int, row: int, paths: B.RowProgram | None, what: str) ->
     return _tag(err, row, path, code)
 
 
-def _tag(err: Exception, row: int, path: str, code: int = -1) -> Any:
-    """Attach ``row`` / ``field_path`` / ``code`` so callers can act on the error programmatically."""
-    err.__dict__.update(row=row, field_path=path, code=code)
+_E = TypeVar("_E", bound=LocatedError)
+
+
+def _tag(err: _E, row: int, path: str, code: int = -1) -> _E:
+    """Record ``row`` / ``field_path`` / ``code`` so callers can act on the error programmatically."""
+    err.at(row, path, code)
     return err
 
 
@@ -1602,8 +1605,6 @@ def _migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, 
         except StateFormatError as e:
             errors.add(_per_row_error(e, base + i, "migrate"))
             outs.append(None)
-        except (KeyError, IndexError, AttributeError, TypeError) as e:
-            raise StateMigrationError(f"migrate: row {base + i}: {e}") from e
     total = sum(len(o) for o in outs if o is not None)
     result = pa.array(outs, type=pa.large_binary() if total > _MAX32 else pa.binary())
     return errors.result(result)

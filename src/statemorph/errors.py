@@ -1,22 +1,76 @@
-"""Typed errors. Every failure a user can cause has its own class, so callers can tell
-corrupt bytes from an incompatible schema from a programming mistake."""
+"""Typed errors, the exit statuses of the command line, and the ``on_error`` vocabulary.
+
+Every failure a user can cause has its own class, so callers can tell corrupt bytes from an
+incompatible schema from a programming mistake; each class says which exit status the
+``statemorph`` command answers for it (:class:`ExitCode`, the ONE set, documented here and in
+docs/cli.md). Anything that is not a :class:`StatemorphError` is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """The exit statuses of ``statemorph`` (every verb) and of a plan's or check's ``exit_status``."""
+
+    OK = 0
+    """Done; for ``check``: the savepoint restores as is."""
+    MIGRATION_NEEDED = 1
+    """``check`` only: the savepoint restores after ``statemorph migrate``."""
+    USAGE = 2
+    """Bad arguments or input files (argparse's status), a missing file, a bad schema file."""
+    INCOMPATIBLE = 3
+    """The new schema cannot restore the savepoint (nothing was written)."""
+    DAMAGED_SAVEPOINT = 4
+    """The savepoint is missing parts, damaged, or in a format this version cannot read."""
+    DATA_ERROR = 5
+    """A stored value could not be read or migrated (corrupt bytes part way through the data)."""
+
+
+ON_ERROR_CHOICES = ("raise", "skip", "null")
+"""What a bulk operation does with a value it cannot read: ``raise`` the typed error (it names
+the row and field path), ``skip`` the entry, or write ``null`` in its place. Skipped and nulled
+entries are counted in the operation's report, never silently lost."""
 
 
 class StatemorphError(Exception):
     """Base of every error statemorph raises on purpose."""
 
+    exit_code: ExitCode = ExitCode.USAGE
 
-class StateFormatError(StatemorphError, ValueError):
+
+class LocatedError(StatemorphError):
+    """An error about one value that, in bulk work, also says where it is: ``row`` (index in the
+    input array, -1 outside bulk work), ``field_path`` (dotted path inside the value, ``""`` for
+    the value itself) and ``code`` (the kernel's status code, -1 when raised by Python code)."""
+
+    def __init__(self, message: str = "", *, row: int = -1, field_path: str = "", code: int = -1) -> None:
+        super().__init__(message)
+        self.row = row
+        self.field_path = field_path
+        self.code = code
+
+    def at(self, row: int, field_path: str = "", code: int = -1) -> LocatedError:
+        """Record where the error happened (a bulk operation knows the row the value came from)."""
+        self.row = row
+        self.field_path = field_path
+        self.code = code
+        return self
+
+
+class StateFormatError(LocatedError, ValueError):
     """Bytes do not follow the format they claim to follow (corrupt, truncated, hostile)."""
+
+    exit_code = ExitCode.DATA_ERROR
 
 
 class TruncatedDataError(StateFormatError):
     """A read ran past the end of the available bytes."""
 
-    def __init__(self, message: str, offset: int = -1, needed: int = 0, available: int = 0) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, offset: int = -1, needed: int = 0, available: int = 0, *, row: int = -1,
+                 field_path: str = "", code: int = -1) -> None:
+        super().__init__(message, row=row, field_path=field_path, code=code)
         self.offset = offset
         self.needed = needed
         self.available = available
@@ -38,8 +92,10 @@ class UnsupportedVersionError(SnapshotError):
     """The snapshot (or file) was written in a version this library cannot read."""
 
 
-class SerializationError(StatemorphError, ValueError):
+class SerializationError(LocatedError, ValueError):
     """A value cannot be written by a serializer (wrong type, out of range, null where not allowed)."""
+
+    exit_code = ExitCode.DATA_ERROR
 
 
 class TypeParseError(StatemorphError, ValueError):
@@ -57,6 +113,8 @@ class TypeParseError(StatemorphError, ValueError):
 class IncompatibleSchemaError(StatemorphError):
     """A new serializer cannot read or migrate the old state. `reason` names the field paths."""
 
+    exit_code = ExitCode.INCOMPATIBLE
+
     def __init__(self, message: str, reason: str = "") -> None:
         super().__init__(message)
         self.reason = reason or message
@@ -65,6 +123,22 @@ class IncompatibleSchemaError(StatemorphError):
 class StateMigrationError(StatemorphError):
     """Migrating a state failed; the old state is left untouched."""
 
+    exit_code = ExitCode.DATA_ERROR
+
 
 class SavepointError(StatemorphError):
     """A savepoint directory is missing, partial, damaged or written in an unknown format."""
+
+    exit_code = ExitCode.DAMAGED_SAVEPOINT
+
+
+class SavepointNotFoundError(SavepointError):
+    """There is no savepoint at the given path (a user mistake, not damage)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UsageError(StatemorphError):
+    """The request itself is wrong (an output that already exists, a missing benchmark folder)."""
+
+    exit_code = ExitCode.USAGE

@@ -46,7 +46,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import IncompatibleSchemaError, MalformedDataError, StateMigrationError
+from .errors import IncompatibleSchemaError, MalformedDataError
 from .io import DataInputDeserializer, DataOutputSerializer
 from .row import Row, row_kind_of
 from .serializers._binary_codec import RowCodec, _Ctx, _freeze, array_header_size, round8, row_null_bits_size
@@ -513,12 +513,7 @@ def migrate_bytes(prior_snapshot: Any, new_serializer: Any, data: bytes | bytear
     target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
         else new_serializer
     out = DataOutputSerializer()
-    try:
-        prior_snapshot.migrate_state(prior, target, src, out)
-    except (MalformedDataError, IncompatibleSchemaError):
-        raise
-    except (KeyError, IndexError, AttributeError, TypeError) as e:
-        raise StateMigrationError(f"migration failed: {e}") from e
+    prior_snapshot.migrate_state(prior, target, src, out)
     src.expect_end("the value")
     return out.get_copy_of_buffer()
 

@@ -11,7 +11,7 @@ import pytest
 
 from statemorph.errors import SavepointError, StateFormatError
 from statemorph.savepoint import METADATA_FILE, SavepointWriter, read_metadata, read_state_table, verify_savepoint
-from statemorph.savepoint import reader as reader_mod
+from statemorph.savepoint.parquet import reader as reader_mod
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
 from statemorph.state import (
     HeapStateBackend,

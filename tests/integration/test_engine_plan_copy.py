@@ -14,8 +14,8 @@ from statemorph import serializers as S
 from statemorph.engine import IdentityTransform, migrate_savepoint, plan_rewrite
 from statemorph.engine.keys import key_groups
 from statemorph.errors import IncompatibleSchemaError, SavepointError
-from statemorph.savepoint.reader import read_metadata, read_state_table, verify_savepoint
-from statemorph.savepoint.writer import SavepointWriter
+from statemorph.savepoint import SavepointWriter, read_metadata, read_state_table, verify_savepoint
+from statemorph.state import Outcome
 from statemorph.state.descriptors import MapStateDescriptor, ValueStateDescriptor
 from statemorph.state.keygroups import assign_to_key_group, java_int_hash, java_long_hash, java_string_hash
 
@@ -50,7 +50,8 @@ def test_plan_outcomes(tmp_path):
     by = {s.name: s for s in plan.states}
     assert by["ints"].action == "keep" and by["ints"].value_snapshot == md.states["ints"].value_serializer
     assert by["colors"].action == "copy"
-    assert by["colors"].reason == "compatible with a reconfigured serializer"
+    assert by["colors"].outcome is Outcome.RECONFIGURED
+    assert by["colors"].reason == "map value: constants ['BLUE'] appended after the old ones"
     assert plan.exit_status == 0 and plan.total_rows == 600 and plan.rows_to_migrate == 0
 
 
@@ -80,7 +81,7 @@ def test_copy_keeps_file_bytes_and_records_new_snapshots(tmp_path):
 def test_incompatible_writes_nothing(tmp_path):
     src = _build(tmp_path / "sp")
     dst = tmp_path / "out"
-    with pytest.raises(IncompatibleSchemaError, match="state 'ints': type changed from IntSerializer"):
+    with pytest.raises(IncompatibleSchemaError, match="state 'ints': value: type changed from IntSerializer"):
         migrate_savepoint(src, dst, [ValueStateDescriptor("ints", S.LongSerializer())])
     assert sorted(os.listdir(tmp_path)) == ["sp"]
 

@@ -9,7 +9,7 @@ from typing import Optional
 import pyarrow as pa
 import pytest
 
-from statemorph.errors import StateMigrationError
+from statemorph.errors import ExitCode, StateMigrationError
 from statemorph.savepoint import check_savepoint, read_metadata, read_state_table
 from statemorph.serializers import (
     AvroSerializer,
@@ -192,7 +192,7 @@ def test_incompatible_change_fails_and_leaves_savepoint_identical(tmp_path, fami
     before = tree(sp)
 
     report = check_savepoint(sp, descriptors(fam, fam.bad))
-    assert report.exit_status == 2
+    assert report.exit_status == ExitCode.INCOMPATIBLE
     assert fam.bad_reason in report.state("events").reasons[0]
     assert "INCOMPATIBLE" in report.summary
 
@@ -264,7 +264,7 @@ def test_key_serializer_must_be_compatible_as_is(tmp_path):
         with pytest.raises(StateMigrationError, match="key serializer"):
             cls.restore(tmp_path / "sp", key_serializer=LongSerializer())
     report = check_savepoint(tmp_path / "sp", [], key_serializer=LongSerializer())
-    assert report.exit_status == 2 and report.key is not None
+    assert report.exit_status == ExitCode.INCOMPATIBLE and report.key is not None
 
 
 def test_savepoint_rows_use_one_row_per_list_element(tmp_path):

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statemorph import serializers as S
+from statemorph.cli.demo import NEW_TYPE, OLD_TYPE
 from statemorph.engine.batches import ColumnDecoder, ColumnMigrator
-from statemorph.engine.demo import NEW_TYPE, OLD_TYPE
 from statemorph.migration import migrate_bytes
 from statemorph.spark import ensure_python_env
 

@@ -12,8 +12,7 @@ from statemorph.engine import IdentityTransform
 from statemorph.engine import migrate_savepoint as local_migrate
 from statemorph.engine.keys import key_groups
 from statemorph.errors import IncompatibleSchemaError
-from statemorph.savepoint.reader import read_metadata, read_state_table, verify_savepoint
-from statemorph.savepoint.writer import SavepointWriter
+from statemorph.savepoint import SavepointWriter, read_metadata, read_state_table, verify_savepoint
 from statemorph.spark import migrate_savepoint
 from statemorph.state.descriptors import ValueStateDescriptor
 

@@ -272,6 +272,6 @@ def test_check_savepoint_dry_run(in_tmp: Path) -> None:
     (events,) = [c for c in report.states if c.name == "events"]
     assert events.outcome is Outcome.INCOMPATIBLE and not report.is_compatible
     assert any("eventId" in r for r in events.reasons)
-    assert report.exit_status == 2
+    assert report.exit_status == 3  # ExitCode.INCOMPATIBLE
 
     assert sorted(p.name for p in (in_tmp / "sp-1").rglob("*")) == before, "a dry run changed the savepoint"

@@ -11,8 +11,7 @@ import pytest
 from statemorph import serializers as S
 from statemorph.cli import ProgressBar, main
 from statemorph.engine.keys import key_groups
-from statemorph.savepoint.reader import read_state_table
-from statemorph.savepoint.writer import SavepointWriter
+from statemorph.savepoint import SavepointWriter, read_state_table
 
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVOLVED = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT>>"
@@ -61,10 +60,10 @@ def test_inspect(savepoint, capsys):
     [
         (f"[states.events]\ntype = '''{EVENTS}'''\n", 0, "restorable as is"),
         (f"[states.events]\ntype = '''{EVOLVED}'''\n", 1, "metadata: added location; reordered"),
-        (f"[states.events]\ntype = '''{BROKEN}'''\n", 2, "metadata.userId: INT -> STRING"),
-        ("[states.counts]\ntype = 'BIGINT'\n", 2, "type changed from IntSerializer to LongSerializer"),
-        ("[states.counts]\ntype = 'INT'\nuser_key_type = 'INT'\n", 2, "map keys cannot be migrated"),
-        ("[states.counts]\ntype = 'INT'\nkind = 'value'\n", 2, "state kind changed from map to value"),
+        (f"[states.events]\ntype = '''{BROKEN}'''\n", 3, "metadata.userId: INT -> STRING"),
+        ("[states.counts]\ntype = 'BIGINT'\n", 3, "type changed from IntSerializer to LongSerializer"),
+        ("[states.counts]\ntype = 'INT'\nuser_key_type = 'INT'\n", 3, "map keys cannot be migrated"),
+        ("[states.counts]\ntype = 'INT'\nkind = 'value'\n", 3, "state kind changed from map to value"),
     ],
 )
 def test_check_exit_status(savepoint, tmp_path, capsys, schema, status, expected):
@@ -78,9 +77,9 @@ def test_migrate_refuses_incompatible_and_writes_nothing(savepoint, tmp_path, ca
     code = main(["migrate", savepoint, "--schema", _schema(tmp_path, f"[states.events]\ntype = '''{BROKEN}'''\n"),
                  "--out", out])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 3
     assert err.startswith("statemorph: error: 1 of 2 states")
-    assert "state 'events': metadata.userId: INT -> STRING" in err
+    assert "state 'events': value: metadata.userId: INT -> STRING" in err
     assert "Traceback" not in err
     assert not os.path.exists(out)
     assert sorted(os.listdir(tmp_path)) == sorted(before + ["new.toml"])
@@ -124,7 +123,7 @@ def test_bad_schema_file(savepoint, tmp_path, capsys):
 def test_damaged_savepoint(savepoint, tmp_path, capsys):
     with open(os.path.join(savepoint, "_metadata.json"), "w") as f:
         f.write("{not json")
-    assert main(["inspect", savepoint]) == 2
+    assert main(["inspect", savepoint]) == 4
     assert "not valid JSON" in capsys.readouterr().err
 
 
@@ -173,3 +172,68 @@ def test_bench_passes_extra_arguments_to_pytest(monkeypatch, tmp_path):
 def test_bench_without_benchmarks_dir(tmp_path, capsys):
     assert main(["bench", "--dir", str(tmp_path / "nope")]) == 2
     assert "benchmark directory" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    import statemorph
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith(f"statemorph {statemorph.__version__}")
+
+
+def test_python_dash_m_runs_the_same_command():
+    import subprocess
+    import sys
+
+    import statemorph
+
+    src = os.path.dirname(os.path.dirname(statemorph.__file__))
+    env = {**os.environ, "PYTHONPATH": src}
+    done = subprocess.run([sys.executable, "-m", "statemorph", "check"], env=env, capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 2 and "usage: statemorph check" in done.stderr
+
+
+def test_bench_finds_the_checkout_benchmarks(monkeypatch, tmp_path):
+    from statemorph.cli.bench import find_benchmarks
+
+    monkeypatch.chdir(tmp_path)  # no ./benchmarks here: the checkout's folder is used
+    found = find_benchmarks(None)
+    assert os.path.isfile(os.path.join(found, "conftest.py"))
+    assert os.path.samefile(os.path.dirname(found), os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def _corrupt_savepoint(tmp_path):
+    ks, vs = S.LongSerializer(), S.RowDataSerializer(EVENTS)
+    keys = list(range(10))
+    values = [vs.to_bytes((k, (k, 1_700_000_000_000, "phone"))) for k in keys]
+    values[4] = values[4][:9]  # truncated in the middle of the row
+    path = tmp_path / "bad"
+    with SavepointWriter(path, max_parallelism=128, key_serializer=ks) as w:
+        w.write_state("events", "value", pa.table({
+            "key_group": key_groups(pa.array(keys, pa.int64()), ks, 128),
+            "key": pa.array([ks.to_bytes(k) for k in keys], pa.binary()),
+            "namespace": pa.array([b"\x00"] * len(keys), pa.binary()),
+            "value": pa.array(values, pa.binary())}), value_serializer=vs)
+    return str(path)
+
+
+def test_migrate_data_error_exit_5_or_skip(tmp_path, capsys):
+    bad = _corrupt_savepoint(tmp_path)
+    schema = _schema(tmp_path, f"[states.events]\ntype = '''{EVOLVED}'''\n")
+    assert main(["migrate", bad, "--schema", schema, "--out", str(tmp_path / "out")]) == 5
+    err = capsys.readouterr().err
+    assert err.startswith("statemorph: error:") and "row 4" in err and "Traceback" not in err
+    assert not os.path.exists(tmp_path / "out")
+    assert main(["migrate", bad, "--schema", schema, "--out", str(tmp_path / "out2"), "--on-error", "skip"]) == 0
+    assert "1 unreadable entries dropped" in capsys.readouterr().out
+    assert read_state_table(str(tmp_path / "out2"), "events").num_rows == 9
+
+
+def test_on_error_choices_come_from_the_one_vocabulary():
+    from statemorph.cli.migrate import MIGRATE_ON_ERROR
+    from statemorph.errors import ON_ERROR_CHOICES
+
+    assert set(MIGRATE_ON_ERROR) < set(ON_ERROR_CHOICES) and ON_ERROR_CHOICES == ("raise", "skip", "null")

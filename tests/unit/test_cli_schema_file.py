@@ -6,8 +6,7 @@ import pyarrow as pa
 import pytest
 
 from statemorph import serializers as S
-from statemorph.savepoint.reader import read_metadata
-from statemorph.savepoint.writer import SavepointWriter
+from statemorph.savepoint import SavepointWriter, read_metadata
 from statemorph.schema_file import (
     SchemaFileError,
     describe_serializer,

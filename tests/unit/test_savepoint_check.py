@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from statemorph.errors import SavepointError
+from statemorph.errors import ExitCode, SavepointError
 from statemorph.io import DataOutputSerializer
 from statemorph.savepoint import METADATA_FILE, check_savepoint
 from statemorph.serializers import IntSerializer, LongSerializer, RowDataSerializer, StringSerializer
@@ -72,12 +72,12 @@ def test_incompatible_reasons(sp):
         ListStateDescriptor("ints", LongSerializer()),
         MapStateDescriptor("m", IntSerializer(), OLD),
     ])
-    assert r.exit_status == 2 and not r.is_compatible
+    assert r.exit_status == ExitCode.INCOMPATIBLE and not r.is_compatible
     assert "id: BIGINT -> STRING" in r.state("rows").reasons[0]
     assert "list element" in r.state("ints").reasons[0]
     assert "map key" in r.state("m").reasons[0] and "only value schema evolution" in r.state("m").reasons[0]
     d = r.to_dict()
-    assert d["exit_status"] == 2 and d["states"][0]["outcome"] == "incompatible"
+    assert d["exit_status"] == ExitCode.INCOMPATIBLE and d["states"][0]["outcome"] == "incompatible"
     json.dumps(d)  # serialisable for the CLI
 
 
@@ -86,12 +86,12 @@ def test_kind_change_and_new_state(sp):
     assert r.state("rows").outcome is Outcome.INCOMPATIBLE
     assert "holds value state but it is registered as list state" in r.state("rows").reasons[0]
     assert r.state("fresh").outcome is Outcome.NEW_STATE
-    assert r.exit_status == 2
+    assert r.exit_status == ExitCode.INCOMPATIBLE
 
 
 def test_key_serializer_change_is_incompatible(sp):
     r = check_savepoint(sp, [], key_serializer=IntSerializer())
-    assert r.exit_status == 2 and r.key.outcome is Outcome.INCOMPATIBLE
+    assert r.exit_status == ExitCode.INCOMPATIBLE and r.key.outcome is Outcome.INCOMPATIBLE
     assert "key serializer" in r.key.reasons[0]
 
 
@@ -136,3 +136,50 @@ def test_verify_key_groups(tmp_path):
              (7, S.to_bytes("user-1x"), b"\x00", b"\x00\x00\x00\x02")])
     with pytest.raises(SavepointError, match=r"state 'v', row 1: key 'user-1x' is stored under key group 7"):
         verify_key_groups(tmp_path / "bad")
+
+
+def test_ttl_change_is_incompatible(sp):
+    r = check_savepoint(sp, [ValueStateDescriptor("rows", OLD, ttl=True)])
+    assert r.state("rows").outcome is Outcome.INCOMPATIBLE
+    assert "time-to-live was enabled" in r.state("rows").reasons[0]
+
+
+def test_planner_works_from_any_state_description():
+    """A format other than the Parquet form plugs in by describing its states (no files needed)."""
+    from dataclasses import dataclass, field
+
+    from statemorph.engine.plan import MIGRATE, plan_rewrite
+    from statemorph.savepoint import SNAPSHOT_ROLES
+    from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+    from statemorph.state import StateKind, VoidNamespaceSerializer
+
+    @dataclass
+    class Described:
+        name: str
+        kind: StateKind
+        rows: int
+        ttl: bool
+        snapshots: dict
+
+        def snapshot_bytes(self, role):
+            return self.snapshots[role]
+
+        def snapshot(self, role, registry=None):
+            return read_versioned_snapshot(self.snapshots[role], registry)
+
+    @dataclass
+    class Savepoint:
+        max_parallelism: int
+        states: dict = field(default_factory=dict)
+
+        def key_snapshot(self, registry=None):
+            return read_versioned_snapshot(write_versioned_snapshot(StringSerializer().snapshot_configuration()))
+
+    sers = [StringSerializer(), VoidNamespaceSerializer(), OLD]
+    snaps = {role: write_versioned_snapshot(s.snapshot_configuration())
+             for role, s in zip(SNAPSHOT_ROLES[:3], sers, strict=True)}
+    md = Savepoint(128, {"rows": Described("rows", StateKind.VALUE, 7, True, snaps)})
+    plan = plan_rewrite("memory", md, [ValueStateDescriptor("rows", ADDED, ttl=True)])
+    assert plan.state("rows").action == MIGRATE and plan.rows_to_migrate == 7
+    assert plan.exit_status == ExitCode.MIGRATION_NEEDED
+    assert plan_rewrite("memory", md, [ValueStateDescriptor("rows", ADDED)]).exit_status == ExitCode.INCOMPATIBLE

@@ -1,6 +1,7 @@
-"""Bulk savepoint rewrites without Spark: migrate, read (decode) and bootstrap (encode) whole
-states over pyarrow, streaming with bounded memory. :mod:`statemorph.spark` runs the same plan and
-the same batch transforms on a Spark cluster.
+"""The engine: the ONE planner (:mod:`.plan`, what a check or a rewrite does to each state) and
+its runners: :mod:`.local` (migrate, read (decode) and bootstrap (encode) whole states over
+pyarrow, streaming with bounded memory) and :mod:`.spark` (the same plan and the same batch
+transforms on a Spark cluster; imported on demand, pyspark is optional).
 
 ::
 
@@ -12,7 +13,7 @@ the same batch transforms on a Spark cluster.
 from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
 from .keys import key_groups
 from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
-from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, RewritePlan, StatePlan, plan_rewrite
+from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
 
 __all__ = [
     "COPY",
@@ -22,11 +23,13 @@ __all__ = [
     "IdentityTransform",
     "KEEP",
     "MIGRATE",
+    "NEW",
     "RewritePlan",
     "RewriteReport",
     "StateDecoder",
     "StateEncoder",
     "StatePlan",
+    "check_savepoint",
     "key_groups",
     "migrate_savepoint",
     "plan_rewrite",

@@ -21,8 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..savepoint.reader import iter_state_batches, read_metadata, state_files
-from ..savepoint.writer import SavepointWriter, StateWriter
+from ..savepoint.parquet.reader import iter_state_batches, read_metadata, state_files
+from ..savepoint.parquet.writer import SavepointWriter, StateWriter
 from .batches import ColumnMigrator, StateDecoder, StateEncoder
 from .plan import COPY, KEEP, MIGRATE, RewritePlan, StatePlan, plan_rewrite
 

@@ -1,43 +1,66 @@
-"""What a savepoint rewrite will do to each state, decided once on the driver before any data moves.
+"""The ONE planner: what restoring or rewriting a savepoint with new descriptors does to each
+state, decided once on the driver before any data moves.
 
-Both engines (local and Spark) execute the same :class:`RewritePlan`, which is why they produce
-the same savepoint. Planning reads only the metadata (serializer snapshots), never state data, so
-an incompatible state stops the job before anything is written.
+``statemorph check``, ``statemorph migrate``, :func:`check_savepoint` (the API's dry run), the
+local engine and the Spark engine all build their :class:`RewritePlan` here, from the format's
+per-state descriptions (:class:`~statemorph.savepoint.description.StateDescription`: name, kind,
+serializer snapshots, TTL flag), so the dry run and the real run cannot disagree and a second
+savepoint format plugs in by describing its states. The per-state rules themselves are
+:func:`statemorph.state.resolve.resolve_state`, the function the backends use when a restored
+state is registered. Planning reads only metadata (serializer snapshots), never state data.
 
-Per state the outcome is one of:
+Per state the action is one of:
 
 - ``copy``: the new serializer reads the old bytes as they are (compatible as is, or with a
   reconfigured serializer); files are copied unchanged, the metadata gets the new snapshot;
 - ``migrate``: compatible after migration; the ``value`` column is rewritten by the kernels;
 - ``keep``: the new job does not mention the state; it is carried over with its old snapshots;
+- ``new``: a descriptor for a state the savepoint lacks (only when planning a dry run);
 - ``incompatible``: the reason names the state and the field paths.
 
-Key and namespace serializers never change in a rewrite (Flink requires them AS_IS); map keys
-must stay readable as they are (Flink migrates map values, not map keys).
+Keys and namespaces are carried over as they are (Flink requires their serializers to be
+compatible as is; pass ``key_serializer`` / ``namespace_serializers`` to have them judged too);
+map keys must stay readable as they are (Flink migrates map values, not map keys).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import IncompatibleSchemaError, SavepointError, StateFormatError
-from ..snapshot import write_versioned_snapshot
+from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StateMigrationError
+from ..keyed.kinds import StateKind
+from ..serializers.base import TypeSerializer
+from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
+from ..state.descriptors import StateDescriptor
+from ..state.resolve import Outcome, resolve_key_serializer, resolve_state
 
-COPY, MIGRATE, KEEP, INCOMPATIBLE = "copy", "migrate", "keep", "incompatible"
+COPY, MIGRATE, KEEP, NEW, INCOMPATIBLE = "copy", "migrate", "keep", "new", "incompatible"
+
+_ACTION = {Outcome.AS_IS: COPY, Outcome.RECONFIGURED: COPY, Outcome.MIGRATION: MIGRATE,
+           Outcome.NEW_STATE: NEW, Outcome.INCOMPATIBLE: INCOMPATIBLE}
+
+_VERDICT = {ExitCode.OK: "compatible as is", ExitCode.MIGRATION_NEEDED: "compatible after migration",
+            ExitCode.INCOMPATIBLE: "INCOMPATIBLE"}
 
 
 @dataclass
 class StatePlan:
-    """The rewrite of one state. ``value_snapshot`` / ``user_key_snapshot`` are the versioned
-    snapshot bytes the NEW metadata records; ``prior_value_snapshot`` the old ones."""
+    """The outcome for one state (or for the key serializer, named ``<key>``, kind ``key``).
+
+    ``value_snapshot`` / ``user_key_snapshot`` are the versioned snapshot bytes the NEW metadata
+    records; ``prior_value_snapshot`` the old ones; ``new_serializer`` writes the new values;
+    ``meta`` is the format's description of the state (the runners read its files)."""
 
     name: str
     kind: str
     action: str
-    reason: str = ""
+    outcome: Outcome = Outcome.AS_IS
+    reasons: list[str] = field(default_factory=list)
     rows: int = 0
+    registered: bool = True
     prior_value_snapshot: bytes = b""
     value_snapshot: bytes = b""
     user_key_snapshot: bytes | None = None
@@ -46,21 +69,55 @@ class StatePlan:
     savepoint_meta: Any = field(default=None, repr=False)
 
     @property
-    def needs_data_pass(self) -> bool:
-        return self.action == MIGRATE
+    def reason(self) -> str:
+        return "; ".join(self.reasons)
+
+    @property
+    def exit_status(self) -> ExitCode:
+        if self.action == INCOMPATIBLE:
+            return ExitCode.INCOMPATIBLE
+        return ExitCode.MIGRATION_NEEDED if self.action == MIGRATE else ExitCode.OK
+
+    @property
+    def plan(self) -> str:
+        """The migration in words (the compatibility reason); empty when nothing changes."""
+        return self.reason if self.action == MIGRATE else ""
+
+    def line(self) -> str:
+        label = self.outcome.label if self.registered else "not registered by the new program: kept as is"
+        head = label if self.action in (INCOMPATIBLE, NEW) else f"{self.action} ({label})"
+        detail = f": {self.reason}" if self.reasons else ""
+        rows = f", {self.rows:,} rows" if self.kind != "key" else ""
+        return f"{self.name} ({self.kind}{rows}): {head}{detail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "action": self.action, "outcome": self.outcome.name.lower(),
+                "label": self.outcome.label, "reasons": list(self.reasons), "rows": self.rows,
+                "registered": self.registered, "exit_status": int(self.exit_status)}
 
 
 @dataclass
 class RewritePlan:
-    """Every state of a savepoint, in metadata order."""
+    """Every state of a savepoint, in metadata order, plus the key check when one was asked for.
+    ``exit_status`` is the ``statemorph check`` status (:class:`~statemorph.errors.ExitCode`)."""
 
     source: str
     metadata: Any
     states: list[StatePlan]
+    key: StatePlan | None = None
+
+    @property
+    def path(self) -> str:
+        return self.source
+
+    @property
+    def max_parallelism(self) -> int:
+        return int(self.metadata.max_parallelism)
 
     @property
     def incompatible(self) -> list[StatePlan]:
-        return [s for s in self.states if s.action == INCOMPATIBLE]
+        checks = ([self.key] if self.key is not None else []) + self.states
+        return [s for s in checks if s.action == INCOMPATIBLE]
 
     @property
     def total_rows(self) -> int:
@@ -71,11 +128,25 @@ class RewritePlan:
         return sum(s.rows for s in self.states if s.action == MIGRATE)
 
     @property
-    def exit_status(self) -> int:
-        """0 nothing to migrate, 1 migration needed, 2 incompatible (as ``statemorph check``)."""
+    def exit_status(self) -> ExitCode:
+        """OK (0) nothing to migrate, MIGRATION_NEEDED (1), INCOMPATIBLE (3)."""
         if self.incompatible:
-            return 2
-        return 1 if any(s.action == MIGRATE for s in self.states) else 0
+            return ExitCode.INCOMPATIBLE
+        return ExitCode.MIGRATION_NEEDED if any(s.action == MIGRATE for s in self.states) else ExitCode.OK
+
+    @property
+    def is_compatible(self) -> bool:
+        return self.exit_status != ExitCode.INCOMPATIBLE
+
+    @property
+    def needs_migration(self) -> bool:
+        return self.exit_status == ExitCode.MIGRATION_NEEDED
+
+    def state(self, name: str) -> StatePlan:
+        for s in self.states:
+            if s.name == name:
+                return s
+        raise KeyError(name)
 
     def raise_if_incompatible(self) -> None:
         bad = self.incompatible
@@ -85,100 +156,131 @@ class RewritePlan:
                 f"{len(bad)} of {len(self.states)} states of {self.source} cannot be restored by the new "
                 f"schema (nothing was written)\n{reasons}", reasons)
 
+    @property
     def summary(self) -> str:
-        lines = []
-        for s in self.states:
-            why = f": {s.reason}" if s.reason else ""
-            lines.append(f"  {s.name} ({s.kind}, {s.rows:,} entries): {s.action}{why}")
+        status = self.exit_status
+        lines = [f"savepoint {self.source} (max_parallelism {self.max_parallelism}): {_VERDICT[status]} "
+                 f"(exit status {int(status)})"]
+        if self.key is not None:
+            lines.append("  " + self.key.line())
+        lines += ["  " + s.line() for s in self.states]
         return "\n".join(lines)
 
+    def __str__(self) -> str:
+        return self.summary
 
-def _kind(meta: Any) -> str:
-    k = meta.kind
-    return str(getattr(k, "value", k))
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.source, "max_parallelism": self.max_parallelism, "exit_status": int(self.exit_status),
+                "key": self.key.to_dict() if self.key else None, "states": [s.to_dict() for s in self.states]}
 
 
-def _descriptor_map(descriptors: Iterable[Any] | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(descriptors, Mapping):
-        return dict(descriptors)
-    out: dict[str, Any] = {}
-    d: Any
-    for d in descriptors:
+def _descriptor_map(
+    descriptors: Iterable[StateDescriptor] | Mapping[str, StateDescriptor],
+) -> dict[str, StateDescriptor]:
+    items = descriptors.values() if isinstance(descriptors, Mapping) else descriptors
+    out: dict[str, StateDescriptor] = {}
+    for d in items:
+        if not isinstance(d, StateDescriptor):
+            raise TypeError(f"expected state descriptors, got {type(d).__name__}")
         if d.name in out:
             raise ValueError(f"two descriptors for state {d.name!r}")
         out[d.name] = d
     return out
 
 
-def plan_rewrite(source: str, metadata: Any, new_descriptors: Iterable[Any] | Mapping[str, Any]) -> RewritePlan:
-    """Resolve every state of ``metadata`` against ``new_descriptors`` (by state name).
+def plan_rewrite(
+    source: str | os.PathLike[str],
+    metadata: Any,
+    new_descriptors: Iterable[StateDescriptor] | Mapping[str, StateDescriptor],
+    *,
+    key_serializer: TypeSerializer[Any] | None = None,
+    namespace_serializers: Mapping[str, TypeSerializer[Any]] | None = None,
+    registry: SnapshotRegistry | None = None,
+    new_states: bool = False,
+) -> RewritePlan:
+    """Resolve every state ``metadata`` describes (a
+    :class:`~statemorph.savepoint.description.SavepointDescription`) against ``new_descriptors``
+    (by state name).
 
     A descriptor naming a state the savepoint lacks is a :class:`SavepointError` (usually a typo:
-    the message lists the states there are)."""
+    the message lists the states there are), unless ``new_states`` is set (a dry run of a program
+    that adds states): then it is planned as ``new``."""
+    source = os.fspath(source)
     descs = _descriptor_map(new_descriptors)
     unknown = [n for n in descs if n not in metadata.states]
-    if unknown:
+    if unknown and not new_states:
         known = ", ".join(repr(n) for n in metadata.states) or "none"
         raise SavepointError(f"{source} has no state named {', '.join(repr(n) for n in unknown)} (states: {known})")
-    plans = [_plan_state(meta, descs.get(name)) for name, meta in metadata.states.items()]
+    ns_map = dict(namespace_serializers or {})
+    plans = [_plan_state(st, descs.get(name), ns_map.get(name), registry) for name, st in metadata.states.items()]
     for p in plans:
         p.savepoint_meta = metadata
-    return RewritePlan(source, metadata, plans)
+    plans += [StatePlan(n, descs[n].kind.value, NEW, Outcome.NEW_STATE) for n in unknown]
+    key = _plan_key(metadata, key_serializer, registry) if key_serializer is not None else None
+    return RewritePlan(source, metadata, plans, key)
 
 
-def _plan_state(meta: Any, desc: Any) -> StatePlan:
-    kind = _kind(meta)
-    prior_bytes = meta.snapshot_bytes("value_serializer")
-    user_key_bytes = meta.user_key_serializer
-    plan = StatePlan(meta.name, kind, KEEP, rows=meta.rows, prior_value_snapshot=prior_bytes,
-                     value_snapshot=prior_bytes, user_key_snapshot=user_key_bytes, meta=meta)
-    if desc is None:
-        return plan
-    new_kind = str(getattr(desc.kind, "value", desc.kind))
-    if new_kind != kind:
-        return _incompatible(plan, f"state kind changed from {kind} to {new_kind}")
+def check_savepoint(
+    path: str | os.PathLike[str],
+    new_descriptors: Iterable[StateDescriptor],
+    *,
+    key_serializer: TypeSerializer[Any] | None = None,
+    namespace_serializers: Mapping[str, TypeSerializer[Any]] | None = None,
+    registry: SnapshotRegistry | None = None,
+) -> RewritePlan:
+    """The dry run: judge ``new_descriptors`` (and optionally a new key serializer and namespace
+    serializers) against the savepoint at ``path``; reads the metadata only. The answer is the
+    plan ``migrate`` would execute. States without a descriptor are kept as they are; descriptors
+    without a state are new states. A damaged metadata file raises SavepointError."""
+    from ..savepoint import read_metadata
+
+    return plan_rewrite(path, read_metadata(path), new_descriptors, key_serializer=key_serializer,
+                        namespace_serializers=namespace_serializers, registry=registry, new_states=True)
+
+
+CheckReport = RewritePlan
+"""The dry run's answer is a plan (the name :func:`check_savepoint` callers know)."""
+StateCheck = StatePlan
+
+
+def _plan_key(metadata: Any, key_serializer: TypeSerializer[Any], registry: SnapshotRegistry | None) -> StatePlan:
     try:
-        prior = meta.snapshot("value_serializer")
-        result = prior.resolve_schema_compatibility(desc.value_serializer)
-    except (StateFormatError, SavepointError) as e:
-        return _incompatible(plan, f"the old value serializer snapshot cannot be read: {e}")
-    reasons: list[str] = []
-    if kind == "map" and desc.user_key_serializer is not None:
-        uk = meta.snapshot("user_key_serializer").resolve_schema_compatibility(desc.user_key_serializer)
-        if uk.is_compatible_as_is():
-            plan.user_key_snapshot = write_versioned_snapshot(desc.user_key_serializer.snapshot_configuration())
-        elif uk.is_compatible_with_reconfigured_serializer():
-            plan.user_key_snapshot = write_versioned_snapshot(
-                uk.get_reconfigured_serializer().snapshot_configuration())
-        else:
-            why = uk.reason or "needs migration"
-            reasons.append(f"map keys: {why} (map keys cannot be migrated; only map values can)")
-    if result.is_incompatible():
-        reasons.insert(0, result.reason or "incompatible")
-    if reasons:
-        return _incompatible(plan, "; ".join(reasons))
-    if result.is_compatible_after_migration():
-        plan.action = MIGRATE
-        plan.reason = result.reason or "compatible after migration"
-        plan.new_serializer = desc.value_serializer
-        plan.value_snapshot = write_versioned_snapshot(desc.value_serializer.snapshot_configuration())
+        old_key = metadata.key_snapshot(registry)
+        reconfigured = resolve_key_serializer(old_key, key_serializer) is not key_serializer
+    except (SavepointError, StateMigrationError) as e:
+        return StatePlan("<key>", "key", INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)])
+    outcome = Outcome.RECONFIGURED if reconfigured else Outcome.AS_IS
+    return StatePlan("<key>", "key", COPY, outcome)
+
+
+def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: TypeSerializer[Any] | None,
+                registry: SnapshotRegistry | None) -> StatePlan:
+    kind = StateKind(st.kind)
+    prior_bytes = st.snapshot_bytes("value_serializer")
+    user_key_bytes = st.snapshot_bytes("user_key_serializer") if kind is StateKind.MAP else None
+    plan = StatePlan(st.name, kind.value, KEEP, rows=st.rows, prior_value_snapshot=prior_bytes,
+                     value_snapshot=prior_bytes, user_key_snapshot=user_key_bytes, meta=st)
+    if desc is None:
+        plan.registered = False
         return plan
-    plan.action = COPY
-    if result.is_compatible_with_reconfigured_serializer():
-        ser = result.get_reconfigured_serializer()
-        plan.reason = "compatible with a reconfigured serializer"
-    else:
-        ser = desc.value_serializer
-        plan.reason = "compatible as is"
-    plan.new_serializer = ser
-    plan.value_snapshot = write_versioned_snapshot(ser.snapshot_configuration())
+    roles = ["value_serializer"] + (["user_key_serializer"] if kind is StateKind.MAP else []) \
+        + (["namespace_serializer"] if namespace_serializer is not None else [])
+    try:
+        snaps: dict[str, TypeSerializerSnapshot] = {role: st.snapshot(role, registry) for role in roles}
+    except SavepointError as e:
+        plan.action, plan.outcome, plan.reasons = INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)]
+        return plan
+    res = resolve_state(st.name, kind, snaps, desc, namespace_serializer, old_ttl=bool(st.ttl))
+    plan.outcome, plan.reasons, plan.action = res.outcome, list(res.reasons), _ACTION[res.outcome]
+    if res.outcome is Outcome.INCOMPATIBLE:
+        return plan
+    assert res.value_serializer is not None
+    plan.new_serializer = res.value_serializer
+    plan.value_snapshot = write_versioned_snapshot(res.value_serializer.snapshot_configuration())
+    if res.user_key_serializer is not None:
+        plan.user_key_snapshot = write_versioned_snapshot(res.user_key_serializer.snapshot_configuration())
     return plan
 
 
-def _incompatible(plan: StatePlan, reason: str) -> StatePlan:
-    plan.action = INCOMPATIBLE
-    plan.reason = reason
-    return plan
-
-
-__all__ = ["COPY", "INCOMPATIBLE", "KEEP", "MIGRATE", "RewritePlan", "StatePlan", "plan_rewrite"]
+__all__ = ["COPY", "CheckReport", "INCOMPATIBLE", "KEEP", "MIGRATE", "NEW", "RewritePlan", "StateCheck", "StatePlan",
+           "check_savepoint", "plan_rewrite"]

@@ -1,29 +1,65 @@
-"""Savepoints: a directory with ``_metadata.json`` and one Parquet dataset per state.
+"""Savepoint formats behind one description (:mod:`.description`): what the planner needs to
+know about each stored state, whatever the files look like.
 
-Readers and writers work dataset by dataset (Arrow batches), so bulk engines never need a backend:
-:func:`read_metadata`, :func:`state_files`, :func:`iter_state_batches`, :func:`read_state_table`,
-:func:`verify_savepoint`, :class:`SavepointWriter`. :func:`check_savepoint` is the dry run.
-See :mod:`statemorph.savepoint.format` for the layout.
+- :mod:`.parquet`: statemorph's Parquet form (``_metadata.json`` + one Parquet dataset per state);
+  its readers and writers work dataset by dataset (Arrow batches), so bulk engines never need a
+  backend.
+- ``flink/``: Flink's canonical savepoints (``_metadata`` + keyed-state files).
+
+:func:`check_savepoint` (the dry run) is the engine's planner (:mod:`statemorph.engine.plan`),
+re-exported here because this is where users look for it.
 """
 
 from __future__ import annotations
 
-from .check import CheckReport, StateCheck, check_savepoint, verify_key_groups
-from .format import FORMAT_VERSION, METADATA_FILE, FileEntry, SavepointMetadata, StateMetadata, state_schema
-from .reader import iter_state_batches, read_metadata, read_state_table, state_files, verify_savepoint
-from .writer import SavepointWriter, StateWriter, remove_stale_temp_dirs
+from typing import Any
+
+from .description import SNAPSHOT_ROLES, SavepointDescription, StateDescription
+from .parquet import (
+    FORMAT_VERSION,
+    METADATA_FILE,
+    FileEntry,
+    SavepointMetadata,
+    SavepointWriter,
+    StateMetadata,
+    StateWriter,
+    iter_state_batches,
+    read_metadata,
+    read_state_table,
+    remove_stale_temp_dirs,
+    state_files,
+    state_schema,
+    verify_key_groups,
+    verify_savepoint,
+)
+
+_PLANNER_NAMES = ("CheckReport", "StateCheck", "check_savepoint")
+
+
+def __getattr__(name: str) -> Any:
+    # The dry run belongs to the engine (one planner for check, migrate, the API and Spark); it is
+    # resolved on first use so this lower layer never imports the engine at import time.
+    if name in _PLANNER_NAMES:
+        from ..engine import plan
+
+        return getattr(plan, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "CheckReport",
-    "StateCheck",
-    "check_savepoint",
     "FORMAT_VERSION",
-    "METADATA_FILE",
     "FileEntry",
+    "METADATA_FILE",
+    "SNAPSHOT_ROLES",
+    "SavepointDescription",
     "SavepointMetadata",
     "SavepointWriter",
+    "StateCheck",
+    "StateDescription",
     "StateMetadata",
     "StateWriter",
+    "check_savepoint",
     "iter_state_batches",
     "read_metadata",
     "read_state_table",

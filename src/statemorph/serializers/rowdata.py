@@ -77,10 +77,6 @@ class RowDataSerializer(TypeSerializer[Row]):
         """The BinaryRowData bytes of ``value`` (no length prefix)."""
         return bytes(self._codec.encode(value))
 
-    def from_binary_row(self, data: bytes | bytearray | memoryview, origin: int = 0) -> Row:
-        """Read BinaryRowData bytes (no prefix); ``origin`` shifts offsets in error messages."""
-        return self._codec.decode(_Ctx(bytes(data), origin), 0, len(data))
-
     # -- TypeSerializer -------------------------------------------------------------------------
     def serialize(self, value: Row | tuple[Any, ...], out: DataOutputSerializer) -> None:
         body = self._codec.encode(value)

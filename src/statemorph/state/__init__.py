@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..keyed.keygroups import KeyGroupRange, assign_to_key_group, key_group_range_for_operator, murmur_hash
+from ..keyed.namespace import VoidNamespace, VoidNamespaceSerializer
 from .backend import KeyedStateBackend
 from .descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor, StateKind, ValueStateDescriptor
 from .heap import HeapStateBackend
-from .keygroups import KeyGroupRange, assign_to_key_group, key_group_range_for_operator, murmur_hash
-from .namespace import VoidNamespace, VoidNamespaceSerializer
 from .resolve import Outcome, StateResolution
 from .states import ListState, MapState, ValueState
 

@@ -14,11 +14,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from ..errors import SavepointError, StateMigrationError
-from ..serializers.base import TypeSerializer
-from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
-from .descriptors import StateDescriptor, StateKind
-from .keygroups import (
+from ..errors import SavepointError, StateMigrationError, StatemorphError
+from ..keyed.keygroups import (
     KeyGroupRange,
     KeyHasher,
     assign_to_key_group,
@@ -26,7 +23,10 @@ from .keygroups import (
     hasher_for_serializer,
     key_group_prefix_bytes,
 )
-from .namespace import VoidNamespaceSerializer
+from ..keyed.namespace import VoidNamespaceSerializer
+from ..serializers.base import TypeSerializer
+from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
+from .descriptors import StateDescriptor, StateKind
 from .resolve import Outcome, StateResolution, resolve_key_serializer, resolve_state
 from .states import STATE_CLASSES, StateHandle, StateTable
 
@@ -60,7 +60,6 @@ class KeyedStateBackend(ABC):
         self._hasher = key_hasher or hasher_for_serializer(key_serializer)
         self._key_snapshot_bytes = write_versioned_snapshot(key_serializer.snapshot_configuration())
         self._handles: dict[str, StateHandle] = {}
-        self._current_key: Any = None
         self._current: tuple[int, bytes] | None = None
         self._closed = False
 
@@ -81,18 +80,13 @@ class KeyedStateBackend(ABC):
                 f"key {key!r} belongs to key group {kg}, outside this backend's key group range "
                 f"[{self.key_group_range.start}, {self.key_group_range.end}]"
             )
-        self._current_key = key
         self._current = (kg, key_bytes)
-
-    @property
-    def current_key(self) -> Any:
-        return self._current_key
 
     @property
     def current_key_group(self) -> int | None:
         return None if self._current is None else self._current[0]
 
-    def _current_entry(self, state_name: str) -> tuple[int, bytes]:
+    def current_entry(self, state_name: str) -> tuple[int, bytes]:
         self._check_open()
         if self._current is None:
             raise ValueError(f"state {state_name!r}: no current key; call set_current_key(key) first")
@@ -201,7 +195,7 @@ class KeyedStateBackend(ABC):
         """The key for messages: its value when it deserializes, else its bytes in hex."""
         try:
             return repr(self.key_serializer.from_bytes(key_bytes))
-        except Exception:  # noqa: BLE001 - only for a message
+        except StatemorphError:  # only for a message
             return f"0x{key_bytes.hex()}"
 
     def migration_error(self, h: StateHandle, what: str, e: BaseException) -> StateMigrationError:
@@ -215,7 +209,7 @@ class KeyedStateBackend(ABC):
                   batch_rows: int = 65536) -> Path:
         """Write every state (including restored states never re-registered, in their old schema)
         as a savepoint directory, atomically."""
-        from ..savepoint.writer import SavepointWriter
+        from ..savepoint.parquet.writer import SavepointWriter
 
         self._check_open()
         with SavepointWriter(path, max_parallelism=self.max_parallelism, key_serializer=self._key_snapshot_bytes,
@@ -249,7 +243,7 @@ class KeyedStateBackend(ABC):
         default is the serializer restored from its snapshot. ``max_parallelism`` must equal the
         savepoint's: key groups are fixed when state is first written. ``registry`` resolves snapshot
         identifiers (default: the global registry). The savepoint is only read."""
-        from ..savepoint.reader import iter_state_batches, read_metadata
+        from ..savepoint.parquet.reader import iter_state_batches, read_metadata
 
         meta = read_metadata(path)
         if max_parallelism is not None and max_parallelism != meta.max_parallelism:
@@ -271,7 +265,7 @@ class KeyedStateBackend(ABC):
                 snaps = {role: st.snapshot(role, registry) for role in ROLES if getattr(st, role) is not None}
                 try:
                     sers = {role: s.restore_serializer() for role, s in snaps.items()}
-                except Exception as e:  # noqa: BLE001 - a snapshot that cannot build its serializer
+                except StatemorphError as e:  # a snapshot that cannot build its serializer
                     raise SavepointError(f"state {st.name!r}: cannot restore its serializers: {e}") from e
                 h = backend._new_handle(
                     st.name, st.kind, sers["namespace_serializer"], sers["value_serializer"],

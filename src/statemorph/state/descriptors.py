@@ -7,18 +7,10 @@ compatibility is resolved between the two when the state is first accessed.
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
+from ..keyed.kinds import StateKind
 from ..serializers.base import TypeSerializer
-
-
-class StateKind(str, enum.Enum):
-    """The three keyed state kinds; the string values are what savepoint metadata stores."""
-
-    VALUE = "value"
-    LIST = "list"
-    MAP = "map"
 
 
 class StateDescriptor:
@@ -27,13 +19,16 @@ class StateDescriptor:
 
     kind: StateKind
 
-    def __init__(self, name: str, value_serializer: TypeSerializer[Any]) -> None:
+    def __init__(self, name: str, value_serializer: TypeSerializer[Any], *, ttl: bool = False) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a state name must be a non-empty string, got {name!r}")
         if not isinstance(value_serializer, TypeSerializer):
             raise TypeError(f"state {name!r}: expected a TypeSerializer, got {type(value_serializer).__name__}")
         self.name = name
         self.value_serializer = value_serializer
+        self.ttl = ttl
+        """Whether the state uses time-to-live. Turning TTL on or off for stored state is incompatible
+        (Flink stores TTL values with their timestamp), which the planner reports."""
 
     @property
     def user_key_serializer(self) -> TypeSerializer[Any] | None:
@@ -49,8 +44,8 @@ class ValueStateDescriptor(StateDescriptor):
 
     kind = StateKind.VALUE
 
-    def __init__(self, name: str, serializer: TypeSerializer[Any]) -> None:
-        super().__init__(name, serializer)
+    def __init__(self, name: str, serializer: TypeSerializer[Any], *, ttl: bool = False) -> None:
+        super().__init__(name, serializer, ttl=ttl)
 
     @property
     def serializer(self) -> TypeSerializer[Any]:
@@ -62,8 +57,8 @@ class ListStateDescriptor(StateDescriptor):
 
     kind = StateKind.LIST
 
-    def __init__(self, name: str, element_serializer: TypeSerializer[Any]) -> None:
-        super().__init__(name, element_serializer)
+    def __init__(self, name: str, element_serializer: TypeSerializer[Any], *, ttl: bool = False) -> None:
+        super().__init__(name, element_serializer, ttl=ttl)
 
     @property
     def element_serializer(self) -> TypeSerializer[Any]:
@@ -75,8 +70,9 @@ class MapStateDescriptor(StateDescriptor):
 
     kind = StateKind.MAP
 
-    def __init__(self, name: str, key_serializer: TypeSerializer[Any], value_serializer: TypeSerializer[Any]) -> None:
-        super().__init__(name, value_serializer)
+    def __init__(self, name: str, key_serializer: TypeSerializer[Any], value_serializer: TypeSerializer[Any], *,
+                 ttl: bool = False) -> None:
+        super().__init__(name, value_serializer, ttl=ttl)
         if not isinstance(key_serializer, TypeSerializer):
             raise TypeError(f"state {name!r}: expected a TypeSerializer for the map key, got "
                             f"{type(key_serializer).__name__}")

@@ -18,10 +18,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import SavepointError, SerializationError, StateMigrationError
+from ..errors import SavepointError, SerializationError, StateMigrationError, StatemorphError
+from ..keyed.kinds import StateKind
 from ..snapshot import TypeSerializerSnapshot
 from .backend import KeyedStateBackend
-from .descriptors import StateKind
 from .resolve import StateResolution
 from .states import EntryKey, StateHandle, StateTable, rows_to_batches
 
@@ -87,7 +87,7 @@ class HeapStateTable(StateTable):
     def _ser(self, ser: Any, value: Any, ek: EntryKey, what: str) -> bytes:
         try:
             return bytes(ser.to_bytes(value))
-        except Exception as e:
+        except (StatemorphError, TypeError, ValueError, OverflowError) as e:  # a value the serializer refuses
             raise SerializationError(f"{self._where(ek)}: cannot write {what} {value!r} with "
                                      f"{type(ser).__name__}: {e}") from e
 
@@ -137,7 +137,7 @@ class HeapStateTable(StateTable):
                     if ub in m:
                         raise SavepointError("duplicate map key")
                     m[ub] = (uks.from_bytes(ub), value)
-            except Exception as e:
+            except StatemorphError as e:
                 raise SavepointError(f"state {h.name!r}, row {row} (key group {ek[0]}): cannot be restored: "
                                      f"{type(e).__name__}: {e}") from e
 
@@ -168,7 +168,7 @@ class HeapStateBackend(KeyedStateBackend):
                 out = old_value_snapshot.migrate_value(value, new_ser)
                 new_ser.to_bytes(out)  # proves the new serializer can write it
                 return out
-            except Exception as e:
+            except (StatemorphError, ValueError) as e:  # a value that cannot be converted
                 raise self.migration_error(handle, where, e) from e
 
         return self._convert_table(handle, convert, self._key_converter(handle, resolution))
@@ -196,7 +196,7 @@ class HeapStateBackend(KeyedStateBackend):
         def convert(value: Any, where: str) -> Any:
             try:
                 return new_vs.from_bytes(old_vs.to_bytes(value))
-            except Exception as e:
+            except (StatemorphError, ValueError) as e:  # a value that cannot be converted
                 raise StateMigrationError(f"state {handle.name!r}: cannot re-read the value at {where} with the "
                                           f"new serializer: {type(e).__name__}: {e}") from e
 

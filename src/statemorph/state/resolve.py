@@ -1,6 +1,8 @@
 """Compatibility resolution for one registered state: old snapshots (from a savepoint) against the
-serializers of a new descriptor. Used by both backends (which raise) and by the dry run (which
-reports), so the two can never disagree.
+serializers of a new descriptor. This is the ONE rule book: the backends call it when a restored
+state is registered (and raise), the engine's planner (:mod:`statemorph.engine.plan`, behind
+``check``, ``migrate``, :func:`~statemorph.savepoint.check_savepoint` and Spark) calls it for every
+state of a savepoint (and reports), so a dry run and a real run can never disagree.
 
 Flink's rules for keyed state: the key serializer and the namespace serializer must be compatible
 as is (or with a reconfigured serializer); a map state's user key must be too, because entries are
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compat import SchemaCompatibility
-from ..errors import StateMigrationError
+from ..errors import StateMigrationError, StatemorphError
 from ..serializers.base import TypeSerializer
 from ..snapshot import TypeSerializerSnapshot
 from .descriptors import StateDescriptor, StateKind
@@ -67,10 +69,12 @@ def _use(result: SchemaCompatibility, new: TypeSerializer[Any]) -> TypeSerialize
 
 
 def _resolve(snapshot: TypeSerializerSnapshot, new: TypeSerializer[Any], what: str) -> SchemaCompatibility:
-    """Resolve, turning a snapshot that fails while judging into an incompatible answer."""
+    """Resolve, turning a snapshot that cannot be judged (unreadable nested snapshot, unknown
+    class) into an incompatible answer. Only statemorph's own errors are expected here; anything
+    else is a bug and propagates."""
     try:
         return snapshot.resolve_schema_compatibility(new)
-    except Exception as e:  # noqa: BLE001 - a broken snapshot must not crash the check
+    except StatemorphError as e:
         return SchemaCompatibility.incompatible(f"{what}: compatibility check failed: {type(e).__name__}: {e}")
 
 
@@ -79,28 +83,40 @@ def resolve_state(
     old_kind: StateKind,
     old_snapshots: dict[str, TypeSerializerSnapshot],
     descriptor: StateDescriptor,
-    namespace_serializer: TypeSerializer[Any],
+    namespace_serializer: TypeSerializer[Any] | None,
+    *,
+    old_ttl: bool = False,
 ) -> StateResolution:
     """Judge ``descriptor`` against the old ``namespace_serializer`` / ``value_serializer`` /
-    ``user_key_serializer`` snapshots of a state named ``name``."""
+    ``user_key_serializer`` snapshots of a state named ``name``. ``namespace_serializer`` None
+    means the namespace is carried over unchanged (a savepoint rewrite), so it is not judged."""
     if descriptor.kind is not old_kind:
         return StateResolution(name, Outcome.INCOMPATIBLE, [
-            f"the savepoint holds {old_kind.value} state but it is registered as {descriptor.kind.value} state"])
+            f"state kind changed from {old_kind.value} to {descriptor.kind.value}: the savepoint holds "
+            f"{old_kind.value} state but it is registered as {descriptor.kind.value} state"])
+    if descriptor.ttl != old_ttl:
+        change = "enabled" if descriptor.ttl else "disabled"
+        return StateResolution(name, Outcome.INCOMPATIBLE, [
+            f"time-to-live was {change}: stored values {'lack' if descriptor.ttl else 'carry'} the TTL timestamp, "
+            f"so the state cannot be restored with TTL {change}"])
     reasons: list[str] = []
     res = StateResolution(name, Outcome.AS_IS)
-    ns = _resolve(old_snapshots["namespace_serializer"], namespace_serializer, "namespace")
-    if ns.is_incompatible() or ns.is_compatible_after_migration():
-        reasons.append(f"the namespace serializer must be compatible as is ({ns.type.value}"
-                       f"{': ' + ns.reason if ns.reason else ''})")
-    res.namespace_serializer = _use(ns, namespace_serializer)
-    reconfigured = ns.is_compatible_with_reconfigured_serializer()
+    reconfigured = False
+    if namespace_serializer is not None:
+        ns = _resolve(old_snapshots["namespace_serializer"], namespace_serializer, "namespace")
+        if ns.is_incompatible() or ns.is_compatible_after_migration():
+            reasons.append(f"the namespace serializer must be compatible as is ({ns.type.value}"
+                           f"{': ' + ns.reason if ns.reason else ''})")
+        res.namespace_serializer = _use(ns, namespace_serializer)
+        reconfigured = ns.is_compatible_with_reconfigured_serializer()
     if descriptor.kind is StateKind.MAP:
         new_uk = descriptor.user_key_serializer
         assert new_uk is not None
         uk = _resolve(old_snapshots["user_key_serializer"], new_uk, "map key")
         if uk.is_incompatible() or uk.is_compatible_after_migration():
-            reasons.append(f"map key: {uk.type.value}{': ' + uk.reason if uk.reason else ''}; map state supports "
-                           f"only value schema evolution, the user key serializer must be compatible as is")
+            reasons.append(f"map keys: {uk.type.value}{': ' + uk.reason if uk.reason else ''}; map keys cannot be "
+                           f"migrated (map state supports only value schema evolution, the user key serializer "
+                           f"must be compatible as is)")
         res.user_key_serializer = _use(uk, new_uk)
         reconfigured = reconfigured or uk.is_compatible_with_reconfigured_serializer()
     what = {StateKind.VALUE: "value", StateKind.LIST: "list element", StateKind.MAP: "map value"}[descriptor.kind]

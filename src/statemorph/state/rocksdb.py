@@ -35,13 +35,13 @@ except ImportError as _e:  # pragma: no cover - exercised only without the optio
     raise ImportError("RocksDBStateBackend needs the optional dependency rocksdict: "
                       "pip install 'statemorph[rocksdb]'") from _e
 
-from ..errors import MalformedDataError, SavepointError
+from ..errors import MalformedDataError, SavepointError, StatemorphError
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..keyed.keygroups import KeyGroupRange, KeyHasher
+from ..keyed.kinds import StateKind
 from ..snapshot import TypeSerializerSnapshot
 from . import rocksdb_bulk as bulk
 from .backend import KeyedStateBackend
-from .descriptors import StateKind
-from .keygroups import KeyGroupRange, KeyHasher
 from .resolve import StateResolution
 from .states import EntryKey, StateHandle, StateTable, rows_to_batches
 
@@ -238,7 +238,7 @@ class RocksDBStateTable(StateTable):
         namespace after a variable key, which is then everything in between), else entry by entry;
         map null flags stripped column-wise; list values are still split element by element (each
         element must be parsed to find its end)."""
-        from ..savepoint.format import state_schema
+        from ..keyed.entries import state_schema
 
         schema = state_schema(self.handle.kind)
         kind = self.handle.kind
@@ -258,7 +258,7 @@ class RocksDBStateTable(StateTable):
                 for k, v in zip(ks.to_pylist(), vs.to_pylist(), strict=True):
                     try:
                         parts = self._list_slices(v)
-                    except Exception as e:
+                    except StatemorphError as e:
                         raise self._export_error(k, e) from e
                     counts.append(len(parts))
                     elements.extend(parts)
@@ -305,7 +305,7 @@ class RocksDBStateTable(StateTable):
                 (g, k, n), r = self.split(ck)
                 if r and not is_map:
                     raise MalformedDataError(f"{len(r)} unexpected bytes after the namespace")
-            except Exception as e:
+            except StatemorphError as e:
                 raise self._export_error(ck, e) from e
             rows.append((g, k, n, r))
         g_col, k_col, n_col, r_col = ([row[i] for row in rows] for i in range(4))
@@ -330,7 +330,7 @@ class RocksDBStateTable(StateTable):
                     rows = [(kg, kb, nb, v)]
                 else:
                     rows = [(kg, kb, nb, i, e) for i, e in enumerate(self._list_slices(v))]
-            except Exception as e:
+            except StatemorphError as e:
                 raise MalformedDataError(f"state {self.handle.name!r}: stored entry 0x{k.hex()} cannot be "
                                          f"exported: {e}") from e
             yield from rows
@@ -579,7 +579,7 @@ class RocksDBStateBackend(KeyedStateBackend):
                 migrated = bulk.binary(arrow.migrate(values, snapshot, new_ser, threads=self.threads))
                 if is_map:
                     migrated = bulk.encode_map_values(migrated)
-            except Exception as e:
+            except StatemorphError as e:
                 # the per-entry path finds and names the first bad entry of this chunk
                 self._migrate_per_entry_chunk(old, snapshot, new_ser, ks, vs)
                 row = getattr(e, "row", None)
@@ -596,7 +596,7 @@ class RocksDBStateBackend(KeyedStateBackend):
         for k, v in zip(ks.to_pylist(), vs.to_pylist(), strict=True):
             try:
                 self._migrate_entry(old.handle.kind, snapshot, prior, new_ser, v)
-            except Exception as e:
+            except (StatemorphError, ValueError) as e:  # a value that cannot be converted
                 raise self.migration_error(old.handle, self._describe_entry(old, k), e) from e
 
     @staticmethod
@@ -632,7 +632,7 @@ class RocksDBStateBackend(KeyedStateBackend):
         for k, v in old.cf.items():
             try:
                 wb.put(k, self._migrate_entry(kind, snapshot, prior, new_ser, v))
-            except Exception as e:
+            except (StatemorphError, ValueError) as e:  # a value that cannot be converted
                 raise self.migration_error(old.handle, self._describe_entry(old, k), e) from e
             pending += 1
             if pending >= self._migration_batch_rows:
@@ -644,13 +644,13 @@ class RocksDBStateBackend(KeyedStateBackend):
     def _describe_entry(self, table: RocksDBStateTable, ck: bytes) -> str:
         try:
             (kg, kb, _), rest = table.split(ck)
-        except Exception:  # noqa: BLE001 - only for a message
+        except StatemorphError:  # only for a message
             return f"stored key 0x{ck.hex()}"
         where = f"key {self.describe_key(kb)} (key group {kg})"
         if rest and table.handle.user_key_serializer is not None:
             try:
                 where += f", map key {table.handle.user_key_serializer.from_bytes(rest)!r}"
-            except Exception:  # noqa: BLE001
+            except StatemorphError:
                 where += f", map key 0x{rest.hex()}"
         return where
 

@@ -11,17 +11,21 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from ..errors import SerializationError
+from ..keyed.kinds import StateKind
+from ..keyed.namespace import VoidNamespace
 from ..serializers.base import TypeSerializer
-from .descriptors import StateKind
-from .namespace import VoidNamespace
 
-if TYPE_CHECKING:
-    from .backend import KeyedStateBackend
+
+class KeyContext(Protocol):
+    """What a state object needs from its backend: the current entry's key group and key bytes
+    (the backend implements it; states never import the backend)."""
+
+    def current_entry(self, state_name: str) -> tuple[int, bytes]: ...
 
 EntryKey = tuple[int, bytes, bytes]
 """(key group, serialized key, serialized namespace): one entry of value / list state, one map of map state."""
@@ -83,7 +87,7 @@ class StateTable(ABC):
 
 def rows_to_batches(kind: StateKind, rows: Iterable[tuple[Any, ...]], batch_rows: int) -> Iterator[pa.RecordBatch]:
     """Group savepoint rows (tuples in the state schema's column order) into Arrow batches."""
-    from ..savepoint.format import state_schema
+    from ..keyed.entries import state_schema
 
     schema = state_schema(kind)
     cols: list[list[Any]] = [[] for _ in schema]
@@ -125,7 +129,7 @@ class StateHandle:
 class _KeyedState:
     """Common part of the three state kinds: current namespace and entry addressing."""
 
-    def __init__(self, backend: KeyedStateBackend, handle: StateHandle) -> None:
+    def __init__(self, backend: KeyContext, handle: StateHandle) -> None:
         self._backend = backend
         self._handle = handle
         self._ns_value: Any = VoidNamespace
@@ -141,7 +145,7 @@ class _KeyedState:
         self._ns_value = namespace
 
     def _ek(self) -> EntryKey:
-        kg, key_bytes = self._backend._current_entry(self._handle.name)
+        kg, key_bytes = self._backend.current_entry(self._handle.name)
         if self._ns_bytes is None:
             self._ns_bytes = self._handle.namespace_serializer.to_bytes(self._ns_value)
         return (kg, key_bytes, self._ns_bytes)

@@ -1,0 +1,7 @@
+"""``python -m statemorph``: the same command as the ``statemorph`` console script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,83 @@
+"""The ``statemorph`` command: parse the arguments, run one verb, turn its outcome into an exit
+status. Each verb lives in its own module of this package; the exit statuses are
+:class:`statemorph.errors.ExitCode`:
+
+====  ==========================================================================================
+0     done; ``check``: restorable as is
+1     ``check``: restorable after migration
+2     usage error: bad arguments (argparse), missing file, bad schema file, ``--out`` exists
+3     incompatible schema: the new types cannot restore the savepoint (nothing written)
+4     damaged savepoint: missing parts, bad metadata, checksum mismatch, unknown format
+5     data error: a stored value cannot be read or migrated
+130   interrupted
+====  ==========================================================================================
+
+An expected error prints one ``statemorph: error:`` line plus the detail, never a traceback
+(``STATEMORPH_DEBUG=1`` re-raises it). Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ..errors import ExitCode, StatemorphError
+from . import bench, check, demo, inspect, migrate
+from .output import exit_code_for, print_error
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .. import __version__
+
+    try:
+        installed = version("statemorph")
+    except PackageNotFoundError:
+        return __version__
+    return __version__ if installed == __version__ else f"{__version__} (installed distribution {installed})"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="statemorph",
+        description="Inspect, check and migrate savepoints whose state schema changed (Flink-compatible bytes).",
+        epilog="exit status: 0 ok, 1 migration needed (check), 2 usage error, 3 incompatible schema, "
+               "4 damaged savepoint, 5 data error",
+    )
+    p.add_argument("--version", action="version", version=f"statemorph {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for verb in (inspect, check, migrate, demo, bench):
+        verb.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "bench":
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.pytest_args = extra
+    debug = os.environ.get("STATEMORPH_DEBUG") == "1"
+    try:
+        return int(args.func(args))
+    except StatemorphError as e:
+        if debug:
+            raise
+        print_error(str(e))
+        return exit_code_for(e)
+    except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as e:
+        if debug:
+            raise
+        print_error(f"{e.strerror or e}: {e.filename}")
+        return exit_code_for(e)
+    except KeyboardInterrupt:
+        print("statemorph: interrupted", file=sys.stderr)
+        return 130
+
+
+__all__ = ["ExitCode", "build_parser", "main"]

@@ -1,0 +1,65 @@
+"""What every savepoint format tells the planner about its states, and nothing more.
+
+The planner (:mod:`statemorph.engine.plan`) decides per state from a :class:`StateDescription`:
+its name, kind, entry count, TTL flag and the serializer snapshots of its key, namespace, value
+(list element, map value) and map user key, as versioned snapshot bytes. Where the bytes live
+(Parquet files, Flink keyed-state files) is the format's business; a new format plugs in by
+describing its states this way (:class:`SavepointDescription`), and ``check`` / ``migrate`` / the
+API / Spark plan it with no change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from ..keyed.kinds import StateKind
+from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot
+
+SNAPSHOT_ROLES = ("key_serializer", "namespace_serializer", "value_serializer", "user_key_serializer")
+"""The serializer roles of a keyed state, in the order formats record them."""
+
+
+class StateDescription(Protocol):
+    """One stored state, as the planner sees it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> StateKind: ...
+
+    @property
+    def rows(self) -> int:
+        """Entries (list elements count one each)."""
+        ...
+
+    @property
+    def ttl(self) -> bool:
+        """Whether the state was written with time-to-live (values wrapped with their timestamp)."""
+        ...
+
+    def snapshot_bytes(self, role: str) -> bytes:
+        """The versioned snapshot bytes of ``role`` (one of :data:`SNAPSHOT_ROLES`); a role the
+        state does not have is a SavepointError."""
+        ...
+
+    def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
+        """The parsed snapshot of ``role``; one that cannot be read is a SavepointError naming the
+        state and the role."""
+        ...
+
+
+class SavepointDescription(Protocol):
+    """A whole savepoint, as the planner sees it: states in the order the format keeps them."""
+
+    @property
+    def max_parallelism(self) -> int: ...
+
+    @property
+    def states(self) -> Mapping[str, StateDescription]: ...
+
+    def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot: ...
+
+
+__all__ = ["SNAPSHOT_ROLES", "SavepointDescription", "StateDescription"]

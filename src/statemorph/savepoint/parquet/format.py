@@ -1,0 +1,325 @@
+"""The savepoint format: a directory with ``_metadata.json`` and one Parquet dataset per state.
+
+Layout::
+
+    <savepoint>/
+      _metadata.json                      format, max_parallelism, per-state serializer snapshots,
+                                          file list with row counts, sizes and sha256 checksums
+      state-00000/part-00000.parquet      one directory per state (named by position, not by the
+      state-00001/part-00000.parquet      state name, so any name is a safe path)
+
+Every state's Parquet files share one Arrow schema (all bytes are Flink's serialized form, so
+the files are backend-neutral and a Spark job can rewrite them partition by partition):
+
+=========  ==========================================================================
+column     content
+=========  ==========================================================================
+key_group  int32, the key group of the key (``murmurHash(key.hashCode()) % max_parallelism``)
+key        binary, the key serialized with the key serializer
+namespace  binary, the namespace serialized with the namespace serializer
+user_key   binary, map state only: the map key serialized with the user key serializer
+index      int32, list state only: the element's position in its list (0-based)
+value      binary: value state → the value; list state → ONE element (one row per element);
+           map state → the map value, or null for a null map value
+=========  ==========================================================================
+
+List state is stored one element per row (not in Flink's RocksDB ``,``-delimited form) so that
+the ``value`` column always holds exactly one value of one serializer: a bulk migration is then the
+same column kernel for all three kinds. The serializer snapshots are stored as base64 of
+``write_versioned_snapshot`` (Flink's ``writeVersionedSnapshot`` bytes); for list and map state
+``value_serializer`` is the element / map value serializer (not a List/Map serializer).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+import posixpath
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ...errors import SavepointError, StateFormatError
+from ...keyed.entries import COL_INDEX, COL_KEY, COL_KEY_GROUP, COL_NAMESPACE, COL_USER_KEY, COL_VALUE, state_schema
+from ...keyed.kinds import StateKind
+from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
+from ..description import SNAPSHOT_ROLES
+
+FORMAT_NAME = "statemorph-savepoint"
+FORMAT_VERSION = 1
+METADATA_FILE = "_metadata.json"
+MAX_METADATA_BYTES = 64 << 20
+"""A metadata file larger than this is rejected before it is parsed (hostile input)."""
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One Parquet file of a state, relative to the savepoint directory (POSIX separators)."""
+
+    path: str
+    rows: int
+    size: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "rows": self.rows, "size": self.size, "sha256": self.sha256}
+
+
+@dataclass
+class StateMetadata:
+    """Everything the metadata file says about one state. Snapshots are kept as raw bytes and
+    parsed on demand, so reading metadata never fails on a snapshot class this process lacks."""
+
+    name: str
+    kind: StateKind
+    directory: str
+    key_serializer: bytes
+    namespace_serializer: bytes
+    value_serializer: bytes
+    user_key_serializer: bytes | None = None
+    files: list[FileEntry] = field(default_factory=list)
+
+    ttl = False
+    """The Parquet form stores no TTL-wrapped state (a :class:`~statemorph.savepoint.description.StateDescription`)."""
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    def snapshot_bytes(self, role: str) -> bytes:
+        if role not in SNAPSHOT_ROLES:
+            raise ValueError(f"unknown serializer role {role!r}; one of {SNAPSHOT_ROLES}")
+        data = getattr(self, role)
+        if data is None:
+            raise SavepointError(f"state {self.name!r} ({self.kind.value} state) has no {role.replace('_', ' ')}")
+        return bytes(data)
+
+    def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
+        """The parsed snapshot for ``role``; a snapshot that cannot be read is a SavepointError
+        naming the state and the role (the underlying error is chained)."""
+        data = self.snapshot_bytes(role)
+        try:
+            return read_versioned_snapshot(data, registry)
+        except StateFormatError as e:
+            raise SavepointError(
+                f"state {self.name!r}: the {role.replace('_', ' ')} snapshot in {METADATA_FILE} cannot be read: {e}"
+            ) from e
+
+    def schema(self) -> pa.Schema:
+        return state_schema(self.kind)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind.value,
+            "directory": self.directory,
+            "rows": self.rows,
+        }
+        for role in SNAPSHOT_ROLES:
+            data = getattr(self, role)
+            if data is not None:
+                d[role] = base64.b64encode(data).decode("ascii")
+        d["files"] = [f.to_json() for f in self.files]
+        return d
+
+
+@dataclass
+class SavepointMetadata:
+    """The parsed ``_metadata.json``. ``states`` keeps the file's order."""
+
+    max_parallelism: int
+    key_serializer: bytes
+    states: dict[str, StateMetadata] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+    properties: dict[str, str] = field(default_factory=dict)
+
+    def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
+        try:
+            return read_versioned_snapshot(self.key_serializer, registry)
+        except StateFormatError as e:
+            raise SavepointError(f"the key serializer snapshot in {METADATA_FILE} cannot be read: {e}") from e
+
+    def state(self, name: str) -> StateMetadata:
+        try:
+            return self.states[name]
+        except KeyError:
+            known = ", ".join(repr(n) for n in self.states) or "none"
+            raise SavepointError(f"the savepoint has no state named {name!r} (states: {known})") from None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT_NAME,
+            "format_version": self.format_version,
+            "max_parallelism": self.max_parallelism,
+            "key_serializer": base64.b64encode(self.key_serializer).decode("ascii"),
+            "properties": dict(self.properties),
+            "states": [s.to_json() for s in self.states.values()],
+        }
+
+    def dumps(self) -> bytes:
+        return (json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n").encode("utf-8")
+
+
+# -- parsing (strict: every field checked, every problem named) ---------------------------------
+
+class _Fields:
+    """Typed access to one JSON object with messages that say where the problem is."""
+
+    def __init__(self, obj: Any, where: str) -> None:
+        if not isinstance(obj, dict):
+            raise SavepointError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        self.obj = obj
+        self.where = where
+
+    def get(self, key: str, typ: type | tuple[type, ...], required: bool = True) -> Any:
+        if key not in self.obj:
+            if required:
+                raise SavepointError(f"{self.where}: missing field {key!r}")
+            return None
+        v = self.obj[key]
+        if isinstance(v, bool) and typ is int or not isinstance(v, typ):
+            raise SavepointError(f"{self.where}: field {key!r} has the wrong type ({type(v).__name__})")
+        return v
+
+    def b64(self, key: str, required: bool = True) -> bytes | None:
+        v = self.get(key, str, required)
+        if v is None:
+            return None
+        try:
+            return base64.b64decode(v.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError) as e:
+            raise SavepointError(f"{self.where}: field {key!r} is not valid base64: {e}") from e
+
+
+def check_relative_path(p: str, where: str) -> str:
+    """A path from metadata must stay inside the savepoint: relative, normalised, no ``..``."""
+    if not p or "\\" in p or "\x00" in p or p.startswith("/") or posixpath.normpath(p) != p:
+        raise SavepointError(f"{where}: unsafe or non-normalised path {p!r}")
+    if any(part in ("", ".", "..") for part in p.split("/")):
+        raise SavepointError(f"{where}: unsafe path {p!r}")
+    return p
+
+
+def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadata:
+    """Parse and validate metadata bytes; any defect is a SavepointError naming ``source``."""
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise SavepointError(f"{source}: not valid JSON ({e}); the savepoint is damaged or partial") from e
+    top = _Fields(obj, source)
+    fmt = top.get("format", str)
+    if fmt != FORMAT_NAME:
+        raise SavepointError(f"{source}: format {fmt!r} is not {FORMAT_NAME!r}")
+    version = top.get("format_version", int)
+    if version > FORMAT_VERSION or version < 1:
+        raise SavepointError(
+            f"{source}: format version {version} is not supported (this library reads 1..{FORMAT_VERSION})"
+        )
+    max_par = top.get("max_parallelism", int)
+    if not 0 < max_par <= 1 << 15:
+        raise SavepointError(f"{source}: max_parallelism {max_par} is out of range 1..32768")
+    key_ser = top.b64("key_serializer")
+    assert key_ser is not None
+    props = top.get("properties", dict, required=False) or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in props.items()):
+        raise SavepointError(f"{source}: properties must map strings to strings")
+    states: dict[str, StateMetadata] = {}
+    dirs: set[str] = set()
+    for i, raw in enumerate(top.get("states", list)):
+        st = _Fields(raw, f"{source}: states[{i}]")
+        name = st.get("name", str)
+        where = f"{source}: state {name!r}"
+        st.where = where
+        if name in states:
+            raise SavepointError(f"{where}: the state name appears twice")
+        try:
+            kind = StateKind(st.get("kind", str))
+        except ValueError:
+            raise SavepointError(f"{where}: unknown state kind {st.obj['kind']!r}") from None
+        directory = check_relative_path(st.get("directory", str), where)
+        if directory in dirs:
+            raise SavepointError(f"{where}: directory {directory!r} is used by another state")
+        dirs.add(directory)
+        user_key = st.b64("user_key_serializer", required=kind is StateKind.MAP)
+        if kind is not StateKind.MAP and user_key is not None:
+            raise SavepointError(f"{where}: only map state has a user key serializer")
+        files = []
+        for j, rf in enumerate(st.get("files", list)):
+            ff = _Fields(rf, f"{where}: files[{j}]")
+            path = check_relative_path(ff.get("path", str), ff.where)
+            if not path.startswith(directory + "/"):
+                raise SavepointError(f"{ff.where}: file {path!r} is outside the state directory {directory!r}")
+            rows, size, digest = ff.get("rows", int), ff.get("size", int), ff.get("sha256", str)
+            if rows < 0 or size < 0:
+                raise SavepointError(f"{ff.where}: negative rows or size")
+            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                raise SavepointError(f"{ff.where}: sha256 {digest!r} is not 64 lowercase hex digits")
+            files.append(FileEntry(path, rows, size, digest))
+        meta = StateMetadata(
+            name=name,
+            kind=kind,
+            directory=directory,
+            key_serializer=st.b64("key_serializer") or b"",
+            namespace_serializer=st.b64("namespace_serializer") or b"",
+            value_serializer=st.b64("value_serializer") or b"",
+            user_key_serializer=user_key,
+            files=files,
+        )
+        declared = st.get("rows", int, required=False)
+        if declared is not None and declared != meta.rows:
+            raise SavepointError(f"{where}: rows {declared} != sum of file rows {meta.rows}")
+        states[name] = meta
+    return SavepointMetadata(max_parallelism=max_par, key_serializer=key_ser, states=states,
+                             format_version=version, properties=dict(props))
+
+
+# -- checksums and durable writes -----------------------------------------------------------------
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> tuple[str, int]:
+    """(hex digest, size) of a file, read in chunks."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+            size += len(b)
+    return h.hexdigest(), size
+
+
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """fsync a file or a directory (so a rename or a new entry in it is durable)."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) if Path(path).is_dir() else os.O_RDONLY
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+__all__ = [
+    "COL_INDEX",
+    "COL_KEY",
+    "COL_KEY_GROUP",
+    "COL_NAMESPACE",
+    "COL_USER_KEY",
+    "COL_VALUE",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "FileEntry",
+    "METADATA_FILE",
+    "SNAPSHOT_ROLES",
+    "SavepointMetadata",
+    "StateMetadata",
+    "check_relative_path",
+    "fsync_path",
+    "parse_metadata",
+    "sha256_file",
+    "state_schema",
+]

@@ -1,0 +1,377 @@
+"""Writing savepoints atomically, one state and one Arrow batch at a time.
+
+``SavepointWriter`` is the one way a savepoint directory comes into existence, for the backends
+and for bulk engines alike: batches stream into Parquet part files inside a temporary directory
+next to the target; on commit every file and directory is fsynced, the metadata (with row counts
+and sha256 checksums) is written last, and the temporary directory is renamed onto the final
+path. A crash at any point leaves either no savepoint or a complete one at the final path, never a
+partial one (stale ``.<name>.tmp-*`` directories may remain; :func:`remove_stale_temp_dirs`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ...errors import SavepointError
+from ...keyed.kinds import StateKind
+from ...serializers.base import TypeSerializer
+from ...snapshot import TypeSerializerSnapshot, write_versioned_snapshot
+from .format import (
+    COL_KEY_GROUP,
+    METADATA_FILE,
+    FileEntry,
+    SavepointMetadata,
+    StateMetadata,
+    fsync_path,
+    sha256_file,
+    state_schema,
+)
+
+SnapshotLike = TypeSerializer[Any] | TypeSerializerSnapshot | bytes
+"""A serializer, its snapshot, or the snapshot's versioned bytes."""
+
+TEMP_PREFIX = "."
+TEMP_MARKER = ".tmp-"
+
+
+def snapshot_bytes(value: SnapshotLike) -> bytes:
+    """Versioned snapshot bytes from a serializer, a snapshot, or bytes (taken as given)."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, TypeSerializer):
+        value = value.snapshot_configuration()
+    if isinstance(value, TypeSerializerSnapshot):
+        return write_versioned_snapshot(value)
+    raise TypeError(f"expected a serializer, a snapshot or snapshot bytes, got {type(value).__name__}")
+
+
+class StateWriter:
+    """Streams one state's rows into Parquet part files. Get one from :meth:`SavepointWriter.add_state`."""
+
+    def __init__(self, owner: SavepointWriter, meta: StateMetadata, rows_per_file: int) -> None:
+        self._owner = owner
+        self.meta = meta
+        self.schema = state_schema(meta.kind)
+        self._rows_per_file = rows_per_file
+        self._writer: pq.ParquetWriter | None = None
+        self._current_rel = ""
+        self._current_rows = 0
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def _conform(self, data: pa.Table | pa.RecordBatch) -> pa.Table:
+        """Check the columns and cast (large_binary → binary, int64 → int32) to the state schema."""
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        if not isinstance(table, pa.Table):
+            raise TypeError(f"state {self.name!r}: expected a pyarrow Table or RecordBatch, got {type(data).__name__}")
+        names = set(table.column_names)
+        wanted = self.schema.names
+        if names != set(wanted):
+            raise SavepointError(
+                f"state {self.name!r} ({self.meta.kind.value}): columns {sorted(names)} do not match "
+                f"the savepoint schema {wanted}"
+            )
+        cols = []
+        for f in self.schema:
+            col = table.column(f.name)
+            if not f.nullable and col.null_count:
+                raise SavepointError(f"state {self.name!r}: column {f.name!r} has {col.null_count} nulls")
+            if col.type != f.type:
+                try:
+                    col = col.cast(f.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise SavepointError(f"state {self.name!r}: column {f.name!r} of type {col.type} "
+                                         f"cannot be stored as {f.type}: {e}") from e
+            cols.append(col)
+        out = pa.Table.from_arrays(cols, schema=self.schema)
+        if out.num_rows:
+            mm = pc.min_max(out.column(COL_KEY_GROUP))
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if lo < 0 or hi >= self._owner.max_parallelism:
+                raise SavepointError(
+                    f"state {self.name!r}: key groups {lo}..{hi} outside 0..{self._owner.max_parallelism - 1}"
+                )
+        return out
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Append rows (any batch size); they are split into part files of ``rows_per_file`` rows."""
+        if self._closed:
+            raise SavepointError(f"state {self.name!r}: the writer is closed")
+        self._owner._check_open()
+        table = self._conform(data)
+        offset = 0
+        while offset < table.num_rows:
+            if self._writer is None:
+                self._open_part()
+            assert self._writer is not None
+            take = min(self._rows_per_file - self._current_rows, table.num_rows - offset)
+            self._writer.write_table(table.slice(offset, take))
+            self._current_rows += take
+            offset += take
+            if self._current_rows >= self._rows_per_file:
+                self._close_part()
+
+    def write_rows(self, rows: list[tuple[Any, ...]] | list[dict[str, Any]]) -> None:
+        """Convenience: append Python rows, as tuples in schema column order or as dicts."""
+        if not rows:
+            return
+        if isinstance(rows[0], dict):
+            table = pa.Table.from_pylist(rows, schema=self.schema)  # type: ignore[arg-type]
+        else:
+            columns = list(zip(*rows, strict=True))
+            if len(columns) != len(self.schema):
+                raise SavepointError(f"state {self.name!r}: rows must have {len(self.schema)} fields "
+                                     f"({self.schema.names})")
+            table = pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, self.schema,
+                                                                                   strict=True)],
+                                         schema=self.schema)
+        self.write(table)
+
+    def add_file(self, source: str | os.PathLike[str], *, move: bool = False, rows: int | None = None,
+                 sha256: str | None = None) -> FileEntry:
+        """Add a finished Parquet file (e.g. copied from another savepoint or written by a Spark
+        task) as this state's next part file, moved or copied, without rewriting it. Its schema
+        must be the state schema; ``rows`` / ``sha256`` are taken from the file when not given
+        (a given sha256 must be the file's: it is what readers verify)."""
+        if self._closed:
+            raise SavepointError(f"state {self.name!r}: the writer is closed")
+        self._owner._check_open()
+        try:  # validate before touching anything, so a rejected (or moved) file is not lost
+            pf = pq.ParquetFile(source)
+            schema, num_rows = pf.schema_arrow, pf.metadata.num_rows
+        except (pa.ArrowException, OSError) as e:
+            raise SavepointError(f"state {self.name!r}: {source} is not a readable Parquet file: {e}") from e
+        if schema.names != self.schema.names or any(schema.field(f.name).type != f.type for f in self.schema):
+            raise SavepointError(f"state {self.name!r}: {source} has columns {schema.names} / types that do not "
+                                 f"match the {self.meta.kind.value} state schema")
+        if rows is not None and rows != num_rows:
+            raise SavepointError(f"state {self.name!r}: {source} has {num_rows} rows, not {rows}")
+        self._close_part()
+        rel = f"{self.meta.directory}/part-{len(self.meta.files):05d}.parquet"
+        target = self._owner._temp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if move:
+            os.replace(source, target)
+        else:
+            shutil.copyfile(source, target)
+        fsync_path(target)
+        digest, size = sha256_file(target) if sha256 is None else (sha256, target.stat().st_size)
+        entry = FileEntry(rel, num_rows, size, digest)
+        self.meta.files.append(entry)
+        return entry
+
+    def _open_part(self) -> None:
+        n = len(self.meta.files)
+        self._current_rel = f"{self.meta.directory}/part-{n:05d}.parquet"
+        full = self._owner._temp / self._current_rel
+        full.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = pq.ParquetWriter(str(full), self.schema, compression="zstd")
+        self._current_rows = 0
+
+    def _close_part(self) -> None:
+        if self._writer is None:
+            return
+        self._writer.close()
+        self._writer = None
+        full = self._owner._temp / self._current_rel
+        fsync_path(full)
+        digest, size = sha256_file(full)
+        self.meta.files.append(FileEntry(self._current_rel, self._current_rows, size, digest))
+        self._current_rows = 0
+
+    def close(self) -> None:
+        if not self._closed:
+            self._close_part()
+            self._closed = True
+
+    def _abort(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            finally:
+                self._writer = None
+        self._closed = True
+
+
+class SavepointWriter:
+    """Context manager that writes a savepoint directory atomically.
+
+    ::
+
+        with SavepointWriter(path, max_parallelism=128, key_serializer=StringSerializer()) as w:
+            s = w.add_state("events", "value", value_serializer=row_ser)
+            for batch in batches:            # pa.RecordBatch / pa.Table with the state's columns
+                s.write(batch)
+        # committed here; an exception inside the block removes everything written
+
+    The final path must not exist. Serializer arguments accept a serializer, its snapshot or the
+    snapshot bytes (so bulk engines can copy them from another savepoint's metadata).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_parallelism: int,
+        key_serializer: SnapshotLike,
+        rows_per_file: int = 1_000_000,
+        properties: dict[str, str] | None = None,
+    ) -> None:
+        if not isinstance(max_parallelism, int) or not 0 < max_parallelism <= 1 << 15:
+            raise ValueError(f"max_parallelism must be in 1..32768, got {max_parallelism!r}")
+        if rows_per_file < 1:
+            raise ValueError("rows_per_file must be positive")
+        self.path = Path(path)
+        self.max_parallelism = max_parallelism
+        self._rows_per_file = rows_per_file
+        self.metadata = SavepointMetadata(max_parallelism=max_parallelism,
+                                          key_serializer=snapshot_bytes(key_serializer),
+                                          properties=dict(properties or {}))
+        self._writers: list[StateWriter] = []
+        if self.path.exists():
+            raise SavepointError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
+        parent = self.path.parent
+        if not parent.is_dir():
+            raise SavepointError(f"parent directory {parent} of savepoint {self.path.name} does not exist")
+        self._temp = parent / f"{TEMP_PREFIX}{self.path.name}{TEMP_MARKER}{uuid.uuid4().hex}"
+        self._temp.mkdir()
+        self._state = "open"
+
+    @property
+    def temp_dir(self) -> Path:
+        """Where files are written until commit (same parent as the final path)."""
+        return self._temp
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise SavepointError(f"savepoint writer for {self.path} is {self._state}")
+
+    def add_state(
+        self,
+        name: str,
+        kind: StateKind | str,
+        *,
+        value_serializer: SnapshotLike,
+        namespace_serializer: SnapshotLike | None = None,
+        user_key_serializer: SnapshotLike | None = None,
+        key_serializer: SnapshotLike | None = None,
+    ) -> StateWriter:
+        """Declare a state and return its writer. ``namespace_serializer`` defaults to
+        ``VoidNamespaceSerializer``; ``key_serializer`` to the savepoint's key serializer."""
+        self._check_open()
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a state name must be a non-empty string, got {name!r}")
+        if name in self.metadata.states:
+            raise SavepointError(f"state {name!r} was already added to this savepoint")
+        kind = StateKind(kind)
+        if (kind is StateKind.MAP) != (user_key_serializer is not None):
+            raise ValueError(f"state {name!r}: a user key serializer is required for map state and only for it")
+        if namespace_serializer is None:
+            from ...keyed.namespace import VoidNamespaceSerializer
+
+            namespace_serializer = VoidNamespaceSerializer()
+        meta = StateMetadata(
+            name=name,
+            kind=kind,
+            directory=f"state-{len(self.metadata.states):05d}",
+            key_serializer=snapshot_bytes(key_serializer) if key_serializer is not None
+            else self.metadata.key_serializer,
+            namespace_serializer=snapshot_bytes(namespace_serializer),
+            value_serializer=snapshot_bytes(value_serializer),
+            user_key_serializer=snapshot_bytes(user_key_serializer) if user_key_serializer is not None else None,
+        )
+        self.metadata.states[name] = meta
+        w = StateWriter(self, meta, self._rows_per_file)
+        self._writers.append(w)
+        return w
+
+    def write_state(self, name: str, kind: StateKind | str, data: pa.Table | pa.RecordBatch | None = None,
+                    **serializers: SnapshotLike) -> StateMetadata:
+        """Add a state and write one table for it in one call."""
+        w = self.add_state(name, kind, **serializers)
+        if data is not None:
+            w.write(data)
+        w.close()
+        return w.meta
+
+    def commit(self) -> Path:
+        """Close all part files, write metadata, fsync, and rename into place."""
+        self._check_open()
+        try:
+            for w in self._writers:
+                w.close()
+            meta_path = self._temp / METADATA_FILE
+            with open(meta_path, "wb") as f:
+                f.write(self.metadata.dumps())
+                f.flush()
+                os.fsync(f.fileno())
+            for meta in self.metadata.states.values():
+                d = self._temp / meta.directory
+                if d.is_dir():
+                    fsync_path(d)
+            fsync_path(self._temp)
+            if self.path.exists():
+                raise SavepointError(f"savepoint path {self.path} appeared while writing; not overwriting it")
+            try:
+                os.rename(self._temp, self.path)
+            except OSError as e:
+                raise SavepointError(f"cannot move the finished savepoint to {self.path}: {e}") from e
+            fsync_path(self.path.parent)
+        except BaseException:
+            self.abort()
+            raise
+        self._state = "committed"
+        return self.path
+
+    def abort(self) -> None:
+        """Discard everything written; the final path is never touched."""
+        if self._state == "committed":
+            return
+        for w in self._writers:
+            try:
+                w._abort()
+            except Exception:  # noqa: BLE001 - best effort while already failing
+                pass
+        shutil.rmtree(self._temp, ignore_errors=True)
+        self._state = "aborted"
+
+    def __enter__(self) -> SavepointWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            if self._state == "open":
+                self.commit()
+        else:
+            self.abort()
+
+
+def remove_stale_temp_dirs(parent: str | os.PathLike[str], name: str | None = None) -> list[Path]:
+    """Delete temporary directories left by writers that were killed (``.<name>.tmp-<hex>``).
+
+    Only call this when no writer is running for that parent (they cannot be told apart from live ones).
+    """
+    removed = []
+    for p in Path(parent).iterdir():
+        n = p.name
+        if p.is_dir() and n.startswith(TEMP_PREFIX) and TEMP_MARKER in n:
+            if name is None or n.startswith(f"{TEMP_PREFIX}{name}{TEMP_MARKER}"):
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p)
+    return removed
+
+
+__all__ = ["SavepointWriter", "SnapshotLike", "StateWriter", "remove_stale_temp_dirs", "snapshot_bytes"]
