@@ -1,0 +1,162 @@
+package savepoints;
+
+import org.apache.flink.api.common.functions.RuntimeContext;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.state.MapState;
+import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.StateTtlConfig;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.flink.table.types.logical.RowType;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The keyed states of the matrix job, registered the same way by the generator and the checker.
+ *
+ * <p>{@link #update} is what the generator's job does per record; {@link #read} renders every
+ * state of the current key as JSON values, which is both what the generator records in
+ * expected.json and what the checker reads back after a restore. Timers are handled by the
+ * caller (they are not a state handle).
+ */
+final class StateSet {
+    /** Far enough that nothing expires between generating and checking, small enough not to overflow. */
+    static final Duration TTL = Duration.ofDays(100 * 365);
+    static final long BASE_TS = 1_700_000_000_000L;
+    private static final String[] DEVICES = {"phone", "tablet", "desktop"};
+
+    private final Spec spec;
+    private final RowType eventsType;
+    private ValueState<RowData> events;
+    private ValueState<Long> count;
+    private ValueState<String> last;
+    private ListState<Long> recent;
+    private MapState<String, Long> totals;
+    private ValueState<Long> ttlCount;
+
+    StateSet(Spec spec, RowType eventsType) {
+        this.spec = spec;
+        this.eventsType = eventsType;
+    }
+
+    void open(RuntimeContext ctx) {
+        if (spec.has("events")) {
+            events = ctx.getState(new ValueStateDescriptor<>("events", InternalTypeInfo.of(eventsType)));
+        }
+        if (spec.has("count")) {
+            count = ctx.getState(new ValueStateDescriptor<>("count", Types.LONG));
+        }
+        if (spec.has("last")) {
+            last = ctx.getState(new ValueStateDescriptor<>("last", Types.STRING));
+        }
+        if (spec.has("recent")) {
+            recent = ctx.getListState(new ListStateDescriptor<>("recent", Types.LONG));
+        }
+        if (spec.has("totals")) {
+            totals = ctx.getMapState(new MapStateDescriptor<>("totals", Types.STRING, Types.LONG));
+        }
+        if (spec.has("ttl_count")) {
+            ValueStateDescriptor<Long> d = new ValueStateDescriptor<>("ttl_count", Types.LONG);
+            d.enableTimeToLive(StateTtlConfig.newBuilder(TTL)
+                    .setUpdateType(StateTtlConfig.UpdateType.OnCreateAndWrite)
+                    .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+                    .build());
+            ttlCount = ctx.getState(d);
+        }
+    }
+
+    /** The generator's per-record work: record {@code j} of key index {@code i}. */
+    void update(long j, int i) throws Exception {
+        if (events != null) {
+            events.update(eventRow(j, i));
+        }
+        if (count != null) {
+            count.update(count.value() == null ? 1L : count.value() + 1);
+        }
+        if (last != null) {
+            last.update((j % 4 == 1 ? "último-" : "v-") + j);
+        }
+        if (recent != null) {
+            recent.add(j);
+        }
+        if (totals != null) {
+            String d = "d" + (j % 3);
+            Long old = totals.get(d);
+            totals.put(d, (old == null ? 0L : old) + j);
+            if (spec.backend.equals("rocksdb") && i % 4 == 0) {
+                totals.put("none", null); // the heap backend cannot write null map values into a savepoint
+            }
+        }
+        if (ttlCount != null) {
+            ttlCount.update(ttlCount.value() == null ? 1L : ttlCount.value() + 1);
+        }
+    }
+
+    /** The event-time timer record {@code j} registers. */
+    static long timerOf(long j) {
+        return BASE_TS + j;
+    }
+
+    /** Old Events row: nested row null for every 7th key, deviceType null for every 5th. */
+    private static RowData eventRow(long j, int i) {
+        GenericRowData meta = null;
+        if (i % 7 != 6) {
+            meta = GenericRowData.of(i, BASE_TS + j * 1000, i % 5 == 4 ? null : StringData.fromString(DEVICES[(int) (j % 3)]));
+        }
+        return GenericRowData.of(j, meta);
+    }
+
+    /** Every state of the current key as a JSON value (state name -> value), in spec order. */
+    Map<String, Object> read() throws Exception {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (String s : spec.states) {
+            switch (s) {
+                case "events":
+                    RowData r = events.value();
+                    out.put(s, r == null ? null : Render.row(r, eventsType));
+                    break;
+                case "count":
+                    out.put(s, count.value());
+                    break;
+                case "last":
+                    out.put(s, last.value());
+                    break;
+                case "recent":
+                    Iterable<Long> it = recent.get();
+                    List<Object> l = null;
+                    if (it != null) {
+                        l = new ArrayList<>();
+                        for (Long v : it) {
+                            l.add(v);
+                        }
+                    }
+                    out.put(s, l);
+                    break;
+                case "totals":
+                    Map<String, Object> m = new TreeMap<>();
+                    for (Map.Entry<String, Long> e : totals.entries()) {
+                        m.put(e.getKey(), e.getValue());
+                    }
+                    out.put(s, m);
+                    break;
+                case "ttl_count":
+                    out.put(s, ttlCount.value());
+                    break;
+                default: // timers: reported by the caller
+                    break;
+            }
+        }
+        return out;
+    }
+}
