@@ -7,6 +7,7 @@ python3.
 
     flink.py generate [--flink 2.3.0|1.20.3] SPEC OUTDIR [SPEC OUTDIR ...]
     flink.py restore [--events-type TYPE] SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]
+    flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
 
 ``generate`` writes OUTDIR/savepoint (the canonical savepoint), OUTDIR/expected.json (every state
 of every key as the job wrote it) and OUTDIR/spec.json; OUTDIR is replaced as a whole. ``restore``
@@ -34,9 +35,17 @@ DEFAULT_VERSION = "2.3.0"
 VERSIONS = ("2.3.0", "1.20.3")
 #: Flink on Java 17 reflects into these JDK packages.
 ADD_OPENS = [
-    "java.base/java.util", "java.base/java.lang", "java.base/java.lang.reflect", "java.base/java.io",
-    "java.base/java.nio", "java.base/sun.nio.ch", "java.base/java.net", "java.base/java.util.concurrent",
-    "java.base/java.time", "java.base/java.text", "java.sql/java.sql",
+    "java.base/java.util",
+    "java.base/java.lang",
+    "java.base/java.lang.reflect",
+    "java.base/java.io",
+    "java.base/java.nio",
+    "java.base/sun.nio.ch",
+    "java.base/java.net",
+    "java.base/java.util.concurrent",
+    "java.base/java.time",
+    "java.base/java.text",
+    "java.sql/java.sql",
 ]
 #: Short-lived JVMs: the C1 compiler only and the serial collector roughly halve a small job's time.
 JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g", "-Dlog4j2.level=WARN"]
@@ -124,6 +133,24 @@ def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSIO
             shutil.rmtree(stage, ignore_errors=True)
 
 
+def regenerate(root: Path) -> list[Path]:
+    """Take every case under ``root`` (a directory per case holding spec.json) again; one JVM per Flink version."""
+    by_version: dict[str, list[tuple[Path, Path]]] = {}
+    for spec in sorted(Path(root).glob("*/spec.json")):
+        version = json.loads(spec.read_text(encoding="utf-8")).get("flink", DEFAULT_VERSION)
+        keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
+        shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
+        by_version.setdefault(version, []).append((keep, spec.parent))
+    try:
+        for version, pairs in by_version.items():
+            generate(pairs, version)
+    finally:
+        for pairs in by_version.values():
+            for keep, _ in pairs:
+                keep.unlink(missing_ok=True)
+    return [case for pairs in by_version.values() for _, case in pairs]
+
+
 def restore(items: list[tuple[Path, Path]], events_type: str | None = None) -> list[RestoreResult]:
     """Restore each (savepoint, spec) in real Flink 2.3 and read every state back.
 
@@ -181,18 +208,24 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("restore", help="check restores: SAVEPOINT SPEC OUT.jsonl [...]")
     r.add_argument("--events-type", default=None, help="register the events state with this row type")
     r.add_argument("args", nargs="+")
+    rg = sub.add_parser("regenerate", help="take every DIR/*/spec.json again")
+    rg.add_argument("dir", type=Path)
     ns = p.parse_args(argv)
+    if ns.cmd == "regenerate":
+        for case in regenerate(ns.dir):
+            print(f"generated {case}")
+        return 0
     if ns.cmd == "generate":
         if len(ns.args) % 2:
             p.error("generate takes SPEC OUTDIR pairs")
-        generate([(Path(a), Path(b)) for a, b in zip(ns.args[::2], ns.args[1::2])], ns.flink)
+        generate([(Path(a), Path(b)) for a, b in zip(ns.args[::2], ns.args[1::2], strict=True)], ns.flink)
         return 0
     if len(ns.args) % 3:
         p.error("restore takes SAVEPOINT SPEC OUT.jsonl triples")
-    triples = list(zip(ns.args[::3], ns.args[1::3], ns.args[2::3]))
+    triples = list(zip(ns.args[::3], ns.args[1::3], ns.args[2::3], strict=True))
     results = restore([(Path(s), Path(sp)) for s, sp, _ in triples], ns.events_type)
     status = 0
-    for (savepoint, _, out), res in zip(triples, results):
+    for (savepoint, _, out), res in zip(triples, results, strict=True):
         if res.ok:
             with open(out, "w", encoding="utf-8") as f:
                 for e in res.entries or []:

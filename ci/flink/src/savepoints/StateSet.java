@@ -91,7 +91,7 @@ final class StateSet {
             recent.add(j);
         }
         if (totals != null) {
-            String d = "d" + (j % 3);
+            String d = "d" + ((j / spec.keys) % 3); // the record's round: one map entry per round
             Long old = totals.get(d);
             totals.put(d, (old == null ? 0L : old) + j);
             if (spec.backend.equals("rocksdb") && i % 4 == 0) {
