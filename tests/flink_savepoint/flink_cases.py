@@ -22,6 +22,11 @@ EVOLVED_EVENTS = (
     "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT,"
     " appVersion STRING, sessionId BIGINT>>"
 )
+#: EVOLVED_EVENTS' field names, nested rows as (name, fields) pairs, for :func:`reshape`.
+EVOLVED_EVENTS_FIELDS: tuple[Any, ...] = (
+    "eventId",
+    ("metadata", ("deviceType", "location", "userId", "timestamp", "appVersion", "sessionId")),
+)
 
 
 def committed_cases() -> list[Path]:
@@ -43,3 +48,21 @@ def load_driver() -> ModuleType:
     sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def reshape(row: dict[str, Any] | None, fields: tuple[Any, ...]) -> dict[str, Any] | None:
+    """A row as the restore checker renders it (an object by field name) after evolving to ``fields``.
+
+    Fields are matched by name, fields the old row lacks are null, nested rows recurse: what real
+    Flink must read back from a correctly migrated savepoint, given the expected.json value.
+    """
+    if row is None:
+        return None
+    out: dict[str, Any] = {}
+    for f in fields:
+        if isinstance(f, tuple):
+            name, nested = f
+            out[name] = reshape(row.get(name), nested)
+        else:
+            out[f] = row.get(f)
+    return out

@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_cases import EVOLVED_EVENTS, case_spec, committed_cases
+from flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, committed_cases, reshape
 
 CASES = committed_cases()
 EVENTS_CASES = [c for c in CASES if "events" in case_spec(c)["states"]]
@@ -76,6 +76,67 @@ def test_generator_takes_a_savepoint_that_restores_to_its_expected_values(
     assert result.entries == expected
     assert {e["state"] for e in expected} == {"events", "recent", "totals", "ttl_count", "timers"}
     assert len(expected) == 9 * 5
+
+
+def _matrix() -> list[dict[str, Any]]:
+    """The whole cross product the committed set only samples: backend x compression x parallelism.
+
+    Max parallelism (128 / 256), key type (int / string) and storage (inline / files) vary along it,
+    so each value of each appears with both backends; every state kind is in every job.
+    """
+    specs = []
+    combos = [(b, c, p) for b in ("hashmap", "rocksdb") for c in (False, True) for p in (1, 2)]
+    for n, (backend, compression, p) in enumerate(combos):
+        mp, key, storage = (128, 256)[n % 2], ("int", "string")[n // 2 % 2], ("jobmanager", "filesystem")[n % 3 == 0]
+        specs.append(
+            {
+                "name": f"{backend}-{'snappy' if compression else 'plain'}-p{p}-mp{mp}-{key}-{storage}",
+                "backend": backend,
+                "compression": compression,
+                "parallelism": p,
+                "max_parallelism": mp,
+                "key_type": key,
+                "keys": 10,
+                "records_per_key": 2,
+                "storage": storage,
+                "inline_threshold": 256,
+                "uid": "matrix",
+            }
+        )
+    return specs
+
+
+@pytest.mark.java
+@pytest.mark.slow
+def test_whole_matrix_takes_savepoints_that_restore_to_what_the_jobs_wrote(
+    real_flink: ModuleType, tmp_path: Path
+) -> None:
+    pairs = []
+    for spec in _matrix():
+        path = tmp_path / f"{spec['name']}.json"
+        path.write_text(json.dumps(spec), encoding="utf-8")
+        pairs.append((path, tmp_path / spec["name"]))
+    real_flink.generate(pairs)
+    results = real_flink.restore([(case / "savepoint", case / "spec.json") for _, case in pairs])
+    for (_, case), result in zip(pairs, results, strict=True):
+        assert result.ok, f"{case.name}: {result.exception}: {result.message}"
+        assert result.entries == real_flink.expected_entries(case), case.name
+
+
+def test_reshape_matches_fields_by_name_and_nulls_the_added_ones() -> None:
+    old = {"eventId": 7, "metadata": {"userId": 3, "timestamp": 1700000000000, "deviceType": "phone"}}
+    assert reshape(old, EVOLVED_EVENTS_FIELDS) == {
+        "eventId": 7,
+        "metadata": {
+            "deviceType": "phone",
+            "location": None,
+            "userId": 3,
+            "timestamp": 1700000000000,
+            "appVersion": None,
+            "sessionId": None,
+        },
+    }
+    assert reshape({"eventId": 8, "metadata": None}, EVOLVED_EVENTS_FIELDS) == {"eventId": 8, "metadata": None}
 
 
 # ----------------------------------------------------------------------------- no Java needed
