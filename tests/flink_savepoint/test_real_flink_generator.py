@@ -123,6 +123,15 @@ def test_whole_matrix_takes_savepoints_that_restore_to_what_the_jobs_wrote(
         assert result.entries == real_flink.expected_entries(case), case.name
 
 
+@pytest.mark.java
+def test_generator_rejects_a_bad_spec_with_the_reason(real_flink: ModuleType, tmp_path: Path) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"name": "bad", "backend": "memory"}', encoding="utf-8")
+    with pytest.raises(real_flink.FlinkRunError, match="backend must be one of"):
+        real_flink.generate([(spec, tmp_path / "case")])
+    assert not (tmp_path / "case").exists()
+
+
 def test_reshape_matches_fields_by_name_and_nulls_the_added_ones() -> None:
     old = {"eventId": 7, "metadata": {"userId": 3, "timestamp": 1700000000000, "deviceType": "phone"}}
     assert reshape(old, EVOLVED_EVENTS_FIELDS) == {

@@ -22,7 +22,8 @@ import java.util.Map;
  * string), {@code keys}, {@code records_per_key}, {@code states} (a subset of {@link #ALL_STATES}),
  * {@code storage} (jobmanager: every stream inline in _metadata | filesystem: files above
  * {@code inline_threshold} bytes), {@code uid} of the stateful operator, and {@code events_type}
- * (the Flink SQL row type of the events state; the checker may be given a different one).
+ * (the Flink SQL row type of the events state; the checker may be given a different one). The
+ * driver also reads {@code flink} (which release takes the savepoint); Java ignores it.
  */
 final class Spec implements Serializable {
     private static final long serialVersionUID = 1L;
