@@ -4,12 +4,10 @@ import golden.Json;
 
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
 import java.nio.charset.StandardCharsets;
@@ -93,19 +91,11 @@ final class Generate {
         return b.toString();
     }
 
-    static final class Fn extends KeyedProcessFunction<Object, Long, String> {
+    static final class Fn extends StatefulFn {
         private static final long serialVersionUID = 1L;
-        private final Spec spec;
-        private transient StateSet states;
 
         Fn(Spec spec) {
-            this.spec = spec;
-        }
-
-        @Override
-        public void open(OpenContext ctx) {
-            states = new StateSet(spec, Job.rowType(spec.eventsType));
-            states.open(getRuntimeContext());
+            super(spec);
         }
 
         @Override
@@ -126,13 +116,18 @@ final class Generate {
         }
     }
 
-    /** Deletes a directory tree (the per-run work directory). */
-    static void deleteTree(Path p) throws java.io.IOException {
+    /**
+     * Deletes a job's work directory, best effort: the MiniCluster may still be removing its own
+     * files when the job has ended, and whatever is left goes with the caller's temporary directory.
+     */
+    static void deleteTree(Path p) {
         if (!Files.exists(p)) {
             return;
         }
         try (Stream<Path> s = Files.walk(p)) {
             s.sorted(java.util.Comparator.reverseOrder()).forEach(x -> x.toFile().delete());
+        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+            System.err.println("note: could not remove all of " + p + ": " + e);
         }
     }
 }

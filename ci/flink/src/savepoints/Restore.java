@@ -3,12 +3,10 @@ package savepoints;
 import golden.Json;
 
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
-import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
 
@@ -107,19 +105,11 @@ final class Restore {
         }
     }
 
-    static final class Fn extends KeyedProcessFunction<Object, Long, String> {
+    static final class Fn extends StatefulFn {
         private static final long serialVersionUID = 1L;
-        private final Spec spec;
-        private transient StateSet states;
 
         Fn(Spec spec) {
-            this.spec = spec;
-        }
-
-        @Override
-        public void open(OpenContext ctx) {
-            states = new StateSet(spec, Job.rowType(spec.eventsType));
-            states.open(getRuntimeContext());
+            super(spec);
         }
 
         @Override
