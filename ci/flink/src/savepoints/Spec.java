@@ -33,7 +33,8 @@ final class Spec implements Serializable {
             "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>";
 
     static final List<String> ALL_STATES =
-            Arrays.asList("events", "count", "last", "recent", "totals", "ttl_count", "timers");
+            Arrays.asList("events", "count", "last", "recent", "totals", "ttl_count", "ttl_events", "ttl_recent",
+                    "ttl_totals", "timers");
 
     final String name;
     final String backend;

@@ -5,6 +5,7 @@ import org.apache.flink.api.common.state.ListState;
 import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.StateDescriptor;
 import org.apache.flink.api.common.state.StateTtlConfig;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
@@ -44,6 +45,9 @@ final class StateSet {
     private ListState<Long> recent;
     private MapState<String, Long> totals;
     private ValueState<Long> ttlCount;
+    private ValueState<RowData> ttlEvents;
+    private ListState<Long> ttlRecent;
+    private MapState<String, Long> ttlTotals;
 
     StateSet(Spec spec, RowType eventsType) {
         this.spec = spec;
@@ -67,13 +71,26 @@ final class StateSet {
             totals = ctx.getMapState(new MapStateDescriptor<>("totals", Types.STRING, Types.LONG));
         }
         if (spec.has("ttl_count")) {
-            ValueStateDescriptor<Long> d = new ValueStateDescriptor<>("ttl_count", Types.LONG);
-            d.enableTimeToLive(StateTtlConfig.newBuilder(TTL)
-                    .setUpdateType(StateTtlConfig.UpdateType.OnCreateAndWrite)
-                    .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
-                    .build());
-            ttlCount = ctx.getState(d);
+            ttlCount = ctx.getState(withTtl(new ValueStateDescriptor<>("ttl_count", Types.LONG)));
         }
+        if (spec.has("ttl_events")) {
+            ttlEvents = ctx.getState(withTtl(new ValueStateDescriptor<>("ttl_events", InternalTypeInfo.of(eventsType))));
+        }
+        if (spec.has("ttl_recent")) {
+            ttlRecent = ctx.getListState(withTtl(new ListStateDescriptor<>("ttl_recent", Types.LONG)));
+        }
+        if (spec.has("ttl_totals")) {
+            ttlTotals = ctx.getMapState(withTtl(new MapStateDescriptor<>("ttl_totals", Types.STRING, Types.LONG)));
+        }
+    }
+
+    /** Processing-time TTL, refreshed on write, expired values never returned. */
+    private static <D extends StateDescriptor<?, ?>> D withTtl(D d) {
+        d.enableTimeToLive(StateTtlConfig.newBuilder(TTL)
+                .setUpdateType(StateTtlConfig.UpdateType.OnCreateAndWrite)
+                .setStateVisibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+                .build());
+        return d;
     }
 
     /** The generator's per-record work: record {@code j} of key index {@code i}. */
@@ -101,6 +118,15 @@ final class StateSet {
         if (ttlCount != null) {
             ttlCount.update(ttlCount.value() == null ? 1L : ttlCount.value() + 1);
         }
+        if (ttlEvents != null) {
+            ttlEvents.update(eventRow(j, i));
+        }
+        if (ttlRecent != null) {
+            ttlRecent.add(-j);
+        }
+        if (ttlTotals != null) {
+            ttlTotals.put("t" + ((j / spec.keys) % 2), j);
+        }
     }
 
     /** The event-time timer record {@code j} registers. */
@@ -123,8 +149,10 @@ final class StateSet {
         for (String s : spec.states) {
             switch (s) {
                 case "events":
-                    RowData r = events.value();
-                    out.put(s, r == null ? null : Render.row(r, eventsType));
+                    out.put(s, row(events.value()));
+                    break;
+                case "ttl_events":
+                    out.put(s, row(ttlEvents.value()));
                     break;
                 case "count":
                     out.put(s, count.value());
@@ -132,31 +160,48 @@ final class StateSet {
                 case "last":
                     out.put(s, last.value());
                     break;
-                case "recent":
-                    Iterable<Long> it = recent.get();
-                    List<Object> l = null;
-                    if (it != null) {
-                        l = new ArrayList<>();
-                        for (Long v : it) {
-                            l.add(v);
-                        }
-                    }
-                    out.put(s, l);
-                    break;
-                case "totals":
-                    Map<String, Object> m = new TreeMap<>();
-                    for (Map.Entry<String, Long> e : totals.entries()) {
-                        m.put(e.getKey(), e.getValue());
-                    }
-                    out.put(s, m);
-                    break;
                 case "ttl_count":
                     out.put(s, ttlCount.value());
+                    break;
+                case "recent":
+                    out.put(s, list(recent.get()));
+                    break;
+                case "ttl_recent":
+                    out.put(s, list(ttlRecent.get()));
+                    break;
+                case "totals":
+                    out.put(s, map(totals.entries()));
+                    break;
+                case "ttl_totals":
+                    out.put(s, map(ttlTotals.entries()));
                     break;
                 default: // timers: reported by the caller
                     break;
             }
         }
         return out;
+    }
+
+    private Object row(RowData r) {
+        return r == null ? null : Render.row(r, eventsType);
+    }
+
+    private static List<Object> list(Iterable<Long> it) {
+        if (it == null) {
+            return null;
+        }
+        List<Object> l = new ArrayList<>();
+        for (Long v : it) {
+            l.add(v);
+        }
+        return l;
+    }
+
+    private static Map<String, Object> map(Iterable<Map.Entry<String, Long>> entries) throws Exception {
+        Map<String, Object> m = new TreeMap<>();
+        for (Map.Entry<String, Long> e : entries) {
+            m.put(e.getKey(), e.getValue());
+        }
+        return m;
     }
 }
