@@ -6,7 +6,7 @@ thing. Standard library only: the project's tests import it without Flink, and i
 python3.
 
     flink.py generate [--flink 2.3.0|1.20.3] SPEC OUTDIR [SPEC OUTDIR ...]
-    flink.py restore [--events-type TYPE] SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]
+    flink.py restore [--events-type TYPE] [--set FIELD=JSON ...] SAVEPOINT SPEC OUT.jsonl [...]
     flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
 
 ``generate`` writes OUTDIR/savepoint (the canonical savepoint), OUTDIR/expected.json (every state
@@ -151,20 +151,27 @@ def regenerate(root: Path) -> list[Path]:
     return [case for pairs in by_version.values() for _, case in pairs]
 
 
-def restore(items: list[tuple[Path, Path]], events_type: str | None = None) -> list[RestoreResult]:
+def restore(
+    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None
+) -> list[RestoreResult]:
     """Restore each (savepoint, spec) in real Flink 2.3 and read every state back.
 
     ``events_type`` (Flink SQL syntax) registers the events state with that row type instead of
-    the spec's, e.g. the evolved Events type. One JVM runs the whole batch.
+    the spec's, e.g. the evolved Events type. ``overrides`` replaces other spec fields for the
+    restoring job, e.g. ``{"backend": "rocksdb"}`` to restore a heap savepoint into RocksDB or
+    ``{"parallelism": 1}`` to rescale. One JVM runs the whole batch.
     """
+    changes = dict(overrides or {})
+    if events_type is not None:
+        changes["events_type"] = events_type
     with tempfile.TemporaryDirectory(prefix="statemorph-restore-") as tmp:
         args = ["restore"]
         outs = []
         for k, (savepoint, spec) in enumerate(items):
             spec_path = Path(spec).resolve()
-            if events_type is not None:
+            if changes:
                 data = json.loads(spec_path.read_text(encoding="utf-8"))
-                data["events_type"] = events_type
+                data.update(changes)
                 spec_path = Path(tmp) / f"spec-{k}.json"
                 spec_path.write_text(json.dumps(data), encoding="utf-8")
             out = Path(tmp) / f"out-{k}.jsonl"
@@ -207,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("args", nargs="+")
     r = sub.add_parser("restore", help="check restores: SAVEPOINT SPEC OUT.jsonl [...]")
     r.add_argument("--events-type", default=None, help="register the events state with this row type")
+    r.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="override a spec field")
     r.add_argument("args", nargs="+")
     rg = sub.add_parser("regenerate", help="take every DIR/*/spec.json again")
     rg.add_argument("dir", type=Path)
@@ -223,7 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(ns.args) % 3:
         p.error("restore takes SAVEPOINT SPEC OUT.jsonl triples")
     triples = list(zip(ns.args[::3], ns.args[1::3], ns.args[2::3], strict=True))
-    results = restore([(Path(s), Path(sp)) for s, sp, _ in triples], ns.events_type)
+    overrides = {}
+    for item in ns.set:
+        name, _, value = item.partition("=")
+        overrides[name] = json.loads(value)
+    results = restore([(Path(s), Path(sp)) for s, sp, _ in triples], ns.events_type, overrides)
     status = 0
     for (savepoint, _, out), res in zip(triples, results, strict=True):
         if res.ok:
