@@ -96,13 +96,14 @@ def test_generator_takes_a_savepoint_that_restores_to_its_expected_values(
 def _matrix() -> list[dict[str, Any]]:
     """The whole cross product the committed set only samples: backend x compression x parallelism.
 
-    Max parallelism (128 / 256), key type (int / string) and storage (inline / files) vary along it,
+    Max parallelism (128 / 256), key type (int / string / row) and storage (inline / files) vary along it,
     so each value of each appears with both backends; every state kind is in every job.
     """
     specs = []
     combos = [(b, c, p) for b in ("hashmap", "rocksdb") for c in (False, True) for p in (1, 2)]
     for n, (backend, compression, p) in enumerate(combos):
-        mp, key, storage = (128, 256)[n % 2], ("int", "string")[n // 2 % 2], ("jobmanager", "filesystem")[n % 3 == 0]
+        mp, key = (128, 256)[n % 2], ("int", "string", "row")[n // 2 % 3]
+        storage = ("jobmanager", "filesystem")[n % 3 == 0]
         specs.append(
             {
                 "name": f"{backend}-{'snappy' if compression else 'plain'}-p{p}-mp{mp}-{key}-{storage}",

@@ -101,7 +101,7 @@ final class Generate {
         @Override
         public void processElement(Long j, Context ctx, Collector<String> out) throws Exception {
             states.update(j, spec.keyIndex(j));
-            String key = Json.write(ctx.getCurrentKey());
+            String key = Json.write(Spec.keyJson(ctx.getCurrentKey()));
             WRITTEN.put(key, states.read());
             if (spec.has("timers")) {
                 ctx.timerService().registerEventTimeTimer(StateSet.timerOf(j));

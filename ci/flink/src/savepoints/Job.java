@@ -62,8 +62,7 @@ final class Job {
     @SuppressWarnings({"unchecked", "rawtypes"})
     static SingleOutputStreamOperator<String> stateful(
             Spec spec, DataStream<Long> input, KeyedProcessFunction<Object, Long, String> fn) {
-        TypeInformation keyInfo = spec.keyType.equals("int") ? Types.INT : Types.STRING;
-        KeyedStream<Long, Object> keyed = input.keyBy((KeySelector) new KeyOf(spec), keyInfo);
+        KeyedStream<Long, Object> keyed = input.keyBy((KeySelector) new KeyOf(spec), (TypeInformation) spec.keyInfo());
         SingleOutputStreamOperator<String> out = keyed.process(fn, Types.STRING);
         out.uid(spec.uid).name("state").setParallelism(spec.parallelism).setMaxParallelism(spec.maxParallelism);
         return out;

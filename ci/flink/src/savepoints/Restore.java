@@ -115,13 +115,13 @@ final class Restore {
         @Override
         public void processElement(Long j, Context ctx, Collector<String> out) throws Exception {
             for (Map.Entry<String, Object> e : states.read().entrySet()) {
-                out.collect(Json.write(Json.obj("key", ctx.getCurrentKey(), "state", e.getKey(), "value", e.getValue())));
+                out.collect(Json.write(Json.obj("key", Spec.keyJson(ctx.getCurrentKey()), "state", e.getKey(), "value", e.getValue())));
             }
         }
 
         @Override
         public void onTimer(long ts, OnTimerContext ctx, Collector<String> out) {
-            out.collect(Json.write(Json.obj("key", ctx.getCurrentKey(), "state", "timers", "value", ts)));
+            out.collect(Json.write(Json.obj("key", Spec.keyJson(ctx.getCurrentKey()), "state", "timers", "value", ts)));
         }
     }
 }

@@ -2,6 +2,18 @@ package savepoints;
 
 import golden.Json;
 
+import org.apache.flink.api.common.typeinfo.TypeInformation;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.table.data.GenericRowData;
+import org.apache.flink.table.data.RowData;
+import org.apache.flink.table.data.StringData;
+import org.apache.flink.table.runtime.typeutils.InternalTypeInfo;
+import org.apache.flink.table.runtime.typeutils.RowDataSerializer;
+import org.apache.flink.table.types.logical.IntType;
+import org.apache.flink.table.types.logical.LogicalType;
+import org.apache.flink.table.types.logical.RowType;
+import org.apache.flink.table.types.logical.VarCharType;
+
 import java.io.IOException;
 import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
@@ -19,7 +31,7 @@ import java.util.Map;
  * each sequence number stands for, which states exist), so a checker run needs nothing but the
  * spec the savepoint was made from. Fields: {@code name}, {@code backend} (hashmap | rocksdb),
  * {@code compression}, {@code parallelism}, {@code max_parallelism}, {@code key_type} (int |
- * string), {@code keys}, {@code records_per_key}, {@code states} (a subset of {@link #ALL_STATES}),
+ * string | row), {@code keys}, {@code records_per_key}, {@code states} (a subset of {@link #ALL_STATES}),
  * {@code storage} (jobmanager: every stream inline in _metadata | filesystem: files above
  * {@code inline_threshold} bytes), {@code uid} of the stateful operator, and {@code events_type}
  * (the Flink SQL row type of the events state; the checker may be given a different one). The
@@ -31,6 +43,10 @@ final class Spec implements Serializable {
     /** The row type the events state is written with (the "old" Events type). */
     static final String OLD_EVENTS_TYPE =
             "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>";
+
+    /** The row key of {@code key_type: row}, like the grouping key of a Flink SQL aggregation. */
+    static final RowType KEY_ROW_TYPE = RowType.of(
+            new LogicalType[] {new IntType(), new VarCharType(VarCharType.MAX_LENGTH)}, new String[] {"id", "name"});
 
     static final List<String> ALL_STATES =
             Arrays.asList("events", "count", "last", "recent", "totals", "ttl_count", "ttl_events", "ttl_recent",
@@ -57,7 +73,7 @@ final class Spec implements Serializable {
         compression = Boolean.TRUE.equals(m.getOrDefault("compression", Boolean.FALSE));
         parallelism = (int) num(m, "parallelism", 1);
         maxParallelism = (int) num(m, "max_parallelism", 128);
-        keyType = oneOf(str(m, "key_type", "int"), "key_type", "int", "string");
+        keyType = oneOf(str(m, "key_type", "int"), "key_type", "int", "string", "row");
         keys = (int) num(m, "keys", 10);
         recordsPerKey = (int) num(m, "records_per_key", 3);
         states = new ArrayList<>((List<String>) m.getOrDefault("states", ALL_STATES));
@@ -97,12 +113,38 @@ final class Spec implements Serializable {
         return (int) (j % keys);
     }
 
-    /** The key of key index {@code i}: ints spread over negative and positive values, strings with some non-ASCII. */
+    /**
+     * The key of key index {@code i}: ints spread over negative and positive values, strings with
+     * some non-ASCII, or (as Flink SQL keys its state) a {@code BinaryRowData} of {@link #KEY_ROW_TYPE}
+     * holding both.
+     */
     Object key(int i) {
-        if (keyType.equals("int")) {
-            return i * 7919 - 40000;
+        int n = i * 7919 - 40000;
+        String s = (i % 5 == 3 ? "clé-ü-" : "user-") + i;
+        switch (keyType) {
+            case "int":
+                return n;
+            case "string":
+                return s;
+            default:
+                return new RowDataSerializer(KEY_ROW_TYPE).toBinaryRow(GenericRowData.of(n, StringData.fromString(s))).copy();
         }
-        return (i % 5 == 3 ? "clé-ü-" : "user-") + i;
+    }
+
+    TypeInformation<?> keyInfo() {
+        switch (keyType) {
+            case "int":
+                return Types.INT;
+            case "string":
+                return Types.STRING;
+            default:
+                return InternalTypeInfo.of(KEY_ROW_TYPE);
+        }
+    }
+
+    /** A key as JSON: rows as objects by field name. */
+    static Object keyJson(Object key) {
+        return key instanceof RowData ? Render.row((RowData) key, KEY_ROW_TYPE) : key;
     }
 
     private static String str(Map<String, Object> m, String k, String dflt) {
