@@ -99,9 +99,12 @@ def _run_java(version: str, args: list[str], jobs: int) -> subprocess.CompletedP
         cmd = ["java", *JVM_FLAGS, f"-Djava.io.tmpdir={tmp}"]
         cmd += [f"--add-opens={p}=ALL-UNNAMED" for p in ADD_OPENS]
         cmd += ["-cp", cp, "savepoints.Main", args[0], str(Path(tmp) / "work"), *args[1:]]
-        return subprocess.run(
-            cmd, capture_output=True, text=True, timeout=STARTUP_TIMEOUT + PER_JOB_TIMEOUT * jobs, cwd=tmp
-        )
+        timeout = STARTUP_TIMEOUT + PER_JOB_TIMEOUT * jobs
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired as e:  # run() has killed the JVM
+            stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+            raise FlinkRunError(f"{args[0]} of {jobs} job(s) timed out after {timeout} s:\n{_tail(stderr)}") from e
 
 
 def _tail(text: str, lines: int = 40) -> str:
