@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate the golden vectors in tests/golden/*.jsonl by running REAL Flink 2.3.0 serializers.
 #
-#   ci/golden/generate.sh                 # reuse /tmp/flinkvenv if present, else pip-install Flink
+#   ci/golden/generate.sh                 # reuse /tmp/flinkvenv if present, else fetch the Flink jars
 #   FLINK_LIB=/path/to/pyflink/lib ci/golden/generate.sh
 #   ci/golden/generate.sh extra.jsonl     # also turn extra case inputs into extra.out.jsonl next to them
 #
@@ -17,22 +17,14 @@ OUT="${GOLDEN_OUT:-$ROOT/tests/golden}"   # GOLDEN_OUT: write the vectors elsewh
 FLINK_VERSION=2.3.0
 mkdir -p "$BUILD"
 
-# --- 1. the Flink jars ---------------------------------------------------------------------
+# --- 1. the Flink jars (shared logic: ci/flink-jars.sh) ---------------------------------------
+source "$ROOT/ci/flink-jars.sh"
 if [[ -z "${FLINK_LIB:-}" ]]; then
-    for venv in /tmp/flinkvenv "$BUILD/flinkvenv"; do
-        cand=$(ls -d "$venv"/lib/python3*/site-packages/pyflink/lib 2>/dev/null | head -n1 || true)
-        if [[ -n "$cand" ]]; then FLINK_LIB="$cand"; break; fi
-    done
-fi
-if [[ -z "${FLINK_LIB:-}" ]]; then
-    echo "creating a throwaway venv with apache-flink==$FLINK_VERSION in $BUILD/flinkvenv" >&2
-    python3 -m venv "$BUILD/flinkvenv"
-    "$BUILD/flinkvenv/bin/pip" install --quiet "apache-flink==$FLINK_VERSION"
-    FLINK_LIB=$(ls -d "$BUILD"/flinkvenv/lib/python3*/site-packages/pyflink/lib | head -n1)
+    FLINK_LIB=$(flink_lib "$FLINK_VERSION" /tmp/flinkvenv "$BUILD/flinkvenv")
 fi
 ls "$FLINK_LIB"/flink-dist-"$FLINK_VERSION".jar >/dev/null || {
     echo "no flink-dist-$FLINK_VERSION.jar in $FLINK_LIB" >&2; exit 1; }
-CP=$(ls "$FLINK_LIB"/*.jar | tr '\n' ':')
+CP=$(flink_classpath "$FLINK_LIB")
 
 # --- 2. the Avro jar (optional) --------------------------------------------------------------
 if [[ -z "${AVRO_JARS:-}" ]]; then

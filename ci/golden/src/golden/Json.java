@@ -11,15 +11,17 @@ import java.util.Map;
  * <p>Numbers are kept as their source text ({@link Num}) so that longs are exact and floats are
  * parsed once, correctly rounded, by whoever knows the target type. Objects keep key order.
  * Strings are Java strings (UTF-16), so lone surrogates written as {@code \\uD800} survive.
+ *
+ * <p>Public because the savepoint generator and restore checker (ci/flink) use it too.
  */
-final class Json {
+public final class Json {
     private Json() {}
 
     /** A JSON number, kept as text. */
-    static final class Num {
+    public static final class Num {
         final String text;
 
-        Num(String text) {
+        public Num(String text) {
             this.text = text;
         }
 
@@ -31,7 +33,7 @@ final class Json {
 
     // ------------------------------------------------------------------------------- reading
 
-    static Object parse(String s) {
+    public static Object parse(String s) {
         Reader r = new Reader(s);
         r.ws();
         Object v = r.value();
@@ -199,14 +201,14 @@ final class Json {
 
     // ------------------------------------------------------------------------------- writing
 
-    static String write(Object v) {
+    public static String write(Object v) {
         StringBuilder b = new StringBuilder();
         write(v, b);
         return b.toString();
     }
 
     @SuppressWarnings("unchecked")
-    static void write(Object v, StringBuilder b) {
+    public static void write(Object v, StringBuilder b) {
         if (v == null) {
             b.append("null");
         } else if (v instanceof Boolean || v instanceof Num) {
@@ -277,7 +279,7 @@ final class Json {
         return false;
     }
 
-    static Map<String, Object> obj(Object... kv) {
+    public static Map<String, Object> obj(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
         for (int k = 0; k < kv.length; k += 2) {
             m.put((String) kv[k], kv[k + 1]);

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Run real Flink from Python: take savepoints of the test matrix and check what a savepoint restores.
+
+Wraps the Java programs in ci/flink/src (built by ci/flink/setup.sh) so tests and people call one
+thing. Standard library only: the project's tests import it without Flink, and it runs with any
+python3.
+
+    flink.py generate [--flink 2.3.0|1.20.3] SPEC OUTDIR [SPEC OUTDIR ...]
+    flink.py restore [--events-type TYPE] [--set FIELD=JSON ...] SAVEPOINT SPEC OUT.jsonl [...]
+    flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
+
+``generate`` writes OUTDIR/savepoint (the canonical savepoint), OUTDIR/expected.json (every state
+of every key as the job wrote it) and OUTDIR/spec.json; OUTDIR is replaced as a whole. ``restore``
+writes the JSON lines of every state of every key that Flink restored (the same entries as
+expected.json) and exits 3 if Flink refused any savepoint, printing Flink's exception. Every
+batch runs in ONE JVM (start-up dominates a small job) with its own temporary directory, removed
+afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_VERSION = "2.3.0"
+VERSIONS = ("2.3.0", "1.20.3")
+#: Flink on Java 17 reflects into these JDK packages.
+ADD_OPENS = [
+    "java.base/java.util",
+    "java.base/java.lang",
+    "java.base/java.lang.reflect",
+    "java.base/java.io",
+    "java.base/java.nio",
+    "java.base/sun.nio.ch",
+    "java.base/java.net",
+    "java.base/java.util.concurrent",
+    "java.base/java.time",
+    "java.base/java.text",
+    "java.sql/java.sql",
+]
+#: Short-lived JVMs: the C1 compiler only and the serial collector roughly halve a small job's time.
+JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g", "-Dlog4j2.level=WARN"]
+#: Seconds allowed per job in a batch, on top of a fixed start-up allowance.
+PER_JOB_TIMEOUT = 180
+STARTUP_TIMEOUT = 120
+
+
+class FlinkUnavailable(RuntimeError):
+    """Java or the built generator is missing: run ci/flink/setup.sh."""
+
+
+class FlinkRunError(RuntimeError):
+    """The Java program failed for a reason other than a refused restore (a bug or a broken environment)."""
+
+
+@dataclass
+class RestoreResult:
+    """What one restore check found: the entries Flink read back, or why Flink refused the savepoint."""
+
+    entries: list[dict[str, Any]] | None = None
+    exception: str | None = None
+    message: str | None = None
+    chain: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.entries is not None
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("FLINK_BUILD") or HERE / "build")
+
+
+def classpath(version: str = DEFAULT_VERSION) -> str:
+    """The class path setup.sh built for ``version``; FlinkUnavailable when it has not been built."""
+    if version not in VERSIONS:
+        raise ValueError(f"unknown Flink version {version!r} (known: {', '.join(VERSIONS)})")
+    if shutil.which("java") is None:
+        raise FlinkUnavailable("java is not on PATH")
+    cpfile = build_dir() / f"classpath-{version}"
+    if not cpfile.is_file():
+        flag = "" if version == DEFAULT_VERSION else " --with-1.20"
+        raise FlinkUnavailable(f"{cpfile} is missing: run ci/flink/setup.sh{flag}")
+    return cpfile.read_text().strip()
+
+
+def _run_java(version: str, args: list[str], jobs: int) -> subprocess.CompletedProcess[str]:
+    cp = classpath(version)
+    with tempfile.TemporaryDirectory(prefix="statemorph-flink-") as tmp:
+        cmd = ["java", *JVM_FLAGS, f"-Djava.io.tmpdir={tmp}"]
+        cmd += [f"--add-opens={p}=ALL-UNNAMED" for p in ADD_OPENS]
+        cmd += ["-cp", cp, "savepoints.Main", args[0], str(Path(tmp) / "work"), *args[1:]]
+        timeout = STARTUP_TIMEOUT + PER_JOB_TIMEOUT * jobs
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
+        except subprocess.TimeoutExpired as e:  # run() has killed the JVM
+            stderr = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+            raise FlinkRunError(f"{args[0]} of {jobs} job(s) timed out after {timeout} s:\n{_tail(stderr)}") from e
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSION) -> None:
+    """Take one savepoint per (spec file, output directory); each OUTDIR is replaced when all succeed."""
+    staged: list[tuple[Path, Path, Path]] = []
+    args = ["generate"]
+    for spec, out in pairs:
+        out = Path(out).resolve()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        shutil.rmtree(stage)
+        staged.append((Path(spec), stage, out))
+        args += [str(Path(spec).resolve()), str(stage)]
+    try:
+        proc = _run_java(flink_version, args, len(pairs))
+        if proc.returncode != 0:
+            raise FlinkRunError(f"savepoint generator failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
+        for spec, stage, out in staged:
+            shutil.copyfile(spec, stage / "spec.json")
+            if out.exists():
+                shutil.rmtree(out)
+            stage.rename(out)
+    finally:
+        for _, stage, _ in staged:
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def regenerate(root: Path) -> list[Path]:
+    """Take every case under ``root`` (a directory per case holding spec.json) again; one JVM per Flink version."""
+    by_version: dict[str, list[tuple[Path, Path]]] = {}
+    for spec in sorted(Path(root).glob("*/spec.json")):
+        version = json.loads(spec.read_text(encoding="utf-8")).get("flink", DEFAULT_VERSION)
+        keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
+        shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
+        by_version.setdefault(version, []).append((keep, spec.parent))
+    try:
+        for version, pairs in by_version.items():
+            generate(pairs, version)
+    finally:
+        for pairs in by_version.values():
+            for keep, _ in pairs:
+                keep.unlink(missing_ok=True)
+    return [case for pairs in by_version.values() for _, case in pairs]
+
+
+def restore(
+    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None
+) -> list[RestoreResult]:
+    """Restore each (savepoint, spec) in real Flink 2.3 and read every state back.
+
+    ``events_type`` (Flink SQL syntax) registers the events state with that row type instead of
+    the spec's, e.g. the evolved Events type. ``overrides`` replaces other spec fields for the
+    restoring job, e.g. ``{"backend": "rocksdb"}`` to restore a heap savepoint into RocksDB or
+    ``{"parallelism": 1}`` to rescale. One JVM runs the whole batch.
+    """
+    changes = dict(overrides or {})
+    if events_type is not None:
+        changes["events_type"] = events_type
+    with tempfile.TemporaryDirectory(prefix="statemorph-restore-") as tmp:
+        args = ["restore"]
+        outs = []
+        for k, (savepoint, spec) in enumerate(items):
+            spec_path = Path(spec).resolve()
+            if changes:
+                data = json.loads(spec_path.read_text(encoding="utf-8"))
+                data.update(changes)
+                spec_path = Path(tmp) / f"spec-{k}.json"
+                spec_path.write_text(json.dumps(data), encoding="utf-8")
+            out = Path(tmp) / f"out-{k}.jsonl"
+            outs.append(out)
+            args += [str(Path(savepoint).resolve()), str(spec_path), str(out)]
+        proc = _run_java(DEFAULT_VERSION, args, len(items))
+        if proc.returncode not in (0, 3):
+            raise FlinkRunError(f"restore checker failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
+        results = []
+        for out in outs:
+            err = Path(f"{out}.error")
+            if err.is_file():
+                e = json.loads(err.read_text(encoding="utf-8"))
+                results.append(RestoreResult(exception=e["exception"], message=e["message"], chain=e["chain"]))
+            elif out.is_file():
+                results.append(RestoreResult(entries=read_entries(out)))
+            else:
+                raise FlinkRunError(f"restore checker wrote no result for {out.name}:\n{_tail(proc.stderr)}")
+        return results
+
+
+def read_entries(path: Path) -> list[dict[str, Any]]:
+    """The entries of a checker's JSON-lines output."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def expected_entries(case_dir: Path) -> list[dict[str, Any]]:
+    """The entries a generated case's job wrote (its expected.json)."""
+    data: dict[str, Any] = json.loads((Path(case_dir) / "expected.json").read_text(encoding="utf-8"))
+    entries: list[dict[str, Any]] = data["entries"]
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate", help="take savepoints: SPEC OUTDIR [SPEC OUTDIR ...]")
+    g.add_argument("--flink", default=DEFAULT_VERSION, choices=VERSIONS)
+    g.add_argument("args", nargs="+")
+    r = sub.add_parser("restore", help="check restores: SAVEPOINT SPEC OUT.jsonl [...]")
+    r.add_argument("--events-type", default=None, help="register the events state with this row type")
+    r.add_argument("--set", action="append", default=[], metavar="FIELD=JSON", help="override a spec field")
+    r.add_argument("args", nargs="+")
+    rg = sub.add_parser("regenerate", help="take every DIR/*/spec.json again")
+    rg.add_argument("dir", type=Path)
+    ns = p.parse_args(argv)
+    if ns.cmd == "regenerate":
+        for case in regenerate(ns.dir):
+            print(f"generated {case}")
+        return 0
+    if ns.cmd == "generate":
+        if len(ns.args) % 2:
+            p.error("generate takes SPEC OUTDIR pairs")
+        generate([(Path(a), Path(b)) for a, b in zip(ns.args[::2], ns.args[1::2], strict=True)], ns.flink)
+        return 0
+    if len(ns.args) % 3:
+        p.error("restore takes SAVEPOINT SPEC OUT.jsonl triples")
+    triples = list(zip(ns.args[::3], ns.args[1::3], ns.args[2::3], strict=True))
+    overrides = {}
+    for item in ns.set:
+        name, _, value = item.partition("=")
+        overrides[name] = json.loads(value)
+    results = restore([(Path(s), Path(sp)) for s, sp, _ in triples], ns.events_type, overrides)
+    status = 0
+    for (savepoint, _, out), res in zip(triples, results, strict=True):
+        if res.ok:
+            with open(out, "w", encoding="utf-8") as f:
+                for e in res.entries or []:
+                    f.write(json.dumps(e, ensure_ascii=False) + "\n")
+        else:
+            print(f"restore failed: {savepoint}: {res.exception}: {res.message}", file=sys.stderr)
+            status = 3
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

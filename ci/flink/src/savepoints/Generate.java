@@ -1,0 +1,133 @@
+package savepoints;
+
+import golden.Json;
+
+import org.apache.flink.api.common.JobStatus;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.core.execution.JobClient;
+import org.apache.flink.core.execution.SavepointFormatType;
+import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.util.Collector;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+
+/**
+ * Runs the matrix job of one spec on a local MiniCluster and takes a canonical savepoint of it.
+ *
+ * <p>The job reads {@code keys * records_per_key} sequence numbers from an {@link IdleSequenceSource}
+ * (parallelism 1, so every key sees its records in order and the result is deterministic), updates
+ * the spec's states per record and registers one event-time timer per record (no watermarks, so
+ * none fires). Once the operator has processed every record the generator stops the job with a
+ * CANONICAL savepoint, moves it to {@code OUT/savepoint} and writes {@code OUT/expected.json}:
+ * the value of every state of every key as the job itself last wrote it (the MiniCluster runs in
+ * this JVM, so the operator reports into a static map).
+ */
+final class Generate {
+    private Generate() {}
+
+    static final AtomicLong PROCESSED = new AtomicLong();
+    /** key (as JSON) -> state -> value, as the job left it. */
+    static final Map<String, Map<String, Object>> WRITTEN = new ConcurrentHashMap<>();
+    static final Map<String, List<Long>> TIMERS = new ConcurrentHashMap<>();
+
+    static void run(Spec spec, Path out, Path work) throws Exception {
+        PROCESSED.set(0);
+        WRITTEN.clear();
+        TIMERS.clear();
+        StreamExecutionEnvironment env = Job.env(Job.config(spec, work), spec);
+        DataStream<Long> records = env.fromSource(
+                        new IdleSequenceSource(0, spec.totalRecords() - 1), WatermarkStrategy.noWatermarks(), "records")
+                .uid("records")
+                .setParallelism(1);
+        Job.stateful(spec, records, new Fn(spec));
+        JobClient client = env.executeAsync("generate " + spec.name);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (PROCESSED.get() < spec.totalRecords()) {
+            JobStatus st = client.getJobStatus().get();
+            if (st.isGloballyTerminalState()) {
+                client.getJobExecutionResult().get(); // throws the job's failure
+                throw new IllegalStateException("job ended before processing every record: " + st);
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("timed out: processed " + PROCESSED.get() + " of " + spec.totalRecords());
+            }
+            Thread.sleep(20);
+        }
+        Path target = work.resolve("savepoints");
+        String written = client.stopWithSavepoint(false, target.toUri().toString(), SavepointFormatType.CANONICAL)
+                .get(120, TimeUnit.SECONDS);
+        client.getJobExecutionResult().get(120, TimeUnit.SECONDS);
+        Path sp = Path.of(java.net.URI.create(written.startsWith("file:") ? written : "file:" + written));
+        Files.createDirectories(out);
+        Files.move(sp, out.resolve("savepoint"));
+        Files.write(out.resolve("expected.json"), expectedJson(spec).getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static String expectedJson(Spec spec) {
+        List<Object> values = new ArrayList<>();
+        for (Map<String, Object> e : Entries.sorted(WRITTEN, TIMERS, spec)) {
+            values.add(e);
+        }
+        StringBuilder b = new StringBuilder();
+        b.append("{\"name\": ");
+        Json.write(spec.name, b);
+        b.append(", \"entries\": [\n");
+        for (int k = 0; k < values.size(); k++) {
+            b.append("  ");
+            Json.write(values.get(k), b);
+            b.append(k + 1 < values.size() ? ",\n" : "\n");
+        }
+        b.append("]}\n");
+        return b.toString();
+    }
+
+    static final class Fn extends StatefulFn {
+        private static final long serialVersionUID = 1L;
+
+        Fn(Spec spec) {
+            super(spec);
+        }
+
+        @Override
+        public void processElement(Long j, Context ctx, Collector<String> out) throws Exception {
+            states.update(j, spec.keyIndex(j));
+            String key = Json.write(Spec.keyJson(ctx.getCurrentKey()));
+            WRITTEN.put(key, states.read());
+            if (spec.has("timers")) {
+                ctx.timerService().registerEventTimeTimer(StateSet.timerOf(j));
+                TIMERS.computeIfAbsent(key, x -> new ArrayList<>()).add(StateSet.timerOf(j));
+            }
+            PROCESSED.incrementAndGet();
+        }
+
+        @Override
+        public void onTimer(long ts, OnTimerContext ctx, Collector<String> out) {
+            throw new IllegalStateException("no timer may fire before the savepoint (fired " + ts + ")");
+        }
+    }
+
+    /**
+     * Deletes a job's work directory, best effort: the MiniCluster may still be removing its own
+     * files when the job has ended, and whatever is left goes with the caller's temporary directory.
+     */
+    static void deleteTree(Path p) {
+        if (!Files.exists(p)) {
+            return;
+        }
+        try (Stream<Path> s = Files.walk(p)) {
+            s.sorted(java.util.Comparator.reverseOrder()).forEach(x -> x.toFile().delete());
+        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+            System.err.println("note: could not remove all of " + p + ": " + e);
+        }
+    }
+}

@@ -1,0 +1,72 @@
+package savepoints;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Entry point; one JVM runs several jobs in a row (JVM start-up and class loading dominate a
+ * small job, so batching them keeps the Flink part of CI short).
+ *
+ * <pre>
+ *   Main generate WORK SPEC OUTDIR [SPEC OUTDIR ...]
+ *   Main restore  WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]
+ * </pre>
+ *
+ * WORK is a scratch directory (the caller's private java.io.tmpdir is a good choice); each job
+ * gets a fresh subdirectory, deleted afterwards. A restore Flink refuses writes
+ * {@code OUT.jsonl.error} (JSON: exception, message, chain) instead of OUT.jsonl, prints
+ * {@code restore failed: ...} on stderr and makes the exit code 3 once every item has run; any
+ * other error stops the run with exit code 1.
+ */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 2) {
+            usage();
+        }
+        Path work = Path.of(args[1]);
+        int failed = 0;
+        if (args[0].equals("generate") && (args.length - 2) % 2 == 0) {
+            for (int k = 2; k < args.length; k += 2) {
+                Spec spec = Spec.read(Path.of(args[k]));
+                Path w = work.resolve("job-" + k);
+                try {
+                    Generate.run(spec, Path.of(args[k + 1]), w);
+                } finally {
+                    Generate.deleteTree(w);
+                }
+                System.err.println("generated " + spec.name + " -> " + args[k + 1]);
+            }
+        } else if (args[0].equals("restore") && (args.length - 2) % 3 == 0) {
+            for (int k = 2; k < args.length; k += 3) {
+                Spec spec = Spec.read(Path.of(args[k + 1]));
+                Path out = Path.of(args[k + 2]);
+                Path err = Path.of(args[k + 2] + ".error");
+                Files.deleteIfExists(out);
+                Files.deleteIfExists(err);
+                Path w = work.resolve("job-" + k);
+                try {
+                    Restore.run(Path.of(args[k]), spec, out, w);
+                    System.err.println("restored " + spec.name + " from " + args[k]);
+                } catch (Restore.Failure f) {
+                    failed++;
+                    Files.write(err, (f.toJson() + "\n").getBytes(StandardCharsets.UTF_8));
+                    System.err.println("restore failed: " + spec.name + ": " + f.root);
+                } finally {
+                    Generate.deleteTree(w);
+                }
+            }
+        } else {
+            usage();
+        }
+        System.exit(failed == 0 ? 0 : 3);
+    }
+
+    private static void usage() {
+        System.err.println("usage: Main generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
+                + "       Main restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]");
+        System.exit(2);
+    }
+}

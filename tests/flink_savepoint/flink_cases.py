@@ -1,0 +1,68 @@
+"""The committed real-Flink savepoint cases and the ci/flink driver, for the tests in this directory.
+
+A case is a directory under tests/data/flink_savepoints holding ``savepoint/`` (what Flink wrote),
+``spec.json`` (the job it was taken from, see ci/flink/README.md) and ``expected.json`` (every state
+of every key as the job wrote it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SAVEPOINTS = ROOT / "tests" / "data" / "flink_savepoints"
+DRIVER = ROOT / "ci" / "flink" / "flink.py"
+#: The Events row type after the schema change (fields added, nested fields reordered).
+EVOLVED_EVENTS = (
+    "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT,"
+    " appVersion STRING, sessionId BIGINT>>"
+)
+#: EVOLVED_EVENTS' field names, nested rows as (name, fields) pairs, for :func:`reshape`.
+EVOLVED_EVENTS_FIELDS: tuple[Any, ...] = (
+    "eventId",
+    ("metadata", ("deviceType", "location", "userId", "timestamp", "appVersion", "sessionId")),
+)
+
+
+def committed_cases() -> list[Path]:
+    return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
+
+
+def case_spec(case: Path) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads((case / "spec.json").read_text(encoding="utf-8"))
+    return spec
+
+
+def load_driver() -> ModuleType:
+    """ci/flink/flink.py as a module (standard library only, so it loads without Flink)."""
+    if "statemorph_ci_flink" in sys.modules:
+        return sys.modules["statemorph_ci_flink"]
+    spec = importlib.util.spec_from_file_location("statemorph_ci_flink", DRIVER)
+    assert spec is not None and spec.loader is not None, f"cannot load {DRIVER}"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def reshape(row: dict[str, Any] | None, fields: tuple[Any, ...]) -> dict[str, Any] | None:
+    """A row as the restore checker renders it (an object by field name) after evolving to ``fields``.
+
+    Fields are matched by name, fields the old row lacks are null, nested rows recurse: what real
+    Flink must read back from a correctly migrated savepoint, given the expected.json value.
+    """
+    if row is None:
+        return None
+    out: dict[str, Any] = {}
+    for f in fields:
+        if isinstance(f, tuple):
+            name, nested = f
+            out[name] = reshape(row.get(name), nested)
+        else:
+            out[f] = row.get(f)
+    return out
