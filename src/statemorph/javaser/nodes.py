@@ -83,6 +83,15 @@ class JString:
     value: str
 
 
+@dataclass(frozen=True)
+class JInterned:
+    """An interned string (a class-file constant such as a serialized lambda's method name): the
+    JVM holds one object per value, so the writer shares it by value with every other interned
+    string of the stream, descriptor type signatures included."""
+
+    value: str
+
+
 @dataclass(eq=False)
 class JObject:
     """An ordinary object: its descriptor and the values of every serialized field of every
@@ -133,6 +142,7 @@ __all__ = [
     "JArray",
     "JClass",
     "JEnum",
+    "JInterned",
     "JObject",
     "JString",
     "PRIMITIVE_CODES",

@@ -9,7 +9,8 @@ wherever Flink has a format, and golden vectors from real Flink prove it. The ru
   value across descriptors;
 - objects, enum constants, arrays, class literals and :class:`JString` nodes are shared by
   identity: the same node written twice is one object and a back reference;
-- a plain Python ``str`` in a field is a new string object each time.
+- a plain Python ``str`` in a field is a new string object each time; a :class:`JInterned`
+  string is shared by value with the descriptor signatures (one JVM intern pool).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from .nodes import (
     JArray,
     JClass,
     JEnum,
+    JInterned,
     JObject,
     JString,
 )
@@ -124,6 +126,8 @@ class _StreamWriter:
         elif isinstance(node, str):
             self.assign()
             self.write_string(node)
+        elif isinstance(node, JInterned):
+            self.write_signature(node.value)
         elif isinstance(node, JString):
             if not self.shared(node):
                 self.register(node)
