@@ -29,6 +29,7 @@ written back unchanged; for a new type they are built by :mod:`statemorph.javase
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Any, ClassVar
 
 from ..compat import SchemaCompatibility
@@ -80,8 +81,9 @@ RUNTIME = "org.apache.flink.table.runtime.typeutils."
 class _FieldSnapshot(TypeSerializerSnapshot):
     """A table field serializer's snapshot: meaningful only inside its row snapshot."""
 
+    @abstractmethod
     def describes(self, t: LogicalType) -> bool:
-        raise NotImplementedError
+        """Whether this is the snapshot Flink nests for a field of type ``t``."""
 
     def restore_serializer(self) -> TypeSerializer[Any]:
         raise SnapshotError(
