@@ -946,6 +946,9 @@ FLINK_TYPES = [
     "ROW<x ROW<y ROW<z BIGINT>>, `x y` DOUBLE>",
     "ARRAY<ROW<a INT, b STRING>>",
     "MAP<STRING, ROW<n INT>>",
+    "ARRAY<ROW<a BOOLEAN, b TINYINT, c SMALLINT, d INT, e BIGINT, f FLOAT, g DOUBLE, h CHAR(2), i VARCHAR(3), "
+    "j BINARY(2), k VARBINARY(3), l DECIMAL(10, 2), m DATE, n TIME(3), o TIMESTAMP(3), p TIMESTAMP_LTZ(3), "
+    "q ARRAY<INT>, r MAP<INT, INT>, s MULTISET<INT>, t ROW<x INT>>>",
 ]
 
 
@@ -955,7 +958,7 @@ def flink_rowdata() -> Cases:
         for variant in ([t, f"{t} NOT NULL"] if not t.endswith("NOT NULL") else [t]):
             c._add({"case": f"javaser/{variant}", "logical_type": variant})
     for t in FLINK_TYPES:
-        if t.startswith(("ARRAY", "MAP", "MULTISET")) and "ROW" not in t:
+        if t.startswith(("ARRAY", "MAP", "MULTISET", "ROW<a")):
             c._add({"case": f"internal_serializer/{t}", "internal_serializer": t})
     rows = {
         "events_old": EVENTS_OLD,
@@ -972,6 +975,8 @@ def flink_rowdata() -> Cases:
         "l3 TIMESTAMP_LTZ(3), l6 TIMESTAMP_LTZ(6)>",
         "collections": "ROW<a ARRAY<INT>, m MAP<STRING, BIGINT>, s MULTISET<STRING>, "
         "n ARRAY<MAP<INT, ARRAY<DECIMAL(10, 2)>>>>",
+        "rows_in_collections": "ROW<a ARRAY<ROW<x INT, y STRING>>, m MAP<STRING, ROW<n INT NOT NULL, "
+        "d DECIMAL(5, 5), t TIMESTAMP(3), r ROW<z BOOLEAN>>>, s MULTISET<ROW<q BIGINT>>>",
         "all_types": "ROW<" + ", ".join(f"f{i} {t}" for i, t in enumerate(FLINK_TYPES) if "ROW" not in t) + ">",
     }
     for name, sql in rows.items():

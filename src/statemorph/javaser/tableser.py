@@ -18,9 +18,14 @@ would serialize:
   per-root accessor in :data:`_ACCESSORS`. A non-capturing accessor (``ArrayData::getInt``) is a
   singleton in the JVM, so a second use in the same stream is a back reference.
 
-A ROW element (``RowDataSerializer`` objects with field getters) is not built: writing the
-snapshot of an ARRAY or MAP of ROW is refused with a :class:`JavaSerializationError`. Reading
-such a snapshot works (the bytes are kept and written back unchanged).
+A ROW element is a ``RowDataSerializer`` object: its ``BinaryRowDataSerializer``, one field getter
+per field (``RowData.createFieldGetter``: a null check capturing the position around the
+per-root accessor in :data:`_FIELD_ACCESSORS`), the field serializers and the row's own field
+type objects. Small boxed Integers (positions, precisions) are the JVM's cached instances, so
+equal ones are back references.
+
+Types outside this table (RAW, STRUCTURED, intervals ...) are refused with a
+:class:`JavaSerializationError` naming the type.
 """
 
 from __future__ import annotations
@@ -63,8 +68,46 @@ _ACCESSORS: dict[str, tuple[int, str, str, tuple[str, ...]]] = {
     "TIMESTAMP_WITH_LOCAL_TIME_ZONE": (_INVOKE_STATIC, "lambda$createElementGetter$644eb446$1",
                                        "(IL" + _AD + ";I)Ljava/lang/Object;", ("precision",)),
     "ARRAY": (_INVOKE_INTERFACE, "getArray", "(I)Lorg/apache/flink/table/data/ArrayData;", ()),
+    "ROW": (_INVOKE_STATIC, "lambda$createElementGetter$3705b7fb$1", "(IL" + _AD + ";I)Ljava/lang/Object;", ("arity",)),
     "MAP": (_INVOKE_INTERFACE, "getMap", "(I)Lorg/apache/flink/table/data/MapData;", ()),
     "MULTISET": (_INVOKE_INTERFACE, "getMap", "(I)Lorg/apache/flink/table/data/MapData;", ()),
+}
+
+ROW_DATA = "org.apache.flink.table.data.RowData"
+_RD = "org/apache/flink/table/data/RowData"
+_FIELD_GETTER_IFACE = _RD + "$FieldGetter"
+_FIELD_GETTER_SIG = "(L" + _RD + ";)Ljava/lang/Object;"
+_FIELD_WRAPPER = (
+    "lambda$createFieldGetter$25774257$1",
+    "(IL" + _FIELD_GETTER_IFACE + ";L" + _RD + ";)Ljava/lang/Object;",
+)
+_BY_POS = "(IL" + _RD + ";)Ljava/lang/Object;"
+
+# ``RowData.createFieldGetter``: type root -> (implMethodName, implMethodSignature, captured int
+# parameters after the field position); every one is a static lambda capturing the position
+_FIELD_ACCESSORS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "CHAR": ("lambda$createFieldGetter$245ca7d1$1", _BY_POS, ()),
+    "VARCHAR": ("lambda$createFieldGetter$245ca7d1$1", _BY_POS, ()),
+    "BOOLEAN": ("lambda$createFieldGetter$245ca7d1$2", _BY_POS, ()),
+    "BINARY": ("lambda$createFieldGetter$245ca7d1$3", _BY_POS, ()),
+    "VARBINARY": ("lambda$createFieldGetter$245ca7d1$3", _BY_POS, ()),
+    "TINYINT": ("lambda$createFieldGetter$245ca7d1$4", _BY_POS, ()),
+    "SMALLINT": ("lambda$createFieldGetter$245ca7d1$5", _BY_POS, ()),
+    "INTEGER": ("lambda$createFieldGetter$245ca7d1$6", _BY_POS, ()),
+    "DATE": ("lambda$createFieldGetter$245ca7d1$6", _BY_POS, ()),
+    "TIME_WITHOUT_TIME_ZONE": ("lambda$createFieldGetter$245ca7d1$6", _BY_POS, ()),
+    "BIGINT": ("lambda$createFieldGetter$245ca7d1$7", _BY_POS, ()),
+    "FLOAT": ("lambda$createFieldGetter$245ca7d1$8", _BY_POS, ()),
+    "DOUBLE": ("lambda$createFieldGetter$245ca7d1$9", _BY_POS, ()),
+    "ARRAY": ("lambda$createFieldGetter$245ca7d1$10", _BY_POS, ()),
+    "MAP": ("lambda$createFieldGetter$245ca7d1$11", _BY_POS, ()),
+    "MULTISET": ("lambda$createFieldGetter$245ca7d1$11", _BY_POS, ()),
+    "DECIMAL": ("lambda$createFieldGetter$89bd9445$1", "(IIIL" + _RD + ";)Ljava/lang/Object;", ("precision", "scale")),
+    "TIMESTAMP_WITHOUT_TIME_ZONE": ("lambda$createFieldGetter$39385f9c$1", "(IIL" + _RD + ";)Ljava/lang/Object;",
+                                    ("precision",)),
+    "TIMESTAMP_WITH_LOCAL_TIME_ZONE": ("lambda$createFieldGetter$39385f9c$1", "(IIL" + _RD + ";)Ljava/lang/Object;",
+                                       ("precision",)),
+    "ROW": ("lambda$createFieldGetter$1547cee5$1", "(IIL" + _RD + ";)Ljava/lang/Object;", ("arity",)),
 }
 
 _SINGLETONS: dict[str, str] = {
@@ -91,7 +134,7 @@ class SerializerTreeBuilder(TypeTreeBuilder):
     def __init__(self) -> None:
         super().__init__()
         self._ints: dict[int, JObject] = {}
-        self._class_literal: JClass | None = None
+        self._class_literals: dict[str, JClass] = {}
         self._method_refs: dict[tuple[int, str, str], JObject] = {}
         self._singletons: dict[str, JObject] = {}
 
@@ -104,24 +147,39 @@ class SerializerTreeBuilder(TypeTreeBuilder):
             return node
         return JObject(desc("java.lang.Integer"), {"value": value})
 
-    def array_data_class(self) -> JClass:
-        if self._class_literal is None:
-            self._class_literal = JClass(desc(ARRAY_DATA))
-        return self._class_literal
+    def class_literal(self, name: str) -> JClass:
+        node = self._class_literals.get(name)
+        if node is None:
+            node = self._class_literals[name] = JClass(desc(name))
+        return node
 
-    def lambda_(self, kind: int, name: str, signature: str, captured: list[Any]) -> JObject:
+    def lambda_(self, kind: int, name: str, signature: str, captured: list[Any], row: bool = False) -> JObject:
+        """A ``SerializedLambda`` of ``ArrayData.createElementGetter`` (or, with ``row``, of
+        ``RowData.createFieldGetter``)."""
+        iface, method, sig, impl = ((_FIELD_GETTER_IFACE, "getFieldOrNull", _FIELD_GETTER_SIG, _RD) if row
+                                    else (_GETTER_IFACE, "getElementOrNull", _GETTER_SIG, _AD))
         return JObject(desc("java.lang.invoke.SerializedLambda"), {
             "implMethodKind": kind,
             "capturedArgs": JArray(desc("[Ljava.lang.Object;"), captured),
-            "capturingClass": self.array_data_class(),
-            "functionalInterfaceClass": JInterned(_GETTER_IFACE),
-            "functionalInterfaceMethodName": JInterned("getElementOrNull"),
-            "functionalInterfaceMethodSignature": JInterned(_GETTER_SIG),
-            "implClass": JInterned(_AD),
+            "capturingClass": self.class_literal(ROW_DATA if row else ARRAY_DATA),
+            "functionalInterfaceClass": JInterned(iface),
+            "functionalInterfaceMethodName": JInterned(method),
+            "functionalInterfaceMethodSignature": JInterned(sig),
+            "implClass": JInterned(impl),
             "implMethodName": JInterned(name),
             "implMethodSignature": JInterned(signature),
-            "instantiatedMethodType": JInterned(_GETTER_SIG),
+            "instantiatedMethodType": JInterned(sig),
         })
+
+    def field_getter(self, t: LogicalType, pos: int) -> JObject:
+        """``RowData.createFieldGetter(t, pos)``: a null check around the per-root accessor."""
+        accessor = _FIELD_ACCESSORS.get(t.type_root)
+        if accessor is None:
+            raise JavaSerializationError(f"statemorph cannot write Flink's field getter for {t}")
+        name, signature, params = accessor
+        captured = [self.boxed(pos)] + [self.boxed(getattr(t, p)) for p in params]
+        inner = self.lambda_(_INVOKE_STATIC, name, signature, captured, row=True)
+        return self.lambda_(_INVOKE_STATIC, _FIELD_WRAPPER[0], _FIELD_WRAPPER[1], [self.boxed(pos), inner], row=True)
 
     def element_getter(self, t: LogicalType) -> JObject:
         accessor = _ACCESSORS.get(t.type_root)
@@ -165,7 +223,29 @@ class SerializerTreeBuilder(TypeTreeBuilder):
                 value = IntType(nullable=False)
                 value_node = self.build(value)
             return self.map_serializer(key, key_node, value, value_node)
+        if root == "ROW":
+            return self.row_serializer(t, t_node)
         raise JavaSerializationError(f"statemorph cannot write Flink's serializer object for {t}")
+
+    def row_serializer(self, t: LogicalType, t_node: JObject) -> JObject:
+        """``new RowDataSerializer(rowType)``: its types are the row's own field type objects."""
+        from ..types import RowType
+
+        assert isinstance(t, RowType)
+        backing = t_node.values["fields"].values["list"]
+        type_nodes = [f.values["type"] for f in backing.annotations[backing.desc.name][1:]]
+        arity = t.arity
+        null_bits = ((arity + 63 + 8) // 64) * 8
+        binary = JObject(desc(RUNTIME + "BinaryRowDataSerializer"),
+                         {"fixedLengthPartSize": null_bits + 8 * arity, "numFields": arity})
+        getters = [self.field_getter(ft, i) for i, ft in enumerate(t.field_types)]
+        serializers = [self.serializer(ft, node) for ft, node in zip(t.field_types, type_nodes, strict=True)]
+        return JObject(desc(RUNTIME + "RowDataSerializer"), {
+            "binarySerializer": binary,
+            "fieldGetters": JArray(desc("[L" + ROW_DATA + "$FieldGetter;"), getters),
+            "fieldSerializers": JArray(desc("[Lorg.apache.flink.api.common.typeutils.TypeSerializer;"), serializers),
+            "types": JArray(desc("[Lorg.apache.flink.table.types.logical.LogicalType;"), type_nodes),
+        })
 
     def map_serializer(self, key: LogicalType, key_node: JObject, value: LogicalType, value_node: JObject) -> JObject:
         # field order is Java's (sorted by name): keyGetter, keySerializer, keyType, valueGetter ...;
