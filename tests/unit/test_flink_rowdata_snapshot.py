@@ -90,3 +90,19 @@ def test_top_level_fields_of_a_flink_snapshot_match_by_position() -> None:
     assert old.resolve_schema_compatibility(RowDataSerializer(appended)).is_compatible_after_migration()
     renamed = EVENTS_OLD.replace("eventId", "id", 1)
     assert old.resolve_schema_compatibility(RowDataSerializer(renamed)).is_compatible_as_is()
+
+
+def test_a_snapshot_inside_a_larger_stream_is_read_to_its_exact_end() -> None:
+    """State meta data holds snapshots back to back with no lengths: reading one from a cursor
+    must stop exactly at its last byte (the Java streams inside are parsed to their end)."""
+    from statemorph.io import DataInputDeserializer
+    from statemorph.snapshot import read_versioned_snapshot_from
+
+    first = bytes.fromhex(GOLDEN["flink_rowdata/rows_in_collections"]["snapshot_hex"])
+    second = bytes.fromhex(GOLDEN["flink_rowdata/events_new"]["snapshot_hex"])
+    src = DataInputDeserializer(b"\x01\x02" + first + second + b"\xff", offset=2)
+    a = read_versioned_snapshot_from(src)
+    assert src.position == 2 + len(first)
+    b = read_versioned_snapshot_from(src)
+    assert src.available() == 1
+    assert write_versioned_snapshot(a) == first and write_versioned_snapshot(b) == second
