@@ -5,7 +5,8 @@ RowKind, mask-byte boundaries), and the output is plain JSON Lines that the Java
 (``ci/golden/src/golden/Generate.java``) reads. It writes *inputs* only; the recorded vectors in
 ``tests/golden/*.jsonl`` come from Flink. Stdlib only, so ``generate.sh`` runs it with any python3.
 
-Usage: ``python3 cases.py OUT_DIR`` writes OUT_DIR/{datastream,snapshots,rowdata,avro,compat}.jsonl.
+Usage: ``python3 cases.py OUT_DIR`` writes OUT_DIR/{datastream,snapshots,rowdata,avro,compat,migration,
+flink_rowdata}.jsonl.
 """
 
 from __future__ import annotations
@@ -896,6 +897,93 @@ def avro() -> Cases:
     return c
 
 
+# Every logical type statemorph supports, alone (its Java-serialized LogicalType) and as row fields
+# (Flink's RowDataSerializerSnapshot). NOT NULL variants, comments and nested rows included.
+FLINK_TYPES = [
+    "BOOLEAN",
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "CHAR(1)",
+    "CHAR(3)",
+    "VARCHAR(1)",
+    "VARCHAR(10)",
+    "STRING",
+    "BINARY(1)",
+    "BINARY(3)",
+    "VARBINARY(10)",
+    "BYTES",
+    "DECIMAL(10, 2)",
+    "DECIMAL(5, 5)",
+    "DECIMAL(18, 0)",
+    "DECIMAL(38, 10)",
+    "DATE",
+    "TIME(0)",
+    "TIME(3)",
+    "TIMESTAMP(0)",
+    "TIMESTAMP(3)",
+    "TIMESTAMP(6)",
+    "TIMESTAMP(9)",
+    "TIMESTAMP_LTZ(3)",
+    "TIMESTAMP_LTZ(9)",
+    "ARRAY<INT>",
+    "ARRAY<STRING NOT NULL>",
+    "ARRAY<ARRAY<DECIMAL(5, 5)>>",
+    "ARRAY<TIMESTAMP_LTZ(6)>",
+    "MAP<STRING, BIGINT>",
+    "MAP<INT, INT>",
+    "MAP<DATE, TIME(0)>",
+    "MAP<DECIMAL(10, 2), ARRAY<BYTES>>",
+    "MAP<STRING, MAP<INT, BOOLEAN>>",
+    "MULTISET<STRING>",
+    "MULTISET<INT NOT NULL>",
+    "ROW<a INT>",
+    "ROW<>",
+    "ROW<a INT NOT NULL, b STRING 'the b field'> NOT NULL",
+    "ROW<x ROW<y ROW<z BIGINT>>, `x y` DOUBLE>",
+    "ARRAY<ROW<a INT, b STRING>>",
+    "MAP<STRING, ROW<n INT>>",
+    "ARRAY<ROW<a BOOLEAN, b TINYINT, c SMALLINT, d INT, e BIGINT, f FLOAT, g DOUBLE, h CHAR(2), i VARCHAR(3), "
+    "j BINARY(2), k VARBINARY(3), l DECIMAL(10, 2), m DATE, n TIME(3), o TIMESTAMP(3), p TIMESTAMP_LTZ(3), "
+    "q ARRAY<INT>, r MAP<INT, INT>, s MULTISET<INT>, t ROW<x INT>>>",
+]
+
+
+def flink_rowdata() -> Cases:
+    c = Cases()
+    for t in FLINK_TYPES:
+        for variant in ([t, f"{t} NOT NULL"] if not t.endswith("NOT NULL") else [t]):
+            c._add({"case": f"javaser/{variant}", "logical_type": variant})
+    for t in FLINK_TYPES:
+        if t.startswith(("ARRAY", "MAP", "MULTISET", "ROW<a")):
+            c._add({"case": f"internal_serializer/{t}", "internal_serializer": t})
+    rows = {
+        "events_old": EVENTS_OLD,
+        "events_new": EVENTS_NEW,
+        "empty": "ROW<>",
+        "one_int": "ROW<a INT>",
+        "bigint_string": "ROW<a BIGINT, b STRING>",
+        "scalars": "ROW<bo BOOLEAN, ti TINYINT, si SMALLINT, i INT, bi BIGINT, f FLOAT, d DOUBLE>",
+        "not_null": "ROW<a INT NOT NULL, b STRING NOT NULL, c ROW<d BIGINT NOT NULL> NOT NULL>",
+        "comments": "ROW<a INT 'first', b ROW<c STRING 'inner comment'> 'nested'>",
+        "strings_binary": "ROW<c CHAR(3), v VARCHAR(10), s STRING, b BINARY(3), vb VARBINARY(10), by BYTES>",
+        "decimals": "ROW<d10 DECIMAL(10, 2), d20 DECIMAL(20, 2), d38 DECIMAL(38, 10), d5 DECIMAL(5, 5)>",
+        "date_time": "ROW<dt DATE, t0 TIME(0), t3 TIME(3), ts0 TIMESTAMP(0), ts3 TIMESTAMP(3), ts9 TIMESTAMP(9), "
+        "l3 TIMESTAMP_LTZ(3), l6 TIMESTAMP_LTZ(6)>",
+        "collections": "ROW<a ARRAY<INT>, m MAP<STRING, BIGINT>, s MULTISET<STRING>, "
+        "n ARRAY<MAP<INT, ARRAY<DECIMAL(10, 2)>>>>",
+        "rows_in_collections": "ROW<a ARRAY<ROW<x INT, y STRING>>, m MAP<STRING, ROW<n INT NOT NULL, "
+        "d DECIMAL(5, 5), t TIMESTAMP(3), r ROW<z BOOLEAN>>>, s MULTISET<ROW<q BIGINT>>>",
+        "all_types": "ROW<" + ", ".join(f"f{i} {t}" for i, t in enumerate(FLINK_TYPES) if "ROW" not in t) + ">",
+    }
+    for name, sql in rows.items():
+        c.snapshot(f"flink_rowdata/{name}", f"RowData<{sql}>")
+    return c
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -906,6 +994,7 @@ def main() -> None:
         ("avro", avro),
         ("compat", compat),
         ("migration", migration),
+        ("flink_rowdata", flink_rowdata),
     ]:
         fn().write(out / f"{name}.jsonl")
 

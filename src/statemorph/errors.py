@@ -92,6 +92,16 @@ class UnsupportedVersionError(SnapshotError):
     """The snapshot (or file) was written in a version this library cannot read."""
 
 
+class JavaSerializationError(SnapshotError):
+    """A Java object serialization stream inside a Flink snapshot is truncated, corrupt, or holds
+    a class statemorph does not accept (only a whitelisted family is read; nothing is
+    instantiated). ``offset`` is where the problem was found."""
+
+    def __init__(self, message: str, offset: int = -1) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
 class SerializationError(LocatedError, ValueError):
     """A value cannot be written by a serializer (wrong type, out of range, null where not allowed)."""
 

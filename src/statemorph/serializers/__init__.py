@@ -12,8 +12,9 @@ from .pojo import *  # noqa: F403
 from .primitives import *  # noqa: F403
 from .rowdata import *  # noqa: F403
 from .strings import *  # noqa: F403
+from .table_snapshots import *  # noqa: F403
 from .tuples import *  # noqa: F403
 
 __all__ = ["TypeSerializer"]
-for _m in (arrays, avro, collections, enums, pojo, primitives, rowdata, strings, tuples):  # type: ignore[name-defined] # noqa: F405
+for _m in (arrays, avro, collections, enums, pojo, primitives, rowdata, strings, table_snapshots, tuples):  # type: ignore[name-defined] # noqa: F405
     __all__ += getattr(_m, "__all__", [])

@@ -22,9 +22,15 @@ Values (Python side):
   MULTISET → dict element → count. Keys that would be unhashable are frozen (list → tuple).
 - None → null. None in a NOT NULL field is refused on write (Flink would write it anyway).
 
-The snapshot is statemorph's own (``statemorph.RowDataSerializerSnapshot`` v1): Flink's
-``RowDataSerializerSnapshot`` stores its LogicalTypes with Java object serialization, which we
-do not read; its identifier is registered to a class that says so clearly.
+Two snapshots, one set of evolution rules (:class:`_RowTypeSnapshot`):
+
+- ``snapshot_configuration()`` gives statemorph's own ``statemorph.RowDataSerializerSnapshot``
+  (v1), which keeps every field name: statemorph's evolution matches fields by name, and Flink's
+  snapshot does not store the top-level names, so a snapshot statemorph writes for its own
+  savepoints keeps them;
+- :class:`FlinkRowDataSerializerSnapshot` is Flink's ``RowDataSerializer$RowDataSerializerSnapshot``
+  byte for byte (``FlinkRowDataSerializerSnapshot.of(serializer)`` or
+  ``serializer.flink_snapshot_configuration()``), for Flink's own savepoints.
 """
 
 from __future__ import annotations
@@ -37,12 +43,11 @@ from ..errors import (
     MalformedDataError,
     SnapshotError,
     TypeParseError,
-    UnsupportedVersionError,
 )
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..row import Row
-from ..snapshot import TypeSerializerSnapshot, register_snapshot
-from ..types import RowField, RowType, parse_type
+from ..snapshot import TypeSerializerSnapshot, read_nested_snapshots, register_snapshot, write_nested_snapshots
+from ..types import LogicalType, RowField, RowType, parse_type
 from ._binary_codec import RowCodec, _Ctx
 from .base import TypeSerializer
 
@@ -96,72 +101,23 @@ class RowDataSerializer(TypeSerializer[Row]):
         return self._codec.decode(_Ctx(data, start + 4), 0, n)
 
     def snapshot_configuration(self) -> RowDataSerializerSnapshot:
+        """statemorph's own snapshot, which keeps the field names (see the module docstring)."""
         return RowDataSerializerSnapshot(self.row_type)
+
+    def flink_snapshot_configuration(self) -> FlinkRowDataSerializerSnapshot:
+        """What Flink's ``RowDataSerializer.snapshotConfiguration()`` writes for this row type."""
+        return FlinkRowDataSerializerSnapshot(self.row_type)
 
 
 _MAX_FIELDS = 1 << 16
 
 
-@register_snapshot()
-class RowDataSerializerSnapshot(TypeSerializerSnapshot):
-    """statemorph's snapshot of a :class:`RowDataSerializer`.
+class _RowTypeSnapshot(TypeSerializerSnapshot):
+    """What every RowData snapshot does once it knows the old row type: restore, resolve and
+    migrate with statemorph's RowData evolution rules (:func:`statemorph.migration.plan_row_migration`).
+    The two persisted forms (statemorph's, Flink's) differ only in how they store the type."""
 
-    Content (version 1, big-endian ``DataOutput`` primitives)::
-
-        i32 n
-        n × ( LONGUTF(name) ‖ LONGUTF(type) ‖ bool hasDescription ‖ [LONGUTF(description)] )
-
-    where ``type`` is the field's Flink SQL type string (``as_serializable_string``, which carries
-    nullability and the nested rows' names and comments) and ``LONGUTF`` is ``i32 byteLength ‖
-    modified UTF-8`` (``writeUTF`` would cap big nested types at 64 KiB). Field names, order,
-    types, nullability and comments are all kept, which is what name-based evolution needs.
-
-    Compatibility (``resolve_schema_compatibility(new)``) is decided by
-    :func:`statemorph.migration.plan_row_migration`; see that module for the rules.
-    """
-
-    IDENTIFIER: ClassVar[str] = "statemorph.RowDataSerializerSnapshot"
-    VERSION: ClassVar[int] = 1
-    MIN_READ_VERSION: ClassVar[int] = 1
-
-    def __init__(self, row_type: RowType) -> None:
-        self.row_type = row_type
-
-    def write_snapshot(self, out: DataOutputSerializer) -> None:
-        out.write_int(self.row_type.arity)
-        for f in self.row_type.fields:
-            out.write_long_utf(f.name)
-            out.write_long_utf(f.type.as_serializable_string())
-            out.write_boolean(f.description is not None)
-            if f.description is not None:
-                out.write_long_utf(f.description)
-
-    @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> RowDataSerializerSnapshot:
-        start = src.position
-        # each field takes at least 9 bytes (two empty long UTFs and a boolean)
-        n = src.check_length(src.read_int(), "RowData snapshot fields", unit=9)
-        if n > _MAX_FIELDS:
-            raise SnapshotError(f"RowData snapshot at offset {start} declares {n} fields (limit {_MAX_FIELDS})")
-        fields = []
-        names: set[str] = set()
-        for i in range(n):
-            fpos = src.position
-            name = src.read_long_utf()
-            tpos = src.position
-            text = src.read_long_utf()
-            try:
-                ftype = parse_type(text)
-            except TypeParseError as e:
-                raise SnapshotError(f"RowData snapshot field #{i} ({name!r}) at offset {tpos}: "
-                                    f"unreadable type: {e}") from None
-            description = src.read_long_utf() if src.read_boolean() else None
-            if not name or name in names:
-                raise SnapshotError(f"RowData snapshot field #{i} at offset {fpos}: "
-                                    f"{'empty' if not name else 'duplicate'} field name {name!r}")
-            names.add(name)
-            fields.append(RowField(name, ftype, description))
-        return cls(RowType(tuple(fields)))
+    row_type: RowType
 
     def restore_serializer(self) -> RowDataSerializer:
         return RowDataSerializer(self.row_type)
@@ -213,41 +169,150 @@ class RowDataSerializerSnapshot(TypeSerializerSnapshot):
         out.write(body)
 
     def __repr__(self) -> str:
-        return f"RowDataSerializerSnapshot({str(self.row_type)!r})"
+        return f"{type(self).__name__}({str(self.row_type)!r})"
 
 
-@register_snapshot("org.apache.flink.table.runtime.typeutils.BaseRowSerializer$BaseRowSerializerSnapshot")
-class FlinkRowDataSerializerSnapshot(TypeSerializerSnapshot):
-    """Flink's own ``RowDataSerializer$RowDataSerializerSnapshot`` identifier.
+@register_snapshot()
+class RowDataSerializerSnapshot(_RowTypeSnapshot):
+    """statemorph's snapshot of a :class:`RowDataSerializer` (used by the Parquet savepoint form).
 
-    Registered so that a Flink-written snapshot gives a clear error instead of "unknown
-    identifier": its content is Java object serialization of the LogicalTypes (and, for arrays
-    and maps, of serializer objects), which statemorph does not read. Reading it always raises
-    :class:`UnsupportedVersionError`.
+    Content (version 1, big-endian ``DataOutput`` primitives)::
+
+        i32 n
+        n × ( LONGUTF(name) ‖ LONGUTF(type) ‖ bool hasDescription ‖ [LONGUTF(description)] )
+
+    where ``type`` is the field's Flink SQL type string (``as_serializable_string``, which carries
+    nullability and the nested rows' names and comments) and ``LONGUTF`` is ``i32 byteLength ‖
+    modified UTF-8`` (``writeUTF`` would cap big nested types at 64 KiB). Field names, order,
+    types, nullability and comments are all kept, which is what name-based evolution needs
+    (Flink's own snapshot, :class:`FlinkRowDataSerializerSnapshot`, drops the top-level names).
+
+    Compatibility (``resolve_schema_compatibility(new)``) is decided by
+    :func:`statemorph.migration.plan_row_migration`; see that module for the rules.
+    """
+
+    IDENTIFIER: ClassVar[str] = "statemorph.RowDataSerializerSnapshot"
+    VERSION: ClassVar[int] = 1
+    MIN_READ_VERSION: ClassVar[int] = 1
+
+    def __init__(self, row_type: RowType) -> None:
+        self.row_type = row_type
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        out.write_int(self.row_type.arity)
+        for f in self.row_type.fields:
+            out.write_long_utf(f.name)
+            out.write_long_utf(f.type.as_serializable_string())
+            out.write_boolean(f.description is not None)
+            if f.description is not None:
+                out.write_long_utf(f.description)
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> RowDataSerializerSnapshot:
+        start = src.position
+        # each field takes at least 9 bytes (two empty long UTFs and a boolean)
+        n = src.check_length(src.read_int(), "RowData snapshot fields", unit=9)
+        if n > _MAX_FIELDS:
+            raise SnapshotError(f"RowData snapshot at offset {start} declares {n} fields (limit {_MAX_FIELDS})")
+        fields = []
+        names: set[str] = set()
+        for i in range(n):
+            fpos = src.position
+            name = src.read_long_utf()
+            tpos = src.position
+            text = src.read_long_utf()
+            try:
+                ftype = parse_type(text)
+            except TypeParseError as e:
+                raise SnapshotError(f"RowData snapshot field #{i} ({name!r}) at offset {tpos}: "
+                                    f"unreadable type: {e}") from None
+            description = src.read_long_utf() if src.read_boolean() else None
+            if not name or name in names:
+                raise SnapshotError(f"RowData snapshot field #{i} at offset {fpos}: "
+                                    f"{'empty' if not name else 'duplicate'} field name {name!r}")
+            names.add(name)
+            fields.append(RowField(name, ftype, description))
+        return cls(RowType(tuple(fields)))
+
+
+def generated_row_type(types: list[LogicalType] | tuple[LogicalType, ...]) -> RowType:
+    """``RowType.of(types)``: the row Flink restores from its snapshot, fields ``f0, f1, ...``."""
+    return RowType(tuple(RowField(f"f{i}", t) for i, t in enumerate(types)))
+
+
+@register_snapshot()
+class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
+    """Flink's own ``RowDataSerializer$RowDataSerializerSnapshot`` (version 3), byte for byte.
+
+    Content::
+
+        i32 n
+        n × JAVASER(LogicalType of field i)          one complete Java serialization stream each
+        i32 1333245 ‖ i32 1 ‖ i32 n ‖ VERSIONED(field serializer snapshot i)*
+
+    The types are read by the whitelisting reader of :mod:`statemorph.javaser` and written by
+    its writer (golden vectors from Flink 2.3 prove the bytes). The nested snapshots are
+    ``InternalSerializers.create(type)``'s (:func:`.table_snapshots.field_serializer_snapshot`);
+    read ones are checked against the types and written back as they were.
+
+    Flink stores the field *types* only: the top-level field names are not in the bytes, so a
+    snapshot that was read has Flink's generated names ``f0, f1, ...`` (nested rows keep their
+    names, they are inside the types). Compatibility then uses statemorph's rules with the
+    positional fallback of :mod:`statemorph.migration` at the top level (fields matched by
+    position, extra new fields nullable) and names in nested rows. A snapshot built from a
+    serializer (``FlinkRowDataSerializerSnapshot(row_type)``) keeps the real names.
     """
 
     IDENTIFIER: ClassVar[str] = "org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot"
-    VERSION: ClassVar[int] = 1 << 30
-    MIN_READ_VERSION: ClassVar[int] = -(1 << 31)
+    VERSION: ClassVar[int] = 3
+    MIN_READ_VERSION: ClassVar[int] = 3
 
-    MESSAGE: ClassVar[str] = (
-        "Flink's RowDataSerializerSnapshot (version {version}) stores its row type with Java object "
-        "serialization, which statemorph cannot read; re-create the state with statemorph's "
-        "RowDataSerializer (snapshot 'statemorph.RowDataSerializerSnapshot') or supply the row type"
-    )
+    def __init__(self, row_type: RowType, nested: list[TypeSerializerSnapshot] | None = None) -> None:
+        from .table_snapshots import field_serializer_snapshot
 
-    def write_snapshot(self, out: DataOutputSerializer) -> None:
-        raise SnapshotError("statemorph does not write Flink's Java-serialized RowDataSerializerSnapshot")
+        self.row_type = row_type
+        self.nested_snapshots = nested if nested is not None else [
+            field_serializer_snapshot(t) for t in row_type.field_types
+        ]
 
     @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TypeSerializerSnapshot:
-        raise UnsupportedVersionError(cls.MESSAGE.format(version=read_version))
+    def of(cls, serializer: RowDataSerializer) -> FlinkRowDataSerializerSnapshot:
+        """The snapshot Flink's ``RowDataSerializer.snapshotConfiguration()`` writes for the same type."""
+        return cls(serializer.row_type)
 
-    def restore_serializer(self) -> TypeSerializer[Any]:
-        raise SnapshotError(self.MESSAGE.format(version="?"))
+    @property
+    def field_types(self) -> list[LogicalType]:
+        return self.row_type.field_types
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
-        return SchemaCompatibility.incompatible(self.MESSAGE.format(version="?"))
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        from ..javaser import write_logical_type_to
+
+        out.write_int(self.row_type.arity)
+        for t in self.row_type.field_types:
+            write_logical_type_to(out, t)
+        write_nested_snapshots(out, self.nested_snapshots)
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> FlinkRowDataSerializerSnapshot:
+        from ..javaser.logical import read_logical_type
+        from .table_snapshots import snapshot_describes
+
+        start = src.position
+        # each type is a Java serialization stream of well over 100 bytes; 4 is a safe floor
+        n = src.check_length(src.read_int(), "Flink RowData snapshot field types", unit=4)
+        if n > _MAX_FIELDS:
+            raise SnapshotError(f"Flink RowData snapshot at offset {start} declares {n} fields (limit {_MAX_FIELDS})")
+        types = [read_logical_type(src, f"Flink RowData snapshot field #{i} type") for i in range(n)]
+        nested_at = src.position
+        nested = read_nested_snapshots(src, "Flink RowDataSerializerSnapshot")
+        if len(nested) != n:
+            raise SnapshotError(f"Flink RowData snapshot at offset {nested_at} has {len(nested)} field serializer "
+                                f"snapshots for {n} field types")
+        for i, (t, snap) in enumerate(zip(types, nested, strict=True)):
+            if not snapshot_describes(snap, t):
+                raise SnapshotError(f"Flink RowData snapshot at offset {nested_at}: field #{i} of type {t} has a "
+                                    f"{type(snap).__name__} ({snap.IDENTIFIER}) that does not describe it")
+        return cls(generated_row_type(types), nested)
 
 
-__all__ = ["FlinkRowDataSerializerSnapshot", "RowDataSerializer", "RowDataSerializerSnapshot"]
+__all__ = ["FlinkRowDataSerializerSnapshot", "RowDataSerializer", "RowDataSerializerSnapshot", "generated_row_type"]

@@ -1,0 +1,258 @@
+"""Flink ``LogicalType`` objects in Java serialization ⇄ statemorph :mod:`statemorph.types`.
+
+Why: Flink's ``RowDataSerializerSnapshot`` (and the ArrayData / MapData snapshots) store their
+types as ``InstantiationUtil.serializeObject(logicalType)``. Reading builds statemorph types
+from the parsed stream (nothing Java is instantiated); writing builds the tree Flink's
+``ObjectOutputStream`` would write, so the bytes equal Flink's (golden vectors prove it).
+
+Shapes (every class has serialVersionUID 1; fields as in :mod:`.classes`):
+
+- ``LogicalType``: ``isNullable:Z``, ``typeRoot:LogicalTypeRoot`` (an enum constant);
+- length types ``length:I``; DECIMAL ``precision:I, scale:I``; TIME ``precision:I``;
+  TIMESTAMP / TIMESTAMP_LTZ ``precision:I, kind:TimestampKind`` (only REGULAR: statemorph types
+  carry no time-attribute kind, so a ROWTIME / PROCTIME type is refused by name);
+- ARRAY / MULTISET ``elementType``; MAP ``keyType, valueType``;
+- ROW ``fields``: ``Collections$UnmodifiableList`` whose ``c`` and ``list`` are one
+  ``ArrayList`` (``size:I``, then ``writeObject`` data: ``i32 size`` and the elements), each a
+  ``RowType$RowField`` (``description, name, type``).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from ..errors import JavaSerializationError
+from ..io import DataInputDeserializer, DataOutputSerializer
+from ..types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowField,
+    RowType,
+    SmallIntType,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+from .classes import LOGICAL, desc, flink_policy
+from .nodes import BlockData, JEnum, JObject, JString
+from .reader import ClassPolicy, read_stream
+from .writer import write_stream_to
+
+_CLASS_OF: dict[type[LogicalType], str] = {
+    BooleanType: "BooleanType",
+    TinyIntType: "TinyIntType",
+    SmallIntType: "SmallIntType",
+    IntType: "IntType",
+    BigIntType: "BigIntType",
+    FloatType: "FloatType",
+    DoubleType: "DoubleType",
+    DateType: "DateType",
+    CharType: "CharType",
+    VarCharType: "VarCharType",
+    BinaryType: "BinaryType",
+    VarBinaryType: "VarBinaryType",
+    DecimalType: "DecimalType",
+    TimeType: "TimeType",
+    TimestampType: "TimestampType",
+    LocalZonedTimestampType: "LocalZonedTimestampType",
+    ArrayType: "ArrayType",
+    MultisetType: "MultisetType",
+    MapType: "MapType",
+    RowType: "RowType",
+}
+_TYPE_OF: dict[str, type[LogicalType]] = {LOGICAL + v: k for k, v in _CLASS_OF.items()}
+
+ROOT_ENUM = LOGICAL + "LogicalTypeRoot"
+KIND_ENUM = LOGICAL + "TimestampKind"
+ROW_FIELD = LOGICAL + "RowType$RowField"
+UNMODIFIABLE_LIST = "java.util.Collections$UnmodifiableList"
+ARRAY_LIST = "java.util.ArrayList"
+_MAX_ROW_FIELDS = 1 << 16
+
+
+# -- statemorph type -> tree -------------------------------------------------------------------
+
+class TypeTreeBuilder:
+    """Builds the object tree of LogicalTypes for ONE stream: enum constants are singletons in
+    the JVM, so each constant is one node (written once, then referenced)."""
+
+    def __init__(self) -> None:
+        self._enums: dict[tuple[str, str], JEnum] = {}
+
+    def enum(self, cls: str, constant: str) -> JEnum:
+        key = (cls, constant)
+        node = self._enums.get(key)
+        if node is None:
+            node = self._enums[key] = JEnum(desc(cls), constant)
+        return node
+
+    def build(self, t: LogicalType) -> JObject:
+        name = _CLASS_OF.get(type(t))
+        if name is None:
+            raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t} ({type(t).__name__})")
+        values: dict[str, Any] = {"isNullable": t.nullable, "typeRoot": self.enum(ROOT_ENUM, t.type_root)}
+        if isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
+            values["length"] = t.length
+        elif isinstance(t, DecimalType):
+            values["precision"] = t.precision
+            values["scale"] = t.scale
+        elif isinstance(t, TimeType):
+            values["precision"] = t.precision
+        elif isinstance(t, (TimestampType, LocalZonedTimestampType)):
+            values["precision"] = t.precision
+            values["kind"] = self.enum(KIND_ENUM, "REGULAR")
+        elif isinstance(t, (ArrayType, MultisetType)):
+            values["elementType"] = self.build(t.element_type)
+        elif isinstance(t, MapType):
+            values["keyType"] = self.build(t.key_type)
+            values["valueType"] = self.build(t.value_type)
+        elif isinstance(t, RowType):
+            values["fields"] = self.row_fields(t)
+        return JObject(desc(LOGICAL + name), values)
+
+    def row_fields(self, t: RowType) -> JObject:
+        items: list[Any] = [BlockData(struct.pack(">i", t.arity))]
+        for f in t.fields:
+            items.append(JObject(desc(ROW_FIELD), {
+                "description": f.description,
+                "name": f.name,
+                "type": self.build(f.type),
+            }))
+        backing = JObject(desc(ARRAY_LIST), {"size": t.arity}, {ARRAY_LIST: items})
+        return JObject(desc(UNMODIFIABLE_LIST), {"c": backing, "list": backing})
+
+
+def logical_type_tree(t: LogicalType) -> JObject:
+    """The object tree Flink serializes for ``t`` (one stream's worth)."""
+    return TypeTreeBuilder().build(t)
+
+
+def write_logical_type_to(out: DataOutputSerializer, t: LogicalType) -> None:
+    """Append ``InstantiationUtil.serializeObject(t)`` as Flink 2.3 writes it."""
+    write_stream_to(out, logical_type_tree(t))
+
+
+def write_logical_type(t: LogicalType) -> bytes:
+    out = DataOutputSerializer()
+    write_logical_type_to(out, t)
+    return out.get_copy_of_buffer()
+
+
+# -- tree -> statemorph type -------------------------------------------------------------------
+
+def _fail(what: str, message: str) -> JavaSerializationError:
+    return JavaSerializationError(f"{what}: {message}")
+
+
+def _string(node: Any, what: str, nullable: bool = False) -> str | None:
+    if node is None and nullable:
+        return None
+    if not isinstance(node, JString):
+        raise _fail(what, f"expected a string, found {type(node).__name__}")
+    return node.value
+
+
+def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0) -> LogicalType:
+    """Interpret a parsed stream as a LogicalType (the classes were whitelisted by the reader;
+    here the values are checked: roots match classes, parameters are in range)."""
+    if depth > 64:
+        raise _fail(what, "types nested more than 64 levels deep")
+    if not isinstance(node, JObject) or node.desc.name not in _TYPE_OF:
+        found = "null" if node is None else getattr(getattr(node, "desc", None), "name", type(node).__name__)
+        raise _fail(what, f"expected a LogicalType object, found {found}")
+    cls = _TYPE_OF[node.desc.name]
+    v = node.values
+    root = v.get("typeRoot")
+    if not isinstance(root, JEnum) or root.desc.name != ROOT_ENUM or root.constant != cls.ROOT:
+        found = root.constant if isinstance(root, JEnum) else type(root).__name__
+        raise _fail(what, f"{node.desc.name} with type root {found}, expected {cls.ROOT}")
+    nullable = bool(v["isNullable"])
+    try:
+        if cls in (CharType, VarCharType, BinaryType, VarBinaryType):
+            return cls(v["length"], nullable=nullable)  # type: ignore[call-arg]
+        if cls is DecimalType:
+            return DecimalType(v["precision"], v["scale"], nullable=nullable)
+        if cls is TimeType:
+            return TimeType(v["precision"], nullable=nullable)
+        if cls in (TimestampType, LocalZonedTimestampType):
+            kind = v["kind"]
+            if not isinstance(kind, JEnum) or kind.desc.name != KIND_ENUM:
+                raise _fail(what, "timestamp kind is not a TimestampKind constant")
+            if kind.constant != "REGULAR":
+                raise _fail(what, f"{kind.constant} time attribute types are not supported "
+                                  f"(statemorph reads REGULAR timestamps only)")
+            return cls(v["precision"], nullable=nullable)  # type: ignore[call-arg]
+        if cls in (ArrayType, MultisetType):
+            element = logical_type_from_tree(v["elementType"], f"{what} element", depth + 1)
+            return cls(element, nullable=nullable)  # type: ignore[call-arg]
+        if cls is MapType:
+            return MapType(logical_type_from_tree(v["keyType"], f"{what} key", depth + 1),
+                           logical_type_from_tree(v["valueType"], f"{what} value", depth + 1), nullable=nullable)
+        if cls is RowType:
+            return RowType(_row_fields(v["fields"], what, depth), nullable=nullable)
+        return cls(nullable=nullable)
+    except ValueError as e:  # parameters out of range (statemorph.types validates them)
+        raise _fail(what, str(e)) from None
+
+
+def _row_fields(node: Any, what: str, depth: int) -> tuple[RowField, ...]:
+    if not isinstance(node, JObject) or node.desc.name != UNMODIFIABLE_LIST:
+        raise _fail(what, "ROW fields are not a Collections$UnmodifiableList")
+    backing = node.values["list"]
+    if backing is not node.values["c"] or not isinstance(backing, JObject) or backing.desc.name != ARRAY_LIST:
+        raise _fail(what, "ROW fields do not wrap one java.util.ArrayList")
+    size = backing.values["size"]
+    items = backing.annotations.get(ARRAY_LIST, [])
+    if not items or not isinstance(items[0], BlockData) or len(items[0].data) != 4:
+        raise _fail(what, "ArrayList data does not start with its size")
+    elements = items[1:]
+    if not 0 <= size <= _MAX_ROW_FIELDS or struct.unpack(">i", items[0].data)[0] != size or len(elements) != size:
+        raise _fail(what, f"ArrayList of ROW fields declares {size} elements but holds {len(elements)}")
+    fields = []
+    for i, f in enumerate(elements):
+        if not isinstance(f, JObject) or f.desc.name != ROW_FIELD:
+            raise _fail(what, f"ROW field #{i} is not a RowType$RowField")
+        name = _string(f.values["name"], f"{what} field #{i} name")
+        assert name is not None
+        description = _string(f.values["description"], f"{what} field {name!r} description", nullable=True)
+        ftype = logical_type_from_tree(f.values["type"], f"{what}.{name}", depth + 1)
+        try:
+            fields.append(RowField(name, ftype, description))
+        except ValueError as e:
+            raise _fail(what, str(e)) from None
+    names = [f.name for f in fields]
+    if len(set(names)) != len(names):
+        raise _fail(what, f"duplicate ROW field names in {names}")
+    return tuple(fields)
+
+
+def read_logical_type(
+    src: DataInputDeserializer, what: str = "LogicalType", policy: ClassPolicy = flink_policy
+) -> LogicalType:
+    """Read one ``serializeObject(LogicalType)`` stream from ``src`` (left just after it)."""
+    return logical_type_from_tree(read_stream(src, policy, what), what)
+
+
+__all__ = [
+    "TypeTreeBuilder",
+    "logical_type_from_tree",
+    "logical_type_tree",
+    "read_logical_type",
+    "write_logical_type",
+    "write_logical_type_to",
+]

@@ -1,0 +1,299 @@
+"""Flink's snapshots of the table-runtime field serializers nested in a
+``RowDataSerializerSnapshot`` (``org.apache.flink.table.runtime.typeutils``).
+
+Why they exist: Flink's ``RowDataSerializerSnapshot`` ends with a ``NestedSerializersSnapshotDelegate``
+holding one snapshot per field, ``InternalSerializers.create(fieldType).snapshotConfiguration()``.
+To read such a snapshot every nested class must be readable (there are no lengths), and to write
+Flink's bytes for a new row type every one must be writable. :func:`field_serializer_snapshot`
+is the one mapping from a field type to its snapshot (Flink's ``InternalSerializers``).
+
+statemorph has no standalone serializers for these table formats: a field's values are always
+read and written through the enclosing row (``RowDataSerializer``), and the row's compatibility
+is decided from the row types. So these snapshots answer :meth:`describes` (does the snapshot
+fit this field type? used to validate what was read) and refuse ``restore_serializer`` with a
+message saying so.
+
+Contents (after ``UTF(class) ‖ i32 version``; Flink reads every version the same way):
+
+- ``StringDataSerializerSnapshot``: Simple, v3, empty;
+- ``DecimalSerializerSnapshot``: v3, ``i32 precision ‖ i32 scale``;
+- ``TimestampDataSerializerSnapshot``: v1, ``i32 precision``;
+- ``BinaryRowDataSerializerSnapshot``: v3, ``i32 numFields``;
+- ``ArrayDataSerializerSnapshot``: v3, ``JAVASER(elementType) ‖ JAVASER(elementSerializer)``;
+- ``MapDataSerializerSnapshot``: v3, ``JAVASER(keyType) ‖ JAVASER(valueType) ‖ JAVASER(keySer) ‖
+  JAVASER(valueSer)``.
+
+The serializer streams of ArrayData / MapData snapshots that were read are kept as bytes and
+written back unchanged; for a new type they are built by :mod:`statemorph.javaser.tableser`.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+from ..compat import SchemaCompatibility
+from ..errors import SnapshotError
+from ..io import DataInputDeserializer, DataOutputSerializer
+from ..javaser import read_stream, write_logical_type_to, write_stream
+from ..javaser.classes import flink_policy
+from ..javaser.logical import read_logical_type
+from ..javaser.tableser import serializer_tree
+from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
+from ..types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowType,
+    SmallIntType,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+from .arrays import BytePrimitiveArraySerializerSnapshot
+from .base import TypeSerializer
+from .primitives import (
+    BooleanSerializerSnapshot,
+    ByteSerializerSnapshot,
+    DoubleSerializerSnapshot,
+    FloatSerializerSnapshot,
+    IntSerializerSnapshot,
+    LongSerializerSnapshot,
+    ShortSerializerSnapshot,
+)
+
+RUNTIME = "org.apache.flink.table.runtime.typeutils."
+
+
+class _FieldSnapshot(TypeSerializerSnapshot):
+    """A table field serializer's snapshot: meaningful only inside its row snapshot."""
+
+    @abstractmethod
+    def describes(self, t: LogicalType) -> bool:
+        """Whether this is the snapshot Flink nests for a field of type ``t``."""
+
+    def restore_serializer(self) -> TypeSerializer[Any]:
+        raise SnapshotError(
+            f"{type(self).__name__} describes one field of a Flink RowData snapshot; statemorph restores "
+            f"such fields through the enclosing RowDataSerializerSnapshot, not on their own"
+        )
+
+    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+        return SchemaCompatibility.incompatible(
+            f"{type(self).__name__} is resolved through its RowDataSerializerSnapshot, not against "
+            f"{type(new_serializer).__name__}"
+        )
+
+
+@register_snapshot()
+class StringDataSerializerSnapshot(SimpleTypeSerializerSnapshot, _FieldSnapshot):
+    IDENTIFIER = RUNTIME + "StringDataSerializer$StringDataSerializerSnapshot"
+
+    def describes(self, t: LogicalType) -> bool:
+        return isinstance(t, (CharType, VarCharType))
+
+    restore_serializer = _FieldSnapshot.restore_serializer
+    resolve_schema_compatibility = _FieldSnapshot.resolve_schema_compatibility
+
+
+@register_snapshot()
+class DecimalDataSerializerSnapshot(_FieldSnapshot):
+    IDENTIFIER = RUNTIME + "DecimalDataSerializer$DecimalSerializerSnapshot"
+    VERSION: ClassVar[int] = 3
+
+    def __init__(self, precision: int, scale: int) -> None:
+        self.precision = precision
+        self.scale = scale
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        out.write_int(self.precision)
+        out.write_int(self.scale)
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> DecimalDataSerializerSnapshot:
+        return cls(src.read_int(), src.read_int())
+
+    def describes(self, t: LogicalType) -> bool:
+        return isinstance(t, DecimalType) and (t.precision, t.scale) == (self.precision, self.scale)
+
+
+@register_snapshot()
+class TimestampDataSerializerSnapshot(_FieldSnapshot):
+    IDENTIFIER = RUNTIME + "TimestampDataSerializer$TimestampDataSerializerSnapshot"
+    VERSION: ClassVar[int] = 1
+
+    def __init__(self, precision: int) -> None:
+        self.precision = precision
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        out.write_int(self.precision)
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TimestampDataSerializerSnapshot:
+        return cls(src.read_int())
+
+    def describes(self, t: LogicalType) -> bool:
+        return isinstance(t, (TimestampType, LocalZonedTimestampType)) and t.precision == self.precision
+
+
+@register_snapshot()
+class BinaryRowDataSerializerSnapshot(_FieldSnapshot):
+    IDENTIFIER = RUNTIME + "BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot"
+    VERSION: ClassVar[int] = 3
+
+    def __init__(self, num_fields: int) -> None:
+        self.num_fields = num_fields
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        out.write_int(self.num_fields)
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> BinaryRowDataSerializerSnapshot:
+        return cls(src.read_int())
+
+    def describes(self, t: LogicalType) -> bool:
+        return isinstance(t, RowType) and t.arity == self.num_fields
+
+
+def _serializer_stream(src: DataInputDeserializer, what: str) -> bytes:
+    """One Java-serialized serializer object, validated against the whitelist, as its bytes."""
+    start = src.position
+    read_stream(src, flink_policy, what)
+    data, _, _ = src.window()
+    return data[start:src.position]
+
+
+@register_snapshot()
+class ArrayDataSerializerSnapshot(_FieldSnapshot):
+    IDENTIFIER = RUNTIME + "ArrayDataSerializer$ArrayDataSerializerSnapshot"
+    VERSION: ClassVar[int] = 3
+
+    def __init__(self, element_type: LogicalType, serializer_stream: bytes | None = None) -> None:
+        self.element_type = element_type
+        # the Java-serialized element serializer as read (written back unchanged), else built
+        self.serializer_stream = serializer_stream
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        write_logical_type_to(out, self.element_type)
+        out.write(self.serializer_stream or write_stream(serializer_tree(self.element_type)))
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> ArrayDataSerializerSnapshot:
+        element = read_logical_type(src, "ArrayData snapshot element type")
+        return cls(element, _serializer_stream(src, "ArrayData snapshot element serializer"))
+
+    def describes(self, t: LogicalType) -> bool:
+        return isinstance(t, ArrayType) and t.element_type == self.element_type
+
+
+@register_snapshot()
+class MapDataSerializerSnapshot(_FieldSnapshot):
+    IDENTIFIER = RUNTIME + "MapDataSerializer$MapDataSerializerSnapshot"
+    VERSION: ClassVar[int] = 3
+
+    def __init__(self, key_type: LogicalType, value_type: LogicalType,
+                 serializer_streams: tuple[bytes, bytes] | None = None) -> None:
+        self.key_type = key_type
+        self.value_type = value_type
+        self.serializer_streams = serializer_streams
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        write_logical_type_to(out, self.key_type)
+        write_logical_type_to(out, self.value_type)
+        streams = self.serializer_streams or (write_stream(serializer_tree(self.key_type)),
+                                              write_stream(serializer_tree(self.value_type)))
+        out.write(streams[0])
+        out.write(streams[1])
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> MapDataSerializerSnapshot:
+        key = read_logical_type(src, "MapData snapshot key type")
+        value = read_logical_type(src, "MapData snapshot value type")
+        streams = (_serializer_stream(src, "MapData snapshot key serializer"),
+                   _serializer_stream(src, "MapData snapshot value serializer"))
+        return cls(key, value, streams)
+
+    def describes(self, t: LogicalType) -> bool:
+        if isinstance(t, MapType):
+            return (t.key_type, t.value_type) == (self.key_type, self.value_type)
+        if isinstance(t, MultisetType):
+            return (t.element_type, IntType(nullable=False)) == (self.key_type, self.value_type)
+        return False
+
+
+_SIMPLE: dict[type[LogicalType], type[TypeSerializerSnapshot]] = {
+    CharType: StringDataSerializerSnapshot,
+    VarCharType: StringDataSerializerSnapshot,
+    BooleanType: BooleanSerializerSnapshot,
+    TinyIntType: ByteSerializerSnapshot,
+    SmallIntType: ShortSerializerSnapshot,
+    IntType: IntSerializerSnapshot,
+    DateType: IntSerializerSnapshot,
+    TimeType: IntSerializerSnapshot,
+    BigIntType: LongSerializerSnapshot,
+    FloatType: FloatSerializerSnapshot,
+    DoubleType: DoubleSerializerSnapshot,
+    BinaryType: BytePrimitiveArraySerializerSnapshot,
+    VarBinaryType: BytePrimitiveArraySerializerSnapshot,
+}
+
+
+def field_serializer_snapshot(t: LogicalType) -> TypeSerializerSnapshot:
+    """``InternalSerializers.create(t).snapshotConfiguration()``: the snapshot Flink nests for a
+    field of type ``t``."""
+    simple = _SIMPLE.get(type(t))
+    if simple is not None:
+        return simple()
+    if isinstance(t, DecimalType):
+        return DecimalDataSerializerSnapshot(t.precision, t.scale)
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        return TimestampDataSerializerSnapshot(t.precision)
+    if isinstance(t, ArrayType):
+        return ArrayDataSerializerSnapshot(t.element_type)
+    if isinstance(t, MapType):
+        return MapDataSerializerSnapshot(t.key_type, t.value_type)
+    if isinstance(t, MultisetType):
+        return MapDataSerializerSnapshot(t.element_type, IntType(nullable=False))
+    if isinstance(t, RowType):
+        from .rowdata import FlinkRowDataSerializerSnapshot
+
+        return FlinkRowDataSerializerSnapshot(t)
+    raise SnapshotError(f"no Flink field serializer snapshot for {t}")
+
+
+def snapshot_describes(snap: TypeSerializerSnapshot, t: LogicalType) -> bool:
+    """Whether ``snap`` is the snapshot Flink nests for a field of type ``t``."""
+    if isinstance(snap, _FieldSnapshot):
+        return snap.describes(t)
+    from .rowdata import FlinkRowDataSerializerSnapshot
+
+    if isinstance(snap, FlinkRowDataSerializerSnapshot):
+        # Flink's nested snapshot stores the field types only (no names of its own)
+        return isinstance(t, RowType) and snap.row_type.field_types == t.field_types
+    simple = _SIMPLE.get(type(t))
+    return simple is not None and type(snap) is simple
+
+
+__all__ = [
+    "ArrayDataSerializerSnapshot",
+    "BinaryRowDataSerializerSnapshot",
+    "DecimalDataSerializerSnapshot",
+    "MapDataSerializerSnapshot",
+    "StringDataSerializerSnapshot",
+    "TimestampDataSerializerSnapshot",
+    "field_serializer_snapshot",
+    "snapshot_describes",
+]
