@@ -380,6 +380,10 @@ class RowType(LogicalType):
         return [f.name for f in self.fields]
 
     @property
+    def field_types(self) -> list[LogicalType]:
+        return [f.type for f in self.fields]
+
+    @property
     def arity(self) -> int:
         return len(self.fields)
 
