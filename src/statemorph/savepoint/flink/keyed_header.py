@@ -99,6 +99,44 @@ class StateMetaInfo:
             return _nested(snap, TTL_SNAPSHOT, 1), True
         return snap, False
 
+    def with_value_snapshot(self, new: Snapshot) -> Snapshot:
+        """The top-level VALUE_SERIALIZER snapshot with the per-value snapshot (list element, map
+        value, user value under TTL) replaced by ``new``. The per-value snapshot is always the
+        last nested snapshot of its wrappers (List, Map, TTL), so it is the tail of their bytes:
+        the wrappers' own bytes are kept exactly."""
+        top = self.serializer(VALUE_SERIALIZER)
+        if top is None or self.is_timers:
+            raise FlinkSavepointError(f"state {self.name!r} has no value serializer to replace")
+        path: list[Snapshot] = []
+        snap: Snapshot | None = top
+        st = self.state_type
+        if st == "LIST" and self.backend_type != KEY_VALUE_V2:
+            path.append(top)
+            snap = _nested(top, LIST_SNAPSHOT, 0)
+        elif st == "MAP" and self.backend_type != KEY_VALUE_V2:
+            path.append(top)
+            snap = _nested(top, MAP_SNAPSHOT, 1)
+        if snap is not None and snap.class_name == TTL_SNAPSHOT:
+            path.append(snap)
+            snap = _nested(snap, TTL_SNAPSHOT, 1)
+        if snap is None:
+            raise FlinkSavepointError(
+                f"state {self.name!r}: the value serializer snapshot {top.class_name} cannot be taken apart"
+            )
+        raw = new.raw
+        inner = snap
+        for wrapper in reversed(path):
+            if not wrapper.raw.endswith(inner.raw):
+                raise FlinkSavepointError(
+                    f"state {self.name!r}: {wrapper.class_name} does not end with its nested value snapshot"
+                )
+            raw = wrapper.raw[: len(wrapper.raw) - len(inner.raw)] + raw
+            inner = wrapper
+        if not path:
+            return new
+        outer = path[0]
+        return Snapshot(outer.class_name, outer.version, raw)
+
     def user_key_snapshot(self) -> Snapshot | None:
         if self.state_type != "MAP":
             return None
