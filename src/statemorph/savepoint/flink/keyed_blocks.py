@@ -126,7 +126,9 @@ def write_key_group(runs: list[StateRun]) -> bytes:
         last = len(run.keys) - 1
         for i, (k, v) in enumerate(zip(run.keys, run.values, strict=True)):
             if not k or k[0] & FLAG:
-                raise FlinkSavepointError(f"state id {run.state_id}: a key must start with a key-group prefix below 2^15")
+                raise FlinkSavepointError(
+                    f"state id {run.state_id}: a key must start with a key-group prefix below 2^15"
+                )
             out += pack_i(len(k))
             if i == last:
                 out.append(k[0] | FLAG)

@@ -142,7 +142,9 @@ class StateLayout:
             if timer is not None and timer.class_name == TIMER_SNAPSHOT:
                 nested = timer.nested if timer.nested is not None else split_open_composite(timer)
             if not nested or len(nested) != 2:
-                raise FlinkSavepointError(f"{where}: timer state {meta.name!r} has no TimerSerializerSnapshot(key, namespace)")
+                raise FlinkSavepointError(
+                    f"{where}: timer state {meta.name!r} has no TimerSerializerSnapshot(key, namespace)"
+                )
             self.key_codec = FieldCodec(nested[0], f"{where} timer key")
             self.ns_codec = FieldCodec(nested[1], f"{where} timer namespace")
             self.ambiguous = False

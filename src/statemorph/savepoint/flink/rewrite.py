@@ -187,7 +187,7 @@ class _Pending:
             vals = self.values[run.state_id]
             rows = []
             for v in run.values:
-                parts = [list(p) for p in layout.split_value(v)]
+                parts: list[list[Any]] = [list(p) for p in layout.split_value(v)]
                 for p in parts:
                     if p[0] is not None:
                         vals.append(p[0])
