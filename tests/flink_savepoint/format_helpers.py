@@ -131,3 +131,34 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
             p = Path(dirpath) / f
             out[str(p.relative_to(root))] = p.read_bytes()
     return out
+
+
+def real_flink_driver() -> Any:
+    """ci/flink/flink.py (the real-Flink restore checker) as a module, or a pytest skip when it or
+    its build is missing (a failure when STATEMORPH_REQUIRE_FLINK=1)."""
+    import importlib.util
+    import sys
+
+    import pytest
+
+    def unavailable(why: str) -> Any:
+        if os.environ.get("STATEMORPH_REQUIRE_FLINK") == "1":
+            pytest.fail(f"STATEMORPH_REQUIRE_FLINK=1 but real Flink is unavailable: {why}")
+        pytest.skip(f"real Flink unavailable: {why}")
+
+    driver_path = ROOT / "ci" / "flink" / "flink.py"
+    if not driver_path.is_file():
+        return unavailable(f"{driver_path} is missing")
+    name = "statemorph_ci_flink"
+    module = sys.modules.get(name)
+    if module is None:
+        module_spec = importlib.util.spec_from_file_location(name, driver_path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+    try:
+        module.classpath()
+    except module.FlinkUnavailable as e:
+        return unavailable(str(e))
+    return module

@@ -155,7 +155,7 @@ def test_modified_utf8_both_ways() -> None:
     op.uid = "ü"
     data = serialize_metadata(meta)
     # Java writeUTF: NUL as C0 80, é as C3 A9, the emoji as two 3-byte surrogates
-    body = "nul".encode() + b"\xc0\x80 \xc3\xa9 \xed\xa0\xbd\xed\xb8\x80"
+    body = b"nul" + b"\xc0\x80 \xc3\xa9 \xed\xa0\xbd\xed\xb8\x80"
     assert len(body).to_bytes(2, "big") + body in data
     assert b"\x00\x02\xc3\xbc" in data
     again = parse_metadata(data)
