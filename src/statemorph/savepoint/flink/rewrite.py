@@ -31,7 +31,7 @@ from .files import SavepointDirectory
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
 from .keyed_blocks import StateRun, encode_key_group
 from .keyed_header import VALUE_SERIALIZER, KeyedHeader, StateMetaInfo, write_keyed_header
-from .layout import StateLayout
+from .layout import FieldCodec, StateLayout
 from .metadata import METADATA_FILE_NAME, OperatorState, serialize_metadata
 from .reader import FlinkSavepoint, KeyedStream
 
@@ -127,6 +127,11 @@ def _check_migratable(op: OperatorState, m: StateMetaInfo) -> None:
         raise FlinkSavepointError(
             f"{op.label()} state {m.name!r}: its value serializer snapshot "
             f"{top.class_name if top else '(none)'} cannot be taken apart into the per-value snapshot"
+        )
+    if m.kind == "list" and not FieldCodec(value, "list element").known:
+        raise FlinkSavepointError(
+            f"{op.label()} state {m.name!r}: list elements of {value.class_name} cannot be told apart "
+            f"(the snapshot class is not registered), so the list cannot be migrated"
         )
 
 
