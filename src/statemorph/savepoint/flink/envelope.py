@@ -147,10 +147,11 @@ def _read_composite(
 
 
 def split_open_composite(snap: Snapshot, registry: SnapshotRegistry | None = None) -> list[Snapshot] | None:
-    """For a composite snapshot that could not be read (an unreadable nested snapshot), the nested
-    snapshots when all but the last can be read: the last one then runs to the end of ``raw``.
-    This is what makes ``TTL(Long, RowData)`` or ``Map(String, RowData)`` usable without a class
-    for RowData."""
+    """For a composite snapshot that could not be read (an unreadable nested snapshot), its nested
+    snapshots, each with its exact bytes: a nested snapshot no class reads ends where the next one
+    starts (a Java class name and a version), the last one at the end of ``raw``. This is what
+    makes ``TTL(Long, RowData)``, ``Map(String, RowData)`` or ``Timer(RowData key, Void)`` usable
+    without a class for RowData. None when the bytes do not split that way."""
     data = snap.raw
     src = DataInputDeserializer(data)
     try:
@@ -162,13 +163,45 @@ def split_open_composite(snap: Snapshot, registry: SnapshotRegistry | None = Non
         if src.read_int() != DELEGATE_MAGIC or src.read_int() != 1:
             return None
         n = src.check_length(src.read_int(), "nested snapshots", unit=6)
-        if n == 0:
-            return None
-        nested = [read_versioned(src, registry, 1) for _ in range(n - 1)]
-        last_start = src.position
-        name = src.read_utf()
-        version = src.read_int()
-    except (StateFormatError, OpenSnapshot):
+    except StateFormatError:
         return None
-    nested.append(Snapshot(name, version, bytes(data[last_start:])))
-    return nested
+    if n == 0 or n > MAX_STRUCTURAL_DEPTH:
+        return None
+    return _split_nested(data, src.position, n, registry)
+
+
+def _split_nested(data: bytes, pos: int, left: int, registry: SnapshotRegistry | None) -> list[Snapshot] | None:
+    if left == 0:
+        return [] if pos == len(data) else None
+    cur = DataInputDeserializer(data, pos, len(data) - pos)
+    try:
+        one = read_versioned(cur, registry, 1)
+    except OpenSnapshot as o:
+        version = int.from_bytes(data[o.body : o.body + 4], "big", signed=True)
+        if left == 1:
+            return [Snapshot(o.class_name, version, bytes(data[pos:]))]
+        for e in range(o.body + 4, len(data)):
+            if _class_name_at(data, e):
+                rest = _split_nested(data, e, left - 1, registry)
+                if rest is not None:
+                    return [Snapshot(o.class_name, version, bytes(data[pos:e])), *rest]
+        return None
+    except StateFormatError:
+        return None
+    rest = _split_nested(data, cur.position, left - 1, registry)
+    return None if rest is None else [one, *rest]
+
+
+_CLASS_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
+
+
+def _class_name_at(data: bytes, e: int) -> bool:
+    """Does a versioned snapshot (``UTF java.class.Name ‖ i32 small version``) start at ``e``?"""
+    if e + 2 > len(data):
+        return False
+    n = int.from_bytes(data[e : e + 2], "big")
+    name = data[e + 2 : e + 2 + n]
+    if n < 3 or len(name) != n or b"." not in name or not _CLASS_CHARS.issuperset(name):
+        return False
+    v = data[e + 2 + n : e + 6 + n]
+    return len(v) == 4 and 0 <= int.from_bytes(v, "big", signed=True) < 1000
