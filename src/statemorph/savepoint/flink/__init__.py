@@ -24,6 +24,7 @@ from .handles import (
 )
 from .keyed_blocks import StateRun, parse_key_group, write_key_group
 from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header, write_keyed_header
+from .keyed_writer import KeyedStreamWriter, entries_from_batch, keep_inline
 from .layout import StateLayout, build_composite_key, key_group_prefix_bytes
 from .metadata import (
     CheckpointMetadata,
@@ -58,6 +59,7 @@ __all__ = [
     "KeyGroupsHandle",
     "KeyedHeader",
     "KeyedStream",
+    "KeyedStreamWriter",
     "MasterState",
     "OperatorInfo",
     "OperatorState",
@@ -75,8 +77,10 @@ __all__ = [
     "build_composite_key",
     "compress_key_group",
     "decompress_key_group",
+    "entries_from_batch",
     "flink_state_schema",
     "is_flink_savepoint",
+    "keep_inline",
     "key_group_prefix_bytes",
     "parse_key_group",
     "parse_keyed_header",

@@ -190,6 +190,11 @@ class StateLayout:
         v = raw ^ (1 << 63)
         return v - (1 << 64) if v >= 1 << 63 else v
 
+    def timer_key(self, key_group: int, timestamp: int, key: bytes, namespace: bytes) -> bytes:
+        """Inverse of :meth:`split_key` + :meth:`timer_timestamp` for timers."""
+        head = bytes((key_group,)) if self.prefix == 1 else key_group.to_bytes(2, "big")
+        return head + _Q.pack((timestamp & 0xFFFFFFFFFFFFFFFF) ^ (1 << 63)) + key + namespace
+
     # -- values -------------------------------------------------------------------------------
     def split_value(self, v: bytes) -> list[tuple[bytes | None, int | None]]:
         """The per-value parts of one Flink value: ``[(user value bytes or None, ttl timestamp or

@@ -29,8 +29,9 @@ from ...snapshot import SnapshotRegistry
 from .envelope import snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
-from .keyed_blocks import StateRun, encode_key_group
-from .keyed_header import VALUE_SERIALIZER, KeyedHeader, StateMetaInfo, write_keyed_header
+from .keyed_blocks import StateRun
+from .keyed_header import VALUE_SERIALIZER, KeyedHeader, StateMetaInfo
+from .keyed_writer import KeyedStreamWriter, keep_inline
 from .layout import FieldCodec, StateLayout
 from .metadata import METADATA_FILE_NAME, OperatorState, serialize_metadata
 from .reader import FlinkSavepoint, KeyedStream
@@ -263,54 +264,24 @@ def _rewrite_stream(
                                     f"{stream.where} state {ch.state!r}"), ch)
         new_value = snapshot_from_envelope(ch.envelope)
         header.states[sid].set_serializer(VALUE_SERIALIZER, m.with_value_snapshot(new_value))
-    head = write_keyed_header(header)
     old = stream.handle
-    offsets = [0] * len(old.offsets)
-    path = tmp / name
-    path.parent.mkdir(parents=True, exist_ok=True)
     pending = _Pending(layouts)
-    with open(path, "xb") as f:
-        f.write(head)
-        pos = len(head)
+    with KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets)) as out:
 
         def emit() -> None:
-            nonlocal pos
             for sid, vals in pending.values.items():
                 counts[layouts[sid][1].label] += len(vals)
             for kg, runs in pending.flush():
-                data = encode_key_group(runs, header.compressed)
-                offsets[kg - old.start_key_group] = pos
-                f.write(data)
-                pos += len(data)
+                out.add_key_group(kg, runs)
 
         for kg, runs in stream.key_groups():
             pending.add(kg, runs)
             if pending.count >= batch_values:
                 emit()
         emit()
-        f.flush()
-        os.fsync(f.fileno())
-    size = pos
-    delegate: StreamHandle
-    if _inline(old.delegate, size, threshold):
-        data = path.read_bytes()
-        path.unlink()
+        inline = keep_inline(old.delegate, out.pos, threshold)
         inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name
-        delegate = ByteStreamHandle(inline_name, data)
-    else:
-        delegate = RelativeFileHandle(name, size)
-    return KeyGroupsHandle(old.code, old.start_key_group, offsets, delegate, old.handle_id), counts
-
-
-def _inline(old: StreamHandle, size: int, threshold: int) -> bool:
-    """Whether the new stream goes into ``_metadata``. The source's choice is kept unless the
-    size crosses the threshold (the job that wrote it may have used another one): an inline
-    stream stays inline up to ``max(threshold, its old size)``, a file stays a file unless it
-    shrank below both its old size and the threshold."""
-    if isinstance(old, ByteStreamHandle):
-        return size <= max(threshold, len(old.data))
-    old_size = old.size if isinstance(old, (FileHandle, RelativeFileHandle)) else 0
-    return size < min(threshold, old_size)
+        return out.finish(inline, inline_name, old.code, old.handle_id), counts
 
 
 def _carry_files(d: SavepointDirectory, meta: Any, replaced: set[str], tmp: Path) -> int:
