@@ -250,3 +250,19 @@ def test_snappy_chunks_follow_xerial() -> None:
         assert len(chunks) == -(-len(data) // 65536)
         assert bytes(cramjam.snappy.decompress(framed)) == data  # CRCs checked by the codec
         assert decompress_key_group(framed, "t") == data
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if spec(c)["parallelism"] > 1], ids=lambda c: c.name)
+def test_key_group_ranges_partition_the_entries(case: Path) -> None:
+    """Reading by key-group ranges (one Spark task each) gives every row exactly once."""
+    sp = FlinkSavepoint(case / "savepoint")
+    op = state_operator(sp)
+    whole = [r for b in sp.iter_state_batches(op, "events") for r in b.to_pylist()]
+    mp = spec(case)["max_parallelism"]
+    parts = []
+    for start in range(0, mp, 37):
+        rng = range(start, min(mp, start + 37))
+        rows = [r for b in sp.iter_state_batches(op, "events", key_groups=rng) for r in b.to_pylist()]
+        assert all(r["key_group"] in rng for r in rows)
+        parts += rows
+    assert sorted(parts, key=repr) == sorted(whole, key=repr) and whole

@@ -167,10 +167,17 @@ def split_open_composite(snap: Snapshot, registry: SnapshotRegistry | None = Non
         return None
     if n == 0 or n > MAX_STRUCTURAL_DEPTH:
         return None
-    return _split_nested(data, src.position, n, registry)
+    return _split_nested(data, src.position, n, registry, [MAX_SPLIT_ATTEMPTS])
 
 
-def _split_nested(data: bytes, pos: int, left: int, registry: SnapshotRegistry | None) -> list[Snapshot] | None:
+MAX_SPLIT_ATTEMPTS = 4096
+"""Candidate ends tried while splitting one opaque composite: hostile bytes full of class-name
+look-alikes cannot make the search explode."""
+
+
+def _split_nested(
+    data: bytes, pos: int, left: int, registry: SnapshotRegistry | None, budget: list[int]
+) -> list[Snapshot] | None:
     if left == 0:
         return [] if pos == len(data) else None
     cur = DataInputDeserializer(data, pos, len(data) - pos)
@@ -182,13 +189,16 @@ def _split_nested(data: bytes, pos: int, left: int, registry: SnapshotRegistry |
             return [Snapshot(o.class_name, version, bytes(data[pos:]))]
         for e in range(o.body + 4, len(data)):
             if _class_name_at(data, e):
-                rest = _split_nested(data, e, left - 1, registry)
+                budget[0] -= 1
+                if budget[0] < 0:
+                    return None
+                rest = _split_nested(data, e, left - 1, registry, budget)
                 if rest is not None:
                     return [Snapshot(o.class_name, version, bytes(data[pos:e])), *rest]
         return None
     except StateFormatError:
         return None
-    rest = _split_nested(data, cur.position, left - 1, registry)
+    rest = _split_nested(data, cur.position, left - 1, registry, budget)
     return None if rest is None else [one, *rest]
 
 

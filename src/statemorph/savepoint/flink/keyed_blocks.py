@@ -147,11 +147,15 @@ def encode_key_group(runs: list[StateRun], compressed: bool) -> bytes:
 
 
 def iter_key_groups(
-    src: StreamSource, handle: KeyGroupsHandle, compressed: bool, n_states: int, where: str
+    src: StreamSource, handle: KeyGroupsHandle, compressed: bool, n_states: int, where: str,
+    key_groups: range | None = None,
 ) -> Iterator[tuple[int, list[StateRun]]]:
-    """``(key group, runs)`` for every non-empty key group, one group in memory at a time."""
+    """``(key group, runs)`` for every non-empty key group (of ``key_groups`` when given: the
+    others are not even read), one group in memory at a time."""
     _, extents = key_group_extents(handle, src.size, where)
     for ext in extents:
+        if key_groups is not None and ext.key_group not in key_groups:
+            continue
         buf = read_key_group_bytes(src, ext, compressed, where)
         runs, _ = parse_key_group(buf, n_states, f"{where} key group {ext.key_group}", exact_end=True)
         yield ext.key_group, runs

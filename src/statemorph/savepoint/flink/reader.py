@@ -70,8 +70,11 @@ class KeyedStream:
             source.read_at(0, header_end, "keyed-state header"), header_end, where, registry
         )
 
-    def key_groups(self) -> Iterator[tuple[int, list[StateRun]]]:
-        return iter_key_groups(self.source, self.handle, self.header.compressed, len(self.header.states), self.where)
+    def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
+        """Every non-empty key group as ``(key group, state runs)``; ``only`` restricts the walk to
+        a key-group range (a unit of parallel work), without reading the other groups."""
+        return iter_key_groups(self.source, self.handle, self.header.compressed, len(self.header.states),
+                               self.where, only)
 
     def close(self) -> None:
         self.source.close()
@@ -190,10 +193,11 @@ class FlinkSavepoint:
                                     list(states.values())))
         return SavepointInfo(str(self.path), self.version, self.metadata.checkpoint_id, ops)
 
-    def iter_state_batches(self, operator: str, state: str,
-                           batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    def iter_state_batches(self, operator: str, state: str, batch_rows: int = DEFAULT_BATCH_ROWS,
+                           key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
         """One state's entries as record batches of at most ``batch_rows`` rows (list state: one
-        row per element), subtask by subtask, key group by key group."""
+        row per element), subtask by subtask, key group by key group; ``key_groups`` restricts the
+        read to a key-group range (e.g. one Spark task's share)."""
         op = self.operator(operator)
         found = False
         for _, stream in self.keyed_streams(op):
@@ -202,10 +206,12 @@ class FlinkSavepoint:
             except FlinkSavepointError:
                 continue
             found = True
+            if key_groups is not None and not _overlaps(stream.handle.key_groups, key_groups):
+                continue
             layout = StateLayout(meta, stream.header.key_serializer, op.max_parallelism,
                                  f"{stream.where} state {state!r}")
             builder = _BatchBuilder(layout)
-            for _, runs in stream.key_groups():
+            for _, runs in stream.key_groups(key_groups):
                 for run in runs:
                     if run.state_id == state_id:
                         builder.add(run)
@@ -215,6 +221,10 @@ class FlinkSavepoint:
                 yield builder.take(builder.rows)
         if not found:
             raise FlinkSavepointError(f"{self.path}: {op.label()} has no keyed state named {state!r}")
+
+
+def _overlaps(a: range, b: range) -> bool:
+    return max(a.start, b.start) < min(a.stop, b.stop)
 
 
 def _state_info(m: StateMetaInfo, h: KeyedHeader) -> StateInfo:
