@@ -152,3 +152,19 @@ class UsageError(StatemorphError):
     """The request itself is wrong (an output that already exists, a missing benchmark folder)."""
 
     exit_code = ExitCode.USAGE
+
+
+class FlinkSavepointError(SavepointError):
+    """A Flink savepoint (``_metadata`` and its state files) is damaged, hostile or not readable
+    by statemorph; the message names the file, the offset and the field."""
+
+
+class NotCanonicalSavepointError(FlinkSavepointError):
+    """The directory holds a native savepoint or a checkpoint (incremental, changelog or
+    file-merging handles, unaligned channel state): only canonical savepoints carry state in
+    Flink's backend-neutral format, so this one cannot be read or rewritten."""
+
+
+class SavepointPathError(FlinkSavepointError):
+    """A state handle points outside the savepoint directory, or at something that is not a
+    regular file (a FIFO, a device, a directory, a symlink leaving the directory)."""

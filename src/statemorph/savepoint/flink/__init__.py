@@ -1,0 +1,93 @@
+"""Flink's own canonical savepoints: ``_metadata`` (versions 3 to 6), the keyed-state streams
+(``KeyedBackendSerializationProxy`` v6 header, key-group blocks, Snappy framing), their key and
+value layouts, a streaming reader that yields Arrow batches in the Parquet form's column shape,
+and an atomic rewriter that migrates values and carries everything else over byte for byte.
+
+Modules, one job each: :mod:`.handles` (state handles), :mod:`.metadata` (``_metadata``),
+:mod:`.files` (safe file access), :mod:`.envelope` (serializer snapshots kept as exact bytes),
+:mod:`.keyed_header`, :mod:`.keyed_blocks`, :mod:`.snappy`, :mod:`.layout`, :mod:`.reader`,
+:mod:`.rewrite`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .envelope import Snapshot, snapshot_from_envelope
+from .files import SavepointDirectory
+from .handles import (
+    ByteStreamHandle,
+    FileHandle,
+    KeyGroupsHandle,
+    OperatorStreamHandle,
+    RelativeFileHandle,
+)
+from .keyed_blocks import StateRun, parse_key_group, write_key_group
+from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header, write_keyed_header
+from .keyed_writer import KeyedStreamWriter, entries_from_batch, keep_inline
+from .layout import StateLayout, build_composite_key, key_group_prefix_bytes
+from .metadata import (
+    CheckpointMetadata,
+    MasterState,
+    OperatorState,
+    SubtaskState,
+    parse_metadata,
+    serialize_metadata,
+)
+from .reader import (
+    FlinkSavepoint,
+    KeyedStream,
+    OperatorInfo,
+    SavepointInfo,
+    StateInfo,
+    flink_state_schema,
+)
+from .rewrite import RewriteReport, rewrite
+from .snappy import compress_key_group, decompress_key_group
+
+
+def is_flink_savepoint(path: str) -> bool:
+    """True when ``path`` is a directory holding Flink's ``_metadata`` file."""
+    return os.path.isfile(os.path.join(path, "_metadata"))
+
+
+__all__ = [
+    "ByteStreamHandle",
+    "CheckpointMetadata",
+    "FileHandle",
+    "FlinkSavepoint",
+    "KeyGroupsHandle",
+    "KeyedHeader",
+    "KeyedStream",
+    "KeyedStreamWriter",
+    "MasterState",
+    "OperatorInfo",
+    "OperatorState",
+    "OperatorStreamHandle",
+    "RelativeFileHandle",
+    "RewriteReport",
+    "SavepointDirectory",
+    "SavepointInfo",
+    "Snapshot",
+    "StateInfo",
+    "StateLayout",
+    "StateMetaInfo",
+    "StateRun",
+    "SubtaskState",
+    "build_composite_key",
+    "compress_key_group",
+    "decompress_key_group",
+    "entries_from_batch",
+    "flink_state_schema",
+    "is_flink_savepoint",
+    "keep_inline",
+    "key_group_prefix_bytes",
+    "parse_key_group",
+    "parse_keyed_header",
+    "parse_metadata",
+    "rewrite",
+    "serialize_metadata",
+    "snapshot_from_envelope",
+    "write_key_group",
+    "write_keyed_header",
+]

@@ -1,0 +1,326 @@
+"""The header of a canonical keyed-state stream: Flink's ``KeyedBackendSerializationProxy`` v6
+and its ``StateMetaInfoSnapshot`` list, read into plain data and written back byte for byte.
+
+Layout: ``i32 6 ‖ bool compression ‖ envelope(key serializer) ‖ i16 n ‖ n × (UTF name ‖ i32
+backend-state-type ordinal ‖ i32 k ‖ k × (UTF option, UTF value) ‖ i32 m ‖ m × (UTF serializer
+key, envelope))``. The key-group blocks start right after it, so the header's end is known from
+the first non-empty key group's offset (or the stream's end): that is what lets a snapshot no
+class can read be delimited anyway (:func:`parse_keyed_header` tries the ends the structure
+allows and keeps the one after which the rest of the header reads to exactly that point).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...errors import FlinkSavepointError, StateFormatError
+from ...io import DataInputDeserializer, DataOutputSerializer
+from ...snapshot import SnapshotRegistry
+from .envelope import (
+    ENVELOPE_VERSION,
+    LIST_SNAPSHOT,
+    MAP_SNAPSHOT,
+    TTL_SNAPSHOT,
+    OpenSnapshot,
+    Snapshot,
+    read_versioned,
+    split_open_composite,
+)
+
+PROXY_VERSION = 6
+BACKEND_STATE_TYPES = ("KEY_VALUE", "OPERATOR", "BROADCAST", "PRIORITY_QUEUE", "KEY_VALUE_V2")
+KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2 = 0, 3, 4
+KEYED_STATE_TYPE = "KEYED_STATE_TYPE"
+VALUE_SERIALIZER = "VALUE_SERIALIZER"
+NAMESPACE_SERIALIZER = "NAMESPACE_SERIALIZER"
+USER_KEY_SERIALIZER = "USER_KEY_SERIALIZER"
+SERIALIZER_KEYS = frozenset({VALUE_SERIALIZER, NAMESPACE_SERIALIZER, USER_KEY_SERIALIZER, "KEY_SERIALIZER"})
+MAX_OPTIONS = 64
+MAX_SERIALIZERS = 16
+
+
+@dataclass
+class StateMetaInfo:
+    """One state of the keyed-state stream; its position in the header is its state id."""
+
+    name: str
+    backend_type: int
+    options: list[tuple[str, str]] = field(default_factory=list)
+    serializers: list[tuple[str, Snapshot]] = field(default_factory=list)
+
+    def option(self, key: str) -> str | None:
+        return next((v for k, v in self.options if k == key), None)
+
+    def serializer(self, key: str) -> Snapshot | None:
+        return next((s for k, s in self.serializers if k == key), None)
+
+    def set_serializer(self, key: str, snap: Snapshot) -> None:
+        for i, (k, _) in enumerate(self.serializers):
+            if k == key:
+                self.serializers[i] = (k, snap)
+                return
+        raise FlinkSavepointError(f"state {self.name!r} has no {key}")
+
+    @property
+    def is_timers(self) -> bool:
+        return self.backend_type == PRIORITY_QUEUE
+
+    @property
+    def state_type(self) -> str:
+        """Flink's ``StateDescriptor.Type`` name (VALUE, LIST, MAP, REDUCING, AGGREGATING ...),
+        or TIMERS for a priority queue."""
+        if self.is_timers:
+            return "TIMERS"
+        return (self.option(KEYED_STATE_TYPE) or "UNKNOWN").upper()
+
+    @property
+    def kind(self) -> str:
+        """value / list / map / reducing / aggregating / timers (what inspect shows)."""
+        return self.state_type.lower()
+
+    @property
+    def ttl(self) -> bool:
+        """True when the values (list elements, map values) carry Flink's TTL timestamp."""
+        return self.value_snapshot_unwrapped()[1]
+
+    def value_snapshot_unwrapped(self) -> tuple[Snapshot | None, bool]:
+        """The per-value serializer snapshot (list element, map value, plain value) with a TTL
+        wrapper removed, and whether there was one."""
+        snap = self.serializer(VALUE_SERIALIZER)
+        if snap is None or self.is_timers:
+            return snap, False
+        st = self.state_type
+        if st == "LIST" and self.backend_type != KEY_VALUE_V2:
+            snap = _nested(snap, LIST_SNAPSHOT, 0)
+        elif st == "MAP" and self.backend_type != KEY_VALUE_V2:
+            snap = _nested(snap, MAP_SNAPSHOT, 1)
+        if snap is not None and snap.class_name == TTL_SNAPSHOT:
+            return _nested(snap, TTL_SNAPSHOT, 1), True
+        return snap, False
+
+    def with_value_snapshot(self, new: Snapshot) -> Snapshot:
+        """The top-level VALUE_SERIALIZER snapshot with the per-value snapshot (list element, map
+        value, user value under TTL) replaced by ``new``. The per-value snapshot is always the
+        last nested snapshot of its wrappers (List, Map, TTL), so it is the tail of their bytes:
+        the wrappers' own bytes are kept exactly."""
+        top = self.serializer(VALUE_SERIALIZER)
+        if top is None or self.is_timers:
+            raise FlinkSavepointError(f"state {self.name!r} has no value serializer to replace")
+        path: list[Snapshot] = []
+        snap: Snapshot | None = top
+        st = self.state_type
+        if st == "LIST" and self.backend_type != KEY_VALUE_V2:
+            path.append(top)
+            snap = _nested(top, LIST_SNAPSHOT, 0)
+        elif st == "MAP" and self.backend_type != KEY_VALUE_V2:
+            path.append(top)
+            snap = _nested(top, MAP_SNAPSHOT, 1)
+        if snap is not None and snap.class_name == TTL_SNAPSHOT:
+            path.append(snap)
+            snap = _nested(snap, TTL_SNAPSHOT, 1)
+        if snap is None:
+            raise FlinkSavepointError(
+                f"state {self.name!r}: the value serializer snapshot {top.class_name} cannot be taken apart"
+            )
+        raw = new.raw
+        inner = snap
+        for wrapper in reversed(path):
+            if not wrapper.raw.endswith(inner.raw):
+                raise FlinkSavepointError(
+                    f"state {self.name!r}: {wrapper.class_name} does not end with its nested value snapshot"
+                )
+            raw = wrapper.raw[: len(wrapper.raw) - len(inner.raw)] + raw
+            inner = wrapper
+        if not path:
+            return new
+        outer = path[0]
+        return Snapshot(outer.class_name, outer.version, raw)
+
+    def user_key_snapshot(self) -> Snapshot | None:
+        if self.state_type != "MAP":
+            return None
+        if self.backend_type == KEY_VALUE_V2:
+            return self.serializer(USER_KEY_SERIALIZER)
+        snap = self.serializer(VALUE_SERIALIZER)
+        return _nested(snap, MAP_SNAPSHOT, 0) if snap is not None else None
+
+
+def _nested(snap: Snapshot | None, class_name: str, index: int) -> Snapshot | None:
+    if snap is None or snap.class_name != class_name:
+        return None
+    nested = snap.nested if snap.nested is not None else split_open_composite(snap)
+    if nested is None or index >= len(nested):
+        return None
+    return nested[index]
+
+
+@dataclass
+class KeyedHeader:
+    version: int
+    compressed: bool
+    key_serializer: Snapshot
+    states: list[StateMetaInfo]
+    size: int = 0
+
+    def state(self, name: str) -> tuple[int, StateMetaInfo]:
+        for i, s in enumerate(self.states):
+            if s.name == name:
+                return i, s
+        raise FlinkSavepointError(f"no state {name!r} (states: {', '.join(s.name for s in self.states)})")
+
+
+def write_keyed_header(h: KeyedHeader) -> bytes:
+    out = DataOutputSerializer()
+    out.write_int(h.version)
+    out.write_boolean(h.compressed)
+    out.write_int(ENVELOPE_VERSION)
+    out.write(h.key_serializer.raw)
+    out.write_short(len(h.states))
+    for s in h.states:
+        out.write_utf(s.name)
+        out.write_int(s.backend_type)
+        out.write_int(len(s.options))
+        for k, v in s.options:
+            out.write_utf(k)
+            out.write_utf(v)
+        out.write_int(len(s.serializers))
+        for k, snap in s.serializers:
+            out.write_utf(k)
+            out.write_int(ENVELOPE_VERSION)
+            out.write(snap.raw)
+    return out.get_copy_of_buffer()
+
+
+def parse_keyed_header(
+    data: bytes, header_end: int, where: str, registry: SnapshotRegistry | None = None
+) -> KeyedHeader:
+    """Parse ``data[0:header_end]`` as the header; it must end exactly at ``header_end``."""
+    try:
+        return _Parser(data, header_end, where, registry).header()
+    except FlinkSavepointError:
+        raise
+    except StateFormatError as e:
+        raise FlinkSavepointError(f"{where}: keyed-state header: {e}") from e
+
+
+class _Parser:
+    """Reads the header front to back. A snapshot no class can delimit ends where the next item
+    the grammar expects starts: the next serializer key (``UTF key ‖ i32 2``), the next state
+    meta info (name, a keyed backend type, options, a serializer key and ``i32 2``), or the end
+    of the header. The first position showing that signature is taken."""
+
+    def __init__(self, data: bytes, end: int, where: str, registry: SnapshotRegistry | None) -> None:
+        self.data, self.end, self.where, self.registry = data, end, where, registry
+
+    def cur(self, pos: int) -> DataInputDeserializer:
+        return DataInputDeserializer(self.data, pos, self.end - pos)
+
+    def header(self) -> KeyedHeader:
+        src = self.cur(0)
+        version = src.read_int()
+        if version != PROXY_VERSION:
+            raise FlinkSavepointError(
+                f"{self.where}: keyed-state header version {version} is not supported (Flink 1.17+ writes and reads "
+                f"only {PROXY_VERSION})"
+            )
+        compressed = src.read_boolean()
+        key, pos = self.envelope(src.position, "key serializer", self._count_then_state_at)
+        src = self.cur(pos)
+        n = src.read_short()
+        if n < 0:
+            raise FlinkSavepointError(f"{self.where}: negative state count {n} at offset {pos}")
+        states: list[StateMetaInfo] = []
+        for i in range(n):
+            last_state = i == n - 1
+            name = src.read_utf()
+            backend_type = src.read_int()
+            if backend_type not in (KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2):
+                raise FlinkSavepointError(
+                    f"{self.where}: state {name!r} has backend state type {backend_type} at offset "
+                    f"{src.position - 4} (keyed state is 0 KEY_VALUE, 3 PRIORITY_QUEUE or 4 KEY_VALUE_V2)"
+                )
+            n_opt = src.read_int()
+            if not 0 <= n_opt <= MAX_OPTIONS:
+                raise FlinkSavepointError(f"{self.where}: state {name!r} declares {n_opt} options")
+            options = [(src.read_utf(), src.read_utf()) for _ in range(n_opt)]
+            n_ser = src.read_int()
+            if not 0 <= n_ser <= MAX_SERIALIZERS:
+                raise FlinkSavepointError(f"{self.where}: state {name!r} declares {n_ser} serializers")
+            meta = StateMetaInfo(name, backend_type, options, [])
+            for j in range(n_ser):
+                key_name = src.read_utf()
+                if j < n_ser - 1:
+                    follows = self._serializer_key_at
+                elif last_state:
+                    follows = self._end_at
+                else:
+                    follows = self._state_at
+                snap, p = self.envelope(src.position, f"state {name!r} {key_name}", follows)
+                meta.serializers.append((key_name, snap))
+                src = self.cur(p)
+            states.append(meta)
+        if src.position != self.end:
+            raise FlinkSavepointError(
+                f"{self.where}: the keyed-state header ends at offset {src.position} but the first key group "
+                f"starts at {self.end}"
+            )
+        return KeyedHeader(version, compressed, key, states, self.end)
+
+    def envelope(self, pos: int, what: str, follows: Callable[[int], bool]) -> tuple[Snapshot, int]:
+        c = self.cur(pos)
+        v = c.read_int()
+        if v != ENVELOPE_VERSION:
+            raise FlinkSavepointError(
+                f"{self.where}: {what}: serializer snapshot envelope version {v} at offset {pos} "
+                f"(only {ENVELOPE_VERSION}; 1 is the pre-1.7 format Flink no longer reads)"
+            )
+        try:
+            snap = read_versioned(c, self.registry)
+            return snap, c.position
+        except OpenSnapshot as o:
+            version = int.from_bytes(self.data[o.body : o.body + 4], "big", signed=True)
+            for e in range(o.body + 4, self.end + 1):
+                if follows(e):
+                    snap = Snapshot(o.class_name, version, bytes(self.data[o.start : e]))
+                    snap.nested = split_open_composite(snap, self.registry)
+                    return snap, e
+            raise FlinkSavepointError(
+                f"{self.where}: {what}: the serializer snapshot {o.class_name} at offset {o.start} is not "
+                f"registered and its end cannot be found from the header structure"
+            ) from None
+
+    # -- signatures of what can follow a snapshot ---------------------------------------------
+    def _end_at(self, e: int) -> bool:
+        return e == self.end
+
+    def _serializer_key_at(self, e: int) -> bool:
+        try:
+            c = self.cur(e)
+            return c.read_utf() in SERIALIZER_KEYS and c.read_int() == ENVELOPE_VERSION
+        except (StateFormatError, ValueError):
+            return False
+
+    def _count_then_state_at(self, e: int) -> bool:
+        if e + 2 == self.end:
+            return self.data[e : e + 2] == b"\x00\x00"
+        return e + 2 <= self.end and self.data[e] < 0x80 and self._state_at(e + 2)
+
+    def _state_at(self, e: int) -> bool:
+        try:
+            c = self.cur(e)
+            c.read_utf()
+            if c.read_int() not in (KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2):
+                return False
+            n_opt = c.read_int()
+            if not 0 <= n_opt <= MAX_OPTIONS:
+                return False
+            for _ in range(n_opt):
+                c.read_utf()
+                c.read_utf()
+            n_ser = c.read_int()
+            if not 1 <= n_ser <= MAX_SERIALIZERS:
+                return False
+            return c.read_utf() in SERIALIZER_KEYS and c.read_int() == ENVELOPE_VERSION
+        except (StateFormatError, ValueError):
+            return False

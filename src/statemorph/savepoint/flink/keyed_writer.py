@@ -1,0 +1,123 @@
+"""Writing one keyed-state stream: the header, then key groups in ascending order, each at an
+offset recorded for ``_metadata``; the result becomes a file next to ``_metadata`` or, when small,
+an inline handle. Used by the rewriter, and by anything that builds a stream from rows (see
+:func:`entries_from_batch`, the inverse of the reader's batches)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import pyarrow as pa
+
+from ...errors import FlinkSavepointError
+from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
+from .keyed_blocks import StateRun, encode_key_group
+from .keyed_header import KeyedHeader, write_keyed_header
+from .layout import StateLayout, build_composite_key
+
+SAVEPOINT_KEY_GROUPS_HANDLE = 7
+
+
+class KeyedStreamWriter:
+    """Streams a keyed-state file into ``directory / name``; key groups must come in ascending
+    order, each once, inside ``start_key_group .. start_key_group + key_groups - 1``."""
+
+    def __init__(self, directory: Path, name: str, header: KeyedHeader, start_key_group: int, key_groups: int) -> None:
+        self.path = directory / name
+        self.name = name
+        self.compressed = header.compressed
+        self.start = start_key_group
+        self.offsets = [0] * key_groups
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "xb")  # noqa: SIM115 (closed by finish/abort)
+        head = write_keyed_header(header)
+        self._f.write(head)
+        self.pos = len(head)
+        self._last = -1
+
+    def add_key_group(self, key_group: int, runs: list[StateRun]) -> None:
+        i = key_group - self.start
+        if not 0 <= i < len(self.offsets) or key_group <= self._last:
+            raise FlinkSavepointError(
+                f"{self.path}: key group {key_group} is out of order or outside "
+                f"{self.start}..{self.start + len(self.offsets) - 1}"
+            )
+        if not any(run.keys for run in runs):
+            return
+        data = encode_key_group(runs, self.compressed)
+        self.offsets[i] = self.pos
+        self._f.write(data)
+        self.pos += len(data)
+        self._last = key_group
+
+    def finish(self, inline: bool, inline_name: str | None = None, code: int = SAVEPOINT_KEY_GROUPS_HANDLE,
+               handle_id: str | None = None) -> KeyGroupsHandle:
+        """Close the stream and return its handle; ``inline`` moves the bytes into ``_metadata``."""
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        delegate: StreamHandle
+        if inline:
+            data = self.path.read_bytes()
+            self.path.unlink()
+            delegate = ByteStreamHandle(inline_name or self.name, data)
+        else:
+            delegate = RelativeFileHandle(self.name, self.pos)
+        return KeyGroupsHandle(code, self.start, self.offsets, delegate, handle_id)
+
+    def abort(self) -> None:
+        self._f.close()
+        self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> KeyedStreamWriter:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        if t is not None and not self._f.closed:
+            self.abort()
+
+
+def keep_inline(old: StreamHandle, size: int, threshold: int) -> bool:
+    """Whether a rewritten stream goes into ``_metadata``. The source's choice is kept unless the
+    size crosses the threshold (the job that wrote it may have used another one): an inline
+    stream stays inline up to ``max(threshold, its old size)``, a file stays a file unless it
+    shrank below both its old size and the threshold."""
+    if isinstance(old, ByteStreamHandle):
+        return size <= max(threshold, len(old.data))
+    old_size = old.size if isinstance(old, (FileHandle, RelativeFileHandle)) else 0
+    return size < min(threshold, old_size)
+
+
+def entries_from_batch(layout: StateLayout, batch: pa.RecordBatch) -> Iterator[tuple[int, bytes, bytes]]:
+    """``(key group, composite key, Flink value)`` from rows in the reader's column shape: the
+    inverse of :meth:`FlinkSavepoint.iter_state_batches`. List rows of one key must be adjacent
+    and in index order (as the reader yields them); map rows give one entry each."""
+    cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+    n = batch.num_rows
+    kind = layout.kind
+    ttl = cols.get("ttl_timestamp")
+    i = 0
+    while i < n:
+        kg, key, ns = cols["key_group"][i], cols["key"][i], cols["namespace"][i]
+        if kind == "timers":
+            yield kg, layout.timer_key(kg, cols["timestamp"][i], key, ns), b""
+            i += 1
+            continue
+        user_key = cols["user_key"][i] if kind == "map" else b""
+        composite = build_composite_key(kg, key, ns, user_key, layout.prefix, layout.ambiguous)
+        if kind == "list":
+            j = i
+            parts = []
+            while j < n and cols["key_group"][j] == kg and cols["key"][j] == key and cols["namespace"][j] == ns:
+                if cols["index"][j] != j - i:
+                    raise FlinkSavepointError(f"list rows of one key must be in index order (row {j})")
+                parts.append((cols["value"][j], ttl[j] if ttl else None))
+                j += 1
+            yield kg, composite, layout.join_value(parts)
+            i = j
+            continue
+        yield kg, composite, layout.join_value([(cols["value"][i], ttl[i] if ttl else None)])
+        i += 1

@@ -1,0 +1,263 @@
+"""Key and value bytes per state kind (``SerializedCompositeKeyBuilder``,
+``CompositeKeySerializationUtils``, ``ListDelimitedSerializer``, the RocksDB map state and
+``TtlStateFactory.TtlSerializer``), split into the columns of statemorph's Parquet form and put
+back together.
+
+Composite key: key-group prefix (1 byte when max parallelism <= 128, else 2), the key, the
+namespace, and for map state the user key (no length). When both the key and the namespace
+serializer are variable-length, each is followed by its byte length in base-256 digits, low digit
+first. Values: the value; list = elements joined by one ``,`` byte (found by reading each
+element); map = a null flag byte, then the value; with TTL an 8-byte timestamp precedes every
+value, element or map value. Timers: prefix, the timestamp with its sign bit flipped, key,
+namespace, and an empty value.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import FlinkSavepointError, StateFormatError
+from ...io import DataInputDeserializer
+from .envelope import TIMER_SNAPSHOT, VOID_NAMESPACE_SNAPSHOT, Snapshot, split_open_composite
+from .keyed_header import NAMESPACE_SERIALIZER, VALUE_SERIALIZER, StateMetaInfo
+
+LIST_DELIMITER = 0x2C
+TTL_BYTES = 8
+LENGTH_PREFIXED = frozenset({
+    # BinaryRowData: i32 size ‖ bytes (BinaryRowDataSerializer.serialize)
+    "org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot",
+    "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot",
+})
+FIXED_LENGTH = {VOID_NAMESPACE_SNAPSHOT: 1}
+_I32 = struct.Struct(">i")
+_Q = struct.Struct(">Q")
+
+
+def key_group_prefix_bytes(max_parallelism: int) -> int:
+    """``computeRequiredBytesInKeyGroupPrefix``."""
+    return 1 if max_parallelism <= 128 else 2
+
+
+class FieldCodec:
+    """Finds where one serialized field ends: a fixed length, an ``i32`` length prefix, or by
+    reading it with the serializer the snapshot restores."""
+
+    def __init__(self, snap: Snapshot | None, what: str) -> None:
+        self.what = what
+        self.class_name = snap.class_name if snap is not None else "(none)"
+        self.fixed = -1
+        self.prefixed = False
+        self._serializer: Any = None
+        if snap is None:
+            return
+        if snap.class_name in FIXED_LENGTH:
+            self.fixed = FIXED_LENGTH[snap.class_name]
+        elif snap.class_name in LENGTH_PREFIXED:
+            self.prefixed = True
+        elif snap.parsed is not None:
+            try:
+                self._serializer = snap.parsed.restore_serializer()
+                self.fixed = self._serializer.get_length()
+            except (StateFormatError, ValueError, NotImplementedError):
+                self._serializer = None
+
+    @property
+    def known(self) -> bool:
+        return self.fixed >= 0 or self.prefixed or self._serializer is not None
+
+    @property
+    def variable(self) -> bool:
+        """Flink's ``getLength() < 0`` (what decides the length suffixes of composite keys)."""
+        return self.fixed < 0
+
+    def end(self, buf: bytes, pos: int, limit: int) -> int:
+        if self.fixed >= 0:
+            e = pos + self.fixed
+        elif self.prefixed:
+            if pos + 4 > limit:
+                raise FlinkSavepointError(f"{self.what}: truncated length prefix at offset {pos}")
+            n = _I32.unpack_from(buf, pos)[0]
+            if n < 0:
+                raise FlinkSavepointError(f"{self.what}: negative length {n} at offset {pos}")
+            e = pos + 4 + n
+        elif self._serializer is not None:
+            src = DataInputDeserializer(buf, pos, limit - pos)
+            try:
+                self._serializer.deserialize(src)
+            except (StateFormatError, ValueError) as err:
+                raise FlinkSavepointError(f"{self.what}: cannot read a value at offset {pos}: {err}") from err
+            e = src.position
+        else:
+            raise FlinkSavepointError(
+                f"{self.what}: the serializer snapshot {self.class_name} is not registered, so its values cannot "
+                f"be delimited"
+            )
+        if e > limit:
+            raise FlinkSavepointError(f"{self.what}: a value at offset {pos} runs past its end ({e} > {limit})")
+        return e
+
+
+def _suffix_len(n: int) -> int:
+    """Byte count of ``writeVariableIntBytes(n)``: base-256 digits, at least one."""
+    k = 1
+    n >>= 8
+    while n:
+        k += 1
+        n >>= 8
+    return k
+
+
+def variable_int_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(n & 0xFF)
+        n >>= 8
+        if not n:
+            return bytes(out)
+
+
+@dataclass
+class SplitKey:
+    key_group: int
+    key: bytes
+    namespace: bytes
+    rest: bytes  # the user key of map state, the empty string otherwise
+
+
+class StateLayout:
+    """Everything needed to split one state's entries into columns and to rebuild its values."""
+
+    def __init__(self, meta: StateMetaInfo, key_snapshot: Snapshot, max_parallelism: int, where: str) -> None:
+        self.meta = meta
+        self.where = where
+        self.prefix = key_group_prefix_bytes(max_parallelism)
+        self.kind = meta.kind
+        value_snap, self.ttl = meta.value_snapshot_unwrapped()
+        self.value_snapshot = value_snap
+        if meta.is_timers:
+            timer = meta.serializer(VALUE_SERIALIZER)
+            nested = None
+            if timer is not None and timer.class_name == TIMER_SNAPSHOT:
+                nested = timer.nested if timer.nested is not None else split_open_composite(timer)
+            if not nested or len(nested) != 2:
+                raise FlinkSavepointError(
+                    f"{where}: timer state {meta.name!r} has no TimerSerializerSnapshot(key, namespace)"
+                )
+            self.key_codec = FieldCodec(nested[0], f"{where} timer key")
+            self.ns_codec = FieldCodec(nested[1], f"{where} timer namespace")
+            self.ambiguous = False
+        else:
+            self.key_codec = FieldCodec(key_snapshot, f"{where} key")
+            self.ns_codec = FieldCodec(meta.serializer(NAMESPACE_SERIALIZER), f"{where} namespace")
+            self.ambiguous = self.key_codec.variable and self.ns_codec.variable
+        self.element_codec = FieldCodec(value_snap, f"{where} list element") if self.kind == "list" else None
+
+    # -- keys ---------------------------------------------------------------------------------
+    def split_key(self, k: bytes) -> SplitKey:
+        n = len(k)
+        p = self.prefix
+        if n < p:
+            raise FlinkSavepointError(f"{self.where}: key of {n} bytes is shorter than the key-group prefix")
+        kg = k[0] if p == 1 else (k[0] << 8) | k[1]
+        if self.meta.is_timers:
+            p += 8
+        has_rest = self.kind == "map"
+        if not self.key_codec.known and not has_rest and self.ns_codec.fixed >= 0 and not self.ambiguous:
+            ke = n - self.ns_codec.fixed
+        else:
+            ke = self.key_codec.end(k, p, n)
+        key = k[p:ke]
+        ns_start = ke + (_suffix_len(len(key)) if self.ambiguous else 0)
+        if self.ns_codec.fixed >= 0:
+            ne = ns_start + self.ns_codec.fixed
+        elif not has_rest and not self.ambiguous and not self.ns_codec.known:
+            ne = n
+        else:
+            ne = self.ns_codec.end(k, ns_start, n)
+        ns = k[ns_start:ne]
+        pos = ne + (_suffix_len(len(ns)) if self.ambiguous else 0)
+        if pos > n or (not has_rest and pos != n):
+            raise FlinkSavepointError(
+                f"{self.where}: state {self.meta.name!r}: the key of {n} bytes does not split into key and namespace "
+                f"({pos} bytes used)"
+            )
+        return SplitKey(kg, key, ns, k[pos:])
+
+    def timer_timestamp(self, k: bytes) -> int:
+        raw = _Q.unpack_from(k, self.prefix)[0]
+        v = raw ^ (1 << 63)
+        return v - (1 << 64) if v >= 1 << 63 else v
+
+    def timer_key(self, key_group: int, timestamp: int, key: bytes, namespace: bytes) -> bytes:
+        """Inverse of :meth:`split_key` + :meth:`timer_timestamp` for timers."""
+        head = bytes((key_group,)) if self.prefix == 1 else key_group.to_bytes(2, "big")
+        return head + _Q.pack((timestamp & 0xFFFFFFFFFFFFFFFF) ^ (1 << 63)) + key + namespace
+
+    # -- values -------------------------------------------------------------------------------
+    def split_value(self, v: bytes) -> list[tuple[bytes | None, int | None]]:
+        """The per-value parts of one Flink value: ``[(user value bytes or None, ttl timestamp or
+        None)]`` (one item except for list state)."""
+        if self.kind == "map":
+            if not v:
+                raise FlinkSavepointError(f"{self.where}: empty map value (no null flag)")
+            if v[0]:
+                return [(None, None)]
+            return [self._ttl(v[1:])]
+        if self.kind == "list":
+            return [self._ttl(e) for e in self.split_list(v)]
+        return [self._ttl(v)]
+
+    def _ttl(self, v: bytes) -> tuple[bytes, int | None]:
+        if not self.ttl:
+            return v, None
+        if len(v) < TTL_BYTES:
+            raise FlinkSavepointError(f"{self.where}: TTL value of {len(v)} bytes has no 8-byte timestamp")
+        return v[TTL_BYTES:], int.from_bytes(v[:TTL_BYTES], "big", signed=True)
+
+    def split_list(self, v: bytes) -> list[bytes]:
+        codec = self.element_codec
+        assert codec is not None
+        out = []
+        pos, n = 0, len(v)
+        while pos < n:
+            start = pos
+            body = pos + TTL_BYTES if self.ttl else pos
+            if body > n:
+                raise FlinkSavepointError(f"{self.where}: list element at offset {start} runs past the value")
+            pos = codec.end(v, body, n)
+            out.append(v[start:pos])
+            if pos < n:
+                if v[pos] != LIST_DELIMITER:
+                    raise FlinkSavepointError(
+                        f"{self.where}: expected the list delimiter ',' at offset {pos}, found 0x{v[pos]:02x}"
+                    )
+                pos += 1
+                if pos == n:
+                    raise FlinkSavepointError(f"{self.where}: list value ends with a delimiter")
+        return out
+
+    def join_value(self, parts: list[tuple[bytes | None, int | None]]) -> bytes:
+        """Inverse of :meth:`split_value`."""
+        def one(b: bytes | None, ts: int | None) -> bytes:
+            assert b is not None
+            return (ts.to_bytes(TTL_BYTES, "big", signed=True) + b) if self.ttl and ts is not None else b
+
+        if self.kind == "map":
+            b, ts = parts[0]
+            return b"\x01" if b is None else b"\x00" + one(b, ts)
+        if self.kind == "list":
+            return b",".join(one(b, ts) for b, ts in parts)
+        return one(*parts[0])
+
+
+def build_composite_key(key_group: int, key: bytes, namespace: bytes, user_key: bytes, prefix: int,
+                        ambiguous: bool) -> bytes:
+    """A composite key as Flink's ``SerializedCompositeKeyBuilder`` writes it (for converting
+    rows of the Parquet form back into a keyed-state file)."""
+    head = bytes((key_group,)) if prefix == 1 else key_group.to_bytes(2, "big")
+    if ambiguous:
+        return head + key + variable_int_bytes(len(key)) + namespace + variable_int_bytes(len(namespace)) + user_key
+    return head + key + namespace + user_key
+

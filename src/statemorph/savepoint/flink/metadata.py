@@ -1,0 +1,258 @@
+"""Flink's ``_metadata`` file (versions 3 to 6), read into plain data and written back byte for
+byte (``Checkpoints`` / ``MetadataV3Serializer`` .. ``MetadataV6Serializer``).
+
+Layout: ``i32 0x4960672d ‖ i32 version ‖ i64 checkpoint id ‖ master states ‖ operators ‖
+[V4+: Java-serialized CheckpointProperties to the end of the file]``. The trailer is kept as
+opaque bytes (it is a Java object stream; nothing in it matters for state). Channel state of
+unaligned checkpoints is refused: a savepoint never holds any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...errors import FlinkSavepointError, MalformedDataError, NotCanonicalSavepointError, StateFormatError
+from ...io import DataInputDeserializer, DataOutputSerializer
+from .handles import (
+    ByteStreamHandle,
+    KeyedHandle,
+    OperatorStreamHandle,
+    StreamHandle,
+    read_keyed_handle,
+    read_operator_handle,
+    read_stream_handle,
+    write_keyed_handle,
+    write_operator_handle,
+    write_stream_handle,
+)
+
+MAGIC = 0x4960672D
+MASTER_STATE_MAGIC = 0xC96B1696
+MIN_VERSION = 3
+MAX_VERSION = 6
+METADATA_FILE_NAME = "_metadata"
+
+
+@dataclass
+class MasterState:
+    """A checkpoint-master hook's state; passed through unchanged."""
+
+    version: int
+    name: str
+    payload: bytes
+
+
+@dataclass
+class SubtaskState:
+    """One subtask of an operator. ``finished`` subtasks have no body. The ``*_flag`` fields
+    keep the raw presence ints of the operator-state singletons so the bytes round-trip."""
+
+    index: int
+    finished: bool = False
+    managed_operator_flag: int = 0
+    managed_operator: OperatorStreamHandle | None = None
+    raw_operator_flag: int = 0
+    raw_operator: OperatorStreamHandle | None = None
+    managed_keyed: KeyedHandle = None
+    raw_keyed: KeyedHandle = None
+
+
+@dataclass
+class OperatorState:
+    """One operator: identity, parallelism and per-subtask handles. ``subtasks`` is None for an
+    operator whose tasks all finished (written as count -1)."""
+
+    operator_id: bytes
+    parallelism: int
+    max_parallelism: int
+    coordinator: StreamHandle
+    subtasks: list[SubtaskState] | None
+    name: str | None = None
+    uid: str | None = None
+
+    @property
+    def uid_hash(self) -> str:
+        """The OperatorID as Flink prints it (``AbstractID.toHexString``): the 16 bytes in file order."""
+        return self.operator_id.hex()
+
+    def label(self) -> str:
+        """How messages name this operator: its uid when it has one, else its uid hash."""
+        return f"operator {self.uid!r}" if self.uid else f"operator {self.uid_hash}"
+
+
+@dataclass
+class CheckpointMetadata:
+    version: int
+    checkpoint_id: int
+    master_states: list[MasterState] = field(default_factory=list)
+    operators: list[OperatorState] = field(default_factory=list)
+    trailer: bytes = b""
+
+
+def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME) -> CheckpointMetadata:
+    """Parse a whole ``_metadata`` file. Every failure is a :class:`FlinkSavepointError` (or its
+    :class:`NotCanonicalSavepointError` subclass) naming ``where``, the offset and the field."""
+    try:
+        return _parse(DataInputDeserializer(data), where)
+    except FlinkSavepointError:
+        raise
+    except StateFormatError as e:
+        raise FlinkSavepointError(f"{where}: {e}") from e
+
+
+def _parse(src: DataInputDeserializer, where: str) -> CheckpointMetadata:
+    if src.available() < 8:
+        raise FlinkSavepointError(f"{where}: {src.available()} bytes is too short for a Flink _metadata file")
+    magic = src.read_int() & 0xFFFFFFFF
+    if magic != MAGIC:
+        raise FlinkSavepointError(
+            f"{where}: magic number 0x{magic:08X} is not Flink's 0x{MAGIC:08X}: not a Flink savepoint _metadata file"
+        )
+    version = src.read_int()
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise FlinkSavepointError(
+            f"{where}: metadata version {version} is not supported (statemorph reads {MIN_VERSION}..{MAX_VERSION}: "
+            f"Flink 1.11 to 2.x)"
+        )
+    checkpoint_id = src.read_long()
+    if checkpoint_id < 0:
+        raise MalformedDataError(f"negative checkpoint id {checkpoint_id} at offset 8")
+    n_master = src.check_length(src.read_int(), "master states", unit=8)
+    masters = [_read_master(src) for _ in range(n_master)]
+    # an operator takes at least 16 (id) + 8 (parallelisms) + 1 (coordinator) + 4 (count) bytes
+    n_ops = src.check_length(src.read_int(), "operator states", unit=29)
+    operators = [_read_operator(src, version, i) for i in range(n_ops)]
+    trailer = b""
+    if version >= 4:
+        trailer = src.read_fully(src.available(), "CheckpointProperties")
+    else:
+        src.expect_end("the last operator state")
+    return CheckpointMetadata(version, checkpoint_id, masters, operators, trailer)
+
+
+def _read_master(src: DataInputDeserializer) -> MasterState:
+    at = src.position
+    magic = src.read_int() & 0xFFFFFFFF
+    if magic != MASTER_STATE_MAGIC:
+        raise MalformedDataError(f"master state at offset {at}: magic 0x{magic:08X} != 0x{MASTER_STATE_MAGIC:08X}")
+    n = src.read_int()
+    if n <= 0:
+        raise MalformedDataError(f"master state at offset {at}: length {n} is not positive")
+    src.check_length(n, "master state", 1)
+    body = DataInputDeserializer(src.read_fully(n, "master state"))
+    version = body.read_int()
+    name = body.read_utf()
+    k = body.check_length(body.read_int(), f"master state {name!r} payload", 1)
+    payload = body.read_fully(k, f"master state {name!r} payload")
+    body.expect_end(f"master state {name!r}")
+    return MasterState(version, name, payload)
+
+
+def _read_operator(src: DataInputDeserializer, version: int, i: int) -> OperatorState:
+    name = uid = None
+    if version >= 5:
+        name = src.read_utf()
+        uid = src.read_utf()
+    operator_id = src.read_fully(16, "operator id")
+    where = f"operator #{i} ({uid or operator_id.hex()})"
+    parallelism = src.read_int()
+    max_parallelism = src.read_int()
+    if parallelism < 0 or not 0 <= max_parallelism <= 32768:
+        raise MalformedDataError(
+            f"{where}: parallelism {parallelism} / max parallelism {max_parallelism} out of range"
+        )
+    coordinator = read_stream_handle(src, f"{where} coordinator state")
+    if coordinator is not None and not isinstance(coordinator, ByteStreamHandle):
+        raise MalformedDataError(f"{where}: the coordinator state must be inline, found {type(coordinator).__name__}")
+    n_sub = src.read_int()
+    subtasks: list[SubtaskState] | None = None
+    if n_sub == -1:
+        subtasks = None
+    else:
+        src.check_length(n_sub, f"subtask states of {where}", unit=4)
+        subtasks = [_read_subtask(src, version, where) for _ in range(n_sub)]
+    return OperatorState(operator_id, parallelism, max_parallelism, coordinator, subtasks, name, uid)
+
+
+def _read_subtask(src: DataInputDeserializer, version: int, op_where: str) -> SubtaskState:
+    raw_index = src.read_int()
+    if raw_index < 0:
+        return SubtaskState(index=-raw_index - 1, finished=True)
+    where = f"{op_where} subtask {raw_index}"
+    st = SubtaskState(index=raw_index)
+    st.managed_operator_flag = src.read_int()
+    if st.managed_operator_flag:
+        st.managed_operator = read_operator_handle(src, f"{where} managed operator state")
+    st.raw_operator_flag = src.read_int()
+    if st.raw_operator_flag:
+        st.raw_operator = read_operator_handle(src, f"{where} raw operator state")
+    st.managed_keyed = read_keyed_handle(src, f"{where} managed keyed state")
+    st.raw_keyed = read_keyed_handle(src, f"{where} raw keyed state")
+    for what in ("input channel", "output (result subpartition)"):
+        at = src.position
+        n = src.read_int()
+        if n != 0:
+            raise NotCanonicalSavepointError(
+                f"{where} holds {n} {what} state handle(s) at offset {at}: unaligned-checkpoint channel state "
+                f"is never part of a savepoint; this is a checkpoint, a canonical savepoint is needed"
+            )
+    return st
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+def serialize_metadata(meta: CheckpointMetadata) -> bytes:
+    """The bytes Flink writes for ``meta`` (identical to the input when nothing changed)."""
+    if not MIN_VERSION <= meta.version <= MAX_VERSION:
+        raise FlinkSavepointError(f"cannot write _metadata version {meta.version} ({MIN_VERSION}..{MAX_VERSION})")
+    out = DataOutputSerializer()
+    out.write_int(MAGIC)
+    out.write_int(meta.version)
+    out.write_long(meta.checkpoint_id)
+    out.write_int(len(meta.master_states))
+    for ms in meta.master_states:
+        body = DataOutputSerializer()
+        body.write_int(ms.version)
+        body.write_utf(ms.name)
+        body.write_int(len(ms.payload))
+        body.write(ms.payload)
+        out.write_int(MASTER_STATE_MAGIC)
+        out.write_int(len(body))
+        out.write(body.buffer())
+    out.write_int(len(meta.operators))
+    for op in meta.operators:
+        _write_operator(out, op, meta.version)
+    if meta.version >= 4:
+        out.write(meta.trailer)
+    return out.get_copy_of_buffer()
+
+
+def _write_operator(out: DataOutputSerializer, op: OperatorState, version: int) -> None:
+    if version >= 5:
+        out.write_utf(op.name or "")
+        out.write_utf(op.uid or "")
+    if len(op.operator_id) != 16:
+        raise FlinkSavepointError(f"operator id must be 16 bytes, got {len(op.operator_id)}")
+    out.write(op.operator_id)
+    out.write_int(op.parallelism)
+    out.write_int(op.max_parallelism)
+    write_stream_handle(out, op.coordinator)
+    if op.subtasks is None:
+        out.write_int(-1)
+        return
+    out.write_int(len(op.subtasks))
+    for st in op.subtasks:
+        if st.finished:
+            out.write_int(-st.index - 1)
+            continue
+        out.write_int(st.index)
+        out.write_int(st.managed_operator_flag)
+        if st.managed_operator_flag:
+            write_operator_handle(out, st.managed_operator)
+        out.write_int(st.raw_operator_flag)
+        if st.raw_operator_flag:
+            write_operator_handle(out, st.raw_operator)
+        write_keyed_handle(out, st.managed_keyed)
+        write_keyed_handle(out, st.raw_keyed)
+        out.write_int(0)
+        out.write_int(0)

@@ -1,0 +1,277 @@
+"""Reading a canonical Flink savepoint: operators, per-subtask keyed-state streams, and each
+state's entries as Arrow record batches in the column shape of statemorph's Parquet form.
+
+Streams are read one key group at a time, so memory follows the largest key group, never the
+savepoint. Batches hold binary columns (``key_group``, ``key``, ``namespace``, [``user_key`` |
+``index``], ``value``); a state with TTL adds ``ttl_timestamp`` (int64, the last-access time
+Flink keeps before each value), and timers have ``key_group``, ``timestamp``, ``key``,
+``namespace``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import pyarrow as pa
+
+from ...errors import FlinkSavepointError
+from ...snapshot import SnapshotRegistry
+from .. import state_schema
+from .files import SavepointDirectory, StreamSource
+from .handles import KeyGroupsHandle
+from .keyed_blocks import StateRun, iter_key_groups, key_group_extents
+from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header
+from .layout import StateLayout
+from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, SubtaskState, parse_metadata
+
+MAX_HEADER_BYTES = 64 << 20
+DEFAULT_BATCH_ROWS = 1 << 16
+COL_TTL = "ttl_timestamp"
+COL_TIMESTAMP = "timestamp"
+PARQUET_KIND = {"value": "value", "reducing": "value", "aggregating": "value", "list": "list", "map": "map"}
+
+
+def flink_state_schema(kind: str, ttl: bool = False) -> pa.Schema:
+    """The Arrow schema of a state's batches: the Parquet form's ``state_schema`` for the kind
+    (reducing and aggregating state store one value per key, like value state), plus
+    ``ttl_timestamp`` when the state has TTL; timers have their own four columns."""
+    if kind == "timers":
+        return pa.schema([
+            pa.field("key_group", pa.int32(), nullable=False),
+            pa.field(COL_TIMESTAMP, pa.int64(), nullable=False),
+            pa.field("key", pa.binary(), nullable=False),
+            pa.field("namespace", pa.binary(), nullable=False),
+        ])
+    if kind not in PARQUET_KIND:
+        raise FlinkSavepointError(f"state kind {kind!r} has no column layout (value, list, map, reducing, aggregating)")
+    schema = state_schema(PARQUET_KIND[kind])
+    if ttl:
+        schema = schema.append(pa.field(COL_TTL, pa.int64(), nullable=kind == "map"))
+    return schema
+
+
+class KeyedStream:
+    """One subtask's keyed-state stream: its header and its key groups."""
+
+    def __init__(self, source: StreamSource, handle: KeyGroupsHandle, where: str,
+                 registry: SnapshotRegistry | None = None) -> None:
+        self.source = source
+        self.handle = handle
+        self.where = where
+        header_end, self.extents = key_group_extents(handle, source.size, where)
+        if header_end > MAX_HEADER_BYTES:
+            raise FlinkSavepointError(f"{where}: keyed-state header of {header_end} bytes exceeds {MAX_HEADER_BYTES}")
+        self.header_end = header_end
+        self.header: KeyedHeader = parse_keyed_header(
+            source.read_at(0, header_end, "keyed-state header"), header_end, where, registry
+        )
+
+    def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
+        """Every non-empty key group as ``(key group, state runs)``; ``only`` restricts the walk to
+        a key-group range (a unit of parallel work), without reading the other groups."""
+        return iter_key_groups(self.source, self.handle, self.header.compressed, len(self.header.states),
+                               self.where, only)
+
+    def close(self) -> None:
+        self.source.close()
+
+    def __enter__(self) -> KeyedStream:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+@dataclass
+class StateInfo:
+    name: str
+    kind: str
+    key_serializer: str
+    namespace_serializer: str | None
+    value_serializer: str | None
+    user_key_serializer: str | None
+    ttl: bool
+    entries: int = 0
+    bytes: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class OperatorInfo:
+    name: str | None
+    uid: str | None
+    uid_hash: str
+    parallelism: int
+    max_parallelism: int
+    states: list[StateInfo]
+
+    def to_json(self) -> dict[str, object]:
+        d = {k: v for k, v in self.__dict__.items() if k != "states"}
+        d["states"] = [s.to_json() for s in self.states]
+        return d
+
+
+@dataclass
+class SavepointInfo:
+    path: str
+    metadata_version: int
+    checkpoint_id: int
+    operators: list[OperatorInfo]
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": "flink", "metadata_version": self.metadata_version, "checkpoint_id": self.checkpoint_id,
+                "operators": [o.to_json() for o in self.operators]}
+
+
+class FlinkSavepoint:
+    """A canonical Flink savepoint directory, opened read-only."""
+
+    def __init__(self, path: str | os.PathLike[str], registry: SnapshotRegistry | None = None) -> None:
+        self.directory = SavepointDirectory(path)
+        self.path = Path(path)
+        self.registry = registry
+        self.metadata: CheckpointMetadata = parse_metadata(
+            self.directory.read_metadata(), str(self.path / METADATA_FILE_NAME)
+        )
+
+    @property
+    def version(self) -> int:
+        return self.metadata.version
+
+    @property
+    def operators(self) -> list[OperatorState]:
+        return self.metadata.operators
+
+    def operator(self, ident: str) -> OperatorState:
+        """The operator with uid ``ident``, or with uid hash ``ident`` (32 hex digits)."""
+        for op in self.operators:
+            if op.uid and op.uid == ident:
+                return op
+        for op in self.operators:
+            if op.uid_hash == ident.lower():
+                return op
+        known = ", ".join(op.uid or op.uid_hash for op in self.operators)
+        raise FlinkSavepointError(f"{self.path}: no operator with uid or uid hash {ident!r} (operators: {known})")
+
+    def keyed_streams(self, op: OperatorState) -> Iterator[tuple[SubtaskState, KeyedStream]]:
+        """Each subtask's managed keyed-state stream, opened one after the other."""
+        for st in op.subtasks or []:
+            if st.managed_keyed is None:
+                continue
+            where = f"{self.path}: {op.label()} subtask {st.index}"
+            source = self.directory.open_stream(st.managed_keyed.delegate, where)
+            try:
+                stream = KeyedStream(source, st.managed_keyed, where, self.registry)
+            except BaseException:
+                source.close()
+                raise
+            with stream:
+                yield st, stream
+
+    def inspect(self, count_entries: bool = True) -> SavepointInfo:
+        """Operators and their keyed states; with ``count_entries`` every key group is read to
+        count entries and bytes (uncompressed key + value bytes)."""
+        ops = []
+        for op in self.operators:
+            states: dict[str, StateInfo] = {}
+            for _, stream in self.keyed_streams(op):
+                h = stream.header
+                infos = [states.setdefault(m.name, _state_info(m, h)) for m in h.states]
+                if count_entries:
+                    for _, runs in stream.key_groups():
+                        for run in runs:
+                            info = infos[run.state_id]
+                            info.entries += len(run.keys)
+                            info.bytes += sum(map(len, run.keys)) + sum(map(len, run.values))
+            ops.append(OperatorInfo(op.name, op.uid, op.uid_hash, op.parallelism, op.max_parallelism,
+                                    list(states.values())))
+        return SavepointInfo(str(self.path), self.version, self.metadata.checkpoint_id, ops)
+
+    def iter_state_batches(self, operator: str, state: str, batch_rows: int = DEFAULT_BATCH_ROWS,
+                           key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
+        """One state's entries as record batches of at most ``batch_rows`` rows (list state: one
+        row per element), subtask by subtask, key group by key group; ``key_groups`` restricts the
+        read to a key-group range (e.g. one Spark task's share)."""
+        op = self.operator(operator)
+        found = False
+        for _, stream in self.keyed_streams(op):
+            try:
+                state_id, meta = stream.header.state(state)
+            except FlinkSavepointError:
+                continue
+            found = True
+            if key_groups is not None and not _overlaps(stream.handle.key_groups, key_groups):
+                continue
+            layout = StateLayout(meta, stream.header.key_serializer, op.max_parallelism,
+                                 f"{stream.where} state {state!r}")
+            builder = _BatchBuilder(layout)
+            for _, runs in stream.key_groups(key_groups):
+                for run in runs:
+                    if run.state_id == state_id:
+                        builder.add(run)
+                        while builder.rows >= batch_rows:
+                            yield builder.take(batch_rows)
+            if builder.rows:
+                yield builder.take(builder.rows)
+        if not found:
+            raise FlinkSavepointError(f"{self.path}: {op.label()} has no keyed state named {state!r}")
+
+
+def _overlaps(a: range, b: range) -> bool:
+    return max(a.start, b.start) < min(a.stop, b.stop)
+
+
+def _state_info(m: StateMetaInfo, h: KeyedHeader) -> StateInfo:
+    value, ttl = m.value_snapshot_unwrapped()
+    ns = m.serializer("NAMESPACE_SERIALIZER")
+    uk = m.user_key_snapshot()
+    return StateInfo(m.name, m.kind, h.key_serializer.class_name, ns.class_name if ns else None,
+                     value.class_name if value else None, uk.class_name if uk else None, ttl)
+
+
+class _BatchBuilder:
+    """Collects split rows of one state and cuts them into record batches."""
+
+    def __init__(self, layout: StateLayout) -> None:
+        self.layout = layout
+        self.schema = flink_state_schema(layout.kind, layout.ttl)
+        self.cols: dict[str, list[object]] = {f.name: [] for f in self.schema}
+
+    @property
+    def rows(self) -> int:
+        return len(self.cols["key_group"])
+
+    def add(self, run: StateRun) -> None:
+        lay, c = self.layout, self.cols
+        kind = lay.kind
+        for k, v in zip(run.keys, run.values, strict=True):
+            sk = lay.split_key(k)
+            if kind == "timers":
+                c["key_group"].append(sk.key_group)
+                c[COL_TIMESTAMP].append(lay.timer_timestamp(k))
+                c["key"].append(sk.key)
+                c["namespace"].append(sk.namespace)
+                continue
+            for i, (value, ts) in enumerate(lay.split_value(v)):
+                c["key_group"].append(sk.key_group)
+                c["key"].append(sk.key)
+                c["namespace"].append(sk.namespace)
+                if kind == "map":
+                    c["user_key"].append(sk.rest)
+                elif kind == "list":
+                    c["index"].append(i)
+                c["value"].append(value)
+                if lay.ttl:
+                    c[COL_TTL].append(ts)
+
+    def take(self, n: int) -> pa.RecordBatch:
+        arrays = [pa.array(self.cols[f.name][:n], f.type) for f in self.schema]
+        for name in self.cols:
+            del self.cols[name][:n]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)

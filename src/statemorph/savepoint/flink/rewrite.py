@@ -1,0 +1,352 @@
+"""Rewriting a canonical Flink savepoint with migrated values, atomically.
+
+Only the keyed-state streams of subtasks holding a changed state are rewritten: keys, key groups
+and every other state's entries are copied verbatim, the changed states' values go through the
+caller's migration in batches (per ~64k values, across key groups), their serializer snapshots
+are replaced in the header, offsets and sizes are recomputed, and each key group is Snappy-framed
+again when the source was compressed. Everything else (other operators, operator state, timers,
+master and coordinator state, the CheckpointProperties trailer) is carried over byte for byte;
+unchanged files are hard-linked (copied across file systems). The new savepoint is built in a
+temporary directory next to the destination, fsynced, and renamed into place: it appears complete
+or not at all, and the source is only ever read.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ...errors import FlinkSavepointError, StatemorphError
+from ...snapshot import SnapshotRegistry
+from .envelope import snapshot_from_envelope
+from .files import SavepointDirectory
+from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
+from .keyed_blocks import StateRun
+from .keyed_header import VALUE_SERIALIZER, KeyedHeader, StateMetaInfo
+from .keyed_writer import KeyedStreamWriter, keep_inline
+from .layout import FieldCodec, StateLayout
+from .metadata import METADATA_FILE_NAME, OperatorState, serialize_metadata
+from .reader import FlinkSavepoint, KeyedStream
+
+ValueMigration = Callable[[pa.BinaryArray], pa.Array]
+Changes = Mapping[tuple[str, str], tuple[bytes, ValueMigration]]
+DEFAULT_INLINE_THRESHOLD = 20 * 1024
+"""Flink's default ``execution.checkpointing.data-inline-threshold``: smaller streams live in
+``_metadata``."""
+DEFAULT_BATCH_VALUES = 1 << 16
+MIGRATABLE = ("value", "list", "map", "reducing", "aggregating")
+
+
+@dataclass
+class RewriteReport:
+    """What a rewrite did: per (operator, state) the number of values migrated, and the files."""
+
+    migrated: dict[tuple[str, str], int]
+    rewritten_streams: int
+    carried_files: int
+
+
+def rewrite(
+    src_dir: str | os.PathLike[str],
+    dst_dir: str | os.PathLike[str],
+    changes: Changes,
+    *,
+    registry: SnapshotRegistry | None = None,
+    inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
+    batch_values: int = DEFAULT_BATCH_VALUES,
+) -> RewriteReport:
+    """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
+
+    ``changes`` maps ``(operator uid or uid hash, state name)`` to ``(envelope, migrate)``:
+    ``envelope`` is the new PER-VALUE serializer snapshot in Flink's top-level form (``i32 2 ‖
+    UTF class ‖ i32 version ‖ payload``; the list element, the map value, the value without its
+    TTL wrapper: List, Map and TTL wrappers are kept), and ``migrate`` turns a ``pa.BinaryArray``
+    of old per-value bytes (as the Parquet form stores them: no TTL timestamp, no map null flag,
+    one list element per item) into an array of new bytes of the same length.
+    """
+    dst = Path(dst_dir)
+    if dst.exists() or dst.is_symlink():
+        raise FlinkSavepointError(f"{dst}: already exists; a savepoint is never overwritten")
+    src = FlinkSavepoint(src_dir, registry)
+    plan = _plan(src, changes, registry)
+    tmp = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex[:12]}"
+    tmp.mkdir(parents=False)
+    try:
+        report = _write(src, plan, tmp, inline_threshold, batch_values)
+        _fsync_dir_tree(tmp)
+        os.rename(tmp, dst)
+        _fsync(dst.parent)
+        return report
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@dataclass
+class _Change:
+    op: OperatorState
+    state: str
+    envelope: bytes
+    migrate: ValueMigration
+    label: tuple[str, str]
+
+
+def _plan(src: FlinkSavepoint, changes: Changes, registry: SnapshotRegistry | None) -> list[_Change]:
+    out = []
+    for (ident, state), (envelope, migrate) in changes.items():
+        op = src.operator(ident)
+        found = False
+        for _, stream in src.keyed_streams(op):
+            for m in stream.header.states:
+                if m.name == state:
+                    found = True
+                    _check_migratable(op, m)
+        if not found:
+            raise FlinkSavepointError(f"{src.path}: {op.label()} has no keyed state named {state!r}")
+        snapshot_from_envelope(envelope, registry)  # fail before writing anything
+        out.append(_Change(op, state, envelope, migrate, (ident, state)))
+    return out
+
+
+def _check_migratable(op: OperatorState, m: StateMetaInfo) -> None:
+    if m.kind not in MIGRATABLE:
+        raise FlinkSavepointError(
+            f"{op.label()} state {m.name!r} is {m.kind} state ({m.state_type}); only value, list, map, reducing and "
+            f"aggregating state values can be migrated"
+        )
+    value, _ = m.value_snapshot_unwrapped()
+    if value is None:
+        top = m.serializer(VALUE_SERIALIZER)
+        raise FlinkSavepointError(
+            f"{op.label()} state {m.name!r}: its value serializer snapshot "
+            f"{top.class_name if top else '(none)'} cannot be taken apart into the per-value snapshot"
+        )
+    if m.kind == "list" and not FieldCodec(value, "list element").known:
+        raise FlinkSavepointError(
+            f"{op.label()} state {m.name!r}: list elements of {value.class_name} cannot be told apart "
+            f"(the snapshot class is not registered), so the list cannot be migrated"
+        )
+
+
+def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, batch_values: int) -> RewriteReport:
+    meta = copy.deepcopy(src.metadata)
+    by_op: dict[int, list[_Change]] = {}
+    for ch in plan:
+        by_op.setdefault(id(ch.op), []).append(ch)
+    migrated = {ch.label: 0 for ch in plan}
+    replaced: set[str] = set()
+    rewritten = 0
+    for op_index, op in enumerate(src.operators):
+        op_changes = by_op.get(id(op), [])
+        new_op = meta.operators[op_index]
+        for st, stream in src.keyed_streams(op) if op_changes else ():
+            mine = [ch for ch in op_changes if any(m.name == ch.state for m in stream.header.states)]
+            if not mine:
+                continue
+            new_st = next(s for s in new_op.subtasks or [] if s.index == st.index and not s.finished)
+            old_delegate = stream.handle.delegate
+            name = _stream_file_name(src.directory, old_delegate)
+            handle, counts = _rewrite_stream(stream, mine, tmp, name, threshold, batch_values,
+                                             op.max_parallelism)
+            new_st.managed_keyed = handle
+            if isinstance(old_delegate, (FileHandle, RelativeFileHandle)):
+                replaced.add(src.directory.relative_name(old_delegate))
+            for label, n in counts.items():
+                migrated[label] += n
+            rewritten += 1
+    carried = _carry_files(src.directory, meta, replaced, tmp)
+    _relativize(src.directory, meta)
+    _write_file(tmp / METADATA_FILE_NAME, serialize_metadata(meta))
+    return RewriteReport(migrated, rewritten, carried)
+
+
+def _stream_file_name(d: SavepointDirectory, delegate: StreamHandle) -> str:
+    if isinstance(delegate, (FileHandle, RelativeFileHandle)):
+        return d.relative_name(delegate)
+    return str(uuid.uuid4())
+
+
+class _Pending:
+    """Key groups waiting for their changed values to be migrated in one batch."""
+
+    def __init__(self, layouts: dict[int, tuple[StateLayout, _Change]]) -> None:
+        self.layouts = layouts
+        self.groups: list[tuple[int, list[StateRun], dict[int, list[list[list[Any]]]]]] = []
+        self.values: dict[int, list[bytes]] = {sid: [] for sid in layouts}
+        self.count = 0
+
+    def add(self, kg: int, runs: list[StateRun]) -> None:
+        split: dict[int, list[list[list[Any]]]] = {}
+        for run in runs:
+            entry = self.layouts.get(run.state_id)
+            if entry is None:
+                continue
+            layout = entry[0]
+            vals = self.values[run.state_id]
+            rows = []
+            for v in run.values:
+                parts: list[list[Any]] = [list(p) for p in layout.split_value(v)]
+                for p in parts:
+                    if p[0] is not None:
+                        vals.append(p[0])
+                        self.count += 1
+                rows.append(parts)
+            split[run.state_id] = rows
+        self.groups.append((kg, runs, split))
+
+    def flush(self) -> Iterator[tuple[int, list[StateRun]]]:
+        new_values: dict[int, Iterator[bytes]] = {}
+        for sid, vals in self.values.items():
+            layout, ch = self.layouts[sid]
+            new_values[sid] = iter(_migrate(ch, vals))
+        for kg, runs, split in self.groups:
+            out_runs = []
+            for run in runs:
+                rows = split.get(run.state_id)
+                if rows is None:
+                    out_runs.append(run)
+                    continue
+                layout = self.layouts[run.state_id][0]
+                it = new_values[run.state_id]
+                values = []
+                for parts in rows:
+                    for p in parts:
+                        if p[0] is not None:
+                            p[0] = next(it)
+                    values.append(layout.join_value([(p[0], p[1]) for p in parts]))
+                out_runs.append(StateRun(run.state_id, run.keys, values))
+            yield kg, out_runs
+        self.groups.clear()
+        for vals in self.values.values():
+            vals.clear()
+        self.count = 0
+
+
+def _migrate(ch: _Change, values: list[bytes]) -> list[bytes]:
+    if not values:
+        return []
+    arr = pa.array(values, pa.binary())
+    try:
+        out = ch.migrate(arr)
+    except StatemorphError:
+        raise
+    except Exception as e:
+        raise FlinkSavepointError(f"{ch.op.label()} state {ch.state!r}: the value migration failed: {e}") from e
+    if not isinstance(out, (pa.Array, pa.ChunkedArray)) or len(out) != len(arr):
+        raise FlinkSavepointError(
+            f"{ch.op.label()} state {ch.state!r}: the value migration returned "
+            f"{len(out) if hasattr(out, '__len__') else type(out).__name__} values for {len(arr)}"
+        )
+    if out.null_count:
+        raise FlinkSavepointError(f"{ch.op.label()} state {ch.state!r}: the value migration returned nulls")
+    result = out.to_pylist()
+    return result
+
+
+def _rewrite_stream(
+    stream: KeyedStream, changes: list[_Change], tmp: Path, name: str, threshold: int, batch_values: int,
+    max_parallelism: int,
+) -> tuple[KeyGroupsHandle, dict[tuple[str, str], int]]:
+    header: KeyedHeader = copy.deepcopy(stream.header)
+    layouts: dict[int, tuple[StateLayout, _Change]] = {}
+    counts = {ch.label: 0 for ch in changes}
+    for ch in changes:
+        sid, m = stream.header.state(ch.state)
+        layouts[sid] = (StateLayout(m, stream.header.key_serializer, max_parallelism,
+                                    f"{stream.where} state {ch.state!r}"), ch)
+        new_value = snapshot_from_envelope(ch.envelope)
+        header.states[sid].set_serializer(VALUE_SERIALIZER, m.with_value_snapshot(new_value))
+    old = stream.handle
+    pending = _Pending(layouts)
+    with KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets)) as out:
+
+        def emit() -> None:
+            for sid, vals in pending.values.items():
+                counts[layouts[sid][1].label] += len(vals)
+            for kg, runs in pending.flush():
+                out.add_key_group(kg, runs)
+
+        for kg, runs in stream.key_groups():
+            pending.add(kg, runs)
+            if pending.count >= batch_values:
+                emit()
+        emit()
+        inline = keep_inline(old.delegate, out.pos, threshold)
+        inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name
+        return out.finish(inline, inline_name, old.code, old.handle_id), counts
+
+
+def _carry_files(d: SavepointDirectory, meta: Any, replaced: set[str], tmp: Path) -> int:
+    """Hard-link (or copy) every file the new metadata still references, plus any other regular
+    file at the top of the source directory; the replaced streams are not carried."""
+    names: set[str] = set()
+    for op in meta.operators:
+        for h in _file_handles(op):
+            names.add(d.relative_name(h))
+    for entry in os.scandir(d.root):
+        if entry.name != METADATA_FILE_NAME and entry.is_file(follow_symlinks=False):
+            names.add(entry.name)
+    n = 0
+    for rel in sorted(names - replaced):
+        if (tmp / rel).exists():
+            continue
+        source = d.resolve(RelativeFileHandle(rel, 0))
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copyfile(source, target)
+        n += 1
+    return n
+
+
+def _file_handles(op: OperatorState) -> Iterator[FileHandle | RelativeFileHandle]:
+    for st in op.subtasks or []:
+        for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
+            if h is not None and isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
+                yield h.delegate
+
+
+def _relativize(d: SavepointDirectory, meta: Any) -> None:
+    """Absolute file handles become relative ones: the new savepoint lives somewhere else."""
+    for op in meta.operators:
+        for st in op.subtasks or []:
+            for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
+                if h is not None and isinstance(h.delegate, FileHandle):
+                    h.delegate = RelativeFileHandle(d.relative_name(h.delegate), h.delegate.size)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    with open(path, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir_tree(root: Path) -> None:
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            p = Path(dirpath) / name
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync(Path(dirpath))
