@@ -337,42 +337,67 @@ __all__ = [
 
 
 def descriptors_for_savepoint(schema: SchemaFile, metadata: Any) -> list[Any]:
-    """The new state descriptors a schema file describes, resolved against a savepoint's metadata:
-    the kind defaults to the recorded kind, ``auto`` picks the recorded serializer family, map keys
-    default to the recorded user key serializer. A state the savepoint lacks is an error naming
-    the states it has (usually a typo)."""
+    """The new state descriptors a schema file's ``[states.<name>]`` tables describe, resolved
+    against a savepoint's metadata (see :func:`descriptors_for_states`)."""
+    return descriptors_for_states(schema.states, metadata, f"{schema.source}: [states.")
+
+
+def descriptors_for_operators(schema: SchemaFile, operators: Any) -> dict[str, list[Any]]:
+    """Per operator, the new state descriptors of the file's ``[operators.<uid>.states.<name>]``
+    tables; ``operators`` are the savepoint's keyed operators (each with ``matches(ident)``,
+    ``label`` and ``states``). An operator the savepoint lacks is an error naming those it has."""
+    if schema.states and not schema.operators:
+        raise SchemaFileError(f"{schema.source}: this savepoint keeps its states per operator: name them as "
+                              f"[operators.<uid>.states.<name>] (uids: "
+                              f"{', '.join(repr(op.ident) for op in operators) or 'none with keyed state'})")
+    out: dict[str, list[Any]] = {}
+    for ident, states in schema.operators.items():
+        op = next((o for o in operators if o.matches(ident)), None)
+        if op is None:
+            known = ", ".join(repr(o.ident) for o in operators) or "none"
+            raise SchemaFileError(f"{schema.source}: [operators.{ident}] names an operator the savepoint does not have "
+                                  f"(operators with keyed state: {known})")
+        out[ident] = descriptors_for_states(states, op, f"{schema.source}: [operators.{ident}.states.")
+    return out
+
+
+def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, where: str) -> list[Any]:
+    """The new state descriptors of ``states`` resolved against ``metadata`` (a savepoint
+    description): the kind defaults to the recorded kind, ``auto`` picks the recorded serializer
+    family, map keys default to the recorded user key serializer, TTL stays as recorded. A state
+    the savepoint lacks is an error naming the states it has (usually a typo)."""
     from .errors import SavepointError
     from .state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
     out: list[Any] = []
-    for name, st in schema.states.items():
+    for name, st in states.items():
         if name not in metadata.states:
             known = ", ".join(repr(n) for n in metadata.states) or "none"
-            raise SchemaFileError(f"{schema.source}: [states.{name}] names a state the savepoint does not have "
-                                  f"(states: {known})")
+            raise SchemaFileError(f"{where}{name}] names a state the savepoint does not have (states: {known})")
         meta = metadata.states[name]
         recorded = str(getattr(meta.kind, "value", meta.kind))
         kind = st.kind or recorded
+        ttl = bool(getattr(meta, "ttl", False))
         prior = None
         if st.serializer == "auto":
             try:
                 prior = meta.snapshot("value_serializer").restore_serializer()
             except SavepointError as e:
                 raise SchemaFileError(f"state {name!r}: cannot tell its serializer family from the savepoint "
-                                      f"({e}); set serializer = ... in [states.{name}]") from None
+                                      f"({e}); set serializer = ... in {where}{name}]") from None
         value = serializer_for(st, prior)
         if kind == "value":
-            out.append(ValueStateDescriptor(name, value))
+            out.append(ValueStateDescriptor(name, value, ttl=ttl))
         elif kind == "list":
-            out.append(ListStateDescriptor(name, value))
+            out.append(ListStateDescriptor(name, value, ttl=ttl))
         else:
             user_key = serializer_for(st, user_key=True)
             if user_key is None:
-                if meta.user_key_serializer is None:
+                if recorded != "map":
                     raise SchemaFileError(f"state {name!r} is not map state in the savepoint: give user_key_type")
                 user_key = meta.snapshot("user_key_serializer").restore_serializer()
-            out.append(MapStateDescriptor(name, user_key, value))
+            out.append(MapStateDescriptor(name, user_key, value, ttl=ttl))
     return out
 
 
-__all__ += ["descriptors_for_savepoint"]
+__all__ += ["descriptors_for_operators", "descriptors_for_savepoint", "descriptors_for_states"]

@@ -15,21 +15,38 @@ VERDICTS = {
 }
 
 
-def load_descriptors(savepoint: str, schema_path: str) -> tuple[Any, list[Any]]:
-    """The savepoint's metadata and the new descriptors its schema file describes."""
+def load_descriptors(savepoint: str, schema_path: str) -> tuple[Any, Any]:
+    """The savepoint's description and the new descriptors its schema file describes: for the
+    Parquet form the metadata and a list of descriptors, for a Flink savepoint its keyed
+    operators and the descriptors per operator uid."""
     from ..savepoint import read_metadata
-    from ..schema_file import descriptors_for_savepoint, load_schema
+    from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
+    from ..savepoint.flink.description import describe_operators
+    from ..schema_file import descriptors_for_operators, descriptors_for_savepoint, load_schema
 
     schema = load_schema(schema_path)
+    if is_flink_savepoint(savepoint):
+        operators = describe_operators(FlinkSavepoint(savepoint))
+        return operators, descriptors_for_operators(schema, operators)
     md = read_metadata(savepoint)
     return md, descriptors_for_savepoint(schema, md)
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def plan_for(savepoint: str, schema_path: str) -> tuple[Any, Any]:
+    """The plan ``check`` prints and ``migrate`` executes, in either savepoint form, and the
+    descriptors it was made from."""
+    from ..engine.flink import plan_flink_savepoint
     from ..engine.plan import plan_rewrite
+    from ..savepoint.flink import is_flink_savepoint
 
-    md, descriptors = load_descriptors(args.savepoint, args.schema)
-    plan = plan_rewrite(args.savepoint, md, descriptors)
+    md, descriptors = load_descriptors(savepoint, schema_path)
+    if is_flink_savepoint(savepoint):
+        return plan_flink_savepoint(savepoint, descriptors), descriptors
+    return plan_rewrite(savepoint, md, descriptors), descriptors
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    plan, _ = plan_for(args.savepoint, args.schema)
     print(f"check {args.savepoint} against {args.schema}")
     print(plan.summary)
     print(f"result: {VERDICTS[plan.exit_status]}")
@@ -44,4 +61,4 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(func=cmd_check)
 
 
-__all__ = ["VERDICTS", "cmd_check", "load_descriptors"]
+__all__ = ["VERDICTS", "cmd_check", "load_descriptors", "plan_for"]

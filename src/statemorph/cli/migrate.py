@@ -14,22 +14,39 @@ import time
 from typing import Any
 
 from ..errors import ON_ERROR_CHOICES, ExitCode, UsageError
-from .check import load_descriptors
+from .check import plan_for
 from .output import ProgressBar
 
 MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
 
 
-def cmd_migrate(args: argparse.Namespace) -> int:
-    from ..engine.plan import MIGRATE, plan_rewrite
+def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any) -> int:
+    """A Flink canonical savepoint: the states the plan migrates are rewritten in Flink's own
+    format (keys, key groups and everything else carried over), for Flink to restore."""
+    from ..engine.flink import migrate_flink_savepoint
 
-    md, descriptors = load_descriptors(args.savepoint, args.schema)
+    if args.engine != "local":
+        raise UsageError("a Flink savepoint is migrated with the local engine (--engine local)")
+    report = migrate_flink_savepoint(args.savepoint, args.out, descriptors, threads=args.threads,
+                                     on_error=args.on_error)
+    print(report.summary())
+    print(f"summary: {report.rows:,} values migrated in {report.seconds:.1f}s; new Flink savepoint at {args.out} "
+          f"(restore it with execution.state-recovery.path)")
+    return ExitCode.OK
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from ..engine.plan import MIGRATE
+    from ..savepoint.flink import is_flink_savepoint
+
     if os.path.exists(args.out):
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
-    plan = plan_rewrite(args.savepoint, md, descriptors)
+    plan, descriptors = plan_for(args.savepoint, args.schema)
     print(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
     print(plan.summary)
     plan.raise_if_incompatible()
+    if is_flink_savepoint(args.savepoint):
+        return cmd_migrate_flink(args, descriptors)
     bar = ProgressBar(plan.total_rows)
     t0 = time.perf_counter()
     try:

@@ -26,7 +26,7 @@ map keys must stay readable as they are (Flink migrates map values, not map keys
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,7 @@ class StatePlan:
     outcome: Outcome = Outcome.AS_IS
     reasons: list[str] = field(default_factory=list)
     rows: int = 0
+    """Entries; -1 when the format counts them only while rewriting (Flink keyed-state files)."""
     registered: bool = True
     prior_value_snapshot: bytes = b""
     value_snapshot: bytes = b""
@@ -87,7 +88,7 @@ class StatePlan:
         label = self.outcome.label if self.registered else "not registered by the new program: kept as is"
         head = label if self.action in (INCOMPATIBLE, NEW) else f"{self.action} ({label})"
         detail = f": {self.reason}" if self.reasons else ""
-        rows = f", {self.rows:,} rows" if self.kind != "key" else ""
+        rows = f", {self.rows:,} rows" if self.kind != "key" and self.rows >= 0 else ""
         return f"{self.name} ({self.kind}{rows}): {head}{detail}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -121,11 +122,13 @@ class RewritePlan:
 
     @property
     def total_rows(self) -> int:
-        return sum(s.rows for s in self.states)
+        """Entries of every state (a format that only counts them while rewriting reports -1
+        per state, counted here as 0)."""
+        return sum(max(s.rows, 0) for s in self.states)
 
     @property
     def rows_to_migrate(self) -> int:
-        return sum(s.rows for s in self.states if s.action == MIGRATE)
+        return sum(max(s.rows, 0) for s in self.states if s.action == MIGRATE)
 
     @property
     def exit_status(self) -> ExitCode:
@@ -212,7 +215,9 @@ def plan_rewrite(
         known = ", ".join(repr(n) for n in metadata.states) or "none"
         raise SavepointError(f"{source} has no state named {', '.join(repr(n) for n in unknown)} (states: {known})")
     ns_map = dict(namespace_serializers or {})
-    plans = [_plan_state(st, descs.get(name), ns_map.get(name), registry) for name, st in metadata.states.items()]
+    write_snapshot = getattr(metadata, "new_snapshot_bytes", _default_snapshot_bytes)
+    plans = [_plan_state(st, descs.get(name), ns_map.get(name), registry, write_snapshot)
+             for name, st in metadata.states.items()]
     for p in plans:
         p.savepoint_meta = metadata
     plans += [StatePlan(n, descs[n].kind.value, NEW, Outcome.NEW_STATE) for n in unknown]
@@ -253,8 +258,12 @@ def _plan_key(metadata: Any, key_serializer: TypeSerializer[Any], registry: Snap
     return StatePlan("<key>", "key", COPY, outcome)
 
 
+def _default_snapshot_bytes(serializer: TypeSerializer[Any]) -> bytes:
+    return write_versioned_snapshot(serializer.snapshot_configuration())
+
+
 def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: TypeSerializer[Any] | None,
-                registry: SnapshotRegistry | None) -> StatePlan:
+                registry: SnapshotRegistry | None, write_snapshot: Callable[[Any], bytes]) -> StatePlan:
     kind = StateKind(st.kind)
     prior_bytes = st.snapshot_bytes("value_serializer")
     user_key_bytes = st.snapshot_bytes("user_key_serializer") if kind is StateKind.MAP else None
@@ -276,9 +285,9 @@ def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: Typ
         return plan
     assert res.value_serializer is not None
     plan.new_serializer = res.value_serializer
-    plan.value_snapshot = write_versioned_snapshot(res.value_serializer.snapshot_configuration())
+    plan.value_snapshot = write_snapshot(res.value_serializer)
     if res.user_key_serializer is not None:
-        plan.user_key_snapshot = write_versioned_snapshot(res.user_key_serializer.snapshot_configuration())
+        plan.user_key_snapshot = write_snapshot(res.user_key_serializer)
     return plan
 
 

@@ -1,0 +1,154 @@
+"""Flink's keyed operators described for the one planner (:mod:`statemorph.engine.plan`).
+
+A Flink savepoint holds keyed state per operator, each with its own key serializer and max
+parallelism, so each keyed operator is one :class:`~statemorph.savepoint.description.SavepointDescription`.
+Everything comes from the keyed-state headers (the data is not read): entry counts are therefore
+unknown at planning time (``rows == -1``) and counted by the rewrite.
+
+Two Flink specifics live here rather than in the planner:
+
+- the per-value snapshot of a state is the one inside its List / Map / TTL wrappers (the wrappers
+  are Flink's and stay as they are);
+- a new serializer's snapshot is written in Flink's own class where statemorph's default differs
+  (``RowDataSerializer.flink_snapshot_configuration``), so Flink restores it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
+from ...errors import SavepointError
+from ...keyed.kinds import StateKind
+from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
+from .envelope import Snapshot
+from .keyed_header import NAMESPACE_SERIALIZER, KeyedHeader, StateMetaInfo
+from .metadata import OperatorState
+from .reader import FlinkSavepoint
+
+_KIND = {"value": StateKind.VALUE, "reducing": StateKind.VALUE, "aggregating": StateKind.VALUE,
+         "list": StateKind.LIST, "map": StateKind.MAP}
+"""Reducing and aggregating state keep one value per key, stored like value state."""
+
+
+@dataclass
+class FlinkStateDescription:
+    """One keyed state of one operator (timers are not states the planner resolves)."""
+
+    operator: OperatorState
+    meta: StateMetaInfo
+    header: KeyedHeader
+    rows: int = -1
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def flink_kind(self) -> str:
+        """value / list / map / reducing / aggregating, as Flink's descriptor type says."""
+        return self.meta.kind
+
+    @property
+    def kind(self) -> StateKind:
+        kind = _KIND.get(self.meta.kind)
+        if kind is None:
+            raise SavepointError(f"{self.operator.label()} state {self.name!r} is {self.meta.state_type} state, "
+                                 f"which statemorph does not resolve")
+        return kind
+
+    @property
+    def ttl(self) -> bool:
+        return self.meta.ttl
+
+    def _raw(self, role: str) -> Snapshot:
+        snap: Snapshot | None
+        if role == "value_serializer":
+            snap = self.meta.value_snapshot_unwrapped()[0]
+        elif role == "user_key_serializer":
+            snap = self.meta.user_key_snapshot()
+        elif role == "namespace_serializer":
+            snap = self.meta.serializer(NAMESPACE_SERIALIZER)
+        elif role == "key_serializer":
+            snap = self.header.key_serializer
+        else:
+            raise SavepointError(f"unknown serializer role {role!r}")
+        if snap is None:
+            raise SavepointError(f"{self.operator.label()} state {self.name!r} has no {role.replace('_', ' ')}")
+        return snap
+
+    def snapshot_bytes(self, role: str) -> bytes:
+        return self._raw(role).raw
+
+    def snapshot_class(self, role: str) -> str:
+        """The Flink snapshot class recorded for ``role`` (what inspect shows for opaque types)."""
+        return self._raw(role).class_name
+
+    def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
+        snap = self._raw(role)
+        if snap.parsed is None:
+            raise SavepointError(
+                f"{self.operator.label()} state {self.name!r}: its {role.replace('_', ' ')} snapshot "
+                f"{snap.class_name} is not one statemorph reads (a Kryo / generic type or a user snapshot "
+                f"class); the state is carried over byte for byte but cannot be migrated")
+        return snap.parsed
+
+
+@dataclass
+class FlinkOperatorDescription:
+    """One keyed operator: its states (from the first subtask's header; every subtask of an
+    operator registers the same states), key serializer and max parallelism."""
+
+    operator: OperatorState
+    header: KeyedHeader
+    states: dict[str, FlinkStateDescription] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.operator.label()
+
+    @property
+    def ident(self) -> str:
+        """The operator's uid, or its uid hash when the job set none."""
+        return self.operator.uid or self.operator.uid_hash
+
+    @property
+    def max_parallelism(self) -> int:
+        return int(self.operator.max_parallelism)
+
+    def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
+        snap = self.header.key_serializer
+        if snap.parsed is None:
+            raise SavepointError(f"{self.label}: its key serializer snapshot {snap.class_name} is not one statemorph "
+                                 f"reads")
+        return snap.parsed
+
+    @staticmethod
+    def new_snapshot_bytes(serializer: Any) -> bytes:
+        """The versioned snapshot bytes of a new serializer, in the class Flink itself writes."""
+        flink_form = getattr(serializer, "flink_snapshot_configuration", None)
+        snap = flink_form() if flink_form is not None else serializer.snapshot_configuration()
+        return write_versioned_snapshot(snap)
+
+    def matches(self, ident: str) -> bool:
+        return ident in (self.operator.uid, self.operator.uid_hash) or ident.lower() == self.operator.uid_hash
+
+
+def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescription]:
+    """Every operator with keyed state, in ``_metadata`` order; reads the headers only."""
+    out = []
+    for op in savepoint.operators:
+        desc: FlinkOperatorDescription | None = None
+        for _, stream in savepoint.keyed_streams(op):
+            if desc is None:
+                desc = FlinkOperatorDescription(op, stream.header)
+            for m in stream.header.states:
+                if not m.is_timers and m.name not in desc.states:
+                    desc.states[m.name] = FlinkStateDescription(op, m, stream.header)
+        if desc is not None:
+            out.append(desc)
+    return out
+
+
+__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators"]
