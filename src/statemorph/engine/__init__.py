@@ -8,9 +8,23 @@ transforms on a Spark cluster; imported on demand, pyspark is optional).
     from statemorph import engine
     report = engine.migrate_savepoint("sp-old", "sp-new", [ValueStateDescriptor("events", new_ser)])
     table = engine.read_state_table("sp-new", "events")
+
+    # Flink's own canonical savepoints: states belong to operators (uid, or uid hash)
+    new_events = {"events-state": [ValueStateDescriptor("events", new_ser)]}
+    report = engine.migrate_savepoint("flink-sp", "flink-sp-v2", new_events)
+    table = engine.read_flink_state_table("flink-sp-v2", "events-state", "events")
 """
 
 from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
+from .flink import (
+    FlinkMigrateReport,
+    FlinkPlan,
+    inspect_flink_savepoint,
+    migrate_flink_savepoint,
+    plan_flink_savepoint,
+    read_flink_state,
+    read_flink_state_table,
+)
 from .keys import key_groups
 from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
 from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
@@ -19,6 +33,8 @@ __all__ = [
     "COPY",
     "ColumnDecoder",
     "ColumnMigrator",
+    "FlinkMigrateReport",
+    "FlinkPlan",
     "INCOMPATIBLE",
     "IdentityTransform",
     "KEEP",
@@ -30,9 +46,14 @@ __all__ = [
     "StateEncoder",
     "StatePlan",
     "check_savepoint",
+    "inspect_flink_savepoint",
     "key_groups",
+    "migrate_flink_savepoint",
     "migrate_savepoint",
+    "plan_flink_savepoint",
     "plan_rewrite",
+    "read_flink_state",
+    "read_flink_state_table",
     "read_state",
     "read_state_table",
     "write_state",

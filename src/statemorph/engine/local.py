@@ -21,8 +21,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..errors import UsageError
+from ..savepoint.flink import is_flink_savepoint
 from ..savepoint.parquet.reader import iter_state_batches, read_metadata, state_files
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
+from ..state.descriptors import StateDescriptor
 from .batches import ColumnMigrator, StateDecoder, StateEncoder
 from .plan import COPY, KEEP, MIGRATE, RewritePlan, StatePlan, plan_rewrite
 
@@ -186,8 +189,13 @@ def migrate_state(src: str, w: SavepointWriter, plan: StatePlan, transform: Call
 def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
                       new_descriptors: Iterable[Any] | Mapping[str, Any], *, threads: int = 2,
                       batch_size: int = DEFAULT_BATCH, on_error: str = "raise", progress: Progress | None = None,
-                      transform: TransformFactory | None = None) -> RewriteReport:
+                      transform: TransformFactory | None = None) -> Any:
     """Rewrite savepoint ``src`` into a new savepoint ``dst`` for the new descriptors.
+
+    A Flink savepoint (a directory holding ``_metadata``) takes the descriptors per operator,
+    ``{"<uid or uid hash>": [descriptors]}``, and gives a
+    :class:`~statemorph.engine.flink.FlinkMigrateReport`; the Parquet form gives a
+    :class:`RewriteReport`.
 
     States that need no migration are copied as they are (file bytes unchanged); states compatible
     after migration have their ``value`` column rewritten by the kernels; an incompatible state
@@ -197,6 +205,14 @@ def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
     """
     t0 = time.perf_counter()
     src = os.fspath(src)
+    if is_flink_savepoint(src):
+        from .flink import migrate_flink_savepoint
+
+        if not isinstance(new_descriptors, Mapping) or any(isinstance(v, StateDescriptor)
+                                                           for v in new_descriptors.values()):
+            raise UsageError(f"{src} is a Flink savepoint, whose states belong to operators: give the new "
+                             f"descriptors per operator, {{'<operator uid or uid hash>': [descriptors]}}")
+        return migrate_flink_savepoint(src, dst, new_descriptors, threads=threads, on_error=on_error)
     plan = plan_rewrite(src, read_metadata(src), new_descriptors)
     plan.raise_if_incompatible()
     report = RewriteReport(src, os.fspath(dst), plan, "local")
