@@ -2,7 +2,7 @@
 """BinaryRowData kernels: Arrow struct columns → RowData entries (encode), RowData entries →
 Arrow columns (decode), and old-schema RowData → new-schema RowData byte to byte (migrate).
 
-Every kernel executes a *program* compiled once in Python (``statemorph.serializers._batch``,
+Every kernel executes a *program* compiled once in Python (``statemorph.kernels.plans``,
 ``compile_row_program`` / ``compile_migration_program``): an int64 matrix, one row per node of the
 row type in pre-order, columns below. Node 0 is the top-level row. Children of a ROW node are
 ``node + 1`` then ``END`` of each child in turn. ``SRC`` is the field index in the *old* row (the
@@ -20,45 +20,13 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcpy, memset
 
-from smbytes cimport *
-from smstrings cimport utf8_next
+from cursor cimport *
+from stringvalue cimport utf8_next
 
 __statemorph_native__ = True
 
-# program columns
-cdef enum:
-    C_KIND = 0
-    C_POS = 1
-    C_END = 2
-    C_ARITY = 3
-    C_SRC = 4
-    C_OLD_ARITY = 5
-    C_FLAGS = 6
-    C_LIMIT = 7   # compact DECIMAL(p, s): 10**p
-    NCOL = 8
-
-# node kinds (same numbers in _batch.py)
-cdef enum:
-    R_BOOL = 1
-    R_I8 = 2
-    R_I16 = 3
-    R_I32 = 4
-    R_I64 = 5
-    R_F32 = 6
-    R_F64 = 7
-    R_STR = 8
-    R_BIN = 9
-    R_ROW = 10
-    R_BLOB = 11
-    R_DEC_BIG = 12
-    R_TS_BIG = 13
-    R_DEC_COMPACT = 14
-    R_ARRAY = 15
-    R_MAP = 16
-
-cdef enum:
-    F_NOT_NULL = 1
-    F_VERBATIM = 2
+# program columns (C_*), slot kinds (R_*) and flags (F_*): generated from statemorph.kernels.abi
+include "abi_rowdata.pxi"
 
 cdef extern from *:
     """
@@ -114,7 +82,7 @@ cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
 
 cdef bint utf8_valid(const uint8_t* s, int64_t n) noexcept nogil:
     """Strict UTF-8 (what Python's ``bytes.decode('utf-8')`` accepts): ASCII a word at a time (most
-    state strings are ASCII), the rest through the shared decoder of ``smstrings``."""
+    state strings are ASCII), the rest through the shared decoder of ``stringvalue.pxd``."""
     cdef int64_t p = 0
     cdef uint32_t cp
     while p + 8 <= n:
@@ -316,12 +284,12 @@ cdef inline int64_t spend(Ctx* x, int64_t node, int64_t units) noexcept nogil:
     reference stops reading a value that holds more of them than bytes (references overlap, which
     could make nested arrays exponential); a metered kernel spends at least as much as the
     reference for the same value, so past that it stops and hands the entry to the reference
-    (E_REROUTE), which gives its verdict. Returns 0 or -E_REROUTE (``x.err_node`` set)."""
+    (HAND_BACK), which gives its verdict. Returns 0 or -HAND_BACK (``x.err_node`` set)."""
     if x.metered:
         x.budget -= units
         if x.budget < 0:
             x.err_node = node
-            return -E_REROUTE
+            return -HAND_BACK
     return 0
 
 
@@ -1178,7 +1146,7 @@ cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t o
                         int64_t* err_node) noexcept nogil:
     """The BinaryMapData of map i of MAP node m (``i32 LE key-array bytes ‖ key array ‖ value
     array``; both arrays read the map's list offsets) at ``o[ob:]``, padded to 8 with zeros.
-    Returns its unpadded size, -code, -E_FULL, or -E_REROUTE (``err_node`` = m) when the keys
+    Returns its unpadded size, -code, -E_FULL, or -HAND_BACK (``err_node`` = m) when the keys
     may repeat: checked right after the keys, before any value, since the reference keeps only
     the last value of equal keys (it builds a dict) and so never sees the others."""
     cdef int64_t kn = m + 1, kb, vb, size
@@ -1189,7 +1157,7 @@ cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t o
         return kb
     if keys_suspect(o, cap, ob + 4, nodes[kn + 1].kind):
         err_node[0] = m
-        return -E_REROUTE
+        return -HAND_BACK
     vb = encode_array(nodes, nodes[kn].end, i, o, ob + 4 + kb, cap, err_node)
     if vb < 0:
         return vb
@@ -1248,7 +1216,7 @@ cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexce
 
 cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k) noexcept nogil:
     """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``) may
-    hold two equal keys or a null one: then its map goes to the reference serializer (E_REROUTE),
+    hold two equal keys or a null one: then its map goes to the reference serializer (HAND_BACK),
     which decides. A key's hash is ``key_hash`` of its canonical bytes (string / binary bytes
     wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0): equal keys hash alike, equal hashes only
     *may* be equal keys. ROW / ARRAY / MAP
@@ -1444,7 +1412,7 @@ cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nog
 cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept nogil:
     """Append the elements of the array at ``d[base:]`` (validated by ``check_array``) to the
     element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0, -E_FULL or
-    -E_REROUTE (from a map below)."""
+    -HAND_BACK (from a map below)."""
     cdef const uint8_t* d = x.d
     cdef Node* A = &nodes[a]
     cdef Node* el = &nodes[a + 1]
@@ -1491,12 +1459,12 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
 
 cdef int64_t decode_map(Ctx* x, Node* nodes, int64_t m, int64_t base) noexcept nogil:
     """Append the keys and values of the map at ``d[base:]`` (validated by ``check_map``) to the
-    element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -E_REROUTE
+    element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -HAND_BACK
     (``x.err_node`` = m: the reference decides on keys that may repeat or are null)."""
     cdef int64_t kn = m + 1, kb = <int32_t>load_u32_le(x.d + base), rc
     if keys_suspect(x.d, x.d_len, base + 4, nodes[kn + 1].kind):
         x.err_node = m
-        return -E_REROUTE
+        return -HAND_BACK
     rc = decode_array(x, nodes, kn, base + 4)
     if rc < 0:
         return rc
@@ -2115,7 +2083,7 @@ cdef dict _row_header(const int64_t* prog, int64_t node):
 
 cdef list _lowered(const int64_t* prog):
     """The ops of a migrate program as dicts (``lower_plan`` packs them into ``Op``; the plan
-    compiler ``statemorph._native.jit`` turns them into machine code), or None (general walk)."""
+    compiler ``statemorph.kernels.jit`` turns them into machine code), or None (general walk)."""
     cdef list out
     if not fast_eligible(prog, 0):
         return None
@@ -2225,7 +2193,7 @@ ctypedef int64_t (*PlanCode)(const uint8_t* offs, const uint8_t* d, int64_t d_le
 
 cdef int64_t migrate_coded(Ctx* x, PlanCode code, const Op* ops, const BinView* v, int64_t i, int64_t stop,
                            uint8_t* o, int64_t cap, int64_t* pos_io, int32_t* o32, int64_t* status) noexcept nogil:
-    """Entries through the plan's machine code (``statemorph._native.jit``), which takes valid
+    """Entries through the plan's machine code (``statemorph.kernels.jit``), which takes valid
     entries and returns at the first entry it does not take (a bad one, or one that does not fit,
     or one ending at the very end of the data buffer); that entry goes through ``migrate_entries``,
     which reports it exactly as without machine code, then the machine code resumes. Plain input
@@ -2308,7 +2276,7 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     ``(next_row, pos, status)``: ``next_row == stop`` when done; ``status < 0``: entry ``next_row`` is
     bad (``status`` = encoded error; it takes no bytes; resume at ``next_row + 1``); else entry
     ``next_row`` did not fit (grow ``out_data``, keep ``out_data[:pos]``, call again from there).
-    ``machine_code``: the address of the plan's machine code (``statemorph._native.jit``), 0: none.
+    ``machine_code``: the address of the plan's machine code (``statemorph.kernels.jit``), 0: none.
 
     Why fused: a two-pass scheme walks every row twice and re-reads the input from memory; here the
     validation and the write run in one walk on a row that is already in cache. Why stop at a bad
@@ -2463,7 +2431,7 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
     Why one pass: sizing every entry and then writing it walked each row twice; here the output
     buffer is sized from an upper bound (exact for rows of primitives and strings) instead.
     ``machine_code``: the address of the row type's encode machine code
-    (``statemorph._native.jit``; int32 offsets in and out), 0 for none: it takes entries until one
+    (``statemorph.kernels.jit``; int32 offsets in and out), 0 for none: it takes entries until one
     it does not take, which the row walk below writes (or reports) before it resumes."""
     cdef _Keep keep = _Keep()
     cdef Node* nodes = _lower(keep, prog)
@@ -2537,7 +2505,7 @@ ctypedef int64_t (*DecodeCode)(const uint8_t* offs, const uint8_t* d, int64_t d_
 
 def node_layout():
     """Size and field offsets of ``Node``, for encode / decode machine code
-    (``statemorph._native.jit``), which reads a column's buffers and keeps its counters where
+    (``statemorph.kernels.jit``), which reads a column's buffers and keeps its counters where
     ``encode_run`` / ``decode_run`` keep them."""
     cdef Node n
     cdef size_t b = <size_t>&n
@@ -2562,11 +2530,11 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     ``offsets[start]`` is the caller's; int32 offsets never pass 2**31 - 1.
 
     Returns ``(next_row, status)``: ``next_row < stop`` means entry ``next_row`` is bad (``status``
-    = its encoded error, or E_REROUTE for a map the reference must judge; it is null everywhere:
+    = its encoded error, or HAND_BACK for a map the reference must judge; it is null everywhere:
     resume at ``next_row + 1``) or some string data
     buffer or element column is full (``status`` 0: grow them keeping their contents, resume at
     ``next_row``). ``machine_code``: the address of the row type's decode machine code
-    (``statemorph._native.jit``; plain input only), 0 for none: it takes entries until one it does
+    (``statemorph.kernels.jit``; plain input only), 0 for none: it takes entries until one it does
     not take, which the walk below decodes (or reports) before the machine code resumes."""
     cdef _Keep keep = _Keep()
     cdef BinView v = _view(keep, offsets, data, validity, offset, wide, stop)

@@ -1,5 +1,5 @@
 """POJO (``PojoSerializer``) migration, byte to byte: the program compiler and the Python twin of
-``pojo_migrate_run`` in ``_native/remap.pyx`` (same arguments, same effect on the output buffers).
+``pojo_migrate_run`` in ``_native/composite.pyx`` (same arguments, same effect on the output buffers).
 
 A POJO value is ``flags ‖ for each field in byte order: null flag ‖ [field bytes]``
 (flink-formats.md §2.10). Migrating it between compatible schemas (fields added, removed,
@@ -11,50 +11,291 @@ re-serializes values: a boolean byte other than 0 becomes ``01``, every float / 
 the canonical NaN, string varints are rewritten minimally, and a non-null field whose value reads as
 null (a null ``StringValue``, a nested POJO with flags ``01``) is written with null flag ``01``.
 
-Program (int64 matrix, ``_batch.NCOL`` columns). A POJO node ``[P_POJO, -, END, N_OLD, EMIT,
+Program (int64 matrix, ``abi.NCOL`` columns). A POJO node ``[P_POJO, -, END, N_OLD, EMIT,
 N_NEW, -, -]`` is followed by its old fields in old byte order (each a leaf ``[kind, -, END, -, -,
--, -, WIDTH]`` of the flink-core Row remap's leaf kinds ``_batch.S_*``, or a nested POJO subtree),
+-, -, WIDTH]`` of the flink-core Row remap's leaf kinds ``S_*`` (below), or a nested POJO subtree),
 then its ``N_NEW`` emit rows ``[P_EMIT, -, END, -, SRC, CONST, CONST_LEN, -]`` in new byte order
 (``SRC`` the old field's node, or -1 for the constant bytes at ``CONST``), then the constants,
 seven bytes per ``[P_CONST, b0, .., b6]`` row. The leaf checks and canonical copies are shared with
-the Row remap (``_batch.check_leaf`` / ``put_canonical`` and their compiled twins).
+the Row remap (``check_leaf`` / ``put_canonical`` above and their compiled twins).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import struct
 from typing import Any
 
 import numpy as np
 
-from ._batch import (
+from ..serializers.strings import varlen
+from .abi import (
+    C_ARITY,
+    C_CONST,
+    C_CONST_LEN,
+    C_EMIT_AT,
     C_END,
     C_KIND,
+    C_N_NEW,
+    C_N_OLD,
+    C_NEW_FLAG,
+    C_OLD_FLAG,
+    C_POS,
+    C_SRC,
     C_WIDTH,
     E_BAD_FLAG,
+    E_BAD_HEADER,
+    E_BAD_LENGTH,
     E_OK,
     E_TRAILING,
     E_TRUNCATED,
     NCOL,
-    NUL,
-    REWRITE,
+    P_CONST,
+    P_EMIT,
+    P_POJO,
+    S_BOOL,
+    S_BYTES,
+    S_F32,
+    S_F64,
+    S_FIXED,
     S_ROW,
-    NotByteRemappable,
-    RowProgram,
-    _Bin,
-    _core_row_walk,
-    _RowError,
-    check_leaf,
-    check_outputs,
-    core_row_nodes,
+    S_STR,
     encode_err,
-    leaf_kind,
-    put_canonical,
 )
+from .plans import NotByteRemappable, RowProgram
+from .primitives_py import _NAN_F32, _NAN_F64
+from .rowdata_py import _prog_matrix, _RowError
+from .strings_py import _read_varint
+from .views import _Bin, check_outputs
 
-P_POJO, P_EMIT, P_CONST = 10, 8, 9  # apart from the Row remap kinds S_* (1..7) it embeds
-C_N_OLD, C_EMIT, C_N_NEW = 3, 4, 5
-C_SRC, C_CONST, C_CONST_LEN = 4, 5, 6
+# ---------------------------------------------------------------------------------- flink-core Row
+NUL, REWRITE = 1, 2
+
+
+def check_leaf(d: bytes, pos: int, end: int, kind: int, width: int) -> tuple[int, int, int]:
+    """Mirror of ``composite.check_leaf``: (code, state 0 / NUL / REWRITE, next pos)."""
+    if kind == S_STR:
+        code, n, at = _read_varint(d, pos, end, 0x7FFFFFFF)
+        if code != E_OK:
+            return code, 0, at
+        if n == 0:
+            return E_OK, NUL, at
+        state = REWRITE if d[at - 1] == 0 and at - pos > 1 else 0
+        if n - 1 > end - at:
+            return E_TRUNCATED, 0, at
+        for _ in range(n - 1):
+            start = at
+            code, _u, at = _read_varint(d, at, end, 0xFFFF)
+            if code != E_OK:
+                return code, 0, at
+            if at - start > 1 and d[at - 1] == 0:
+                state = REWRITE
+        return E_OK, state, at
+    if kind == S_BYTES:
+        if end - pos < 4:
+            return E_TRUNCATED, 0, pos
+        n = struct.unpack_from(">i", d, pos)[0]
+        if n < 0:
+            return E_BAD_LENGTH, 0, pos
+        if n > end - pos - 4:
+            return E_TRUNCATED, 0, pos
+        return E_OK, 0, pos + 4 + n
+    if end - pos < width:
+        return E_TRUNCATED, 0, pos
+    return E_OK, 0, pos + width
+
+
+def put_canonical(kind: int, d: bytes, start: int, stop: int, rewrite: bool) -> bytes:
+    """Mirror of ``remap.put_canonical``: the checked leaf value ``d[start:stop]`` as the per-value
+    reference re-serializes it (boolean 01, canonical NaN, minimal string varints)."""
+    raw = d[start:stop]
+    if kind == S_BOOL:
+        return b"\x01" if raw[0] else b"\x00"
+    if kind == S_F32 and math.isnan(struct.unpack(">f", raw)[0]):
+        return _NAN_F32
+    if kind == S_F64 and math.isnan(struct.unpack(">d", raw)[0]):
+        return _NAN_F64
+    if kind == S_STR and rewrite:
+        _code, n, pos = _read_varint(d, start, stop, 0x7FFFFFFF)
+        out = bytearray(varlen(n))
+        for _ in range(n - 1):
+            _code, u, pos = _read_varint(d, pos, stop, 0xFFFF)
+            out += varlen(u)
+        return bytes(out)
+    return raw
+
+
+def leaf_kind(serializer: Any) -> tuple[int, int] | None:
+    """(kind, width) of a DataStream serializer the remap kernels validate and copy in place, or
+    None (the Row and POJO remaps share these leaves)."""
+    from ..serializers import (
+        BooleanSerializer,
+        BytePrimitiveArraySerializer,
+        ByteSerializer,
+        CharSerializer,
+        DoubleSerializer,
+        FloatSerializer,
+        IntSerializer,
+        LongSerializer,
+        ShortSerializer,
+        StringSerializer,
+    )
+
+    leaves = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
+              CharSerializer: (S_FIXED, 2), IntSerializer: (S_FIXED, 4), FloatSerializer: (S_F32, 4),
+              LongSerializer: (S_FIXED, 8), DoubleSerializer: (S_F64, 8), StringSerializer: (S_STR, 0),
+              BytePrimitiveArraySerializer: (S_BYTES, 0)}
+    return leaves.get(type(serializer))
+
+
+def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
+    """Program for migrating flink-core ``Row`` bytes written under ``prior_snapshot`` (a
+    ``RowSerializerSnapshot``) to ``new_serializer`` (a ``RowSerializer``).
+
+    Raises :class:`NotByteRemappable` when a field's bytes are not copied unchanged (a nested
+    value changes shape) or its type has no in-place validator here."""
+    rows: list[list[int]] = []
+    paths: list[str] = []
+    core_row_nodes(prior_snapshot, new_serializer, -1, "", rows, paths)
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+
+
+def core_row_nodes(snap: Any, ser: Any, pos: int, path: str, rows: list[list[int]], paths: list[str]) -> None:
+    """Append the nodes of a Row written under ``snap`` and rewritten for ``ser`` (field ``pos`` of
+    its parent) to ``rows`` / ``paths``; also used for Row fields inside a POJO program."""
+    from ..serializers.tuples import RowSerializer, RowSerializerSnapshot
+
+    if not isinstance(snap, RowSerializerSnapshot) or not isinstance(ser, RowSerializer):
+        raise NotByteRemappable(f"{path or 'row'}: not a flink-core Row")
+    if len(snap.nested_snapshots) != ser.arity:
+        raise NotByteRemappable(f"{path or 'row'}: arity changed")
+    me = len(rows)
+    rows.append([S_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
+    paths.append(path)
+    for i, (nsnap, nser) in enumerate(zip(snap.nested_snapshots, ser.field_serializers, strict=True)):
+        child = f"{path}.{ser.label(i)}" if path else ser.label(i)
+        if isinstance(nser, RowSerializer):
+            core_row_nodes(nsnap, nser, i, child, rows, paths)
+            continue
+        compat = nsnap.resolve_schema_compatibility(nser)
+        if not compat.is_compatible_as_is() or type(nsnap.restore_serializer()) is not type(nser):
+            raise NotByteRemappable(f"{child}: value changes shape")
+        leaf = leaf_kind(nser)
+        if leaf is None:
+            raise NotByteRemappable(f"{child}: {type(nser).__name__} has no in-place validator")
+        rows.append([leaf[0], i, len(rows) + 1, 0, 0, 0, 0, leaf[1]])
+        paths.append(child)
+    rows[me][C_END] = len(rows)
+
+
+def _mask_bit(m: bytes, k: int) -> bool:
+    return bool(m[k >> 3] >> (7 - (k & 7)) & 1)
+
+
+def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, out: bytearray | None,
+                   err: list[int]) -> tuple[int, int]:
+    """Mirror of ``row_walk``: (new size, next pos); raises _RowError."""
+    arity = p[node][C_ARITY]
+    oldk = 2 if p[node][C_OLD_FLAG] else 0
+    newk = 2 if p[node][C_NEW_FLAG] else 0
+    oldlen, newlen = (arity + oldk + 7) >> 3, (arity + newk + 7) >> 3
+    if end - pos < oldlen:
+        err[0] = node
+        raise _RowError(E_TRUNCATED)
+    m = d[pos:pos + oldlen]
+    if any(_mask_bit(m, k) for k in range(arity + oldk, oldlen * 8)):
+        err[0] = node
+        raise _RowError(E_BAD_HEADER)
+    kind_bits = (int(_mask_bit(m, 0)) | int(_mask_bit(m, 1)) << 1) if oldk else 0
+    pos += oldlen
+    size = newlen
+    at = len(out) if out is not None else 0
+    if out is not None:
+        head = bytearray(newlen)
+        if newk:
+            head[0] |= (0x80 if kind_bits & 1 else 0) | (0x40 if kind_bits & 2 else 0)
+        for i in range(arity):
+            if _mask_bit(m, oldk + i):
+                k = newk + i
+                head[k >> 3] |= 0x80 >> (k & 7)
+        out += head
+    child = node + 1
+    while child < p[node][C_END]:
+        if _mask_bit(m, oldk + p[child][C_POS]):
+            child = p[child][C_END]
+            continue
+        start = pos
+        kind = p[child][C_KIND]
+        if kind == S_ROW:
+            r, pos = _core_row_walk(p, child, d, pos, end, out, err)
+            size += r
+            child = p[child][C_END]
+            continue
+        code, state, pos = check_leaf(d, pos, end, kind, p[child][C_WIDTH])
+        if code != E_OK:
+            err[0] = child
+            raise _RowError(code)
+        if state == NUL:  # a null string under a 'present' mask bit: null, as the reference writes it
+            if out is not None:
+                k = newk + p[child][C_POS]
+                out[at + (k >> 3)] |= 0x80 >> (k & 7)
+        else:
+            value = put_canonical(kind, d, start, pos, state == REWRITE)
+            if out is not None:
+                out += value
+            size += len(value)
+        child = p[child][C_END]
+    return size, pos
+
+
+def core_row_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                   stop: int, out_off: Any, stop_at_error: bool) -> int:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    p = _prog_matrix(prog).tolist()
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        if not v.valid(i):
+            continue
+        err = [-1]
+        code, s, e = v.entry(i)
+        if code == E_OK:
+            try:
+                r, pos = _core_row_walk(p, 0, v.data, s, e, None, err)
+                if pos != e:
+                    code = E_TRAILING
+                else:
+                    out_off[i + 1] = r
+            except _RowError as x:
+                code = x.code
+        if code != E_OK:
+            out_off[i + 1] = encode_err(code, err[0])
+            if first < 0:
+                first = i
+            if stop_at_error:
+                break
+    return first
+
+
+def core_row_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                  stop: int, out_off: Any, out_data: Any) -> None:
+    v = _Bin(offsets, data, validity, offset, wide, stop)
+    p = _prog_matrix(prog).tolist()
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if a == b or b > len(out) or not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        if code != E_OK:
+            continue
+        buf = bytearray()
+        _core_row_walk(p, 0, v.data, s, e, buf, [-1])
+        out[a:b] = buf
+
+
+# ---------------------------------------------------------------------------------- POJO
 
 
 def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
@@ -67,8 +308,8 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
     shape (its own migration, a serializer without an in-place walker here), an added field whose
     default comes from a factory (a fresh value per entry), or a dataclass whose constructor runs
     code (``__post_init__``, a custom ``__init__``) that may reject or rewrite what it is given."""
-    from .pojo import PojoSerializer, PojoSerializerSnapshot
-    from .tuples import RowSerializer
+    from ..serializers.pojo import PojoSerializer, PojoSerializerSnapshot
+    from ..serializers.tuples import RowSerializer
 
     rows: list[list[int]] = []
     paths: list[str] = []
@@ -121,7 +362,7 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
                 if not compat.is_compatible_as_is() or type(f.serializer) is not type(new_ser):
                     raise NotByteRemappable(f"{child}: value changes shape")
             old_field(e.value, f.serializer, child)
-        rows[me][C_EMIT] = len(rows)
+        rows[me][C_EMIT_AT] = len(rows)
         if new is None:
             rows[me][C_END] = len(rows)
             return me
@@ -230,7 +471,7 @@ class _Walk:
             out.append(1)
             return
         out.append(2)
-        row = p[node][C_EMIT]
+        row = p[node][C_EMIT_AT]
         for _ in range(p[node][C_N_NEW]):
             src = p[row][C_SRC]
             if src < 0:
@@ -252,7 +493,7 @@ class _Walk:
 
 def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                      stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
-    """One-pass POJO migrate, the contract of ``_batch.migrate_run``: validate and write each entry
+    """One-pass POJO migrate, the contract of ``rowdata_py.migrate_run``: validate and write each entry
     packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
     (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit)."""
     check_outputs("pojo_migrate_run", out_off, out_data, start, stop, pos)

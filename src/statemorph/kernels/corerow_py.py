@@ -16,9 +16,9 @@ unless they would overflow). A kernel call stops at the first bad row or at the 
 bytes do not fit, and reports it; the caller records the error or grows the buffer and calls again
 from there. Clean input therefore needs no status array and one walk per row.
 
-Program (int64 matrix, pre-order, ``_batch.NCOL`` columns): KIND, POS (field index in the parent),
+Program (int64 matrix, pre-order, ``abi.NCOL`` columns): KIND, POS (field index in the parent),
 END (first node after the subtree), ARITY (rows), -, -, FLAGS (rows: 1 = RowKind bits in the
-mask), WIDTH (fixed-width kinds). Kinds: ``_batch.K_BOOL`` .. ``K_CHAR`` and the three below.
+mask), WIDTH (fixed-width kinds). Kinds: ``abi.K_BOOL`` .. ``K_CHAR`` and the three below.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from ._batch import (
+from .abi import (
     C_ARITY,
     C_END,
     C_FLAGS,
     C_KIND,
     C_POS,
+    C_WIDTH,
     E_BAD_ARROW,
     E_BAD_HEADER,
     E_BAD_JCHAR,
@@ -43,7 +44,9 @@ from ._batch import (
     E_TOO_LARGE,
     E_TRAILING,
     E_TRUNCATED,
+    F_ROW_KIND,
     K_BOOL,
+    K_BYTES,
     K_CHAR,
     K_F32,
     K_F64,
@@ -51,23 +54,17 @@ from ._batch import (
     K_I16,
     K_I32,
     K_I64,
+    K_ROW,
+    K_STR,
     NCOL,
-    RowProgram,
-    _Bin,
-    _bit,
-    _Cols,
-    _RowError,
-    _set_bit,
-    _utf8_to_flink,
     encode_err,
-    java_be,
-    kind_width,
-    read_flink_utf8,
 )
+from .plans import RowProgram
+from .primitives_py import java_be, kind_width
+from .rowdata_py import _Cols, _RowError
+from .strings_py import _utf8_to_flink, read_flink_utf8
+from .views import _Bin, _bit, _set_bit
 
-K_STR, K_BYTES, K_ROW = 9, 10, 11
-C_WIDTH = 7
-F_ROW_KIND = 1
 MAX32 = (1 << 31) - 1
 """Largest int32 Arrow offset: a narrow output that would pass it asks the caller to widen."""
 
@@ -78,7 +75,7 @@ STRING_KINDS: frozenset[int] = frozenset({K_STR, K_CHAR, K_BYTES})
 def compile_core_row_codec(serializer: Any) -> RowProgram | None:
     """The encode / decode program of a ``RowSerializer``, or None when a field (at any depth) has
     no kernel: the caller then takes the per-value path for the whole column."""
-    from . import (
+    from ..serializers import (
         BooleanSerializer,
         BytePrimitiveArraySerializer,
         ByteSerializer,
@@ -90,7 +87,7 @@ def compile_core_row_codec(serializer: Any) -> RowProgram | None:
         ShortSerializer,
         StringSerializer,
     )
-    from .tuples import RowSerializer
+    from ..serializers.tuples import RowSerializer
 
     kinds = {BooleanSerializer: K_BOOL, ByteSerializer: K_I8, ShortSerializer: K_I16, IntSerializer: K_I32,
              LongSerializer: K_I64, FloatSerializer: K_F32, DoubleSerializer: K_F64, CharSerializer: K_CHAR,

@@ -16,7 +16,7 @@ other than the one written (the reference re-picks the branch from the value: ``
 ``[double, int]``, ``[string, enum]``, two records ...), ``decimal`` / ``uuid`` values (the reference re-encodes them,
 and may reject one), a reader logical type the writer does not have, an added field whose default
 the reference cannot write. Two value-dependent cases stop the kernel at the entry with
-``E_REROUTE`` instead, and arrow.py migrates that one entry per value: a kept map with a
+``HAND_BACK`` instead, and arrow.py migrates that one entry per value: a kept map with a
 duplicate key (the reference's dict keeps one) and ``bytes`` → ``string`` of invalid UTF-8 (the
 reference raises).
 
@@ -55,35 +55,69 @@ from typing import Any
 
 import numpy as np
 
-from ._avro_codec import ZERO_WIDTH_ITEM_BUDGET, min_size
-from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode
-from ._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
-from ._batch import (
+from ..serializers._avro_codec import ZERO_WIDTH_ITEM_BUDGET, min_size
+from ..serializers._avro_schema import (
+    ArrayNode,
+    AvroNode,
+    EnumNode,
+    FixedNode,
+    MapNode,
+    NamedNode,
+    RecordNode,
+    UnionNode,
+)
+from ..serializers._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
+from ..serializers.strings import varlen
+from .abi import (
+    C_A,
+    C_B,
+    C_C,
+    C_D,
+    C_E,
+    C_EMIT,
+    C_OP,
+    C_UNION,
     E_AVRO_INDEX,
     E_AVRO_RANGE,
     E_BAD_LENGTH,
     E_BAD_UTF8,
     E_OK,
-    E_REROUTE,
     E_TOO_LARGE,
     E_TRAILING,
     E_TRUNCATED,
-    NotByteRemappable,
-    RowProgram,
-    _Bin,
-    check_outputs,
+    HAND_BACK,
+    NCOL,
+    O_ARRAY,
+    O_BLOB,
+    O_BOOL,
+    O_DOUBLE,
+    O_ENUM,
+    O_FIXED,
+    O_FLOAT,
+    O_HEAD,
+    O_INT,
+    O_LONG,
+    O_MAP,
+    O_NULL,
+    O_RECORD,
+    O_UNION,
+    W_BOOL,
+    W_F32,
+    W_F64,
+    W_I32,
+    W_I64,
+    W_SKIP,
+    W_TREE,
+    W_UTF8,
+    W_VALUE,
     encode_err,
 )
-from .strings import varlen
+from .plans import NotByteRemappable, RowProgram
+from .views import _Bin, check_outputs
 
-NCOL = 8
-C_OP, C_EMIT, C_A, C_B, C_C, C_D, C_E, C_UNION = range(NCOL)
-O_HEAD, O_NULL, O_BOOL, O_INT, O_LONG, O_FLOAT, O_DOUBLE, O_BLOB, O_FIXED = range(9)
-O_ENUM, O_UNION, O_ARRAY, O_MAP, O_RECORD = range(9, 14)
 # EMIT: what an op writes. W_VALUE: the writer's bytes as they are (checked); W_I32 .. W_F64: a number in
 # that type; W_BOOL: 00 / 01; W_UTF8: bytes read as a string (checked then); W_TREE: a union, record,
 # array or map (its items say); W_SKIP: nothing
-W_SKIP, W_I32, W_I64, W_F32, W_F64, W_VALUE, W_BOOL, W_UTF8, W_TREE = range(9)
 
 MAX_NODES = 1 << 16  # a schema that expands (shared named types) past this keeps the per-value path
 
@@ -174,7 +208,7 @@ class _Compiler:
     ``skip`` ops only check a writer value."""
 
     def __init__(self, old: Any, new: Any) -> None:
-        from ._avro_resolve import Resolver
+        from ..serializers._avro_resolve import Resolver
 
         self.old = old
         self.new = new
@@ -485,7 +519,7 @@ class _Walk:
                 try:
                     d[pos + 4:stop].decode("utf-8")
                 except UnicodeDecodeError:
-                    raise _Fail(E_BAD_UTF8 if row[C_A] else E_REROUTE, node) from None
+                    raise _Fail(E_BAD_UTF8 if row[C_A] else HAND_BACK, node) from None
             if out is not None:
                 out += d[pos:stop]
             return stop
@@ -540,7 +574,7 @@ class _Walk:
             total += count
         if out is not None and items is not None:
             if is_map and len(keys) != total:
-                raise _Fail(E_REROUTE, node)
+                raise _Fail(HAND_BACK, node)
             if total > 0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
                 raise _Fail(E_TOO_LARGE, node)
             if total:
@@ -598,9 +632,9 @@ def _put_number(emit: int, v: Any) -> bytes:
 
 def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                      stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
-    """One-pass Avro migrate, the contract of ``_batch.migrate_run``: validate and write each entry
+    """One-pass Avro migrate, the contract of ``rowdata_py.migrate_run``: validate and write each entry
     packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
-    (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``E_REROUTE``);
+    (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``HAND_BACK``);
     else ``next_row < stop``: it did not fit)."""
     check_outputs("avro_migrate_run", out_off, out_data, start, stop, pos)
     p = np.asarray(prog, dtype=np.int64).tolist()

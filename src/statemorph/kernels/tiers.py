@@ -2,35 +2,40 @@
 
 ``STATEMORPH_NATIVE`` (read once, at import):
 
-- ``auto`` (default): the compiled kernels when they import, else the Python reference tier;
-- ``1``: the compiled kernels, or ``ImportError`` saying which module is missing and how to build;
-- ``0``: the Python reference tier (``statemorph.serializers._batch``), e.g. to debug a kernel.
+- ``auto`` (default): the compiled kernels; when they do not import, the Python twins, with a
+  ``RuntimeWarning`` (once) that names the cause: the twins are many times slower, and a silent
+  fallback hides a broken build;
+- ``1``: the compiled kernels, or ``ImportError`` saying what failed and how to build them;
+- ``0``: the Python twins (``statemorph.kernels.<name>_py``), e.g. to debug a kernel.
 
 Anything else is an error: a typo must not silently select the slow tier.
 
-Exposes ``TIER`` (``"native"`` or ``"python"``), every kernel function under its own name (bound
-to the selected tier), and :func:`tier` to get either tier explicitly (the equivalence tests run
-both in one process). Each compiled module carries ``__statemorph_native__ = True``.
+Exposes ``TIER`` (``"native"`` or ``"python"``), ``KERNELS`` (every kernel function bound to the
+selected tier) and :func:`tier` to get either tier explicitly (the equivalence tests run both in
+one process). Each compiled module carries ``__statemorph_native__ = True``.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import warnings
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from ..serializers import _batch
-
-_KERNEL_HOME = {
+#: every kernel function and the module that holds it: ``statemorph.kernels.<module>`` compiled,
+#: ``statemorph.kernels.<module>_py`` its Python twin
+KERNEL_HOME = {
     "fixed_encode": "primitives", "fixed_decode": "primitives",
     "string_encode_sizes": "strings", "string_encode_fill": "strings",
     "string_decode_sizes": "strings", "string_decode_fill": "strings",
     "bytes_encode_fill": "strings", "bytes_decode_sizes": "strings", "bytes_decode_fill": "strings",
     "encode_run": "rowdata", "decode_run": "rowdata", "migrate_run": "rowdata",
-    "core_row_sizes": "remap", "core_row_fill": "remap", "pojo_migrate_run": "remap",
+    "core_row_sizes": "composite", "core_row_fill": "composite", "pojo_migrate_run": "composite",
     "corerow_encode": "corerow", "corerow_decode": "corerow",
     "avro_migrate_run": "avro",
 }
+MODULES = tuple(sorted(set(KERNEL_HOME.values())))
 
 
 def _parse_mode(raw: str | None) -> str:
@@ -40,30 +45,25 @@ def _parse_mode(raw: str | None) -> str:
     return value
 
 
-def _load_native() -> dict[str, ModuleType]:
-    from . import avro, corerow, primitives, remap, rowdata, strings  # type: ignore[attr-defined]
-
-    mods: dict[str, ModuleType] = {"primitives": primitives, "strings": strings, "rowdata": rowdata,
-                                   "remap": remap, "corerow": corerow, "avro": avro}
-    for mod in mods.values():
-        if getattr(mod, "__statemorph_native__", False) is not True:
-            raise ImportError(f"{mod.__name__} is not a statemorph compiled kernel module")
+def _load(suffix: str) -> dict[str, ModuleType]:
+    mods = {name: importlib.import_module(f"statemorph.kernels.{name}{suffix}") for name in MODULES}
+    if not suffix:
+        for mod in mods.values():
+            if getattr(mod, "__statemorph_native__", False) is not True:
+                raise ImportError(f"{mod.__name__} is not a statemorph compiled kernel module")
     return mods
 
 
-def _namespace(name: str, mods: dict[str, ModuleType] | None) -> SimpleNamespace:
-    fns: dict[str, Any] = {}
-    for fn in _batch.KERNELS:
-        fns[fn] = getattr(mods[_KERNEL_HOME[fn]], fn) if mods is not None else getattr(_batch, fn)
-    return SimpleNamespace(name=name, **fns)
+def _namespace(name: str, mods: dict[str, ModuleType]) -> SimpleNamespace:
+    return SimpleNamespace(name=name, **{fn: getattr(mods[home], fn) for fn, home in KERNEL_HOME.items()})
 
 
 MODE = _parse_mode(os.environ.get("STATEMORPH_NATIVE"))
-_native_mods: dict[str, ModuleType] | None = None
+_TIERS = {"python": _namespace("python", _load("_py"))}
 _native_error: ImportError | None = None
 if MODE != "0":
     try:
-        _native_mods = _load_native()
+        _TIERS["native"] = _namespace("native", _load(""))
     except ImportError as e:
         _native_error = e
         if MODE == "1":
@@ -71,11 +71,14 @@ if MODE != "0":
                 f"STATEMORPH_NATIVE=1 but the compiled kernels did not load ({e}); build them with "
                 f"'python setup.py build_ext --inplace' or install the package with pip"
             ) from e
+        warnings.warn(
+            f"statemorph: the compiled kernels did not load ({e}); bulk operations run on the much "
+            f"slower Python twins. Build them with 'python setup.py build_ext --inplace', or set "
+            f"STATEMORPH_NATIVE=0 to choose the Python tier on purpose.",
+            RuntimeWarning, stacklevel=2,
+        )
 
-TIER = "native" if _native_mods is not None else "python"
-_TIERS = {"python": _namespace("python", None)}
-if _native_mods is not None:
-    _TIERS["native"] = _namespace("native", _native_mods)
+TIER = "native" if "native" in _TIERS else "python"
 KERNELS = _TIERS[TIER]
 
 
@@ -97,9 +100,9 @@ def native_available() -> bool:
 
 
 def __getattr__(name: str) -> Any:
-    if name in _KERNEL_HOME:
+    if name in KERNEL_HOME:
         return getattr(KERNELS, name)
     raise AttributeError(name)
 
 
-__all__ = ["KERNELS", "MODE", "TIER", "native_available", "tier"]
+__all__ = ["KERNELS", "KERNEL_HOME", "MODE", "MODULES", "TIER", "native_available", "tier"]
