@@ -11,7 +11,8 @@ import pytest
 from statemorph.kernels import abi
 
 NATIVE = Path(__file__).resolve().parents[2] / "_native"
-SOURCES = sorted([*NATIVE.glob("*.pyx"), *NATIVE.glob("*.pxd")])
+SOURCES = sorted([*NATIVE.glob("*.pyx"), *NATIVE.glob("*.pxd"),
+                  *(p for p in NATIVE.glob("*.pxi") if not p.name.startswith("abi_"))])
 
 
 @pytest.mark.parametrize("family", sorted(abi.FAMILIES))
