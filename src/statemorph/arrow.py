@@ -74,7 +74,7 @@ from .errors import (
     TruncatedDataError,
 )
 from .io import DataInputDeserializer, DataOutputSerializer
-from .kernels import abi, avro_py, composite_py, corerow_py, jit, plans, primitives_py, rowdata_py
+from .kernels import abi, jit, plans, primitives_py, rowdata_py
 from .types import (
     ArrayType,
     BigIntType,
@@ -475,7 +475,7 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
         arr = _cast(arr, arrow_type(serializer.row_type), "encode")
         cols = _row_columns(arr, serializer.row_type, prog)
         return errors.result(_encode_rows(k, prog, cols, n, ranges, errors, base, arr, serializer))
-    elif (core := corerow_py.compile_core_row_codec(serializer)) is not None \
+    elif (core := plans.compile_core_row_codec(serializer)) is not None \
             and (core_cols := _core_row_columns(arr, core)) is not None:
         return errors.result(_encode_core_rows(k, arr, core, core_cols, ranges, errors, base))
     else:
@@ -840,7 +840,7 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
             (pa.large_binary() if large else pa.binary())
         obuf = pa.py_buffer(out_off if large else out_off.astype(np.int32))
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(out_data)], null_count=nulls))
-    if (core := corerow_py.compile_core_row_codec(serializer)) is not None:
+    if (core := plans.compile_core_row_codec(serializer)) is not None:
         return errors.result(_decode_core_rows(k, arr, serializer, core, ranges, errors, valid, base))
     return _decode_per_value(arr, serializer, errors, base)
 
@@ -886,7 +886,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
             soffs[c] = np.empty(n + 1, dtype=np.int64 if wide_str else np.int32)
             soffs[c][0] = 0
         elif kinds[c] not in (abi.R_ROW, abi.R_MAP):
-            vals[c] = np.zeros(n * plans._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
+            vals[c] = np.zeros(n * plans.ARROW_WIDTH[kinds[c]], dtype=np.uint8)
     stop_at_error = settle.errors.on_error == "raise"
     code, extra = _machine_code(jit.decode_code, prog.matrix, k, n)  # hold ``code`` while the kernels run
 
@@ -897,7 +897,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
             if not elem[c]:
                 continue
             kd = kinds[c]
-            v = np.zeros((cap + 7) // 8 if kd == abi.R_BOOL else cap * plans._ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
+            v = np.zeros((cap + 7) // 8 if kd == abi.R_BOOL else cap * plans.ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
             o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) \
                 if kd in (abi.R_STR, abi.R_BIN, abi.R_ARRAY) else None
             vbits = np.zeros((cap + 7) // 8, dtype=np.uint8)
@@ -1129,7 +1129,7 @@ def _core_row_columns(arr: pa.Array, prog: plans.RowProgram) -> list[Any] | None
             return False
         bufs = leaf.buffers()
         validity = bufs[0] if leaf.null_count else None
-        if kind in corerow_py.STRING_KINDS:
+        if kind in plans.STRING_KINDS:
             wide = pa.types.is_large_string(leaf.type) or pa.types.is_large_binary(leaf.type)
             cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], leaf.offset, wide, len(leaf)))
         else:
@@ -1244,7 +1244,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
     matrix = prog.matrix
     kinds = prog.kinds
     span = _input_spans(offsets, offset, wide, len(data), n)
-    share = max(1, sum(kd in corerow_py.STRING_KINDS for kd in kinds))
+    share = max(1, sum(kd in plans.STRING_KINDS for kd in kinds))
     bad: list[tuple[int, int]] = []
 
     def one(s: int, e: int) -> tuple[list[Any], np.ndarray]:
@@ -1252,7 +1252,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
         outs: list[Any] = [None]
         for kd in kinds[1:]:
             vbits = np.zeros((m + 7) // 8, dtype=np.uint8)
-            if kd in corerow_py.STRING_KINDS:
+            if kd in plans.STRING_KINDS:
                 outs.append([vbits, None, np.zeros(m + 1, dtype=np.int32),
                              np.empty(span(s, e) // share + 64, dtype=np.uint8)])
             elif kd == abi.K_ROW:
@@ -1292,7 +1292,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
         kd = kinds[node]
         if kd == abi.K_ROW:
             return _core_struct(t, m, vbuf, nulls, children(outs, spos, m, node, t))
-        if kd in corerow_py.STRING_KINDS:
+        if kd in plans.STRING_KINDS:
             large = so.itemsize == 8
             if kd == abi.K_BYTES:
                 t = pa.large_binary() if large else pa.binary()
@@ -1362,10 +1362,10 @@ def _rowdata_program(prior_snapshot: Any, new_serializer: Any) -> plans.RowProgr
 _REMAP_KERNELS: tuple[tuple[str, str, Callable[[Any], bool], Callable[[Any, Any], Any]], ...] = (
     ("RowDataSerializer", "rowdata", lambda compat: True, _rowdata_program),
     ("RowSerializer", "core", lambda compat: not compat.is_compatible_with_reconfigured_serializer(),
-     composite_py.compile_core_row_program),
+     plans.compile_core_row_program),
     ("PojoSerializer", "pojo", lambda compat: compat.is_compatible_after_migration(),
-     composite_py.compile_pojo_program),
-    ("AvroSerializer", "avro", lambda compat: compat.is_compatible_after_migration(), avro_py.compile_avro_program),
+     plans.compile_pojo_program),
+    ("AvroSerializer", "avro", lambda compat: compat.is_compatible_after_migration(), plans.compile_avro_program),
 )
 
 
@@ -1395,8 +1395,8 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     if kernel in ("rowdata", "pojo", "avro"):
         # one-pass kernels; the output estimate is the input bytes plus the plan's per-entry growth
         run_kernel, growth = {"rowdata": (k.migrate_run, _row_growth(matrix)),
-                              "pojo": (k.pojo_migrate_run, composite_py.pojo_growth(matrix)),
-                              "avro": (k.avro_migrate_run, avro_py.avro_growth(matrix))}[kernel]
+                              "pojo": (k.pojo_migrate_run, plans.pojo_growth(matrix)),
+                              "avro": (k.avro_migrate_run, plans.avro_growth(matrix))}[kernel]
         span = _input_spans(offsets, offset, wide, len(data), n)
         code, extra = _machine_code(jit.plan_code, matrix, k, n) if kernel == "rowdata" else (None, ())
 

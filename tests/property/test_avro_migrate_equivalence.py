@@ -24,7 +24,7 @@ from statemorph import arrow
 from statemorph.errors import StateFormatError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.kernels import plans
-from statemorph.kernels.avro_py import compile_avro_program
+from statemorph.kernels.plans import compile_avro_program
 from statemorph.serializers import AvroSerializer
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

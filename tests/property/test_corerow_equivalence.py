@@ -20,7 +20,7 @@ from tiers import on_tiers
 
 from statemorph import arrow, serializers
 from statemorph._arrow_values import arrow_type_for, to_arrow_value
-from statemorph.kernels import abi, corerow_py
+from statemorph.kernels import abi, plans
 from statemorph.row import Row, RowKind
 from statemorph.serializers.tuples import RowSerializer
 
@@ -86,7 +86,7 @@ def _errors(errs: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def _uses_kernel(ser: RowSerializer) -> None:
-    assert corerow_py.compile_core_row_codec(ser) is not None
+    assert plans.compile_core_row_codec(ser) is not None
 
 
 @SETTINGS

@@ -17,7 +17,7 @@ from tiers import TIERS, on_tiers
 from statemorph import arrow, kernels
 from statemorph.errors import MalformedDataError, StateFormatError, StateMigrationError, TruncatedDataError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
-from statemorph.kernels import abi, avro_py, plans
+from statemorph.kernels import abi, plans
 from statemorph.serializers import AvroSerializer
 from statemorph.serializers._avro_codec import ZERO_WIDTH_ITEM_BUDGET
 
@@ -80,7 +80,7 @@ def migrate_all(blobs: list[bytes | None], new: AvroSerializer = NEW, snap: Any 
 
 def status_of(blob: bytes, new: AvroSerializer = NEW, snap: Any = SNAP) -> dict[str, tuple[int, str]]:
     """Each tier's kernel verdict on one entry: (error code, field path), (0, "") when it is good."""
-    prog = avro_py.compile_avro_program(snap, new)
+    prog = plans.compile_avro_program(snap, new)
     arr = pa.array([blob], type=pa.binary())
     validity, offs, data = arr.buffers()
     got = {}
@@ -241,7 +241,7 @@ def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
     k = kernels.tier(tier)
     raw = [OLD.to_bytes(value(i)) for i in range(12)]
     arr = pa.array(raw)
-    prog = avro_py.compile_avro_program(SNAP, NEW)
+    prog = plans.compile_avro_program(SNAP, NEW)
     validity, offs, data = arr.buffers()
     out_off = np.zeros(len(arr) + 1, dtype=np.int64)
     out = np.zeros(100, dtype=np.uint8)
@@ -256,7 +256,7 @@ def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
 
 
 def test_protocol_errors_same_on_both_tiers() -> None:
-    prog = avro_py.compile_avro_program(SNAP, NEW)
+    prog = plans.compile_avro_program(SNAP, NEW)
     arr = pa.array([OLD.to_bytes(value(1))] * 3)
     validity, offs, data = arr.buffers()
     for tier in TIERS:
@@ -291,7 +291,7 @@ def test_alias_reads_one_writer_field_twice_in_a_new_order() -> None:
         {"name": "y", "type": "string"}, {"name": "x", "type": "bytes", "aliases": ["y"]},
         {"name": "a", "type": "double"}]})
     snap = old.snapshot_configuration()
-    prog = avro_py.compile_avro_program(snap, new)
+    prog = plans.compile_avro_program(snap, new)
     assert prog.matrix[1, abi.C_E] >= 0  # the two-pass record
     blobs = [old.to_bytes({"a": i, "y": "v" * i}) for i in range(5)]
     for tier, (got, _) in migrate_all(blobs, new, snap).items():
@@ -300,7 +300,7 @@ def test_alias_reads_one_writer_field_twice_in_a_new_order() -> None:
 
 def _refused(old: Any, new: Any) -> str:
     with pytest.raises(plans.NotByteRemappable) as e:
-        avro_py.compile_avro_program(AvroSerializer(old).snapshot_configuration(), AvroSerializer(new))
+        plans.compile_avro_program(AvroSerializer(old).snapshot_configuration(), AvroSerializer(new))
     return str(e.value)
 
 
@@ -329,10 +329,10 @@ def test_schema_pairs_the_program_refuses_keep_the_per_value_path() -> None:
 
 
 def test_growth_counts_defaults_union_indexes_and_widening() -> None:
-    prog = avro_py.compile_avro_program(SNAP, NEW)
+    prog = plans.compile_avro_program(SNAP, NEW)
     # loc (its union index replaced): lat float->double +4, alt default 8; id int->long +4; tags items
     # int->double +4 (once, not per item); note default 4 + 4 + 3; day into a union +4
-    assert avro_py.avro_growth(prog.matrix) == 4 + 8 + 4 + 4 + 11 + 4
+    assert plans.avro_growth(prog.matrix) == 4 + 8 + 4 + 4 + 11 + 4
 
 
 def test_unions_whose_branches_tell_values_apart_compile() -> None:
@@ -347,7 +347,7 @@ def test_unions_whose_branches_tell_values_apart_compile() -> None:
         {"name": "f", "type": [f2, f3]}, {"name": "e", "type": [e1, e2, "string"]},
         {"name": "n", "type": ["null", "long", "double"]}, {"name": "z", "type": "int", "default": 1}]})
     snap = old.snapshot_configuration()
-    avro_py.compile_avro_program(snap, new)
+    plans.compile_avro_program(snap, new)
     blobs = [old.to_bytes(v) for v in (
         {"n": None, "e": "A", "f": b"ab"}, {"n": 3, "e": "D", "f": b"abc"}, {"n": 2.5, "e": ("E2", "C"), "f": b"xy"},
         {"n": ("long", 7), "e": "B", "f": b"xyz"})]

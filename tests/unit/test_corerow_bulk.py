@@ -13,7 +13,7 @@ import pytest
 from statemorph import arrow, kernels, serializers
 from statemorph._arrow_values import arrow_type_for
 from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError
-from statemorph.kernels import abi, corerow_py
+from statemorph.kernels import abi, plans
 from statemorph.row import Row, RowKind
 from statemorph.serializers.tuples import RowSerializer
 
@@ -171,7 +171,7 @@ def test_out_of_range_int_column_takes_per_value_path(monkeypatch: pytest.Monkey
 
 def test_other_field_serializers_keep_the_per_value_path() -> None:
     ser = RowSerializer([serializers.ListSerializer(serializers.IntSerializer())])
-    assert corerow_py.compile_core_row_codec(ser) is None
+    assert plans.compile_core_row_codec(ser) is None
     arr = pa.array([{"f0": [1, 2]}, None])
     assert arrow.encode(arr, ser).to_pylist() == [ser.to_bytes(([1, 2],)), None]
 
@@ -254,7 +254,7 @@ def test_kernel_protocol_same_on_both_tiers() -> None:
     """Short buffers: both tiers stop at the same row and ask for the same capacity."""
     rows = events(40)
     arr = pa.array(rows, type=EVENTS_TYPE)
-    prog = corerow_py.compile_core_row_codec(EVENTS)
+    prog = plans.compile_core_row_codec(EVENTS)
     assert prog is not None
     cols = arrow._core_row_columns(arr, prog)
     enc = arrow.encode(arr, EVENTS)
@@ -267,7 +267,7 @@ def test_kernel_protocol_same_on_both_tiers() -> None:
         outs: list[Any] = [None]
         for kd in prog.kinds[1:]:
             vbits = np.zeros(5, dtype=np.uint8)
-            if kd in corerow_py.STRING_KINDS:
+            if kd in plans.STRING_KINDS:
                 outs.append([vbits, None, np.zeros(41, dtype=np.int32), np.zeros(7, dtype=np.uint8)])
             else:
                 outs.append([vbits, None if kd == abi.K_ROW else np.zeros(320, dtype=np.uint8), None, None])

@@ -18,7 +18,7 @@ from tiers import TIERS, on_tiers
 
 from statemorph import arrow, kernels, serializers
 from statemorph.errors import MalformedDataError, StateFormatError, TruncatedDataError
-from statemorph.kernels import abi, composite_py, plans
+from statemorph.kernels import abi, plans
 from statemorph.migration import migrate_bytes
 from statemorph.serializers.pojo import PojoSerializer
 
@@ -207,7 +207,7 @@ def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
     k = kernels.tier(tier)
     raw = blobs(12)
     arr = pa.array(raw)
-    prog = composite_py.compile_pojo_program(SNAP, NEW)
+    prog = plans.compile_pojo_program(SNAP, NEW)
     validity, offs, data = arr.buffers()
     out_off = np.zeros(len(arr) + 1, dtype=np.int32)
     out = np.zeros(40, dtype=np.uint8)
@@ -222,7 +222,7 @@ def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
 
 
 def test_protocol_errors_same_on_both_tiers() -> None:
-    prog = composite_py.compile_pojo_program(SNAP, NEW)
+    prog = plans.compile_pojo_program(SNAP, NEW)
     arr = pa.array(blobs(3))
     validity, offs, data = arr.buffers()
     for tier in TIERS:
@@ -237,7 +237,7 @@ def test_protocol_errors_same_on_both_tiers() -> None:
 
 def _refused(new: PojoSerializer, old: PojoSerializer = OLD) -> str:
     with pytest.raises(plans.NotByteRemappable) as e:
-        composite_py.compile_pojo_program(old.snapshot_configuration(), new)
+        plans.compile_pojo_program(old.snapshot_configuration(), new)
     return str(e.value)
 
 
@@ -273,8 +273,8 @@ def test_evolutions_the_kernel_refuses_keep_the_per_value_path() -> None:
 
 
 def test_growth_bounds_the_output() -> None:
-    prog = composite_py.compile_pojo_program(SNAP, NEW)
-    assert composite_py.pojo_growth(prog.matrix) == 5 + 1 + 5  # added=42, note=null, inner.w=5
+    prog = plans.compile_pojo_program(SNAP, NEW)
+    assert plans.pojo_growth(prog.matrix) == 5 + 1 + 5  # added=42, note=null, inner.w=5
 
 
 def test_snapshot_from_bytes_with_a_missing_field(impl: str) -> None:

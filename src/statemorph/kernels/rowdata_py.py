@@ -70,7 +70,7 @@ from .abi import (
     R_TS_BIG,
     encode_err,
 )
-from .plans import _ARROW_WIDTH, ARROW_KINDS
+from .plans import ARROW_KINDS, ARROW_WIDTH
 from .primitives_py import _NAN_F32, _NAN_F64
 from .views import _Bin, _bit, _set_bit, check_outputs
 
@@ -526,7 +526,7 @@ class _Out:
                 raise ValueError("decode_run: string position outside its buffer")
         elif kind in ARROW_KINDS and kind != R_ROW:
             nbytes = len(memoryview(vals).cast("B"))
-            self.cap = min(self.cap, nbytes * 8 if kind == R_BOOL else nbytes // _ARROW_WIDTH[kind])
+            self.cap = min(self.cap, nbytes * 8 if kind == R_BOOL else nbytes // ARROW_WIDTH[kind])
         elif kind not in (R_ROW, R_MAP):
             raise ValueError(f"decode_run: kind {kind} is not decodable")
 
@@ -542,7 +542,7 @@ def _put_value(o: _Out, k: int, i: int, d: bytes, slot: int) -> None:
         v64 = struct.unpack_from("<q", d, slot)[0]
         o.vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
     else:
-        w = _ARROW_WIDTH[k]
+        w = ARROW_WIDTH[k]
         o.vals[w * i:w * i + w] = d[slot:slot + w]
 
 
@@ -978,7 +978,7 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
         elif k in (R_DEC_BIG, R_TS_BIG):
             _encode_big(k, p[c][C_LIMIT], vals, e, buf, slot, room, c, err)
         else:
-            w = _ARROW_WIDTH[k]
+            w = ARROW_WIDTH[k]
             buf[slot:slot + w] = vals[w * e:w * e + w]
         c = p[c][C_END]
     return buf

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..types import (
+from ...types import (
     ArrayType,
     BigIntType,
     BinaryType,
@@ -35,7 +35,7 @@ from ..types import (
     VarBinaryType,
     VarCharType,
 )
-from .abi import (
+from ..abi import (
     C_END,
     C_FLAGS,
     C_KIND,
@@ -64,7 +64,8 @@ ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR,
                          R_DEC_BIG, R_TS_BIG})
 #: array elements (and map keys / values) the kernels handle, besides rows, arrays and maps
 _SCALAR_ELEMENTS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_DEC_COMPACT})
-_ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16, R_DEC_BIG: 16,
+#: bytes of one value in the Arrow column of a slot kind
+ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16, R_DEC_BIG: 16,
                 R_TS_BIG: 8}
 
 
