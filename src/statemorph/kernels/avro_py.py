@@ -49,7 +49,7 @@ from .abi import (
     W_VALUE,
     encode_err,
 )
-from .views import _Bin, check_outputs
+from .views import BinView, check_outputs
 
 # EMIT: what an op writes. W_VALUE: the writer's bytes as they are (checked); W_I32 .. W_F64: a number in
 # that type; W_BOOL: 00 / 01; W_UTF8: bytes read as a string (checked then); W_TREE: a union, record,
@@ -267,7 +267,7 @@ def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
         raise ValueError("bad Avro program")
     tail = [x for row in p[p[0][C_A]:] for x in row]
     consts = np.array(tail[p[0][C_E]:], dtype=np.int64).tobytes()
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     out = memoryview(out_data).cast("B")
     status = 0
     i = start

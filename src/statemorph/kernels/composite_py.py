@@ -59,10 +59,10 @@ from .abi import (
     S_STR,
     encode_err,
 )
-from .primitives_py import _NAN_F32, _NAN_F64
-from .rowdata_py import _prog_matrix, _RowError
-from .strings_py import _read_varint
-from .views import _Bin, check_outputs
+from .primitives_py import JAVA_NAN_F32, JAVA_NAN_F64
+from .rowdata_py import RowError, prog_matrix
+from .strings_py import read_varint
+from .views import BinView, check_outputs
 
 # ---------------------------------------------------------------------------------- flink-core Row
 NUL, REWRITE = 1, 2
@@ -71,7 +71,7 @@ NUL, REWRITE = 1, 2
 def check_leaf(d: bytes, pos: int, end: int, kind: int, width: int) -> tuple[int, int, int]:
     """Mirror of ``composite.check_leaf``: (code, state 0 / NUL / REWRITE, next pos)."""
     if kind == S_STR:
-        code, n, at = _read_varint(d, pos, end, 0x7FFFFFFF)
+        code, n, at = read_varint(d, pos, end, 0x7FFFFFFF)
         if code != E_OK:
             return code, 0, at
         if n == 0:
@@ -81,7 +81,7 @@ def check_leaf(d: bytes, pos: int, end: int, kind: int, width: int) -> tuple[int
             return E_TRUNCATED, 0, at
         for _ in range(n - 1):
             start = at
-            code, _u, at = _read_varint(d, at, end, 0xFFFF)
+            code, _u, at = read_varint(d, at, end, 0xFFFF)
             if code != E_OK:
                 return code, 0, at
             if at - start > 1 and d[at - 1] == 0:
@@ -108,14 +108,14 @@ def put_canonical(kind: int, d: bytes, start: int, stop: int, rewrite: bool) -> 
     if kind == S_BOOL:
         return b"\x01" if raw[0] else b"\x00"
     if kind == S_F32 and math.isnan(struct.unpack(">f", raw)[0]):
-        return _NAN_F32
+        return JAVA_NAN_F32
     if kind == S_F64 and math.isnan(struct.unpack(">d", raw)[0]):
-        return _NAN_F64
+        return JAVA_NAN_F64
     if kind == S_STR and rewrite:
-        _code, n, pos = _read_varint(d, start, stop, 0x7FFFFFFF)
+        _code, n, pos = read_varint(d, start, stop, 0x7FFFFFFF)
         out = bytearray(varlen(n))
         for _ in range(n - 1):
-            _code, u, pos = _read_varint(d, pos, stop, 0xFFFF)
+            _code, u, pos = read_varint(d, pos, stop, 0xFFFF)
             out += varlen(u)
         return bytes(out)
     return raw
@@ -127,18 +127,18 @@ def _mask_bit(m: bytes, k: int) -> bool:
 
 def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, out: bytearray | None,
                    err: list[int]) -> tuple[int, int]:
-    """Mirror of ``row_walk``: (new size, next pos); raises _RowError."""
+    """Mirror of ``row_walk``: (new size, next pos); raises RowError."""
     arity = p[node][C_ARITY]
     oldk = 2 if p[node][C_OLD_FLAG] else 0
     newk = 2 if p[node][C_NEW_FLAG] else 0
     oldlen, newlen = (arity + oldk + 7) >> 3, (arity + newk + 7) >> 3
     if end - pos < oldlen:
         err[0] = node
-        raise _RowError(E_TRUNCATED)
+        raise RowError(E_TRUNCATED)
     m = d[pos:pos + oldlen]
     if any(_mask_bit(m, k) for k in range(arity + oldk, oldlen * 8)):
         err[0] = node
-        raise _RowError(E_BAD_HEADER)
+        raise RowError(E_BAD_HEADER)
     kind_bits = (int(_mask_bit(m, 0)) | int(_mask_bit(m, 1)) << 1) if oldk else 0
     pos += oldlen
     size = newlen
@@ -167,7 +167,7 @@ def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, 
         code, state, pos = check_leaf(d, pos, end, kind, p[child][C_WIDTH])
         if code != E_OK:
             err[0] = child
-            raise _RowError(code)
+            raise RowError(code)
         if state == NUL:  # a null string under a 'present' mask bit: null, as the reference writes it
             if out is not None:
                 k = newk + p[child][C_POS]
@@ -183,8 +183,8 @@ def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, 
 
 def core_row_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                    stop: int, out_off: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    p = _prog_matrix(prog).tolist()
+    v = BinView(offsets, data, validity, offset, wide, stop)
+    p = prog_matrix(prog).tolist()
     first = -1
     for i in range(start, stop):
         out_off[i + 1] = 0
@@ -199,7 +199,7 @@ def core_row_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
                     code = E_TRAILING
                 else:
                     out_off[i + 1] = r
-            except _RowError as x:
+            except RowError as x:
                 code = x.code
         if code != E_OK:
             out_off[i + 1] = encode_err(code, err[0])
@@ -212,8 +212,8 @@ def core_row_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
 
 def core_row_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                   stop: int, out_off: Any, out_data: Any) -> None:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    p = _prog_matrix(prog).tolist()
+    v = BinView(offsets, data, validity, offset, wide, stop)
+    p = prog_matrix(prog).tolist()
     out = memoryview(out_data).cast("B")
     for i in range(start, stop):
         a, b = int(out_off[i]), int(out_off[i + 1])
@@ -243,9 +243,9 @@ class _Walk:
         self.state = [0] * len(p)
         self.err = -1
 
-    def fail(self, code: int, node: int) -> _RowError:
+    def fail(self, code: int, node: int) -> RowError:
         self.err = node
-        return _RowError(code)
+        return RowError(code)
 
     def check(self, node: int, pos: int, end: int) -> int:
         """Validate the POJO at ``pos`` (mirror of ``pojo_check``); returns the next position."""
@@ -275,7 +275,7 @@ class _Walk:
                 err = [-1]
                 try:
                     _size, pos = _core_row_walk(p, child, d, pos, end, None, err)
-                except _RowError as x:
+                except RowError as x:
                     raise self.fail(x.code, err[0]) from None
                 self.stop[child] = pos
             elif flag == 0:
@@ -319,7 +319,7 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
     (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit)."""
     check_outputs("pojo_migrate_run", out_off, out_data, start, stop, pos)
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog, dtype=np.int64).tolist()
     if not p or len(p[0]) != NCOL or p[0][C_KIND] != P_POJO:
         raise ValueError("bad POJO program")
@@ -334,7 +334,7 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
                 try:
                     if w.check(0, s, e) != e:
                         w.err, code = -1, E_TRAILING
-                except _RowError as x:
+                except RowError as x:
                     code = x.code
             if code == E_OK:
                 buf = bytearray()

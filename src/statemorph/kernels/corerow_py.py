@@ -53,9 +53,9 @@ from .abi import (
 )
 from .plans.corerow import STRING_KINDS
 from .primitives_py import java_be
-from .rowdata_py import _Cols, _RowError
-from .strings_py import _utf8_to_flink, read_flink_utf8
-from .views import _Bin, _bit, _set_bit
+from .rowdata_py import ArrowColumns, RowError
+from .strings_py import read_flink_utf8, utf8_to_flink
+from .views import BinView, bit_get, bit_set
 
 MAX32 = (1 << 31) - 1
 """Largest int32 Arrow offset: a narrow output that would pass it asks the caller to widen."""
@@ -87,8 +87,8 @@ def _jchar(raw: bytes) -> tuple[int, int]:
     return E_OK, ord(text)
 
 
-def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearray, err: list[int]) -> None:
-    """Append row ``i`` of row node ``node`` to ``out`` (mirror of ``encode_row``); raises _RowError."""
+def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, out: bytearray, err: list[int]) -> None:
+    """Append row ``i`` of row node ``node`` to ``out`` (mirror of ``encode_row``); raises RowError."""
     mlen, kb = _mask_len(p, node)
     mask = len(out)
     out += bytes(mlen)  # kind bits stay 0: Arrow rows are INSERT, as on the per-value path
@@ -107,7 +107,7 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearr
             s, n = cols.string(c, i)
             code = E_BAD_ARROW if s < 0 else E_OK
             if code == E_OK and k == K_STR:
-                code, enc = _utf8_to_flink(vals[s:s + n])
+                code, enc = utf8_to_flink(vals[s:s + n])
                 if enc is not None:
                     out += enc
             elif code == E_OK and k == K_CHAR:
@@ -118,9 +118,9 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearr
                 out += n.to_bytes(4, "big") + vals[s:s + n]
             if code != E_OK:
                 err[0] = c
-                raise _RowError(code)
+                raise RowError(code)
         elif k == K_BOOL:
-            out.append(1 if _bit(vals, off + i) else 0)
+            out.append(1 if bit_get(vals, off + i) else 0)
         else:
             w = p[c][C_WIDTH]
             out += java_be(k, vals[w * (off + i):w * (off + i) + w])
@@ -138,7 +138,7 @@ def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: A
     row ``row`` needs ``out_data`` of at least ``status`` bytes (or, past :data:`MAX32` with int32
     offsets, int64 offsets): nothing of it is written, resume at ``row``."""
     p = np.asarray(prog).tolist()
-    cc = _Cols(cols)
+    cc = ArrowColumns(cols)
     out = memoryview(out_data).cast("B")
     narrow = np.asarray(out_off).itemsize == 4
     for i in range(start, stop):
@@ -147,7 +147,7 @@ def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: A
             err = [-1]
             try:
                 _encode_row(p, cc, 0, i, row, err)
-            except _RowError as e:
+            except RowError as e:
                 out_off[i + 1] = pos
                 return i, pos, encode_err(e.code, err[0])
             need = pos + len(row)
@@ -182,16 +182,16 @@ class _Out:
 def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos: Any, node: int, i: int,
                 err: list[int]) -> int:
     """Scatter the row at ``d[pos:]`` into row ``i`` of the outputs (mirror of ``decode_row``);
-    returns the next position. Raises _RowError for bad bytes, _Full when a string column's
+    returns the next position. Raises RowError for bad bytes, _Full when a string column's
     buffer is short (``err`` = [node, bytes needed])."""
     mlen, kb = _mask_len(p, node)
     if end - pos < mlen:
         err[0] = node
-        raise _RowError(E_TRUNCATED)
+        raise RowError(E_TRUNCATED)
     m = d[pos:pos + mlen]
     if mlen and m[-1] & ((1 << (mlen * 8 - p[node][C_ARITY] - kb)) - 1):
         err[0] = node  # padding bits after the last field are set
-        raise _RowError(E_BAD_HEADER)
+        raise RowError(E_BAD_HEADER)
     pos += mlen
     c = node + 1
     while c < p[node][C_END]:
@@ -200,7 +200,7 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             c = p[c][C_END]
             continue
         if k == K_ROW:
-            _set_bit(o.valid[c], i)
+            bit_set(o.valid[c], i)
             pos = _decode_row(p, d, pos, end, o, spos, c, i, err)
             c = p[c][C_END]
             continue
@@ -208,7 +208,7 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             code, raw, is_null, pos = _read_string_kind(k, d, pos, end)
             if code != E_OK:
                 err[0] = c
-                raise _RowError(code)
+                raise RowError(code)
             assert raw is not None
             need = int(spos[c]) + len(raw)
             if need > len(o.sdata[c]) or (o.offs[c].itemsize == 4 and need > MAX32):
@@ -217,16 +217,16 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             o.sdata[c][int(spos[c]):need] = raw
             spos[c] = need
             if not is_null:
-                _set_bit(o.valid[c], i)
+                bit_set(o.valid[c], i)
         else:
             w = p[c][C_WIDTH]
             if end - pos < w:
                 err[0] = c
-                raise _RowError(E_TRUNCATED)
-            _set_bit(o.valid[c], i)
+                raise RowError(E_TRUNCATED)
+            bit_set(o.valid[c], i)
             if k == K_BOOL:
                 if d[pos]:
-                    _set_bit(o.vals[c], i)
+                    bit_set(o.vals[c], i)
             else:
                 o.vals[c][w * i:w * i + w] = d[pos:pos + w][::-1]
             pos += w
@@ -277,7 +277,7 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
     node's data. Returns ``(row, status, node)``: status 0 = all done; negative = entry ``row`` is
     bad (:func:`encode_err`; it is left empty, resume at ``row + 1``); positive = node ``node``'s
     data must hold ``status`` bytes (int64 offsets past :data:`MAX32`), resume at ``row``."""
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog).tolist()
     o = _Out(outs)
     strs = [c for c in range(1, len(p)) if p[c][C_KIND] in STRING_KINDS]
@@ -287,11 +287,11 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
             code, s, e = v.entry(i)
             try:
                 if code != E_OK:
-                    raise _RowError(code)
+                    raise RowError(code)
                 if _decode_row(p, v.data, s, e, o, spos, 0, i, err) != e:
                     err[0] = -1
-                    raise _RowError(E_TRAILING)
-            except _RowError as x:
+                    raise RowError(E_TRAILING)
+            except RowError as x:
                 _rewind(p, o, spos, i)
                 for c in strs:
                     o.offs[c][i + 1] = spos[c]

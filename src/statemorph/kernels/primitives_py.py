@@ -24,15 +24,15 @@ from .abi import (
     K_I64,
     encode_err,
 )
-from .views import _Bin, _bit
+from .views import BinView, bit_get
 
 _WIDTH = {K_BOOL: 1, K_I8: 1, K_I16: 2, K_CHAR: 2, K_I32: 4, K_F32: 4, K_I64: 8, K_F64: 8}
 
 
 
 #: Java's canonical NaNs (``floatToIntBits`` / ``doubleToLongBits``), big-endian
-_NAN_F32 = b"\x7f\xc0\x00\x00"
-_NAN_F64 = b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
+JAVA_NAN_F32 = b"\x7f\xc0\x00\x00"
+JAVA_NAN_F64 = b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
 
 
 def kind_width(kind: int) -> int:
@@ -52,13 +52,13 @@ def fixed_encode(kind: int, values: Any, validity: Any, offset: int, start: int,
     out = memoryview(out_data).cast("B")
     for i in range(start, stop):
         j = offset + i
-        if bits is not None and not _bit(bits, j):
+        if bits is not None and not bit_get(bits, j):
             continue
         p = int(out_off[i])
         if p + w > len(out):
             break
         if kind == K_BOOL:
-            out[p] = 1 if _bit(vals, j) else 0
+            out[p] = 1 if bit_get(vals, j) else 0
         elif kind == K_I8:
             out[p] = vals[j]
         else:
@@ -84,7 +84,7 @@ def java_be(kind: int, raw: bytes) -> bytes:
 
 def fixed_decode(kind: int, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
                  stop: int, out_values: Any, status: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     w = _WIDTH[kind]
     out = memoryview(out_values).cast("B")
     if (kind == K_BOOL and stop > len(out)) or (kind != K_BOOL and stop * w > len(out)):

@@ -71,8 +71,8 @@ from .abi import (
     encode_err,
 )
 from .plans import ARROW_KINDS, ARROW_WIDTH
-from .primitives_py import _NAN_F32, _NAN_F64
-from .views import _Bin, _bit, _set_bit, check_outputs
+from .primitives_py import JAVA_NAN_F32, JAVA_NAN_F64
+from .views import BinView, bit_get, bit_set, check_outputs
 
 # ---------------------------------------------------------------------------------- row kernels
 _U64 = struct.Struct("<Q")
@@ -113,17 +113,17 @@ class _RowCtx:
         self.budget = 0
 
     def spend(self, node: int, units: int) -> None:
-        """Twin of the kernels' ``spend``: raises _RowError(HAND_BACK) past the budget."""
+        """Twin of the kernels' ``spend``: raises RowError(HAND_BACK) past the budget."""
         if self.metered:
             self.budget -= units
             if self.budget < 0:
                 self.err_node = node
-                raise _RowError(HAND_BACK)
+                raise RowError(HAND_BACK)
 
 
 
 
-class _RowError(Exception):
+class RowError(Exception):
     def __init__(self, code: int) -> None:
         self.code = code
 
@@ -151,7 +151,7 @@ def _inline_check(d: bytes, slot: int, raw: int, k: int) -> int:
 
 def _var_span(x: _RowCtx, c: int, k: int, raw: int, base: int, size: int, lo: int) -> int:
     """Twin of the kernel's ``var_span``: the bytes a non-inline value takes in the row (8 for a
-    TIMESTAMP(p > 3)); raises ``_RowError`` with ``x.err_node`` set."""
+    TIMESTAMP(p > 3)); raises ``RowError`` with ``x.err_node`` set."""
     off, n = raw >> 32, raw & 0xFFFFFFFF
     code = E_OK
     if k == R_TS_BIG:
@@ -165,7 +165,7 @@ def _var_span(x: _RowCtx, c: int, k: int, raw: int, base: int, size: int, lo: in
         code = E_BAD_UTF8
     if code != E_OK:
         x.err_node = c
-        raise _RowError(code)
+        raise RowError(code)
     return n
 
 
@@ -179,9 +179,9 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
     ofixed = ow + 8 * old_arity
     new_size = _null_bits_size(arity) + 8 * arity
 
-    def fail(code: int, at: int) -> _RowError:
+    def fail(code: int, at: int) -> RowError:
         x.err_node = at
-        return _RowError(code)
+        return RowError(code)
 
     if size < ofixed:
         raise fail(E_TRUNCATED, node)
@@ -235,7 +235,7 @@ def _migrate_row(x: _RowCtx, node: int, base: int, size: int) -> bytearray:
     while c < p[node][C_END]:
         src, j, k, flags = p[c][C_SRC], p[c][C_POS], p[c][C_KIND], p[c][C_FLAGS]
         if src < 0 or _is_null(d, base, src):
-            _set_bit(buf, j + 8)
+            bit_set(buf, j + 8)
             c = p[c][C_END]
             continue
         slot, nslot = base + ow + 8 * src, nw + 8 * j
@@ -283,9 +283,9 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
     es = _ELEM_SIZE.get(k, 8)
     verbatim = p[node][C_FLAGS] & F_VERBATIM
 
-    def fail(code: int, at: int) -> _RowError:
+    def fail(code: int, at: int) -> RowError:
         x.err_node = at
-        return _RowError(code)
+        return RowError(code)
 
     if size < 4:
         raise fail(E_TRUNCATED, node)
@@ -326,16 +326,16 @@ def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
     vn = p[kn][C_END]
     if size < 4:
         x.err_node = node
-        raise _RowError(E_TRUNCATED)
+        raise RowError(E_TRUNCATED)
     kb = struct.unpack_from("<i", d, base)[0]
     if kb < 0 or kb > size - 4:
         x.err_node = node
-        raise _RowError(E_BAD_LENGTH)
+        raise RowError(E_BAD_LENGTH)
     rk = _check_array(x, kn, base + 4, kb)
     rv = _check_array(x, vn, base + 4 + kb, size - 4 - kb)
     if struct.unpack_from("<i", d, base + 4)[0] != struct.unpack_from("<i", d, base + 4 + kb)[0]:
         x.err_node = node
-        raise _RowError(E_BAD_LENGTH)
+        raise RowError(E_BAD_LENGTH)
     if p[node][C_FLAGS] & F_VERBATIM:
         return size
     return 4 + rk + rv
@@ -387,7 +387,7 @@ _MIGRATE = {R_ROW: _migrate_row, R_ARRAY: _migrate_array, R_MAP: _migrate_map}
 
 
 
-def _entry_row(v: _Bin, i: int) -> tuple[int, int, int]:
+def _entry_row(v: BinView, i: int) -> tuple[int, int, int]:
     code, s, e = v.entry(i)
     if code != E_OK:
         return code, 0, 0
@@ -405,7 +405,7 @@ def _entry_row(v: _Bin, i: int) -> tuple[int, int, int]:
 
 
 
-def _prog_matrix(prog: Any) -> np.ndarray:
+def prog_matrix(prog: Any) -> np.ndarray:
     m = np.asarray(prog, dtype=np.int64)
     if m.ndim != 2 or m.shape[1] != NCOL or m.shape[0] < 1:
         raise ValueError("bad row program")
@@ -422,8 +422,8 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
     ``machine_code`` is accepted for the shared signature and unused: plan machine code
     (``statemorph.kernels.jit``) is called by the compiled kernel only."""
     check_outputs("migrate_run", out_off, out_data, start, stop, pos)
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    x = _RowCtx(_prog_matrix(prog), v.data)
+    v = BinView(offsets, data, validity, offset, wide, stop)
+    x = _RowCtx(prog_matrix(prog), v.data)
     out = memoryview(out_data).cast("B")
     verbatim = x.p[0][C_FLAGS] & F_VERBATIM
     status = 0
@@ -435,7 +435,7 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
             if code == E_OK:
                 try:
                     r = _check_row(x, 0, base, size)
-                except _RowError as e:
+                except RowError as e:
                     code = e.code
                 else:
                     need = (size if verbatim else r) + 4
@@ -476,14 +476,14 @@ def _row_header(x: _RowCtx, node: int, base: int, size: int, arity: int) -> int:
     ow = _null_bits_size(arity)
     if size < ow + 8 * arity:
         x.err_node = node
-        raise _RowError(E_TRUNCATED)
+        raise RowError(E_TRUNCATED)
     if x.d[base] > 3:
         x.err_node = node
-        raise _RowError(E_BAD_HEADER)
+        raise RowError(E_BAD_HEADER)
     bits = int.from_bytes(x.d[base:base + ow], "little") >> 8
     if bits >> arity:
         x.err_node = node
-        raise _RowError(E_BAD_HEADER)
+        raise RowError(E_BAD_HEADER)
     x.spend(node, arity + 1)
     return bits
 
@@ -537,7 +537,7 @@ def _put_value(o: _Out, k: int, i: int, d: bytes, slot: int) -> None:
     """Twin of ``put_value``: value i of a fixed-width column from its slot."""
     if k == R_BOOL:
         if d[slot]:
-            _set_bit(o.vals, i)
+            bit_set(o.vals, i)
     elif k == R_DEC_COMPACT:
         v64 = struct.unpack_from("<q", d, slot)[0]
         o.vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
@@ -610,13 +610,13 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
 
 def _decode_map(x: _RowCtx, outs: list[_Out], m: int, base: int) -> None:
     """Twin of the kernel's ``decode_map``: append a validated map's keys and values to the element
-    columns of its key and value arrays; raises _RowError(HAND_BACK) / _Full."""
+    columns of its key and value arrays; raises RowError(HAND_BACK) / _Full."""
     p, d = x.p, x.d
     kn = m + 1
     kb = struct.unpack_from("<i", d, base)[0]
     if keys_suspect(d, base + 4, p[kn + 1][C_KIND]):
         x.err_node = m
-        raise _RowError(HAND_BACK)
+        raise RowError(HAND_BACK)
     _decode_array(x, outs, kn, base + 4)
     _decode_array(x, outs, p[kn][C_END], base + 4 + kb)
 
@@ -625,7 +625,7 @@ def _decode_map(x: _RowCtx, outs: list[_Out], m: int, base: int) -> None:
 
 def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i: int) -> None:
     """Twin of the kernel's ``decode_row``: validate (``check_row``'s checks, in its order) and
-    scatter into row i; raises _RowError / _Full, leaving partial outputs for the rollback."""
+    scatter into row i; raises RowError / _Full, leaving partial outputs for the rollback."""
     p, d = x.p, x.d
     arity = p[node][C_ARITY]
     ow = _null_bits_size(arity)
@@ -638,14 +638,14 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
             c = p[c][C_END]
             continue
         o = outs[c]
-        _set_bit(o.valid, i)
+        bit_set(o.valid, i)
         o.count += 1
         slot = base + ow + 8 * j
         if k in (R_DEC_BIG, R_TS_BIG):
             code = _decode_big(x, o, k, p[c][C_LIMIT], i, slot, base, ofixed, size)
             if code != E_OK:
                 x.err_node = c
-                raise _RowError(code)
+                raise RowError(code)
             c = p[c][C_END]
             continue
         if k not in (R_STR, R_BIN, R_ROW, R_ARRAY, R_MAP):
@@ -658,14 +658,14 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
             code = _inline_check(d, slot, raw, k)
             if code != E_OK:
                 x.err_node = c
-                raise _RowError(code)
+                raise RowError(code)
             n = mark & 0x7F
             at = slot
         else:
             off, n = raw >> 32, raw & 0xFFFFFFFF
             if off < ofixed or off + n > size:
                 x.err_node = c
-                raise _RowError(E_BAD_OFFSET)
+                raise RowError(E_BAD_OFFSET)
             if k == R_ROW:
                 _decode_row(x, outs, c, base + off, n, i)
                 c = p[c][C_END]
@@ -682,7 +682,7 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
                 continue
             if k == R_STR and not _utf8_ok(d[base + off:base + off + n]):
                 x.err_node = c
-                raise _RowError(E_BAD_UTF8)
+                raise RowError(E_BAD_UTF8)
             at = base + off
         if n > o.scap - o.spos:
             raise _Full
@@ -695,7 +695,7 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
 
 def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
     """Twin of the kernel's ``decode_array``: append a validated array's elements to the element
-    column of ARRAY node ``a``; raises _Full (or _RowError from a map below)."""
+    column of ARRAY node ``a``; raises _Full (or RowError from a map below)."""
     p, d = x.p, x.d
     arr, el = outs[a], outs[a + 1]
     k = p[a + 1][C_KIND]
@@ -709,7 +709,7 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
     for j in range(n):
         ei = first + j
         if not d[base + 4 + (j >> 3)] >> (j & 7) & 1:
-            _set_bit(el.valid, ei)
+            bit_set(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
             if k in (R_ROW, R_ARRAY, R_MAP):
@@ -765,8 +765,8 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
     """One-pass decode (twin of the compiled kernel): validate and scatter each entry; returns
     ``(next_row, status)`` (``next_row < stop``: bad entry with ``status`` < 0, or full buffer).
     ``machine_code``: as for ``migrate_run``, accepted and unused."""
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    x = _RowCtx(_prog_matrix(prog), v.data)
+    v = BinView(offsets, data, validity, offset, wide, stop)
+    x = _RowCtx(prog_matrix(prog), v.data)
     p = x.p
     nnodes = p[0][C_END]
     if len(outs) != nnodes or len(counts) < nnodes or len(spos) < nnodes or start < 0:
@@ -799,12 +799,12 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
                 x.budget = size
                 try:
                     _decode_row(x, os_, 0, base, size, i)
-                except (_RowError, _Full) as e:
+                except (RowError, _Full) as e:
                     for c in range(1, nnodes):
                         o = os_[c]
                         lo, hi = (os_[arr[c]].sstart, os_[arr[c]].spos) if elem[c] else (i, i + 1)
                         for j in range(lo, hi):
-                            if _bit(o.valid, j):
+                            if bit_get(o.valid, j):
                                 o.valid[j >> 3] &= ~(1 << (j & 7)) & 0xFF
                                 o.count -= 1
                             if p[c][C_KIND] == R_BOOL:
@@ -817,7 +817,7 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
             if code != E_OK:
                 status = encode_err(code, x.err_node)
             else:
-                _set_bit(os_[0].valid, i)
+                bit_set(os_[0].valid, i)
                 os_[0].count += 1
         for o in rowpos:
             o.offs[i + 1] = o.spos
@@ -834,7 +834,7 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
 
 
 
-class _Cols:
+class ArrowColumns:
     """The Arrow input columns, one per program node: (validity, values, offsets, element offset,
     wide, length). An ARRAY's offsets are its list offsets, bounded by its element column's length."""
 
@@ -852,7 +852,7 @@ class _Cols:
 
     def valid(self, c: int, i: int) -> bool:
         bits = self.cols[c][0]
-        return bits is None or _bit(bits, self.cols[c][3] + i)
+        return bits is None or bit_get(bits, self.cols[c][3] + i)
 
     def string(self, c: int, i: int) -> tuple[int, int]:
         """(start, length) of string / binary / list i of column c; (-1, 0) if the offsets are bad."""
@@ -866,14 +866,14 @@ class _Cols:
 
 
 
-def _encode_str(cols: _Cols, c: int, i: int, buf: bytearray, slot: int, room: int, err: list[int]) -> None:
+def _encode_str(cols: ArrowColumns, c: int, i: int, buf: bytearray, slot: int, room: int, err: list[int]) -> None:
     """Twin of the kernel's ``encode_str``: string / binary i of column c into ``buf[slot]``,
     inline up to 7 bytes, else appended (padded) to ``buf``, the var part."""
     vals = cols.cols[c][1]
     s, n = cols.string(c, i)
     if s < 0 or n > 0x7FFFFFFF:
         err[0] = c
-        raise _RowError(E_BAD_ARROW if s < 0 else E_TOO_LARGE)
+        raise RowError(E_BAD_ARROW if s < 0 else E_TOO_LARGE)
     if n <= 7:
         buf[slot:slot + n] = vals[s:s + n]
         buf[slot + 7] = 0x80 | n
@@ -900,7 +900,7 @@ def _encode_big(k: int, limit: int, vals: bytes, e: int, buf: bytearray, slot: i
     u = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
     if not -10 ** limit < u < 10 ** limit:
         err[0] = c
-        raise _RowError(E_TOO_LARGE)
+        raise RowError(E_TOO_LARGE)
     if 16 > room - len(buf):
         raise _Full
     n = ((u if u >= 0 else ~u).bit_length() + 8) // 8
@@ -941,9 +941,9 @@ def _decode_big(x: _RowCtx, o: _Out, k: int, limit: int, i: int, slot: int, base
 
 
 
-def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
+def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, room: int, err: list[int]) -> bytearray:
     """Twin of the kernel's ``encode_row``: validate row i and build its bytes in one walk, in
-    program order; raises _RowError (``err[0]`` = node) or _Full when it outgrows ``room``, at the
+    program order; raises RowError (``err[0]`` = node) or _Full when it outgrows ``room``, at the
     same points as the kernel."""
     arity = p[node][C_ARITY]
     nw = _null_bits_size(arity)
@@ -957,14 +957,14 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
         if not cols.valid(c, i):
             if p[c][C_FLAGS] & F_NOT_NULL:
                 err[0] = c
-                raise _RowError(E_NULL_NOT_ALLOWED)
-            _set_bit(buf, j + 8)
+                raise RowError(E_NULL_NOT_ALLOWED)
+            bit_set(buf, j + 8)
             c = p[c][C_END]
             continue
         _, vals, _, off, _ = cols.cols[c]
         e = off + i
         if k == R_BOOL:
-            buf[slot] = 1 if _bit(vals, e) else 0
+            buf[slot] = 1 if bit_get(vals, e) else 0
         elif k in (R_STR, R_BIN):
             _encode_str(cols, c, i, buf, slot, room, err)
         elif k in (R_ROW, R_ARRAY, R_MAP):
@@ -973,7 +973,7 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
             v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
             if not -p[c][C_LIMIT] < v < p[c][C_LIMIT]:  # more digits than DECIMAL(p, s) holds
                 err[0] = c
-                raise _RowError(E_TOO_LARGE)
+                raise RowError(E_TOO_LARGE)
             buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
         elif k in (R_DEC_BIG, R_TS_BIG):
             _encode_big(k, p[c][C_LIMIT], vals, e, buf, slot, room, c, err)
@@ -986,7 +986,7 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, e
 
 
 
-def _encode_nested(p: list[list[int]], cols: _Cols, c: int, i: int, buf: bytearray, slot: int, room: int,
+def _encode_nested(p: list[list[int]], cols: ArrowColumns, c: int, i: int, buf: bytearray, slot: int, room: int,
                    err: list[int]) -> None:
     """A ROW / ARRAY / MAP value (row or element i of node c) appended to ``buf``'s var part, padded
     to 8 (only a map's size is not a multiple of 8), its slot pointing at it."""
@@ -1001,7 +1001,7 @@ def _encode_nested(p: list[list[int]], cols: _Cols, c: int, i: int, buf: bytearr
 
 
 
-def _encode_map(p: list[list[int]], cols: _Cols, m: int, i: int, room: int, err: list[int]) -> bytearray:
+def _encode_map(p: list[list[int]], cols: ArrowColumns, m: int, i: int, room: int, err: list[int]) -> bytearray:
     """Twin of the kernel's ``encode_map``: the BinaryMapData of map i of a MAP column (its key and
     value arrays read the map's list offsets); HAND_BACK right after the keys, before any value is
     checked, since the reference drops the values of duplicate keys but the last."""
@@ -1011,22 +1011,22 @@ def _encode_map(p: list[list[int]], cols: _Cols, m: int, i: int, room: int, err:
     keys = _encode_array(p, cols, kn, i, room - 4, err)
     if keys_suspect(keys, 0, p[kn + 1][C_KIND]):
         err[0] = m
-        raise _RowError(HAND_BACK)
+        raise RowError(HAND_BACK)
     values = _encode_array(p, cols, p[kn][C_END], i, room - 4 - len(keys), err)
     return bytearray(struct.pack("<i", len(keys))) + keys + values
 
 
 
 
-def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int, err: list[int]) -> bytearray:
+def _encode_array(p: list[list[int]], cols: ArrowColumns, node: int, i: int, room: int, err: list[int]) -> bytearray:
     """Twin of the kernel's ``encode_array``: the BinaryArrayData of list i of an ARRAY column."""
     s, n = cols.string(node, i)
     if s < 0:
         err[0] = node
-        raise _RowError(E_BAD_ARROW)
+        raise RowError(E_BAD_ARROW)
     if n > 0x7FFFFFFF:
         err[0] = node
-        raise _RowError(E_TOO_LARGE)
+        raise RowError(E_TOO_LARGE)
     el = node + 1
     k = p[el][C_KIND]
     es = _ELEM_SIZE.get(k, 8)
@@ -1041,18 +1041,18 @@ def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int,
         if not cols.valid(el, ei):
             if p[el][C_FLAGS] & F_NOT_NULL:
                 err[0] = el
-                raise _RowError(E_NULL_NOT_ALLOWED)
-            _set_bit(buf, 32 + j)
+                raise RowError(E_NULL_NOT_ALLOWED)
+            bit_set(buf, 32 + j)
             continue
         slot = header + j * es
         e = off + ei
         if k == R_BOOL:
-            buf[slot] = 1 if _bit(vals, e) else 0
+            buf[slot] = 1 if bit_get(vals, e) else 0
         elif k == R_DEC_COMPACT:
             v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
             if not -p[el][C_LIMIT] < v < p[el][C_LIMIT]:
                 err[0] = el
-                raise _RowError(E_TOO_LARGE)
+                raise RowError(E_TOO_LARGE)
             buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
         elif k in (R_STR, R_BIN):
             _encode_str(cols, el, ei, buf, slot, room, err)
@@ -1061,7 +1061,7 @@ def _encode_array(p: list[list[int]], cols: _Cols, node: int, i: int, room: int,
         else:
             buf[slot:slot + es] = vals[es * e:es * e + es]
             if k in (R_F32, R_F64) and math.isnan(struct.unpack_from("<f" if k == R_F32 else "<d", buf, slot)[0]):
-                buf[slot:slot + es] = _NAN_F32[::-1] if k == R_F32 else _NAN_F64[::-1]  # Java's canonical NaN
+                buf[slot:slot + es] = JAVA_NAN_F32[::-1] if k == R_F32 else JAVA_NAN_F64[::-1]  # Java's canonical NaN
     return buf
 
 
@@ -1073,10 +1073,10 @@ def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, 
     ``out_data[pos]``; returns ``(next_row, pos, status, written)`` (``next_row < stop``: bad entry
     with ``status`` < 0, or full buffer). ``machine_code``: as for ``migrate_run``, accepted and
     unused."""
-    p = _prog_matrix(prog).tolist()
+    p = prog_matrix(prog).tolist()
     if len(cols) != p[0][C_END]:
         raise ValueError("one Arrow column per program node is required")
-    cc = _Cols(cols)
+    cc = ArrowColumns(cols)
     offs, owide = _offsets_out(out_off, stop)
     out = memoryview(out_data).cast("B")
     valid = memoryview(out_valid).cast("B")
@@ -1093,14 +1093,14 @@ def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, 
                 row = _encode_row(p, cc, 0, i, cap - pos - 4, err)
             except _Full:
                 break
-            except _RowError as e:
+            except RowError as e:
                 status = encode_err(e.code, err[0])
                 offs[i + 1] = pos
                 break
             out[pos:pos + 4] = struct.pack(">I", len(row))
             out[pos + 4:pos + 4 + len(row)] = row
             pos += 4 + len(row)
-            _set_bit(valid, i)
+            bit_set(valid, i)
             written += 1
         offs[i + 1] = pos
         i += 1

@@ -21,10 +21,10 @@ from .abi import (
     E_TRUNCATED,
     encode_err,
 )
-from .views import _Bin
+from .views import BinView
 
 
-def _utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
+def utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -39,7 +39,7 @@ def _utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
 
 def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                         out_off: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     first = -1
     for i in range(start, stop):
         out_off[i + 1] = 0
@@ -48,7 +48,7 @@ def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wid
         code, s, e = v.entry(i)
         enc = None
         if code == E_OK:
-            code, enc = _utf8_to_flink(v.data[s:e])
+            code, enc = utf8_to_flink(v.data[s:e])
         if enc is None:
             out_off[i + 1] = encode_err(code, -1)
             if first < 0:
@@ -62,7 +62,7 @@ def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wid
 
 def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                        out_off: Any, out_data: Any) -> None:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     out = memoryview(out_data).cast("B")
     for i in range(start, stop):
         a, b = int(out_off[i]), int(out_off[i + 1])
@@ -71,12 +71,12 @@ def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
         code, s, e = v.entry(i)
         if code != E_OK:
             continue
-        _, enc = _utf8_to_flink(v.data[s:e])
+        _, enc = utf8_to_flink(v.data[s:e])
         if enc is not None:
             out[a:b] = enc
 
 
-def _read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int]:
+def read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int]:
     """(code, value, next pos): Flink's 7-bit varint, at most 5 groups and at most ``limit``."""
     bad = E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
     v = shift = k = 0
@@ -107,7 +107,7 @@ def _flink_to_utf8(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool
 
 def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, bool, int]:
     """(code, utf-8 bytes, is_null, next position) for the StringValue at data[pos:], within e."""
-    code, n, pos = _read_varint(data, pos, e, 0x7FFFFFFF)
+    code, n, pos = read_varint(data, pos, e, 0x7FFFFFFF)
     if code != E_OK:
         return code, None, False, pos
     if n == 0:
@@ -118,13 +118,13 @@ def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, b
     out = bytearray()
     k = 0
     while k < count:
-        code, u, pos = _read_varint(data, pos, e, 0xFFFF)
+        code, u, pos = read_varint(data, pos, e, 0xFFFF)
         if code != E_OK:
             return code, None, False, pos
         k += 1
         if 0xD800 <= u < 0xDC00:
             if k < count:
-                code, u2, pos = _read_varint(data, pos, e, 0xFFFF)
+                code, u2, pos = read_varint(data, pos, e, 0xFFFF)
                 if code != E_OK:
                     return code, None, False, pos
                 if 0xDC00 <= u2 < 0xE000:
@@ -140,7 +140,7 @@ def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, b
 
 def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                         out_off: Any, status: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     first = -1
     for i in range(start, stop):
         out_off[i + 1] = 0
@@ -167,7 +167,7 @@ def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wid
 
 def string_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                        out_off: Any, status: Any, out_data: Any) -> None:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     out = memoryview(out_data).cast("B")
     for i in range(start, stop):
         a, b = int(out_off[i]), int(out_off[i + 1])
@@ -183,7 +183,7 @@ def string_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
 
 def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                       out_off: Any, out_data: Any) -> None:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     out = memoryview(out_data).cast("B")
     for i in range(start, stop):
         if not v.valid(i):
@@ -198,7 +198,7 @@ def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
 
 def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                        out_off: Any, status: Any, stop_at_error: bool) -> int:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     first = -1
     for i in range(start, stop):
         out_off[i + 1] = 0
@@ -231,7 +231,7 @@ def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide
 
 def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                       out_off: Any, status: Any, out_data: Any) -> None:
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     out = memoryview(out_data).cast("B")
     for i in range(start, stop):
         a, b = int(out_off[i]), int(out_off[i + 1])

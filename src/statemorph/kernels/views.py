@@ -13,19 +13,19 @@ import numpy as np
 from .abi import E_BAD_ARROW, E_OK
 
 
-def _bit(buf: Any, i: int) -> bool:
+def bit_get(buf: Any, i: int) -> bool:
     return bool(buf[i >> 3] >> (i & 7) & 1)
 
 
 
 
-def _set_bit(buf: Any, i: int) -> None:
+def bit_set(buf: Any, i: int) -> None:
     buf[i >> 3] |= 1 << (i & 7)
 
 
 
 
-class _Bin:
+class BinView:
     """An Arrow binary column, read entry by entry with the kernels' validation."""
 
     def __init__(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, stop: int) -> None:
@@ -38,7 +38,7 @@ class _Bin:
         self.offset = offset
 
     def valid(self, i: int) -> bool:
-        return self.bits is None or _bit(self.bits, self.offset + i)
+        return self.bits is None or bit_get(self.bits, self.offset + i)
 
     def entry(self, i: int) -> tuple[int, int, int]:
         """(code, start, end) of entry i."""
