@@ -21,7 +21,6 @@ import importlib
 import os
 import warnings
 from types import ModuleType, SimpleNamespace
-from typing import Any
 
 #: every kernel function and the module that holds it: ``statemorph.kernels.<module>`` compiled,
 #: ``statemorph.kernels.<module>_py`` its Python twin
@@ -97,12 +96,6 @@ def tier(name: str | None = None) -> SimpleNamespace:
 
 def native_available() -> bool:
     return "native" in _TIERS
-
-
-def __getattr__(name: str) -> Any:
-    if name in KERNEL_HOME:
-        return getattr(KERNELS, name)
-    raise AttributeError(name)
 
 
 __all__ = ["KERNELS", "KERNEL_HOME", "MODE", "MODULES", "TIER", "native_available", "tier"]

@@ -177,7 +177,8 @@ def compile_row_program(row_type: RowType) -> RowProgram:
 
 
 class NotByteRemappable(Exception):
-    """The plan needs more than slot remapping (rows inside arrays / maps): use the per-value path."""
+    """A schema pair whose migration no byte program expresses (raised by the flink-core Row, POJO and
+    Avro compilers): the column keeps the per-value path."""
 
 
 def compile_migration_program(plan: Any) -> RowProgram:
