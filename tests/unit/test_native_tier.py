@@ -102,3 +102,16 @@ def test_missing_modules(value: str, ok: bool) -> None:
     else:
         assert r.returncode != 0
         assert "STATEMORPH_NATIVE=1 but the compiled kernels did not load" in r.stderr
+
+
+@pytest.mark.skipif(not kernels.native_available(), reason="the compiled tier is not built here")
+@pytest.mark.parametrize("name", sorted(tiers.KERNEL_HOME))
+def test_twin_has_the_compiled_signature(name: str) -> None:
+    """Each compiled kernel and its Python twin (``kernels/<module>_py.py``) take the same parameters,
+    in the same order, under the same names."""
+    import inspect
+
+    home = tiers.KERNEL_HOME[name]
+    compiled = getattr(importlib.import_module(f"statemorph.kernels.{home}"), name)
+    twin = getattr(importlib.import_module(f"statemorph.kernels.{home}_py"), name)
+    assert list(inspect.signature(compiled).parameters) == list(inspect.signature(twin).parameters)

@@ -55,10 +55,7 @@ from .plans.corerow import STRING_KINDS
 from .primitives_py import java_be
 from .rowdata_py import ArrowColumns, RowError
 from .strings_py import read_flink_utf8, utf8_to_flink
-from .views import BinView, bit_get, bit_set
-
-MAX32 = (1 << 31) - 1
-"""Largest int32 Arrow offset: a narrow output that would pass it asks the caller to widen."""
+from .views import MAX32, BinView, bit_get, bit_set
 
 
 def _mask_len(p: list[list[int]], node: int) -> tuple[int, int]:
@@ -304,4 +301,4 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
     return stop, 0, -1
 
 
-__all__ = ["MAX32", "corerow_decode", "corerow_encode"]
+__all__ = ["corerow_decode", "corerow_encode"]

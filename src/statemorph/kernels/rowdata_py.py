@@ -72,7 +72,7 @@ from .abi import (
 )
 from .plans import ARROW_KINDS, ARROW_WIDTH
 from .primitives_py import JAVA_NAN_F32, JAVA_NAN_F64
-from .views import BinView, bit_get, bit_set, check_outputs
+from .views import MAX32, BinView, bit_get, bit_set, check_outputs
 
 # ---------------------------------------------------------------------------------- row kernels
 _U64 = struct.Struct("<Q")
@@ -459,7 +459,6 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
 
 
 
-_MAX32 = (1 << 31) - 1
 
 
 
@@ -521,7 +520,7 @@ class _Out:
             self.offs, self.wide = _offsets_out(offs, 0)
             self.cap = min(self.cap, len(self.offs) - 1)
             self.sdata = memoryview(sdata).cast("B")
-            self.scap = len(self.sdata) if self.wide else min(len(self.sdata), _MAX32)
+            self.scap = len(self.sdata) if self.wide else min(len(self.sdata), MAX32)
             if not 0 <= spos <= self.scap:
                 raise ValueError("decode_run: string position outside its buffer")
         elif kind in ARROW_KINDS and kind != R_ROW:
@@ -780,7 +779,7 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
     x.metered = any(row[C_KIND] == R_ARRAY for row in p)
     for c in range(1, nnodes):
         if p[c][C_KIND] == R_ARRAY:
-            os_[c].scap = (1 << 63) - 1 if os_[c].wide else _MAX32  # lowered to its columns' room below
+            os_[c].scap = (1 << 63) - 1 if os_[c].wide else MAX32  # lowered to its columns' room below
         if elem[c]:
             os_[arr[c]].scap = min(os_[arr[c]].scap, os_[c].cap)
             if not 0 <= os_[arr[c]].spos <= os_[c].cap:
@@ -1080,7 +1079,7 @@ def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, 
     offs, owide = _offsets_out(out_off, stop)
     out = memoryview(out_data).cast("B")
     valid = memoryview(out_valid).cast("B")
-    cap = len(out) if owide else min(len(out), _MAX32)
+    cap = len(out) if owide else min(len(out), MAX32)
     if start < 0 or pos < 0 or pos > len(out) or len(valid) < (stop + 7) // 8:
         raise ValueError("encode_run: output arrays shorter than the rows")
     i, status, written = start, 0, 0

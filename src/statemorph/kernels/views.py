@@ -12,6 +12,9 @@ import numpy as np
 
 from .abi import E_BAD_ARROW, E_OK
 
+MAX32 = (1 << 31) - 1
+"""Largest int32 Arrow offset: a narrow (int32-offset) output that would pass it is widened."""
+
 
 def bit_get(buf: Any, i: int) -> bool:
     return bool(buf[i >> 3] >> (i & 7) & 1)
