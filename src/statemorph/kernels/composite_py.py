@@ -1,8 +1,9 @@
-"""POJO (``PojoSerializer``) migration, byte to byte: the program compiler and the Python twin of
-``pojo_migrate_run`` in ``_native/composite.pyx`` (same arguments, same effect on the output buffers).
+"""Python twin of ``_native/composite.pyx``: flink-core ``Row`` (``core_row_sizes`` /
+``core_row_fill``) and POJO (``pojo_migrate_run``) migration, byte to byte, with the same arguments
+and the same effect on the output buffers. Programs: :mod:`statemorph.kernels.plans.composite`.
 
 A POJO value is ``flags ‖ for each field in byte order: null flag ‖ [field bytes]``
-(flink-formats.md §2.10). Migrating it between compatible schemas (fields added, removed,
+(as ``serializers/pojo.py`` writes it). Migrating it between compatible schemas (fields added, removed,
 reordered by name, nested POJOs evolving the same way) moves whole fields: kept fields are copied
 in the new order, removed ones are validated and skipped, added ones get the bytes the per-value
 reference writes for them (null flag ``01``, or ``00`` and the dataclass default). Fields are

@@ -1,9 +1,10 @@
-"""flink-core ``Row`` (``RowSerializer``) ↔ Arrow struct columns: the program compiler and the
-Python twins of ``_native/corerow.pyx`` (same names, arguments and effect on the output buffers).
+"""flink-core ``Row`` (``RowSerializer``) ↔ Arrow struct columns: the Python twins of
+``_native/corerow.pyx`` (same names, arguments and effect on the output buffers); their program
+comes from :mod:`statemorph.kernels.plans.corerow`.
 
-Format (flink-formats.md §2.9): ``MASK ‖ non-null fields``. The mask is MSB-first over
-``[kind bit 0, kind bit 1,] field 0 .. field n-1`` (the two RowKind bits only when the serializer
-``supports_row_kind``), zero-padded to whole bytes; fields are in their DataStream formats
+Format (as ``RowSerializer`` in ``serializers/tuples.py`` writes it): ``MASK ‖ non-null fields``.
+The mask is MSB-first over ``[kind bit 0, kind bit 1,] field 0 .. field n-1`` (the two RowKind
+bits only when the serializer ``supports_row_kind``), zero-padded to whole bytes; fields are in their DataStream formats
 (big-endian primitives, ``StringValue`` strings, i32-length ``byte[]``, nested rows the same way).
 
 Arrow side: the struct :func:`statemorph._arrow_values.arrow_type_for` gives, as the per-value path

@@ -4,7 +4,7 @@
 Why a byte program: Avro's schema resolution is a walk of the writer's bytes driven by the
 (writer, reader) schema pair alone, so it compiles once into a flat table of ops; the kernel then
 rewrites every entry without a Python object. The ops mirror what the per-value reference does
-(decode with the old schema, ``_avro_resolve`` transform, encode with the new one; flink-formats.md
+(decode with the old schema, ``_avro_resolve`` transform, encode with the new one; ``serializers/avro.py``
 §2.11 for the bytes), including its re-encodings: a boolean byte other than 0 becomes ``01``, every
 NaN becomes the canonical NaN, arrays and maps are re-emitted as one block (``VARLEN(count)`` ‖
 items ‖ ``00``, or just ``00``), removed fields are still validated (the reference decodes them),
