@@ -104,7 +104,7 @@ def test_missing_modules(value: str, ok: bool) -> None:
         assert "STATEMORPH_NATIVE=1 but the compiled kernels did not load" in r.stderr
 
 
-@pytest.mark.skipif(not kernels.native_available(), reason="the compiled tier is not built here")
+@pytest.mark.skipif(not kernels.native_available(), reason="the compiled tier is not loaded")
 @pytest.mark.parametrize("name", sorted(tiers.KERNEL_HOME))
 def test_twin_has_the_compiled_signature(name: str) -> None:
     """Each compiled kernel and its Python twin (``kernels/<module>_py.py``) take the same parameters,
