@@ -2,7 +2,7 @@
 """Avro (``AvroSerializer``) migration, byte to byte: one pass over each entry that validates the
 writer's value and writes the reader's, driven by a program compiled once per schema pair.
 
-Program, ops and the reasons behind them: ``statemorph.serializers._batch_avro`` (which also holds
+Program, ops and the reasons behind them: ``statemorph.kernels.avro_py`` (which also holds
 the Python twin, ``avro_migrate_run`` with the same arguments and the same effect). The walk is
 recursive over the program (its depth is the schema's, which is not recursive); every read goes
 through the bounds-checked Cursor; block counts are checked against the bytes left (or, for
@@ -15,54 +15,15 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, qsort, realloc
 from libc.string cimport memcmp, memcpy, memmove
 
-from smbytes cimport *
-from smstrings cimport put_varlen, utf8_next, varlen_size
+from cursor cimport *
+from stringvalue cimport put_varlen, utf8_next, varlen_size
 
 import numpy as np
 
 __statemorph_native__ = True
 
-cdef enum:
-    NCOL = 8
-    C_OP = 0
-    C_EMIT = 1
-    C_A = 2
-    C_B = 3
-    C_C = 4
-    C_D = 5
-    C_E = 6
-    C_UNION = 7
-
-cdef enum:
-    O_HEAD = 0
-    O_NULL = 1
-    O_BOOL = 2
-    O_INT = 3
-    O_LONG = 4
-    O_FLOAT = 5
-    O_DOUBLE = 6
-    O_BLOB = 7
-    O_FIXED = 8
-    O_ENUM = 9
-    O_UNION = 10
-    O_ARRAY = 11
-    O_MAP = 12
-    O_RECORD = 13
-
-cdef enum:
-    W_SKIP = 0
-    W_I32 = 1
-    W_I64 = 2
-    W_F32 = 3
-    W_F64 = 4
-    W_VALUE = 5
-    W_BOOL = 6
-    W_UTF8 = 7
-    W_TREE = 8
-
-cdef enum:  # this kernel's own error codes (_batch.ERROR_MESSAGES has them too)
-    E_AVRO_INDEX = 40     # enum / union index out of range
-    E_AVRO_RANGE = 41     # logical date / time / timestamp value out of range
+# program columns (C_*), ops (O_*), emit modes (W_*): generated from statemorph.kernels.abi
+include "abi_avro.pxi"
 
 cdef int64_t SATURATED = (<int64_t>1) << 62
 
@@ -222,7 +183,7 @@ cdef int push_key(AvWalk* s, const uint8_t* p, int64_t n) noexcept nogil:
         cap = 2 * s.kcap + 64
         grown = <KeySpan*>realloc(s.keys, cap * sizeof(KeySpan))
         if grown == NULL:
-            return E_REROUTE  # no memory for the check: the per-value path decides
+            return HAND_BACK  # no memory for the check: the per-value path decides
         s.keys = grown
         s.kcap = cap
     s.keys[s.nkeys].p = p
@@ -263,7 +224,7 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
                     return fail(s, E_BAD_UTF8, node)
                 if emit:
                     if push_key(s, c.base + c.pos, n) != E_OK:
-                        return fail(s, E_REROUTE, node)
+                        return fail(s, HAND_BACK, node)
                     put_span(&s.w, c.base + c.pos - 4, 4 + n)
                 c.pos += n
             code = av_value(s, child, c, emit)
@@ -277,7 +238,7 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
             qsort(s.keys + key_base, total, sizeof(KeySpan), span_cmp)
             for k in range(key_base + 1, key_base + total):
                 if span_cmp(&s.keys[k - 1], &s.keys[k]) == 0:
-                    return fail(s, E_REROUTE, node)
+                    return fail(s, HAND_BACK, node)
         s.nkeys = key_base
     if total > <int64_t>0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
         return fail(s, E_TOO_LARGE, node)
@@ -416,7 +377,7 @@ cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
         if code != E_OK:
             return code
         if (row[C_A] or (emit and row[C_EMIT] == W_UTF8)) and not utf8_ok(c.base, c.pos, c.pos + v32):
-            return fail(s, E_BAD_UTF8 if row[C_A] else E_REROUTE, node)
+            return fail(s, E_BAD_UTF8 if row[C_A] else HAND_BACK, node)
         if emit:
             put_span(&s.w, c.base + c.pos - 4, 4 + v32)
         c.pos += v32

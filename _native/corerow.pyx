@@ -12,30 +12,22 @@ bad row or at the first row that does not fit its buffer and says which; the cal
 error or grows the buffer and calls again from there, so clean input needs no status array.
 
 The program (int64 matrix, pre-order, 8 columns: KIND, POS, END, ARITY, -, -, FLAGS, WIDTH), the
-contract of both functions and their Python twins are in ``statemorph.serializers._batch_corerow``.
+contract of both functions and their Python twins are in ``statemorph.kernels.corerow_py``.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
-from smbytes cimport *
-from smstrings cimport *
+from cursor cimport *
+from stringvalue cimport *
 
 __statemorph_native__ = True
 
+# program columns, kinds and flags: generated from statemorph.kernels.abi
+include "abi_corerow.pxi"
+
 cdef enum:
-    K_STR = 9
-    K_BYTES = 10
-    K_ROW = 11
-    C_KIND = 0
-    C_POS = 1
-    C_END = 2
-    C_ARITY = 3
-    C_FLAGS = 6
-    C_WIDTH = 7
-    NCOL = 8
-    F_ROW_KIND = 1
     E_FULL = 1000            # internal: the row does not fit the output buffer
 
 cdef int64_t MAX32 = 2147483647

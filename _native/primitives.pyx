@@ -2,7 +2,7 @@
 """Fixed-width DataStream primitives (Flink's big-endian ``IntSerializer``, ``LongSerializer`` ...)
 between Arrow columns and binary columns of serialized values.
 
-Contract (mirrored line by line by ``statemorph.serializers._batch``):
+Contract (mirrored line by line by ``statemorph.kernels.primitives_py``):
 
 - ``fixed_encode(kind, values, validity, offset, start, stop, out_off, out_data)``: rows
   ``start..stop`` of an Arrow fixed-width column (``values`` buffer, bit-packed for BOOLEAN) are
@@ -10,14 +10,14 @@ Contract (mirrored line by line by ``statemorph.serializers._batch``):
   is empty and the caller marks it null). Float/double NaNs are canonicalised as Java does.
 - ``fixed_decode(kind, offsets, data, validity, offset, wide, start, stop, out_values, status,
   stop_at_error)``: each valid entry must be exactly the value width; values land little-endian in
-  ``out_values``. ``status[i]`` is 0 or an encoded error (see ``_native.decode_status``). Returns
+  ``out_values``. ``status[i]`` is 0 or an encoded error (see ``kernels.abi.decode_err``). Returns
   the first bad row, or -1.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from smbytes cimport *
+from cursor cimport *
 
 __statemorph_native__ = True
 

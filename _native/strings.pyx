@@ -10,14 +10,14 @@ Every function is a two-pass half: ``*_sizes`` validates and writes each row's o
 ``out_off[i + 1]`` (status for bad rows: ``encode_err``; 0-size for nulls), ``*_fill`` writes
 rows at the exclusive prefix sums the caller computed. ``status[i] = 1`` marks a row whose value
 is null in the source format (Flink's null string ``00``): the caller makes it an Arrow null.
-The same contract, as plain Python, is ``statemorph.serializers._batch``.
+The same contract, as plain Python, is ``statemorph.kernels.strings_py``.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from smbytes cimport *
-from smstrings cimport *
+from cursor cimport *
+from stringvalue cimport *
 
 __statemorph_native__ = True
 

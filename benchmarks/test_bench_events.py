@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from statemorph import _native, arrow
+from statemorph import arrow, kernels
 from statemorph.migration import migrate_bytes
 
 from .conftest import Events, record, record_external
@@ -33,7 +33,7 @@ def test_encode_native(benchmark: Any, events: Events, threads: int) -> None:
     out = benchmark.pedantic(arrow.encode, args=(events.struct, events.so), kwargs={"threads": threads},
                              rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == events.n
-    record(f"encode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+    record(f"encode native threads={threads}", benchmark, events.n, tier=kernels.TIER)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -41,7 +41,7 @@ def test_decode_native(benchmark: Any, events: Events, threads: int) -> None:
     out = benchmark.pedantic(arrow.decode, args=(events.old_bytes, events.so), kwargs={"threads": threads},
                              rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == events.n
-    record(f"decode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+    record(f"decode native threads={threads}", benchmark, events.n, tier=kernels.TIER)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -50,7 +50,7 @@ def test_migrate_native(benchmark: Any, events: Events, threads: int) -> None:
                              kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == events.n
     mb = events.old_bytes.buffers()[2].size / 1e6
-    record(f"migrate native threads={threads}", benchmark, events.n, tier=_native.TIER, input_MB=round(mb, 1))
+    record(f"migrate native threads={threads}", benchmark, events.n, tier=kernels.TIER, input_MB=round(mb, 1))
 
 
 @pytest.mark.parametrize("op", ["encode", "decode", "migrate"])
@@ -63,7 +63,7 @@ def test_native_interpreter(benchmark: Any, events: Events, op: str, monkeypatch
                 "migrate": (arrow.migrate, (events.old_bytes, events.snapshot, events.sn))}[op]
     out = benchmark.pedantic(fn, args=args, rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == events.n
-    record(f"{op} native interpreter (no machine code) threads=1", benchmark, events.n, tier=_native.TIER)
+    record(f"{op} native interpreter (no machine code) threads=1", benchmark, events.n, tier=kernels.TIER)
 
 
 def test_memcpy_floor(benchmark: Any, events: Events) -> None:
@@ -190,7 +190,7 @@ def test_migrate_reference(benchmark: Any, events: Events) -> None:
 
 def test_migrate_python_kernel_tier(benchmark: Any, events: Events, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same bulk API on the Python kernel twins (``STATEMORPH_NATIVE=0``)."""
-    monkeypatch.setattr(_native, "KERNELS", _native.tier("python"))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier("python"))
     sub = events.old_bytes.slice(0, SUBSAMPLE)
     benchmark.pedantic(arrow.migrate, args=(sub, events.snapshot, events.sn), rounds=3, iterations=1)
     record("migrate python kernel tier", benchmark, SUBSAMPLE)
@@ -288,7 +288,7 @@ def test_core_row_encode_native(benchmark: Any, events: Events, threads: int) ->
     out = benchmark.pedantic(arrow.encode, args=(events.struct, _core_events()), kwargs={"threads": threads},
                              rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == events.n
-    record(f"core Row encode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+    record(f"core Row encode native threads={threads}", benchmark, events.n, tier=kernels.TIER)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -296,7 +296,7 @@ def test_core_row_decode_native(benchmark: Any, events: Events, core_bytes: pa.B
     out = benchmark.pedantic(arrow.decode, args=(core_bytes, _core_events()), kwargs={"threads": threads},
                              rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == events.n
-    record(f"core Row decode native threads={threads}", benchmark, events.n, tier=_native.TIER)
+    record(f"core Row decode native threads={threads}", benchmark, events.n, tier=kernels.TIER)
 
 
 def test_core_row_encode_per_value(benchmark: Any, events: Events, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -348,7 +348,7 @@ def test_pojo_migrate_native(benchmark: Any, pojo_bytes: pa.Array, threads: int)
     out = benchmark.pedantic(arrow.migrate, args=(pojo_bytes, old.snapshot_configuration(), new),
                              kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == len(pojo_bytes)
-    record(f"POJO migrate native threads={threads}", benchmark, len(pojo_bytes), tier=_native.TIER)
+    record(f"POJO migrate native threads={threads}", benchmark, len(pojo_bytes), tier=kernels.TIER)
 
 
 def test_pojo_migrate_per_value(benchmark: Any, pojo_bytes: pa.Array) -> None:
@@ -403,13 +403,13 @@ def test_avro_migrate_native(benchmark: Any, avro_bytes: pa.Array, threads: int)
     out = benchmark.pedantic(arrow.migrate, args=(avro_bytes, old.snapshot_configuration(), new),
                              kwargs={"threads": threads}, rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == len(avro_bytes)
-    record(f"Avro migrate native threads={threads}", benchmark, len(avro_bytes), tier=_native.TIER)
+    record(f"Avro migrate native threads={threads}", benchmark, len(avro_bytes), tier=kernels.TIER)
 
 
 def test_avro_migrate_python_kernel_tier(benchmark: Any, avro_bytes: pa.Array,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The same bulk API on the Python twin of the Avro kernel (``STATEMORPH_NATIVE=0``)."""
-    monkeypatch.setattr(_native, "KERNELS", _native.tier("python"))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier("python"))
     old, new = _avro_serializers()
     sub = avro_bytes.slice(0, SUBSAMPLE)
     benchmark.pedantic(arrow.migrate, args=(sub, old.snapshot_configuration(), new), rounds=3, iterations=1)

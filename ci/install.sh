@@ -18,6 +18,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q ".[test,bench]"
-.venv/bin/python -c "import statemorph, statemorph._native as n; print('statemorph', statemorph.__version__, 'native tier:', n.TIER)"
+.venv/bin/python -c "import statemorph, statemorph.kernels as n; print('statemorph', statemorph.__version__, 'native tier:', n.TIER)"
 # the real-Flink savepoint generator and restore checker (throwaway venv for the jars, never .venv)
 ci/flink/setup.sh

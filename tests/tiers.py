@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from statemorph import _native
+from statemorph import kernels
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
+TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 
 
 def on_tiers(fn: Any) -> dict[str, Any]:
     """``fn()`` once per tier, the selected kernels restored afterwards: tier name → result."""
-    saved = _native.KERNELS
+    saved = kernels.KERNELS
     out: dict[str, Any] = {}
     try:
         for name in TIERS:
-            _native.KERNELS = _native.tier(name)
+            kernels.KERNELS = kernels.tier(name)
             out[name] = fn()
     finally:
-        _native.KERNELS = saved
+        kernels.KERNELS = saved
     return out

@@ -3,7 +3,7 @@
 Why: a savepoint holds billions of entries; one Python object per entry is far too slow. This
 module is the only pyarrow-aware one. It normalises inputs (pyarrow arrays, chunked arrays, slices
 with offsets, binary and large_binary, read-only buffers, anything with ``__arrow_c_array__``),
-runs the kernels from :mod:`statemorph._native` (compiled, or the Python reference tier), either
+runs the kernels from :mod:`statemorph.kernels` (compiled, or the Python reference tier), either
 in two passes (sizes, then fill into exact-size buffers) or, for RowData encode / decode and
 migrate, in one pass into buffers sized from an upper bound, optionally on several threads (the
 compiled kernels release the GIL), and turns kernel error codes into typed errors naming the row
@@ -26,7 +26,7 @@ Which path a serializer takes:
   for every field type, remapping slots and copying var-part data; rows inside ARRAY / MAP that
   change shape take the per-row reference remap). With ``llvmlite`` installed, chunks of 8,192
   entries or more also run machine code compiled once per migrate plan / row type
-  (:mod:`statemorph._native.jit`: migrate of every plan with lowered ops; encode / decode of rows
+  (:mod:`statemorph.kernels.jit`: migrate of every plan with lowered ops; encode / decode of rows
   of primitives, strings and nested rows), which hands any entry it does not take to these kernels;
 - the DataStream primitives, ``StringSerializer`` and ``BytePrimitiveArraySerializer``:
   primitive / string kernels;
@@ -62,9 +62,8 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from . import _native
+from . import kernels
 from ._arrow_values import arrow_type_for, from_arrow_value, to_arrow_value
-from ._native import jit
 from .errors import (
     IncompatibleSchemaError,
     LocatedError,
@@ -75,10 +74,7 @@ from .errors import (
     TruncatedDataError,
 )
 from .io import DataInputDeserializer, DataOutputSerializer
-from .serializers import _batch as B
-from .serializers import _batch_avro as BA
-from .serializers import _batch_corerow as BC
-from .serializers import _batch_pojo as BP
+from .kernels import abi, jit, plans, primitives_py, rowdata_py
 from .types import (
     ArrayType,
     BigIntType,
@@ -242,17 +238,17 @@ def _run(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> list[A
         return list(pool.map(lambda r: fn(*r), ranges))
 
 
-def _make_error(status: int, row: int, paths: B.RowProgram | None, what: str) -> Any:
+def _make_error(status: int, row: int, paths: plans.RowProgram | None, what: str) -> Any:
     """A typed error for a kernel status: bad input bytes are a :class:`StateFormatError`; a value
     that cannot be written (encode) is a :class:`SerializationError`."""
-    code, node = B.decode_err(status)
+    code, node = abi.decode_err(status)
     path = paths.path(node) if paths is not None and node >= 0 else ""
     where = f"row {row}" + (f", field {path}" if path else "")
-    message = f"{what}: {where}: {B.ERROR_MESSAGES.get(code, f'error code {code}')}"
+    message = f"{what}: {where}: {abi.ERROR_MESSAGES.get(code, f'error code {code}')}"
     err: Exception
     if what.startswith("encode"):
         err = SerializationError(message)
-    elif code == B.E_TRUNCATED:
+    elif code == abi.E_TRUNCATED:
         err = TruncatedDataError(message)
     else:
         err = MalformedDataError(message)
@@ -284,7 +280,7 @@ def _per_row_error(e: Exception, row: int, what: str) -> StateFormatError:
 class _Errors:
     """Bad rows of one call: raise the first, or null them and (collect) report them."""
 
-    def __init__(self, on_error: str, what: str, prog: B.RowProgram | None) -> None:
+    def __init__(self, on_error: str, what: str, prog: plans.RowProgram | None) -> None:
         self.on_error = on_error
         self.what = what
         self.prog = prog
@@ -359,10 +355,10 @@ def _fixed_kind(serializer: Any) -> tuple[int, pa.DataType] | None:
     )
 
     table = (
-        (BooleanSerializer, B.K_BOOL, pa.bool_()), (ByteSerializer, B.K_I8, pa.int8()),
-        (ShortSerializer, B.K_I16, pa.int16()), (IntSerializer, B.K_I32, pa.int32()),
-        (LongSerializer, B.K_I64, pa.int64()), (FloatSerializer, B.K_F32, pa.float32()),
-        (DoubleSerializer, B.K_F64, pa.float64()),
+        (BooleanSerializer, abi.K_BOOL, pa.bool_()), (ByteSerializer, abi.K_I8, pa.int8()),
+        (ShortSerializer, abi.K_I16, pa.int16()), (IntSerializer, abi.K_I32, pa.int32()),
+        (LongSerializer, abi.K_I64, pa.int64()), (FloatSerializer, abi.K_F32, pa.float32()),
+        (DoubleSerializer, abi.K_F64, pa.float64()),
     )
     for cls, kind, at in table:
         if type(serializer) is cls:
@@ -377,10 +373,10 @@ def _is(serializer: Any, name: str) -> bool:
     return cls is not None and type(serializer) is cls
 
 
-def _row_program(serializer: Any, encode: bool = False) -> B.RowProgram | None:
+def _row_program(serializer: Any, encode: bool = False) -> plans.RowProgram | None:
     if not _is(serializer, "RowDataSerializer"):
         return None
-    prog = B.compile_row_program(serializer.row_type)
+    prog = plans.compile_row_program(serializer.row_type)
     return prog if (prog.encode_supported() if encode else prog.decode_supported()) else None
 
 
@@ -427,7 +423,7 @@ def encode(array: Any, serializer: Any, *, threads: int = 1, on_error: str = "ra
     Flink writes (null in → null out). Values the serializer refuses raise
     :class:`SerializationError` naming the row (or, with ``on_error``, become nulls)."""
     _check_on_error(on_error)
-    k = _native.KERNELS
+    k = kernels.KERNELS
     return _per_chunk(array, lambda a, base: _encode_chunk(k, a, serializer, threads, on_error, base), on_error)
 
 
@@ -441,7 +437,7 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     if fixed is not None:
         kind, at = fixed
         arr = _cast(arr, at, "encode")
-        w = B.kind_width(kind)
+        w = primitives_py.kind_width(kind)
         valid = _validity_bits(arr)
         validity, values = arr.buffers()[:2]
         validity = validity if arr.null_count else None
@@ -482,7 +478,7 @@ def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
         arr = _cast(arr, arrow_type(serializer.row_type), "encode")
         cols = _row_columns(arr, serializer.row_type, prog)
         return errors.result(_encode_rows(k, prog, cols, n, ranges, errors, base, arr, serializer))
-    elif (core := BC.compile_core_row_codec(serializer)) is not None \
+    elif (core := plans.compile_core_row_codec(serializer)) is not None \
             and (core_cols := _core_row_columns(arr, core)) is not None:
         return errors.result(_encode_core_rows(k, arr, core, core_cols, ranges, errors, base))
     else:
@@ -504,24 +500,24 @@ def _grow(buf: np.ndarray, keep: int, wide: bool) -> np.ndarray:
     return bigger
 
 
-def _encode_bound(prog: B.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
+def _encode_bound(prog: plans.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
     """Output bytes of entries ``s..e``, an upper bound for rows of primitives and strings: the
     length word and every row's fixed part per entry, plus each string's bytes rounded up to 8
     (at most its Arrow bytes + 7). With ARRAY fields it is a guess (the buffer grows)."""
     fixed = 4
     spans = []
     for row, (_, values, offs, off, wide, _) in zip(prog.matrix.tolist(), cols, strict=True):
-        if row[B.C_KIND] == B.R_ROW:
-            fixed += B._null_bits_size(row[B.C_ARITY]) + 8 * row[B.C_ARITY]
-        elif row[B.C_KIND] in (B.R_STR, B.R_BIN):
+        if row[abi.C_KIND] == abi.R_ROW:
+            fixed += rowdata_py._null_bits_size(row[abi.C_ARITY]) + 8 * row[abi.C_ARITY]
+        elif row[abi.C_KIND] in (abi.R_STR, abi.R_BIN):
             fixed += 7
             spans.append(_input_spans(offs, off, wide, len(memoryview(values).cast("B")), 0))
-        elif row[B.C_KIND] in (B.R_ARRAY, B.R_MAP):
+        elif row[abi.C_KIND] in (abi.R_ARRAY, abi.R_MAP):
             fixed += 16  # a guess only (elements are not rows): the buffer grows if it is short
     return lambda s, e: fixed * (e - s) + sum(span(s, e) for span in spans)
 
 
-def _encode_rows(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+def _encode_rows(k: Any, prog: plans.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
                  errors: _Errors, base: int, arr: pa.Array, serializer: Any) -> pa.Array:
     """RowData encode in one pass (``encode_run``): every range packs its entries into its own
     buffer, sized from :func:`_encode_bound` (so it never grows for rows of primitives and
@@ -537,7 +533,7 @@ def _encode_rows(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: li
     return settle.splice(out)
 
 
-def _encode_rows_with(k: Any, prog: B.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+def _encode_rows_with(k: Any, prog: plans.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
                       errors: _Errors, settle: _Settle, bound: Callable[[int, int], int], wide: bool) -> pa.Array:
     matrix = prog.matrix
     out_off: np.ndarray = np.empty(n + 1, dtype=np.int64 if wide else np.int32)
@@ -614,8 +610,8 @@ def _resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error
 
 
 def _rerouted(status: int) -> bool:
-    """An entry the kernels hand back to the reference serializer (``B.E_REROUTE``), not an error."""
-    return B.decode_err(status)[0] == B.E_REROUTE
+    """An entry the kernels hand back to the reference serializer (``abi.HAND_BACK``), not an error."""
+    return abi.decode_err(status)[0] == abi.HAND_BACK
 
 
 def _report(errors: _Errors, bad: list[tuple[int, int]], base: int,
@@ -629,7 +625,7 @@ def _report(errors: _Errors, bad: list[tuple[int, int]], base: int,
 
 class _Settle:
     """Settles a one-pass kernel's (row, status) pairs: entries rerouted to the reference
-    (``B.E_REROUTE``: maps with suspect keys) run through the per-value path, then every error,
+    (``abi.HAND_BACK``: maps with suspect keys) run through the per-value path, then every error,
     the kernel's and the reference's, is reported in row order. Runs before the output is built
     (in "raise" mode a kernel stops at the first error, leaving later rows unwritten);
     :meth:`splice` then puts the rerouted entries' results in."""
@@ -664,7 +660,7 @@ class _Settle:
 
 
 
-def _row_columns(arr: pa.Array, row_type: RowType, prog: B.RowProgram) -> list[Any]:
+def _row_columns(arr: pa.Array, row_type: RowType, prog: plans.RowProgram) -> list[Any]:
     """Per program node: (validity, values, offsets, element offset, wide, length) of its Arrow
     column. An ARRAY's column is its list offsets; its element column is the whole child array
     the offsets index (``ListArray.values``). A MAP's column is its validity; its key and value
@@ -794,7 +790,7 @@ def _encode_per_value(arr: pa.Array, serializer: Any, errors: _Errors, base: int
 def decode(binary_array: Any, serializer: Any, *, threads: int = 1, on_error: str = "raise") -> Any:
     """Deserialize every entry of a BinaryArray; an Arrow array of values (a StructArray for rows)."""
     _check_on_error(on_error)
-    k = _native.KERNELS
+    k = kernels.KERNELS
     return _per_chunk(binary_array, lambda a, base: _decode_chunk(k, a, serializer, threads, on_error, base),
                       on_error)
 
@@ -821,13 +817,13 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
 
     if fixed is not None:
         kind, at = fixed
-        w = B.kind_width(kind)
+        w = primitives_py.kind_width(kind)
         out = np.zeros(n * w, dtype=np.uint8)
         _run(ranges, lambda s, e: k.fixed_decode(kind, offsets, data, validity, offset, wide, s, e, out, status,
                                                  stop_at_error))
         bad = errors.from_status(status, base)
         vbuf, nulls = finish_valid(bad)
-        values = pa.py_buffer(np.packbits(out, bitorder="little")) if kind == B.K_BOOL else pa.py_buffer(out)
+        values = pa.py_buffer(np.packbits(out, bitorder="little")) if kind == abi.K_BOOL else pa.py_buffer(out)
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, values], null_count=nulls))
     if _is(serializer, "StringSerializer") or _is(serializer, "BytePrimitiveArraySerializer"):
         is_string = _is(serializer, "StringSerializer")
@@ -847,12 +843,12 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
             (pa.large_binary() if large else pa.binary())
         obuf = pa.py_buffer(out_off if large else out_off.astype(np.int32))
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(out_data)], null_count=nulls))
-    if (core := BC.compile_core_row_codec(serializer)) is not None:
+    if (core := plans.compile_core_row_codec(serializer)) is not None:
         return errors.result(_decode_core_rows(k, arr, serializer, core, ranges, errors, valid, base))
     return _decode_per_value(arr, serializer, errors, base)
 
 
-def _decode_rows(k: Any, serializer: Any, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
+def _decode_rows(k: Any, serializer: Any, prog: plans.RowProgram, n: int, ranges: list[tuple[int, int]],
                  errors: _Errors, base: int, src: tuple[Any, ...], arr: pa.Array) -> pa.Array:
     """RowData decode in one pass (``decode_run``): the kernel validates each entry and scatters it
     into per-node Arrow buffers (validity bits, values, int32 string / list offsets) and counts the
@@ -871,29 +867,29 @@ def _decode_rows(k: Any, serializer: Any, prog: B.RowProgram, n: int, ranges: li
     return settle.splice(out)
 
 
-def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ranges: list[tuple[int, int]],
+def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int, ranges: list[tuple[int, int]],
                       settle: _Settle, src: tuple[Any, ...], span: Callable[[int, int], int],
                       wide_str: bool) -> pa.Array:
     kinds = prog.kinds
     nnodes = len(kinds)
     nbytes = (n + 7) // 8
-    elem = [a >= 0 for a in B._arrays(prog.matrix.tolist())]
+    elem = [a >= 0 for a in rowdata_py._arrays(prog.matrix.tolist())]
     if any(elem):
         ranges = [(0, n)]  # element columns grow as they fill: one range
-    strs = [c for c in range(1, nnodes) if kinds[c] in (B.R_STR, B.R_BIN)]
+    strs = [c for c in range(1, nnodes) if kinds[c] in (abi.R_STR, abi.R_BIN)]
     bits = [np.zeros(nbytes, dtype=np.uint8) for _ in kinds]
     vals: list[Any] = [None] * nnodes
     soffs: list[Any] = [None] * nnodes
     for c in range(1, nnodes):
         if elem[c]:
             continue
-        if kinds[c] == B.R_BOOL:
+        if kinds[c] == abi.R_BOOL:
             vals[c] = np.zeros(nbytes, dtype=np.uint8)
-        elif kinds[c] in (B.R_STR, B.R_BIN, B.R_ARRAY):
+        elif kinds[c] in (abi.R_STR, abi.R_BIN, abi.R_ARRAY):
             soffs[c] = np.empty(n + 1, dtype=np.int64 if wide_str else np.int32)
             soffs[c][0] = 0
-        elif kinds[c] not in (B.R_ROW, B.R_MAP):
-            vals[c] = np.zeros(n * B._ARROW_WIDTH[kinds[c]], dtype=np.uint8)
+        elif kinds[c] not in (abi.R_ROW, abi.R_MAP):
+            vals[c] = np.zeros(n * plans.ARROW_WIDTH[kinds[c]], dtype=np.uint8)
     stop_at_error = settle.errors.on_error == "raise"
     code, extra = _machine_code(jit.decode_code, prog.matrix, k, n)  # hold ``code`` while the kernels run
 
@@ -904,11 +900,11 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
             if not elem[c]:
                 continue
             kd = kinds[c]
-            v = np.zeros((cap + 7) // 8 if kd == B.R_BOOL else cap * B._ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
+            v = np.zeros((cap + 7) // 8 if kd == abi.R_BOOL else cap * plans.ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
             o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) \
-                if kd in (B.R_STR, B.R_BIN, B.R_ARRAY) else None
+                if kd in (abi.R_STR, abi.R_BIN, abi.R_ARRAY) else None
             vbits = np.zeros((cap + 7) // 8, dtype=np.uint8)
-            new[c] = [vbits, v if kd not in (B.R_STR, B.R_BIN, B.R_ROW, B.R_ARRAY, B.R_MAP) else None, o]
+            new[c] = [vbits, v if kd not in (abi.R_STR, abi.R_BIN, abi.R_ROW, abi.R_ARRAY, abi.R_MAP) else None, o]
             if o is not None:
                 o[0] = 0
             if old is not None:
@@ -995,7 +991,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
         if columns[node] is not None:
             offs, sdata, large = columns[node]
             if large:
-                at = pa.large_string() if kinds[node] == B.R_STR else pa.large_binary()
+                at = pa.large_string() if kinds[node] == abi.R_STR else pa.large_binary()
             obuf = pa.py_buffer(offs if large else offs.astype(np.int32, copy=False))
             return pa.Array.from_buffers(at, length, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
         values = parts[0][4][node][1] if elem[node] else vals[node]
@@ -1004,7 +1000,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: B.RowProgram, n: int, ran
     return build(row_type, n)
 
 
-def _decimals_past_precision(prog: B.RowProgram, outs: list[Any], spos: np.ndarray, n: int,
+def _decimals_past_precision(prog: plans.RowProgram, outs: list[Any], spos: np.ndarray, n: int,
                              bad: set[int]) -> list[tuple[int, int]]:
     """Rows whose compact DECIMAL(p, s) holds more than p digits (only a corrupted entry can: Flink
     reads the unscaled long as it is), as (row, encoded error) naming the first such field in
@@ -1017,12 +1013,12 @@ def _decimals_past_precision(prog: B.RowProgram, outs: list[Any], spos: np.ndarr
     offsets."""
     found: dict[int, int] = {}
     kinds = prog.kinds
-    arr = B._arrays(prog.matrix.tolist())
+    arr = rowdata_py._arrays(prog.matrix.tolist())
     for c in range(1, len(kinds)):
-        if kinds[c] != B.R_DEC_COMPACT:
+        if kinds[c] != abi.R_DEC_COMPACT:
             continue
         m = n if arr[c] < 0 else int(spos[arr[c]])  # values in the column (elements of the array)
-        limit = int(prog.matrix[c, B.C_LIMIT])
+        limit = int(prog.matrix[c, abi.C_LIMIT])
         unscaled = outs[c][1].view(np.int64)[0::2][:m]
         present = np.unpackbits(outs[c][0], bitorder="little")[:m].astype(bool)
         at = np.flatnonzero(present & ((unscaled >= limit) | (unscaled <= -limit)))
@@ -1032,7 +1028,7 @@ def _decimals_past_precision(prog: B.RowProgram, outs: list[Any], spos: np.ndarr
             a = arr[a]
         for row in at.tolist():
             if row not in bad:
-                found.setdefault(row, B.encode_err(B.E_TOO_LARGE, c))
+                found.setdefault(row, abi.encode_err(abi.E_TOO_LARGE, c))
     return sorted(found.items())
 
 
@@ -1081,8 +1077,8 @@ def _to_arrow_array(values: list[Any], arrow_t: pa.DataType | None, errors: _Err
 # flink-core Row (RowSerializer): one-pass kernels between Arrow structs and Row bytes
 # ------------------------------------------------------------------------------------------------
 
-_CORE_FIXED = {BC.K_BOOL: pa.bool_(), BC.K_I8: pa.int8(), BC.K_I16: pa.int16(), BC.K_I32: pa.int32(),
-               BC.K_I64: pa.int64(), BC.K_F32: pa.float32(), BC.K_F64: pa.float64()}
+_CORE_FIXED = {abi.K_BOOL: pa.bool_(), abi.K_I8: pa.int8(), abi.K_I16: pa.int16(), abi.K_I32: pa.int32(),
+               abi.K_I64: pa.int64(), abi.K_F32: pa.float32(), abi.K_F64: pa.float64()}
 
 
 def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
@@ -1097,9 +1093,9 @@ def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
         return _core_leaf(a.cast(t.value_type), kind)
     if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
         return _core_leaf(a.cast(pa.large_string() if pa.types.is_string_view(t) else pa.large_binary()), kind)
-    if kind in (BC.K_STR, BC.K_CHAR):
+    if kind in (abi.K_STR, abi.K_CHAR):
         return a if pa.types.is_string(t) or pa.types.is_large_string(t) else None
-    if kind == BC.K_BYTES:
+    if kind == abi.K_BYTES:
         return a if pa.types.is_binary(t) or pa.types.is_large_binary(t) else None
     target = _CORE_FIXED[kind]
     if t == target:
@@ -1112,7 +1108,7 @@ def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
     return None
 
 
-def _core_row_columns(arr: pa.Array, prog: B.RowProgram) -> list[Any] | None:
+def _core_row_columns(arr: pa.Array, prog: plans.RowProgram) -> list[Any] | None:
     """Per program node (pre-order): (validity, values, offsets, element offset, wide, length) of its
     Arrow column (the shape of the RowData encode columns), struct fields matched by position as on
     the per-value path; None when a column's type does not fit its field."""
@@ -1120,23 +1116,23 @@ def _core_row_columns(arr: pa.Array, prog: B.RowProgram) -> list[Any] | None:
     cols: list[Any] = []
 
     def add(a: pa.Array, node: int) -> bool:
-        kind = int(m[node, B.C_KIND])
-        if kind == BC.K_ROW:
-            if not pa.types.is_struct(a.type) or a.type.num_fields != m[node, B.C_ARITY]:
+        kind = int(m[node, abi.C_KIND])
+        if kind == abi.K_ROW:
+            if not pa.types.is_struct(a.type) or a.type.num_fields != m[node, abi.C_ARITY]:
                 return False
             cols.append((a.buffers()[0] if a.null_count else None, None, None, a.offset, False, len(a)))
             child = node + 1
             for j in range(a.type.num_fields):
                 if not add(a.field(j), child):
                     return False
-                child = int(m[child, B.C_END])
+                child = int(m[child, abi.C_END])
             return True
         leaf = _core_leaf(a, kind)
         if leaf is None:
             return False
         bufs = leaf.buffers()
         validity = bufs[0] if leaf.null_count else None
-        if kind in BC.STRING_KINDS:
+        if kind in plans.STRING_KINDS:
             wide = pa.types.is_large_string(leaf.type) or pa.types.is_large_binary(leaf.type)
             cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], leaf.offset, wide, len(leaf)))
         else:
@@ -1146,22 +1142,22 @@ def _core_row_columns(arr: pa.Array, prog: B.RowProgram) -> list[Any] | None:
     return cols if add(arr, 0) else None
 
 
-def _core_encode_estimate(prog: B.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
+def _core_encode_estimate(prog: plans.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:
     """Output bytes of rows ``s..e``, to size the buffer: exact for masks and fixed-width fields
     (as if none were null), the Arrow bytes plus a one-byte header for strings (exact for ASCII
     below 128 characters; wider text grows the buffer) and plus four for byte arrays."""
     per_row = 0
     spans: list[tuple[np.ndarray, int]] = []
     for node, row in enumerate(prog.matrix):
-        kind = int(row[B.C_KIND])
-        if kind == BC.K_ROW:
-            per_row += (int(row[B.C_ARITY]) + (2 if row[B.C_FLAGS] & BC.F_ROW_KIND else 0) + 7) >> 3
-        elif kind in (BC.K_STR, BC.K_BYTES):
-            per_row += 1 if kind == BC.K_STR else 4
+        kind = int(row[abi.C_KIND])
+        if kind == abi.K_ROW:
+            per_row += (int(row[abi.C_ARITY]) + (2 if row[abi.C_FLAGS] & abi.F_ROW_KIND else 0) + 7) >> 3
+        elif kind in (abi.K_STR, abi.K_BYTES):
+            per_row += 1 if kind == abi.K_STR else 4
             _, _, offs, off, wide, _ = cols[node]
             spans.append((np.frombuffer(offs, dtype=np.int64 if wide else np.int32), off))
         else:
-            per_row += int(row[BC.C_WIDTH])
+            per_row += int(row[abi.C_WIDTH])
 
     def est(s: int, e: int) -> int:
         text = sum(max(0, int(o[off + e]) - int(o[off + s])) for o, off in spans)
@@ -1170,7 +1166,7 @@ def _core_encode_estimate(prog: B.RowProgram, cols: list[Any]) -> Callable[[int,
     return est
 
 
-def _encode_core_rows(k: Any, arr: pa.Array, prog: B.RowProgram, cols: list[Any], ranges: list[tuple[int, int]],
+def _encode_core_rows(k: Any, arr: pa.Array, prog: plans.RowProgram, cols: list[Any], ranges: list[tuple[int, int]],
                       errors: _Errors, base: int) -> pa.Array:
     """One pass per range: the kernel packs rows into a buffer sized from the input (grown when
     short) and writes int32 offsets itself (int64 only past 2 GiB); it stops at a bad row, which
@@ -1241,7 +1237,7 @@ def _large(t: pa.DataType) -> pa.DataType:
     return pa.large_binary() if pa.types.is_binary(t) else t
 
 
-def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: B.RowProgram, ranges: list[tuple[int, int]],
+def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowProgram, ranges: list[tuple[int, int]],
                       errors: _Errors, valid: np.ndarray, base: int) -> pa.Array:
     """One pass per range: the kernel scatters each entry into per-field Arrow buffers (string
     data sized from the input, grown when short, int32 offsets unless past 2 GiB); it stops at a
@@ -1251,7 +1247,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: B.RowProgram
     matrix = prog.matrix
     kinds = prog.kinds
     span = _input_spans(offsets, offset, wide, len(data), n)
-    share = max(1, sum(kd in BC.STRING_KINDS for kd in kinds))
+    share = max(1, sum(kd in plans.STRING_KINDS for kd in kinds))
     bad: list[tuple[int, int]] = []
 
     def one(s: int, e: int) -> tuple[list[Any], np.ndarray]:
@@ -1259,13 +1255,13 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: B.RowProgram
         outs: list[Any] = [None]
         for kd in kinds[1:]:
             vbits = np.zeros((m + 7) // 8, dtype=np.uint8)
-            if kd in BC.STRING_KINDS:
+            if kd in plans.STRING_KINDS:
                 outs.append([vbits, None, np.zeros(m + 1, dtype=np.int32),
                              np.empty(span(s, e) // share + 64, dtype=np.uint8)])
-            elif kd == BC.K_ROW:
+            elif kd == abi.K_ROW:
                 outs.append([vbits, None, None, None])
             else:
-                size = (m + 7) // 8 if kd == BC.K_BOOL else m * B.kind_width(kd)
+                size = (m + 7) // 8 if kd == abi.K_BOOL else m * primitives_py.kind_width(kd)
                 outs.append([vbits, np.zeros(size, dtype=np.uint8), None, None])
         spos = np.zeros(len(kinds), dtype=np.int64)
         i = 0
@@ -1297,11 +1293,11 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: B.RowProgram
         nulls = m - int(np.bitwise_count(vbits).sum())
         vbuf = pa.py_buffer(vbits) if nulls else None
         kd = kinds[node]
-        if kd == BC.K_ROW:
+        if kd == abi.K_ROW:
             return _core_struct(t, m, vbuf, nulls, children(outs, spos, m, node, t))
-        if kd in BC.STRING_KINDS:
+        if kd in plans.STRING_KINDS:
             large = so.itemsize == 8
-            if kd == BC.K_BYTES:
+            if kd == abi.K_BYTES:
                 t = pa.large_binary() if large else pa.binary()
             else:
                 t = pa.large_string() if large else pa.string()
@@ -1313,7 +1309,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: B.RowProgram
         kids, c = [], node + 1
         for j in range(t.num_fields):
             kids.append(build(outs, spos, m, c, t.field(j).type))
-            c = int(matrix[c, B.C_END])
+            c = int(matrix[c, abi.C_END])
         return kids
 
     at = arrow_type_for(serializer)
@@ -1353,25 +1349,26 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
     compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
     if compat.is_incompatible():
         raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
-    k = _native.KERNELS
+    k = kernels.KERNELS
     prog, kernel = _remap_program(prior_snapshot, new_serializer, compat)
     return _per_chunk(binary_array, lambda a, base: _migrate_chunk(k, a, prior_snapshot, new_serializer, compat,
                                                                    prog, kernel, threads, on_error, base), on_error)
 
 
-def _rowdata_program(prior_snapshot: Any, new_serializer: Any) -> B.RowProgram:
+def _rowdata_program(prior_snapshot: Any, new_serializer: Any) -> plans.RowProgram:
     from .migration import plan_row_migration
 
-    return B.compile_migration_program(plan_row_migration(prior_snapshot.row_type, new_serializer.row_type))
+    return plans.compile_migration_program(plan_row_migration(prior_snapshot.row_type, new_serializer.row_type))
 
 
 # serializer class (its snapshot class is this + "Snapshot"), kernel, when its remap applies, program compiler
 _REMAP_KERNELS: tuple[tuple[str, str, Callable[[Any], bool], Callable[[Any, Any], Any]], ...] = (
     ("RowDataSerializer", "rowdata", lambda compat: True, _rowdata_program),
     ("RowSerializer", "core", lambda compat: not compat.is_compatible_with_reconfigured_serializer(),
-     B.compile_core_row_program),
-    ("PojoSerializer", "pojo", lambda compat: compat.is_compatible_after_migration(), B.compile_pojo_program),
-    ("AvroSerializer", "avro", lambda compat: compat.is_compatible_after_migration(), BA.compile_avro_program),
+     plans.compile_core_row_program),
+    ("PojoSerializer", "pojo", lambda compat: compat.is_compatible_after_migration(),
+     plans.compile_pojo_program),
+    ("AvroSerializer", "avro", lambda compat: compat.is_compatible_after_migration(), plans.compile_avro_program),
 )
 
 
@@ -1382,13 +1379,13 @@ def _remap_program(prior_snapshot: Any, new_serializer: Any, compat: Any) -> tup
         if _is(new_serializer, name) and type(prior_snapshot).__name__ == name + "Snapshot" and applies(compat):
             try:
                 return compile_program(prior_snapshot, new_serializer), kernel
-            except B.NotByteRemappable:
+            except plans.NotByteRemappable:
                 return None, kernel
     return None, "rowdata"
 
 
 def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any,
-                   prog: B.RowProgram | None, kernel: str, threads: int, on_error: str, base: int) -> Any:
+                   prog: plans.RowProgram | None, kernel: str, threads: int, on_error: str, base: int) -> Any:
     n = len(arr)
     errors = _Errors(on_error, "migrate", prog)
     if prog is None:
@@ -1401,8 +1398,8 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
     if kernel in ("rowdata", "pojo", "avro"):
         # one-pass kernels; the output estimate is the input bytes plus the plan's per-entry growth
         run_kernel, growth = {"rowdata": (k.migrate_run, _row_growth(matrix)),
-                              "pojo": (k.pojo_migrate_run, BP.pojo_growth(matrix)),
-                              "avro": (k.avro_migrate_run, BA.avro_growth(matrix))}[kernel]
+                              "pojo": (k.pojo_migrate_run, plans.pojo_growth(matrix)),
+                              "avro": (k.avro_migrate_run, plans.avro_growth(matrix))}[kernel]
         span = _input_spans(offsets, offset, wide, len(data), n)
         code, extra = _machine_code(jit.plan_code, matrix, k, n) if kernel == "rowdata" else (None, ())
 
@@ -1417,7 +1414,7 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
             prior = prior_snapshot.restore_serializer()
 
             def fallback(row: int) -> bytes | Exception:
-                """An entry the kernel leaves to the reference (``E_REROUTE``): its bytes, or
+                """An entry the kernel leaves to the reference (``HAND_BACK``): its bytes, or
                 the error of a bad entry."""
                 try:
                     return _migrate_one(arr[row].as_py(), prior_snapshot, prior, new_serializer, False)
@@ -1441,7 +1438,7 @@ _MACHINE_CODE_MIN = 8192  # entries in a chunk before a plan is compiled to mach
 
 def _machine_code(compile_plan: Callable[[np.ndarray], Any], matrix: np.ndarray, k: Any,
                   n: int) -> tuple[Any, tuple[int, ...]]:
-    """The machine code of a RowData program (``compile_plan`` from :mod:`statemorph._native.jit`)
+    """The machine code of a RowData program (``compile_plan`` from :mod:`statemorph.kernels.jit`)
     and the kernel's extra argument for it (its address): none on the Python tier, or for chunks
     under ``_MACHINE_CODE_MIN`` entries (compiling costs ~0.1 s, once per plan and process). The
     caller holds the code object for as long as the kernels run (it owns the code's memory)."""
@@ -1466,8 +1463,8 @@ def _row_growth(matrix: np.ndarray) -> int:
     with the input span it sizes the one-pass output buffer, which grows if the guess is short."""
     grow = 0
     for row in matrix:
-        if row[B.C_KIND] == B.R_ROW and not row[B.C_FLAGS] & B.F_VERBATIM:
-            new_arity, old_arity = int(row[B.C_ARITY]), int(row[B.C_OLD_ARITY])
+        if row[abi.C_KIND] == abi.R_ROW and not row[abi.C_FLAGS] & abi.F_VERBATIM:
+            new_arity, old_arity = int(row[abi.C_ARITY]), int(row[abi.C_OLD_ARITY])
             grow += 8 * (new_arity - old_arity) + 8 * ((new_arity + 63 + 8) // 64 - (old_arity + 63 + 8) // 64)
     return max(grow, 0)
 
@@ -1506,7 +1503,7 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
     then slide down to close the gaps and their offsets are shifted, in place: peak memory stays
     input + output + a constant. A range that outgrew its window (rare: the estimate is exact for
     well-formed rows without migrated arrays) moves to a buffer of its own. An entry the kernel
-    leaves to the per-value reference (status ``E_REROUTE``) is written by ``fallback``, in
+    leaves to the per-value reference (status ``HAND_BACK``) is written by ``fallback``, in
     place, or is a bad entry with the reference's error."""
     stop_at_error = errors.on_error == "raise"
     sizes = [estimate(s, e) + 64 for s, e in ranges]
@@ -1522,7 +1519,7 @@ def _fused_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | Non
         while i < e - s:
             i, part.pos, status = run(s, i, e - s, part.offs, part.out, part.pos)
             got = fallback(s + i) if fallback is not None and status < 0 and \
-                B.decode_err(status)[0] == B.E_REROUTE else None
+                abi.decode_err(status)[0] == abi.HAND_BACK else None
             if isinstance(got, bytes):
                 while len(part.out) - part.pos < len(got):
                     part.grow()

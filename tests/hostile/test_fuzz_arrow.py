@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemorph import _native, arrow
+from statemorph import arrow, kernels
 from statemorph import serializers as S
 from statemorph.errors import SerializationError, StateFormatError
 from statemorph.migration import migrate_bytes
@@ -31,7 +31,7 @@ from statemorph.types import Timestamp
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 HOSTILE_I32 = (0x7FFFFFFF, 0x80000000, 0xFFFFFFFF)
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
+TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 
 COMPACT = ("ROW<a INT NOT NULL, b STRING, c ROW<x BIGINT, y DOUBLE>, d DECIMAL(10, 2), e TIMESTAMP(3), "
            "f DATE, g BYTES, h BOOLEAN, i TINYINT, j SMALLINT, k FLOAT, l TIME>")
@@ -93,7 +93,7 @@ MIGRATIONS: dict[str, tuple[str, str]] = {
 
 @pytest.fixture(params=TIERS)
 def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     # the compiled tier with machine code for every chunk (the kernels' own walks are fuzzed
     # through the entries it hands back, and by the small arrays of the other tests)
     monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)

@@ -97,11 +97,10 @@ def test_arrow_encode_refuses_decimal_beyond_its_precision(native: str, monkeypa
     back must be refused on both tiers (the per-value serializer refuses it), not written."""
     import decimal
 
-    from statemorph import _native
+    from statemorph import kernels
     from statemorph.errors import SerializationError
 
-    kernels = _native.tier("native" if native == "1" else "python")
-    monkeypatch.setattr(_native, "KERNELS", kernels)
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier("native" if native == "1" else "python"))
     ser = serializers.RowDataSerializer("ROW<d DECIMAL(10, 2)>")
     big = pa.array([{"d": decimal.Decimal("12345678901.23")}], type=pa.struct([("d", pa.decimal128(38, 2))]))
     column = big.cast(pa.struct([("d", pa.decimal128(10, 2))]), safe=False)

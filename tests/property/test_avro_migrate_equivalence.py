@@ -23,9 +23,9 @@ from tiers import on_tiers
 from statemorph import arrow
 from statemorph.errors import StateFormatError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
+from statemorph.kernels import plans
+from statemorph.kernels.plans import compile_avro_program
 from statemorph.serializers import AvroSerializer
-from statemorph.serializers import _batch as B
-from statemorph.serializers._batch_avro import compile_avro_program
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -51,7 +51,7 @@ def _migrates(snap: Any, new: Any) -> bool:
     try:
         compile_avro_program(snap, new)
         event("byte program")
-    except B.NotByteRemappable as e:
+    except plans.NotByteRemappable as e:
         event(f"per value: {str(e).partition(': ')[2][:40]}")
     return True
 

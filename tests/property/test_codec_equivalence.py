@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from test_native_equivalence import ARROW_LEAVES, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
 from tiers import TIERS
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError
-from statemorph.serializers import _batch as B
+from statemorph.kernels import abi, plans
 from statemorph.types import (
     ArrayType,
     BigIntType,
@@ -171,7 +171,7 @@ def test_compact_decimal_past_its_precision_is_a_bad_row(tier: str, monkeypatch:
     """A corrupted compact DECIMAL(p, s) can hold more than p digits (Flink reads the unscaled long
     as it is); Arrow's decimal128(p, s) cannot, so decode makes it a bad row naming the field, as
     the per-value path does, on both tiers."""
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(tier))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(tier))
     s = serializers.RowDataSerializer("ROW<a INT, r ROW<d DECIMAL(10, 2)>>")
     good = s.to_bytes((1, (decimal.Decimal("12345678.91"),)))
     raw = bytearray(good)
@@ -212,12 +212,12 @@ def test_decode_overlapping_string_refs_grow_the_buffers() -> None:
 def test_kernels_resume_after_a_bad_entry(tier: str) -> None:
     """The kernel contract: a bad entry stops the run with its encoded error and is null in every
     output; resuming at the next row continues where it left off."""
-    if tier == "native" and not _native.native_available():
+    if tier == "native" and not kernels.native_available():
         pytest.skip("native tier not built")
-    k = _native.tier(tier)
+    k = kernels.tier(tier)
     t = RowType.of(("a", IntType()), ("s", VarCharType(2147483647)))
     s = serializers.RowDataSerializer(t)
-    prog = B.compile_row_program(t)
+    prog = plans.compile_row_program(t)
     blobs = [s.to_bytes((i, "abcdefghij"[: i % 11])) for i in range(600)]
     blobs[300] = blobs[300][:-3]
     arr = pa.array(blobs, type=pa.binary())
@@ -230,7 +230,7 @@ def test_kernels_resume_after_a_bad_entry(tier: str) -> None:
     counts = np.zeros(nn, dtype=np.int64)
     spos = np.zeros(nn, dtype=np.int64)
     i, status = k.decode_run(prog.matrix, offsets, data, validity, offset, wide, 0, 600, outs, counts, spos)
-    assert i == 300 and B.decode_err(status) == (B.E_TRUNCATED, -1)
+    assert i == 300 and abi.decode_err(status) == (abi.E_TRUNCATED, -1)
     assert not bits[0][300 >> 3] >> (300 & 7) & 1
     i, status = k.decode_run(prog.matrix, offsets, data, validity, offset, wide, 301, 600, outs, counts, spos)
     assert (i, status) == (600, 0)
@@ -419,7 +419,7 @@ def test_big_values_out_of_arrow_range_are_bad_rows() -> None:
     verdicts = _all_tiers(run)
     assert len({repr(v) for v in verdicts.values()}) == 1, verdicts
     out, errs = verdicts["python"][1]
-    assert errs == [(1, "ts", B.E_TOO_LARGE), (2, "d", B.E_TOO_LARGE)]
+    assert errs == [(1, "ts", abi.E_TOO_LARGE), (2, "d", abi.E_TOO_LARGE)]
     assert out[0] == {"ts": None, "d": decimal.Decimal(12345)} and out[1] is None and out[2] is None
 
 
@@ -532,7 +532,7 @@ def test_decode_duplicate_null_keys_and_corruption_same_verdict(data: st.DataObj
 def test_compact_decimal_past_its_precision_in_arrays_and_maps(tier: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A corrupted compact DECIMAL(p, s) inside an array of arrays or a map value is a bad row
     naming its field, as at the top level, on both tiers."""
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(tier))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(tier))
     t = RowType.of(("xs", ArrayType(ArrayType(DecimalType(10, 2)))), ("m", MapType(IntType(), DecimalType(10, 2))))
     s = serializers.RowDataSerializer(t)
     one = decimal.Decimal("12345678.91")

@@ -2,7 +2,7 @@
 
 Three oracles in one process: the per-value reference serializer (``RowSerializer.to_bytes`` /
 ``from_bytes`` with the Arrow mapping of ``_arrow_values``, i.e. today's per-value path), the
-Python twins (``serializers._batch_corerow``) and the compiled kernels (``_native/corerow.pyx``).
+Python twins (``kernels.corerow_py``) and the compiled kernels (``_native/corerow.pyx``).
 Random Row types (primitives, Char, String, byte[], nested rows, both mask layouts), values with
 nulls and astral characters, and hostile entries come from hypothesis.
 """
@@ -20,8 +20,8 @@ from tiers import on_tiers
 
 from statemorph import arrow, serializers
 from statemorph._arrow_values import arrow_type_for, to_arrow_value
+from statemorph.kernels import abi, plans
 from statemorph.row import Row, RowKind
-from statemorph.serializers import _batch_corerow as BC
 from statemorph.serializers.tuples import RowSerializer
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -86,7 +86,7 @@ def _errors(errs: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def _uses_kernel(ser: RowSerializer) -> None:
-    assert BC.compile_core_row_codec(ser) is not None
+    assert plans.compile_core_row_codec(ser) is not None
 
 
 @SETTINGS
@@ -194,7 +194,7 @@ def test_hostile_entries_same_errors_on_both_tiers(case: tuple[RowSerializer, li
         except Exception as e:  # noqa: BLE001 - compared below
             ref, ref_err = None, type(e).__name__
         bad = [e for e in errs0 if e.row == i]
-        if bad and bad[0].code == BC.E_LONE_SURROGATE:
+        if bad and bad[0].code == abi.E_LONE_SURROGATE:
             continue  # the reference reads on (Java strings may hold one) and may fail later or not
         if ref_err is not None:
             assert bad and type(bad[0]).__name__ == ref_err, (i, ref_err, bad)

@@ -1,4 +1,4 @@
-"""RowData migrate and decode through machine code (``statemorph._native.jit``) against the
+"""RowData migrate and decode through machine code (``statemorph.kernels.jit``) against the
 compiled kernels it stands in for: the same bytes, offsets, arrays, bad entries and stopping points
 (a full output buffer included), over random schemas, evolutions, corrupted entries and odd but
 valid layouts. And a guard: where ``llvmlite`` is installed (it is in the test environment) a plan
@@ -18,12 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_native_equivalence import ARROW_LEAVES, REMAP_ONLY_LEAVES, _arrow_rows, _ref_bytes, evolve, typed_rows
 
-from statemorph import _native, arrow, serializers
-from statemorph._native import jit
+from statemorph import arrow, kernels, serializers
+from statemorph.kernels import abi, jit, plans
 from statemorph.migration import plan_row_migration
-from statemorph.serializers import _batch as B
 
-pytestmark = pytest.mark.skipif(not _native.native_available(), reason="compiled kernels not built")
+pytestmark = pytest.mark.skipif(not kernels.native_available(), reason="compiled kernels not built")
 
 EVENTS_OLD = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVENTS_NEW = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, "
@@ -32,13 +31,13 @@ EVENTS_NEW = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRI
 
 def _program(old: Any, new: Any) -> np.ndarray:
     so, sn = serializers.RowDataSerializer(old), serializers.RowDataSerializer(new)
-    return B.compile_migration_program(plan_row_migration(so.row_type, sn.row_type)).matrix
+    return plans.compile_migration_program(plan_row_migration(so.row_type, sn.row_type)).matrix
 
 
 def _run(matrix: np.ndarray, arr: pa.Array, cap: int, code: int) -> list[Any]:
     """Drive the compiled ``migrate_run`` the way arrow.py does (resume after a bad entry, stop
     when the buffer is full) and record every step and the bytes written."""
-    k = _native.tier("native")
+    k = kernels.tier("native")
     offsets, data, validity, offset, wide = arrow._binary_input(arr)
     out_off = np.zeros(len(arr) + 1, dtype=np.int32)
     out = np.full(cap, 0xAB, dtype=np.uint8)
@@ -73,7 +72,7 @@ def test_machine_code_is_built_where_llvmlite_is_installed() -> None:
         pytest.skip("machine code switched off")
     assert jit.enabled(), "llvmlite is part of the test environment: machine code must be available"
     assert jit.plan_code(_program(EVENTS_OLD, EVENTS_NEW)) is not None
-    assert jit.decode_code(B.compile_row_program(serializers.RowDataSerializer(EVENTS_OLD).row_type).matrix) \
+    assert jit.decode_code(plans.compile_row_program(serializers.RowDataSerializer(EVENTS_OLD).row_type).matrix) \
         is not None
 
 
@@ -88,7 +87,7 @@ def test_machine_code_equals_interpreter(data: st.DataObject) -> None:
     matrix = _program(old_t, new_t)
     code = jit.plan_code(matrix)
     if code is None:  # an identity plan copies entries verbatim: nothing to compile
-        assert matrix[0][B.C_FLAGS] & B.F_VERBATIM
+        assert matrix[0][abi.C_FLAGS] & abi.F_VERBATIM
         return
     blobs = []
     for b in _ref_bytes(serializers.RowDataSerializer(old_t), rows):
@@ -188,7 +187,7 @@ def test_decode_machine_code_equals_the_kernel(data: st.DataObject) -> None:
         pytest.skip("no llvmlite")
     t, rows = data.draw(typed_rows(ARROW_LEAVES))
     s = serializers.RowDataSerializer(t)
-    assert jit.decode_code(B.compile_row_program(t).matrix) is not None
+    assert jit.decode_code(plans.compile_row_program(t).matrix) is not None
     blobs = []
     for b in _ref_bytes(s, rows):
         if b is not None:  # machine code takes plain input only: no null entries
@@ -236,7 +235,7 @@ def test_encode_machine_code_equals_the_kernel(data: st.DataObject) -> None:
         pytest.skip("no llvmlite")
     t, rows = data.draw(typed_rows(ARROW_LEAVES))
     s = serializers.RowDataSerializer(t)
-    assert jit.encode_code(B.compile_row_program(t).matrix) is not None
+    assert jit.encode_code(plans.compile_row_program(t).matrix) is not None
     arr = _arrow_rows(t, rows)
     arr = arr.slice(data.draw(st.integers(0, len(arr))))
     (with_code, errs), (without, errs0) = _both(arrow.encode, arr, s)
@@ -280,7 +279,7 @@ def test_plans_compile_concurrently(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def decode(case: tuple[Any, pa.Array, list[Any]]) -> Any:
         s, arr, _ = case
-        assert jit.decode_code(B.compile_row_program(s.row_type).matrix) is not None
+        assert jit.decode_code(plans.compile_row_program(s.row_type).matrix) is not None
         return arrow.decode(arr, s)
 
     with ThreadPoolExecutor(max_workers=4) as pool:

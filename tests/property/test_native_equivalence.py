@@ -4,7 +4,7 @@ Three oracles, all in one process:
 
 - the per-value reference serializers (``RowDataSerializer.to_bytes`` / ``from_bytes`` and
   ``migration.migrate_bytes``), which are themselves tested against bytes from real Flink;
-- the Python reference tier of the kernels (``serializers._batch``);
+- the Python reference tier of the kernels (``statemorph.kernels.<name>_py``);
 - the compiled tier (``_native/*.pyx``).
 
 The ``impl`` fixture runs every bulk test on both tiers; random row types, values (nulls,
@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiers import TIERS, on_tiers
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.types import (
@@ -52,7 +52,7 @@ from statemorph.types import (
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     return str(request.param)
 
 

@@ -18,8 +18,8 @@ from tiers import on_tiers
 
 from statemorph import arrow, serializers
 from statemorph.errors import StateFormatError
+from statemorph.kernels import plans
 from statemorph.migration import migrate_bytes
-from statemorph.serializers import _batch as B
 from statemorph.serializers.pojo import PojoSerializer
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -134,8 +134,8 @@ def test_pojo_migrate_equals_reference(data: st.DataObject) -> None:
     blobs: list[bytes | None] = [None if v is None else s.old.to_bytes(v) for v in values]
     blobs += [b"\x01"]  # a null POJO written as a value
     try:
-        B.compile_pojo_program(snap, s.new)
-    except B.NotByteRemappable as e:  # only a class that runs code of its own is refused here
+        plans.compile_pojo_program(snap, s.new)
+    except plans.NotByteRemappable as e:  # only a class that runs code of its own is refused here
         raise AssertionError(e) from e
     expected = [_reference(snap, s.new, b) for b in blobs]
     arr = pa.array(blobs, type=pa.binary())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph.errors import (
     IncompatibleSchemaError,
     MalformedDataError,
@@ -15,7 +15,7 @@ from statemorph.errors import (
     TruncatedDataError,
 )
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
+TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 
 OLD = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 NEW = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT, "
@@ -24,7 +24,7 @@ NEW = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, use
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     return str(request.param)
 
 

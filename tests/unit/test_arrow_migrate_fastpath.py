@@ -12,18 +12,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph.errors import MalformedDataError, StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.row import Row, RowKind
 
 # "native-interp": the compiled kernels with the plans' machine code switched off
-TIERS = ["python"] + (["native", "native-interp"] if _native.native_available() else [])
+TIERS = ["python"] + (["native", "native-interp"] if kernels.native_available() else [])
 
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param.split("-")[0]))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param.split("-")[0]))
     monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)  # machine code for small arrays too
     if request.param == "native-interp":
         monkeypatch.setenv("STATEMORPH_JIT", "0")
@@ -94,7 +94,7 @@ def test_bad_nested_header_names_the_nested_row_on_both_tiers() -> None:
     messages = []
     for tier in TIERS:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(_native, "KERNELS", _native.tier(tier.split("-")[0]))
+            mp.setattr(kernels, "KERNELS", kernels.tier(tier.split("-")[0]))
             mp.setattr(arrow, "_MACHINE_CODE_MIN", 0)
             if tier == "native-interp":
                 mp.setenv("STATEMORPH_JIT", "0")

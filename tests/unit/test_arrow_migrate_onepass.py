@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph.migration import migrate_bytes
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
+TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 OLD = "ROW<a BIGINT, r ROW<u INT, s STRING, xs ARRAY<ROW<p INT, q STRING>>>, m MAP<STRING, ROW<p INT, q STRING>>>"
 NEW = ("ROW<m MAP<STRING, ROW<q STRING, z DOUBLE, p INT>>, r ROW<s STRING, w STRING, u INT, "
        "xs ARRAY<ROW<q STRING, p INT>>>, a BIGINT, b BIGINT>")
@@ -23,7 +23,7 @@ NEW = ("ROW<m MAP<STRING, ROW<q STRING, z DOUBLE, p INT>>, r ROW<s STRING, w STR
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     return str(request.param)
 
 

@@ -9,15 +9,15 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph.types import parse_type
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
+TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     return str(request.param)
 
 
@@ -63,19 +63,19 @@ def test_kernels_reject_offsets_outside_the_data_buffer(impl: str) -> None:
     are: offsets pointing past the data buffer are a per-row error, never an out-of-bounds read."""
     import numpy as np
 
-    from statemorph.serializers import _batch as B
+    from statemorph.kernels import abi
 
-    k = _native.tier(impl)
+    k = kernels.tier(impl)
     offsets = np.array([0, 4, 1000], dtype=np.int32).tobytes()
     data = b"\x00\x00\x00\x01"
     out = np.zeros(8, dtype=np.uint8)
     status = np.zeros(2, dtype=np.int64)
-    first = k.fixed_decode(B.K_I32, offsets, data, None, 0, False, 0, 2, out, status, False)
+    first = k.fixed_decode(abi.K_I32, offsets, data, None, 0, False, 0, 2, out, status, False)
     assert first == 1
-    assert status[0] == 0 and B.decode_err(int(status[1]))[0] == B.E_BAD_ARROW
+    assert status[0] == 0 and abi.decode_err(int(status[1]))[0] == abi.E_BAD_ARROW
     sizes = np.zeros(3, dtype=np.int64)
     str_offsets = np.array([0, 2, 1000], dtype=np.int32).tobytes()
     assert k.string_decode_sizes(str_offsets, b"\x02a", None, 0, False, 0, 2, sizes, status, False) == 1
     assert status[0] == 0 and sizes[1] == 1
     with pytest.raises(ValueError, match="offsets buffer shorter"):
-        k.fixed_decode(B.K_I32, offsets, data, None, 5, False, 0, 2, out, status, False)
+        k.fixed_decode(abi.K_I32, offsets, data, None, 5, False, 0, 2, out, status, False)

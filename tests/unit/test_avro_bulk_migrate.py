@@ -14,12 +14,11 @@ import pyarrow as pa
 import pytest
 from tiers import TIERS, on_tiers
 
-from statemorph import _native, arrow
+from statemorph import arrow, kernels
 from statemorph.errors import MalformedDataError, StateFormatError, StateMigrationError, TruncatedDataError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
+from statemorph.kernels import abi, plans
 from statemorph.serializers import AvroSerializer
-from statemorph.serializers import _batch as B
-from statemorph.serializers import _batch_avro as BA
 from statemorph.serializers._avro_codec import ZERO_WIDTH_ITEM_BUDGET
 
 OLD = AvroSerializer({"type": "record", "name": "Ev", "fields": [
@@ -81,15 +80,15 @@ def migrate_all(blobs: list[bytes | None], new: AvroSerializer = NEW, snap: Any 
 
 def status_of(blob: bytes, new: AvroSerializer = NEW, snap: Any = SNAP) -> dict[str, tuple[int, str]]:
     """Each tier's kernel verdict on one entry: (error code, field path), (0, "") when it is good."""
-    prog = BA.compile_avro_program(snap, new)
+    prog = plans.compile_avro_program(snap, new)
     arr = pa.array([blob], type=pa.binary())
     validity, offs, data = arr.buffers()
     got = {}
     for tier in TIERS:
         out = np.zeros(4096, dtype=np.uint8)
-        _, _, status = _native.tier(tier).avro_migrate_run(prog.matrix, offs, data, validity, 0, False, 0, 1,
+        _, _, status = kernels.tier(tier).avro_migrate_run(prog.matrix, offs, data, validity, 0, False, 0, 1,
                                                           np.zeros(2, np.int32), out, 0)
-        code, node = B.decode_err(status) if status else (0, -1)
+        code, node = abi.decode_err(status) if status else (0, -1)
         got[tier] = (code, prog.path(node))
     return got
 
@@ -125,9 +124,9 @@ def test_canonical_booleans_and_nans_and_one_block() -> None:
 
 
 @pytest.mark.parametrize("case, code", [
-    ("bad_union", BA.E_AVRO_INDEX), ("bad_enum", BA.E_AVRO_INDEX), ("neg_len", B.E_BAD_LENGTH),
-    ("long_count", B.E_BAD_LENGTH), ("huge_count", B.E_TRUNCATED), ("cut", B.E_TRUNCATED),
-    ("trailing", B.E_TRAILING), ("bad_utf8_key", B.E_BAD_UTF8), ("day_range", BA.E_AVRO_RANGE),
+    ("bad_union", abi.E_AVRO_INDEX), ("bad_enum", abi.E_AVRO_INDEX), ("neg_len", abi.E_BAD_LENGTH),
+    ("long_count", abi.E_BAD_LENGTH), ("huge_count", abi.E_TRUNCATED), ("cut", abi.E_TRUNCATED),
+    ("trailing", abi.E_TRAILING), ("bad_utf8_key", abi.E_BAD_UTF8), ("day_range", abi.E_AVRO_RANGE),
 ])
 def test_hostile_entries_are_bad_rows_like_the_reference(case: str, code: int) -> None:
     good = OLD.to_bytes({**value(3), "attrs": {"k": "v"}, "tags": [1]})
@@ -171,7 +170,7 @@ def test_zero_width_items_share_the_reference_budget() -> None:
     ok = count(ZERO_WIDTH_ITEM_BUDGET) + b"\x00"
     over = count(ZERO_WIDTH_ITEM_BUDGET // 2) + count(ZERO_WIDTH_ITEM_BUDGET // 2 + 1) + b"\x00"
     assert reference(ok, new, snap) is not None and reference(over, new, snap) is None
-    assert {c for c, _ in status_of(over, new, snap).values()} == {B.E_TOO_LARGE}
+    assert {c for c, _ in status_of(over, new, snap).values()} == {abi.E_TOO_LARGE}
     for tier, (got, _) in migrate_all([ok, over], new, snap).items():
         assert got == [reference(ok, new, snap), None], tier
 
@@ -180,7 +179,7 @@ def test_duplicate_map_keys_take_the_reference_path() -> None:
     good = OLD.to_bytes({**value(1), "attrs": {"a": "1", "b": "2"}})
     dup = good.replace(b"\x00\x00\x00\x01b", b"\x00\x00\x00\x01a")
     assert dup != good
-    assert {c for c, _ in status_of(dup).values()} == {B.E_REROUTE}
+    assert {c for c, _ in status_of(dup).values()} == {abi.HAND_BACK}
     want = reference(dup)
     assert want is not None and want.count(b"\x00\x00\x00\x01a") == 1  # the dict kept one key
     for threads in (1, 2):
@@ -195,7 +194,7 @@ def test_duplicate_map_keys_take_the_reference_path() -> None:
     snap = old.snapshot_configuration()
     good = old.to_bytes({"m": {"a": 1, "b": 2}, "x": 5})
     cut = good.replace(b"\x00\x00\x00\x01b", b"\x00\x00\x00\x01a")[:-1]
-    assert {c for c, _ in status_of(cut, new, snap).values()} == {B.E_REROUTE}
+    assert {c for c, _ in status_of(cut, new, snap).values()} == {abi.HAND_BACK}
     for tier, (got, errs) in migrate_all([good, cut], new, snap).items():
         assert got == [reference(good, new, snap), None] and [(e[0], e[2]) for e in errs] == [(1, -1)], tier
 
@@ -205,16 +204,16 @@ def test_bytes_to_string_of_invalid_utf8_raises_like_the_reference() -> None:
     new = AvroSerializer({"type": "record", "name": "R", "fields": [{"name": "s", "type": "string"}]})
     snap = old.snapshot_configuration()
     good, bad = old.to_bytes({"s": "é".encode()}), old.to_bytes({"s": b"\xff"})
-    assert {c for c, _ in status_of(bad, new, snap).values()} == {B.E_REROUTE}
+    assert {c for c, _ in status_of(bad, new, snap).values()} == {abi.HAND_BACK}
     assert on_tiers(lambda: arrow.migrate(pa.array([good]), snap, new).to_pylist())["python"] == [good]
     for tier in TIERS:
-        saved = _native.KERNELS
-        _native.KERNELS = _native.tier(tier)
+        saved = kernels.KERNELS
+        kernels.KERNELS = kernels.tier(tier)
         try:
             with pytest.raises(StateMigrationError):
                 arrow.migrate(pa.array([good, bad]), snap, new, on_error="null")
         finally:
-            _native.KERNELS = saved
+            kernels.KERNELS = saved
     with pytest.raises(StateMigrationError):
         reference(bad, new, snap)
 
@@ -223,8 +222,8 @@ def test_raise_mode_names_row_and_field() -> None:
     blobs = [OLD.to_bytes(value(i)) for i in range(5)]
     blobs[3] = blobs[3][:6]
     for tier in TIERS:
-        saved = _native.KERNELS
-        _native.KERNELS = _native.tier(tier)
+        saved = kernels.KERNELS
+        kernels.KERNELS = kernels.tier(tier)
         try:
             with pytest.raises(TruncatedDataError) as e:
                 arrow.migrate(pa.array(blobs), SNAP, NEW)
@@ -234,15 +233,15 @@ def test_raise_mode_names_row_and_field() -> None:
             with pytest.raises(MalformedDataError):
                 arrow.migrate(pa.array(blobs2), SNAP, NEW)
         finally:
-            _native.KERNELS = saved
+            kernels.KERNELS = saved
 
 
 @pytest.mark.parametrize("tier", TIERS)
 def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
-    k = _native.tier(tier)
+    k = kernels.tier(tier)
     raw = [OLD.to_bytes(value(i)) for i in range(12)]
     arr = pa.array(raw)
-    prog = BA.compile_avro_program(SNAP, NEW)
+    prog = plans.compile_avro_program(SNAP, NEW)
     validity, offs, data = arr.buffers()
     out_off = np.zeros(len(arr) + 1, dtype=np.int64)
     out = np.zeros(100, dtype=np.uint8)
@@ -257,11 +256,11 @@ def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
 
 
 def test_protocol_errors_same_on_both_tiers() -> None:
-    prog = BA.compile_avro_program(SNAP, NEW)
+    prog = plans.compile_avro_program(SNAP, NEW)
     arr = pa.array([OLD.to_bytes(value(1))] * 3)
     validity, offs, data = arr.buffers()
     for tier in TIERS:
-        k = _native.tier(tier)
+        k = kernels.tier(tier)
         with pytest.raises(ValueError):
             k.avro_migrate_run(prog.matrix, offs, data, validity, 0, False, 0, 3, np.zeros(2, np.int32),
                                np.zeros(10, np.uint8), 0)
@@ -292,16 +291,16 @@ def test_alias_reads_one_writer_field_twice_in_a_new_order() -> None:
         {"name": "y", "type": "string"}, {"name": "x", "type": "bytes", "aliases": ["y"]},
         {"name": "a", "type": "double"}]})
     snap = old.snapshot_configuration()
-    prog = BA.compile_avro_program(snap, new)
-    assert prog.matrix[1, BA.C_E] >= 0  # the two-pass record
+    prog = plans.compile_avro_program(snap, new)
+    assert prog.matrix[1, abi.C_E] >= 0  # the two-pass record
     blobs = [old.to_bytes({"a": i, "y": "v" * i}) for i in range(5)]
     for tier, (got, _) in migrate_all(blobs, new, snap).items():
         assert got == [reference(b, new, snap) for b in blobs], tier
 
 
 def _refused(old: Any, new: Any) -> str:
-    with pytest.raises(B.NotByteRemappable) as e:
-        BA.compile_avro_program(AvroSerializer(old).snapshot_configuration(), AvroSerializer(new))
+    with pytest.raises(plans.NotByteRemappable) as e:
+        plans.compile_avro_program(AvroSerializer(old).snapshot_configuration(), AvroSerializer(new))
     return str(e.value)
 
 
@@ -330,10 +329,10 @@ def test_schema_pairs_the_program_refuses_keep_the_per_value_path() -> None:
 
 
 def test_growth_counts_defaults_union_indexes_and_widening() -> None:
-    prog = BA.compile_avro_program(SNAP, NEW)
+    prog = plans.compile_avro_program(SNAP, NEW)
     # loc (its union index replaced): lat float->double +4, alt default 8; id int->long +4; tags items
     # int->double +4 (once, not per item); note default 4 + 4 + 3; day into a union +4
-    assert BA.avro_growth(prog.matrix) == 4 + 8 + 4 + 4 + 11 + 4
+    assert plans.avro_growth(prog.matrix) == 4 + 8 + 4 + 4 + 11 + 4
 
 
 def test_unions_whose_branches_tell_values_apart_compile() -> None:
@@ -348,7 +347,7 @@ def test_unions_whose_branches_tell_values_apart_compile() -> None:
         {"name": "f", "type": [f2, f3]}, {"name": "e", "type": [e1, e2, "string"]},
         {"name": "n", "type": ["null", "long", "double"]}, {"name": "z", "type": "int", "default": 1}]})
     snap = old.snapshot_configuration()
-    BA.compile_avro_program(snap, new)
+    plans.compile_avro_program(snap, new)
     blobs = [old.to_bytes(v) for v in (
         {"n": None, "e": "A", "f": b"ab"}, {"n": 3, "e": "D", "f": b"abc"}, {"n": 2.5, "e": ("E2", "C"), "f": b"xy"},
         {"n": ("long", 7), "e": "B", "f": b"xyz"})]

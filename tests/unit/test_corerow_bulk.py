@@ -10,14 +10,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph._arrow_values import arrow_type_for
 from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError
+from statemorph.kernels import abi, plans
 from statemorph.row import Row, RowKind
-from statemorph.serializers import _batch_corerow as BC
 from statemorph.serializers.tuples import RowSerializer
 
-TIERS = ["python"] + (["native"] if _native.native_available() else [])
+TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 
 META = RowSerializer([serializers.IntSerializer(), serializers.LongSerializer(), serializers.StringSerializer()],
                      field_names=["userId", "timestamp", "deviceType"])
@@ -29,7 +29,7 @@ EVENTS_TYPE = pa.struct([("eventId", pa.int64()),
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     # the kernel path must be the one taken: the per-value fallback fails the test
     monkeypatch.setattr(arrow, "_encode_per_value", _no_fallback)
     monkeypatch.setattr(arrow, "_decode_per_value", _no_fallback)
@@ -171,7 +171,7 @@ def test_out_of_range_int_column_takes_per_value_path(monkeypatch: pytest.Monkey
 
 def test_other_field_serializers_keep_the_per_value_path() -> None:
     ser = RowSerializer([serializers.ListSerializer(serializers.IntSerializer())])
-    assert BC.compile_core_row_codec(ser) is None
+    assert plans.compile_core_row_codec(ser) is None
     arr = pa.array([{"f0": [1, 2]}, None])
     assert arrow.encode(arr, ser).to_pylist() == [ser.to_bytes(([1, 2],)), None]
 
@@ -182,7 +182,7 @@ def test_encode_char_errors_name_row_and_field(impl: str) -> None:
     arr = pa.array([{"c": "a"}, {"c": "ab"}, {"c": "😀"}, {"c": ""}, {"c": None}])
     with pytest.raises(SerializationError) as e:
         arrow.encode(arr, ser)
-    assert (e.value.row, e.value.field_path, e.value.code) == (1, "c", BC.E_BAD_JCHAR)  # type: ignore[attr-defined]
+    assert (e.value.row, e.value.field_path, e.value.code) == (1, "c", abi.E_BAD_JCHAR)  # type: ignore[attr-defined]
     out, errs = arrow.encode(arr, ser, on_error="collect")
     assert [x.row for x in errs] == [1, 2, 3]
     assert out.to_pylist() == [ser.to_bytes(("a",)), None, None, None, ser.to_bytes((None,))]
@@ -211,7 +211,7 @@ def test_hostile_lengths_never_allocate(impl: str) -> None:
     arr = pa.array([b"\x00\x7f\xff\xff\xff", b"\x00\xff\xff\xff\xfe", b"\x20\xff\xff\xff\xff\x07"])
     out, errs = arrow.decode(arr, ser, on_error="collect")
     assert [(x.row, x.field_path, x.code) for x in errs] == [
-        (0, "f0", BC.E_TRUNCATED), (1, "f0", BC.E_BAD_LENGTH), (2, "f1", BC.E_TRUNCATED)]
+        (0, "f0", abi.E_TRUNCATED), (1, "f0", abi.E_BAD_LENGTH), (2, "f1", abi.E_TRUNCATED)]
     assert out.null_count == 3
 
 
@@ -219,8 +219,8 @@ def test_lone_surrogate_is_a_typed_error(impl: str) -> None:
     ser = RowSerializer([serializers.CharSerializer(), serializers.StringSerializer()])
     raw = [ser.to_bytes(("\ud800", "x")), ser.to_bytes(("a", "x\udc00"))]
     out, errs = arrow.decode(pa.array(raw), ser, on_error="collect")
-    assert [(x.row, x.field_path, x.code) for x in errs] == [(0, "f0", BC.E_LONE_SURROGATE),
-                                                              (1, "f1", BC.E_LONE_SURROGATE)]
+    assert [(x.row, x.field_path, x.code) for x in errs] == [(0, "f0", abi.E_LONE_SURROGATE),
+                                                              (1, "f1", abi.E_LONE_SURROGATE)]
 
 
 # ------------------------------------------------------------------------------ buffers and threads
@@ -254,23 +254,23 @@ def test_kernel_protocol_same_on_both_tiers() -> None:
     """Short buffers: both tiers stop at the same row and ask for the same capacity."""
     rows = events(40)
     arr = pa.array(rows, type=EVENTS_TYPE)
-    prog = BC.compile_core_row_codec(EVENTS)
+    prog = plans.compile_core_row_codec(EVENTS)
     assert prog is not None
     cols = arrow._core_row_columns(arr, prog)
     enc = arrow.encode(arr, EVENTS)
     offsets, data, validity, offset, wide = arrow._binary_input(enc)
     got = {}
     for tier in TIERS:
-        k = _native.tier(tier)
+        k = kernels.tier(tier)
         out_off = np.zeros(41, dtype=np.int32)
         first = k.corerow_encode(prog.matrix, cols, 0, 40, out_off, np.zeros(100, dtype=np.uint8), 0)
         outs: list[Any] = [None]
         for kd in prog.kinds[1:]:
             vbits = np.zeros(5, dtype=np.uint8)
-            if kd in BC.STRING_KINDS:
+            if kd in plans.STRING_KINDS:
                 outs.append([vbits, None, np.zeros(41, dtype=np.int32), np.zeros(7, dtype=np.uint8)])
             else:
-                outs.append([vbits, None if kd == BC.K_ROW else np.zeros(320, dtype=np.uint8), None, None])
+                outs.append([vbits, None if kd == abi.K_ROW else np.zeros(320, dtype=np.uint8), None, None])
         spos = np.zeros(len(prog.kinds), dtype=np.int64)
         stop = k.corerow_decode(prog.matrix, offsets, data, validity, offset, wide, 0, 40, outs, spos)
         got[tier] = (first, out_off.tolist(), stop, spos.tolist(), outs[5][2].tolist(), outs[5][3].tolist())

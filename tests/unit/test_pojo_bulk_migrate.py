@@ -16,11 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiers import TIERS, on_tiers
 
-from statemorph import _native, arrow, serializers
+from statemorph import arrow, kernels, serializers
 from statemorph.errors import MalformedDataError, StateFormatError, TruncatedDataError
+from statemorph.kernels import abi, plans
 from statemorph.migration import migrate_bytes
-from statemorph.serializers import _batch as B
-from statemorph.serializers import _batch_pojo as BP
 from statemorph.serializers.pojo import PojoSerializer
 
 S = serializers
@@ -78,7 +77,7 @@ SNAP = OLD.snapshot_configuration()
 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(_native, "KERNELS", _native.tier(request.param))
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     # the kernel path must be the one taken: the per-value fallback fails the test
     monkeypatch.setattr(arrow, "_migrate_per_value", _no_fallback)
     return str(request.param)
@@ -161,15 +160,15 @@ def test_slices_chunks_and_large_binary_keep_row_numbers(impl: str) -> None:
 def test_hostile_entries_are_typed_errors_naming_row_and_field(impl: str) -> None:
     good = OLD.to_bytes(values(2)[1])
     cases = {
-        b"\x04\x00\x01x": (MalformedDataError, "", B.E_BAD_FLAG),  # an unregistered subclass
-        b"\x02\x05": (MalformedDataError, "a", B.E_BAD_FLAG),
-        good[:-3]: (TruncatedDataError, "inner.x", B.E_TRUNCATED),
-        good + b"\x00": (MalformedDataError, "", B.E_TRAILING),
+        b"\x04\x00\x01x": (MalformedDataError, "", abi.E_BAD_FLAG),  # an unregistered subclass
+        b"\x02\x05": (MalformedDataError, "a", abi.E_BAD_FLAG),
+        good[:-3]: (TruncatedDataError, "inner.x", abi.E_TRUNCATED),
+        good + b"\x00": (MalformedDataError, "", abi.E_TRAILING),
         _entry(b"\x00\x02a", b"\x00\x01", b"\x00" + b"\x00" * 4, b"\x01", b"\x00\x07"):
-            (MalformedDataError, "inner", B.E_BAD_FLAG),
+            (MalformedDataError, "inner", abi.E_BAD_FLAG),
         _entry(b"\x00\x02a", b"\x00\x01", b"\x00" + b"\x00" * 4, b"\x01", b"\x00\x02\x01\x00\x02\x80\x80\x80\x80\x80"):
-            (MalformedDataError, "inner.y", B.E_BAD_CHAR),
-        b"": (TruncatedDataError, "", B.E_TRUNCATED),
+            (MalformedDataError, "inner.y", abi.E_BAD_CHAR),
+        b"": (TruncatedDataError, "", abi.E_TRUNCATED),
     }
     for raw, (kind, path, code) in cases.items():
         with pytest.raises(kind) as e:
@@ -205,10 +204,10 @@ def test_threads_join_ranges(impl: str) -> None:
 
 @pytest.mark.parametrize("tier", TIERS)
 def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
-    k = _native.tier(tier)
+    k = kernels.tier(tier)
     raw = blobs(12)
     arr = pa.array(raw)
-    prog = B.compile_pojo_program(SNAP, NEW)
+    prog = plans.compile_pojo_program(SNAP, NEW)
     validity, offs, data = arr.buffers()
     out_off = np.zeros(len(arr) + 1, dtype=np.int32)
     out = np.zeros(40, dtype=np.uint8)
@@ -223,11 +222,11 @@ def test_kernel_stops_when_short_and_resumes(tier: str) -> None:
 
 
 def test_protocol_errors_same_on_both_tiers() -> None:
-    prog = B.compile_pojo_program(SNAP, NEW)
+    prog = plans.compile_pojo_program(SNAP, NEW)
     arr = pa.array(blobs(3))
     validity, offs, data = arr.buffers()
     for tier in TIERS:
-        k = _native.tier(tier)
+        k = kernels.tier(tier)
         with pytest.raises(ValueError):
             k.pojo_migrate_run(prog.matrix, offs, data, validity, 0, False, 0, 3, np.zeros(2, np.int32),
                                np.zeros(10, np.uint8), 0)
@@ -237,8 +236,8 @@ def test_protocol_errors_same_on_both_tiers() -> None:
 
 
 def _refused(new: PojoSerializer, old: PojoSerializer = OLD) -> str:
-    with pytest.raises(B.NotByteRemappable) as e:
-        B.compile_pojo_program(old.snapshot_configuration(), new)
+    with pytest.raises(plans.NotByteRemappable) as e:
+        plans.compile_pojo_program(old.snapshot_configuration(), new)
     return str(e.value)
 
 
@@ -274,8 +273,8 @@ def test_evolutions_the_kernel_refuses_keep_the_per_value_path() -> None:
 
 
 def test_growth_bounds_the_output() -> None:
-    prog = B.compile_pojo_program(SNAP, NEW)
-    assert BP.pojo_growth(prog.matrix) == 5 + 1 + 5  # added=42, note=null, inner.w=5
+    prog = plans.compile_pojo_program(SNAP, NEW)
+    assert plans.pojo_growth(prog.matrix) == 5 + 1 + 5  # added=42, note=null, inner.w=5
 
 
 def test_snapshot_from_bytes_with_a_missing_field(impl: str) -> None:

@@ -482,11 +482,11 @@ def bulk_migration_supported(prior_snapshot: TypeSerializerSnapshot, new_seriali
     if type(new_serializer).__name__ != "RowDataSerializer" or \
             type(prior_snapshot).__name__ != "RowDataSerializerSnapshot":
         return False
+    from ..kernels import plans
     from ..migration import plan_row_migration
-    from ..serializers import _batch
 
     try:
-        _batch.compile_migration_program(plan_row_migration(prior_snapshot.row_type,  # type: ignore[attr-defined]
+        plans.compile_migration_program(plan_row_migration(prior_snapshot.row_type,  # type: ignore[attr-defined]
                                                             new_serializer.row_type))
     except Exception:  # noqa: BLE001 - not remappable (or not plannable): the per-entry path decides
         return False

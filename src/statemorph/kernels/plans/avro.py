@@ -4,7 +4,7 @@
 Why a byte program: Avro's schema resolution is a walk of the writer's bytes driven by the
 (writer, reader) schema pair alone, so it compiles once into a flat table of ops; the kernel then
 rewrites every entry without a Python object. The ops mirror what the per-value reference does
-(decode with the old schema, ``_avro_resolve`` transform, encode with the new one; flink-formats.md
+(decode with the old schema, ``_avro_resolve`` transform, encode with the new one; ``serializers/avro.py``
 §2.11 for the bytes), including its re-encodings: a boolean byte other than 0 becomes ``01``, every
 NaN becomes the canonical NaN, arrays and maps are re-emitted as one block (``VARLEN(count)`` ‖
 items ‖ ``00``, or just ``00``), removed fields are still validated (the reference decodes them),
@@ -16,7 +16,7 @@ other than the one written (the reference re-picks the branch from the value: ``
 ``[double, int]``, ``[string, enum]``, two records ...), ``decimal`` / ``uuid`` values (the reference re-encodes them,
 and may reject one), a reader logical type the writer does not have, an added field whose default
 the reference cannot write. Two value-dependent cases stop the kernel at the entry with
-``E_REROUTE`` instead, and arrow.py migrates that one entry per value: a kept map with a
+``HAND_BACK`` instead, and arrow.py migrates that one entry per value: a kept map with a
 duplicate key (the reference's dict keeps one) and ``bytes`` → ``string`` of invalid UTF-8 (the
 reference raises).
 
@@ -50,46 +50,63 @@ An error's node names the field path the reference reports (its innermost record
 from __future__ import annotations
 
 import datetime as _dt
-import struct
 from typing import Any
 
 import numpy as np
 
-from ._avro_codec import ZERO_WIDTH_ITEM_BUDGET, min_size
-from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode
-from ._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
-from ._batch import (
-    E_AVRO_INDEX,
-    E_AVRO_RANGE,
-    E_BAD_LENGTH,
-    E_BAD_UTF8,
-    E_OK,
-    E_REROUTE,
-    E_TOO_LARGE,
-    E_TRAILING,
-    E_TRUNCATED,
-    NotByteRemappable,
-    RowProgram,
-    _Bin,
-    check_outputs,
-    encode_err,
+from ...serializers._avro_codec import ZERO_WIDTH_ITEM_BUDGET, min_size
+from ...serializers._avro_schema import (
+    ArrayNode,
+    AvroNode,
+    EnumNode,
+    FixedNode,
+    MapNode,
+    NamedNode,
+    RecordNode,
+    UnionNode,
 )
-from .strings import varlen
-
-NCOL = 8
-C_OP, C_EMIT, C_A, C_B, C_C, C_D, C_E, C_UNION = range(NCOL)
-O_HEAD, O_NULL, O_BOOL, O_INT, O_LONG, O_FLOAT, O_DOUBLE, O_BLOB, O_FIXED = range(9)
-O_ENUM, O_UNION, O_ARRAY, O_MAP, O_RECORD = range(9, 14)
-# EMIT: what an op writes. W_VALUE: the writer's bytes as they are (checked); W_I32 .. W_F64: a number in
-# that type; W_BOOL: 00 / 01; W_UTF8: bytes read as a string (checked then); W_TREE: a union, record,
-# array or map (its items say); W_SKIP: nothing
-W_SKIP, W_I32, W_I64, W_F32, W_F64, W_VALUE, W_BOOL, W_UTF8, W_TREE = range(9)
+from ...serializers._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
+from ..abi import (
+    C_A,
+    C_B,
+    C_C,
+    C_D,
+    C_E,
+    C_EMIT,
+    C_UNION,
+    NCOL,
+    O_ARRAY,
+    O_BLOB,
+    O_BOOL,
+    O_DOUBLE,
+    O_ENUM,
+    O_FIXED,
+    O_FLOAT,
+    O_HEAD,
+    O_INT,
+    O_LONG,
+    O_MAP,
+    O_NULL,
+    O_RECORD,
+    O_UNION,
+    W_BOOL,
+    W_F32,
+    W_F64,
+    W_I32,
+    W_I64,
+    W_SKIP,
+    W_TREE,
+    W_UTF8,
+    W_VALUE,
+)
+from .rowdata import NotByteRemappable, RowProgram
 
 MAX_NODES = 1 << 16  # a schema that expands (shared named types) past this keeps the per-value path
 
+
 _EPOCH = _dt.datetime(1970, 1, 1)
-_F32 = struct.Struct(">f")
-_F64 = struct.Struct(">d")
+
+
 _BYTES = {W_I32: 4, W_I64: 8, W_F32: 4, W_F64: 8}
 
 
@@ -99,7 +116,11 @@ def _micros(t: _dt.datetime) -> int:
 
 
 _DAYS = ((_dt.date.min - _EPOCH.date()).days, (_dt.date.max - _EPOCH.date()).days)
+
+
 _US = (_micros(_dt.datetime.min), _micros(_dt.datetime.max))
+
+
 # the raw values each logical type's ``from_raw`` accepts (_avro_values): outside, a bad row
 _RANGES = {
     "date": _DAYS,
@@ -110,9 +131,15 @@ _RANGES = {
     "timestamp-micros": _US,
     "local-timestamp-micros": _US,
 }
+
+
 _WIDTHS = {"int": W_I32, "long": W_I64, "float": W_F32, "double": W_F64}
+
+
 _PROMOTABLE = {("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"), ("long", "double"),
                ("float", "double")}
+
+
 # the Python values a decoded branch can hold, as the union branch chooser sees them
 _GROUP = {"null": 0, "boolean": 1, "int": 2, "long": 2, "float": 2, "double": 2, "string": 3, "enum": 3,
           "bytes": 4, "fixed": 4, "array": 5, "map": 6, "record": 6}
@@ -174,7 +201,7 @@ class _Compiler:
     ``skip`` ops only check a writer value."""
 
     def __init__(self, old: Any, new: Any) -> None:
-        from ._avro_resolve import Resolver
+        from ...serializers._avro_resolve import Resolver
 
         self.old = old
         self.new = new
@@ -360,8 +387,8 @@ class _Compiler:
 
     def default_bytes(self, rf: Any, fpath: str) -> bytes:
         """What the reference writes for a field the writer lacks: its default, encoded once."""
-        from ..errors import SerializationError
-        from ..io import DataOutputSerializer
+        from ...errors import SerializationError
+        from ...io import DataOutputSerializer
 
         try:
             value = default_value(rf.type, rf.default)
@@ -399,243 +426,3 @@ def avro_growth(matrix: np.ndarray) -> int:
     """Bytes a migration adds to one entry outside arrays and maps (defaults, union indexes,
     widened numbers); with the input span it sizes the one-pass output, which grows if short."""
     return int(matrix[0, C_D])
-
-
-# ---------------------------------------------------------------------------------- the twin
-class _Fail(Exception):
-    def __init__(self, code: int, node: int) -> None:
-        self.code = code
-        self.node = node
-
-
-class _Walk:
-    """One entry's walk over the program (mirror of ``av_value`` in ``_native/avro.pyx``)."""
-
-    def __init__(self, p: list[list[int]], tail: list[int], consts: bytes, d: bytes, end: int) -> None:
-        self.p = p
-        self.tail = tail
-        self.consts = consts
-        self.d = d
-        self.end = end
-        self.budget = p[0][C_EMIT]
-        self.scratch = [0] * max(p[0][C_C], 1)
-
-    def take(self, pos: int, n: int, node: int) -> int:
-        if n < 0 or self.end - pos < n:
-            raise _Fail(E_TRUNCATED, node)
-        return pos + n
-
-    def i32(self, pos: int, node: int) -> int:
-        self.take(pos, 4, node)
-        return int.from_bytes(self.d[pos:pos + 4], "big", signed=True)
-
-    def blob(self, pos: int, node: int) -> int:
-        """A string / bytes / map key at ``pos``: i32 BE length (not negative), then that many
-        bytes; returns the position after them."""
-        n = self.i32(pos, node)
-        if n < 0:
-            raise _Fail(E_BAD_LENGTH, node)
-        return self.take(pos + 4, n, node)
-
-    def count(self, pos: int, node: int) -> tuple[int, int]:
-        value = shift = 0
-        for _ in range(10):
-            self.take(pos, 1, node)
-            b = self.d[pos]
-            pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return min(value, 1 << 62), pos
-            shift += 7
-        raise _Fail(E_BAD_LENGTH, node)
-
-    def value(self, node: int, pos: int, out: bytearray | None) -> int:  # noqa: C901 - one branch per op
-        """Read the writer value of ``node`` at ``pos`` (writing the reader value to ``out`` unless
-        None); returns the position after it."""
-        row = self.p[node]
-        op = row[C_OP]
-        d = self.d
-        if out is not None and row[C_EMIT] == W_SKIP:
-            out = None
-        if out is not None and row[C_UNION] >= 0:
-            out += row[C_UNION].to_bytes(4, "big")
-        if op == O_NULL:
-            return pos
-        if op == O_BOOL:
-            self.take(pos, 1, node)
-            if out is not None:
-                out.append(1 if d[pos] else 0)
-            return pos + 1
-        if op in (O_INT, O_LONG, O_FLOAT, O_DOUBLE):
-            width = 4 if op in (O_INT, O_FLOAT) else 8
-            self.take(pos, width, node)
-            raw = d[pos:pos + width]
-            if op in (O_INT, O_LONG):
-                v: Any = int.from_bytes(raw, "big", signed=True)
-                if not row[C_A] <= v <= row[C_B]:
-                    raise _Fail(E_AVRO_RANGE, node)
-            else:
-                v = (_F32 if op == O_FLOAT else _F64).unpack(raw)[0]
-            if out is not None:
-                out += raw if row[C_EMIT] == W_VALUE else _put_number(row[C_EMIT], v)
-            return pos + width
-        if op == O_BLOB:
-            stop = self.blob(pos, node)
-            if row[C_A] or (out is not None and row[C_EMIT] == W_UTF8):
-                try:
-                    d[pos + 4:stop].decode("utf-8")
-                except UnicodeDecodeError:
-                    raise _Fail(E_BAD_UTF8 if row[C_A] else E_REROUTE, node) from None
-            if out is not None:
-                out += d[pos:stop]
-            return stop
-        if op == O_FIXED:
-            stop = self.take(pos, row[C_A], node)
-            if out is not None:
-                out += d[pos:stop]
-            return stop
-        if op in (O_ENUM, O_UNION):
-            i = self.i32(pos, node)
-            if not 0 <= i < row[C_A]:
-                raise _Fail(E_AVRO_INDEX, node)
-            if op == O_UNION:
-                return self.value(self.tail[row[C_B] + i], pos + 4, out)
-            if out is not None:
-                out += d[pos:pos + 4] if row[C_EMIT] == W_VALUE else self.tail[row[C_B] + i].to_bytes(4, "big")
-            return pos + 4
-        if op in (O_ARRAY, O_MAP):
-            return self.sequence(node, row, pos, out)
-        return self.record(node, row, pos, out)
-
-    def sequence(self, node: int, row: list[int], pos: int, out: bytearray | None) -> int:
-        is_map = row[C_OP] == O_MAP
-        unit = row[C_B]
-        items = bytearray() if out is not None else None
-        keys: set[bytes] = set()
-        total = 0
-        while True:
-            count, pos = self.count(pos, node)
-            if not count:
-                break
-            if unit:
-                if count > (self.end - pos) // unit:
-                    raise _Fail(E_TRUNCATED, node)
-            elif count > self.budget:
-                raise _Fail(E_TOO_LARGE, node)
-            else:
-                self.budget -= count
-            for _ in range(count):
-                if is_map:
-                    stop = self.blob(pos, node)
-                    key = self.d[pos + 4:stop]
-                    try:
-                        key.decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise _Fail(E_BAD_UTF8, node) from None
-                    if items is not None:
-                        keys.add(key)
-                        items += self.d[pos:stop]
-                    pos = stop
-                pos = self.value(row[C_A], pos, items)
-            total += count
-        if out is not None and items is not None:
-            if is_map and len(keys) != total:
-                raise _Fail(E_REROUTE, node)
-            if total > 0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
-                raise _Fail(E_TOO_LARGE, node)
-            if total:
-                out += varlen(total)
-                out += items
-            out.append(0)
-        return pos
-
-    def record(self, node: int, row: list[int], pos: int, out: bytearray | None) -> int:
-        fields = self.tail[row[C_B]:row[C_B] + row[C_A]]
-        entries = self.tail[row[C_D]:row[C_D] + 4 * row[C_C]]
-        if row[C_E] < 0:
-            done = 0
-            for k in range(0, len(entries), 4):
-                j, op, at, n = entries[k:k + 4]
-                if j < 0:
-                    if out is not None:
-                        out += self.consts[at:at + n]
-                    continue
-                for skipped in fields[done:j]:
-                    pos = self.value(skipped, pos, None)
-                pos = self.value(op, pos, out)
-                done = j + 1
-            for skipped in fields[done:]:
-                pos = self.value(skipped, pos, None)
-            return pos
-        starts = self.scratch
-        base = row[C_E]
-        for j, op in enumerate(fields):
-            starts[base + j] = pos
-            pos = self.value(op, pos, None)
-        starts[base + len(fields)] = pos
-        if out is not None:
-            budget, self.budget = self.budget, 1 << 62  # the values were checked (and counted) above
-            for k in range(0, len(entries), 4):
-                j, op, at, n = entries[k:k + 4]
-                if j < 0:
-                    out += self.consts[at:at + n]
-                elif self.p[op][C_EMIT] == W_VALUE and self.p[op][C_UNION] < 0:
-                    out += self.d[starts[base + j]:starts[base + j + 1]]
-                else:
-                    self.value(op, starts[base + j], out)
-            self.budget = budget
-        return pos
-
-
-def _put_number(emit: int, v: Any) -> bytes:
-    if emit == W_I64:
-        return int(v).to_bytes(8, "big", signed=True)
-    x = float(v)  # an int or long becomes the nearest double first, then (W_F32) Java's (float) cast
-    if x != x:
-        return b"\x7f\xc0\x00\x00" if emit == W_F32 else b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
-    return _F32.pack(x) if emit == W_F32 else _F64.pack(x)
-
-
-def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
-                     stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
-    """One-pass Avro migrate, the contract of ``_batch.migrate_run``: validate and write each entry
-    packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
-    (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``E_REROUTE``);
-    else ``next_row < stop``: it did not fit)."""
-    check_outputs("avro_migrate_run", out_off, out_data, start, stop, pos)
-    p = np.asarray(prog, dtype=np.int64).tolist()
-    if not p or len(p[0]) != NCOL or p[0][C_OP] != O_HEAD or not 1 < p[0][C_A] <= len(p):
-        raise ValueError("bad Avro program")
-    tail = [x for row in p[p[0][C_A]:] for x in row]
-    consts = np.array(tail[p[0][C_E]:], dtype=np.int64).tobytes()
-    v = _Bin(offsets, data, validity, offset, wide, stop)
-    out = memoryview(out_data).cast("B")
-    status = 0
-    i = start
-    while i < stop:
-        if v.valid(i):
-            code, s, e = v.entry(i)
-            node = -1
-            buf = bytearray()
-            if code == E_OK:
-                w = _Walk(p, tail, consts, v.data, e)
-                try:
-                    if w.value(p[0][C_B], s, buf) != e:
-                        code = E_TRAILING
-                except _Fail as x:
-                    code, node = x.code, x.node
-            if code == E_OK:
-                if len(buf) > len(out) - pos:
-                    break
-                out[pos:pos + len(buf)] = buf
-                pos += len(buf)
-            else:
-                status = encode_err(code, node)
-        out_off[i + 1] = pos
-        if status:
-            break
-        i += 1
-    return i, pos, status
-
-
-__all__ = ["avro_growth", "avro_migrate_run", "compile_avro_program"]

@@ -9,7 +9,7 @@ size and write with the same code.
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 
-from smbytes cimport *
+from cursor cimport *
 
 
 cdef inline int unit_size(uint32_t u) noexcept nogil:

@@ -11,36 +11,22 @@ per-value path. ``pojo_migrate_run`` (at the end) remaps ``PojoSerializer`` valu
 Program (int64 matrix, pre-order, 8 columns): KIND, POS, END, ARITY, -, OLD_KIND_FLAG,
 NEW_KIND_FLAG, WIDTH. Kinds: 1 fixed-width (WIDTH bytes), 2 StringValue string, 3 byte[] (i32 BE
 length), 4 nested row, 5 boolean, 6 float, 7 double. Same two-pass contract as the other kernels;
-the Python twin is in ``statemorph.serializers._batch``.
+the Python twin is ``statemorph.kernels.composite_py``.
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from smbytes cimport *
+from cursor cimport *
 
 import numpy as np
 
 __statemorph_native__ = True
 
-cdef enum:
-    C_KIND = 0
-    C_POS = 1
-    C_END = 2
-    C_ARITY = 3
-    C_OLD_FLAG = 5
-    C_NEW_FLAG = 6
-    C_WIDTH = 7
-    NCOL = 8
+# program columns and kinds (C_*, S_*, P_*): generated from statemorph.kernels.abi
+include "abi_composite.pxi"
 
 cdef enum:
-    S_FIXED = 1
-    S_STR = 2
-    S_BYTES = 3
-    S_ROW = 4
-    S_BOOL = 5
-    S_F32 = 6
-    S_F64 = 7
     NUL = 1             # check_string states: the StringValue is null,
     REWRITE = 2         # or its varints are not minimal
 
@@ -280,19 +266,10 @@ def core_row_fill(prog, offsets, data, validity, int64_t offset, bint wide, int6
 
 
 # ------------------------------------------------------------------------------------------ POJO
-# PojoSerializer migration (program and format: statemorph.serializers._batch_pojo, which holds
+# PojoSerializer migration (program and format: statemorph.kernels.composite_py, which holds
 # the Python twin). A check walk validates one entry and records, per old field node, where its
 # bytes start and end and its state; an emit walk then writes the fields in the new order,
 # canonically. Leaf kinds are the S_* kinds above.
-
-cdef enum:
-    P_POJO = 10
-    C_N_OLD = 3
-    C_EMIT = 4
-    C_N_NEW = 5
-    C_SRC = 4
-    C_CONST = 5
-    C_CONST_LEN = 6
 
 ctypedef struct PWalk:
     const int64_t* p
@@ -371,7 +348,7 @@ cdef int64_t pojo_emit(const PWalk* w, int64_t node, int64_t op) noexcept nogil:
     cdef const int64_t* stop = w.stop
     cdef uint8_t* o = w.o
     cdef int64_t cap = w.cap
-    cdef int64_t row = PP(p, node, C_EMIT), k, src, cst, j, size, kind, err
+    cdef int64_t row = PP(p, node, C_EMIT_AT), k, src, cst, j, size, kind, err
     cdef Cursor c
     if op >= cap:
         return -1

@@ -32,39 +32,9 @@ cdef extern from *:
     uint32_t sm_bswap32(uint32_t v) nogil
     uint64_t sm_bswap64(uint64_t v) nogil
 
-# ---------------------------------------------------------------- error codes (shared by tiers)
-# Keep in sync with statemorph._native.ERROR_MESSAGES.
-cdef enum:
-    E_OK = 0
-    E_TRUNCATED = 1          # entry shorter than its format needs
-    E_TRAILING = 2           # entry longer than its value
-    E_BAD_LENGTH = 3         # a length field is negative / inconsistent
-    E_BAD_OFFSET = 4         # a var-part offset/length points outside the row
-    E_BAD_HEADER = 5         # RowKind byte not 0..3
-    E_BAD_UTF8 = 6           # Arrow string is not valid UTF-8
-    E_LONE_SURROGATE = 7     # Flink string holds a lone surrogate (not representable in Arrow)
-    E_BAD_CHAR = 8           # Flink string char varint beyond one UTF-16 unit / too long
-    E_BAD_SIZE = 9           # fixed-width entry of the wrong size
-    E_NULL_NOT_ALLOWED = 10  # null value for a NOT NULL field
-    E_BAD_INLINE = 11        # inline marker with a length > 7
-    E_BAD_NANOS = 12         # nano-of-millisecond out of range
-    E_TOO_LARGE = 13         # value exceeds a format limit
-    E_BAD_ARROW = 14         # Arrow offsets buffer inconsistent
-    E_BAD_JCHAR = 15         # Arrow string is not one UTF-16 code unit (a Java char)
-    E_BAD_FLAG = 16          # POJO flags byte not 01 / 02, or field null flag not 00 / 01
-    E_REROUTE = 17           # not an error: an entry the reference serializer must judge
-
-
-# ---------------------------------------------------------------- primitive kinds (shared with _batch.py)
-cdef enum:
-    K_BOOL = 1
-    K_I8 = 2
-    K_I16 = 3
-    K_I32 = 4
-    K_I64 = 5
-    K_F32 = 6
-    K_F64 = 7
-    K_CHAR = 8
+# Status codes (E_*, HAND_BACK) and DataStream leaf kinds (K_*): generated from
+# statemorph.kernels.abi by setup.py.
+include "abi_common.pxi"
 
 cdef inline int kind_width(int kind) noexcept nogil:
     if kind == K_BOOL or kind == K_I8:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..serializers import _batch as B
+from . import abi
 
 _MASK64 = (1 << 64) - 1
 
@@ -397,7 +397,7 @@ class _DecodeEmitter(_ColumnsEmitter):
     values) and returns, so the walk decodes the entry onto the same zeroed outputs as without it."""
 
     def kind(self, c: int) -> int:
-        return self.m[c][B.C_KIND]
+        return self.m[c][abi.C_KIND]
 
     def prologue(self) -> list[str]:
         """Every column's buffers (they do not move during a call) and counters."""
@@ -408,7 +408,7 @@ class _DecodeEmitter(_ColumnsEmitter):
             count = self.field(c, "count", "i64")
             self.set(self.cols[c, "count"], count)
             self.set(self.cols[c, "count0"], count)
-            if k in (B.R_STR, B.R_BIN):
+            if k in (abi.R_STR, abi.R_BIN):
                 self.cols[c, "offs"] = self.field(c, "offs", "ptr")
                 wide = self.field(c, "wide", f"i{8 * self.lay['wide_size']}")
                 self.cols[c, "wide"] = self.op(f"icmp ne i{8 * self.lay['wide_size']} {wide}, 0")
@@ -418,7 +418,7 @@ class _DecodeEmitter(_ColumnsEmitter):
                 spos = self.field(c, "spos", "i64")
                 self.set(self.cols[c, "spos"], spos)
                 self.set(self.cols[c, "spos0"], spos)
-            elif k != B.R_ROW:
+            elif k != abi.R_ROW:
                 self.cols[c, "vals"] = self.field(c, "vals", "ptr")
         lines, self.body = self.body, []
         return lines
@@ -430,7 +430,7 @@ class _DecodeEmitter(_ColumnsEmitter):
     def string(self, c: int, slot: str, base: str, size: str, fixed: int) -> None:
         """``decode_row``'s STRING / BINARY: inline or var part, UTF-8, appended to the column a
         word at a time (the column's buffer must hold the whole words, or the walk takes the entry)."""
-        is_str = self.kind(c) == B.R_STR
+        is_str = self.kind(c) == abi.R_STR
         sdata, spos = self.cols[c, "sdata"], self.cols[c, "spos"]
         pos = self.get(spos)
         room = self.bin("sub", self.cols[c, "scap"], pos)
@@ -464,7 +464,7 @@ class _DecodeEmitter(_ColumnsEmitter):
     def value(self, c: int, slot: str, i: str) -> None:
         """``put_value`` / the 4- and 8-byte copies of ``decode_row``."""
         k, vals = self.kind(c), self.cols[c, "vals"]
-        if k == B.R_BOOL:
+        if k == abi.R_BOOL:
             byte = self.op(f"load i8, ptr {self.at('%d', slot)}, align 1")
             yes, no = self.branch(self.op(f"icmp ne i8 {byte}, 0"))
             self.block(yes)
@@ -472,7 +472,7 @@ class _DecodeEmitter(_ColumnsEmitter):
             self.put(f"br label %{no}")
             self.block(no)
             return
-        if k == B.R_DEC_COMPACT:
+        if k == abi.R_DEC_COMPACT:
             v = self.load64("%d", slot)
             at = self.bin("mul", i, "16")
             self.store64(vals, at, v)
@@ -484,7 +484,7 @@ class _DecodeEmitter(_ColumnsEmitter):
 
     def row(self, node: int, base: str, size: str, i: str) -> None:
         """``decode_row`` of the row at ``node``: ``check_row_header``, then every field."""
-        arity = self.m[node][B.C_ARITY]
+        arity = self.m[node][abi.C_ARITY]
         fixed = 8 + 8 * arity
         self.bail_if(self.cmp("slt", size, str(fixed)))
         kind = self.op(f"load i8, ptr {self.at('%d', base)}, align 1")
@@ -492,17 +492,17 @@ class _DecodeEmitter(_ColumnsEmitter):
         nb0 = self.load64("%d", base)
         self.bail_if(self.cmp("ne", self.bin("lshr", nb0, str(arity + 8)), "0"))
         c = node + 1
-        while c < self.m[node][B.C_END]:
-            j = self.m[c][B.C_POS]
+        while c < self.m[node][abi.C_END]:
+            j = self.m[c][abi.C_POS]
             null, present = self.branch(self.bit_set(nb0, j + 8))
             self.block(present)
             self.set_bit(self.cols[c, "valid"], i)
             self.count_up(c)
             slot = self.bin("add", base, str(8 + 8 * j))
             k = self.kind(c)
-            if k in (B.R_STR, B.R_BIN):
+            if k in (abi.R_STR, abi.R_BIN):
                 self.string(c, slot, base, size, fixed)
-            elif k == B.R_ROW:
+            elif k == abi.R_ROW:
                 raw = self.load64("%d", slot)
                 self.bail_if(self.cmp("slt", raw, "0"))
                 off = self.bin("lshr", raw, "32")
@@ -514,17 +514,17 @@ class _DecodeEmitter(_ColumnsEmitter):
                 self.value(c, slot, i)
             self.put(f"br label %{null}")
             self.block(null)
-            c = self.m[c][B.C_END]
+            c = self.m[c][abi.C_END]
 
     def undo(self, i: str) -> None:
         """What this call wrote for row i, where the walk expects zeros."""
         for c in range(1, len(self.m)):
             k = self.kind(c)
             self.clear_bit(self.cols[c, "valid"], i)
-            if k == B.R_BOOL:
+            if k == abi.R_BOOL:
                 self.clear_bit(self.cols[c, "vals"], i)
             elif (c, "vals") in self.cols:
-                w = 16 if k == B.R_DEC_COMPACT else _WIDTH[k]
+                w = 16 if k == abi.R_DEC_COMPACT else _WIDTH[k]
                 at = self.bin("mul", i, str(w))
                 for b in range(0, w, 8) if w >= 8 else [0]:
                     bits = 64 if w >= 8 else 8 * w
@@ -592,10 +592,10 @@ class _EncodeEmitter(_ColumnsEmitter):
             valid = self.cols[c, "valid_in"] = self.field(c, "valid_in", "ptr")
             self.cols[c, "has_valid"] = self.op(f"icmp ne ptr {valid}, null")
             self.cols[c, "off_in"] = self.field(c, "off_in", "i64")
-            if row[B.C_KIND] != B.R_ROW:
+            if row[abi.C_KIND] != abi.R_ROW:
                 self.cols[c, "vals_in"] = self.field(c, "vals_in", "ptr")
                 self.cols[c, "vals_len"] = self.field(c, "vals_len", "i64")
-            if row[B.C_KIND] in (B.R_STR, B.R_BIN):
+            if row[abi.C_KIND] in (abi.R_STR, abi.R_BIN):
                 self.cols[c, "offs_in"] = self.field(c, "offs_in", "ptr")
         lines, self.body = self.body, []
         return lines
@@ -641,7 +641,7 @@ class _EncodeEmitter(_ColumnsEmitter):
 
     def row(self, node: int, i: str, ob: str) -> str:
         """``encode_row``: row i of the columns under ``node`` at ``o[ob:]``; returns its size."""
-        arity = self.m[node][B.C_ARITY]
+        arity = self.m[node][abi.C_ARITY]
         fixed = 8 + 8 * arity
         self.bail_if(self.cmp("sgt", str(fixed), self.bin("sub", "%cap", ob)))
         for w in range(8, fixed, 8):
@@ -650,14 +650,14 @@ class _EncodeEmitter(_ColumnsEmitter):
         self.set(nb0, "0")
         self.set(cur, str(fixed))
         c = node + 1
-        while c < self.m[node][B.C_END]:
+        while c < self.m[node][abi.C_END]:
             row = self.m[c]
-            k, j = row[B.C_KIND], row[B.C_POS]
+            k, j = row[abi.C_KIND], row[abi.C_POS]
             e = self.bin("add", self.cols[c, "off_in"], i)
             null, present = self.null_branch(c, e)
             join = self.label()
             self.block(null)
-            if row[B.C_FLAGS] & B.F_NOT_NULL:
+            if row[abi.C_FLAGS] & abi.F_NOT_NULL:
                 self.put("br label %bail")
             else:
                 self.or_into(nb0, _c(1 << (j + 8)))
@@ -669,21 +669,21 @@ class _EncodeEmitter(_ColumnsEmitter):
                 v = self.op(f"load i{bits}, ptr {self.at(self.cols[c, 'vals_in'], self.bin('mul', e, str(_WIDTH[k])))}"
                             f", align 1")
                 self.store64("%o", slot, v if bits == 64 else self.op(f"zext i{bits} {v} to i64"))
-            elif k == B.R_BOOL:
+            elif k == abi.R_BOOL:
                 at, mask = self.bit_of(self.cols[c, "vals_in"], e)
                 byte = self.op(f"load i8, ptr {at}, align 1")
                 bit = self.op(f"and i8 {byte}, {mask}")
                 one = self.op(f"zext i1 {self.op(f'icmp ne i8 {bit}, 0')} to i8")
                 self.put(f"store i8 {one}, ptr {self.at('%o', slot)}, align 1")
-            elif k == B.R_DEC_COMPACT:
+            elif k == abi.R_DEC_COMPACT:
                 at = self.bin("mul", e, "16")
                 lo = self.load64(self.cols[c, "vals_in"], at)
                 hi = self.load64(self.cols[c, "vals_in"], self.bin("add", at, "8"))
-                limit = row[B.C_LIMIT]
+                limit = row[abi.C_LIMIT]
                 self.bail_if(self.cmp("ne", hi, self.bin("ashr", lo, "63")))
                 self.bail_if(self.op(f"or i1 {self.cmp('sle', lo, _c(-limit))}, {self.cmp('sge', lo, _c(limit))}"))
                 self.store64("%o", slot, lo)
-            elif k in (B.R_STR, B.R_BIN):
+            elif k in (abi.R_STR, abi.R_BIN):
                 self.string(c, e, slot, ob, cur)
             else:  # ROW
                 c0 = self.get(cur)
@@ -692,7 +692,7 @@ class _EncodeEmitter(_ColumnsEmitter):
                 self.set(cur, self.bin("add", c0, sub))
             self.put(f"br label %{join}")
             self.block(join)
-            c = row[B.C_END]
+            c = row[abi.C_END]
         self.store64("%o", ob, self.get(nb0))
         return self.get(cur)
 
@@ -726,8 +726,8 @@ class _EncodeEmitter(_ColumnsEmitter):
                              carried=("pos", "w"), pro=tuple(pro))
 
 
-_WIDTH = {B.R_I8: 1, B.R_I16: 2, B.R_I32: 4, B.R_F32: 4, B.R_I64: 8, B.R_F64: 8}
-_DECODE_KINDS = frozenset({B.R_BOOL, B.R_DEC_COMPACT, B.R_STR, B.R_BIN, B.R_ROW, *_WIDTH})
+_WIDTH = {abi.R_I8: 1, abi.R_I16: 2, abi.R_I32: 4, abi.R_F32: 4, abi.R_I64: 8, abi.R_F64: 8}
+_DECODE_KINDS = frozenset({abi.R_BOOL, abi.R_DEC_COMPACT, abi.R_STR, abi.R_BIN, abi.R_ROW, *_WIDTH})
 
 
 class PlanCode:
@@ -794,7 +794,7 @@ def _compile(kind: str, program: bytes, rows: int, cols: int) -> PlanCode | None
                              matrix.ctypes.data).function()
     else:
         m = matrix.tolist()
-        if any(r[B.C_KIND] not in _DECODE_KINDS or (r[B.C_KIND] == B.R_ROW and r[B.C_ARITY] >= 56) for r in m):
+        if any(r[abi.C_KIND] not in _DECODE_KINDS or (r[abi.C_KIND] == abi.R_ROW and r[abi.C_ARITY] >= 56) for r in m):
             return None
         ir = _DecodeEmitter(m, rowdata.node_layout(), rowdata.utf8_valid_address()).function() \
             if kind == "decode" else _EncodeEmitter(m, rowdata.node_layout(), 0).function()

@@ -1,9 +1,10 @@
-"""flink-core ``Row`` (``RowSerializer``) ↔ Arrow struct columns: the program compiler and the
-Python twins of ``_native/corerow.pyx`` (same names, arguments and effect on the output buffers).
+"""flink-core ``Row`` (``RowSerializer``) ↔ Arrow struct columns: the Python twins of
+``_native/corerow.pyx`` (same names, arguments and effect on the output buffers); their program
+comes from :mod:`statemorph.kernels.plans.corerow`.
 
-Format (flink-formats.md §2.9): ``MASK ‖ non-null fields``. The mask is MSB-first over
-``[kind bit 0, kind bit 1,] field 0 .. field n-1`` (the two RowKind bits only when the serializer
-``supports_row_kind``), zero-padded to whole bytes; fields are in their DataStream formats
+Format (as ``RowSerializer`` in ``serializers/tuples.py`` writes it): ``MASK ‖ non-null fields``.
+The mask is MSB-first over ``[kind bit 0, kind bit 1,] field 0 .. field n-1`` (the two RowKind
+bits only when the serializer ``supports_row_kind``), zero-padded to whole bytes; fields are in their DataStream formats
 (big-endian primitives, ``StringValue`` strings, i32-length ``byte[]``, nested rows the same way).
 
 Arrow side: the struct :func:`statemorph._arrow_values.arrow_type_for` gives, as the per-value path
@@ -16,9 +17,9 @@ unless they would overflow). A kernel call stops at the first bad row or at the 
 bytes do not fit, and reports it; the caller records the error or grows the buffer and calls again
 from there. Clean input therefore needs no status array and one walk per row.
 
-Program (int64 matrix, pre-order, ``_batch.NCOL`` columns): KIND, POS (field index in the parent),
+Program (int64 matrix, pre-order, ``abi.NCOL`` columns): KIND, POS (field index in the parent),
 END (first node after the subtree), ARITY (rows), -, -, FLAGS (rows: 1 = RowKind bits in the
-mask), WIDTH (fixed-width kinds). Kinds: ``_batch.K_BOOL`` .. ``K_CHAR`` and the three below.
+mask), WIDTH (fixed-width kinds). Kinds: ``abi.K_BOOL`` .. ``K_CHAR`` and the three below.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from ._batch import (
+from .abi import (
     C_ARITY,
     C_END,
     C_FLAGS,
     C_KIND,
     C_POS,
+    C_WIDTH,
     E_BAD_ARROW,
     E_BAD_HEADER,
     E_BAD_JCHAR,
@@ -43,81 +45,18 @@ from ._batch import (
     E_TOO_LARGE,
     E_TRAILING,
     E_TRUNCATED,
+    F_ROW_KIND,
     K_BOOL,
     K_CHAR,
-    K_F32,
-    K_F64,
-    K_I8,
-    K_I16,
-    K_I32,
-    K_I64,
-    NCOL,
-    RowProgram,
-    _Bin,
-    _bit,
-    _Cols,
-    _RowError,
-    _set_bit,
-    _utf8_to_flink,
+    K_ROW,
+    K_STR,
     encode_err,
-    java_be,
-    kind_width,
-    read_flink_utf8,
 )
-
-K_STR, K_BYTES, K_ROW = 9, 10, 11
-C_WIDTH = 7
-F_ROW_KIND = 1
-MAX32 = (1 << 31) - 1
-"""Largest int32 Arrow offset: a narrow output that would pass it asks the caller to widen."""
-
-STRING_KINDS: frozenset[int] = frozenset({K_STR, K_CHAR, K_BYTES})
-"""Kinds whose Arrow column is (offsets, data): ``string`` for STR / CHAR, ``binary`` for BYTES."""
-
-
-def compile_core_row_codec(serializer: Any) -> RowProgram | None:
-    """The encode / decode program of a ``RowSerializer``, or None when a field (at any depth) has
-    no kernel: the caller then takes the per-value path for the whole column."""
-    from . import (
-        BooleanSerializer,
-        BytePrimitiveArraySerializer,
-        ByteSerializer,
-        CharSerializer,
-        DoubleSerializer,
-        FloatSerializer,
-        IntSerializer,
-        LongSerializer,
-        ShortSerializer,
-        StringSerializer,
-    )
-    from .tuples import RowSerializer
-
-    kinds = {BooleanSerializer: K_BOOL, ByteSerializer: K_I8, ShortSerializer: K_I16, IntSerializer: K_I32,
-             LongSerializer: K_I64, FloatSerializer: K_F32, DoubleSerializer: K_F64, CharSerializer: K_CHAR,
-             StringSerializer: K_STR, BytePrimitiveArraySerializer: K_BYTES}
-    rows: list[list[int]] = []
-    paths: list[str] = []
-
-    def visit(ser: Any, pos: int, path: str) -> bool:
-        if type(ser) is RowSerializer:
-            me = len(rows)
-            rows.append([K_ROW, pos, 0, ser.arity, 0, 0, F_ROW_KIND if ser.supports_row_kind else 0, 0])
-            paths.append(path)
-            for i, field in enumerate(ser.field_serializers):
-                if not visit(field, i, f"{path}.{ser.label(i)}" if path else ser.label(i)):
-                    return False
-            rows[me][C_END] = len(rows)
-            return True
-        kind = kinds.get(type(ser))
-        if kind is None:
-            return False
-        rows.append([kind, pos, len(rows) + 1, 0, 0, 0, 0, kind_width(kind) if kind not in (K_STR, K_BYTES) else 0])
-        paths.append(path)
-        return True
-
-    if type(serializer) is not RowSerializer or not visit(serializer, -1, ""):
-        return None
-    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+from .plans.corerow import STRING_KINDS
+from .primitives_py import java_be
+from .rowdata_py import ArrowColumns, RowError
+from .strings_py import read_flink_utf8, utf8_to_flink
+from .views import MAX32, BinView, bit_get, bit_set
 
 
 def _mask_len(p: list[list[int]], node: int) -> tuple[int, int]:
@@ -146,8 +85,8 @@ def _jchar(raw: bytes) -> tuple[int, int]:
     return E_OK, ord(text)
 
 
-def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearray, err: list[int]) -> None:
-    """Append row ``i`` of row node ``node`` to ``out`` (mirror of ``encode_row``); raises _RowError."""
+def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, out: bytearray, err: list[int]) -> None:
+    """Append row ``i`` of row node ``node`` to ``out`` (mirror of ``encode_row``); raises RowError."""
     mlen, kb = _mask_len(p, node)
     mask = len(out)
     out += bytes(mlen)  # kind bits stay 0: Arrow rows are INSERT, as on the per-value path
@@ -166,7 +105,7 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearr
             s, n = cols.string(c, i)
             code = E_BAD_ARROW if s < 0 else E_OK
             if code == E_OK and k == K_STR:
-                code, enc = _utf8_to_flink(vals[s:s + n])
+                code, enc = utf8_to_flink(vals[s:s + n])
                 if enc is not None:
                     out += enc
             elif code == E_OK and k == K_CHAR:
@@ -177,9 +116,9 @@ def _encode_row(p: list[list[int]], cols: _Cols, node: int, i: int, out: bytearr
                 out += n.to_bytes(4, "big") + vals[s:s + n]
             if code != E_OK:
                 err[0] = c
-                raise _RowError(code)
+                raise RowError(code)
         elif k == K_BOOL:
-            out.append(1 if _bit(vals, off + i) else 0)
+            out.append(1 if bit_get(vals, off + i) else 0)
         else:
             w = p[c][C_WIDTH]
             out += java_be(k, vals[w * (off + i):w * (off + i) + w])
@@ -197,7 +136,7 @@ def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: A
     row ``row`` needs ``out_data`` of at least ``status`` bytes (or, past :data:`MAX32` with int32
     offsets, int64 offsets): nothing of it is written, resume at ``row``."""
     p = np.asarray(prog).tolist()
-    cc = _Cols(cols)
+    cc = ArrowColumns(cols)
     out = memoryview(out_data).cast("B")
     narrow = np.asarray(out_off).itemsize == 4
     for i in range(start, stop):
@@ -206,7 +145,7 @@ def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: A
             err = [-1]
             try:
                 _encode_row(p, cc, 0, i, row, err)
-            except _RowError as e:
+            except RowError as e:
                 out_off[i + 1] = pos
                 return i, pos, encode_err(e.code, err[0])
             need = pos + len(row)
@@ -241,16 +180,16 @@ class _Out:
 def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos: Any, node: int, i: int,
                 err: list[int]) -> int:
     """Scatter the row at ``d[pos:]`` into row ``i`` of the outputs (mirror of ``decode_row``);
-    returns the next position. Raises _RowError for bad bytes, _Full when a string column's
+    returns the next position. Raises RowError for bad bytes, _Full when a string column's
     buffer is short (``err`` = [node, bytes needed])."""
     mlen, kb = _mask_len(p, node)
     if end - pos < mlen:
         err[0] = node
-        raise _RowError(E_TRUNCATED)
+        raise RowError(E_TRUNCATED)
     m = d[pos:pos + mlen]
     if mlen and m[-1] & ((1 << (mlen * 8 - p[node][C_ARITY] - kb)) - 1):
         err[0] = node  # padding bits after the last field are set
-        raise _RowError(E_BAD_HEADER)
+        raise RowError(E_BAD_HEADER)
     pos += mlen
     c = node + 1
     while c < p[node][C_END]:
@@ -259,7 +198,7 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             c = p[c][C_END]
             continue
         if k == K_ROW:
-            _set_bit(o.valid[c], i)
+            bit_set(o.valid[c], i)
             pos = _decode_row(p, d, pos, end, o, spos, c, i, err)
             c = p[c][C_END]
             continue
@@ -267,7 +206,7 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             code, raw, is_null, pos = _read_string_kind(k, d, pos, end)
             if code != E_OK:
                 err[0] = c
-                raise _RowError(code)
+                raise RowError(code)
             assert raw is not None
             need = int(spos[c]) + len(raw)
             if need > len(o.sdata[c]) or (o.offs[c].itemsize == 4 and need > MAX32):
@@ -276,16 +215,16 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             o.sdata[c][int(spos[c]):need] = raw
             spos[c] = need
             if not is_null:
-                _set_bit(o.valid[c], i)
+                bit_set(o.valid[c], i)
         else:
             w = p[c][C_WIDTH]
             if end - pos < w:
                 err[0] = c
-                raise _RowError(E_TRUNCATED)
-            _set_bit(o.valid[c], i)
+                raise RowError(E_TRUNCATED)
+            bit_set(o.valid[c], i)
             if k == K_BOOL:
                 if d[pos]:
-                    _set_bit(o.vals[c], i)
+                    bit_set(o.vals[c], i)
             else:
                 o.vals[c][w * i:w * i + w] = d[pos:pos + w][::-1]
             pos += w
@@ -336,7 +275,7 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
     node's data. Returns ``(row, status, node)``: status 0 = all done; negative = entry ``row`` is
     bad (:func:`encode_err`; it is left empty, resume at ``row + 1``); positive = node ``node``'s
     data must hold ``status`` bytes (int64 offsets past :data:`MAX32`), resume at ``row``."""
-    v = _Bin(offsets, data, validity, offset, wide, stop)
+    v = BinView(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog).tolist()
     o = _Out(outs)
     strs = [c for c in range(1, len(p)) if p[c][C_KIND] in STRING_KINDS]
@@ -346,11 +285,11 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
             code, s, e = v.entry(i)
             try:
                 if code != E_OK:
-                    raise _RowError(code)
+                    raise RowError(code)
                 if _decode_row(p, v.data, s, e, o, spos, 0, i, err) != e:
                     err[0] = -1
-                    raise _RowError(E_TRAILING)
-            except _RowError as x:
+                    raise RowError(E_TRAILING)
+            except RowError as x:
                 _rewind(p, o, spos, i)
                 for c in strs:
                     o.offs[c][i + 1] = spos[c]
@@ -363,4 +302,4 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
     return stop, 0, -1
 
 
-__all__ = ["MAX32", "STRING_KINDS", "compile_core_row_codec", "corerow_decode", "corerow_encode"]
+__all__ = ["corerow_decode", "corerow_encode"]

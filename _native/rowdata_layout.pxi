@@ -1,0 +1,351 @@
+# Included by rowdata.pyx (one extension module: the walks call each other and inline).
+# BinaryRowData layout shared by every RowData walk: the execution context, slot and null-bit
+# helpers, UTF-8 checks, the lowered encode / decode node and the map-key checks.
+
+cdef extern from *:
+    """
+    typedef __int128 sm_i128;
+    static inline sm_i128 sm_i128_of(uint64_t lo, int64_t hi) { return (sm_i128)(((unsigned __int128)(uint64_t)hi << 64) | lo); }
+    static inline sm_i128 sm_pow10(int64_t p) { sm_i128 v = 1; while (p-- > 0) v *= 10; return v; }
+    static inline int sm_bytes_of(sm_i128 u) {
+        /* BigInteger.toByteArray() length: the minimal big-endian two's complement */
+        unsigned __int128 x = (unsigned __int128)(u < 0 ? ~u : u);
+        int bits = 0;
+        while (x) { bits++; x >>= 1; }
+        return (bits + 8) / 8;
+    }
+    static inline int sm_mul_add(int64_t a, int64_t b, int64_t c, int64_t* r) {
+        int64_t t;
+        return __builtin_mul_overflow(a, b, &t) || __builtin_add_overflow(t, c, r);
+    }
+    """
+    ctypedef long long sm_i128  # really __int128 (the C typedef above)
+    sm_i128 sm_i128_of(uint64_t lo, int64_t hi) nogil
+    sm_i128 sm_pow10(int64_t p) nogil
+    int sm_bytes_of(sm_i128 u) nogil
+    int sm_mul_add(int64_t a, int64_t b, int64_t c, int64_t* r) nogil
+
+
+cdef inline int64_t null_bits_size(int64_t arity) noexcept nogil:
+    return ((arity + 63 + 8) // 64) * 8
+
+cdef inline int64_t arrow_width(int64_t kind) noexcept nogil:
+    if kind == R_I8:
+        return 1
+    if kind == R_I16:
+        return 2
+    if kind == R_I32 or kind == R_F32:
+        return 4
+    if kind == R_DEC_COMPACT or kind == R_DEC_BIG:
+        return 16
+    return 8
+
+
+ctypedef struct Ctx:
+    const int64_t* prog
+    int64_t err_node
+    int64_t row
+    const uint8_t* d
+    int64_t d_len           # decode: bytes of ``d`` (lets hashing read whole words near the end)
+    bint metered            # decode with arrays: the row / array checks spend ``budget`` (see spend)
+    int64_t budget
+
+cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
+    return x.prog[node * NCOL + col]
+
+
+cdef bint utf8_valid(const uint8_t* s, int64_t n) noexcept nogil:
+    """Strict UTF-8 (what Python's ``bytes.decode('utf-8')`` accepts): ASCII a word at a time (most
+    state strings are ASCII), the rest through the shared decoder of ``stringvalue.pxd``."""
+    cdef int64_t p = 0
+    cdef uint32_t cp
+    while p + 8 <= n:
+        if load_u64_le(s + p) & 0x8080808080808080ull:
+            break
+        p += 8
+    while p < n:
+        if s[p] < 0x80:
+            p += 1
+        elif utf8_next(s, &p, n, &cp) != E_OK:
+            return False
+    return True
+
+
+cdef inline bint null_bit(const uint8_t* d, int64_t base, int64_t i) noexcept nogil:
+    cdef int64_t b = i + 8
+    return (d[base + (b >> 3)] >> (b & 7)) & 1
+
+
+cdef inline int64_t elem_size(int64_t kind) noexcept nogil:
+    """BinaryArrayData element slot width (``calculateFixLengthPartSize``)."""
+    if kind == R_BOOL or kind == R_I8:
+        return 1
+    if kind == R_I16:
+        return 2
+    if kind == R_I32 or kind == R_F32:
+        return 4
+    return 8
+
+cdef inline int64_t array_header(int64_t n) noexcept nogil:
+    return 4 + ((n + 31) // 32) * 4
+
+
+cdef inline int64_t var_span(Ctx* x, int64_t c, int64_t k, uint64_t raw, int64_t base, int64_t size,
+                             int64_t lo) noexcept nogil:
+    """The checks of a non-inline variable-length slot (``raw``) of node ``c`` whose row starts at
+    ``base``: nanos / length in range, the bytes inside ``[lo, size)``, strings valid UTF-8.
+    Returns the bytes the value takes in the row (8 for a TIMESTAMP(p > 3)) or -code with
+    ``x.err_node`` set; one function for every walk, so they check in the same order."""
+    cdef int64_t off = <int64_t>(raw >> 32)
+    cdef int64_t n = <int64_t>(raw & 0xFFFFFFFFu)
+    if k == R_TS_BIG:
+        if n > 999999:
+            x.err_node = c
+            return -E_BAD_NANOS
+        n = 8
+    elif k == R_DEC_BIG and (n < 1 or n > 16):
+        x.err_node = c
+        return -E_BAD_LENGTH
+    if off < lo or off + n > size:
+        x.err_node = c
+        return -E_BAD_OFFSET
+    if k == R_STR and not utf8_valid(x.d + base + off, n):
+        x.err_node = c
+        return -E_BAD_UTF8
+    return n
+
+
+cdef inline int inline_check(const uint8_t* d, int64_t slot, uint64_t raw, int64_t k) noexcept nogil:
+    """The checks of a slot marked inline (top bit of its last byte): only strings and binaries
+    may be inline, at most 7 bytes, strings valid UTF-8. Returns E_OK or the code."""
+    cdef int64_t n = (raw >> 56) & 0x7F
+    if (k != R_STR and k != R_BIN) or n > 7:
+        return E_BAD_INLINE
+    # inline ASCII (the common short string) needs no scan: one masked word test
+    if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
+            and not utf8_valid(d + slot, n):
+        return E_BAD_UTF8
+    return E_OK
+
+
+# ------------------------------------------------------------------------------------------------
+# encode / decode: one walk per entry over a lowered program
+# ------------------------------------------------------------------------------------------------
+
+# One program node lowered for encode / decode, with the buffers of its Arrow column: the hot
+# walks read one small struct per field instead of strided program cells plus parallel pointer
+# tables. Encode reads the ``*_in`` fields, decode writes the others.
+ctypedef struct Node:
+    int64_t kind
+    int64_t pos
+    int64_t end
+    int64_t arity
+    int64_t flags
+    int64_t limit
+    sm_i128 big_limit       # DECIMAL(p > 18): 10**p
+    int64_t parent          # the ROW node this one is a field of, the ARRAY of an element, the MAP of a key /
+                            # value array (-1: node 0)
+    int64_t arr             # decode: the ARRAY whose element column this node is part of, or -1
+    int64_t nw              # ROW: bytes of the null-bit words
+    int64_t width           # TINYINT .. DOUBLE: bytes per Arrow value (0 for other kinds)
+    uint64_t mask           # ... and the mask of those bytes in a word
+    int64_t fixed           # ROW: null-bit words + slots
+    const uint8_t* valid_in
+    const uint8_t* vals_in
+    const uint8_t* offs_in  # string / binary: value offsets; ARRAY: list offsets (int32, or int64 if wide)
+    int64_t off_in
+    int64_t nrows           # encode: length of the Arrow column (rows; elements under an ARRAY)
+    int64_t vals_len
+    bint wide_in
+    uint8_t* valid
+    uint8_t* vals
+    uint8_t* offs           # string / binary offsets, int32 or int64 (``wide``)
+    bint wide
+    uint8_t* sdata
+    int64_t scap
+    int64_t spos            # next free byte of ``sdata``
+    int64_t sstart          # ``spos`` when the current entry started (rollback point)
+    int64_t count           # valid values written
+
+
+cdef inline int64_t arrow_str(const Node* nd, int64_t i, int64_t* start) noexcept nogil:
+    """Byte length of string/binary element i of an input column (its start in ``start``); -1 if
+    the Arrow offsets are inconsistent."""
+    cdef int64_t s, e, j = nd.off_in + i
+    cdef int32_t s32, e32
+    if nd.wide_in:
+        memcpy(&s, nd.offs_in + 8 * j, 8)
+        memcpy(&e, nd.offs_in + 8 * j + 8, 8)
+    else:
+        memcpy(&s32, nd.offs_in + 4 * j, 4)
+        memcpy(&e32, nd.offs_in + 4 * j + 4, 4)
+        s = s32
+        e = e32
+    if s < 0 or e < s or e > nd.vals_len:
+        return -1
+    start[0] = s
+    return e - s
+
+
+cdef inline uint64_t word_mask(int64_t n) noexcept nogil:
+    """Mask of the low ``n`` bytes of a word (all for n >= 8, none for n <= 0), without a branch."""
+    cdef int64_t m = 0 if n < 0 else (8 if n > 8 else n)
+    return (((<uint64_t>1) << (8 * m - 1)) << 1) - 1 if m else 0
+
+
+cdef inline uint64_t load_short(const uint8_t* p, int64_t n, int64_t avail) noexcept nogil:
+    """The n < 8 bytes at p as a little-endian word (upper bytes zero). One masked 8-byte load when
+    8 bytes are readable (a byte-wise copy into a stack word stalls on store forwarding)."""
+    cdef uint64_t w = 0
+    cdef int64_t b
+    if avail >= 8:
+        return load_u64_le(p) & word_mask(n)
+    for b in range(n):
+        w |= (<uint64_t>p[b]) << (8 * b)
+    return w
+
+
+cdef inline void copy_padded(uint8_t* dst, const uint8_t* src, int64_t n, int64_t avail) noexcept nogil:
+    """Copy n bytes and zero the pad up to the next multiple of 8. Short strings (the common case)
+    go a word at a time when the source has the bytes to over-read, without a libc call."""
+    cdef int64_t b, full = n & ~(<int64_t>7)
+    if n > 32 or avail < full + 8:
+        memcpy(dst, src, n)
+        memset(dst + n, 0, round_up8(n) - n)
+        return
+    for b in range(0, full, 8):
+        store_u64_le(dst + b, load_u64_le(src + b))
+    if n > full:
+        store_u64_le(dst + full, load_short(src + full, n - full, avail - full))
+
+
+cdef inline int64_t elem_bytes(const uint8_t* d, int64_t base, int64_t slot, int64_t* src) noexcept nogil:
+    """Length of the validated string / binary element in the slot at ``d[slot]`` of the array at
+    ``d[base:]``, its bytes at ``src``: inline in the slot, or in the array's var part."""
+    cdef uint64_t raw = load_u64_le(d + slot)
+    if raw >> 63:
+        src[0] = slot
+        return (raw >> 56) & 0x7F
+    src[0] = base + <int64_t>(raw >> 32)
+    return <int64_t>(raw & 0xFFFFFFFFu)
+
+
+cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline void sort_u64(uint64_t* h, int64_t n) noexcept nogil:
+    """Ascending, in place: insertion sort for a few (most maps are small), else ``qsort``."""
+    cdef int64_t j, m
+    cdef uint64_t v
+    if n > 64:
+        qsort(h, n, sizeof(uint64_t), cmp_u64)
+        return
+    for j in range(1, n):
+        v = h[j]
+        m = j
+        while m > 0 and h[m - 1] > v:
+            h[m] = h[m - 1]
+            m -= 1
+        h[m] = v
+
+
+cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexcept nogil:
+    """A 64-bit hash of the n bytes at p (``avail`` readable from p), a little-endian word at a
+    time (the last one zero padded; the length is in the seed): multiply and xor-shift per word."""
+    cdef uint64_t h = 0x9E3779B97F4A7C15ull ^ <uint64_t>n, w
+    cdef int64_t j = 0
+    while j < n:
+        w = load_u64_le(p + j) if n - j >= 8 else load_short(p + j, n - j, avail - j)
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull
+        h ^= h >> 31
+        j += 8
+    return h
+
+
+cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k) noexcept nogil:
+    """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``) may
+    hold two equal keys or a null one: then its map goes to the reference serializer (HAND_BACK),
+    which decides. A key's hash is ``key_hash`` of its canonical bytes (string / binary bytes
+    wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0): equal keys hash alike, equal hashes only
+    *may* be equal keys. ROW / ARRAY / MAP
+    keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
+    table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
+    input, as BOOLEAN / TINYINT / SMALLINT keys beyond their value count are not hashed), and no
+    memory means suspect."""
+    cdef int64_t n = <int32_t>load_u32_le(d + base), es = elem_size(k), header = array_header(n)
+    cdef int64_t j, slot, ln, src = 0
+    cdef uint64_t stack[64]
+    cdef uint64_t* h = stack
+    cdef uint64_t w
+    cdef uint8_t canon[8]
+    cdef bint suspect = False
+    for j in range(0, n, 32):  # null bits a word at a time (bits past n do not count)
+        w = load_u32_le(d + base + 4 + (j >> 3))
+        if n - j < 32:
+            w &= ((<uint64_t>1) << (n - j)) - 1
+        if w:
+            return True
+    if n < 2:
+        return False
+    if k == R_ROW or k == R_ARRAY or k == R_MAP:
+        return True
+    if (k == R_BOOL and n > 2) or ((k == R_I8 or k == R_I16) and n > (1 << (8 * es))):
+        return True  # more keys than values: some repeat (the hashes would say so too), no table needed
+    if n > 64:
+        h = <uint64_t*>malloc(n * sizeof(uint64_t))
+        if h == NULL:
+            return True
+    for j in range(n):
+        slot = base + header + j * es
+        if k == R_STR or k == R_BIN:
+            ln = elem_bytes(d, base, slot, &src)
+            h[j] = key_hash(d + src, ln, d_len - src)
+            continue
+        memcpy(canon, d + slot, es)
+        if k == R_BOOL:
+            canon[0] = canon[0] != 0
+        elif k == R_F32 or k == R_F64:
+            w = load_u32_le(canon) if k == R_F32 else load_u64_le(canon)
+            if w == ((<uint64_t>1) << (8 * es - 1)):
+                memset(canon, 0, es)  # -0.0 == 0.0
+        h[j] = key_hash(canon, es, 8)
+    sort_u64(h, n)
+    for j in range(1, n):
+        if h[j] == h[j - 1]:
+            suspect = True
+            break
+    if h != stack:
+        free(h)
+    return suspect
+
+
+# Blocked walks. Rows are handled BLK at a time, one program node (column) after the other: each
+# field's loop over the block is a tight loop with no per-field dispatch, which the row-at-a-time
+# walk pays for every field of every row (it was ~2/3 of the encode time). A block first computes
+# and checks (pass A), then writes (pass B); any error or a full buffer in a block hands that block
+# to the row-at-a-time walk, which finds the same first error at the same row and field.
+cdef enum:
+    BLK = 256
+
+ctypedef struct Scratch:
+    uint8_t* pres           # [node][r]: the value is there (its row is present and it is not null)
+    int64_t* a              # [node][r]: ROW: start (encode: in the entry; decode: in the data);
+                            #            string: encode: var-part offset in its row; decode: start
+    int64_t* b              # [node][r]: ROW: encode: bytes used / size; decode: size; string: length
+    int64_t* s              # [node][r]: encode, string: where its bytes start in the Arrow data
+    int64_t* pos            # [r]: encode: where the entry starts in the output
+    uint8_t* allp           # [node]: every row of the block has the value (no null anywhere above)
+    uint8_t* nonull         # [ROW node] decode: no row of the block has a null field (one word)
+    int64_t* stack          # open ROW nodes (pass A of encode)
+
+
+cdef inline bint block_ok(const Node* nodes, int64_t nnodes) noexcept nogil:
+    """Whether the blocked walks handle every kind of the program."""
+    cdef int64_t c, k
+    for c in range(1, nnodes):
+        k = nodes[c].kind
+        if not (nodes[c].width or k == R_BOOL or k == R_STR or k == R_BIN or k == R_ROW or k == R_DEC_COMPACT):
+            return False
+    return True

@@ -1,0 +1,248 @@
+"""Plan compilers for BinaryRowData: a row type, or a RowData migration plan (a schema pair),
+becomes the flat int64 program the RowData kernels (compiled, Python twin and JIT) execute.
+
+Why here: every tier runs the same program, so it is compiled once, in Python, and the kernels
+never see a schema. :class:`RowProgram` and :class:`NotByteRemappable` are shared by the other
+plan compilers (flink-core Row, POJO, Avro).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowType,
+    SmallIntType,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+from ..abi import (
+    C_END,
+    C_FLAGS,
+    C_KIND,
+    F_NOT_NULL,
+    F_VERBATIM,
+    NCOL,
+    R_ARRAY,
+    R_BIN,
+    R_BOOL,
+    R_DEC_BIG,
+    R_DEC_COMPACT,
+    R_F32,
+    R_F64,
+    R_I8,
+    R_I16,
+    R_I32,
+    R_I64,
+    R_MAP,
+    R_ROW,
+    R_STR,
+    R_TS_BIG,
+)
+
+#: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
+ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT,
+                         R_DEC_BIG, R_TS_BIG})
+#: array elements (and map keys / values) the kernels handle, besides rows, arrays and maps
+_SCALAR_ELEMENTS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_DEC_COMPACT})
+#: bytes of one value in the Arrow column of a slot kind
+ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16, R_DEC_BIG: 16,
+                R_TS_BIG: 8}
+
+
+def slot_kind(t: LogicalType) -> int:
+    """How a field of type ``t`` lives in a BinaryRowData slot."""
+    if isinstance(t, BooleanType):
+        return R_BOOL
+    if isinstance(t, TinyIntType):
+        return R_I8
+    if isinstance(t, SmallIntType):
+        return R_I16
+    if isinstance(t, (IntType, DateType, TimeType)):
+        return R_I32
+    if isinstance(t, BigIntType):
+        return R_I64
+    if isinstance(t, FloatType):
+        return R_F32
+    if isinstance(t, DoubleType):
+        return R_F64
+    if isinstance(t, (CharType, VarCharType)):
+        return R_STR
+    if isinstance(t, (BinaryType, VarBinaryType)):
+        return R_BIN
+    if isinstance(t, RowType):
+        return R_ROW
+    if isinstance(t, DecimalType):
+        return R_DEC_COMPACT if t.is_compact else R_DEC_BIG
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        return R_I64 if t.is_compact else R_TS_BIG
+    if isinstance(t, ArrayType):
+        return R_ARRAY
+    if isinstance(t, (MapType, MultisetType)):
+        return R_MAP
+    raise NotImplementedError(f"no BinaryRowData slot layout for {t}")
+
+
+class RowProgram:
+    """A compiled program plus the field path of every node (for error messages)."""
+
+    def __init__(self, matrix: np.ndarray, paths: list[str], types: list[LogicalType]) -> None:
+        self.matrix = matrix
+        self.paths = paths
+        self.types = types
+
+    @property
+    def kinds(self) -> list[int]:
+        return [int(k) for k in self.matrix[:, C_KIND]]
+
+    def decode_supported(self) -> bool:
+        """The decode kernels handle the ARROW_KINDS, and ARRAYs / MAPs of those (but DECIMAL(p > 18)
+        and TIMESTAMP(p > 3)), of rows, arrays and maps, at any depth."""
+        return self._supported()
+
+    def encode_supported(self) -> bool:
+        """As decode, but for MAPs whose key type holds an ARRAY or a MAP: the reference reads such a
+        key as a list or dict, which cannot be a dict key, and fails; the kernels would not."""
+        kinds = self.kinds
+        maps = [c for c, k in enumerate(kinds) if k == R_MAP]
+        keys = [(c + 2, int(self.matrix[c + 1, C_END])) for c in maps]  # the key element's subtree
+        return self._supported() and not any(R_ARRAY in kinds[a:b] or R_MAP in kinds[a:b] for a, b in keys)
+
+    def _supported(self) -> bool:
+        kinds = self.kinds
+        elements = _SCALAR_ELEMENTS | {R_ROW, R_ARRAY, R_MAP}
+        return all(k in ARROW_KINDS or k == R_MAP or (k == R_ARRAY and kinds[c + 1] in elements)
+                   for c, k in enumerate(kinds) if c)
+
+    def path(self, node: int) -> str:
+        return self.paths[node] if 0 <= node < len(self.paths) else ""
+
+
+def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[int]], paths: list[str],
+                types: list[LogicalType], verbatim: bool) -> None:
+    """Append the identity (old = new) program of a field of type ``t``: nested rows, and arrays /
+    maps with their element programs (what the kernels need to validate them)."""
+    me = len(rows)
+    k = slot_kind(t)
+    flags = (0 if t.nullable else F_NOT_NULL) | (F_VERBATIM if verbatim and k in (R_ROW, R_ARRAY, R_MAP) else 0)
+    arity = t.arity if isinstance(t, RowType) else 0
+    limit = 0
+    if isinstance(t, DecimalType):
+        limit = 10 ** t.precision if k == R_DEC_COMPACT else t.precision
+    elif k == R_TS_BIG and isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        limit = 1000 if t.precision <= 6 else 1_000_000
+    rows.append([k, pos, 0, arity, src, arity, flags, limit])
+    paths.append(path)
+    types.append(t)
+    if isinstance(t, RowType):
+        for j, f in enumerate(t.fields):
+            _type_nodes(f.type, j, j, f"{path}.{f.name}" if path else f.name, rows, paths, types, verbatim)
+    elif isinstance(t, ArrayType):
+        _type_nodes(t.element_type, 0, 0, f"{path}[]", rows, paths, types, verbatim)
+    elif isinstance(t, (MapType, MultisetType)):
+        key = t.key_type if isinstance(t, MapType) else t.element_type
+        value = t.value_type if isinstance(t, MapType) else IntType(nullable=False)
+        for part, et in (("key", key), ("value", value)):
+            _type_nodes(ArrayType(et), 0, 0, f"{path}.{part}", rows, paths, types, verbatim)
+    rows[me][C_END] = len(rows)
+
+
+def compile_row_program(row_type: RowType) -> RowProgram:
+    """The program for encoding / decoding ``row_type`` (old = new; SRC = POS)."""
+    rows: list[list[int]] = []
+    paths: list[str] = []
+    types: list[LogicalType] = []
+    _type_nodes(row_type, -1, -1, "", rows, paths, types, False)
+    rows[0][C_FLAGS] &= ~F_NOT_NULL
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
+
+
+class NotByteRemappable(Exception):
+    """A schema pair whose migration no byte program expresses (raised by the flink-core Row, POJO and
+    Avro compilers): the column keeps the per-value path."""
+
+
+def compile_migration_program(plan: Any) -> RowProgram:
+    """Compile a :class:`statemorph.migration.RowMigrationPlan` into a migrate program.
+
+    ``"copy"`` fields keep their old layout (nested rows, arrays and maps marked verbatim: copied
+    after validation); ``"row"`` / ``"array"`` / ``"map"`` migrations recurse (array and map
+    elements are remapped one by one)."""
+    rows: list[list[int]] = []
+    paths: list[str] = []
+    types: list[LogicalType] = []
+
+    def visit_row(p: Any, pos: int, src: int, path: str, flags: int, t: LogicalType) -> None:
+        me = len(rows)
+        rows.append([R_ROW, pos, 0, len(p.fields), src, p.old_type.arity, flags, 0])
+        paths.append(path)
+        types.append(t)
+        for j, f in enumerate(p.fields):
+            child = f"{path}.{f.name}" if path else f.name
+            nflags = 0 if f.type.nullable else F_NOT_NULL
+            if f.source < 0:
+                rows.append([slot_kind(f.type), j, len(rows) + 1, 0, -1, 0, nflags, 0])
+                paths.append(child)
+                types.append(f.type)
+                continue
+            visit_mig(f.migration, j, f.source, child, nflags)
+        rows[me][C_END] = len(rows)
+
+    def visit_array(m: Any, path: str) -> None:
+        """An array node (element migration ``m``) as it appears inside a map."""
+        if m.is_copy:
+            _type_nodes(ArrayType(m.old_type), 0, 0, path, rows, paths, types, True)
+            return
+        me = len(rows)
+        rows.append([R_ARRAY, 0, 0, 0, 0, 0, 0, 0])
+        paths.append(path)
+        types.append(ArrayType(m.new_type))
+        visit_mig(m, 0, 0, f"{path}[]", 0)
+        rows[me][C_END] = len(rows)
+
+    def visit_mig(m: Any, pos: int, src: int, path: str, nflags: int) -> None:
+        if m.kind == "copy":
+            root = len(rows)
+            _type_nodes(m.old_type, pos, src, path, rows, paths, types, True)
+            rows[root][C_FLAGS] = (rows[root][C_FLAGS] & ~F_NOT_NULL) | nflags
+        elif m.kind == "row":
+            visit_row(m.row, pos, src, path, nflags, m.new_type)
+        elif m.kind == "array":
+            me = len(rows)
+            rows.append([R_ARRAY, pos, 0, 0, src, 0, nflags, 0])
+            paths.append(path)
+            types.append(m.new_type)
+            visit_mig(m.element, 0, 0, f"{path}[]", 0)
+            rows[me][C_END] = len(rows)
+        else:
+            me = len(rows)
+            rows.append([R_MAP, pos, 0, 0, src, 0, nflags, 0])
+            paths.append(path)
+            types.append(m.new_type)
+            visit_array(m.key, f"{path}.key")
+            visit_array(m.value, f"{path}.value")
+            rows[me][C_END] = len(rows)
+
+    visit_row(plan, -1, -1, "", F_VERBATIM if plan.is_identity else 0, plan.new_type)
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
+
+

@@ -1,0 +1,101 @@
+"""The one place that picks the kernel tier.
+
+``STATEMORPH_NATIVE`` (read once, at import):
+
+- ``auto`` (default): the compiled kernels; when they do not import, the Python twins, with a
+  ``RuntimeWarning`` (once) that names the cause: the twins are many times slower, and a silent
+  fallback hides a broken build;
+- ``1``: the compiled kernels, or ``ImportError`` saying what failed and how to build them;
+- ``0``: the Python twins (``statemorph.kernels.<name>_py``), e.g. to debug a kernel.
+
+Anything else is an error: a typo must not silently select the slow tier.
+
+Exposes ``TIER`` (``"native"`` or ``"python"``), ``KERNELS`` (every kernel function bound to the
+selected tier) and :func:`tier` to get either tier explicitly (the equivalence tests run both in
+one process). Each compiled module carries ``__statemorph_native__ = True``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from types import ModuleType, SimpleNamespace
+
+#: every kernel function and the module that holds it: ``statemorph.kernels.<module>`` compiled,
+#: ``statemorph.kernels.<module>_py`` its Python twin
+KERNEL_HOME = {
+    "fixed_encode": "primitives", "fixed_decode": "primitives",
+    "string_encode_sizes": "strings", "string_encode_fill": "strings",
+    "string_decode_sizes": "strings", "string_decode_fill": "strings",
+    "bytes_encode_fill": "strings", "bytes_decode_sizes": "strings", "bytes_decode_fill": "strings",
+    "encode_run": "rowdata", "decode_run": "rowdata", "migrate_run": "rowdata",
+    "core_row_sizes": "composite", "core_row_fill": "composite", "pojo_migrate_run": "composite",
+    "corerow_encode": "corerow", "corerow_decode": "corerow",
+    "avro_migrate_run": "avro",
+}
+MODULES = tuple(sorted(set(KERNEL_HOME.values())))
+
+
+def _parse_mode(raw: str | None) -> str:
+    value = (raw if raw is not None else "auto").strip().lower()
+    if value not in ("auto", "1", "0"):
+        raise ValueError(f"STATEMORPH_NATIVE must be 'auto', '1' or '0', got {raw!r}")
+    return value
+
+
+def _load(suffix: str) -> dict[str, ModuleType]:
+    mods = {name: importlib.import_module(f"statemorph.kernels.{name}{suffix}") for name in MODULES}
+    if not suffix:
+        for mod in mods.values():
+            if getattr(mod, "__statemorph_native__", False) is not True:
+                raise ImportError(f"{mod.__name__} is not a statemorph compiled kernel module")
+    return mods
+
+
+def _namespace(name: str, mods: dict[str, ModuleType]) -> SimpleNamespace:
+    return SimpleNamespace(name=name, **{fn: getattr(mods[home], fn) for fn, home in KERNEL_HOME.items()})
+
+
+MODE = _parse_mode(os.environ.get("STATEMORPH_NATIVE"))
+_TIERS = {"python": _namespace("python", _load("_py"))}
+_native_error: ImportError | None = None
+if MODE != "0":
+    try:
+        _TIERS["native"] = _namespace("native", _load(""))
+    except ImportError as e:
+        _native_error = e
+        if MODE == "1":
+            raise ImportError(
+                f"STATEMORPH_NATIVE=1 but the compiled kernels did not load ({e}); build them with "
+                f"'python setup.py build_ext --inplace' or install the package with pip"
+            ) from e
+        warnings.warn(
+            f"statemorph: the compiled kernels did not load ({e}); bulk operations run on the much "
+            f"slower Python twins. Build them with 'python setup.py build_ext --inplace', or set "
+            f"STATEMORPH_NATIVE=0 to choose the Python tier on purpose.",
+            RuntimeWarning, stacklevel=2,
+        )
+
+TIER = "native" if "native" in _TIERS else "python"
+KERNELS = _TIERS[TIER]
+
+
+def tier(name: str | None = None) -> SimpleNamespace:
+    """The kernel functions of tier ``name`` (``"native"`` / ``"python"``; default: the selected one).
+
+    Asking for ``"native"`` when it did not load raises ImportError with the reason."""
+    if name is None:
+        return KERNELS
+    if name == "native" and "native" not in _TIERS:
+        raise ImportError(f"the native tier is not available: {_native_error}")
+    if name not in ("native", "python"):
+        raise ValueError(f"unknown tier {name!r}")
+    return _TIERS[name]
+
+
+def native_available() -> bool:
+    return "native" in _TIERS
+
+
+__all__ = ["KERNELS", "KERNEL_HOME", "MODE", "MODULES", "TIER", "native_available", "tier"]
