@@ -68,3 +68,17 @@ class StateMigrationError(StatemorphError):
 
 class SavepointError(StatemorphError):
     """A savepoint directory is missing, partial, damaged or written in an unknown format."""
+
+
+ON_ERROR_CHOICES = ("raise", "skip", "null")
+"""What a bulk operation does with a value it cannot read: ``raise`` the typed error (it names
+the row and field path), ``skip`` the entry, or write ``null`` in its place. Skipped and nulled
+entries are counted in the operation's report, never silently lost."""
+
+
+def check_on_error(on_error: str, choices: tuple[str, ...] = ON_ERROR_CHOICES) -> str:
+    """``on_error`` if it is one of ``choices`` (a subset of :data:`ON_ERROR_CHOICES` where an
+    operation cannot offer every policy), else a :class:`ValueError` naming them."""
+    if on_error not in choices:
+        raise ValueError(f"on_error must be one of {choices}, got {on_error!r}")
+    return on_error

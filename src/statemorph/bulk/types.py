@@ -1,25 +1,49 @@
-"""Typed Arrow columns for every serializer: the schema a decoded state has, and the conversion
-between serializer values and Arrow values. Part of the bulk layer (:mod:`statemorph.arrow`),
-used by its per-value fallback and by the engines above it.
+"""Arrow types and values of state: the Arrow type a Flink logical type or a serializer's values
+map to, and the conversion between the reference serializers' values and Arrow's.
 
-Why: the State Processor read path must give a *typed* table (a Spark DataFrame needs its schema
-before any task runs, and an empty state still has columns). :mod:`statemorph.arrow` has compiled
-kernels for RowData, flink-core Row, primitives and strings; for the other serializers (Tuple,
-POJO, Avro, Enum, List, Map, Nullable, primitive arrays) the Arrow type follows from the serializer
-configuration here, and values go through the reference serializers one by one (correct, not
-fast: those formats have no byte-level kernel).
+Why: the bulk kernels write Arrow columns of these types, the per-value path converts each value
+this way, and the State Processor read path needs a *typed* table before any task runs (a Spark
+DataFrame needs its schema first; an empty state still has columns). For serializers without a
+byte-level kernel (Tuple, POJO, Avro, Enum, List, Map, Nullable, primitive arrays) the Arrow type
+follows from the serializer configuration here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
+import decimal
 import enum
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from .errors import StatemorphError
+from ..errors import StatemorphError
+from ..types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowType,
+    SmallIntType,
+    Timestamp,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
 
 _SIMPLE: dict[str, pa.DataType] = {
     "BooleanSerializer": pa.bool_(), "ByteSerializer": pa.int8(), "ShortSerializer": pa.int16(),
@@ -31,15 +55,6 @@ _SIMPLE: dict[str, pa.DataType] = {
     "DoublePrimitiveArraySerializer": pa.list_(pa.float64()), "CharPrimitiveArraySerializer": pa.list_(pa.string()),
     "StringArraySerializer": pa.list_(pa.string()), "VoidNamespaceSerializer": pa.null(),
 }
-KERNEL_SERIALIZERS = frozenset(
-    ["RowDataSerializer", "BooleanSerializer", "ByteSerializer", "ShortSerializer", "IntSerializer",
-     "LongSerializer", "FloatSerializer", "DoubleSerializer", "StringSerializer", "BytePrimitiveArraySerializer",
-     "RowSerializer"])
-"""Serializers whose columns :mod:`statemorph.arrow` encodes and decodes with compiled kernels (a
-flink-core Row when its fields are primitives, Char, String, byte[] or such rows; :mod:`statemorph.arrow`
-takes the per-value path itself for the others)."""
-
-
 def _name(ser: Any) -> str:
     return type(ser).__name__
 
@@ -50,8 +65,6 @@ def arrow_type_for(ser: Any) -> pa.DataType:
     if name in _SIMPLE:
         return _SIMPLE[name]
     if name == "RowDataSerializer":
-        from .arrow import arrow_type
-
         return arrow_type(ser.row_type)
     if name == "ListSerializer":
         return pa.list_(arrow_type_for(ser.element_serializer))
@@ -174,4 +187,92 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-__all__ = ["KERNEL_SERIALIZERS", "arrow_type_for", "from_arrow_value", "to_arrow_value"]
+def arrow_type(t: LogicalType) -> pa.DataType:
+    """The Arrow type a Flink logical type decodes to (and encodes from)."""
+    if isinstance(t, BooleanType):
+        return pa.bool_()
+    if isinstance(t, TinyIntType):
+        return pa.int8()
+    if isinstance(t, SmallIntType):
+        return pa.int16()
+    if isinstance(t, IntType):
+        return pa.int32()
+    if isinstance(t, BigIntType):
+        return pa.int64()
+    if isinstance(t, FloatType):
+        return pa.float32()
+    if isinstance(t, DoubleType):
+        return pa.float64()
+    if isinstance(t, (CharType, VarCharType)):
+        return pa.string()
+    if isinstance(t, (BinaryType, VarBinaryType)):
+        return pa.binary()
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, DateType):
+        return pa.date32()
+    if isinstance(t, TimeType):
+        return pa.time32("ms")  # Flink keeps milliseconds of the day whatever the precision
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        unit = "ms" if t.precision <= 3 else "us" if t.precision <= 6 else "ns"
+        return pa.timestamp(unit, tz="UTC" if isinstance(t, LocalZonedTimestampType) else None)
+    if isinstance(t, RowType):
+        # always nullable in Arrow: NOT NULL is enforced by the kernels, with the field path in the error
+        return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return pa.list_(arrow_type(t.element_type))
+    if isinstance(t, MultisetType):
+        return pa.map_(arrow_type(t.element_type), pa.int32())
+    if isinstance(t, MapType):
+        return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))
+    raise NotImplementedError(f"no Arrow mapping for {t}")
+
+
+def map_parts(t: MapType | MultisetType) -> tuple[LogicalType, LogicalType]:
+    """Key and value types of a MAP, or of a MULTISET (element → INT NOT NULL count)."""
+    if isinstance(t, MultisetType):
+        return t.element_type, IntType(nullable=False)
+    return t.key_type, t.value_type
+
+
+def logical_from_arrow(v: Any, t: LogicalType) -> Any:
+    """Arrow ``to_pylist`` value → the reference serializers' value."""
+    if v is None:
+        return None
+    if isinstance(t, RowType):
+        return tuple(logical_from_arrow(v.get(f.name), f.type) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return [logical_from_arrow(x, t.element_type) for x in v]
+    if isinstance(t, MultisetType):
+        return {logical_from_arrow(a, t.element_type): c for a, c in v}
+    if isinstance(t, MapType):
+        return {logical_from_arrow(a, t.key_type): logical_from_arrow(b, t.value_type) for a, b in v}
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)) and hasattr(v, "value") \
+            and not isinstance(v, _dt.datetime):
+        return Timestamp.from_epoch_nanos(int(v.value))
+    return v
+
+
+def logical_to_arrow(v: Any, t: LogicalType) -> Any:
+    """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts."""
+    if v is None:
+        return None
+    if isinstance(t, RowType):
+        return {f.name: logical_to_arrow(x, f.type) for f, x in zip(t.fields, v, strict=False)}
+    if isinstance(t, ArrayType):
+        return [logical_to_arrow(x, t.element_type) for x in v]
+    if isinstance(t, MultisetType):
+        return [(logical_to_arrow(a, t.element_type), c) for a, c in v.items()]
+    if isinstance(t, MapType):
+        return [(logical_to_arrow(a, t.key_type), logical_to_arrow(b, t.value_type)) for a, b in v.items()]
+    if isinstance(v, Timestamp):
+        return v.epoch_nanos // {"ms": 1_000_000, "us": 1000, "ns": 1}[arrow_type(t).unit]
+    if isinstance(t, TimeType) and isinstance(v, _dt.time):
+        return v
+    if isinstance(v, decimal.Decimal):
+        return v
+    return v
+
+
+__all__ = ["arrow_type", "arrow_type_for", "from_arrow_value", "logical_from_arrow", "logical_to_arrow", "map_parts",
+           "to_arrow_value"]
