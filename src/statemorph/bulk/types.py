@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import serializers as S
 from ..errors import StatemorphError
 from ..types import (
     ArrayType,
@@ -45,45 +46,47 @@ from ..types import (
     VarCharType,
 )
 
-_SIMPLE: dict[str, pa.DataType] = {
-    "BooleanSerializer": pa.bool_(), "ByteSerializer": pa.int8(), "ShortSerializer": pa.int16(),
-    "IntSerializer": pa.int32(), "LongSerializer": pa.int64(), "FloatSerializer": pa.float32(),
-    "DoubleSerializer": pa.float64(), "CharSerializer": pa.string(), "StringSerializer": pa.string(),
-    "BytePrimitiveArraySerializer": pa.binary(), "BooleanPrimitiveArraySerializer": pa.list_(pa.bool_()),
-    "ShortPrimitiveArraySerializer": pa.list_(pa.int16()), "IntPrimitiveArraySerializer": pa.list_(pa.int32()),
-    "LongPrimitiveArraySerializer": pa.list_(pa.int64()), "FloatPrimitiveArraySerializer": pa.list_(pa.float32()),
-    "DoublePrimitiveArraySerializer": pa.list_(pa.float64()), "CharPrimitiveArraySerializer": pa.list_(pa.string()),
-    "StringArraySerializer": pa.list_(pa.string()), "VoidNamespaceSerializer": pa.null(),
+_SIMPLE: dict[type, pa.DataType] = {
+    S.BooleanSerializer: pa.bool_(), S.ByteSerializer: pa.int8(), S.ShortSerializer: pa.int16(),
+    S.IntSerializer: pa.int32(), S.LongSerializer: pa.int64(), S.FloatSerializer: pa.float32(),
+    S.DoubleSerializer: pa.float64(), S.CharSerializer: pa.string(), S.StringSerializer: pa.string(),
+    S.BytePrimitiveArraySerializer: pa.binary(), S.BooleanPrimitiveArraySerializer: pa.list_(pa.bool_()),
+    S.ShortPrimitiveArraySerializer: pa.list_(pa.int16()), S.IntPrimitiveArraySerializer: pa.list_(pa.int32()),
+    S.LongPrimitiveArraySerializer: pa.list_(pa.int64()), S.FloatPrimitiveArraySerializer: pa.list_(pa.float32()),
+    S.DoublePrimitiveArraySerializer: pa.list_(pa.float64()), S.CharPrimitiveArraySerializer: pa.list_(pa.string()),
+    S.StringArraySerializer: pa.list_(pa.string()), S.EnumSerializer: pa.string(),
 }
-def _name(ser: Any) -> str:
-    return type(ser).__name__
+"""Serializer class (exact) → the Arrow type of its values, for serializers without configuration."""
+
+_VOID_NAMESPACE = "VoidNamespaceSerializer"
+"""Matched by name: it lives in the keyed-state layer above this one, which bulk must not import."""
 
 
 def arrow_type_for(ser: Any) -> pa.DataType:
     """The Arrow type that values of ``ser`` decode to."""
-    name = _name(ser)
-    if name in _SIMPLE:
-        return _SIMPLE[name]
-    if name == "RowDataSerializer":
+    cls = type(ser)
+    if cls in _SIMPLE:
+        return _SIMPLE[cls]
+    if cls.__name__ == _VOID_NAMESPACE:
+        return pa.null()
+    if cls is S.RowDataSerializer:
         return arrow_type(ser.row_type)
-    if name == "ListSerializer":
+    if cls is S.ListSerializer:
         return pa.list_(arrow_type_for(ser.element_serializer))
-    if name == "MapSerializer":
+    if cls is S.MapSerializer:
         return pa.map_(arrow_type_for(ser.key_serializer), arrow_type_for(ser.value_serializer))
-    if name == "NullableSerializer":
+    if cls is S.NullableSerializer:
         return arrow_type_for(ser.inner)
-    if name == "EnumSerializer":
-        return pa.string()
-    if name == "TupleSerializer":
+    if cls is S.TupleSerializer:
         return pa.struct([(f"f{i}", arrow_type_for(s)) for i, s in enumerate(ser.field_serializers)])
-    if name == "RowSerializer":
+    if cls is S.RowSerializer:
         names = ser.field_names or [f"f{i}" for i in range(len(ser.field_serializers))]
         return pa.struct([(n, arrow_type_for(s)) for n, s in zip(names, ser.field_serializers, strict=True)])
-    if name == "PojoSerializer":
+    if cls is S.PojoSerializer:
         return pa.struct([(n, arrow_type_for(s)) for n, s in ser.field_serializers.items()])
-    if name == "AvroSerializer":
+    if cls is S.AvroSerializer:
         return _avro_type(ser.parsed_schema)
-    raise StatemorphError(f"no Arrow type is known for values of {name}")
+    raise StatemorphError(f"no Arrow type is known for values of {cls.__name__}")
 
 
 _AVRO_PRIMITIVES = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
@@ -122,23 +125,23 @@ def _avro_type(schema: Any) -> pa.DataType:
 def to_arrow_value(ser: Any) -> Callable[[Any], Any]:
     """A function turning one value of ``ser`` (tuple, Row, dataclass, enum member ...) into what
     ``pa.array(..., type=arrow_type_for(ser))`` accepts."""
-    name = _name(ser)
-    if name == "EnumSerializer":
+    cls = type(ser)
+    if cls is S.EnumSerializer:
         return lambda v: v.name if isinstance(v, enum.Enum) else v
-    if name == "ListSerializer":
+    if cls is S.ListSerializer:
         el = to_arrow_value(ser.element_serializer)
         return lambda v: None if v is None else [el(x) for x in v]
-    if name == "MapSerializer":
+    if cls is S.MapSerializer:
         k, val = to_arrow_value(ser.key_serializer), to_arrow_value(ser.value_serializer)
         return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
-    if name == "NullableSerializer":
+    if cls is S.NullableSerializer:
         return to_arrow_value(ser.inner)
-    if name in ("TupleSerializer", "RowSerializer"):
+    if cls in (S.TupleSerializer, S.RowSerializer):
         t = arrow_type_for(ser)
         names = [t.field(i).name for i in range(t.num_fields)]
         convs = [to_arrow_value(s) for s in ser.field_serializers]
         return lambda v: None if v is None else {n: c(x) for n, c, x in zip(names, convs, v, strict=True)}
-    if name == "PojoSerializer":
+    if cls is S.PojoSerializer:
         items = [(n, to_arrow_value(s)) for n, s in ser.field_serializers.items()]
 
         def pojo(v: Any) -> Any:
@@ -154,19 +157,19 @@ def to_arrow_value(ser: Any) -> Callable[[Any], Any]:
 def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     """The inverse of :func:`to_arrow_value`: an Arrow Python value (``to_pylist``) → a value
     ``ser.serialize`` accepts."""
-    name = _name(ser)
-    if name == "ListSerializer":
+    cls = type(ser)
+    if cls is S.ListSerializer:
         el = from_arrow_value(ser.element_serializer)
         return lambda v: None if v is None else [el(x) for x in v]
-    if name == "MapSerializer":
+    if cls is S.MapSerializer:
         k, val = from_arrow_value(ser.key_serializer), from_arrow_value(ser.value_serializer)
         return lambda v: None if v is None else {k(a): val(b) for a, b in v}
-    if name == "NullableSerializer":
+    if cls is S.NullableSerializer:
         return from_arrow_value(ser.inner)
-    if name in ("TupleSerializer", "RowSerializer"):
+    if cls in (S.TupleSerializer, S.RowSerializer):
         convs = [from_arrow_value(s) for s in ser.field_serializers]
         return lambda v: None if v is None else tuple(c(x) for c, x in zip(convs, v.values(), strict=True))
-    if name == "PojoSerializer":
+    if cls is S.PojoSerializer:
         items = [(n, from_arrow_value(s)) for n, s in ser.field_serializers.items()]
         cls = ser.pojo_class
 
