@@ -1,7 +1,7 @@
 """flink-core Row (``RowSerializer``) encode / decode kernels equal the reference, byte for byte.
 
 Three oracles in one process: the per-value reference serializer (``RowSerializer.to_bytes`` /
-``from_bytes`` with the Arrow mapping of ``_arrow_values``, i.e. today's per-value path), the
+``from_bytes`` with the Arrow mapping of ``statemorph.bulk.types``, i.e. today's per-value path), the
 Python twins (``serializers._batch_corerow``) and the compiled kernels (``_native/corerow.pyx``).
 Random Row types (primitives, Char, String, byte[], nested rows, both mask layouts), values with
 nulls and astral characters, and hostile entries come from hypothesis.
