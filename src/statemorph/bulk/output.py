@@ -98,8 +98,8 @@ def one_pass_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | N
     """One-pass binary output. Each range (one per thread) packs its entries into its window of
     one shared buffer, sized from the input bytes plus the fixed-part growth of the plan, and the
     kernel writes the Arrow offsets itself into the range's window of the offsets array (int32
-    unless the output may pass 2 GiB). Bad entries take no bytes and become nulls (or raise / are
-    collected); the kernel stops at each one, so there is no per-entry status array. Later ranges
+    unless the output may pass 2 GiB). Bad entries take no bytes and become nulls (or the first
+    raises), each reported; the kernel stops at each one, so there is no per-entry status array. Later ranges
     then slide down to close the gaps and their offsets are shifted, in place: peak memory stays
     input + output + a constant. A range that outgrew its window (rare: the estimate is exact for
     well-formed rows without migrated arrays) moves to a buffer of its own. An entry the kernel
