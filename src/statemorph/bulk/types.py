@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import decimal
 import enum
 from collections.abc import Callable
 from typing import Any
@@ -270,11 +269,7 @@ def logical_to_arrow(v: Any, t: LogicalType) -> Any:
         return [(logical_to_arrow(a, t.key_type), logical_to_arrow(b, t.value_type)) for a, b in v.items()]
     if isinstance(v, Timestamp):
         return v.epoch_nanos // {"ms": 1_000_000, "us": 1000, "ns": 1}[arrow_type(t).unit]
-    if isinstance(t, TimeType) and isinstance(v, _dt.time):
-        return v
-    if isinstance(v, decimal.Decimal):
-        return v
-    return v
+    return v  # numbers, strings, bytes, Decimal, date and time: Arrow takes them as they are
 
 
 __all__ = ["arrow_type", "arrow_type_for", "from_arrow_value", "logical_from_arrow", "logical_to_arrow", "map_parts",
