@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from statemorph import arrow, kernels
+from statemorph import arrow, bulk, kernels
 from statemorph.migration import migrate_bytes
 
 from .conftest import Events, record, record_external
@@ -302,16 +302,16 @@ def test_core_row_decode_native(benchmark: Any, events: Events, core_bytes: pa.B
 def test_core_row_encode_per_value(benchmark: Any, events: Events, monkeypatch: pytest.MonkeyPatch) -> None:
     """What ``arrow.encode`` did for a flink-core Row before the kernel: the per-value path."""
     sub, ser = events.struct.slice(0, SUBSAMPLE), _core_events()
-    benchmark.pedantic(lambda: arrow._encode_per_value(sub, ser, arrow._Errors("raise", "encode", None), 0),
-                       rounds=3, iterations=1)
+    errors = bulk.errors.RowErrors("raise", "encode", None)
+    benchmark.pedantic(lambda: bulk.encoder.encode_per_value(sub, ser, errors, 0), rounds=3, iterations=1)
     record("core Row encode per value", benchmark, SUBSAMPLE)
 
 
 def test_core_row_decode_per_value(benchmark: Any, core_bytes: pa.BinaryArray) -> None:
     """What ``arrow.decode`` did for a flink-core Row before the kernel: the per-value path."""
     sub, ser = core_bytes.slice(0, SUBSAMPLE), _core_events()
-    benchmark.pedantic(lambda: arrow._decode_per_value(sub, ser, arrow._Errors("raise", "decode", None), 0),
-                       rounds=3, iterations=1)
+    errors = bulk.errors.RowErrors("raise", "decode", None)
+    benchmark.pedantic(lambda: bulk.decoder.decode_per_value(sub, ser, errors, 0), rounds=3, iterations=1)
     record("core Row decode per value", benchmark, SUBSAMPLE)
 
 
@@ -356,8 +356,8 @@ def test_pojo_migrate_per_value(benchmark: Any, pojo_bytes: pa.Array) -> None:
     old, new = _pojo_evolution()
     snap = old.snapshot_configuration()
     sub, compat = pojo_bytes.slice(0, SUBSAMPLE), snap.resolve_schema_compatibility(new)
-    benchmark.pedantic(lambda: arrow._migrate_per_value(sub, snap, new, compat,
-                                                        arrow._Errors("raise", "migrate", None), 0),
+    benchmark.pedantic(lambda: bulk.migrator.migrate_per_value(sub, snap, new, compat,
+                                                               bulk.errors.RowErrors("raise", "migrate", None), 0),
                        rounds=3, iterations=1)
     record("POJO migrate per value", benchmark, SUBSAMPLE)
 
@@ -421,7 +421,7 @@ def test_avro_migrate_per_value(benchmark: Any, avro_bytes: pa.Array) -> None:
     old, new = _avro_serializers()
     snap = old.snapshot_configuration()
     sub, compat = avro_bytes.slice(0, SUBSAMPLE), snap.resolve_schema_compatibility(new)
-    benchmark.pedantic(lambda: arrow._migrate_per_value(sub, snap, new, compat,
-                                                        arrow._Errors("raise", "migrate", None), 0),
+    benchmark.pedantic(lambda: bulk.migrator.migrate_per_value(sub, snap, new, compat,
+                                                               bulk.errors.RowErrors("raise", "migrate", None), 0),
                        rounds=3, iterations=1)
     record("Avro migrate per value", benchmark, SUBSAMPLE)

@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from statemorph import serializers as S
-from statemorph.engine import IdentityTransform, migrate_savepoint, write_state
 from statemorph.cli.demo import NEW_TYPE, OLD_TYPE, events_table
+from statemorph.engine import IdentityTransform, migrate_savepoint, write_state
 from statemorph.state import ValueStateDescriptor
 
 from .conftest import record

@@ -168,3 +168,11 @@ class NotCanonicalSavepointError(FlinkSavepointError):
 class SavepointPathError(FlinkSavepointError):
     """A state handle points outside the savepoint directory, or at something that is not a
     regular file (a FIFO, a device, a directory, a symlink leaving the directory)."""
+
+
+def check_on_error(on_error: str, choices: tuple[str, ...] = ON_ERROR_CHOICES) -> str:
+    """``on_error`` if it is one of ``choices`` (a subset of :data:`ON_ERROR_CHOICES` where an
+    operation cannot offer every policy), else a :class:`ValueError` naming them."""
+    if on_error not in choices:
+        raise ValueError(f"on_error must be one of {choices}, got {on_error!r}")
+    return on_error

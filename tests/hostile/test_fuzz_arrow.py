@@ -1,8 +1,8 @@
 """Fuzzing the bulk Arrow API (``statemorph.arrow.decode`` / ``migrate``) with mutated entries.
 
 Why: the bulk path runs compiled kernels over whole columns of untrusted savepoint bytes. A bad
-entry must become a typed error naming its row (``on_error="raise"``), or a null
-(``"null"``), or a null plus a collected error (``"collect"``); it must never crash, and the
+entry must become a typed error naming its row (``on_error="raise"``), or a null (``"null"``)
+or a left-out row (``"skip"``), with its error in the result's report; it must never crash, and the
 kernels must judge every entry exactly as the per-value reference serializers do (the oracle):
 same rows rejected, same values for the rows accepted. Both kernel tiers run in one process.
 """
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemorph import arrow, kernels
+from statemorph import arrow, bulk, kernels
 from statemorph import serializers as S
 from statemorph.errors import SerializationError, StateFormatError
 from statemorph.migration import migrate_bytes
@@ -96,7 +96,7 @@ def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     # the compiled tier with machine code for every chunk (the kernels' own walks are fuzzed
     # through the entries it hands back, and by the small arrays of the other tests)
-    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+    monkeypatch.setattr(bulk.tiers, "MACHINE_CODE_MIN", 0)
     return str(request.param)
 
 
@@ -192,7 +192,7 @@ def check_on_error_modes(run: Any, column: list[bytes | None], oracle: Oracle) -
     """The three on_error modes agree with the oracle; returns the null-mode result with the
     rows the bulk API kept although the oracle has no value for them set to null."""
     arr = pa.array(column, type=pa.binary())
-    collected, errors = run(arr, "collect")
+    collected, errors = run(arr, "null")
     rejected = [e.row for e in errors]
     assert all(isinstance(e, StateFormatError) and f"row {e.row}" in str(e) for e in errors)
     assert rejected == sorted(set(rejected)), rejected
@@ -204,14 +204,18 @@ def check_on_error_modes(run: Any, column: list[bytes | None], oracle: Oracle) -
         assert f"row {rejected[0]}" in str(info.value)
     else:
         run(arr, "raise")
-    nulled = run(arr, "null")
-    assert len(nulled) == len(column) == len(collected)
+    nulled = collected
+    assert len(nulled) == len(column)
+    skipped = run(arr, "skip")
+    assert skipped.bad_rows == rejected
+    kept = nulled.filter(pa.array([i not in rejected for i in range(len(column))]))
+    # the same rows as "null" leaves, bad ones left out (values may be NaN or beyond Python's dates)
+    assert len(skipped.values) == len(kept) and skipped.values.is_valid().equals(kept.is_valid())
     for i in range(len(column)):
         if i in oracle.either and i not in rejected:
             continue
         should_be_null = oracle.values[i] is None
         assert nulled[i].is_valid is not should_be_null, (i, column[i])
-        assert collected[i].is_valid is not should_be_null, (i, column[i])
     keep = pa.array([i not in oracle.either for i in range(len(column))])
     return pc.if_else(keep, nulled, pa.nulls(len(column), type=nulled.type))
 
@@ -223,7 +227,7 @@ def test_decode_mutated_entries(tier: str, name: str, data: st.DataObject) -> No
     ser, values = CASES[name]
     column = data.draw(mutated_column([ser.to_bytes(v) for v in values]), label="column")
     oracle = reference(ser.from_bytes, column, write=ser.to_bytes)
-    nulled = check_on_error_modes(lambda arr, mode: arrow.decode(arr, ser, on_error=mode), column, oracle)
+    nulled = check_on_error_modes(lambda arr, mode: bulk.decode(arr, ser, on_error=mode), column, oracle)
     # accepted rows decode to the reference's values: compare through the bytes both re-encode to
     again = arrow.encode(nulled, ser, on_error="null").to_pylist()
     assert without_row_kind(ser, again) == without_row_kind(ser, [reencoded(ser, v) for v in oracle.values])
@@ -263,7 +267,7 @@ def test_migrate_mutated_entries(tier: str, name: str, data: st.DataObject) -> N
     snap = old.snapshot_configuration()
     column = data.draw(mutated_column([old.to_bytes(r) for r in rows]), label="column")
     oracle = reference(lambda raw: migrate_bytes(snap, new, raw), column, arrow_values=False)
-    nulled = check_on_error_modes(lambda arr, mode: arrow.migrate(arr, snap, new, on_error=mode), column, oracle)
+    nulled = check_on_error_modes(lambda arr, mode: bulk.migrate(arr, snap, new, on_error=mode), column, oracle)
     assert nulled.to_pylist() == oracle.values
 
 
@@ -313,7 +317,7 @@ def test_migrate_mutated_entries_per_value(tier: str, name: str, data: st.DataOb
     snap = old.snapshot_configuration()
     column = data.draw(mutated_column([old.to_bytes(v) for v in values]), label="column")
     oracle = reference(lambda raw: migrate_bytes(snap, new, raw), column, arrow_values=False)
-    nulled = check_on_error_modes(lambda arr, mode: arrow.migrate(arr, snap, new, on_error=mode), column, oracle)
+    nulled = check_on_error_modes(lambda arr, mode: bulk.migrate(arr, snap, new, on_error=mode), column, oracle)
     got = [None if b is None else repr(new.from_bytes(b)) for b in nulled.to_pylist()]
     assert got == [None if b is None else repr(new.from_bytes(b)) for b in oracle.values]
 
@@ -325,7 +329,7 @@ def test_decode_hostile_length_in_every_entry_position(tier: str, name: str) -> 
     good = ser.to_bytes(values[-1])
     column: list[bytes | None] = [good[:p] + b"\x7f\xff\xff\xff" + good[p + 4:] for p in range(len(good))]
     column.append(good)
-    check_on_error_modes(lambda arr, mode: arrow.decode(arr, ser, on_error=mode), column,
+    check_on_error_modes(lambda arr, mode: bulk.decode(arr, ser, on_error=mode), column,
                          reference(ser.from_bytes, column, write=ser.to_bytes))
 
 
@@ -342,5 +346,5 @@ def test_sliced_and_large_binary_inputs_report_absolute_rows(tier: str) -> None:
         with pytest.raises(StateFormatError) as info:
             arrow.decode(arr, ser)
         assert info.value.row == 3, str(info.value)  # type: ignore[attr-defined]
-        _, errors = arrow.decode(arr, ser, on_error="collect")
+        _, errors = bulk.decode(arr, ser, on_error="null")
         assert [e.row for e in errors] == [3]

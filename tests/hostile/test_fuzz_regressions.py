@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from statemorph import arrow, serializers
+from statemorph import arrow, bulk, serializers
 from statemorph.errors import StateFormatError
 from statemorph.state import RocksDBStateBackend, ValueStateDescriptor
 from statemorph.types import Timestamp
@@ -87,7 +87,7 @@ def test_arrow_decode_timestamp_beyond_int64_nanoseconds_is_a_typed_error() -> N
     assert info.value.row == 1  # type: ignore[attr-defined]
     nulled = arrow.decode(column, ser, on_error="null")
     assert nulled[0].is_valid and not nulled[1].is_valid
-    _, errors = arrow.decode(column, ser, on_error="collect")
+    _, errors = bulk.decode(column, ser, on_error="null")
     assert [e.row for e in errors] == [1]
 
 

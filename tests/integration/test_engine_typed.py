@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from statemorph import serializers as S
-from statemorph._arrow_values import arrow_type_for
+from statemorph.bulk.types import arrow_type_for
 from statemorph.engine import migrate_savepoint, read_state_table, write_state
-from statemorph.savepoint import read_metadata
+from statemorph.savepoint.reader import read_metadata
 from statemorph.state import HeapStateBackend, ValueStateDescriptor
 
 

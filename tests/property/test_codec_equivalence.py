@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from test_native_equivalence import ARROW_LEAVES, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
 from tiers import TIERS
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError
 from statemorph.kernels import abi, plans
 from statemorph.types import (
@@ -97,7 +97,7 @@ def test_threads_split_large_arrays_identically() -> None:
 
 
 @SETTINGS
-@given(st.integers(0, 599), st.integers(0, 599), st.sampled_from(["raise", "null", "collect"]))
+@given(st.integers(0, 599), st.integers(0, 599), st.sampled_from(["raise", "null", "skip"]))
 def test_encode_not_null_violation_mid_block(bad1: int, bad2: int, on_error: str) -> None:
     """A NULL in a NOT NULL nested field: same error (row, field path) on both tiers, in every
     on_error mode; the other rows encode as the reference does."""
@@ -109,10 +109,8 @@ def test_encode_not_null_violation_mid_block(bad1: int, bad2: int, on_error: str
                     for i, v in rows], type=arrow.arrow_type(t))
 
     def run() -> Any:
-        out = arrow.encode(arr, s, on_error=on_error)
-        if on_error == "collect":
-            return out[0].to_pylist(), [(e.row, e.field_path, type(e).__name__) for e in out[1]]
-        return out.to_pylist()
+        out = bulk.encode(arr, s, on_error=on_error)
+        return out.values.to_pylist(), [(e.row, e.field_path, type(e).__name__) for e in out.errors]
 
     results = _all_tiers(run)
     assert len({repr(r) for r in results.values()}) == 1, results
@@ -120,11 +118,12 @@ def test_encode_not_null_violation_mid_block(bad1: int, bad2: int, on_error: str
     if on_error == "raise":
         assert r == ("error", "SerializationError", min(bad1, bad2), "m.n")
         return
-    out = r[1][0] if on_error == "collect" else r[1]
-    for i in range(len(rows)):
-        assert out[i] == (None if i in (bad1, bad2) else s.to_bytes(rows[i])), i
-    if on_error == "collect":
-        assert r[1][1] == [(b, "m.n", "SerializationError") for b in sorted({bad1, bad2})]
+    out = r[1][0]
+    want = [None if i in (bad1, bad2) else s.to_bytes(rows[i]) for i in range(len(rows))]
+    if on_error == "skip":
+        want = [w for i, w in enumerate(want) if i not in (bad1, bad2)]
+    assert out == want
+    assert r[1][1] == [(b, "m.n", "SerializationError") for b in sorted({bad1, bad2})]
 
 
 @SETTINGS
@@ -149,7 +148,7 @@ def test_decode_corruption_in_long_arrays_same_verdict(data: st.DataObject) -> N
     arr = pa.array(blobs, type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.decode(arr, s, on_error="collect")
+        out, errs = bulk.decode(arr, s, on_error="null")
         return out, [(e.row, e.field_path, type(e).__name__) for e in errs]
 
     verdicts = _all_tiers(run)
@@ -178,7 +177,7 @@ def test_compact_decimal_past_its_precision_is_a_bad_row(tier: str, monkeypatch:
     slot = 4 + 24 + 8  # entry length, outer fixed part, nested null bits: the DECIMAL's slot
     raw[slot:slot + 8] = (10 ** 10).to_bytes(8, "little", signed=True)
     arr = pa.array([good, bytes(raw), good], pa.binary())
-    out, errs = arrow.decode(arr, s, on_error="collect")
+    out, errs = bulk.decode(arr, s, on_error="null")
     assert [(e.row, e.field_path) for e in errs] == [(1, "r.d")]
     assert out.is_valid().to_pylist() == [True, False, True]
     assert out.to_pylist()[0] == {"a": 1, "r": {"d": decimal.Decimal("12345678.91")}}
@@ -221,7 +220,7 @@ def test_kernels_resume_after_a_bad_entry(tier: str) -> None:
     blobs = [s.to_bytes((i, "abcdefghij"[: i % 11])) for i in range(600)]
     blobs[300] = blobs[300][:-3]
     arr = pa.array(blobs, type=pa.binary())
-    offsets, data, validity, offset, wide = arrow._binary_input(arr)
+    offsets, data, validity, offset, wide = bulk.inputs.binary_input(arr)
     nn = len(prog.matrix)
     bits = [np.zeros(75, dtype=np.uint8) for _ in range(nn)]
     soffs = np.zeros(601, dtype=np.int32)
@@ -271,7 +270,7 @@ def _round_trip_on_all_tiers(data: st.DataObject, leaves: list[Any]) -> None:
     t = data.draw(row_types(leaves))
     rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(*[values_for(f.type) for f in t.fields])), max_size=10))
     s = serializers.RowDataSerializer(t)
-    assert arrow._row_program(s) is not None and arrow._row_program(s, encode=True) is not None
+    assert bulk.capabilities.row_program(s) is not None and bulk.capabilities.row_program(s, encode=True) is not None
     expected = _ref_bytes(s, rows)
     arr = _arrow_rows(t, rows)
     cut = data.draw(st.integers(0, len(rows)))
@@ -295,7 +294,7 @@ def test_encode_array_null_in_not_null_element() -> None:
     arr = pa.array([{"id": 1, "xs": [1, 2]}] * 5 + [{"id": 2, "xs": [3, None]}], type=arrow.arrow_type(t))
     for name, r in _all_tiers(lambda: arrow.encode(arr, s)).items():
         assert r == ("error", "SerializationError", 5, "xs[]"), name
-    out, errs = arrow.encode(arr, s, on_error="collect")
+    out, errs = bulk.encode(arr, s, on_error="null")
     assert out.to_pylist() == [s.to_bytes((1, [1, 2]))] * 5 + [None]
     assert [(e.row, e.field_path) for e in errs] == [(5, "xs[]")]
 
@@ -359,7 +358,7 @@ def test_decode_arrays_corruption_same_verdict(data: st.DataObject) -> None:
     arr = pa.array(blobs, type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.decode(arr, s, on_error="collect")
+        out, errs = bulk.decode(arr, s, on_error="null")
         out.validate(full=True)
         return out, [(e.row, e.field_path, type(e).__name__) for e in errs]
 
@@ -413,7 +412,7 @@ def test_big_values_out_of_arrow_range_are_bad_rows() -> None:
     arr = pa.array([good, bytes(far), bytes(wide)], type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.decode(arr, s, on_error="collect")
+        out, errs = bulk.decode(arr, s, on_error="null")
         return out.to_pylist(), [(e.row, e.field_path, e.code) for e in errs]
 
     verdicts = _all_tiers(run)
@@ -465,17 +464,17 @@ def test_encode_duplicate_keys_as_the_reference(data: st.DataObject) -> None:
     rows = data.draw(st.lists(st.one_of(st.none(), st.tuples(st.integers(0, 9), st.one_of(st.none(), pairs),
                                                               st.text(max_size=9))), min_size=1, max_size=12))
     arr = pa.array([None if r is None else {"id": r[0], "m": None if r[1] is None else
-                                            [(arrow._from_value(k, kt), v) for k, v in r[1]], "s": r[2]}
+                                            [(bulk.types.logical_to_arrow(k, kt), v) for k, v in r[1]], "s": r[2]}
                     for r in rows], type=arrow.arrow_type(t))
-    on_error = data.draw(st.sampled_from(["raise", "null", "collect"]))
+    on_error = data.draw(st.sampled_from(["raise", "null"]))
 
     def per_value() -> Any:
-        out = arrow._encode_per_value(arr, s, arrow._Errors(on_error, "encode", None), 0)
-        return (out[0].to_pylist(), [e.row for e in out[1]]) if on_error == "collect" else out.to_pylist()
+        out, errs = bulk.encoder.encode_per_value(arr, s, bulk.errors.RowErrors(on_error, "encode", None), 0)
+        return out.to_pylist(), [e.row for e in errs]
 
     def kernels() -> Any:
-        out = arrow.encode(arr, s, on_error=on_error)
-        return (out[0].to_pylist(), [e.row for e in out[1]]) if on_error == "collect" else out.to_pylist()
+        out = bulk.encode(arr, s, on_error=on_error)
+        return out.values.to_pylist(), [e.row for e in out.errors]
 
     want = _all_tiers(per_value)["python"]
     for name, r in _all_tiers(kernels).items():
@@ -512,7 +511,7 @@ def test_decode_duplicate_null_keys_and_corruption_same_verdict(data: st.DataObj
     arr = pa.array(blobs, type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.decode(arr, s, on_error="collect")
+        out, errs = bulk.decode(arr, s, on_error="null")
         out.validate(full=True)
         return out, [(e.row, e.field_path, type(e).__name__) for e in errs], {e.row: str(e) for e in errs}
 
@@ -520,7 +519,7 @@ def test_decode_duplicate_null_keys_and_corruption_same_verdict(data: st.DataObj
     assert all(v[0] == "ok" for v in verdicts.values()), verdicts
     outs = [v[1] for v in verdicts.values()]
     assert all(o[1] == outs[0][1] and o[0].equals(outs[0][0]) for o in outs), verdicts
-    ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
+    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.errors.RowErrors("null", "decode", None), 0)
     assert {e.row for e in ref_errs} == {row for row, _, _ in outs[0][1]}
     assert outs[0][0].equals(ref)
     for e in ref_errs:  # a rerouted map's error is the per-value path's own
@@ -544,11 +543,11 @@ def test_compact_decimal_past_its_precision_in_arrays_and_maps(tier: str, monkey
     in_array[at[1]:at[1] + 8] = big
     in_map[at[2]:at[2] + 8] = big
     arr = pa.array([good, bytes(in_array), good, bytes(in_map), good], pa.binary())
-    out, errs = arrow.decode(arr, s, on_error="collect")
+    out, errs = bulk.decode(arr, s, on_error="null")
     assert [(e.row, e.field_path) for e in errs] == [(1, "xs[][]"), (3, "m.value[]")]
     assert out.is_valid().to_pylist() == [True, False, True, False, True]
     assert out.to_pylist()[4] == {"xs": [[one], [None, one]], "m": [(7, one)]}
-    ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
+    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.errors.RowErrors("null", "decode", None), 0)
     assert [e.row for e in ref_errs] == [1, 3] and ref.equals(out)
     with pytest.raises(MalformedDataError, match=r"row 1, field xs\[\]\[\]"):
         arrow.decode(arr, s)
@@ -561,9 +560,9 @@ def test_map_keys_holding_arrays_encode_per_value() -> None:
     per-value path (and its error); decode runs the kernels (every such map is rerouted)."""
     t = RowType.of(("m", MapType(ArrayType(IntType()), IntType())),)
     s = serializers.RowDataSerializer(t)
-    assert arrow._row_program(s, encode=True) is None and arrow._row_program(s) is not None
+    assert bulk.capabilities.row_program(s, encode=True) is None and bulk.capabilities.row_program(s) is not None
     blobs = pa.array([s.to_bytes(({},)), s.to_bytes(({(1, 2): 3},)), s.to_bytes(({(1,): 3, (2,): 4},))], pa.binary())
-    want = arrow._decode_per_value(blobs, s, arrow._Errors("raise", "decode", None), 0)
+    want, _ = bulk.decoder.decode_per_value(blobs, s, bulk.errors.RowErrors("raise", "decode", None), 0)
     for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
         assert r[0] == "ok" and r[1].equals(want), name
 
@@ -606,8 +605,8 @@ def test_decode_overlapping_nested_arrays_go_to_the_reference() -> None:
     row = bytes(8) + struct.pack("<Q", 16 << 32 | len(outer)) + bytes(outer)
     good = s.to_bytes(([["a", "bbbbbbbbbbbbbbbbbb"]],))
     arr = pa.array([good, _entry(row), good], pa.binary())
-    ref, ref_errs = arrow._decode_per_value(arr, s, arrow._Errors("collect", "decode", None), 0)
+    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.errors.RowErrors("null", "decode", None), 0)
     assert [e.row for e in ref_errs] == [1] and "references overlap" in str(ref_errs[0])
-    for name, r in _all_tiers(lambda: arrow.decode(arr, s, on_error="collect")).items():
+    for name, r in _all_tiers(lambda: bulk.decode(arr, s, on_error="null")).items():
         assert r[0] == "ok" and r[1][0].equals(ref), name
         assert [(e.row, str(e)) for e in r[1][1]] == [(1, str(ref_errs[0]))], name

@@ -1,7 +1,7 @@
 """flink-core Row (``RowSerializer``) encode / decode kernels equal the reference, byte for byte.
 
 Three oracles in one process: the per-value reference serializer (``RowSerializer.to_bytes`` /
-``from_bytes`` with the Arrow mapping of ``_arrow_values``, i.e. today's per-value path), the
+``from_bytes`` with the Arrow mapping of ``statemorph.bulk.types``, i.e. today's per-value path), the
 Python twins (``kernels.corerow_py``) and the compiled kernels (``_native/corerow.pyx``).
 Random Row types (primitives, Char, String, byte[], nested rows, both mask layouts), values with
 nulls and astral characters, and hostile entries come from hypothesis.
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiers import on_tiers
 
-from statemorph import arrow, serializers
-from statemorph._arrow_values import arrow_type_for, to_arrow_value
+from statemorph import arrow, bulk, serializers
+from statemorph.bulk.types import arrow_type_for, to_arrow_value
 from statemorph.kernels import abi, plans
 from statemorph.row import Row, RowKind
 from statemorph.serializers.tuples import RowSerializer
@@ -130,7 +130,7 @@ def test_round_trip_large_inputs_and_slices(case: tuple[RowSerializer, list[Any]
 
 def _rows(ser: RowSerializer, arr: pa.Array) -> list[Any]:
     """The reference serializer's values for an Arrow struct (positional, as the per-value path)."""
-    from statemorph._arrow_values import from_arrow_value
+    from statemorph.bulk.types import from_arrow_value
 
     conv = from_arrow_value(ser)
     return [conv(v) for v in arr.to_pylist()]
@@ -177,7 +177,7 @@ def test_hostile_entries_same_errors_on_both_tiers(case: tuple[RowSerializer, li
         if j < len(raw) and raw[j]:
             raw[j] = _corrupt(raw[j], how, at)
     binary = pa.array(raw, type=pa.binary())
-    results = on_tiers(lambda: arrow.decode(binary, ser, on_error="collect"))
+    results = on_tiers(lambda: bulk.decode(binary, ser, on_error="null"))
     (out0, errs0) = results["python"]
     for tier, (out, errs) in results.items():
         assert _errors(errs) == _errors(errs0), tier

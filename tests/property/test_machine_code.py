@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_native_equivalence import ARROW_LEAVES, REMAP_ONLY_LEAVES, _arrow_rows, _ref_bytes, evolve, typed_rows
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.kernels import abi, jit, plans
 from statemorph.migration import plan_row_migration
 
@@ -38,7 +38,7 @@ def _run(matrix: np.ndarray, arr: pa.Array, cap: int, code: int) -> list[Any]:
     """Drive the compiled ``migrate_run`` the way arrow.py does (resume after a bad entry, stop
     when the buffer is full) and record every step and the bytes written."""
     k = kernels.tier("native")
-    offsets, data, validity, offset, wide = arrow._binary_input(arr)
+    offsets, data, validity, offset, wide = bulk.inputs.binary_input(arr)
     out_off = np.zeros(len(arr) + 1, dtype=np.int32)
     out = np.full(cap, 0xAB, dtype=np.uint8)
     steps: list[Any] = []
@@ -104,7 +104,7 @@ def test_events_through_the_bulk_api_equal_with_and_without_machine_code(monkeyp
     rows = [(i, None if i % 7 == 0 else (i * 3, i * 1000, "dev" * (i % 5) + "é" * (i % 3 == 0)))
             for i in range(3000)]
     arr = pa.array([so.to_bytes(r) for r in rows], pa.binary())
-    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+    monkeypatch.setattr(bulk.tiers, "MACHINE_CODE_MIN", 0)
     with_code = arrow.migrate(arr, so.snapshot_configuration(), sn, threads=2)
     monkeypatch.setenv("STATEMORPH_JIT", "0")
     assert arrow.migrate(arr, so.snapshot_configuration(), sn, threads=2).equals(with_code)
@@ -168,14 +168,14 @@ def test_machine_code_equals_interpreter_on_odd_layouts(blobs: list[bytes]) -> N
 
 
 def _both(fn: Any, arr: pa.Array, s: Any) -> list[Any]:
-    """``fn`` (``arrow.encode`` / ``decode``) with and without machine code, collecting bad rows:
+    """``fn`` (``bulk.encode`` / ``decode``) with and without machine code, reporting bad rows:
     the results side by side."""
     out = []
     for flag in ("1", "0"):
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+            mp.setattr(bulk.tiers, "MACHINE_CODE_MIN", 0)
             mp.setenv("STATEMORPH_JIT", flag)
-            got, errs = fn(arr, s, on_error="collect")
+            got, errs = fn(arr, s, on_error="null")
         out.append((got, [(e.row, e.field_path, type(e).__name__) for e in errs]))
     return out
 
@@ -192,7 +192,7 @@ def test_decode_machine_code_equals_the_kernel(data: st.DataObject) -> None:
     for b in _ref_bytes(s, rows):
         if b is not None:  # machine code takes plain input only: no null entries
             blobs.append(_maybe_corrupt(data, b))
-    (with_code, errs), (without, errs0) = _both(arrow.decode, pa.array(blobs, pa.binary()), s)
+    (with_code, errs), (without, errs0) = _both(bulk.decode, pa.array(blobs, pa.binary()), s)
     assert errs == errs0
     assert with_code.equals(without)
     assert with_code.to_pylist() == without.to_pylist()
@@ -204,7 +204,7 @@ def test_decode_machine_code_on_odd_layouts(blobs: list[bytes]) -> None:
     if not jit.enabled():
         pytest.skip("no llvmlite")
     s = serializers.RowDataSerializer("ROW<a INT, s STRING, t STRING, r ROW<x STRING>>")
-    (with_code, errs), (without, errs0) = _both(arrow.decode, pa.array(blobs, pa.binary()), s)
+    (with_code, errs), (without, errs0) = _both(bulk.decode, pa.array(blobs, pa.binary()), s)
     assert errs == errs0 == []
     assert with_code.equals(without)
 
@@ -217,8 +217,8 @@ def test_decode_machine_code_with_string_buffers_that_must_grow(threads: int, mo
     rows = [(i, None if i % 7 == 0 else (i * 3, i * 1000, "dev-" * (i % 9) + "é" * (i % 3 == 0)))
             for i in range(3000)]
     arr = pa.array([s.to_bytes(r) for r in rows], pa.binary())
-    monkeypatch.setattr(arrow, "_input_spans", lambda *a: (lambda s, e: 0))
-    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+    monkeypatch.setattr(bulk.inputs, "input_spans", lambda *a: (lambda s, e: 0))
+    monkeypatch.setattr(bulk.tiers, "MACHINE_CODE_MIN", 0)
     with_code = arrow.decode(arr, s, threads=threads)
     monkeypatch.setenv("STATEMORPH_JIT", "0")
     assert arrow.decode(arr, s, threads=threads).equals(with_code)
@@ -238,7 +238,7 @@ def test_encode_machine_code_equals_the_kernel(data: st.DataObject) -> None:
     assert jit.encode_code(plans.compile_row_program(t).matrix) is not None
     arr = _arrow_rows(t, rows)
     arr = arr.slice(data.draw(st.integers(0, len(arr))))
-    (with_code, errs), (without, errs0) = _both(arrow.encode, arr, s)
+    (with_code, errs), (without, errs0) = _both(bulk.encode, arr, s)
     assert errs == errs0 == []
     assert with_code.equals(without)
     assert with_code.to_pylist() == _ref_bytes(s, rows[len(rows) - len(arr):])
@@ -257,7 +257,7 @@ def test_encode_machine_code_reports_like_the_kernel() -> None:
               {"a": 5, "d": decimal.Decimal("-999.9"), "r": {"x": "a longer string value"}}]
     arr = pa.array(values, type=pa.struct([("a", pa.int32()), ("d", pa.decimal128(4, 1)),
                                            ("r", pa.struct([("x", pa.string())]))]))
-    (with_code, errs), (without, errs0) = _both(arrow.encode, arr, s)
+    (with_code, errs), (without, errs0) = _both(bulk.encode, arr, s)
     assert errs == errs0
     assert [row for row, _, _ in errs] == [1, 3]
     assert with_code.equals(without)
@@ -270,7 +270,7 @@ def test_plans_compile_concurrently(monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("no llvmlite")
     from concurrent.futures import ThreadPoolExecutor
 
-    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+    monkeypatch.setattr(bulk.tiers, "MACHINE_CODE_MIN", 0)
     cases = []
     for width in range(40, 48):
         s = serializers.RowDataSerializer("ROW<" + ", ".join(f"f{j} BIGINT" for j in range(width)) + ", s STRING>")

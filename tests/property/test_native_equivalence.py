@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiers import TIERS, on_tiers
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.types import (
@@ -175,7 +175,7 @@ def evolve_type(draw: Any, t: LogicalType, leaves: list[Any]) -> LogicalType:
 
 
 def _arrow_rows(t: RowType, rows: list[Any]) -> pa.Array:
-    return pa.array([None if r is None else arrow._from_value(r, t) for r in rows], type=arrow.arrow_type(t))
+    return pa.array([None if r is None else bulk.types.logical_to_arrow(r, t) for r in rows], type=arrow.arrow_type(t))
 
 
 def _ref_bytes(s: Any, rows: list[Any]) -> list[bytes | None]:
@@ -255,7 +255,7 @@ def test_rowdata_corruption_same_verdict_on_both_tiers(data: st.DataObject) -> N
     arr = pa.array(blobs, type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.migrate(arr, snap, sn, on_error="collect")
+        out, errs = bulk.migrate(arr, snap, sn, on_error="null")
         return out.to_pylist(), sorted(e.row for e in errs)
 
     verdicts = _all_tiers(run)
@@ -305,7 +305,7 @@ def test_string_decode_of_arbitrary_bytes_agrees(blobs: list[bytes | None]) -> N
     arr = pa.array(blobs, type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.decode(arr, serializers.StringSerializer(), on_error="collect")
+        out, errs = bulk.decode(arr, serializers.StringSerializer(), on_error="null")
         return out.to_pylist(), [(e.row, type(e).__name__) for e in errs]
 
     results = _all_tiers(run)
@@ -374,7 +374,7 @@ def test_core_row_migrate_equals_reference(data: st.DataObject) -> None:
     carr = pa.array(cut, type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.migrate(carr, snap, new, on_error="collect")
+        out, errs = bulk.migrate(carr, snap, new, on_error="null")
         return out.to_pylist(), [(e.row, e.field_path) for e in errs]
 
     def reference(b: bytes | None) -> bytes | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.errors import (
     IncompatibleSchemaError,
     MalformedDataError,
@@ -42,7 +42,7 @@ def events(n: int) -> list[tuple[int, tuple[int, int, str] | None] | None]:
 
 def as_struct(rows: list) -> pa.Array:
     s = serializers.RowDataSerializer(OLD)
-    return pa.array([None if r is None else arrow._from_value(r, s.row_type) for r in rows],
+    return pa.array([None if r is None else bulk.types.logical_to_arrow(r, s.row_type) for r in rows],
                     type=arrow.arrow_type(s.row_type))
 
 
@@ -166,7 +166,7 @@ def test_bad_rows_name_row_and_field(impl: str) -> None:
     assert out.to_pylist()[1:] == [None, None, None]
     assert out.to_pylist()[0] is not None
 
-    out, errors = arrow.migrate(arr, snap, sn, on_error="collect")
+    out, errors = bulk.migrate(arr, snap, sn, on_error="null")
     assert [e.row for e in errors] == [1, 2]
     assert isinstance(errors[1], TruncatedDataError)
     assert all(isinstance(e, StateFormatError) for e in errors)
@@ -178,7 +178,7 @@ def test_chunked_errors_use_global_rows(impl: str) -> None:
     with pytest.raises(TruncatedDataError) as info:
         arrow.decode(arr, s)
     assert info.value.row == 2
-    out, errors = arrow.decode(arr, s, on_error="collect")
+    out, errors = bulk.decode(arr, s, on_error="null")
     assert out.to_pylist() == [1, 2, None]
     assert [e.row for e in errors] == [2]
 
@@ -216,7 +216,7 @@ def test_not_null_field_refuses_null(impl: str) -> None:
     with pytest.raises(SerializationError, match="NOT NULL") as info:
         arrow.encode(arr, s)
     assert info.value.field_path == "a"
-    out, errors = arrow.encode(arr, s, on_error="collect")
+    out, errors = bulk.encode(arr, s, on_error="null")
     assert out.to_pylist() == [None] and [e.row for e in errors] == [0]
 
 
@@ -238,7 +238,7 @@ def test_rowdata_with_arrays_and_maps_round_trips(impl: str) -> None:
 
     rows = [([1, None, 3], {"k": 1}, decimal.Decimal("123.45")), None, ([], {}, None)]
     blobs = [None if r is None else s.to_bytes(r) for r in rows]
-    arr = arrow.encode(pa.array([None if r is None else arrow._from_value(r, s.row_type) for r in rows],
+    arr = arrow.encode(pa.array([None if r is None else bulk.types.logical_to_arrow(r, s.row_type) for r in rows],
                                 type=arrow.arrow_type(s.row_type)), s)
     assert arr.to_pylist() == blobs
     back = arrow.decode(arr, s).to_pylist()

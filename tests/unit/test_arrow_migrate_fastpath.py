@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.errors import MalformedDataError, StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.row import Row, RowKind
@@ -24,7 +24,7 @@ TIERS = ["python"] + (["native", "native-interp"] if kernels.native_available() 
 @pytest.fixture(params=TIERS)
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param.split("-")[0]))
-    monkeypatch.setattr(arrow, "_MACHINE_CODE_MIN", 0)  # machine code for small arrays too
+    monkeypatch.setattr(bulk.tiers, "MACHINE_CODE_MIN", 0)  # machine code for small arrays too
     if request.param == "native-interp":
         monkeypatch.setenv("STATEMORPH_JIT", "0")
     return str(request.param)
@@ -95,7 +95,7 @@ def test_bad_nested_header_names_the_nested_row_on_both_tiers() -> None:
     for tier in TIERS:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(kernels, "KERNELS", kernels.tier(tier.split("-")[0]))
-            mp.setattr(arrow, "_MACHINE_CODE_MIN", 0)
+            mp.setattr(bulk.tiers, "MACHINE_CODE_MIN", 0)
             if tier == "native-interp":
                 mp.setenv("STATEMORPH_JIT", "0")
             with pytest.raises(MalformedDataError) as info:
@@ -119,11 +119,11 @@ def test_threads_join_ranges_like_one_thread(impl: str, threads: int, starve: bo
     bad = good[3][:-8]
     blobs = [None if i % 17 == 0 else bad if i % 401 == 7 else good[i % 50] for i in range(3000)]
     arr = pa.array(blobs, pa.binary())
-    expected, expected_errs = arrow.migrate(arr, snap, sn, on_error="collect")
+    expected, expected_errs = bulk.migrate(arr, snap, sn, on_error="null")
     if starve:
-        monkeypatch.setattr(arrow, "_input_spans", lambda *a: (lambda s, e: 0))
-        monkeypatch.setattr(arrow, "_row_growth", lambda m: 0)
-    out, errs = arrow.migrate(arr, snap, sn, on_error="collect", threads=threads)
+        monkeypatch.setattr(bulk.inputs, "input_spans", lambda *a: (lambda s, e: 0))
+        monkeypatch.setattr(bulk.migrator, "row_growth", lambda m: 0)
+    out, errs = bulk.migrate(arr, snap, sn, on_error="null", threads=threads)
     assert out.equals(expected)
     assert [str(e) for e in errs] == [str(e) for e in expected_errs]
     assert len(errs) == sum(1 for b in blobs if b is bad)

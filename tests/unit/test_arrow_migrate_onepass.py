@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.migration import migrate_bytes
 
 TIERS = ["python"] + (["native"] if kernels.native_available() else [])
@@ -29,8 +29,8 @@ def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
 
 def _starve(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the first output buffer 64 bytes whatever the input, so every run grows it."""
-    monkeypatch.setattr(arrow, "_input_spans", lambda *a: (lambda s, e: 0))
-    monkeypatch.setattr(arrow, "_row_growth", lambda m: 0)
+    monkeypatch.setattr(bulk.inputs, "input_spans", lambda *a: (lambda s, e: 0))
+    monkeypatch.setattr(bulk.migrator, "row_growth", lambda m: 0)
 
 
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -69,8 +69,8 @@ def test_bad_rows_take_no_bytes_and_match_two_pass(impl: str, monkeypatch: pytes
     blobs = [good, truncated, None, bad_header, good] * 300
     arr = pa.array(blobs, pa.binary())
     _starve(monkeypatch)
-    out, errs = arrow.migrate(arr, snap, sn, on_error="collect")
-    two, errs2 = arrow.migrate(arr, snap, sn, on_error="collect", threads=2)
+    out, errs = bulk.migrate(arr, snap, sn, on_error="null")
+    two, errs2 = bulk.migrate(arr, snap, sn, on_error="null", threads=2)
     assert out.equals(two)
     assert [str(e) for e in errs] == [str(e) for e in errs2]
     assert len(errs) == 600

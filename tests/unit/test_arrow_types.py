@@ -9,7 +9,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.types import parse_type
 
 TIERS = ["python"] + (["native"] if kernels.native_available() else [])
@@ -45,7 +45,7 @@ def test_temporal_and_decimal_values_match_reference(impl: str) -> None:
         (None, None, None, None, None, None, None, None),
     ]
     blobs = [s.to_bytes(r) for r in rows]
-    arr = pa.array([arrow._from_value(r, s.row_type) for r in rows], type=arrow.arrow_type(s.row_type))
+    arr = pa.array([bulk.types.logical_to_arrow(r, s.row_type) for r in rows], type=arrow.arrow_type(s.row_type))
     assert arrow.encode(arr, s).to_pylist() == blobs
     decoded = arrow.decode(pa.array(blobs), s).to_pylist()
     assert decoded == arr.to_pylist()

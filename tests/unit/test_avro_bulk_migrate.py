@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from tiers import TIERS, on_tiers
 
-from statemorph import arrow, kernels
+from statemorph import arrow, bulk, kernels
 from statemorph.errors import MalformedDataError, StateFormatError, StateMigrationError, TruncatedDataError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.kernels import abi, plans
@@ -72,7 +72,7 @@ def migrate_all(blobs: list[bytes | None], new: AvroSerializer = NEW, snap: Any 
     arr = pa.array(blobs, type=pa.binary())
 
     def run() -> Any:
-        out, errs = arrow.migrate(arr, snap, new, on_error="collect", **kw)
+        out, errs = bulk.migrate(arr, snap, new, on_error="null", **kw)
         return out.to_pylist(), [(e.row, e.field_path, e.code) for e in errs]
 
     return on_tiers(run)

@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from statemorph import arrow, kernels, serializers
-from statemorph._arrow_values import arrow_type_for
+from statemorph import arrow, bulk, kernels, serializers
+from statemorph.bulk.types import arrow_type_for
 from statemorph.errors import MalformedDataError, SerializationError, TruncatedDataError
 from statemorph.kernels import abi, plans
 from statemorph.row import Row, RowKind
@@ -31,8 +31,8 @@ EVENTS_TYPE = pa.struct([("eventId", pa.int64()),
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     # the kernel path must be the one taken: the per-value fallback fails the test
-    monkeypatch.setattr(arrow, "_encode_per_value", _no_fallback)
-    monkeypatch.setattr(arrow, "_decode_per_value", _no_fallback)
+    monkeypatch.setattr(bulk.encoder, "encode_per_value", _no_fallback)
+    monkeypatch.setattr(bulk.decoder, "decode_per_value", _no_fallback)
     return str(request.param)
 
 
@@ -128,7 +128,7 @@ def test_slices_and_chunks_keep_row_numbers(impl: str) -> None:
         arrow.decode(chunked, EVENTS)
     assert e.value.row == 44  # type: ignore[attr-defined]
     assert e.value.field_path == "metadata.deviceType"  # type: ignore[attr-defined]
-    out, errs = arrow.decode(chunked, EVENTS, on_error="collect")
+    out, errs = bulk.decode(chunked, EVENTS, on_error="null")
     assert [x.row for x in errs] == [44]
     assert out.to_pylist()[:44] == rows[:44] and out.to_pylist()[44] is None
 
@@ -164,7 +164,7 @@ def test_out_of_range_int_column_takes_per_value_path(monkeypatch: pytest.Monkey
                    type=pa.struct([("a", pa.int64()), ("b", pa.struct([("u", pa.int64()), ("t", pa.int64()),
                                                                         ("d", pa.string())]))]))
     ser = RowSerializer([serializers.IntSerializer(), META])
-    out, errs = arrow.encode(arr, ser, on_error="collect")
+    out, errs = bulk.encode(arr, ser, on_error="null")
     assert out.to_pylist()[0] == ser.to_bytes((1, None)) and out[1].as_py() is None
     assert [x.row for x in errs] == [1]
 
@@ -183,7 +183,7 @@ def test_encode_char_errors_name_row_and_field(impl: str) -> None:
     with pytest.raises(SerializationError) as e:
         arrow.encode(arr, ser)
     assert (e.value.row, e.value.field_path, e.value.code) == (1, "c", abi.E_BAD_JCHAR)  # type: ignore[attr-defined]
-    out, errs = arrow.encode(arr, ser, on_error="collect")
+    out, errs = bulk.encode(arr, ser, on_error="null")
     assert [x.row for x in errs] == [1, 2, 3]
     assert out.to_pylist() == [ser.to_bytes(("a",)), None, None, None, ser.to_bytes((None,))]
     assert arrow.encode(arr, ser, on_error="null").null_count == 3
@@ -198,7 +198,7 @@ def test_decode_error_modes(impl: str) -> None:
     with pytest.raises(MalformedDataError) as e:
         arrow.decode(arr, EVENTS)
     assert (e.value.row, e.value.field_path) == (1, "")  # type: ignore[attr-defined]
-    out, errs = arrow.decode(arr, EVENTS, on_error="collect")
+    out, errs = bulk.decode(arr, EVENTS, on_error="null")
     assert [(x.row, x.field_path, type(x)) for x in errs] == [
         (1, "", MalformedDataError), (3, "", MalformedDataError), (4, "eventId", TruncatedDataError)]
     nulled = arrow.decode(arr, EVENTS, on_error="null")
@@ -209,7 +209,7 @@ def test_decode_error_modes(impl: str) -> None:
 def test_hostile_lengths_never_allocate(impl: str) -> None:
     ser = RowSerializer([serializers.BytePrimitiveArraySerializer(), serializers.StringSerializer()])
     arr = pa.array([b"\x00\x7f\xff\xff\xff", b"\x00\xff\xff\xff\xfe", b"\x20\xff\xff\xff\xff\x07"])
-    out, errs = arrow.decode(arr, ser, on_error="collect")
+    out, errs = bulk.decode(arr, ser, on_error="null")
     assert [(x.row, x.field_path, x.code) for x in errs] == [
         (0, "f0", abi.E_TRUNCATED), (1, "f0", abi.E_BAD_LENGTH), (2, "f1", abi.E_TRUNCATED)]
     assert out.null_count == 3
@@ -218,7 +218,7 @@ def test_hostile_lengths_never_allocate(impl: str) -> None:
 def test_lone_surrogate_is_a_typed_error(impl: str) -> None:
     ser = RowSerializer([serializers.CharSerializer(), serializers.StringSerializer()])
     raw = [ser.to_bytes(("\ud800", "x")), ser.to_bytes(("a", "x\udc00"))]
-    out, errs = arrow.decode(pa.array(raw), ser, on_error="collect")
+    out, errs = bulk.decode(pa.array(raw), ser, on_error="null")
     assert [(x.row, x.field_path, x.code) for x in errs] == [(0, "f0", abi.E_LONE_SURROGATE),
                                                               (1, "f1", abi.E_LONE_SURROGATE)]
 
@@ -242,7 +242,7 @@ def test_threads_join_ranges(impl: str) -> None:
     assert four.equals(one)
     bad = one.to_pylist()
     bad[3001] = bad[3001][:-1]
-    out, errs = arrow.decode(pa.array(bad, type=pa.binary()), EVENTS, threads=4, on_error="collect")
+    out, errs = bulk.decode(pa.array(bad, type=pa.binary()), EVENTS, threads=4, on_error="null")
     assert [x.row for x in errs] == [3001]
     expected = list(rows)
     expected[3001] = None
@@ -256,9 +256,9 @@ def test_kernel_protocol_same_on_both_tiers() -> None:
     arr = pa.array(rows, type=EVENTS_TYPE)
     prog = plans.compile_core_row_codec(EVENTS)
     assert prog is not None
-    cols = arrow._core_row_columns(arr, prog)
+    cols = bulk.inputs.core_row_columns(arr, prog)
     enc = arrow.encode(arr, EVENTS)
-    offsets, data, validity, offset, wide = arrow._binary_input(enc)
+    offsets, data, validity, offset, wide = bulk.inputs.binary_input(enc)
     got = {}
     for tier in TIERS:
         k = kernels.tier(tier)

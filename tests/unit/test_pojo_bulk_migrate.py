@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiers import TIERS, on_tiers
 
-from statemorph import arrow, kernels, serializers
+from statemorph import arrow, bulk, kernels, serializers
 from statemorph.errors import MalformedDataError, StateFormatError, TruncatedDataError
 from statemorph.kernels import abi, plans
 from statemorph.migration import migrate_bytes
@@ -79,7 +79,7 @@ SNAP = OLD.snapshot_configuration()
 def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
     # the kernel path must be the one taken: the per-value fallback fails the test
-    monkeypatch.setattr(arrow, "_migrate_per_value", _no_fallback)
+    monkeypatch.setattr(bulk.migrator, "migrate_per_value", _no_fallback)
     return str(request.param)
 
 
@@ -187,7 +187,7 @@ def test_error_modes(impl: str) -> None:
         arrow.migrate(arr, SNAP, NEW)
     assert e.value.row == 3  # type: ignore[attr-defined]
     assert arrow.migrate(arr, SNAP, NEW, on_error="null").to_pylist() == want
-    out, errs = arrow.migrate(arr, SNAP, NEW, on_error="collect")
+    out, errs = bulk.migrate(arr, SNAP, NEW, on_error="null")
     assert out.to_pylist() == want
     assert [(x.row, x.field_path) for x in errs] == [(3, "a"), (17, "inner")]
 
@@ -197,7 +197,7 @@ def test_threads_join_ranges(impl: str) -> None:
     raw[250] = b"\x03"
     want = arrow.migrate(pa.array(raw), SNAP, NEW, on_error="null").to_pylist()
     for threads in (2, 3):
-        out, errs = arrow.migrate(pa.array(raw), SNAP, NEW, threads=threads, on_error="collect")
+        out, errs = bulk.migrate(pa.array(raw), SNAP, NEW, threads=threads, on_error="null")
         assert out.to_pylist() == want
         assert [x.row for x in errs] == [250]
 

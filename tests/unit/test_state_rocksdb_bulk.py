@@ -1,6 +1,7 @@
-"""The RocksDB backend's bulk paths (restore through SST files, RowData migration through
-``arrow.migrate``, column-wise savepoint export) against its per-entry reference path: same
-stored bytes, same savepoint rows, same errors, chunk boundaries anywhere."""
+"""The RocksDB backend's bulk paths (restore through SST files, migration through
+``statemorph.bulk.migrate`` for the pairs the capability table has a kernel for, column-wise
+savepoint export) against its per-entry reference path: same stored bytes, same savepoint rows,
+same errors, chunk boundaries anywhere."""
 
 import numpy as np
 import pyarrow as pa
@@ -172,7 +173,7 @@ def test_duplicate_entries_fail_restore_in_both_paths(tmp_path, rows, bulk_mode)
 
 # -- migration ---------------------------------------------------------------------------------------
 
-def test_bulk_migration_is_chosen_for_rowdata_only():
+def test_bulk_migration_is_chosen_by_the_capability_table():
     old = RowDataSerializer(OLD).snapshot_configuration()
     assert bulk_migration_supported(old, RowDataSerializer(NEW))
     assert not bulk_migration_supported(IntSerializer().snapshot_configuration(), LongSerializer())

@@ -20,8 +20,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .._arrow_values import KERNEL_SERIALIZERS, arrow_type_for, from_arrow_value, to_arrow_value
-from ..errors import StateFormatError, StatemorphError
+from .. import bulk
+from ..bulk.types import arrow_type_for
+from ..errors import StatemorphError
 from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
@@ -69,36 +70,15 @@ def _as_binary(arr: pa.Array, column: str) -> pa.Array:
 
 def decode_column(arr: pa.Array, ser: Any, arrow_type: pa.DataType, *, threads: int = 1,
                   on_error: str = "raise") -> pa.Array:
-    """Binary column → typed column: compiled kernels where they exist, else value by value
-    through the reference serializer (Row, Tuple, POJO, Avro, collections...)."""
-    if type(ser).__name__ in KERNEL_SERIALIZERS:
-        from .. import arrow as arrow
-
-        out = arrow.decode(arr, ser, threads=threads, on_error=on_error)
-        return out if out.type == arrow_type else out.cast(arrow_type)
-    conv = to_arrow_value(ser)
-    values: list[Any] = []
-    for i, b in enumerate(arr.to_pylist()):
-        if b is None:
-            values.append(None)
-            continue
-        try:
-            values.append(conv(ser.from_bytes(b)))
-        except StateFormatError as e:
-            if on_error == "raise":
-                raise type(e)(f"row {i}: {e}") from e
-            values.append(None)
-    return pa.array(values, type=arrow_type)
+    """Binary column → typed column (:func:`statemorph.bulk.decode`: the kernels where the
+    capability table has one, else value by value through the reference serializer)."""
+    out = bulk.decode(arr, ser, threads=threads, on_error=on_error).values
+    return out if out.type == arrow_type else out.cast(arrow_type)
 
 
 def encode_column(arr: pa.Array, ser: Any, *, threads: int = 1) -> pa.Array:
     """Typed column → binary column of serialized values (the inverse of :func:`decode_column`)."""
-    if type(ser).__name__ in KERNEL_SERIALIZERS:
-        from .. import arrow as arrow
-
-        return arrow.encode(arr, ser, threads=threads)
-    conv = from_arrow_value(ser)
-    return pa.array([None if v is None else ser.to_bytes(conv(v)) for v in arr.to_pylist()], pa.binary())
+    return bulk.encode(arr, ser, threads=threads).values
 
 
 class _ColumnTransform:
@@ -138,7 +118,7 @@ class _ColumnTransform:
 
 class ColumnMigrator(_ColumnTransform):
     """Rewrites a binary column from the prior schema (old snapshot) to a new serializer's schema,
-    through the bulk kernels (:func:`statemorph.arrow.migrate`). Nulls stay null.
+    through the bulk kernels (:func:`statemorph.bulk.migrate`). Nulls stay null.
 
     ``on_error="raise"`` stops at the first value that cannot be read (the error names the row and
     the field path); ``"skip"`` drops the entries whose value cannot be read (the engines report
@@ -165,12 +145,10 @@ class ColumnMigrator(_ColumnTransform):
         return self._new_serializer if self._new_serializer is not None else _serializer(self.new)
 
     def transform(self, arr: pa.Array) -> pa.Array:
-        from .. import arrow as arrow
-
         if len(arr) == 0:
             return arr
-        return arrow.migrate(arr, _snapshot(self.prior), self.new_serializer(), threads=self.threads,
-                             on_error="null" if self.on_error == "skip" else "raise")
+        return bulk.migrate(arr, _snapshot(self.prior), self.new_serializer(), threads=self.threads,
+                            on_error="null" if self.on_error == "skip" else "raise").values
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         if self.on_error != "skip":
@@ -194,7 +172,7 @@ class IdentityTransform(_ColumnTransform):
 
 class ColumnDecoder(_ColumnTransform):
     """Replaces a binary column with its decoded values as a typed Arrow column
-    (:func:`statemorph.arrow.decode`): a struct for rows, numbers, strings, lists, maps."""
+    (:func:`statemorph.bulk.decode`): a struct for rows, numbers, strings, lists, maps."""
 
     def __init__(self, serializer: Any, column: str = "value", *, threads: int = 1, on_error: str = "raise") -> None:
         if on_error not in ON_ERROR:

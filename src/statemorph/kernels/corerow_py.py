@@ -7,7 +7,7 @@ The mask is MSB-first over ``[kind bit 0, kind bit 1,] field 0 .. field n-1`` (t
 bits only when the serializer ``supports_row_kind``), zero-padded to whole bytes; fields are in their DataStream formats
 (big-endian primitives, ``StringValue`` strings, i32-length ``byte[]``, nested rows the same way).
 
-Arrow side: the struct :func:`statemorph._arrow_values.arrow_type_for` gives, as the per-value path
+Arrow side: the struct :func:`statemorph.bulk.types.arrow_type_for` gives, as the per-value path
 does: the RowKind is not a column, so decode drops it and encode writes INSERT (both as
 ``to_arrow_value`` / ``from_arrow_value`` do); a Char is a one-character string.
 

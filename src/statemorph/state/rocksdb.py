@@ -35,6 +35,7 @@ except ImportError as _e:  # pragma: no cover - exercised only without the optio
     raise ImportError("RocksDBStateBackend needs the optional dependency rocksdict: "
                       "pip install 'statemorph[rocksdb]'") from _e
 
+from ..bulk.capabilities import migrates_with_kernel as bulk_migration_supported
 from ..errors import MalformedDataError, SavepointError, StatemorphError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..keyed.keygroups import KeyGroupRange, KeyHasher
@@ -475,24 +476,6 @@ class RocksDBStateTable(StateTable):
             self.backend._db.drop_column_family(self.cf_name)
 
 
-def bulk_migration_supported(prior_snapshot: TypeSerializerSnapshot, new_serializer: Any) -> bool:
-    """Whether :func:`statemorph.arrow.migrate` runs a compiled byte-remap kernel for this pair
-    (RowData → RowData today); other serializers would migrate per value inside it anyway, so the
-    backend keeps its own per-entry path for them."""
-    if type(new_serializer).__name__ != "RowDataSerializer" or \
-            type(prior_snapshot).__name__ != "RowDataSerializerSnapshot":
-        return False
-    from ..kernels import plans
-    from ..migration import plan_row_migration
-
-    try:
-        plans.compile_migration_program(plan_row_migration(prior_snapshot.row_type,  # type: ignore[attr-defined]
-                                                            new_serializer.row_type))
-    except Exception:  # noqa: BLE001 - not remappable (or not plannable): the per-entry path decides
-        return False
-    return True
-
-
 class RocksDBStateBackend(KeyedStateBackend):
     """Keyed state in an embedded RocksDB. ``db_path`` must not exist or be empty; without it a
     temporary directory is used and removed on :meth:`close`. See :class:`KeyedStateBackend`."""
@@ -544,7 +527,7 @@ class RocksDBStateBackend(KeyedStateBackend):
         """Every entry into a new column family (swapped in by the caller only on success).
 
         Value and map state whose serializers the bulk kernels migrate go a chunk at a time
-        through :func:`statemorph.arrow.migrate` into SST files; everything else (and any chunk
+        through :func:`statemorph.bulk.migrate` into SST files; everything else (and any chunk
         the kernels reject, to name the first bad entry exactly) goes entry by entry."""
         old = handle.table
         assert isinstance(old, RocksDBStateTable)
@@ -564,7 +547,7 @@ class RocksDBStateBackend(KeyedStateBackend):
 
     def _migrate_bulk(self, old: RocksDBStateTable, new: RocksDBStateTable, snapshot: TypeSerializerSnapshot,
                       new_ser: Any) -> None:
-        from .. import arrow
+        from ..bulk import migrate
 
         loader = bulk.SstLoader(new.cf, self.db_path)
         new._loader = loader  # discarded with the table if anything fails
@@ -576,7 +559,7 @@ class RocksDBStateBackend(KeyedStateBackend):
                     values, bad = bulk.decode_map_values(vs)
                     if bad >= 0:
                         raise MalformedDataError(f"entry {bad} of the chunk has no valid null flag")
-                migrated = bulk.binary(arrow.migrate(values, snapshot, new_ser, threads=self.threads))
+                migrated = bulk.binary(migrate(values, snapshot, new_ser, threads=self.threads).values)
                 if is_map:
                     migrated = bulk.encode_map_values(migrated)
             except StatemorphError as e:

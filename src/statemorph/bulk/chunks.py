@@ -1,0 +1,109 @@
+"""How a bulk call is cut into pieces: Arrow chunks, thread ranges, and the buffers that grow (or
+switch to 64-bit offsets) when a range's output would not fit.
+
+Why: chunked arrays keep their chunking, threads never share a validity byte, and an output past
+2 GiB must use 64-bit offsets (``large_binary``) instead of overflowing 32-bit ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import BulkResult, finish, rerouted
+from .inputs import as_arrow
+
+MAX32 = (1 << 31) - 1
+
+
+def pooled(count: int, dtype: Any = np.uint8) -> np.ndarray:
+    """An uninitialised numpy array over a buffer from Arrow's memory pool, for the one-pass
+    migrate outputs (``pa.py_buffer`` of it, or of a slice, hands it to Arrow without a copy).
+
+    Why the pool: a fresh numpy array this large comes straight from mmap, and the kernel then pays
+    a page fault (and the OS's zeroing) on every page it writes: ~10 ms per 100 MB, as much as a
+    migration itself. The pool (mimalloc / jemalloc) reuses the pages of a batch freed shortly
+    before, as in a streaming rewrite. (Not used for decode: its many zero-initialised columns
+    gain nothing, ``np.zeros`` gets them zeroed lazily by the OS.)"""
+    return np.frombuffer(pa.allocate_buffer(count * np.dtype(dtype).itemsize), dtype=dtype)
+
+
+def thread_ranges(n: int, threads: int) -> list[tuple[int, int]]:
+    """Row ranges, one per thread, on whole bitmap bytes; one range for small chunks."""
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    if threads == 1 or n < 1024:
+        return [(0, n)]
+    step = -(-n // threads)
+    step = (step + 63) & ~63  # chunk bounds on whole bitmap bytes: threads never share a byte
+    return [(s, min(n, s + step)) for s in range(0, n, step)]
+
+
+def run_ranges(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> list[Any]:
+    """``fn(start, end)`` of every range, on a thread each (the compiled kernels release the GIL)."""
+    if len(ranges) == 1:
+        return [fn(*ranges[0])]
+    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
+        return list(pool.map(lambda r: fn(*r), ranges))
+
+
+def per_chunk(obj: Any, fn: Callable[[pa.Array, int], tuple[Any, list[Exception]]], on_error: str) -> BulkResult:
+    """Apply ``fn(chunk, first_row)`` (→ output, errors) to each chunk of a (chunked) array and
+    reassemble the outputs, one chunk out per chunk in; then apply the ``on_error`` policy."""
+    arr = as_arrow(obj)
+    if not isinstance(arr, pa.ChunkedArray):
+        return finish(*fn(arr, 0), on_error)
+    outs: list[pa.Array] = []
+    errors: list[Exception] = []
+    base = 0
+    for chunk in arr.chunks:
+        out, errs = fn(chunk, base)
+        outs.append(out)
+        errors.extend(errs)
+        base += len(chunk)
+    out_type = outs[0].type if outs else None
+    if any(o.type != out_type for o in outs):  # binary vs large_binary across chunks
+        out_type = pa.large_binary()
+        outs = [o.cast(out_type) for o in outs]
+    result = pa.chunked_array(outs, type=out_type) if outs else pa.chunked_array([], type=pa.binary())
+    return finish(result, errors, on_error)
+
+
+class Widen(Exception):
+    """int32 offsets would pass 2**31 - 1: redo the chunk with int64 offsets (rare: > 2 GiB)."""
+
+
+def grow_buffer(buf: np.ndarray, keep: int, wide: bool) -> np.ndarray:
+    """A buffer twice as large holding ``buf[:keep]``; int32 offsets cannot address past 2**31 - 1."""
+    if not wide and len(buf) >= MAX32:
+        raise Widen
+    bigger = np.empty(2 * len(buf) + 64, dtype=np.uint8)
+    bigger[:keep] = buf[:keep]
+    return bigger
+
+
+def resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error: bool,
+           grow: Callable[[], None]) -> list[tuple[int, int]]:
+    """Drive a one-pass kernel over rows ``s..e`` (``run(i)`` → ``(next_row, status)``): record a
+    bad entry and resume after it (or stop there, with ``stop_at_error``); grow the output buffers
+    and resume when they are full. Returns the (row, encoded error) pairs."""
+    i, bad = s, []
+    while i < e:
+        i, status = run(i)
+        if i >= e:
+            break
+        if status < 0:
+            bad.append((i, status))
+            if stop_at_error and not rerouted(status):
+                break
+            i += 1
+        else:
+            grow()
+    return bad
+
+
+__all__ = ["MAX32", "Widen", "grow_buffer", "per_chunk", "pooled", "resume", "run_ranges", "thread_ranges"]

@@ -1,0 +1,276 @@
+"""Arrow types and values of state: the Arrow type a Flink logical type or a serializer's values
+map to, and the conversion between the reference serializers' values and Arrow's.
+
+Why: the bulk kernels write Arrow columns of these types, the per-value path converts each value
+this way, and the State Processor read path needs a *typed* table before any task runs (a Spark
+DataFrame needs its schema first; an empty state still has columns). For serializers without a
+byte-level kernel (Tuple, POJO, Avro, Enum, List, Map, Nullable, primitive arrays) the Arrow type
+follows from the serializer configuration here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from .. import serializers as S
+from ..errors import StatemorphError
+from ..types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowType,
+    SmallIntType,
+    Timestamp,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+)
+
+_SIMPLE: dict[type, pa.DataType] = {
+    S.BooleanSerializer: pa.bool_(), S.ByteSerializer: pa.int8(), S.ShortSerializer: pa.int16(),
+    S.IntSerializer: pa.int32(), S.LongSerializer: pa.int64(), S.FloatSerializer: pa.float32(),
+    S.DoubleSerializer: pa.float64(), S.CharSerializer: pa.string(), S.StringSerializer: pa.string(),
+    S.BytePrimitiveArraySerializer: pa.binary(), S.BooleanPrimitiveArraySerializer: pa.list_(pa.bool_()),
+    S.ShortPrimitiveArraySerializer: pa.list_(pa.int16()), S.IntPrimitiveArraySerializer: pa.list_(pa.int32()),
+    S.LongPrimitiveArraySerializer: pa.list_(pa.int64()), S.FloatPrimitiveArraySerializer: pa.list_(pa.float32()),
+    S.DoublePrimitiveArraySerializer: pa.list_(pa.float64()), S.CharPrimitiveArraySerializer: pa.list_(pa.string()),
+    S.StringArraySerializer: pa.list_(pa.string()), S.EnumSerializer: pa.string(),
+}
+"""Serializer class (exact) → the Arrow type of its values, for serializers without configuration."""
+
+_VOID_NAMESPACE = "VoidNamespaceSerializer"
+"""Matched by name: it lives in the keyed-state layer above this one, which bulk must not import."""
+
+
+def arrow_type_for(ser: Any) -> pa.DataType:
+    """The Arrow type that values of ``ser`` decode to."""
+    cls = type(ser)
+    if cls in _SIMPLE:
+        return _SIMPLE[cls]
+    if cls.__name__ == _VOID_NAMESPACE:
+        return pa.null()
+    if cls is S.RowDataSerializer:
+        return arrow_type(ser.row_type)
+    if cls is S.ListSerializer:
+        return pa.list_(arrow_type_for(ser.element_serializer))
+    if cls is S.MapSerializer:
+        return pa.map_(arrow_type_for(ser.key_serializer), arrow_type_for(ser.value_serializer))
+    if cls is S.NullableSerializer:
+        return arrow_type_for(ser.inner)
+    if cls is S.TupleSerializer:
+        return pa.struct([(f"f{i}", arrow_type_for(s)) for i, s in enumerate(ser.field_serializers)])
+    if cls is S.RowSerializer:
+        names = ser.field_names or [f"f{i}" for i in range(len(ser.field_serializers))]
+        return pa.struct([(n, arrow_type_for(s)) for n, s in zip(names, ser.field_serializers, strict=True)])
+    if cls is S.PojoSerializer:
+        return pa.struct([(n, arrow_type_for(s)) for n, s in ser.field_serializers.items()])
+    if cls is S.AvroSerializer:
+        return _avro_type(ser.parsed_schema)
+    raise StatemorphError(f"no Arrow type is known for values of {cls.__name__}")
+
+
+_AVRO_PRIMITIVES = {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
+                    "float": pa.float32(), "double": pa.float64(), "bytes": pa.binary(), "string": pa.string()}
+
+
+def _avro_type(schema: Any) -> pa.DataType:
+    if isinstance(schema, str):
+        if schema in _AVRO_PRIMITIVES:
+            return _AVRO_PRIMITIVES[schema]
+        raise StatemorphError(f"Avro named type {schema!r} has no Arrow mapping here")
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        if len(branches) == 1:
+            return _avro_type(branches[0])
+        raise StatemorphError("Avro unions of several non-null types have no Arrow mapping here")
+    t = schema.get("type")
+    if isinstance(t, (dict, list)) or t in _AVRO_PRIMITIVES:
+        logical = schema.get("logicalType")
+        if logical is None or not isinstance(t, str):
+            return _avro_type(t)
+        return _AVRO_PRIMITIVES[t]
+    if t == "record":
+        return pa.struct([(f["name"], _avro_type(f["type"])) for f in schema["fields"]])
+    if t == "array":
+        return pa.list_(_avro_type(schema["items"]))
+    if t == "map":
+        return pa.map_(pa.string(), _avro_type(schema["values"]))
+    if t == "enum":
+        return pa.string()
+    if t == "fixed":
+        return pa.binary()
+    raise StatemorphError(f"Avro type {t!r} has no Arrow mapping here")
+
+
+def to_arrow_value(ser: Any) -> Callable[[Any], Any]:
+    """A function turning one value of ``ser`` (tuple, Row, dataclass, enum member ...) into what
+    ``pa.array(..., type=arrow_type_for(ser))`` accepts."""
+    cls = type(ser)
+    if cls is S.EnumSerializer:
+        return lambda v: v.name if isinstance(v, enum.Enum) else v
+    if cls is S.ListSerializer:
+        el = to_arrow_value(ser.element_serializer)
+        return lambda v: None if v is None else [el(x) for x in v]
+    if cls is S.MapSerializer:
+        k, val = to_arrow_value(ser.key_serializer), to_arrow_value(ser.value_serializer)
+        return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
+    if cls is S.NullableSerializer:
+        return to_arrow_value(ser.inner)
+    if cls in (S.TupleSerializer, S.RowSerializer):
+        t = arrow_type_for(ser)
+        names = [t.field(i).name for i in range(t.num_fields)]
+        convs = [to_arrow_value(s) for s in ser.field_serializers]
+        return lambda v: None if v is None else {n: c(x) for n, c, x in zip(names, convs, v, strict=True)}
+    if cls is S.PojoSerializer:
+        items = [(n, to_arrow_value(s)) for n, s in ser.field_serializers.items()]
+
+        def pojo(v: Any) -> Any:
+            if v is None:
+                return None
+            get = v.get if isinstance(v, dict) else (lambda n: getattr(v, n, None))
+            return {n: c(get(n)) for n, c in items}
+
+        return pojo
+    return lambda v: v
+
+
+def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
+    """The inverse of :func:`to_arrow_value`: an Arrow Python value (``to_pylist``) → a value
+    ``ser.serialize`` accepts."""
+    cls = type(ser)
+    if cls is S.ListSerializer:
+        el = from_arrow_value(ser.element_serializer)
+        return lambda v: None if v is None else [el(x) for x in v]
+    if cls is S.MapSerializer:
+        k, val = from_arrow_value(ser.key_serializer), from_arrow_value(ser.value_serializer)
+        return lambda v: None if v is None else {k(a): val(b) for a, b in v}
+    if cls is S.NullableSerializer:
+        return from_arrow_value(ser.inner)
+    if cls in (S.TupleSerializer, S.RowSerializer):
+        convs = [from_arrow_value(s) for s in ser.field_serializers]
+        return lambda v: None if v is None else tuple(c(x) for c, x in zip(convs, v.values(), strict=True))
+    if cls is S.PojoSerializer:
+        items = [(n, from_arrow_value(s)) for n, s in ser.field_serializers.items()]
+        cls = ser.pojo_class
+
+        def pojo(v: Any) -> Any:
+            if v is None:
+                return None
+            d = {n: c(v.get(n)) for n, c in items}
+            if cls is None:
+                return d
+            init = {f.name for f in dataclasses.fields(cls) if f.init}
+            obj = cls(**{k: x for k, x in d.items() if k in init})
+            for k, x in d.items():
+                if k not in init:
+                    setattr(obj, k, x)
+            return obj
+
+        return pojo
+    return lambda v: v
+
+
+def arrow_type(t: LogicalType) -> pa.DataType:
+    """The Arrow type a Flink logical type decodes to (and encodes from)."""
+    if isinstance(t, BooleanType):
+        return pa.bool_()
+    if isinstance(t, TinyIntType):
+        return pa.int8()
+    if isinstance(t, SmallIntType):
+        return pa.int16()
+    if isinstance(t, IntType):
+        return pa.int32()
+    if isinstance(t, BigIntType):
+        return pa.int64()
+    if isinstance(t, FloatType):
+        return pa.float32()
+    if isinstance(t, DoubleType):
+        return pa.float64()
+    if isinstance(t, (CharType, VarCharType)):
+        return pa.string()
+    if isinstance(t, (BinaryType, VarBinaryType)):
+        return pa.binary()
+    if isinstance(t, DecimalType):
+        return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, DateType):
+        return pa.date32()
+    if isinstance(t, TimeType):
+        return pa.time32("ms")  # Flink keeps milliseconds of the day whatever the precision
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        unit = "ms" if t.precision <= 3 else "us" if t.precision <= 6 else "ns"
+        return pa.timestamp(unit, tz="UTC" if isinstance(t, LocalZonedTimestampType) else None)
+    if isinstance(t, RowType):
+        # always nullable in Arrow: NOT NULL is enforced by the kernels, with the field path in the error
+        return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return pa.list_(arrow_type(t.element_type))
+    if isinstance(t, MultisetType):
+        return pa.map_(arrow_type(t.element_type), pa.int32())
+    if isinstance(t, MapType):
+        return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))
+    raise NotImplementedError(f"no Arrow mapping for {t}")
+
+
+def map_parts(t: MapType | MultisetType) -> tuple[LogicalType, LogicalType]:
+    """Key and value types of a MAP, or of a MULTISET (element → INT NOT NULL count)."""
+    if isinstance(t, MultisetType):
+        return t.element_type, IntType(nullable=False)
+    return t.key_type, t.value_type
+
+
+def logical_from_arrow(v: Any, t: LogicalType) -> Any:
+    """Arrow ``to_pylist`` value → the reference serializers' value."""
+    if v is None:
+        return None
+    if isinstance(t, RowType):
+        return tuple(logical_from_arrow(v.get(f.name), f.type) for f in t.fields)
+    if isinstance(t, ArrayType):
+        return [logical_from_arrow(x, t.element_type) for x in v]
+    if isinstance(t, MultisetType):
+        return {logical_from_arrow(a, t.element_type): c for a, c in v}
+    if isinstance(t, MapType):
+        return {logical_from_arrow(a, t.key_type): logical_from_arrow(b, t.value_type) for a, b in v}
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)) and hasattr(v, "value") \
+            and not isinstance(v, _dt.datetime):
+        return Timestamp.from_epoch_nanos(int(v.value))
+    return v
+
+
+def logical_to_arrow(v: Any, t: LogicalType) -> Any:
+    """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts."""
+    if v is None:
+        return None
+    if isinstance(t, RowType):
+        return {f.name: logical_to_arrow(x, f.type) for f, x in zip(t.fields, v, strict=False)}
+    if isinstance(t, ArrayType):
+        return [logical_to_arrow(x, t.element_type) for x in v]
+    if isinstance(t, MultisetType):
+        return [(logical_to_arrow(a, t.element_type), c) for a, c in v.items()]
+    if isinstance(t, MapType):
+        return [(logical_to_arrow(a, t.key_type), logical_to_arrow(b, t.value_type)) for a, b in v.items()]
+    if isinstance(v, Timestamp):
+        return v.epoch_nanos // {"ms": 1_000_000, "us": 1000, "ns": 1}[arrow_type(t).unit]
+    return v  # numbers, strings, bytes, Decimal, date and time: Arrow takes them as they are
+
+
+__all__ = ["arrow_type", "arrow_type_for", "from_arrow_value", "logical_from_arrow", "logical_to_arrow", "map_parts",
+           "to_arrow_value"]
