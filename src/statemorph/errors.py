@@ -148,6 +148,19 @@ class SavepointNotFoundError(SavepointError):
     exit_code = ExitCode.USAGE
 
 
+class MissingDependencyError(StatemorphError, ImportError):
+    """An optional dependency a feature needs is not installed; the message names the extra that
+    brings it (``pip install "statemorph[spark]"``). Also an ImportError, so code that probes for
+    an optional feature with ``except ImportError`` keeps working."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str, *, module: str = "", extra: str = "") -> None:
+        super().__init__(message)
+        self.module = module
+        self.extra = extra
+
+
 class UsageError(StatemorphError):
     """The request itself is wrong (an output that already exists, a missing benchmark folder)."""
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..extras import require
 from ..savepoint.parquet.reader import read_metadata, state_files
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
 from .batches import ColumnDecoder, ColumnMigrator, StateDecoder, StateEncoder
@@ -54,6 +55,7 @@ def ensure_python_env(master: str | None) -> None:
 def session(master: str | None = "local[2]", app_name: str = "statemorph",
             conf: Mapping[str, str] | None = None) -> Any:
     """A SparkSession configured for statemorph jobs (Arrow on, UI off in local mode, UTC)."""
+    require("pyspark", "the Spark engine")
     ensure_python_env(master)
     from pyspark.sql import SparkSession
 
