@@ -5,6 +5,7 @@ mapping from an error to the exit status (the statuses themselves are
 from __future__ import annotations
 
 import sys
+import textwrap
 import time
 from typing import TextIO
 
@@ -56,11 +57,12 @@ class ProgressBar:
 
 
 def print_error(message: str) -> None:
-    """One ``statemorph: error:`` line, then the detail lines indented (never a traceback)."""
+    """One ``statemorph: error:`` line, then the detail lines indented (never a traceback). The
+    detail keeps its own relative indentation: a caret under a type string must stay in its column."""
     first, _, rest = message.partition("\n")
     print(f"statemorph: error: {first}", file=sys.stderr)
-    for line in rest.splitlines():
-        print(f"  {line.strip()}", file=sys.stderr)
+    for line in textwrap.dedent(rest).splitlines():
+        print(f"  {line.rstrip()}", file=sys.stderr)
 
 
 def exit_code_for(error: BaseException) -> ExitCode:
