@@ -61,6 +61,10 @@ def _done(t0: float) -> None:
 
 
 def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = False) -> int:
+    from ..extras import require
+
+    # before any work: the last step restores into RocksDB; without the extra, one line says so
+    require("rocksdict", "statemorph demo (it restores the migrated savepoint into RocksDB)")
     from .. import serializers as S
     from ..engine.local import migrate_savepoint, write_state
     from ..engine.plan import plan_rewrite

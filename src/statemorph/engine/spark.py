@@ -53,8 +53,9 @@ def ensure_python_env(master: str | None) -> None:
 
 
 def session(master: str | None = "local[2]", app_name: str = "statemorph",
-            conf: Mapping[str, str] | None = None) -> Any:
-    """A SparkSession configured for statemorph jobs (Arrow on, UI off in local mode, UTC)."""
+            conf: Mapping[str, str] | None = None, log_level: str = "WARN") -> Any:
+    """A SparkSession configured for statemorph jobs (Arrow on, UI off in local mode, UTC).
+    Whoever starts it stops it (``spark.stop()``) when done, as the CLI does."""
     require("pyspark", "the Spark engine")
     ensure_python_env(master)
     from pyspark.sql import SparkSession
@@ -75,7 +76,7 @@ def session(master: str | None = "local[2]", app_name: str = "statemorph",
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(log_level)
     return spark
 
 
