@@ -86,10 +86,18 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _run_spark(args: argparse.Namespace, descriptors: Any, out: Console) -> Any:
-    """Run the Spark engine in a session this command starts and always stops: an unstopped
-    session ends the process with the JVM's shutdown errors on stderr."""
+    """Run the Spark engine in a session this command starts and always stops (an unstopped
+    session ends the process with the JVM's shutdown errors on stderr). A session that was
+    already running in this process (``main()`` called from a notebook or a test) is used and
+    left running: it belongs to its caller."""
+    from pyspark.sql import SparkSession
+
     from ..engine.spark import migrate_savepoint as spark_migrate
     from ..engine.spark import session
+
+    if SparkSession.getActiveSession() is not None:
+        return spark_migrate(SparkSession.getActiveSession(), args.savepoint, args.out, descriptors,
+                             on_error=args.on_error)
 
     # Spark's own stage progress bar only where ours would show: on a terminal, without --quiet
     console_progress = "true" if sys.stderr.isatty() and not out.quiet else "false"
