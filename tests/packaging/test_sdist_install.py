@@ -23,6 +23,11 @@ from pathlib import Path
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[2]
 KERNEL_SOURCE_SUFFIXES = (".pyx", ".pxd", ".pxi")
 
@@ -66,6 +71,16 @@ def elf_section_names(path: Path) -> set[str]:
     return names
 
 
+def _required_distributions() -> list[str]:
+    """What building and running the sdist needs, read from pyproject.toml (markers applied), so a
+    new dependency is picked up without touching this test."""
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    reqs = [Requirement(r) for r in project["build-system"]["requires"] + project["project"]["dependencies"]]
+    return [r.name for r in reqs if r.marker is None or r.marker.evaluate()]
+
+
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sdist")
@@ -91,10 +106,10 @@ def test_sdist_carries_every_kernel_source_and_no_generated_c(sdist):
 
 @pytest.mark.slow
 def test_sdist_installs_the_compiled_tier_in_a_fresh_venv(sdist, tmp_path):
-    # wheels for the isolated build (setuptools, wheel, Cython) and the runtime (numpy, pyarrow),
+    # wheels for the isolated build (build-system.requires) and the runtime (project.dependencies),
     # pinned to what this environment runs, so pip's cache or local index answers
     wheelhouse = tmp_path / "wheelhouse"
-    pins = [f"{dist}=={version(dist)}" for dist in ("setuptools", "wheel", "Cython", "numpy", "pyarrow")]
+    pins = [f"{name}=={version(name)}" for name in _required_distributions()]
     _run([sys.executable, "-m", "pip", "download", "--only-binary", ":all:", "-q", "-d", str(wheelhouse), *pins],
          env=_clean_env())
 
