@@ -209,8 +209,8 @@ def test_rocksdb_backend_and_avro_without_their_extras(monkeypatch):
 
 
 def test_jit_asked_for_without_llvmlite(monkeypatch):
-    from statemorph._native import jit
     from statemorph.errors import MissingDependencyError
+    from statemorph.kernels import jit
 
     _without(monkeypatch, "llvmlite")
     monkeypatch.delenv("STATEMORPH_JIT", raising=False)
