@@ -22,7 +22,7 @@ import rocksdict
 from statemorph import serializers
 from statemorph.engine.local import write_state
 from statemorph.snapshot import write_versioned_snapshot
-from statemorph.state import RocksDBStateBackend, ValueStateDescriptor
+from statemorph.state import EmbeddedRocksDBStateBackend, ValueStateDescriptor
 from statemorph.state import rocksdb_bulk as bulk
 
 from .conftest import NEW, OLD, make_struct, record
@@ -64,7 +64,7 @@ def test_restore(benchmark: Any, savepoint: Path, workdir: Path, mode: str) -> N
     dirs = Dirs(workdir)
 
     def restore(db: Path) -> int:
-        with RocksDBStateBackend.restore(savepoint, db_path=db, bulk=MODES[mode]) as b:
+        with EmbeddedRocksDBStateBackend.restore(savepoint, db_path=db, bulk=MODES[mode]) as b:
             return len(b.state_names())
 
     out = benchmark.pedantic(restore, setup=lambda: ((dirs.next("restore"),), {}), rounds=ROUNDS[mode],
@@ -79,9 +79,9 @@ def test_migrate(benchmark: Any, savepoint: Path, workdir: Path, mode: str) -> N
     new = serializers.RowDataSerializer(NEW)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return (RocksDBStateBackend.restore(savepoint, db_path=dirs.next("migrate"), bulk=MODES[mode]),), {}
+        return (EmbeddedRocksDBStateBackend.restore(savepoint, db_path=dirs.next("migrate"), bulk=MODES[mode]),), {}
 
-    def migrate(b: RocksDBStateBackend) -> bytes:
+    def migrate(b: EmbeddedRocksDBStateBackend) -> bytes:
         with b:
             b.get_state(ValueStateDescriptor("events", new))
             return b._handles["events"].snapshot_bytes["value_serializer"]
@@ -94,7 +94,7 @@ def test_migrate(benchmark: Any, savepoint: Path, workdir: Path, mode: str) -> N
 @pytest.mark.parametrize("mode", MODES)
 def test_savepoint(benchmark: Any, savepoint: Path, workdir: Path, mode: str) -> None:
     dirs = Dirs(workdir)
-    backend = RocksDBStateBackend.restore(savepoint, db_path=dirs.next("sp-db"), bulk=MODES[mode])
+    backend = EmbeddedRocksDBStateBackend.restore(savepoint, db_path=dirs.next("sp-db"), bulk=MODES[mode])
     try:
         out = benchmark.pedantic(backend.savepoint, setup=lambda: ((dirs.next("sp"),), {}),
                                  rounds=ROUNDS[mode], iterations=1)

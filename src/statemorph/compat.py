@@ -19,7 +19,8 @@ class CompatibilityType(enum.Enum):
 
 
 class SchemaCompatibility:
-    """Result of ``old_snapshot.resolve_schema_compatibility(new_serializer)``.
+    """Result of ``new_snapshot.resolve_schema_compatibility(old_snapshot)`` (Flink 2.x) or of
+    ``old_snapshot.resolve_schema_compatibility(new_serializer)`` (the older direction).
 
     ``reason`` explains an incompatible (and, where useful, an after-migration) result with
     field paths; ``plan`` may carry a precomputed migration plan so that it is built once.

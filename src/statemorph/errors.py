@@ -113,11 +113,30 @@ class TypeParseError(StatemorphError, ValueError):
 
     def __init__(self, message: str, text: str = "", position: int = -1) -> None:
         if position >= 0 and text:
-            pointer = " " * position + "^"
-            message = f"{message} at position {position}\n  {text}\n  {pointer}"
+            message = f"{message} {_point_at(text, position)}"
         super().__init__(message)
         self.text = text
         self.position = position
+
+
+def _point_at(text: str, position: int) -> str:
+    """``at position N``, then the line of ``text`` holding it and a caret under that column (both
+    indented two spaces). A type spread over several lines (a TOML multi-line string) shows its own
+    line and says which; tabs are kept in the padding and wide (East Asian) characters count two
+    columns, so the caret lands under the offending character on a terminal."""
+    import unicodedata
+
+    position = min(position, len(text))
+    start = text.rfind("\n", 0, position) + 1
+    end = text.find("\n", position)
+    line = text[start:end if end >= 0 else len(text)].rstrip("\r")
+    column = position - start
+    where = f"at position {position}"
+    if start > 0 or end >= 0:
+        where += f" (line {text.count(chr(10), 0, position) + 1}, column {column + 1})"
+    pad = "".join("\t" if c == "\t" else "  " if unicodedata.east_asian_width(c) in "WF" else " "
+                  for c in line[:column])
+    return f"{where}\n  {line}\n  {pad}^"
 
 
 class IncompatibleSchemaError(StatemorphError):
@@ -146,6 +165,19 @@ class SavepointNotFoundError(SavepointError):
     """There is no savepoint at the given path (a user mistake, not damage)."""
 
     exit_code = ExitCode.USAGE
+
+
+class MissingDependencyError(StatemorphError, ImportError):
+    """An optional dependency a feature needs is not installed; the message names the extra that
+    brings it (``pip install "statemorph[spark]"``). Also an ImportError, so code that probes for
+    an optional feature with ``except ImportError`` keeps working."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str, *, module: str = "", extra: str = "") -> None:
+        super().__init__(message)
+        self.module = module
+        self.extra = extra
 
 
 class UsageError(StatemorphError):

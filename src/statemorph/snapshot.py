@@ -80,7 +80,8 @@ class TypeSerializerSnapshot(ABC):
 
     Subclasses set ``IDENTIFIER``, ``VERSION`` (current) and ``MIN_READ_VERSION``; they
     implement ``write_snapshot`` and the ``read_snapshot`` constructor, ``restore_serializer``
-    and ``resolve_schema_compatibility``.
+    and ``resolve_new_serializer`` (the rule, from the old snapshot's side), which
+    ``resolve_schema_compatibility`` applies in either of Flink's directions.
     """
 
     IDENTIFIER: ClassVar[str] = ""
@@ -100,8 +101,27 @@ class TypeSerializerSnapshot(ABC):
     @abstractmethod
     def restore_serializer(self) -> TypeSerializer[Any]: ...
 
+    def resolve_schema_compatibility(
+        self, other: TypeSerializerSnapshot | TypeSerializer[Any]
+    ) -> SchemaCompatibility:
+        """Can state written under one schema be read under another? Both of Flink's directions:
+
+        - Flink 2.x: ``new_snapshot.resolve_schema_compatibility(old_snapshot)``, called on the
+          snapshot of the NEW serializer with the OLD snapshot read from the savepoint;
+        - Flink 1.x (kept): ``old_snapshot.resolve_schema_compatibility(new_serializer)``.
+
+        One rule answers both: the 2.x direction restores this (new) snapshot's serializer and asks
+        the old snapshot, so every snapshot class implements the rule once, in
+        :meth:`resolve_new_serializer`, and the two directions cannot disagree.
+        """
+        if isinstance(other, TypeSerializerSnapshot):
+            return other.resolve_schema_compatibility(self.restore_serializer())
+        return self.resolve_new_serializer(other)
+
     @abstractmethod
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility: ...
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+        """The compatibility rule of this snapshot class: this (old) snapshot judges the new
+        serializer. Callers use :meth:`resolve_schema_compatibility` (either direction)."""
 
     # -- migration -------------------------------------------------------------------------
     def migrate_value(self, value: Any, new_serializer: TypeSerializer[Any]) -> Any:
@@ -252,7 +272,7 @@ class SimpleTypeSerializerSnapshot(TypeSerializerSnapshot):
     def restore_serializer(self) -> TypeSerializer[Any]:
         return type(self).SERIALIZER()
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         old = self.restore_serializer()
         if type(new_serializer) is type(old):
             return SchemaCompatibility.compatible_as_is()
@@ -368,7 +388,7 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
         """Labels for nested serializers in messages (``element``, ``key``, ``f0`` ...)."""
         return [f"#{i}" for i in range(len(self.nested_snapshots))]
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         if not isinstance(new_serializer, self.SERIALIZER_CLASS):
             return SchemaCompatibility.incompatible(
                 f"serializer changed from {self.SERIALIZER_CLASS.__name__} to {type(new_serializer).__name__}"

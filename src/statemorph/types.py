@@ -443,6 +443,7 @@ class _Parser:
         self.text = text
         self.pos = 0
         self.depth = 0
+        self.params: list[tuple[int, int]] = []  # (value, position) of the last (p, s) parameter list
 
     # -- lexing helpers -----------------------------------------------------------------
     def error(self, message: str, pos: int | None = None) -> TypeParseError:
@@ -538,17 +539,24 @@ class _Parser:
         """``(a)`` or ``(a, b)`` up to ``count`` integers, or None when there is no ``(``."""
         if not self.accept_char("("):
             return None
-        values = [self.integer(what[0])]
-        while len(values) < count and self.accept_char(","):
+        positions = []
+        values: list[int] = []
+        while not values or (len(values) < count and self.accept_char(",")):
+            self.skip_ws()
+            positions.append(self.pos)
             values.append(self.integer(what[len(values)]))
         self.expect_char(")")
+        self.params = list(zip(values, positions, strict=True))
         return values
 
     def build(self, pos: int, factory: Any, *args: Any) -> LogicalType:
+        """``factory(*args)``; a ValueError (a length, precision or scale out of range) points at
+        the parameter it names (its messages end in ``got <value>``), else at the type."""
         try:
             return factory(*args)  # type: ignore[no-any-return]
         except ValueError as e:
-            raise self.error(str(e), pos) from None
+            at = next((p for v, p in self.params if p > pos and str(e).endswith(f"got {v}")), pos)
+            raise self.error(str(e), at) from None
 
     def parse_base(self, start: int) -> LogicalType:
         self.skip_ws()

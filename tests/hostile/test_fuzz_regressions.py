@@ -14,7 +14,7 @@ import pytest
 
 from statemorph import arrow, bulk, serializers
 from statemorph.errors import StateFormatError
-from statemorph.state import RocksDBStateBackend, ValueStateDescriptor
+from statemorph.state import EmbeddedRocksDBStateBackend, ValueStateDescriptor
 from statemorph.types import Timestamp
 
 
@@ -25,13 +25,13 @@ def test_rocksdb_close_releases_the_database_lock(tmp_path: Path) -> None:
     hold by current process ... LOCK: No locks available") - e.g. a second restore into
     ``db_path="db"``, or the design's contract run twice in one process."""
     db = tmp_path / "db"
-    r = RocksDBStateBackend(serializers.StringSerializer(), db_path=db)
+    r = EmbeddedRocksDBStateBackend(serializers.StringSerializer(), db_path=db)
     events = r.get_state(ValueStateDescriptor("events", serializers.IntSerializer()))
     r.set_current_key("user-1")
     events.update(3)
     r.close()
     shutil.rmtree(db)
-    r2 = RocksDBStateBackend(serializers.StringSerializer(), db_path=db)
+    r2 = EmbeddedRocksDBStateBackend(serializers.StringSerializer(), db_path=db)
     r2.close()
 
 
@@ -42,10 +42,10 @@ def test_rocksdb_relative_db_paths_in_different_directories(tmp_path: Path, monk
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     monkeypatch.chdir(tmp_path / "a")
-    r1 = RocksDBStateBackend(serializers.StringSerializer(), db_path="db")
+    r1 = EmbeddedRocksDBStateBackend(serializers.StringSerializer(), db_path="db")
     try:
         monkeypatch.chdir(tmp_path / "b")
-        r2 = RocksDBStateBackend(serializers.StringSerializer(), db_path="db")
+        r2 = EmbeddedRocksDBStateBackend(serializers.StringSerializer(), db_path="db")
         r2.close()
     finally:
         r1.close()

@@ -14,15 +14,15 @@ from statemorph.savepoint import METADATA_FILE, SavepointWriter, read_metadata, 
 from statemorph.savepoint.parquet import reader as reader_mod
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
 from statemorph.state import (
-    HeapStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
-    RocksDBStateBackend,
     ValueStateDescriptor,
 )
 
 S, I, L = StringSerializer(), IntSerializer(), LongSerializer()
-BACKENDS = [HeapStateBackend, RocksDBStateBackend]
+BACKENDS = [HashMapStateBackend, EmbeddedRocksDBStateBackend]
 
 
 def tree(path):
@@ -31,7 +31,7 @@ def tree(path):
 
 @pytest.fixture
 def good(tmp_path):
-    b = HeapStateBackend(S, 128)
+    b = HashMapStateBackend(S, 128)
     v = b.get_state(ValueStateDescriptor("v", L))
     lst = b.get_state(ListStateDescriptor("l", S))
     for i in range(20):
@@ -49,7 +49,7 @@ def rewrite_meta(sp, fn):
     (sp / METADATA_FILE).write_text(json.dumps(doc))
 
 
-def restore_fails(sp, match, cls=HeapStateBackend, **kw):
+def restore_fails(sp, match, cls=HashMapStateBackend, **kw):
     before = tree(sp)
     with pytest.raises(SavepointError, match=match):
         cls.restore(sp, **kw)
@@ -179,7 +179,7 @@ def test_garbage_value_bytes_on_rocksdb_fail_typed_on_access(tmp_path):
     kg = 121  # Flink's key group of "user-1" at max_parallelism 128
     sp = crafted(tmp_path, "value", [(kg, S.to_bytes(key), b"\x00", b"\x00\x00\x00")], value_serializer=L)
     before = tree(sp)
-    with RocksDBStateBackend.restore(sp) as r:  # bytes are loaded, not parsed
+    with EmbeddedRocksDBStateBackend.restore(sp) as r:  # bytes are loaded, not parsed
         v = r.get_state(ValueStateDescriptor("x", L))
         r.set_current_key(key)
         with pytest.raises(StateFormatError, match="truncated"):
@@ -261,5 +261,5 @@ def test_failed_rocksdb_restore_leaves_no_database(good, tmp_path, precreate):
     db = tmp_path / "db"
     if precreate:
         db.mkdir()
-    restore_fails(good, "size", RocksDBStateBackend, db_path=db)
+    restore_fails(good, "size", EmbeddedRocksDBStateBackend, db_path=db)
     assert (db.exists() and list(db.iterdir()) == []) if precreate else not db.exists()

@@ -11,7 +11,7 @@ from statemorph.engine import migrate_savepoint, plan_rewrite, read_state, read_
 from statemorph.migration import migrate_bytes
 from statemorph.savepoint import check_savepoint, read_metadata, verify_savepoint
 from statemorph.savepoint import read_state_table as raw_state_table
-from statemorph.state import HeapStateBackend, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from statemorph.state import HashMapStateBackend, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 N = 3000
 
@@ -29,7 +29,7 @@ def test_bootstrap_matches_the_reference_backend(events_sp, tmp_path):
     table = events_table(200)
     write_state(tmp_path / "bulk", table, name="events", key_serializer=S.LongSerializer(),
                 value_serializer=S.RowDataSerializer(OLD_TYPE), max_parallelism=128)
-    b = HeapStateBackend(key_serializer=S.LongSerializer(), max_parallelism=128)
+    b = HashMapStateBackend(key_serializer=S.LongSerializer(), max_parallelism=128)
     st = b.get_state(ValueStateDescriptor("events", S.RowDataSerializer(OLD_TYPE)))
     for k, v in zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True):
         b.set_current_key(k)
@@ -107,7 +107,7 @@ def test_migrate_list_and_map_state(tmp_path):
     assert got == [(1, "x", {"score": 1, "name": "a", "tag": None}), (1, "y", {"score": 2, "name": "b", "tag": None}),
                    (2, "x", {"score": 3, "name": None, "tag": None}), (3, "z", None)]
     # the restored backend reads the migrated list in order
-    b = HeapStateBackend.restore(tmp_path / "l2")
+    b = HashMapStateBackend.restore(tmp_path / "l2")
     items = b.get_state(ListStateDescriptor("items", new))
     b.set_current_key(1)
     assert [tuple(r) for r in items.get()] == [(1, "a", None), (2, "b", None)]

@@ -11,8 +11,8 @@ import pytest
 from statemorph import serializers as S
 from statemorph.bulk.types import arrow_type_for
 from statemorph.engine import migrate_savepoint, read_state_table, write_state
-from statemorph.savepoint.reader import read_metadata
-from statemorph.state import HeapStateBackend, ValueStateDescriptor
+from statemorph.savepoint import read_metadata
+from statemorph.state import HashMapStateBackend, ValueStateDescriptor
 
 
 class Color(enum.Enum):
@@ -64,7 +64,7 @@ def test_bootstrap_and_read_back(tmp_path, label, ser, values):
 
     assert plain(got.column("value").to_pylist()) == plain(pa.array(values, t).to_pylist())
     # the reference backend reads the same state (the bytes are the serializer's)
-    b = HeapStateBackend.restore(tmp_path / "sp")
+    b = HashMapStateBackend.restore(tmp_path / "sp")
     st = b.get_state(ValueStateDescriptor("s", ser))
     b.set_current_key(10)
     assert st.value() is not None

@@ -11,10 +11,10 @@ from statemorph.savepoint import read_metadata, read_state_table
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
 from statemorph.snapshot import DEFAULT_REGISTRY, SimpleTypeSerializerSnapshot, read_versioned_snapshot
 from statemorph.state import (
-    HeapStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
-    RocksDBStateBackend,
     ValueStateDescriptor,
 )
 
@@ -33,10 +33,10 @@ class WideningIntSnapshot(SimpleTypeSerializerSnapshot):
     IDENTIFIER = "test.statemorph.state.WideningIntSerializerSnapshot"
     SERIALIZER = WideningIntSerializer
 
-    def resolve_schema_compatibility(self, new_serializer):
+    def resolve_new_serializer(self, new_serializer):
         if type(new_serializer) is LongSerializer:
             return SchemaCompatibility.compatible_after_migration("int widened to long")
-        return super().resolve_schema_compatibility(new_serializer)
+        return super().resolve_new_serializer(new_serializer)
 
     def migrate_value(self, value, new_serializer):
         if value == BAD:
@@ -55,7 +55,7 @@ def descriptors(ser):
 
 
 def write(tmp_path, values):
-    b = HeapStateBackend(StringSerializer(), 128)
+    b = HashMapStateBackend(StringSerializer(), 128)
     v, lst, m = (b.get_state(d) for d in descriptors(WideningIntSerializer()))
     for i in values:
         b.set_current_key(f"user-{i}")
@@ -69,10 +69,10 @@ def write(tmp_path, values):
     return sp
 
 
-@pytest.mark.parametrize("cls", [HeapStateBackend, RocksDBStateBackend])
+@pytest.mark.parametrize("cls", [HashMapStateBackend, EmbeddedRocksDBStateBackend])
 def test_failed_migration_leaves_old_schema(tmp_path, cls):
     sp = write(tmp_path, range(30))
-    opts = {"db_path": tmp_path / "db"} if cls is RocksDBStateBackend else {}
+    opts = {"db_path": tmp_path / "db"} if cls is EmbeddedRocksDBStateBackend else {}
     with cls.restore(sp, registry=REGISTRY, **opts) as r:
         for desc in descriptors(LongSerializer()):
             with pytest.raises(StateMigrationError) as e:
@@ -80,7 +80,7 @@ def test_failed_migration_leaves_old_schema(tmp_path, cls):
             msg = str(e.value)
             assert f"state {desc.name!r}" in msg and "'user-13'" in msg and "cannot be migrated" in msg
             assert "left unchanged" in msg
-        if cls is RocksDBStateBackend:  # the staging column families are gone
+        if cls is EmbeddedRocksDBStateBackend:  # the staging column families are gone
             assert sorted(rocksdict.Rdict.list_cf(str(tmp_path / "db"))) == ["default", "state-1", "state-2",
                                                                                "state-3"]
         v, lst, m = (r.get_state(d) for d in descriptors(WideningIntSerializer()))
@@ -94,10 +94,10 @@ def test_failed_migration_leaves_old_schema(tmp_path, cls):
             read_metadata(sp).state(name).value_serializer
 
 
-@pytest.mark.parametrize("cls", [HeapStateBackend, RocksDBStateBackend])
+@pytest.mark.parametrize("cls", [HashMapStateBackend, EmbeddedRocksDBStateBackend])
 def test_successful_migration_writes_new_schema(tmp_path, cls):
     sp = write(tmp_path, [i for i in range(30) if i != BAD])
-    opts = {"migration_batch_rows": 7} if cls is RocksDBStateBackend else {}
+    opts = {"migration_batch_rows": 7} if cls is EmbeddedRocksDBStateBackend else {}
     with cls.restore(sp, registry=REGISTRY, **opts) as r:
         v, lst, m = (r.get_state(d) for d in descriptors(LongSerializer()))
         r.set_current_key("user-20")
@@ -109,7 +109,7 @@ def test_successful_migration_writes_new_schema(tmp_path, cls):
         assert read_versioned_snapshot(meta.state(name).value_serializer).restore_serializer() == LongSerializer()
     values = read_state_table(tmp_path / "new", "v").column("value").to_pylist()
     assert len(values) == 29 and all(len(x) == 8 for x in values)
-    with HeapStateBackend.restore(tmp_path / "new") as h:
+    with HashMapStateBackend.restore(tmp_path / "new") as h:
         v = h.get_state(ValueStateDescriptor("v", LongSerializer()))
         h.set_current_key("user-20")
         assert v.value() == 2**40
@@ -119,6 +119,6 @@ def test_snapshot_classes_resolve_only_through_the_given_registry(tmp_path):
     from statemorph.errors import SavepointError
 
     sp = write(tmp_path, range(3))
-    for cls in (HeapStateBackend, RocksDBStateBackend):
+    for cls in (HashMapStateBackend, EmbeddedRocksDBStateBackend):
         with pytest.raises(SavepointError, match="state 'v'.*WideningIntSerializerSnapshot"):
             cls.restore(sp)

@@ -36,8 +36,8 @@ SLOW_WRITER = textwrap.dedent("""
 BACKEND_WRITER = textwrap.dedent("""
     import sys
     from statemorph.serializers import IntSerializer, StringSerializer
-    from statemorph.state import HeapStateBackend, ListStateDescriptor, ValueStateDescriptor
-    b = HeapStateBackend(IntSerializer(), 128)
+    from statemorph.state import HashMapStateBackend, ListStateDescriptor, ValueStateDescriptor
+    b = HashMapStateBackend(IntSerializer(), 128)
     v = b.get_state(ValueStateDescriptor("v", StringSerializer()))
     lst = b.get_state(ListStateDescriptor("l", IntSerializer()))
     for i in range(20000):

@@ -21,15 +21,15 @@ from statemorph.serializers import (
     StringSerializer,
 )
 from statemorph.state import (
-    HeapStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
-    RocksDBStateBackend,
     ValueStateDescriptor,
 )
 from statemorph.types import parse_type
 
-BACKENDS = {"heap": HeapStateBackend, "rocksdb": RocksDBStateBackend}
+BACKENDS = {"heap": HashMapStateBackend, "rocksdb": EmbeddedRocksDBStateBackend}
 PAIRS = [("heap", "heap"), ("heap", "rocksdb"), ("rocksdb", "rocksdb"), ("rocksdb", "heap")]
 N = 25
 
@@ -207,13 +207,13 @@ def test_incompatible_change_fails_and_leaves_savepoint_identical(tmp_path, fami
 
 def test_heap_rocksdb_heap_round_trip_keeps_rows_identical(tmp_path):
     fam = FAMILIES["rowdata"]
-    b = HeapStateBackend(StringSerializer(), 1000)  # 2-byte key group prefix in RocksDB
+    b = HashMapStateBackend(StringSerializer(), 1000)  # 2-byte key group prefix in RocksDB
     populate(b, fam)
     b.savepoint(tmp_path / "a")
     b.close()
-    with RocksDBStateBackend.restore(tmp_path / "a", db_path=tmp_path / "db") as r:
+    with EmbeddedRocksDBStateBackend.restore(tmp_path / "a", db_path=tmp_path / "db") as r:
         r.savepoint(tmp_path / "b")  # nothing registered: states pass through in their old schema
-    with HeapStateBackend.restore(tmp_path / "b") as h:
+    with HashMapStateBackend.restore(tmp_path / "b") as h:
         verify(h, fam, fam.old, fam.make)
         h.savepoint(tmp_path / "c")
     metas = [read_metadata(tmp_path / n) for n in "abc"]
@@ -226,13 +226,13 @@ def test_heap_rocksdb_heap_round_trip_keeps_rows_identical(tmp_path):
 
 def test_rescaling_rules(tmp_path):
     fam = FAMILIES["avro"]
-    b = HeapStateBackend(StringSerializer(), 128)
+    b = HashMapStateBackend(StringSerializer(), 128)
     populate(b, fam)
     b.savepoint(tmp_path / "sp")
     from statemorph.errors import SavepointError
 
     with pytest.raises(SavepointError, match="max_parallelism 128.*256"):
-        HeapStateBackend.restore(tmp_path / "sp", max_parallelism=256)
+        HashMapStateBackend.restore(tmp_path / "sp", max_parallelism=256)
     groups = {b.key_group_of(f"user-{i}") for i in range(N)}
     b.close()
     lo = sorted(groups)[len(groups) // 2]
@@ -256,7 +256,7 @@ def test_rescaling_rules(tmp_path):
 
 
 def test_key_serializer_must_be_compatible_as_is(tmp_path):
-    b = HeapStateBackend(StringSerializer(), 128)
+    b = HashMapStateBackend(StringSerializer(), 128)
     b.get_state(ValueStateDescriptor("v", IntSerializer()))
     b.savepoint(tmp_path / "sp")
     b.close()
@@ -269,7 +269,7 @@ def test_key_serializer_must_be_compatible_as_is(tmp_path):
 
 def test_savepoint_rows_use_one_row_per_list_element(tmp_path):
     fam = FAMILIES["row"]
-    b = RocksDBStateBackend(StringSerializer(), 128)
+    b = EmbeddedRocksDBStateBackend(StringSerializer(), 128)
     populate(b, fam)
     b.savepoint(tmp_path / "sp")
     b.close()

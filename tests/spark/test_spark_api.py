@@ -88,5 +88,6 @@ def test_cli_migrate_with_spark_engine(spark, events_sp, tmp_path, capsys):
                  "--engine", "spark"]) == 0
     out = capsys.readouterr().out
     assert "with the spark engine" in out and f"summary: {N:,} entries migrated" in out
+    assert spark.range(3).count() == 3  # the caller's session was used and is still running
     local_migrate(events_sp, tmp_path / "local", [ValueStateDescriptor("events", S.RowDataSerializer(NEW_TYPE))])
     assert_same_savepoint(str(tmp_path / "v2"), str(tmp_path / "local"))

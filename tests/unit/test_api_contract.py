@@ -1,6 +1,6 @@
 """The public API contract of the design document, as executable tests.
 
-Every line of the "Public API contract" code block in ``shared/design.md`` runs here as written
+Every line of the "Public API contract" code block (docs/api.md) runs here as written
 (relative savepoint and database paths resolve inside ``tmp_path``), with the values the contract
 promises asserted. If one of these fails, user code written against the documented API breaks.
 """
@@ -114,10 +114,15 @@ def test_snapshot_write_read_and_resolve() -> None:
     c = snap2.resolve_schema_compatibility(new_serializer)
     assert c.is_compatible_after_migration()
     assert not c.is_compatible_as_is() and not c.is_incompatible()
+    # the Flink 2.x direction of the contract: the new serializer's snapshot judges the old snapshot
+    c2 = new_serializer.snapshot_configuration().resolve_schema_compatibility(snap2)
+    assert c2.is_compatible_after_migration() and c2.reason == c.reason
 
     c = snap2.resolve_schema_compatibility(serializers.RowDataSerializer(ROW_BAD))
     assert c.is_incompatible()
     assert "eventId" in c.reason
+    c2 = serializers.RowDataSerializer(ROW_BAD).snapshot_configuration().resolve_schema_compatibility(snap2)
+    assert c2.is_incompatible() and c2.reason == c.reason
 
 
 def test_reconfigured_serializer_answer() -> None:
@@ -171,10 +176,10 @@ def test_arrow_encode_decode_migrate() -> None:
 def _write_events_savepoint() -> Any:
     """The contract's heap-backend lines, as written."""
     from statemorph import serializers
-    from statemorph.state import HeapStateBackend, ValueStateDescriptor
+    from statemorph.state import HashMapStateBackend, ValueStateDescriptor
 
     s = serializers.RowDataSerializer(ROW)
-    b = HeapStateBackend(key_serializer=serializers.StringSerializer(), max_parallelism=128)
+    b = HashMapStateBackend(key_serializer=serializers.StringSerializer(), max_parallelism=128)
     events = b.get_state(ValueStateDescriptor("events", s))
     b.set_current_key("user-1"); events.update((7, (3, 1700000000000, "phone")))  # noqa: E702
     assert events.value() == (7, (3, 1700000000000, "phone"))
@@ -194,15 +199,15 @@ def test_heap_backend_savepoint_is_a_directory(in_tmp: Path) -> None:
 @pytest.mark.parametrize("backend", ["heap", "rocksdb"])
 def test_restore_and_get_state_with_new_serializer(in_tmp: Path, backend: str) -> None:
     from statemorph import serializers
-    from statemorph.state import HeapStateBackend, RocksDBStateBackend, ValueStateDescriptor
+    from statemorph.state import EmbeddedRocksDBStateBackend, HashMapStateBackend, ValueStateDescriptor
 
     _write_events_savepoint()
     new_serializer = serializers.RowDataSerializer(ROW_ADDED)
     if backend == "rocksdb":
-        r = RocksDBStateBackend.restore("sp-1", db_path="db")
+        r = EmbeddedRocksDBStateBackend.restore("sp-1", db_path="db")
         assert (in_tmp / "db").exists()
     else:
-        r = HeapStateBackend.restore("sp-1")
+        r = HashMapStateBackend.restore("sp-1")
     with r:
         events = r.get_state(ValueStateDescriptor("events", new_serializer))
         r.set_current_key("user-1")
@@ -215,11 +220,11 @@ def test_restore_and_get_state_with_new_serializer(in_tmp: Path, backend: str) -
 def test_restore_with_incompatible_serializer_raises(in_tmp: Path, backend: str) -> None:
     from statemorph import serializers
     from statemorph.errors import StateMigrationError
-    from statemorph.state import HeapStateBackend, RocksDBStateBackend, ValueStateDescriptor
+    from statemorph.state import EmbeddedRocksDBStateBackend, HashMapStateBackend, ValueStateDescriptor
 
     _write_events_savepoint()
-    r = (RocksDBStateBackend.restore("sp-1", db_path="db") if backend == "rocksdb"
-         else HeapStateBackend.restore("sp-1"))
+    r = (EmbeddedRocksDBStateBackend.restore("sp-1", db_path="db") if backend == "rocksdb"
+         else HashMapStateBackend.restore("sp-1"))
     with r:
         with pytest.raises(StateMigrationError, match="events"):
             r.get_state(ValueStateDescriptor("events", serializers.RowDataSerializer(ROW_BAD)))
@@ -231,9 +236,14 @@ def test_restore_with_incompatible_serializer_raises(in_tmp: Path, backend: str)
 
 def test_list_and_map_descriptors(in_tmp: Path) -> None:
     from statemorph import serializers
-    from statemorph.state import HeapStateBackend, ListStateDescriptor, MapStateDescriptor, RocksDBStateBackend
+    from statemorph.state import (
+        EmbeddedRocksDBStateBackend,
+        HashMapStateBackend,
+        ListStateDescriptor,
+        MapStateDescriptor,
+    )
 
-    b = HeapStateBackend(key_serializer=serializers.StringSerializer(), max_parallelism=128)
+    b = HashMapStateBackend(key_serializer=serializers.StringSerializer(), max_parallelism=128)
     clicks = b.get_state(ListStateDescriptor("clicks", serializers.LongSerializer()))
     seen = b.get_state(MapStateDescriptor("seen", serializers.StringSerializer(), serializers.IntSerializer()))
     b.set_current_key("user-1")
@@ -241,8 +251,8 @@ def test_list_and_map_descriptors(in_tmp: Path) -> None:
     clicks.add(2)
     seen.put("a", 1)
     b.savepoint("sp-2")
-    for restore in (lambda: HeapStateBackend.restore("sp-2"),
-                    lambda: RocksDBStateBackend.restore("sp-2", db_path=in_tmp / "db2")):
+    for restore in (lambda: HashMapStateBackend.restore("sp-2"),
+                    lambda: EmbeddedRocksDBStateBackend.restore("sp-2", db_path=in_tmp / "db2")):
         with restore() as r:
             clicks2 = r.get_state(ListStateDescriptor("clicks", serializers.LongSerializer()))
             seen2 = r.get_state(MapStateDescriptor("seen", serializers.StringSerializer(), serializers.IntSerializer()))

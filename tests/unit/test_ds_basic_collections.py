@@ -224,7 +224,7 @@ class ShapeSnapshot(SimpleTypeSerializerSnapshot):
     IDENTIFIER = "test.ds_basic.ShapeSnapshot"
     SERIALIZER = OldIntSer
 
-    def resolve_schema_compatibility(self, new_serializer):
+    def resolve_new_serializer(self, new_serializer):
         return SchemaCompatibility.compatible_after_migration("int becomes a boxed long")
 
     def migrate_value(self, value, new_serializer):

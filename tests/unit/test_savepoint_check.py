@@ -11,7 +11,7 @@ from statemorph.io import DataOutputSerializer
 from statemorph.savepoint import METADATA_FILE, check_savepoint
 from statemorph.serializers import IntSerializer, LongSerializer, RowDataSerializer, StringSerializer
 from statemorph.state import (
-    HeapStateBackend,
+    HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
     Outcome,
@@ -26,7 +26,7 @@ CHANGED = RowDataSerializer(parse_type("ROW<id STRING, name STRING>"))
 
 @pytest.fixture
 def sp(tmp_path):
-    b = HeapStateBackend(StringSerializer(), 256)
+    b = HashMapStateBackend(StringSerializer(), 256)
     v = b.get_state(ValueStateDescriptor("rows", OLD))
     lst = b.get_state(ListStateDescriptor("ints", IntSerializer()))
     m = b.get_state(MapStateDescriptor("m", StringSerializer(), OLD))
@@ -121,7 +121,7 @@ def test_duplicate_descriptors_rejected(sp):
 def test_verify_key_groups(tmp_path):
     from statemorph.savepoint import SavepointWriter, verify_key_groups
 
-    b = HeapStateBackend(StringSerializer(), 128)
+    b = HashMapStateBackend(StringSerializer(), 128)
     v = b.get_state(ValueStateDescriptor("v", IntSerializer()))
     for i in range(50):
         b.set_current_key(f"user-{i}")

@@ -67,14 +67,14 @@ class ReconfiguringSnapshot(U8Snapshot):
 
     IDENTIFIER = "test.ReconfiguringSnapshot"
 
-    def resolve_schema_compatibility(self, new_serializer):
+    def resolve_new_serializer(self, new_serializer):
         return SchemaCompatibility.compatible_with_reconfigured_serializer(U8Serializer())
 
 
 class MigratingSnapshot(U8Snapshot):
     IDENTIFIER = "test.MigratingSnapshot"
 
-    def resolve_schema_compatibility(self, new_serializer):
+    def resolve_new_serializer(self, new_serializer):
         return SchemaCompatibility.compatible_after_migration("widened")
 
     def migrate_value(self, value, new_serializer):

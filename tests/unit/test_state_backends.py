@@ -8,17 +8,17 @@ from statemorph.errors import SerializationError, StateMigrationError
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
 from statemorph.snapshot import write_versioned_snapshot
 from statemorph.state import (
-    HeapStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
-    RocksDBStateBackend,
     ValueStateDescriptor,
     VoidNamespace,
     VoidNamespaceSerializer,
 )
 from statemorph.state.rocksdb import write_variable_int_bytes
 
-BACKENDS = [HeapStateBackend, RocksDBStateBackend]
+BACKENDS = [HashMapStateBackend, EmbeddedRocksDBStateBackend]
 
 
 @pytest.fixture(params=BACKENDS, ids=["heap", "rocksdb"])
@@ -146,7 +146,7 @@ def _table(backend, desc, ns=None):
 
 def test_rocksdb_composite_keys_match_flink():
     # SerializedCompositeKeyBuilder output printed by Flink 2.3
-    b = RocksDBStateBackend(StringSerializer(), 128)
+    b = EmbeddedRocksDBStateBackend(StringSerializer(), 128)
     try:
         key = StringSerializer().to_bytes("user-1")
         t = _table(b, ValueStateDescriptor("v", IntSerializer()))
@@ -154,7 +154,7 @@ def test_rocksdb_composite_keys_match_flink():
         assert (t.composite((5, key, b"\x00")) + IntSerializer().to_bytes(77)).hex() == "0507757365722d31000000004d"
     finally:
         b.close()
-    b = RocksDBStateBackend(StringSerializer(), 1000)
+    b = EmbeddedRocksDBStateBackend(StringSerializer(), 1000)
     try:
         t = _table(b, ValueStateDescriptor("w", IntSerializer()), ns=StringSerializer())
         ck = t.composite((300, key, StringSerializer().to_bytes("ns")))
@@ -165,7 +165,7 @@ def test_rocksdb_composite_keys_match_flink():
 
 
 def test_rocksdb_value_layouts():
-    b = RocksDBStateBackend(IntSerializer(), 128)
+    b = EmbeddedRocksDBStateBackend(IntSerializer(), 128)
     try:
         lst = b.get_state(ListStateDescriptor("l", IntSerializer()))
         m = b.get_state(MapStateDescriptor("m", IntSerializer(), IntSerializer()))
@@ -254,7 +254,7 @@ def test_backends_agree_with_a_dict_model(ops):
 
 def test_rocksdb_list_bytes_match_flink_list_delimited_serializer():
     # ListDelimitedSerializer.serializeList(["a", "", "b,c"], StringSerializer) in Flink 2.3
-    b = RocksDBStateBackend(IntSerializer(), 128)
+    b = EmbeddedRocksDBStateBackend(IntSerializer(), 128)
     try:
         lst = b.get_state(ListStateDescriptor("l", StringSerializer()))
         b.set_current_key(1)

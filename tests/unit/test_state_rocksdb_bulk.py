@@ -13,10 +13,10 @@ from statemorph.errors import SavepointError, StateMigrationError
 from statemorph.savepoint import SavepointWriter, read_state_table
 from statemorph.serializers import IntSerializer, LongSerializer, RowDataSerializer, StringSerializer
 from statemorph.state import (
-    HeapStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
-    RocksDBStateBackend,
     ValueStateDescriptor,
 )
 from statemorph.state import rocksdb_bulk as bulk
@@ -92,7 +92,7 @@ def dump(backend):
 
 def build_savepoint(tmp_path, n=120, key_ser=None, ns_ser=None, max_par=128, name="sp", **sp_kwargs):
     key_ser = key_ser or StringSerializer()
-    b = HeapStateBackend(key_ser, max_par)
+    b = HashMapStateBackend(key_ser, max_par)
     kw = {"namespace_serializer": ns_ser} if ns_ser is not None else {}
     v = b.get_state(ValueStateDescriptor("v", RowDataSerializer(OLD)), **kw)
     lst = b.get_state(ListStateDescriptor("l", IntSerializer()), **kw)
@@ -122,7 +122,8 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_bulk_restore_and_savepoint_equal_per_entry(tmp_path, case):
     sp = build_savepoint(tmp_path, **CASES[case])
-    with RocksDBStateBackend.restore(sp, bulk=True) as a, RocksDBStateBackend.restore(sp, bulk=False) as b:
+    with (EmbeddedRocksDBStateBackend.restore(sp, bulk=True) as a,
+          EmbeddedRocksDBStateBackend.restore(sp, bulk=False) as b):
         assert dump(a) == dump(b)
         a.savepoint(tmp_path / "a")
         b.savepoint(tmp_path / "b")
@@ -134,7 +135,7 @@ def test_bulk_restore_and_savepoint_equal_per_entry(tmp_path, case):
 @pytest.mark.parametrize("batch_rows", [1, 7, 64, 65536])
 def test_bulk_savepoint_chunk_boundaries(tmp_path, batch_rows):
     sp = build_savepoint(tmp_path, n=50)
-    with RocksDBStateBackend.restore(sp) as a, RocksDBStateBackend.restore(sp, bulk=False) as b:
+    with EmbeddedRocksDBStateBackend.restore(sp) as a, EmbeddedRocksDBStateBackend.restore(sp, bulk=False) as b:
         a.savepoint(tmp_path / "a", batch_rows=batch_rows)
         b.savepoint(tmp_path / "b", batch_rows=batch_rows)
     for state in ("v", "l", "m"):
@@ -144,7 +145,7 @@ def test_bulk_savepoint_chunk_boundaries(tmp_path, batch_rows):
 def test_restore_of_unsorted_files_in_many_chunks(tmp_path):
     """Rows in no particular order, one small file each: overlapping SST files still give every entry."""
     sp = build_savepoint(tmp_path, n=200, rows_per_file=17)
-    with RocksDBStateBackend.restore(sp) as a, RocksDBStateBackend.restore(sp, bulk=False) as b:
+    with EmbeddedRocksDBStateBackend.restore(sp) as a, EmbeddedRocksDBStateBackend.restore(sp, bulk=False) as b:
         assert dump(a) == dump(b)
         v = a.get_state(ValueStateDescriptor("v", RowDataSerializer(OLD)))
         a.set_current_key("user-123")
@@ -167,7 +168,7 @@ def value_savepoint(tmp_path, rows, name="dup"):
 def test_duplicate_entries_fail_restore_in_both_paths(tmp_path, rows, bulk_mode):
     sp = value_savepoint(tmp_path, rows)
     with pytest.raises(SavepointError, match="duplicate"):
-        RocksDBStateBackend.restore(sp, db_path=tmp_path / "db", bulk=bulk_mode)
+        EmbeddedRocksDBStateBackend.restore(sp, db_path=tmp_path / "db", bulk=bulk_mode)
     assert not any((tmp_path / "db").iterdir()) if (tmp_path / "db").exists() else True
 
 
@@ -183,8 +184,8 @@ def test_bulk_migration_is_chosen_by_the_capability_table():
 def test_bulk_migration_equals_per_entry(tmp_path, chunk):
     sp = build_savepoint(tmp_path, n=60)
     opts = {"migration_batch_rows": chunk}
-    with RocksDBStateBackend.restore(sp, **opts) as a, \
-            RocksDBStateBackend.restore(sp, bulk=False, **opts) as b:
+    with EmbeddedRocksDBStateBackend.restore(sp, **opts) as a, \
+            EmbeddedRocksDBStateBackend.restore(sp, bulk=False, **opts) as b:
         for r in (a, b):
             r.get_state(ValueStateDescriptor("v", RowDataSerializer(NEW)))
             r.get_state(MapStateDescriptor("m", IntSerializer(), RowDataSerializer(NEW)))
@@ -215,8 +216,8 @@ def corrupt_savepoint(tmp_path, bad_positions, n=30):
 @pytest.mark.parametrize("chunk", [7, 1000])
 def test_bulk_migration_failure_part_way_names_first_bad_entry_and_changes_nothing(tmp_path, bad, chunk):
     sp, keys = corrupt_savepoint(tmp_path, set(bad))
-    with RocksDBStateBackend.restore(sp, key_hasher=lambda k: 0, migration_batch_rows=chunk) as r, \
-            RocksDBStateBackend.restore(sp, key_hasher=lambda k: 0, bulk=False) as ref:
+    with EmbeddedRocksDBStateBackend.restore(sp, key_hasher=lambda k: 0, migration_batch_rows=chunk) as r, \
+            EmbeddedRocksDBStateBackend.restore(sp, key_hasher=lambda k: 0, bulk=False) as ref:
         before = dump(r)
         cfs = sorted(r._db.list_cf(str(r.db_path)))
         errors = []
@@ -236,7 +237,7 @@ def test_bulk_migration_failure_part_way_names_first_bad_entry_and_changes_nothi
 
 def test_map_state_with_bad_null_flag_fails_migration_naming_the_entry(tmp_path):
     sp = build_savepoint(tmp_path, n=10)
-    with RocksDBStateBackend.restore(sp) as r:
+    with EmbeddedRocksDBStateBackend.restore(sp) as r:
         cf = r._handles["m"].table.cf
         victim = next(iter(cf.keys()))
         cf[victim] = b"\x07garbage"
@@ -247,8 +248,8 @@ def test_map_state_with_bad_null_flag_fails_migration_naming_the_entry(tmp_path)
 
 def test_bulk_restore_of_a_key_group_range_equals_per_entry(tmp_path):
     sp = build_savepoint(tmp_path, n=150, max_par=1000)
-    with RocksDBStateBackend.restore(sp, key_group_range=(100, 499)) as a, \
-            RocksDBStateBackend.restore(sp, key_group_range=(100, 499), bulk=False) as b:
+    with EmbeddedRocksDBStateBackend.restore(sp, key_group_range=(100, 499)) as a, \
+            EmbeddedRocksDBStateBackend.restore(sp, key_group_range=(100, 499), bulk=False) as b:
         stored = dump(a)
         assert stored == dump(b)
         assert stored["v"] and all(100 <= int.from_bytes(k[:2], "big") <= 499 for k, _ in stored["v"])

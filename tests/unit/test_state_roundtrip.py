@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from statemorph.savepoint import read_state_table
 from statemorph.serializers import LongSerializer, StringSerializer
 from statemorph.state import (
-    HeapStateBackend,
+    EmbeddedRocksDBStateBackend,
+    HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
-    RocksDBStateBackend,
     ValueStateDescriptor,
 )
 
@@ -55,14 +55,14 @@ def read_all(backend, content):
 def test_savepoint_restore_roundtrip(content, max_par):
     with tempfile.TemporaryDirectory() as d:
         tables = []
-        for i, src in enumerate((HeapStateBackend, RocksDBStateBackend)):
+        for i, src in enumerate((HashMapStateBackend, EmbeddedRocksDBStateBackend)):
             b = src(StringSerializer(), max_par)
             fill(b, content)
             sp = Path(d) / f"sp{i}"
             b.savepoint(sp)
             b.close()
             tables.append({d.name: read_state_table(sp, d.name) for d in DESCS})
-            for dst in (HeapStateBackend, RocksDBStateBackend):
+            for dst in (HashMapStateBackend, EmbeddedRocksDBStateBackend):
                 with dst.restore(sp) as r:
                     assert read_all(r, content) == content
         for name in ("v", "l", "m"):

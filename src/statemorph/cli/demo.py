@@ -61,12 +61,16 @@ def _done(t0: float) -> None:
 
 
 def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = False) -> int:
+    from ..extras import require
+
+    # before any work: the last step restores into RocksDB; without the extra, one line says so
+    require("rocksdict", "statemorph demo (it restores the migrated savepoint into RocksDB)")
     from .. import serializers as S
     from ..engine.local import migrate_savepoint, write_state
     from ..engine.plan import plan_rewrite
     from ..savepoint import read_metadata, read_state_table
     from ..schema_file import descriptors_for_savepoint, parse_schema
-    from ..state import RocksDBStateBackend, ValueStateDescriptor
+    from ..state import EmbeddedRocksDBStateBackend, ValueStateDescriptor
     from .check import cmd_check
     from .inspect import cmd_inspect
 
@@ -112,7 +116,7 @@ def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = 
 
     t = _step("4. restore v2 into the RocksDB backend with the new serializer, read back a sample")
     new_ser = S.RowDataSerializer(NEW_TYPE)
-    backend: Any = RocksDBStateBackend.restore(new_sp, db_path=db)
+    backend: Any = EmbeddedRocksDBStateBackend.restore(new_sp, db_path=db)
     try:
         events = backend.get_state(ValueStateDescriptor("events", new_ser))
         import numpy as np

@@ -1,4 +1,6 @@
-"""``statemorph inspect``: what a savepoint holds (states, kinds, types, entry counts, sizes)."""
+"""``statemorph inspect``: what a savepoint holds (states, kinds, types, entry counts, sizes), in
+either form (a Flink savepoint: per operator), as text or, with ``--json``, as the documented
+document (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -7,96 +9,137 @@ import os
 from typing import Any
 
 from ..errors import ExitCode, StatemorphError
-from .output import human_bytes
+from .output import Console, common_options, human_bytes
+
+ELEMENT_LABEL = {"value": "value", "list": "element", "map": "map value"}
+"""What ``value_type`` describes per state kind (list state: the element; map state: the map value)."""
 
 
-def _describe_snapshot(meta: Any, role: str) -> str:
+def _type_of(snapshot: Any, role: str, problems: dict[str, str]) -> str | None:
+    """The Flink SQL spelling of the serializer a snapshot restores (``snapshot`` is a callable
+    returning it), or None, with the reason under ``problems[role]``, when it cannot be read."""
     from ..schema_file import describe_serializer
 
     try:
-        return describe_serializer(meta.snapshot(role).restore_serializer())
+        return describe_serializer(snapshot().restore_serializer())
     except StatemorphError as e:
-        return f"<unreadable: {e}>"
+        problems[role] = str(e)
+        return None
+
+
+def describe_state(st: Any) -> dict[str, Any]:
+    """One state of the Parquet form as the ``--json`` shape (and the source of the text lines)."""
+    problems: dict[str, str] = {}
+
+    def type_of(role: str) -> str | None:
+        return _type_of(lambda: st.snapshot(role), role, problems)
+
+    doc = {
+        "name": st.name,
+        "kind": st.kind.value,
+        "key_type": type_of("key_serializer"),
+        "namespace_type": type_of("namespace_serializer"),
+        "value_type": type_of("value_serializer"),
+        "user_key_type": type_of("user_key_serializer") if st.user_key_serializer is not None else None,
+        "ttl": bool(st.ttl),
+        "entries": st.rows,
+        "bytes": sum(f.size for f in st.files),
+    }
+    try:
+        doc["value_snapshot"] = st.snapshot("value_serializer").IDENTIFIER
+    except StatemorphError:
+        doc["value_snapshot"] = None
+    doc["files"] = [{"path": f.path, "entries": f.rows, "bytes": f.size, "sha256": f.sha256} for f in st.files]
+    doc["problems"] = problems
+    return doc
+
+
+def describe_savepoint(path: str) -> dict[str, Any]:
+    """The whole ``inspect --json`` document of a savepoint in the Parquet form."""
+    from ..savepoint import METADATA_FILE, read_metadata
+
+    md = read_metadata(path)
+    problems: dict[str, str] = {}
+    key = _type_of(md.key_snapshot, "key_serializer", problems)
+    states = [describe_state(st) for st in md.states.values()]
+    return {
+        "format": "parquet",
+        "path": path,
+        "format_version": md.format_version,
+        "max_parallelism": md.max_parallelism,
+        "key_type": key,
+        "entries": sum(s["entries"] for s in states),
+        "bytes": sum(s["bytes"] for s in states) + os.path.getsize(os.path.join(path, METADATA_FILE)),
+        "states": states,
+        "problems": problems,
+    }
+
+
+def _shown(type_text: str | None, problems: dict[str, str], role: str) -> str:
+    return type_text if type_text is not None else f"<unreadable: {problems.get(role, '')}>"
 
 
 def cmd_inspect_flink(args: argparse.Namespace) -> int:
     """A Flink canonical savepoint: per operator its uid, uid hash and parallelism, per keyed state
     its kind and types (Flink SQL syntax where statemorph reads the snapshot), TTL and size."""
-    import json
-
     from ..engine.flink import inspect_flink_savepoint
 
+    out = Console.from_args(args)
     info = inspect_flink_savepoint(args.savepoint)
-    if args.json:
-        print(json.dumps(info, indent=2))
-        return ExitCode.OK
-    print(f"Flink savepoint {args.savepoint}")
-    print(f"  _metadata version {info['metadata_version']}, checkpoint {info['checkpoint_id']}, "
-          f"{len(info['operators'])} operator(s)")
+    out.emit(info)
+    out.say(f"Flink savepoint {args.savepoint}")
+    out.say(f"  _metadata version {info['metadata_version']}, checkpoint {info['checkpoint_id']}, "
+            f"{len(info['operators'])} operator(s)")
     for op in info["operators"]:
         uid = f"uid {op['uid']!r}" if op["uid"] else "no uid"
-        print(f"\noperator {op['name'] or '(unnamed)'!r} ({uid}, uid hash {op['uid_hash']}): "
-              f"parallelism {op['parallelism']}, max parallelism {op['max_parallelism']}")
+        out.say(f"\noperator {op['name'] or '(unnamed)'!r} ({uid}, uid hash {op['uid_hash']}): "
+                f"parallelism {op['parallelism']}, max parallelism {op['max_parallelism']}")
         for st in op["states"]:
             ttl = ", TTL" if st["ttl"] else ""
-            print(f"  state {st['name']!r}: {st['kind']} state{ttl}, {st['entries']:,} entries, "
-                  f"{human_bytes(st['bytes'])}")
+            out.say(f"  state {st['name']!r}: {st['kind']} state{ttl}, {st['entries']:,} entries, "
+                    f"{human_bytes(st['bytes'])}")
             if st["kind"] != "timers":
-                print(f"    {'key type':<16}{st['key_type']}")
-            print(f"    {'value type':<16}{st['value_type']}")
+                out.say(f"    {'key type':<16}{st['key_type']}")
+            out.say(f"    {'value type':<16}{st['value_type']}")
             if st["user_key_type"] is not None:
-                print(f"    {'map key type':<16}{st['user_key_type']}")
-            if args.verbose:
-                print(f"    {'namespace':<16}{st['namespace_type']}")
-                print(f"    {'snapshot':<16}{st['snapshot']}")
+                out.say(f"    {'map key type':<16}{st['user_key_type']}")
+            out.detail(f"    {'namespace':<16}{st['namespace_type']}")
+            out.detail(f"    {'snapshot':<16}{st['snapshot']}")
     return ExitCode.OK
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ..savepoint import METADATA_FILE, read_metadata
     from ..savepoint.flink import is_flink_savepoint
 
     if is_flink_savepoint(args.savepoint):
         return cmd_inspect_flink(args)
-    from ..schema_file import describe_serializer
-
-    md = read_metadata(args.savepoint)
-    try:
-        key = describe_serializer(md.key_snapshot().restore_serializer())
-    except StatemorphError as e:
-        key = f"<unreadable: {e}>"
-    total_rows = sum(s.rows for s in md.states.values())
-    total_size = sum(f.size for s in md.states.values() for f in s.files)
-    meta_size = os.path.getsize(os.path.join(args.savepoint, METADATA_FILE))
-    print(f"savepoint {args.savepoint}")
-    print(f"  format version {md.format_version}, max parallelism {md.max_parallelism}, key type {key}")
-    print(f"  {len(md.states)} state(s), {total_rows:,} entries, {human_bytes(total_size + meta_size)}")
-    for name, st in md.states.items():
-        size = sum(f.size for f in st.files)
-        print(f"\nstate {name!r}: {st.kind.value} state, {st.rows:,} entries, {len(st.files)} file(s), "
-              f"{human_bytes(size)}")
-        label = {"value": "value", "list": "element", "map": "map value"}[st.kind.value]
-        print(f"  {label + ' type':<16}{_describe_snapshot(st, 'value_serializer')}")
-        if st.user_key_serializer is not None:
-            print(f"  {'map key type':<16}{_describe_snapshot(st, 'user_key_serializer')}")
-        print(f"  {'namespace':<16}{_describe_snapshot(st, 'namespace_serializer')}")
-        if args.verbose:
-            try:
-                ident = st.snapshot("value_serializer").IDENTIFIER
-            except StatemorphError as e:
-                ident = f"<unreadable: {e}>"
-            print(f"  {'snapshot':<16}{ident}")
-            for f in st.files:
-                print(f"  {'file':<16}{f.path}  {f.rows:,} rows  {human_bytes(f.size)}  sha256 {f.sha256[:16]}…")
+    out = Console.from_args(args)
+    doc = describe_savepoint(args.savepoint)
+    out.emit(doc)
+    out.say(f"savepoint {args.savepoint}")
+    key = _shown(doc["key_type"], doc["problems"], "key_serializer")
+    out.say(f"  format version {doc['format_version']}, max parallelism {doc['max_parallelism']}, key type {key}")
+    out.say(f"  {len(doc['states'])} state(s), {doc['entries']:,} entries, {human_bytes(doc['bytes'])}")
+    for st in doc["states"]:
+        out.say(f"\nstate {st['name']!r}: {st['kind']} state, {st['entries']:,} entries, {len(st['files'])} file(s), "
+                f"{human_bytes(st['bytes'])}")
+        label = ELEMENT_LABEL[st["kind"]]
+        out.say(f"  {label + ' type':<16}{_shown(st['value_type'], st['problems'], 'value_serializer')}")
+        if st["kind"] == "map":
+            out.say(f"  {'map key type':<16}{_shown(st['user_key_type'], st['problems'], 'user_key_serializer')}")
+        out.say(f"  {'namespace':<16}{_shown(st['namespace_type'], st['problems'], 'namespace_serializer')}")
+        out.detail(f"  {'snapshot':<16}{st['value_snapshot'] or '<unreadable>'}")
+        for f in st["files"]:
+            out.detail(f"  {'file':<16}{f['path']}  {f['entries']:,} rows  {human_bytes(f['bytes'])}  "
+                       f"sha256 {f['sha256'][:16]}…")
     return ExitCode.OK
 
 
 def add_parser(sub: Any) -> None:
-    s = sub.add_parser("inspect", help="list states, kinds, types, entry counts and sizes of a savepoint")
+    s = sub.add_parser("inspect", parents=[common_options(json_output=True)],
+                       help="list states, kinds, types, entry counts and sizes of a savepoint")
     s.add_argument("savepoint", metavar="SAVEPOINT")
-    s.add_argument("-v", "--verbose", action="store_true", help="also show snapshot identifiers and files")
-    s.add_argument("--json", action="store_true", help="print one JSON object (a Flink savepoint: see docs/cli.md)")
     s.set_defaults(func=cmd_inspect)
 
 
-__all__ = ["cmd_inspect", "cmd_inspect_flink"]
+__all__ = ["cmd_inspect", "cmd_inspect_flink", "describe_savepoint", "describe_state"]

@@ -5,7 +5,8 @@ status. Each verb lives in its own module of this package; the exit statuses are
 ====  ==========================================================================================
 0     done; ``check``: restorable as is
 1     ``check``: restorable after migration
-2     usage error: bad arguments (argparse), missing file, bad schema file, ``--out`` exists
+2     usage error: bad arguments (argparse), missing file, bad schema file, ``--out`` exists,
+      a missing optional dependency (the line names the extra to install)
 3     incompatible schema: the new types cannot restore the savepoint (nothing written)
 4     damaged savepoint: missing parts, bad metadata, checksum mismatch, unknown format
 5     data error: a stored value cannot be read or migrated
@@ -19,13 +20,14 @@ An expected error prints one ``statemorph: error:`` line plus the detail, never 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
 
 from ..errors import ExitCode, StatemorphError
 from . import bench, check, demo, inspect, migrate
-from .output import exit_code_for, print_error
+from .output import error_document, exit_code_for, print_error
 
 
 def _version() -> str:
@@ -38,6 +40,15 @@ def _version() -> str:
     except PackageNotFoundError:
         return __version__
     return __version__ if installed == __version__ else f"{__version__} (installed distribution {installed})"
+
+
+def _fail(args: argparse.Namespace, message: str, status: int) -> int:
+    """An expected error: one ``statemorph: error:`` line (plus detail) on stderr and, with
+    ``--json``, the error document on stdout, so a script reading stdout always gets JSON."""
+    print_error(message)
+    if getattr(args, "json", False):
+        print(json.dumps(error_document(message, status), indent=2, ensure_ascii=False))
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,13 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StatemorphError as e:
         if debug:
             raise
-        print_error(str(e))
-        return exit_code_for(e)
+        return _fail(args, str(e), exit_code_for(e))
     except (FileNotFoundError, NotADirectoryError, PermissionError, IsADirectoryError) as e:
         if debug:
             raise
-        print_error(f"{e.strerror or e}: {e.filename}")
-        return exit_code_for(e)
+        return _fail(args, f"{e.strerror or e}: {e.filename}", exit_code_for(e))
     except KeyboardInterrupt:
         print("statemorph: interrupted", file=sys.stderr)
         return 130

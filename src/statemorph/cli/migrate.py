@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
+import sys
 from typing import Any
 
 from ..errors import ON_ERROR_CHOICES, ExitCode, UsageError
 from .check import plan_for
-from .output import ProgressBar
+from .output import Console, common_options
 
 MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
 
 
-def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any) -> int:
+def flink_report_document(report: Any) -> dict[str, Any]:
+    """``migrate --json`` for a Flink savepoint: the report as numbers (Flink keyed-state files
+    are rewritten stream by stream; entries are counted for the migrated states only)."""
+    return {"source": report.source, "destination": report.destination, "engine": "local", "format": "flink",
+            "seconds": round(report.seconds, 3), "entries_migrated": report.rows,
+            "rewritten_streams": report.rewritten_streams, "carried_files": report.carried_files,
+            "states": [{"operator": op, "name": st, "entries_migrated": n} for (op, st), n in report.migrated.items()],
+            "exit_status": int(ExitCode.OK)}
+
+
+def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any, out: Console) -> int:
     """A Flink canonical savepoint: the states the plan migrates are rewritten in Flink's own
     format (keys, key groups and everything else carried over), for Flink to restore."""
     from ..engine.flink import migrate_flink_savepoint
@@ -29,33 +39,33 @@ def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any) -> int:
         raise UsageError("a Flink savepoint is migrated with the local engine (--engine local)")
     report = migrate_flink_savepoint(args.savepoint, args.out, descriptors, threads=args.threads,
                                      on_error=args.on_error)
-    print(report.summary())
-    print(f"summary: {report.rows:,} values migrated in {report.seconds:.1f}s; new Flink savepoint at {args.out} "
-          f"(restore it with execution.state-recovery.path)")
+    out.emit(flink_report_document(report))
+    out.say(report.summary())
+    out.say(f"summary: {report.rows:,} values migrated in {report.seconds:.1f}s; new Flink savepoint at {args.out} "
+            f"(restore it with execution.state-recovery.path)")
     return ExitCode.OK
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from ..engine.plan import MIGRATE
     from ..savepoint.flink import is_flink_savepoint
 
+    out = Console.from_args(args)
+    if args.engine == "spark":  # before any work: without the extra, one line says what to install
+        from ..extras import require
+
+        require("pyspark", "--engine spark")
     if os.path.exists(args.out):
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
     plan, descriptors = plan_for(args.savepoint, args.schema)
-    print(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
-    print(plan.summary)
+    out.say(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
+    out.say(plan.summary)
     plan.raise_if_incompatible()
     if is_flink_savepoint(args.savepoint):
-        return cmd_migrate_flink(args, descriptors)
-    bar = ProgressBar(plan.total_rows)
-    t0 = time.perf_counter()
+        return cmd_migrate_flink(args, descriptors, out)
+    bar = out.progress(plan.total_rows)
     try:
         if args.engine == "spark":
-            from ..engine.spark import migrate_savepoint as spark_migrate
-            from ..engine.spark import session
-
-            report = spark_migrate(session(args.master), args.savepoint, args.out, descriptors,
-                                   on_error=args.on_error)
+            report = _run_spark(args, descriptors, out)
         else:
             from ..engine.local import migrate_savepoint
 
@@ -63,14 +73,40 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                                        on_error=args.on_error, progress=bar)
     finally:
         bar.finish()
-    migrated = sum(s.rows for s in plan.states if s.action == MIGRATE)
-    elapsed = time.perf_counter() - t0
-    print(report.summary())
-    if migrated:
-        print(f"summary: {migrated:,} entries migrated in {elapsed:.1f}s; new savepoint at {args.out}")
+    out.emit({**report.to_dict(), "exit_status": int(ExitCode.OK)})
+    out.say(report.summary())
+    for st in report.to_dict()["states"]:
+        out.detail(f"  {st['name']} ({st['kind']}): {st['action']}, {st['entries_read']:,} entries read, "
+                   f"{st['entries_written']:,} written, {st['entries_skipped']:,} skipped")
+    if report.migrated:
+        out.say(f"summary: {report.migrated:,} entries migrated in {report.seconds:.1f}s; new savepoint at {args.out}")
     else:
-        print(f"summary: nothing needed migration; states copied as they are to {args.out}")
+        out.say(f"summary: nothing needed migration; states copied as they are to {args.out}")
     return ExitCode.OK
+
+
+def _run_spark(args: argparse.Namespace, descriptors: Any, out: Console) -> Any:
+    """Run the Spark engine in a session this command starts and always stops (an unstopped
+    session ends the process with the JVM's shutdown errors on stderr). A session that was
+    already running in this process (``main()`` called from a notebook or a test) is used and
+    left running: it belongs to its caller."""
+    from pyspark.sql import SparkSession
+
+    from ..engine.spark import migrate_savepoint as spark_migrate
+    from ..engine.spark import session
+
+    if SparkSession.getActiveSession() is not None:
+        return spark_migrate(SparkSession.getActiveSession(), args.savepoint, args.out, descriptors,
+                             on_error=args.on_error)
+
+    # Spark's own stage progress bar only where ours would show: on a terminal, without --quiet
+    console_progress = "true" if sys.stderr.isatty() and not out.quiet else "false"
+    spark = session(args.master, conf={"spark.ui.showConsoleProgress": console_progress},
+                    log_level="INFO" if out.verbose else "ERROR" if out.quiet else "WARN")
+    try:
+        return spark_migrate(spark, args.savepoint, args.out, descriptors, on_error=args.on_error)
+    finally:
+        spark.stop()
 
 
 def positive_int(text: str) -> int:
@@ -84,7 +120,8 @@ def positive_int(text: str) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    s = sub.add_parser("migrate", help="write a new savepoint with every state in the new schema")
+    s = sub.add_parser("migrate", parents=[common_options(json_output=True)],
+                       help="write a new savepoint with every state in the new schema")
     s.add_argument("savepoint", metavar="SAVEPOINT")
     s.add_argument("--schema", required=True, metavar="NEW.toml", help="schema file with the new state types")
     s.add_argument("--out", required=True, metavar="DST", help="the new savepoint (must not exist)")
@@ -97,4 +134,4 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(func=cmd_migrate)
 
 
-__all__ = ["MIGRATE_ON_ERROR", "cmd_migrate", "positive_int"]
+__all__ = ["MIGRATE_ON_ERROR", "cmd_migrate", "flink_report_document", "positive_int"]

@@ -1,12 +1,16 @@
-"""What every verb shares: sizes for humans, the progress bar, the one-line error, and the
+"""What every verb shares: the common options (``--quiet``, ``-v``, ``--json``) and the
+:class:`Console` that honours them, sizes for humans, the progress bar, the one-line error, and the
 mapping from an error to the exit status (the statuses themselves are
 :class:`statemorph.errors.ExitCode`, documented once there and in docs/cli.md)."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+import textwrap
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import ExitCode, StatemorphError
 
@@ -20,16 +24,69 @@ def human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def common_options(json_output: bool) -> argparse.ArgumentParser:
+    """The options every verb takes after its name (a parent parser): ``-q`` / ``-v``, and
+    ``--json`` on the verbs whose result has a documented JSON shape (docs/cli.md)."""
+    p = argparse.ArgumentParser(add_help=False)
+    level = p.add_mutually_exclusive_group()
+    level.add_argument("-q", "--quiet", action="store_true",
+                       help="print nothing but errors (and the --json document); no progress bar")
+    level.add_argument("-v", "--verbose", action="store_true", help="print more detail")
+    if json_output:
+        p.add_argument("--json", action="store_true",
+                       help="print the result as one JSON document on stdout (shape: docs/cli.md)")
+    return p
+
+
+class Console:
+    """Where a verb's words go. Human text goes to stdout unless ``--quiet`` or ``--json``;
+    detail only with ``-v``; with ``--json``, stdout carries exactly one JSON document. Verbs
+    called with a bare Namespace (the demo calls ``inspect`` and ``check``) get the defaults."""
+
+    def __init__(self, *, quiet: bool = False, verbose: bool = False, json_output: bool = False) -> None:
+        self.quiet = quiet
+        self.verbose = verbose
+        self.json = json_output
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Console:
+        return cls(quiet=bool(getattr(args, "quiet", False)), verbose=bool(getattr(args, "verbose", False)),
+                   json_output=bool(getattr(args, "json", False)))
+
+    @property
+    def human(self) -> bool:
+        return not (self.quiet or self.json)
+
+    def say(self, text: str = "") -> None:
+        if self.human:
+            print(text, flush=True)
+
+    def detail(self, text: str) -> None:
+        if self.human and self.verbose:
+            print(text, flush=True)
+
+    def emit(self, document: dict[str, Any]) -> None:
+        """The ``--json`` document (printed only in JSON mode)."""
+        if self.json:
+            print(json.dumps(document, indent=2, ensure_ascii=False), flush=True)
+
+    def progress(self, total: int, label: str = "migrating") -> ProgressBar:
+        return ProgressBar(total, label=label, quiet=self.quiet)
+
+
 class ProgressBar:
     """A one-line progress bar on a terminal (redrawn at most 10 times a second); on a pipe or a
-    file it stays silent so logs are not flooded, and the summary line tells the result."""
+    file, or with ``--quiet``, it stays silent so logs are not flooded, and the summary tells the
+    result."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, label: str = "migrating") -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, label: str = "migrating",
+                 quiet: bool = False) -> None:
         self.total = max(total, 0)
         self.done = 0
         self.stream = stream if stream is not None else sys.stderr
         self.label = label
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)()) and self.total > 0
+        self.enabled = (not quiet and bool(getattr(self.stream, "isatty", lambda: False)())
+                        and self.total > 0)
         self._last = 0.0
         self._t0 = time.perf_counter()
 
@@ -56,11 +113,12 @@ class ProgressBar:
 
 
 def print_error(message: str) -> None:
-    """One ``statemorph: error:`` line, then the detail lines indented (never a traceback)."""
+    """One ``statemorph: error:`` line, then the detail lines indented (never a traceback). The
+    detail keeps its own relative indentation: a caret under a type string must stay in its column."""
     first, _, rest = message.partition("\n")
     print(f"statemorph: error: {first}", file=sys.stderr)
-    for line in rest.splitlines():
-        print(f"  {line.strip()}", file=sys.stderr)
+    for line in textwrap.dedent(rest).splitlines():
+        print(f"  {line.rstrip()}", file=sys.stderr)
 
 
 def exit_code_for(error: BaseException) -> ExitCode:
@@ -71,4 +129,11 @@ def exit_code_for(error: BaseException) -> ExitCode:
     return ExitCode.USAGE
 
 
-__all__ = ["ProgressBar", "exit_code_for", "human_bytes", "print_error"]
+def error_document(message: str, status: int) -> dict[str, Any]:
+    """The ``--json`` document of a run that ended in an expected error (also printed on stderr)."""
+    first, _, rest = message.partition("\n")
+    return {"error": first, "detail": textwrap.dedent(rest).splitlines(), "exit_status": int(status)}
+
+
+__all__ = ["Console", "ProgressBar", "common_options", "error_document", "exit_code_for", "human_bytes",
+           "print_error"]

@@ -55,14 +55,44 @@ class RewriteReport:
         return {s.name: s.rows - self.rows[s.name] for s in self.plan.states
                 if s.name in self.rows and self.rows[s.name] < s.rows}
 
+    @property
+    def migrated(self) -> int:
+        """Entries of the states that were migrated (read; see :attr:`skipped` for those dropped)."""
+        return sum(s.rows for s in self.plan.states if s.action == MIGRATE)
+
+    @property
+    def copied(self) -> int:
+        """Entries carried over byte for byte (states copied or kept)."""
+        return sum(s.rows for s in self.plan.states if s.action in (COPY, KEEP))
+
+    @property
+    def rate(self) -> float:
+        """Migrated entries per second (0.0 when nothing was migrated)."""
+        return self.migrated / self.seconds if self.seconds and self.migrated else 0.0
+
     def summary(self) -> str:
-        migrated = sum(s.rows for s in self.plan.states if s.action == MIGRATE)
-        copied = sum(s.rows for s in self.plan.states if s.action in (COPY, KEEP))
-        rate = f", {migrated / self.seconds:,.0f} migrated entries/s" if self.seconds and migrated else ""
+        rate = f", {self.rate:,.0f} migrated entries/s" if self.rate else ""
         skipped = sum(self.skipped.values())
         dropped = f"; {skipped:,} unreadable entries dropped" if skipped else ""
         return (f"wrote {self.destination} with the {self.engine} engine in {self.seconds:.1f}s: "
-                f"{migrated:,} entries migrated, {copied:,} copied as they are{rate}{dropped}")
+                f"{self.migrated:,} entries migrated, {self.copied:,} copied as they are{rate}{dropped}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as numbers (``statemorph migrate --json``; shape documented in docs/cli.md)."""
+        skipped = self.skipped
+        return {
+            "source": self.source,
+            "destination": self.destination,
+            "engine": self.engine,
+            "seconds": round(self.seconds, 3),
+            "entries_migrated": self.migrated,
+            "entries_copied": self.copied,
+            "entries_skipped": sum(skipped.values()),
+            "migrated_entries_per_second": round(self.rate, 1),
+            "states": [{"name": s.name, "kind": s.kind, "action": s.action, "entries_read": s.rows,
+                        "entries_written": self.rows.get(s.name, s.rows), "entries_skipped": skipped.get(s.name, 0)}
+                       for s in self.plan.states],
+        }
 
 
 def add_planned_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:

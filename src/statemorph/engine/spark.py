@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..extras import require
 from ..savepoint.parquet.reader import read_metadata, state_files
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
 from .batches import ColumnDecoder, ColumnMigrator, StateDecoder, StateEncoder
@@ -52,8 +53,10 @@ def ensure_python_env(master: str | None) -> None:
 
 
 def session(master: str | None = "local[2]", app_name: str = "statemorph",
-            conf: Mapping[str, str] | None = None) -> Any:
-    """A SparkSession configured for statemorph jobs (Arrow on, UI off in local mode, UTC)."""
+            conf: Mapping[str, str] | None = None, log_level: str = "WARN") -> Any:
+    """A SparkSession configured for statemorph jobs (Arrow on, UI off in local mode, UTC).
+    Whoever starts it stops it (``spark.stop()``) when done, as the CLI does."""
+    require("pyspark", "the Spark engine")
     ensure_python_env(master)
     from pyspark.sql import SparkSession
 
@@ -73,7 +76,7 @@ def session(master: str | None = "local[2]", app_name: str = "statemorph",
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(log_level)
     return spark
 
 

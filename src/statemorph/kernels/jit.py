@@ -742,12 +742,18 @@ class PlanCode:
 
 
 def enabled() -> bool:
-    """Machine code is on unless ``STATEMORPH_JIT=0`` or ``llvmlite`` is missing."""
-    if os.environ.get("STATEMORPH_JIT", "1").strip() == "0":
+    """Machine code is on unless ``STATEMORPH_JIT=0`` or ``llvmlite`` is missing. ``STATEMORPH_JIT=1``
+    asks for it explicitly: then a missing ``llvmlite`` is an error naming the ``[jit]`` extra."""
+    flag = os.environ.get("STATEMORPH_JIT", "").strip()
+    if flag == "0":
         return False
     try:
         import llvmlite  # noqa: F401
     except ImportError:
+        if flag == "1":
+            from ..extras import require
+
+            require("llvmlite", "STATEMORPH_JIT=1 (machine code for RowData migrations)")
         return False
     return True
 

@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any, TypeVar, cast
 
 from ..errors import TypeParseError
+from ..extras import require
 
 PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 NAMED = frozenset({"record", "error", "enum", "fixed"})
@@ -162,7 +163,7 @@ def memoized(cache: dict[Hashable, F], key: Hashable, build: Callable[[], F]) ->
 
 def load_schema(schema: str | Mapping[str, Any] | list[Any]) -> tuple[Any, Any]:
     """The user's schema as JSON data (order kept) plus fastavro's parsed, validated form."""
-    import fastavro  # an optional dependency: only Avro users need it
+    fastavro = require("fastavro", "the Avro serializer")  # an optional dependency: only Avro users need it
 
     if isinstance(schema, str):
         text = schema.strip()

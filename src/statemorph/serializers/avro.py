@@ -163,7 +163,7 @@ class AvroSerializerSnapshot(TypeSerializerSnapshot):
             self._serializer = AvroSerializer(self.schema_json, self.runtime_class)
         return self._serializer
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         if not isinstance(new_serializer, AvroSerializer):
             return SchemaCompatibility.incompatible(
                 f"serializer changed from AvroSerializer to {type(new_serializer).__name__}")

@@ -182,7 +182,7 @@ class EnumSerializerSnapshot(TypeSerializerSnapshot):
     def restore_serializer(self) -> TypeSerializer[Any]:
         return EnumSerializer.with_order(self.enum_class, self.constant_names, self.java_class_name)
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         if not isinstance(new_serializer, EnumSerializer):
             return SchemaCompatibility.incompatible(
                 f"serializer changed from EnumSerializer({self.java_class_name}) to {type(new_serializer).__name__}"

@@ -495,7 +495,7 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
         return PojoSerializer.from_fields(pojo_class, self.class_name, fields)
 
     # -- compatibility ---------------------------------------------------------------------
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         """Flink's POJO rule (flink-formats.md §5), fields matched by name."""
         if not isinstance(new_serializer, PojoSerializer):
             return SchemaCompatibility.incompatible(

@@ -122,7 +122,7 @@ class _RowTypeSnapshot(TypeSerializerSnapshot):
     def restore_serializer(self) -> RowDataSerializer:
         return RowDataSerializer(self.row_type)
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         from ..migration import plan_row_migration
 
         if not isinstance(new_serializer, RowDataSerializer):

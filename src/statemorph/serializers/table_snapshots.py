@@ -91,7 +91,7 @@ class _FieldSnapshot(TypeSerializerSnapshot):
             f"such fields through the enclosing RowDataSerializerSnapshot, not on their own"
         )
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         return SchemaCompatibility.incompatible(
             f"{type(self).__name__} is resolved through its RowDataSerializerSnapshot, not against "
             f"{type(new_serializer).__name__}"

@@ -402,7 +402,7 @@ class RowSerializerSnapshot(CompositeTypeSerializerSnapshot):
             return list(self.field_names)
         return [f"f{i}" for i in range(n)]
 
-    def resolve_schema_compatibility(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         # Names are not stored; when the snapshot came from bytes, label fields with the new
         # serializer's names (fields match by position, so position i has the new name i).
         if (
@@ -413,8 +413,8 @@ class RowSerializerSnapshot(CompositeTypeSerializerSnapshot):
         ):
             labelled = self._copy()
             labelled.field_names = new_serializer.field_names
-            return CompositeTypeSerializerSnapshot.resolve_schema_compatibility(labelled, new_serializer)
-        return super().resolve_schema_compatibility(new_serializer)
+            return CompositeTypeSerializerSnapshot.resolve_new_serializer(labelled, new_serializer)
+        return super().resolve_new_serializer(new_serializer)
 
     def _copy(self) -> RowSerializerSnapshot:
         dup = RowSerializerSnapshot.__new__(RowSerializerSnapshot)

@@ -1,4 +1,6 @@
-"""The heap backend: state as Python objects in dictionaries.
+"""The heap backend, :class:`HashMapStateBackend` (Flink 2.x's name for its heap backend; the
+pre-2.0 name ``HeapStateBackend`` is a deprecated alias in :mod:`statemorph.state`): state as
+Python objects in dictionaries.
 
 Entries are addressed by the serialized key and namespace (not the key objects) so that keys
 compare exactly as Flink compares them (``True`` and ``1`` are different keys of different types
@@ -29,7 +31,7 @@ from .states import EntryKey, StateHandle, StateTable, rows_to_batches
 class HeapStateTable(StateTable):
     """value: ``{ek: value}``; list: ``{ek: [elements]}``; map: ``{ek: {uk_bytes: (user_key, value)}}``."""
 
-    def __init__(self, backend: HeapStateBackend, handle: StateHandle) -> None:
+    def __init__(self, backend: HashMapStateBackend, handle: StateHandle) -> None:
         self.backend = backend
         self.handle = handle
         self.data: dict[EntryKey, Any] = {}
@@ -152,7 +154,7 @@ class HeapStateTable(StateTable):
         self._pending_lists = {}
 
 
-class HeapStateBackend(KeyedStateBackend):
+class HashMapStateBackend(KeyedStateBackend):
     """Keyed state held as Python objects. See :class:`KeyedStateBackend` for the API."""
 
     def _create_table(self, handle: StateHandle) -> StateTable:
@@ -219,4 +221,4 @@ class HeapStateBackend(KeyedStateBackend):
         return new
 
 
-__all__ = ["HeapStateBackend", "HeapStateTable"]
+__all__ = ["HashMapStateBackend", "HeapStateTable"]

@@ -1,4 +1,6 @@
-"""The RocksDB backend: state as Flink's bytes in an embedded RocksDB (``rocksdict``).
+"""The RocksDB backend, :class:`EmbeddedRocksDBStateBackend` (Flink 2.x's name; the
+``RocksDBStateBackend`` Flink removed in 2.0 is a deprecated alias in :mod:`statemorph.state`):
+state as Flink's bytes in an embedded RocksDB (``rocksdict``).
 
 Each state has its own column family. Keys and values use Flink's RocksDB layout:
 
@@ -29,11 +31,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-try:
+from ..extras import require
+
+try:  # before anything below imports it: without the [rocksdb] extra, one line says what to install
     import rocksdict
-except ImportError as _e:  # pragma: no cover - exercised only without the optional dependency
-    raise ImportError("RocksDBStateBackend needs the optional dependency rocksdict: "
-                      "pip install 'statemorph[rocksdb]'") from _e
+except ImportError:
+    require("rocksdict", "the RocksDB state backend")
 
 from ..bulk.capabilities import migrates_with_kernel as bulk_migration_supported
 from ..errors import MalformedDataError, SavepointError, StatemorphError
@@ -82,7 +85,7 @@ def _raw_options() -> rocksdict.Options:
 class RocksDBStateTable(StateTable):
     """One state in one column family."""
 
-    def __init__(self, backend: RocksDBStateBackend, handle: StateHandle, cf_name: str) -> None:
+    def __init__(self, backend: EmbeddedRocksDBStateBackend, handle: StateHandle, cf_name: str) -> None:
         self.backend = backend
         self.handle = handle
         self.cf_name = cf_name
@@ -476,7 +479,7 @@ class RocksDBStateTable(StateTable):
             self.backend._db.drop_column_family(self.cf_name)
 
 
-class RocksDBStateBackend(KeyedStateBackend):
+class EmbeddedRocksDBStateBackend(KeyedStateBackend):
     """Keyed state in an embedded RocksDB. ``db_path`` must not exist or be empty; without it a
     temporary directory is used and removed on :meth:`close`. See :class:`KeyedStateBackend`."""
 
@@ -668,4 +671,5 @@ class RocksDBStateBackend(KeyedStateBackend):
             shutil.rmtree(self.db_path, ignore_errors=True)
 
 
-__all__ = ["RocksDBStateBackend", "RocksDBStateTable", "bulk_migration_supported", "write_variable_int_bytes"]
+__all__ = ["EmbeddedRocksDBStateBackend", "RocksDBStateTable", "bulk_migration_supported",
+           "write_variable_int_bytes"]
