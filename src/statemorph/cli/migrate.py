@@ -23,9 +23,12 @@ MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
 def cmd_migrate(args: argparse.Namespace) -> int:
     from ..engine.plan import MIGRATE, plan_rewrite
 
+    from ..savepoint.files import refuse_inside
+
     md, descriptors = load_descriptors(args.savepoint, args.schema)
-    if os.path.exists(args.out):
+    if os.path.lexists(args.out):
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
+    refuse_inside(args.out, args.savepoint)
     plan = plan_rewrite(args.savepoint, md, descriptors)
     print(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
     print(plan.summary)

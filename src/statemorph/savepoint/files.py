@@ -194,6 +194,19 @@ def open_regular(path: str | os.PathLike[str], label: str | None = None, *, size
     return SafeFile(fd, fst.st_size, label, fst)
 
 
+class SeenFiles:
+    """The files already read in one pass, by inode: a file reached under two names (a hard link,
+    a symlink inside the savepoint) would have its rows read twice."""
+
+    def __init__(self) -> None:
+        self.files: dict[tuple[int, int], str] = {}
+
+    def add(self, f: SafeFile) -> None:
+        other = self.files.setdefault(f.identity, f.label)
+        if other != f.label:
+            raise UnsafeFileError(f"{f.label}: is the same file as {other} (its rows would be read twice)")
+
+
 class SavepointDir:
     """A savepoint directory, and the only way the files its metadata names are opened."""
 
@@ -397,10 +410,10 @@ class StagedDirectory:
 
     def __init__(self, dst: str | os.PathLike[str], *, source: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(dst)
-        if source is not None:
-            refuse_inside(self.path, source)
         if os.path.lexists(self.path):
             raise SavepointError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
+        if source is not None:
+            refuse_inside(self.path, source)
         parent = self.path.parent
         if not parent.is_dir():
             raise SavepointError(f"parent directory {parent} of savepoint {self.path.name} does not exist")
@@ -516,6 +529,7 @@ __all__ = [
     "Interrupted",
     "SafeFile",
     "SavepointDir",
+    "SeenFiles",
     "StagedDirectory",
     "TEMP_TAG",
     "fsync_path",

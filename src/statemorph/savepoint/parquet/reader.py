@@ -19,11 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import SavepointError, StatemorphError, UnsafeFileError
+from ...errors import SavepointError, StatemorphError
 from ...keyed.keygroups import KeyGroupRange, KeyHasher, assign_to_key_group, hasher_for_serializer
 from ...serializers.base import TypeSerializer
 from ...snapshot import SnapshotRegistry
-from ..files import SafeFile, SavepointDir
+from ..files import SafeFile, SavepointDir, SeenFiles
 from .format import (
     COL_KEY_GROUP,
     MAX_METADATA_BYTES,
@@ -52,20 +52,7 @@ def _state_meta(meta: SavepointMetadata, state: str | StateMetadata) -> StateMet
     return state if isinstance(state, StateMetadata) else meta.state(state)
 
 
-class _Seen:
-    """The files already read in one pass, by inode: a file reached under two names (a hard link,
-    a symlink inside the savepoint) would have its rows read twice."""
-
-    def __init__(self) -> None:
-        self.files: dict[tuple[int, int], str] = {}
-
-    def add(self, f: SafeFile) -> None:
-        other = self.files.setdefault(f.identity, f.label)
-        if other != f.label:
-            raise UnsafeFileError(f"{f.label}: is the same file as {other} (its rows would be read twice)")
-
-
-def open_verified(root: SavepointDir, entry: FileEntry, seen: _Seen | None = None) -> SafeFile:
+def open_verified(root: SavepointDir, entry: FileEntry, seen: SeenFiles | None = None) -> SafeFile:
     """Open one listed file safely and check its size and (streamed) sha256 against the metadata."""
     f = root.open(entry.path, size=entry.size, recorded_in=METADATA_FILE)
     try:
@@ -108,7 +95,7 @@ def state_files(path: str | os.PathLike[str], state: str | StateMetadata, *, ver
     meta = metadata or read_metadata(root)
     st = _state_meta(meta, state)
     out = []
-    seen = _Seen()
+    seen = SeenFiles()
     for entry in st.files:
         if verify:
             open_verified(root, entry, seen).close()
@@ -131,7 +118,7 @@ def iter_state_batches(
     meta = metadata or read_metadata(root)
     st = _state_meta(meta, state)
     kg = KeyGroupRange.of(key_group_range, meta.max_parallelism) if key_group_range is not None else None
-    seen = _Seen()
+    seen = SeenFiles()
     for entry in st.files:
         with open_verified(root, entry, seen) as sf:
             yield from _file_batches(sf, entry, st, meta.max_parallelism, kg, batch_size)
@@ -188,7 +175,7 @@ def verify_savepoint(path: str | os.PathLike[str]) -> SavepointMetadata:
     """Check the metadata and every listed file (size, sha256, Parquet schema, row count)."""
     root = _root(path)
     meta = read_metadata(root)
-    seen = _Seen()
+    seen = SeenFiles()
     for st in meta.states.values():
         for entry in st.files:
             with open_verified(root, entry, seen) as sf, sf.reader() as fobj:

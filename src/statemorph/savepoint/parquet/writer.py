@@ -171,28 +171,54 @@ class StateWriter:
             raise ValueError("an open SafeFile is copied, not moved")
         src = source if isinstance(source, SafeFile) else open_regular(source, follow=True)
         try:
-            with src.reader() as fobj:  # validate before touching anything: a rejected file is not lost
-                num_rows = self._check_parquet(fobj, src.label, rows)
-            self._close_part()
-            rel = f"{self.meta.directory}/part-{len(self.meta.files):05d}.parquet"
-            target = self._owner._temp / rel
-            with writing(target):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if move:
-                    os.replace(os.fspath(source), target)  # type: ignore[arg-type]
-                    fsync_path(target)
-                    digest = sha256 if sha256 is not None else src.sha256()
-                else:
-                    digest = src.copy_to(target)
-            if sha256 is not None and digest != sha256:
-                target.unlink()
-                raise SavepointError(f"{src.label}: sha256 {digest} != {sha256} recorded for it (damaged)")
+            if isinstance(source, SafeFile):
+                entry = self._copy_verified(source, rows, sha256)
+            else:
+                with src.reader() as fobj:  # validate before touching anything: a rejected file is not lost
+                    num_rows = self._check_parquet(fobj, src.label, rows)
+                target = self._next_target()
+                with writing(target):
+                    if move:
+                        os.replace(source, target)
+                        fsync_path(target)
+                        digest = sha256 if sha256 is not None else src.sha256()
+                    else:
+                        digest = src.copy_to(target)
+                if sha256 is not None and digest != sha256:
+                    target.unlink()
+                    raise SavepointError(f"{src.label}: sha256 {digest} != {sha256} recorded for it (damaged)")
+                entry = FileEntry(self._rel(target), num_rows, src.size, digest)
         finally:
             if src is not source:
                 src.close()
-        entry = FileEntry(rel, num_rows, src.size, digest)
         self.meta.files.append(entry)
         return entry
+
+    def _rel(self, target: Path) -> str:
+        return target.relative_to(self._owner._temp).as_posix()
+
+    def _next_target(self) -> Path:
+        """Close the open part file; the path of the next part file (its directory created)."""
+        self._close_part()
+        target = self._owner._temp / f"{self.meta.directory}/part-{len(self.meta.files):05d}.parquet"
+        with writing(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def _copy_verified(self, src: SafeFile, rows: int | None, sha256: str | None) -> FileEntry:
+        """One streamed pass: copy and hash; then the copy (ours now) is checked as Parquet."""
+        target = self._next_target()
+        try:
+            with writing(target):
+                digest = src.copy_to(target)
+            if sha256 is not None and digest != sha256:
+                raise SavepointError(f"{src.label}: sha256 {digest} != {sha256} recorded for it (damaged)")
+            with open_regular(target, src.label) as copy, copy.reader() as fobj:
+                num_rows = self._check_parquet(fobj, src.label, rows)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        return FileEntry(self._rel(target), num_rows, src.size, digest)
 
     def _check_parquet(self, fobj: Any, label: str, rows: int | None) -> int:
         try:
