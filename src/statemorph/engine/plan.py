@@ -156,10 +156,12 @@ class RewritePlan:
     def raise_if_incompatible(self) -> None:
         bad = self.incompatible
         if bad:
-            reasons = "\n".join(f"state {s.name!r}: {s.reason}" for s in bad)
+            reasons = "\n".join(f"state {s.name!r}: {s.reason}" if s.kind != "key" else s.reason for s in bad)
+            n = sum(1 for s in bad if s.kind != "key")
+            what = f"{n} of {len(self.states)} states" + (" and the key" if n < len(bad) else "")
             raise IncompatibleSchemaError(
-                f"{len(bad)} of {len(self.states)} states of {self.source} cannot be restored by the new "
-                f"schema (nothing was written)\n{reasons}", reasons)
+                f"{what} of {self.source} cannot be restored by the new schema (nothing was written)\n{reasons}",
+                reasons)
 
     @property
     def summary(self) -> str:
