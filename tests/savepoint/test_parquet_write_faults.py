@@ -18,7 +18,6 @@ import pyarrow as pa
 import pytest
 
 from statemorph import serializers as S
-from statemorph.cli import main
 from statemorph.engine.keys import key_groups
 from statemorph.engine.local import migrate_savepoint
 from statemorph.errors import DestinationBusyError, ExitCode, OutputError, UsageError

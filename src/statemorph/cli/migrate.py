@@ -9,7 +9,6 @@ the report)."""
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from typing import Any
 
@@ -22,11 +21,10 @@ MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from ..engine.plan import MIGRATE, plan_rewrite
-
-    from ..savepoint.files import refuse_inside
+    from ..savepoint.files import destination_taken, refuse_inside
 
     md, descriptors = load_descriptors(args.savepoint, args.schema)
-    if os.path.lexists(args.out):
+    if destination_taken(args.out):
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
     refuse_inside(args.out, args.savepoint)
     plan = plan_rewrite(args.savepoint, md, descriptors)

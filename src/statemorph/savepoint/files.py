@@ -331,11 +331,12 @@ def _claim_is_stale(path: Path) -> bool:
     return True
 
 
-def remove_stale_temp_dirs(parent: str | os.PathLike[str], name: str | None = None) -> list[Path]:
+def remove_stale_temp_dirs(parent: str | os.PathLike[str], name: str | None = None, *,
+                           legacy: bool = True) -> list[Path]:
     """Remove what killed writers left under ``parent`` (for destination ``name``, or all):
     ``.<name>.statemorph-tmp-<pid>-*`` directories whose pid is dead, claim files nobody holds, and
-    directories of older writers (``.<name>.tmp-<hex>``, no pid: only call this when no such writer
-    runs). Returns the removed paths; the live ones are left (see :func:`stale_temp_dirs`)."""
+    with ``legacy`` directories of older writers (``.<name>.tmp-<hex>``, no pid: only call this when
+    no such writer runs). Returns the removed paths; the live ones are left (see :func:`stale_temp_dirs`)."""
     removed, _live = stale_temp_dirs(parent, name)
     for p in removed:
         shutil.rmtree(p, ignore_errors=True)
@@ -350,11 +351,22 @@ def remove_stale_temp_dirs(parent: str | os.PathLike[str], name: str | None = No
         if n.endswith(CLAIM_TAG) and (name is None or n == f".{name}{CLAIM_TAG}") and _claim_is_stale(p):
             p.unlink(missing_ok=True)
             removed.append(p)
-        elif (LEGACY_TEMP_MARKER in n and TEMP_TAG not in n and p.is_dir() and not p.is_symlink()
+        elif (legacy and LEGACY_TEMP_MARKER in n and TEMP_TAG not in n and p.is_dir() and not p.is_symlink()
               and (name is None or n.startswith(f".{name}{LEGACY_TEMP_MARKER}"))):
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed
+
+
+def destination_taken(dst: str | os.PathLike[str]) -> bool:
+    """Whether ``dst`` exists (a savepoint is never overwritten). If it does, what a killed run
+    for it left next to it (its temporary directory, its claim) is removed: no run can be writing
+    a destination that already exists."""
+    d = Path(dst)
+    if not os.path.lexists(d):
+        return False
+    remove_stale_temp_dirs(d.parent, d.name, legacy=False)
+    return True
 
 
 class Interrupted(KeyboardInterrupt):
@@ -410,7 +422,7 @@ class StagedDirectory:
 
     def __init__(self, dst: str | os.PathLike[str], *, source: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(dst)
-        if os.path.lexists(self.path):
+        if destination_taken(self.path):
             raise SavepointError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
         if source is not None:
             refuse_inside(self.path, source)
@@ -532,6 +544,7 @@ __all__ = [
     "SeenFiles",
     "StagedDirectory",
     "TEMP_TAG",
+    "destination_taken",
     "fsync_path",
     "open_regular",
     "output_error",

@@ -34,12 +34,15 @@ from .format import (
     parse_metadata,
 )
 
+SavepointPath = str | os.PathLike[str] | SavepointDir
+"""A savepoint directory, by path or already opened as a :class:`SavepointDir`."""
 
-def _root(path: str | os.PathLike[str]) -> SavepointDir:
+
+def _root(path: SavepointPath) -> SavepointDir:
     return path if isinstance(path, SavepointDir) else SavepointDir(path)
 
 
-def read_metadata(path: str | os.PathLike[str]) -> SavepointMetadata:
+def read_metadata(path: SavepointPath) -> SavepointMetadata:
     """Parse ``<path>/_metadata.json``. A missing, oversized or invalid file is a SavepointError."""
     root = _root(path)
     label = root.path / METADATA_FILE
@@ -87,7 +90,7 @@ def _open_parquet(f: SafeFile, fobj: Any, entry: FileEntry, state: StateMetadata
     return pf
 
 
-def state_files(path: str | os.PathLike[str], state: str | StateMetadata, *, verify: bool = True,
+def state_files(path: SavepointPath, state: str | StateMetadata, *, verify: bool = True,
                 metadata: SavepointMetadata | None = None) -> list[Path]:
     """Absolute paths of one state's Parquet files, in order. With ``verify`` each file's size and
     sha256 are checked first (for engines such as Spark that read the files themselves)."""
@@ -106,7 +109,7 @@ def state_files(path: str | os.PathLike[str], state: str | StateMetadata, *, ver
 
 
 def iter_state_batches(
-    path: str | os.PathLike[str],
+    path: SavepointPath,
     state: str | StateMetadata,
     *,
     key_group_range: KeyGroupRange | tuple[int, int] | None = None,
@@ -157,7 +160,7 @@ def _file_batches(sf: SafeFile, entry: FileEntry, st: StateMetadata, max_paralle
 
 
 def read_state_table(
-    path: str | os.PathLike[str],
+    path: SavepointPath,
     state: str | StateMetadata,
     *,
     key_group_range: KeyGroupRange | tuple[int, int] | None = None,
@@ -171,7 +174,7 @@ def read_state_table(
     return pa.Table.from_batches(batches, schema=st.schema())
 
 
-def verify_savepoint(path: str | os.PathLike[str]) -> SavepointMetadata:
+def verify_savepoint(path: SavepointPath) -> SavepointMetadata:
     """Check the metadata and every listed file (size, sha256, Parquet schema, row count)."""
     root = _root(path)
     meta = read_metadata(root)
@@ -184,7 +187,7 @@ def verify_savepoint(path: str | os.PathLike[str]) -> SavepointMetadata:
 
 
 def verify_key_groups(
-    path: str | os.PathLike[str],
+    path: SavepointPath,
     *,
     key_serializer: TypeSerializer[Any] | None = None,
     key_hasher: KeyHasher | None = None,
