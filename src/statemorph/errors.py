@@ -26,6 +26,9 @@ class ExitCode(enum.IntEnum):
     """The savepoint is missing parts, damaged, or in a format this version cannot read."""
     DATA_ERROR = 5
     """A stored value could not be read or migrated (corrupt bytes part way through the data)."""
+    OUTPUT_ERROR = 6
+    """The output cannot be written (disk full, file too large, read-only file system, permission
+    denied); nothing half-written is left behind."""
 
 
 ON_ERROR_CHOICES = ("raise", "skip", "null")
@@ -161,6 +164,12 @@ class SavepointError(StatemorphError):
     exit_code = ExitCode.DAMAGED_SAVEPOINT
 
 
+class UnsafeFileError(SavepointError):
+    """A path in a savepoint is not a regular file inside the savepoint directory (a FIFO, a
+    device, a socket, a directory, a symlink leading out, the same file listed twice). Refused
+    before anything is read from it."""
+
+
 class SavepointNotFoundError(SavepointError):
     """There is no savepoint at the given path (a user mistake, not damage)."""
 
@@ -197,7 +206,7 @@ class NotCanonicalSavepointError(FlinkSavepointError):
     Flink's backend-neutral format, so this one cannot be read or rewritten."""
 
 
-class SavepointPathError(FlinkSavepointError):
+class SavepointPathError(FlinkSavepointError, UnsafeFileError):
     """A state handle points outside the savepoint directory, or at something that is not a
     regular file (a FIFO, a device, a directory, a symlink leaving the directory)."""
 
@@ -208,3 +217,15 @@ def check_on_error(on_error: str, choices: tuple[str, ...] = ON_ERROR_CHOICES) -
     if on_error not in choices:
         raise ValueError(f"on_error must be one of {choices}, got {on_error!r}")
     return on_error
+
+
+class DestinationBusyError(UsageError):
+    """Another statemorph run is writing the same destination right now (it holds the claim)."""
+
+
+class OutputError(StatemorphError):
+    """Writing the output failed in the file system (no space, file-size limit, read-only file
+    system, permission denied). The message is one line naming the path; everything the run had
+    written was removed."""
+
+    exit_code = ExitCode.OUTPUT_ERROR

@@ -67,7 +67,7 @@ def test_kill_during_write_leaves_no_savepoint(tmp_path):
     p = spawn(SLOW_WRITER, target)
     try:
         assert p.stdout.readline().strip() == "writing"
-        temps = [x for x in tmp_path.iterdir() if x.name.startswith(".sp.tmp-")]
+        temps = [x for x in tmp_path.iterdir() if x.name.startswith(".sp.statemorph-tmp-")]
         assert temps and any(temps[0].rglob("*.parquet")), "the writer should be part way"
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)

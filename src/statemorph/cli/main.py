@@ -10,6 +10,7 @@ status. Each verb lives in its own module of this package; the exit statuses are
 3     incompatible schema: the new types cannot restore the savepoint (nothing written)
 4     damaged savepoint: missing parts, bad metadata, checksum mismatch, unknown format
 5     data error: a stored value cannot be read or migrated
+6     output error: the output cannot be written (disk full, read-only, permission denied); nothing left
 130   interrupted
 ====  ==========================================================================================
 
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="statemorph",
         description="Inspect, check and migrate savepoints whose state schema changed (Flink-compatible bytes).",
         epilog="exit status: 0 ok, 1 migration needed (check), 2 usage error, 3 incompatible schema, "
-               "4 damaged savepoint, 5 data error",
+               "4 damaged savepoint, 5 data error, 6 output cannot be written",
     )
     p.add_argument("--version", action="version", version=f"statemorph {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

@@ -9,7 +9,6 @@ the report)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -47,6 +46,7 @@ def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any, out: Console) 
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+    from ..savepoint.files import destination_taken, refuse_inside
     from ..savepoint.flink import is_flink_savepoint
 
     out = Console.from_args(args)
@@ -54,8 +54,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         from ..extras import require
 
         require("pyspark", "--engine spark")
-    if os.path.exists(args.out):
+    if destination_taken(args.out):
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
+    refuse_inside(args.out, args.savepoint)
     plan, descriptors = plan_for(args.savepoint, args.schema)
     out.say(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
     out.say(plan.summary)

@@ -22,8 +22,10 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import UsageError
+from ..savepoint.files import SavepointDir, SeenFiles
 from ..savepoint.flink import is_flink_savepoint
-from ..savepoint.parquet.reader import iter_state_batches, read_metadata, state_files
+from ..savepoint.parquet.format import METADATA_FILE
+from ..savepoint.parquet.reader import iter_state_batches, read_metadata
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
 from ..state.descriptors import StateDescriptor
 from .batches import ColumnMigrator, StateDecoder, StateEncoder
@@ -109,15 +111,18 @@ def open_writer(dst: str | os.PathLike[str], plan: RewritePlan) -> SavepointWrit
     props = dict(md.properties)
     props["statemorph.rewritten_from"] = os.path.basename(os.path.normpath(plan.source))
     return SavepointWriter(dst, max_parallelism=md.max_parallelism, key_serializer=md.key_serializer,
-                          properties=props)
+                          properties=props, source=plan.source)
 
 
 def copy_state(src: str, w: SavepointWriter, plan: StatePlan, progress: Progress | None) -> int:
-    """Copy a state's files byte for byte (verified against their checksums first)."""
+    """Copy a state's files byte for byte, streamed in one pass that also checks each file's
+    sha256 (a mismatch aborts the whole rewrite); only regular files inside ``src`` are read."""
     sw = add_planned_state(w, plan)
-    for path, entry in zip(state_files(src, plan.meta, verify=True, metadata=plan.savepoint_meta),
-                           plan.meta.files, strict=True):
-        sw.add_file(path, rows=entry.rows, sha256=entry.sha256)
+    root, seen = SavepointDir(src), SeenFiles()
+    for entry in plan.meta.files:
+        with root.open(entry.path, size=entry.size, recorded_in=METADATA_FILE) as f:
+            seen.add(f)
+            sw.add_file(f, rows=entry.rows, sha256=entry.sha256)
         if progress:
             progress(plan.name, entry.rows)
     sw.close()

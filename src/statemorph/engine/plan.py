@@ -18,6 +18,11 @@ Per state the action is one of:
 - ``new``: a descriptor for a state the savepoint lacks (only when planning a dry run);
 - ``incompatible``: the reason names the state and the field paths.
 
+Every snapshot a rewrite carries into the new metadata (the savepoint's key serializer, each
+state's key and namespace serializers, and all snapshots of a kept state) must be readable: one
+that is not (junk, an unregistered class) makes the state, or ``<key>``, incompatible with a reason
+naming the role, so ``check`` reports it and ``migrate`` refuses before writing anything.
+
 Keys and namespaces are carried over as they are (Flink requires their serializers to be
 compatible as is; pass ``key_serializer`` / ``namespace_serializers`` to have them judged too);
 map keys must stay readable as they are (Flink migrates map values, not map keys).
@@ -154,10 +159,12 @@ class RewritePlan:
     def raise_if_incompatible(self) -> None:
         bad = self.incompatible
         if bad:
-            reasons = "\n".join(f"state {s.name!r}: {s.reason}" for s in bad)
+            reasons = "\n".join(f"state {s.name!r}: {s.reason}" if s.kind != "key" else s.reason for s in bad)
+            n = sum(1 for s in bad if s.kind != "key")
+            what = f"{n} of {len(self.states)} states" + (" and the key" if n < len(bad) else "")
             raise IncompatibleSchemaError(
-                f"{len(bad)} of {len(self.states)} states of {self.source} cannot be restored by the new "
-                f"schema (nothing was written)\n{reasons}", reasons)
+                f"{what} of {self.source} cannot be restored by the new schema (nothing was written)\n{reasons}",
+                reasons)
 
     @property
     def summary(self) -> str:
@@ -221,7 +228,10 @@ def plan_rewrite(
     for p in plans:
         p.savepoint_meta = metadata
     plans += [StatePlan(n, descs[n].kind.value, NEW, Outcome.NEW_STATE) for n in unknown]
-    key = _plan_key(metadata, key_serializer, registry) if key_serializer is not None else None
+    if key_serializer is not None:
+        key = _plan_key(metadata, key_serializer, registry)
+    else:
+        key = None if getattr(metadata, "carries_unread_snapshots", False) else _check_key_snapshot(metadata, registry)
     return RewritePlan(source, metadata, plans, key)
 
 
@@ -262,6 +272,24 @@ def _default_snapshot_bytes(serializer: TypeSerializer[Any]) -> bytes:
     return write_versioned_snapshot(serializer.snapshot_configuration())
 
 
+def _check_key_snapshot(metadata: Any, registry: SnapshotRegistry | None) -> StatePlan | None:
+    """None when the savepoint's key serializer snapshot reads; else an incompatible ``<key>``."""
+    try:
+        metadata.key_snapshot(registry)
+    except SavepointError as e:
+        return StatePlan("<key>", "key", INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)])
+    return None
+
+
+def _carried_roles(kind: StateKind, desc: StateDescriptor | None,
+                   namespace_serializer: TypeSerializer[Any] | None) -> list[str]:
+    """The snapshots copied into the new metadata as they are (not resolved against the new program)."""
+    roles = ["key_serializer"] + ([] if namespace_serializer is not None else ["namespace_serializer"])
+    if desc is None:
+        roles += ["value_serializer"] + (["user_key_serializer"] if kind is StateKind.MAP else [])
+    return roles
+
+
 def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: TypeSerializer[Any] | None,
                 registry: SnapshotRegistry | None, write_snapshot: Callable[[Any], bytes]) -> StatePlan:
     kind = StateKind(st.kind)
@@ -269,8 +297,15 @@ def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: Typ
     user_key_bytes = st.snapshot_bytes("user_key_serializer") if kind is StateKind.MAP else None
     plan = StatePlan(st.name, kind.value, KEEP, rows=st.rows, prior_value_snapshot=prior_bytes,
                      value_snapshot=prior_bytes, user_key_snapshot=user_key_bytes, meta=st)
+    plan.registered = desc is not None
+    try:
+        for role in [] if getattr(st, "carries_unread_snapshots", False) else \
+                _carried_roles(kind, desc, namespace_serializer):
+            st.snapshot(role, registry)
+    except SavepointError as e:
+        plan.action, plan.outcome, plan.reasons = INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)]
+        return plan
     if desc is None:
-        plan.registered = False
         return plan
     roles = ["value_serializer"] + (["user_key_serializer"] if kind is StateKind.MAP else []) \
         + (["namespace_serializer"] if namespace_serializer is not None else [])

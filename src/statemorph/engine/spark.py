@@ -43,6 +43,10 @@ from .plan import MIGRATE, StatePlan, plan_rewrite
 
 PARQUET_COMPRESSION = "zstd"
 """The savepoint writer's Parquet compression, so Spark-written files match local ones."""
+PAGE_CHECKSUMS_WRITE = {"parquet.page.write-checksum.enabled": "true"}
+PAGE_CHECKSUMS_VERIFY = {"parquet.page.verify-checksum.enabled": "true"}
+"""Parquet page CRCs: written by Spark tasks as by the local writer, and verified when Spark reads
+a savepoint's files (Hadoop options passed per read / write)."""
 
 
 def ensure_python_env(master: str | None) -> None:
@@ -90,7 +94,7 @@ def _write_and_adopt(df: Any, w: SavepointWriter, sw: StateWriter) -> int:
     """Let Spark write ``df`` as Parquet into the savepoint's temporary directory, then adopt the
     part files (renamed, checksummed) into the state. Returns the number of rows."""
     staging = w.temp_dir / "_spark" / sw.meta.directory
-    df.write.option("compression", PARQUET_COMPRESSION).parquet(str(staging))
+    df.write.option("compression", PARQUET_COMPRESSION).options(**PAGE_CHECKSUMS_WRITE).parquet(str(staging))
     rows = 0
     for part in sorted(Path(staging).glob("part-*.parquet")):
         rows += sw.add_file(part, move=True).rows
@@ -100,7 +104,7 @@ def _write_and_adopt(df: Any, w: SavepointWriter, sw: StateWriter) -> int:
 
 
 def _read_files(spark: Any, files: list[Path]) -> Any:
-    return spark.read.parquet(*[str(f) for f in files])
+    return spark.read.options(**PAGE_CHECKSUMS_VERIFY).parquet(*[str(f) for f in files])
 
 
 def migrate_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.PathLike[str],

@@ -50,6 +50,13 @@ class StateDescription(Protocol):
         ...
 
 
+# Optional members a format may add (the planner reads them with getattr):
+#  - ``new_snapshot_bytes(serializer) -> bytes``: the versioned snapshot a new serializer is
+#    recorded with (default: its ``snapshot_configuration()``; Flink's form writes Flink's class);
+#  - ``carries_unread_snapshots``: snapshots the planner cannot read are carried over as exact
+#    bytes (Flink savepoints), instead of refusing a state whose snapshot the new metadata copies.
+
+
 class SavepointDescription(Protocol):
     """A whole savepoint, as the planner sees it: states in the order the format keeps them."""
 

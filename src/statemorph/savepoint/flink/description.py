@@ -40,6 +40,9 @@ class FlinkStateDescription:
     meta: StateMetaInfo
     header: KeyedHeader
     rows: int = -1
+    carries_unread_snapshots: bool = True
+    """Snapshots statemorph does not read (Kryo, user classes) are carried over as exact bytes:
+    only the states a program changes need readable snapshots."""
 
     @property
     def name(self) -> str:
@@ -103,6 +106,7 @@ class FlinkOperatorDescription:
     operator: OperatorState
     header: KeyedHeader
     states: dict[str, FlinkStateDescription] = field(default_factory=dict)
+    carries_unread_snapshots: bool = True
 
     @property
     def label(self) -> str:

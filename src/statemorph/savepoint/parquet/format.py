@@ -34,12 +34,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
-import os
 import posixpath
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -49,12 +46,15 @@ from ...keyed.entries import COL_INDEX, COL_KEY, COL_KEY_GROUP, COL_NAMESPACE, C
 from ...keyed.kinds import StateKind
 from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
 from ..description import SNAPSHOT_ROLES
+from ..files import fsync_path, sha256_file
 
 FORMAT_NAME = "statemorph-savepoint"
 FORMAT_VERSION = 1
 METADATA_FILE = "_metadata.json"
 MAX_METADATA_BYTES = 64 << 20
 """A metadata file larger than this is rejected before it is parsed (hostile input)."""
+MAX_COUNT = (1 << 63) - 1
+"""Row counts and file sizes in metadata are int64 (as in Parquet); larger values are refused."""
 
 @dataclass(frozen=True)
 class FileEntry:
@@ -229,6 +229,7 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
         raise SavepointError(f"{source}: properties must map strings to strings")
     states: dict[str, StateMetadata] = {}
     dirs: set[str] = set()
+    listed: set[str] = set()
     for i, raw in enumerate(top.get("states", list)):
         st = _Fields(raw, f"{source}: states[{i}]")
         name = st.get("name", str)
@@ -253,9 +254,14 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             path = check_relative_path(ff.get("path", str), ff.where)
             if not path.startswith(directory + "/"):
                 raise SavepointError(f"{ff.where}: file {path!r} is outside the state directory {directory!r}")
+            if path in listed:
+                raise SavepointError(f"{ff.where}: file {path!r} is listed twice (its rows would be read twice)")
+            listed.add(path)
             rows, size, digest = ff.get("rows", int), ff.get("size", int), ff.get("sha256", str)
             if rows < 0 or size < 0:
                 raise SavepointError(f"{ff.where}: negative rows or size")
+            if rows > MAX_COUNT or size > MAX_COUNT:
+                raise SavepointError(f"{ff.where}: rows or size out of range (more than 2**63 - 1)")
             if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
                 raise SavepointError(f"{ff.where}: sha256 {digest!r} is not 64 lowercase hex digits")
             files.append(FileEntry(path, rows, size, digest))
@@ -270,37 +276,11 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             files=files,
         )
         declared = st.get("rows", int, required=False)
-        if declared is not None and declared != meta.rows:
+        if declared is not None and (declared < 0 or declared != meta.rows):
             raise SavepointError(f"{where}: rows {declared} != sum of file rows {meta.rows}")
         states[name] = meta
     return SavepointMetadata(max_parallelism=max_par, key_serializer=key_ser, states=states,
                              format_version=version, properties=dict(props))
-
-
-# -- checksums and durable writes -----------------------------------------------------------------
-
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> tuple[str, int]:
-    """(hex digest, size) of a file, read in chunks."""
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-            size += len(b)
-    return h.hexdigest(), size
-
-
-def fsync_path(path: str | os.PathLike[str]) -> None:
-    """fsync a file or a directory (so a rename or a new entry in it is durable)."""
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) if Path(path).is_dir() else os.O_RDONLY
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 __all__ = [

@@ -1,13 +1,15 @@
 """Reading savepoints: metadata, verified files, and one state's rows as Arrow batches.
 
-Nothing here writes: a savepoint is read-only input (restoring never changes it). Every file is
-checked against the sha256 and row count recorded in the metadata before its rows are used, and
-its bytes are parsed from the same buffer that was hashed, so what is verified is what is read.
+Nothing here writes: a savepoint is read-only input (restoring never changes it). Files are opened
+only through :class:`~statemorph.savepoint.files.SavepointDir` (regular files inside the
+savepoint, real size equal to the recorded one, checked before any read), each file's sha256 is
+streamed and compared with the metadata before its rows are used, and Parquet then reads the same
+open file (so a file renamed over it in between is not what gets read) with its page checksums
+verified. The rows actually read are counted against the recorded count.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -17,10 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import SavepointError, SavepointNotFoundError, StatemorphError
+from ...errors import SavepointError, StatemorphError
 from ...keyed.keygroups import KeyGroupRange, KeyHasher, assign_to_key_group, hasher_for_serializer
 from ...serializers.base import TypeSerializer
 from ...snapshot import SnapshotRegistry
+from ..files import SafeFile, SavepointDir, SeenFiles
 from .format import (
     COL_KEY_GROUP,
     MAX_METADATA_BYTES,
@@ -31,70 +34,63 @@ from .format import (
     parse_metadata,
 )
 
-
-def _root(path: str | os.PathLike[str]) -> Path:
-    root = Path(path)
-    if not root.is_dir():
-        raise SavepointNotFoundError(f"savepoint {root} does not exist or is not a directory")
-    return root
+SavepointPath = str | os.PathLike[str] | SavepointDir
+"""A savepoint directory, by path or already opened as a :class:`SavepointDir`."""
 
 
-def read_metadata(path: str | os.PathLike[str]) -> SavepointMetadata:
+def _root(path: SavepointPath) -> SavepointDir:
+    return path if isinstance(path, SavepointDir) else SavepointDir(path)
+
+
+def read_metadata(path: SavepointPath) -> SavepointMetadata:
     """Parse ``<path>/_metadata.json``. A missing, oversized or invalid file is a SavepointError."""
     root = _root(path)
-    meta_path = root / METADATA_FILE
-    try:
-        size = meta_path.stat().st_size
-        if size > MAX_METADATA_BYTES:
-            raise SavepointError(f"{meta_path}: {size} bytes exceeds the {MAX_METADATA_BYTES}-byte limit")
-        data = meta_path.read_bytes()
-    except FileNotFoundError:
-        raise SavepointError(f"{meta_path} is missing: {root} is not a complete savepoint") from None
-    except OSError as e:
-        raise SavepointError(f"{meta_path} cannot be read: {e}") from e
-    return parse_metadata(data, str(meta_path))
+    label = root.path / METADATA_FILE
+    if not os.path.lexists(label):
+        raise SavepointError(f"{label} is missing: {root.path} is not a complete savepoint")
+    return parse_metadata(root.read_small(METADATA_FILE, MAX_METADATA_BYTES), str(label))
 
 
 def _state_meta(meta: SavepointMetadata, state: str | StateMetadata) -> StateMetadata:
     return state if isinstance(state, StateMetadata) else meta.state(state)
 
 
-def _read_verified(root: Path, entry: FileEntry) -> bytes:
-    full = root / entry.path
+def open_verified(root: SavepointDir, entry: FileEntry, seen: SeenFiles | None = None) -> SafeFile:
+    """Open one listed file safely and check its size and (streamed) sha256 against the metadata."""
+    f = root.open(entry.path, size=entry.size, recorded_in=METADATA_FILE)
     try:
-        with open(full, "rb") as f:
-            data = f.read(entry.size + 1)
-    except FileNotFoundError:
-        raise SavepointError(f"{full}: file listed in {METADATA_FILE} is missing") from None
-    except OSError as e:
-        raise SavepointError(f"{full}: cannot be read: {e}") from e
-    if len(data) != entry.size:
-        raise SavepointError(f"{full}: size {len(data) if len(data) <= entry.size else 'larger than'} "
-                             f"!= {entry.size} recorded in {METADATA_FILE} (truncated or replaced)")
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != entry.sha256:
-        raise SavepointError(f"{full}: sha256 {digest} != {entry.sha256} recorded in {METADATA_FILE} (damaged)")
-    return data
+        if seen is not None:
+            seen.add(f)
+        f.verify_sha256(entry.sha256, METADATA_FILE)
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
-def _open_parquet(root: Path, entry: FileEntry, data: bytes, state: StateMetadata) -> pq.ParquetFile:
-    full = root / entry.path
+def _open_parquet(f: SafeFile, fobj: Any, entry: FileEntry, state: StateMetadata) -> pq.ParquetFile:
+    """Parquet over the open file ``fobj`` (from ``f.reader()``), page checksums verified on read;
+    schema, footer row count and the row groups' counts checked against the metadata."""
     try:
-        pf = pq.ParquetFile(pa.BufferReader(data))
+        pf = pq.ParquetFile(fobj, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as e:
-        raise SavepointError(f"{full}: not a readable Parquet file: {e}") from e
+        raise SavepointError(f"{f.label}: not a readable Parquet file: {e}") from e
     schema = pf.schema_arrow
     expected = state.schema()
     if schema.names != expected.names or any(
         schema.field(n).type != expected.field(n).type for n in expected.names
     ):
-        raise SavepointError(f"{full}: columns {schema} do not match the {state.kind.value} state schema {expected}")
+        raise SavepointError(f"{f.label}: columns {schema} do not match the {state.kind.value} state schema {expected}")
     if pf.metadata.num_rows != entry.rows:
-        raise SavepointError(f"{full}: {pf.metadata.num_rows} rows != {entry.rows} recorded in {METADATA_FILE}")
+        raise SavepointError(f"{f.label}: {pf.metadata.num_rows} rows != {entry.rows} recorded in {METADATA_FILE}")
+    groups = sum(pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups))
+    if groups != entry.rows:
+        raise SavepointError(f"{f.label}: its row groups hold {groups} rows, not the {entry.rows} recorded in "
+                             f"{METADATA_FILE} (row-count mismatch)")
     return pf
 
 
-def state_files(path: str | os.PathLike[str], state: str | StateMetadata, *, verify: bool = True,
+def state_files(path: SavepointPath, state: str | StateMetadata, *, verify: bool = True,
                 metadata: SavepointMetadata | None = None) -> list[Path]:
     """Absolute paths of one state's Parquet files, in order. With ``verify`` each file's size and
     sha256 are checked first (for engines such as Spark that read the files themselves)."""
@@ -102,15 +98,18 @@ def state_files(path: str | os.PathLike[str], state: str | StateMetadata, *, ver
     meta = metadata or read_metadata(root)
     st = _state_meta(meta, state)
     out = []
+    seen = SeenFiles()
     for entry in st.files:
         if verify:
-            _read_verified(root, entry)
-        out.append(root / entry.path)
+            open_verified(root, entry, seen).close()
+        else:
+            root.resolve(entry.path)
+        out.append(root.path / entry.path)
     return out
 
 
 def iter_state_batches(
-    path: str | os.PathLike[str],
+    path: SavepointPath,
     state: str | StateMetadata,
     *,
     key_group_range: KeyGroupRange | tuple[int, int] | None = None,
@@ -122,33 +121,46 @@ def iter_state_batches(
     meta = metadata or read_metadata(root)
     st = _state_meta(meta, state)
     kg = KeyGroupRange.of(key_group_range, meta.max_parallelism) if key_group_range is not None else None
+    seen = SeenFiles()
     for entry in st.files:
-        data = _read_verified(root, entry)
-        pf = _open_parquet(root, entry, data, st)
+        with open_verified(root, entry, seen) as sf:
+            yield from _file_batches(sf, entry, st, meta.max_parallelism, kg, batch_size)
+
+
+def _file_batches(sf: SafeFile, entry: FileEntry, st: StateMetadata, max_parallelism: int,
+                  kg: KeyGroupRange | None, batch_size: int) -> Iterator[pa.RecordBatch]:
+    label = sf.label
+    read = 0
+    with sf.reader() as fobj:
+        pf = _open_parquet(sf, fobj, entry, st)
         try:
             for batch in pf.iter_batches(batch_size=batch_size):
+                read += batch.num_rows
                 for f in st.schema():
                     if not f.nullable and batch.column(f.name).null_count:
-                        raise SavepointError(f"{root / entry.path}: column {f.name!r} has "
+                        raise SavepointError(f"{label}: column {f.name!r} has "
                                              f"{batch.column(f.name).null_count} nulls")
                 batch = batch.cast(st.schema()) if batch.schema != st.schema() else batch
                 groups = batch.column(COL_KEY_GROUP)
                 if batch.num_rows:
                     mm = pc.min_max(groups)
                     lo, hi = mm["min"].as_py(), mm["max"].as_py()
-                    if lo is None or lo < 0 or hi >= meta.max_parallelism:
-                        raise SavepointError(f"{root / entry.path}: key group out of range 0.."
-                                             f"{meta.max_parallelism - 1} (min {lo}, max {hi})")
+                    if lo is None or lo < 0 or hi >= max_parallelism:
+                        raise SavepointError(f"{label}: key group out of range 0.."
+                                             f"{max_parallelism - 1} (min {lo}, max {hi})")
                 if kg is not None:
                     mask = pc.and_(pc.greater_equal(groups, kg.start), pc.less_equal(groups, kg.end))
                     batch = batch.filter(mask)
                 yield batch
         except (pa.ArrowException, OSError) as e:
-            raise SavepointError(f"{root / entry.path}: cannot be read: {e}") from e
+            raise SavepointError(f"{label}: cannot be read: {e}") from e
+    if read != entry.rows:
+        raise SavepointError(f"{label}: {read} rows read != {entry.rows} recorded in {METADATA_FILE} "
+                             f"(row groups disagree with the footer)")
 
 
 def read_state_table(
-    path: str | os.PathLike[str],
+    path: SavepointPath,
     state: str | StateMetadata,
     *,
     key_group_range: KeyGroupRange | tuple[int, int] | None = None,
@@ -162,18 +174,20 @@ def read_state_table(
     return pa.Table.from_batches(batches, schema=st.schema())
 
 
-def verify_savepoint(path: str | os.PathLike[str]) -> SavepointMetadata:
+def verify_savepoint(path: SavepointPath) -> SavepointMetadata:
     """Check the metadata and every listed file (size, sha256, Parquet schema, row count)."""
     root = _root(path)
     meta = read_metadata(root)
+    seen = SeenFiles()
     for st in meta.states.values():
         for entry in st.files:
-            _open_parquet(root, entry, _read_verified(root, entry), st)
+            with open_verified(root, entry, seen) as sf, sf.reader() as fobj:
+                _open_parquet(sf, fobj, entry, st)
     return meta
 
 
 def verify_key_groups(
-    path: str | os.PathLike[str],
+    path: SavepointPath,
     *,
     key_serializer: TypeSerializer[Any] | None = None,
     key_hasher: KeyHasher | None = None,
@@ -215,5 +229,5 @@ def verify_key_groups(
     return checked
 
 
-__all__ = ["iter_state_batches", "read_metadata", "read_state_table", "state_files", "verify_key_groups",
-           "verify_savepoint"]
+__all__ = ["iter_state_batches", "open_verified", "read_metadata", "read_state_table", "state_files",
+           "verify_key_groups", "verify_savepoint"]

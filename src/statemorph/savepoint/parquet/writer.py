@@ -1,18 +1,22 @@
 """Writing savepoints atomically, one state and one Arrow batch at a time.
 
 ``SavepointWriter`` is the one way a savepoint directory comes into existence, for the backends
-and for bulk engines alike: batches stream into Parquet part files inside a temporary directory
-next to the target; on commit every file and directory is fsynced, the metadata (with row counts
-and sha256 checksums) is written last, and the temporary directory is renamed onto the final
-path. A crash at any point leaves either no savepoint or a complete one at the final path, never a
-partial one (stale ``.<name>.tmp-*`` directories may remain; :func:`remove_stale_temp_dirs`).
+and for bulk engines alike: batches stream into Parquet part files (with page checksums) inside a
+:class:`~statemorph.savepoint.files.StagedDirectory` next to the target (the destination claimed
+exclusively, a ``.<name>.statemorph-tmp-<pid>-<hex>`` directory, removed on failure and on SIGINT /
+SIGTERM); on commit every file and directory is fsynced, the metadata (with row counts and sha256
+checksums) is written last, and the temporary directory is renamed onto the final path. A crash at
+any point leaves either no savepoint or a complete one at the final path, never a partial one; what
+a ``kill -9`` leaves is removed by the next writer of that destination (or
+:func:`remove_stale_temp_dirs`). A file-system failure (disk full, read-only, permission denied)
+is one :class:`~statemorph.errors.OutputError` line naming the path, with nothing left behind.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,26 +25,36 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import SavepointError
+from ...errors import SavepointError, StatemorphError
 from ...keyed.kinds import StateKind
 from ...serializers.base import TypeSerializer
 from ...snapshot import TypeSerializerSnapshot, write_versioned_snapshot
+from ..files import SafeFile, StagedDirectory, fsync_path, open_regular, output_error, remove_stale_temp_dirs
 from .format import (
     COL_KEY_GROUP,
     METADATA_FILE,
     FileEntry,
     SavepointMetadata,
     StateMetadata,
-    fsync_path,
-    sha256_file,
     state_schema,
 )
 
 SnapshotLike = TypeSerializer[Any] | TypeSerializerSnapshot | bytes
 """A serializer, its snapshot, or the snapshot's versioned bytes."""
 
-TEMP_PREFIX = "."
-TEMP_MARKER = ".tmp-"
+PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_page_checksum": True}
+"""How part files are written: zstd pages, each with its CRC (readers verify them)."""
+
+
+@contextmanager
+def writing(path: str | os.PathLike[str], doing: str = "write") -> Iterator[None]:
+    """Turn a file-system failure while writing ``path`` into one OutputError line."""
+    try:
+        yield
+    except StatemorphError:
+        raise
+    except OSError as e:
+        raise output_error(e, path, doing) from e
 
 
 def snapshot_bytes(value: SnapshotLike) -> bytes:
@@ -117,7 +131,8 @@ class StateWriter:
                 self._open_part()
             assert self._writer is not None
             take = min(self._rows_per_file - self._current_rows, table.num_rows - offset)
-            self._writer.write_table(table.slice(offset, take))
+            with writing(self._owner._temp / self._current_rel):
+                self._writer.write_table(table.slice(offset, take))
             self._current_rows += take
             offset += take
             if self._current_rows >= self._rows_per_file:
@@ -139,55 +154,104 @@ class StateWriter:
                                          schema=self.schema)
         self.write(table)
 
-    def add_file(self, source: str | os.PathLike[str], *, move: bool = False, rows: int | None = None,
+    def add_file(self, source: str | os.PathLike[str] | SafeFile, *, move: bool = False, rows: int | None = None,
                  sha256: str | None = None) -> FileEntry:
         """Add a finished Parquet file (e.g. copied from another savepoint or written by a Spark
         task) as this state's next part file, moved or copied, without rewriting it. Its schema
-        must be the state schema; ``rows`` / ``sha256`` are taken from the file when not given
-        (a given sha256 must be the file's: it is what readers verify)."""
+        must be the state schema; ``rows`` / ``sha256`` are taken from the file when not given.
+
+        A path must be a regular file (a FIFO or device is refused, never read). A
+        :class:`~statemorph.savepoint.files.SafeFile` (an open file of another savepoint) is
+        copied in one streamed pass that also hashes it: a given ``sha256`` must be the file's
+        (it is what readers verify), else nothing is added and the error names the source."""
         if self._closed:
             raise SavepointError(f"state {self.name!r}: the writer is closed")
         self._owner._check_open()
-        try:  # validate before touching anything, so a rejected (or moved) file is not lost
-            pf = pq.ParquetFile(source)
-            schema, num_rows = pf.schema_arrow, pf.metadata.num_rows
-        except (pa.ArrowException, OSError) as e:
-            raise SavepointError(f"state {self.name!r}: {source} is not a readable Parquet file: {e}") from e
-        if schema.names != self.schema.names or any(schema.field(f.name).type != f.type for f in self.schema):
-            raise SavepointError(f"state {self.name!r}: {source} has columns {schema.names} / types that do not "
-                                 f"match the {self.meta.kind.value} state schema")
-        if rows is not None and rows != num_rows:
-            raise SavepointError(f"state {self.name!r}: {source} has {num_rows} rows, not {rows}")
-        self._close_part()
-        rel = f"{self.meta.directory}/part-{len(self.meta.files):05d}.parquet"
-        target = self._owner._temp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if move:
-            os.replace(source, target)
-        else:
-            shutil.copyfile(source, target)
-        fsync_path(target)
-        digest, size = sha256_file(target) if sha256 is None else (sha256, target.stat().st_size)
-        entry = FileEntry(rel, num_rows, size, digest)
+        if move and isinstance(source, SafeFile):
+            raise ValueError("an open SafeFile is copied, not moved")
+        src = source if isinstance(source, SafeFile) else open_regular(source, follow=True)
+        try:
+            if isinstance(source, SafeFile):
+                entry = self._copy_verified(source, rows, sha256)
+            else:
+                with src.reader() as fobj:  # validate before touching anything: a rejected file is not lost
+                    num_rows = self._check_parquet(fobj, src.label, rows)
+                target = self._next_target()
+                with writing(target):
+                    if move:
+                        os.replace(source, target)
+                        fsync_path(target)
+                        digest = sha256 if sha256 is not None else src.sha256()
+                    else:
+                        digest = src.copy_to(target)
+                if sha256 is not None and digest != sha256:
+                    target.unlink()
+                    raise SavepointError(f"{src.label}: sha256 {digest} != {sha256} recorded for it (damaged)")
+                entry = FileEntry(self._rel(target), num_rows, src.size, digest)
+        finally:
+            if src is not source:
+                src.close()
         self.meta.files.append(entry)
         return entry
+
+    def _rel(self, target: Path) -> str:
+        return target.relative_to(self._owner._temp).as_posix()
+
+    def _next_target(self) -> Path:
+        """Close the open part file; the path of the next part file (its directory created)."""
+        self._close_part()
+        target = self._owner._temp / f"{self.meta.directory}/part-{len(self.meta.files):05d}.parquet"
+        with writing(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def _copy_verified(self, src: SafeFile, rows: int | None, sha256: str | None) -> FileEntry:
+        """One streamed pass: copy and hash; then the copy (ours now) is checked as Parquet."""
+        target = self._next_target()
+        try:
+            with writing(target):
+                digest = src.copy_to(target)
+            if sha256 is not None and digest != sha256:
+                raise SavepointError(f"{src.label}: sha256 {digest} != {sha256} recorded for it (damaged)")
+            with open_regular(target, src.label) as copy, copy.reader() as fobj:
+                num_rows = self._check_parquet(fobj, src.label, rows)
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+        return FileEntry(self._rel(target), num_rows, src.size, digest)
+
+    def _check_parquet(self, fobj: Any, label: str, rows: int | None) -> int:
+        try:
+            pf = pq.ParquetFile(fobj)
+            schema, num_rows = pf.schema_arrow, pf.metadata.num_rows
+        except (pa.ArrowException, OSError) as e:
+            raise SavepointError(f"state {self.name!r}: {label} is not a readable Parquet file: {e}") from e
+        if schema.names != self.schema.names or any(schema.field(f.name).type != f.type for f in self.schema):
+            raise SavepointError(f"state {self.name!r}: {label} has columns {schema.names} / types that do not "
+                                 f"match the {self.meta.kind.value} state schema")
+        if rows is not None and rows != num_rows:
+            raise SavepointError(f"state {self.name!r}: {label} has {num_rows} rows, not {rows}")
+        return num_rows
 
     def _open_part(self) -> None:
         n = len(self.meta.files)
         self._current_rel = f"{self.meta.directory}/part-{n:05d}.parquet"
         full = self._owner._temp / self._current_rel
-        full.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(str(full), self.schema, compression="zstd")
+        with writing(full):
+            full.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(str(full), self.schema, **PARQUET_OPTIONS)
         self._current_rows = 0
 
     def _close_part(self) -> None:
         if self._writer is None:
             return
-        self._writer.close()
-        self._writer = None
         full = self._owner._temp / self._current_rel
-        fsync_path(full)
-        digest, size = sha256_file(full)
+        with writing(full):
+            writer, self._writer = self._writer, None
+            writer.close()
+            with open_regular(full) as f:
+                os.fsync(f.fd)
+                digest, size = f.sha256(), f.size
         self.meta.files.append(FileEntry(self._current_rel, self._current_rows, size, digest))
         self._current_rows = 0
 
@@ -216,8 +280,11 @@ class SavepointWriter:
                 s.write(batch)
         # committed here; an exception inside the block removes everything written
 
-    The final path must not exist. Serializer arguments accept a serializer, its snapshot or the
-    snapshot bytes (so bulk engines can copy them from another savepoint's metadata).
+    The final path must not exist; it is claimed for this writer until commit or abort (a second
+    writer for it is a :class:`~statemorph.errors.DestinationBusyError`). ``source`` (the
+    savepoint being rewritten) makes a path inside it a UsageError. Serializer arguments accept a
+    serializer, its snapshot or the snapshot bytes (so bulk engines can copy them from another
+    savepoint's metadata).
     """
 
     def __init__(
@@ -228,6 +295,7 @@ class SavepointWriter:
         key_serializer: SnapshotLike,
         rows_per_file: int = 1_000_000,
         properties: dict[str, str] | None = None,
+        source: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(max_parallelism, int) or not 0 < max_parallelism <= 1 << 15:
             raise ValueError(f"max_parallelism must be in 1..32768, got {max_parallelism!r}")
@@ -240,13 +308,8 @@ class SavepointWriter:
                                           key_serializer=snapshot_bytes(key_serializer),
                                           properties=dict(properties or {}))
         self._writers: list[StateWriter] = []
-        if self.path.exists():
-            raise SavepointError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
-        parent = self.path.parent
-        if not parent.is_dir():
-            raise SavepointError(f"parent directory {parent} of savepoint {self.path.name} does not exist")
-        self._temp = parent / f"{TEMP_PREFIX}{self.path.name}{TEMP_MARKER}{uuid.uuid4().hex}"
-        self._temp.mkdir()
+        self._staged = StagedDirectory(self.path, source=source)
+        self._temp = self._staged.temp
         self._state = "open"
 
     @property
@@ -313,30 +376,20 @@ class SavepointWriter:
             for w in self._writers:
                 w.close()
             meta_path = self._temp / METADATA_FILE
-            with open(meta_path, "wb") as f:
+            with writing(meta_path), open(meta_path, "xb") as f:
                 f.write(self.metadata.dumps())
                 f.flush()
                 os.fsync(f.fileno())
-            for meta in self.metadata.states.values():
-                d = self._temp / meta.directory
-                if d.is_dir():
-                    fsync_path(d)
-            fsync_path(self._temp)
-            if self.path.exists():
-                raise SavepointError(f"savepoint path {self.path} appeared while writing; not overwriting it")
-            try:
-                os.rename(self._temp, self.path)
-            except OSError as e:
-                raise SavepointError(f"cannot move the finished savepoint to {self.path}: {e}") from e
-            fsync_path(self.path.parent)
-        except BaseException:
-            self.abort()
+            self._staged.commit()
+        except BaseException as e:
+            self.abort(e)
             raise
         self._state = "committed"
         return self.path
 
-    def abort(self) -> None:
-        """Discard everything written; the final path is never touched."""
+    def abort(self, exc: BaseException | None = None) -> None:
+        """Discard everything written and release the destination; the final path is never
+        touched. ``exc`` is the error that caused the abort (a signal is re-delivered after it)."""
         if self._state == "committed":
             return
         for w in self._writers:
@@ -344,8 +397,8 @@ class SavepointWriter:
                 w._abort()
             except Exception:  # noqa: BLE001 - best effort while already failing
                 pass
-        shutil.rmtree(self._temp, ignore_errors=True)
         self._state = "aborted"
+        self._staged.abort(exc)
 
     def __enter__(self) -> SavepointWriter:
         return self
@@ -356,22 +409,8 @@ class SavepointWriter:
             if self._state == "open":
                 self.commit()
         else:
-            self.abort()
+            self.abort(exc)
 
 
-def remove_stale_temp_dirs(parent: str | os.PathLike[str], name: str | None = None) -> list[Path]:
-    """Delete temporary directories left by writers that were killed (``.<name>.tmp-<hex>``).
-
-    Only call this when no writer is running for that parent (they cannot be told apart from live ones).
-    """
-    removed = []
-    for p in Path(parent).iterdir():
-        n = p.name
-        if p.is_dir() and n.startswith(TEMP_PREFIX) and TEMP_MARKER in n:
-            if name is None or n.startswith(f"{TEMP_PREFIX}{name}{TEMP_MARKER}"):
-                shutil.rmtree(p, ignore_errors=True)
-                removed.append(p)
-    return removed
-
-
-__all__ = ["SavepointWriter", "SnapshotLike", "StateWriter", "remove_stale_temp_dirs", "snapshot_bytes"]
+__all__ = ["PARQUET_OPTIONS", "SavepointWriter", "SnapshotLike", "StateWriter", "remove_stale_temp_dirs",
+           "snapshot_bytes", "writing"]
