@@ -228,6 +228,7 @@ def plan_rewrite(
     for p in plans:
         p.savepoint_meta = metadata
     plans += [StatePlan(n, descs[n].kind.value, NEW, Outcome.NEW_STATE) for n in unknown]
+    key: StatePlan | None
     if key_serializer is not None:
         key = _plan_key(metadata, key_serializer, registry)
     else:
