@@ -14,8 +14,8 @@ import json
 import os
 import sys
 
-from .engine import Stats, minimise, run_families, run_worker, save_regression
-from .families import FAMILIES
+from .engine import Finding, Stats, input_for, minimise, run_families, run_worker, save_regression
+from .families import FAMILIES, KNOWN
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start", type=int, default=0, help="first input index (inputs are numbered per family)")
     p.add_argument("--seconds", type=float, default=0.0, help="time budget per family (0 = none)")
     p.add_argument("--json", help="write the per-family results here")
-    p.add_argument("--save", action="store_true", help="minimise findings and save them under tests/data/fuzz/")
+    p.add_argument("--save", action="store_true", help="minimise findings (and the first input of each known "
+                   "difference) and save them under tests/data/fuzz/")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--progress", help=argparse.SUPPRESS)
     p.add_argument("--resume", help=argparse.SUPPRESS)
@@ -47,10 +48,14 @@ def main(argv: list[str] | None = None) -> int:
               f"findings {len(stats.findings)}  | {outcomes}", flush=True)
         for f in stats.findings[:20]:
             print(f"    {f.kind} at input {f.index} ({f.target}): {f.message.splitlines()[0][:200]}", flush=True)
-        if a.save and stats.findings:
-            from .families import FAMILIES as F
-
-            fam = F[name]()
+        if a.save:
+            fam = FAMILIES[name]()
+            for outcome, index in sorted(stats.first.items()):
+                if outcome.startswith("known:"):
+                    target, data, _ = input_for(fam, index)
+                    data = minimise(fam, target, data, None, "", outcome=outcome)
+                    path = save_regression(Finding(name, target, index, outcome, KNOWN.get(outcome, outcome), data))
+                    print(f"    saved {path} ({outcome})", flush=True)
             seen: set[str] = set()
             for f in stats.findings:
                 if f.signature() in seen or f.kind in ("hang", "crash"):

@@ -73,11 +73,12 @@ class Stats:
     findings: list[Finding] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     max_rss_mb: float = 0.0
+    first: dict[str, int] = dataclasses.field(default_factory=dict)  # outcome -> first input index with it
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "inputs": self.inputs, "outcomes": dict(sorted(self.outcomes.items())),
                 "findings": [f.to_json() for f in self.findings], "seconds": round(self.seconds, 1),
-                "max_rss_mb": round(self.max_rss_mb, 1)}
+                "max_rss_mb": round(self.max_rss_mb, 1), "first": self.first}
 
 
 def input_for(family: Family, index: int) -> tuple[str, bytes, str]:
@@ -128,13 +129,16 @@ def _kind_and_where(message: str) -> str:
     return m.group(1) if m else message[:40]
 
 
-def minimise(family: Family, target: str, data: bytes, kind: str, message: str, budget: int = 400) -> bytes:
+def minimise(family: Family, target: str, data: bytes, kind: str | None, message: str, budget: int = 400,
+             outcome: str | None = None) -> bytes:
     """Greedy delta debugging: remove chunks (halving their size) while the same kind of finding
-    (same exception class and place, or a disagreement) still reproduces."""
+    (same exception class and place, or a disagreement), or the same ``outcome``, still reproduces."""
     want = _kind_and_where(message) if kind == "untyped" else kind
 
     def same(d: bytes) -> bool:
-        _, k, msg = judge(family, target, d)
+        o, k, msg = judge(family, target, d)
+        if outcome is not None:
+            return o == outcome
         return k == kind and (_kind_and_where(msg) if kind == "untyped" else k) == want
 
     best, chunk, tries = data, max(1, len(data) // 2), 0
@@ -215,6 +219,7 @@ def run_worker(names: list[str], start: int, count: int, seconds: float, progres
             outcome, kind, message = judge(fam, target, data)
             stats.inputs += 1
             stats.outcomes[outcome] += 1
+            stats.first.setdefault(outcome, index)
             if kind is not None:
                 stats.findings.append(Finding(fam.name, target, index, kind, message, data))
         stats.seconds = time.monotonic() - t0
@@ -261,6 +266,8 @@ def run_families(names: list[str], start: int, count: int, seconds: float = 0.0,
             total.outcomes.update(s["outcomes"])
             total.seconds += s["seconds"]
             total.max_rss_mb = max(total.max_rss_mb, s["max_rss_mb"])
+            for k, v in s["first"].items():
+                total.first.setdefault(k, v)
             total.findings += [Finding(f["family"], f["target"], f["index"], f["kind"], f["message"],
                                        bytes.fromhex(f["hex"])) for f in s["findings"]]
         if rc == 0:
