@@ -12,7 +12,6 @@ base the CLI reads only the Parquet form, so its answer to these directories is 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -29,8 +28,8 @@ TIMEOUT = 120  # seconds; a clean read of these savepoints takes about one
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+    # the same statemorph as this process (the installed one in CI, src/ with PYTHONPATH=src)
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=TIMEOUT, check=False)
 
 
