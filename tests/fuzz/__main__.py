@@ -34,10 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     names = a.family or list(FAMILIES)
     if a.worker:
-        done = [s.to_json() for s in run_worker(names, a.start, a.inputs, a.seconds, a.progress,
-                                                _resume(a.resume, a.start))]
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump(done, f)
+        done = []
+        for stats in run_worker(names, a.start, a.inputs, a.seconds, a.progress, _resume(a.resume, a.start)):
+            done.append(stats.to_json())
+            with open(a.json + ".tmp", "w", encoding="utf-8") as f:  # after each family: a crash keeps them
+                json.dump(done, f)
+            os.replace(a.json + ".tmp", a.json)
         return 0
     results: list[Stats] = []
     for name in names:  # one worker per family: a long run prints each family as it ends

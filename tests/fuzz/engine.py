@@ -259,7 +259,7 @@ def run_families(names: list[str], start: int, count: int, seconds: float = 0.0,
                 proc.kill()
                 break
         rc = proc.wait()
-        done = json.loads(Path(results).read_text(encoding="utf-8")) if rc == 0 and os.path.exists(results) else []
+        done = json.loads(Path(results).read_text(encoding="utf-8")) if os.path.exists(results) else []
         for s in done:
             total = totals[s["family"]]
             total.inputs += s["inputs"]
@@ -280,8 +280,11 @@ def run_families(names: list[str], start: int, count: int, seconds: float = 0.0,
         target, data, _ = input_for(FAMILIES[name](), bad)
         kind = "hang" if rc == -signal.SIGKILL else "crash"
         total = totals[name]
-        # the dead worker's counts for this family are lost: count what it had reached
-        total.inputs += bad - resume[1] + 1 if no == resume[0] else bad - start + 1
+        # the dead worker's outcomes for this family before ``bad`` are lost: counted as such
+        before = bad - (resume[1] if no == resume[0] else start)
+        total.inputs += before + 1
+        if before:
+            total.outcomes["unrecorded (worker died)"] += before
         total.outcomes[kind] += 1
         total.findings.append(Finding(name, target, bad, kind, f"worker exit status {rc}", data))
         if log is not None:
