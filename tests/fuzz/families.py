@@ -264,9 +264,14 @@ def _check_decode(ser: Any, good: list[bytes], data: bytes) -> str:
     if either:
         return "ok:unrepresentable"
     again = without_row_kind(ser, arrow.encode(arr.slice(1, 1), ser, on_error="null").to_pylist())
-    if again != without_row_kind(ser, [reencoded(ser, ref)]):
+    expected = without_row_kind(ser, [reencoded(ser, ref)])
+    if again != expected:
         if again == without_row_kind(ser, [reencoded(ser, _insert_kinds(ref))]):
             return "known:nested-row-kind"
+        if repr(ser.from_bytes(again[0])) == repr(ser.from_bytes(expected[0])):
+            # the same values, other bytes: a signalling NaN in a FLOAT / DOUBLE field, which the
+            # reference quiets (float32 -> Python float) and the bulk path keeps bit for bit
+            return "ok:nan-bits"
         raise Disagreement(f"bulk decode and from_bytes read different values: {arr.slice(1, 1).to_pylist()!r} "
                            f"vs {ref!r}")
     return "ok"
