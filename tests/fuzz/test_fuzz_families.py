@@ -1,8 +1,8 @@
 """Every decoder family under a bounded number of mutated inputs (CI), in one worker subprocess
 that runs under RLIMIT_AS with a per-input time guard (see :mod:`.engine` for the oracle).
 
-``STATEMORPH_FUZZ_INPUTS`` sets the inputs per family (default 300: the whole suite stays
-around a minute on a 2-core machine); the long run is ``python -m tests.fuzz`` (docs/reliability.md).
+``STATEMORPH_FUZZ_INPUTS`` sets the inputs per family (default 300: the whole suite takes
+about 15 s on 2 idle cores); the long run is ``python -m tests.fuzz`` (docs/reliability.md).
 """
 
 from __future__ import annotations
