@@ -1,0 +1,47 @@
+"""Every decoder family under a bounded number of mutated inputs (CI), in one worker subprocess
+that runs under RLIMIT_AS with a per-input time guard (see :mod:`.engine` for the oracle).
+
+``STATEMORPH_FUZZ_INPUTS`` sets the inputs per family (default 300: the whole suite takes
+about 15 s on 2 idle cores); the long run is ``python -m tests.fuzz`` (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .engine import Stats, judge, regression_inputs, run_families
+from .families import FAMILIES
+
+pytestmark = pytest.mark.fuzz
+INPUTS = int(os.environ.get("STATEMORPH_FUZZ_INPUTS", "300"))
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Stats]:
+    return {s.family: s for s in run_families(list(FAMILIES), 0, INPUTS)}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_family_gives_only_results_or_typed_errors(results: dict[str, Stats], family: str) -> None:
+    stats = results[family]
+    assert stats.inputs == INPUTS, stats.to_json()
+    shown = [f"{f.kind} at input {f.index} ({f.target}): {f.message[:300]}" for f in stats.findings[:10]]
+    assert not stats.findings, "\n".join(shown)
+    # the mutations reach both sides of the decoder: some inputs still read, some are refused
+    assert any(k.startswith("ok") for k in stats.outcomes), stats.outcomes
+    assert any(k.startswith("error:") for k in stats.outcomes), stats.outcomes
+
+
+REGRESSIONS = list(regression_inputs())
+
+
+@pytest.mark.parametrize("family,target,path", REGRESSIONS, ids=[f"{f}/{p.stem}" for f, _, p in REGRESSIONS])
+def test_saved_regression_input(family: str, target: str, path: os.PathLike[str]) -> None:
+    """Inputs a fuzz run once found a problem with (tests/data/fuzz/<family>/): now a result or a
+    typed error, on every path."""
+    with open(path, "rb") as f:
+        data = f.read()
+    outcome, kind, message = judge(FAMILIES[family](), target, data)
+    assert kind is None, f"{outcome}: {message}"

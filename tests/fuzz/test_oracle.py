@@ -1,0 +1,59 @@
+"""The oracle itself: each kind of finding is recognised (so a clean fuzz run means something),
+and inputs are a pure function of (family, index)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from statemorph.errors import MalformedDataError
+
+from .engine import input_for, judge
+from .families import FAMILIES, Disagreement, Family, Target
+
+pytestmark = pytest.mark.fuzz
+
+
+def _family(check) -> Family:  # type: ignore[no-untyped-def]
+    return Family("oracle", "one check", [Target("t", b"\x00\x00\x00\x04abcd", check)])
+
+
+def _raise(exc: BaseException):  # type: ignore[no-untyped-def]
+    def check(data: bytes) -> str:
+        raise exc
+    return check
+
+
+@pytest.mark.parametrize("exc,outcome,kind", [
+    (MalformedDataError("bad length"), "error:MalformedDataError", None),
+    (KeyError("x"), "untyped", "untyped"),
+    (OverflowError("too big"), "untyped", "untyped"),
+    (RecursionError("deep"), "untyped", "untyped"),
+    (MemoryError(), "memory", "memory"),
+    (Disagreement("tiers differ"), "disagree", "disagree"),
+])
+def test_each_outcome_is_recognised(exc: BaseException, outcome: str, kind: str | None) -> None:
+    got, found, message = judge(_family(_raise(exc)), "t", b"")
+    assert (got, found) == (outcome, kind), message
+
+
+def test_an_untyped_error_names_its_place() -> None:
+    _, _, message = judge(_family(lambda d: {}["missing"]), "t", b"")
+    assert message.startswith("KeyError at test_oracle.py:")
+
+
+def test_a_slow_input_is_a_hang() -> None:
+    def slow(data: bytes) -> str:
+        time.sleep(30)
+        return "ok"
+
+    assert judge(_family(slow), "t", b"", hang_seconds=0.2)[:2] == ("hang", "hang")
+
+
+def test_inputs_are_reproducible_from_their_index() -> None:
+    fam = FAMILIES["per-value"]()
+    first = [input_for(fam, i) for i in range(50)]
+    assert first == [input_for(fam, i) for i in range(50)]
+    assert len({data for _, data, _ in first}) > 40  # and varied
+    assert any(data != fam.target(t).seed for t, data, _ in first)
