@@ -373,7 +373,7 @@ def _avro_serializers() -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def avro_bytes(events: Events) -> pa.Array:
-    """``events.n`` entries as Flink stores Avro (flink-formats.md §2.11: no header, i64 / i32 BE,
+    """``events.n`` entries as Flink stores Avro (docs/formats.md §2.11: no header, i64 / i32 BE,
     i32 BE length ‖ UTF-8), built with numpy (per value would dominate the run) and checked against
     the per-value serializer on a sample."""
     n = events.n

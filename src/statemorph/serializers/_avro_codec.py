@@ -4,7 +4,7 @@ Flink does not store standard Avro binary: its ``DataOutputEncoder`` under Avro'
 ``GenericDatumWriter`` writes ints, enum indexes and union indexes as i32 BE, longs as i64 BE,
 floats/doubles with ``writeFloat``/``writeDouble``, strings and bytes as i32 BE length + bytes, fixed
 raw, and arrays/maps as ``VARLEN(count)`` (only when count > 0; unsigned 7-bit LE varint, no zig-zag)
-then the items, then a single ``00`` (flink-formats.md §2.11). Readers accept any number of blocks,
+then the items, then a single ``00`` (docs/formats.md §2.11). Readers accept any number of blocks,
 as ``DataInputDecoder`` under Avro's reader does.
 
 Why closures: a schema is walked once at construction; serializing a record then costs one Python

@@ -5,7 +5,7 @@ compiled once into a tree of small codec objects (one per type node) that know t
 width, how to write a value into a slot (plus the variable-length part) and how to read and
 validate it back. ``RowDataSerializer`` and the migration code both use this tree.
 
-Layout facts (flink-formats.md §3; all integers little-endian, offsets relative to the start of
+Layout facts (docs/formats.md §3; all integers little-endian, offsets relative to the start of
 the enclosing row or array):
 
 - row: ``[header byte = RowKind][null bits, bit i+8 for field i][8-byte slots][var part]``;

@@ -1,7 +1,7 @@
 """Flink's primitive-array serializers and ``StringArraySerializer``
 (``org.apache.flink.api.common.typeutils.base.array``).
 
-Layout (flink-formats.md §2.4): ``i32 BE length ‖ elements``, each element in its primitive's
+Layout (docs/formats.md §2.4): ``i32 BE length ‖ elements``, each element in its primitive's
 ``DataOutput`` form. ``byte[]`` maps to ``bytes``; every other array maps to a ``list``. A null
 array is refused (Flink throws ``IllegalArgumentException``); so is a null element, except in
 ``String[]`` whose elements are ``StringValue`` strings and may be null.

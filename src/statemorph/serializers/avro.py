@@ -1,6 +1,6 @@
 """Flink's ``AvroSerializer`` for generic Avro records, its snapshot, and schema evolution.
 
-Bytes (flink-formats.md §2.11) are written by a plan compiled once per schema (``_avro_codec``);
+Bytes (docs/formats.md §2.11) are written by a plan compiled once per schema (``_avro_codec``);
 values look like fastavro's (records → dict, enums → symbol, unions → the plain value or fastavro's
 ``(name, value)`` tuple, logical types as fastavro maps them).
 

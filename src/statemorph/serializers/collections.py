@@ -1,5 +1,5 @@
 """Flink's collection serializers: ``ListSerializer``, ``MapSerializer`` and the null-adding
-wrapper ``NullableSerializer`` (flink-formats.md §2.5, §2.7, §4.4).
+wrapper ``NullableSerializer`` (docs/formats.md §2.5, §2.7, §4.4).
 
 * List: ``i32 size ‖ element*``; no per-element null flag (a None element goes to the element
   serializer, which accepts it only if it handles null itself, e.g. String).

@@ -1,4 +1,4 @@
-"""Flink's ``EnumSerializer`` (flink-formats.md §2.6, §5).
+"""Flink's ``EnumSerializer`` (docs/formats.md §2.6, §5).
 
 Data is an ``i32`` index into the serializer's constant list. That list is the declaration
 order for a fresh serializer, but a *reconfigured* one keeps the old snapshot's order and appends

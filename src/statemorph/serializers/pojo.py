@@ -3,7 +3,7 @@
 A POJO is written as a flags byte (``01`` null, ``02`` exactly the POJO class), then, field by
 field in Java ``String.compareTo`` order of the names (UTF-16 code units, which is not Python's
 code-point order for characters beyond the BMP), a null flag and the field's bytes
-(flink-formats.md §2.10). Subclass values (flags ``04`` / ``08``) carry a Java class name or a
+(docs/formats.md §2.10). Subclass values (flags ``04`` / ``08``) carry a Java class name or a
 registration tag and a whole second serializer; statemorph has no Java classes to resolve them
 with, so reading them is a :class:`MalformedDataError` that says so.
 
@@ -496,7 +496,7 @@ class PojoSerializerSnapshot(TypeSerializerSnapshot):
 
     # -- compatibility ---------------------------------------------------------------------
     def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
-        """Flink's POJO rule (flink-formats.md §5), fields matched by name."""
+        """Flink's POJO rule (docs/formats.md §5), fields matched by name."""
         if not isinstance(new_serializer, PojoSerializer):
             return SchemaCompatibility.incompatible(
                 f"serializer changed from PojoSerializer to {type(new_serializer).__name__}"

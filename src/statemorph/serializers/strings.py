@@ -1,6 +1,6 @@
 """Flink's ``StringValue`` string encoding and the ``StringSerializer`` built on it.
 
-Layout (flink-formats.md §2.2): ``VARLEN(units + 1)`` then one 7-bit little-endian varint per
+Layout (docs/formats.md §2.2): ``VARLEN(units + 1)`` then one 7-bit little-endian varint per
 UTF-16 code unit; a length of 0 means null. It is *not* UTF-8: Flink counts and writes UTF-16 code
 units, so supplementary characters are two 3-byte groups and lone surrogates pass through.
 

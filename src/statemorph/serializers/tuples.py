@@ -6,7 +6,7 @@ field serializers as nested snapshots, so the bytes equal Flink's. Fields are ma
 only (Flink stores no field names in either snapshot), which is why an arity change is
 incompatible rather than a migration.
 
-Formats (flink-formats.md §2.8, §2.9):
+Formats (docs/formats.md §2.8, §2.9):
 
 * Tuple: the fields back to back, no header, no null mask. A null field is handed to its
   serializer (String and Nullable write it); one that cannot write null makes Flink throw a

@@ -31,7 +31,7 @@ import java.util.Map;
  *
  * <p>pyflink ships neither flink-avro nor Avro, so this runs the real Avro GenericDatumWriter /
  * GenericDatumReader (Debian's libavro-java) over an encoder/decoder pair written here from the
- * byte-level description in flink-formats.md §2.11 (big-endian ints/longs/floats, i32 length +
+ * byte-level description in docs/formats.md §2.11 (big-endian ints/longs/floats, i32 length +
  * UTF-8 strings and bytes, i32 union index and enum index, unsigned 7-bit varint block counts
  * with a single 00 end byte). That section's example is checked in tests/golden/avro.jsonl.
  * AvroSerializer snapshots are not produced (no flink-avro jar).
