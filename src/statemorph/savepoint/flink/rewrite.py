@@ -20,7 +20,6 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
@@ -33,7 +32,7 @@ from .keyed_blocks import StateRun
 from .keyed_header import VALUE_SERIALIZER, KeyedHeader, StateMetaInfo
 from .keyed_writer import KeyedStreamWriter, keep_inline
 from .layout import FieldCodec, StateLayout
-from .metadata import METADATA_FILE_NAME, OperatorState, serialize_metadata
+from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, serialize_metadata
 from .reader import FlinkSavepoint, KeyedStream
 
 ValueMigration = Callable[[pa.BinaryArray], pa.Array]
@@ -179,50 +178,35 @@ class _Pending:
 
     def __init__(self, layouts: dict[int, tuple[StateLayout, _Change]]) -> None:
         self.layouts = layouts
-        self.groups: list[tuple[int, list[StateRun], dict[int, list[list[list[Any]]]]]] = []
+        self.groups: list[tuple[int, list[StateRun], dict[int, tuple[int, Callable[[list[bytes]], list[bytes]]]]]] = []
         self.values: dict[int, list[bytes]] = {sid: [] for sid in layouts}
         self.count = 0
 
     def add(self, kg: int, runs: list[StateRun]) -> None:
-        split: dict[int, list[list[list[Any]]]] = {}
+        split: dict[int, tuple[int, Callable[[list[bytes]], list[bytes]]]] = {}
         for run in runs:
             entry = self.layouts.get(run.state_id)
             if entry is None:
                 continue
-            layout = entry[0]
-            vals = self.values[run.state_id]
-            rows = []
-            for v in run.values:
-                parts: list[list[Any]] = [list(p) for p in layout.split_value(v)]
-                for p in parts:
-                    if p[0] is not None:
-                        vals.append(p[0])
-                        self.count += 1
-                rows.append(parts)
-            split[run.state_id] = rows
+            users, rebuild = entry[0].value_parts(run.values)
+            self.values[run.state_id].extend(users)
+            self.count += len(users)
+            split[run.state_id] = (len(users), rebuild)
         self.groups.append((kg, runs, split))
 
     def flush(self) -> Iterator[tuple[int, list[StateRun]]]:
-        new_values: dict[int, Iterator[bytes]] = {}
-        for sid, vals in self.values.items():
-            layout, ch = self.layouts[sid]
-            new_values[sid] = iter(_migrate(ch, vals))
+        new_values = {sid: _migrate(self.layouts[sid][1], vals) for sid, vals in self.values.items()}
+        used = dict.fromkeys(new_values, 0)
         for kg, runs, split in self.groups:
             out_runs = []
             for run in runs:
-                rows = split.get(run.state_id)
-                if rows is None:
+                if run.state_id not in split:
                     out_runs.append(run)
                     continue
-                layout = self.layouts[run.state_id][0]
-                it = new_values[run.state_id]
-                values = []
-                for parts in rows:
-                    for p in parts:
-                        if p[0] is not None:
-                            p[0] = next(it)
-                    values.append(layout.join_value([(p[0], p[1]) for p in parts]))
-                out_runs.append(StateRun(run.state_id, run.keys, values))
+                n, rebuild = split[run.state_id]
+                at = used[run.state_id]
+                used[run.state_id] = at + n
+                out_runs.append(StateRun(run.state_id, run.keys, rebuild(new_values[run.state_id][at : at + n])))
             yield kg, out_runs
         self.groups.clear()
         for vals in self.values.values():
@@ -284,7 +268,7 @@ def _rewrite_stream(
         return out.finish(inline, inline_name, old.code, old.handle_id), counts
 
 
-def _carry_files(d: SavepointDirectory, meta: Any, replaced: set[str], tmp: Path) -> int:
+def _carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Path) -> int:
     """Hard-link (or copy) every file the new metadata still references, plus any other regular
     file at the top of the source directory; the replaced streams are not carried."""
     names: set[str] = set()
@@ -316,7 +300,7 @@ def _file_handles(op: OperatorState) -> Iterator[FileHandle | RelativeFileHandle
                 yield h.delegate
 
 
-def _relativize(d: SavepointDirectory, meta: Any) -> None:
+def _relativize(d: SavepointDirectory, meta: CheckpointMetadata) -> None:
     """Absolute file handles become relative ones: the new savepoint lives somewhere else."""
     for op in meta.operators:
         for st in op.subtasks or []:
