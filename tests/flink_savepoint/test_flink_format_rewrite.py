@@ -348,3 +348,16 @@ def test_key_group_ranges_migrated_in_parts_assemble_into_the_same_stream(tmp_pa
         assert handle.offsets == done.handle.offsets
         assert (tmp_path / f"parts-{st.index}").read_bytes() == done.source.read_at(0, done.source.size, "all")
         assert sum(counts.values()) > 0
+
+
+def test_missing_carried_file_and_missing_parent_are_typed(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "kinds-hashmap-p2-files-snappy")
+    moved = tmp_path / "sp"
+    shutil.copytree(case / "savepoint", moved)
+    victim = next(p for p in moved.iterdir() if p.name != "_metadata")
+    victim.unlink()
+    with pytest.raises(FlinkSavepointError, match="is missing"):
+        rewrite(moved, tmp_path / "out", {})
+    with pytest.raises(FlinkSavepointError, match="parent directory does not exist"):
+        rewrite(case / "savepoint", tmp_path / "no" / "such" / "out", {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sp"]

@@ -72,14 +72,22 @@ def rewrite(
         raise FlinkSavepointError(f"{dst}: already exists; a savepoint is never overwritten")
     src = FlinkSavepoint(src_dir, registry)
     plan = _plan(src, changes, registry)
+    if not dst.parent.is_dir():
+        raise FlinkSavepointError(f"{dst}: the parent directory does not exist")
     tmp = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex[:12]}"
-    tmp.mkdir(parents=False)
+    try:
+        tmp.mkdir(parents=False)
+    except OSError as e:
+        raise FlinkSavepointError(f"{dst}: cannot create the temporary directory {tmp.name}: {e.strerror}") from e
     try:
         report = _write(src, plan, tmp, inline_threshold, batch_values)
         _fsync_dir_tree(tmp)
         os.rename(tmp, dst)
         _fsync(dst.parent)
         return report
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise FlinkSavepointError(f"{dst}: writing the savepoint failed: {e}") from e
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -201,6 +209,8 @@ def _carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[
         if (tmp / rel).exists():
             continue
         source = d.resolve(RelativeFileHandle(rel, 0))
+        if not source.is_file():
+            raise FlinkSavepointError(f"{d.path}: state file {rel!r} referenced by _metadata is missing")
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
