@@ -47,7 +47,7 @@ from .rewrite import RewriteReport, rewrite
 from .snappy import compress_key_group, decompress_key_group
 
 
-def is_flink_savepoint(path: str) -> bool:
+def is_flink_savepoint(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` is a directory holding Flink's ``_metadata`` file."""
     return os.path.isfile(os.path.join(path, "_metadata"))
 
