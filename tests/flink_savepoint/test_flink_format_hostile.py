@@ -301,7 +301,7 @@ def test_random_corruption_is_a_typed_error_or_reads(tmp_path: Path, source: Pat
     rng = random.Random(20261125)
     d = _with_metadata(tmp_path, source, data)
     body_end = len(data) - len(_meta(source).trailer)
-    for _ in range(80):
+    for _ in range(40):
         buf = bytearray(data)
         for _ in range(rng.randint(1, 4)):
             buf[rng.randrange(0, body_end)] = rng.randrange(256)

@@ -266,3 +266,24 @@ def test_key_group_ranges_partition_the_entries(case: Path) -> None:
         assert all(r["key_group"] in rng for r in rows)
         parts += rows
     assert sorted(parts, key=repr) == sorted(whole, key=repr) and whole
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids())
+def test_fast_column_paths_equal_the_per_entry_path(case: Path) -> None:
+    """StateLayout.columns (slicing) and value_parts (bulk) give what the per-entry split gives."""
+    from statemorph.savepoint.flink import StateLayout
+
+    sp = FlinkSavepoint(case / "savepoint")
+    op = sp.operator(state_operator(sp))
+    for _, stream in sp.keyed_streams(op):
+        layouts = [StateLayout(m, stream.header.key_serializer, op.max_parallelism, "t") for m in stream.header.states]
+        for _, runs in stream.key_groups():
+            for run in runs:
+                lay = layouts[run.state_id]
+                assert lay.columns(run.keys, run.values) == lay._columns_per_entry(run.keys, run.values)
+                if lay.kind == "timers":
+                    continue
+                users, rebuild = lay.value_parts(run.values)
+                flat = [b for v in run.values for b, _ in lay.split_value(v) if b is not None]
+                assert users == flat
+                assert rebuild(users) == run.values

@@ -316,3 +316,48 @@ def test_streams_rebuilt_from_batches_hold_the_same_entries(case: Path, tmp_path
         assert {kg: entries(b) for kg, b in mine.items()} == {kg: entries(b) for kg, b in source[1]}
         if spec(case)["backend"] == "rocksdb" and not h.compressed:
             assert mine == dict(source[1])
+
+
+def test_key_group_ranges_migrated_in_parts_assemble_into_the_same_stream(tmp_path: Path) -> None:
+    """What a parallel runner does: each task migrates one key-group range and encodes its groups;
+    the blocks appended in order give the same stream as the one-pass rewrite."""
+    from statemorph.savepoint.flink import KeyedStreamWriter, encode_key_group, migrated_header, migrated_key_groups
+
+    case = next(c for c in CASES if c.name == "kinds-hashmap-p2-files-snappy")
+    src = case / "savepoint"
+    sp = FlinkSavepoint(src)
+    op_id = state_operator(sp)
+    op = sp.operator(op_id)
+    env = write_serializer_snapshot(serializers.LongSerializer().snapshot_configuration())
+    states = ("count", "recent", "totals", "ttl_count")
+    rewrite(src, tmp_path / "whole", {(op_id, s): (env, _plus_one) for s in states})
+    whole = FlinkSavepoint(tmp_path / "whole")
+    for (st, stream), (_, done) in zip(sp.keyed_streams(op), whole.keyed_streams(whole.operator(op_id)), strict=True):
+        header = migrated_header(stream.header, dict.fromkeys(states, env))
+        first, n = stream.handle.start_key_group, len(stream.handle.offsets)
+        counts: dict[str, int] = {}
+        with KeyedStreamWriter(tmp_path, f"parts-{st.index}", header, first, n) as w:
+            for lo in range(first, first + n, 10):
+                migrated = migrated_key_groups(stream, dict.fromkeys(states, _plus_one), op.max_parallelism,
+                                               key_groups=range(lo, min(lo + 10, first + n)), batch_values=5,
+                                               counts=counts)
+                task = [(kg, encode_key_group(runs, header.compressed)) for kg, runs in migrated]
+                for kg, data in task:
+                    w.add_encoded_key_group(kg, data)
+            handle = w.finish(inline=False)
+        assert handle.offsets == done.handle.offsets
+        assert (tmp_path / f"parts-{st.index}").read_bytes() == done.source.read_at(0, done.source.size, "all")
+        assert sum(counts.values()) > 0
+
+
+def test_missing_carried_file_and_missing_parent_are_typed(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "kinds-hashmap-p2-files-snappy")
+    moved = tmp_path / "sp"
+    shutil.copytree(case / "savepoint", moved)
+    victim = next(p for p in moved.iterdir() if p.name != "_metadata")
+    victim.unlink()
+    with pytest.raises(FlinkSavepointError, match="is missing"):
+        rewrite(moved, tmp_path / "out", {})
+    with pytest.raises(FlinkSavepointError, match="parent directory does not exist"):
+        rewrite(case / "savepoint", tmp_path / "no" / "such" / "out", {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sp"]

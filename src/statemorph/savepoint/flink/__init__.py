@@ -22,7 +22,7 @@ from .handles import (
     OperatorStreamHandle,
     RelativeFileHandle,
 )
-from .keyed_blocks import StateRun, parse_key_group, write_key_group
+from .keyed_blocks import StateRun, encode_key_group, parse_key_group, write_key_group
 from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header, write_keyed_header
 from .keyed_writer import KeyedStreamWriter, entries_from_batch, keep_inline
 from .layout import StateLayout, build_composite_key, key_group_prefix_bytes
@@ -34,6 +34,7 @@ from .metadata import (
     parse_metadata,
     serialize_metadata,
 )
+from .migrate_stream import migrated_header, migrated_key_groups
 from .reader import (
     FlinkSavepoint,
     KeyedStream,
@@ -46,7 +47,7 @@ from .rewrite import RewriteReport, rewrite
 from .snappy import compress_key_group, decompress_key_group
 
 
-def is_flink_savepoint(path: str) -> bool:
+def is_flink_savepoint(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` is a directory holding Flink's ``_metadata`` file."""
     return os.path.isfile(os.path.join(path, "_metadata"))
 
@@ -77,11 +78,14 @@ __all__ = [
     "build_composite_key",
     "compress_key_group",
     "decompress_key_group",
+    "encode_key_group",
     "entries_from_batch",
     "flink_state_schema",
     "is_flink_savepoint",
     "keep_inline",
     "key_group_prefix_bytes",
+    "migrated_header",
+    "migrated_key_groups",
     "parse_key_group",
     "parse_keyed_header",
     "parse_metadata",

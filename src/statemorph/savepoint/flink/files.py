@@ -66,7 +66,10 @@ class FileStream(StreamSource):
     def _read(self, offset: int, n: int) -> bytes:
         parts = []
         while n > 0:
-            chunk = os.pread(self.fd, min(n, 1 << 30), offset)
+            try:
+                chunk = os.pread(self.fd, min(n, 1 << 30), offset)
+            except OSError as e:
+                raise FlinkSavepointError(f"{self.name}: reading at offset {offset} failed: {e.strerror}") from e
             if not chunk:
                 raise FlinkSavepointError(f"{self.name}: the file shrank while being read (offset {offset})")
             parts.append(chunk)

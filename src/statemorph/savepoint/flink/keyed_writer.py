@@ -39,15 +39,18 @@ class KeyedStreamWriter:
         self._last = -1
 
     def add_key_group(self, key_group: int, runs: list[StateRun]) -> None:
+        if any(run.keys for run in runs):
+            self.add_encoded_key_group(key_group, encode_key_group(runs, self.compressed))
+
+    def add_encoded_key_group(self, key_group: int, data: bytes) -> None:
+        """Append one key group already encoded (and Snappy-framed when the header says so) by
+        :func:`encode_key_group`, e.g. by a parallel task."""
         i = key_group - self.start
         if not 0 <= i < len(self.offsets) or key_group <= self._last:
             raise FlinkSavepointError(
                 f"{self.path}: key group {key_group} is out of order or outside "
                 f"{self.start}..{self.start + len(self.offsets) - 1}"
             )
-        if not any(run.keys for run in runs):
-            return
-        data = encode_key_group(runs, self.compressed)
         self.offsets[i] = self.pos
         self._f.write(data)
         self.pos += len(data)

@@ -15,6 +15,7 @@ namespace, and an empty value.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,6 +196,66 @@ class StateLayout:
         head = bytes((key_group,)) if self.prefix == 1 else key_group.to_bytes(2, "big")
         return head + _Q.pack((timestamp & 0xFFFFFFFFFFFFFFFF) ^ (1 << 63)) + key + namespace
 
+    def fixed_split(self) -> tuple[int, int] | None:
+        """``(key length or -1, namespace length)`` when keys split by slicing alone: not map or
+        timer state, no length suffixes, a fixed-length namespace (the key is what precedes it)."""
+        if self.kind in ("map", "timers") or self.ambiguous or self.ns_codec.fixed < 0:
+            return None
+        return self.key_codec.fixed, self.ns_codec.fixed
+
+    def columns(self, keys: list[bytes], values: list[bytes]) -> dict[str, list[Any]]:
+        """One state run as columns of the reader's batch shape (fast slicing paths for the common
+        layouts, the per-entry path otherwise; both give the same columns)."""
+        fixed = self.fixed_split()
+        if fixed is not None and self.kind != "list":
+            p = self.prefix
+            kf, nf = fixed
+            if all(len(k) == p + kf + nf for k in keys) if kf >= 0 else all(len(k) >= p + nf for k in keys):
+                kgs = [k[0] for k in keys] if p == 1 else [(k[0] << 8) | k[1] for k in keys]
+                cols: dict[str, list[Any]] = {
+                    "key_group": kgs,
+                    "key": [k[p : len(k) - nf] for k in keys],
+                    "namespace": [k[len(k) - nf :] for k in keys],
+                }
+                if not self.ttl:
+                    cols["value"] = list(values)
+                    return cols
+                if all(len(v) >= TTL_BYTES for v in values):
+                    cols["value"] = [v[TTL_BYTES:] for v in values]
+                    cols["ttl_timestamp"] = [int.from_bytes(v[:TTL_BYTES], "big", signed=True) for v in values]
+                    return cols
+        return self._columns_per_entry(keys, values)
+
+    def _columns_per_entry(self, keys: list[bytes], values: list[bytes]) -> dict[str, list[Any]]:
+        names = ["key_group", "key", "namespace"]
+        if self.kind == "timers":
+            names.append("timestamp")
+        else:
+            names += (["user_key"] if self.kind == "map" else ["index"] if self.kind == "list" else []) + ["value"]
+            if self.ttl:
+                names.append("ttl_timestamp")
+        c: dict[str, list[Any]] = {n: [] for n in names}
+        for k, v in zip(keys, values, strict=True):
+            sk = self.split_key(k)
+            if self.kind == "timers":
+                c["key_group"].append(sk.key_group)
+                c["timestamp"].append(self.timer_timestamp(k))
+                c["key"].append(sk.key)
+                c["namespace"].append(sk.namespace)
+                continue
+            for i, (value, ts) in enumerate(self.split_value(v)):
+                c["key_group"].append(sk.key_group)
+                c["key"].append(sk.key)
+                c["namespace"].append(sk.namespace)
+                if self.kind == "map":
+                    c["user_key"].append(sk.rest)
+                elif self.kind == "list":
+                    c["index"].append(i)
+                c["value"].append(value)
+                if self.ttl:
+                    c["ttl_timestamp"].append(ts)
+        return c
+
     # -- values -------------------------------------------------------------------------------
     def split_value(self, v: bytes) -> list[tuple[bytes | None, int | None]]:
         """The per-value parts of one Flink value: ``[(user value bytes or None, ttl timestamp or
@@ -237,6 +298,38 @@ class StateLayout:
                 if pos == n:
                     raise FlinkSavepointError(f"{self.where}: list value ends with a delimiter")
         return out
+
+    def value_parts(self, values: list[bytes]) -> tuple[list[bytes], Callable[[list[bytes]], list[bytes]]]:
+        """The per-value bytes of a run's values (what a migration sees: no TTL timestamp, no map
+        null flag, one list element each; null map values left out) and a function that puts new
+        per-value bytes back into Flink values, every other byte kept as it was."""
+        t = TTL_BYTES if self.ttl else 0
+        where = self.where
+        if self.kind in ("value", "reducing", "aggregating"):
+            if not t:
+                return list(values), list
+            if any(len(v) < t for v in values):
+                raise FlinkSavepointError(f"{where}: a TTL value has no 8-byte timestamp")
+            heads = [v[:t] for v in values]
+            return [v[t:] for v in values], lambda new: [h + n for h, n in zip(heads, new, strict=True)]
+        if self.kind == "map":
+            if any(not v or (not v[0] and len(v) < 1 + t) for v in values):
+                raise FlinkSavepointError(f"{where}: a map value is shorter than its null flag and TTL timestamp")
+            present = [v for v in values if not v[0]]
+
+            def rebuild_map(new: list[bytes]) -> list[bytes]:
+                it = iter(new)
+                return [v if v[0] else v[: 1 + t] + next(it) for v in values]
+
+            return [v[1 + t :] for v in present], rebuild_map
+        parts = [self.split_value(v) for v in values]
+        users = [b for ps in parts for b, _ in ps if b is not None]
+
+        def rebuild_list(new: list[bytes]) -> list[bytes]:
+            it = iter(new)
+            return [self.join_value([(next(it), ts) for _, ts in ps]) for ps in parts]
+
+        return users, rebuild_list
 
     def join_value(self, parts: list[tuple[bytes | None, int | None]]) -> bytes:
         """Inverse of :meth:`split_value`."""

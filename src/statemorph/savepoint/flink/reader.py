@@ -248,27 +248,8 @@ class _BatchBuilder:
         return len(self.cols["key_group"])
 
     def add(self, run: StateRun) -> None:
-        lay, c = self.layout, self.cols
-        kind = lay.kind
-        for k, v in zip(run.keys, run.values, strict=True):
-            sk = lay.split_key(k)
-            if kind == "timers":
-                c["key_group"].append(sk.key_group)
-                c[COL_TIMESTAMP].append(lay.timer_timestamp(k))
-                c["key"].append(sk.key)
-                c["namespace"].append(sk.namespace)
-                continue
-            for i, (value, ts) in enumerate(lay.split_value(v)):
-                c["key_group"].append(sk.key_group)
-                c["key"].append(sk.key)
-                c["namespace"].append(sk.namespace)
-                if kind == "map":
-                    c["user_key"].append(sk.rest)
-                elif kind == "list":
-                    c["index"].append(i)
-                c["value"].append(value)
-                if lay.ttl:
-                    c[COL_TTL].append(ts)
+        for name, col in self.layout.columns(run.keys, run.values).items():
+            self.cols[name].extend(col)
 
     def take(self, n: int) -> pa.RecordBatch:
         arrays = [pa.array(self.cols[f.name][:n], f.type) for f in self.schema]

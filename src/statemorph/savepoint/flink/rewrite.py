@@ -17,31 +17,26 @@ import copy
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import pyarrow as pa
-
-from ...errors import FlinkSavepointError, StatemorphError
+from ...errors import FlinkSavepointError
 from ...snapshot import SnapshotRegistry
 from .envelope import snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
-from .keyed_blocks import StateRun
-from .keyed_header import VALUE_SERIALIZER, KeyedHeader, StateMetaInfo
+from .keyed_header import VALUE_SERIALIZER, StateMetaInfo
 from .keyed_writer import KeyedStreamWriter, keep_inline
-from .layout import FieldCodec, StateLayout
-from .metadata import METADATA_FILE_NAME, OperatorState, serialize_metadata
+from .layout import FieldCodec
+from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, serialize_metadata
+from .migrate_stream import DEFAULT_BATCH_VALUES, ValueMigration, migrated_header, migrated_key_groups
 from .reader import FlinkSavepoint, KeyedStream
 
-ValueMigration = Callable[[pa.BinaryArray], pa.Array]
 Changes = Mapping[tuple[str, str], tuple[bytes, ValueMigration]]
 DEFAULT_INLINE_THRESHOLD = 20 * 1024
 """Flink's default ``execution.checkpointing.data-inline-threshold``: smaller streams live in
 ``_metadata``."""
-DEFAULT_BATCH_VALUES = 1 << 16
 MIGRATABLE = ("value", "list", "map", "reducing", "aggregating")
 
 
@@ -77,14 +72,22 @@ def rewrite(
         raise FlinkSavepointError(f"{dst}: already exists; a savepoint is never overwritten")
     src = FlinkSavepoint(src_dir, registry)
     plan = _plan(src, changes, registry)
+    if not dst.parent.is_dir():
+        raise FlinkSavepointError(f"{dst}: the parent directory does not exist")
     tmp = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex[:12]}"
-    tmp.mkdir(parents=False)
+    try:
+        tmp.mkdir(parents=False)
+    except OSError as e:
+        raise FlinkSavepointError(f"{dst}: cannot create the temporary directory {tmp.name}: {e.strerror}") from e
     try:
         report = _write(src, plan, tmp, inline_threshold, batch_values)
         _fsync_dir_tree(tmp)
         os.rename(tmp, dst)
         _fsync(dst.parent)
         return report
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise FlinkSavepointError(f"{dst}: writing the savepoint failed: {e}") from e
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -174,117 +177,24 @@ def _stream_file_name(d: SavepointDirectory, delegate: StreamHandle) -> str:
     return str(uuid.uuid4())
 
 
-class _Pending:
-    """Key groups waiting for their changed values to be migrated in one batch."""
-
-    def __init__(self, layouts: dict[int, tuple[StateLayout, _Change]]) -> None:
-        self.layouts = layouts
-        self.groups: list[tuple[int, list[StateRun], dict[int, list[list[list[Any]]]]]] = []
-        self.values: dict[int, list[bytes]] = {sid: [] for sid in layouts}
-        self.count = 0
-
-    def add(self, kg: int, runs: list[StateRun]) -> None:
-        split: dict[int, list[list[list[Any]]]] = {}
-        for run in runs:
-            entry = self.layouts.get(run.state_id)
-            if entry is None:
-                continue
-            layout = entry[0]
-            vals = self.values[run.state_id]
-            rows = []
-            for v in run.values:
-                parts: list[list[Any]] = [list(p) for p in layout.split_value(v)]
-                for p in parts:
-                    if p[0] is not None:
-                        vals.append(p[0])
-                        self.count += 1
-                rows.append(parts)
-            split[run.state_id] = rows
-        self.groups.append((kg, runs, split))
-
-    def flush(self) -> Iterator[tuple[int, list[StateRun]]]:
-        new_values: dict[int, Iterator[bytes]] = {}
-        for sid, vals in self.values.items():
-            layout, ch = self.layouts[sid]
-            new_values[sid] = iter(_migrate(ch, vals))
-        for kg, runs, split in self.groups:
-            out_runs = []
-            for run in runs:
-                rows = split.get(run.state_id)
-                if rows is None:
-                    out_runs.append(run)
-                    continue
-                layout = self.layouts[run.state_id][0]
-                it = new_values[run.state_id]
-                values = []
-                for parts in rows:
-                    for p in parts:
-                        if p[0] is not None:
-                            p[0] = next(it)
-                    values.append(layout.join_value([(p[0], p[1]) for p in parts]))
-                out_runs.append(StateRun(run.state_id, run.keys, values))
-            yield kg, out_runs
-        self.groups.clear()
-        for vals in self.values.values():
-            vals.clear()
-        self.count = 0
-
-
-def _migrate(ch: _Change, values: list[bytes]) -> list[bytes]:
-    if not values:
-        return []
-    arr = pa.array(values, pa.binary())
-    try:
-        out = ch.migrate(arr)
-    except StatemorphError:
-        raise
-    except Exception as e:
-        raise FlinkSavepointError(f"{ch.op.label()} state {ch.state!r}: the value migration failed: {e}") from e
-    if not isinstance(out, (pa.Array, pa.ChunkedArray)) or len(out) != len(arr):
-        raise FlinkSavepointError(
-            f"{ch.op.label()} state {ch.state!r}: the value migration returned "
-            f"{len(out) if hasattr(out, '__len__') else type(out).__name__} values for {len(arr)}"
-        )
-    if out.null_count:
-        raise FlinkSavepointError(f"{ch.op.label()} state {ch.state!r}: the value migration returned nulls")
-    result = out.to_pylist()
-    return result
-
-
 def _rewrite_stream(
     stream: KeyedStream, changes: list[_Change], tmp: Path, name: str, threshold: int, batch_values: int,
     max_parallelism: int,
 ) -> tuple[KeyGroupsHandle, dict[tuple[str, str], int]]:
-    header: KeyedHeader = copy.deepcopy(stream.header)
-    layouts: dict[int, tuple[StateLayout, _Change]] = {}
-    counts = {ch.label: 0 for ch in changes}
-    for ch in changes:
-        sid, m = stream.header.state(ch.state)
-        layouts[sid] = (StateLayout(m, stream.header.key_serializer, max_parallelism,
-                                    f"{stream.where} state {ch.state!r}"), ch)
-        new_value = snapshot_from_envelope(ch.envelope)
-        header.states[sid].set_serializer(VALUE_SERIALIZER, m.with_value_snapshot(new_value))
+    header = migrated_header(stream.header, {ch.state: ch.envelope for ch in changes})
+    counts: dict[str, int] = {}
     old = stream.handle
-    pending = _Pending(layouts)
     with KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets)) as out:
-
-        def emit() -> None:
-            for sid, vals in pending.values.items():
-                counts[layouts[sid][1].label] += len(vals)
-            for kg, runs in pending.flush():
-                out.add_key_group(kg, runs)
-
-        for kg, runs in stream.key_groups():
-            pending.add(kg, runs)
-            if pending.count >= batch_values:
-                emit()
-        emit()
+        for kg, runs in migrated_key_groups(stream, {ch.state: ch.migrate for ch in changes}, max_parallelism,
+                                            batch_values=batch_values, counts=counts):
+            out.add_key_group(kg, runs)
         inline = keep_inline(old.delegate, out.pos, threshold)
         inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name
-        return out.finish(inline, inline_name, old.code, old.handle_id), counts
+        handle = out.finish(inline, inline_name, old.code, old.handle_id)
+    return handle, {ch.label: counts.get(ch.state, 0) for ch in changes}
 
 
-def _carry_files(d: SavepointDirectory, meta: Any, replaced: set[str], tmp: Path) -> int:
+def _carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Path) -> int:
     """Hard-link (or copy) every file the new metadata still references, plus any other regular
     file at the top of the source directory; the replaced streams are not carried."""
     names: set[str] = set()
@@ -299,6 +209,8 @@ def _carry_files(d: SavepointDirectory, meta: Any, replaced: set[str], tmp: Path
         if (tmp / rel).exists():
             continue
         source = d.resolve(RelativeFileHandle(rel, 0))
+        if not source.is_file():
+            raise FlinkSavepointError(f"{d.path}: state file {rel!r} referenced by _metadata is missing")
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -316,7 +228,7 @@ def _file_handles(op: OperatorState) -> Iterator[FileHandle | RelativeFileHandle
                 yield h.delegate
 
 
-def _relativize(d: SavepointDirectory, meta: Any) -> None:
+def _relativize(d: SavepointDirectory, meta: CheckpointMetadata) -> None:
     """Absolute file handles become relative ones: the new savepoint lives somewhere else."""
     for op in meta.operators:
         for st in op.subtasks or []:
