@@ -143,6 +143,6 @@ def test_round_tripped_savepoints_restore_in_real_flink(real_flink: ModuleType, 
     items = [(_round_trip(case, tmp_path)[1], case / "spec.json") for case in CASES]
     results = real_flink.restore(items)  # one JVM for every case
     for case, result in zip(CASES, results, strict=True):
-        assert result.ok, f"{case.name}: Flink refused the round-tripped savepoint: {result.exception}: {result.message}"
+        assert result.ok, f"{case.name}: Flink refused the round trip: {result.exception}: {result.message}"
         got = {(hashable(e["key"]), e["state"]): e["value"] for e in result.entries}
         assert got == expected(case), case.name

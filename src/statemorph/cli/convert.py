@@ -25,15 +25,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
     report = convert_savepoint(args.savepoint, args.out)
     out.emit({**report.to_dict(), "exit_status": int(ExitCode.OK)})
     out.say(report.summary())
-    for st in report.to_dict()["states"]:  # type: ignore[union-attr]
-        out.detail(f"  {st['name']}: {st['rows']:,} rows")
+    for name, rows in report.states.items():
+        out.detail(f"  {name}: {rows:,} rows")
     return ExitCode.OK
 
 
 def add_parser(sub: Any) -> None:
     s = sub.add_parser("convert", parents=[common_options(json_output=True)],
                        help="convert a Flink savepoint to the Parquet form, or a converted one back to Flink")
-    s.add_argument("savepoint", metavar="SAVEPOINT", help="a Flink savepoint, or a Parquet savepoint converted from one")
+    s.add_argument("savepoint", metavar="SAVEPOINT",
+                   help="a Flink savepoint, or a Parquet savepoint converted from one")
     s.add_argument("--out", required=True, metavar="DST", help="the converted savepoint (must not exist)")
     s.set_defaults(func=cmd_convert)
 

@@ -30,13 +30,18 @@ from ..errors import FlinkSavepointError, SavepointError, UsageError
 from ..keyed.kinds import StateKind
 from ..savepoint.files import SavepointDir, StagedDirectory, open_regular, output_error
 from ..savepoint.flink import is_flink_savepoint
-from ..savepoint.flink.handles import ByteStreamHandle, FileHandle, RelativeFileHandle
+from ..savepoint.flink.handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
 from ..savepoint.flink.keyed_blocks import StateRun
 from ..savepoint.flink.keyed_header import NAMESPACE_SERIALIZER, StateMetaInfo, parse_keyed_header
 from ..savepoint.flink.keyed_writer import KeyedStreamWriter, entries_from_batch
 from ..savepoint.flink.layout import StateLayout
-from ..savepoint.flink.metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, parse_metadata, \
-    serialize_metadata
+from ..savepoint.flink.metadata import (
+    METADATA_FILE_NAME,
+    CheckpointMetadata,
+    OperatorState,
+    parse_metadata,
+    serialize_metadata,
+)
 from ..savepoint.flink.reader import PARQUET_KIND, FlinkSavepoint
 from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras, SavepointMetadata, StateMetadata
 from ..savepoint.parquet.reader import read_metadata, read_state_table
@@ -226,9 +231,9 @@ def parquet_to_flink(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
                          f"section in {METADATA_FILE}); only such savepoints convert back")
     meta = parse_metadata(_read_extra(root, extras.metadata), f"{src}/{extras.metadata.path}")
     by_op: dict[str, dict[str, StateMetadata]] = {}
-    for name, st in pm.states.items():
-        if st.operator is not None and name.startswith(st.operator + "/"):
-            by_op.setdefault(st.operator, {})[name[len(st.operator) + 1:]] = st
+    for name, table in pm.states.items():
+        if table.operator is not None and name.startswith(table.operator + "/"):
+            by_op.setdefault(table.operator, {})[name[len(table.operator) + 1:]] = table
     rows: dict[str, int] = {}
     streams = 0
     with StagedDirectory(dst, source=src) as staged:
@@ -264,12 +269,11 @@ def parquet_to_flink(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
     return ConvertReport(str(src), str(dst), "parquet-to-flink", rows, streams, len(extras.files))
 
 
-def _write_stream(root: SavepointDir, pm: SavepointMetadata, op: OperatorState, handle: object, head: bytes,
-                  states: dict[str, StateMetadata], tmp: Path, where: str, registry: SnapshotRegistry | None,
-                  rows: dict[str, int]) -> object:
-    from ..savepoint.flink.handles import KeyGroupsHandle
-
-    assert isinstance(handle, KeyGroupsHandle)
+def _write_stream(root: SavepointDir, pm: SavepointMetadata, op: OperatorState, handle: KeyGroupsHandle,
+                  head: bytes, states: dict[str, StateMetadata], tmp: Path, where: str,
+                  registry: SnapshotRegistry | None, rows: dict[str, int]) -> KeyGroupsHandle:
+    """One subtask's keyed-state stream rebuilt from the tables: the kept header, then every key
+    group of the handle's range with the states' runs in state-id order."""
     header = parse_keyed_header(head, len(head), where, registry)
     kg_range = handle.key_groups
     per_state: list[tuple[int, Iterator[tuple[int, list[bytes], list[bytes]]]]] = []
@@ -310,7 +314,7 @@ def _by_key_group(layout: StateLayout, table: pa.Table) -> Iterator[tuple[int, l
         return
     batch = pa.RecordBatch.from_arrays([table.column(n).combine_chunks() for n in table.column_names],
                                        schema=table.schema)
-    cur, keys, values = -1, [], []  # type: ignore[var-annotated]
+    cur, keys, values = -1, list[bytes](), list[bytes]()
     for kg, k, v in entries_from_batch(layout, batch):
         if kg != cur:
             if kg < cur:

@@ -377,7 +377,7 @@ class SavepointWriter:
         return w
 
     def write_state(self, name: str, kind: StateKind | str, data: pa.Table | pa.RecordBatch | None = None,
-                    **serializers: SnapshotLike) -> StateMetadata:
+                    **serializers: Any) -> StateMetadata:
         """Add a state and write one table for it in one call."""
         w = self.add_state(name, kind, **serializers)
         if data is not None:
