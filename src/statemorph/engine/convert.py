@@ -30,9 +30,16 @@ from ..errors import FlinkSavepointError, SavepointError, UsageError
 from ..keyed.kinds import StateKind
 from ..savepoint.files import SavepointDir, StagedDirectory, open_regular, output_error
 from ..savepoint.flink import is_flink_savepoint
+from ..savepoint.flink.envelope import snapshot_from_envelope
 from ..savepoint.flink.handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
 from ..savepoint.flink.keyed_blocks import StateRun
-from ..savepoint.flink.keyed_header import NAMESPACE_SERIALIZER, StateMetaInfo, parse_keyed_header
+from ..savepoint.flink.keyed_header import (
+    NAMESPACE_SERIALIZER,
+    VALUE_SERIALIZER,
+    KeyedHeader,
+    StateMetaInfo,
+    parse_keyed_header,
+)
 from ..savepoint.flink.keyed_writer import KeyedStreamWriter, entries_from_batch
 from ..savepoint.flink.layout import StateLayout
 from ..savepoint.flink.metadata import (
@@ -47,6 +54,7 @@ from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras, Sa
 from ..savepoint.parquet.reader import read_metadata, read_state_table
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
 from ..snapshot import SnapshotRegistry
+from .flink import _ENVELOPE_VERSION
 
 EXTRA_DIR = "flink"
 FILES_DIR = f"{EXTRA_DIR}/files/"
@@ -275,6 +283,7 @@ def _write_stream(root: SavepointDir, pm: SavepointMetadata, op: OperatorState, 
     """One subtask's keyed-state stream rebuilt from the tables: the kept header, then every key
     group of the handle's range with the states' runs in state-id order."""
     header = parse_keyed_header(head, len(head), where, registry)
+    _adopt_migrated_snapshots(header, states, where, registry)
     kg_range = handle.key_groups
     per_state: list[tuple[int, Iterator[tuple[int, list[bytes], list[bytes]]]]] = []
     for sid, m in enumerate(header.states):
@@ -305,6 +314,22 @@ def _write_stream(root: SavepointDir, pm: SavepointMetadata, op: OperatorState, 
             out.add_key_group(kg, runs)
         inline_name = handle.delegate.name if isinstance(handle.delegate, ByteStreamHandle) else name
         return out.finish(inline, inline_name, handle.code, handle.handle_id)
+
+
+def _adopt_migrated_snapshots(header: KeyedHeader, states: dict[str, StateMetadata], where: str,
+                              registry: SnapshotRegistry | None) -> None:
+    """A state migrated in the Parquet form records its new per-value snapshot in
+    ``_metadata.json``; the kept header still has the old one. The new one goes inside Flink's
+    List / Map / TTL wrappers, as the Flink rewriter does."""
+    for i, m in enumerate(header.states):
+        st = states.get(m.name)
+        if st is None or m.is_timers:
+            continue
+        old, _ = m.value_snapshot_unwrapped()
+        if old is None or not st.value_serializer or old.raw == st.value_serializer:
+            continue
+        new = snapshot_from_envelope(_ENVELOPE_VERSION + st.value_serializer, registry)
+        header.states[i].set_serializer(VALUE_SERIALIZER, m.with_value_snapshot(new))
 
 
 def _by_key_group(layout: StateLayout, table: pa.Table) -> Iterator[tuple[int, list[bytes], list[bytes]]]:

@@ -106,6 +106,12 @@ class StateMetadata:
     def rows(self) -> int:
         return sum(f.rows for f in self.files)
 
+    @property
+    def carries_unread_snapshots(self) -> bool:
+        """Timers converted from Flink keep Flink's timer snapshot as exact bytes: the planner
+        carries them over (their files are copied) instead of reading the snapshots."""
+        return self.flink_kind == "timers"
+
     def snapshot_bytes(self, role: str) -> bytes:
         if role not in SNAPSHOT_ROLES:
             raise ValueError(f"unknown serializer role {role!r}; one of {SNAPSHOT_ROLES}")
@@ -199,6 +205,16 @@ class SavepointMetadata:
             return read_versioned_snapshot(self.key_serializer, registry)
         except StateFormatError as e:
             raise SavepointError(f"the key serializer snapshot in {METADATA_FILE} cannot be read: {e}") from e
+
+    def new_snapshot_bytes(self, serializer: Any) -> bytes:
+        """The versioned snapshot a new serializer is recorded with: Flink's own class for a
+        savepoint converted from Flink (so converting back gives Flink a snapshot it restores),
+        else the serializer's ``snapshot_configuration()``."""
+        from ...snapshot import write_versioned_snapshot
+
+        flink_form = getattr(serializer, "flink_snapshot_configuration", None) if self.flink is not None else None
+        snap = flink_form() if flink_form is not None else serializer.snapshot_configuration()
+        return write_versioned_snapshot(snap)
 
     def state(self, name: str) -> StateMetadata:
         try:
