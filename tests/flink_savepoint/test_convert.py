@@ -202,3 +202,15 @@ def test_spark_engine_on_the_converted_form_matches_the_local_engine(tmp_path: P
     local = _migrate_parquet(case, tmp_path / "local", "local")
     spark = _migrate_parquet(case, tmp_path / "spark", "spark")
     assert tree_bytes(spark) == tree_bytes(local)
+
+
+@pytest.mark.parametrize("path", ["../_metadata", "/etc/passwd", "state-00000/part-00000.parquet", "flink/../x"])
+def test_flink_section_paths_stay_inside_flink_dir(tmp_path: Path, path: str) -> None:
+    from statemorph.savepoint.parquet.format import parse_metadata
+
+    pq_dir = tmp_path / "pq"
+    convert_savepoint(CASES[0] / "savepoint", pq_dir)
+    doc = json.loads((pq_dir / METADATA_FILE).read_text(encoding="utf-8"))
+    doc["flink"]["metadata"]["path"] = path
+    with pytest.raises(SavepointError, match="path|outside|listed twice"):
+        parse_metadata(json.dumps(doc).encode())

@@ -268,6 +268,12 @@ def parquet_to_flink(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
                                                      states, tmp, f"{src}: {op.label()} subtask {st.index}",
                                                      registry, rows)
                     streams += 1
+            for states in by_op.values():
+                for table in states.values():
+                    if rows.get(table.name, 0) != table.rows:
+                        raise SavepointError(
+                            f"{src}: state {table.name!r} has {table.rows} rows but the keyed-state streams' key-group "
+                            f"ranges take {rows.get(table.name, 0)}: rows outside every subtask's range would be lost")
             with open(tmp / METADATA_FILE_NAME, "xb") as out:
                 out.write(serialize_metadata(meta))
                 out.flush()
