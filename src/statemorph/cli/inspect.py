@@ -42,6 +42,8 @@ def describe_state(st: Any) -> dict[str, Any]:
         "value_type": type_of("value_serializer"),
         "user_key_type": type_of("user_key_serializer") if st.user_key_serializer is not None else None,
         "ttl": bool(st.ttl),
+        "operator": st.operator,
+        "flink_kind": st.flink_kind,
         "entries": st.rows,
         "bytes": sum(f.size for f in st.files),
     }
@@ -121,8 +123,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     out.say(f"  format version {doc['format_version']}, max parallelism {doc['max_parallelism']}, key type {key}")
     out.say(f"  {len(doc['states'])} state(s), {doc['entries']:,} entries, {human_bytes(doc['bytes'])}")
     for st in doc["states"]:
-        out.say(f"\nstate {st['name']!r}: {st['kind']} state, {st['entries']:,} entries, {len(st['files'])} file(s), "
-                f"{human_bytes(st['bytes'])}")
+        ttl = ", TTL" if st["ttl"] else ""
+        out.say(f"\nstate {st['name']!r}: {st['flink_kind'] or st['kind']} state{ttl}, {st['entries']:,} entries, "
+                f"{len(st['files'])} file(s), {human_bytes(st['bytes'])}")
+        if st["flink_kind"] == "timers":  # converted from Flink: timer rows have no value
+            continue
         label = ELEMENT_LABEL[st["kind"]]
         out.say(f"  {label + ' type':<16}{_shown(st['value_type'], st['problems'], 'value_serializer')}")
         if st["kind"] == "map":

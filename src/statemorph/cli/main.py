@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import ExitCode, StatemorphError
-from . import bench, check, demo, inspect, migrate
+from . import bench, check, convert, demo, inspect, migrate
 from .output import error_document, exit_code_for, print_error
 
 
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"statemorph {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for verb in (inspect, check, migrate, demo, bench):
+    for verb in (inspect, check, migrate, convert, demo, bench):
         verb.add_parser(sub)
     return p
 

@@ -16,6 +16,7 @@ transforms on a Spark cluster; imported on demand, pyspark is optional).
 """
 
 from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
+from .convert import ConvertReport, convert_savepoint
 from .flink import (
     FlinkMigrateReport,
     FlinkPlan,
@@ -33,6 +34,7 @@ __all__ = [
     "COPY",
     "ColumnDecoder",
     "ColumnMigrator",
+    "ConvertReport",
     "FlinkMigrateReport",
     "FlinkPlan",
     "INCOMPATIBLE",
@@ -46,6 +48,7 @@ __all__ = [
     "StateEncoder",
     "StatePlan",
     "check_savepoint",
+    "convert_savepoint",
     "inspect_flink_savepoint",
     "key_groups",
     "migrate_flink_savepoint",

@@ -21,10 +21,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import UsageError
+from ..errors import SavepointError, UsageError
 from ..savepoint.files import SavepointDir, SeenFiles
 from ..savepoint.flink import is_flink_savepoint
-from ..savepoint.parquet.format import METADATA_FILE
+from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras
 from ..savepoint.parquet.reader import iter_state_batches, read_metadata
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
 from ..state.descriptors import StateDescriptor
@@ -103,15 +103,42 @@ def add_planned_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
     return w.add_state(plan.name, m.kind, value_serializer=plan.value_snapshot,
                        namespace_serializer=m.snapshot_bytes("namespace_serializer"),
                        user_key_serializer=plan.user_key_snapshot,
-                       key_serializer=m.snapshot_bytes("key_serializer"))
+                       key_serializer=m.snapshot_bytes("key_serializer"),
+                       operator=getattr(m, "operator", None), flink_kind=getattr(m, "flink_kind", None),
+                       ttl=bool(getattr(m, "ttl", False)))
 
 
 def open_writer(dst: str | os.PathLike[str], plan: RewritePlan) -> SavepointWriter:
+    """The new savepoint's writer; a savepoint converted from Flink keeps its ``flink/`` part (the
+    files Flink needs back), copied and checked against their sha256."""
     md = plan.metadata
     props = dict(md.properties)
     props["statemorph.rewritten_from"] = os.path.basename(os.path.normpath(plan.source))
-    return SavepointWriter(dst, max_parallelism=md.max_parallelism, key_serializer=md.key_serializer,
-                          properties=props, source=plan.source)
+    w = SavepointWriter(dst, max_parallelism=md.max_parallelism, key_serializer=md.key_serializer,
+                        properties=props, source=plan.source)
+    extras = getattr(md, "flink", None)
+    if extras is not None:
+        try:
+            w.metadata.flink = _copy_extras(plan.source, w, extras)
+        except BaseException as e:
+            w.abort(e)
+            raise
+    return w
+
+
+def _copy_extras(src: str, w: SavepointWriter, extras: FlinkExtras) -> FlinkExtras:
+    root = SavepointDir(src)
+
+    def copy(entry: ExtraFile) -> ExtraFile:
+        with root.open(entry.path, size=entry.size, recorded_in=METADATA_FILE) as f:
+            out = w.write_extra(entry.path, f)
+        if out.sha256 != entry.sha256:
+            raise SavepointError(f"{root.path / entry.path}: sha256 {out.sha256} != {entry.sha256} recorded in "
+                                 f"{METADATA_FILE} (damaged)")
+        return out
+
+    return FlinkExtras(copy(extras.metadata), {k: copy(v) for k, v in extras.headers.items()},
+                       [copy(f) for f in extras.files])
 
 
 def copy_state(src: str, w: SavepointWriter, plan: StatePlan, progress: Progress | None) -> int:

@@ -7,6 +7,7 @@ Layout::
                                           file list with row counts, sizes and sha256 checksums
       state-00000/part-00000.parquet      one directory per state (named by position, not by the
       state-00001/part-00000.parquet      state name, so any name is a safe path)
+      flink/...                           format version 2, converted from Flink only (below)
 
 Every state's Parquet files share one Arrow schema (all bytes are Flink's serialized form, so
 the files are backend-neutral and a Spark job can rewrite them partition by partition):
@@ -28,6 +29,15 @@ the ``value`` column always holds exactly one value of one serializer: a bulk mi
 same column kernel for all three kinds. The serializer snapshots are stored as base64 of
 ``write_versioned_snapshot`` (Flink's ``writeVersionedSnapshot`` bytes); for list and map state
 ``value_serializer`` is the element / map value serializer (not a List/Map serializer).
+
+Format version 2 (written only by ``statemorph convert`` from a Flink savepoint; version 1
+savepoints read as before) adds, all optional: per state ``operator`` (the Flink operator's uid or
+uid hash; state names are then ``<operator>/<state>``), ``flink_kind`` (``reducing``,
+``aggregating`` or ``timers``) and ``ttl`` (the rows carry an int64 ``ttl_timestamp`` column; timers
+have the columns ``key_group``, ``timestamp``, ``key``, ``namespace``), and a top-level ``flink``
+object listing the files Flink needs back that are not tables: the original ``_metadata`` without
+its keyed-state bytes, the keyed-state headers and the operator-state files, each with size and
+sha256 (:class:`FlinkExtras`).
 """
 
 from __future__ import annotations
@@ -49,7 +59,10 @@ from ..description import SNAPSHOT_ROLES
 from ..files import fsync_path, sha256_file
 
 FORMAT_NAME = "statemorph-savepoint"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+PLAIN_FORMAT_VERSION = 1
+"""What a savepoint without Flink extras is written as, so older readers still read it."""
+FLINK_KINDS = ("reducing", "aggregating", "timers")
 METADATA_FILE = "_metadata.json"
 MAX_METADATA_BYTES = 64 << 20
 """A metadata file larger than this is rejected before it is parsed (hostile input)."""
@@ -82,13 +95,22 @@ class StateMetadata:
     value_serializer: bytes
     user_key_serializer: bytes | None = None
     files: list[FileEntry] = field(default_factory=list)
-
-    ttl = False
-    """The Parquet form stores no TTL-wrapped state (a :class:`~statemorph.savepoint.description.StateDescription`)."""
+    operator: str | None = None
+    """The Flink operator (uid or uid hash) the state belongs to: converted savepoints only."""
+    flink_kind: str | None = None
+    """``reducing`` / ``aggregating`` (stored like value state) or ``timers``: converted only."""
+    ttl: bool = False
+    """Rows carry Flink's TTL timestamp in a ``ttl_timestamp`` column (converted savepoints only)."""
 
     @property
     def rows(self) -> int:
         return sum(f.rows for f in self.files)
+
+    @property
+    def carries_unread_snapshots(self) -> bool:
+        """Timers converted from Flink keep Flink's timer snapshot as exact bytes: the planner
+        carries them over (their files are copied) instead of reading the snapshots."""
+        return self.flink_kind == "timers"
 
     def snapshot_bytes(self, role: str) -> bytes:
         if role not in SNAPSHOT_ROLES:
@@ -110,7 +132,11 @@ class StateMetadata:
             ) from e
 
     def schema(self) -> pa.Schema:
-        return state_schema(self.kind)
+        if self.flink_kind is None and not self.ttl:
+            return state_schema(self.kind)
+        from ..flink.reader import flink_state_schema  # the one definition of the extra columns
+
+        return flink_state_schema(self.flink_kind or self.kind.value, self.ttl)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -119,12 +145,48 @@ class StateMetadata:
             "directory": self.directory,
             "rows": self.rows,
         }
+        if self.operator is not None:
+            d["operator"] = self.operator
+        if self.flink_kind is not None:
+            d["flink_kind"] = self.flink_kind
+        if self.ttl:
+            d["ttl"] = True
         for role in SNAPSHOT_ROLES:
             data = getattr(self, role)
             if data is not None:
                 d[role] = base64.b64encode(data).decode("ascii")
         d["files"] = [f.to_json() for f in self.files]
         return d
+
+
+@dataclass(frozen=True)
+class ExtraFile:
+    """A file of a converted savepoint that is not a table (see :class:`FlinkExtras`)."""
+
+    path: str
+    size: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
+@dataclass
+class FlinkExtras:
+    """What a Flink savepoint holds besides table rows, kept so converting back is lossless:
+    ``metadata`` is Flink's ``_metadata`` with every keyed-state stream emptied (handles, names,
+    key-group ranges kept), ``headers`` maps ``"<operator index>/<subtask index>"`` to the file
+    holding that stream's keyed-state header, ``files`` are the carried files (operator state),
+    stored under ``flink/files/`` with their names relative to the Flink savepoint."""
+
+    metadata: ExtraFile
+    headers: dict[str, ExtraFile] = field(default_factory=dict)
+    files: list[ExtraFile] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metadata": self.metadata.to_json(),
+                "headers": {k: v.to_json() for k, v in self.headers.items()},
+                "files": [f.to_json() for f in self.files]}
 
 
 @dataclass
@@ -134,14 +196,25 @@ class SavepointMetadata:
     max_parallelism: int
     key_serializer: bytes
     states: dict[str, StateMetadata] = field(default_factory=dict)
-    format_version: int = FORMAT_VERSION
+    format_version: int = PLAIN_FORMAT_VERSION
     properties: dict[str, str] = field(default_factory=dict)
+    flink: FlinkExtras | None = None
 
     def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         try:
             return read_versioned_snapshot(self.key_serializer, registry)
         except StateFormatError as e:
             raise SavepointError(f"the key serializer snapshot in {METADATA_FILE} cannot be read: {e}") from e
+
+    def new_snapshot_bytes(self, serializer: Any) -> bytes:
+        """The versioned snapshot a new serializer is recorded with: Flink's own class for a
+        savepoint converted from Flink (so converting back gives Flink a snapshot it restores),
+        else the serializer's ``snapshot_configuration()``."""
+        from ...snapshot import write_versioned_snapshot
+
+        flink_form = getattr(serializer, "flink_snapshot_configuration", None) if self.flink is not None else None
+        snap = flink_form() if flink_form is not None else serializer.snapshot_configuration()
+        return write_versioned_snapshot(snap)
 
     def state(self, name: str) -> StateMetadata:
         try:
@@ -151,7 +224,7 @@ class SavepointMetadata:
             raise SavepointError(f"the savepoint has no state named {name!r} (states: {known})") from None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        d = {
             "format": FORMAT_NAME,
             "format_version": self.format_version,
             "max_parallelism": self.max_parallelism,
@@ -159,6 +232,9 @@ class SavepointMetadata:
             "properties": dict(self.properties),
             "states": [s.to_json() for s in self.states.values()],
         }
+        if self.flink is not None:
+            d["flink"] = self.flink.to_json()
+        return d
 
     def dumps(self) -> bytes:
         return (json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n").encode("utf-8")
@@ -265,6 +341,13 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
                 raise SavepointError(f"{ff.where}: sha256 {digest!r} is not 64 lowercase hex digits")
             files.append(FileEntry(path, rows, size, digest))
+        operator = st.get("operator", str, required=False)
+        flink_kind = st.get("flink_kind", str, required=False)
+        if flink_kind is not None and flink_kind not in FLINK_KINDS:
+            raise SavepointError(f"{where}: unknown flink_kind {flink_kind!r} (one of {', '.join(FLINK_KINDS)})")
+        ttl = st.get("ttl", bool, required=False) or False
+        if (operator is not None or flink_kind is not None or ttl) and version < 2:
+            raise SavepointError(f"{where}: operator / flink_kind / ttl need format version 2")
         meta = StateMetadata(
             name=name,
             kind=kind,
@@ -274,13 +357,50 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             value_serializer=st.b64("value_serializer") or b"",
             user_key_serializer=user_key,
             files=files,
+            operator=operator,
+            flink_kind=flink_kind,
+            ttl=ttl,
         )
         declared = st.get("rows", int, required=False)
         if declared is not None and (declared < 0 or declared != meta.rows):
             raise SavepointError(f"{where}: rows {declared} != sum of file rows {meta.rows}")
         states[name] = meta
+    flink = None
+    raw_flink = top.get("flink", dict, required=False)
+    if raw_flink is not None:
+        if version < 2:
+            raise SavepointError(f"{source}: a 'flink' section needs format version 2")
+        flink = _parse_flink(_Fields(raw_flink, f"{source}: flink"), listed)
     return SavepointMetadata(max_parallelism=max_par, key_serializer=key_ser, states=states,
-                             format_version=version, properties=dict(props))
+                             format_version=version, properties=dict(props), flink=flink)
+
+
+def _extra_file(raw: Any, where: str, listed: set[str]) -> ExtraFile:
+    ff = _Fields(raw, where)
+    path = check_relative_path(ff.get("path", str), where)
+    if not path.startswith("flink/"):
+        raise SavepointError(f"{where}: file {path!r} is outside the flink/ directory")
+    if path in listed:
+        raise SavepointError(f"{where}: file {path!r} is listed twice")
+    listed.add(path)
+    size, digest = ff.get("size", int), ff.get("sha256", str)
+    if not 0 <= size <= MAX_COUNT:
+        raise SavepointError(f"{where}: size {size} out of range")
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise SavepointError(f"{where}: sha256 {digest!r} is not 64 lowercase hex digits")
+    return ExtraFile(path, size, digest)
+
+
+def _parse_flink(fl: _Fields, listed: set[str]) -> FlinkExtras:
+    meta = _extra_file(fl.get("metadata", dict), f"{fl.where}.metadata", listed)
+    headers = {}
+    for k, raw in fl.get("headers", dict).items():
+        parts = k.split("/")
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise SavepointError(f"{fl.where}.headers: key {k!r} is not '<operator index>/<subtask index>'")
+        headers[k] = _extra_file(raw, f"{fl.where}.headers[{k!r}]", listed)
+    files = [_extra_file(raw, f"{fl.where}.files[{i}]", listed) for i, raw in enumerate(fl.get("files", list))]
+    return FlinkExtras(meta, headers, files)
 
 
 __all__ = [
@@ -291,8 +411,12 @@ __all__ = [
     "COL_USER_KEY",
     "COL_VALUE",
     "FORMAT_NAME",
+    "FLINK_KINDS",
     "FORMAT_VERSION",
+    "ExtraFile",
     "FileEntry",
+    "FlinkExtras",
+    "PLAIN_FORMAT_VERSION",
     "METADATA_FILE",
     "SNAPSHOT_ROLES",
     "SavepointMetadata",

@@ -14,6 +14,7 @@ is one :class:`~statemorph.errors.OutputError` line naming the path, with nothin
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,11 +33,14 @@ from ...snapshot import TypeSerializerSnapshot, write_versioned_snapshot
 from ..files import SafeFile, StagedDirectory, fsync_path, open_regular, output_error, remove_stale_temp_dirs
 from .format import (
     COL_KEY_GROUP,
+    FLINK_KINDS,
+    FORMAT_VERSION,
     METADATA_FILE,
+    ExtraFile,
     FileEntry,
     SavepointMetadata,
     StateMetadata,
-    state_schema,
+    check_relative_path,
 )
 
 SnapshotLike = TypeSerializer[Any] | TypeSerializerSnapshot | bytes
@@ -74,7 +78,7 @@ class StateWriter:
     def __init__(self, owner: SavepointWriter, meta: StateMetadata, rows_per_file: int) -> None:
         self._owner = owner
         self.meta = meta
-        self.schema = state_schema(meta.kind)
+        self.schema = meta.schema()
         self._rows_per_file = rows_per_file
         self._writer: pq.ParquetWriter | None = None
         self._current_rel = ""
@@ -330,15 +334,22 @@ class SavepointWriter:
         namespace_serializer: SnapshotLike | None = None,
         user_key_serializer: SnapshotLike | None = None,
         key_serializer: SnapshotLike | None = None,
+        operator: str | None = None,
+        flink_kind: str | None = None,
+        ttl: bool = False,
     ) -> StateWriter:
         """Declare a state and return its writer. ``namespace_serializer`` defaults to
-        ``VoidNamespaceSerializer``; ``key_serializer`` to the savepoint's key serializer."""
+        ``VoidNamespaceSerializer``; ``key_serializer`` to the savepoint's key serializer.
+        ``operator`` / ``flink_kind`` / ``ttl`` describe a state converted from Flink (format
+        version 2: the rows then carry the TTL timestamp, or are timers)."""
         self._check_open()
         if not isinstance(name, str) or not name:
             raise ValueError(f"a state name must be a non-empty string, got {name!r}")
         if name in self.metadata.states:
             raise SavepointError(f"state {name!r} was already added to this savepoint")
         kind = StateKind(kind)
+        if flink_kind is not None and flink_kind not in FLINK_KINDS:
+            raise ValueError(f"state {name!r}: flink_kind must be one of {FLINK_KINDS}, got {flink_kind!r}")
         if (kind is StateKind.MAP) != (user_key_serializer is not None):
             raise ValueError(f"state {name!r}: a user key serializer is required for map state and only for it")
         if namespace_serializer is None:
@@ -354,20 +365,47 @@ class SavepointWriter:
             namespace_serializer=snapshot_bytes(namespace_serializer),
             value_serializer=snapshot_bytes(value_serializer),
             user_key_serializer=snapshot_bytes(user_key_serializer) if user_key_serializer is not None else None,
+            operator=operator,
+            flink_kind=flink_kind,
+            ttl=ttl,
         )
+        if operator is not None or flink_kind is not None or ttl:
+            self.metadata.format_version = FORMAT_VERSION
         self.metadata.states[name] = meta
         w = StateWriter(self, meta, self._rows_per_file)
         self._writers.append(w)
         return w
 
     def write_state(self, name: str, kind: StateKind | str, data: pa.Table | pa.RecordBatch | None = None,
-                    **serializers: SnapshotLike) -> StateMetadata:
+                    **serializers: Any) -> StateMetadata:
         """Add a state and write one table for it in one call."""
         w = self.add_state(name, kind, **serializers)
         if data is not None:
             w.write(data)
         w.close()
         return w.meta
+
+    def write_extra(self, rel: str, data: bytes | SafeFile) -> ExtraFile:
+        """Store a non-table file at ``rel`` (under ``flink/``), from bytes or copied from an open
+        file of another savepoint, fsynced; returns its entry for :class:`FlinkExtras`."""
+        self._check_open()
+        check_relative_path(rel, "extra file")
+        if not rel.startswith("flink/"):
+            raise SavepointError(f"extra file {rel!r} must live under flink/")
+        target = self._temp / rel
+        with writing(target):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(data, SafeFile):
+                digest = data.copy_to(target)
+                size = data.size
+            else:
+                with open(target, "xb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                digest, size = hashlib.sha256(data).hexdigest(), len(data)
+        self.metadata.format_version = FORMAT_VERSION
+        return ExtraFile(rel, size, digest)
 
     def commit(self) -> Path:
         """Close all part files, write metadata, fsync, and rename into place."""
