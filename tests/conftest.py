@@ -6,8 +6,10 @@ always means a code change; ``explore`` draws fresh random examples (run it loca
 """
 
 import os
+import shutil
 import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -20,3 +22,17 @@ settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for the whole test session (starting Spark costs ~10 s)."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime")
+    from statemorph.spark import session
+
+    s = session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+                                  "spark.driver.memory": "1g"})
+    yield s
+    s.stop()

@@ -22,7 +22,7 @@ MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
 def flink_report_document(report: Any) -> dict[str, Any]:
     """``migrate --json`` for a Flink savepoint: the report as numbers (Flink keyed-state files
     are rewritten stream by stream; entries are counted for the migrated states only)."""
-    return {"source": report.source, "destination": report.destination, "engine": "local", "format": "flink",
+    return {"source": report.source, "destination": report.destination, "engine": report.engine, "format": "flink",
             "seconds": round(report.seconds, 3), "entries_migrated": report.rows,
             "rewritten_streams": report.rewritten_streams, "carried_files": report.carried_files,
             "states": [{"operator": op, "name": st, "entries_migrated": n} for (op, st), n in report.migrated.items()],
@@ -34,10 +34,11 @@ def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any, out: Console) 
     format (keys, key groups and everything else carried over), for Flink to restore."""
     from ..engine.flink import migrate_flink_savepoint
 
-    if args.engine != "local":
-        raise UsageError("a Flink savepoint is migrated with the local engine (--engine local)")
-    report = migrate_flink_savepoint(args.savepoint, args.out, descriptors, threads=args.threads,
-                                     on_error=args.on_error)
+    def run(spark: Any = None) -> Any:
+        return migrate_flink_savepoint(args.savepoint, args.out, descriptors, threads=args.threads,
+                                       on_error=args.on_error, spark=spark)
+
+    report = _with_spark(args, out, run) if args.engine == "spark" else run()
     out.emit(flink_report_document(report))
     out.say(report.summary())
     out.say(f"summary: {report.rows:,} values migrated in {report.seconds:.1f}s; new Flink savepoint at {args.out} "
@@ -87,25 +88,30 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _run_spark(args: argparse.Namespace, descriptors: Any, out: Console) -> Any:
-    """Run the Spark engine in a session this command starts and always stops (an unstopped
-    session ends the process with the JVM's shutdown errors on stderr). A session that was
-    already running in this process (``main()`` called from a notebook or a test) is used and
-    left running: it belongs to its caller."""
+    from ..engine.spark import migrate_savepoint as spark_migrate
+
+    return _with_spark(args, out, lambda spark: spark_migrate(spark, args.savepoint, args.out, descriptors,
+                                                              on_error=args.on_error))
+
+
+def _with_spark(args: argparse.Namespace, out: Console, run: Any) -> Any:
+    """``run(spark)`` in a session this command starts and always stops (an unstopped session
+    ends the process with the JVM's shutdown errors on stderr). A session that was already
+    running in this process (``main()`` called from a notebook or a test) is used and left
+    running: it belongs to its caller."""
     from pyspark.sql import SparkSession
 
-    from ..engine.spark import migrate_savepoint as spark_migrate
     from ..engine.spark import session
 
-    if SparkSession.getActiveSession() is not None:
-        return spark_migrate(SparkSession.getActiveSession(), args.savepoint, args.out, descriptors,
-                             on_error=args.on_error)
-
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return run(active)
     # Spark's own stage progress bar only where ours would show: on a terminal, without --quiet
     console_progress = "true" if sys.stderr.isatty() and not out.quiet else "false"
     spark = session(args.master, conf={"spark.ui.showConsoleProgress": console_progress},
                     log_level="INFO" if out.verbose else "ERROR" if out.quiet else "WARN")
     try:
-        return spark_migrate(spark, args.savepoint, args.out, descriptors, on_error=args.on_error)
+        return run(spark)
     finally:
         spark.stop()
 

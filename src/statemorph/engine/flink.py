@@ -111,6 +111,7 @@ class FlinkMigrateReport:
     rewritten_streams: int = 0
     carried_files: int = 0
     seconds: float = 0.0
+    engine: str = "local"
 
     @property
     def rows(self) -> int:
@@ -125,10 +126,15 @@ class FlinkMigrateReport:
 
 def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
                             new_descriptors: OperatorDescriptors, *, threads: int = 2, on_error: str = "raise",
-                            registry: SnapshotRegistry | None = None) -> FlinkMigrateReport:
+                            registry: SnapshotRegistry | None = None, spark: Any = None) -> FlinkMigrateReport:
     """Write ``dst``: Flink savepoint ``src`` with every state the plan migrates in its new
     schema, in Flink's own format, which Flink restores with the new types. An incompatible
-    state raises before anything is written; ``dst`` appears complete or not at all."""
+    state raises before anything is written; ``dst`` appears complete or not at all.
+
+    With ``spark`` (a SparkSession) the subtask streams are rewritten by Spark tasks, one per
+    stream, each reading its stream from the savepoint and writing its new file into the staging
+    directory (both must be on a filesystem every executor sees at the same path); only the new
+    handles (bytes) come back to the driver, which writes ``_metadata`` and commits."""
     if on_error != "raise":
         raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
                          f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
@@ -136,15 +142,54 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
     plan = plan_flink_savepoint(src, new_descriptors, registry=registry)
     plan.raise_if_incompatible()
     changes: dict[tuple[str, str], tuple[bytes, Any]] = {}
+    shipped: dict[tuple[int, str], tuple[bytes, bytes, bytes]] = {}  # (op index, state) -> snapshot bytes
+    op_index = {o.operator_id: i for i, o in enumerate(FlinkSavepoint(src, registry).operators)}
     for op, p in plan.operators:
         for sp in p.states:
             if sp.action == MIGRATE:
-                changes[(op.ident, sp.name)] = (_ENVELOPE_VERSION + sp.value_snapshot,
-                                                _value_migration(sp.meta.snapshot("value_serializer", registry),
-                                                                 sp.new_serializer, threads))
-    done = rewrite(src, dst, changes, registry=registry)
+                envelope = _ENVELOPE_VERSION + sp.value_snapshot
+                changes[(op.ident, sp.name)] = (envelope, _value_migration(
+                    sp.meta.snapshot("value_serializer", registry), sp.new_serializer, threads))
+                shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
+                                                                         sp.value_snapshot)
+    run_jobs = None if spark is None else _spark_jobs(spark, os.path.abspath(src), shipped, threads)
+    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs)
     return FlinkMigrateReport(os.fspath(src), os.fspath(dst), plan, dict(done.migrated), done.rewritten_streams,
-                              done.carried_files, time.perf_counter() - t0)
+                              done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
+
+
+def _spark_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[bytes, bytes, bytes]],
+                threads: int) -> Any:
+    """A ``run_jobs`` for the rewriter that runs each stream job as one Spark task. Tasks get plain
+    data (paths, the job, snapshot bytes) and rebuild serializers through the snapshot registry."""
+
+    def run(jobs: list[Any], staging: Any) -> list[Any]:
+        if not jobs:
+            return []
+        work = [(job, {s: shipped[(job.op_index, s)] for s in job.states}) for job in jobs]
+        task = _StreamTask(src, os.path.abspath(staging), threads)
+        return spark.sparkContext.parallelize(work, len(work)).map(task).collect()
+
+    return run
+
+
+class _StreamTask:
+    """What a Spark task runs: one stream job of the rewrite, on the executor."""
+
+    def __init__(self, src: str, staging: str, threads: int) -> None:
+        self.src, self.staging, self.threads = src, staging, threads
+
+    def __call__(self, item: tuple[Any, Mapping[str, tuple[bytes, bytes, bytes]]]) -> Any:
+        from ..savepoint.flink import run_stream_job
+        from ..snapshot import read_versioned_snapshot
+
+        job, snaps = item
+        changes = {}
+        for state, (envelope, prior, new) in snaps.items():
+            new_serializer = read_versioned_snapshot(new).restore_serializer()
+            changes[state] = (envelope, _value_migration(read_versioned_snapshot(prior), new_serializer,
+                                                         self.threads))
+        return run_stream_job(FlinkSavepoint(self.src), job, changes, self.staging)
 
 
 def _value_migration(prior_snapshot: Any, new_serializer: Any, threads: int) -> Any:

@@ -43,7 +43,7 @@ from .reader import (
     StateInfo,
     flink_state_schema,
 )
-from .rewrite import RewriteReport, rewrite
+from .rewrite import RewriteReport, StreamJob, StreamResult, rewrite, run_stream_job
 from .snappy import compress_key_group, decompress_key_group
 
 
@@ -74,6 +74,8 @@ __all__ = [
     "StateLayout",
     "StateMetaInfo",
     "StateRun",
+    "StreamJob",
+    "StreamResult",
     "SubtaskState",
     "build_composite_key",
     "compress_key_group",
@@ -90,6 +92,7 @@ __all__ = [
     "parse_keyed_header",
     "parse_metadata",
     "rewrite",
+    "run_stream_job",
     "serialize_metadata",
     "snapshot_from_envelope",
     "write_key_group",

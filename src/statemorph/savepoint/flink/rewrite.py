@@ -17,15 +17,24 @@ import copy
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import FlinkSavepointError
+from ...io import DataInputDeserializer, DataOutputSerializer
 from ...snapshot import SnapshotRegistry
 from .envelope import snapshot_from_envelope
 from .files import SavepointDirectory
-from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
+from .handles import (
+    ByteStreamHandle,
+    FileHandle,
+    KeyGroupsHandle,
+    RelativeFileHandle,
+    StreamHandle,
+    read_keyed_handle,
+    write_keyed_handle,
+)
 from .keyed_header import VALUE_SERIALIZER, StateMetaInfo
 from .keyed_writer import KeyedStreamWriter, keep_inline
 from .layout import FieldCodec
@@ -57,8 +66,13 @@ def rewrite(
     registry: SnapshotRegistry | None = None,
     inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
     batch_values: int = DEFAULT_BATCH_VALUES,
+    run_jobs: RunJobs | None = None,
 ) -> RewriteReport:
     """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
+
+    ``run_jobs`` runs the per-stream jobs (:class:`StreamJob`, one per subtask stream holding a
+    changed state) and returns their results in order; by default they run here, one after the
+    other. A parallel runner (Spark) runs :func:`run_stream_job` for each job where the files are.
 
     ``changes`` maps ``(operator uid or uid hash, state name)`` to ``(envelope, migrate)``:
     ``envelope`` is the new PER-VALUE serializer snapshot in Flink's top-level form (``i32 2 ‖
@@ -80,7 +94,7 @@ def rewrite(
     except OSError as e:
         raise FlinkSavepointError(f"{dst}: cannot create the temporary directory {tmp.name}: {e.strerror}") from e
     try:
-        report = _write(src, plan, tmp, inline_threshold, batch_values)
+        report = _write(src, plan, tmp, inline_threshold, batch_values, run_jobs)
         _fsync_dir_tree(tmp)
         os.rename(tmp, dst)
         _fsync(dst.parent)
@@ -139,36 +153,94 @@ def _check_migratable(op: OperatorState, m: StateMetaInfo) -> None:
         )
 
 
-def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, batch_values: int) -> RewriteReport:
+@dataclass(frozen=True)
+class StreamJob:
+    """One subtask's keyed-state stream to rewrite into ``name`` of the staging directory: the
+    unit of parallel work (it reads only that stream, writes only that file)."""
+
+    op_index: int
+    subtask: int
+    name: str
+    states: tuple[str, ...]
+    inline_threshold: int
+    batch_values: int
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """What a stream job hands back: the new keyed handle in ``_metadata``'s own encoding (plain
+    bytes, parsed by the driver like any handle) and the values migrated per state."""
+
+    handle: bytes
+    counts: tuple[tuple[str, int], ...]
+
+
+RunJobs = Callable[[list[StreamJob], Path], list[StreamResult]]
+"""Runs the stream jobs into the staging directory (the second argument), results in job order."""
+
+
+def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tuple[bytes, ValueMigration]],
+                   tmp: str | os.PathLike[str]) -> StreamResult:
+    """Rewrite one subtask stream of ``src`` into the staging directory ``tmp``; ``changes`` maps
+    the job's state names to (new per-value envelope, value migration)."""
+    op = src.operators[job.op_index]
+    for st, stream in src.keyed_streams(op):
+        if st.index != job.subtask:
+            continue
+        chs = [_Change(op, name, *changes[name], (op.uid or op.uid_hash, name)) for name in job.states]
+        handle, counts = _rewrite_stream(stream, chs, Path(tmp), job.name, job.inline_threshold, job.batch_values,
+                                         op.max_parallelism)
+        out = DataOutputSerializer()
+        write_keyed_handle(out, handle)
+        return StreamResult(out.get_copy_of_buffer(), tuple((label[1], n) for label, n in counts.items()))
+    raise FlinkSavepointError(f"{src.path}: {op.label()} has no keyed stream of subtask {job.subtask}")
+
+
+def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, batch_values: int,
+           run_jobs: RunJobs | None = None) -> RewriteReport:
     meta = copy.deepcopy(src.metadata)
     by_op: dict[int, list[_Change]] = {}
     for ch in plan:
         by_op.setdefault(id(ch.op), []).append(ch)
-    migrated = {ch.label: 0 for ch in plan}
+    jobs: list[StreamJob] = []
     replaced: set[str] = set()
-    rewritten = 0
     for op_index, op in enumerate(src.operators):
         op_changes = by_op.get(id(op), [])
-        new_op = meta.operators[op_index]
         for st, stream in src.keyed_streams(op) if op_changes else ():
-            mine = [ch for ch in op_changes if any(m.name == ch.state for m in stream.header.states)]
+            mine = tuple(ch.state for ch in op_changes if any(m.name == ch.state for m in stream.header.states))
             if not mine:
                 continue
-            new_st = next(s for s in new_op.subtasks or [] if s.index == st.index and not s.finished)
             old_delegate = stream.handle.delegate
-            name = _stream_file_name(src.directory, old_delegate)
-            handle, counts = _rewrite_stream(stream, mine, tmp, name, threshold, batch_values,
-                                             op.max_parallelism)
-            new_st.managed_keyed = handle
+            jobs.append(StreamJob(op_index, st.index, _stream_file_name(src.directory, old_delegate), mine,
+                                  threshold, batch_values))
             if isinstance(old_delegate, (FileHandle, RelativeFileHandle)):
                 replaced.add(src.directory.relative_name(old_delegate))
-            for label, n in counts.items():
-                migrated[label] += n
-            rewritten += 1
+    if run_jobs is None:
+        def run_jobs(js: list[StreamJob], staging: Path) -> list[StreamResult]:
+            return [run_stream_job(src, j, {ch.state: (ch.envelope, ch.migrate) for ch in by_op[id(src.operators[
+                j.op_index])]}, staging) for j in js]
+    results = run_jobs(jobs, tmp)
+    migrated = {ch.label: 0 for ch in plan}
+    for job, result in zip(jobs, results, strict=True):
+        op = src.operators[job.op_index]
+        new_st = next(s for s in meta.operators[job.op_index].subtasks or []
+                      if s.index == job.subtask and not s.finished)
+        new_st.managed_keyed = _parse_keyed_handle(result.handle, f"{op.label()} subtask {job.subtask}")
+        labels = {ch.state: ch.label for ch in by_op[id(op)]}
+        for state, n in result.counts:
+            migrated[labels[state]] += n
     carried = _carry_files(src.directory, meta, replaced, tmp)
     _relativize(src.directory, meta)
     _write_file(tmp / METADATA_FILE_NAME, serialize_metadata(meta))
-    return RewriteReport(migrated, rewritten, carried)
+    return RewriteReport(migrated, len(jobs), carried)
+
+
+def _parse_keyed_handle(data: bytes, where: str) -> KeyGroupsHandle:
+    src = DataInputDeserializer(data)
+    handle = read_keyed_handle(src, where)
+    if not isinstance(handle, KeyGroupsHandle) or src.available() != 0:
+        raise FlinkSavepointError(f"{where}: a rewritten stream handed back a handle that is not one key-groups handle")
+    return handle
 
 
 def _stream_file_name(d: SavepointDirectory, delegate: StreamHandle) -> str:
