@@ -1,8 +1,8 @@
 """The Events values of real Flink savepoints take the bulk RowData kernel, not the per-value
 reference. Their snapshot is Flink's own ``RowDataSerializerSnapshot``
-(``FlinkRowDataSerializerSnapshot``); the kernel used to be chosen by the snapshot's class name
-(and then the capability table had no entry for it), so every real Flink savepoint migrated ~6x slower (benchmarks/RESULTS.md, "Flink
-savepoint rewrite"). The bytes must be exactly what the reference writes."""
+(``FlinkRowDataSerializerSnapshot``), which the kernel table did not list, so every real Flink
+savepoint migrated ~6x slower (benchmarks/RESULTS.md, "Flink savepoint rewrite"). The bytes must
+be exactly what the reference writes."""
 
 from __future__ import annotations
 
