@@ -17,20 +17,54 @@ the precise error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from ... import kernels
 from ...errors import FlinkSavepointError
-from .keyed_blocks import parse_key_group
+from .keyed_blocks import parse_key_group, read_key_group_bytes
 from .layout import TTL_BYTES
+from .snappy import compress_key_group
+
+if TYPE_CHECKING:
+    from .reader import KeyedStream
 
 BULK_KINDS = frozenset({"value", "reducing", "aggregating"})
 _MIN_ENTRY_BYTES = 9
 """``i32 key length ‖ ≥ 1 key byte ‖ i32 value length``: bounds the entries a key group can hold."""
+
+
+def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[bool, Callable[[pa.Array], pa.Array]]], *,
+                    batch_values: int, key_groups: range | None = None,
+                    migrated: dict[int, int] | None = None) -> Iterator[tuple[int, bytes]]:
+    """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
+    the states in ``states`` (state id → (TTL, migration)) migrated, encoded as the stream stores
+    it (Snappy-framed when compressed), in order: what ``KeyedStreamWriter.add_encoded_key_group``
+    takes. Values are migrated in batches of about ``batch_values`` across key groups;
+    ``migrated`` receives the number of values per state id."""
+    rewriter = BulkValueRewriter(states, stream.where)
+    compressed = stream.header.compressed
+    n_states = len(stream.header.states)
+
+    def flush() -> Iterator[tuple[int, bytes]]:
+        for kg, data in rewriter.flush():
+            yield kg, compress_key_group(data) if compressed else data.tobytes()
+
+    for ext in stream.extents:
+        if key_groups is not None and ext.key_group not in key_groups:
+            continue
+        buf = read_key_group_bytes(stream.source, ext, compressed, stream.where)
+        rewriter.add(scan_key_group(ext.key_group, buf, n_states, stream.where))
+        if rewriter.count >= batch_values:
+            yield from flush()
+    yield from flush()
+    if migrated is not None:
+        for sid, n in rewriter.migrated.items():
+            migrated[sid] = migrated.get(sid, 0) + n
 
 
 @dataclass
