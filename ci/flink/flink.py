@@ -8,6 +8,7 @@ python3.
     flink.py generate [--flink 2.3.0|1.20.3] SPEC OUTDIR [SPEC OUTDIR ...]
     flink.py restore [--events-type TYPE] [--set FIELD=JSON ...] SAVEPOINT SPEC OUT.jsonl [...]
     flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
+    flink.py restore-timed SAVEPOINT SPEC [PROBE_KEYS]   # restore only (plus PROBE_KEYS reads): for timing
 
 ``generate`` writes OUTDIR/savepoint (the canonical savepoint), OUTDIR/expected.json (every state
 of every key as the job wrote it) and OUTDIR/spec.json; OUTDIR is replaced as a whole. ``restore``
@@ -196,6 +197,42 @@ def restore(
         return results
 
 
+@dataclass
+class TimedRestore:
+    """One timed restore (:func:`restore_timed`): wall seconds of the whole Java process, how many
+    keys it probed and how many of them had an events value."""
+
+    seconds: float
+    probed: int
+    found: int
+
+
+def restore_timed(savepoint: Path, spec: Path, probe_keys: int = 0,
+                  jvm_flags: list[str] | None = None) -> TimedRestore:
+    """Restore ``savepoint`` in real Flink 2.3 with the spec's types, as is, in one fresh JVM, and
+    read the states of its first ``probe_keys`` keys: the restore of every key group without the
+    checker's JSON output of every key (which does not fit millions of keys). The time is the
+    whole process, JVM start-up included. ``jvm_flags`` replaces the short-job flags (C1 only,
+    1 GB heap) for long restores. A refused restore raises :class:`FlinkRunError`."""
+    import time
+
+    cp = classpath(DEFAULT_VERSION)
+    with tempfile.TemporaryDirectory(prefix="statemorph-restore-timed-") as tmp:
+        cmd = ["java", *(JVM_FLAGS if jvm_flags is None else jvm_flags), f"-Djava.io.tmpdir={tmp}"]
+        cmd += [f"--add-opens={p}=ALL-UNNAMED" for p in ADD_OPENS]
+        cmd += ["-cp", cp, "savepoints.Main", "restore-timed", str(Path(tmp) / "work"),
+                str(Path(savepoint).resolve()), str(Path(spec).resolve()), str(probe_keys)]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=STARTUP_TIMEOUT + 30 * PER_JOB_TIMEOUT,
+                              cwd=tmp)
+        seconds = time.perf_counter() - t0
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("restored ")), None)
+    if proc.returncode != 0 or line is None:
+        raise FlinkRunError(f"timed restore of {savepoint} failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
+    _, probed, found = line.split()
+    return TimedRestore(seconds, int(probed), int(found))
+
+
 def read_entries(path: Path) -> list[dict[str, Any]]:
     """The entries of a checker's JSON-lines output."""
     with open(path, encoding="utf-8") as f:
@@ -221,7 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("args", nargs="+")
     rg = sub.add_parser("regenerate", help="take every DIR/*/spec.json again")
     rg.add_argument("dir", type=Path)
+    rt = sub.add_parser("restore-timed", help="time a restore: SAVEPOINT SPEC [PROBE_KEYS]")
+    rt.add_argument("savepoint", type=Path)
+    rt.add_argument("spec", type=Path)
+    rt.add_argument("probe_keys", type=int, nargs="?", default=0)
     ns = p.parse_args(argv)
+    if ns.cmd == "restore-timed":
+        r = restore_timed(ns.savepoint, ns.spec, ns.probe_keys)
+        print(f"restored in {r.seconds:.2f} s; probed {r.probed} keys, {r.found} with an events value")
+        return 0
     if ns.cmd == "regenerate":
         for case in regenerate(ns.dir):
             print(f"generated {case}")

@@ -24,6 +24,7 @@ from ..serializers import (
     BytePrimitiveArraySerializer,
     ByteSerializer,
     DoubleSerializer,
+    FlinkRowDataSerializerSnapshot,
     FloatSerializer,
     IntSerializer,
     LongSerializer,
@@ -87,6 +88,8 @@ class Remap:
 
 REMAPS: dict[tuple[type, type], Remap] = {
     (RowDataSerializerSnapshot, RowDataSerializer): Remap("rowdata", lambda compat: True, _rowdata_program),
+    # Flink's own RowDataSerializerSnapshot, as read from a real Flink savepoint: the same row bytes
+    (FlinkRowDataSerializerSnapshot, RowDataSerializer): Remap("rowdata", lambda compat: True, _rowdata_program),
     (RowSerializerSnapshot, RowSerializer): Remap(
         "core", lambda compat: not compat.is_compatible_with_reconfigured_serializer(), plans.compile_core_row_program),
     (PojoSerializerSnapshot, PojoSerializer): Remap(

@@ -187,6 +187,16 @@ W_BOOL = 6
 W_UTF8 = 7
 W_TREE = 8
 
+# Key-group block scans of Flink keyed-state files (kernels/flinkblocks_py.py documents them)
+KG_OK = 0
+KG_SHORT = 1         # fewer than 2 bytes
+KG_STATE_ID = 2      # a state id not below the header's state count
+KG_TRUNCATED = 3     # an entry's length field runs past the end
+KG_KEY_LENGTH = 4    # key length <= 0, or the key runs past the end
+KG_VALUE_LENGTH = 5  # value length < 0, or the value runs past the end
+KG_NO_MARK = 6       # no state id or end mark after a run
+KG_CAPACITY = 7      # more entries or runs than the output arrays hold
+
 FAMILIES: dict[str, tuple[str, ...]] = {
     "common": ("E_OK", "E_TRUNCATED", "E_TRAILING", "E_BAD_LENGTH", "E_BAD_OFFSET", "E_BAD_HEADER",
                "E_BAD_UTF8", "E_LONE_SURROGATE", "E_BAD_CHAR", "E_BAD_SIZE", "E_NULL_NOT_ALLOWED",
@@ -206,6 +216,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
              "O_HEAD", "O_NULL", "O_BOOL", "O_INT", "O_LONG", "O_FLOAT", "O_DOUBLE", "O_BLOB", "O_FIXED",
              "O_ENUM", "O_UNION", "O_ARRAY", "O_MAP", "O_RECORD",
              "W_SKIP", "W_I32", "W_I64", "W_F32", "W_F64", "W_VALUE", "W_BOOL", "W_UTF8", "W_TREE"),
+    "flinkblocks": ("KG_OK", "KG_SHORT", "KG_STATE_ID", "KG_TRUNCATED", "KG_KEY_LENGTH", "KG_VALUE_LENGTH",
+                    "KG_NO_MARK", "KG_CAPACITY"),
 }
 """Which names each ``_native/abi_<family>.pxi`` declares. ``common`` (the statuses and leaf kinds)
 comes with ``cursor.pxd``, which every kernel cimports."""

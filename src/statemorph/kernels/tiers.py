@@ -33,6 +33,7 @@ KERNEL_HOME = {
     "core_row_sizes": "composite", "core_row_fill": "composite", "pojo_migrate_run": "composite",
     "corerow_encode": "corerow", "corerow_decode": "corerow",
     "avro_migrate_run": "avro",
+    "kg_scan": "flinkblocks", "copy_slices": "flinkblocks", "kg_rebuild": "flinkblocks",
 }
 MODULES = tuple(sorted(set(KERNEL_HOME.values())))
 

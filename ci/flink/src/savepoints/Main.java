@@ -11,6 +11,7 @@ import java.nio.file.Path;
  * <pre>
  *   Main generate WORK SPEC OUTDIR [SPEC OUTDIR ...]
  *   Main restore  WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]
+ *   Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS     (see {@link RestoreTimed})
  * </pre>
  *
  * WORK is a scratch directory (the caller's private java.io.tmpdir is a good choice); each job
@@ -58,6 +59,16 @@ public final class Main {
                     Generate.deleteTree(w);
                 }
             }
+        } else if (args[0].equals("restore-timed") && args.length == 5) {
+            Path w = work.resolve("job-timed");
+            try {
+                RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]), w);
+            } catch (Restore.Failure f) {
+                failed++;
+                System.err.println("restore failed: " + f.root);
+            } finally {
+                Generate.deleteTree(w);
+            }
         } else {
             usage();
         }
@@ -66,7 +77,8 @@ public final class Main {
 
     private static void usage() {
         System.err.println("usage: Main generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       Main restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]");
+                + "       Main restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]\n"
+                + "       Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS");
         System.exit(2);
     }
 }

@@ -34,7 +34,7 @@ from .metadata import (
     parse_metadata,
     serialize_metadata,
 )
-from .migrate_stream import migrated_header, migrated_key_groups
+from .migrate_stream import migrated_encoded_key_groups, migrated_header, migrated_key_groups
 from .reader import (
     FlinkSavepoint,
     KeyedStream,
@@ -87,6 +87,7 @@ __all__ = [
     "keep_inline",
     "key_group_prefix_bytes",
     "migrated_header",
+    "migrated_encoded_key_groups",
     "migrated_key_groups",
     "parse_key_group",
     "parse_keyed_header",

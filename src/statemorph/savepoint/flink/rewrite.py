@@ -39,7 +39,7 @@ from .keyed_header import VALUE_SERIALIZER, StateMetaInfo
 from .keyed_writer import KeyedStreamWriter, keep_inline
 from .layout import FieldCodec
 from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, serialize_metadata
-from .migrate_stream import DEFAULT_BATCH_VALUES, ValueMigration, migrated_header, migrated_key_groups
+from .migrate_stream import DEFAULT_BATCH_VALUES, ValueMigration, migrated_encoded_key_groups, migrated_header
 from .reader import FlinkSavepoint, KeyedStream
 
 Changes = Mapping[tuple[str, str], tuple[bytes, ValueMigration]]
@@ -257,9 +257,9 @@ def _rewrite_stream(
     counts: dict[str, int] = {}
     old = stream.handle
     with KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets)) as out:
-        for kg, runs in migrated_key_groups(stream, {ch.state: ch.migrate for ch in changes}, max_parallelism,
-                                            batch_values=batch_values, counts=counts):
-            out.add_key_group(kg, runs)
+        for kg, data in migrated_encoded_key_groups(stream, {ch.state: ch.migrate for ch in changes},
+                                                    max_parallelism, batch_values=batch_values, counts=counts):
+            out.add_encoded_key_group(kg, data)
         inline = keep_inline(old.delegate, out.pos, threshold)
         inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name
         handle = out.finish(inline, inline_name, old.code, old.handle_id)

@@ -1,0 +1,137 @@
+"""Python twins of the key-group block kernels (``_native/flinkblocks.pyx``): the same names,
+arguments, status codes (``abi.KG_*``) and results, as plain Python. The compiled tier must equal
+these (tests/property/test_flink_block_kernels.py); ``STATEMORPH_NATIVE=0`` runs them.
+
+``kg_scan`` walks one uncompressed key group of a canonical keyed-state file (``i16 state id``,
+``i32 key length ‖ key ‖ i32 value length ‖ value`` entries, the run's last key flagged by bit
+0x80, the next state id or ``0xFFFF``) and records positions instead of creating bytes per entry;
+``copy_slices`` moves byte ranges between buffers; ``kg_rebuild`` writes the key group again with
+new values in place of chosen entries' values. Layout: docs/flink-savepoints.md §A.6.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .abi import (
+    KG_CAPACITY,
+    KG_KEY_LENGTH,
+    KG_NO_MARK,
+    KG_OK,
+    KG_SHORT,
+    KG_STATE_ID,
+    KG_TRUNCATED,
+    KG_VALUE_LENGTH,
+)
+
+
+def _i32(buf: Any, pos: int) -> int:
+    return int.from_bytes(bytes(buf[pos:pos + 4]), "big", signed=True)
+
+
+def kg_scan(buf: Any, start: int, stop: int, n_states: int, key_pos: Any, key_len: Any, val_pos: Any,
+            val_len: Any, run_state: Any, run_first: Any) -> tuple[int, int, int, int]:
+    """``(status, entries, runs, end)``; see the module docstring."""
+    mv = memoryview(buf).cast("B")
+    cap, rcap = len(key_pos), len(run_state)
+    if stop > len(mv) or start < 0 or start > stop:
+        return KG_TRUNCATED, 0, 0, start
+    if len(val_pos) < cap or len(key_len) < cap or len(val_len) < cap or len(run_first) < rcap:
+        return KG_CAPACITY, 0, 0, start
+    pos, n, ne, nr = start, stop, 0, 0
+    if n - pos < 2:
+        return KG_SHORT, 0, 0, pos
+    sid = int.from_bytes(mv[pos:pos + 2], "big")
+    pos += 2
+    while sid != 0xFFFF:
+        if sid >= n_states:
+            return KG_STATE_ID, ne, nr, pos - 2
+        if nr >= rcap:
+            return KG_CAPACITY, ne, nr, pos
+        run_state[nr] = sid
+        run_first[nr] = ne
+        nr += 1
+        while True:
+            if pos + 4 > n:
+                return KG_TRUNCATED, ne, nr, pos
+            kl = _i32(mv, pos)
+            pos += 4
+            if kl <= 0 or pos + kl + 4 > n:
+                return KG_KEY_LENGTH, ne, nr, pos - 4
+            if ne >= cap:
+                return KG_CAPACITY, ne, nr, pos
+            key_pos[ne] = pos
+            key_len[ne] = kl
+            pos += kl
+            vl = _i32(mv, pos)
+            pos += 4
+            if vl < 0 or pos + vl > n:
+                return KG_VALUE_LENGTH, ne, nr, pos - 4
+            val_pos[ne] = pos
+            val_len[ne] = vl
+            pos += vl
+            ne += 1
+            if mv[key_pos[ne - 1]] & 0x80:
+                break
+        if pos + 2 > n:
+            return KG_NO_MARK, ne, nr, pos
+        sid = int.from_bytes(mv[pos:pos + 2], "big")
+        pos += 2
+    return KG_OK, ne, nr, pos
+
+
+def copy_slices(src: Any, src_pos: Any, lengths: Any, dst: Any, dst_pos: Any, start: int, stop: int) -> int:
+    """Copy ``src[src_pos[i]:][:lengths[i]]`` to ``dst[dst_pos[i]:]`` for i in ``start..stop``; -1
+    when done, else the first i whose range is outside either buffer."""
+    s, d = memoryview(src).cast("B"), memoryview(dst).cast("B")
+    ns, nd = len(s), len(d)
+    if start < 0 or stop > len(src_pos) or stop > len(lengths) or stop > len(dst_pos):
+        return start
+    for i in range(start, stop):
+        a, b, m = int(src_pos[i]), int(dst_pos[i]), int(lengths[i])
+        if m < 0 or a < 0 or b < 0 or a > ns - m or b > nd - m:
+            return i
+        d[b:b + m] = s[a:a + m]
+    return -1
+
+
+def kg_rebuild(src: Any, val_pos: Any, val_len: Any, slot: Any, prefix: Any, new_off: Any, new_data: Any,
+               out: Any) -> int:
+    """A scanned key group with new values put in (see the compiled kernel's docstring): the
+    bytes written, or -1 - i when entry i does not fit."""
+    s, d, q = memoryview(src).cast("B"), memoryview(new_data).cast("B"), memoryview(out).cast("B")
+    n, ns, no, nn = len(val_pos), len(s), len(q), len(d)
+    nslots = len(new_off) - 1
+    if len(val_len) < n or len(slot) < n or len(prefix) < n:
+        return -1
+    o = prev = 0
+    for i in range(n):
+        vp, vl = int(val_pos[i]), int(val_len[i])
+        gap = vp - 4 - prev
+        if gap < 0 or vl < 0 or vp + vl > ns or o + gap > no:
+            return -1 - i
+        q[o:o + gap] = s[prev:prev + gap]
+        o += gap
+        j = int(slot[i])
+        if j < 0:
+            if o + 4 + vl > no:
+                return -1 - i
+            q[o:o + 4 + vl] = s[vp - 4:vp + vl]
+            o += 4 + vl
+        else:
+            pre = int(prefix[i])
+            if j >= nslots or pre < 0 or pre > vl:
+                return -1 - i
+            a = int(new_off[j])
+            m = int(new_off[j + 1]) - a
+            if a < 0 or m < 0 or a + m > nn or pre + m > 0x7FFFFFFF or o + 4 + pre + m > no:
+                return -1 - i
+            q[o:o + 4] = (pre + m).to_bytes(4, "big")
+            q[o + 4:o + 4 + pre] = s[vp:vp + pre]
+            q[o + 4 + pre:o + 4 + pre + m] = d[a:a + m]
+            o += 4 + pre + m
+        prev = vp + vl
+    if o + (ns - prev) > no:
+        return -1 - n
+    q[o:o + ns - prev] = s[prev:ns]
+    return o + ns - prev
