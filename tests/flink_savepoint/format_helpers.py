@@ -9,12 +9,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from flink_cases import case_spec, committed_cases
+
 from statemorph import serializers
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.types import parse_type
 
-ROOT = Path(__file__).resolve().parents[2]
-SAVEPOINTS = ROOT / "tests" / "data" / "flink_savepoints"
 SOURCE_UID_HASH = "3fa48b0327e87264fb4461f7bc35084c"  # the generator's source operator (uid "records")
 EVENTS_TYPE = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVENTS_FIELDS = ("eventId", ("metadata", ("userId", "timestamp", "deviceType")))
@@ -22,17 +22,12 @@ ROW_KEY_TYPE = "ROW<id INT, name STRING>"  # spec key_type "row", as Flink SQL k
 ROW_KEY_FIELDS = ("id", "name")
 
 
-def cases() -> list[Path]:
-    return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
+cases = committed_cases
+spec = case_spec
 
 
 def case_ids() -> list[str]:
     return [c.name for c in cases()]
-
-
-def spec(case: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((case / "spec.json").read_text(encoding="utf-8"))
-    return data
 
 
 def expected(case: Path) -> dict[tuple[Any, str], Any]:
@@ -142,34 +137,3 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
             p = Path(dirpath) / f
             out[str(p.relative_to(root))] = p.read_bytes()
     return out
-
-
-def real_flink_driver() -> Any:
-    """ci/flink/flink.py (the real-Flink restore checker) as a module, or a pytest skip when it or
-    its build is missing (a failure when STATEMORPH_REQUIRE_FLINK=1)."""
-    import importlib.util
-    import sys
-
-    import pytest
-
-    def unavailable(why: str) -> Any:
-        if os.environ.get("STATEMORPH_REQUIRE_FLINK") == "1":
-            pytest.fail(f"STATEMORPH_REQUIRE_FLINK=1 but real Flink is unavailable: {why}")
-        pytest.skip(f"real Flink unavailable: {why}")
-
-    driver_path = ROOT / "ci" / "flink" / "flink.py"
-    if not driver_path.is_file():
-        return unavailable(f"{driver_path} is missing")
-    name = "statemorph_ci_flink"
-    module = sys.modules.get(name)
-    if module is None:
-        module_spec = importlib.util.spec_from_file_location(name, driver_path)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module
-        module_spec.loader.exec_module(module)
-    try:
-        module.classpath()
-    except module.FlinkUnavailable as e:
-        return unavailable(str(e))
-    return module

@@ -12,7 +12,8 @@ import struct
 from pathlib import Path
 
 import pytest
-from format_helpers import SAVEPOINTS, cases
+from flink_cases import SAVEPOINTS
+from format_helpers import cases
 
 from statemorph.errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
 from statemorph.savepoint.flink import (

@@ -8,6 +8,7 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pyarrow as pa
@@ -242,12 +243,12 @@ def test_rewrite_of_a_copy_in_another_place_reads_the_same(tmp_path: Path) -> No
 
 
 @pytest.mark.java
-def test_real_flink_restores_the_migrated_savepoints(tmp_path: Path) -> None:
+def test_real_flink_restores_the_migrated_savepoints(real_flink: ModuleType, tmp_path: Path) -> None:
     """Real Flink 2.3 restores rewritten savepoints (Snappy key groups, 2-byte key-group prefix,
     string keys, null map values, TTL, a Flink 1.20 metadata-V4 source) and reads every value."""
-    from format_helpers import hashable, real_flink_driver
+    from format_helpers import hashable
 
-    driver = real_flink_driver()
+    driver = real_flink
     env = write_serializer_snapshot(serializers.LongSerializer().snapshot_configuration())
     wanted = ("kinds-hashmap-p2-files-snappy", "kinds-rocksdb-p2-mp256-string", "flink120-kinds-rocksdb-p1",
               "kinds-rocksdb-p2-rowkey")
