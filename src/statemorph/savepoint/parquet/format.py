@@ -11,18 +11,8 @@ Layout::
 
 Every state's Parquet files share one Arrow schema (all bytes are Flink's serialized form, so
 the files are backend-neutral and a Spark job can rewrite them partition by partition):
-
-=========  ==========================================================================
-column     content
-=========  ==========================================================================
-key_group  int32, the key group of the key (``murmurHash(key.hashCode()) % max_parallelism``)
-key        binary, the key serialized with the key serializer
-namespace  binary, the namespace serialized with the namespace serializer
-user_key   binary, map state only: the map key serialized with the user key serializer
-index      int32, list state only: the element's position in its list (0-based)
-value      binary: value state → the value; list state → ONE element (one row per element);
-           map state → the map value, or null for a null map value
-=========  ==========================================================================
+the entry columns of :mod:`statemorph.keyed.entries` (key_group, key, namespace, [user_key |
+index], value), which every savepoint form shares.
 
 List state is stored one element per row (not in Flink's RocksDB ``,``-delimited form) so that
 the ``value`` column always holds exactly one value of one serializer: a bulk migration is then the
