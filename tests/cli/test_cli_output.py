@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from processes import child_env
 
 from statemorph import serializers as S
 from statemorph.cli import main
@@ -21,7 +22,6 @@ from statemorph.savepoint import SavepointWriter
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVOLVED = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT>>"
 BROKEN = "ROW<eventId BIGINT, metadata ROW<userId STRING, `timestamp` BIGINT, deviceType STRING>>"
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def write_savepoint(path: Path, n: int = 30) -> str:
@@ -234,7 +234,7 @@ def test_missing_extra_in_a_real_process(tmp_path, argv, module, extra):
     argv = [a.replace("SP", sp).replace("OUT", str(tmp_path / "out")) for a in argv]
     if "S" in argv:
         argv[argv.index("S")] = schema(tmp_path, EVOLVED)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shadow), SRC])}
+    env = child_env(str(shadow))
     done = subprocess.run([sys.executable, "-m", "statemorph", *argv], env=env, capture_output=True, text=True,
                           check=False, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
@@ -289,7 +289,7 @@ def test_spark_engine_run_has_no_error_lines(tmp_path):
         pytest.skip("Spark needs a Java runtime")
     sp = write_savepoint(tmp_path / "sp", n=5)
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": SRC, "PYSPARK_PYTHON": sys.executable}
+    env = child_env(PYSPARK_PYTHON=sys.executable)
     done = subprocess.run([sys.executable, "-m", "statemorph", "migrate", sp, "--schema", schema(tmp_path, EVOLVED),
                            "--out", str(out), "--engine", "spark", "--master", "local[1]", "--json"],
                           env=env, capture_output=True, text=True, check=False, cwd=tmp_path, timeout=600)

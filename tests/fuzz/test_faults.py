@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import child_env
 
 from .faults import CASES, FILES, INLINE
 
@@ -28,8 +29,7 @@ TIMEOUT = 120  # seconds; a clean read of these savepoints takes about one
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    # the same statemorph as this process (the installed one in CI, src/ with PYTHONPATH=src)
-    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=child_env(), capture_output=True, text=True,
                           timeout=TIMEOUT, check=False)
 
 

@@ -1,19 +1,16 @@
 """SIGKILL while a savepoint is being written leaves either no savepoint or a complete, valid one
 at the final path, never a partial one."""
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
+from processes import child_env
 
 from statemorph.savepoint import read_state_table, remove_stale_temp_dirs, verify_savepoint
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 SLOW_WRITER = textwrap.dedent("""
     import sys, time
@@ -51,7 +48,7 @@ BACKEND_WRITER = textwrap.dedent("""
 
 
 def spawn(script, target):
-    env = dict(os.environ, PYTHONPATH=SRC)
+    env = child_env()
     return subprocess.Popen([sys.executable, "-c", script, str(target)], stdout=subprocess.PIPE, env=env, text=True)
 
 

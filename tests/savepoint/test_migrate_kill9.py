@@ -7,7 +7,6 @@ a run that finishes before its kill point exercises the "complete" branch."""
 from __future__ import annotations
 
 import hashlib
-import os
 import signal
 import subprocess
 import sys
@@ -16,12 +15,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from processes import child_env
 
 from statemorph import serializers as S
 from statemorph.engine.local import write_state
 from statemorph.savepoint import read_state_table, verify_savepoint
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 ROWS = 200_000
 OLD = "ROW<id BIGINT, name STRING>"
 NEW = "ROW<name STRING, id BIGINT, extra INT>"
@@ -69,7 +68,7 @@ def test_kill_9_leaves_the_source_intact_and_the_destination_absent_or_complete(
     src, schema = big
     before = digest_tree(src)
     dst = tmp_path / "dst"
-    env = dict(os.environ, PYTHONPATH=SRC)
+    env = child_env()
     p = subprocess.Popen(migrate_cmd(src, schema, dst), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
         reached = KILL_POINTS[point]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from processes import child_env
 
 from statemorph import serializers as S
 from statemorph.engine.keys import key_groups
@@ -26,7 +27,6 @@ from statemorph.io import DataOutputSerializer
 from statemorph.savepoint import METADATA_FILE, SavepointWriter, check_savepoint, read_state_table, verify_savepoint
 from statemorph.state import ValueStateDescriptor
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 L = S.LongSerializer()
 OLD = S.RowDataSerializer("ROW<a INT, b STRING>")
 NEW = S.RowDataSerializer("ROW<b STRING, a INT, c BIGINT>")  # reordered and added: compatible after migration
@@ -248,7 +248,7 @@ def test_a_fifo_is_refused_without_waiting(tmp_path, which):
         os.mkfifo(sp / METADATA_FILE)
         label = METADATA_FILE
     p = subprocess.run([sys.executable, "-c", FIFO_PROBE, str(sp), str(tmp_path / "out")], capture_output=True,
-                       text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
+                       text=True, env=child_env(), timeout=120)
     lines = p.stdout.splitlines()
     assert p.returncode == 0, p.stderr
     assert len(lines) == 2 and all(f"{label}: is a FIFO, not a regular file" in ln for ln in lines), lines

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from processes import child_env
 
 from statemorph import serializers as S
 from statemorph.engine.keys import key_groups
@@ -25,7 +26,6 @@ from statemorph.savepoint import SavepointWriter, read_state_table, remove_stale
 from statemorph.savepoint import files as files_mod
 from statemorph.state import ValueStateDescriptor
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 L = S.LongSerializer()
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVOLVED = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT>>"
@@ -57,7 +57,7 @@ def schema_file(tmp_path: Path) -> str:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "statemorph", *args], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=SRC), timeout=300)
+                          env=child_env(), timeout=300)
 
 
 def one_error_line(p: subprocess.CompletedProcess[str], status: int, pattern: str) -> None:
@@ -169,7 +169,7 @@ def test_concurrent_migrations_to_one_destination_give_one_result_and_one_clear_
     src = source(tmp_path / "src")
     dst = tmp_path / "dst"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(dst)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=SRC))
+                              stdout=subprocess.PIPE, text=True, env=child_env())
     try:
         assert holder.stdout.readline().strip() == "holding"
         p = run_cli("migrate", str(src), "--schema", schema_file(tmp_path), "--out", str(dst))
@@ -233,7 +233,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     p = subprocess.run([sys.executable, "-c", FSIZE_WRITER, str(out / "sp"), str(Path(__file__).parent)],
-                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=300)
+                       capture_output=True, text=True, env=child_env(), timeout=300)
     assert p.returncode == 0, p.stderr
     assert re.fullmatch(rf"cannot write {out}/\.sp\.statemorph-tmp-\S+: file too large \(file-size limit\)\n",
                         p.stdout), p.stdout
@@ -261,7 +261,7 @@ def test_permission_denied_is_one_line_and_leaves_nothing(tmp_path):
     p = subprocess.run(["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", sys.executable, "-m",
                         "statemorph", "migrate", str(src), "--schema", schema_file(tmp_path), "--out",
                         str(forbidden / "dst")], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=SRC), timeout=300)
+                       env=child_env(), timeout=300)
     one_error_line(p, ExitCode.OUTPUT_ERROR, rf"cannot create the savepoint {forbidden}/dst: permission denied")
     assert list(forbidden.iterdir()) == []
 
@@ -299,7 +299,7 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path, sig):
     out.mkdir()
     p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp"), str(Path(__file__).parent)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ, PYTHONPATH=SRC))
+                         env=child_env())
     try:
         assert p.stdout.readline().strip() == "writing"
         assert leftovers(out), "the writer should be part way"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from statemorph import serializers as S
 from statemorph.cli import ProgressBar, main
 from statemorph.engine.keys import key_groups
+from statemorph.errors import UsageError
 from statemorph.savepoint import SavepointWriter, read_state_table
 
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
@@ -187,22 +189,28 @@ def test_python_dash_m_runs_the_same_command():
     import subprocess
     import sys
 
-    import statemorph
+    from processes import child_env
 
-    src = os.path.dirname(os.path.dirname(statemorph.__file__))
-    env = {**os.environ, "PYTHONPATH": src}
-    done = subprocess.run([sys.executable, "-m", "statemorph", "check"], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "statemorph", "check"], env=child_env(), capture_output=True, text=True,
                           check=False)
     assert done.returncode == 2 and "usage: statemorph check" in done.stderr
 
 
 def test_bench_finds_the_checkout_benchmarks(monkeypatch, tmp_path):
+    import statemorph
     from statemorph.cli.bench import find_benchmarks
 
-    monkeypatch.chdir(tmp_path)  # no ./benchmarks here: the checkout's folder is used
-    found = find_benchmarks(None)
-    assert os.path.isfile(os.path.join(found, "conftest.py"))
-    assert os.path.samefile(os.path.dirname(found), os.path.join(os.path.dirname(__file__), "..", ".."))
+    checkout = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)  # no ./benchmarks here: the checkout's folder, if any, is used
+    if Path(statemorph.__file__).resolve().is_relative_to(checkout / "src"):
+        found = find_benchmarks(None)
+        assert os.path.isfile(os.path.join(found, "conftest.py"))
+        assert os.path.samefile(os.path.dirname(found), checkout)
+    else:  # an installed package (CI) has no checkout beside it: one typed line pointing at --dir
+        with pytest.raises(UsageError, match="--dir"):
+            find_benchmarks(None)
+    monkeypatch.chdir(checkout)  # ./benchmarks is found from the checkout root either way
+    assert os.path.samefile(find_benchmarks(None), checkout / "benchmarks")
 
 
 def _corrupt_savepoint(tmp_path):

@@ -7,14 +7,12 @@ import importlib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from processes import child_env
 
 from statemorph import kernels
 from statemorph.kernels import tiers
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_native_tier_loaded_unless_disabled() -> None:
@@ -54,7 +52,7 @@ def test_mode_parsing_rejects(raw: str) -> None:
 
 
 def _import_with(value: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, STATEMORPH_NATIVE=value, PYTHONPATH=SRC)
+    env = child_env(STATEMORPH_NATIVE=value)
     code = "import statemorph.kernels as n; print(n.TIER)"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
 
@@ -91,7 +89,7 @@ print(n.TIER)
 
 @pytest.mark.parametrize("value,ok", [("1", False), ("auto", True)])
 def test_missing_modules(value: str, ok: bool) -> None:
-    env = dict(os.environ, STATEMORPH_NATIVE=value, PYTHONPATH=SRC)
+    env = child_env(STATEMORPH_NATIVE=value)
     r = subprocess.run([sys.executable, "-c", _BLOCK], env=env, capture_output=True, text=True, timeout=120)
     if ok:
         assert r.returncode == 0, r.stderr

@@ -1,0 +1,21 @@
+"""How a test starts a child Python that imports the same statemorph as the test process.
+
+CI installs the package into the venv and runs the suite against that install (the checkout's
+``src/`` holds no compiled kernels there); a developer runs with ``PYTHONPATH=src`` after an in-place
+build. A child pointed at ``src/`` by hand would, under CI, import uncompiled sources and warn about a
+missing compiled tier, so children get the directory the parent's ``statemorph`` came from."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import statemorph
+
+#: the ``sys.path`` entry this process imported statemorph from (site-packages or the checkout's src)
+STATEMORPH_PATH = str(Path(statemorph.__file__).resolve().parents[1])
+
+
+def child_env(*first: str, **extra: str) -> dict[str, str]:
+    """This process's environment with PYTHONPATH = ``first`` entries, then statemorph's home."""
+    return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([*first, STATEMORPH_PATH])}
