@@ -253,7 +253,7 @@ def test_snapshot_bytes_and_round_trip() -> None:
 
 
 def test_flink_rowdata_snapshot_with_a_cut_type_stream_gives_a_clear_error() -> None:
-    """Flink's snapshot is read now (tests/golden/test_golden_flink_rowdata.py); a stream cut
+    """Flink's snapshot is read now (tests/rowdata/test_golden_flink_rowdata.py); a stream cut
     right after its header is a typed SnapshotError naming the field and the offset."""
     out = DataOutputSerializer()
     out.write_int(2)

@@ -1,5 +1,5 @@
 """Flink's RowDataSerializerSnapshot and the Java-serialized streams inside it, against bytes
-recorded from real Flink 2.3.0 (``tests/golden/flink_rowdata.jsonl``, ci/golden/generate.sh).
+recorded from real Flink 2.3.0 (``tests/data/golden/flink_rowdata.jsonl``, ci/golden/generate.sh).
 
 - ``logical_type`` lines: ``InstantiationUtil.serializeObject(LogicalType)``: statemorph writes
   the same bytes for the parsed type and reads them back to an equal type;
@@ -32,7 +32,7 @@ from statemorph.snapshot import (
 )
 from statemorph.types import RowType, parse_type
 
-FILE = Path(__file__).parent / "flink_rowdata.jsonl"
+FILE = Path(__file__).resolve().parents[1] / "data" / "golden" / "flink_rowdata.jsonl"
 LINES = [json.loads(line) for line in FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
 TYPES = [pytest.param(c, id=c["case"]) for c in LINES if "logical_type" in c]
 SERIALIZERS = [pytest.param(c, id=c["case"]) for c in LINES if "internal_serializer" in c]

@@ -1,6 +1,6 @@
 """Flink's RowDataSerializerSnapshot as statemorph uses it: what ``snapshot_configuration()`` and
 ``flink_snapshot_configuration()`` give, and the Events evolution decided on a snapshot real Flink
-2.3 wrote (tests/golden/flink_rowdata.jsonl) with the same rules as statemorph's own snapshot."""
+2.3 wrote (tests/data/golden/flink_rowdata.jsonl) with the same rules as statemorph's own snapshot."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapsho
 
 GOLDEN = {
     c["case"]: c
-    for c in map(json.loads, (Path(__file__).parents[1] / "golden/flink_rowdata.jsonl").read_text().splitlines())
+    for c in map(json.loads, (Path(__file__).parents[1] / "data/golden/flink_rowdata.jsonl").read_text().splitlines())
 }
 EVENTS_OLD = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVENTS_NEW = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, "

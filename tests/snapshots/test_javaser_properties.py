@@ -4,14 +4,14 @@ For any logical type: the LogicalType stream reads back to an equal type and end
 it was written; re-writing what was read gives the same bytes; the serializer objects built for
 ARRAY / MAP / MULTISET / ROW types parse under the whitelist; and a Flink
 ``RowDataSerializerSnapshot`` round-trips through the snapshot registry. (Byte identity with
-Flink itself is proven by tests/golden/test_golden_flink_rowdata.py.)
+Flink itself is proven by tests/rowdata/test_golden_flink_rowdata.py.)
 """
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_rowdata_types import logical_types, row_types
+from strategies import logical_types, row_types
 
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.javaser import read_logical_type, read_stream, write_logical_type, write_logical_type_to, write_stream

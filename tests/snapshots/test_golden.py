@@ -1,6 +1,6 @@
 """Check statemorph against byte vectors recorded from real Flink 2.3.0 (ci/golden/generate.sh).
 
-Fully data-driven: every line of every ``tests/golden/*.jsonl`` file is one test case, so new
+Fully data-driven: every line of every ``tests/data/golden/*.jsonl`` file is one test case, so new
 vector lines from the same generator are picked up without code changes. Line kinds:
 
 - value lines: ``to_bytes(value) == hex`` and ``from_bytes(hex) == value`` (NaN-aware,
@@ -53,7 +53,7 @@ OWN_TESTS = {"flink_rowdata"}
 
 def _load() -> dict[str, list[Any]]:
     kinds: dict[str, list[Any]] = {"value": [], "snapshot": [], "compat": [], "migration": []}
-    for path in sorted(HERE.glob("*.jsonl")):
+    for path in sorted((HERE.parent / "data" / "golden").glob("*.jsonl")):
         if path.stem in OWN_TESTS:
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

@@ -1,6 +1,6 @@
 """Read the golden-vector files: SPEC text → statemorph serializer, tagged JSON VALUE → Python value.
 
-The grammar and the tags are documented in ``tests/golden/README.md``; the Java generator
+The grammar and the tags are documented in ``tests/data/golden/README.md``; the Java generator
 (``ci/golden/src/golden/Spec.java``) parses the same grammar, so every vector line produced by
 real Flink can be checked here without any per-case code. Only the public names of
 ``statemorph.serializers`` are used.
@@ -61,7 +61,7 @@ KINDS = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE
 
 
 class SpecError(ValueError):
-    """A SPEC or VALUE that does not follow tests/golden/README.md."""
+    """A SPEC or VALUE that does not follow tests/data/golden/README.md."""
 
 
 # ------------------------------------------------------------------------------------ SPEC tree

@@ -10,7 +10,10 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_rowdata_types import _extend, _rows, _with_nullability, atomic_types
+from strategies import atomic_types
+from strategies import extend_types as _extend
+from strategies import rows_of as _rows
+from strategies import with_nullability as _with_nullability
 
 from statemorph.migration import migrate_bytes, migrate_row_value, plan_row_migration
 from statemorph.row import Row

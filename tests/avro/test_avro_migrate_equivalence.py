@@ -17,7 +17,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_avro_properties import _PROMOTE, PRIMS, _define_before_use, evolutions, schema_and_value, schemas, values
-from test_pojo_migrate_equivalence import _corrupt
+from strategies import corrupt as _corrupt
 from tiers import on_tiers
 
 from statemorph import bulk

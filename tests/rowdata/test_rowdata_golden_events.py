@@ -12,7 +12,7 @@ from statemorph.migration import migrate_bytes
 from statemorph.serializers import RowDataSerializer
 from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "rowdata.jsonl"
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden" / "rowdata.jsonl"
 
 
 def _cases(prefix: str) -> dict[str, dict[str, object]]:

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import corrupt as _corrupt
 from tiers import on_tiers
 
 from statemorph import arrow, bulk, serializers
@@ -109,18 +110,6 @@ def _reference(snap: Any, new: Any, blob: bytes | None) -> bytes | None:
         return None
 
 
-def _corrupt(draw: Any, blob: bytes) -> bytes:
-    b = bytearray(blob)
-    for _ in range(draw(st.integers(1, 3))):
-        how = draw(st.sampled_from(["cut", "flip", "insert"]))
-        at = draw(st.integers(0, len(b)))
-        if how == "cut":
-            del b[at:]
-        elif how == "flip" and at < len(b):
-            b[at] = draw(st.sampled_from([0, 1, 2, 3, 4, 8, 0x7F, 0x80, 0xC1, 0xFF]))
-        else:
-            b[at:at] = draw(st.binary(min_size=1, max_size=2))
-    return bytes(b)
 
 
 @SETTINGS

@@ -1,4 +1,4 @@
-"""Tests for the golden-vector reader itself (tests/golden/specs.py): the SPEC grammar, the value
+"""Tests for the golden-vector reader itself (tests/snapshots/specs.py): the SPEC grammar, the value
 tags and the comparison. A bug here would make test_golden.py pass or fail for the wrong reason."""
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""Property: every logical type prints to strings that parse back to an equal type.
+"""Hypothesis strategies shared by several test subjects (one home, imported as ``strategies``).
 
-The strategies here (``logical_types``, ``row_types``) are reused by the other RowData property tests.
+Why one module: the logical-type generators and the byte corruptor were copied between test files,
+and test files imported helpers from each other; every shared strategy lives here instead.
+``tests/`` is on ``sys.path`` because ``tests/conftest.py`` sits there (pytest's rootdir conftest).
 """
 
 from __future__ import annotations
 
-from hypothesis import given
+from typing import Any
+
 from hypothesis import strategies as st
 
 from statemorph.types import (
@@ -32,7 +35,6 @@ from statemorph.types import (
     TinyIntType,
     VarBinaryType,
     VarCharType,
-    parse_type,
 )
 
 names = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
@@ -52,40 +54,40 @@ atomic_types: st.SearchStrategy[LogicalType] = st.one_of(
 )
 
 
-def _with_nullability(s: st.SearchStrategy[LogicalType]) -> st.SearchStrategy[LogicalType]:
+def with_nullability(s: st.SearchStrategy[LogicalType]) -> st.SearchStrategy[LogicalType]:
     return st.tuples(s, st.booleans()).map(lambda tn: tn[0].copy(nullable=tn[1]))
 
 
-def _rows(children: st.SearchStrategy[LogicalType], max_fields: int = 4) -> st.SearchStrategy[RowType]:
+def rows_of(children: st.SearchStrategy[LogicalType], max_fields: int = 4) -> st.SearchStrategy[RowType]:
     return st.lists(st.tuples(names, children, descriptions), max_size=max_fields,
                     unique_by=lambda f: f[0]).map(lambda fs: RowType(tuple(RowField(*f) for f in fs)))
 
 
-def _extend(children: st.SearchStrategy[LogicalType]) -> st.SearchStrategy[LogicalType]:
-    return _with_nullability(st.one_of(
+def extend_types(children: st.SearchStrategy[LogicalType]) -> st.SearchStrategy[LogicalType]:
+    return with_nullability(st.one_of(
         st.builds(ArrayType, children),
         st.builds(MultisetType, children),
         st.builds(MapType, children, children),
-        _rows(children),
+        rows_of(children),
     ))
 
 
 logical_types: st.SearchStrategy[LogicalType] = st.recursive(
-    _with_nullability(atomic_types), _extend, max_leaves=8
+    with_nullability(atomic_types), extend_types, max_leaves=8
 )
-row_types: st.SearchStrategy[RowType] = _rows(logical_types, max_fields=5)
+row_types: st.SearchStrategy[RowType] = rows_of(logical_types, max_fields=5)
 
 
-@given(logical_types)
-def test_parse_of_printed_type_is_equal(t: LogicalType) -> None:
-    assert parse_type(str(t)) == t
-    assert parse_type(t.as_serializable_string()) == t
-    assert hash(parse_type(str(t))) == hash(t)
-
-
-@given(logical_types)
-def test_keywords_are_case_insensitive(t: LogicalType) -> None:
-    # lower-casing only keywords: names and comments are quoted, so flip the case of the
-    # unquoted parts by lower-casing a type with no rows (names would change otherwise)
-    if "`" not in str(t) and "'" not in str(t):
-        assert parse_type(str(t).lower()) == t
+def corrupt(draw: Any, blob: bytes) -> bytes:
+    """Damage ``blob`` one to three times (cut, flip to an interesting byte, or insert bytes)."""
+    b = bytearray(blob)
+    for _ in range(draw(st.integers(1, 3))):
+        how = draw(st.sampled_from(["cut", "flip", "insert"]))
+        at = draw(st.integers(0, len(b)))
+        if how == "cut":
+            del b[at:]
+        elif how == "flip" and at < len(b):
+            b[at] = draw(st.sampled_from([0, 1, 2, 3, 4, 8, 0x7F, 0x80, 0xC1, 0xFF]))
+        else:
+            b[at:at] = draw(st.binary(min_size=1, max_size=2))
+    return bytes(b)

@@ -31,5 +31,5 @@ def test_generator_reproduces_the_committed_vectors(tmp_path: Path) -> None:
     assert {"datastream.jsonl", "snapshots.jsonl", "rowdata.jsonl", "compat.jsonl", "migration.jsonl",
             "flink_rowdata.jsonl"} <= set(produced)
     for name in produced:
-        committed = (ROOT / "tests/golden" / name).read_bytes()
+        committed = (ROOT / "tests/data/golden" / name).read_bytes()
         assert (tmp_path / "out" / name).read_bytes() == committed, f"{name} differs from a fresh Flink run"
