@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_avro_properties import _PROMOTE, PRIMS, _define_before_use, evolutions, schema_and_value, schemas, values
 from strategies import corrupt as _corrupt
+from test_avro_properties import _PROMOTE, PRIMS, _define_before_use, evolutions, schema_and_value, schemas, values
 from tiers import on_tiers
 
 from statemorph import bulk

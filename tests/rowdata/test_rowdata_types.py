@@ -6,8 +6,6 @@ The strategies (``logical_types``, ``row_types``) live in tests/strategies.py.
 from __future__ import annotations
 
 from hypothesis import given
-from hypothesis import strategies as st
-
 from strategies import logical_types
 
 from statemorph.types import LogicalType, parse_type
