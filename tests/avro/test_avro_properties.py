@@ -377,7 +377,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 public class AvroOracle {
-  // the encoding of flink-formats.md section 2.11, as an Avro Encoder
+  // the encoding of docs/formats.md section 2.11, as an Avro Encoder
   static final class Enc extends Encoder {
     final DataOutputStream out;
     Enc(DataOutputStream o) { out = o; }

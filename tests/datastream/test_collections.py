@@ -1,4 +1,4 @@
-"""Arrays, List, Map, Nullable: bytes (flink-formats.md §2.4, §2.5, §2.7, §7.1), value checks,
+"""Arrays, List, Map, Nullable: bytes (docs/formats.md §2.4, §2.5, §2.7, §7.1), value checks,
 compatibility results with readable reasons, and migration of nested values."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""EnumSerializer: index bytes (flink-formats.md §2.6), restored (class-less) serializers, and the
+"""EnumSerializer: index bytes (docs/formats.md §2.6), restored (class-less) serializers, and the
 compatibility rules of §5: same class and constants AS_IS, appended constants RECONFIGURED with
 old indices kept, removed/renamed constants INCOMPATIBLE with the names in the reason."""
 

@@ -1,4 +1,4 @@
-"""PojoSerializer over dataclasses and PojoSerializerSnapshot: Flink 2.3 bytes (flink-formats.md
+"""PojoSerializer over dataclasses and PojoSerializerSnapshot: Flink 2.3 bytes (docs/formats.md
 §2.10, §4.5, §7.3, §7.9), field order, the §5 POJO compatibility rule and migration."""
 
 from __future__ import annotations

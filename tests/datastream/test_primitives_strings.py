@@ -1,4 +1,4 @@
-"""Primitive and String serializers against the real Flink 2.3 bytes of flink-formats.md §7.1,
+"""Primitive and String serializers against the real Flink 2.3 bytes of docs/formats.md §7.1,
 plus the value checks (range, type, None) that Java gets from its type system."""
 
 from __future__ import annotations

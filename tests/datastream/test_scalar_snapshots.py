@@ -1,4 +1,4 @@
-"""Snapshot bytes of the basic DataStream serializers against Flink 2.3 (flink-formats.md §4.3,
+"""Snapshot bytes of the basic DataStream serializers against Flink 2.3 (docs/formats.md §4.3,
 §4.4, §2.6, §7.9). The expected bytes are spelled out by hand here, not produced by our writer."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 throw-away Java harness: TypeExtractor / RowTypeInfo / TupleTypeInfo serializers, ``serialize`` and
 ``TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot`` (the envelope form).
 
-They cover what flink-formats.md §7 does not: POJO field order beyond ASCII (Java UTF-16 order),
+They cover what docs/formats.md §7 does not: POJO field order beyond ASCII (Java UTF-16 order),
 nested POJO snapshots, rows nesting rows and POJOs, a ``supportsRowKind=false`` snapshot, nested
 tuples. The Java side was::
 

@@ -1,4 +1,4 @@
-"""TupleSerializer and the flink-core RowSerializer: Flink 2.3 bytes (flink-formats.md §2.8, §2.9,
+"""TupleSerializer and the flink-core RowSerializer: Flink 2.3 bytes (docs/formats.md §2.8, §2.9,
 §7.2, §7.3, §7.9), snapshot persistence, the §5 compatibility rules and migration."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""RowDataSerializer bytes against the real Flink 2.3 output quoted in flink-formats.md §7."""
+"""RowDataSerializer bytes against the real Flink 2.3 output quoted in docs/formats.md §7."""
 
 from __future__ import annotations
 

@@ -436,7 +436,7 @@ def decode_timestamp(t: LogicalType, j: Any) -> Any:
 
 
 def decode_logical(t: LogicalType, j: Any) -> Any:
-    """A RowData field value under its logical type (design.md value mapping)."""
+    """A RowData field value under its logical type (the value mapping in docs/api.md)."""
     if j is None:
         return None
     root = t.type_root
