@@ -7,7 +7,7 @@ Three oracles, all in one process:
 - the Python reference tier of the kernels (``statemorph.kernels.<name>_py``);
 - the compiled tier (``_native/*.pyx``).
 
-The ``impl`` fixture runs every bulk test on both tiers; random row types, values (nulls,
+The ``tier`` fixture (tests/conftest.py) and ``on_tiers`` run bulk tests on both tiers; random row types, values (nulls,
 unicode, long strings, nested rows, arrays, maps) and random compatible evolutions come from
 hypothesis.
 """
@@ -19,12 +19,11 @@ import decimal
 from typing import Any
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tiers import TIERS, on_tiers
+from tiers import on_tiers
 
-from statemorph import arrow, bulk, kernels, serializers
+from statemorph import arrow, bulk, serializers
 from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.types import (
@@ -48,12 +47,6 @@ from statemorph.types import (
     VarBinaryType,
     VarCharType,
 )
-
-
-@pytest.fixture(params=TIERS)
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
-    return str(request.param)
 
 
 def _all_tiers(fn: Any) -> dict[str, Any]:
