@@ -11,6 +11,9 @@ import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
+from tiers import TIERS
+
+from statemorph import kernels
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
@@ -22,6 +25,14 @@ settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture(params=TIERS)
+def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test once per available kernel tier (``python``, ``native`` when compiled); the selected
+    kernels are switched with monkeypatch, so nothing outlives the test."""
+    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
+    return str(request.param)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@
 Why a Python script: edge cases are easiest to enumerate in a loop (70 000-char strings, every
 RowKind, mask-byte boundaries), and the output is plain JSON Lines that the Java generator
 (``ci/golden/src/golden/Generate.java``) reads. It writes *inputs* only; the recorded vectors in
-``tests/golden/*.jsonl`` come from Flink. Stdlib only, so ``generate.sh`` runs it with any python3.
+``tests/data/golden/*.jsonl`` come from Flink. Stdlib only, so ``generate.sh`` runs it with any python3.
 
 Usage: ``python3 cases.py OUT_DIR`` writes OUT_DIR/{datastream,snapshots,rowdata,avro,compat,migration,
 flink_rowdata}.jsonl.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate the golden vectors in tests/golden/*.jsonl by running REAL Flink 2.3.0 serializers.
+# Regenerate the golden vectors in tests/data/golden/*.jsonl by running REAL Flink 2.3.0 serializers.
 #
 #   ci/golden/generate.sh                 # reuse /tmp/flinkvenv if present, else fetch the Flink jars
 #   FLINK_LIB=/path/to/pyflink/lib ci/golden/generate.sh
@@ -13,7 +13,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="${GOLDEN_BUILD:-$HERE/build}"
-OUT="${GOLDEN_OUT:-$ROOT/tests/golden}"   # GOLDEN_OUT: write the vectors elsewhere (reproducibility test)
+OUT="${GOLDEN_OUT:-$ROOT/tests/data/golden}"   # GOLDEN_OUT: write the vectors elsewhere (reproducibility test)
 FLINK_VERSION=2.3.0
 mkdir -p "$BUILD"
 
@@ -52,7 +52,7 @@ if [[ -n "${AVRO_JARS:-}" ]]; then
     javac -nowarn -encoding UTF-8 -cp "$BUILD/classes:$CP" -d "$BUILD/classes" "$HERE"/src-avro/golden/*.java
     FILES+=(avro)
 else
-    echo "warning: no Avro jar; tests/golden/avro.jsonl is left as it is" >&2
+    echo "warning: no Avro jar; tests/data/golden/avro.jsonl is left as it is" >&2
 fi
 
 # --- 4. cases -> vectors ---------------------------------------------------------------------

@@ -33,7 +33,7 @@ import java.util.Map;
  * GenericDatumReader (Debian's libavro-java) over an encoder/decoder pair written here from the
  * byte-level description in docs/formats.md §2.11 (big-endian ints/longs/floats, i32 length +
  * UTF-8 strings and bytes, i32 union index and enum index, unsigned 7-bit varint block counts
- * with a single 00 end byte). That section's example is checked in tests/golden/avro.jsonl.
+ * with a single 00 end byte). That section's example is checked in tests/data/golden/avro.jsonl.
  * AvroSerializer snapshots are not produced (no flink-avro jar).
  */
 public final class AvroCodec implements SpecCodec {

@@ -7,8 +7,8 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * A parsed SPEC: the small text grammar (documented in tests/golden/README.md) that names a
- * serializer on both sides, e.g. {@code Map<String,Nullable<Int,padded>>}. tests/golden/specs.py
+ * A parsed SPEC: the small text grammar (documented in tests/data/golden/README.md) that names a
+ * serializer on both sides, e.g. {@code Map<String,Nullable<Int,padded>>}. tests/snapshots/specs.py
  * parses the same grammar into statemorph serializers.
  */
 final class Spec {

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-/** The tagged-JSON conventions of the vector files (tests/golden/README.md), one place. */
+/** The tagged-JSON conventions of the vector files (tests/data/golden/README.md), one place. */
 final class Values {
     private Values() {}
 
