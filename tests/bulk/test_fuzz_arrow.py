@@ -80,7 +80,7 @@ CASES: dict[str, tuple[Any, list[Any]]] = {
     "Double": (S.DoubleSerializer(), [1.5, -0.0, 3.25]),
     "String": (S.StringSerializer(), ["a", "héllo😀", "", "x" * 200]),
     "Bytes": (S.BytePrimitiveArraySerializer(), [b"", b"abc", bytes(range(200))]),
-    # Tuple / POJO: arrow.decode cannot build an Arrow array of them yet (tests/hostile/test_fuzz_pending.py)
+    # Tuple / POJO: arrow.decode cannot build an Arrow array of them yet
     "ListString": (S.ListSerializer(S.StringSerializer()), [["a"], [], ["b", "c"]]),
 }
 MIGRATIONS: dict[str, tuple[str, str]] = {

@@ -43,9 +43,9 @@ from statemorph.savepoint.parquet.format import parse_metadata as parse_parquet_
 from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot
 
 TESTS = Path(__file__).resolve().parents[1]
-GOLDEN = TESTS / "golden"
+GOLDEN = TESTS / "data" / "golden"
 SAVEPOINTS = TESTS / "data" / "flink_savepoints"
-for _p in (GOLDEN, TESTS / "hostile", TESTS):  # tests/ is not a package: the shared helpers by path
+for _p in (TESTS / "snapshots", TESTS / "bulk", TESTS):  # tests/ is not a package: the shared helpers by path
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
