@@ -14,8 +14,10 @@ import statemorph
 
 #: the ``sys.path`` entry this process imported statemorph from (site-packages or the checkout's src)
 STATEMORPH_PATH = str(Path(statemorph.__file__).resolve().parents[1])
+#: the tests folder, so a child script can import the shared test helpers (strategies, processes …)
+TESTS_PATH = str(Path(__file__).resolve().parent)
 
 
 def child_env(*first: str, **extra: str) -> dict[str, str]:
-    """This process's environment with PYTHONPATH = ``first`` entries, then statemorph's home."""
-    return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([*first, STATEMORPH_PATH])}
+    """This process's environment with PYTHONPATH = ``first`` entries, statemorph's home, the tests."""
+    return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([*first, STATEMORPH_PATH, TESTS_PATH])}
