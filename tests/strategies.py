@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from statemorph.types import (
     MAX_LENGTH,
+    TIMESTAMP_KINDS,
     ArrayType,
     BigIntType,
     BinaryType,
@@ -30,7 +31,6 @@ from statemorph.types import (
     RowField,
     RowType,
     SmallIntType,
-    TIMESTAMP_KINDS,
     TimestampType,
     TimeType,
     TinyIntType,
