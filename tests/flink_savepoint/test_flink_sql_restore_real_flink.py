@@ -9,7 +9,9 @@ migrated by ``statemorph migrate`` to the evolved query's row types (``src`` gai
 - keep-last deduplication retracts the restored row (its new ``note`` null) before the new one.
 
 The negative control: the unmigrated savepoint is refused by the evolved job with Flink's
-StateMigrationException (the RowData state serializer is incompatible)."""
+StateMigrationException (the RowData state serializer is incompatible). And the generator still
+takes the committed savepoints: a fresh one of the same spec holds the same uids, outputs and
+serializer snapshots."""
 
 from __future__ import annotations
 
@@ -18,9 +20,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
 from flink_sql_cases import EVOLVE_SCHEMA, evolved_changelog, expected, old_cases, sql_case
 
 from statemorph.cli import main
+from statemorph.savepoint.flink import FlinkSavepoint
+from statemorph.savepoint.flink.description import describe_operators
 
 
 def _evolved_spec(case: Path, tmp: Path) -> Path:
@@ -44,6 +49,7 @@ def _per_key_order(changes: list[tuple[str, list[Any]]]) -> dict[Any, list[str]]
     return order
 
 
+@pytest.mark.java
 def test_migrated_sql_savepoints_restore_in_real_flink(real_flink: ModuleType, tmp_path: Path) -> None:
     schema = tmp_path / "evolved.toml"
     schema.write_text(EVOLVE_SCHEMA, encoding="utf-8")
@@ -71,3 +77,17 @@ def test_migrated_sql_savepoints_restore_in_real_flink(real_flink: ModuleType, t
     assert not refused.ok, "Flink restored the unmigrated savepoint into the evolved SQL job"
     assert refused.exception == "org.apache.flink.util.StateMigrationException"
     assert "RowDataSerializer" in refused.message and "must not be incompatible" in refused.message
+
+
+def _snapshots(path: Path) -> dict[tuple[str, str, str], bytes]:
+    return {(op.operator.uid, name, role): st.snapshot_bytes(role)
+            for op in describe_operators(FlinkSavepoint(path)) for name, st in op.states.items()
+            for role in ("key_serializer", "value_serializer")}
+
+
+@pytest.mark.java
+def test_the_generator_takes_the_committed_sql_savepoint_again(real_flink: ModuleType, tmp_path: Path) -> None:
+    case = sql_case("sql-hashmap-p1")
+    real_flink.sql_generate([(case / "spec.json", tmp_path / "again")])
+    assert expected(tmp_path / "again") == expected(case)
+    assert _snapshots(tmp_path / "again" / "savepoint") == _snapshots(case / "savepoint")
