@@ -18,25 +18,52 @@ from typing import Any
 
 from flink_cases import ROOT
 
+from statemorph.savepoint.flink import FlinkSavepoint
+from statemorph.savepoint.flink.description import describe_operators
+from statemorph.serializers import BooleanSerializer
+
 SQL_SAVEPOINTS = ROOT / "tests" / "data" / "flink_sql"
 #: The uids Flink's planner gives the stateful operators (table.exec.uid.generation=ALWAYS,
-#: ``<node id>_<transformation>``); the evolved job has the same plan shape, so the same uids.
+#: ``<node id>_<transformation>``); the evolved job has the same plan shape, so the same uids. With
+#: PLAN_ONLY (spec ``sql_uids``, Flink's default) they have none and go by their uid hashes.
 AGG_UID = "4_group-aggregate"
 FIRST_UID = "9_deduplicate"
 LAST_UID = "15_deduplicate"
-#: The schema file that takes the old job's state to the evolved job's: the aggregation's
-#: accumulator row gains MAX(note)'s accumulator, the keep-last row gains ``note`` before the
-#: proctime column. Version-3 RowData snapshots record no field names, so the savepoint's fields are
-#: ``f0``, ``f1``...; the new type keeps those names for the fields that stay and names the new
-#: ones, which is how statemorph maps old fields to new ones.
-EVOLVE_SCHEMA = f"""\
-# the SQL job after `note STRING` joined src (MAX(note) in the aggregation, note in the deduplicated rows)
-[operators.{AGG_UID}.states.accState]
-type = "ROW<f0 BIGINT, f1 BIGINT, top_note STRING>"
+#: The new types of the states that change: the aggregation's accumulator row gains MAX(note)'s
+#: accumulator, the keep-last row gains ``note`` before the proctime column. Version-3 RowData
+#: snapshots record no field names, so the savepoint's fields are ``f0``, ``f1``...; the new type
+#: keeps those names for the fields that stay and names the new ones, which is how statemorph
+#: maps old fields to new ones.
+EVOLVED_TYPES = {
+    "agg": ("accState", "ROW<f0 BIGINT, f1 BIGINT, top_note STRING>"),
+    "last": ("deduplicate-state",
+             "ROW<f0 INT, f1 BIGINT, f2 STRING, note STRING, f3 TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*>"),
+}
 
-[operators.{LAST_UID}.states.deduplicate-state]
-type = "ROW<f0 INT, f1 BIGINT, f2 STRING, note STRING, f3 TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*>"
-"""
+
+def operator_ids(savepoint: Path) -> dict[str, str]:
+    """Query (agg, first, last) → how a schema file names its operator in ``savepoint``: the uid,
+    or the uid hash of an operator without one. Found by state: ``accState`` is the aggregation's,
+    a BOOLEAN ``deduplicate-state`` keep-first's, a row one keep-last's."""
+    ids = {}
+    for op in describe_operators(FlinkSavepoint(savepoint)):
+        if "accState" in op.states:
+            query = "agg"
+        elif "deduplicate-state" in op.states:
+            value = op.states["deduplicate-state"].snapshot("value_serializer").restore_serializer()
+            query = "first" if isinstance(value, BooleanSerializer) else "last"
+        else:
+            continue
+        ids[query] = op.operator.uid or op.operator.uid_hash
+    return ids
+
+
+def evolve_schema(case: Path) -> str:
+    """The schema file that takes ``case``'s state to the evolved job's."""
+    ids = operator_ids(case / "savepoint")
+    return "# the SQL job after `note STRING` joined src (MAX(note) in the aggregation, note in the rows)\n" + "".join(
+        f'[operators."{ids[query]}".states.{state}]\ntype = "{new_type}"\n' for query, (state, new_type) in
+        EVOLVED_TYPES.items())
 
 
 def sql_case(name: str) -> Path:

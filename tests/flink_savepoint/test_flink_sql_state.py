@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from flink_sql_cases import (
     AGG_UID,
-    EVOLVE_SCHEMA,
     FIRST_UID,
     LAST_UID,
+    evolve_schema,
     expected,
     old_cases,
+    operator_ids,
     spec,
     sql_case,
 )
@@ -29,60 +30,61 @@ from statemorph.savepoint.flink.description import describe_operators
 from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
 
 OLD_TYPES = {
-    AGG_UID: ("accState", "ROW<`f0` BIGINT, `f1` BIGINT>"),
-    FIRST_UID: ("deduplicate-state", "BOOLEAN"),
-    LAST_UID: ("deduplicate-state",
-               "ROW<`f0` INT, `f1` BIGINT, `f2` STRING, `f3` TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*>"),
+    "agg": ("accState", "ROW<`f0` BIGINT, `f1` BIGINT>"),
+    "first": ("deduplicate-state", "BOOLEAN"),
+    "last": ("deduplicate-state", "ROW<`f0` INT, `f1` BIGINT, `f2` STRING, `f3` TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*>"),
 }
 NEW_TYPES = {
-    AGG_UID: ("accState", "ROW<`f0` BIGINT, `f1` BIGINT, `f2` STRING>"),
-    FIRST_UID: ("deduplicate-state", "BOOLEAN"),
-    LAST_UID: ("deduplicate-state",
-               "ROW<`f0` INT, `f1` BIGINT, `f2` STRING, `f3` STRING, `f4` TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*>"),
+    "agg": ("accState", "ROW<`f0` BIGINT, `f1` BIGINT, `f2` STRING>"),
+    "first": ("deduplicate-state", "BOOLEAN"),
+    "last": ("deduplicate-state",
+             "ROW<`f0` INT, `f1` BIGINT, `f2` STRING, `f3` STRING, `f4` TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*>"),
 }
-CASES = [sql_case("sql-hashmap-p1"), sql_case("sql-rocksdb-p2"), sql_case("sql-v2-hashmap-p1")]
+NAMES = {"agg": "GroupAggregate[4]", "first": "Deduplicate[9]", "last": "Deduplicate[15]"}
+CASES = [*old_cases(), sql_case("sql-v2-hashmap-p1")]
 IDS = [c.name for c in CASES]
-
-
-def _inspect(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, object]]:
-    assert main(["inspect", str(path), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    return {o["uid"]: o for o in doc["operators"] if o["uid"]}
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_inspect_names_the_sql_operators_states_and_row_types(case: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ops = _inspect(case / "savepoint", capsys)
-    stateful = sorted(uid for uid, o in ops.items() if any(not s["name"].startswith("_timer_state/")
-                                                           for s in o["states"]))  # type: ignore[attr-defined]
-    assert stateful == sorted(expected(case)["uids"]) == sorted(OLD_TYPES)
+    assert main(["inspect", str(case / "savepoint"), "--json"]) == 0
+    ops = {o["uid"] or o["uid_hash"]: o for o in json.loads(capsys.readouterr().out)["operators"]}
+    ids = operator_ids(case / "savepoint")
+    stateful = sorted(ident for ident, o in ops.items() if any(not s["name"].startswith("_timer_state/")
+                                                               for s in o["states"]))
+    assert stateful == sorted(ids.values())
+    if spec(case).get("sql_uids", "always") == "always":
+        assert ids == {"agg": AGG_UID, "first": FIRST_UID, "last": LAST_UID}
+        assert sorted(expected(case)["uids"]) == sorted(ids.values())
+    else:  # PLAN_ONLY: no uids, the operators go by the hashes Flink derives from the topology
+        assert expected(case)["uids"] == [] and all(ops[i]["uid"] is None and len(i) == 32 for i in ids.values())
     types = OLD_TYPES if spec(case)["sql_version"] == 1 else NEW_TYPES
-    for uid, (state, value_type) in types.items():
-        op = ops[uid]
+    for query, (state, value_type) in types.items():
+        op = ops[ids[query]]
+        assert op["name"] == NAMES[query]
         assert op["parallelism"] == spec(case)["parallelism"] and op["max_parallelism"] == 128
-        st = next(s for s in op["states"] if s["name"] == state)  # type: ignore[attr-defined]
+        st = next(s for s in op["states"] if s["name"] == state)
         assert st["kind"] == "value" and not st["ttl"]
         assert st["key_type"] == "ROW<`f0` INT>"  # the grouping / partition key k as a BinaryRowData
         assert st["value_type"] == value_type
         assert st["entries"] == spec(case)["keys"]
-    assert ops[AGG_UID]["name"] == "GroupAggregate[4]"
-    assert ops[FIRST_UID]["name"] == "Deduplicate[9]" and ops[LAST_UID]["name"] == "Deduplicate[15]"
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_sql_state_reads_as_arrow_tables_with_what_the_queries_emitted(case: Path) -> None:
     out, keys = expected(case)["outputs"], spec(case)["keys"]
     sp = case / "savepoint"
-    acc = read_flink_state_table(sp, AGG_UID, "accState")
+    ids = operator_ids(sp)
+    acc = read_flink_state_table(sp, ids["agg"], "accState")
     assert acc.schema.field("key").type.num_fields == 1
     assert all(0 <= g < 128 for g in acc.column("key_group").to_pylist())
     # the accumulators of COUNT(*) and SUM(x) [and MAX(note)] are the aggregation's output values
     got = sorted((r["key"]["f0"], *r["value"].values()) for r in acc.to_pylist())
     assert got == sorted(tuple(row) for row in out["agg"])
-    first = read_flink_state_table(sp, FIRST_UID, "deduplicate-state").to_pylist()
+    first = read_flink_state_table(sp, ids["first"], "deduplicate-state").to_pylist()
     assert sorted(r["key"]["f0"] for r in first) == list(range(keys)) and all(r["value"] is True for r in first)
     # keep-last keeps the input row; Flink stores the proctime attribute as null
-    last = read_flink_state_table(sp, LAST_UID, "deduplicate-state").to_pylist()
+    last = read_flink_state_table(sp, ids["last"], "deduplicate-state").to_pylist()
     assert sorted([*r["value"].values()] for r in last) == sorted([*row, None] for row in out["last"])
     assert all(r["key"]["f0"] == r["value"]["f0"] for r in last)
     frame = acc.to_pandas()  # a DataFrame: one row per key, key and value as struct columns
@@ -104,19 +106,23 @@ def test_every_sql_snapshot_is_rewritten_byte_for_byte(case: Path) -> None:
 
 
 def _value_snapshots(path: Path) -> dict[tuple[str, str], bytes]:
-    return {(op.operator.uid, name): st.snapshot_bytes("value_serializer")
-            for op in describe_operators(FlinkSavepoint(path)) for name, st in op.states.items()}
+    """(query, state) → the value serializer snapshot's bytes."""
+    query = {ident: q for q, ident in operator_ids(path).items()}
+    return {(query[op.operator.uid or op.operator.uid_hash], name): st.snapshot_bytes("value_serializer")
+            for op in describe_operators(FlinkSavepoint(path)) for name, st in op.states.items()
+            if (op.operator.uid or op.operator.uid_hash) in query}
 
 
 @pytest.mark.parametrize("case", old_cases(), ids=lambda c: c.name)
 def test_migrate_writes_the_evolved_jobs_own_snapshots(case: Path, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    ids = operator_ids(case / "savepoint")
     schema = tmp_path / "evolved.toml"
-    schema.write_text(EVOLVE_SCHEMA, encoding="utf-8")
+    schema.write_text(evolve_schema(case), encoding="utf-8")
     assert main(["check", str(case / "savepoint"), "--schema", str(schema), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    actions = {(o["uid"], s["name"]): s["action"] for o in doc["operators"] for s in o["states"]}
-    assert actions[(AGG_UID, "accState")] == actions[(LAST_UID, "deduplicate-state")] == "migrate"
+    actions = {(o["uid"] or o["uid_hash"], s["name"]): s["action"] for o in doc["operators"] for s in o["states"]}
+    assert actions == {(ids["agg"], "accState"): "migrate", (ids["last"], "deduplicate-state"): "migrate"}
     dst = tmp_path / "evolved"
     assert main(["migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(dst), "-q"]) == 0
     capsys.readouterr()
@@ -125,18 +131,19 @@ def test_migrate_writes_the_evolved_jobs_own_snapshots(case: Path, tmp_path: Pat
     assert _value_snapshots(dst) == flink_v2
     # unchanged states and operators are carried over; migrated rows gain nulls
     out = expected(case)["outputs"]
-    acc = read_flink_state_table(dst, AGG_UID, "accState").to_pylist()
+    acc = read_flink_state_table(dst, ids["agg"], "accState").to_pylist()
     assert sorted((r["key"]["f0"], r["value"]["f0"], r["value"]["f1"], r["value"]["f2"]) for r in acc) == \
         sorted((*row, None) for row in out["agg"])
-    last = read_flink_state_table(dst, LAST_UID, "deduplicate-state").to_pylist()
+    last = read_flink_state_table(dst, ids["last"], "deduplicate-state").to_pylist()
     assert sorted([*r["value"].values()] for r in last) == sorted([*row, None, None] for row in out["last"])
-    before = read_flink_state_table(case / "savepoint", FIRST_UID, "deduplicate-state")
-    assert read_flink_state_table(dst, FIRST_UID, "deduplicate-state").equals(before)
+    before = read_flink_state_table(case / "savepoint", ids["first"], "deduplicate-state")
+    assert read_flink_state_table(dst, ids["first"], "deduplicate-state").equals(before)
     # the result needs nothing more for the evolved job. (Its snapshots record no field names
     # either, so its fields are f0, f1... again: a schema file for it names them so.)
     as_is = tmp_path / "as-is.toml"
-    as_is.write_text("".join(f'[operators.{uid}.states.{state}]\ntype = "{value_type}"\n'
-                             for uid, (state, value_type) in NEW_TYPES.items() if uid != FIRST_UID), encoding="utf-8")
+    as_is.write_text("".join(f'[operators."{ids[query]}".states.{state}]\ntype = "{value_type}"\n'
+                             for query, (state, value_type) in NEW_TYPES.items() if query != "first"),
+                     encoding="utf-8")
     assert main(["check", str(dst), "--schema", str(as_is), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {s["action"] for o in doc["operators"] for s in o["states"]} == {"copy"}

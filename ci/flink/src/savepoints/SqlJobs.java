@@ -12,6 +12,7 @@ import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -21,12 +22,14 @@ import org.apache.flink.table.api.Table;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.flink.table.api.internal.TableEnvironmentImpl;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.CloseableIterator;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,18 +55,21 @@ import java.util.concurrent.TimeUnit;
  * select {@code note}). Everything else comes from the common {@link Spec} fields (backend,
  * storage, parallelism, max_parallelism, keys, records_per_key).
  *
- * <p>Operator uids: the planner names them itself with {@code table.exec.uid.generation=ALWAYS}
- * ({@code <node id>_<transformation>}, e.g. {@code 5_group-aggregate}); the node ids depend on the
- * shape of the plan only, so the evolved job (same shape, one more column) keeps them.
+ * <p>Operator uids: with the spec's {@code sql_uids} = {@code always} (default) the planner names
+ * them itself ({@code table.exec.uid.generation=ALWAYS}: {@code <node id>_<transformation>}, e.g.
+ * {@code 4_group-aggregate}); the node ids depend on the shape of the plan only, so the evolved job
+ * (same shape, one more column) keeps them. With {@code plan_only} (Flink's default) the SQL
+ * operators have no uid and the savepoint names them by the hashes Flink derives from the topology.
  *
  * <p>{@code generate} waits until the aggregation has counted every record (the savepoint barrier
  * then follows every record in every operator), stops the job with a CANONICAL savepoint and
  * writes {@code OUT/expected.json}: the uid of each stateful SQL operator and the last row each
- * query emitted per key. {@code restore} starts the spec's query version from a savepoint with a
- * bounded probe: one record per old key ({@code j = total + k}, {@code note} set for even keys)
- * and one record of a new key ({@code k = keys}); it writes every changelog row the queries emit
- * as JSON lines {@code {"query", "kind", "row"}} in emission order per query, and
- * {@code {"uids": [...]}} first. A restore Flink refuses writes {@code OUT.jsonl.error} like
+ * query emitted per key. {@code restore} starts the spec's query version from a savepoint, in the
+ * generator's topology with a bounded probe in place of the source: one record per old key
+ * ({@code j = total + k}, {@code note} set for even keys) and one record of a new key ({@code k =
+ * keys}); it writes {@code {"uids": [...]}} and then every changelog row the queries emitted, as
+ * JSON lines {@code {"query", "kind", "row"}} in emission order per key. A restore Flink refuses
+ * writes {@code OUT.jsonl.error} like
  * {@link Restore}.
  */
 public final class SqlJobs {
@@ -73,6 +79,8 @@ public final class SqlJobs {
     static final AtomicCounter COUNTED = new AtomicCounter();
     /** query -> key -> last row emitted (generate). */
     static final Map<String, Map<Integer, Object>> LAST = new ConcurrentHashMap<>();
+    /** Every changelog line the job emitted, in emission order (per subtask). */
+    static final List<String> LINES = java.util.Collections.synchronizedList(new ArrayList<>());
 
     /** A counter the sink (in this JVM's MiniCluster) bumps; a class so it stays static-final. */
     static final class AtomicCounter {
@@ -190,9 +198,25 @@ public final class SqlJobs {
         return v == 1 ? Row.of(k, j, name(j)) : Row.of(k, j, name(j), note);
     }
 
-    static StreamTableEnvironment tables(StreamExecutionEnvironment env, DataStream<Row> rows) {
+    /**
+     * The spec's {@code sql_uids}: {@code ALWAYS} (default; the planner names every operator) or
+     * {@code PLAN_ONLY} (Flink's default: no uids outside compiled plans, so the savepoint knows
+     * the SQL operators by the uid hashes Flink derives from the topology).
+     */
+    @SuppressWarnings("unchecked")
+    static String uidGeneration(Path specFile) throws java.io.IOException {
+        Map<String, Object> m = (Map<String, Object>) Json.parse(
+                new String(Files.readAllBytes(specFile), StandardCharsets.UTF_8));
+        String v = String.valueOf(m.getOrDefault("sql_uids", "always")).toUpperCase(java.util.Locale.ROOT);
+        if (!v.equals("ALWAYS") && !v.equals("PLAN_ONLY")) {
+            throw new IllegalArgumentException("spec: sql_uids must be always or plan_only, not " + v);
+        }
+        return v;
+    }
+
+    static StreamTableEnvironment tables(StreamExecutionEnvironment env, DataStream<Row> rows, String uids) {
         StreamTableEnvironment t = StreamTableEnvironment.create(env);
-        t.getConfig().set("table.exec.uid.generation", "ALWAYS");
+        t.getConfig().set("table.exec.uid.generation", uids);
         resetNodeIds(t);
         t.createTemporaryView("src", t.fromDataStream(rows,
                 Schema.newBuilder().columnByExpression("pt", "PROCTIME()").build()));
@@ -256,16 +280,13 @@ public final class SqlJobs {
         int v = version(specFile);
         COUNTED.clear();
         LAST.clear();
+        LINES.clear();
         StreamExecutionEnvironment env = Job.env(Job.config(spec, work), spec);
         env.setParallelism(spec.parallelism);
         env.setMaxParallelism(spec.maxParallelism);
-        DataStream<Row> rows = env.fromSource(new IdleSequenceSource(0, spec.totalRecords() - 1),
-                        WatermarkStrategy.noWatermarks(), "records")
-                .uid("records").setParallelism(1)
-                .map(j -> record(spec, j, v)).returns(rowInfo(v)).uid("rows").name("rows").setParallelism(1);
-        StreamTableEnvironment t = tables(env, rows);
-        changelogs(t, v).map(new Remember()).returns(Types.STRING).uid("remember").name("remember")
-                .sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
+        SingleOutputStreamOperator<Long> records = env.fromSource(new IdleSequenceSource(0, spec.totalRecords() - 1),
+                WatermarkStrategy.noWatermarks(), "records");
+        job(env, records, j -> record(spec, j, v), v, uidGeneration(specFile));
         List<String> uids = sqlUids(env);
         JobClient client = env.executeAsync("generate sql " + spec.name);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
@@ -296,13 +317,32 @@ public final class SqlJobs {
         Files.write(out.resolve("expected.json"), (json + "\n").getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Keeps the last row each query emitted per key, and the aggregation's count per key. */
+    /**
+     * The job around the queries, the same for the generator and the checker: the source (uid
+     * {@code records}), its rows, the queries' changelogs and the {@link Remember} map into a
+     * discarding sink. The checker must build the very same topology: without uids (PLAN_ONLY)
+     * Flink identifies the SQL operators by hashes of the whole graph, sources and sinks included.
+     */
+    static void job(StreamExecutionEnvironment env, SingleOutputStreamOperator<Long> records,
+            MapFunction<Long, Row> toRow, int v, String uidGeneration) {
+        DataStream<Row> rows = records.uid("records").setParallelism(1)
+                .map(toRow).returns(rowInfo(v)).uid("rows").name("rows").setParallelism(1);
+        StreamTableEnvironment t = tables(env, rows, uidGeneration);
+        changelogs(t, v).map(new Remember()).returns(Types.STRING).uid("remember").name("remember")
+                .sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
+    }
+
+    /**
+     * Keeps every changelog line in emission order, the last row each query emitted per key, and
+     * the aggregation's count per key (the MiniCluster runs in this JVM).
+     */
     static final class Remember implements MapFunction<String, String> {
         private static final long serialVersionUID = 1L;
 
         @Override
         @SuppressWarnings("unchecked")
         public String map(String value) {
+            LINES.add(value);
             Map<String, Object> m = (Map<String, Object>) Json.parse(value);
             List<Object> row = (List<Object>) m.get("row");
             int key = Integer.parseInt(row.get(0).toString());
@@ -328,23 +368,43 @@ public final class SqlJobs {
         StreamExecutionEnvironment env = Job.env(c, spec);
         env.setParallelism(spec.parallelism);
         env.setMaxParallelism(spec.maxParallelism);
-        DataStream<Row> rows = env.fromSource(new NumberSequenceSource(0, spec.keys), WatermarkStrategy.noWatermarks(),
-                        "probe")
-                .uid("probe").setParallelism(1)
-                .map(p -> probe(spec, p, v)).returns(rowInfo(v)).uid("probe-rows").name("probe-rows").setParallelism(1);
-        StreamTableEnvironment t = tables(env, rows);
-        DataStream<String> lines = changelogs(t, v);
+        LINES.clear();
+        SingleOutputStreamOperator<Long> probes = env.fromSource(new ProbeSource(0, spec.keys), WatermarkStrategy.noWatermarks(),
+                "records");
+        job(env, probes, p -> probe(spec, p, v), v, uidGeneration(specFile));
         List<String> uids = sqlUids(env);
-        StringBuilder b = new StringBuilder();
-        Json.write(Json.obj("uids", uids), b);
-        b.append('\n');
-        try (CloseableIterator<String> it = lines.executeAndCollect("restore sql " + spec.name)) {
-            while (it.hasNext()) {
-                b.append(it.next()).append('\n');
-            }
+        try {
+            env.execute("restore sql " + spec.name);
         } catch (Exception e) {
             throw new Restore.Failure(e);
         }
+        StringBuilder b = new StringBuilder();
+        Json.write(Json.obj("uids", uids), b);
+        b.append('\n');
+        synchronized (LINES) {
+            for (String line : LINES) {
+                b.append(line).append('\n');
+            }
+        }
         Files.write(out, b.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * The probe records, in place of the old job's source (same uid and position in the graph, so
+     * the topology is the generator's): bounded, and restored with its own splits rather than the
+     * old source's leftovers.
+     */
+    static final class ProbeSource extends NumberSequenceSource {
+        private static final long serialVersionUID = 1L;
+
+        ProbeSource(long from, long to) {
+            super(from, to);
+        }
+
+        @Override
+        public SplitEnumerator<NumberSequenceSplit, Collection<NumberSequenceSplit>> restoreEnumerator(
+                SplitEnumeratorContext<NumberSequenceSplit> ctx, Collection<NumberSequenceSplit> checkpoint) {
+            return createEnumerator(ctx);
+        }
     }
 }
