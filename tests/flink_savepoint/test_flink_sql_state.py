@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flink_sql_cases import (
@@ -159,3 +160,24 @@ def test_an_incompatible_sql_change_names_the_field_and_writes_nothing(tmp_path:
     assert main(["migrate", str(sql_case("sql-hashmap-p1") / "savepoint"), "--schema", str(schema),
                  "--out", str(dst)]) != 0
     assert "f0" in capsys.readouterr().err and not dst.exists()
+
+
+@pytest.mark.spark
+def test_sql_state_reads_as_spark_dataframes(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Spark route: the savepoint converted to statemorph's Parquet form (lossless), each SQL
+    state a typed DataFrame, key and row fields as columns (the proctime column as a timestamp)."""
+    from statemorph.engine.spark import read_state
+
+    case = sql_case("sql-rocksdb-p2")
+    out, ids = expected(case)["outputs"], operator_ids(case / "savepoint")
+    assert main(["convert", str(case / "savepoint"), "--out", str(tmp_path / "pq"), "-q"]) == 0
+    capsys.readouterr()
+    acc = read_state(spark, tmp_path / "pq", f"{ids['agg']}/accState")
+    assert acc.columns == ["key", "f0", "f1"]
+    assert sorted((r["key"]["f0"], r["f0"], r["f1"]) for r in acc.collect()) == sorted(tuple(x) for x in out["agg"])
+    last = read_state(spark, tmp_path / "pq", f"{ids['last']}/deduplicate-state")
+    assert dict(last.dtypes)["f3"] == "timestamp"
+    assert sorted([r["f0"], r["f1"], r["f2"], r["f3"]] for r in last.collect()) == \
+        sorted([*row, None] for row in out["last"])
+    first = read_state(spark, tmp_path / "pq", f"{ids['first']}/deduplicate-state")
+    assert first.filter("value").count() == spec(case)["keys"]
