@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from statemorph.types import (
     MAX_LENGTH,
+    TIMESTAMP_KINDS,
     ArrayType,
     BigIntType,
     BinaryType,
@@ -49,8 +50,8 @@ atomic_types: st.SearchStrategy[LogicalType] = st.one_of(
     st.builds(BinaryType, st.integers(1, 20)),
     st.builds(VarBinaryType, st.integers(1, 20)),
     st.builds(TimeType, st.integers(0, 9)),
-    st.builds(TimestampType, st.integers(0, 9)),
-    st.builds(LocalZonedTimestampType, st.integers(0, 9)),
+    st.builds(TimestampType, st.integers(0, 9), kind=st.sampled_from(TIMESTAMP_KINDS)),
+    st.builds(LocalZonedTimestampType, st.integers(0, 9), kind=st.sampled_from(TIMESTAMP_KINDS)),
 )
 
 

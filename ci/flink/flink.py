@@ -9,6 +9,8 @@ python3.
     flink.py restore [--events-type TYPE] [--set FIELD=JSON ...] SAVEPOINT SPEC OUT.jsonl [...]
     flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
     flink.py restore-timed SAVEPOINT SPEC [PROBE_KEYS]   # restore only (plus PROBE_KEYS reads): for timing
+    flink.py sql-generate SPEC OUTDIR [SPEC OUTDIR ...]    # the Flink SQL job (SqlJobs.java)
+    flink.py sql-restore SAVEPOINT SPEC OUT.jsonl [...]    # its changelog after a restore
 
 ``generate`` writes OUTDIR/savepoint (the canonical savepoint), OUTDIR/expected.json (every state
 of every key as the job wrote it) and OUTDIR/spec.json; OUTDIR is replaced as a whole. ``restore``
@@ -53,6 +55,9 @@ JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g", "-Dlog4j2.
 #: Seconds allowed per job in a batch, on top of a fixed start-up allowance.
 PER_JOB_TIMEOUT = 180
 STARTUP_TIMEOUT = 120
+#: The Java programs: the DataStream matrix (Main) and the Flink SQL job (SqlJobs).
+DATASTREAM_PROGRAM = "savepoints.Main"
+SQL_PROGRAM = "savepoints.SqlJobs"
 
 
 class FlinkUnavailable(RuntimeError):
@@ -94,12 +99,13 @@ def classpath(version: str = DEFAULT_VERSION) -> str:
     return cpfile.read_text().strip()
 
 
-def _run_java(version: str, args: list[str], jobs: int) -> subprocess.CompletedProcess[str]:
+def _run_java(version: str, args: list[str], jobs: int,
+              program: str = DATASTREAM_PROGRAM) -> subprocess.CompletedProcess[str]:
     cp = classpath(version)
     with tempfile.TemporaryDirectory(prefix="statemorph-flink-") as tmp:
         cmd = ["java", *JVM_FLAGS, f"-Djava.io.tmpdir={tmp}"]
         cmd += [f"--add-opens={p}=ALL-UNNAMED" for p in ADD_OPENS]
-        cmd += ["-cp", cp, "savepoints.Main", args[0], str(Path(tmp) / "work"), *args[1:]]
+        cmd += ["-cp", cp, program, args[0], str(Path(tmp) / "work"), *args[1:]]
         timeout = STARTUP_TIMEOUT + PER_JOB_TIMEOUT * jobs
         try:
             return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
@@ -112,8 +118,10 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSION) -> None:
-    """Take one savepoint per (spec file, output directory); each OUTDIR is replaced when all succeed."""
+def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSION,
+             program: str = DATASTREAM_PROGRAM) -> None:
+    """Take one savepoint per (spec file, output directory); each OUTDIR is replaced when all succeed.
+    ``program`` is the Java job that takes them (the SQL job: :func:`sql_generate`)."""
     staged: list[tuple[Path, Path, Path]] = []
     args = ["generate"]
     for spec, out in pairs:
@@ -124,7 +132,7 @@ def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSIO
         staged.append((Path(spec), stage, out))
         args += [str(Path(spec).resolve()), str(stage)]
     try:
-        proc = _run_java(flink_version, args, len(pairs))
+        proc = _run_java(flink_version, args, len(pairs), program)
         if proc.returncode != 0:
             raise FlinkRunError(f"savepoint generator failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
         for spec, stage, out in staged:
@@ -138,16 +146,18 @@ def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSIO
 
 
 def regenerate(root: Path) -> list[Path]:
-    """Take every case under ``root`` (a directory per case holding spec.json) again; one JVM per Flink version."""
-    by_version: dict[str, list[tuple[Path, Path]]] = {}
+    """Take every case under ``root`` (a directory per case holding spec.json) again; one JVM per
+    Flink version and program (a spec with ``sql_version`` is a case of the SQL job)."""
+    by_version: dict[tuple[str, str], list[tuple[Path, Path]]] = {}
     for spec in sorted(Path(root).glob("*/spec.json")):
-        version = json.loads(spec.read_text(encoding="utf-8")).get("flink", DEFAULT_VERSION)
+        data = json.loads(spec.read_text(encoding="utf-8"))
+        program = SQL_PROGRAM if "sql_version" in data else DATASTREAM_PROGRAM
         keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
         shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
-        by_version.setdefault(version, []).append((keep, spec.parent))
+        by_version.setdefault((data.get("flink", DEFAULT_VERSION), program), []).append((keep, spec.parent))
     try:
-        for version, pairs in by_version.items():
-            generate(pairs, version)
+        for (version, program), pairs in by_version.items():
+            generate(pairs, version, program)
     finally:
         for pairs in by_version.values():
             for keep, _ in pairs:
@@ -181,20 +191,46 @@ def restore(
             out = Path(tmp) / f"out-{k}.jsonl"
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(spec_path), str(out)]
-        proc = _run_java(DEFAULT_VERSION, args, len(items))
-        if proc.returncode not in (0, 3):
-            raise FlinkRunError(f"restore checker failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
-        results = []
-        for out in outs:
-            err = Path(f"{out}.error")
-            if err.is_file():
-                e = json.loads(err.read_text(encoding="utf-8"))
-                results.append(RestoreResult(exception=e["exception"], message=e["message"], chain=e["chain"]))
-            elif out.is_file():
-                results.append(RestoreResult(entries=read_entries(out)))
-            else:
-                raise FlinkRunError(f"restore checker wrote no result for {out.name}:\n{_tail(proc.stderr)}")
-        return results
+        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items)), outs)
+
+
+def _restore_results(proc: subprocess.CompletedProcess[str], outs: list[Path]) -> list[RestoreResult]:
+    """What a restore batch wrote per item: OUT.jsonl, or OUT.jsonl.error when Flink refused it."""
+    if proc.returncode not in (0, 3):
+        raise FlinkRunError(f"restore checker failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
+    results = []
+    for out in outs:
+        err = Path(f"{out}.error")
+        if err.is_file():
+            e = json.loads(err.read_text(encoding="utf-8"))
+            results.append(RestoreResult(exception=e["exception"], message=e["message"], chain=e["chain"]))
+        elif out.is_file():
+            results.append(RestoreResult(entries=read_entries(out)))
+        else:
+            raise FlinkRunError(f"restore checker wrote no result for {out.name}:\n{_tail(proc.stderr)}")
+    return results
+
+
+def sql_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the Flink SQL job (ci/flink/src/savepoints/SqlJobs.java) per (spec,
+    OUTDIR): OUTDIR/savepoint, OUTDIR/expected.json (the stateful SQL operators' uids and each
+    query's last row per key) and OUTDIR/spec.json."""
+    generate(pairs, DEFAULT_VERSION, SQL_PROGRAM)
+
+
+def sql_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
+    """Start the SQL job of each (savepoint, spec) (the spec's ``sql_version`` says which query
+    version) from the savepoint with a bounded probe, in one JVM. ``entries`` of a result are
+    ``{"uids": [...]}`` (the job's stateful SQL operators) and then every changelog row the
+    queries emitted, ``{"query", "kind", "row"}``."""
+    with tempfile.TemporaryDirectory(prefix="statemorph-sql-restore-") as tmp:
+        args = ["restore"]
+        outs = []
+        for k, (savepoint, spec) in enumerate(items):
+            out = Path(tmp) / f"out-{k}.jsonl"
+            outs.append(out)
+            args += [str(Path(savepoint).resolve()), str(Path(spec).resolve()), str(out)]
+        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items), SQL_PROGRAM), outs)
 
 
 @dataclass
@@ -262,7 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     rt.add_argument("savepoint", type=Path)
     rt.add_argument("spec", type=Path)
     rt.add_argument("probe_keys", type=int, nargs="?", default=0)
+    sg = sub.add_parser("sql-generate", help="take savepoints of the SQL job: SPEC OUTDIR [SPEC OUTDIR ...]")
+    sg.add_argument("args", nargs="+")
+    sr = sub.add_parser("sql-restore", help="restore the SQL job: SAVEPOINT SPEC OUT.jsonl [...]")
+    sr.add_argument("args", nargs="+")
     ns = p.parse_args(argv)
+    if ns.cmd in ("sql-generate", "sql-restore"):
+        return _sql_main(p, ns)
     if ns.cmd == "restore-timed":
         r = restore_timed(ns.savepoint, ns.spec, ns.probe_keys)
         print(f"restored in {r.seconds:.2f} s; probed {r.probed} keys, {r.found} with an events value")
@@ -290,6 +332,27 @@ def main(argv: list[str] | None = None) -> int:
             with open(out, "w", encoding="utf-8") as f:
                 for e in res.entries or []:
                     f.write(json.dumps(e, ensure_ascii=False) + "\n")
+        else:
+            print(f"restore failed: {savepoint}: {res.exception}: {res.message}", file=sys.stderr)
+            status = 3
+    return status
+
+
+def _sql_main(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
+    if ns.cmd == "sql-generate":
+        if len(ns.args) % 2:
+            p.error("sql-generate takes SPEC OUTDIR pairs")
+        sql_generate([(Path(a), Path(b)) for a, b in zip(ns.args[::2], ns.args[1::2], strict=True)])
+        return 0
+    if len(ns.args) % 3:
+        p.error("sql-restore takes SAVEPOINT SPEC OUT.jsonl triples")
+    triples = list(zip(ns.args[::3], ns.args[1::3], ns.args[2::3], strict=True))
+    status = 0
+    for (savepoint, _, out), res in zip(triples, sql_restore([(Path(s), Path(sp)) for s, sp, _ in triples]),
+                                        strict=True):
+        if res.ok:
+            Path(out).write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in res.entries or []),
+                                 encoding="utf-8")
         else:
             print(f"restore failed: {savepoint}: {res.exception}: {res.message}", file=sys.stderr)
             status = 3

@@ -72,7 +72,10 @@ class LogicalType:
 
     def as_summary_string(self) -> str:
         """The string Flink's ``asSummaryString`` / ``toString`` gives (``STRING``, ``BYTES``)."""
-        return self._with_nullability(self._body(False))
+        return self._with_nullability(self._body(False)) + self._summary_suffix()
+
+    def _summary_suffix(self) -> str:
+        return ""
 
     def __str__(self) -> str:
         return self.as_summary_string()
@@ -254,8 +257,30 @@ class TimeType(_PrecisionType):
         return f"TIME({self.precision})"
 
 
+TIMESTAMP_KINDS = ("REGULAR", "ROWTIME", "PROCTIME")
+"""Flink's ``TimestampKind``: a plain timestamp, or a query's event-time / processing-time attribute."""
+
+
 @dataclass(frozen=True)
-class TimestampType(_PrecisionType):
+class _TimestampKindType(_PrecisionType):
+    """A timestamp type that may be a time attribute. As in Flink, ``kind`` is metadata: it does
+    not take part in equality (nor in the serializable string), only in the summary string
+    (``TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*``) and in the Java-serialized type. SQL state keeps it:
+    a deduplication on processing time stores its input row with the ``*PROCTIME*`` column."""
+
+    kind: str = field(default="REGULAR", compare=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.kind not in TIMESTAMP_KINDS:
+            raise ValueError(f"timestamp kind must be one of {', '.join(TIMESTAMP_KINDS)}, got {self.kind!r}")
+
+    def _summary_suffix(self) -> str:
+        return "" if self.kind == "REGULAR" else f" *{self.kind}*"
+
+
+@dataclass(frozen=True)
+class TimestampType(_TimestampKindType):
     """``TIMESTAMP(p)`` (without time zone); precision ≤ 3 is stored compact (millis)."""
 
     precision: int = 6
@@ -270,7 +295,7 @@ class TimestampType(_PrecisionType):
 
 
 @dataclass(frozen=True)
-class LocalZonedTimestampType(_PrecisionType):
+class LocalZonedTimestampType(_TimestampKindType):
     """``TIMESTAMP_LTZ(p)`` = ``TIMESTAMP(p) WITH LOCAL TIME ZONE``: an instant."""
 
     precision: int = 6
@@ -531,9 +556,25 @@ class _Parser:
                 t = t.copy(nullable=False)
             elif self.accept_word("NULL"):
                 t = t.copy(nullable=True)
+            if self.peek_char() == "*":
+                t = self.time_attribute(t)
             return t
         finally:
             self.depth -= 1
+
+    def time_attribute(self, t: LogicalType) -> LogicalType:
+        """``*ROWTIME*`` / ``*PROCTIME*`` after a timestamp: the summary string's time attribute
+        (so a type ``inspect`` prints parses back with its kind)."""
+        pos = self.pos
+        self.expect_char("*")
+        kind = self.word()
+        self.expect_char("*")
+        if kind not in TIMESTAMP_KINDS[1:]:
+            raise self.error(f"unknown time attribute *{kind}* (expected *ROWTIME* or *PROCTIME*)", pos)
+        if not isinstance(t, _TimestampKindType):
+            raise self.error(f"*{kind}* marks a time attribute, which only a TIMESTAMP or TIMESTAMP_LTZ can be",
+                             pos)
+        return dataclasses.replace(t, kind=kind)
 
     def optional_params(self, count: int, what: tuple[str, ...]) -> list[int] | None:
         """``(a)`` or ``(a, b)`` up to ``count`` integers, or None when there is no ``(``."""
@@ -800,6 +841,7 @@ __all__ = [
     "RowType",
     "SmallIntType",
     "STRING",
+    "TIMESTAMP_KINDS",
     "TimeType",
     "Timestamp",
     "TimestampType",

@@ -106,6 +106,9 @@ def test_events_example_round_trips_in_both_forms() -> None:
         (VarCharType(MAX_LENGTH, nullable=False), "STRING NOT NULL", "VARCHAR(2147483647) NOT NULL"),
         (VarBinaryType(MAX_LENGTH), "BYTES", "VARBINARY(2147483647)"),
         (LocalZonedTimestampType(3), "TIMESTAMP_LTZ(3)", "TIMESTAMP(3) WITH LOCAL TIME ZONE"),
+        (LocalZonedTimestampType(3, nullable=False, kind="PROCTIME"), "TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*",
+         "TIMESTAMP(3) WITH LOCAL TIME ZONE NOT NULL"),
+        (TimestampType(3, kind="ROWTIME"), "TIMESTAMP(3) *ROWTIME*", "TIMESTAMP(3)"),
         (DecimalType(20, 2), "DECIMAL(20, 2)", "DECIMAL(20, 2)"),
         (MapType(IntType(nullable=False), DoubleType()), "MAP<INT NOT NULL, DOUBLE>", "MAP<INT NOT NULL, DOUBLE>"),
         (RowType((RowField("x", IntType(), "a 'c'"),), nullable=False),
@@ -149,6 +152,9 @@ def test_types_are_immutable_hashable_and_copyable() -> None:
         ("", 0, "expected a type"),
         ("ROW<1a INT>", 4, "expected a field name"),
         ("VARCHAR(99999999999)", 8, "too large"),
+        ("INT *PROCTIME*", 4, "only a TIMESTAMP or TIMESTAMP_LTZ"),
+        ("TIMESTAMP(3) *EVENTTIME*", 13, "unknown time attribute *EVENTTIME*"),
+        ("TIMESTAMP(3) *PROCTIME", 22, "expected '*'"),
     ],
 )
 def test_parse_errors_point_at_the_position(text: str, position: int, fragment: str) -> None:
@@ -162,6 +168,20 @@ def test_deep_nesting_is_an_error_not_a_recursion_crash() -> None:
     text = "ARRAY<" * 5000 + "INT" + ">" * 5000
     with pytest.raises(TypeParseError, match="nested deeper"):
         parse_type(text)
+
+
+def test_time_attributes_parse_back_and_do_not_take_part_in_equality() -> None:
+    """Flink SQL state rows hold ``*PROCTIME*`` / ``*ROWTIME*`` columns; the kind is metadata in
+    Flink (``LogicalType.equals`` ignores it) but part of the serialized type, so it round-trips."""
+    t = parse_row_type("ROW<pt TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*, rt TIMESTAMP(3) *ROWTIME*, ts TIMESTAMP(3)>")
+    assert [f.type.kind for f in t.fields] == ["PROCTIME", "ROWTIME", "REGULAR"]  # type: ignore[attr-defined]
+    assert parse_type(str(t)) == t
+    assert [f.type.kind for f in parse_row_type(str(t)).fields] == ["PROCTIME", "ROWTIME", "REGULAR"]  # type: ignore[attr-defined]
+    assert t.fields[0].type == LocalZonedTimestampType(3, nullable=False)
+    assert hash(t.fields[1].type) == hash(TimestampType(3))
+    assert t.fields[0].type.copy(nullable=True).kind == "PROCTIME"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="timestamp kind"):
+        TimestampType(3, kind="EVENTTIME")
 
 
 def test_parse_row_type_requires_a_row() -> None:

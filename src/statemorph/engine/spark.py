@@ -90,6 +90,33 @@ def _spark_schema(schema: pa.Schema) -> Any:
     return from_arrow_schema(schema)
 
 
+def _spark_arrow_type(t: pa.DataType) -> pa.DataType:
+    """``t`` as Spark's Arrow bridge takes it: timestamps in microseconds only (TIMESTAMP(3) and
+    TIMESTAMP_LTZ(3) decode to milliseconds, e.g. the proctime column of Flink SQL state)."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_spark_arrow_type(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(_spark_arrow_type(t.key_type), t.item_field.with_type(_spark_arrow_type(t.item_type)))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field.with_type(_spark_arrow_type(t.value_type))
+        return pa.list_(item) if pa.types.is_list(t) else pa.large_list(item)
+    return t
+
+
+class _SparkBatches:
+    """The decoder's batches cast to :func:`_spark_arrow_type` (a safe cast: a timestamp with
+    nanoseconds Spark cannot hold raises rather than being truncated)."""
+
+    def __init__(self, fn: Any, schema: pa.Schema) -> None:
+        self.fn, self.schema = fn, schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in self.fn(batches):
+            yield b.cast(self.schema)
+
+
 def _write_and_adopt(df: Any, w: SavepointWriter, sw: StateWriter) -> int:
     """Let Spark write ``df`` as Parquet into the savepoint's temporary directory, then adopt the
     part files (renamed, checksummed) into the state. Returns the number of rows."""
@@ -168,11 +195,13 @@ def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, fla
     st = md.state(state)
     dec = StateDecoder.for_state(st, flatten=flatten, on_error=on_error)
     schema = dec.output_schema(st.kind.value == "list")
-    spark_schema = _spark_schema(schema)
+    for_spark = pa.schema([f.with_type(_spark_arrow_type(f.type)) for f in schema])
+    spark_schema = _spark_schema(for_spark)
     files = state_files(savepoint, st, verify=verify, metadata=md)
     if not files:
         return spark.createDataFrame([], spark_schema)
-    return _read_files(spark, files).mapInArrow(dec.map_batches, spark_schema)
+    fn = dec.map_batches if for_spark == schema else _SparkBatches(dec.map_batches, for_spark)
+    return _read_files(spark, files).mapInArrow(fn, spark_schema)
 
 
 def write_state(spark: Any, df: Any, dst: str | os.PathLike[str], *, name: str, key_serializer: Any,

@@ -9,8 +9,8 @@ Shapes (every class has serialVersionUID 1; fields as in :mod:`.classes`):
 
 - ``LogicalType``: ``isNullable:Z``, ``typeRoot:LogicalTypeRoot`` (an enum constant);
 - length types ``length:I``; DECIMAL ``precision:I, scale:I``; TIME ``precision:I``;
-  TIMESTAMP / TIMESTAMP_LTZ ``precision:I, kind:TimestampKind`` (only REGULAR: statemorph types
-  carry no time-attribute kind, so a ROWTIME / PROCTIME type is refused by name);
+  TIMESTAMP / TIMESTAMP_LTZ ``precision:I, kind:TimestampKind`` (REGULAR, or a query's time
+  attribute ROWTIME / PROCTIME, kept as the types' ``kind``);
 - ARRAY / MULTISET ``elementType``; MAP ``keyType, valueType``;
 - ROW ``fields``: ``Collections$UnmodifiableList`` whose ``c`` and ``list`` are one
   ``ArrayList`` (``size:I``, then ``writeObject`` data: ``i32 size`` and the elements), each a
@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import JavaSerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..types import (
+    TIMESTAMP_KINDS,
     ArrayType,
     BigIntType,
     BinaryType,
@@ -115,7 +116,7 @@ class TypeTreeBuilder:
             values["precision"] = t.precision
         elif isinstance(t, (TimestampType, LocalZonedTimestampType)):
             values["precision"] = t.precision
-            values["kind"] = self.enum(KIND_ENUM, "REGULAR")
+            values["kind"] = self.enum(KIND_ENUM, t.kind)
         elif isinstance(t, (ArrayType, MultisetType)):
             values["elementType"] = self.build(t.element_type)
         elif isinstance(t, MapType):
@@ -193,10 +194,9 @@ def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0)
             kind = v["kind"]
             if not isinstance(kind, JEnum) or kind.desc.name != KIND_ENUM:
                 raise _fail(what, "timestamp kind is not a TimestampKind constant")
-            if kind.constant != "REGULAR":
-                raise _fail(what, f"{kind.constant} time attribute types are not supported "
-                                  f"(statemorph reads REGULAR timestamps only)")
-            return cls(v["precision"], nullable=nullable)  # type: ignore[call-arg]
+            if kind.constant not in TIMESTAMP_KINDS:
+                raise _fail(what, f"unknown timestamp kind {kind.constant!r} (known: {', '.join(TIMESTAMP_KINDS)})")
+            return cls(v["precision"], nullable=nullable, kind=kind.constant)  # type: ignore[call-arg]
         if cls in (ArrayType, MultisetType):
             element = logical_type_from_tree(v["elementType"], f"{what} element", depth + 1)
             return cls(element, nullable=nullable)  # type: ignore[call-arg]
