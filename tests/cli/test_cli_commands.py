@@ -191,8 +191,8 @@ def test_python_dash_m_runs_the_same_command():
 
     from processes import child_env
 
-    done = subprocess.run([sys.executable, "-m", "statemorph", "check"], env=child_env(), capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run([sys.executable, "-m", "statemorph", "check"], env=child_env(), capture_output=True,
+                          text=True, check=False)
     assert done.returncode == 2 and "usage: statemorph check" in done.stderr
 
 
