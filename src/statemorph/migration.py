@@ -442,8 +442,9 @@ class _Remapper:
 
 def remap_binary_row(plan: RowMigrationPlan, data: bytes, origin: int = 0, validate: bool = True) -> bytes:
     """Migrate one BinaryRowData (no length prefix) from ``plan.old_type`` to ``plan.new_type``
-    without building Python values. The old bytes are fully validated first (``validate``),
-    so corrupt input raises :class:`MalformedDataError` naming the field path and offset."""
+    without building Python values. The old bytes are fully validated first (``validate``; off only
+    for bytes the reference codec has just written), so corrupt input raises
+    :class:`MalformedDataError` naming the field path and offset."""
     if validate:
         _codec(plan.old_type).decode(_Ctx(bytes(data), origin), 0, len(data))
     if plan.is_identity:
@@ -459,11 +460,10 @@ def _codec(t: RowType) -> RowCodec:
 def migrate_row_value(plan: RowMigrationPlan, value: Any) -> Row:
     """Turn a row of the old schema into the same row in the new schema (new fields null, RowKind
     kept). The rules are executed once, on bytes: the row is written in the old schema, remapped
-    like :func:`remap_binary_row` does and read back, so a value migrates exactly as its bytes do
-    (a FLOAT field holds the value the old schema stores, not the Python float it was handed)."""
-    data = bytes(_codec(plan.old_type).encode(value))
-    if not plan.is_identity:
-        data = bytes(_Remapper(data).row(plan, 0, len(data), ""))
+    with :func:`remap_binary_row` (no second validation: the codec just wrote it) and read back,
+    so a value migrates exactly as its bytes do (a FLOAT field holds the value the old schema
+    stores, not the Python float it was handed)."""
+    data = remap_binary_row(plan, bytes(_codec(plan.old_type).encode(value)), validate=False)
     return _codec(plan.new_type).decode(_Ctx(data, 0), 0, len(data))
 
 
