@@ -483,14 +483,21 @@ def migrate_bytes(prior_snapshot: Any, new_serializer: Any, data: bytes | bytear
     compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
     if compat.is_incompatible():
         raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
-    prior = prior_snapshot.restore_serializer()
+    target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
+        else new_serializer
+    return migrate_resolved(prior_snapshot, prior_snapshot.restore_serializer(), target, data,
+                            compat.is_compatible_as_is())
+
+
+def migrate_resolved(prior_snapshot: Any, prior: Any, target: Any, data: bytes | bytearray | memoryview,
+                     as_is: bool) -> bytes:
+    """:func:`migrate_bytes` once compatibility is resolved (``prior``: the restored serializer,
+    ``target``: the new or reconfigured one), for callers that migrate many values of one pair."""
     src = DataInputDeserializer(data)
-    if compat.is_compatible_as_is():
+    if as_is:
         prior.deserialize(src)
         src.expect_end("the value")
         return bytes(data)
-    target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
-        else new_serializer
     out = DataOutputSerializer()
     prior_snapshot.migrate_state(prior, target, src, out)
     src.expect_end("the value")
@@ -502,6 +509,7 @@ __all__ = [
     "RowMigrationPlan",
     "TypeMigration",
     "migrate_bytes",
+    "migrate_resolved",
     "migrate_row_value",
     "plan_row_migration",
     "remap_binary_row",
