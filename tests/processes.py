@@ -12,6 +12,9 @@ from pathlib import Path
 
 import statemorph
 
+#: the import root of the test helpers (``pythonpath`` in pyproject.toml): a child that imports one
+#: gets it first, ``child_env(TESTS)``
+TESTS = str(Path(__file__).resolve().parent)
 #: the ``sys.path`` entry this process imported statemorph from (site-packages or the checkout's src)
 STATEMORPH_PATH = str(Path(statemorph.__file__).resolve().parents[1])
 #: the tests folder, so a child script can import the shared test helpers (strategies, processes …)

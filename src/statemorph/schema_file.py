@@ -223,7 +223,7 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     family when the file says ``auto``. With ``user_key=True`` builds the map key serializer
     (datastream family; None when the file leaves the key type unchanged).
     """
-    from . import serializers as S
+    from . import serializers
 
     where = f"state {schema.name!r}"
     if user_key:
@@ -242,12 +242,12 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
             raise SchemaFileError(f"{where} is Avro state in the savepoint: give the new schema as avro_schema "
                                   f"and serializer = \"avro\"")
     if family == "avro":
-        return _require(S, "AvroSerializer")(schema.avro_schema)
+        return _require(serializers, "AvroSerializer")(schema.avro_schema)
     assert schema.type is not None
     if family == "rowdata":
         if not isinstance(schema.type, RowType):
             raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
-        return _require(S, "RowDataSerializer")(schema.type)
+        return _require(serializers, "RowDataSerializer")(schema.type)
     if family == "row" and not isinstance(schema.type, RowType):
         raise SchemaFileError(f"{where} is Row state: its type must be a ROW, got {schema.type}")
     return datastream_serializer(schema.type, where)
@@ -255,7 +255,7 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
 
 def datastream_serializer(t: LogicalType, where: str = "type") -> Any:
     """The DataStream serializer for a logical type (Flink's TypeInformation defaults)."""
-    from . import serializers as S
+    from . import serializers
 
     simple: dict[type, str] = {
         BooleanType: "BooleanSerializer", TinyIntType: "ByteSerializer", SmallIntType: "ShortSerializer",
@@ -264,18 +264,18 @@ def datastream_serializer(t: LogicalType, where: str = "type") -> Any:
         BinaryType: "BytePrimitiveArraySerializer",
     }
     if isinstance(t, CharType):
-        return _require(S, "CharSerializer")() if t.length == 1 else _require(S, "StringSerializer")()
+        return _require(serializers, "CharSerializer" if t.length == 1 else "StringSerializer")()
     name = simple.get(type(t))
     if name is not None:
-        return _require(S, name)()
+        return _require(serializers, name)()
     if isinstance(t, ArrayType):
-        return _require(S, "ListSerializer")(datastream_serializer(t.element_type, f"{where} element"))
+        return _require(serializers, "ListSerializer")(datastream_serializer(t.element_type, f"{where} element"))
     if isinstance(t, MapType):
-        return _require(S, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key"),
+        return _require(serializers, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key"),
                                             datastream_serializer(t.value_type, f"{where} value"))
     if isinstance(t, RowType):
         fields = [datastream_serializer(f.type, f"{where}.{f.name}") for f in t.fields]
-        return _require(S, "RowSerializer")(fields, field_names=t.field_names)
+        return _require(serializers, "RowSerializer")(fields, field_names=t.field_names)
     raise SchemaFileError(f"{where}: type {t} has no DataStream serializer; use serializer = \"rowdata\" "
                           f"inside a ROW for SQL types such as DECIMAL, DATE, TIME and TIMESTAMP")
 

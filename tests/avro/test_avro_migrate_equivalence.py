@@ -1,6 +1,6 @@
 """Avro bulk migration: compiled kernel == Python twin == per-value reference, byte for byte.
 
-Random record schemas evolve at random (the generators of ``test_avro_properties``: fields added
+Random record schemas evolve at random (the Avro generators of ``strategies``: fields added
 with defaults, removed, reordered, renamed through aliases, promoted, made nullable, enums extended;
 nested records, arrays, maps, unions, fixed, logical types; and ``evolved`` here, which changes
 records at every depth, inside arrays, maps and unions). Every entry, including corrupted copies
@@ -16,8 +16,14 @@ from typing import Any
 import pyarrow as pa
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from strategies import AVRO_PRIMS, AVRO_PROMOTIONS
+from strategies import avro_collect_named as _collect_named  # names the tests use (hypothesis seeds from their source)
+from strategies import avro_define_before_use as _define_before_use
+from strategies import avro_evolutions as evolutions
+from strategies import avro_schema_and_value as schema_and_value
+from strategies import avro_schemas as schemas
+from strategies import avro_values as values
 from strategies import corrupt as _corrupt
-from test_avro_properties import _PROMOTE, PRIMS, _define_before_use, evolutions, schema_and_value, schemas, values
 from tiers import on_tiers
 
 from statemorph import bulk
@@ -105,20 +111,6 @@ def test_avro_identity_shaped_migrations_equal_reference(case: Any, data: st.Dat
     _check(snap, new, [blob, None, _corrupt(data.draw, blob), _corrupt(data.draw, blob)])
 
 
-def _collect_named(s: Any, named: dict[str, Any]) -> None:
-    if isinstance(s, list):
-        for b in s:
-            _collect_named(b, named)
-    elif isinstance(s, dict):
-        if s.get("type") in ("record", "enum", "fixed"):
-            named.setdefault(s["name"], s)
-        for f in s.get("fields", ()):
-            _collect_named(f["type"], named)
-        for key in ("items", "values"):
-            if key in s:
-                _collect_named(s[key], named)
-
-
 _ADDED = [("int", 0), ("string", "x"), (["null", "long"], None), ({"type": "array", "items": "int"}, [1, 2]),
           ({"type": "map", "values": "double"}, {"k": 1.5}), ("boolean", True), ("bytes", "\u00ff")]
 
@@ -129,8 +121,8 @@ def evolved(draw: Any, s: Any) -> Any:
     added with defaults, reordered and made nullable, primitives promoted, enums extended. Named
     types change where they are defined (references follow); unions keep their branches."""
     if isinstance(s, str):
-        if s in _PROMOTE and draw(st.integers(0, 3)) == 0:
-            return draw(st.sampled_from(_PROMOTE[s]))
+        if s in AVRO_PROMOTIONS and draw(st.integers(0, 3)) == 0:
+            return draw(st.sampled_from(AVRO_PROMOTIONS[s]))
         return s
     if isinstance(s, list) or s.get("logicalType") or s["type"] == "fixed":
         return s
@@ -146,7 +138,7 @@ def evolved(draw: Any, s: Any) -> Any:
         if not defines and draw(st.integers(0, 4)) == 0:
             continue  # removed
         t = draw(evolved(f["type"]))
-        if isinstance(t, str) and t in PRIMS and t != "null" and draw(st.integers(0, 4)) == 0:
+        if isinstance(t, str) and t in AVRO_PRIMS and t != "null" and draw(st.integers(0, 4)) == 0:
             t = [t, "null"]
         fields.append(dict(f, type=t))
     for k in range(draw(st.integers(0, 2))):

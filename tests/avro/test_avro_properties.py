@@ -14,127 +14,22 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from strategies import avro_evolutions as evolutions  # names the tests use (hypothesis seeds from their source)
+from strategies import avro_resolve
+from strategies import avro_schema_and_value as schema_and_value
 
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.serializers import AvroSerializer
 from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
-
-PRIMS = ["null", "boolean", "int", "long", "float", "double", "string", "bytes"]
-LOGICAL = [
-    {"type": "int", "logicalType": "date"},
-    {"type": "long", "logicalType": "timestamp-millis"},
-    {"type": "long", "logicalType": "timestamp-micros"},
-    {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 3},
-]
-
-
-# -- random schemas ------------------------------------------------------------------------------
-
-@st.composite
-def schemas(draw, depth=0, state=None):
-    """A schema and, through ``state['named']``, the named types it defines (fresh names)."""
-    state = state if state is not None else {"n": 0, "named": {}}
-    kinds = PRIMS + ["logical", "enum", "fixed", "ref"]
-    if depth < 3:
-        kinds += ["record", "record", "array", "map", "union"]
-    kind = draw(st.sampled_from(kinds))
-
-    def fresh(prefix):
-        state["n"] += 1
-        return f"{prefix}{state['n']}"
-
-    if kind in PRIMS:
-        return kind
-    if kind == "logical":
-        return dict(draw(st.sampled_from(LOGICAL)))
-    if kind == "ref":
-        done = sorted(state["named"])
-        if not done:
-            return "string"
-        return draw(st.sampled_from(done))
-    if kind == "enum":
-        symbols = draw(st.lists(st.sampled_from(["A", "B", "C", "D", "E"]), min_size=1, max_size=4, unique=True))
-        s = {"type": "enum", "name": fresh("E"), "symbols": symbols}
-    elif kind == "fixed":
-        s = {"type": "fixed", "name": fresh("F"), "size": draw(st.integers(0, 4))}
-    elif kind == "array":
-        return {"type": "array", "items": draw(schemas(depth + 1, state))}
-    elif kind == "map":
-        return {"type": "map", "values": draw(schemas(depth + 1, state))}
-    elif kind == "union":
-        branches = draw(st.lists(schemas(depth + 1, state), min_size=1, max_size=4))
-        seen, union = set(), []
-        for b in branches:
-            b = b if not isinstance(b, list) else b[0]
-            key = _branch_key(b, state["named"])
-            if key not in seen:
-                seen.add(key)
-                union.append(b)
-        return union
-    else:
-        name = fresh("R")
-        n = draw(st.integers(0, 4))
-        fields = [{"name": f"f{i}", "type": draw(schemas(depth + 1, state))} for i in range(n)]
-        s = {"type": "record", "name": name, "fields": fields}
-    state["named"][s["name"]] = s
-    return s
-
-
-def _branch_key(s, named):
-    if isinstance(s, str):
-        return s if s in PRIMS else "named:" + s
-    if s["type"] in ("record", "enum", "fixed"):
-        return "named:" + s["name"]
-    return s["type"]
-
-
-def _resolve(s, named):
-    return named[s] if isinstance(s, str) and s not in PRIMS else s
-
-
-def values(s, named, map_max=3):
-    """A strategy of Python values (fastavro's mapping) that fit schema ``s``. Avro Java keeps maps in a
-    HashMap, so its byte order of map entries differs from ours; the Java oracle uses ``map_max=1``."""
-    s = _resolve(s, named)
-    if isinstance(s, list):
-        return st.one_of([values(b, named, map_max) for b in s])
-    t = s if isinstance(s, str) else s["type"]
-    lt = None if isinstance(s, str) else s.get("logicalType")
-    if lt == "date":
-        return st.dates(min_value=__import__("datetime").date(1, 1, 1))
-    if lt in ("timestamp-millis", "timestamp-micros"):
-        import datetime as dt
-        unit = 1000 if lt.endswith("millis") else 1
-        return st.integers(-(10**11), 10**11).map(
-            lambda n: dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=n * unit))
-    if lt == "decimal":
-        import decimal
-        return st.integers(-(10**9) + 1, 10**9 - 1).map(lambda n: decimal.Decimal(n).scaleb(-3))
-    return {
-        "null": lambda: st.none(),
-        "boolean": lambda: st.booleans(),
-        "int": lambda: st.integers(-(2**31), 2**31 - 1),
-        "long": lambda: st.integers(-(2**63), 2**63 - 1),
-        "float": lambda: st.floats(width=32, allow_nan=False),
-        "double": lambda: st.floats(allow_nan=False),
-        "string": lambda: st.text(max_size=6),
-        "bytes": lambda: st.binary(max_size=6),
-        "enum": lambda: st.sampled_from(s["symbols"]),
-        "fixed": lambda: st.binary(min_size=s["size"], max_size=s["size"]),
-        "array": lambda: st.lists(values(s["items"], named, map_max), max_size=3),
-        "map": lambda: st.dictionaries(st.text(max_size=3), values(s["values"], named, map_max), max_size=map_max),
-        "record": lambda: st.fixed_dictionaries({f["name"]: values(f["type"], named, map_max) for f in s["fields"]}),
-    }[t]()
 
 
 def ambiguous(s, named, seen=None) -> bool:
     """Unions whose branch choice can change a value on a round trip (numbers of both kinds, or
     several dict-valued branches); exact equality is only asserted without them."""
     seen = set() if seen is None else seen
-    s = _resolve(s, named)
+    s = avro_resolve(s, named)
     if isinstance(s, list):
-        kinds = [(_resolve(b, named) if isinstance(b, str) else b) for b in s]
+        kinds = [(avro_resolve(b, named) if isinstance(b, str) else b) for b in s]
         tnames = [k if isinstance(k, str) else k["type"] for k in kinds]
         if any(t in ("int", "long") for t in tnames) and any(t in ("float", "double") for t in tnames):
             return True
@@ -153,14 +48,6 @@ def ambiguous(s, named, seen=None) -> bool:
     if s["type"] == "map":
         return ambiguous(s["values"], named, seen)
     return False
-
-
-@st.composite
-def schema_and_value(draw, map_max=3):
-    state = {"n": 0, "named": {}}
-    schema = draw(schemas(0, state))
-    value = draw(values(schema, state["named"], map_max))
-    return schema, value, state["named"]
 
 
 # -- properties ------------------------------------------------------------------------------------
@@ -192,117 +79,12 @@ def test_schema_json_is_a_fixed_point(case):
 
 # -- random evolutions with an independently computed expected value -----------------------------
 
-_PROMOTE = {"int": ["long", "float", "double"], "long": ["float", "double"], "float": ["double"],
-            "string": ["bytes"]}
-
-
 def _convert(value, old_t, new_t):
     if new_t in ("float", "double") and old_t in ("int", "long", "float"):
         return float(value)
     if old_t == "string" and new_t == "bytes":
         return value.encode("utf-8")
     return value
-
-
-@st.composite
-def evolutions(draw, map_max=3):
-    state = {"n": 0, "named": {}}
-    n = draw(st.integers(1, 5))
-    fields = []
-    for i in range(n):
-        t = draw(st.one_of(st.sampled_from(["int", "long", "float", "string", "boolean", "double"]),
-                           schemas(1, state)))
-        fields.append({"name": f"f{i}", "type": t})
-    old = {"type": "record", "name": "Event", "fields": fields}
-    named = state["named"]
-    old_value = draw(values(old, named, map_max))
-    new_fields = json.loads(json.dumps(fields))
-    ops = []  # (kind, args) applied to the value in the same order
-    for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(["add", "remove", "promote", "reorder", "rename", "nullable", "enum"]))
-        if op == "add":
-            name = f"added{len(new_fields)}_{len(ops)}"
-            t, default = draw(st.sampled_from([("int", 0), ("string", "x"), (["null", "long"], None),
-                                               ({"type": "array", "items": "int"}, [1, 2])]))
-            new_fields.append({"name": name, "type": t, "default": default})
-            ops.append(("add", name, default))
-        elif op == "remove" and new_fields:
-            i = draw(st.integers(0, len(new_fields) - 1))
-            ops.append(("remove", new_fields.pop(i)["name"]))
-        elif op == "promote":
-            cands = [f for f in new_fields if isinstance(f["type"], str) and f["type"] in _PROMOTE]
-            if cands:
-                f = draw(st.sampled_from(cands))
-                new_t = draw(st.sampled_from(_PROMOTE[f["type"]]))
-                ops.append(("promote", f["name"], f["type"], new_t))
-                f["type"] = new_t
-        elif op == "reorder":
-            new_fields = draw(st.permutations(new_fields))
-        elif op == "rename" and new_fields:
-            f = draw(st.sampled_from(new_fields))
-            if "aliases" not in f:
-                ops.append(("rename", f["name"], "renamed_" + f["name"]))
-                f["aliases"] = [f["name"]]
-                f["name"] = "renamed_" + f["name"]
-        elif op == "nullable":
-            cands = [f for f in new_fields if isinstance(f["type"], str) and f["type"] in PRIMS
-                     and f["type"] != "null"]
-            if cands:
-                f = draw(st.sampled_from(cands))
-                f["type"] = ["null", f["type"]]
-        elif op == "enum":
-            for f in new_fields:
-                t = _resolve(f["type"], named)
-                if isinstance(f["type"], dict) and t.get("type") == "enum" and "Z" not in t["symbols"]:
-                    t = dict(t, symbols=t["symbols"] + ["Z"])
-                    f["type"] = t
-                    break
-    new = {"type": "record", "name": "Event", "fields": _define_before_use(new_fields, named)}
-    return old, new, old_value, ops
-
-
-def _define_before_use(fields, named):
-    """After removing or reordering fields, a named type may be referenced before (or without) its
-    definition; move each definition to the first use, as Avro requires."""
-    defs = {}
-
-    def collect(t):
-        if isinstance(t, list):
-            for b in t:
-                collect(b)
-        elif isinstance(t, dict):
-            if t["type"] in ("record", "enum", "fixed"):
-                defs.setdefault(t["name"], t)
-            for f in t.get("fields", ()):
-                collect(f["type"])
-            for key in ("items", "values"):
-                if key in t:
-                    collect(t[key])
-
-    for f in fields:
-        collect(f["type"])
-    for name, definition in named.items():  # defined only in a field that was removed
-        defs.setdefault(name, definition)
-    done = set()
-
-    def rewrite(t):
-        if isinstance(t, list):
-            return [rewrite(b) for b in t]
-        if isinstance(t, str):
-            if t in PRIMS or t in done:
-                return t
-            t = defs[t]
-        if t["type"] in ("record", "enum", "fixed"):
-            if t["name"] in done:
-                return t["name"]
-            done.add(t["name"])
-            if t["type"] == "record":
-                return dict(t, fields=[dict(f, type=rewrite(f["type"])) for f in t["fields"]])
-            return t
-        key = "items" if t["type"] == "array" else "values" if t["type"] == "map" else None
-        return dict(t, **{key: rewrite(t[key])}) if key else t
-
-    return [dict(f, type=rewrite(f["type"])) for f in fields]
 
 
 def _expected(old_value, ops):

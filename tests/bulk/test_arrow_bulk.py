@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from statemorph import arrow, bulk, kernels, serializers
+from statemorph import arrow, bulk, serializers
 from statemorph.errors import (
     IncompatibleSchemaError,
     MalformedDataError,
@@ -15,17 +15,15 @@ from statemorph.errors import (
     TruncatedDataError,
 )
 
-TIERS = ["python"] + (["native"] if kernels.native_available() else [])
-
 OLD = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 NEW = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT, "
        "appVersion STRING, sessionId BIGINT>>")
 
 
-@pytest.fixture(params=TIERS)
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
-    return str(request.param)
+@pytest.fixture
+def impl(tier: str) -> str:
+    """The shared ``tier`` fixture (tests/conftest.py) under this file's name for it."""
+    return tier
 
 
 def events(n: int) -> list[tuple[int, tuple[int, int, str] | None] | None]:

@@ -12,19 +12,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from statemorph import arrow, bulk, kernels, serializers
+from statemorph import arrow, bulk, serializers
 from statemorph.migration import migrate_bytes
 
-TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 OLD = "ROW<a BIGINT, r ROW<u INT, s STRING, xs ARRAY<ROW<p INT, q STRING>>>, m MAP<STRING, ROW<p INT, q STRING>>>"
 NEW = ("ROW<m MAP<STRING, ROW<q STRING, z DOUBLE, p INT>>, r ROW<s STRING, w STRING, u INT, "
        "xs ARRAY<ROW<q STRING, p INT>>>, a BIGINT, b BIGINT>")
 
 
-@pytest.fixture(params=TIERS)
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
-    return str(request.param)
+@pytest.fixture
+def impl(tier: str) -> str:
+    """The shared ``tier`` fixture (tests/conftest.py) under this file's name for it."""
+    return tier
 
 
 def _starve(monkeypatch: pytest.MonkeyPatch) -> None:

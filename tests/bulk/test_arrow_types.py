@@ -12,13 +12,11 @@ import pytest
 from statemorph import arrow, bulk, kernels, serializers
 from statemorph.types import parse_type
 
-TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 
-
-@pytest.fixture(params=TIERS)
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
-    return str(request.param)
+@pytest.fixture
+def impl(tier: str) -> str:
+    """The shared ``tier`` fixture (tests/conftest.py) under this file's name for it."""
+    return tier
 
 
 @pytest.mark.parametrize("flink,expected", [

@@ -21,9 +21,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from bulk.rows import ARROW_LEAVES
+from bulk.rows import all_tiers as _all_tiers  # names the tests use (hypothesis seeds from their source)
+from bulk.rows import arrow_rows as _arrow_rows
+from bulk.rows import ref_bytes as _ref_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_native_equivalence import ARROW_LEAVES, _all_tiers, _arrow_rows, _ref_bytes, row_types, values_for
+from strategies import row_types_over as row_types
+from strategies import values_for
 from tiers import TIERS
 
 from statemorph import arrow, bulk, kernels, serializers

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from tiers import TIERS
 
 from statemorph import arrow, bulk, kernels, serializers
 from statemorph.bulk.types import arrow_type_for
@@ -16,8 +17,6 @@ from statemorph.errors import MalformedDataError, SerializationError, TruncatedD
 from statemorph.kernels import abi, plans
 from statemorph.row import Row, RowKind
 from statemorph.serializers.tuples import RowSerializer
-
-TIERS = ["python"] + (["native"] if kernels.native_available() else [])
 
 META = RowSerializer([serializers.IntSerializer(), serializers.LongSerializer(), serializers.StringSerializer()],
                      field_names=["userId", "timestamp", "deviceType"])
@@ -27,13 +26,13 @@ EVENTS_TYPE = pa.struct([("eventId", pa.int64()),
                                                  ("deviceType", pa.string())]))])
 
 
-@pytest.fixture(params=TIERS)
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
+@pytest.fixture
+def impl(tier: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The shared ``tier`` fixture (tests/conftest.py), with the per-value fallback forbidden."""
     # the kernel path must be the one taken: the per-value fallback fails the test
     monkeypatch.setattr(bulk.encoder, "encode_per_value", _no_fallback)
     monkeypatch.setattr(bulk.decoder, "decode_per_value", _no_fallback)
-    return str(request.param)
+    return tier
 
 
 def _no_fallback(*args: Any) -> Any:

@@ -14,9 +14,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from bulk.rows import ARROW_LEAVES, REMAP_ONLY_LEAVES
+from bulk.rows import arrow_rows as _arrow_rows  # names the tests use (hypothesis seeds from their source)
+from bulk.rows import ref_bytes as _ref_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_native_equivalence import ARROW_LEAVES, REMAP_ONLY_LEAVES, _arrow_rows, _ref_bytes, evolve, typed_rows
+from strategies import evolve, typed_rows
 
 from statemorph import arrow, bulk, kernels, serializers
 from statemorph.kernels import abi, jit, plans

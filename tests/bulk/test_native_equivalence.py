@@ -14,166 +14,21 @@ hypothesis.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 from typing import Any
 
 import pyarrow as pa
+from bulk.rows import ARROW_LEAVES, REMAP_ONLY_LEAVES
+from bulk.rows import all_tiers as _all_tiers  # names the tests use (hypothesis seeds from their source)
+from bulk.rows import arrow_rows as _arrow_rows
+from bulk.rows import ref_bytes as _ref_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tiers import on_tiers
+from strategies import evolve, typed_rows
 
 from statemorph import arrow, bulk, serializers
 from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
-from statemorph.types import (
-    ArrayType,
-    BigIntType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
-    LogicalType,
-    MapType,
-    MultisetType,
-    RowField,
-    RowType,
-    SmallIntType,
-    TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
-)
-
-
-def _all_tiers(fn: Any) -> dict[str, Any]:
-    """Run ``fn()`` once per tier: ("ok", result), or the error's type, row and field path."""
-
-    def outcome() -> Any:
-        try:
-            return ("ok", fn())
-        except Exception as e:  # noqa: BLE001 - compared across tiers below
-            return ("error", type(e).__name__, getattr(e, "row", None), getattr(e, "field_path", None))
-
-    return on_tiers(outcome)
-
-
-# ------------------------------------------------------------------------------------------ types
-ARROW_LEAVES: list[Any] = [
-    BooleanType(), TinyIntType(), SmallIntType(), IntType(), BigIntType(), FloatType(), DoubleType(),
-    VarCharType(2147483647), VarBinaryType(2147483647), DateType(), TimeType(3), DecimalType(10, 2),
-    DecimalType(18, 0), TimestampType(3),
-]
-# only the migrate kernel handles these in place (encode / decode take the per-value path)
-_SMALL_ROW = RowType.of(("a", IntType()), ("s", VarCharType(2147483647)))
-REMAP_ONLY_LEAVES: list[Any] = [
-    DecimalType(20, 2), TimestampType(6), TimestampType(9), ArrayType(IntType()),
-    MapType(VarCharType(2147483647), BigIntType()), ArrayType(VarCharType(2147483647)),
-    ArrayType(_SMALL_ROW), MapType(IntType(), _SMALL_ROW), ArrayType(ArrayType(_SMALL_ROW)),
-]
-
-_names = st.integers(0, 10**6).map(lambda i: f"f{i}")
-
-
-def row_types(leaves: list[Any], max_depth: int = 2) -> st.SearchStrategy[RowType]:
-    leaf = st.sampled_from(leaves)
-
-    def extend(children: st.SearchStrategy[LogicalType]) -> st.SearchStrategy[LogicalType]:
-        return st.lists(st.tuples(_names, children), min_size=1, max_size=4,
-                        unique_by=lambda p: p[0]).map(lambda fs: RowType.of(*fs))
-
-    inner = st.recursive(leaf, extend, max_leaves=8)
-    return st.lists(st.tuples(_names, inner), min_size=1, max_size=6, unique_by=lambda p: p[0]).map(
-        lambda fs: RowType.of(*fs))
-
-
-def values_for(t: LogicalType) -> st.SearchStrategy[Any]:
-    base: st.SearchStrategy[Any]
-    if isinstance(t, BooleanType):
-        base = st.booleans()
-    elif isinstance(t, TinyIntType):
-        base = st.integers(-128, 127)
-    elif isinstance(t, SmallIntType):
-        base = st.integers(-(1 << 15), (1 << 15) - 1)
-    elif isinstance(t, IntType):
-        base = st.integers(-(1 << 31), (1 << 31) - 1)
-    elif isinstance(t, BigIntType):
-        base = st.integers(-(1 << 63), (1 << 63) - 1)
-    elif isinstance(t, FloatType):
-        base = st.floats(width=32, allow_nan=False)
-    elif isinstance(t, DoubleType):
-        base = st.floats(allow_nan=False)
-    elif isinstance(t, VarCharType):
-        base = st.one_of(st.text(max_size=12), st.text(min_size=8, max_size=60), st.just("x" * 300))
-    elif isinstance(t, VarBinaryType):
-        base = st.binary(max_size=40)
-    elif isinstance(t, DateType):
-        base = st.dates(dt.date(1900, 1, 1), dt.date(2200, 1, 1))
-    elif isinstance(t, TimeType):
-        base = st.times().map(lambda v: v.replace(microsecond=v.microsecond // 1000 * 1000))
-    elif isinstance(t, DecimalType):
-        digits = t.precision
-        base = st.integers(-(10**digits) + 1, 10**digits - 1).map(
-            lambda u, s=t.scale: decimal.Decimal(u).scaleb(-s))
-    elif isinstance(t, TimestampType):
-        dts = st.datetimes(dt.datetime(1950, 1, 1), dt.datetime(2100, 1, 1))
-        base = dts.map(lambda v: v.replace(microsecond=v.microsecond // 1000 * 1000)) if t.precision <= 3 else dts
-    elif isinstance(t, ArrayType):
-        base = st.lists(values_for(t.element_type), max_size=5)
-    elif isinstance(t, MapType):
-        base = st.dictionaries(values_for(t.key_type.copy(nullable=False)), values_for(t.value_type), max_size=4)
-    elif isinstance(t, MultisetType):
-        base = st.dictionaries(values_for(t.element_type.copy(nullable=False)), st.integers(0, (1 << 31) - 1),
-                               max_size=4)
-    elif isinstance(t, RowType):
-        base = st.tuples(*[values_for(f.type) for f in t.fields])
-    else:
-        raise AssertionError(t)
-    return st.one_of(st.none(), base) if t.nullable else base
-
-
-@st.composite
-def typed_rows(draw: Any, leaves: list[Any]) -> tuple[RowType, list[Any]]:
-    t = draw(row_types(leaves))
-    rows = draw(st.lists(st.one_of(st.none(), values_for(t).filter(lambda v: v is not None)), max_size=12))
-    return t, rows
-
-
-@st.composite
-def evolve(draw: Any, t: RowType, leaves: list[Any]) -> RowType:
-    """A compatible new schema: fields reordered, nullable fields added, nested rows evolved."""
-    fields = []
-    for f in t.fields:
-        fields.append(RowField(f.name, draw(evolve_type(f.type, leaves))))
-    fields = draw(st.permutations(fields))
-    for k in range(draw(st.integers(0, 3))):
-        pos = draw(st.integers(0, len(fields)))
-        fields.insert(pos, RowField(f"added{k}", draw(st.sampled_from(leaves))))
-    return RowType(tuple(fields))
-
-
-@st.composite
-def evolve_type(draw: Any, t: LogicalType, leaves: list[Any]) -> LogicalType:
-    """Evolve the rows inside ``t`` (itself, array elements, map values) or keep it."""
-    if isinstance(t, RowType) and draw(st.booleans()):
-        return draw(evolve(t, leaves))
-    if isinstance(t, ArrayType):
-        return ArrayType(draw(evolve_type(t.element_type, leaves)), nullable=t.nullable)
-    if isinstance(t, MapType):
-        return MapType(t.key_type, draw(evolve_type(t.value_type, leaves)), nullable=t.nullable)
-    return t
-
-
-def _arrow_rows(t: RowType, rows: list[Any]) -> pa.Array:
-    return pa.array([None if r is None else bulk.types.logical_to_arrow(r, t) for r in rows], type=arrow.arrow_type(t))
-
-
-def _ref_bytes(s: Any, rows: list[Any]) -> list[bytes | None]:
-    return [None if r is None else s.to_bytes(r) for r in rows]
-
+from statemorph.types import RowType
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -75,12 +75,12 @@ NEW = PojoSerializer(New, {"b": S.IntSerializer(), "flag": S.BooleanSerializer()
 SNAP = OLD.snapshot_configuration()
 
 
-@pytest.fixture(params=TIERS)
-def impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(kernels, "KERNELS", kernels.tier(request.param))
+@pytest.fixture
+def impl(tier: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The shared ``tier`` fixture (tests/conftest.py), with the per-value fallback forbidden."""
     # the kernel path must be the one taken: the per-value fallback fails the test
     monkeypatch.setattr(bulk.migrator, "migrate_per_value", _no_fallback)
-    return str(request.param)
+    return tier
 
 
 def _no_fallback(*args: Any) -> Any:

@@ -12,7 +12,7 @@ import os
 from types import ModuleType
 
 import pytest
-from flink_cases import load_driver
+from flink_savepoint.flink_cases import load_driver
 
 
 @pytest.fixture(scope="session")

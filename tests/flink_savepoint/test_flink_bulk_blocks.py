@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from format_helpers import cases, state_operator
+from flink_savepoint.format_helpers import cases, state_operator
 
 from statemorph.errors import FlinkSavepointError
 from statemorph.savepoint.flink import FlinkSavepoint

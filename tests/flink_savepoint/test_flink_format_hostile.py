@@ -12,8 +12,8 @@ import struct
 from pathlib import Path
 
 import pytest
-from flink_cases import SAVEPOINTS
-from format_helpers import cases
+from flink_savepoint.flink_cases import SAVEPOINTS
+from flink_savepoint.format_helpers import cases
 
 from statemorph.errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
 from statemorph.savepoint.flink import (

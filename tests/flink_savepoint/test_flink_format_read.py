@@ -8,7 +8,7 @@ from pathlib import Path
 
 import cramjam
 import pytest
-from format_helpers import SOURCE_UID_HASH, case_ids, cases, expected, read_back, spec, state_operator
+from flink_savepoint.format_helpers import SOURCE_UID_HASH, case_ids, cases, expected, read_back, spec, state_operator
 
 from statemorph.io import DataInputDeserializer
 from statemorph.savepoint.flink import (

@@ -13,8 +13,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from flink_cases import EVOLVED_EVENTS_FIELDS, ROOT, reshape
-from format_helpers import expected, hashable
+from flink_savepoint.flink_cases import EVOLVED_EVENTS_FIELDS, ROOT, reshape
+from flink_savepoint.format_helpers import expected, hashable
 
 SECTION = "## Migrate a real Flink savepoint"
 

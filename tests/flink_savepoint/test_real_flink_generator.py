@@ -16,7 +16,14 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, SAVEPOINTS, case_spec, committed_cases, reshape
+from flink_savepoint.flink_cases import (
+    EVOLVED_EVENTS,
+    EVOLVED_EVENTS_FIELDS,
+    SAVEPOINTS,
+    case_spec,
+    committed_cases,
+    reshape,
+)
 
 CASES = committed_cases()
 EVENTS_CASES = [c for c in CASES if "events" in case_spec(c)["states"]]

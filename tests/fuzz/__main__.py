@@ -4,7 +4,8 @@ Prints, per family, the inputs judged, their outcomes (``ok``, ``error:<Class>``
 error class, and any findings: ``untyped``, ``disagree``, ``memory``, ``hang``, ``crash``) and
 the worker's peak RSS; ``--json FILE`` writes the same as JSON, ``--save`` writes every finding
 (minimised) as a regression input under ``tests/data/fuzz/``. Exit status 1 when anything was
-found. Run from the repository root with ``PYTHONPATH=src``.
+found. Run from the repository root with ``PYTHONPATH=src:tests`` (``tests/`` is the import root
+of the test helpers the families share with pytest, as ``pythonpath`` in pyproject.toml says).
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from processes import TESTS, child_env
+
 from .families import FAMILIES, Disagreement, Family
 from .mutate import mutate, rng_for
 
@@ -41,7 +43,7 @@ HANG_SECONDS = 10.0
 """An input that takes longer than this is a hang (real inputs decode in micro- to milliseconds)."""
 ADDRESS_SPACE_HEADROOM = 1 << 30
 """RLIMIT_AS of a worker: its address space after loading everything, plus this (1 GiB)."""
-REGRESSIONS = Path(__file__).resolve().parents[1] / "data" / "fuzz"
+REGRESSIONS = Path(TESTS) / "data" / "fuzz"
 
 
 class Hang(BaseException):
@@ -248,7 +250,7 @@ def run_families(names: list[str], start: int, count: int, seconds: float = 0.0,
             if os.path.exists(f):
                 os.unlink(f)
         proc = subprocess.Popen(cmd, cwd=str(Path(__file__).resolve().parents[2]),
-                                env=dict(os.environ, PYTHONFAULTHANDLER="1"))
+                                env=child_env(TESTS, PYTHONFAULTHANDLER="1"))
         last, last_at = None, time.monotonic()
         while proc.poll() is None:
             time.sleep(0.2)

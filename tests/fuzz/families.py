@@ -13,13 +13,26 @@ import dataclasses
 import functools
 import json
 import re
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from bulk.fuzz_cases import CASES as BULK_CASES
+from bulk.fuzz_cases import MIGRATIONS as BULK_MIGRATIONS
+from bulk.fuzz_cases import (
+    PER_VALUE_MIGRATIONS,
+    RANGE_ONLY,
+    beyond_arrow_nanos,
+    compact_rows,
+    has_lone_surrogate,
+    nested_rows,
+    reencoded,
+    without_row_kind,
+)
+from snapshots.specs import World
+from tiers import on_tiers
 
 from statemorph import bulk, kernels
 from statemorph import serializers as S
@@ -45,24 +58,6 @@ from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapsho
 TESTS = Path(__file__).resolve().parents[1]
 GOLDEN = TESTS / "data" / "golden"
 SAVEPOINTS = TESTS / "data" / "flink_savepoints"
-for _p in (TESTS / "snapshots", TESTS / "bulk", TESTS):  # tests/ is not a package: the shared helpers by path
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
-
-from specs import World  # noqa: E402
-from test_fuzz_arrow import CASES as BULK_CASES  # noqa: E402  (bulk cases and verdict rules, shared)
-from test_fuzz_arrow import MIGRATIONS as BULK_MIGRATIONS  # noqa: E402
-from test_fuzz_arrow import (  # noqa: E402
-    PER_VALUE_MIGRATIONS,
-    RANGE_ONLY,
-    _compact_rows,
-    _nested_rows,
-    beyond_arrow_nanos,
-    has_lone_surrogate,
-    reencoded,
-    without_row_kind,
-)
-from tiers import on_tiers  # noqa: E402
 
 # Known differences between the bulk and per-value paths (issue 16, item 2, not fixed yet):
 # counted under their own ``known:`` outcome, so a run shows how often they happen while every
@@ -326,7 +321,7 @@ def bulk_migrate() -> Family:
     pairs: list[tuple[str, Any, Any, list[bytes]]] = []
     for name, (old_t, new_t) in BULK_MIGRATIONS.items():
         old, new = S.RowDataSerializer(old_t), S.RowDataSerializer(new_t)
-        rows = _compact_rows() if name.startswith("compact") else _nested_rows()
+        rows = compact_rows() if name.startswith("compact") else nested_rows()
         pairs.append((name, old, new, [old.to_bytes(r) for r in rows]))
     for name, (old, new, values) in PER_VALUE_MIGRATIONS.items():
         pairs.append((name, old, new, [old.to_bytes(v) for v in values]))

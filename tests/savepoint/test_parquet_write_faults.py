@@ -14,33 +14,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from processes import child_env
+from processes import TESTS, child_env
+from savepoint.event_entries import EVOLVED, NEW, OLD, L, entries
 
-from statemorph import serializers as S
-from statemorph.engine.keys import key_groups
 from statemorph.engine.local import migrate_savepoint
 from statemorph.errors import DestinationBusyError, ExitCode, OutputError, UsageError
 from statemorph.savepoint import SavepointWriter, read_state_table, remove_stale_temp_dirs, verify_savepoint
 from statemorph.savepoint import files as files_mod
 from statemorph.state import ValueStateDescriptor
-
-L = S.LongSerializer()
-EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
-EVOLVED = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT>>"
-OLD, NEW = S.RowDataSerializer(EVENTS), S.RowDataSerializer(EVOLVED)
-
-
-def entries(n: int, payload: int) -> pa.Table:
-    """``n`` value-state rows whose values carry ``payload`` incompressible characters each."""
-    keys = list(range(n))
-    return pa.table({
-        "key_group": key_groups(pa.array(keys, pa.int64()), L, 128),
-        "key": pa.array([L.to_bytes(k) for k in keys], pa.binary()),
-        "namespace": pa.array([b"\x00"] * n, pa.binary()),
-        "value": pa.array([OLD.to_bytes((k, (k, 1_700_000_000_000 + k, os.urandom(payload // 2).hex())))
-                           for k in keys], pa.binary())})
 
 
 def source(path: Path, n: int = 40, payload: int = 20) -> Path:
@@ -216,8 +198,7 @@ def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, tiny_fs):
 
 FSIZE_WRITER = textwrap.dedent("""
     import resource, sys
-    sys.path.insert(0, sys.argv[2])
-    from test_parquet_write_faults import L, OLD, entries
+    from savepoint.event_entries import L, OLD, entries
     from statemorph.errors import OutputError
     from statemorph.savepoint import SavepointWriter
     resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
@@ -232,8 +213,8 @@ FSIZE_WRITER = textwrap.dedent("""
 def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    p = subprocess.run([sys.executable, "-c", FSIZE_WRITER, str(out / "sp"), str(Path(__file__).parent)],
-                       capture_output=True, text=True, env=child_env(), timeout=300)
+    p = subprocess.run([sys.executable, "-c", FSIZE_WRITER, str(out / "sp")],
+                       capture_output=True, text=True, env=child_env(TESTS), timeout=300)
     assert p.returncode == 0, p.stderr
     assert re.fullmatch(rf"cannot write {out}/\.sp\.statemorph-tmp-\S+: file too large \(file-size limit\)\n",
                         p.stdout), p.stdout
@@ -278,8 +259,7 @@ def test_signal_handlers_are_installed_only_while_writing(tmp_path):
 
 SLOW_WRITER = textwrap.dedent("""
     import sys, time
-    sys.path.insert(0, sys.argv[2])
-    from test_parquet_write_faults import L, OLD, entries
+    from savepoint.event_entries import L, OLD, entries
     from statemorph.savepoint import SavepointWriter
     with SavepointWriter(sys.argv[1], max_parallelism=128, key_serializer=L) as w:
         s = w.add_state("events", "value", value_serializer=OLD)
@@ -297,9 +277,9 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path, sig):
     process, SIGINT's raises KeyboardInterrupt (uncaught, Python then exits by SIGINT too)."""
     out = tmp_path / "out"
     out.mkdir()
-    p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp"), str(Path(__file__).parent)],
+    p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=child_env())
+                         env=child_env(TESTS))
     try:
         assert p.stdout.readline().strip() == "writing"
         assert leftovers(out), "the writer should be part way"

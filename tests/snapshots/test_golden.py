@@ -15,11 +15,11 @@ vector lines from the same generator are picked up without code changes. Line ki
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from snapshots.specs import World, mismatch, parse_spec, without_classes
 
 from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
@@ -31,11 +31,6 @@ from statemorph.snapshot import (
 )
 
 HERE = Path(__file__).parent
-if str(HERE) not in sys.path:  # specs.py sits next to this file (tests/ is not a package)
-    sys.path.insert(0, str(HERE))
-
-from specs import World, mismatch, parse_spec, without_classes  # noqa: E402
-
 RESULTS = {
     "COMPATIBLE_AS_IS": "is_compatible_as_is",
     "COMPATIBLE_AFTER_MIGRATION": "is_compatible_after_migration",

@@ -6,21 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import struct
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from snapshots.specs import ATOMS, Spec, SpecError, World, mismatch, parse_spec, without_classes
 
-HERE = Path(__file__).parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-
-from specs import ATOMS, Spec, SpecError, World, mismatch, parse_spec, without_classes  # noqa: E402
-
-from statemorph.row import Row, RowKind  # noqa: E402
-from statemorph.types import Timestamp  # noqa: E402
+from statemorph.row import Row, RowKind
+from statemorph.types import Timestamp
 
 NAMES = st.from_regex(r"[a-z][a-zA-Z0-9_]{0,6}", fullmatch=True)
 CLASSES = st.from_regex(r"p\.[A-Z][a-z]{0,5}", fullmatch=True)

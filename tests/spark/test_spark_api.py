@@ -15,7 +15,7 @@ from statemorph.savepoint import read_state_table as raw_state_table
 from statemorph.spark import decode_udf, migrate_savepoint, migrate_udf, read_state, write_state
 from statemorph.state import ValueStateDescriptor
 
-from .test_spark_rewrite import assert_same_savepoint
+from .savepoints import assert_same_savepoint
 
 pytestmark = pytest.mark.spark
 N = 5000

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import IncompatibleSchemaError, StateFormatError, check_on_error
-from ..io import DataInputDeserializer, DataOutputSerializer
+from ..migration import migrate_resolved
 from . import inputs, tiers
 from .capabilities import remap_program
 from .chunks import per_chunk, thread_ranges
@@ -78,7 +78,7 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
                 """An entry the kernel leaves to the reference (``E_REROUTE``): its bytes, or
                 the error of a bad entry."""
                 try:
-                    return _migrate_one(arr[row].as_py(), prior_snapshot, prior, new_serializer, False)
+                    return migrate_resolved(prior_snapshot, prior, new_serializer, arr[row].as_py(), False)
                 except StateFormatError as e:
                     return per_row_error(e, base + row, "migrate")
 
@@ -105,19 +105,6 @@ def row_growth(matrix: np.ndarray) -> int:
     return max(grow, 0)
 
 
-def _migrate_one(raw: bytes, prior_snapshot: Any, prior: Any, target: Any, as_is: bool) -> bytes:
-    """One entry through the reference: validated and copied (as is), or read and rewritten."""
-    src = DataInputDeserializer(raw)
-    if as_is:
-        prior.deserialize(src)
-        src.expect_end("the value")
-        return bytes(raw)
-    out = DataOutputSerializer()
-    prior_snapshot.migrate_state(prior, target, src, out)
-    src.expect_end("the value")
-    return out.get_copy_of_buffer()
-
-
 def migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any, errors: RowErrors,
                       base: int) -> tuple[pa.Array, list[Exception]]:
     """Migrate through the reference implementation, one entry at a time (pairs without a
@@ -132,7 +119,7 @@ def migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, c
             outs.append(None)
             continue
         try:
-            outs.append(_migrate_one(raw, prior_snapshot, prior, target, as_is))
+            outs.append(migrate_resolved(prior_snapshot, prior, target, raw, as_is))
         except StateFormatError as e:
             errors.add(per_row_error(e, base + i, "migrate"))
             outs.append(None)

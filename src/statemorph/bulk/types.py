@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import serializers as S
+from .. import serializers
 from ..errors import StatemorphError
 from ..types import (
     ArrayType,
@@ -46,14 +46,25 @@ from ..types import (
 )
 
 _SIMPLE: dict[type, pa.DataType] = {
-    S.BooleanSerializer: pa.bool_(), S.ByteSerializer: pa.int8(), S.ShortSerializer: pa.int16(),
-    S.IntSerializer: pa.int32(), S.LongSerializer: pa.int64(), S.FloatSerializer: pa.float32(),
-    S.DoubleSerializer: pa.float64(), S.CharSerializer: pa.string(), S.StringSerializer: pa.string(),
-    S.BytePrimitiveArraySerializer: pa.binary(), S.BooleanPrimitiveArraySerializer: pa.list_(pa.bool_()),
-    S.ShortPrimitiveArraySerializer: pa.list_(pa.int16()), S.IntPrimitiveArraySerializer: pa.list_(pa.int32()),
-    S.LongPrimitiveArraySerializer: pa.list_(pa.int64()), S.FloatPrimitiveArraySerializer: pa.list_(pa.float32()),
-    S.DoublePrimitiveArraySerializer: pa.list_(pa.float64()), S.CharPrimitiveArraySerializer: pa.list_(pa.string()),
-    S.StringArraySerializer: pa.list_(pa.string()), S.EnumSerializer: pa.string(),
+    serializers.BooleanSerializer: pa.bool_(),
+    serializers.ByteSerializer: pa.int8(),
+    serializers.ShortSerializer: pa.int16(),
+    serializers.IntSerializer: pa.int32(),
+    serializers.LongSerializer: pa.int64(),
+    serializers.FloatSerializer: pa.float32(),
+    serializers.DoubleSerializer: pa.float64(),
+    serializers.CharSerializer: pa.string(),
+    serializers.StringSerializer: pa.string(),
+    serializers.BytePrimitiveArraySerializer: pa.binary(),
+    serializers.BooleanPrimitiveArraySerializer: pa.list_(pa.bool_()),
+    serializers.ShortPrimitiveArraySerializer: pa.list_(pa.int16()),
+    serializers.IntPrimitiveArraySerializer: pa.list_(pa.int32()),
+    serializers.LongPrimitiveArraySerializer: pa.list_(pa.int64()),
+    serializers.FloatPrimitiveArraySerializer: pa.list_(pa.float32()),
+    serializers.DoublePrimitiveArraySerializer: pa.list_(pa.float64()),
+    serializers.CharPrimitiveArraySerializer: pa.list_(pa.string()),
+    serializers.StringArraySerializer: pa.list_(pa.string()),
+    serializers.EnumSerializer: pa.string(),
 }
 """Serializer class (exact) → the Arrow type of its values, for serializers without configuration."""
 
@@ -68,22 +79,22 @@ def arrow_type_for(ser: Any) -> pa.DataType:
         return _SIMPLE[cls]
     if cls.__name__ == _VOID_NAMESPACE:
         return pa.null()
-    if cls is S.RowDataSerializer:
+    if cls is serializers.RowDataSerializer:
         return arrow_type(ser.row_type)
-    if cls is S.ListSerializer:
+    if cls is serializers.ListSerializer:
         return pa.list_(arrow_type_for(ser.element_serializer))
-    if cls is S.MapSerializer:
+    if cls is serializers.MapSerializer:
         return pa.map_(arrow_type_for(ser.key_serializer), arrow_type_for(ser.value_serializer))
-    if cls is S.NullableSerializer:
+    if cls is serializers.NullableSerializer:
         return arrow_type_for(ser.inner)
-    if cls is S.TupleSerializer:
+    if cls is serializers.TupleSerializer:
         return pa.struct([(f"f{i}", arrow_type_for(s)) for i, s in enumerate(ser.field_serializers)])
-    if cls is S.RowSerializer:
+    if cls is serializers.RowSerializer:
         names = ser.field_names or [f"f{i}" for i in range(len(ser.field_serializers))]
         return pa.struct([(n, arrow_type_for(s)) for n, s in zip(names, ser.field_serializers, strict=True)])
-    if cls is S.PojoSerializer:
+    if cls is serializers.PojoSerializer:
         return pa.struct([(n, arrow_type_for(s)) for n, s in ser.field_serializers.items()])
-    if cls is S.AvroSerializer:
+    if cls is serializers.AvroSerializer:
         return _avro_type(ser.parsed_schema)
     raise StatemorphError(f"no Arrow type is known for values of {cls.__name__}")
 
@@ -125,22 +136,22 @@ def to_arrow_value(ser: Any) -> Callable[[Any], Any]:
     """A function turning one value of ``ser`` (tuple, Row, dataclass, enum member ...) into what
     ``pa.array(..., type=arrow_type_for(ser))`` accepts."""
     cls = type(ser)
-    if cls is S.EnumSerializer:
+    if cls is serializers.EnumSerializer:
         return lambda v: v.name if isinstance(v, enum.Enum) else v
-    if cls is S.ListSerializer:
+    if cls is serializers.ListSerializer:
         el = to_arrow_value(ser.element_serializer)
         return lambda v: None if v is None else [el(x) for x in v]
-    if cls is S.MapSerializer:
+    if cls is serializers.MapSerializer:
         k, val = to_arrow_value(ser.key_serializer), to_arrow_value(ser.value_serializer)
         return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
-    if cls is S.NullableSerializer:
+    if cls is serializers.NullableSerializer:
         return to_arrow_value(ser.inner)
-    if cls in (S.TupleSerializer, S.RowSerializer):
+    if cls in (serializers.TupleSerializer, serializers.RowSerializer):
         t = arrow_type_for(ser)
         names = [t.field(i).name for i in range(t.num_fields)]
         convs = [to_arrow_value(s) for s in ser.field_serializers]
         return lambda v: None if v is None else {n: c(x) for n, c, x in zip(names, convs, v, strict=True)}
-    if cls is S.PojoSerializer:
+    if cls is serializers.PojoSerializer:
         items = [(n, to_arrow_value(s)) for n, s in ser.field_serializers.items()]
 
         def pojo(v: Any) -> Any:
@@ -157,18 +168,18 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     """The inverse of :func:`to_arrow_value`: an Arrow Python value (``to_pylist``) → a value
     ``ser.serialize`` accepts."""
     cls = type(ser)
-    if cls is S.ListSerializer:
+    if cls is serializers.ListSerializer:
         el = from_arrow_value(ser.element_serializer)
         return lambda v: None if v is None else [el(x) for x in v]
-    if cls is S.MapSerializer:
+    if cls is serializers.MapSerializer:
         k, val = from_arrow_value(ser.key_serializer), from_arrow_value(ser.value_serializer)
         return lambda v: None if v is None else {k(a): val(b) for a, b in v}
-    if cls is S.NullableSerializer:
+    if cls is serializers.NullableSerializer:
         return from_arrow_value(ser.inner)
-    if cls in (S.TupleSerializer, S.RowSerializer):
+    if cls in (serializers.TupleSerializer, serializers.RowSerializer):
         convs = [from_arrow_value(s) for s in ser.field_serializers]
         return lambda v: None if v is None else tuple(c(x) for c, x in zip(convs, v.values(), strict=True))
-    if cls is S.PojoSerializer:
+    if cls is serializers.PojoSerializer:
         items = [(n, from_arrow_value(s)) for n, s in ser.field_serializers.items()]
         cls = ser.pojo_class
 

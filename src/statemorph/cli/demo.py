@@ -65,7 +65,7 @@ def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = 
 
     # before any work: the last step restores into RocksDB; without the extra, one line says so
     require("rocksdict", "statemorph demo (it restores the migrated savepoint into RocksDB)")
-    from .. import serializers as S
+    from .. import serializers
     from ..engine.local import migrate_savepoint, write_state
     from ..engine.plan import plan_rewrite
     from ..savepoint import read_metadata, read_state_table
@@ -82,8 +82,8 @@ def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = 
     for p in (old_sp, new_sp, db):
         if os.path.exists(p):
             shutil.rmtree(p)
-    old_ser = S.RowDataSerializer(OLD_TYPE)
-    key_ser = S.LongSerializer()
+    old_ser = serializers.RowDataSerializer(OLD_TYPE)
+    key_ser = serializers.LongSerializer()
     print("statemorph demo: evolve the Events state of a Flink SQL job")
     print(f"  old type: {OLD_TYPE}\n  new type: {NEW_TYPE}")
 
@@ -115,7 +115,7 @@ def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = 
     _done(t)
 
     t = _step("4. restore v2 into the RocksDB backend with the new serializer, read back a sample")
-    new_ser = S.RowDataSerializer(NEW_TYPE)
+    new_ser = serializers.RowDataSerializer(NEW_TYPE)
     backend: Any = EmbeddedRocksDBStateBackend.restore(new_sp, db_path=db)
     try:
         events = backend.get_state(ValueStateDescriptor("events", new_ser))

@@ -47,10 +47,6 @@ class Snapshot:
     parsed: TypeSerializerSnapshot | None = None
     nested: list[Snapshot] | None = None
 
-    @property
-    def short_name(self) -> str:
-        return self.class_name.rsplit(".", 1)[-1]
-
     def envelope_bytes(self) -> bytes:
         """The top-level form (``i32 2`` first) that state meta infos hold."""
         out = DataOutputSerializer()

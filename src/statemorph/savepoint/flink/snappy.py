@@ -21,7 +21,6 @@ import cramjam
 from ...errors import FlinkSavepointError
 
 STREAM_IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
-BLOCK_SIZE = 1 << 16
 MIN_COMPRESSION_RATIO = 0.85
 COMPRESSED_CHUNK = 0x00
 UNCOMPRESSED_CHUNK = 0x01
