@@ -84,6 +84,10 @@ class FlinkStateDescription:
     def snapshot_bytes(self, role: str) -> bytes:
         return self._raw(role).raw
 
+    def snapshot_class(self, role: str) -> str:
+        """The Flink snapshot class recorded for ``role`` (what inspect shows for opaque types)."""
+        return self._raw(role).class_name
+
     def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         snap = self._raw(role)
         if snap.parsed is None:
