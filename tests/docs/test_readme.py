@@ -91,7 +91,8 @@ def _check_restored(workdir: Path) -> None:
 #: one shell session across the bash blocks: each starts with the variables the earlier ones set
 #: (``$SP`` and ``$NEW`` of the Flink story) and hands its own on
 SHELL_IN = "compgen -v > .readme-vars-before\n[ ! -f .readme-shell ] || source .readme-shell\n"
-SHELL_OUT = "\ndeclare -p $(compgen -v | grep -vxF -f .readme-vars-before) > .readme-shell\n"
+SHELL_OUT = ("\nREADME_VARS=$(compgen -v | grep -vxF -f .readme-vars-before || true)\n"
+             "[ -z \"$README_VARS\" ] || declare -p $README_VARS > .readme-shell\n")
 
 #: what a block's output must show, beyond its exit status (keyed by a command the block runs)
 AFTER: dict[str, Callable[[Path, str], None]] = {
