@@ -73,7 +73,9 @@ class Console:
             print(shown(json.dumps(document, indent=2, ensure_ascii=False), self.locations, json_text=True), flush=True)
 
     def progress(self, total: int, label: str = "migrating") -> ProgressBar:
-        return ProgressBar(total, label=label, quiet=self.quiet)
+        """A bar on stderr when it is a terminal, never with ``--quiet`` or ``--json`` (a script
+        that asked for JSON may still have a terminal on stderr: it gets the document only)."""
+        return ProgressBar(total, label=label, quiet=not self.human)
 
 
 class ProgressBar:
