@@ -22,7 +22,7 @@ from processes import child_env
 from statemorph import serializers as S
 from statemorph.engine import read_state_table, write_state
 from statemorph.errors import OutputError, UnsafeFileError
-from statemorph.savepoint.storage import Location, is_uri, local_source, publish
+from statemorph.savepoint.storage import Location, local_source, publish
 
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
 pafs = pytest.importorskip("pyarrow.fs")
@@ -97,11 +97,6 @@ def parquet_savepoint(tmp_path: Path) -> Path:
                                    for k in keys]})
     return write_state(tmp_path / "sp", table, name="events", key_serializer=S.LongSerializer(),
                        value_serializer=old, value=["eventId", "metadata"])
-
-
-def test_uris_and_paths() -> None:
-    assert is_uri("s3://bucket/sp") and is_uri("file:///tmp/sp") and is_uri("gs://b/p")
-    assert not is_uri("/tmp/sp") and not is_uri("relative/sp") and not is_uri("odd:name")
 
 
 def test_migrate_parquet_form_s3_to_s3(parquet_savepoint: Path, bucket: str, tmp_path: Path) -> None:

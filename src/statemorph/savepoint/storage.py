@@ -10,6 +10,8 @@ published back. This module is that one boundary: :func:`local_source` and
 statemorph knows about URIs. The cost is local disk for the savepoint (and its result) while a
 verb runs.
 
+A ``file://`` URI is simply its local path (no copy, every local guarantee).
+
 Reading (:func:`local_source`): every object under the prefix is streamed to the local copy; an
 object key that would land outside it (``..``, an empty component) is refused, as a symlink out
 of a local savepoint is.
@@ -62,6 +64,17 @@ def is_uri(location: str | os.PathLike[str]) -> bool:
     return "://" in text and bool(urlparse(text).scheme)
 
 
+def _local_path(location: str | os.PathLike[str]) -> str | None:
+    """The local path of a plain path or a ``file://`` URI (which then keeps every guarantee of a
+    local directory: claim, rename), or None for a remote location."""
+    if not is_uri(location):
+        return os.fspath(location)
+    parsed = urlparse(os.fspath(location))
+    if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
+        return parsed.path
+    return None
+
+
 @dataclass(frozen=True)
 class Location:
     """A URI opened with ``pyarrow.fs``: the filesystem, the path inside it, the URI as given."""
@@ -104,8 +117,9 @@ def _safe_relative(rel: str, uri: str) -> Path:
 def local_source(location: str | os.PathLike[str]) -> Iterator[str]:
     """A local path for the savepoint at ``location``: the path itself, or a private local copy
     of a remote savepoint (removed afterwards). The copy keeps the savepoint's name."""
-    if not is_uri(location):
-        yield os.fspath(location)
+    local = _local_path(location)
+    if local is not None:
+        yield local
         return
     loc = Location.open(os.fspath(location))
     files = loc.files()
@@ -130,8 +144,9 @@ def local_destination(location: str | os.PathLike[str]) -> Iterator[str]:
     """A local path to write the savepoint for ``location`` into: the path itself, or a private
     local directory whose result is published to the remote prefix (module docstring) when the
     block ends without an error. A remote prefix that already holds objects is refused first."""
-    if not is_uri(location):
-        yield os.fspath(location)
+    local_path = _local_path(location)
+    if local_path is not None:
+        yield local_path
         return
     loc = Location.open(os.fspath(location))
     if loc.files():
