@@ -29,6 +29,8 @@ from statemorph.state import ValueStateDescriptor
 L = S.LongSerializer()
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 EVOLVED = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT>>"
+TESTS = Path(__file__).resolve().parents[1]
+"""tests/: the children below import this module, which imports tests/processes.py"""
 OLD, NEW = S.RowDataSerializer(EVENTS), S.RowDataSerializer(EVOLVED)
 
 
@@ -233,7 +235,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     p = subprocess.run([sys.executable, "-c", FSIZE_WRITER, str(out / "sp"), str(Path(__file__).parent)],
-                       capture_output=True, text=True, env=child_env(), timeout=300)
+                       capture_output=True, text=True, env=child_env(str(TESTS)), timeout=300)
     assert p.returncode == 0, p.stderr
     assert re.fullmatch(rf"cannot write {out}/\.sp\.statemorph-tmp-\S+: file too large \(file-size limit\)\n",
                         p.stdout), p.stdout
@@ -299,7 +301,7 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path, sig):
     out.mkdir()
     p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp"), str(Path(__file__).parent)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=child_env())
+                         env=child_env(str(TESTS)))
     try:
         assert p.stdout.readline().strip() == "writing"
         assert leftovers(out), "the writer should be part way"
