@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from processes import child_env
 from statemorph import serializers as S
 from statemorph.engine import read_state_table, write_state
 from statemorph.errors import OutputError, UnsafeFileError
-from statemorph.savepoint.storage import Location, local_source, publish
+from statemorph.savepoint.storage import Location, local_destination, local_source, publish
 
 moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
 pafs = pytest.importorskip("pyarrow.fs")
@@ -196,3 +197,15 @@ def test_unsafe_object_key_is_refused(bucket: str, s3_env: dict[str, str]) -> No
     with pytest.raises(UnsafeFileError, match="outside the savepoint"):
         with local_source(f"s3://{bucket}/evil"):
             pass
+
+
+def test_a_failed_run_publishes_nothing(parquet_savepoint: Path, bucket: str) -> None:
+    """The verb fails after writing its local result: nothing reaches the destination prefix."""
+    with pytest.raises(RuntimeError, match="the verb failed"):
+        with local_destination(f"s3://{bucket}/never") as local:
+            shutil.copytree(parquet_savepoint, local)
+            raise RuntimeError("the verb failed")
+    assert Location.open(f"s3://{bucket}/never").files() == []
+    with local_destination(f"s3://{bucket}/done") as local:
+        shutil.copytree(parquet_savepoint, local)
+    assert tree(f"s3://{bucket}/done") == tree(str(parquet_savepoint))
