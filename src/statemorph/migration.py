@@ -340,8 +340,8 @@ class _Remapper:
         self.data = data
 
     def ref(self, slot: int, base: int, end: int, length: int, path: str) -> int:
-        v = _U64.unpack_from(self.data, slot)[0]
-        start = base + (v >> 32)
+        v: int = _U64.unpack_from(self.data, slot)[0]
+        start: int = base + (v >> 32)
         if v >> 63 or start < base or start + length > end:
             raise _fail(path, "reference outside its structure", slot)
         return start

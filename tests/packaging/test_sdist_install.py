@@ -99,6 +99,8 @@ def test_sdist_carries_every_kernel_source_and_no_generated_c(sdist):
     expected = _kernel_sources()
     assert expected, "the checkout has no Cython sources"
     assert expected <= members, f"missing from the sdist: {sorted(expected - members)}"
+    stubs = {f"src/statemorph/kernels/{p.stem}.pyi" for p in (ROOT / "_native").glob("*.pyx")}
+    assert stubs <= members, f"kernel type declarations missing from the sdist: {sorted(stubs - members)}"
     for needed in ("setup.py", "pyproject.toml", "LICENSE", "README.md", "src/statemorph/py.typed"):
         assert needed in members, f"{needed} missing from {top}"
     assert not [m for m in members if m.endswith((".c", ".so"))], "generated or compiled files in the sdist"
@@ -132,6 +134,7 @@ def test_sdist_installs_the_compiled_tier_in_a_fresh_venv(sdist, tmp_path):
     assert len(so_files) == len(kernels) > 0
     for so in map(Path, so_files):
         assert so.is_relative_to(venv) and so.suffix == ".so", so
+        assert so.with_name(so.name.split(".")[0] + ".pyi").is_file(), f"no type declarations beside {so.name}"
         if sys.platform.startswith("linux"):
             sections = elf_section_names(so)
             assert ".symtab" not in sections and not any(s.startswith(".debug") for s in sections), \

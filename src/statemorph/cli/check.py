@@ -88,7 +88,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         if s.new_serializer is not None:
             out.detail(f"  {s.name}: new {s.kind} type {describe_serializer(s.new_serializer)}")
     out.say(f"result: {VERDICTS[plan.exit_status]}")
-    return plan.exit_status
+    return int(plan.exit_status)
 
 
 def add_parser(sub: Any) -> None:

@@ -24,11 +24,12 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 
-from ..errors import ExitCode, StatemorphError
+from ..errors import ExitCode, StatemorphError, UsageError
 from . import bench, check, convert, demo, inspect, migrate
-from .output import error_document, exit_code_for, print_error
+from .output import error_document, exit_code_for, print_error, shown
 
 
 def _version() -> str:
@@ -46,6 +47,7 @@ def _version() -> str:
 def _fail(args: argparse.Namespace, message: str, status: int) -> int:
     """An expected error: one ``statemorph: error:`` line (plus detail) on stderr and, with
     ``--json``, the error document on stdout, so a script reading stdout always gets JSON."""
+    message = shown(message, getattr(args, "locations", {}))
     print_error(message)
     if getattr(args, "json", False):
         print(json.dumps(error_document(message, status), indent=2, ensure_ascii=False))
@@ -67,6 +69,29 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextmanager
+def staged_locations(args: argparse.Namespace) -> Iterator[None]:
+    """A verb's SAVEPOINT and ``--out`` given as URIs (``s3://...``) become local paths for the
+    verb's run: the source is copied in, the result published when the verb succeeds
+    (:mod:`statemorph.savepoint.storage`). ``args.locations`` maps each local path back to its URI, so
+    what the verb prints names the URIs."""
+    from ..savepoint.storage import is_uri, local_destination, local_source
+
+    args.locations = {}
+    with ExitStack() as stack:
+        for attr, stage in (("out", local_destination), ("savepoint", local_source)):  # refuse a taken --out first
+            where = getattr(args, attr, None)
+            if isinstance(where, str) and is_uri(where):
+                master = getattr(args, "master", "local")
+                if getattr(args, "engine", "local") == "spark" and not master.startswith("local"):
+                    raise UsageError(f"{where}: with --engine spark on a cluster, give a path every executor "
+                                     f"sees; URIs are staged on this machine (local masters only)")
+                local = stack.enter_context(stage(where))
+                args.locations[local] = where
+                setattr(args, attr, local)
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -76,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = extra
     debug = os.environ.get("STATEMORPH_DEBUG") == "1"
     try:
-        return int(args.func(args))
+        with staged_locations(args):
+            return int(args.func(args))
     except StatemorphError as e:
         if debug:
             raise

@@ -106,8 +106,8 @@ def _with_spark(args: argparse.Namespace, out: Console, run: Any) -> Any:
     active = SparkSession.getActiveSession()
     if active is not None:
         return run(active)
-    # Spark's own stage progress bar only where ours would show: on a terminal, without --quiet
-    console_progress = "true" if sys.stderr.isatty() and not out.quiet else "false"
+    # Spark's own stage progress bar only where ours would show: on a terminal, without --quiet or --json
+    console_progress = "true" if sys.stderr.isatty() and out.human else "false"
     spark = session(args.master, conf={"spark.ui.showConsoleProgress": console_progress},
                     log_level="INFO" if out.verbose else "ERROR" if out.quiet else "WARN")
     try:

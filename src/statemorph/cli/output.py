@@ -43,15 +43,17 @@ class Console:
     detail only with ``-v``; with ``--json``, stdout carries exactly one JSON document. Verbs
     called with a bare Namespace (the demo calls ``inspect`` and ``check``) get the defaults."""
 
-    def __init__(self, *, quiet: bool = False, verbose: bool = False, json_output: bool = False) -> None:
+    def __init__(self, *, quiet: bool = False, verbose: bool = False, json_output: bool = False,
+                 locations: dict[str, str] | None = None) -> None:
         self.quiet = quiet
         self.verbose = verbose
         self.json = json_output
+        self.locations = locations or {}
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Console:
         return cls(quiet=bool(getattr(args, "quiet", False)), verbose=bool(getattr(args, "verbose", False)),
-                   json_output=bool(getattr(args, "json", False)))
+                   json_output=bool(getattr(args, "json", False)), locations=getattr(args, "locations", None))
 
     @property
     def human(self) -> bool:
@@ -59,19 +61,21 @@ class Console:
 
     def say(self, text: str = "") -> None:
         if self.human:
-            print(text, flush=True)
+            print(shown(text, self.locations), flush=True)
 
     def detail(self, text: str) -> None:
         if self.human and self.verbose:
-            print(text, flush=True)
+            print(shown(text, self.locations), flush=True)
 
     def emit(self, document: dict[str, Any]) -> None:
         """The ``--json`` document (printed only in JSON mode)."""
         if self.json:
-            print(json.dumps(document, indent=2, ensure_ascii=False), flush=True)
+            print(shown(json.dumps(document, indent=2, ensure_ascii=False), self.locations, json_text=True), flush=True)
 
     def progress(self, total: int, label: str = "migrating") -> ProgressBar:
-        return ProgressBar(total, label=label, quiet=self.quiet)
+        """A bar on stderr when it is a terminal, never with ``--quiet`` or ``--json`` (a script
+        that asked for JSON may still have a terminal on stderr: it gets the document only)."""
+        return ProgressBar(total, label=label, quiet=not self.human)
 
 
 class ProgressBar:
@@ -112,6 +116,16 @@ class ProgressBar:
             self.stream.flush()
 
 
+def shown(text: str, locations: dict[str, str], *, json_text: bool = False) -> str:
+    """``text`` with each local staging path of a URI savepoint replaced by the URI the user gave
+    (``locations``: local path -> URI; ``json_text``: ``text`` is JSON, paths appear escaped)."""
+    for local, uri in locations.items():
+        if json_text:
+            local, uri = json.dumps(local)[1:-1], json.dumps(uri)[1:-1]
+        text = text.replace(local, uri)
+    return text
+
+
 def print_error(message: str) -> None:
     """One ``statemorph: error:`` line, then the detail lines indented (never a traceback). The
     detail keeps its own relative indentation: a caret under a type string must stay in its column."""
@@ -136,4 +150,4 @@ def error_document(message: str, status: int) -> dict[str, Any]:
 
 
 __all__ = ["Console", "ProgressBar", "common_options", "error_document", "exit_code_for", "human_bytes",
-           "print_error"]
+           "print_error", "shown"]

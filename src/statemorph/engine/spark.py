@@ -10,7 +10,8 @@ written atomically (temporary directory, fsync, rename).
 
 Paths are local or shared-filesystem paths (NFS, a mounted bucket) that the driver and every
 executor see under the same name. statemorph must be installed on the executors' Python (``pip
-install statemorph`` there, or ``spark-submit --py-files`` a wheel); see the README.
+install statemorph`` there, or a packed environment shipped with ``spark.archives``; ``--py-files``
+cannot carry compiled modules); see docs/spark.md.
 
 ::
 

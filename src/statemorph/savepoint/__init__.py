@@ -12,7 +12,7 @@ re-exported here because this is where users look for it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .description import SNAPSHOT_ROLES, SavepointDescription, StateDescription
 from .parquet import (
@@ -32,6 +32,9 @@ from .parquet import (
     verify_key_groups,
     verify_savepoint,
 )
+
+if TYPE_CHECKING:  # resolved lazily at run time (below); type checkers see the planner's own names
+    from ..engine.plan import CheckReport, StateCheck, check_savepoint
 
 _PLANNER_NAMES = ("CheckReport", "StateCheck", "check_savepoint")
 

@@ -318,7 +318,7 @@ def avro_checker_verdict(reader_parsed: Any, writer_parsed: Any) -> tuple[bool, 
             warnings.simplefilter("ignore")  # avro warns about logical types it ignores
             reader = avro.schema.parse(json.dumps(_for_avro(reader_parsed)))
             writer = avro.schema.parse(json.dumps(_for_avro(writer_parsed)))
-        result = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)
+        result = ReaderWriterCompatibilityChecker().get_compatibility(reader, writer)  # type: ignore[no-untyped-call]
     except Exception:  # the avro package is stricter than fastavro on a few schemas
         return None
     if result.compatibility is SchemaCompatibilityType.compatible:

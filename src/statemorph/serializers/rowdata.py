@@ -52,17 +52,17 @@ from ._binary_codec import RowCodec, _Ctx
 from .base import TypeSerializer
 
 
-def _as_row_type(row_type: RowType | str) -> RowType:
+def _as_row_type(row_type: LogicalType | str) -> RowType:
     t = parse_type(row_type) if isinstance(row_type, str) else row_type
     if not isinstance(t, RowType):
         raise TypeError(f"RowDataSerializer needs a ROW type, got {t!r}")
     return t
 
 
-class RowDataSerializer(TypeSerializer[Row]):
+class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     """Flink 2.3's ``RowDataSerializer`` for one row type (a RowType or a Flink SQL type string)."""
 
-    def __init__(self, row_type: RowType | str) -> None:
+    def __init__(self, row_type: LogicalType | str) -> None:
         self.row_type = _as_row_type(row_type)
         self._codec = RowCodec(self.row_type)
 

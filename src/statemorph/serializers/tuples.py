@@ -197,7 +197,7 @@ def _write_mask(out: DataOutputSerializer, bits: Sequence[bool]) -> None:
     out.write(acc.to_bytes(nbytes, "big"))
 
 
-class RowSerializer(TypeSerializer[Row]):
+class RowSerializer(TypeSerializer[tuple[Any, ...]]):
     """Flink's flink-core ``RowSerializer`` (``RowTypeInfo.createSerializer``).
 
     Every field is nullable. Values are :class:`~statemorph.row.Row` on read; on write a ``Row``,
@@ -260,7 +260,7 @@ class RowSerializer(TypeSerializer[Row]):
             return fields, RowKind.INSERT
         raise SerializationError(f"RowSerializer: expected a Row, tuple or dict, got {type(value).__name__}")
 
-    def serialize(self, value: Row, out: DataOutputSerializer) -> None:
+    def serialize(self, value: tuple[Any, ...] | dict[str, Any], out: DataOutputSerializer) -> None:
         if value is None:
             raise SerializationError("RowSerializer: a row value cannot be null (only its fields can)")
         fields, kind = self._fields_of(value)

@@ -19,7 +19,7 @@ DeprecationWarning when used.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..keyed.keygroups import KeyGroupRange, assign_to_key_group, key_group_range_for_operator, murmur_hash
 from ..keyed.namespace import VoidNamespace, VoidNamespaceSerializer
@@ -28,6 +28,12 @@ from .descriptors import ListStateDescriptor, MapStateDescriptor, StateDescripto
 from .heap import HashMapStateBackend
 from .resolve import Outcome, StateResolution
 from .states import ListState, MapState, ValueState
+
+if TYPE_CHECKING:  # resolved lazily at run time (below); type checkers see the real classes
+    from .rocksdb import EmbeddedRocksDBStateBackend
+
+    HeapStateBackend = HashMapStateBackend
+    RocksDBStateBackend = EmbeddedRocksDBStateBackend
 
 DEPRECATED_NAMES = {"HeapStateBackend": "HashMapStateBackend", "RocksDBStateBackend": "EmbeddedRocksDBStateBackend"}
 """Old name → Flink 2.x name; the old names are removed in the next release."""

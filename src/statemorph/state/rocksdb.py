@@ -123,7 +123,7 @@ class RocksDBStateTable(StateTable):
 
     @staticmethod
     def _skip(ser: Any, data: bytes, pos: int) -> int:
-        n = ser.get_length()
+        n: int = ser.get_length()
         if n >= 0:
             if pos + n > len(data):
                 raise MalformedDataError(f"stored key 0x{data.hex()} is truncated at offset {pos}")

@@ -107,7 +107,8 @@ def slice_binary(arr: pa.Array, start: int, stop: int | None = None) -> pa.Array
 
 
 def lengths_of(arr: pa.Array) -> np.ndarray:
-    return pc.binary_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths: np.ndarray = pc.binary_length(arr).to_numpy(zero_copy_only=False).astype(np.int64)
+    return lengths
 
 
 def composite_keys(key_groups: pa.Array, keys: pa.Array, namespaces: pa.Array, *, prefix_bytes: int,

@@ -227,7 +227,7 @@ class StateWriter:
     def _check_parquet(self, fobj: Any, label: str, rows: int | None) -> int:
         try:
             pf = pq.ParquetFile(fobj)
-            schema, num_rows = pf.schema_arrow, pf.metadata.num_rows
+            schema, num_rows = pf.schema_arrow, int(pf.metadata.num_rows)
         except (pa.ArrowException, OSError) as e:
             raise SavepointError(f"state {self.name!r}: {label} is not a readable Parquet file: {e}") from e
         if schema.names != self.schema.names or any(schema.field(f.name).type != f.type for f in self.schema):
