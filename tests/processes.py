@@ -12,15 +12,13 @@ from pathlib import Path
 
 import statemorph
 
-#: the import root of the test helpers (``pythonpath`` in pyproject.toml): a child that imports one
-#: gets it first, ``child_env(TESTS)``
-TESTS = str(Path(__file__).resolve().parent)
 #: the ``sys.path`` entry this process imported statemorph from (site-packages or the checkout's src)
 STATEMORPH_PATH = str(Path(statemorph.__file__).resolve().parents[1])
-#: the tests folder, so a child script can import the shared test helpers (strategies, processes …)
-TESTS_PATH = str(Path(__file__).resolve().parent)
+#: the import root of the test helpers (``pythonpath`` in pyproject.toml), so a child script can
+#: import them (strategies, processes, a subject's helper modules) as the tests do
+TESTS = str(Path(__file__).resolve().parent)
 
 
 def child_env(*first: str, **extra: str) -> dict[str, str]:
     """This process's environment with PYTHONPATH = ``first`` entries, statemorph's home, the tests."""
-    return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([*first, STATEMORPH_PATH, TESTS_PATH])}
+    return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([*first, STATEMORPH_PATH, TESTS])}

@@ -10,7 +10,6 @@ restoring the migrated savepoint; every value must read back evolved.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -20,22 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from docs.readme_blocks import LANGUAGES, NOT_RUN, PROGRAMS, README, ROOT, Block, readme_blocks
+from flink_savepoint.flink_cases import EVOLVED_EVENTS_FIELDS, reshape
+from flink_savepoint.format_helpers import expected, hashable
 from processes import child_env
-from readme_blocks import LANGUAGES, NOT_RUN, PROGRAMS, README, ROOT, Block, readme_blocks
 
 from statemorph.schema_file import parse_schema
-
-# The Flink story's expectations live with the real-Flink savepoint tests.
-sys.path.insert(0, str(ROOT / "tests" / "flink_savepoint"))
-from flink_cases import EVOLVED_EVENTS_FIELDS, reshape  # noqa: E402
-from format_helpers import expected, hashable  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("flink_savepoint_conftest", ROOT / "tests" / "flink_savepoint" /
-                                               "conftest.py")
-assert _spec is not None and _spec.loader is not None
-_flink_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_flink_conftest)
-real_flink = _flink_conftest.real_flink  # the fixture: real Flink, a skip, or (STATEMORPH_REQUIRE_FLINK=1) a failure
 
 BLOCKS = readme_blocks()
 PROGRAM_BLOCKS = [b for b in BLOCKS if b.lang in PROGRAMS]

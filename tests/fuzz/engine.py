@@ -250,7 +250,7 @@ def run_families(names: list[str], start: int, count: int, seconds: float = 0.0,
             if os.path.exists(f):
                 os.unlink(f)
         proc = subprocess.Popen(cmd, cwd=str(Path(__file__).resolve().parents[2]),
-                                env=child_env(TESTS, PYTHONFAULTHANDLER="1"))
+                                env=child_env(PYTHONFAULTHANDLER="1"))
         last, last_at = None, time.monotonic()
         while proc.poll() is None:
             time.sleep(0.2)

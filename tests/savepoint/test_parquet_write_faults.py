@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from processes import TESTS, child_env
+from processes import child_env
 from savepoint.event_entries import EVOLVED, NEW, OLD, L, entries
 
 from statemorph.engine.local import migrate_savepoint
@@ -214,7 +214,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     p = subprocess.run([sys.executable, "-c", FSIZE_WRITER, str(out / "sp")],
-                       capture_output=True, text=True, env=child_env(TESTS), timeout=300)
+                       capture_output=True, text=True, env=child_env(), timeout=300)
     assert p.returncode == 0, p.stderr
     assert re.fullmatch(rf"cannot write {out}/\.sp\.statemorph-tmp-\S+: file too large \(file-size limit\)\n",
                         p.stdout), p.stdout
@@ -279,7 +279,7 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path, sig):
     out.mkdir()
     p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=child_env(TESTS))
+                         env=child_env())
     try:
         assert p.stdout.readline().strip() == "writing"
         assert leftovers(out), "the writer should be part way"
