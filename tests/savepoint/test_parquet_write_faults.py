@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from fs_faults import TESTS, leftovers, one_error_line, read_only_dir, tiny_fs  # noqa: F401 (fixtures)
 from processes import child_env
 
 from statemorph import serializers as S
@@ -58,47 +59,6 @@ def schema_file(tmp_path: Path) -> str:
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "statemorph", *args], capture_output=True, text=True,
                           env=child_env(), timeout=300)
-
-
-def one_error_line(p: subprocess.CompletedProcess[str], status: int, pattern: str) -> None:
-    assert p.returncode == status, p.stderr
-    assert "Traceback" not in p.stderr
-    errors = [ln for ln in p.stderr.splitlines() if ln.startswith("statemorph: error:")]
-    assert len(errors) == 1 and re.search(pattern, errors[0]), p.stderr
-
-
-def leftovers(parent: Path) -> list[str]:
-    return sorted(p.name for p in parent.iterdir() if "statemorph-" in p.name)
-
-
-def _mount(args: list[str]) -> bool:
-    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
-
-
-@pytest.fixture
-def tiny_fs(tmp_path):
-    """A 1 MiB tmpfs (ENOSPC after 1 MiB)."""
-    d = tmp_path / "tiny"
-    d.mkdir()
-    if os.geteuid() != 0 or not _mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)]):
-        pytest.skip("mounting a tmpfs needs root")
-    yield d
-    subprocess.run(["umount", str(d)], check=True)
-
-
-@pytest.fixture
-def read_only_dir(tmp_path):
-    """A read-only bind mount of an empty directory (EROFS)."""
-    real, ro = tmp_path / "rw", tmp_path / "ro"
-    real.mkdir()
-    ro.mkdir()
-    if os.geteuid() != 0 or not _mount(["--bind", str(real), str(ro)]):
-        pytest.skip("bind mounts need root")
-    if not _mount(["-o", "remount,ro,bind", str(ro)]):
-        subprocess.run(["umount", str(ro)], check=True)
-        pytest.skip("read-only remount not permitted")
-    yield ro
-    subprocess.run(["umount", str(ro)], check=True)
 
 
 # -- temporary directories ---------------------------------------------------------------------------
@@ -233,7 +193,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     p = subprocess.run([sys.executable, "-c", FSIZE_WRITER, str(out / "sp"), str(Path(__file__).parent)],
-                       capture_output=True, text=True, env=child_env(), timeout=300)
+                       capture_output=True, text=True, env=child_env(str(TESTS)), timeout=300)
     assert p.returncode == 0, p.stderr
     assert re.fullmatch(rf"cannot write {out}/\.sp\.statemorph-tmp-\S+: file too large \(file-size limit\)\n",
                         p.stdout), p.stdout
@@ -299,7 +259,7 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path, sig):
     out.mkdir()
     p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp"), str(Path(__file__).parent)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=child_env())
+                         env=child_env(str(TESTS)))
     try:
         assert p.stdout.readline().strip() == "writing"
         assert leftovers(out), "the writer should be part way"
