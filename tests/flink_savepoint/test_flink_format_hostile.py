@@ -8,6 +8,7 @@ import copy
 import os
 import random
 import shutil
+import stat
 import struct
 from pathlib import Path
 
@@ -189,6 +190,43 @@ def test_truncated_state_file(tmp_path: Path) -> None:
     f = d / rel.relative_path
     f.write_bytes(f.read_bytes()[:-10])
     _expect(d, match=r"size \d+ != \d+ recorded in _metadata \(truncated")
+
+
+def test_state_file_longer_than_metadata_says_is_refused_before_reading(tmp_path: Path) -> None:
+    """Flink writes one file per handle, of exactly the recorded size: bytes beyond it mean the
+    file was replaced or appended to."""
+    meta = _meta(FILES)
+    rel = _keyed(meta).delegate
+    assert isinstance(rel, RelativeFileHandle)
+    d = _with_delegate(tmp_path, rel)
+    with open(d / rel.relative_path, "ab") as f:
+        f.write(b"\0" * 10)
+    message = _expect(d, match=rf"size {rel.size + 10} != {rel.size} recorded in _metadata")
+    assert str(d / rel.relative_path) in message
+
+
+def test_devices_and_symlinks_to_devices_are_not_opened(tmp_path: Path) -> None:
+    """A character device where a state file should be (a copy of /dev/zero's node), and a
+    symlink to /dev/zero: refused by what they are, before anything is opened."""
+    meta = _meta(FILES)
+    rel = _keyed(meta).delegate
+    assert isinstance(rel, RelativeFileHandle)
+    d = _with_delegate(tmp_path, rel, "link")
+    (d / rel.relative_path).unlink()
+    os.symlink("/dev/zero", d / rel.relative_path)
+    _expect(d, SavepointPathError, match="leads out of the savepoint directory")
+    d = _with_delegate(tmp_path, rel, "device")
+    (d / rel.relative_path).unlink()
+    try:
+        os.mknod(d / rel.relative_path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD")
+    _expect(d, SavepointPathError, match="is a device, not a regular file")
+    os.symlink("/dev/zero", tmp_path / "zero-meta")
+    (tmp_path / "meta-link").mkdir()
+    os.symlink(tmp_path / "zero-meta", tmp_path / "meta-link" / "_metadata")
+    with pytest.raises(SavepointPathError, match="_metadata: leads out of the savepoint directory"):
+        FlinkSavepoint(tmp_path / "meta-link")
 
 
 def _inline_variant(tmp: Path, source: Path, mutate, name: str = "sp") -> Path:  # type: ignore[no-untyped-def]
