@@ -17,6 +17,7 @@ from flink_cases import SAVEPOINTS
 from format_helpers import cases
 
 from statemorph.errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
+from statemorph.savepoint.files import SafeFile
 from statemorph.savepoint.flink import (
     ByteStreamHandle,
     CheckpointMetadata,
@@ -26,6 +27,7 @@ from statemorph.savepoint.flink import (
     parse_metadata,
     serialize_metadata,
 )
+from statemorph.savepoint.flink.keyed_blocks import key_group_extents
 
 pytestmark = pytest.mark.skipif(not cases(), reason="no committed real-Flink savepoints")
 INLINE = SAVEPOINTS / "kinds-hashmap-p1" / "savepoint"  # keyed state inline in _metadata
@@ -349,3 +351,25 @@ def test_random_corruption_is_a_typed_error_or_reads(tmp_path: Path, source: Pat
             _read_everything(d)
         except FlinkSavepointError as e:
             assert "\n" not in str(e)
+
+
+def test_state_files_are_read_by_key_group_never_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read of a keyed-state file is one bounded range (the header, or one key group's
+    extent), checked against the file before it is made; no read takes the whole file."""
+    reads: list[tuple[str, int, int]] = []
+    real = SafeFile.read_range
+
+    def spy(self: SafeFile, offset: int, n: int, what: str = "bytes") -> bytes:
+        reads.append((self.label, n, self.size))
+        return real(self, offset, n, what)
+
+    monkeypatch.setattr(SafeFile, "read_range", spy)
+    _read_everything(FILES)
+    assert reads
+    sp = FlinkSavepoint(FILES)
+    for _, stream in sp.keyed_streams(sp.operators[1]):
+        header_end, extents = key_group_extents(stream.handle, stream.source.size, "t")
+        assert len(extents) > 1
+        largest = max([header_end, *(e.end - e.offset for e in extents)])
+        mine = [n for label, n, _ in reads if label.endswith(stream.handle.delegate.relative_path)]
+        assert mine and max(mine) <= largest < stream.source.size
