@@ -26,7 +26,6 @@ from fs_faults import leftovers, one_error_line, read_only_dir, tiny_fs  # noqa:
 from processes import child_env
 
 from statemorph.errors import DestinationBusyError, ExitCode, FlinkSavepointError, OutputError, UsageError
-from statemorph.savepoint import files as files_mod
 from statemorph.savepoint.flink import FlinkSavepoint, rewrite
 
 EVENTS = SAVEPOINTS / "events-rocksdb-p2-files-snappy" / "savepoint"
@@ -210,7 +209,7 @@ def test_output_inside_the_source_is_refused(tmp_path: Path, inside: str) -> Non
 
 # -- full, limited, read-only and forbidden destinations ---------------------------------------------
 
-def test_disk_full_is_one_line_and_leaves_nothing(built: Path, tmp_path: Path, tiny_fs: Path) -> None:
+def test_disk_full_is_one_line_and_leaves_nothing(built: Path, tmp_path: Path, tiny_fs: Path) -> None:  # noqa: F811 (fixture)
     assert sum(f.stat().st_size for f in built.iterdir()) > 2 << 20  # more than the 1 MiB file system
     with pytest.raises(OutputError, match=rf"^cannot write {tiny_fs}/\.out\.statemorph-tmp-\S+: no space left on "
                                           rf"device$"):
@@ -249,7 +248,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     assert list(out.iterdir()) == []
 
 
-def test_read_only_destination_is_one_line_and_leaves_nothing(tmp_path: Path, read_only_dir: Path) -> None:
+def test_read_only_destination_is_one_line_and_leaves_nothing(tmp_path: Path, read_only_dir: Path) -> None:  # noqa: F811 (fixture)
     with pytest.raises(OutputError, match=rf"^cannot create the savepoint {read_only_dir}/sp: read-only file system$"):
         rewrite(EVENTS, read_only_dir / "sp", identity_changes(EVENTS))
     p = run_cli("migrate", str(EVENTS), "--schema", str(schema_file(tmp_path)), "--out", str(read_only_dir / "dst"))

@@ -161,7 +161,7 @@ def test_output_inside_the_source_is_refused(tmp_path, inside):
 
 # -- full, limited, read-only and forbidden destinations ---------------------------------------------
 
-def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, tiny_fs):
+def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, tiny_fs):  # noqa: F811 (fixture)
     with pytest.raises(OutputError, match=rf"cannot write {tiny_fs}/\.sp\.statemorph-tmp-.*: no space left on "
                                           rf"device$"):
         with SavepointWriter(tiny_fs / "sp", max_parallelism=128, key_serializer=L) as w:
@@ -200,7 +200,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
     assert list(out.iterdir()) == []
 
 
-def test_read_only_destination_is_one_line_and_leaves_nothing(tmp_path, read_only_dir):
+def test_read_only_destination_is_one_line_and_leaves_nothing(tmp_path, read_only_dir):  # noqa: F811 (fixture)
     with pytest.raises(OutputError, match=rf"^cannot create the savepoint {read_only_dir}/sp: read-only file system$"):
         SavepointWriter(read_only_dir / "sp", max_parallelism=128, key_serializer=L)
     src = source(tmp_path / "src")
