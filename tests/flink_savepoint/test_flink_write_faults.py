@@ -7,7 +7,6 @@ by ``benchmarks/flink_savepoint.py``); kill points are file-system events, not d
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import re
@@ -16,13 +15,21 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from flink_cases import EVOLVED_EVENTS, ROOT, SAVEPOINTS
-from fs_faults import leftovers, one_error_line, read_only_dir, tiny_fs  # noqa: F401 (fixtures)
+from fs_faults import (  # noqa: F401 (fixtures)
+    digest_tree,
+    kill_9_when,
+    kill_points,
+    leftovers,
+    one_error_line,
+    read_only_dir,
+    signal_when_ready,
+    tiny_fs,
+)
 from processes import child_env
 
 from statemorph.errors import DestinationBusyError, ExitCode, FlinkSavepointError, OutputError, UsageError
@@ -44,11 +51,6 @@ def identity_changes(src: Path) -> dict[tuple[str, str], tuple[bytes, object]]:
     value, _ = meta.value_snapshot_unwrapped()
     assert value is not None
     return {(UID, STATE): (value.envelope_bytes(), lambda a: a)}
-
-
-def digest_tree(path: Path) -> dict[str, str]:
-    return {p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 def read_all(path: Path) -> int:
@@ -295,35 +297,17 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path: Path, sig: 
     """After the cleanup the signal goes to the previous handler: the process ends by it."""
     out = tmp_path / "out"
     out.mkdir()
-    p = subprocess.Popen([sys.executable, "-c", SLOW_REWRITE, str(EVENTS), str(out / "sp"),
-                          str(Path(__file__).parent)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=child_env(str(Path(__file__).parents[1]), str(Path(__file__).parent)))
-    try:
-        assert p.stdout is not None and p.stdout.readline().strip() == "writing"
-        assert any(n.startswith(".sp.statemorph-tmp-") for n in leftovers(out)), "the rewrite should be part way"
-        p.send_signal(sig)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == -sig, err
+    status, err = signal_when_ready(
+        [sys.executable, "-c", SLOW_REWRITE, str(EVENTS), str(out / "sp"), str(Path(__file__).parent)], "writing", sig,
+        child_env(str(Path(__file__).parents[1]), str(Path(__file__).parent)),
+        lambda: any(n.startswith(".sp.statemorph-tmp-") for n in leftovers(out)))
+    assert status == -sig, err
     assert list(out.iterdir()) == []
 
 
 # -- kill -9 -----------------------------------------------------------------------------------------
 
-def temp_dirs(parent: Path) -> list[Path]:
-    return [p for p in parent.iterdir() if p.name.startswith(".dst.statemorph-tmp-")]
-
-
-KILL_POINTS = {
-    "at start": lambda parent: True,
-    "claimed": lambda parent: (parent / ".dst.statemorph-claim").exists(),
-    "temporary directory": lambda parent: bool(temp_dirs(parent)),
-    "keyed-state file open": lambda parent: any(any(t.iterdir()) for t in temp_dirs(parent)),
-    "metadata written": lambda parent: any((t / "_metadata").exists() for t in temp_dirs(parent)),
-    "renamed": lambda parent: (parent / "dst").exists(),
-}
+KILL_POINTS = kill_points("*-*-*-*-*", "_metadata")  # keyed-state files are named by UUIDs
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
@@ -332,16 +316,7 @@ def test_kill_9_leaves_the_source_intact_and_the_destination_absent_or_complete(
     before = digest_tree(built)
     dst, schema = tmp_path / "dst", schema_file(tmp_path)
     env = child_env()
-    p = subprocess.Popen(migrate_cmd(built, schema, dst), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    try:
-        reached = KILL_POINTS[point]
-        while p.poll() is None and not reached(tmp_path):
-            time.sleep(0.002)  # polling for the event, not timing anything
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
+    kill_9_when(migrate_cmd(built, schema, dst), lambda: KILL_POINTS[point](tmp_path), env)
     assert digest_tree(built) == before, "the source savepoint changed"
     if dst.exists():  # complete, or not there at all
         assert read_all(dst) == BUILT_N

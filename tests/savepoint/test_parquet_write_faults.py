@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from fs_faults import TESTS, leftovers, one_error_line, read_only_dir, tiny_fs  # noqa: F401 (fixtures)
+from fs_faults import (  # noqa: F401 (fixtures)
+    TESTS,
+    leftovers,
+    one_error_line,
+    read_only_dir,
+    signal_when_ready,
+    tiny_fs,
+)
 from processes import child_env
 
 from statemorph import serializers as S
@@ -257,16 +264,7 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path, sig):
     process, SIGINT's raises KeyboardInterrupt (uncaught, Python then exits by SIGINT too)."""
     out = tmp_path / "out"
     out.mkdir()
-    p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp"), str(Path(__file__).parent)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=child_env(str(TESTS)))
-    try:
-        assert p.stdout.readline().strip() == "writing"
-        assert leftovers(out), "the writer should be part way"
-        p.send_signal(sig)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == -sig, err
+    status, err = signal_when_ready([sys.executable, "-c", SLOW_WRITER, str(out / "sp"), str(Path(__file__).parent)],
+                                    "writing", sig, child_env(str(TESTS)), lambda: bool(leftovers(out)))
+    assert status == -sig, err
     assert list(out.iterdir()) == []
