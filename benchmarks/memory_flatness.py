@@ -9,8 +9,10 @@ takes tens of seconds to minutes on a 2-core machine; this is run by hand and it
 For each form and entry count it builds the Events savepoint (old type
 ``ROW<eventId BIGINT, metadata ROW<userId INT, timestamp BIGINT, deviceType STRING>>``, value
 state), runs ``python -m statemorph migrate SRC --schema NEW.toml --out DST`` as a child process
-and reads that child's peak RSS from ``os.wait4`` (its own ``ru_maxrss``, nothing else counted),
-then deletes the output (and, unless ``--keep``, the input):
+and reads that child's peak RSS from ``os.wait4`` (its own ``ru_maxrss``; the inputs are built by
+other children), then deletes the output (and, unless ``--keep``, the input). Linux starts a
+spawned child's ``ru_maxrss`` at its parent's peak, so this parent imports nothing heavy before
+the runs (its peak stays at a few tens of MiB, far below any measured one):
 
 - ``parquet``: statemorph's Parquet form, written with :func:`statemorph.engine.write_state` in
   1,000,000-entry chunks (files of ``rows_per_file`` rows, the writer's default);
