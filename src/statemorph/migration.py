@@ -4,9 +4,8 @@ that plan to values or straight to BinaryRowData bytes.
 Why a separate plan object: compatibility checking and migration need the same field mapping,
 and bulk migration runs it billions of times. :func:`plan_row_migration` computes it once per
 (old, new) pair (cached) as a plain, immutable data structure that the native kernels compile
-into flat op arrays. :func:`remap_binary_row` is the reference implementation of the plan (one
-BinaryRowData, bytes to bytes) the kernels are tested against; :func:`migrate_row_value` runs it
-on a value's bytes, so values and bytes migrate by the same code.
+into flat op arrays; the Python functions here (:func:`migrate_row_value`,
+:func:`remap_binary_row`) are the reference implementation the kernels are tested against.
 
 Rules (old schema → new schema; fields are matched **by name**, case-sensitive):
 
@@ -49,8 +48,8 @@ from typing import Any
 
 from .errors import IncompatibleSchemaError, MalformedDataError
 from .io import DataInputDeserializer, DataOutputSerializer
-from .row import Row
-from .serializers._binary_codec import RowCodec, _Ctx, array_header_size, round8, row_null_bits_size
+from .row import Row, row_kind_of
+from .serializers._binary_codec import RowCodec, _Ctx, _freeze, array_header_size, round8, row_null_bits_size
 from .types import (
     ArrayType,
     BinaryType,
@@ -308,6 +307,39 @@ def plan_row_migration(old_row_type: RowType | str, new_row_type: RowType | str,
 
 
 # --------------------------------------------------------------------------------------------
+# values
+# --------------------------------------------------------------------------------------------
+
+
+def _migrate(m: TypeMigration, value: Any) -> Any:
+    if value is None or m.kind == COPY:
+        return value
+    if m.kind == ROW:
+        assert m.row is not None
+        return migrate_row_value(m.row, value)
+    if m.kind == ARRAY:
+        assert m.element is not None
+        return [_migrate(m.element, v) for v in value]
+    assert m.key is not None and m.value is not None
+    # map keys read back frozen (a map key that is itself a map is a tuple of pairs)
+    items = value.items() if isinstance(value, dict) else value
+    return {_freeze(_migrate(m.key, k)): _migrate(m.value, v) for k, v in items}
+
+
+def migrate_row_value(plan: RowMigrationPlan, value: Any) -> Row:
+    """Turn a row read in the old schema into the same row in the new schema (new fields null,
+    RowKind kept)."""
+    out: list[Any] = []
+    for f in plan.fields:
+        if f.source < 0:
+            out.append(None)
+        else:
+            assert f.migration is not None
+            out.append(_migrate(f.migration, value[f.source]))
+    return Row(out, row_kind_of(value))
+
+
+# --------------------------------------------------------------------------------------------
 # bytes
 # --------------------------------------------------------------------------------------------
 
@@ -445,26 +477,15 @@ def remap_binary_row(plan: RowMigrationPlan, data: bytes, origin: int = 0, valid
     without building Python values. The old bytes are fully validated first (``validate``),
     so corrupt input raises :class:`MalformedDataError` naming the field path and offset."""
     if validate:
-        _codec(plan.old_type).decode(_Ctx(bytes(data), origin), 0, len(data))
+        _old_codec(plan.old_type).decode(_Ctx(bytes(data), origin), 0, len(data))
     if plan.is_identity:
         return bytes(data)
     return bytes(_Remapper(data).row(plan, 0, len(data), ""))
 
 
 @functools.lru_cache(maxsize=256)
-def _codec(t: RowType) -> RowCodec:
+def _old_codec(t: RowType) -> RowCodec:
     return RowCodec(t)
-
-
-def migrate_row_value(plan: RowMigrationPlan, value: Any) -> Row:
-    """Turn a row of the old schema into the same row in the new schema (new fields null, RowKind
-    kept). The rules are executed once, on bytes: the row is written in the old schema, remapped
-    with :func:`remap_binary_row` and read back, so a value migrates exactly as its bytes do (a
-    FLOAT is the value the old schema stores, not the Python float it was handed)."""
-    data = bytes(_codec(plan.old_type).encode(value))
-    if not plan.is_identity:
-        data = bytes(_Remapper(data).row(plan, 0, len(data), ""))
-    return _codec(plan.new_type).decode(_Ctx(data, 0), 0, len(data))
 
 
 # --------------------------------------------------------------------------------------------
