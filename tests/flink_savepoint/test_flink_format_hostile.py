@@ -8,6 +8,7 @@ import copy
 import os
 import random
 import shutil
+import stat
 import struct
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from flink_savepoint.flink_cases import SAVEPOINTS
 from flink_savepoint.format_helpers import cases
 
 from statemorph.errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
+from statemorph.savepoint.files import SafeFile
 from statemorph.savepoint.flink import (
     ByteStreamHandle,
     CheckpointMetadata,
@@ -25,6 +27,7 @@ from statemorph.savepoint.flink import (
     parse_metadata,
     serialize_metadata,
 )
+from statemorph.savepoint.flink.keyed_blocks import key_group_extents
 
 pytestmark = pytest.mark.skipif(not cases(), reason="no committed real-Flink savepoints")
 INLINE = SAVEPOINTS / "kinds-hashmap-p1" / "savepoint"  # keyed state inline in _metadata
@@ -151,7 +154,7 @@ def test_absolute_paths_are_taken_by_name_inside_the_directory(tmp_path: Path) -
     outside = tmp_path / "passwd"
     outside.write_bytes(b"secret")
     d = _with_delegate(tmp_path, FileHandle(str(outside), 6), "abs")
-    _expect(d, match="passwd is missing")
+    _expect(d, match="passwd: file listed in _metadata is missing")
 
 
 def test_symlink_fifo_and_directory_are_not_opened(tmp_path: Path) -> None:
@@ -163,7 +166,7 @@ def test_symlink_fifo_and_directory_are_not_opened(tmp_path: Path) -> None:
     d = _with_delegate(tmp_path, rel, "link")
     (d / rel.relative_path).unlink()
     os.symlink(outside, d / rel.relative_path)
-    _expect(d, SavepointPathError, match="outside the savepoint directory")
+    _expect(d, SavepointPathError, match="leads out of the savepoint directory through a symlink")
     d = _with_delegate(tmp_path, rel, "fifo")
     (d / rel.relative_path).unlink()
     os.mkfifo(d / rel.relative_path)
@@ -188,7 +191,44 @@ def test_truncated_state_file(tmp_path: Path) -> None:
     d = _with_delegate(tmp_path, rel)
     f = d / rel.relative_path
     f.write_bytes(f.read_bytes()[:-10])
-    _expect(d, match="truncated state file")
+    _expect(d, match=r"size \d+ != \d+ recorded in _metadata \(truncated")
+
+
+def test_state_file_longer_than_metadata_says_is_refused_before_reading(tmp_path: Path) -> None:
+    """Flink writes one file per handle, of exactly the recorded size: bytes beyond it mean the
+    file was replaced or appended to."""
+    meta = _meta(FILES)
+    rel = _keyed(meta).delegate
+    assert isinstance(rel, RelativeFileHandle)
+    d = _with_delegate(tmp_path, rel)
+    with open(d / rel.relative_path, "ab") as f:
+        f.write(b"\0" * 10)
+    message = _expect(d, match=rf"size {rel.size + 10} != {rel.size} recorded in _metadata")
+    assert str(d / rel.relative_path) in message
+
+
+def test_devices_and_symlinks_to_devices_are_not_opened(tmp_path: Path) -> None:
+    """A character device where a state file should be (a copy of /dev/zero's node), and a
+    symlink to /dev/zero: refused by what they are, before anything is opened."""
+    meta = _meta(FILES)
+    rel = _keyed(meta).delegate
+    assert isinstance(rel, RelativeFileHandle)
+    d = _with_delegate(tmp_path, rel, "link")
+    (d / rel.relative_path).unlink()
+    os.symlink("/dev/zero", d / rel.relative_path)
+    _expect(d, SavepointPathError, match="leads out of the savepoint directory")
+    d = _with_delegate(tmp_path, rel, "device")
+    (d / rel.relative_path).unlink()
+    try:
+        os.mknod(d / rel.relative_path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD")
+    _expect(d, SavepointPathError, match="is a device, not a regular file")
+    os.symlink("/dev/zero", tmp_path / "zero-meta")
+    (tmp_path / "meta-link").mkdir()
+    os.symlink(tmp_path / "zero-meta", tmp_path / "meta-link" / "_metadata")
+    with pytest.raises(SavepointPathError, match="_metadata: leads out of the savepoint directory"):
+        FlinkSavepoint(tmp_path / "meta-link")
 
 
 def _inline_variant(tmp: Path, source: Path, mutate, name: str = "sp") -> Path:  # type: ignore[no-untyped-def]
@@ -311,3 +351,25 @@ def test_random_corruption_is_a_typed_error_or_reads(tmp_path: Path, source: Pat
             _read_everything(d)
         except FlinkSavepointError as e:
             assert "\n" not in str(e)
+
+
+def test_state_files_are_read_by_key_group_never_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every read of a keyed-state file is one bounded range (the header, or one key group's
+    extent), checked against the file before it is made; no read takes the whole file."""
+    reads: list[tuple[str, int, int]] = []
+    real = SafeFile.read_range
+
+    def spy(self: SafeFile, offset: int, n: int, what: str = "bytes") -> bytes:
+        reads.append((self.label, n, self.size))
+        return real(self, offset, n, what)
+
+    monkeypatch.setattr(SafeFile, "read_range", spy)
+    _read_everything(FILES)
+    assert reads
+    sp = FlinkSavepoint(FILES)
+    for _, stream in sp.keyed_streams(sp.operators[1]):
+        header_end, extents = key_group_extents(stream.handle, stream.source.size, "t")
+        assert len(extents) > 1
+        largest = max([header_end, *(e.end - e.offset for e in extents)])
+        mine = [n for label, n, _ in reads if label.endswith(stream.handle.delegate.relative_path)]
+        assert mine and max(mine) <= largest < stream.source.size

@@ -6,15 +6,13 @@ a run that finishes before its kill point exercises the "complete" branch."""
 
 from __future__ import annotations
 
-import hashlib
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from fs_faults import digest_tree, kill_9_when, kill_points
 from processes import child_env
 
 from statemorph import serializers as S
@@ -40,23 +38,7 @@ def big(tmp_path_factory):
     return src, schema
 
 
-def digest_tree(path: Path) -> dict[str, str]:
-    return {p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(path.rglob("*")) if p.is_file()}
-
-
-def temp_dirs(parent: Path) -> list[Path]:
-    return [p for p in parent.iterdir() if p.name.startswith(".dst.statemorph-tmp-")]
-
-
-KILL_POINTS = {
-    "at start": lambda parent: True,
-    "claimed": lambda parent: (parent / ".dst.statemorph-claim").exists(),
-    "temporary directory": lambda parent: bool(temp_dirs(parent)),
-    "part file open": lambda parent: any(any(t.rglob("*.parquet")) for t in temp_dirs(parent)),
-    "metadata written": lambda parent: any((t / "_metadata.json").exists() for t in temp_dirs(parent)),
-    "renamed": lambda parent: (parent / "dst").exists(),
-}
+KILL_POINTS = kill_points("*.parquet", "_metadata.json")
 
 
 def migrate_cmd(src: Path, schema: Path, dst: Path) -> list[str]:
@@ -69,16 +51,7 @@ def test_kill_9_leaves_the_source_intact_and_the_destination_absent_or_complete(
     before = digest_tree(src)
     dst = tmp_path / "dst"
     env = child_env()
-    p = subprocess.Popen(migrate_cmd(src, schema, dst), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    try:
-        reached = KILL_POINTS[point]
-        while p.poll() is None and not reached(tmp_path):
-            time.sleep(0.002)  # polling for the event, not timing anything
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
+    kill_9_when(migrate_cmd(src, schema, dst), lambda: KILL_POINTS[point](tmp_path), env)
     assert digest_tree(src) == before, "the source savepoint changed"
     if dst.exists():  # complete, or not there at all
         assert verify_savepoint(dst).state("events").rows == ROWS

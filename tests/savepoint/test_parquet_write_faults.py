@@ -15,6 +15,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from fs_faults import (  # noqa: F401 (fixtures)
+    leftovers,
+    one_error_line,
+    read_only_dir,
+    signal_when_ready,
+    tiny_fs,
+)
 from processes import child_env
 from savepoint.event_entries import EVOLVED, NEW, OLD, L, entries
 
@@ -40,47 +47,6 @@ def schema_file(tmp_path: Path) -> str:
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "statemorph", *args], capture_output=True, text=True,
                           env=child_env(), timeout=300)
-
-
-def one_error_line(p: subprocess.CompletedProcess[str], status: int, pattern: str) -> None:
-    assert p.returncode == status, p.stderr
-    assert "Traceback" not in p.stderr
-    errors = [ln for ln in p.stderr.splitlines() if ln.startswith("statemorph: error:")]
-    assert len(errors) == 1 and re.search(pattern, errors[0]), p.stderr
-
-
-def leftovers(parent: Path) -> list[str]:
-    return sorted(p.name for p in parent.iterdir() if "statemorph-" in p.name)
-
-
-def _mount(args: list[str]) -> bool:
-    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
-
-
-@pytest.fixture
-def tiny_fs(tmp_path):
-    """A 1 MiB tmpfs (ENOSPC after 1 MiB)."""
-    d = tmp_path / "tiny"
-    d.mkdir()
-    if os.geteuid() != 0 or not _mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)]):
-        pytest.skip("mounting a tmpfs needs root")
-    yield d
-    subprocess.run(["umount", str(d)], check=True)
-
-
-@pytest.fixture
-def read_only_dir(tmp_path):
-    """A read-only bind mount of an empty directory (EROFS)."""
-    real, ro = tmp_path / "rw", tmp_path / "ro"
-    real.mkdir()
-    ro.mkdir()
-    if os.geteuid() != 0 or not _mount(["--bind", str(real), str(ro)]):
-        pytest.skip("bind mounts need root")
-    if not _mount(["-o", "remount,ro,bind", str(ro)]):
-        subprocess.run(["umount", str(ro)], check=True)
-        pytest.skip("read-only remount not permitted")
-    yield ro
-    subprocess.run(["umount", str(ro)], check=True)
 
 
 # -- temporary directories ---------------------------------------------------------------------------
@@ -183,7 +149,7 @@ def test_output_inside_the_source_is_refused(tmp_path, inside):
 
 # -- full, limited, read-only and forbidden destinations ---------------------------------------------
 
-def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, tiny_fs):
+def test_disk_full_is_one_line_and_leaves_nothing(tmp_path, tiny_fs):  # noqa: F811 (fixture)
     with pytest.raises(OutputError, match=rf"cannot write {tiny_fs}/\.sp\.statemorph-tmp-.*: no space left on "
                                           rf"device$"):
         with SavepointWriter(tiny_fs / "sp", max_parallelism=128, key_serializer=L) as w:
@@ -221,7 +187,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path):
     assert list(out.iterdir()) == []
 
 
-def test_read_only_destination_is_one_line_and_leaves_nothing(tmp_path, read_only_dir):
+def test_read_only_destination_is_one_line_and_leaves_nothing(tmp_path, read_only_dir):  # noqa: F811 (fixture)
     with pytest.raises(OutputError, match=rf"^cannot create the savepoint {read_only_dir}/sp: read-only file system$"):
         SavepointWriter(read_only_dir / "sp", max_parallelism=128, key_serializer=L)
     src = source(tmp_path / "src")
@@ -277,16 +243,7 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path, sig):
     process, SIGINT's raises KeyboardInterrupt (uncaught, Python then exits by SIGINT too)."""
     out = tmp_path / "out"
     out.mkdir()
-    p = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(out / "sp")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=child_env())
-    try:
-        assert p.stdout.readline().strip() == "writing"
-        assert leftovers(out), "the writer should be part way"
-        p.send_signal(sig)
-        _, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == -sig, err
+    status, err = signal_when_ready([sys.executable, "-c", SLOW_WRITER, str(out / "sp")],
+                                    "writing", sig, child_env(), lambda: bool(leftovers(out)))
+    assert status == -sig, err
     assert list(out.iterdir()) == []

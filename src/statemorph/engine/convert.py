@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from ..errors import FlinkSavepointError, SavepointError, UsageError
 from ..keyed.kinds import StateKind
-from ..savepoint.files import SavepointDir, StagedDirectory, open_regular, output_error
+from ..savepoint.files import SavepointDir, StagedDirectory, output_error
 from ..savepoint.flink import is_flink_savepoint
 from ..savepoint.flink.envelope import snapshot_from_envelope
 from ..savepoint.flink.handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
@@ -159,7 +159,7 @@ def flink_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
                 out.write(batch)
             out.close()
         carried = _carry_into(sp, skeleton, keyed_files, writer)
-        _relativize(sp, skeleton)
+        sp.directory.relativize(skeleton)
         meta_entry = writer.write_extra(f"{EXTRA_DIR}/{METADATA_FILE_NAME}", serialize_metadata(skeleton))
         writer.metadata.flink = FlinkExtras(meta_entry, headers, carried)
         rows = {name: writer.metadata.states[name].rows for name in kept}
@@ -182,36 +182,15 @@ def _empty_keyed_streams(sp: FlinkSavepoint, op: OperatorState, keyed_files: set
             h.delegate = RelativeFileHandle(rel, 0)
 
 
-def _file_handles(meta: CheckpointMetadata) -> Iterator[FileHandle | RelativeFileHandle]:
-    for op in meta.operators:
-        for st in op.subtasks or []:
-            for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
-                if h is not None and isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
-                    yield h.delegate
-
-
 def _carry_into(sp: FlinkSavepoint, skeleton: CheckpointMetadata, keyed_files: set[str],
                 writer: SavepointWriter) -> list[ExtraFile]:
     """Every file the skeleton still references (operator state, raw keyed state) and any other
     regular file next to ``_metadata``, copied under ``flink/files/`` with its sha256."""
-    names = {sp.directory.relative_name(h) for h in _file_handles(skeleton)} - keyed_files
-    for entry in os.scandir(sp.directory.root):
-        if entry.name != METADATA_FILE_NAME and entry.is_file(follow_symlinks=False):
-            names.add(entry.name)
     out = []
-    for rel in sorted(names - keyed_files):
-        path = sp.directory.resolve(RelativeFileHandle(rel, 0))
-        with open_regular(path) as f:
+    for rel, size in sp.directory.carried_files(skeleton, keyed_files).items():
+        with sp.directory.files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
             out.append(writer.write_extra(FILES_DIR + rel, f))
     return out
-
-
-def _relativize(sp: FlinkSavepoint, meta: CheckpointMetadata) -> None:
-    for op in meta.operators:
-        for st in op.subtasks or []:
-            for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
-                if h is not None and isinstance(h.delegate, FileHandle):
-                    h.delegate = RelativeFileHandle(sp.directory.relative_name(h.delegate), h.delegate.size)
 
 
 # -- Parquet -> Flink ------------------------------------------------------------------------------

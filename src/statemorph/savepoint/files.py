@@ -93,13 +93,35 @@ def _kind_of(mode: int) -> str:
 class SafeFile:
     """An open regular file of known size, read by offset (``pread``) in bounded chunks.
 
-    ``label`` is how messages name it (the path under the savepoint as the user gave it)."""
+    ``label`` is how messages name it (the path under the savepoint as the user gave it);
+    ``damaged`` is the error class a failed read raises (a format's own :class:`SavepointError`)."""
 
-    def __init__(self, fd: int, size: int, label: str, st: os.stat_result) -> None:
+    def __init__(self, fd: int, size: int, label: str, st: os.stat_result,
+                 damaged: type[SavepointError] = SavepointError) -> None:
         self.fd = fd
         self.size = size
         self.label = label
         self.identity = (st.st_dev, st.st_ino)
+        self.damaged = damaged
+
+    def read_range(self, offset: int, n: int, what: str = "bytes") -> bytes:
+        """Exactly ``n`` bytes from ``offset`` (a range a format's metadata gives, e.g. a Flink
+        key group); refused before reading when it does not lie inside the file."""
+        if offset < 0 or n < 0 or offset + n > self.size:
+            raise self.damaged(f"{self.label}: reading {what} needs bytes {offset}..{offset + n} but the file has "
+                               f"{self.size}")
+        parts = []
+        while n > 0:
+            try:
+                b = os.pread(self.fd, min(n, 1 << 30), offset)
+            except OSError as e:
+                raise self.damaged(f"{self.label}: cannot be read: {os.strerror(e.errno or 0)}") from None
+            if not b:
+                raise self.damaged(f"{self.label}: the file shrank while being read (at byte {offset})")
+            parts.append(b)
+            offset += len(b)
+            n -= len(b)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def chunks(self, chunk: int = CHUNK) -> Any:
         """Yield the file's bytes from offset 0 to ``size`` in chunks of at most ``chunk``."""
@@ -108,9 +130,9 @@ class SafeFile:
             try:
                 b = os.pread(self.fd, min(chunk, self.size - offset), offset)
             except OSError as e:
-                raise SavepointError(f"{self.label}: cannot be read: {os.strerror(e.errno or 0)}") from None
+                raise self.damaged(f"{self.label}: cannot be read: {os.strerror(e.errno or 0)}") from None
             if not b:
-                raise SavepointError(f"{self.label}: the file shrank while being read (at byte {offset})")
+                raise self.damaged(f"{self.label}: the file shrank while being read (at byte {offset})")
             offset += len(b)
             yield b
 
@@ -162,36 +184,39 @@ class SafeFile:
 
 
 def open_regular(path: str | os.PathLike[str], label: str | None = None, *, size: int | None = None,
-                 recorded_in: str = "the metadata", follow: bool = False) -> SafeFile:
+                 recorded_in: str = "the metadata", follow: bool = False,
+                 unsafe: type[UnsafeFileError] = UnsafeFileError,
+                 damaged: type[SavepointError] = SavepointError) -> SafeFile:
     """Open ``path`` for reading only if it is a regular file, without blocking and (unless
     ``follow``) without following a symlink; with ``size`` the real size must equal it.
 
-    Refusals are :class:`UnsafeFileError` (not a regular file, a symlink), a missing file or a
-    size mismatch a :class:`SavepointError`; all name ``label`` and are raised before a read."""
+    Refusals are ``unsafe`` (not a regular file, a symlink), a missing file or a size mismatch
+    ``damaged``; all name ``label`` and are raised before a read. A format passes its own
+    subclasses (Flink's :class:`~statemorph.errors.SavepointPathError` / ``FlinkSavepointError``)."""
     label = label if label is not None else os.fspath(path)
     try:
         st = os.stat(path) if follow else os.lstat(path)
     except FileNotFoundError:
-        raise SavepointError(f"{label}: file listed in {recorded_in} is missing") from None
+        raise damaged(f"{label}: file listed in {recorded_in} is missing") from None
     except OSError as e:
-        raise SavepointError(f"{label}: cannot be read: {os.strerror(e.errno or 0)}") from None
+        raise damaged(f"{label}: cannot be read: {os.strerror(e.errno or 0)}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeFileError(f"{label}: is {_kind_of(st.st_mode)}, not a regular file; refused")
+        raise unsafe(f"{label}: is {_kind_of(st.st_mode)}, not a regular file; refused")
     try:
         fd = os.open(path, _READ_FLAGS | (0 if follow else _NOFOLLOW))
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise UnsafeFileError(f"{label}: is a symlink; refused") from None
-        raise SavepointError(f"{label}: cannot be read: {os.strerror(e.errno or 0)}") from None
+            raise unsafe(f"{label}: is a symlink; refused") from None
+        raise damaged(f"{label}: cannot be read: {os.strerror(e.errno or 0)}") from None
     fst = os.fstat(fd)
     if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
         os.close(fd)
-        raise UnsafeFileError(f"{label}: was replaced while being opened; refused")
+        raise unsafe(f"{label}: was replaced while being opened; refused")
     if size is not None and fst.st_size != size:
         os.close(fd)
-        raise SavepointError(f"{label}: size {fst.st_size} != {size} recorded in {recorded_in} "
-                             f"(truncated or replaced)")
-    return SafeFile(fd, fst.st_size, label, fst)
+        raise damaged(f"{label}: size {fst.st_size} != {size} recorded in {recorded_in} "
+                      f"(truncated or replaced)")
+    return SafeFile(fd, fst.st_size, label, fst, damaged)
 
 
 class SeenFiles:
@@ -208,13 +233,18 @@ class SeenFiles:
 
 
 class SavepointDir:
-    """A savepoint directory, and the only way the files its metadata names are opened."""
+    """A savepoint directory, and the only way the files its metadata names are opened.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    ``unsafe`` / ``damaged`` are the error classes its refusals raise (see :func:`open_regular`)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, unsafe: type[UnsafeFileError] = UnsafeFileError,
+                 damaged: type[SavepointError] = SavepointError) -> None:
         self.path = Path(path)
         if not self.path.is_dir():
             raise SavepointNotFoundError(f"savepoint {self.path} does not exist or is not a directory")
         self.real = os.path.realpath(self.path)
+        self.unsafe = unsafe
+        self.damaged = damaged
 
     def resolve(self, rel: str) -> str:
         """The real path of ``rel`` (a checked relative path from metadata); a path that leads out
@@ -222,19 +252,20 @@ class SavepointDir:
         looking at the outside file."""
         target = os.path.realpath(os.path.join(self.real, rel))
         if target == self.real or os.path.commonpath([self.real, target]) != self.real:
-            raise UnsafeFileError(f"{self.path / rel}: leads out of the savepoint directory through a symlink; "
-                                  f"refused")
+            raise self.unsafe(f"{self.path / rel}: leads out of the savepoint directory through a symlink; "
+                              f"refused")
         return target
 
     def open(self, rel: str, *, size: int | None = None, recorded_in: str = "the metadata") -> SafeFile:
         """Open the regular file ``rel`` inside the savepoint (see :func:`open_regular`)."""
-        return open_regular(self.resolve(rel), str(self.path / rel), size=size, recorded_in=recorded_in)
+        return open_regular(self.resolve(rel), str(self.path / rel), size=size, recorded_in=recorded_in,
+                            unsafe=self.unsafe, damaged=self.damaged)
 
     def read_small(self, rel: str, limit: int, recorded_in: str = "the savepoint") -> bytes:
         """All bytes of a small file (metadata), refused above ``limit`` bytes before reading."""
         with self.open(rel, recorded_in=recorded_in) as f:
             if f.size > limit:
-                raise SavepointError(f"{f.label}: {f.size} bytes exceeds the {limit}-byte limit")
+                raise self.damaged(f"{f.label}: {f.size} bytes exceeds the {limit}-byte limit")
             return b"".join(f.chunks())
 
 

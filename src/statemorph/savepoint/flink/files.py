@@ -6,19 +6,21 @@ are opened (a FIFO would block a reader forever, a device could be endless). Siz
 ``_metadata`` are checked against the real file before anything is read or allocated. An
 absolute :class:`FileHandle` (written when the file system injected entropy into paths) is taken
 by its file name inside the savepoint directory, so a relocated savepoint still reads and
-nothing outside the directory is ever opened.
+nothing outside the directory is ever opened. The checks themselves are the shared ones of
+:mod:`statemorph.savepoint.files` (the Parquet form uses the same), raised as Flink's error classes.
 """
 
 from __future__ import annotations
 
 import os
-import stat
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 from ...errors import FlinkSavepointError, SavepointPathError
+from ..files import SafeFile, SavepointDir
 from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHandle
-from .metadata import METADATA_FILE_NAME
+from .metadata import METADATA_FILE_NAME, CheckpointMetadata
 
 MAX_METADATA_BYTES = 1 << 30
 """A ``_metadata`` file larger than this is refused before it is read (inline state is capped at
@@ -60,48 +62,31 @@ class InlineStream(StreamSource):
 
 
 class FileStream(StreamSource):
-    def __init__(self, fd: int, size: int, name: str) -> None:
-        self.fd, self.size, self.name = fd, size, name
+    """A stream in a file of the savepoint, opened through :mod:`statemorph.savepoint.files`
+    (a regular file inside the directory whose real size is the one ``_metadata`` records)."""
+
+    def __init__(self, file: SafeFile, name: str) -> None:
+        self.file, self.size, self.name = file, file.size, name
 
     def _read(self, offset: int, n: int) -> bytes:
-        parts = []
-        while n > 0:
-            try:
-                chunk = os.pread(self.fd, min(n, 1 << 30), offset)
-            except OSError as e:
-                raise FlinkSavepointError(f"{self.name}: reading at offset {offset} failed: {e.strerror}") from e
-            if not chunk:
-                raise FlinkSavepointError(f"{self.name}: the file shrank while being read (offset {offset})")
-            parts.append(chunk)
-            offset += len(chunk)
-            n -= len(chunk)
-        return b"".join(parts) if len(parts) != 1 else parts[0]
+        return self.file.read_range(offset, n)
 
     def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
+        self.file.close()
 
 
 class SavepointDirectory:
-    """A savepoint directory and the only way its files are opened."""
+    """A Flink savepoint directory and the only way its files are opened: by the shared
+    :class:`~statemorph.savepoint.files.SavepointDir` (regular files only, inside the directory,
+    sizes checked against ``_metadata`` before a read), with Flink's error classes."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        if not self.path.is_dir():
-            raise FlinkSavepointError(f"{self.path}: not a directory")
-        self.root = Path(os.path.realpath(self.path))
+        self.files = SavepointDir(path, unsafe=SavepointPathError, damaged=FlinkSavepointError)
+        self.path = self.files.path
+        self.root = Path(self.files.real)
 
     def read_metadata(self) -> bytes:
-        fd, size = self._open_regular(self.root / METADATA_FILE_NAME, METADATA_FILE_NAME)
-        try:
-            if size > MAX_METADATA_BYTES:
-                raise FlinkSavepointError(
-                    f"{self.path / METADATA_FILE_NAME}: {size} bytes is larger than the {MAX_METADATA_BYTES}-byte limit"
-                )
-            return FileStream(fd, size, str(self.path / METADATA_FILE_NAME)).read_at(0, size, "_metadata")
-        finally:
-            os.close(fd)
+        return self.files.read_small(METADATA_FILE_NAME, MAX_METADATA_BYTES)
 
     def relative_name(self, handle: FileHandle | RelativeFileHandle) -> str:
         """The checked path of a file handle, relative to the savepoint directory."""
@@ -119,36 +104,48 @@ class SavepointDirectory:
         return name
 
     def resolve(self, handle: FileHandle | RelativeFileHandle) -> Path:
-        rel = self.relative_name(handle)
-        target = Path(os.path.realpath(self.root / rel))
-        if os.path.commonpath([str(self.root), str(target)]) != str(self.root) or target == self.root:
-            raise SavepointPathError(f"{self.path}: state file {rel!r} resolves outside the savepoint directory")
-        return target
+        """The real path of a file handle's file; one that leads out of the directory (through a
+        symlink) is refused."""
+        return Path(self.files.resolve(self.relative_name(handle)))
+
+    def open(self, handle: FileHandle | RelativeFileHandle) -> SafeFile:
+        """The handle's file, open, refused unless it is a regular file inside the directory of
+        exactly the size ``_metadata`` records (see :func:`~statemorph.savepoint.files.open_regular`)."""
+        return self.files.open(self.relative_name(handle), size=handle.size, recorded_in=METADATA_FILE_NAME)
 
     def open_stream(self, handle: StreamHandle, where: str) -> StreamSource:
         if handle is None:
             raise FlinkSavepointError(f"{where}: the state handle has no data stream")
         if isinstance(handle, ByteStreamHandle):
             return InlineStream(handle.data, f"{where} (inline in _metadata)")
-        target = self.resolve(handle)
-        fd, size = self._open_regular(target, self.relative_name(handle))
-        if size < handle.size:
-            os.close(fd)
-            raise FlinkSavepointError(
-                f"{target}: the file has {size} bytes but _metadata records {handle.size} (truncated state file)"
-            )
-        return FileStream(fd, handle.size, str(target))
+        f = self.open(handle)
+        return FileStream(f, f.label)
 
-    def _open_regular(self, target: Path, label: str) -> tuple[int, int]:
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(target, flags)
-        except FileNotFoundError:
-            raise FlinkSavepointError(f"{self.path}: {label} is missing") from None
-        except OSError as e:
-            raise SavepointPathError(f"{self.path}: {label} cannot be opened as a regular file: {e.strerror}") from None
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            os.close(fd)
-            raise SavepointPathError(f"{self.path}: {label} is not a regular file")
-        return fd, st.st_size
+    def carried_files(self, meta: CheckpointMetadata, exclude: set[str]) -> dict[str, int | None]:
+        """What a rewrite or a conversion carries over, by relative name: every file ``meta``'s
+        handles reference (with the size ``_metadata`` records, checked when it is opened) and
+        any other regular file next to ``_metadata`` (no recorded size), except ``exclude``."""
+        out: dict[str, int | None] = {}
+        for h in file_handles(meta):
+            out[self.relative_name(h)] = h.size
+        for entry in os.scandir(self.root):
+            if entry.name != METADATA_FILE_NAME and entry.is_file(follow_symlinks=False):
+                out.setdefault(entry.name, None)
+        return {rel: size for rel, size in sorted(out.items()) if rel not in exclude}
+
+    def relativize(self, meta: CheckpointMetadata) -> None:
+        """Absolute file handles become relative ones: a new savepoint lives somewhere else."""
+        for op in meta.operators:
+            for st in op.subtasks or []:
+                for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
+                    if h is not None and isinstance(h.delegate, FileHandle):
+                        h.delegate = RelativeFileHandle(self.relative_name(h.delegate), h.delegate.size)
+
+
+def file_handles(meta: CheckpointMetadata) -> Iterator[FileHandle | RelativeFileHandle]:
+    """Every file handle of every subtask of every operator in ``meta``."""
+    for op in meta.operators:
+        for st in op.subtasks or []:
+            for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
+                if h is not None and isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
+                    yield h.delegate

@@ -13,6 +13,7 @@ from types import TracebackType
 import pyarrow as pa
 
 from ...errors import FlinkSavepointError
+from ..files import output_error
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
 from .keyed_blocks import StateRun, encode_key_group
 from .keyed_header import KeyedHeader, write_keyed_header
@@ -31,10 +32,13 @@ class KeyedStreamWriter:
         self.compressed = header.compressed
         self.start = start_key_group
         self.offsets = [0] * key_groups
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "xb")  # noqa: SIM115 (closed by finish/abort)
         head = write_keyed_header(header)
-        self._f.write(head)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(self.path, "xb")  # noqa: SIM115 (closed by finish/abort)
+        except OSError as e:
+            raise output_error(e, self.path) from e
+        self._write(head)
         self.pos = len(head)
         self._last = -1
 
@@ -52,27 +56,42 @@ class KeyedStreamWriter:
                 f"{self.start}..{self.start + len(self.offsets) - 1}"
             )
         self.offsets[i] = self.pos
-        self._f.write(data)
+        self._write(data)
         self.pos += len(data)
         self._last = key_group
 
     def finish(self, inline: bool, inline_name: str | None = None, code: int = SAVEPOINT_KEY_GROUPS_HANDLE,
                handle_id: str | None = None) -> KeyGroupsHandle:
         """Close the stream and return its handle; ``inline`` moves the bytes into ``_metadata``."""
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
+        try:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+            data = self.path.read_bytes() if inline else b""
+            if inline:
+                self.path.unlink()
+        except OSError as e:
+            raise output_error(e, self.path) from e
         delegate: StreamHandle
         if inline:
-            data = self.path.read_bytes()
-            self.path.unlink()
             delegate = ByteStreamHandle(inline_name or self.name, data)
         else:
             delegate = RelativeFileHandle(self.name, self.pos)
         return KeyGroupsHandle(code, self.start, self.offsets, delegate, handle_id)
 
+    def _write(self, data: bytes) -> None:
+        """Write failures (no space, a file-size limit, a read-only file system) are one
+        :class:`~statemorph.errors.OutputError` line naming the file."""
+        try:
+            self._f.write(data)
+        except OSError as e:
+            raise output_error(e, self.path) from e
+
     def abort(self) -> None:
-        self._f.close()
+        try:
+            self._f.close()  # flushing what is buffered may fail again (no space): the file goes anyway
+        except OSError:
+            pass
         self.path.unlink(missing_ok=True)
 
     def __enter__(self) -> KeyedStreamWriter:

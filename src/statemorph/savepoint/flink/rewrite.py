@@ -6,24 +6,28 @@ caller's migration in batches (per ~64k values, across key groups), their serial
 are replaced in the header, offsets and sizes are recomputed, and each key group is Snappy-framed
 again when the source was compressed. Everything else (other operators, operator state, timers,
 master and coordinator state, the CheckpointProperties trailer) is carried over byte for byte;
-unchanged files are hard-linked (copied across file systems). The new savepoint is built in a
-temporary directory next to the destination, fsynced, and renamed into place: it appears complete
-or not at all, and the source is only ever read.
+unchanged files are hard-linked (copied across file systems). The new savepoint is written the way
+every statemorph savepoint is (:class:`~statemorph.savepoint.files.StagedDirectory`): the
+destination claimed exclusively, a recognisable temporary directory next to it (removed on failure
+and on SIGINT / SIGTERM, and by a later run when a killed run left it), fsync, one rename; it
+appears complete or not at all, a file-system failure is one :class:`~statemorph.errors.OutputError`
+line naming the path, and the source is only ever read (an output inside it is refused).
 """
 
 from __future__ import annotations
 
 import copy
+import errno
 import os
-import shutil
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import FlinkSavepointError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...snapshot import SnapshotRegistry
+from ..files import StagedDirectory, destination_taken, output_error
 from .envelope import snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import (
@@ -82,29 +86,17 @@ def rewrite(
     one list element per item) into an array of new bytes of the same length.
     """
     dst = Path(dst_dir)
-    if dst.exists() or dst.is_symlink():
+    if destination_taken(dst):
         raise FlinkSavepointError(f"{dst}: already exists; a savepoint is never overwritten")
     src = FlinkSavepoint(src_dir, registry)
     plan = _plan(src, changes, registry)
     if not dst.parent.is_dir():
         raise FlinkSavepointError(f"{dst}: the parent directory does not exist")
-    tmp = dst.parent / f".{dst.name}.tmp-{uuid.uuid4().hex[:12]}"
-    try:
-        tmp.mkdir(parents=False)
-    except OSError as e:
-        raise FlinkSavepointError(f"{dst}: cannot create the temporary directory {tmp.name}: {e.strerror}") from e
-    try:
-        report = _write(src, plan, tmp, inline_threshold, batch_values, run_jobs)
-        _fsync_dir_tree(tmp)
-        os.rename(tmp, dst)
-        _fsync(dst.parent)
-        return report
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise FlinkSavepointError(f"{dst}: writing the savepoint failed: {e}") from e
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with StagedDirectory(dst, source=src_dir) as staged:
+        try:
+            return _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs)
+        except OSError as e:  # a write the helpers below did not name (e.g. in a Spark task)
+            raise output_error(e, getattr(e, "filename", None) or staged.temp, "write") from e
 
 
 @dataclass
@@ -230,7 +222,7 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, 
         for state, n in result.counts:
             migrated[labels[state]] += n
     carried = _carry_files(src.directory, meta, replaced, tmp)
-    _relativize(src.directory, meta)
+    src.directory.relativize(meta)
     _write_file(tmp / METADATA_FILE_NAME, serialize_metadata(meta))
     return RewriteReport(migrated, len(jobs), carried)
 
@@ -268,69 +260,41 @@ def _rewrite_stream(
 
 def _carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Path) -> int:
     """Hard-link (or copy) every file the new metadata still references, plus any other regular
-    file at the top of the source directory; the replaced streams are not carried."""
-    names: set[str] = set()
-    for op in meta.operators:
-        for h in _file_handles(op):
-            names.add(d.relative_name(h))
-    for entry in os.scandir(d.root):
-        if entry.name != METADATA_FILE_NAME and entry.is_file(follow_symlinks=False):
-            names.add(entry.name)
+    file at the top of the source directory; the replaced streams are not carried. Each is opened
+    first (a regular file inside the source, of the size ``_metadata`` records)."""
     n = 0
-    for rel in sorted(names - replaced):
-        if (tmp / rel).exists():
-            continue
-        source = d.resolve(RelativeFileHandle(rel, 0))
-        if not source.is_file():
-            raise FlinkSavepointError(f"{d.path}: state file {rel!r} referenced by _metadata is missing")
+    for rel, size in d.carried_files(meta, replaced).items():
         target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(source, target)
-        except OSError:
-            shutil.copyfile(source, target)
+        if target.exists():
+            continue
+        with d.files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(d.resolve(RelativeFileHandle(rel, f.size)), target, follow_symlinks=False)
+                    linked = os.lstat(target)
+                    if (linked.st_dev, linked.st_ino) != f.identity:  # replaced since it was checked
+                        os.unlink(target)
+                        f.copy_to(target)
+                except OSError as e:
+                    if e.errno not in _CANNOT_LINK:
+                        raise
+                    f.copy_to(target)
+            except OSError as e:
+                raise output_error(e, target) from e
         n += 1
     return n
 
 
-def _file_handles(op: OperatorState) -> Iterator[FileHandle | RelativeFileHandle]:
-    for st in op.subtasks or []:
-        for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
-            if h is not None and isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
-                yield h.delegate
-
-
-def _relativize(d: SavepointDirectory, meta: CheckpointMetadata) -> None:
-    """Absolute file handles become relative ones: the new savepoint lives somewhere else."""
-    for op in meta.operators:
-        for st in op.subtasks or []:
-            for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
-                if h is not None and isinstance(h.delegate, FileHandle):
-                    h.delegate = RelativeFileHandle(d.relative_name(h.delegate), h.delegate.size)
+_CANNOT_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
+"""Hard-linking refused (another file system, a file system without links): the file is copied."""
 
 
 def _write_file(path: Path, data: bytes) -> None:
-    with open(path, "xb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir_tree(root: Path) -> None:
-    for dirpath, _, files in os.walk(root):
-        for name in files:
-            p = Path(dirpath) / name
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync(Path(dirpath))
+        with open(path, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise output_error(e, path) from e
