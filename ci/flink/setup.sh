@@ -12,7 +12,7 @@
 # jars only prints the paths. Needs java + javac 17 and python3 (for the throwaway venvs).
 set -euo pipefail
 
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"  # physical: a symlinked ci/ must not leak into the class path
 ROOT="$(cd "$HERE/../.." && pwd)"
 BUILD="${FLINK_BUILD:-$HERE/build}"
 mkdir -p "$BUILD"
