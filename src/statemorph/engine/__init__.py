@@ -24,6 +24,7 @@ from .flink import (
     migrate_flink_savepoint,
     plan_flink_savepoint,
     read_flink_state,
+    read_flink_state_schema,
     read_flink_state_table,
 )
 from .keys import key_groups
@@ -56,6 +57,7 @@ __all__ = [
     "plan_flink_savepoint",
     "plan_rewrite",
     "read_flink_state",
+    "read_flink_state_schema",
     "read_flink_state_table",
     "read_state",
     "read_state_table",

@@ -202,14 +202,41 @@ def _value_migration(prior_snapshot: Any, new_serializer: Any, threads: int) -> 
 
 
 def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
-                     threads: int = 2, registry: SnapshotRegistry | None = None) -> Iterator[pa.RecordBatch]:
+                     threads: int = 2, registry: SnapshotRegistry | None = None,
+                     key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
     """One keyed state of one operator as record batches: the binary columns of the savepoint
     (key_group, key, namespace, [user_key | index], value[, ttl_timestamp]), with ``decode`` the
-    key and value columns replaced by typed columns decoded with the recorded serializers."""
+    key and value columns replaced by typed columns decoded with the recorded serializers.
+    ``key_groups`` restricts the read to a key-group range (one parallel task's share: only the
+    streams and key groups of that range are read)."""
     sp = FlinkSavepoint(path, registry)
+    st, decoders = _state_decoders(sp, operator, state, decode, registry)
+    empty = True
+    for batch in sp.iter_state_batches(operator, state, key_groups=key_groups):
+        empty = False
+        yield _decoded(batch, decoders, threads)
+    if empty:
+        yield _decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl)),
+                       decoders, threads)
+
+
+def read_flink_state_schema(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
+                            registry: SnapshotRegistry | None = None) -> pa.Schema:
+    """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
+    read): what a parallel reader declares before its tasks run."""
+    sp = FlinkSavepoint(path, registry)
+    st, decoders = _state_decoders(sp, operator, state, decode, registry)
+    empty = pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl))
+    return _decoded(empty, decoders, 1).schema
+
+
+def _state_decoders(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
+                    registry: SnapshotRegistry | None) -> tuple[Any, dict[str, Any]]:
+    """The state's description and, with ``decode``, the serializers of its key, value and user
+    key columns."""
     op = next((o for o in describe_operators(sp) if o.matches(operator)), None)
     if op is None:
-        raise SavepointError(f"{os.fspath(path)} has no operator with keyed state whose uid or uid hash is "
+        raise SavepointError(f"{sp.path} has no operator with keyed state whose uid or uid hash is "
                              f"{operator!r}")
     if state not in op.states:
         raise SavepointError(f"{op.label} has no keyed state {state!r} (states: "
@@ -221,13 +248,7 @@ def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *,
                     "value": st.snapshot("value_serializer", registry).restore_serializer()}
         if st.flink_kind == "map":
             decoders["user_key"] = st.snapshot("user_key_serializer", registry).restore_serializer()
-    empty = True
-    for batch in sp.iter_state_batches(operator, state):
-        empty = False
-        yield _decoded(batch, decoders, threads)
-    if empty:
-        yield _decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl)),
-                       decoders, threads)
+    return st, decoders
 
 
 def _decoded(batch: pa.RecordBatch, decoders: Mapping[str, Any], threads: int) -> pa.RecordBatch:
@@ -249,7 +270,7 @@ def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: s
 
 
 __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_flink_savepoint",
-           "plan_flink_savepoint", "read_flink_state", "read_flink_state_table"]
+           "plan_flink_savepoint", "read_flink_state", "read_flink_state_schema", "read_flink_state_table"]
 
 
 

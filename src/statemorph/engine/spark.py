@@ -158,12 +158,25 @@ class _BatchMap:
             yield self.fn(b)
 
 
-def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, flatten: bool = True,
-               on_error: str = "raise", verify: bool = True) -> Any:
+def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, operator: str | None = None,
+               flatten: bool = True, on_error: str = "raise", verify: bool = True, tasks: int | None = None) -> Any:
     """One state as a typed DataFrame: ``key``, ``namespace`` (windowed state only), ``user_key``
     (map state), ``index`` (list state) and the value, decoded from its serializer (RowData, Row,
     POJO, Avro, primitives...); row values become one column per field with ``flatten``.
-    ``verify`` checks the files' sha256 on the driver first (see :func:`migrate_savepoint`)."""
+    ``verify`` checks the files' sha256 on the driver first (see :func:`migrate_savepoint`).
+
+    A Flink savepoint (a directory with ``_metadata``) keeps keyed state per operator: name it with
+    ``operator`` (uid or uid hash); the state is read by key-group ranges, ``tasks`` of them
+    (:func:`statemorph.engine.spark_flink.read_flink_state_df`)."""
+    from ..savepoint.flink import is_flink_savepoint
+
+    if is_flink_savepoint(savepoint):
+        from ..errors import UsageError
+        from .spark_flink import read_flink_state_df
+
+        if operator is None:
+            raise UsageError(f"{savepoint} is a Flink savepoint: name the operator (operator=<uid or uid hash>)")
+        return read_flink_state_df(spark, savepoint, operator, state, flatten=flatten, tasks=tasks)
     md = read_metadata(savepoint)
     st = md.state(state)
     dec = StateDecoder.for_state(st, flatten=flatten, on_error=on_error)
