@@ -1,0 +1,259 @@
+"""Building keyed-state streams and whole savepoints from rows: the writer half of a Python State
+Processor API (bootstrap a new savepoint, re-partition one to another max parallelism).
+
+Rows come in one column shape for every state of an operator (:data:`ROWS_SCHEMA`: the reader's
+columns plus the ``state`` id in the header), sorted by subtask, key group and state (and, for
+list state, by key and ``index``), so one pass writes each subtask's stream in ascending key-group
+order with memory bounded by one key group. The same code runs locally and inside a Spark task
+(:class:`SubtaskStreams` takes batches in any chunking and hands back each finished stream's
+handle as bytes, the form ``_metadata`` stores).
+
+The streams are Flink's canonical format (``KeyedBackendSerializationProxy`` v6 header, key-group
+blocks, optional Snappy framing), the ``_metadata`` is version 6 with the operator's uid, its
+OperatorID (:func:`~.identity.operator_id`) and ``CheckpointProperties`` of a canonical savepoint.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from ... import serializers as _serializers  # noqa: F401  (registers the snapshot classes headers name)
+from ...errors import FlinkSavepointError
+from ...io import DataInputDeserializer, DataOutputSerializer
+from ...keyed.keygroups import key_group_range_for_operator
+from ...snapshot import SnapshotRegistry
+from .envelope import ENVELOPE_VERSION, Snapshot, snapshot_from_envelope
+from .handles import KeyGroupsHandle, read_keyed_handle, write_keyed_handle
+from .identity import checkpoint_properties, operator_id
+from .keyed_blocks import StateRun
+from .keyed_header import (
+    KEY_VALUE,
+    KEYED_STATE_TYPE,
+    NAMESPACE_SERIALIZER,
+    PROXY_VERSION,
+    VALUE_SERIALIZER,
+    KeyedHeader,
+    StateMetaInfo,
+    parse_keyed_header,
+    write_keyed_header,
+)
+from .keyed_writer import KeyedStreamWriter, entries_from_batch
+from .layout import StateLayout
+from .metadata import CheckpointMetadata, OperatorState, SubtaskState
+
+NEW_METADATA_VERSION = 6
+"""``_metadata`` version of the savepoints statemorph creates (what Flink 2.1+ writes and reads)."""
+BOOTSTRAP_CHECKPOINT_ID = 0
+"""Checkpoint id of a created savepoint (the State Processor API's ``SnapshotUtils.CHECKPOINT_ID``)."""
+DEFAULT_INLINE_THRESHOLD = 20 * 1024
+FLINK_STATE_TYPES = {"value": "VALUE", "list": "LIST", "map": "MAP", "reducing": "REDUCING",
+                     "aggregating": "AGGREGATING"}
+
+ROWS_SCHEMA = pa.schema([
+    pa.field("subtask", pa.int32(), nullable=False),
+    pa.field("key_group", pa.int32(), nullable=False),
+    pa.field("state", pa.int32(), nullable=False),
+    pa.field("key", pa.binary(), nullable=False),
+    pa.field("namespace", pa.binary(), nullable=False),
+    pa.field("user_key", pa.binary()),
+    pa.field("index", pa.int32()),
+    pa.field("value", pa.binary()),
+    pa.field("ttl_timestamp", pa.int64()),
+    pa.field("timestamp", pa.int64()),
+])
+"""Every state's rows in one shape: the reader's columns (:func:`~.reader.flink_state_schema`),
+null where a kind has no such column, plus the owning ``subtask`` and the ``state`` id."""
+SORT_KEYS = ["subtask", "key_group", "state", "key", "namespace", "user_key", "index", "timestamp"]
+"""The order :class:`SubtaskStreams` needs (and the local and Spark paths sort by)."""
+
+
+def envelope(snapshot_bytes: bytes) -> bytes:
+    """Versioned snapshot bytes in the top-level form a header holds (``i32 2`` first)."""
+    out = DataOutputSerializer()
+    out.write_int(ENVELOPE_VERSION)
+    out.write(snapshot_bytes)
+    return out.get_copy_of_buffer()
+
+
+def new_state_meta(name: str, kind: str, value_snapshot: bytes, namespace_snapshot: bytes,
+                   registry: SnapshotRegistry | None = None) -> StateMetaInfo:
+    """A KEY_VALUE state's meta info as Flink writes it: ``KEYED_STATE_TYPE`` and the value
+    serializer (List / Map wrapped for those kinds) before the namespace serializer (Java HashMap
+    order). Snapshots are versioned snapshot bytes in Flink's classes."""
+    if kind not in FLINK_STATE_TYPES:
+        raise FlinkSavepointError(f"state {name!r}: kind {kind!r} is not one of {', '.join(FLINK_STATE_TYPES)}")
+    return StateMetaInfo(name, KEY_VALUE, [(KEYED_STATE_TYPE, FLINK_STATE_TYPES[kind])], [
+        (VALUE_SERIALIZER, snapshot_from_envelope(envelope(value_snapshot), registry)),
+        (NAMESPACE_SERIALIZER, snapshot_from_envelope(envelope(namespace_snapshot), registry)),
+    ])
+
+
+def new_keyed_header(key_snapshot: bytes, states: list[StateMetaInfo], compressed: bool = False,
+                     registry: SnapshotRegistry | None = None) -> KeyedHeader:
+    """The keyed-state header of a new stream; a state's position is its state id."""
+    key: Snapshot = snapshot_from_envelope(envelope(key_snapshot), registry)
+    return KeyedHeader(PROXY_VERSION, compressed, key, list(states))
+
+
+def subtask_of(key_groups: np.ndarray, max_parallelism: int, parallelism: int) -> np.ndarray:
+    """``KeyGroupRangeAssignment.computeOperatorIndexForKeyGroup`` for every key group."""
+    return (key_groups.astype(np.int64) * parallelism // max_parallelism).astype(np.int32)
+
+
+class _KeyGroupAssembler:
+    """Collects the rows of one key group (across batch boundaries) and turns them into the
+    key group's state runs once the next key group starts."""
+
+    def __init__(self, layouts: list[StateLayout]) -> None:
+        self.layouts = layouts
+        self.key_group = -1
+        self.parts: list[pa.RecordBatch] = []
+
+    def feed(self, batch: pa.RecordBatch) -> Iterator[tuple[int, list[StateRun]]]:
+        kgs = batch.column("key_group").to_numpy(zero_copy_only=False)
+        cuts = np.flatnonzero(np.diff(kgs)) + 1
+        starts = [0, *cuts.tolist()]
+        ends = [*cuts.tolist(), len(kgs)]
+        for a, b in zip(starts, ends, strict=True):
+            kg = int(kgs[a])
+            if kg != self.key_group:
+                if kg < self.key_group:
+                    raise FlinkSavepointError(f"key group {kg} after {self.key_group}: rows are not sorted")
+                yield from self.finish()
+                self.key_group = kg
+            self.parts.append(batch.slice(a, b - a))
+
+    def finish(self) -> Iterator[tuple[int, list[StateRun]]]:
+        if not self.parts:
+            return
+        rows = pa.Table.from_batches(self.parts).combine_chunks().to_batches()[0]
+        self.parts = []
+        states = rows.column("state").to_numpy(zero_copy_only=False)
+        cuts = np.flatnonzero(np.diff(states)) + 1
+        runs: dict[int, StateRun] = {}
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(states)], strict=True):
+            sid = int(states[a])
+            if not 0 <= sid < len(self.layouts):
+                raise FlinkSavepointError(f"state id {sid} is not in the header ({len(self.layouts)} states)")
+            run = runs.setdefault(sid, StateRun(sid, [], []))
+            for kg, k, v in entries_from_batch(self.layouts[sid], rows.slice(a, b - a)):
+                if kg != self.key_group:
+                    raise FlinkSavepointError(f"a row of key group {kg} among those of {self.key_group}")
+                run.keys.append(k)
+                run.values.append(v)
+        yield self.key_group, [runs[s] for s in sorted(runs)]
+
+
+@dataclass(frozen=True)
+class StreamPart:
+    """A written subtask stream: its keyed handle in ``_metadata``'s encoding and its entries."""
+
+    subtask: int
+    handle: bytes
+    entries: int
+
+
+class SubtaskStreams:
+    """Writes the keyed-state streams of one operator from sorted rows (:data:`SORT_KEYS`) into
+    ``directory``: one stream per subtask met, each covering the subtask's whole key-group range.
+    Plain data only (header bytes, numbers, a path), so a Spark task can hold it."""
+
+    def __init__(self, directory: str, header: bytes, max_parallelism: int, parallelism: int, *,
+                 inline_threshold: int = DEFAULT_INLINE_THRESHOLD, where: str = "new savepoint") -> None:
+        self.directory, self.header_bytes = directory, header
+        self.max_parallelism, self.parallelism = max_parallelism, parallelism
+        self.inline_threshold, self.where = inline_threshold, where
+
+    def _open(self) -> tuple[KeyedHeader, list[StateLayout]]:
+        header = parse_keyed_header(self.header_bytes, len(self.header_bytes), self.where)
+        layouts = [StateLayout(m, header.key_serializer, self.max_parallelism, f"{self.where} state {m.name!r}")
+                   for m in header.states]
+        return header, layouts
+
+    def write(self, batches: Iterable[pa.RecordBatch]) -> Iterator[StreamPart]:
+        """Consume sorted batches; yield each subtask's stream once it is complete."""
+        header, layouts = self._open()
+        current = -1
+        writer: KeyedStreamWriter | None = None
+        assembler = _KeyGroupAssembler(layouts)
+        entries = 0
+        try:
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                subs = batch.column("subtask").to_numpy(zero_copy_only=False)
+                cuts = np.flatnonzero(np.diff(subs)) + 1
+                for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(subs)], strict=True):
+                    sub = int(subs[a])
+                    if sub != current:
+                        if sub < current:
+                            raise FlinkSavepointError(f"subtask {sub} after {current}: rows are not sorted")
+                        if writer is not None:
+                            yield self._close(writer, assembler, current, entries)
+                        current, entries = sub, 0
+                        writer = self._writer(header, sub)
+                        assembler = _KeyGroupAssembler(layouts)
+                    assert writer is not None
+                    for kg, runs in assembler.feed(batch.slice(a, b - a)):
+                        entries += sum(len(r.keys) for r in runs)
+                        writer.add_key_group(kg, runs)
+            if writer is not None:
+                yield self._close(writer, assembler, current, entries)
+                writer = None
+        finally:
+            if writer is not None:
+                writer.abort()
+
+    def empty(self, subtask: int) -> StreamPart:
+        """The stream of a subtask with no entries (its header only)."""
+        header, _ = self._open()
+        w = self._writer(header, subtask)
+        return self._close(w, _KeyGroupAssembler([]), subtask, 0)
+
+    def _writer(self, header: KeyedHeader, subtask: int) -> KeyedStreamWriter:
+        if not 0 <= subtask < self.parallelism:
+            raise FlinkSavepointError(f"subtask {subtask} is outside 0..{self.parallelism - 1}")
+        r = key_group_range_for_operator(self.max_parallelism, self.parallelism, subtask)
+        return KeyedStreamWriter(Path(self.directory), str(uuid.uuid4()), header, r.start, len(r))
+
+    def _close(self, writer: KeyedStreamWriter, assembler: _KeyGroupAssembler, subtask: int,
+               entries: int) -> StreamPart:
+        for kg, runs in assembler.finish():
+            entries += sum(len(r.keys) for r in runs)
+            writer.add_key_group(kg, runs)
+        handle = writer.finish(writer.pos < self.inline_threshold)
+        out = DataOutputSerializer()
+        write_keyed_handle(out, handle)
+        return StreamPart(subtask, out.get_copy_of_buffer(), entries)
+
+
+def parse_stream_part(part: StreamPart, where: str) -> KeyGroupsHandle:
+    src = DataInputDeserializer(part.handle)
+    handle = read_keyed_handle(src, where)
+    if not isinstance(handle, KeyGroupsHandle) or src.available():
+        raise FlinkSavepointError(f"{where}: a written stream handed back a handle that is not one key-groups handle")
+    return handle
+
+
+def keyed_operator(uid: str, parallelism: int, max_parallelism: int, handles: Mapping[int, KeyGroupsHandle],
+                   name: str | None = None) -> OperatorState:
+    """A keyed operator's entry in ``_metadata``: identified by its uid (OperatorID derived as
+    Flink does), one subtask state per subtask holding its managed keyed-state handle."""
+    subtasks = [SubtaskState(index=i, managed_keyed=handles.get(i)) for i in range(parallelism)]
+    return OperatorState(operator_id(uid), parallelism, max_parallelism, None, subtasks, name or uid, uid)
+
+
+def new_metadata(operators: list[OperatorState]) -> CheckpointMetadata:
+    """The ``_metadata`` of a new canonical savepoint holding ``operators``."""
+    return CheckpointMetadata(NEW_METADATA_VERSION, BOOTSTRAP_CHECKPOINT_ID, [], operators, checkpoint_properties())
+
+
+__all__ = ["BOOTSTRAP_CHECKPOINT_ID", "DEFAULT_INLINE_THRESHOLD", "NEW_METADATA_VERSION", "ROWS_SCHEMA",
+           "SORT_KEYS", "StreamPart", "SubtaskStreams", "envelope", "keyed_operator", "new_keyed_header",
+           "new_metadata", "new_state_meta", "parse_stream_part", "subtask_of"]
