@@ -84,6 +84,7 @@ def _restored(result: Any) -> dict[tuple[str, str], Any]:
     return {(e["state"], json.dumps(e["key"], ensure_ascii=False)): e["value"] for e in result.entries}
 
 
+@pytest.mark.java
 def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path):
     """Two savepoints made from scratch, restored by real Flink in one JVM: string keys written
     locally from Arrow tables (RocksDB, max parallelism 256 so 2-byte key-group prefixes,

@@ -132,6 +132,12 @@ def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
     return unsupported
 
 
+def has_java_hash(key_serializer: Any) -> bool:
+    """Whether :func:`hasher_for_serializer` knows the Java ``hashCode`` of ``key_serializer``'s
+    keys (what re-assigning them to key groups needs), so callers can refuse before any work."""
+    return any(cls.__name__ in _HASHERS_BY_SERIALIZER for cls in type(key_serializer).__mro__)
+
+
 def assign_to_key_group(key_hash: int, max_parallelism: int) -> int:
     """``KeyGroupRangeAssignment.computeKeyGroupForKeyHash``."""
     return murmur_hash(key_hash) % max_parallelism
@@ -198,6 +204,7 @@ __all__ = [
     "KeyHasher",
     "UPPER_BOUND_MAX_PARALLELISM",
     "assign_to_key_group",
+    "has_java_hash",
     "check_max_parallelism",
     "hasher_for_serializer",
     "java_boolean_hash",
