@@ -200,6 +200,7 @@ def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compress
     namespace = write_versioned_snapshot(VoidNamespaceSerializer().snapshot_configuration())
     metas = []
     for name, sd in states.items():
+        top: Any
         if sd.kind == "list":
             top = ListSerializer(sd.value_serializer)
         elif sd.kind == "map":

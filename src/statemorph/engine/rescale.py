@@ -26,6 +26,7 @@ from ..keyed.keygroups import check_max_parallelism, has_java_hash
 from ..savepoint.files import StagedDirectory, output_error
 from ..savepoint.flink import FlinkSavepoint
 from ..savepoint.flink.assemble import DEFAULT_INLINE_THRESHOLD, SubtaskStreams
+from ..savepoint.flink.handles import FileHandle, RelativeFileHandle
 from ..savepoint.flink.metadata import OperatorState, SubtaskState
 from ..savepoint.flink.rewrite import _carry_files, _relativize
 from ..savepoint.flink.splits import key_group_splits
@@ -132,14 +133,15 @@ def rescale_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
             st.managed_operator_flag, st.managed_operator = o.managed_operator_flag, o.managed_operator
             st.raw_operator_flag, st.raw_operator = o.raw_operator_flag, o.raw_operator
         new_op.subtasks.append(st)
-    replaced = {sp.directory.relative_name(s.managed_keyed.delegate) for s in op.subtasks or []
-                if s.managed_keyed is not None and hasattr(s.managed_keyed.delegate, "size")}
+    old_streams = [s.managed_keyed.delegate for s in op.subtasks or [] if s.managed_keyed is not None]
+    replaced = {sp.directory.relative_name(d) for d in old_streams if isinstance(d, (FileHandle, RelativeFileHandle))}
     try:
         with StagedDirectory(dst, source=src) as staged:
             streams = SubtaskStreams(str(staged.temp.resolve()), header, max_parallelism, p,
                                      inline_threshold=inline_threshold, where=f"{dst} {op.label()}")
             if spark is None:
-                parts = write_parts_local(streams, _Rekey(source, ident, names, key_snapshot, max_parallelism, p).rows())
+                rekey = _Rekey(source, ident, names, key_snapshot, max_parallelism, p)
+                parts = write_parts_local(streams, rekey.rows())
             else:
                 n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
                 ranges = [(s.key_groups.start, s.key_groups.stop) for s in key_group_splits(op, n)]

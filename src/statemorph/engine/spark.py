@@ -188,6 +188,30 @@ def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, ope
     return _read_files(spark, files).mapInArrow(dec.map_batches, spark_schema)
 
 
+def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
+                    states: Mapping[str, Any], max_parallelism: int = 128, parallelism: int = 1,
+                    compression: bool = False) -> Any:
+    """Bootstrap a new Flink canonical savepoint on Spark: one keyed operator (uid ``operator``)
+    with ``states`` (name → :class:`statemorph.engine.StateData` whose ``data`` is a DataFrame or
+    an Arrow table), at ``max_parallelism`` / ``parallelism``. Encoding, the shuffle to subtasks
+    and the stream writes run on the executors (:func:`statemorph.engine.write_flink_savepoint`)."""
+    from .bootstrap import write_flink_savepoint
+
+    return write_flink_savepoint(dst, operator=operator, key_serializer=key_serializer, states=states,
+                                 max_parallelism=max_parallelism, parallelism=parallelism, compression=compression,
+                                 spark=spark)
+
+
+def rescale_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.PathLike[str], operator: str, *,
+                      max_parallelism: int, parallelism: int | None = None, tasks: int | None = None) -> Any:
+    """Re-assign ``operator``'s keyed state of Flink savepoint ``src`` to ``max_parallelism`` key
+    groups (and ``parallelism`` subtasks) on Spark (:func:`statemorph.engine.rescale_flink_savepoint`)."""
+    from .rescale import rescale_flink_savepoint
+
+    return rescale_flink_savepoint(src, dst, operator, max_parallelism=max_parallelism, parallelism=parallelism,
+                                   spark=spark, tasks=tasks)
+
+
 def write_state(spark: Any, df: Any, dst: str | os.PathLike[str], *, name: str, key_serializer: Any,
                 value_serializer: Any, kind: str = "value", user_key_serializer: Any = None,
                 max_parallelism: int = 128, key: str = "key", value: str | list[str] = "value",
@@ -286,6 +310,8 @@ __all__ = [
     "migrate_savepoint",
     "migrate_udf",
     "read_state",
+    "rescale_savepoint",
     "session",
+    "write_savepoint",
     "write_state",
 ]

@@ -41,7 +41,6 @@ from .keyed_header import (
     KeyedHeader,
     StateMetaInfo,
     parse_keyed_header,
-    write_keyed_header,
 )
 from .keyed_writer import KeyedStreamWriter, entries_from_batch
 from .layout import StateLayout
