@@ -77,3 +77,20 @@ def test_splits_cover_every_key_group_once(case, tasks):
     assert present <= set(groups)
     assert len(splits) <= tasks + len(op.subtasks)
     assert sum(s.bytes for s in splits) > 0
+
+
+def test_savepoint_metadata_lists_every_state(spark):
+    from statemorph.engine import flink_savepoint_metadata
+    from statemorph.spark import savepoint_metadata
+
+    path = SAVEPOINTS / "kinds-rocksdb-p2-rowkey" / "savepoint"
+    local = flink_savepoint_metadata(path)
+    rows = {r["state"]: r for r in local.to_pylist()}
+    assert set(rows) == {"events", "count", "last", "recent", "totals", "ttl_count", "ttl_events", "ttl_recent",
+                         "ttl_totals", "_timer_state/processing_user-timers", "_timer_state/event_user-timers"}
+    assert rows["totals"]["kind"] == "map" and rows["totals"]["user_key_type"] == "STRING"
+    assert rows["events"]["entries"] == read_flink_state_table(path, "kinds", "events").num_rows
+    assert {(r["operator_uid"], r["max_parallelism"], r["parallelism"]) for r in rows.values()} == {("kinds", 128, 2)}
+    df = savepoint_metadata(spark, path)
+    assert sorted(json.dumps(r.asDict(), sort_keys=True) for r in df.collect()) == \
+        sorted(json.dumps(r, sort_keys=True) for r in local.to_pylist())

@@ -26,6 +26,7 @@ from .convert import ConvertReport, convert_savepoint
 from .flink import (
     FlinkMigrateReport,
     FlinkPlan,
+    flink_savepoint_metadata,
     inspect_flink_savepoint,
     migrate_flink_savepoint,
     plan_flink_savepoint,
@@ -59,6 +60,7 @@ __all__ = [
     "StatePlan",
     "check_savepoint",
     "convert_savepoint",
+    "flink_savepoint_metadata",
     "inspect_flink_savepoint",
     "key_groups",
     "migrate_flink_savepoint",

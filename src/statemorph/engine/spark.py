@@ -188,6 +188,14 @@ def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, ope
     return _read_files(spark, files).mapInArrow(dec.map_batches, spark_schema)
 
 
+def savepoint_metadata(spark: Any, savepoint: str | os.PathLike[str], *, count_entries: bool = True) -> Any:
+    """Flink savepoint ``savepoint``'s operators and keyed states as a DataFrame, one row per
+    state (:func:`statemorph.engine.flink_savepoint_metadata`), like Flink's ``savepoint_metadata``."""
+    from .flink import flink_savepoint_metadata
+
+    return spark.createDataFrame(flink_savepoint_metadata(savepoint, count_entries=count_entries))
+
+
 def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
                     states: Mapping[str, Any], max_parallelism: int = 128, parallelism: int = 1,
                     compression: bool = False) -> Any:
@@ -311,6 +319,7 @@ __all__ = [
     "migrate_udf",
     "read_state",
     "rescale_savepoint",
+    "savepoint_metadata",
     "session",
     "write_savepoint",
     "write_state",
