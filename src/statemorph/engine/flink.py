@@ -126,15 +126,19 @@ class FlinkMigrateReport:
 
 def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
                             new_descriptors: OperatorDescriptors, *, threads: int = 2, on_error: str = "raise",
-                            registry: SnapshotRegistry | None = None, spark: Any = None) -> FlinkMigrateReport:
+                            registry: SnapshotRegistry | None = None, spark: Any = None,
+                            tasks: int | None = None) -> FlinkMigrateReport:
     """Write ``dst``: Flink savepoint ``src`` with every state the plan migrates in its new
     schema, in Flink's own format, which Flink restores with the new types. An incompatible
     state raises before anything is written; ``dst`` appears complete or not at all.
 
-    With ``spark`` (a SparkSession) the subtask streams are rewritten by Spark tasks, one per
-    stream, each reading its stream from the savepoint and writing its new file into the staging
-    directory (both must be on a filesystem every executor sees at the same path); only the new
-    handles (bytes) come back to the driver, which writes ``_metadata`` and commits."""
+    With ``spark`` (a SparkSession) the subtask streams are rewritten by Spark tasks: each stream
+    is cut into key-group ranges of about equal bytes (``tasks`` in all, default twice the default
+    parallelism, planned from ``_metadata``), each range migrated by one task into a part file,
+    and each stream assembled from its parts by one task
+    (:func:`statemorph.engine.spark_flink.split_stream_jobs`). The savepoint and the staging
+    directory must be on a filesystem every executor sees at the same path; only the new handles
+    (bytes) come back to the driver, which writes ``_metadata`` and commits."""
     if on_error != "raise":
         raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
                          f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
@@ -152,44 +156,15 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
                     sp.meta.snapshot("value_serializer", registry), sp.new_serializer, threads))
                 shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
                                                                          sp.value_snapshot)
-    run_jobs = None if spark is None else _spark_jobs(spark, os.path.abspath(src), shipped, threads)
+    run_jobs = None
+    if spark is not None:
+        from .spark_flink import split_stream_jobs
+
+        n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
+        run_jobs = split_stream_jobs(spark, os.path.abspath(src), shipped, threads, n)
     done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs)
     return FlinkMigrateReport(os.fspath(src), os.fspath(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
-
-
-def _spark_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[bytes, bytes, bytes]],
-                threads: int) -> Any:
-    """A ``run_jobs`` for the rewriter that runs each stream job as one Spark task. Tasks get plain
-    data (paths, the job, snapshot bytes) and rebuild serializers through the snapshot registry."""
-
-    def run(jobs: list[Any], staging: Any) -> list[Any]:
-        if not jobs:
-            return []
-        work = [(job, {s: shipped[(job.op_index, s)] for s in job.states}) for job in jobs]
-        task = _StreamTask(src, os.path.abspath(staging), threads)
-        return spark.sparkContext.parallelize(work, len(work)).map(task).collect()
-
-    return run
-
-
-class _StreamTask:
-    """What a Spark task runs: one stream job of the rewrite, on the executor."""
-
-    def __init__(self, src: str, staging: str, threads: int) -> None:
-        self.src, self.staging, self.threads = src, staging, threads
-
-    def __call__(self, item: tuple[Any, Mapping[str, tuple[bytes, bytes, bytes]]]) -> Any:
-        from ..savepoint.flink import run_stream_job
-        from ..snapshot import read_versioned_snapshot
-
-        job, snaps = item
-        changes = {}
-        for state, (envelope, prior, new) in snaps.items():
-            new_serializer = read_versioned_snapshot(new).restore_serializer()
-            changes[state] = (envelope, _value_migration(read_versioned_snapshot(prior), new_serializer,
-                                                         self.threads))
-        return run_stream_job(FlinkSavepoint(self.src), job, changes, self.staging)
 
 
 def _value_migration(prior_snapshot: Any, new_serializer: Any, threads: int) -> Any:
