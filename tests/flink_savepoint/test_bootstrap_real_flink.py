@@ -78,6 +78,9 @@ def _spec(path: Path, **fields: Any) -> Path:
 
 STRING_KEYS = [f"user-{i}" if i % 5 else f"clé-ü-{i}" for i in range(60)] + ["", "日本語-キー", "a" * 300]
 INT_KEYS = [i * 7919 - 40000 for i in range(50)] + [-(2**31), 2**31 - 1, 0]
+ROW_KEY = parse_type("ROW<id INT, name STRING>")
+#: the checker's generated row keys (ci/flink/README.md, key_type row): Flink SQL keys its state by such rows
+ROW_KEYS = [{"id": i * 7919 - 40000, "name": ("clé-ü-" if i % 5 == 3 else "user-") + str(i)} for i in range(40)]
 
 
 def _restored(result: Any) -> dict[tuple[str, str], Any]:
@@ -87,10 +90,10 @@ def _restored(result: Any) -> dict[tuple[str, str], Any]:
 
 @pytest.mark.java
 def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path):
-    """Two savepoints made from scratch, restored by real Flink in one JVM: string keys written
+    """Three savepoints made from scratch, restored by real Flink in one JVM: string keys written
     locally from Arrow tables (RocksDB, max parallelism 256 so 2-byte key-group prefixes,
-    parallelism 2, Snappy), and int keys written on Spark from DataFrames (heap backend,
-    parallelism 3)."""
+    parallelism 2, Snappy), int keys written on Spark from DataFrames (heap backend,
+    parallelism 3), and BinaryRowData keys as Flink SQL has them (RocksDB, parallelism 2)."""
     uid_a, uid_b = "statemorph-bootstrapped-operator", "boot"  # 32 and 4 bytes: both murmur3 paths
     tables_a, want_a = bootstrap_data(STRING_KEYS, pa.string())
     write_flink_savepoint(tmp_path / "a", operator=uid_a, key_serializer=S.StringSerializer(), states=_states(tables_a),
@@ -102,14 +105,21 @@ def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path
     assert report.engine == "spark" and report.entries == sum(t.num_rows for n, t in tables_b.items()
                                                               if n not in ("recent",)) + len(INT_KEYS)
     assert FlinkSavepoint(tmp_path / "a").operator(uid_a).operator_id == operator_id(uid_a)
+    tables_c, want_c = bootstrap_data(ROW_KEYS, pa.struct([("id", pa.int32()), ("name", pa.string())]))
+    write_flink_savepoint(tmp_path / "c", operator="sql-like", key_serializer=S.RowDataSerializer(ROW_KEY),
+                          states=_states(tables_c), max_parallelism=128, parallelism=2)
 
     spec_a = _spec(tmp_path / "a.json", uid=uid_a, key_type="string", key_values=STRING_KEYS, backend="rocksdb",
                    max_parallelism=256, parallelism=2)
     spec_b = _spec(tmp_path / "b.json", uid=uid_b, key_type="int", key_values=INT_KEYS, backend="hashmap",
                    max_parallelism=128, parallelism=3)
-    res_a, res_b = real_flink.restore([(tmp_path / "a", spec_a), (tmp_path / "b", spec_b)])
+    spec_c = _spec(tmp_path / "c.json", uid="sql-like", key_type="row", keys=len(ROW_KEYS), backend="rocksdb",
+                   max_parallelism=128, parallelism=2)
+    res_a, res_b, res_c = real_flink.restore([(tmp_path / "a", spec_a), (tmp_path / "b", spec_b),
+                                              (tmp_path / "c", spec_c)])
     assert _restored(res_a) == want_a
     assert _restored(res_b) == want_b
+    assert _restored(res_c) == want_c
 
 
 def test_bootstrapped_savepoint_reads_back_locally(tmp_path):

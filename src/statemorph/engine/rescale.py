@@ -93,7 +93,7 @@ def _check(sp: FlinkSavepoint, op: OperatorState, max_parallelism: int, parallel
         raise FlinkSavepointError(
             f"{op.label()}: keys written by {type(key_serializer).__name__} have no Java hashCode statemorph "
             f"reproduces, so they cannot be re-assigned to key groups (supported: int, long, short, byte, boolean, "
-            f"char, float, double and String keys)")
+            f"char, float, double, String and RowData keys)")
     if parallelism != op.parallelism and any(s.managed_operator or s.raw_operator for s in op.subtasks or []):
         raise FlinkSavepointError(f"{op.label()} also holds operator (non-keyed) state; statemorph keeps its "
                                   f"parallelism ({op.parallelism}) rather than redistribute it")
