@@ -14,60 +14,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from bootstrap_cases import STATES, bootstrap_data, restored_values, states_of
 
 from statemorph import serializers as S
 from statemorph.engine import read_flink_state_table
-from statemorph.engine.bootstrap import StateData, write_flink_savepoint
+from statemorph.engine.bootstrap import write_flink_savepoint
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.identity import operator_id
 from statemorph.types import parse_type
-
-EVENTS = parse_type("ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>")
-STATES = ["events", "count", "last", "recent", "totals"]
-
-
-def _event(i: int) -> dict[str, Any]:
-    meta = None if i % 7 == 0 else {"userId": i * 3, "timestamp": 1_700_000_000_000 + i,
-                                    "deviceType": None if i % 5 == 0 else ("phone", "tablet", "désktop")[i % 3]}
-    return {"eventId": i * 1_000_003, "metadata": meta}
-
-
-def bootstrap_data(keys: list[Any], key_type: pa.DataType) -> tuple[dict[str, pa.Table], dict[tuple[str, str], Any]]:
-    """The five states' tables and what the checker must read back per (state, key as JSON)."""
-    n = len(keys)
-    k = pa.array(keys, key_type)
-    count_rows = [i for i in range(n) if i % 2 == 0]  # odd keys have no count: restored as null
-    recent = [(i, j) for i in range(n) for j in range(1 + i % 3)]
-    totals = [(i, f"d{j}") for i in range(n) for j in range(1 + i % 2)]
-    tables = {
-        "events": pa.table({"key": k, "value": pa.array([_event(i) for i in range(n)])}),
-        "count": pa.table({"key": k.take(count_rows), "value": pa.array([i * i for i in count_rows], pa.int64())}),
-        "last": pa.table({"key": k, "value": [("último-" if i % 4 == 1 else "v-") + str(i) for i in range(n)]}),
-        "recent": pa.table({"key": k.take([i for i, _ in recent]),
-                            "index": pa.array([j for _, j in recent], pa.int32()),
-                            "value": pa.array([i * 100 + j for i, j in recent], pa.int64())}),
-        "totals": pa.table({"key": k.take([i for i, _ in totals]), "user_key": [u for _, u in totals],
-                            "value": pa.array([i + len(u) for i, u in totals], pa.int64())}),
-    }
-    want: dict[tuple[str, str], Any] = {}
-    for i, key in enumerate(keys):
-        kj = json.dumps(key, ensure_ascii=False)
-        want["events", kj] = _event(i)
-        want["count", kj] = i * i if i % 2 == 0 else None
-        want["last", kj] = ("último-" if i % 4 == 1 else "v-") + str(i)
-        want["recent", kj] = [i * 100 + j for j in range(1 + i % 3)]
-        want["totals", kj] = {f"d{j}": i + 2 for j in range(1 + i % 2)}
-    return tables, want
-
-
-def _states(tables: dict[str, Any]) -> dict[str, StateData]:
-    return {
-        "events": StateData(tables["events"], S.RowDataSerializer(EVENTS)),
-        "count": StateData(tables["count"], S.LongSerializer()),
-        "last": StateData(tables["last"], S.StringSerializer()),
-        "recent": StateData(tables["recent"], S.LongSerializer(), kind="list"),
-        "totals": StateData(tables["totals"], S.LongSerializer(), kind="map", user_key_serializer=S.StringSerializer()),
-    }
 
 
 def _spec(path: Path, **fields: Any) -> Path:
@@ -83,11 +37,6 @@ ROW_KEY = parse_type("ROW<id INT, name STRING>")
 ROW_KEYS = [{"id": i * 7919 - 40000, "name": ("clé-ü-" if i % 5 == 3 else "user-") + str(i)} for i in range(40)]
 
 
-def _restored(result: Any) -> dict[tuple[str, str], Any]:
-    assert result.ok, f"Flink refused the bootstrapped savepoint: {result.exception}: {result.message}"
-    return {(e["state"], json.dumps(e["key"], ensure_ascii=False)): e["value"] for e in result.entries}
-
-
 @pytest.mark.java
 def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path):
     """Three savepoints made from scratch, restored by real Flink in one JVM: string keys written
@@ -96,18 +45,18 @@ def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path
     parallelism 3), and BinaryRowData keys as Flink SQL has them (RocksDB, parallelism 2)."""
     uid_a, uid_b = "statemorph-bootstrapped-operator", "boot"  # 32 and 4 bytes: both murmur3 paths
     tables_a, want_a = bootstrap_data(STRING_KEYS, pa.string())
-    write_flink_savepoint(tmp_path / "a", operator=uid_a, key_serializer=S.StringSerializer(), states=_states(tables_a),
-                          max_parallelism=256, parallelism=2, compression=True)
+    write_flink_savepoint(tmp_path / "a", operator=uid_a, key_serializer=S.StringSerializer(),
+                          states=states_of(tables_a), max_parallelism=256, parallelism=2, compression=True)
     tables_b, want_b = bootstrap_data(INT_KEYS, pa.int32())
     frames = {name: spark.createDataFrame(t) for name, t in tables_b.items()}
     report = write_flink_savepoint(tmp_path / "b", operator=uid_b, key_serializer=S.IntSerializer(),
-                                   states=_states(frames), max_parallelism=128, parallelism=3)
+                                   states=states_of(frames), max_parallelism=128, parallelism=3)
     assert report.engine == "spark" and report.entries == sum(t.num_rows for n, t in tables_b.items()
                                                               if n not in ("recent",)) + len(INT_KEYS)
     assert FlinkSavepoint(tmp_path / "a").operator(uid_a).operator_id == operator_id(uid_a)
     tables_c, want_c = bootstrap_data(ROW_KEYS, pa.struct([("id", pa.int32()), ("name", pa.string())]))
     write_flink_savepoint(tmp_path / "c", operator="sql-like", key_serializer=S.RowDataSerializer(ROW_KEY),
-                          states=_states(tables_c), max_parallelism=128, parallelism=2)
+                          states=states_of(tables_c), max_parallelism=128, parallelism=2)
 
     spec_a = _spec(tmp_path / "a.json", uid=uid_a, key_type="string", key_values=STRING_KEYS, backend="rocksdb",
                    max_parallelism=256, parallelism=2)
@@ -117,16 +66,16 @@ def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path
                    max_parallelism=128, parallelism=2)
     res_a, res_b, res_c = real_flink.restore([(tmp_path / "a", spec_a), (tmp_path / "b", spec_b),
                                               (tmp_path / "c", spec_c)])
-    assert _restored(res_a) == want_a
-    assert _restored(res_b) == want_b
-    assert _restored(res_c) == want_c
+    assert restored_values(res_a) == want_a
+    assert restored_values(res_b) == want_b
+    assert restored_values(res_c) == want_c
 
 
 def test_bootstrapped_savepoint_reads_back_locally(tmp_path):
     """The local reader sees every row the tables held (and the streams cover each subtask)."""
     tables, _ = bootstrap_data(STRING_KEYS[:20], pa.string())
     report = write_flink_savepoint(tmp_path / "sp", operator="op", key_serializer=S.StringSerializer(),
-                                   states=_states(tables), max_parallelism=64, parallelism=4)
+                                   states=states_of(tables), max_parallelism=64, parallelism=4)
     assert sorted(report.per_subtask) == [0, 1, 2, 3]
     sp = FlinkSavepoint(tmp_path / "sp")
     op = sp.operator("op")

@@ -36,6 +36,7 @@ from .flink import (
 )
 from .keys import key_groups
 from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
+from .modify import ModifyReport, modify_flink_savepoint
 from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
 from .rescale import rescale_flink_savepoint
 
@@ -50,6 +51,7 @@ __all__ = [
     "INCOMPATIBLE",
     "IdentityTransform",
     "KEEP",
+    "ModifyReport",
     "MIGRATE",
     "NEW",
     "RewritePlan",
@@ -65,6 +67,7 @@ __all__ = [
     "key_groups",
     "migrate_flink_savepoint",
     "migrate_savepoint",
+    "modify_flink_savepoint",
     "plan_flink_savepoint",
     "plan_rewrite",
     "read_flink_state",

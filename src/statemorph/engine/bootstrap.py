@@ -13,6 +13,7 @@ only each stream's handle (bytes) comes back. :mod:`.rescale` reuses the same ba
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +26,7 @@ import pyarrow as pa
 from ..errors import FlinkSavepointError, UsageError
 from ..keyed.keygroups import check_max_parallelism
 from ..savepoint.files import StagedDirectory, output_error
+from ..savepoint.flink import FlinkSavepoint
 from ..savepoint.flink.assemble import (
     DEFAULT_INLINE_THRESHOLD,
     ROWS_SCHEMA,
@@ -39,6 +41,7 @@ from ..savepoint.flink.assemble import (
     subtask_of,
 )
 from ..savepoint.flink.description import flink_snapshot
+from ..savepoint.flink.identity import operator_id
 from ..savepoint.flink.keyed_header import write_keyed_header
 from ..savepoint.flink.metadata import METADATA_FILE_NAME, CheckpointMetadata, serialize_metadata
 from ..snapshot import write_versioned_snapshot
@@ -186,6 +189,18 @@ def commit_operator(staged_dir: str, streams: SubtaskStreams, parts: list[Stream
     return counts
 
 
+def carry_over(source: FlinkSavepoint, meta: CheckpointMetadata, dropped: set[str], directory: Any) -> None:
+    """Carry every file of ``source`` that ``meta`` still needs (and any other top-level file but
+    ``dropped``) into ``directory``, hard-linked where possible, and make absolute handles
+    relative: the rewriter's own carry-over (:mod:`statemorph.savepoint.flink.rewrite`)."""
+    from pathlib import Path
+
+    from ..savepoint.flink.rewrite import _carry_files, _relativize
+
+    _carry_files(source.directory, meta, dropped, Path(directory))
+    _relativize(source.directory, meta)
+
+
 def write_metadata(directory: str | os.PathLike[str], meta: CheckpointMetadata) -> None:
     with open(os.path.join(directory, METADATA_FILE_NAME), "xb") as f:
         f.write(serialize_metadata(meta))
@@ -215,14 +230,19 @@ def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compress
 def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
                           states: Mapping[str, StateData], max_parallelism: int = 128, parallelism: int = 1,
                           compression: bool = False, inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
-                          threads: int = 2, spark: Any = None) -> BootstrapReport:
+                          threads: int = 2, spark: Any = None,
+                          base: str | os.PathLike[str] | None = None) -> BootstrapReport:
     """Write the new Flink savepoint ``dst`` holding one keyed operator with uid ``operator``
     and the given ``states`` (name → :class:`StateData`), as Flink would have written it at
     ``max_parallelism`` and ``parallelism``: a job whose operator has that uid, key type and max
     parallelism restores it. ``compression`` Snappy-frames every key group (Flink's
     ``execution.checkpointing.snapshot-compression``). With ``spark`` (or when a state's data is
     a Spark DataFrame) everything runs on Spark; ``dst`` must then be on a filesystem every
-    executor sees at the same path. ``dst`` appears complete or not at all."""
+    executor sees at the same path. ``dst`` appears complete or not at all.
+
+    With ``base`` (an existing Flink savepoint) the new operator is added to a copy of it: every
+    operator and file of ``base`` is carried over unchanged (``base`` itself is only read); an
+    operator with the same uid must not exist there."""
     t0 = time.perf_counter()
     check_max_parallelism(max_parallelism)
     if not 0 < parallelism <= max_parallelism:
@@ -237,8 +257,11 @@ def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_ser
     if spark is None and spark_data:
         spark = states[spark_data[0]].data.sparkSession
     header = _header_bytes(key_serializer, states, compression)
+    source = FlinkSavepoint(base) if base is not None else None
+    if source is not None and any(o.operator_id == operator_id(operator) for o in source.operators):
+        raise UsageError(f"{base} already has an operator with uid {operator!r} (or its uid hash); remove it first")
     try:
-        with StagedDirectory(dst) as staged:
+        with StagedDirectory(dst, source=base) as staged:
             streams = SubtaskStreams(str(staged.temp.resolve()), header, max_parallelism, parallelism,
                                      inline_threshold=inline_threshold, where=f"{dst} operator {operator!r}")
             taggers = []
@@ -251,8 +274,15 @@ def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_ser
                 parts = write_parts_local(streams, (fn(b) for sd, fn in taggers for b in _batches(sd.data)))
             else:
                 parts = write_parts_spark(spark, streams, _spark_tagged(spark, taggers), parallelism)
-            meta = new_metadata([keyed_operator(operator, parallelism, max_parallelism, {})])
-            counts = commit_operator(str(staged.temp), streams, parts, meta, 0)
+            new_op = keyed_operator(operator, parallelism, max_parallelism, {})
+            if source is None:
+                meta = new_metadata([new_op])
+            else:
+                meta = copy.deepcopy(source.metadata)
+                meta.operators.append(new_op)
+            counts = commit_operator(str(staged.temp), streams, parts, meta, len(meta.operators) - 1)
+            if source is not None:
+                carry_over(source, meta, set(), staged.temp)
             write_metadata(staged.temp, meta)
     except OSError as e:
         raise output_error(e, dst, "write the Flink savepoint") from e
@@ -277,5 +307,5 @@ def _spark_tagged(spark: Any, taggers: list[tuple[StateData, _EncodeAndTag]]) ->
     return out
 
 
-__all__ = ["BootstrapReport", "RowTagger", "StateData", "commit_operator", "write_flink_savepoint",
+__all__ = ["BootstrapReport", "RowTagger", "StateData", "carry_over", "commit_operator", "write_flink_savepoint",
            "write_metadata", "write_parts_local", "write_parts_spark"]

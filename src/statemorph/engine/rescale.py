@@ -28,10 +28,17 @@ from ..savepoint.flink import FlinkSavepoint
 from ..savepoint.flink.assemble import DEFAULT_INLINE_THRESHOLD, SubtaskStreams
 from ..savepoint.flink.handles import FileHandle, RelativeFileHandle
 from ..savepoint.flink.metadata import OperatorState, SubtaskState
-from ..savepoint.flink.rewrite import _carry_files, _relativize
 from ..savepoint.flink.splits import key_group_splits
 from ..snapshot import read_versioned_snapshot
-from .bootstrap import BootstrapReport, RowTagger, commit_operator, write_metadata, write_parts_local, write_parts_spark
+from .bootstrap import (
+    BootstrapReport,
+    RowTagger,
+    carry_over,
+    commit_operator,
+    write_metadata,
+    write_parts_local,
+    write_parts_spark,
+)
 from .keys import key_groups
 
 
@@ -148,8 +155,7 @@ def rescale_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
                 parts = write_parts_spark(spark, streams, _spark_rows(spark, _Rekey(
                     source, ident, names, key_snapshot, max_parallelism, p, ranges)), p)
             counts = commit_operator(str(staged.temp), streams, parts, meta, op_index)
-            _carry_files(sp.directory, meta, replaced, staged.temp)
-            _relativize(sp.directory, meta)
+            carry_over(sp, meta, replaced, staged.temp)
             write_metadata(staged.temp, meta)
     except OSError as e:
         raise output_error(e, dst, "write the Flink savepoint") from e
