@@ -127,3 +127,16 @@ def test_bootstrap_refuses_bad_arguments(tmp_path):
         write_flink_savepoint(tmp_path / "d", operator="op", key_serializer=S.IntSerializer(), states=st)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
     assert json.dumps(FlinkSavepoint(tmp_path / "d").inspect().to_json())  # reads back
+
+
+def test_struct_fields_must_name_the_row_fields(tmp_path):
+    """A misspelt struct field is refused instead of being written as null."""
+    row = S.RowDataSerializer(parse_type("ROW<id INT, meta ROW<a BIGINT, b STRING>>"))
+    ok = pa.table({"key": pa.array([1], pa.int32()), "value": [{"id": 1, "meta": {"a": 2, "b": "x"}}]})
+    bad = pa.table({"key": pa.array([1], pa.int32()), "value": [{"id": 1, "meta": {"a": 2, "c": "x"}}]})
+    write_flink_savepoint(tmp_path / "ok", operator="op", key_serializer=S.IntSerializer(),
+                          states={"v": StateData(ok, row)})
+    with pytest.raises(UsageError, match=r"value column 'value'\.meta"):
+        write_flink_savepoint(tmp_path / "bad", operator="op", key_serializer=S.IntSerializer(),
+                              states={"v": StateData(bad, row)})
+    assert not (tmp_path / "bad").exists()

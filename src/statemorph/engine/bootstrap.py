@@ -110,6 +110,21 @@ class RowTagger:
         return pa.RecordBatch.from_arrays(arrays, schema=ROWS_SCHEMA)
 
 
+def check_row_fields(arrow_type: pa.DataType, row_type: Any, where: str) -> None:
+    """A struct column written as RowData must name the row type's fields (nested rows too): the
+    bulk encoder matches fields by name, so a misspelt field would otherwise become null."""
+    from ..types import RowType
+
+    if not pa.types.is_struct(arrow_type) or not isinstance(row_type, RowType):
+        return
+    have = [arrow_type.field(i).name for i in range(arrow_type.num_fields)]
+    want = [f.name for f in row_type.fields]
+    if sorted(have) != sorted(want):
+        raise UsageError(f"{where}: the struct's fields {have} are not the row type's fields {want}")
+    for f in row_type.fields:
+        check_row_fields(arrow_type.field(f.name).type, f.type, f"{where}.{f.name}")
+
+
 class _EncodeAndTag:
     """Typed rows → tagged binary rows (picklable: what a Spark task runs per state)."""
 
@@ -117,7 +132,13 @@ class _EncodeAndTag:
         self.encoder, self.tagger = encoder, tagger
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return self.tagger(self.encoder(batch))
+        enc = self.encoder
+        key_ser, value_ser = enc._ser("key", enc.key_ser), enc._ser("value", enc.value_ser)
+        check_row_fields(batch.schema.field(enc.key_col).type, getattr(key_ser, "row_type", None), "key column")
+        if isinstance(enc.value_cols, str):
+            check_row_fields(batch.schema.field(enc.value_cols).type, getattr(value_ser, "row_type", None),
+                             f"value column {enc.value_cols!r}")
+        return self.tagger(enc(batch))
 
     def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -307,5 +328,5 @@ def _spark_tagged(spark: Any, taggers: list[tuple[StateData, _EncodeAndTag]]) ->
     return out
 
 
-__all__ = ["BootstrapReport", "RowTagger", "StateData", "carry_over", "commit_operator", "write_flink_savepoint",
+__all__ = ["BootstrapReport", "RowTagger", "StateData", "carry_over", "check_row_fields", "commit_operator", "write_flink_savepoint",
            "write_metadata", "write_parts_local", "write_parts_spark"]
