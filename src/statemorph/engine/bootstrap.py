@@ -328,5 +328,5 @@ def _spark_tagged(spark: Any, taggers: list[tuple[StateData, _EncodeAndTag]]) ->
     return out
 
 
-__all__ = ["BootstrapReport", "RowTagger", "StateData", "carry_over", "check_row_fields", "commit_operator", "write_flink_savepoint",
-           "write_metadata", "write_parts_local", "write_parts_spark"]
+__all__ = ["BootstrapReport", "RowTagger", "StateData", "carry_over", "check_row_fields", "commit_operator",
+           "write_flink_savepoint", "write_metadata", "write_parts_local", "write_parts_spark"]
