@@ -140,3 +140,30 @@ def test_struct_fields_must_name_the_row_fields(tmp_path):
         write_flink_savepoint(tmp_path / "bad", operator="op", key_serializer=S.IntSerializer(),
                               states={"v": StateData(bad, row)})
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("kind,max_parallelism", [("value", 128), ("value", 4096), ("map", 128), ("map", 300)])
+def test_columnar_entries_equal_the_per_row_path(kind, max_parallelism):
+    """The column-wise composite keys and values are entries_from_batch's bytes (null map values too)."""
+    from statemorph.savepoint.flink.assemble import columnar_entries
+    from statemorph.savepoint.flink.keyed_writer import entries_from_batch
+    from statemorph.savepoint.flink.layout import StateLayout
+
+    ns = write_versioned_snapshot(VoidNamespaceSerializer().snapshot_configuration())
+    top = S.MapSerializer(S.StringSerializer(), S.LongSerializer()) if kind == "map" else S.LongSerializer()
+    meta = new_state_meta("s", kind, write_versioned_snapshot(flink_snapshot(top)), ns)
+    header = new_keyed_header(write_versioned_snapshot(S.StringSerializer().snapshot_configuration()), [meta])
+    layout = StateLayout(meta, header.key_serializer, max_parallelism, "t")
+    kg = max_parallelism - 1
+    n = 50
+    cols = {"key_group": pa.array([kg] * n, pa.int32()),
+            "key": [S.StringSerializer().to_bytes(f"k{i}") for i in range(n)], "namespace": [b"\x00"] * n,
+            "value": [None if kind == "map" and i % 3 == 0 else S.LongSerializer().to_bytes(i) for i in range(n)]}
+    if kind == "map":
+        cols["user_key"] = [S.StringSerializer().to_bytes(f"u{i}") for i in range(n)]
+    rows = pa.RecordBatch.from_pydict(cols)
+    fast = columnar_entries(layout, kg, rows)
+    slow = [(k, v) for _, k, v in entries_from_batch(layout, rows)]
+    assert fast is not None and list(zip(*fast, strict=True)) == slow
+    with pytest.raises(FlinkSavepointError, match="another key group"):
+        columnar_entries(layout, kg - 1, rows)

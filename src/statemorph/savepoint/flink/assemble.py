@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ... import serializers as _serializers  # noqa: F401  (registers the snapshot classes headers name)
 from ...errors import FlinkSavepointError
@@ -105,6 +106,35 @@ def subtask_of(key_groups: np.ndarray, max_parallelism: int, parallelism: int) -
     return (key_groups.astype(np.int64) * parallelism // max_parallelism).astype(np.int32)
 
 
+_EMPTY = pa.scalar(b"", pa.binary())
+
+
+def columnar_entries(layout: StateLayout, key_group: int,
+                     rows: pa.RecordBatch) -> tuple[list[bytes], list[bytes]] | None:
+    """The composite keys and Flink values of one key group's rows of one value / reducing /
+    aggregating / map state without TTL, built column-wise (the same bytes as
+    :func:`entries_from_batch`, which handles every other case); None when the layout needs the
+    per-row path (list, timers, TTL, length-suffixed keys)."""
+    if layout.kind not in ("value", "reducing", "aggregating", "map") or layout.ttl or layout.ambiguous:
+        return None
+    groups = rows.column("key_group")
+    if pc.any(pc.not_equal(groups, key_group)).as_py():
+        raise FlinkSavepointError(f"a row of another key group among those of {key_group}")
+    head = pa.scalar(bytes((key_group,)) if layout.prefix == 1 else key_group.to_bytes(2, "big"), pa.binary())
+    parts = [head, rows.column("key"), rows.column("namespace")]
+    value = rows.column("value")
+    if layout.kind == "map":
+        parts.append(rows.column("user_key"))
+        present = pc.binary_join_element_wise(pa.scalar(b"\x00", pa.binary()), value, _EMPTY)
+        value = pc.if_else(pc.is_null(value), pa.scalar(b"\x01", pa.binary()), present)
+    elif value.null_count:
+        raise FlinkSavepointError(f"{layout.where}: a null value (only map state stores null values)")
+    keys = pc.binary_join_element_wise(*parts, _EMPTY)
+    if keys.null_count:
+        raise FlinkSavepointError(f"{layout.where}: a row without a key, namespace or user key")
+    return keys.to_pylist(), value.to_pylist()
+
+
 class _KeyGroupAssembler:
     """Collects the rows of one key group (across batch boundaries) and turns them into the
     key group's state runs once the next key group starts."""
@@ -141,7 +171,13 @@ class _KeyGroupAssembler:
             if not 0 <= sid < len(self.layouts):
                 raise FlinkSavepointError(f"state id {sid} is not in the header ({len(self.layouts)} states)")
             run = runs.setdefault(sid, StateRun(sid, [], []))
-            for kg, k, v in entries_from_batch(self.layouts[sid], rows.slice(a, b - a)):
+            part = rows.slice(a, b - a)
+            fast = columnar_entries(self.layouts[sid], self.key_group, part)
+            if fast is not None:
+                run.keys.extend(fast[0])
+                run.values.extend(fast[1])
+                continue
+            for kg, k, v in entries_from_batch(self.layouts[sid], part):
                 if kg != self.key_group:
                     raise FlinkSavepointError(f"a row of key group {kg} among those of {self.key_group}")
                 run.keys.append(k)
@@ -254,5 +290,5 @@ def new_metadata(operators: list[OperatorState]) -> CheckpointMetadata:
 
 
 __all__ = ["BOOTSTRAP_CHECKPOINT_ID", "DEFAULT_INLINE_THRESHOLD", "NEW_METADATA_VERSION", "ROWS_SCHEMA",
-           "SORT_KEYS", "StreamPart", "SubtaskStreams", "envelope", "keyed_operator", "new_keyed_header",
-           "new_metadata", "new_state_meta", "parse_stream_part", "subtask_of"]
+           "SORT_KEYS", "StreamPart", "SubtaskStreams", "columnar_entries", "envelope", "keyed_operator",
+           "new_keyed_header", "new_metadata", "new_state_meta", "parse_stream_part", "subtask_of"]
