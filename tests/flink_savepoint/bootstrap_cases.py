@@ -51,14 +51,30 @@ def bootstrap_data(keys: list[Any], key_type: pa.DataType) -> tuple[dict[str, pa
     return tables, want
 
 
-def states_of(tables: dict[str, Any]) -> dict[str, StateData]:
-    return {
+TTL_STATES = ["ttl_count", "ttl_events", "ttl_recent", "ttl_totals"]
+
+
+def states_of(tables: dict[str, Any], ttl: bool = False) -> dict[str, StateData]:
+    """The five states; with ``ttl`` also their TTL forms (the checker's ``ttl_*`` states) from
+    the same tables, every value stamped with the bootstrap's time."""
+    out = {
         "events": StateData(tables["events"], S.RowDataSerializer(EVENTS)),
         "count": StateData(tables["count"], S.LongSerializer()),
         "last": StateData(tables["last"], S.StringSerializer()),
         "recent": StateData(tables["recent"], S.LongSerializer(), kind="list"),
         "totals": StateData(tables["totals"], S.LongSerializer(), kind="map", user_key_serializer=S.StringSerializer()),
     }
+    if ttl:
+        for name in TTL_STATES:
+            plain = out[name[4:]]
+            out[name] = StateData(plain.data, plain.value_serializer, kind=plain.kind,
+                                  user_key_serializer=plain.user_key_serializer, ttl=True)
+    return out
+
+
+def with_ttl(want: dict[tuple[str, str], Any]) -> dict[tuple[str, str], Any]:
+    """What the checker reads back from the TTL forms too: the same values."""
+    return {**want, **{(t, k): v for (s, k), v in want.items() for t in TTL_STATES if t[4:] == s}}
 
 
 def restored_values(result: Any) -> dict[tuple[str, str], Any]:

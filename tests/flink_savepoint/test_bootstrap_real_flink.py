@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from bootstrap_cases import STATES, bootstrap_data, restored_values, states_of
+from bootstrap_cases import STATES, TTL_STATES, bootstrap_data, restored_values, states_of, with_ttl
 
 from statemorph import serializers as S
 from statemorph.engine import read_flink_state_table
@@ -41,12 +41,13 @@ ROW_KEYS = [{"id": i * 7919 - 40000, "name": ("clé-ü-" if i % 5 == 3 else "use
 def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path):
     """Three savepoints made from scratch, restored by real Flink in one JVM: string keys written
     locally from Arrow tables (RocksDB, max parallelism 256 so 2-byte key-group prefixes,
-    parallelism 2, Snappy), int keys written on Spark from DataFrames (heap backend,
+    parallelism 2, Snappy; every state also in its TTL form), int keys written on Spark from DataFrames (heap backend,
     parallelism 3), and BinaryRowData keys as Flink SQL has them (RocksDB, parallelism 2)."""
     uid_a, uid_b = "statemorph-bootstrapped-operator", "boot"  # 32 and 4 bytes: both murmur3 paths
     tables_a, want_a = bootstrap_data(STRING_KEYS, pa.string())
+    want_a = with_ttl(want_a)
     write_flink_savepoint(tmp_path / "a", operator=uid_a, key_serializer=S.StringSerializer(),
-                          states=states_of(tables_a), max_parallelism=256, parallelism=2, compression=True)
+                          states=states_of(tables_a, ttl=True), max_parallelism=256, parallelism=2, compression=True)
     tables_b, want_b = bootstrap_data(INT_KEYS, pa.int32())
     frames = {name: spark.createDataFrame(t) for name, t in tables_b.items()}
     report = write_flink_savepoint(tmp_path / "b", operator=uid_b, key_serializer=S.IntSerializer(),
@@ -59,7 +60,7 @@ def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path
                           states=states_of(tables_c), max_parallelism=128, parallelism=2)
 
     spec_a = _spec(tmp_path / "a.json", uid=uid_a, key_type="string", key_values=STRING_KEYS, backend="rocksdb",
-                   max_parallelism=256, parallelism=2)
+                   max_parallelism=256, parallelism=2, states=STATES + TTL_STATES)
     spec_b = _spec(tmp_path / "b.json", uid=uid_b, key_type="int", key_values=INT_KEYS, backend="hashmap",
                    max_parallelism=128, parallelism=3)
     spec_c = _spec(tmp_path / "c.json", uid="sql-like", key_type="row", keys=len(ROW_KEYS), backend="rocksdb",

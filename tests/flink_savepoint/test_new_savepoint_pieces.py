@@ -49,23 +49,32 @@ def test_savepoint_properties_differ_only_in_name_and_action():
 
 
 def test_new_header_is_byte_identical_to_flinks():
-    """A header built for the states of kinds-rocksdb-p2-rowkey (RocksDB registers them in
-    order) equals the one Flink wrote, up to the timer queues Flink adds."""
+    """A header built for every state of kinds-rocksdb-p2-rowkey (RocksDB registers them in
+    order: value, list, map, and their TTL forms) equals the one Flink wrote, up to the timer
+    queues Flink adds."""
+    from statemorph.savepoint.flink.assemble import state_value_snapshot
+
     case = SAVEPOINTS / "kinds-rocksdb-p2-rowkey"
     sp = FlinkSavepoint(case / "savepoint")
     _, stream = next(sp.keyed_streams(sp.operator("kinds")))
-    events = S.RowDataSerializer(parse_type(case_spec(case).get("events_type") or
-                                            "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, "
+    events = S.RowDataSerializer(parse_type("ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, "
                                             "deviceType STRING>>"))
-    tops = {"events": ("value", events), "count": ("value", S.LongSerializer()),
-            "last": ("value", S.StringSerializer()), "recent": ("list", S.ListSerializer(S.LongSerializer())),
-            "totals": ("map", S.MapSerializer(S.StringSerializer(), S.LongSerializer()))}
-    ns = write_versioned_snapshot(VoidNamespaceSerializer().snapshot_configuration())
-    metas = [new_state_meta(n, k, write_versioned_snapshot(flink_snapshot(s)), ns) for n, (k, s) in tops.items()]
-    key = write_versioned_snapshot(flink_snapshot(S.RowDataSerializer(parse_type("ROW<id INT, name STRING>"))))
-    ours = new_keyed_header(key, metas, compressed=False)
+    string, long_ = S.StringSerializer(), S.LongSerializer()
+    kinds = {"events": ("value", events), "count": ("value", long_), "last": ("value", string),
+             "recent": ("list", long_), "totals": ("map", long_)}
+    kinds.update({f"ttl_{n}": kinds[n] for n in ("count", "events", "recent", "totals")})
+
+    def snap(ser):
+        return write_versioned_snapshot(flink_snapshot(ser))
+
+    ns = snap(VoidNamespaceSerializer())
+    metas = [new_state_meta(n, k, state_value_snapshot(k, snap(v), snap(string) if k == "map" else None,
+                                                      snap(long_) if n.startswith("ttl_") else None), ns)
+             for n, (k, v) in kinds.items()]
+    ours = new_keyed_header(snap(S.RowDataSerializer(parse_type("ROW<id INT, name STRING>"))), metas)
     theirs = stream.header
-    theirs.states = [m for m in theirs.states if m.name in tops]
+    theirs.states = [m for m in theirs.states if not m.is_timers]
+    assert [m.name for m in theirs.states] == list(kinds)
     assert write_keyed_header(ours) == write_keyed_header(theirs)
 
 

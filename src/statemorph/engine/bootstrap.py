@@ -38,6 +38,7 @@ from ..savepoint.flink.assemble import (
     new_metadata,
     new_state_meta,
     parse_stream_part,
+    state_value_snapshot,
     subtask_of,
 )
 from ..savepoint.flink.description import flink_snapshot
@@ -53,7 +54,10 @@ class StateData:
     """One keyed state to bootstrap: ``data`` (a pyarrow Table / RecordBatch / iterable of
     batches, or a Spark DataFrame) with a key column, a value column (or several making up a row
     value), a user-key column for map state and an ``index`` column (0, 1, ... per key) for list
-    state; ``kind`` is value, list or map."""
+    state; ``kind`` is value, list or map. ``ttl`` writes the state as Flink writes a state whose
+    descriptor enables TTL: every value (list element, map value) carries its last-access time,
+    taken from the ``ttl_timestamp`` column (epoch milliseconds) or, without one, the time of the
+    bootstrap."""
 
     data: Any
     value_serializer: Any
@@ -63,6 +67,8 @@ class StateData:
     value: str | list[str] = "value"
     user_key: str = "user_key"
     index: str = "index"
+    ttl: bool = False
+    ttl_timestamp: str = "ttl_timestamp"
 
 
 @dataclass
@@ -126,10 +132,13 @@ def check_row_fields(arrow_type: pa.DataType, row_type: Any, where: str) -> None
 
 
 class _EncodeAndTag:
-    """Typed rows → tagged binary rows (picklable: what a Spark task runs per state)."""
+    """Typed rows → tagged binary rows (picklable: what a Spark task runs per state). With
+    ``ttl_column`` the rows carry a TTL timestamp: that column's, or ``ttl_default``."""
 
-    def __init__(self, encoder: StateEncoder, tagger: RowTagger) -> None:
+    def __init__(self, encoder: StateEncoder, tagger: RowTagger, ttl_column: str | None = None,
+                 ttl_default: int = 0) -> None:
         self.encoder, self.tagger = encoder, tagger
+        self.ttl_column, self.ttl_default = ttl_column, ttl_default
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         enc = self.encoder
@@ -138,7 +147,16 @@ class _EncodeAndTag:
         if isinstance(enc.value_cols, str):
             check_row_fields(batch.schema.field(enc.value_cols).type, getattr(value_ser, "row_type", None),
                              f"value column {enc.value_cols!r}")
-        return self.tagger(enc(batch))
+        out = enc(batch)
+        if self.ttl_column is not None:
+            if self.ttl_column in batch.schema.names:
+                ts = batch.column(self.ttl_column).cast(pa.int64())
+                if ts.null_count:
+                    raise UsageError(f"column {self.ttl_column!r} has null TTL timestamps")
+            else:
+                ts = pa.array(np.full(batch.num_rows, self.ttl_default, dtype=np.int64), pa.int64())
+            out = out.append_column("ttl_timestamp", ts)
+        return self.tagger(out)
 
     def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
@@ -230,20 +248,20 @@ def write_metadata(directory: str | os.PathLike[str], meta: CheckpointMetadata) 
 
 
 def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compression: bool) -> bytes:
-    from ..serializers import ListSerializer, MapSerializer
+    from ..serializers import LongSerializer
     from ..state.namespace import VoidNamespaceSerializer
 
     namespace = write_versioned_snapshot(VoidNamespaceSerializer().snapshot_configuration())
+    ttl = write_versioned_snapshot(LongSerializer().snapshot_configuration())
     metas = []
     for name, sd in states.items():
-        top: Any
-        if sd.kind == "list":
-            top = ListSerializer(sd.value_serializer)
-        elif sd.kind == "map":
-            top = MapSerializer(sd.user_key_serializer, sd.value_serializer)
-        else:
-            top = sd.value_serializer
-        metas.append(new_state_meta(name, sd.kind, write_versioned_snapshot(flink_snapshot(top)), namespace))
+        if sd.kind not in ("value", "list", "map"):
+            raise UsageError(f"state {name!r}: kind must be value, list or map, got {sd.kind!r}")
+        user_key = (write_versioned_snapshot(flink_snapshot(sd.user_key_serializer))
+                    if sd.user_key_serializer is not None else None)
+        top = state_value_snapshot(sd.kind, write_versioned_snapshot(flink_snapshot(sd.value_serializer)),
+                                   user_key, ttl if sd.ttl else None)
+        metas.append(new_state_meta(name, sd.kind, top, namespace))
     key = write_versioned_snapshot(flink_snapshot(key_serializer))
     return write_keyed_header(new_keyed_header(key, metas, compression))
 
@@ -286,11 +304,13 @@ def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_ser
             streams = SubtaskStreams(str(staged.temp.resolve()), header, max_parallelism, parallelism,
                                      inline_threshold=inline_threshold, where=f"{dst} operator {operator!r}")
             taggers = []
+            now = int(time.time() * 1000)
             for sid, (_, sd) in enumerate(states.items()):
                 enc = StateEncoder(key_serializer, sd.value_serializer, max_parallelism=max_parallelism,
                                    kind=sd.kind, key=sd.key, value=sd.value, user_key_serializer=sd.user_key_serializer,
                                    user_key=sd.user_key, index=sd.index, threads=threads)
-                taggers.append((sd, _EncodeAndTag(enc, RowTagger(sid, max_parallelism, parallelism))))
+                taggers.append((sd, _EncodeAndTag(enc, RowTagger(sid, max_parallelism, parallelism),
+                                                  sd.ttl_timestamp if sd.ttl else None, now)))
             if spark is None:
                 parts = write_parts_local(streams, (fn(b) for sd, fn in taggers for b in _batches(sd.data)))
             else:

@@ -29,7 +29,14 @@ from ...errors import FlinkSavepointError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...keyed.keygroups import key_group_range_for_operator
 from ...snapshot import SnapshotRegistry
-from .envelope import ENVELOPE_VERSION, Snapshot, snapshot_from_envelope
+from .envelope import (
+    ENVELOPE_VERSION,
+    LIST_SNAPSHOT,
+    MAP_SNAPSHOT,
+    TTL_SNAPSHOT,
+    Snapshot,
+    snapshot_from_envelope,
+)
 from .handles import KeyGroupsHandle, read_keyed_handle, write_keyed_handle
 from .identity import checkpoint_properties, operator_id
 from .keyed_blocks import StateRun
@@ -79,6 +86,44 @@ def envelope(snapshot_bytes: bytes) -> bytes:
     out.write_int(ENVELOPE_VERSION)
     out.write(snapshot_bytes)
     return out.get_copy_of_buffer()
+
+
+_COMPOSITE_VERSION = 3
+_OUTER_VERSIONS = {LIST_SNAPSHOT: 1, MAP_SNAPSHOT: 1, TTL_SNAPSHOT: 2}
+"""Outer snapshot versions Flink 2.x writes for the wrappers a keyed state's value serializer can
+have (``ListSerializerSnapshot``, ``MapSerializerSnapshot``, ``TtlStateFactory$TtlSerializerSnapshot``)."""
+
+
+def wrapper_snapshot(class_name: str, nested: list[bytes]) -> bytes:
+    """The versioned snapshot bytes of a List / Map / TTL wrapper around ``nested`` versioned
+    snapshots: a ``CompositeTypeSerializerSnapshot`` with an empty outer part (what Flink writes
+    for them)."""
+    from ...snapshot import CompositeTypeSerializerSnapshot as C
+
+    out = DataOutputSerializer()
+    out.write_utf(class_name)
+    out.write_int(_COMPOSITE_VERSION)
+    out.write_int(C.MAGIC)
+    out.write_int(_OUTER_VERSIONS[class_name])
+    out.write_int(C.DELEGATE_MAGIC)
+    out.write_int(C.DELEGATE_VERSION)
+    out.write_int(len(nested))
+    for n in nested:
+        out.write(n)
+    return out.get_copy_of_buffer()
+
+
+def state_value_snapshot(kind: str, value: bytes, user_key: bytes | None = None, ttl: bytes | None = None) -> bytes:
+    """A state's VALUE_SERIALIZER snapshot from its per-value snapshot: wrapped in TTL (``ttl`` =
+    the timestamp's LongSerializer snapshot) when the state has TTL, then in List or Map."""
+    inner = wrapper_snapshot(TTL_SNAPSHOT, [ttl, value]) if ttl is not None else value
+    if kind == "list":
+        return wrapper_snapshot(LIST_SNAPSHOT, [inner])
+    if kind == "map":
+        if user_key is None:
+            raise FlinkSavepointError("map state needs a user key serializer snapshot")
+        return wrapper_snapshot(MAP_SNAPSHOT, [user_key, inner])
+    return inner
 
 
 def new_state_meta(name: str, kind: str, value_snapshot: bytes, namespace_snapshot: bytes,
@@ -291,4 +336,5 @@ def new_metadata(operators: list[OperatorState]) -> CheckpointMetadata:
 
 __all__ = ["BOOTSTRAP_CHECKPOINT_ID", "DEFAULT_INLINE_THRESHOLD", "NEW_METADATA_VERSION", "ROWS_SCHEMA",
            "SORT_KEYS", "StreamPart", "SubtaskStreams", "columnar_entries", "envelope", "keyed_operator",
-           "new_keyed_header", "new_metadata", "new_state_meta", "parse_stream_part", "subtask_of"]
+           "new_keyed_header", "new_metadata", "new_state_meta", "parse_stream_part", "state_value_snapshot",
+           "subtask_of", "wrapper_snapshot"]
