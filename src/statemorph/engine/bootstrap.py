@@ -31,6 +31,7 @@ from ..savepoint.flink.assemble import (
     DEFAULT_INLINE_THRESHOLD,
     ROWS_SCHEMA,
     SORT_KEYS,
+    PartInfo,
     StreamPart,
     SubtaskStreams,
     keyed_operator,
@@ -163,19 +164,31 @@ class _EncodeAndTag:
             yield self(b)
 
 
-class _WriteStreams:
-    """What a Spark task runs after the shuffle: write its subtasks' streams, return the handles."""
+class _WriteParts:
+    """What a Spark task runs after the shuffle: write its key-group range as part files of the
+    subtasks it holds, return where they are."""
 
     def __init__(self, streams: SubtaskStreams) -> None:
         self.streams = streams
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for part in self.streams.write(batches):
+        for part in self.streams.write_parts(batches):
             yield pa.RecordBatch.from_pylist([part.__dict__], schema=PART_SCHEMA)
 
 
-PART_SCHEMA = pa.schema([pa.field("subtask", pa.int32()), pa.field("handle", pa.binary()),
-                         pa.field("entries", pa.int64())])
+class _Assemble:
+    """What a Spark task runs last: one subtask's stream from its parts."""
+
+    def __init__(self, streams: SubtaskStreams) -> None:
+        self.streams = streams
+
+    def __call__(self, item: tuple[int, list[PartInfo]]) -> StreamPart:
+        return self.streams.assemble(*item)
+
+
+PART_SCHEMA = pa.schema([pa.field("subtask", pa.int32()), pa.field("name", pa.string()),
+                         pa.field("key_groups", pa.list_(pa.int32())), pa.field("offsets", pa.list_(pa.int64())),
+                         pa.field("size", pa.int64()), pa.field("entries", pa.int64())])
 
 
 def _batches(data: Any) -> Iterator[pa.RecordBatch]:
@@ -198,14 +211,29 @@ def write_parts_local(streams: SubtaskStreams, tagged: Iterable[pa.RecordBatch])
     return list(streams.write(table.to_batches(max_chunksize=1 << 16)))
 
 
-def write_parts_spark(spark: Any, streams: SubtaskStreams, tagged: Any, parallelism: int) -> list[StreamPart]:
-    """Shuffle the tagged rows (a DataFrame) to one partition group per subtask, sort within
-    partitions, write each stream on the executor that holds it; only handles come back."""
+def write_parts_spark(spark: Any, streams: SubtaskStreams, tagged: Any, tasks: int | None = None) -> list[StreamPart]:
+    """Shuffle the tagged rows (a DataFrame) into ``tasks`` key-group ranges (default twice the
+    default parallelism; rows of one key group stay together), sort within each range, write each
+    range's key groups as part files of their subtasks, then assemble every subtask's stream from
+    its parts, one task per stream. A subtask's key groups are thus written by many tasks; no
+    entry passes through the driver, which gets the parts' offsets and the streams' handles."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    out = (tagged.repartition(parallelism, "subtask").sortWithinPartitions(*SORT_KEYS)
-           .mapInArrow(_WriteStreams(streams), from_arrow_schema(PART_SCHEMA)))
-    return [StreamPart(r["subtask"], bytes(r["handle"]), r["entries"]) for r in out.collect()]
+    n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
+    rows = (tagged.repartitionByRange(n, "key_group").sortWithinPartitions(*SORT_KEYS)
+            .mapInArrow(_WriteParts(streams), from_arrow_schema(PART_SCHEMA)).collect())
+    by_subtask: dict[int, list[PartInfo]] = {}
+    for r in rows:
+        part = PartInfo(r["subtask"], r["name"], list(r["key_groups"]), list(r["offsets"]), r["size"], r["entries"])
+        by_subtask.setdefault(part.subtask, []).append(part)
+    work = sorted(by_subtask.items())
+    if not work:
+        return []
+    out: list[StreamPart] = spark.sparkContext.parallelize(work, len(work)).map(_Assemble(streams)).collect()
+    parts_dir = os.path.join(streams.directory, ".parts")
+    if os.path.isdir(parts_dir):
+        os.rmdir(parts_dir)
+    return out
 
 
 def commit_operator(staged_dir: str, streams: SubtaskStreams, parts: list[StreamPart], meta: CheckpointMetadata,
@@ -269,15 +297,16 @@ def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compress
 def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
                           states: Mapping[str, StateData], max_parallelism: int = 128, parallelism: int = 1,
                           compression: bool = False, inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
-                          threads: int = 2, spark: Any = None,
+                          threads: int = 2, spark: Any = None, tasks: int | None = None,
                           base: str | os.PathLike[str] | None = None) -> BootstrapReport:
     """Write the new Flink savepoint ``dst`` holding one keyed operator with uid ``operator``
     and the given ``states`` (name → :class:`StateData`), as Flink would have written it at
     ``max_parallelism`` and ``parallelism``: a job whose operator has that uid, key type and max
     parallelism restores it. ``compression`` Snappy-frames every key group (Flink's
     ``execution.checkpointing.snapshot-compression``). With ``spark`` (or when a state's data is
-    a Spark DataFrame) everything runs on Spark; ``dst`` must then be on a filesystem every
-    executor sees at the same path. ``dst`` appears complete or not at all.
+    a Spark DataFrame) everything runs on Spark, in ``tasks`` key-group ranges
+    (:func:`write_parts_spark`); ``dst`` must then be on a filesystem every executor sees at the
+    same path. ``dst`` appears complete or not at all.
 
     With ``base`` (an existing Flink savepoint) the new operator is added to a copy of it: every
     operator and file of ``base`` is carried over unchanged (``base`` itself is only read); an
@@ -314,7 +343,7 @@ def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_ser
             if spark is None:
                 parts = write_parts_local(streams, (fn(b) for sd, fn in taggers for b in _batches(sd.data)))
             else:
-                parts = write_parts_spark(spark, streams, _spark_tagged(spark, taggers), parallelism)
+                parts = write_parts_spark(spark, streams, _spark_tagged(spark, taggers), tasks)
             new_op = keyed_operator(operator, parallelism, max_parallelism, {})
             if source is None:
                 meta = new_metadata([new_op])

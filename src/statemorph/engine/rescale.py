@@ -153,7 +153,7 @@ def rescale_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
                 n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
                 ranges = [(s.key_groups.start, s.key_groups.stop) for s in key_group_splits(op, n)]
                 parts = write_parts_spark(spark, streams, _spark_rows(spark, _Rekey(
-                    source, ident, names, key_snapshot, max_parallelism, p, ranges)), p)
+                    source, ident, names, key_snapshot, max_parallelism, p, ranges)), n)
             counts = commit_operator(str(staged.temp), streams, parts, meta, op_index)
             carry_over(sp, meta, replaced, staged.temp)
             write_metadata(staged.temp, meta)

@@ -198,7 +198,8 @@ def savepoint_metadata(spark: Any, savepoint: str | os.PathLike[str], *, count_e
 
 def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
                     states: Mapping[str, Any], max_parallelism: int = 128, parallelism: int = 1,
-                    compression: bool = False) -> Any:
+                    compression: bool = False, tasks: int | None = None,
+                    base: str | os.PathLike[str] | None = None) -> Any:
     """Bootstrap a new Flink canonical savepoint on Spark: one keyed operator (uid ``operator``)
     with ``states`` (name → :class:`statemorph.engine.StateData` whose ``data`` is a DataFrame or
     an Arrow table), at ``max_parallelism`` / ``parallelism``. Encoding, the shuffle to subtasks
@@ -207,7 +208,7 @@ def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, k
 
     return write_flink_savepoint(dst, operator=operator, key_serializer=key_serializer, states=states,
                                  max_parallelism=max_parallelism, parallelism=parallelism, compression=compression,
-                                 spark=spark)
+                                 spark=spark, tasks=tasks, base=base)
 
 
 def rescale_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.PathLike[str], operator: str, *,

@@ -15,10 +15,12 @@ OperatorID (:func:`~.identity.operator_id`) and ``CheckpointProperties`` of a ca
 
 from __future__ import annotations
 
+import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +41,7 @@ from .envelope import (
 )
 from .handles import KeyGroupsHandle, read_keyed_handle, write_keyed_handle
 from .identity import checkpoint_properties, operator_id
-from .keyed_blocks import StateRun
+from .keyed_blocks import StateRun, encode_key_group
 from .keyed_header import (
     KEY_VALUE,
     KEYED_STATE_TYPE,
@@ -231,6 +233,50 @@ class _KeyGroupAssembler:
 
 
 @dataclass(frozen=True)
+class PartInfo:
+    """A part file of one subtask's stream: its key groups, where each starts, its size."""
+
+    subtask: int
+    name: str
+    key_groups: list[int]
+    offsets: list[int]
+    size: int
+    entries: int
+
+
+class _PartFile:
+    """Encoded key groups of one subtask written back to back into ``.parts/`` of the directory."""
+
+    def __init__(self, directory: str, subtask: int, compressed: bool) -> None:
+        self.subtask, self.compressed = subtask, compressed
+        self.name = f".parts/{subtask}-{uuid.uuid4()}"
+        self.path = Path(directory) / self.name
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "xb")  # noqa: SIM115 (closed by finish/abort)
+        self.key_groups: list[int] = []
+        self.offsets: list[int] = []
+        self.pos = 0
+
+    def add_key_group(self, key_group: int, runs: list[StateRun]) -> None:
+        if any(run.keys for run in runs):
+            data = encode_key_group(runs, self.compressed)
+            self.key_groups.append(key_group)
+            self.offsets.append(self.pos)
+            self._f.write(data)
+            self.pos += len(data)
+
+    def finish(self, entries: int) -> PartInfo:
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        return PartInfo(self.subtask, self.name, self.key_groups, self.offsets, self.pos, entries)
+
+    def abort(self) -> None:
+        self._f.close()
+        self.path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
 class StreamPart:
     """A written subtask stream: its keyed handle in ``_metadata``'s encoding and its entries."""
 
@@ -259,10 +305,56 @@ class SubtaskStreams:
     def write(self, batches: Iterable[pa.RecordBatch]) -> Iterator[StreamPart]:
         """Consume sorted batches; yield each subtask's stream once it is complete."""
         header, layouts = self._open()
+        return self._walk(batches, layouts, lambda sub: self._writer(header, sub), self._close)
+
+    def write_parts(self, batches: Iterable[pa.RecordBatch]) -> Iterator[PartInfo]:
+        """Consume sorted batches holding any key-group range; write each subtask's key groups
+        met into a part file (encoded key groups back to back, no header) and yield where they
+        are. :meth:`assemble` turns a subtask's parts into its stream: a subtask's key groups can
+        then be written by many tasks."""
+        header, layouts = self._open()
+        return self._walk(batches, layouts, lambda sub: _PartFile(self.directory, sub, header.compressed),
+                          lambda part, sub, entries: part.finish(entries))
+
+    def assemble(self, subtask: int, parts: Iterable[PartInfo]) -> StreamPart:
+        """One subtask's stream from its parts (in key-group order); the parts are removed."""
+        header, _ = self._open()
+        writer = self._writer(header, subtask)
+        entries = 0
+        try:
+            for part in sorted(parts, key=lambda x: x.key_groups[0] if x.key_groups else -1):
+                if part.subtask != subtask:
+                    raise FlinkSavepointError(f"a part of subtask {part.subtask} given to subtask {subtask}")
+                path = Path(self.directory) / part.name
+                data = path.read_bytes()
+                if len(data) != part.size:
+                    raise FlinkSavepointError(f"{path}: {len(data)} bytes, {part.size} written")
+                ends = [*part.offsets[1:], part.size]
+                for kg, begin, end in zip(part.key_groups, part.offsets, ends, strict=True):
+                    writer.add_encoded_key_group(kg, data[begin:end])
+                entries += part.entries
+                path.unlink()
+            return self._close(writer, subtask, entries)
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _walk(self, batches: Iterable[pa.RecordBatch], layouts: list[StateLayout], open_sink: Callable[[int], Any],
+              close_sink: Callable[[Any, int, int], Any]) -> Iterator[Any]:
+        """Cut sorted rows into subtasks and key groups, hand each key group's runs to the
+        subtask's sink, close each sink when its subtask's rows end."""
         current = -1
-        writer: KeyedStreamWriter | None = None
+        sink: Any = None
         assembler = _KeyGroupAssembler(layouts)
         entries = 0
+
+        def close() -> Any:
+            nonlocal entries
+            for kg, runs in assembler.finish():
+                entries += sum(len(r.keys) for r in runs)
+                sink.add_key_group(kg, runs)
+            return close_sink(sink, current, entries)
+
         try:
             for batch in batches:
                 if not batch.num_rows:
@@ -274,27 +366,28 @@ class SubtaskStreams:
                     if sub != current:
                         if sub < current:
                             raise FlinkSavepointError(f"subtask {sub} after {current}: rows are not sorted")
-                        if writer is not None:
-                            yield self._close(writer, assembler, current, entries)
+                        if sink is not None:
+                            done, sink = close(), None
+                            yield done
+                        if not 0 <= sub < self.parallelism:
+                            raise FlinkSavepointError(f"subtask {sub} is outside 0..{self.parallelism - 1}")
                         current, entries = sub, 0
-                        writer = self._writer(header, sub)
+                        sink = open_sink(sub)
                         assembler = _KeyGroupAssembler(layouts)
-                    assert writer is not None
                     for kg, runs in assembler.feed(batch.slice(a, b - a)):
                         entries += sum(len(r.keys) for r in runs)
-                        writer.add_key_group(kg, runs)
-            if writer is not None:
-                yield self._close(writer, assembler, current, entries)
-                writer = None
+                        sink.add_key_group(kg, runs)
+            if sink is not None:
+                done, sink = close(), None
+                yield done
         finally:
-            if writer is not None:
-                writer.abort()
+            if sink is not None:
+                sink.abort()
 
     def empty(self, subtask: int) -> StreamPart:
         """The stream of a subtask with no entries (its header only)."""
         header, _ = self._open()
-        w = self._writer(header, subtask)
-        return self._close(w, _KeyGroupAssembler([]), subtask, 0)
+        return self._close(self._writer(header, subtask), subtask, 0)
 
     def _writer(self, header: KeyedHeader, subtask: int) -> KeyedStreamWriter:
         if not 0 <= subtask < self.parallelism:
@@ -302,11 +395,8 @@ class SubtaskStreams:
         r = key_group_range_for_operator(self.max_parallelism, self.parallelism, subtask)
         return KeyedStreamWriter(Path(self.directory), str(uuid.uuid4()), header, r.start, len(r))
 
-    def _close(self, writer: KeyedStreamWriter, assembler: _KeyGroupAssembler, subtask: int,
-               entries: int) -> StreamPart:
-        for kg, runs in assembler.finish():
-            entries += sum(len(r.keys) for r in runs)
-            writer.add_key_group(kg, runs)
+    def _close(self, writer: KeyedStreamWriter, subtask: int, entries: int) -> StreamPart:
+        """Finish a complete stream (inline in ``_metadata`` when small, as Flink does)."""
         handle = writer.finish(writer.pos < self.inline_threshold)
         out = DataOutputSerializer()
         write_keyed_handle(out, handle)
@@ -335,6 +425,6 @@ def new_metadata(operators: list[OperatorState]) -> CheckpointMetadata:
 
 
 __all__ = ["BOOTSTRAP_CHECKPOINT_ID", "DEFAULT_INLINE_THRESHOLD", "NEW_METADATA_VERSION", "ROWS_SCHEMA",
-           "SORT_KEYS", "StreamPart", "SubtaskStreams", "columnar_entries", "envelope", "keyed_operator",
+           "SORT_KEYS", "PartInfo", "StreamPart", "SubtaskStreams", "columnar_entries", "envelope", "keyed_operator",
            "new_keyed_header", "new_metadata", "new_state_meta", "parse_stream_part", "state_value_snapshot",
            "subtask_of", "wrapper_snapshot"]
