@@ -6,9 +6,10 @@ Why here: the rows of every state are encoded with the bulk kernels by the engin
 computed exactly as Flink assigns them), tagged with their subtask and state id, sorted by subtask
 and key group, and handed to :class:`~statemorph.savepoint.flink.assemble.SubtaskStreams`, which
 writes each subtask's keyed-state stream; the driver then writes ``_metadata`` and the directory
-appears atomically. On Spark the encoding, the shuffle to subtasks, the sort and the stream writes
-run on the executors (the destination must be on a filesystem they share with the driver), and
-only each stream's handle (bytes) comes back. :mod:`.rescale` reuses the same back half.
+appears atomically. On Spark the encoding, the shuffle into key-group ranges, the sort, the part
+files and the assembly of each stream from its parts run on the executors (the destination must
+be on a filesystem they share with the driver), and only offsets and each stream's handle (bytes)
+come back. :mod:`.rescale` reuses the same back half.
 """
 
 from __future__ import annotations

@@ -202,8 +202,9 @@ def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, k
                     base: str | os.PathLike[str] | None = None) -> Any:
     """Bootstrap a new Flink canonical savepoint on Spark: one keyed operator (uid ``operator``)
     with ``states`` (name → :class:`statemorph.engine.StateData` whose ``data`` is a DataFrame or
-    an Arrow table), at ``max_parallelism`` / ``parallelism``. Encoding, the shuffle to subtasks
-    and the stream writes run on the executors (:func:`statemorph.engine.write_flink_savepoint`)."""
+    an Arrow table), at ``max_parallelism`` / ``parallelism``, or added to a copy of savepoint
+    ``base``. Encoding, the shuffle into ``tasks`` key-group ranges and the stream writes run on
+    the executors (:func:`statemorph.engine.write_flink_savepoint`)."""
     from .bootstrap import write_flink_savepoint
 
     return write_flink_savepoint(dst, operator=operator, key_serializer=key_serializer, states=states,
