@@ -37,6 +37,7 @@ ROW_KEY = parse_type("ROW<id INT, name STRING>")
 ROW_KEYS = [{"id": i * 7919 - 40000, "name": ("clé-ü-" if i % 5 == 3 else "user-") + str(i)} for i in range(40)]
 
 
+@pytest.mark.spark
 @pytest.mark.java
 def test_real_flink_restores_bootstrapped_savepoints(real_flink, spark, tmp_path):
     """Three savepoints made from scratch, restored by real Flink in one JVM: string keys written

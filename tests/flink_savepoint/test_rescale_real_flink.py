@@ -27,6 +27,7 @@ def _spec(case: Path, out: Path, **changes: Any) -> Path:
     return out
 
 
+@pytest.mark.spark
 @pytest.mark.java
 def test_real_flink_restores_a_changed_max_parallelism(real_flink, spark, tmp_path):
     s = case_spec(STRING_CASE)
