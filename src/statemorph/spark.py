@@ -1,6 +1,7 @@
 """Moved to :mod:`statemorph.engine.spark` (the Spark runner sits beside the local one and runs
 the same plan); ``statemorph.spark`` stays as the short public path."""
 
+from .engine.bootstrap import StateData
 from .engine.spark import (
     ArrowColumnUDF,
     decode_udf,
@@ -8,7 +9,10 @@ from .engine.spark import (
     migrate_savepoint,
     migrate_udf,
     read_state,
+    rescale_savepoint,
+    savepoint_metadata,
     session,
+    write_savepoint,
     write_state,
 )
 
@@ -18,7 +22,11 @@ __all__ = [
     "ensure_python_env",
     "migrate_savepoint",
     "migrate_udf",
+    "StateData",
     "read_state",
+    "rescale_savepoint",
+    "savepoint_metadata",
     "session",
+    "write_savepoint",
     "write_state",
 ]

@@ -13,24 +13,35 @@ transforms on a Spark cluster; imported on demand, pyspark is optional).
     new_events = {"events-state": [ValueStateDescriptor("events", new_ser)]}
     report = engine.migrate_savepoint("flink-sp", "flink-sp-v2", new_events)
     table = engine.read_flink_state_table("flink-sp-v2", "events-state", "events")
+
+    # the State Processor API's writer half: bootstrap a new Flink savepoint, change max parallelism
+    engine.write_flink_savepoint("boot", operator="events-state", key_serializer=LongSerializer(),
+                                 states={"events": engine.StateData(table, events_ser)}, max_parallelism=128)
+    engine.rescale_flink_savepoint("flink-sp", "flink-sp-256", "events-state", max_parallelism=256)
 """
 
 from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
+from .bootstrap import BootstrapReport, StateData, write_flink_savepoint
 from .convert import ConvertReport, convert_savepoint
 from .flink import (
     FlinkMigrateReport,
     FlinkPlan,
+    flink_savepoint_metadata,
     inspect_flink_savepoint,
     migrate_flink_savepoint,
     plan_flink_savepoint,
     read_flink_state,
+    read_flink_state_schema,
     read_flink_state_table,
 )
 from .keys import key_groups
 from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
+from .modify import ModifyReport, modify_flink_savepoint
 from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
+from .rescale import rescale_flink_savepoint
 
 __all__ = [
+    "BootstrapReport",
     "COPY",
     "ColumnDecoder",
     "ColumnMigrator",
@@ -40,24 +51,31 @@ __all__ = [
     "INCOMPATIBLE",
     "IdentityTransform",
     "KEEP",
+    "ModifyReport",
     "MIGRATE",
     "NEW",
     "RewritePlan",
     "RewriteReport",
     "StateDecoder",
     "StateEncoder",
+    "StateData",
     "StatePlan",
     "check_savepoint",
     "convert_savepoint",
+    "flink_savepoint_metadata",
     "inspect_flink_savepoint",
     "key_groups",
     "migrate_flink_savepoint",
     "migrate_savepoint",
+    "modify_flink_savepoint",
     "plan_flink_savepoint",
     "plan_rewrite",
     "read_flink_state",
+    "read_flink_state_schema",
     "read_flink_state_table",
     "read_state",
     "read_state_table",
+    "rescale_flink_savepoint",
+    "write_flink_savepoint",
     "write_state",
 ]

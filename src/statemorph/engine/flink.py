@@ -126,15 +126,19 @@ class FlinkMigrateReport:
 
 def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
                             new_descriptors: OperatorDescriptors, *, threads: int = 2, on_error: str = "raise",
-                            registry: SnapshotRegistry | None = None, spark: Any = None) -> FlinkMigrateReport:
+                            registry: SnapshotRegistry | None = None, spark: Any = None,
+                            tasks: int | None = None) -> FlinkMigrateReport:
     """Write ``dst``: Flink savepoint ``src`` with every state the plan migrates in its new
     schema, in Flink's own format, which Flink restores with the new types. An incompatible
     state raises before anything is written; ``dst`` appears complete or not at all.
 
-    With ``spark`` (a SparkSession) the subtask streams are rewritten by Spark tasks, one per
-    stream, each reading its stream from the savepoint and writing its new file into the staging
-    directory (both must be on a filesystem every executor sees at the same path); only the new
-    handles (bytes) come back to the driver, which writes ``_metadata`` and commits."""
+    With ``spark`` (a SparkSession) the subtask streams are rewritten by Spark tasks: each stream
+    is cut into key-group ranges of about equal bytes (``tasks`` in all, default twice the default
+    parallelism, planned from ``_metadata``), each range migrated by one task into a part file,
+    and each stream assembled from its parts by one task
+    (:func:`statemorph.engine.spark_flink.split_stream_jobs`). The savepoint and the staging
+    directory must be on a filesystem every executor sees at the same path; only the new handles
+    (bytes) come back to the driver, which writes ``_metadata`` and commits."""
     if on_error != "raise":
         raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
                          f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
@@ -152,44 +156,15 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
                     sp.meta.snapshot("value_serializer", registry), sp.new_serializer, threads))
                 shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
                                                                          sp.value_snapshot)
-    run_jobs = None if spark is None else _spark_jobs(spark, os.path.abspath(src), shipped, threads)
+    run_jobs = None
+    if spark is not None:
+        from .spark_flink import split_stream_jobs
+
+        n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
+        run_jobs = split_stream_jobs(spark, os.path.abspath(src), shipped, threads, n)
     done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs)
     return FlinkMigrateReport(os.fspath(src), os.fspath(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
-
-
-def _spark_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[bytes, bytes, bytes]],
-                threads: int) -> Any:
-    """A ``run_jobs`` for the rewriter that runs each stream job as one Spark task. Tasks get plain
-    data (paths, the job, snapshot bytes) and rebuild serializers through the snapshot registry."""
-
-    def run(jobs: list[Any], staging: Any) -> list[Any]:
-        if not jobs:
-            return []
-        work = [(job, {s: shipped[(job.op_index, s)] for s in job.states}) for job in jobs]
-        task = _StreamTask(src, os.path.abspath(staging), threads)
-        return spark.sparkContext.parallelize(work, len(work)).map(task).collect()
-
-    return run
-
-
-class _StreamTask:
-    """What a Spark task runs: one stream job of the rewrite, on the executor."""
-
-    def __init__(self, src: str, staging: str, threads: int) -> None:
-        self.src, self.staging, self.threads = src, staging, threads
-
-    def __call__(self, item: tuple[Any, Mapping[str, tuple[bytes, bytes, bytes]]]) -> Any:
-        from ..savepoint.flink import run_stream_job
-        from ..snapshot import read_versioned_snapshot
-
-        job, snaps = item
-        changes = {}
-        for state, (envelope, prior, new) in snaps.items():
-            new_serializer = read_versioned_snapshot(new).restore_serializer()
-            changes[state] = (envelope, _value_migration(read_versioned_snapshot(prior), new_serializer,
-                                                         self.threads))
-        return run_stream_job(FlinkSavepoint(self.src), job, changes, self.staging)
 
 
 def _value_migration(prior_snapshot: Any, new_serializer: Any, threads: int) -> Any:
@@ -202,14 +177,41 @@ def _value_migration(prior_snapshot: Any, new_serializer: Any, threads: int) -> 
 
 
 def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
-                     threads: int = 2, registry: SnapshotRegistry | None = None) -> Iterator[pa.RecordBatch]:
+                     threads: int = 2, registry: SnapshotRegistry | None = None,
+                     key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
     """One keyed state of one operator as record batches: the binary columns of the savepoint
     (key_group, key, namespace, [user_key | index], value[, ttl_timestamp]), with ``decode`` the
-    key and value columns replaced by typed columns decoded with the recorded serializers."""
+    key and value columns replaced by typed columns decoded with the recorded serializers.
+    ``key_groups`` restricts the read to a key-group range (one parallel task's share: only the
+    streams and key groups of that range are read)."""
     sp = FlinkSavepoint(path, registry)
+    st, decoders = _state_decoders(sp, operator, state, decode, registry)
+    empty = True
+    for batch in sp.iter_state_batches(operator, state, key_groups=key_groups):
+        empty = False
+        yield _decoded(batch, decoders, threads)
+    if empty:
+        yield _decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl)),
+                       decoders, threads)
+
+
+def read_flink_state_schema(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
+                            registry: SnapshotRegistry | None = None) -> pa.Schema:
+    """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
+    read): what a parallel reader declares before its tasks run."""
+    sp = FlinkSavepoint(path, registry)
+    st, decoders = _state_decoders(sp, operator, state, decode, registry)
+    empty = pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl))
+    return _decoded(empty, decoders, 1).schema
+
+
+def _state_decoders(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
+                    registry: SnapshotRegistry | None) -> tuple[Any, dict[str, Any]]:
+    """The state's description and, with ``decode``, the serializers of its key, value and user
+    key columns."""
     op = next((o for o in describe_operators(sp) if o.matches(operator)), None)
     if op is None:
-        raise SavepointError(f"{os.fspath(path)} has no operator with keyed state whose uid or uid hash is "
+        raise SavepointError(f"{sp.path} has no operator with keyed state whose uid or uid hash is "
                              f"{operator!r}")
     if state not in op.states:
         raise SavepointError(f"{op.label} has no keyed state {state!r} (states: "
@@ -221,13 +223,7 @@ def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *,
                     "value": st.snapshot("value_serializer", registry).restore_serializer()}
         if st.flink_kind == "map":
             decoders["user_key"] = st.snapshot("user_key_serializer", registry).restore_serializer()
-    empty = True
-    for batch in sp.iter_state_batches(operator, state):
-        empty = False
-        yield _decoded(batch, decoders, threads)
-    if empty:
-        yield _decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl)),
-                       decoders, threads)
+    return st, decoders
 
 
 def _decoded(batch: pa.RecordBatch, decoders: Mapping[str, Any], threads: int) -> pa.RecordBatch:
@@ -249,7 +245,7 @@ def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: s
 
 
 __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_flink_savepoint",
-           "plan_flink_savepoint", "read_flink_state", "read_flink_state_table"]
+           "plan_flink_savepoint", "read_flink_state", "read_flink_state_schema", "read_flink_state_table"]
 
 
 
@@ -307,3 +303,28 @@ def _type_text(snapshot: Any, class_name: str) -> str:
 
 
 __all__ += ["inspect_flink_savepoint"]
+
+
+_METADATA_COLUMNS = pa.schema([
+    ("operator_uid", pa.string()), ("operator_uid_hash", pa.string()), ("operator_name", pa.string()),
+    ("parallelism", pa.int32()), ("max_parallelism", pa.int32()), ("state", pa.string()), ("kind", pa.string()),
+    ("key_type", pa.string()), ("namespace_type", pa.string()), ("value_type", pa.string()),
+    ("user_key_type", pa.string()), ("ttl", pa.bool_()), ("entries", pa.int64()), ("bytes", pa.int64()),
+])
+
+
+def flink_savepoint_metadata(path: str | os.PathLike[str], *, count_entries: bool = True,
+                             registry: SnapshotRegistry | None = None) -> pa.Table:
+    """One row per keyed state (and timer queue) of every operator: Flink's ``savepoint_metadata``
+    table function in Arrow form, from :func:`inspect_flink_savepoint` (types as Flink SQL text
+    where statemorph reads the snapshot; ``entries`` and ``bytes`` null unless ``count_entries``)."""
+    info = inspect_flink_savepoint(path, count_entries=count_entries, registry=registry)
+    rows = [{"operator_uid": op["uid"], "operator_uid_hash": op["uid_hash"], "operator_name": op["name"],
+             "parallelism": op["parallelism"], "max_parallelism": op["max_parallelism"], "state": st["name"],
+             **{k: st[k] for k in ("kind", "key_type", "namespace_type", "value_type", "user_key_type", "ttl",
+                                   "entries", "bytes")}}
+            for op in info["operators"] for st in op["states"]]
+    return pa.Table.from_pylist(rows, schema=_METADATA_COLUMNS)
+
+
+__all__ += ["flink_savepoint_metadata"]

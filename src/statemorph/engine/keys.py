@@ -71,7 +71,8 @@ def _string_hash(arr: pa.Array) -> np.ndarray:
 
 def java_hash_codes(keys: pa.Array, key_serializer: Any) -> np.ndarray:
     """Java ``hashCode`` of every key (uint32 bit pattern), chosen by the key serializer as Flink
-    does (7 under IntSerializer hashes as Integer, under LongSerializer as Long)."""
+    does (7 under IntSerializer hashes as Integer, under LongSerializer as Long). RowData keys
+    (``BinaryRowData.hashCode``) may be given typed (structs) or as their serialized bytes."""
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks()
     if keys.null_count:
@@ -87,8 +88,16 @@ def java_hash_codes(keys: pa.Array, key_serializer: Any) -> np.ndarray:
         if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
             keys = pc.cast(keys, pa.string())
         return _string_hash(keys)
-    from ..state.keygroups import hasher_for_serializer
+    from ..keyed.keygroups import binary_row_hash, hasher_for_serializer, is_row_data_serializer
 
+    if is_row_data_serializer(key_serializer):
+        # BinaryRowData hashes its bytes: typed rows (structs) are encoded in bulk first
+        if not (pa.types.is_binary(keys.type) or pa.types.is_large_binary(keys.type)):
+            from .. import bulk
+
+            keys = bulk.encode(keys, key_serializer).values
+        return np.fromiter((binary_row_hash(b[4:]) & 0xFFFFFFFF for b in keys.to_pylist()), dtype=np.int64,
+                           count=len(keys)).astype(np.uint32)
     hasher = hasher_for_serializer(key_serializer)
     return np.fromiter((hasher(k) & 0xFFFFFFFF for k in keys.to_pylist()), dtype=np.int64,
                        count=len(keys)).astype(np.uint32)

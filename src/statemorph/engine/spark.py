@@ -186,12 +186,25 @@ class _BatchMap:
             yield self.fn(b)
 
 
-def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, flatten: bool = True,
-               on_error: str = "raise", verify: bool = True) -> Any:
+def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, operator: str | None = None,
+               flatten: bool = True, on_error: str = "raise", verify: bool = True, tasks: int | None = None) -> Any:
     """One state as a typed DataFrame: ``key``, ``namespace`` (windowed state only), ``user_key``
     (map state), ``index`` (list state) and the value, decoded from its serializer (RowData, Row,
     POJO, Avro, primitives...); row values become one column per field with ``flatten``.
-    ``verify`` checks the files' sha256 on the driver first (see :func:`migrate_savepoint`)."""
+    ``verify`` checks the files' sha256 on the driver first (see :func:`migrate_savepoint`).
+
+    A Flink savepoint (a directory with ``_metadata``) keeps keyed state per operator: name it with
+    ``operator`` (uid or uid hash); the state is read by key-group ranges, ``tasks`` of them
+    (:func:`statemorph.engine.spark_flink.read_flink_state_df`)."""
+    from ..savepoint.flink import is_flink_savepoint
+
+    if is_flink_savepoint(savepoint):
+        from ..errors import UsageError
+        from .spark_flink import read_flink_state_df
+
+        if operator is None:
+            raise UsageError(f"{savepoint} is a Flink savepoint: name the operator (operator=<uid or uid hash>)")
+        return read_flink_state_df(spark, savepoint, operator, state, flatten=flatten, tasks=tasks)
     md = read_metadata(savepoint)
     st = md.state(state)
     dec = StateDecoder.for_state(st, flatten=flatten, on_error=on_error)
@@ -203,6 +216,40 @@ def read_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, fla
         return spark.createDataFrame([], spark_schema)
     fn = dec.map_batches if for_spark == schema else _SparkBatches(dec.map_batches, for_spark)
     return _read_files(spark, files).mapInArrow(fn, spark_schema)
+
+
+def savepoint_metadata(spark: Any, savepoint: str | os.PathLike[str], *, count_entries: bool = True) -> Any:
+    """Flink savepoint ``savepoint``'s operators and keyed states as a DataFrame, one row per
+    state (:func:`statemorph.engine.flink_savepoint_metadata`), like Flink's ``savepoint_metadata``."""
+    from .flink import flink_savepoint_metadata
+
+    return spark.createDataFrame(flink_savepoint_metadata(savepoint, count_entries=count_entries))
+
+
+def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
+                    states: Mapping[str, Any], max_parallelism: int = 128, parallelism: int = 1,
+                    compression: bool = False, tasks: int | None = None,
+                    base: str | os.PathLike[str] | None = None) -> Any:
+    """Bootstrap a new Flink canonical savepoint on Spark: one keyed operator (uid ``operator``)
+    with ``states`` (name → :class:`statemorph.engine.StateData` whose ``data`` is a DataFrame or
+    an Arrow table), at ``max_parallelism`` / ``parallelism``, or added to a copy of savepoint
+    ``base``. Encoding, the shuffle into ``tasks`` key-group ranges and the stream writes run on
+    the executors (:func:`statemorph.engine.write_flink_savepoint`)."""
+    from .bootstrap import write_flink_savepoint
+
+    return write_flink_savepoint(dst, operator=operator, key_serializer=key_serializer, states=states,
+                                 max_parallelism=max_parallelism, parallelism=parallelism, compression=compression,
+                                 spark=spark, tasks=tasks, base=base)
+
+
+def rescale_savepoint(spark: Any, src: str | os.PathLike[str], dst: str | os.PathLike[str], operator: str, *,
+                      max_parallelism: int, parallelism: int | None = None, tasks: int | None = None) -> Any:
+    """Re-assign ``operator``'s keyed state of Flink savepoint ``src`` to ``max_parallelism`` key
+    groups (and ``parallelism`` subtasks) on Spark (:func:`statemorph.engine.rescale_flink_savepoint`)."""
+    from .rescale import rescale_flink_savepoint
+
+    return rescale_flink_savepoint(src, dst, operator, max_parallelism=max_parallelism, parallelism=parallelism,
+                                   spark=spark, tasks=tasks)
 
 
 def write_state(spark: Any, df: Any, dst: str | os.PathLike[str], *, name: str, key_serializer: Any,
@@ -303,6 +350,9 @@ __all__ = [
     "migrate_savepoint",
     "migrate_udf",
     "read_state",
+    "rescale_savepoint",
+    "savepoint_metadata",
     "session",
+    "write_savepoint",
     "write_state",
 ]

@@ -94,6 +94,28 @@ def java_double_hash(v: float) -> int:
     return java_long_hash(double_to_long_bits(v))
 
 
+def binary_row_hash(row: bytes) -> int:
+    """``BinaryRowData.hashCode()``: ``MurmurHashUtil.hashBytesByWords`` (seed 42) over the row's
+    bytes read as little-endian ints (MemorySegment's native order on every platform Flink runs
+    on), the bytes without the serializer's length prefix. SQL jobs key their state by such rows."""
+    n = len(row)
+    if n % 4:
+        raise SerializationError(f"a BinaryRowData of {n} bytes is not word-aligned")
+    h = 42
+    for i in range(0, n, 4):
+        k = int.from_bytes(row[i : i + 4], "little")
+        k = (_rotl((k * 0xCC9E2D51) & _M32, 15) * 0x1B873593) & _M32
+        h ^= k
+        h = (_rotl(h, 13) * 5 + 0xE6546B64) & _M32
+    h ^= n
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _M32
+    h ^= h >> 16
+    return _i32(h)
+
+
 KeyHasher = Callable[[Any], int]
 
 _HASHERS_BY_SERIALIZER: dict[str, KeyHasher] = {
@@ -121,6 +143,11 @@ def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
         h = _HASHERS_BY_SERIALIZER.get(cls.__name__)
         if h is not None:
             return h
+    if is_row_data_serializer(key_serializer):
+        def row_hash(key: Any) -> int:
+            return binary_row_hash(key_serializer.to_bytes(key)[4:])
+
+        return row_hash
     name = type(key_serializer).__name__
 
     def unsupported(_key: Any) -> int:
@@ -130,6 +157,18 @@ def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
         )
 
     return unsupported
+
+
+def is_row_data_serializer(key_serializer: Any) -> bool:
+    """RowData keys (Flink SQL): their bytes are length-prefixed BinaryRowData."""
+    return any(cls.__name__ == "RowDataSerializer" for cls in type(key_serializer).__mro__)
+
+
+def has_java_hash(key_serializer: Any) -> bool:
+    """Whether :func:`hasher_for_serializer` knows the Java ``hashCode`` of ``key_serializer``'s
+    keys (what re-assigning them to key groups needs), so callers can refuse before any work."""
+    return is_row_data_serializer(key_serializer) or any(cls.__name__ in _HASHERS_BY_SERIALIZER
+                                               for cls in type(key_serializer).__mro__)
 
 
 def assign_to_key_group(key_hash: int, max_parallelism: int) -> int:
@@ -198,6 +237,9 @@ __all__ = [
     "KeyHasher",
     "UPPER_BOUND_MAX_PARALLELISM",
     "assign_to_key_group",
+    "binary_row_hash",
+    "has_java_hash",
+    "is_row_data_serializer",
     "check_max_parallelism",
     "hasher_for_serializer",
     "java_boolean_hash",

@@ -33,8 +33,10 @@ import java.util.Map;
  * {@code compression}, {@code parallelism}, {@code max_parallelism}, {@code key_type} (int |
  * string | row), {@code keys}, {@code records_per_key}, {@code states} (a subset of {@link #ALL_STATES}),
  * {@code storage} (jobmanager: every stream inline in _metadata | filesystem: files above
- * {@code inline_threshold} bytes), {@code uid} of the stateful operator, and {@code events_type}
- * (the Flink SQL row type of the events state; the checker may be given a different one). The
+ * {@code inline_threshold} bytes), {@code uid} of the stateful operator, {@code events_type}
+ * (the Flink SQL row type of the events state; the checker may be given a different one), and
+ * {@code key_values} (explicit int or string keys instead of the generated ones, so the checker
+ * can probe a savepoint written outside Flink, e.g. bootstrapped by statemorph). The
  * driver also reads {@code flink} (which release takes the savepoint); Java ignores it.
  */
 final class Spec implements Serializable {
@@ -65,6 +67,8 @@ final class Spec implements Serializable {
     final long inlineThreshold;
     final String uid;
     final String eventsType;
+    /** Explicit keys (JSON ints or strings), e.g. of a savepoint bootstrapped outside Flink; null: the generated keys. */
+    final List<Object> keyValues;
 
     @SuppressWarnings("unchecked")
     private Spec(Map<String, Object> m) {
@@ -74,7 +78,15 @@ final class Spec implements Serializable {
         parallelism = (int) num(m, "parallelism", 1);
         maxParallelism = (int) num(m, "max_parallelism", 128);
         keyType = oneOf(str(m, "key_type", "int"), "key_type", "int", "string", "row");
-        keys = (int) num(m, "keys", 10);
+        List<Object> given = (List<Object>) m.get("key_values");
+        if (given != null && keyType.equals("row")) {
+            throw new IllegalArgumentException("spec: key_values takes int or string keys, not row keys");
+        }
+        keyValues = given == null ? null : new ArrayList<>();
+        for (Object v : given == null ? new ArrayList<>() : given) { // plain Integer / String: the spec is serialized
+            keyValues.add(keyType.equals("int") ? (Object) Integer.valueOf(v.toString()) : (Object) v.toString());
+        }
+        keys = keyValues != null ? keyValues.size() : (int) num(m, "keys", 10);
         recordsPerKey = (int) num(m, "records_per_key", 3);
         states = new ArrayList<>((List<String>) m.getOrDefault("states", ALL_STATES));
         for (String s : states) {
@@ -119,6 +131,9 @@ final class Spec implements Serializable {
      * holding both.
      */
     Object key(int i) {
+        if (keyValues != null) {
+            return keyValues.get(i);
+        }
         int n = i * 7919 - 40000;
         String s = (i % 5 == 3 ? "clé-ü-" : "user-") + i;
         switch (keyType) {

@@ -21,7 +21,12 @@ from typing import Any
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
 from ...errors import SavepointError
 from ...keyed.kinds import StateKind
-from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
+from ...snapshot import (
+    CompositeTypeSerializerSnapshot,
+    SnapshotRegistry,
+    TypeSerializerSnapshot,
+    write_versioned_snapshot,
+)
 from .envelope import Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, KeyedHeader, StateMetaInfo
 from .metadata import OperatorState
@@ -131,12 +136,23 @@ class FlinkOperatorDescription:
     @staticmethod
     def new_snapshot_bytes(serializer: Any) -> bytes:
         """The versioned snapshot bytes of a new serializer, in the class Flink itself writes."""
-        flink_form = getattr(serializer, "flink_snapshot_configuration", None)
-        snap = flink_form() if flink_form is not None else serializer.snapshot_configuration()
-        return write_versioned_snapshot(snap)
+        return write_versioned_snapshot(flink_snapshot(serializer))
 
     def matches(self, ident: str) -> bool:
         return ident in (self.operator.uid, self.operator.uid_hash) or ident.lower() == self.operator.uid_hash
+
+
+def flink_snapshot(serializer: Any) -> TypeSerializerSnapshot:
+    """``serializer``'s snapshot in the classes Flink itself writes: a serializer whose statemorph
+    snapshot differs from Flink's (RowData) gives Flink's form, also when it is nested inside a
+    composite (a list of rows, a map to rows)."""
+    flink_form = getattr(serializer, "flink_snapshot_configuration", None)
+    if flink_form is not None:
+        return flink_form()  # type: ignore[no-any-return]
+    snap = serializer.snapshot_configuration()
+    if isinstance(snap, CompositeTypeSerializerSnapshot):
+        snap.nested_snapshots = [flink_snapshot(s) for s in snap.get_nested_serializers(serializer)]
+    return snap  # type: ignore[no-any-return]
 
 
 def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescription]:
@@ -155,4 +171,4 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
     return out
 
 
-__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators"]
+__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "flink_snapshot"]

@@ -1,0 +1,207 @@
+"""Flink's canonical savepoints on Spark: keyed state as DataFrames, read by key-group ranges.
+
+Why: the driver plans from ``_metadata`` alone (:func:`~statemorph.savepoint.flink.splits.key_group_splits`
+cuts every subtask stream into key-group ranges of about equal bytes); each Spark task opens the
+savepoint itself, reads only its range's bytes and decodes them with the same code as the local
+reader (:func:`statemorph.engine.read_flink_state`), so a DataFrame and a local Arrow table of one
+state hold the same rows. The savepoint path must be one the executors see under the same name
+(local mode, NFS, a mounted bucket).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from ..savepoint.flink import FlinkSavepoint
+from ..savepoint.flink.splits import key_group_splits
+from .flink import read_flink_state, read_flink_state_schema
+
+
+def _spark_schema(schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+class _RangeReader:
+    """What a Spark task runs: read the key-group ranges whose task ids arrive in its input."""
+
+    def __init__(self, path: str, operator: str, state: str, ranges: list[tuple[int, int]], decode: bool,
+                 threads: int) -> None:
+        self.path, self.operator, self.state = path, operator, state
+        self.ranges, self.decode, self.threads = ranges, decode, threads
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for task in b.column(0).to_pylist():
+                start, stop = self.ranges[task]
+                for out in read_flink_state(self.path, self.operator, self.state, decode=self.decode,
+                                            threads=self.threads, key_groups=range(start, stop)):
+                    if out.num_rows:
+                        yield out
+
+
+def read_flink_state_df(spark: Any, path: str | os.PathLike[str], operator: str, state: str, *,
+                        decode: bool = True, tasks: int | None = None, threads: int = 1,
+                        flatten: bool = False) -> Any:
+    """One keyed state of one operator of a Flink savepoint as a DataFrame, with the columns of
+    :func:`~statemorph.engine.read_flink_state` (``key_group``, ``key``, ``namespace``, [``user_key``
+    | ``index``], ``value``[, ``ttl_timestamp``]; key, user key and value typed from the recorded
+    serializers, a row value a struct). ``tasks`` (default: twice the default parallelism) is how
+    many key-group ranges the state is cut into; ``flatten`` puts a row value's fields in
+    top-level columns when their names do not clash with the others."""
+    src = os.path.abspath(os.fspath(path))
+    schema = read_flink_state_schema(src, operator, state, decode=decode)
+    op = FlinkSavepoint(src).operator(operator)
+    n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
+    ranges = [(s.key_groups.start, s.key_groups.stop) for s in key_group_splits(op, n)]
+    spark_schema = _spark_schema(schema)
+    if not ranges:
+        df = spark.createDataFrame([], spark_schema)
+    else:
+        ids = spark.range(0, len(ranges), 1, len(ranges)).select("id")
+        df = ids.mapInArrow(_RangeReader(src, operator, state, ranges, decode, threads), spark_schema)
+    value = schema.field("value").type if "value" in schema.names else None
+    if flatten and value is not None and pa.types.is_struct(value):
+        names = [value.field(i).name for i in range(value.num_fields)]
+        others = [c for c in schema.names if c != "value"]
+        if not set(names) & set(others) and len(set(names)) == len(names):
+            df = df.select(*others, *[df["value"][f].alias(f) for f in names])
+    return df
+
+
+__all__ = ["read_flink_state_df"]
+
+
+# -- migrate: Spark tasks by key-group ranges ----------------------------------------------------
+
+class _PartTask:
+    """Phase 1 of a split rewrite, on an executor: migrate one key-group range of one subtask
+    stream and write its encoded key groups, back to back, into a part file of the staging
+    directory. Returns where each key group starts in the part, the part's size and the counts."""
+
+    def __init__(self, src: str, staging: str, threads: int) -> None:
+        self.src, self.staging, self.threads = src, staging, threads
+
+    def __call__(self, item: tuple[int, int, Any, tuple[int, int], Mapping[str, tuple[bytes, bytes, bytes]]]) -> Any:
+        from ..savepoint.flink import FlinkSavepoint as _Savepoint
+        from ..savepoint.flink import migrated_encoded_key_groups
+        from ..snapshot import read_versioned_snapshot
+        from .flink import _value_migration
+
+        job_index, part, job, (start, stop), snaps = item
+        sp = _Savepoint(self.src)
+        changes = {state: _value_migration(read_versioned_snapshot(prior),
+                                           read_versioned_snapshot(new).restore_serializer(), self.threads)
+                   for state, (_, prior, new) in snaps.items()}
+        op = sp.operators[job.op_index]
+        counts: dict[str, int] = {}
+        offsets: list[tuple[int, int]] = []
+        path = os.path.join(self.staging, _part_name(job.name, part))
+        for st, stream in sp.keyed_streams(op):
+            if st.index != job.subtask:
+                continue
+            with open(path, "xb") as out:
+                pos = 0
+                for kg, data in migrated_encoded_key_groups(stream, changes, op.max_parallelism,
+                                                            key_groups=range(start, stop),
+                                                            batch_values=job.batch_values, counts=counts):
+                    offsets.append((kg, pos))
+                    out.write(data)
+                    pos += len(data)
+                out.flush()
+                os.fsync(out.fileno())
+            return job_index, part, offsets, pos, counts
+        raise FileNotFoundError(f"{self.src}: no keyed stream of subtask {job.subtask}")
+
+
+def _part_name(name: str, part: int) -> str:
+    return f".parts/{name.replace('/', '_')}.{part}"
+
+
+class _AssembleTask:
+    """Phase 2, on an executor: one subtask's new stream = the migrated header, then its parts in
+    key-group order (offsets shifted), written where the rewriter expects it; the parts are
+    removed. Returns the job's :class:`~statemorph.savepoint.flink.StreamResult`."""
+
+    def __init__(self, src: str, staging: str) -> None:
+        self.src, self.staging = src, staging
+
+    def __call__(self, item: tuple[Any, Mapping[str, tuple[bytes, bytes, bytes]], list[Any]]) -> Any:
+        from pathlib import Path
+
+        from ..io import DataOutputSerializer
+        from ..savepoint.flink import FlinkSavepoint as _Savepoint
+        from ..savepoint.flink import KeyedStreamWriter, StreamResult, keep_inline, migrated_header
+        from ..savepoint.flink.handles import ByteStreamHandle, write_keyed_handle
+
+        job, snaps, parts = item
+        sp = _Savepoint(self.src)
+        op = sp.operators[job.op_index]
+        counts: dict[str, int] = {s: 0 for s in job.states}
+        for st, stream in sp.keyed_streams(op):
+            if st.index != job.subtask:
+                continue
+            header = migrated_header(stream.header, {s: snaps[s][0] for s in job.states})
+            old = stream.handle
+            with KeyedStreamWriter(Path(self.staging), job.name, header, old.start_key_group,
+                                   len(old.offsets)) as out:
+                for _, part, offsets, size, part_counts in sorted(parts, key=lambda p: p[1]):
+                    path = os.path.join(self.staging, _part_name(job.name, part))
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    ends = [o for _, o in offsets[1:]] + [size]
+                    for (kg, begin), end in zip(offsets, ends, strict=True):
+                        out.add_encoded_key_group(kg, data[begin:end])
+                    os.unlink(path)
+                    for s, n in part_counts.items():
+                        counts[s] = counts.get(s, 0) + n
+                inline = keep_inline(old.delegate, out.pos, job.inline_threshold)
+                inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else job.name
+                handle = out.finish(inline, inline_name, old.code, old.handle_id)
+            buf = DataOutputSerializer()
+            write_keyed_handle(buf, handle)
+            return StreamResult(buf.get_copy_of_buffer(), tuple((s, counts[s]) for s in job.states))
+        raise FileNotFoundError(f"{self.src}: no keyed stream of subtask {job.subtask}")
+
+
+def split_stream_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[bytes, bytes, bytes]],
+                      threads: int, tasks: int) -> Any:
+    """A ``run_jobs`` for the Flink rewriter (:func:`statemorph.savepoint.flink.rewrite`) that
+    cuts every subtask stream to rewrite into key-group ranges of about equal bytes
+    (:func:`key_group_splits`, planned from ``_metadata``), migrates the ranges as Spark tasks
+    (so one big stream is many tasks), then assembles each stream from its parts in one task per
+    stream on the executors: no entry passes through the driver, only handles and counts."""
+
+    def run(jobs: list[Any], staging: Any) -> list[Any]:
+        if not jobs:
+            return []
+        stage = os.path.abspath(staging)
+        os.makedirs(os.path.join(stage, ".parts"), exist_ok=True)
+        sp = FlinkSavepoint(src)
+        splits: dict[int, list[Any]] = {}
+        work = []
+        for i, job in enumerate(jobs):
+            op_splits = splits.setdefault(job.op_index, key_group_splits(sp.operators[job.op_index], tasks))
+            snaps = {s: shipped[(job.op_index, s)] for s in job.states}
+            for k, s in enumerate(x for x in op_splits if x.subtask == job.subtask):
+                work.append((i, k, job, (s.key_groups.start, s.key_groups.stop), snaps))
+        sc = spark.sparkContext
+        parts = sc.parallelize(work, max(1, len(work))).map(_PartTask(src, stage, threads)).collect() if work else []
+        by_job: dict[int, list[Any]] = {i: [] for i in range(len(jobs))}
+        for p in parts:
+            by_job[p[0]].append(p)
+        assemble = [(job, {s: shipped[(job.op_index, s)] for s in job.states}, by_job[i])
+                    for i, job in enumerate(jobs)]
+        results = sc.parallelize(assemble, len(assemble)).map(_AssembleTask(src, stage)).collect()
+        os.rmdir(os.path.join(stage, ".parts"))
+        return results
+
+    return run
+
+
+__all__ += ["split_stream_jobs"]

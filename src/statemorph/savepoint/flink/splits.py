@@ -1,0 +1,71 @@
+"""Key-group ranges as units of parallel work, planned from ``_metadata`` alone.
+
+Why: a keyed-state stream is a sequence of independently seekable key groups whose offsets
+``_metadata`` records, so a reader can hand each task a key-group range and the task reads only
+those bytes. Splitting by the recorded byte extents (not by key-group count) keeps tasks even when
+the parallelism is low (one huge stream becomes many tasks) or when state is skewed (a heavy key
+group gets a task of its own). No stream is opened to plan: sizes come from the handles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import FlinkSavepointError
+from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
+from .keyed_blocks import key_group_extents
+from .metadata import OperatorState
+
+
+@dataclass(frozen=True)
+class KeyGroupSplit:
+    """One task's share: a key-group range of one subtask stream and its byte count."""
+
+    subtask: int
+    key_groups: range
+    bytes: int
+
+
+def _stream_size(handle: KeyGroupsHandle, where: str) -> int:
+    d = handle.delegate
+    if isinstance(d, ByteStreamHandle):
+        return len(d.data)
+    if isinstance(d, (FileHandle, RelativeFileHandle)):
+        return d.size
+    raise FlinkSavepointError(f"{where}: the keyed-state handle has no data stream")
+
+
+def key_group_splits(op: OperatorState, tasks: int) -> list[KeyGroupSplit]:
+    """About ``tasks`` key-group ranges covering every non-empty key group of ``op``'s keyed
+    streams, each inside one stream, cut so each holds about the same number of bytes (a range
+    never splits a key group). Streams with no entries give no split."""
+    if tasks < 1:
+        raise ValueError(f"tasks must be at least 1, got {tasks}")
+    per_stream = []
+    for st in op.subtasks or []:
+        h = st.managed_keyed
+        if h is None or st.finished:
+            continue
+        where = f"{op.label()} subtask {st.index}"
+        _, extents = key_group_extents(h, _stream_size(h, where), where)
+        if extents:
+            per_stream.append((st.index, h, extents))
+    total = sum(e.end - e.offset for _, _, exts in per_stream for e in exts)
+    if not total:
+        return []
+    target = max(1, -(-total // tasks))
+    out: list[KeyGroupSplit] = []
+    for subtask, h, extents in per_stream:
+        start = h.start_key_group
+        size = 0
+        for i, e in enumerate(extents):
+            size += e.end - e.offset
+            last = i == len(extents) - 1
+            if size >= target or last:
+                stop = h.key_groups.stop if last else e.key_group + 1
+                out.append(KeyGroupSplit(subtask, range(start, stop), size))
+                start, size = stop, 0
+    return out
+
+
+__all__ = ["KeyGroupSplit", "key_group_splits"]
