@@ -263,10 +263,10 @@ def carry_over(source: FlinkSavepoint, meta: CheckpointMetadata, dropped: set[st
     relative: the rewriter's own carry-over (:mod:`statemorph.savepoint.flink.rewrite`)."""
     from pathlib import Path
 
-    from ..savepoint.flink.rewrite import _carry_files, _relativize
+    from ..savepoint.flink.rewrite import carry_files
 
-    _carry_files(source.directory, meta, dropped, Path(directory))
-    _relativize(source.directory, meta)
+    carry_files(source.directory, meta, dropped, Path(directory))
+    source.directory.relativize(meta)
 
 
 def write_metadata(directory: str | os.PathLike[str], meta: CheckpointMetadata) -> None:

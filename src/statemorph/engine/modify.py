@@ -31,9 +31,9 @@ class ModifyReport:
 
 
 def _files(sp: FlinkSavepoint, op: OperatorState) -> set[str]:
-    from ..savepoint.flink.rewrite import _file_handles
+    from ..savepoint.flink.files import file_handles
 
-    return {sp.directory.relative_name(h) for h in _file_handles(op)}
+    return {sp.directory.relative_name(h) for h in file_handles([op])}
 
 
 def modify_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,

@@ -13,14 +13,14 @@ nothing outside the directory is ever opened. The checks themselves are the shar
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 
 from ...errors import FlinkSavepointError, SavepointPathError
 from ..files import SafeFile, SavepointDir
 from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHandle
-from .metadata import METADATA_FILE_NAME, CheckpointMetadata
+from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState
 
 MAX_METADATA_BYTES = 1 << 30
 """A ``_metadata`` file larger than this is refused before it is read (inline state is capped at
@@ -126,7 +126,7 @@ class SavepointDirectory:
         handles reference (with the size ``_metadata`` records, checked when it is opened) and
         any other regular file next to ``_metadata`` (no recorded size), except ``exclude``."""
         out: dict[str, int | None] = {}
-        for h in file_handles(meta):
+        for h in file_handles(meta.operators):
             out[self.relative_name(h)] = h.size
         for entry in os.scandir(self.root):
             if entry.name != METADATA_FILE_NAME and entry.is_file(follow_symlinks=False):
@@ -142,9 +142,9 @@ class SavepointDirectory:
                         h.delegate = RelativeFileHandle(self.relative_name(h.delegate), h.delegate.size)
 
 
-def file_handles(meta: CheckpointMetadata) -> Iterator[FileHandle | RelativeFileHandle]:
-    """Every file handle of every subtask of every operator in ``meta``."""
-    for op in meta.operators:
+def file_handles(operators: Iterable[OperatorState]) -> Iterator[FileHandle | RelativeFileHandle]:
+    """Every file handle of every subtask of ``operators``."""
+    for op in operators:
         for st in op.subtasks or []:
             for h in (st.managed_operator, st.raw_operator, st.managed_keyed, st.raw_keyed):
                 if h is not None and isinstance(h.delegate, (FileHandle, RelativeFileHandle)):

@@ -221,7 +221,7 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, 
         labels = {ch.state: ch.label for ch in by_op[id(op)]}
         for state, n in result.counts:
             migrated[labels[state]] += n
-    carried = _carry_files(src.directory, meta, replaced, tmp)
+    carried = carry_files(src.directory, meta, replaced, tmp)
     src.directory.relativize(meta)
     _write_file(tmp / METADATA_FILE_NAME, serialize_metadata(meta))
     return RewriteReport(migrated, len(jobs), carried)
@@ -258,7 +258,7 @@ def _rewrite_stream(
     return handle, {ch.label: counts.get(ch.state, 0) for ch in changes}
 
 
-def _carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Path) -> int:
+def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Path) -> int:
     """Hard-link (or copy) every file the new metadata still references, plus any other regular
     file at the top of the source directory; the replaced streams are not carried. Each is opened
     first (a regular file inside the source, of the size ``_metadata`` records)."""
