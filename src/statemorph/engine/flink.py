@@ -149,17 +149,16 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
             if sp.action == MIGRATE:
                 envelope = _ENVELOPE_VERSION + sp.value_snapshot
                 changes[(op.ident, sp.name)] = (envelope, _value_migration(
-                    sp.meta.snapshot("value_serializer", registry), sp.new_serializer, threads))
+                    sp.meta.snapshot("value_serializer", registry), sp.new_serializer))
                 shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
                                                                          sp.value_snapshot)
-    run_jobs = None if spark is None else _spark_jobs(spark, os.path.abspath(src), shipped, threads)
-    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs)
+    run_jobs = None if spark is None else _spark_jobs(spark, os.path.abspath(src), shipped)
+    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads)
     return FlinkMigrateReport(os.fspath(src), os.fspath(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
 
 
-def _spark_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[bytes, bytes, bytes]],
-                threads: int) -> Any:
+def _spark_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[bytes, bytes, bytes]]) -> Any:
     """A ``run_jobs`` for the rewriter that runs each stream job as one Spark task. Tasks get plain
     data (paths, the job, snapshot bytes) and rebuild serializers through the snapshot registry."""
 
@@ -167,7 +166,7 @@ def _spark_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[by
         if not jobs:
             return []
         work = [(job, {s: shipped[(job.op_index, s)] for s in job.states}) for job in jobs]
-        task = _StreamTask(src, os.path.abspath(staging), threads)
+        task = _StreamTask(src, os.path.abspath(staging))
         return spark.sparkContext.parallelize(work, len(work)).map(task).collect()
 
     return run
@@ -176,8 +175,8 @@ def _spark_jobs(spark: Any, src: str, shipped: Mapping[tuple[int, str], tuple[by
 class _StreamTask:
     """What a Spark task runs: one stream job of the rewrite, on the executor."""
 
-    def __init__(self, src: str, staging: str, threads: int) -> None:
-        self.src, self.staging, self.threads = src, staging, threads
+    def __init__(self, src: str, staging: str) -> None:
+        self.src, self.staging = src, staging
 
     def __call__(self, item: tuple[Any, Mapping[str, tuple[bytes, bytes, bytes]]]) -> Any:
         from ..savepoint.flink import run_stream_job
@@ -187,16 +186,17 @@ class _StreamTask:
         changes = {}
         for state, (envelope, prior, new) in snaps.items():
             new_serializer = read_versioned_snapshot(new).restore_serializer()
-            changes[state] = (envelope, _value_migration(read_versioned_snapshot(prior), new_serializer,
-                                                         self.threads))
+            changes[state] = (envelope, _value_migration(read_versioned_snapshot(prior), new_serializer))
         return run_stream_job(FlinkSavepoint(self.src), job, changes, self.staging)
 
 
-def _value_migration(prior_snapshot: Any, new_serializer: Any, threads: int) -> Any:
+def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
+    """One batch of values through the bulk kernels, on the calling thread: the rewriter runs
+    its key groups on ``threads`` worker threads already."""
     from .. import arrow
 
     def migrate(values: pa.BinaryArray) -> pa.Array:
-        return arrow.migrate(values, prior_snapshot, new_serializer, threads=threads)
+        return arrow.migrate(values, prior_snapshot, new_serializer, threads=1)
 
     return migrate
 
