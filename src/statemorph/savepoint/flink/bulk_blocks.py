@@ -83,7 +83,7 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         out = []
         for ext in group:
             buf = read_key_group_view(stream.source, ext, compressed, stream.where)
-            rw.add(scan_key_group(ext.key_group, buf, n_states, stream.where))
+            rw.add(scan_key_group(ext.key_group, buf, n_states, stream.where, rw.scan_arrays))
             if rw.count >= batch_values:
                 out += encoded(rw)
         out += encoded(rw)
@@ -112,11 +112,11 @@ def _units(extents: list[KeyGroupExtent]) -> Iterator[list[KeyGroupExtent]]:
 
 @dataclass
 class ScannedGroup:
-    """One key group's bytes and where its entries are (``kg_scan``'s output, trimmed)."""
+    """One key group's bytes and where its entries' values and state runs are (``kg_scan``'s
+    output, trimmed)."""
 
     key_group: int
     buf: Any  # the uncompressed bytes (any read-only byte buffer)
-    key_pos: np.ndarray
     val_pos: np.ndarray
     val_len: np.ndarray
     run_state: np.ndarray
@@ -135,21 +135,35 @@ class ScannedGroup:
         return np.flatnonzero(self.entry_states() == sid)
 
 
-def scan_key_group(key_group: int, buf: Any, n_states: int, where: str) -> ScannedGroup:
+class ScanArrays:
+    """``kg_scan``'s output arrays, kept from one key group to the next (one set per thread):
+    sized for the most entries a group of its bytes could hold, they would otherwise be fresh
+    pages for every group."""
+
+    def __init__(self) -> None:
+        self.arrays = [np.empty(0, np.int64) for _ in range(6)]
+
+    def get(self, cap: int) -> list[np.ndarray]:
+        if len(self.arrays[0]) < cap:
+            self.arrays = [np.empty(cap, np.int64) for _ in range(6)]
+        return self.arrays
+
+
+def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
+                   scratch: ScanArrays | None = None) -> ScannedGroup:
     """The entries of one uncompressed key group; a malformed group raises the per-entry
     reader's error (``parse_key_group``)."""
     size = memoryview(buf).nbytes
     cap = size // _MIN_ENTRY_BYTES + 1
-    key_pos, key_len, val_pos, val_len = (np.empty(cap, np.int64) for _ in range(4))
-    run_state, run_first = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    key_pos, key_len, val_pos, val_len, run_state, run_first = (scratch or ScanArrays()).get(cap)
     status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, size, n_states, key_pos, key_len, val_pos, val_len,
                                                   run_state, run_first)
     if status != KG_OK or end != size:
         parse_key_group(bytes(buf), n_states, f"{where} key group {key_group}", exact_end=True)
         raise FlinkSavepointError(f"{where} key group {key_group}: the block scan stopped at offset {end} "
                                   f"(status {status}) where the entry reader did not")
-    return ScannedGroup(key_group, buf, key_pos[:ne], val_pos[:ne], val_len[:ne], run_state[:nr], run_first[:nr],
-                        end)
+    return ScannedGroup(key_group, buf, val_pos[:ne].copy(), val_len[:ne].copy(), run_state[:nr].copy(),
+                        run_first[:nr].copy(), end)
 
 
 @dataclass
@@ -183,6 +197,7 @@ class BulkValueRewriter:
         # as a migration may hand back its input (or views of it) and every state's new values are
         # read when the groups are rebuilt
         self._scratch = {sid: np.empty(0, np.uint8) for sid in states}
+        self.scan_arrays = ScanArrays()
 
     def add(self, group: ScannedGroup) -> None:
         parts = []
