@@ -12,7 +12,7 @@ compressed and not): the floor (``flink_savepoint.copy_floor``, in this process)
 once to warm up (LLVM loaded, the plan's machine code compiled, as in a benchmark's later rounds)
 and then times a second migration, ``threads=2``. Rounds interleave the three so a
 change in the machine's load hits all of them; the best round of each is reported, with the
-ratios to the floor of the same run.
+ratios to the floor of the same run (best to best, and median to median).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,12 +86,14 @@ def main(argv: list[str] | None = None) -> None:
                 runs["before"].append(_migrate(a.baseline_src, sp, Path(tmp) / "before"))
                 runs["after"].append(_migrate(current, sp, Path(tmp) / "after"))
             best = {k: min(v, key=lambda r: r["seconds"]) for k, v in runs.items()}
+            median = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
             label = "snappy" if compressed else "uncompressed"
             for k, r in best.items():
                 rates = f"{sp.n / r['seconds'] / 1e6:.2f} M entries/s, {sp.state_bytes / r['seconds'] / 1e6:.0f} MB/s"
                 all_s = ", ".join(f"{x['seconds']:.2f}" for x in runs[k])
                 print(f"{label:12} {k:6} best {r['seconds']:.2f} s (cpu {r['cpu']:.2f} s; {rates}); "
-                      f"rounds {all_s}; / floor {r['seconds'] / best['floor']['seconds']:.2f}x", flush=True)
+                      f"rounds {all_s}; / floor {r['seconds'] / best['floor']['seconds']:.2f}x "
+                      f"(medians {median[k] / median['floor']:.2f}x)", flush=True)
 
 
 if __name__ == "__main__":
