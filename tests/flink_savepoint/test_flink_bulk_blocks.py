@@ -25,16 +25,6 @@ def _grow(values: pa.Array) -> pa.Array:
     return pa.array([v[::-1] + bytes([len(v) % 256]) for v in values.to_pylist()], pa.binary())
 
 
-def _grow_in_place(values: pa.Array) -> pa.Array:
-    """``_grow`` keeping nulls (null in, null out), and saying so: the rewriter hands it the
-    values where they are in the key group, the bytes between them as null rows."""
-    return pa.array([None if v is None else v[::-1] + bytes([len(v) % 256]) for v in values.to_pylist()],
-                    pa.binary())
-
-
-_grow_in_place.keeps_nulls = True  # type: ignore[attr-defined]
-
-
 def _same(values: pa.Array) -> pa.Array:
     """A migration that hands back its input: every state's gathered values must stay intact
     until the key groups are rebuilt."""
@@ -49,8 +39,7 @@ def _per_entry(buf: bytes, n_states: int, layouts: dict[int, StateLayout], fn: A
     for r in runs:
         if r.state_id in layouts:
             users, rebuild = layouts[r.state_id].value_parts(r.values)
-            r = StateRun(r.state_id, r.keys, rebuild(_grow(pa.array(users, pa.binary())).to_pylist()
-                                                     if fn is not _same else users))
+            r = StateRun(r.state_id, r.keys, rebuild(fn(pa.array(users, pa.binary())).to_pylist()))
         out.append(r)
     return write_key_group(out)
 
@@ -63,8 +52,7 @@ def test_bulk_rewrite_equals_the_per_entry_path(case: Path) -> None:
     for _, stream in sp.keyed_streams(op):
         kinds = {i: m for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
         n = len(stream.header.states)
-        for subset, fn in ([([i], f) for i in kinds for f in (_grow, _grow_in_place)]
-                           + [(list(kinds), _grow), (list(kinds), _same), (list(kinds), _grow_in_place)]):
+        for subset, fn in [([i], _grow) for i in kinds] + [(list(kinds), _grow), (list(kinds), _same)]:
             layouts = {i: StateLayout(kinds[i], stream.header.key_serializer, op.max_parallelism, "test")
                        for i in subset}
             rw = BulkValueRewriter({i: (layouts[i], fn) for i in subset}, "test")

@@ -198,7 +198,6 @@ def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
     def migrate(values: pa.BinaryArray) -> pa.Array:
         return arrow.migrate(values, prior_snapshot, new_serializer, threads=1)
 
-    migrate.keeps_nulls = True  # type: ignore[attr-defined]  # null in, null out: values may be migrated in place
     return migrate
 
 

@@ -6,13 +6,11 @@ Snappy-decode-copy-encode of the same files. Here a key group is scanned into po
 the ``kg_scan`` kernel; each changed state's entries become *pieces* (a value state's or a map's
 entry one piece, a list one piece per element, split by ``list_split``), each piece the bytes
 kept in front of the user value (a TTL timestamp, a map's null flag) and the user value; the
-user values are migrated by the bulk kernels where they are (a binary array over the key group's
-own bytes, the bytes between values as null rows, when the migration keeps nulls as the engine's
-does) or gathered into one Arrow binary array per batch first (``copy_slices``), and the key
-group is put back together from the unchanged bytes between values, the new value lengths, the
-kept bytes and the new values, list elements joined by commas again (``kg_rebuild``). Keys,
-state ids, run order, the end-of-run flags, null map values and the end mark are the source's
-bytes, so the result is byte-identical to the per-entry path.
+user values of a batch are gathered into one Arrow binary array (``copy_slices``), migrated by
+the bulk kernels, and the key group is put back together from the unchanged bytes between
+values, the new value lengths, the kept bytes and the new values, list elements joined by commas
+again (``kg_rebuild``). Keys, state ids, run order, the end-of-run flags, null map values and the
+end mark are the source's bytes, so the result is byte-identical to the per-entry path.
 
 Key groups are independent, so consecutive ones are handed to worker threads in units
 (:func:`migrated_blocks`), each unit read, decompressed, scanned, migrated, rebuilt and
@@ -217,13 +215,17 @@ class BulkValueRewriter:
         for sid, (_, migrate) in self.states.items():
             mine = [(k, j, part) for k, (_, parts) in enumerate(self.pending) for j, part in enumerate(parts)
                     if part.sid == sid]
-            if getattr(migrate, "keeps_nulls", False) is True:
-                # each group's values where they are, the bytes between them as null rows: no copy
-                for k, j, part in mine:
-                    new[(k, j)] = self._migrate(sid, migrate, _in_place(self.pending[k][0], part), True)
-                continue
-            offsets, data = self._migrate(sid, migrate, self._gather(sid, [(self.pending[k][0], part)
-                                                                          for k, _, part in mine]), False)
+            values = self._gather(sid, [(self.pending[k][0], part) for k, _, part in mine])
+            offsets, data = np.zeros(1, np.int64), np.empty(0, np.uint8)
+            if values is not None:
+                out = migrate(values)
+                if isinstance(out, pa.ChunkedArray):
+                    out = out.combine_chunks()
+                if len(out) != len(values) or out.null_count:
+                    raise FlinkSavepointError(f"{self.where}: the value migration returned {len(out)} values "
+                                              f"({out.null_count} null) for {len(values)}")
+                self.migrated[sid] += len(values)
+                offsets, data = _binary_buffers(out)
             at = 0
             for k, j, part in mine:
                 m = len(part.pos)
@@ -234,23 +236,6 @@ class BulkValueRewriter:
         self.pending.clear()
         self.count = 0
         return result
-
-    def _migrate(self, sid: int, migrate: Migration, values: pa.Array | None,
-                 in_place: bool) -> tuple[np.ndarray, np.ndarray]:
-        """The offsets (int64, one more than values) and data of ``values`` migrated."""
-        if values is None:
-            return np.zeros(1, np.int64), np.empty(0, np.uint8)
-        out = migrate(values)
-        if isinstance(out, pa.ChunkedArray):
-            out = out.combine_chunks()
-        if len(out) != len(values) or out.null_count != values.null_count:
-            raise FlinkSavepointError(f"{self.where}: the value migration returned {len(out)} values "
-                                      f"({out.null_count} null) for {len(values)}")
-        offsets, data = _binary_buffers(out)
-        if in_place:
-            offsets = _values_of_in_place(offsets, self.where)
-        self.migrated[sid] += len(offsets) - 1
-        return offsets, data
 
     def _gather(self, sid: int, parts: list[tuple[ScannedGroup, _Pieces]]) -> pa.Array | None:
         """One binary array of the user values of the pieces of ``parts``."""
@@ -271,31 +256,6 @@ class BulkValueRewriter:
         large = offsets[-1] > np.iinfo(np.int32).max
         t, off = (pa.large_binary(), offsets) if large else (pa.binary(), offsets.astype(np.int32))
         return pa.Array.from_buffers(t, n, [None, pa.py_buffer(off), pa.py_buffer(data)])
-
-
-def _in_place(g: ScannedGroup, p: _Pieces) -> pa.Array | None:
-    """The user values of ``p`` as a binary array over the key group's own bytes: row 2j is
-    value j, row 2j + 1 (null) the bytes up to value j + 1."""
-    m = len(p.pos)
-    if m == 0:
-        return None
-    offsets = np.empty(2 * m, np.int64)
-    offsets[0::2] = p.pos + p.pre
-    offsets[1::2] = offsets[0::2] + p.user_len
-    large = offsets[-1] > np.iinfo(np.int32).max
-    t, off = (pa.large_binary(), offsets) if large else (pa.binary(), offsets.astype(np.int32))
-    n = 2 * m - 1
-    validity = np.full((n + 7) // 8, 0x55, np.uint8)  # even rows valid
-    return pa.Array.from_buffers(t, n, [pa.py_buffer(validity), pa.py_buffer(off), pa.py_buffer(g.buf)],
-                                 null_count=m - 1)
-
-
-def _values_of_in_place(offsets: np.ndarray, where: str) -> np.ndarray:
-    """The offsets of the migrated values of an :func:`_in_place` array (its even rows); its null
-    rows must have come back empty."""
-    if not np.array_equal(offsets[1:-1:2], offsets[2::2]):
-        raise FlinkSavepointError(f"{where}: the value migration wrote bytes for null rows")
-    return np.append(offsets[0::2], offsets[-1])
 
 
 def _pieces(g: ScannedGroup, sid: int, layout: StateLayout, rows: np.ndarray, where: str) -> _Pieces:

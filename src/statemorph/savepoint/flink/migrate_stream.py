@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...errors import FlinkSavepointError, StatemorphError
 from ...snapshot import SnapshotRegistry
@@ -97,11 +96,7 @@ def migrated_encoded_key_groups(
         return
 
     def checked(fn: ValueMigration, where: str) -> ValueMigration:
-        def run(arr: pa.Array) -> pa.Array:
-            return _migrate_array(fn, where, arr)
-
-        run.keeps_nulls = keeps_nulls(fn)  # type: ignore[attr-defined]
-        return run
+        return lambda arr: _migrate_array(fn, where, arr)
 
     states = {sid: (layouts[name], checked(migrations[name], layouts[name].where))
               for name, (sid, _) in metas.items()}
@@ -168,8 +163,7 @@ def _migrate(fn: ValueMigration, where: str, values: list[bytes]) -> list[bytes]
 
 
 def _migrate_array(fn: ValueMigration, where: str, arr: pa.Array) -> pa.Array:
-    """``fn(arr)``, checked: as many values as ``arr``, null exactly where ``arr`` is (nowhere,
-    unless the migration keeps nulls); other errors become typed."""
+    """``fn(arr)``, checked: as many values as ``arr``, none null; other errors become typed."""
     try:
         out = fn(arr)
     except StatemorphError:
@@ -179,15 +173,6 @@ def _migrate_array(fn: ValueMigration, where: str, arr: pa.Array) -> pa.Array:
     if not isinstance(out, (pa.Array, pa.ChunkedArray)) or len(out) != len(arr):
         got = len(out) if hasattr(out, "__len__") else type(out).__name__
         raise FlinkSavepointError(f"{where}: the value migration returned {got} values for {len(arr)}")
-    if out.null_count != arr.null_count or (
-            arr.null_count and not pc.all(pc.equal(pc.is_valid(out), pc.is_valid(arr))).as_py()):
+    if out.null_count:
         raise FlinkSavepointError(f"{where}: the value migration returned nulls")
     return out
-
-
-def keeps_nulls(fn: ValueMigration) -> bool:
-    """Whether a value migration maps a null to a null and leaves every other value alone (the
-    engine's bulk-kernel migrations do, and say so with a ``keeps_nulls`` attribute): such a
-    migration can be handed a key group's values in place, with its other bytes as null rows
-    between them, instead of a copy of the values."""
-    return getattr(fn, "keeps_nulls", False) is True
