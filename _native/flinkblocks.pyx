@@ -11,7 +11,10 @@ and contract: ``statemorph.kernels.flinkblocks_py``).
 - ``copy_slices`` copies n byte ranges from one buffer to positions in another (gathering the
   values for a migration), every range checked against both buffers.
 - ``kg_rebuild`` puts a scanned key group back together with new values in place of chosen
-  entries' values, in one pass, every position checked.
+  entries' values (a value, a map value behind its null flag, a list's elements joined by
+  commas; TTL timestamps kept), in one pass, every position checked.
+- ``list_split`` finds the elements of list values whose elements end without decoding them
+  (fixed length or ``i32`` length prefix), as positions.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint16_t
@@ -140,20 +143,29 @@ def copy_slices(const uint8_t[::1] src, const int64_t[::1] src_pos, const int64_
 
 
 def kg_rebuild(const uint8_t[::1] src, const int64_t[::1] val_pos, const int64_t[::1] val_len,
-               const int64_t[::1] slot, const int64_t[::1] prefix, const int64_t[::1] new_off,
-               const uint8_t[::1] new_data, uint8_t[::1] out):
-    """A scanned key group with new values put in: per entry the source bytes since the previous
-    value (state id, key length, key), then either the source's value length and value
-    (``slot[i] < 0``) or the new length, the first ``prefix[i]`` source value bytes (the TTL
-    timestamp) and new value ``slot[i]`` (``new_data[new_off[j]:new_off[j + 1]]``); then the
-    source's tail (the end mark). Returns the bytes written, or -1 - i when entry i does not fit
-    (a position outside a buffer, a length that does not add up, a value over 2 GiB)."""
+               const int64_t[::1] first, const int64_t[::1] count, const int64_t[::1] piece_pos,
+               const int64_t[::1] piece_pre, const int64_t[::1] new_off, const uint8_t[::1] new_data,
+               uint8_t[::1] out):
+    """A scanned key group with new values put in, in one pass: per entry the source bytes since
+    the previous value (state id, key length, key), then either the source's value length and
+    value (``first[i] < 0``) or a new value made of pieces ``first[i] .. first[i] + count[i] - 1``
+    joined by the list delimiter ``,``: piece j is the ``piece_pre[j]`` source bytes at
+    ``piece_pos[j]`` (kept: a TTL timestamp, a map's null flag; inside the entry's value) and then
+    new value j (``new_data[new_off[j]:new_off[j + 1]]``), preceded by its new length; then the
+    source's tail (the end mark). A value state's entry is one piece, a map entry one piece whose
+    kept bytes start with the null flag, a list entry one piece per element. Returns the bytes
+    written, or -1 - i when entry i does not fit (a position outside a buffer or outside the
+    entry's value, a length that does not add up, a value over 2 GiB)."""
     cdef int64_t n = val_pos.shape[0], ns = src.shape[0], no = out.shape[0], nn = new_data.shape[0]
-    cdef int64_t nslots = new_off.shape[0] - 1
-    cdef int64_t i, j, o = 0, prev = 0, vp, vl, gap, pre, a, m
+    cdef int64_t npieces = new_off.shape[0] - 1
+    cdef int64_t i, j, f, c, o = 0, prev = 0, vp, vl, gap, pre, pp, a, m, total
     cdef int64_t bad = 0
-    if val_len.shape[0] < n or slot.shape[0] < n or prefix.shape[0] < n:
+    if val_len.shape[0] < n or first.shape[0] < n or count.shape[0] < n:
         return -1
+    if piece_pos.shape[0] < npieces:
+        npieces = piece_pos.shape[0]
+    if piece_pre.shape[0] < npieces:
+        npieces = piece_pre.shape[0]
     cdef const uint8_t* s = &src[0] if ns else NULL
     cdef const uint8_t* d = &new_data[0] if nn else NULL
     cdef uint8_t* q = &out[0] if no else NULL
@@ -167,27 +179,46 @@ def kg_rebuild(const uint8_t[::1] src, const int64_t[::1] val_pos, const int64_t
                 break
             memcpy(q + o, s + prev, gap)
             o += gap
-            j = slot[i]
-            if j < 0:
+            f = first[i]
+            if f < 0:
                 if o + 4 + vl > no:
                     bad = -1 - i
                     break
                 memcpy(q + o, s + vp - 4, 4 + vl)
                 o += 4 + vl
             else:
-                pre = prefix[i]
-                if j >= nslots or pre < 0 or pre > vl:
+                c = count[i]
+                if c < 0 or f > npieces - c:
                     bad = -1 - i
                     break
-                a = new_off[j]
-                m = new_off[j + 1] - a
-                if a < 0 or m < 0 or a + m > nn or pre + m > 0x7FFFFFFF or o + 4 + pre + m > no:
+                total = c - 1 if c > 0 else 0
+                for j in range(f, f + c):
+                    pp = piece_pos[j]
+                    pre = piece_pre[j]
+                    a = new_off[j]
+                    m = new_off[j + 1] - a
+                    if pre < 0 or pp < vp or pp > vp + vl - pre or a < 0 or m < 0 or a > nn - m:
+                        bad = -1 - i
+                        break
+                    total += pre + m
+                if bad != 0:
+                    break
+                if total > 0x7FFFFFFF or o + 4 + total > no:
                     bad = -1 - i
                     break
-                store_u32_be(q + o, <uint32_t>(pre + m))
-                memcpy(q + o + 4, s + vp, pre)
-                memcpy(q + o + 4 + pre, d + a, m)
-                o += 4 + pre + m
+                store_u32_be(q + o, <uint32_t>total)
+                o += 4
+                for j in range(f, f + c):
+                    if j > f:
+                        q[o] = 0x2C
+                        o += 1
+                    pre = piece_pre[j]
+                    memcpy(q + o, s + piece_pos[j], pre)
+                    o += pre
+                    a = new_off[j]
+                    m = new_off[j + 1] - a
+                    memcpy(q + o, d + a, m)
+                    o += m
             prev = vp + vl
         if bad == 0:
             if o + (ns - prev) > no:
@@ -196,3 +227,71 @@ def kg_rebuild(const uint8_t[::1] src, const int64_t[::1] val_pos, const int64_t
                 memcpy(q + o, s + prev, ns - prev)
                 o += ns - prev
     return bad if bad != 0 else o
+
+
+def list_split(const uint8_t[::1] buf, const int64_t[::1] val_pos, const int64_t[::1] val_len,
+               const int64_t[::1] rows, int64_t ttl, int64_t fixed, int64_t[::1] elem_pos,
+               int64_t[::1] elem_end, int64_t[::1] elem_count):
+    """The elements of list values (``ListDelimitedSerializer``: elements back to back, one ``,``
+    between two, none after the last), for elements whose end is known without decoding them: a
+    fixed length (``fixed >= 0``) or an ``i32`` length prefix (``fixed == -1``), each behind a
+    ``ttl``-byte timestamp. For entry ``rows[r]``'s value it writes each element's start (where its
+    timestamp begins) and end to ``elem_pos`` / ``elem_end`` and their number to
+    ``elem_count[r]``. Returns ``(status, elements, r)``: ``KG_OK``, or at the first row that
+    does not split (``KG_LIST``; the caller lets the per-entry splitter raise its exact error) or
+    does not fit the output arrays (``KG_CAPACITY``)."""
+    cdef int64_t nr = rows.shape[0], nb = buf.shape[0], ne = val_pos.shape[0]
+    cdef int64_t cap = elem_pos.shape[0], r, row, pos, end, body, e, k = 0, cnt, ln
+    cdef int status = KG_OK
+    if elem_end.shape[0] < cap:
+        cap = elem_end.shape[0]
+    if val_len.shape[0] < ne:
+        ne = val_len.shape[0]
+    if elem_count.shape[0] < nr or ttl < 0 or fixed < -1:
+        return (KG_CAPACITY, 0, 0)
+    cdef const uint8_t* p = &buf[0] if nb else NULL
+    with nogil:
+        for r in range(nr):
+            row = rows[r]
+            if row < 0 or row >= ne or val_pos[row] < 0 or val_len[row] < 0 or val_pos[row] > nb - val_len[row]:
+                status = KG_LIST
+                break
+            pos = val_pos[row]
+            end = pos + val_len[row]
+            cnt = 0
+            while pos < end:
+                body = pos + ttl
+                if body > end:
+                    status = KG_LIST
+                    break
+                if fixed >= 0:
+                    e = body + fixed
+                else:
+                    if body + 4 > end:
+                        status = KG_LIST
+                        break
+                    ln = <int>load_u32_be(p + body)
+                    if ln < 0:
+                        status = KG_LIST
+                        break
+                    e = body + 4 + ln
+                if e > end:
+                    status = KG_LIST
+                    break
+                if k >= cap:
+                    status = KG_CAPACITY
+                    break
+                elem_pos[k] = pos
+                elem_end[k] = e
+                k += 1
+                cnt += 1
+                pos = e
+                if pos < end:
+                    if p[pos] != 0x2C or pos + 1 == end:
+                        status = KG_LIST
+                        break
+                    pos += 1
+            if status != KG_OK:
+                break
+            elem_count[r] = cnt
+    return (status, k, r if status != KG_OK else nr)

@@ -118,10 +118,13 @@ def test_rebuild_puts_new_values_in_place(group: tuple[bytes, list[StateRun]], d
     it = iter(want_values)
     want = write_key_group([StateRun(r.state_id, r.keys, [next(it) for _ in r.values]) for r in runs])
 
+    first, count = slot, np.ones(ne, np.int64)  # one piece per chosen entry, kept bytes at its value's start
+    pos = np.array([vp[i] for i in np.flatnonzero(chosen)], np.int64)
+
     def run() -> tuple[int, bytes]:
         out = np.zeros(len(want), np.uint8)
-        n = kernels.KERNELS.kg_rebuild(buf, np.array(vp, np.int64), np.array(vl, np.int64), slot, prefix, offsets,
-                                       new_data, out)
+        n = kernels.KERNELS.kg_rebuild(buf, np.array(vp, np.int64), np.array(vl, np.int64), first, count, pos,
+                                       prefix[np.flatnonzero(chosen)], offsets, new_data, out)
         return n, out.tobytes()
 
     results = on_tiers(run)
@@ -138,15 +141,18 @@ def test_rebuild_refuses_what_does_not_fit_the_same_way_on_both_tiers(group: tup
     ints = st.integers(-3, len(buf) + 3)
     val_pos = np.array([data.draw(ints) if data.draw(st.booleans()) else vp[i] for i in range(ne)], np.int64)
     val_len = np.array([data.draw(ints) if data.draw(st.booleans()) else vl[i] for i in range(ne)], np.int64)
-    slot = np.array([data.draw(st.integers(-1, 3)) for _ in range(ne)], np.int64)
-    prefix = np.array([data.draw(st.integers(-1, 9)) for _ in range(ne)], np.int64)
+    first = np.array([data.draw(st.integers(-1, 3)) for _ in range(ne)], np.int64)
+    count = np.array([data.draw(st.integers(-1, 3)) for _ in range(ne)], np.int64)
+    pieces = data.draw(st.integers(0, 5))
+    pos = np.array([data.draw(ints) for _ in range(pieces)], np.int64)
+    pre = np.array([data.draw(st.integers(-1, 9)) for _ in range(data.draw(st.integers(0, 5)))], np.int64)
     offsets = np.array(sorted(data.draw(st.lists(st.integers(-1, 12), min_size=1, max_size=4))), np.int64)
     new_data = np.arange(10, dtype=np.uint8)
     size = data.draw(st.integers(0, len(buf) + 20))
 
     def run() -> tuple[int, bytes]:
         out = np.zeros(size, np.uint8)
-        n = kernels.KERNELS.kg_rebuild(buf, val_pos, val_len, slot, prefix, offsets, new_data, out)
+        n = kernels.KERNELS.kg_rebuild(buf, val_pos, val_len, first, count, pos, pre, offsets, new_data, out)
         return n, out.tobytes()
 
     results = on_tiers(run)

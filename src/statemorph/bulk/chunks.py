@@ -7,8 +7,9 @@ Why: chunked arrays keep their chunking, threads never share a validity byte, an
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,32 @@ def run_ranges(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> 
         return [fn(*ranges[0])]
     with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
         return list(pool.map(lambda r: fn(*r), ranges))
+
+
+def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, depth: int = 0) -> Iterator[Any]:
+    """``fn(item)`` of every item, in order, computed by ``workers`` threads with at most
+    ``depth`` (default ``2 * workers``) items in flight: a streaming pipeline whose consumer (the
+    caller, e.g. a writer) overlaps with the work on the next items. The work must release the
+    GIL to gain (the kernels, the codecs and file IO do). The first error is raised in order;
+    closing the iterator early cancels what has not started and waits for the rest."""
+    if workers <= 1:
+        for item in items:
+            yield fn(item)
+        return
+    depth = depth or 2 * workers
+    pending: deque[Future[Any]] = deque()
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= depth:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+        pool.shutdown(wait=True)
 
 
 def per_chunk(obj: Any, fn: Callable[[pa.Array, int], tuple[Any, list[Exception]]], on_error: str) -> BulkResult:
@@ -106,4 +133,5 @@ def resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error:
     return bad
 
 
-__all__ = ["MAX32", "Widen", "grow_buffer", "per_chunk", "pooled", "resume", "run_ranges", "thread_ranges"]
+__all__ = ["MAX32", "Widen", "grow_buffer", "ordered_map", "per_chunk", "pooled", "resume", "run_ranges",
+           "thread_ranges"]

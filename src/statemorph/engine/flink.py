@@ -153,7 +153,7 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
             if sp.action == MIGRATE:
                 envelope = _ENVELOPE_VERSION + sp.value_snapshot
                 changes[(op.ident, sp.name)] = (envelope, _value_migration(
-                    sp.meta.snapshot("value_serializer", registry), sp.new_serializer, threads))
+                    sp.meta.snapshot("value_serializer", registry), sp.new_serializer))
                 shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
                                                                          sp.value_snapshot)
     run_jobs = None
@@ -162,16 +162,18 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
 
         n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
         run_jobs = split_stream_jobs(spark, os.path.abspath(src), shipped, threads, n)
-    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs)
+    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads)
     return FlinkMigrateReport(os.fspath(src), os.fspath(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
 
 
-def _value_migration(prior_snapshot: Any, new_serializer: Any, threads: int) -> Any:
+def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
+    """One batch of values through the bulk kernels, on the calling thread: the rewriter runs
+    its key groups on ``threads`` worker threads already."""
     from .. import arrow
 
     def migrate(values: pa.BinaryArray) -> pa.Array:
-        return arrow.migrate(values, prior_snapshot, new_serializer, threads=threads)
+        return arrow.migrate(values, prior_snapshot, new_serializer, threads=1)
 
     return migrate
 

@@ -96,7 +96,7 @@ class _PartTask:
         job_index, part, job, (start, stop), snaps = item
         sp = _Savepoint(self.src)
         changes = {state: _value_migration(read_versioned_snapshot(prior),
-                                           read_versioned_snapshot(new).restore_serializer(), self.threads)
+                                           read_versioned_snapshot(new).restore_serializer())
                    for state, (_, prior, new) in snaps.items()}
         op = sp.operators[job.op_index]
         counts: dict[str, int] = {}
@@ -109,7 +109,8 @@ class _PartTask:
                 pos = 0
                 for kg, data in migrated_encoded_key_groups(stream, changes, op.max_parallelism,
                                                             key_groups=range(start, stop),
-                                                            batch_values=job.batch_values, counts=counts):
+                                                            batch_values=job.batch_values, counts=counts,
+                                                            workers=self.threads):
                     offsets.append((kg, pos))
                     out.write(data)
                     pos += len(data)

@@ -196,6 +196,7 @@ KG_KEY_LENGTH = 4    # key length <= 0, or the key runs past the end
 KG_VALUE_LENGTH = 5  # value length < 0, or the value runs past the end
 KG_NO_MARK = 6       # no state id or end mark after a run
 KG_CAPACITY = 7      # more entries or runs than the output arrays hold
+KG_LIST = 8          # a list value that does not split into elements (``list_split``)
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "common": ("E_OK", "E_TRUNCATED", "E_TRAILING", "E_BAD_LENGTH", "E_BAD_OFFSET", "E_BAD_HEADER",
@@ -217,7 +218,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
              "O_ENUM", "O_UNION", "O_ARRAY", "O_MAP", "O_RECORD",
              "W_SKIP", "W_I32", "W_I64", "W_F32", "W_F64", "W_VALUE", "W_BOOL", "W_UTF8", "W_TREE"),
     "flinkblocks": ("KG_OK", "KG_SHORT", "KG_STATE_ID", "KG_TRUNCATED", "KG_KEY_LENGTH", "KG_VALUE_LENGTH",
-                    "KG_NO_MARK", "KG_CAPACITY"),
+                    "KG_NO_MARK", "KG_CAPACITY", "KG_LIST"),
 }
 """Which names each ``_native/abi_<family>.pxi`` declares. ``common`` (the statuses and leaf kinds)
 comes with ``cursor.pxd``, which every kernel cimports."""

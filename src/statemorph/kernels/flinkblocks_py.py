@@ -6,7 +6,9 @@ these (tests/flink_savepoint/test_flink_block_kernels.py); ``STATEMORPH_NATIVE=0
 ``i32 key length ‖ key ‖ i32 value length ‖ value`` entries, the run's last key flagged by bit
 0x80, the next state id or ``0xFFFF``) and records positions instead of creating bytes per entry;
 ``copy_slices`` moves byte ranges between buffers; ``kg_rebuild`` writes the key group again with
-new values in place of chosen entries' values. Layout: docs/flink-savepoints.md §A.6.
+new values in place of chosen entries' values (value, map and list layouts, TTL timestamps kept);
+``list_split`` finds the elements of list values whose elements end without being decoded.
+Layout: docs/flink-savepoints.md §A.6.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from .abi import (
     KG_CAPACITY,
     KG_KEY_LENGTH,
+    KG_LIST,
     KG_NO_MARK,
     KG_OK,
     KG_SHORT,
@@ -23,6 +26,8 @@ from .abi import (
     KG_TRUNCATED,
     KG_VALUE_LENGTH,
 )
+
+LIST_DELIMITER = 0x2C
 
 
 def _i32(buf: Any, pos: int) -> int:
@@ -95,14 +100,14 @@ def copy_slices(src: Any, src_pos: Any, lengths: Any, dst: Any, dst_pos: Any, st
     return -1
 
 
-def kg_rebuild(src: Any, val_pos: Any, val_len: Any, slot: Any, prefix: Any, new_off: Any, new_data: Any,
-               out: Any) -> int:
-    """A scanned key group with new values put in (see the compiled kernel's docstring): the
-    bytes written, or -1 - i when entry i does not fit."""
+def kg_rebuild(src: Any, val_pos: Any, val_len: Any, first: Any, count: Any, piece_pos: Any, piece_pre: Any,
+               new_off: Any, new_data: Any, out: Any) -> int:
+    """A scanned key group with new values put in, each made of pieces joined by ``,`` (see the
+    compiled kernel's docstring): the bytes written, or -1 - i when entry i does not fit."""
     s, d, q = memoryview(src).cast("B"), memoryview(new_data).cast("B"), memoryview(out).cast("B")
     n, ns, no, nn = len(val_pos), len(s), len(q), len(d)
-    nslots = len(new_off) - 1
-    if len(val_len) < n or len(slot) < n or len(prefix) < n:
+    npieces = min(len(new_off) - 1, len(piece_pos), len(piece_pre))
+    if len(val_len) < n or len(first) < n or len(count) < n:
         return -1
     o = prev = 0
     for i in range(n):
@@ -112,26 +117,88 @@ def kg_rebuild(src: Any, val_pos: Any, val_len: Any, slot: Any, prefix: Any, new
             return -1 - i
         q[o:o + gap] = s[prev:prev + gap]
         o += gap
-        j = int(slot[i])
-        if j < 0:
+        f = int(first[i])
+        if f < 0:
             if o + 4 + vl > no:
                 return -1 - i
             q[o:o + 4 + vl] = s[vp - 4:vp + vl]
             o += 4 + vl
         else:
-            pre = int(prefix[i])
-            if j >= nslots or pre < 0 or pre > vl:
+            c = int(count[i])
+            if c < 0 or f > npieces - c:
                 return -1 - i
-            a = int(new_off[j])
-            m = int(new_off[j + 1]) - a
-            if a < 0 or m < 0 or a + m > nn or pre + m > 0x7FFFFFFF or o + 4 + pre + m > no:
+            total = max(c - 1, 0)
+            for j in range(f, f + c):
+                pp, pre = int(piece_pos[j]), int(piece_pre[j])
+                a = int(new_off[j])
+                m = int(new_off[j + 1]) - a
+                if pre < 0 or pp < vp or pp > vp + vl - pre or a < 0 or m < 0 or a > nn - m:
+                    return -1 - i
+                total += pre + m
+            if total > 0x7FFFFFFF or o + 4 + total > no:
                 return -1 - i
-            q[o:o + 4] = (pre + m).to_bytes(4, "big")
-            q[o + 4:o + 4 + pre] = s[vp:vp + pre]
-            q[o + 4 + pre:o + 4 + pre + m] = d[a:a + m]
-            o += 4 + pre + m
+            q[o:o + 4] = total.to_bytes(4, "big")
+            o += 4
+            for j in range(f, f + c):
+                if j > f:
+                    q[o] = LIST_DELIMITER
+                    o += 1
+                pp, pre = int(piece_pos[j]), int(piece_pre[j])
+                q[o:o + pre] = s[pp:pp + pre]
+                o += pre
+                a = int(new_off[j])
+                m = int(new_off[j + 1]) - a
+                q[o:o + m] = d[a:a + m]
+                o += m
         prev = vp + vl
     if o + (ns - prev) > no:
         return -1 - n
     q[o:o + ns - prev] = s[prev:ns]
     return o + ns - prev
+
+
+def list_split(buf: Any, val_pos: Any, val_len: Any, rows: Any, ttl: int, fixed: int, elem_pos: Any,
+               elem_end: Any, elem_count: Any) -> tuple[int, int, int]:
+    """The elements of list values as positions (see the compiled kernel's docstring):
+    ``(status, elements, first row that failed or len(rows))``."""
+    p = memoryview(buf).cast("B")
+    nr, nb, ne = len(rows), len(p), min(len(val_pos), len(val_len))
+    cap = min(len(elem_pos), len(elem_end))
+    if len(elem_count) < nr or ttl < 0 or fixed < -1:
+        return KG_CAPACITY, 0, 0
+    k = 0
+    for r in range(nr):
+        row = int(rows[r])
+        if row < 0 or row >= ne or val_pos[row] < 0 or val_len[row] < 0 or val_pos[row] > nb - val_len[row]:
+            return KG_LIST, k, r
+        pos = int(val_pos[row])
+        end = pos + int(val_len[row])
+        cnt = 0
+        while pos < end:
+            body = pos + ttl
+            if body > end:
+                return KG_LIST, k, r
+            if fixed >= 0:
+                e = body + fixed
+            else:
+                if body + 4 > end:
+                    return KG_LIST, k, r
+                ln = _i32(p, body)
+                if ln < 0:
+                    return KG_LIST, k, r
+                e = body + 4 + ln
+            if e > end:
+                return KG_LIST, k, r
+            if k >= cap:
+                return KG_CAPACITY, k, r
+            elem_pos[k] = pos
+            elem_end[k] = e
+            k += 1
+            cnt += 1
+            pos = e
+            if pos < end:
+                if p[pos] != LIST_DELIMITER or pos + 1 == end:
+                    return KG_LIST, k, r
+                pos += 1
+        elem_count[r] = cnt
+    return KG_OK, k, nr

@@ -34,6 +34,7 @@ KERNEL_HOME = {
     "corerow_encode": "corerow", "corerow_decode": "corerow",
     "avro_migrate_run": "avro",
     "kg_scan": "flinkblocks", "copy_slices": "flinkblocks", "kg_rebuild": "flinkblocks",
+    "list_split": "flinkblocks",
 }
 MODULES = tuple(sorted(set(KERNEL_HOME.values())))
 

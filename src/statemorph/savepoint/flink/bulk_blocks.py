@@ -3,77 +3,120 @@
 The per-entry path (``keyed_blocks.parse_key_group`` → ``StateRun`` lists → ``write_key_group``)
 makes two ``bytes`` objects per entry and costs ~20 µs per entry, 20-30x a plain
 Snappy-decode-copy-encode of the same files. Here a key group is scanned into position arrays by
-the ``kg_scan`` kernel, the values of the changed states are gathered into one Arrow binary array
-(``copy_slices``), migrated by the bulk kernels, and the key group is put back together from the
-unchanged bytes between values, the new value lengths and the new values. Keys, state ids, run
-order, the end-of-run flags and the end mark are the source's bytes, so the result is
-byte-identical to the per-entry path.
+the ``kg_scan`` kernel; each changed state's entries become *pieces* (a value state's or a map's
+entry one piece, a list one piece per element, split by ``list_split``), each piece the bytes
+kept in front of the user value (a TTL timestamp, a map's null flag) and the user value; the
+user values of a batch are gathered into one Arrow binary array (``copy_slices``), migrated by
+the bulk kernels, and the key group is put back together from the unchanged bytes between
+values, the new value lengths, the kept bytes and the new values, list elements joined by commas
+again (``kg_rebuild``). Keys, state ids, run order, the end-of-run flags, null map values and the
+end mark are the source's bytes, so the result is byte-identical to the per-entry path.
 
-Covers the states whose stored value is the user value, optionally behind a TTL timestamp (value,
-reducing and aggregating state); lists and maps keep the per-entry path (their values must be
-split by decoding). A key group the scan refuses is handed to ``parse_key_group``, which raises
-the precise error.
+Key groups are independent, so consecutive ones are handed to worker threads in units
+(:func:`migrated_blocks`), each unit read, decompressed, scanned, migrated, rebuilt and
+compressed by one thread (the codec, the kernels and file reads release the GIL), while the
+caller writes the finished units in order.
+
+A key group or a list value the kernels refuse is handed to the per-entry reader
+(``parse_key_group``, ``StateLayout.split_list``), which raises the precise error.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from ... import kernels
+from ...bulk.chunks import ordered_map, pooled
 from ...errors import FlinkSavepointError
-from .keyed_blocks import parse_key_group, read_key_group_bytes
-from .layout import TTL_BYTES
-from .snappy import compress_key_group
+from ...kernels.abi import KG_OK
+from .keyed_blocks import KeyGroupExtent, parse_key_group, read_key_group_view
+from .layout import TTL_BYTES, StateLayout
+from .snappy import frame_key_group
 
 if TYPE_CHECKING:
     from .reader import KeyedStream
 
-BULK_KINDS = frozenset({"value", "reducing", "aggregating"})
+BULK_KINDS = frozenset({"value", "reducing", "aggregating", "list", "map"})
 _MIN_ENTRY_BYTES = 9
 """``i32 key length ‖ ≥ 1 key byte ‖ i32 value length``: bounds the entries a key group can hold."""
+UNIT_BYTES = 1 << 20
+"""Stored bytes of consecutive key groups one worker takes at a time (a key group is never split)."""
+Migration = Callable[[pa.Array], pa.Array]
+"""A changed state's value migration: a binary array of user values → one of new values."""
 
 
-def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[bool, Callable[[pa.Array], pa.Array]]], *,
-                    batch_values: int, key_groups: range | None = None,
-                    migrated: dict[int, int] | None = None) -> Iterator[tuple[int, bytes]]:
+def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Migration]], *, batch_values: int,
+                    key_groups: range | None = None, migrated: dict[int, int] | None = None,
+                    workers: int = 1) -> Iterator[tuple[int, Any]]:
     """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
-    the states in ``states`` (state id → (TTL, migration)) migrated, encoded as the stream stores
-    it (Snappy-framed when compressed), in order: what ``KeyedStreamWriter.add_encoded_key_group``
-    takes. Values are migrated in batches of about ``batch_values`` across key groups;
-    ``migrated`` receives the number of values per state id."""
-    rewriter = BulkValueRewriter(states, stream.where)
+    the states in ``states`` (state id → (layout, migration)) migrated, encoded as the stream
+    stores it (Snappy-framed when compressed), in order: what
+    ``KeyedStreamWriter.add_encoded_key_group`` takes (a bytes-like buffer). Units of consecutive
+    key groups run on ``workers`` threads; values are migrated in batches of about
+    ``batch_values`` within a unit; ``migrated`` receives the number of values per state id."""
     compressed = stream.header.compressed
     n_states = len(stream.header.states)
+    extents = [e for e in stream.extents if key_groups is None or e.key_group in key_groups]
+    local = threading.local()
+    rewriters: list[BulkValueRewriter] = []
+    lock = threading.Lock()
 
-    def flush() -> Iterator[tuple[int, bytes]]:
-        for kg, data in rewriter.flush():
-            yield kg, compress_key_group(data) if compressed else data.tobytes()
+    def rewriter() -> BulkValueRewriter:
+        rw: BulkValueRewriter | None = getattr(local, "rewriter", None)
+        if rw is None:  # one per thread: its gather buffer is reused from unit to unit
+            rw = local.rewriter = BulkValueRewriter(states, stream.where)
+            with lock:
+                rewriters.append(rw)
+        return rw
 
-    for ext in stream.extents:
-        if key_groups is not None and ext.key_group not in key_groups:
-            continue
-        buf = read_key_group_bytes(stream.source, ext, compressed, stream.where)
-        rewriter.add(scan_key_group(ext.key_group, buf, n_states, stream.where))
-        if rewriter.count >= batch_values:
-            yield from flush()
-    yield from flush()
+    def encoded(rw: BulkValueRewriter) -> list[tuple[int, Any]]:
+        return [(kg, frame_key_group(data) if compressed else data) for kg, data in rw.flush()]
+
+    def unit(group: list[KeyGroupExtent]) -> list[tuple[int, Any]]:
+        rw = rewriter()
+        out = []
+        for ext in group:
+            buf = read_key_group_view(stream.source, ext, compressed, stream.where)
+            rw.add(scan_key_group(ext.key_group, buf, n_states, stream.where, rw.scan_arrays))
+            if rw.count >= batch_values:
+                out += encoded(rw)
+        out += encoded(rw)
+        return out
+
+    for blocks in ordered_map(unit, _units(extents), workers):
+        yield from blocks
     if migrated is not None:
-        for sid, n in rewriter.migrated.items():
-            migrated[sid] = migrated.get(sid, 0) + n
+        for rw in rewriters:
+            for sid, n in rw.migrated.items():
+                migrated[sid] = migrated.get(sid, 0) + n
+
+
+def _units(extents: list[KeyGroupExtent]) -> Iterator[list[KeyGroupExtent]]:
+    unit: list[KeyGroupExtent] = []
+    size = 0
+    for ext in extents:
+        unit.append(ext)
+        size += ext.end - ext.offset
+        if size >= UNIT_BYTES:
+            yield unit
+            unit, size = [], 0
+    if unit:
+        yield unit
 
 
 @dataclass
 class ScannedGroup:
-    """One key group's bytes and where its entries are (``kg_scan``'s output, trimmed)."""
+    """One key group's bytes and where its entries' values and state runs are (``kg_scan``'s
+    output, trimmed)."""
 
     key_group: int
-    buf: bytes
-    key_pos: np.ndarray
+    buf: Any  # the uncompressed bytes (any read-only byte buffer)
     val_pos: np.ndarray
     val_len: np.ndarray
     run_state: np.ndarray
@@ -85,120 +128,188 @@ class ScannedGroup:
         counts = np.diff(np.append(self.run_first, len(self.val_pos)))
         return np.repeat(self.run_state, counts)
 
+    def rows_of(self, sid: int) -> np.ndarray:
+        """The entries of state ``sid``, in order."""
+        if len(self.run_state) == 1:  # one state in the group: no per-entry state column needed
+            return np.arange(len(self.val_pos)) if self.run_state[0] == sid else np.empty(0, np.int64)
+        return np.flatnonzero(self.entry_states() == sid)
 
-def scan_key_group(key_group: int, buf: bytes, n_states: int, where: str) -> ScannedGroup:
+
+class ScanArrays:
+    """``kg_scan``'s output arrays, kept from one key group to the next (one set per thread):
+    sized for the most entries a group of its bytes could hold, they would otherwise be fresh
+    pages for every group."""
+
+    def __init__(self) -> None:
+        self.arrays = [np.empty(0, np.int64) for _ in range(6)]
+
+    def get(self, cap: int) -> list[np.ndarray]:
+        if len(self.arrays[0]) < cap:
+            self.arrays = [np.empty(cap, np.int64) for _ in range(6)]
+        return self.arrays
+
+
+def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
+                   scratch: ScanArrays | None = None) -> ScannedGroup:
     """The entries of one uncompressed key group; a malformed group raises the per-entry
     reader's error (``parse_key_group``)."""
-    cap = len(buf) // _MIN_ENTRY_BYTES + 1
-    key_pos, key_len, val_pos, val_len = (np.empty(cap, np.int64) for _ in range(4))
-    run_state, run_first = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, len(buf), n_states, key_pos, key_len, val_pos, val_len,
+    size = memoryview(buf).nbytes
+    cap = size // _MIN_ENTRY_BYTES + 1
+    key_pos, key_len, val_pos, val_len, run_state, run_first = (scratch or ScanArrays()).get(cap)
+    status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, size, n_states, key_pos, key_len, val_pos, val_len,
                                                   run_state, run_first)
-    if status != 0 or end != len(buf):
-        parse_key_group(buf, n_states, f"{where} key group {key_group}", exact_end=True)
+    if status != KG_OK or end != size:
+        parse_key_group(bytes(buf), n_states, f"{where} key group {key_group}", exact_end=True)
         raise FlinkSavepointError(f"{where} key group {key_group}: the block scan stopped at offset {end} "
                                   f"(status {status}) where the entry reader did not")
-    return ScannedGroup(key_group, buf, key_pos[:ne], val_pos[:ne], val_len[:ne], run_state[:nr], run_first[:nr],
-                        end)
+    return ScannedGroup(key_group, buf, val_pos[:ne].copy(), val_len[:ne].copy(), run_state[:nr].copy(),
+                        run_first[:nr].copy(), end)
 
 
 @dataclass
-class _Selected:
-    group: ScannedGroup
-    rows: np.ndarray  # entry indices whose values migrate
-    prefix: np.ndarray  # bytes kept before each migrated user value (the TTL timestamp, or none)
+class _Pieces:
+    """One changed state's entries in one key group, as pieces: entry ``rows[i]``'s new value is
+    ``count[i]`` consecutive pieces (joined by commas); piece j keeps ``pre[j]`` source bytes at
+    ``pos[j]`` and replaces the ``user_len[j]`` bytes after them by its migrated user value."""
+
+    sid: int
+    rows: np.ndarray
+    count: np.ndarray
+    pos: np.ndarray
+    pre: np.ndarray
+    user_len: np.ndarray
 
 
 class BulkValueRewriter:
     """Collects scanned key groups, migrates their changed values in batches, and yields each
     key group's new uncompressed bytes in order.
 
-    ``states`` maps a state id to ``(ttl, migrate)``: whether its values carry the 8-byte TTL
-    timestamp, and the migration of a binary array of user values."""
+    ``states`` maps a state id to ``(layout, migrate)``: the state's layout (kind, TTL, how list
+    elements end) and the migration of a binary array of user values."""
 
-    def __init__(self, states: dict[int, tuple[bool, Callable[[pa.Array], pa.Array]]], where: str) -> None:
+    def __init__(self, states: dict[int, tuple[StateLayout, Migration]], where: str) -> None:
         self.states = states
         self.where = where
-        self.pending: list[_Selected] = []
+        self.pending: list[tuple[ScannedGroup, list[_Pieces]]] = []
         self.count = 0
         self.migrated: dict[int, int] = dict.fromkeys(states, 0)
-        self._scratch = np.empty(0, np.uint8)  # the gathered values, reused: fresh pages cost more than the copy
+        # the gathered values per state, reused: fresh pages cost more than the copy; one per state,
+        # as a migration may hand back its input (or views of it) and every state's new values are
+        # read when the groups are rebuilt
+        self._scratch = {sid: np.empty(0, np.uint8) for sid in states}
+        self.scan_arrays = ScanArrays()
 
     def add(self, group: ScannedGroup) -> None:
-        per_entry = group.entry_states()
-        rows = np.flatnonzero(np.isin(per_entry, list(self.states)))
-        prefix = np.zeros(len(rows), np.int64)
-        for sid, (ttl, _) in self.states.items():
-            if ttl:
-                prefix[per_entry[rows] == sid] = TTL_BYTES
-        short = group.val_len[rows] < prefix
-        if short.any():
-            raise FlinkSavepointError(
-                f"{self.where} key group {group.key_group}: TTL value of {int(group.val_len[rows][short][0])} bytes "
-                f"has no 8-byte timestamp"
-            )
-        self.pending.append(_Selected(group, rows, prefix))
-        self.count += len(rows)
+        parts = []
+        for sid, (layout, _) in self.states.items():
+            rows = group.rows_of(sid)
+            if len(rows):
+                part = _pieces(group, sid, layout, rows, f"{self.where} key group {group.key_group}")
+                parts.append(part)
+                self.count += len(part.pos)
+        self.pending.append((group, parts))
 
     def flush(self) -> list[tuple[int, memoryview]]:
         """Every pending key group as ``(key group, new uncompressed bytes)``, in order added."""
-        by_state: dict[int, list[tuple[int, np.ndarray]]] = {sid: [] for sid in self.states}
-        for k, sel in enumerate(self.pending):
-            per_entry = sel.group.entry_states()[sel.rows]
-            for sid in self.states:
-                by_state[sid].append((k, np.flatnonzero(per_entry == sid)))
-        # per pending group and changed state: (row indices into the group's ``rows``, the
-        # migrated array's offsets and data, the index of the group's first value in it)
-        new_parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]] = [[] for _ in self.pending]
-        for sid, parts in by_state.items():
-            values = self._gather(sid, parts)
-            if values is None:
-                continue
-            _, migrate = self.states[sid]
-            out = migrate(values)
-            if isinstance(out, pa.ChunkedArray):
-                out = out.combine_chunks()
-            if len(out) != len(values) or out.null_count:
-                raise FlinkSavepointError(f"{self.where}: the value migration returned {len(out)} values "
-                                          f"({out.null_count} null) for {len(values)}")
-            self.migrated[sid] += len(values)
-            offsets, data = _binary_buffers(out)
+        new: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # (group, part) → (offsets, data)
+        for sid, (_, migrate) in self.states.items():
+            mine = [(k, j, part) for k, (_, parts) in enumerate(self.pending) for j, part in enumerate(parts)
+                    if part.sid == sid]
+            values = self._gather(sid, [(self.pending[k][0], part) for k, _, part in mine])
+            offsets, data = np.zeros(1, np.int64), np.empty(0, np.uint8)
+            if values is not None:
+                out = migrate(values)
+                if isinstance(out, pa.ChunkedArray):
+                    out = out.combine_chunks()
+                if len(out) != len(values) or out.null_count:
+                    raise FlinkSavepointError(f"{self.where}: the value migration returned {len(out)} values "
+                                              f"({out.null_count} null) for {len(values)}")
+                self.migrated[sid] += len(values)
+                offsets, data = _binary_buffers(out)
             at = 0
-            for k, idx in parts:
-                new_parts[k].append((idx, offsets, data, at))
-                at += len(idx)
-        result = [(sel.group.key_group, _rebuild(sel, new_parts[k])) for k, sel in enumerate(self.pending)]
+            for k, j, part in mine:
+                m = len(part.pos)
+                new[(k, j)] = (offsets[at:at + m + 1], data)
+                at += m
+        result = [(g.key_group, _rebuild(g, parts, [new[(k, j)] for j in range(len(parts))]))
+                  for k, (g, parts) in enumerate(self.pending)]
         self.pending.clear()
         self.count = 0
         return result
 
-    def _gather(self, sid: int, parts: list[tuple[int, np.ndarray]]) -> pa.Array | None:
-        """One binary array of the user values of state ``sid`` across the pending groups."""
-        lens, srcs = [], []
-        for k, idx in parts:
-            sel = self.pending[k]
-            rows = sel.rows[idx]
-            pre = sel.prefix[idx]
-            srcs.append((sel.group.buf, sel.group.val_pos[rows] + pre))
-            lens.append(sel.group.val_len[rows] - pre)
-        n = sum(len(x) for x in lens)
+    def _gather(self, sid: int, parts: list[tuple[ScannedGroup, _Pieces]]) -> pa.Array | None:
+        """One binary array of the user values of the pieces of ``parts``."""
+        n = sum(len(p.pos) for _, p in parts)
         if n == 0:
             return None
-        all_lens = np.concatenate(lens)
         offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(all_lens, out=offsets[1:])
-        if len(self._scratch) < offsets[-1]:
-            self._scratch = np.empty(int(offsets[-1] * 1.25), np.uint8)
-        data = self._scratch[:int(offsets[-1])]
+        np.cumsum(np.concatenate([p.user_len for _, p in parts]), out=offsets[1:])
+        if len(self._scratch[sid]) < offsets[-1]:
+            self._scratch[sid] = np.empty(int(offsets[-1] * 1.25), np.uint8)
+        data = self._scratch[sid][:int(offsets[-1])]
         at = 0
-        for (buf, pos), ln in zip(srcs, lens, strict=True):
-            m = len(ln)
-            if kernels.KERNELS.copy_slices(buf, pos, ln, data, offsets[at:at + m], 0, m) != -1:
+        for g, p in parts:
+            m = len(p.pos)
+            if kernels.KERNELS.copy_slices(g.buf, p.pos + p.pre, p.user_len, data, offsets[at:at + m], 0, m) != -1:
                 raise FlinkSavepointError(f"{self.where}: a value lies outside its key group")
             at += m
         large = offsets[-1] > np.iinfo(np.int32).max
         t, off = (pa.large_binary(), offsets) if large else (pa.binary(), offsets.astype(np.int32))
         return pa.Array.from_buffers(t, n, [None, pa.py_buffer(off), pa.py_buffer(data)])
+
+
+def _pieces(g: ScannedGroup, sid: int, layout: StateLayout, rows: np.ndarray, where: str) -> _Pieces:
+    """The pieces of state ``sid``'s entries ``rows`` of ``g`` (checked as the per-entry path
+    checks them: a TTL timestamp and a map's null flag must be there)."""
+    t = TTL_BYTES if layout.ttl else 0
+    vp, vl = g.val_pos[rows], g.val_len[rows]
+    if layout.kind == "map":
+        if len(vl) and vl.min() < 1:
+            raise FlinkSavepointError(f"{where}: a map value is shorter than its null flag and TTL timestamp")
+        present = np.frombuffer(g.buf, np.uint8)[vp] == 0  # a set null flag: the entry is kept as it is
+        rows, vp, vl = rows[present], vp[present], vl[present]
+        t += 1
+        if len(vl) and vl.min() < t:
+            raise FlinkSavepointError(f"{where}: a map value is shorter than its null flag and TTL timestamp")
+    elif layout.kind == "list":
+        pos, end, count = _list_elements(g, rows, layout, t, where)
+        return _Pieces(sid, rows, count, pos, np.full(len(pos), t, np.int64), end - pos - t)
+    elif t and len(vl) and vl.min() < t:
+        raise FlinkSavepointError(f"{where}: TTL value of {int(vl[vl < t][0])} bytes has no 8-byte timestamp")
+    return _Pieces(sid, rows, np.ones(len(rows), np.int64), vp, np.full(len(rows), t, np.int64), vl - t)
+
+
+def _list_elements(g: ScannedGroup, rows: np.ndarray, layout: StateLayout, t: int,
+                   where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every element of the list values of ``rows``: (start, end, elements per row). Elements of
+    a fixed length or behind an ``i32`` length go through ``list_split``; others are found by
+    decoding each one (``StateLayout.split_list``, the reference)."""
+    codec = layout.element_codec
+    assert codec is not None
+    if codec.fixed >= 0 or codec.prefixed:
+        fixed = codec.fixed if codec.fixed >= 0 else -1
+        smallest = t + (fixed if fixed >= 0 else 4) + 1  # one element and its comma
+        cap = int((g.val_len[rows] // smallest).sum()) + len(rows)
+        pos, end, count = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(len(rows), np.int64)
+        status, k, r = kernels.KERNELS.list_split(g.buf, g.val_pos, g.val_len, rows, t, fixed, pos, end, count)
+        if status == KG_OK:
+            return pos[:k], end[:k], count
+        bad = int(rows[r])
+        start = int(g.val_pos[bad])
+        layout.split_list(bytes(memoryview(g.buf)[start:start + int(g.val_len[bad])]))  # raises the exact error
+        raise FlinkSavepointError(f"{where}: the list value of entry {bad} does not split into elements "
+                                  f"(status {status}) where the per-entry splitter did")
+    starts, ends, counts = [], [], []
+    view = memoryview(g.buf)
+    for row in rows.tolist():
+        at = int(g.val_pos[row])
+        elements = layout.split_list(bytes(view[at:at + int(g.val_len[row])]))
+        for e in elements:
+            starts.append(at)
+            ends.append(at + len(e))
+            at += len(e) + 1
+        counts.append(len(elements))
+    return np.array(starts, np.int64), np.array(ends, np.int64), np.array(counts, np.int64)
 
 
 def _binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -210,36 +321,44 @@ def _binary_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def _rebuild(sel: _Selected, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]]) -> memoryview:
+def _rebuild(g: ScannedGroup, parts: list[_Pieces], news: list[tuple[np.ndarray, np.ndarray]]) -> memoryview:
     """The key group with the migrated values in place (the ``kg_rebuild`` kernel): per entry
-    the source bytes since the previous value (state id, key length, key), the new value length,
-    the kept prefix and the new value; then the source's tail (the end mark)."""
-    g = sel.group
+    the source bytes since the previous value (state id, key length, key), then the source value
+    or the new one (its length, then each piece's kept bytes and new value, commas between);
+    then the source's tail (the end mark)."""
     n = len(g.val_pos)
-    slot = np.full(n, -1, np.int64)
-    prefix = np.zeros(n, np.int64)
+    first = np.full(n, -1, np.int64)
+    count = np.zeros(n, np.int64)
     if len(parts) == 1:
-        idx, offsets, data, at = parts[0]
-        slot[sel.rows[idx]] = np.arange(at, at + len(idx), dtype=np.int64)
-    elif parts:  # several states change in this group: their new values side by side
-        pieces = [(offsets[at:at + len(idx) + 1], data) for idx, offsets, data, at in parts]
-        offsets = np.zeros(sum(len(idx) for idx, *_ in parts) + 1, np.int64)
-        data = np.concatenate([d[int(o[0]):int(o[-1])] for o, d in pieces])
-        base = pos = 0
-        for (idx, *_), (o, _) in zip(parts, pieces, strict=True):
-            m = len(idx)
-            offsets[pos + 1:pos + m + 1] = o[1:] - o[0] + base
-            slot[sel.rows[idx]] = np.arange(pos, pos + m, dtype=np.int64)
-            base += int(o[-1] - o[0])
-            pos += m
+        part = parts[0]
+        new_off, data = news[0]
+        pos, pre = part.pos, part.pre
+    elif parts:  # several states change in this group: their pieces and new values side by side
+        pieces = [(o, d[int(o[0]):int(o[-1])]) for o, d in news]
+        new_off = np.zeros(sum(len(p.pos) for p in parts) + 1, np.int64)
+        data = np.concatenate([d for _, d in pieces])
+        base = at = 0
+        for p, (o, d) in zip(parts, pieces, strict=True):
+            m = len(p.pos)
+            new_off[at + 1:at + m + 1] = o[1:] - o[0] + base
+            base += len(d)
+            at += m
+        pos = np.concatenate([p.pos for p in parts])
+        pre = np.concatenate([p.pre for p in parts])
     else:
-        offsets, data = np.zeros(1, np.int64), np.empty(0, np.uint8)
-    prefix[sel.rows] = sel.prefix
-    moved = slot >= 0
-    new_total = int((offsets[slot[moved] + 1] - offsets[slot[moved]]).sum() + prefix[moved].sum())
-    total = len(g.buf) + new_total - int(g.val_len[moved].sum())
-    out = np.empty(total, np.uint8)
-    written = kernels.KERNELS.kg_rebuild(g.buf, g.val_pos, g.val_len, slot, prefix, offsets, data, out)
+        new_off, data = np.zeros(1, np.int64), np.empty(0, np.uint8)
+        pos = pre = np.empty(0, np.int64)
+    at = 0
+    changed = 0
+    for p in parts:
+        ends = np.cumsum(p.count)
+        first[p.rows] = ends - p.count + at
+        count[p.rows] = p.count
+        at += int(ends[-1]) if len(ends) else 0
+        changed += int(g.val_len[p.rows].sum()) - int(np.maximum(p.count - 1, 0).sum())
+    total = memoryview(g.buf).nbytes - changed + int(pre.sum()) + int(new_off[-1] - new_off[0])
+    out = pooled(total)
+    written = kernels.KERNELS.kg_rebuild(g.buf, g.val_pos, g.val_len, first, count, pos, pre, new_off, data, out)
     if written != total:
         raise FlinkSavepointError(f"key group {g.key_group}: rebuilding entry {-1 - written} failed "
                                   f"(wrote {written} of {total} bytes)")

@@ -13,11 +13,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import FlinkSavepointError
 from .files import StreamSource
 from .handles import KeyGroupsHandle
-from .snappy import compress_key_group, decompress_key_group
+from .snappy import compress_key_group, unframe_key_group
 
 END_OF_KEY_GROUP = 0xFFFF
 FLAG = 0x80
@@ -59,9 +60,14 @@ def key_group_extents(handle: KeyGroupsHandle, stream_size: int, where: str) -> 
 
 
 def read_key_group_bytes(src: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str) -> bytes:
+    return bytes(read_key_group_view(src, ext, compressed, where))
+
+
+def read_key_group_view(src: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str) -> Any:
+    """One key group's uncompressed bytes as a read-only buffer (no copy after the codec's)."""
     raw = src.read_at(ext.offset, ext.end - ext.offset, f"key group {ext.key_group}")
     if compressed:
-        return decompress_key_group(raw, f"{where} key group {ext.key_group}")
+        return unframe_key_group(raw, f"{where} key group {ext.key_group}")
     return raw
 
 

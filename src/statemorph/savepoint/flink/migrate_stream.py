@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -76,18 +77,19 @@ def migrated_encoded_key_groups(
     key_groups: range | None = None,
     batch_values: int = DEFAULT_BATCH_VALUES,
     counts: dict[str, int] | None = None,
-) -> Iterator[tuple[int, bytes]]:
+    workers: int = 1,
+) -> Iterator[tuple[int, Any]]:
     """:func:`migrated_key_groups`, each key group encoded as
-    :meth:`KeyedStreamWriter.add_encoded_key_group` takes it (Snappy-framed when the stream is
-    compressed): the same bytes as :func:`encode_key_group` of its runs. When every migrated state
-    stores the user value itself (value, reducing, aggregating; a TTL timestamp is kept) the key
-    groups never become Python objects per entry: the block kernels scan and rebuild them around
-    the bulk migration (:func:`.bulk_blocks.migrated_blocks`, ~15x faster); lists and maps take
-    the per-entry path."""
+    :meth:`KeyedStreamWriter.add_encoded_key_group` takes it (a bytes-like buffer, Snappy-framed
+    when the stream is compressed): the same bytes as :func:`encode_key_group` of its runs. The
+    key groups never become Python objects per entry: the block kernels scan them, split list
+    values into elements, and rebuild them around the bulk migration (value, reducing,
+    aggregating, list and map state; TTL timestamps and map null flags kept), on ``workers``
+    threads (:func:`.bulk_blocks.migrated_blocks`)."""
     metas = {name: stream.header.state(name) for name in migrations}
     layouts = {name: StateLayout(meta, stream.header.key_serializer, max_parallelism,
                                  f"{stream.where} state {name!r}") for name, (_, meta) in metas.items()}
-    if not all(layout.kind in BULK_KINDS for layout in layouts.values()):
+    if not all(layout.kind in BULK_KINDS for layout in layouts.values()):  # refused there, with its reason
         for kg, runs in migrated_key_groups(stream, migrations, max_parallelism, key_groups=key_groups,
                                             batch_values=batch_values, counts=counts):
             yield kg, encode_key_group(runs, stream.header.compressed)
@@ -96,10 +98,11 @@ def migrated_encoded_key_groups(
     def checked(fn: ValueMigration, where: str) -> ValueMigration:
         return lambda arr: _migrate_array(fn, where, arr)
 
-    states = {sid: (layouts[name].ttl, checked(migrations[name], layouts[name].where))
+    states = {sid: (layouts[name], checked(migrations[name], layouts[name].where))
               for name, (sid, _) in metas.items()}
     migrated: dict[int, int] = {}
-    yield from migrated_blocks(stream, states, batch_values=batch_values, key_groups=key_groups, migrated=migrated)
+    yield from migrated_blocks(stream, states, batch_values=batch_values, key_groups=key_groups, migrated=migrated,
+                               workers=workers)
     if counts is not None:
         for name, (sid, _) in metas.items():
             counts[name] = counts.get(name, 0) + migrated.get(sid, 0)

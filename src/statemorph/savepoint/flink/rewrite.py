@@ -71,6 +71,7 @@ def rewrite(
     inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
     batch_values: int = DEFAULT_BATCH_VALUES,
     run_jobs: RunJobs | None = None,
+    threads: int = 1,
 ) -> RewriteReport:
     """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
 
@@ -83,7 +84,9 @@ def rewrite(
     UTF class ‖ i32 version ‖ payload``; the list element, the map value, the value without its
     TTL wrapper: List, Map and TTL wrappers are kept), and ``migrate`` turns a ``pa.BinaryArray``
     of old per-value bytes (as the Parquet form stores them: no TTL timestamp, no map null flag,
-    one list element per item) into an array of new bytes of the same length.
+    one list element per item) into an array of new bytes of the same length. ``threads``: the
+    worker threads of each stream job (key groups are read, migrated and compressed in parallel
+    while the job writes; ``migrate`` is then called from those threads).
     """
     dst = Path(dst_dir)
     if destination_taken(dst):
@@ -94,7 +97,7 @@ def rewrite(
         raise FlinkSavepointError(f"{dst}: the parent directory does not exist")
     with StagedDirectory(dst, source=src_dir) as staged:
         try:
-            return _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs)
+            return _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads)
         except OSError as e:  # a write the helpers below did not name (e.g. in a Spark task)
             raise output_error(e, getattr(e, "filename", None) or staged.temp, "write") from e
 
@@ -156,6 +159,7 @@ class StreamJob:
     states: tuple[str, ...]
     inline_threshold: int
     batch_values: int
+    threads: int = 1
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,7 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
             continue
         chs = [_Change(op, name, *changes[name], (op.uid or op.uid_hash, name)) for name in job.states]
         handle, counts = _rewrite_stream(stream, chs, Path(tmp), job.name, job.inline_threshold, job.batch_values,
-                                         op.max_parallelism)
+                                         op.max_parallelism, job.threads)
         out = DataOutputSerializer()
         write_keyed_handle(out, handle)
         return StreamResult(out.get_copy_of_buffer(), tuple((label[1], n) for label, n in counts.items()))
@@ -189,7 +193,7 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
 
 
 def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, batch_values: int,
-           run_jobs: RunJobs | None = None) -> RewriteReport:
+           run_jobs: RunJobs | None = None, threads: int = 1) -> RewriteReport:
     meta = copy.deepcopy(src.metadata)
     by_op: dict[int, list[_Change]] = {}
     for ch in plan:
@@ -204,7 +208,7 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, 
                 continue
             old_delegate = stream.handle.delegate
             jobs.append(StreamJob(op_index, st.index, _stream_file_name(src.directory, old_delegate), mine,
-                                  threshold, batch_values))
+                                  threshold, batch_values, threads))
             if isinstance(old_delegate, (FileHandle, RelativeFileHandle)):
                 replaced.add(src.directory.relative_name(old_delegate))
     if run_jobs is None:
@@ -243,14 +247,15 @@ def _stream_file_name(d: SavepointDirectory, delegate: StreamHandle) -> str:
 
 def _rewrite_stream(
     stream: KeyedStream, changes: list[_Change], tmp: Path, name: str, threshold: int, batch_values: int,
-    max_parallelism: int,
+    max_parallelism: int, threads: int = 1,
 ) -> tuple[KeyGroupsHandle, dict[tuple[str, str], int]]:
     header = migrated_header(stream.header, {ch.state: ch.envelope for ch in changes})
     counts: dict[str, int] = {}
     old = stream.handle
     with KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets)) as out:
         for kg, data in migrated_encoded_key_groups(stream, {ch.state: ch.migrate for ch in changes},
-                                                    max_parallelism, batch_values=batch_values, counts=counts):
+                                                    max_parallelism, batch_values=batch_values, counts=counts,
+                                                    workers=threads):
             out.add_encoded_key_group(kg, data)
         inline = keep_inline(old.delegate, out.pos, threshold)
         inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name

@@ -16,6 +16,8 @@ chunk types match what Flink itself would choose for the same compressed sizes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import cramjam
 
 from ...errors import FlinkSavepointError
@@ -28,47 +30,62 @@ UNCOMPRESSED_CHUNK = 0x01
 
 def compress_key_group(data: bytes | bytearray | memoryview) -> bytes:
     """One framed Snappy stream for one key group's bytes (xerial's chunk rules)."""
-    framed = bytes(cramjam.snappy.compress(bytes(data)))
-    if not framed.startswith(STREAM_IDENTIFIER):
+    return bytes(frame_key_group(data))
+
+
+def frame_key_group(data: Any) -> memoryview | bytearray:
+    """:func:`compress_key_group` without copies when no chunk must be stored raw (the common
+    case): the codec's own framed buffer, as a view. ``data`` is any contiguous byte buffer."""
+    framed = cramjam.snappy.compress(data)
+    view = memoryview(framed)
+    if bytes(view[: len(STREAM_IDENTIFIER)]) != STREAM_IDENTIFIER:
         raise FlinkSavepointError("the Snappy codec did not write a framed stream identifier")
-    out = bytearray(STREAM_IDENTIFIER)
-    pos, src_pos, n = len(STREAM_IDENTIFIER), 0, len(framed)
-    raw = memoryview(bytes(data))
+    raw = memoryview(data).cast("B")
+    stored = []  # (chunk position, chunk length, source position, source length) of chunks kept raw
+    pos, src_pos, n = len(STREAM_IDENTIFIER), 0, len(view)
     while pos < n:
-        kind = framed[pos]
-        length = int.from_bytes(framed[pos + 1 : pos + 4], "little")
-        payload = framed[pos + 4 : pos + 4 + length]
+        kind = view[pos]
+        length = int.from_bytes(view[pos + 1 : pos + 4], "little")
         if kind == COMPRESSED_CHUNK:
-            body = payload[4:]
+            body = view[pos + 8 : pos + 4 + length]
             raw_len = cramjam.snappy.decompress_raw_len(body)
             if len(body) / raw_len > MIN_COMPRESSION_RATIO:
-                stored = raw[src_pos : src_pos + raw_len]
-                out.append(UNCOMPRESSED_CHUNK)
-                out += (len(stored) + 4).to_bytes(3, "little")
-                out += payload[:4]
-                out += stored
-            else:
-                out += framed[pos : pos + 4 + length]
+                stored.append((pos, length, src_pos, raw_len))
             src_pos += raw_len
         elif kind == UNCOMPRESSED_CHUNK:
-            out += framed[pos : pos + 4 + length]
             src_pos += length - 4
-        else:
-            out += framed[pos : pos + 4 + length]
         pos += 4 + length
     if src_pos != len(raw):
         raise FlinkSavepointError(f"Snappy framing covered {src_pos} of {len(raw)} bytes")
-    return bytes(out)
+    if not stored:
+        return view
+    out = bytearray()
+    at = 0
+    for pos, length, src_pos, raw_len in stored:
+        out += view[at:pos]
+        out.append(UNCOMPRESSED_CHUNK)
+        out += (raw_len + 4).to_bytes(3, "little")
+        out += view[pos + 4 : pos + 8]  # the masked CRC32C of the uncompressed bytes
+        out += raw[src_pos : src_pos + raw_len]
+        at = pos + 4 + length
+    out += view[at:]
+    return out
 
 
 def decompress_key_group(data: bytes | memoryview, where: str) -> bytes:
     """The bytes of one framed Snappy stream (a key group), checked by the codec (CRCs included)."""
+    return bytes(unframe_key_group(data, where))
+
+
+def unframe_key_group(data: Any, where: str) -> Any:
+    """:func:`decompress_key_group` without the copy into ``bytes``: the codec's buffer (read-only,
+    buffer protocol)."""
     if not bytes(data[: len(STREAM_IDENTIFIER)]) == STREAM_IDENTIFIER:
         raise FlinkSavepointError(
             f"{where}: a compressed key group must start with the Snappy stream identifier "
             f"ff 06 00 00 73 4e 61 50 70 59, found {bytes(data[:10]).hex(' ')}"
         )
     try:
-        return bytes(cramjam.snappy.decompress(bytes(data)))
+        return cramjam.snappy.decompress(data)
     except cramjam.DecompressionError as e:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: {e}") from e
