@@ -95,7 +95,7 @@ class KeyedStreamWriter:
             delegate = RelativeFileHandle(self.name, self.pos)
         return KeyGroupsHandle(code, self.start, self.offsets, delegate, handle_id)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | bytearray | memoryview) -> None:
         """Write failures (no space, a file-size limit, a read-only file system) are one
         :class:`~statemorph.errors.OutputError` line naming the file."""
         try:
