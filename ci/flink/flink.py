@@ -96,6 +96,11 @@ def classpath(version: str = DEFAULT_VERSION) -> str:
     if not cpfile.is_file():
         flag = "" if version == DEFAULT_VERSION else " --with-1.20"
         raise FlinkUnavailable(f"{cpfile} is missing: run ci/flink/setup.sh{flag}")
+    stamp = build_dir() / f"classes-{version}" / ".stamp"
+    changed = [src.name for src in sorted((HERE / "src" / "savepoints").glob("*.java"))
+               if not stamp.is_file() or src.stat().st_mtime > stamp.stat().st_mtime]
+    if changed:  # a merge or an edit since the last build: old classes would fail in confusing ways
+        raise FlinkUnavailable(f"the built classes are older than {', '.join(changed[:3])}: run ci/flink/setup.sh")
     return cpfile.read_text().strip()
 
 
