@@ -298,6 +298,7 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
     x.d = v.data
+    x.d_len = v.data_len
     verbatim = P(&x, 0, C_FLAGS) & F_VERBATIM
     ops = lower_plan(keep, x.prog)
     with nogil:

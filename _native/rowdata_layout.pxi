@@ -46,7 +46,7 @@ ctypedef struct Ctx:
     int64_t err_node
     int64_t row
     const uint8_t* d
-    int64_t d_len           # decode: bytes of ``d`` (lets hashing read whole words near the end)
+    int64_t d_len           # bytes of ``d``, 0 if unknown (lets hashing read whole words near the end)
     bint metered            # decode with arrays: the row / array checks spend ``budget`` (see spend)
     int64_t budget
 
@@ -268,8 +268,9 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
     """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``) may
     hold two equal keys or a null one: then its map goes to the reference serializer (HAND_BACK),
     which decides. A key's hash is ``key_hash`` of its canonical bytes (string / binary bytes
-    wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0): equal keys hash alike, equal hashes only
-    *may* be equal keys. ROW / ARRAY / MAP
+    wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0, a big DECIMAL's unscaled value sign-extended
+    to 16 bytes, a big TIMESTAMP's millis and nanos): equal keys hash alike, equal hashes only
+    *may* be equal keys. ``check_map`` asks it for every map (decode, migrate, verbatim copies). ROW / ARRAY / MAP
     keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
     table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
     input, as BOOLEAN / TINYINT / SMALLINT keys beyond their value count are not hashed), and no
@@ -278,8 +279,8 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
     cdef int64_t j, slot, ln, src = 0
     cdef uint64_t stack[64]
     cdef uint64_t* h = stack
-    cdef uint64_t w
-    cdef uint8_t canon[8]
+    cdef uint64_t w, raw
+    cdef uint8_t canon[16]
     cdef bint suspect = False
     for j in range(0, n, 32):  # null bits a word at a time (bits past n do not count)
         w = load_u32_le(d + base + 4 + (j >> 3))
@@ -303,6 +304,21 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
             ln = elem_bytes(d, base, slot, &src)
             h[j] = key_hash(d + src, ln, d_len - src)
             continue
+        if k == R_DEC_BIG or k == R_TS_BIG:  # the slot holds an offset: hash the value
+            raw = load_u64_le(d + slot)
+            src = base + <int64_t>(raw >> 32)
+            ln = <int64_t>(raw & 0xFFFFFFFFu)
+            if k == R_DEC_BIG:  # the unscaled value, sign-extended to 16 bytes
+                if ln > 16:
+                    suspect = True
+                    break
+                memset(canon, 0xFF if ln > 0 and (d[src] & 0x80) else 0, 16 - ln)
+                memcpy(canon + 16 - ln, d + src, ln)
+            else:  # millis, then nano-of-millisecond
+                memcpy(canon, d + src, 8)
+                store_u64_le(canon + 8, <uint64_t>ln)
+            h[j] = key_hash(canon, 16, 16)
+            continue
         memcpy(canon, d + slot, es)
         if k == R_BOOL:
             canon[0] = canon[0] != 0
@@ -311,11 +327,12 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
             if w == ((<uint64_t>1) << (8 * es - 1)):
                 memset(canon, 0, es)  # -0.0 == 0.0
         h[j] = key_hash(canon, es, 8)
-    sort_u64(h, n)
-    for j in range(1, n):
-        if h[j] == h[j - 1]:
-            suspect = True
-            break
+    if not suspect:
+        sort_u64(h, n)
+        for j in range(1, n):
+            if h[j] == h[j - 1]:
+                suspect = True
+                break
     if h != stack:
         free(h)
     return suspect

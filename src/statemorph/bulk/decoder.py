@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import MalformedDataError, StateFormatError, StatemorphError, check_on_error
+from ..errors import MalformedDataError, StateFormatError, StatemorphError, UnrepresentableValueError, check_on_error
 from ..types import ArrayType, LogicalType, MapType, MultisetType, RowType
 from . import capabilities, inputs, tiers
 from .capabilities import core_row_program, fixed_kind, row_program
@@ -287,11 +287,13 @@ def decode_per_value(arr: pa.Array, serializer: Any, errors: RowErrors, base: in
             continue
         try:
             v = serializer.from_bytes(raw)
+            values.append(to_arrow(v))
+        except UnrepresentableValueError as e:  # read, but Arrow cannot hold it: refused, never changed
+            errors.add(locate(UnrepresentableValueError(f"decode: row {base + i}: {e}"), base + i, e.field_path))
+            values.append(None)
         except StateFormatError as e:
             errors.add(per_row_error(e, base + i, "decode"))
             values.append(None)
-            continue
-        values.append(to_arrow(v))
     try:
         arrow_t = arrow_type(row_type) if row_type is not None else arrow_type_for(serializer)
     except StatemorphError:

@@ -71,14 +71,17 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
             return span(s, e) + growth * (e - s)
 
         fallback = None
-        if kernel == "avro":
+        if kernel in ("avro", "rowdata"):
             prior = prior_snapshot.restore_serializer()
+            target, as_is = _reference_target(compat, new_serializer)
 
             def fallback(row: int) -> bytes | Exception:
-                """An entry the kernel leaves to the reference (``E_REROUTE``): its bytes, or
-                the error of a bad entry."""
+                """An entry the kernel hands back to the reference (``abi.HAND_BACK``: a RowData map
+                whose keys may repeat or hold a null, an Avro map with a repeated key or bytes
+                read as a string that are not UTF-8): what ``migrate_bytes`` makes of it, its
+                bytes or the error of a bad entry."""
                 try:
-                    return _migrate_one(arr[row].as_py(), prior_snapshot, prior, new_serializer, False)
+                    return _migrate_one(arr[row].as_py(), prior_snapshot, prior, target, as_is)
                 except StateFormatError as e:
                     return per_row_error(e, base + row, "migrate")
 
@@ -105,6 +108,14 @@ def row_growth(matrix: np.ndarray) -> int:
     return max(grow, 0)
 
 
+def _reference_target(compat: Any, new_serializer: Any) -> tuple[Any, bool]:
+    """The serializer the reference writes with and whether it copies as is (``migrate_bytes``'s
+    choice, from the resolved compatibility)."""
+    target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
+        else new_serializer
+    return target, compat.is_compatible_as_is()
+
+
 def _migrate_one(raw: bytes, prior_snapshot: Any, prior: Any, target: Any, as_is: bool) -> bytes:
     """One entry through the reference: validated and copied (as is), or read and rewritten."""
     src = DataInputDeserializer(raw)
@@ -123,9 +134,7 @@ def migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, c
     """Migrate through the reference implementation, one entry at a time (pairs without a
     byte-remap kernel, and plans their program compiler cannot express)."""
     prior = prior_snapshot.restore_serializer()
-    target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
-        else new_serializer
-    as_is = compat.is_compatible_as_is()
+    target, as_is = _reference_target(compat, new_serializer)
     outs: list[bytes | None] = []
     for i, raw in enumerate(arr.to_pylist()):
         if raw is None:

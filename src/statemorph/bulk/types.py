@@ -19,7 +19,8 @@ from typing import Any
 import pyarrow as pa
 
 from .. import serializers as S
-from ..errors import StatemorphError
+from ..errors import StatemorphError, UnrepresentableValueError
+from ..row import RowKind, row_kind_of
 from ..types import (
     ArrayType,
     BigIntType,
@@ -255,21 +256,41 @@ def logical_from_arrow(v: Any, t: LogicalType) -> Any:
     return v
 
 
-def logical_to_arrow(v: Any, t: LogicalType) -> Any:
-    """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts."""
+def logical_to_arrow(v: Any, t: LogicalType, path: str | None = None) -> Any:
+    """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts.
+
+    What Arrow cannot hold is refused with :class:`UnrepresentableValueError` naming the field
+    path (in the kernels' notation: ``m.key[]``, ``rows[].inner``), never dropped: a null MAP /
+    MULTISET key, and a nested ROW whose RowKind is not INSERT. ``path`` is None for the value
+    itself, whose RowKind (a top-level row's) is left out: it is the record's changelog flag, not
+    part of its fields, and Flink SQL state holds UPDATE_AFTER rows routinely (docs/bulk.md)."""
     if v is None:
         return None
     if isinstance(t, RowType):
-        return {f.name: logical_to_arrow(x, f.type) for f, x in zip(t.fields, v, strict=False)}
+        if path is not None and row_kind_of(v) is not RowKind.INSERT:
+            raise UnrepresentableValueError(
+                f"field {path or '(row)'}: a nested row of kind {row_kind_of(v).name}: an Arrow struct has no row "
+                "kind (bulk decode keeps only the top-level row's kind out)", field_path=path)
+        return {f.name: logical_to_arrow(x, f.type, _sub(path, f.name)) for f, x in zip(t.fields, v, strict=False)}
     if isinstance(t, ArrayType):
-        return [logical_to_arrow(x, t.element_type) for x in v]
-    if isinstance(t, MultisetType):
-        return [(logical_to_arrow(a, t.element_type), c) for a, c in v.items()]
-    if isinstance(t, MapType):
-        return [(logical_to_arrow(a, t.key_type), logical_to_arrow(b, t.value_type)) for a, b in v.items()]
+        return [logical_to_arrow(x, t.element_type, f"{path or ''}[]") for x in v]
+    if isinstance(t, (MapType, MultisetType)):
+        key_t, value_t = map_parts(t)
+        at = path or ""
+        if None in v:
+            raise UnrepresentableValueError(f"field {at}.key[]: a null map key: an Arrow map key cannot be null",
+                                            field_path=f"{at}.key[]")
+        if isinstance(t, MultisetType):
+            return [(logical_to_arrow(a, key_t, f"{at}.key[]"), c) for a, c in v.items()]
+        return [(logical_to_arrow(a, key_t, f"{at}.key[]"), logical_to_arrow(b, value_t, f"{at}.value[]"))
+                for a, b in v.items()]
     if isinstance(v, Timestamp):
         return v.epoch_nanos // {"ms": 1_000_000, "us": 1000, "ns": 1}[arrow_type(t).unit]
     return v  # numbers, strings, bytes, Decimal, date and time: Arrow takes them as they are
+
+
+def _sub(path: str | None, name: str) -> str:
+    return f"{path}.{name}" if path else name
 
 
 __all__ = ["arrow_type", "arrow_type_for", "from_arrow_value", "logical_from_arrow", "logical_to_arrow", "map_parts",
