@@ -270,8 +270,8 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
     which decides. A key's hash is ``key_hash`` of its canonical bytes (string / binary bytes
     wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0, a big DECIMAL's unscaled value sign-extended
     to 16 bytes, a big TIMESTAMP's millis and nanos): equal keys hash alike, equal hashes only
-    *may* be equal keys. ``check_map`` asks it for every map (decode, migrate, verbatim copies). ROW / ARRAY / MAP
-    keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
+    *may* be equal keys. ``check_map`` asks it for every map (decode, migrate, verbatim copies).
+    ROW / ARRAY / MAP keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
     table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
     input, as BOOLEAN / TINYINT / SMALLINT keys beyond their value count are not hashed), and no
     memory means suspect."""
