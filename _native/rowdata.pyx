@@ -20,8 +20,8 @@ each other and must inline across jobs; this file holds the Python-facing entry 
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memcpy, memset
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp, memcpy, memset
 
 from cursor cimport *
 from stringvalue cimport utf8_next

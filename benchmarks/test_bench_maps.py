@@ -47,7 +47,8 @@ def _small(n: int) -> MapRows:
 def _large(n: int, size: int = 200) -> MapRows:
     old = serializers.RowDataSerializer(LARGE_OLD)
     rng = np.random.default_rng(13)
-    keys = np.concatenate([rng.permutation(1 << 20)[:size].astype(np.int32) for _ in range(n)])
+    distinct = rng.integers(0, 1 << 20, (n, 1)) + np.arange(size) * 4099  # distinct keys in each map
+    keys = rng.permuted(distinct, axis=1).astype(np.int32).ravel()
     offsets = pa.array(np.arange(0, (n + 1) * size, size, dtype=np.int32))
     counts = pa.MapArray.from_arrays(offsets, pa.array(keys), pa.array(rng.random(n * size)))
     struct = pa.StructArray.from_arrays([pa.array(np.arange(n, dtype=np.int64)), counts], ["id", "counts"])

@@ -583,13 +583,14 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
     element kind ``k``, may hold two equal keys or a null one (then the entry is HAND_BACK). A
     key's hash is ``_key_hash`` of its canonical bytes: its value (string / binary bytes, BOOLEAN as 0 /
     1, -0.0 as 0.0, a big DECIMAL as its unscaled value sign-extended to 16 bytes, a big TIMESTAMP
-    as millis and nanos), wherever it is stored, so equal keys always hash alike. Equal hashes only
-    *may* be equal keys: the reference decides. ROW / ARRAY / MAP keys are not hashed (equal
-    values may differ in bytes)."""
+    as millis and nanos), wherever it is stored, so equal keys always hash alike. Up to 8 keys
+    compare those canonical bytes exactly, more keys their hashes: equal ones only *may* be equal
+    keys, the reference decides. ROW / ARRAY / MAP keys have no canonical bytes (equal values may
+    differ in bytes): two or more are suspect."""
     n = struct.unpack_from("<i", d, base)[0]
     es = _ELEM_SIZE.get(k, 8)
     header = _array_header(n)
-    seen: set[int] = set()
+    seen: set[int | bytes] = set()
     for j in range(n):
         if d[base + 4 + (j >> 3)] >> (j & 7) & 1:
             return True
@@ -618,7 +619,7 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
             key = bytes(d[at:at + 8]) + (raw & 0xFFFFFFFF).to_bytes(8, "little")
         else:
             key = bytes(d[slot:slot + es])
-        h = _key_hash(key)
+        h = key if n <= 8 else _key_hash(key)  # few keys: their canonical bytes compared exactly
         if h in seen:
             return True
         seen.add(h)
