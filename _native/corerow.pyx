@@ -303,6 +303,11 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
     if mlen and m[mlen - 1] & ((1 << (mlen * 8 - PP(p, node, C_ARITY) - kb)) - 1):
         err[0] = node  # padding bits after the last field are set
         return -E_BAD_HEADER
+    if node != 0 and kb and (m[0] & 0xC0):
+        # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
+        # reference reads the entry and the Arrow conversion refuses it, naming the path
+        err[0] = node
+        return -HAND_BACK
     c.pos += mlen
     while ch < end:
         k = PP(p, ch, C_KIND)

@@ -20,8 +20,8 @@ each other and must inline across jobs; this file holds the Python-facing entry 
 """
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort
-from libc.string cimport memcpy, memset
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcmp, memcpy, memset
 
 from cursor cimport *
 from stringvalue cimport utf8_next
@@ -298,6 +298,7 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     memset(&x, 0, sizeof(Ctx))
     x.prog = _prog(keep, prog)
     x.d = v.data
+    x.d_len = v.data_len
     verbatim = P(&x, 0, C_FLAGS) & F_VERBATIM
     ops = lower_plan(keep, x.prog)
     with nogil:

@@ -63,7 +63,9 @@ cdef int64_t check_array(Ctx* x, int64_t node, int64_t base, int64_t size) noexc
 
 
 cdef int64_t check_map(Ctx* x, int64_t node, int64_t base, int64_t size) noexcept nogil:
-    """Validate a BinaryMapData: i32 LE key-array bytes ‖ key array ‖ value array."""
+    """Validate a BinaryMapData: i32 LE key-array bytes ‖ key array ‖ value array; a map whose
+    keys may repeat or hold a null (``keys_suspect``) is -HAND_BACK, for the reference to judge.
+    Decode, migrate and verbatim copies all pass here, so every path has one duplicate-key rule."""
     cdef const uint8_t* d = x.d
     cdef int64_t kn = node + 1
     cdef int64_t vn = P(x, kn, C_END)
@@ -84,6 +86,9 @@ cdef int64_t check_map(Ctx* x, int64_t node, int64_t base, int64_t size) noexcep
     if <int32_t>load_u32_le(d + base + 4) != <int32_t>load_u32_le(d + base + 4 + kb):
         x.err_node = node
         return -E_BAD_LENGTH
+    if keys_suspect(d, x.d_len, base + 4, P(x, kn + 1, C_KIND)):
+        x.err_node = node  # keys that may repeat, or a null one: the reference decides
+        return -HAND_BACK
     if P(x, node, C_FLAGS) & F_VERBATIM:
         return size
     return 4 + rk + rv

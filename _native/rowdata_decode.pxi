@@ -14,6 +14,11 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
     rc = check_row_header(x, node, base, size, r.arity)
     if rc < 0:
         return rc
+    if node != 0 and d[base] != 0:
+        # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
+        # reference reads the entry and the Arrow conversion refuses it, naming the path
+        x.err_node = node
+        return -HAND_BACK
     nb0 = load_u64_le(d + base)
     c = node + 1
     while c < r.end:
@@ -188,13 +193,10 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
 
 
 cdef int64_t decode_map(Ctx* x, Node* nodes, int64_t m, int64_t base) noexcept nogil:
-    """Append the keys and values of the map at ``d[base:]`` (validated by ``check_map``) to the
-    element columns of MAP node m's key and value arrays. Returns 0, -E_FULL or -HAND_BACK
-    (``x.err_node`` = m: the reference decides on keys that may repeat or are null)."""
+    """Append the keys and values of the map at ``d[base:]`` (validated by ``check_map``, which
+    also judged its keys) to the element columns of MAP node m's key and value arrays. Returns 0,
+    -E_FULL, or -HAND_BACK from a nested row below."""
     cdef int64_t kn = m + 1, kb = <int32_t>load_u32_le(x.d + base), rc
-    if keys_suspect(x.d, x.d_len, base + 4, nodes[kn + 1].kind):
-        x.err_node = m
-        return -HAND_BACK
     rc = decode_array(x, nodes, kn, base + 4)
     if rc < 0:
         return rc
@@ -286,8 +288,8 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
                 if off < rfixed or off + n > BR[r]:
                     return False
                 if k == R_ROW:
-                    if not row_header_ok(x, nd, AR[r] + off, n):
-                        return False
+                    if not row_header_ok(x, nd, AR[r] + off, n) or d[AR[r] + off] != 0:
+                        return False  # (a nested RowKind other than INSERT: the row walk hands it back)
                     if load_u64_le(d + AR[r] + off) >> 8:
                         t.nonull[c] = False
                 elif k == R_STR and not utf8_valid(d + AR[r] + off, n):

@@ -46,7 +46,7 @@ ctypedef struct Ctx:
     int64_t err_node
     int64_t row
     const uint8_t* d
-    int64_t d_len           # decode: bytes of ``d`` (lets hashing read whole words near the end)
+    int64_t d_len           # bytes of ``d``, 0 if unknown (lets hashing read whole words near the end)
     bint metered            # decode with arrays: the row / array checks spend ``budget`` (see spend)
     int64_t budget
 
@@ -230,27 +230,6 @@ cdef inline int64_t elem_bytes(const uint8_t* d, int64_t base, int64_t slot, int
     return <int64_t>(raw & 0xFFFFFFFFu)
 
 
-cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
-    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
-    return (x > y) - (x < y)
-
-
-cdef inline void sort_u64(uint64_t* h, int64_t n) noexcept nogil:
-    """Ascending, in place: insertion sort for a few (most maps are small), else ``qsort``."""
-    cdef int64_t j, m
-    cdef uint64_t v
-    if n > 64:
-        qsort(h, n, sizeof(uint64_t), cmp_u64)
-        return
-    for j in range(1, n):
-        v = h[j]
-        m = j
-        while m > 0 and h[m - 1] > v:
-            h[m] = h[m - 1]
-            m -= 1
-        h[m] = v
-
-
 cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexcept nogil:
     """A 64-bit hash of the n bytes at p (``avail`` readable from p), a little-endian word at a
     time (the last one zero padded; the length is in the seed): multiply and xor-shift per word."""
@@ -264,23 +243,107 @@ cdef inline uint64_t key_hash(const uint8_t* p, int64_t n, int64_t avail) noexce
     return h
 
 
+cdef inline uint64_t mix(uint64_t h, uint64_t w) noexcept nogil:
+    """One round of ``key_hash``."""
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull
+    return h ^ (h >> 31)
+
+
+cdef inline void key_canon(const uint8_t* d, int64_t base, int64_t slot, int64_t k, int64_t es,
+                           uint64_t* a, uint64_t* b, bint* odd) noexcept nogil:
+    """The canonical form of the (valid, non-null) key in ``slot`` of the array at ``d[base:]``,
+    equal for equal keys: STRING / BINARY: ``a`` = where its bytes start, ``b`` = their length
+    (inline or not); a big DECIMAL: its unscaled value sign-extended to 16 bytes, a big TIMESTAMP:
+    millis then nanos (``a``, ``b``: the two little-endian words); other kinds one word ``a``
+    (``b`` = 0): BOOLEAN as 0 / 1, -0.0 as 0.0, else the slot's bytes. ``odd`` is set for a big
+    DECIMAL longer than 16 bytes (no canonical form: the caller calls the map suspect)."""
+    cdef int64_t ln, src = 0
+    cdef uint64_t raw, w
+    cdef uint8_t canon[16]
+    b[0] = 0
+    if k == R_STR or k == R_BIN:
+        b[0] = <uint64_t>elem_bytes(d, base, slot, &src)
+        a[0] = <uint64_t>src
+        return
+    if k == R_DEC_BIG or k == R_TS_BIG:  # the slot holds an offset: the value
+        raw = load_u64_le(d + slot)
+        src = base + <int64_t>(raw >> 32)
+        ln = <int64_t>(raw & 0xFFFFFFFFu)
+        if k == R_DEC_BIG:
+            if ln > 16:
+                odd[0] = True
+                a[0] = 0
+                return
+            memset(canon, 0xFF if ln > 0 and (d[src] & 0x80) else 0, 16 - ln)
+            memcpy(canon + 16 - ln, d + src, ln)
+            a[0] = load_u64_le(canon)
+            b[0] = load_u64_le(canon + 8)
+        else:
+            a[0] = load_u64_le(d + src)
+            b[0] = raw & 0xFFFFFFFFu
+        return
+    if es == 8:
+        w = load_u64_le(d + slot)
+    elif es == 4:
+        w = load_u32_le(d + slot)
+    elif es == 2:
+        w = <uint64_t>d[slot] | (<uint64_t>d[slot + 1] << 8)
+    else:
+        w = d[slot]
+    if k == R_BOOL:
+        w = w != 0
+    elif (k == R_F32 or k == R_F64) and w == ((<uint64_t>1) << (8 * es - 1)):
+        w = 0  # -0.0 == 0.0
+    a[0] = w
+
+
+cdef inline uint64_t canon_hash(const uint8_t* d, int64_t d_len, int64_t k, int64_t es, uint64_t a,
+                                uint64_t b) noexcept nogil:
+    """``key_hash`` of a key's canonical bytes (``key_canon``): equal keys hash alike."""
+    if k == R_STR or k == R_BIN:
+        return key_hash(d + a, <int64_t>b, d_len - <int64_t>a)
+    if k == R_DEC_BIG or k == R_TS_BIG:
+        return mix(mix(0x9E3779B97F4A7C15ull ^ 16, a), b)
+    return mix(0x9E3779B97F4A7C15ull ^ <uint64_t>es, a)
+
+
+cdef inline bint seen_before(uint64_t* table, uint64_t mask, uint64_t hv, bint* zero) noexcept nogil:
+    """Add ``hv`` to the open-addressing set ``table`` (``mask + 1`` slots, 0 = empty; a zero hash
+    is kept in ``zero``); whether it was there already."""
+    cdef uint64_t i
+    if hv == 0:
+        if zero[0]:
+            return True
+        zero[0] = True
+        return False
+    i = (hv >> 16) & mask
+    while table[i] != 0:
+        if table[i] == hv:
+            return True
+        i = (i + 1) & mask
+    table[i] = hv
+    return False
+
+
 cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k) noexcept nogil:
-    """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``) may
-    hold two equal keys or a null one: then its map goes to the reference serializer (HAND_BACK),
-    which decides. A key's hash is ``key_hash`` of its canonical bytes (string / binary bytes
-    wherever stored, BOOLEAN as 0 / 1, -0.0 as 0.0): equal keys hash alike, equal hashes only
-    *may* be equal keys. ROW / ARRAY / MAP
-    keys are not hashed (equal values may differ in bytes). The hashes are sorted, not put in a
-    table: n log n, 8 bytes a key (on the stack up to 64 keys; a key takes at least 4 bytes of
-    input, as BOOLEAN / TINYINT / SMALLINT keys beyond their value count are not hashed), and no
-    memory means suspect."""
+    """Whether the valid key array at ``d[base:]`` (element kind k; ``d_len`` bytes in ``d``, 0 if
+    unknown) may hold two equal keys or a null one: then its map goes to the reference serializer
+    (HAND_BACK), which decides. Up to 8 keys (most maps) are suspect when two canonical forms
+    (``key_canon``) are equal, compared pairwise; more keys when two hashes of them are (equal keys
+    hash alike), found with an open-addressing set twice their count (on the stack up to 64
+    keys), O(n); no memory for it means suspect. ``check_map`` asks it for every map (decode,
+    migrate, verbatim copies). ROW / ARRAY / MAP keys have no canonical form (equal values may
+    differ in bytes): two or more are suspect. A key
+    takes at least 4 bytes of input (BOOLEAN / TINYINT / SMALLINT keys beyond their value count
+    are suspect without hashing), so the set is at most 16 bytes per input byte of keys."""
     cdef int64_t n = <int32_t>load_u32_le(d + base), es = elem_size(k), header = array_header(n)
-    cdef int64_t j, slot, ln, src = 0
-    cdef uint64_t stack[64]
-    cdef uint64_t* h = stack
-    cdef uint64_t w
-    cdef uint8_t canon[8]
-    cdef bint suspect = False
+    cdef int64_t j, m, cap
+    cdef uint64_t stack[128]
+    cdef uint64_t ca[8]
+    cdef uint64_t cb[8]
+    cdef uint64_t* table = stack
+    cdef uint64_t w, hv
+    cdef bint odd = False, zero = False, suspect = False, is_bytes = k == R_STR or k == R_BIN
     for j in range(0, n, 32):  # null bits a word at a time (bits past n do not count)
         w = load_u32_le(d + base + 4 + (j >> 3))
         if n - j < 32:
@@ -293,31 +356,31 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
         return True
     if (k == R_BOOL and n > 2) or ((k == R_I8 or k == R_I16) and n > (1 << (8 * es))):
         return True  # more keys than values: some repeat (the hashes would say so too), no table needed
-    if n > 64:
-        h = <uint64_t*>malloc(n * sizeof(uint64_t))
-        if h == NULL:
+    if n <= 8:  # few keys (most maps): compare their canonical forms pairwise, exactly
+        for j in range(n):
+            key_canon(d, base, base + header + j * es, k, es, &ca[j], &cb[j], &odd)
+            if odd:
+                return True
+            for m in range(j):
+                if cb[m] == cb[j] and (memcmp(d + ca[m], d + ca[j], cb[j]) == 0 if is_bytes else ca[m] == ca[j]):
+                    return True
+        return False
+    cap = 16
+    while cap < 2 * n:
+        cap <<= 1
+    if cap <= 128:
+        memset(stack, 0, cap * sizeof(uint64_t))
+    else:
+        table = <uint64_t*>calloc(cap, sizeof(uint64_t))
+        if table == NULL:
             return True
     for j in range(n):
-        slot = base + header + j * es
-        if k == R_STR or k == R_BIN:
-            ln = elem_bytes(d, base, slot, &src)
-            h[j] = key_hash(d + src, ln, d_len - src)
-            continue
-        memcpy(canon, d + slot, es)
-        if k == R_BOOL:
-            canon[0] = canon[0] != 0
-        elif k == R_F32 or k == R_F64:
-            w = load_u32_le(canon) if k == R_F32 else load_u64_le(canon)
-            if w == ((<uint64_t>1) << (8 * es - 1)):
-                memset(canon, 0, es)  # -0.0 == 0.0
-        h[j] = key_hash(canon, es, 8)
-    sort_u64(h, n)
-    for j in range(1, n):
-        if h[j] == h[j - 1]:
+        key_canon(d, base, base + header + j * es, k, es, &w, &hv, &odd)
+        if odd or seen_before(table, cap - 1, canon_hash(d, d_len, k, es, w, hv), &zero):
             suspect = True
             break
-    if h != stack:
-        free(h)
+    if table != stack:
+        free(table)
     return suspect
 
 

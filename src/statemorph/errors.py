@@ -83,6 +83,14 @@ class MalformedDataError(StateFormatError):
     """Bytes are present but invalid: bad lengths, invalid encodings, bad flags, trailing garbage."""
 
 
+class UnrepresentableValueError(StateFormatError):
+    """Valid bytes holding a value that Arrow cannot hold, so bulk decode (``statemorph.arrow``)
+    refuses the entry, naming the field path, where the per-value API (``from_bytes``) reads it: a
+    null MAP / MULTISET key (an Arrow map key is never null) or a nested ROW whose RowKind is not
+    INSERT (an Arrow struct has no row kind). Refused rather than dropped: a decode that changed
+    the value would be silent data loss. docs/bulk.md lists these limits."""
+
+
 class SnapshotError(StateFormatError):
     """A serializer snapshot cannot be read: unknown identifier, unsupported version, corrupt content."""
 

@@ -483,10 +483,16 @@ def migrate_bytes(prior_snapshot: Any, new_serializer: Any, data: bytes | bytear
     compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
     if compat.is_incompatible():
         raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
+    target, as_is = resolved_target(compat, new_serializer)
+    return migrate_resolved(prior_snapshot, prior_snapshot.restore_serializer(), target, data, as_is)
+
+
+def resolved_target(compat: Any, new_serializer: Any) -> tuple[Any, bool]:
+    """What a resolved compatibility means for a migration: the serializer to write with (the
+    reconfigured one when the result says so, else the new one) and whether values copy as is."""
     target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
         else new_serializer
-    return migrate_resolved(prior_snapshot, prior_snapshot.restore_serializer(), target, data,
-                            compat.is_compatible_as_is())
+    return target, compat.is_compatible_as_is()
 
 
 def migrate_resolved(prior_snapshot: Any, prior: Any, target: Any, data: bytes | bytearray | memoryview,
@@ -510,6 +516,7 @@ __all__ = [
     "TypeMigration",
     "migrate_bytes",
     "migrate_resolved",
+    "resolved_target",
     "migrate_row_value",
     "plan_row_migration",
     "remap_binary_row",

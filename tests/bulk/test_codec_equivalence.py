@@ -131,6 +131,26 @@ def test_encode_not_null_violation_mid_block(bad1: int, bad2: int, on_error: str
     assert r[1][1] == [(b, "m.n", "SerializationError") for b in sorted({bad1, bad2})]
 
 
+def same_values(a: pa.Array, b: pa.Array, nan_bits: bool) -> bool:
+    """``a.equals(b)``, except that a NaN equals a NaN (Arrow's ``equals`` never holds for arrays
+    with a NaN, so a flipped exponent bit in a FLOAT field made equal outputs look different).
+    With ``nan_bits`` the NaNs must have the same bits (the kernel tiers copy them); without, any
+    NaN equals any NaN (the reference quiets a signalling NaN: float32 → Python float)."""
+    if a.type != b.type or len(a) != len(b) or a.null_count != b.null_count:
+        return False
+    if not a.is_valid().equals(b.is_valid()):
+        return False
+    if pa.types.is_struct(a.type):
+        return all(same_values(x, y, nan_bits) for x, y in zip(a.flatten(), b.flatten(), strict=True))
+    if pa.types.is_floating(a.type):
+        keep = a.is_valid()
+        x, y = a.filter(keep).to_numpy(zero_copy_only=False), b.filter(keep).to_numpy(zero_copy_only=False)
+        if nan_bits:
+            return bool(np.array_equal(x.view(f"u{x.itemsize}"), y.view(f"u{y.itemsize}")))
+        return bool(np.array_equal(x, y, equal_nan=True))
+    return a.equals(b)
+
+
 @SETTINGS
 @given(st.data())
 def test_decode_corruption_in_long_arrays_same_verdict(data: st.DataObject) -> None:
@@ -141,7 +161,7 @@ def test_decode_corruption_in_long_arrays_same_verdict(data: st.DataObject) -> N
     blobs = _ref_bytes(s, rows)
     for _ in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(blobs) - 1))
-        if blobs[i] is None:
+        if not blobs[i]:  # a null entry, or one an earlier draw cut to nothing
             continue
         ba = bytearray(blobs[i])
         if data.draw(st.booleans()):
@@ -160,14 +180,14 @@ def test_decode_corruption_in_long_arrays_same_verdict(data: st.DataObject) -> N
     assert all(v[0] == "ok" for v in verdicts.values()), verdicts
     outs = [v[1] for v in verdicts.values()]
     assert all(o[1] == outs[0][1] for o in outs), verdicts
-    assert all(o[0].equals(outs[0][0]) for o in outs)
+    assert all(same_values(o[0], outs[0][0], nan_bits=True) for o in outs)
     bad = {row for row, _, _ in outs[0][1]}
     got = outs[0][0]
     for i, b in enumerate(blobs):
         if b is None or i in bad:
             assert not got[i].is_valid, i
             continue
-        assert got.slice(i, 1).equals(_arrow_rows(t, [s.from_bytes(b)])), i
+        assert same_values(got.slice(i, 1), _arrow_rows(t, [s.from_bytes(b)]), nan_bits=False), i
 
 
 @pytest.mark.parametrize("tier", TIERS)

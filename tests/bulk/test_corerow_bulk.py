@@ -86,8 +86,9 @@ def test_round_trip_with_nulls_both_mask_layouts(impl: str, row_kind: bool) -> N
 
 
 def test_decode_drops_the_row_kind_and_encode_writes_insert(impl: str) -> None:
-    """As on the per-value path: Arrow has no RowKind column."""
-    raw = EVENTS.to_bytes(Row([1, Row([2, 3, "x"], RowKind.DELETE)], RowKind.UPDATE_AFTER))
+    """The top-level row's kind is left out (Arrow has no RowKind column; docs/bulk.md), as on
+    the per-value path; encode writes INSERT."""
+    raw = EVENTS.to_bytes(Row([1, Row([2, 3, "x"])], RowKind.UPDATE_AFTER))
     back = arrow.decode(pa.array([raw]), EVENTS)
     assert back.to_pylist() == [{"eventId": 1, "metadata": {"userId": 2, "timestamp": 3, "deviceType": "x"}}]
     again = arrow.encode(back, EVENTS)[0].as_py()

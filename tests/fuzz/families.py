@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -41,7 +40,7 @@ from statemorph.io import DataInputDeserializer
 from statemorph.javaser import read_logical_type, read_stream
 from statemorph.javaser.classes import flink_policy
 from statemorph.migration import migrate_bytes
-from statemorph.row import Row
+from statemorph.row import Row, RowKind
 from statemorph.savepoint.flink import (
     ByteStreamHandle,
     FileHandle,
@@ -59,40 +58,25 @@ TESTS = Path(__file__).resolve().parents[1]
 GOLDEN = TESTS / "data" / "golden"
 SAVEPOINTS = TESTS / "data" / "flink_savepoints"
 
-# Known differences between the bulk and per-value paths (issue 16, item 2, not fixed yet):
-# counted under their own ``known:`` outcome, so a run shows how often they happen while every
-# other difference stays a finding.
-KNOWN = {
-    "known:null-map-key": "bulk decode refuses a MAP with a null key that from_bytes reads (an Arrow map "
-                          "cannot hold a null key; the refusal is not documented)",
-    "known:nested-row-kind": "bulk decode drops the RowKind of a nested row (an Arrow struct has no row kind; "
-                             "the loss is neither refused nor documented)",
-    "known:duplicate-map-key": "bulk migrate accepts a RowData MAP with duplicate keys that migrate_bytes "
-                               "refuses (the bulk path writes entries the per-value readers then refuse)",
-}
-KNOWN_DUPLICATE_KEY = re.compile(r"duplicate map key")
-"""bulk migrate of RowData maps copies map entries without the per-value path's duplicate-key check."""
+# Known differences between paths that are not fixed yet, counted under their own ``known:<name>``
+# outcome (so a run shows how often they happen while every other difference stays a finding).
+# Empty: the bulk and per-value paths agree on every input; what Arrow cannot hold is the
+# documented outcome ``error:unrepresentable`` (docs/bulk.md, "What Arrow cannot hold").
+KNOWN: dict[str, str] = {}
 
 
-def has_null_map_key(value: Any) -> bool:
-    """bulk decode refuses a MAP with a null key (an Arrow map cannot hold one); from_bytes reads it."""
+def unrepresentable(value: Any, top: bool = True) -> bool:
+    """A value that from_bytes reads and Arrow cannot hold, which bulk decode refuses with an
+    UnrepresentableValueError naming the path: a MAP / MULTISET with a null key, or a nested row
+    whose RowKind is not INSERT (the top-level row's kind is left out, as documented)."""
+    if isinstance(value, Row) and not top and value.kind is not RowKind.INSERT:
+        return True
     if isinstance(value, dict):
-        return None in value or any(has_null_map_key(v) for v in value.values())
+        return None in value or any(unrepresentable(k, False) or unrepresentable(v, False)
+                                    for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return any(has_null_map_key(v) for v in value)
+        return any(unrepresentable(v, False) for v in value)
     return False
-
-
-def _insert_kinds(value: Any, top: bool = True) -> Any:
-    """``value`` with every nested row's RowKind set to INSERT (the top-level kind is kept)."""
-    if isinstance(value, tuple):
-        fields = tuple(_insert_kinds(v, False) for v in value)
-        return Row(fields, value.kind) if top and isinstance(value, Row) else (Row(fields) if top else fields)
-    if isinstance(value, list):
-        return [_insert_kinds(v, False) for v in value]
-    if isinstance(value, dict):
-        return {k: _insert_kinds(v, False) for k, v in value.items()}
-    return value
 
 
 class Disagreement(AssertionError):
@@ -251,18 +235,16 @@ def _check_decode(ser: Any, good: list[bytes], data: bytes) -> str:
         return f"error:{errs[0][1]}"
     either = has_lone_surrogate(ref) or beyond_arrow_nanos(ref) or reencoded(ser, ref) is None
     if bulk_rejects:
-        if either:
+        if either or (errs[0][1] == "UnrepresentableValueError" and unrepresentable(ref)):
             return "error:unrepresentable"
-        if has_null_map_key(ref):
-            return "known:null-map-key"
         raise Disagreement(f"bulk decode rejects what from_bytes reads ({errs}) as {ref!r}")
+    if unrepresentable(ref):
+        raise Disagreement(f"bulk decode accepts a value Arrow cannot hold (it must refuse it): {ref!r}")
     if either:
         return "ok:unrepresentable"
     again = without_row_kind(ser, bulk.encode(arr.slice(1, 1), ser, on_error="null").values.to_pylist())
     expected = without_row_kind(ser, [reencoded(ser, ref)])
     if again != expected:
-        if again == without_row_kind(ser, [reencoded(ser, _insert_kinds(ref))]):
-            return "known:nested-row-kind"
         if repr(ser.from_bytes(again[0])) == repr(ser.from_bytes(expected[0])):
             # the same values, other bytes: a signalling NaN in a FLOAT / DOUBLE field, which the
             # reference quiets (float32 -> Python float) and the bulk path keeps bit for bit
@@ -299,8 +281,6 @@ def _check_migrate(snap: Any, new: Any, good: list[bytes], data: bytes) -> str:
     if ref_err is not None:
         if RANGE_ONLY.search(str(ref_err)):
             return "error:range" if errs else "ok:range"
-        if KNOWN_DUPLICATE_KEY.search(str(ref_err)) and not errs:
-            return "known:duplicate-map-key"
         if not errs:
             raise Disagreement(f"bulk migrate accepts what migrate_bytes rejects ({ref_err})")
         return f"error:{errs[0][1]}"

@@ -7,7 +7,9 @@ about 15 s on 2 idle cores); the long run is ``python -m tests.fuzz`` (docs/reli
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +47,6 @@ def test_saved_regression_input(family: str, target: str, path: os.PathLike[str]
         data = f.read()
     outcome, kind, message = judge(FAMILIES[family](), target, data)
     assert kind is None, f"{outcome}: {message}"
+    # the outcome the fix settled on (a refusal stays a refusal), where the .json records one
+    expected = json.loads(Path(path).with_suffix(".json").read_text(encoding="utf-8")).get("outcome", outcome)
+    assert outcome == expected, (outcome, expected)

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import MalformedDataError, StateFormatError, StatemorphError, check_on_error
+from ..errors import MalformedDataError, StateFormatError, StatemorphError, UnrepresentableValueError, check_on_error
 from ..types import ArrayType, LogicalType, MapType, MultisetType, RowType
 from . import capabilities, inputs, tiers
 from .capabilities import core_row_program, fixed_kind, row_program
 from .chunks import MAX32, Widen, grow_buffer, per_chunk, resume, run_ranges, thread_ranges
-from .errors import BulkResult, RowErrors, Settle, kernel_error, locate, per_row_error, rerouted
+from .errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .inputs import binary_input, pack_validity, validity_bits
 from .tiers import abi, jit, plans, primitives_py, rowdata_py
 from .types import arrow_type, arrow_type_for, logical_to_arrow, map_parts, to_arrow_value
@@ -287,11 +287,13 @@ def decode_per_value(arr: pa.Array, serializer: Any, errors: RowErrors, base: in
             continue
         try:
             v = serializer.from_bytes(raw)
+            values.append(to_arrow(v))
+        except UnrepresentableValueError as e:  # read, but Arrow cannot hold it: refused, never changed
+            errors.add(locate(UnrepresentableValueError(f"decode: row {base + i}: {e}"), base + i, e.field_path))
+            values.append(None)
         except StateFormatError as e:
             errors.add(per_row_error(e, base + i, "decode"))
             values.append(None)
-            continue
-        values.append(to_arrow(v))
     try:
         arrow_t = arrow_type(row_type) if row_type is not None else arrow_type_for(serializer)
     except StatemorphError:
@@ -331,7 +333,8 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
                       errors: RowErrors, valid: np.ndarray, base: int) -> pa.Array:
     """One pass per range: the kernel scatters each entry into per-field Arrow buffers (string
     data sized from the input, grown when short, int32 offsets unless past 2 GiB); it stops at a
-    bad entry, which is recorded here, and resumes after it."""
+    bad entry, which is recorded here, and resumes after it. An entry it hands back (a nested row
+    whose RowKind is not INSERT) is judged by the reference and spliced in (:class:`Settle`)."""
     n = len(arr)
     offsets, data, validity, offset, wide = binary_input(arr)
     matrix = prog.matrix
@@ -361,7 +364,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
                 return outs, spos
             if status < 0:
                 bad.append((s + i, status))
-                if errors.on_error == "raise":
+                if errors.on_error == "raise" and not rerouted(status):
                     return outs, spos
                 i += 1
                 continue
@@ -374,8 +377,9 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
                 o[3] = bigger
 
     parts = run_ranges(ranges, lambda s, e: one(s, e))
-    for i, status in sorted(bad):
-        errors.add(kernel_error(status, base + i, prog, errors.what))
+    errors.prog = prog  # the kernel's errors name fields through this program
+    settle = Settle(arr, serializer, decode_per_value, errors, base)
+    settle(sorted(bad))
     valid[[i for i, _ in bad]] = 0
 
     def build(outs: list[Any], spos: np.ndarray, m: int, node: int, t: pa.DataType) -> pa.Array:
@@ -413,7 +417,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
                 col = [c.cast(_large(c.type)) for c in col]
             kids.append(pa.concat_arrays(col))
     vbuf, nulls = pack_validity(valid, n)
-    return _core_struct(at, n, vbuf, nulls, kids)
+    return settle.splice(_core_struct(at, n, vbuf, nulls, kids))
 
 
 def _core_struct(t: pa.DataType, n: int, vbuf: pa.Buffer | None, nulls: int, kids: list[pa.Array]) -> pa.Array:

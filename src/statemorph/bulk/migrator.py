@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import IncompatibleSchemaError, StateFormatError, check_on_error
-from ..migration import migrate_resolved
+from ..migration import migrate_resolved, resolved_target
 from . import inputs, tiers
 from .capabilities import remap_program
 from .chunks import per_chunk, thread_ranges
@@ -71,14 +71,17 @@ def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: A
             return span(s, e) + growth * (e - s)
 
         fallback = None
-        if kernel == "avro":
+        if kernel in ("avro", "rowdata"):
             prior = prior_snapshot.restore_serializer()
+            target, as_is = resolved_target(compat, new_serializer)
 
             def fallback(row: int) -> bytes | Exception:
-                """An entry the kernel leaves to the reference (``E_REROUTE``): its bytes, or
-                the error of a bad entry."""
+                """An entry the kernel hands back to the reference (``abi.HAND_BACK``: a RowData map
+                whose keys may repeat or hold a null, an Avro map with a repeated key or bytes
+                read as a string that are not UTF-8): what ``migrate_bytes`` makes of it, its
+                bytes or the error of a bad entry."""
                 try:
-                    return migrate_resolved(prior_snapshot, prior, new_serializer, arr[row].as_py(), False)
+                    return migrate_resolved(prior_snapshot, prior, target, arr[row].as_py(), as_is)
                 except StateFormatError as e:
                     return per_row_error(e, base + row, "migrate")
 
@@ -110,9 +113,7 @@ def migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, c
     """Migrate through the reference implementation, one entry at a time (pairs without a
     byte-remap kernel, and plans their program compiler cannot express)."""
     prior = prior_snapshot.restore_serializer()
-    target = compat.get_reconfigured_serializer() if compat.is_compatible_with_reconfigured_serializer() \
-        else new_serializer
-    as_is = compat.is_compatible_as_is()
+    target, as_is = resolved_target(compat, new_serializer)
     outs: list[bytes | None] = []
     for i, raw in enumerate(arr.to_pylist()):
         if raw is None:

@@ -103,7 +103,7 @@ def one_pass_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | N
     then slide down to close the gaps and their offsets are shifted, in place: peak memory stays
     input + output + a constant. A range that outgrew its window (rare: the estimate is exact for
     well-formed rows without migrated arrays) moves to a buffer of its own. An entry the kernel
-    leaves to the per-value reference (status ``E_REROUTE``) is written by ``fallback``, in
+    hands back to the per-value reference (``abi.HAND_BACK``) is written by ``fallback``, in
     place, or is a bad entry with the reference's error."""
     stop_at_error = errors.on_error == "raise"
     sizes = [estimate(s, e) + 64 for s, e in ranges]

@@ -19,7 +19,8 @@ from typing import Any
 import pyarrow as pa
 
 from .. import serializers
-from ..errors import StatemorphError
+from ..errors import StatemorphError, UnrepresentableValueError
+from ..row import RowKind, row_kind_of
 from ..types import (
     ArrayType,
     BigIntType,
@@ -132,27 +133,39 @@ def _avro_type(schema: Any) -> pa.DataType:
     raise StatemorphError(f"Avro type {t!r} has no Arrow mapping here")
 
 
-def to_arrow_value(ser: Any) -> Callable[[Any], Any]:
+def to_arrow_value(ser: Any, path: str | None = None) -> Callable[[Any], Any]:
     """A function turning one value of ``ser`` (tuple, Row, dataclass, enum member ...) into what
-    ``pa.array(..., type=arrow_type_for(ser))`` accepts."""
+    ``pa.array(..., type=arrow_type_for(ser))`` accepts. A nested flink-core Row whose RowKind is
+    not INSERT is refused with :class:`UnrepresentableValueError` naming its path, as
+    :func:`logical_to_arrow` refuses one in RowData (``path`` is None for the value itself, whose
+    kind is left out)."""
     cls = type(ser)
     if cls is serializers.EnumSerializer:
         return lambda v: v.name if isinstance(v, enum.Enum) else v
     if cls is serializers.ListSerializer:
-        el = to_arrow_value(ser.element_serializer)
+        el = to_arrow_value(ser.element_serializer, f"{path or ''}[]")
         return lambda v: None if v is None else [el(x) for x in v]
     if cls is serializers.MapSerializer:
-        k, val = to_arrow_value(ser.key_serializer), to_arrow_value(ser.value_serializer)
+        k = to_arrow_value(ser.key_serializer, f"{path or ''}.key[]")
+        val = to_arrow_value(ser.value_serializer, f"{path or ''}.value[]")
         return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
     if cls is serializers.NullableSerializer:
-        return to_arrow_value(ser.inner)
+        return to_arrow_value(ser.inner, path)
     if cls in (serializers.TupleSerializer, serializers.RowSerializer):
         t = arrow_type_for(ser)
         names = [t.field(i).name for i in range(t.num_fields)]
-        convs = [to_arrow_value(s) for s in ser.field_serializers]
-        return lambda v: None if v is None else {n: c(x) for n, c, x in zip(names, convs, v, strict=True)}
+        convs = [to_arrow_value(s, _sub(path, n)) for n, s in zip(names, ser.field_serializers, strict=True)]
+
+        def row(v: Any) -> Any:
+            if v is None:
+                return None
+            if path is not None:
+                _insert_only(v, path)
+            return {n: c(x) for n, c, x in zip(names, convs, v, strict=True)}
+
+        return row
     if cls is serializers.PojoSerializer:
-        items = [(n, to_arrow_value(s)) for n, s in ser.field_serializers.items()]
+        items = [(n, to_arrow_value(s, _sub(path, n))) for n, s in ser.field_serializers.items()]
 
         def pojo(v: Any) -> Any:
             if v is None:
@@ -261,26 +274,55 @@ def logical_from_arrow(v: Any, t: LogicalType) -> Any:
     if isinstance(t, MapType):
         return {logical_from_arrow(a, t.key_type): logical_from_arrow(b, t.value_type) for a, b in v}
     if isinstance(t, (TimestampType, LocalZonedTimestampType)) and hasattr(v, "value") \
-            and not isinstance(v, _dt.datetime):
+            and (hasattr(v, "nanosecond") or not isinstance(v, _dt.datetime)):
+        # Arrow's timestamp[ns] comes back as a pandas Timestamp (a datetime subclass that also
+        # holds the nanoseconds in ``value``): read as a datetime it would lose the last three digits
         return Timestamp.from_epoch_nanos(int(v.value))
     return v
 
 
-def logical_to_arrow(v: Any, t: LogicalType) -> Any:
-    """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts."""
+def logical_to_arrow(v: Any, t: LogicalType, path: str | None = None) -> Any:
+    """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts.
+
+    What Arrow cannot hold is refused with :class:`UnrepresentableValueError` naming the field
+    path (in the kernels' notation: ``m.key[]``, ``rows[].inner``), never dropped: a null MAP /
+    MULTISET key, and a nested ROW whose RowKind is not INSERT. ``path`` is None for the value
+    itself, whose RowKind (a top-level row's) is left out: it is the record's changelog flag, not
+    part of its fields, and Flink SQL state holds UPDATE_AFTER rows routinely (docs/bulk.md)."""
     if v is None:
         return None
     if isinstance(t, RowType):
-        return {f.name: logical_to_arrow(x, f.type) for f, x in zip(t.fields, v, strict=False)}
+        if path is not None:
+            _insert_only(v, path)
+        return {f.name: logical_to_arrow(x, f.type, _sub(path, f.name)) for f, x in zip(t.fields, v, strict=False)}
     if isinstance(t, ArrayType):
-        return [logical_to_arrow(x, t.element_type) for x in v]
-    if isinstance(t, MultisetType):
-        return [(logical_to_arrow(a, t.element_type), c) for a, c in v.items()]
-    if isinstance(t, MapType):
-        return [(logical_to_arrow(a, t.key_type), logical_to_arrow(b, t.value_type)) for a, b in v.items()]
+        return [logical_to_arrow(x, t.element_type, f"{path or ''}[]") for x in v]
+    if isinstance(t, (MapType, MultisetType)):
+        key_t, value_t = map_parts(t)
+        at = path or ""
+        if None in v:
+            raise UnrepresentableValueError(f"field {at}.key[]: a null map key: an Arrow map key cannot be null",
+                                            field_path=f"{at}.key[]")
+        if isinstance(t, MultisetType):
+            return [(logical_to_arrow(a, key_t, f"{at}.key[]"), c) for a, c in v.items()]
+        return [(logical_to_arrow(a, key_t, f"{at}.key[]"), logical_to_arrow(b, value_t, f"{at}.value[]"))
+                for a, b in v.items()]
     if isinstance(v, Timestamp):
         return v.epoch_nanos // {"ms": 1_000_000, "us": 1000, "ns": 1}[arrow_type(t).unit]
     return v  # numbers, strings, bytes, Decimal, date and time: Arrow takes them as they are
+
+
+def _sub(path: str | None, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _insert_only(row: Any, path: str) -> None:
+    """A nested row must be INSERT: an Arrow struct has no row kind (only a top-level row's kind
+    is left out, see :func:`logical_to_arrow`)."""
+    if row_kind_of(row) is not RowKind.INSERT:
+        raise UnrepresentableValueError(
+            f"field {path or '(element)'}: a nested row of kind {row_kind_of(row).name}: an Arrow struct has no "
+            "row kind", field_path=path)
 
 
 __all__ = ["arrow_type", "arrow_type_for", "from_arrow_value", "logical_from_arrow", "logical_to_arrow", "map_parts",

@@ -46,6 +46,7 @@ from .abi import (
     E_TRAILING,
     E_TRUNCATED,
     F_ROW_KIND,
+    HAND_BACK,
     K_BOOL,
     K_CHAR,
     K_ROW,
@@ -190,6 +191,11 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
     if mlen and m[-1] & ((1 << (mlen * 8 - p[node][C_ARITY] - kb)) - 1):
         err[0] = node  # padding bits after the last field are set
         raise RowError(E_BAD_HEADER)
+    if node and kb and m[0] & 0xC0:
+        # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
+        # reference reads the entry and the Arrow conversion refuses it, naming the path
+        err[0] = node
+        raise RowError(HAND_BACK)
     pos += mlen
     c = node + 1
     while c < p[node][C_END]:

@@ -321,6 +321,10 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
 
 
 def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
+    """Mirror of ``check_map``: validate a BinaryMapData, then hand it to the reference (HAND_BACK)
+    if its keys may repeat or one is null (:func:`keys_suspect`): decode, migrate and the check of
+    a verbatim copy all judge map keys here, the reference deciding (one definition of a duplicate
+    key: statemorph.serializers._binary_codec.MapCodec)."""
     p, d = x.p, x.d
     kn = node + 1
     vn = p[kn][C_END]
@@ -336,6 +340,9 @@ def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
     if struct.unpack_from("<i", d, base + 4)[0] != struct.unpack_from("<i", d, base + 4 + kb)[0]:
         x.err_node = node
         raise RowError(E_BAD_LENGTH)
+    if keys_suspect(d, base + 4, p[kn + 1][C_KIND]):
+        x.err_node = node
+        raise RowError(HAND_BACK)
     if p[node][C_FLAGS] & F_VERBATIM:
         return size
     return 4 + rk + rv
@@ -575,12 +582,15 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
     """Twin of the kernels' ``keys_suspect``: whether the (valid) key array at ``d[base:]``, of
     element kind ``k``, may hold two equal keys or a null one (then the entry is HAND_BACK). A
     key's hash is ``_key_hash`` of its canonical bytes: its value (string / binary bytes, BOOLEAN as 0 /
-    1, -0.0 as 0.0), wherever it is stored. Equal hashes only *may* be equal keys: the reference
-    decides. ROW / ARRAY / MAP keys are not hashed (equal values may differ in bytes)."""
+    1, -0.0 as 0.0, a big DECIMAL as its unscaled value sign-extended to 16 bytes, a big TIMESTAMP
+    as millis and nanos), wherever it is stored, so equal keys always hash alike. Up to 8 keys
+    compare those canonical bytes exactly, more keys their hashes: equal ones only *may* be equal
+    keys, the reference decides. ROW / ARRAY / MAP keys have no canonical bytes (equal values may
+    differ in bytes): two or more are suspect."""
     n = struct.unpack_from("<i", d, base)[0]
     es = _ELEM_SIZE.get(k, 8)
     header = _array_header(n)
-    seen: set[int] = set()
+    seen: set[int | bytes] = set()
     for j in range(n):
         if d[base + 4 + (j >> 3)] >> (j & 7) & 1:
             return True
@@ -596,9 +606,20 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
             key = b"\x01" if d[slot] else b"\x00"
         elif k in (R_F32, R_F64) and not any(d[slot:slot + es - 1]) and d[slot + es - 1] == 0x80:
             key = bytes(es)  # -0.0 == 0.0
+        elif k == R_DEC_BIG:  # the unscaled value, sign-extended to 16 bytes (not the slot's offset)
+            raw = _U64.unpack_from(d, slot)[0]
+            at, ln = base + (raw >> 32), raw & 0xFFFFFFFF
+            if ln > 16:
+                return True
+            v = bytes(d[at:at + ln])
+            key = (b"\xff" if ln and v[0] & 0x80 else b"\x00") * (16 - ln) + v
+        elif k == R_TS_BIG:  # millis, then nano-of-millisecond (the slot holds an offset)
+            raw = _U64.unpack_from(d, slot)[0]
+            at = base + (raw >> 32)
+            key = bytes(d[at:at + 8]) + (raw & 0xFFFFFFFF).to_bytes(8, "little")
         else:
             key = bytes(d[slot:slot + es])
-        h = _key_hash(key)
+        h = key if n <= 8 else _key_hash(key)  # few keys: their canonical bytes compared exactly
         if h in seen:
             return True
         seen.add(h)
@@ -608,14 +629,12 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
 
 
 def _decode_map(x: _RowCtx, outs: list[_Out], m: int, base: int) -> None:
-    """Twin of the kernel's ``decode_map``: append a validated map's keys and values to the element
-    columns of its key and value arrays; raises RowError(HAND_BACK) / _Full."""
+    """Twin of the kernel's ``decode_map``: append the keys and values of a map ``_check_map``
+    passed (its keys judged there) to the element columns of its key and value arrays; raises
+    _Full (or RowError from a row below)."""
     p, d = x.p, x.d
     kn = m + 1
     kb = struct.unpack_from("<i", d, base)[0]
-    if keys_suspect(d, base + 4, p[kn + 1][C_KIND]):
-        x.err_node = m
-        raise RowError(HAND_BACK)
     _decode_array(x, outs, kn, base + 4)
     _decode_array(x, outs, p[kn][C_END], base + 4 + kb)
 
@@ -630,6 +649,11 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
     ow = _null_bits_size(arity)
     ofixed = ow + 8 * arity
     bits = _row_header(x, node, base, size, arity)
+    if node and d[base]:
+        # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
+        # reference reads the entry and the Arrow conversion refuses it, naming the path
+        x.err_node = node
+        raise RowError(HAND_BACK)
     c = node + 1
     while c < p[node][C_END]:
         j, k = p[c][C_POS], p[c][C_KIND]

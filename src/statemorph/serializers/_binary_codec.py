@@ -592,7 +592,20 @@ def _freeze(value: Any) -> Any:
 
 
 class MapCodec(Codec):
-    """A BinaryMapData; a MULTISET is a map element → INT NOT NULL count."""
+    """A BinaryMapData; a MULTISET is a map element → INT NOT NULL count.
+
+    **Duplicate keys** (the one definition, shared by every path): two keys of one map are
+    duplicates when their values are equal, as Python compares the values read: strings and
+    bytes by content (stored inline or not), numbers by value (so ``0.0`` and ``-0.0`` are one
+    key, and a NaN equals no key, itself included), DECIMAL / TIMESTAMP by value, ROW and ARRAY
+    keys element by element (a row's kind does not count), MAP keys entry by entry in stored
+    order; a null key is a value like any other (one per map). A map with duplicates is refused
+    (``MalformedDataError``). Why value equality, not byte equality: a map reads into a ``dict``,
+    which holds one entry per equal key, so a map with two equal keys cannot be read without
+    losing one; Flink builds the maps it writes from Java ``Map``s, which hold no such pair. The bulk
+    kernels do not implement a second rule: a map whose keys may repeat (equal hashes of their
+    canonical bytes) or hold a null goes to this codec (``HAND_BACK``), for decode, migrate and
+    verbatim copies alike (``kernels.rowdata_py.keys_suspect``)."""
 
     def __init__(self, t: LogicalType, key: LogicalType, value: LogicalType) -> None:
         super().__init__(t)
