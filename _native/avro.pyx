@@ -22,7 +22,7 @@ import numpy as np
 
 __statemorph_native__ = True
 
-# program columns (C_*), ops (O_*), emit modes (W_*): generated from statemorph.kernels.abi
+# program columns (COL_*), ops (AVRO_OP_*), emit modes (EMIT_*): generated from statemorph.kernels.abi
 include "abi_avro.pxi"
 
 cdef int64_t SATURATED = (<int64_t>1) << 62
@@ -97,9 +97,9 @@ cdef inline void put_number(Writer* w, int64_t emit, bint is_int, int64_t iv, do
     cdef double d
     cdef uint32_t u32
     cdef uint64_t u64
-    if emit == W_I64:
+    if emit == EMIT_I64:
         put_be64(w, <uint64_t>iv)
-    elif emit == W_F32:
+    elif emit == EMIT_F32:
         d = <double>iv if is_int else dv
         f = <float>d
         memcpy(&u32, &f, 4)
@@ -112,23 +112,23 @@ cdef inline void put_number(Writer* w, int64_t emit, bint is_int, int64_t iv, do
 
 cdef inline int read_i32(AvWalk* s, Cursor* c, int64_t node, int32_t* v) noexcept nogil:
     if not cur_has(c, 4):
-        return fail(s, E_TRUNCATED, node)
+        return fail(s, ERR_TRUNCATED, node)
     v[0] = <int32_t>load_u32_be(c.base + c.pos)
     c.pos += 4
-    return E_OK
+    return ERR_OK
 
 
 cdef inline int read_blob(AvWalk* s, Cursor* c, int64_t node, int32_t* n) noexcept nogil:
     """A string / bytes / map key: i32 BE length (not negative), then that many bytes, which the
     cursor is left in front of."""
     cdef int code = read_i32(s, c, node, n)
-    if code != E_OK:
+    if code != ERR_OK:
         return code
     if n[0] < 0:
-        return fail(s, E_BAD_LENGTH, node)
+        return fail(s, ERR_BAD_LENGTH, node)
     if not cur_has(c, n[0]):
-        return fail(s, E_TRUNCATED, node)
-    return E_OK
+        return fail(s, ERR_TRUNCATED, node)
+    return ERR_OK
 
 
 cdef inline int read_count(AvWalk* s, Cursor* c, int64_t node, int64_t* count) noexcept nogil:
@@ -139,7 +139,7 @@ cdef inline int read_count(AvWalk* s, Cursor* c, int64_t node, int64_t* count) n
     cdef uint8_t b
     for k in range(10):
         if c.pos >= c.end:
-            return fail(s, E_TRUNCATED, node)
+            return fail(s, ERR_TRUNCATED, node)
         b = c.base[c.pos]
         c.pos += 1
         if k < 9:
@@ -148,8 +148,8 @@ cdef inline int read_count(AvWalk* s, Cursor* c, int64_t node, int64_t* count) n
             v = <uint64_t>SATURATED
         if not (b & 0x80):
             count[0] = <int64_t>v if v < <uint64_t>SATURATED else SATURATED
-            return E_OK
-    return fail(s, E_BAD_LENGTH, node)
+            return ERR_OK
+    return fail(s, ERR_BAD_LENGTH, node)
 
 
 cdef inline bint utf8_ok(const uint8_t* b, int64_t a, int64_t e) noexcept nogil:
@@ -163,7 +163,7 @@ cdef inline bint utf8_ok(const uint8_t* b, int64_t a, int64_t e) noexcept nogil:
     while a < e and b[a] < 0x80:
         a += 1
     while a < e:
-        if utf8_next(b, &a, e, &cp) != E_OK:
+        if utf8_next(b, &a, e, &cp) != ERR_OK:
             return False
     return True
 
@@ -189,50 +189,50 @@ cdef int push_key(AvWalk* s, const uint8_t* p, int64_t n) noexcept nogil:
     s.keys[s.nkeys].p = p
     s.keys[s.nkeys].n = n
     s.nkeys += 1
-    return E_OK
+    return ERR_OK
 
 
 cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
     """An array or map: blocks in, one block out (the reference re-emits ``VARLEN(total)`` ‖
     items ‖ ``00``, or ``00``); kept map keys are checked for duplicates (the reference's dict
     would merge them: the per-value path writes that)."""
-    cdef const int64_t* row = s.p + node * NCOL
-    cdef bint is_map = row[C_OP] == O_MAP
-    cdef int64_t unit = row[C_B], child = row[C_A]
+    cdef const int64_t* row = s.p + node * PROGRAM_COLUMNS
+    cdef bint is_map = row[COL_OP] == AVRO_OP_MAP
+    cdef int64_t unit = row[COL_B], child = row[COL_A]
     cdef int64_t count, k, total = 0, start = s.w.pos, key_base = s.nkeys, width
     cdef int32_t n
     cdef int code
     while True:
         code = read_count(s, c, node, &count)
-        if code != E_OK:
+        if code != ERR_OK:
             return code
         if count == 0:
             break
         if unit:
             if count > (c.end - c.pos) / unit:
-                return fail(s, E_TRUNCATED, node)
+                return fail(s, ERR_TRUNCATED, node)
         elif count > s.budget:
-            return fail(s, E_TOO_LARGE, node)
+            return fail(s, ERR_TOO_LARGE, node)
         else:
             s.budget -= count
         for k in range(count):
             if is_map:
                 code = read_blob(s, c, node, &n)
-                if code != E_OK:
+                if code != ERR_OK:
                     return code
                 if not utf8_ok(c.base, c.pos, c.pos + n):
-                    return fail(s, E_BAD_UTF8, node)
+                    return fail(s, ERR_BAD_UTF8, node)
                 if emit:
-                    if push_key(s, c.base + c.pos, n) != E_OK:
+                    if push_key(s, c.base + c.pos, n) != ERR_OK:
                         return fail(s, HAND_BACK, node)
                     put_span(&s.w, c.base + c.pos - 4, 4 + n)
                 c.pos += n
             code = av_value(s, child, c, emit)
-            if code != E_OK:
+            if code != ERR_OK:
                 return code
         total += count
     if not emit:
-        return E_OK
+        return ERR_OK
     if is_map:
         if total > 1:
             qsort(s.keys + key_base, total, sizeof(KeySpan), span_cmp)
@@ -241,7 +241,7 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
                     return fail(s, HAND_BACK, node)
         s.nkeys = key_base
     if total > <int64_t>0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
-        return fail(s, E_TOO_LARGE, node)
+        return fail(s, ERR_TOO_LARGE, node)
     if total:
         width = varlen_size(<uint32_t>total)
         if s.w.pos + width <= s.w.cap:  # the items move up to make room for their count
@@ -249,17 +249,17 @@ cdef int av_sequence(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nog
             put_varlen(s.w.base, start, <uint32_t>total)
         s.w.pos += width
     w_byte(&s.w, 0)
-    return E_OK
+    return ERR_OK
 
 
 cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
     """A record: writer fields in writer order; reader fields (kept ones, defaults) in reader order,
     in one pass when they keep the writer's order, else after a first pass that records where each
     writer field starts."""
-    cdef const int64_t* row = s.p + node * NCOL
-    cdef const int64_t* fields = s.tail + row[C_B]
-    cdef const int64_t* entries = s.tail + row[C_D]
-    cdef int64_t nw = row[C_A], nr = row[C_C], base = row[C_E]
+    cdef const int64_t* row = s.p + node * PROGRAM_COLUMNS
+    cdef const int64_t* fields = s.tail + row[COL_B]
+    cdef const int64_t* entries = s.tail + row[COL_D]
+    cdef int64_t nw = row[COL_A], nr = row[COL_C], base = row[COL_E]
     cdef int64_t j, k, done = 0, end, budget
     cdef const int64_t* op
     cdef int code
@@ -272,27 +272,27 @@ cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil
                 continue
             while done < j:
                 code = av_value(s, fields[done], c, False)
-                if code != E_OK:
+                if code != ERR_OK:
                     return code
                 done += 1
             code = av_value(s, entries[4 * k + 1], c, emit)
-            if code != E_OK:
+            if code != ERR_OK:
                 return code
             done = j + 1
         while done < nw:
             code = av_value(s, fields[done], c, False)
-            if code != E_OK:
+            if code != ERR_OK:
                 return code
             done += 1
-        return E_OK
+        return ERR_OK
     for j in range(nw):
         s.scratch[base + j] = c.pos
         code = av_value(s, fields[j], c, False)
-        if code != E_OK:
+        if code != ERR_OK:
             return code
     s.scratch[base + nw] = c.pos
     if not emit:
-        return E_OK
+        return ERR_OK
     end = c.pos
     budget = s.budget
     s.budget = SATURATED  # the values were checked (and their zero-width items counted) above
@@ -301,106 +301,106 @@ cdef int av_record(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil
         if j < 0:
             put_span(&s.w, s.consts + entries[4 * k + 2], entries[4 * k + 3])
             continue
-        op = s.p + entries[4 * k + 1] * NCOL
-        if op[C_EMIT] == W_VALUE and op[C_UNION] < 0:  # bytes that stay: copied as checked above
+        op = s.p + entries[4 * k + 1] * PROGRAM_COLUMNS
+        if op[COL_EMIT] == EMIT_VALUE and op[COL_UNION] < 0:  # bytes that stay: copied as checked above
             put_span(&s.w, c.base + s.scratch[base + j], s.scratch[base + j + 1] - s.scratch[base + j])
             continue
         c.pos = s.scratch[base + j]
         code = av_value(s, entries[4 * k + 1], c, True)
-        if code != E_OK:
+        if code != ERR_OK:
             return code
     s.budget = budget
     c.pos = end
-    return E_OK
+    return ERR_OK
 
 
 cdef int av_value(AvWalk* s, int64_t node, Cursor* c, bint emit) noexcept nogil:
     """Read the writer value of ``node`` at the cursor (advancing it), writing the reader value
-    when ``emit`` and the node emits; E_OK or an error code with ``s.err`` set."""
-    cdef const int64_t* row = s.p + node * NCOL
-    cdef int64_t op = row[C_OP], v64
+    when ``emit`` and the node emits; ERR_OK or an error code with ``s.err`` set."""
+    cdef const int64_t* row = s.p + node * PROGRAM_COLUMNS
+    cdef int64_t op = row[COL_OP], v64
     cdef int32_t v32
     cdef uint32_t u32
     cdef uint64_t u64
     cdef float f
     cdef double d
     cdef int code
-    if row[C_EMIT] == W_SKIP:
+    if row[COL_EMIT] == EMIT_SKIP:
         emit = False
-    if emit and row[C_UNION] >= 0:
-        put_be32(&s.w, <uint32_t>row[C_UNION])
-    if op == O_NULL:
-        return E_OK
-    if op == O_BOOL:
+    if emit and row[COL_UNION] >= 0:
+        put_be32(&s.w, <uint32_t>row[COL_UNION])
+    if op == AVRO_OP_NULL:
+        return ERR_OK
+    if op == AVRO_OP_BOOL:
         if not cur_has(c, 1):
-            return fail(s, E_TRUNCATED, node)
+            return fail(s, ERR_TRUNCATED, node)
         if emit:
             w_byte(&s.w, 1 if c.base[c.pos] else 0)
         c.pos += 1
-        return E_OK
-    if op == O_INT or op == O_LONG:
-        if op == O_INT:
+        return ERR_OK
+    if op == AVRO_OP_INT or op == AVRO_OP_LONG:
+        if op == AVRO_OP_INT:
             code = read_i32(s, c, node, &v32)
-            if code != E_OK:
+            if code != ERR_OK:
                 return code
             v64 = v32
         else:
             if not cur_has(c, 8):
-                return fail(s, E_TRUNCATED, node)
+                return fail(s, ERR_TRUNCATED, node)
             v64 = <int64_t>load_u64_be(c.base + c.pos)
             c.pos += 8
-        if v64 < row[C_A] or v64 > row[C_B]:
-            return fail(s, E_AVRO_RANGE, node)
+        if v64 < row[COL_A] or v64 > row[COL_B]:
+            return fail(s, ERR_AVRO_RANGE, node)
         if emit:
-            if row[C_EMIT] == W_VALUE:
-                put_span(&s.w, c.base + c.pos - (4 if op == O_INT else 8), 4 if op == O_INT else 8)
+            if row[COL_EMIT] == EMIT_VALUE:
+                put_span(&s.w, c.base + c.pos - (4 if op == AVRO_OP_INT else 8), 4 if op == AVRO_OP_INT else 8)
             else:
-                put_number(&s.w, row[C_EMIT], True, v64, 0.0)
-        return E_OK
-    if op == O_FLOAT or op == O_DOUBLE:
-        v64 = 4 if op == O_FLOAT else 8
+                put_number(&s.w, row[COL_EMIT], True, v64, 0.0)
+        return ERR_OK
+    if op == AVRO_OP_FLOAT or op == AVRO_OP_DOUBLE:
+        v64 = 4 if op == AVRO_OP_FLOAT else 8
         if not cur_has(c, v64):
-            return fail(s, E_TRUNCATED, node)
+            return fail(s, ERR_TRUNCATED, node)
         if emit:
-            if op == O_FLOAT:
+            if op == AVRO_OP_FLOAT:
                 u32 = load_u32_be(c.base + c.pos)
                 memcpy(&f, &u32, 4)
                 d = f
             else:
                 u64 = load_u64_be(c.base + c.pos)
                 memcpy(&d, &u64, 8)
-            put_number(&s.w, row[C_EMIT], False, 0, d)
+            put_number(&s.w, row[COL_EMIT], False, 0, d)
         c.pos += v64
-        return E_OK
-    if op == O_BLOB:
+        return ERR_OK
+    if op == AVRO_OP_BLOB:
         code = read_blob(s, c, node, &v32)
-        if code != E_OK:
+        if code != ERR_OK:
             return code
-        if (row[C_A] or (emit and row[C_EMIT] == W_UTF8)) and not utf8_ok(c.base, c.pos, c.pos + v32):
-            return fail(s, E_BAD_UTF8 if row[C_A] else HAND_BACK, node)
+        if (row[COL_A] or (emit and row[COL_EMIT] == EMIT_UTF8)) and not utf8_ok(c.base, c.pos, c.pos + v32):
+            return fail(s, ERR_BAD_UTF8 if row[COL_A] else HAND_BACK, node)
         if emit:
             put_span(&s.w, c.base + c.pos - 4, 4 + v32)
         c.pos += v32
-        return E_OK
-    if op == O_FIXED:
-        if not cur_has(c, row[C_A]):
-            return fail(s, E_TRUNCATED, node)
+        return ERR_OK
+    if op == AVRO_OP_FIXED:
+        if not cur_has(c, row[COL_A]):
+            return fail(s, ERR_TRUNCATED, node)
         if emit:
-            put_span(&s.w, c.base + c.pos, row[C_A])
-        c.pos += row[C_A]
-        return E_OK
-    if op == O_ENUM or op == O_UNION:
+            put_span(&s.w, c.base + c.pos, row[COL_A])
+        c.pos += row[COL_A]
+        return ERR_OK
+    if op == AVRO_OP_ENUM or op == AVRO_OP_UNION:
         code = read_i32(s, c, node, &v32)
-        if code != E_OK:
+        if code != ERR_OK:
             return code
-        if v32 < 0 or v32 >= row[C_A]:
-            return fail(s, E_AVRO_INDEX, node)
-        if op == O_UNION:
-            return av_value(s, s.tail[row[C_B] + v32], c, emit)
+        if v32 < 0 or v32 >= row[COL_A]:
+            return fail(s, ERR_AVRO_INDEX, node)
+        if op == AVRO_OP_UNION:
+            return av_value(s, s.tail[row[COL_B] + v32], c, emit)
         if emit:
-            put_be32(&s.w, <uint32_t>(v32 if row[C_EMIT] == W_VALUE else s.tail[row[C_B] + v32]))
-        return E_OK
-    if op == O_ARRAY or op == O_MAP:
+            put_be32(&s.w, <uint32_t>(v32 if row[COL_EMIT] == EMIT_VALUE else s.tail[row[COL_B] + v32]))
+        return ERR_OK
+    if op == AVRO_OP_ARRAY or op == AVRO_OP_MAP:
         return av_sequence(s, node, c, emit)
     return av_record(s, node, c, emit)
 
@@ -422,14 +422,14 @@ def avro_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef AvWalk s
     cdef Cursor c
     cdef int code
-    if pm.shape[1] != NCOL or pm.shape[0] == 0 or pm[0, C_OP] != O_HEAD or not 1 < pm[0, C_A] <= pm.shape[0]:
+    if pm.shape[1] != PROGRAM_COLUMNS or pm.shape[0] == 0 or pm[0, COL_OP] != AVRO_OP_HEAD or not 1 < pm[0, COL_A] <= pm.shape[0]:
         raise ValueError("bad Avro program")
     offs = out_offsets(keep, out_off, cap, start, stop, pos, "avro_migrate_run", &wide_out)
-    scratch = np.zeros(max(pm[0, C_C], 1), dtype=np.int64)
-    root = pm[0, C_B]
+    scratch = np.zeros(max(pm[0, COL_C], 1), dtype=np.int64)
+    root = pm[0, COL_B]
     s.p = &pm[0, 0]
-    s.tail = s.p + pm[0, C_A] * NCOL
-    s.consts = <const uint8_t*>(s.tail + pm[0, C_E])
+    s.tail = s.p + pm[0, COL_A] * PROGRAM_COLUMNS
+    s.consts = <const uint8_t*>(s.tail + pm[0, COL_E])
     s.scratch = &scratch[0]
     s.w.base = &out_data[0] if cap else NULL
     s.w.cap = cap
@@ -440,16 +440,16 @@ def avro_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
         while i < stop:
             if bv_valid(&v, i):
                 s.err = -1
-                s.budget = pm[0, C_EMIT]
+                s.budget = pm[0, COL_EMIT]
                 s.nkeys = 0
                 s.w.pos = pos
                 code = bv_entry(&v, i, &c)
-                if code == E_OK:
+                if code == ERR_OK:
                     code = av_value(&s, root, &c, True)
-                    if code == E_OK and c.pos != c.end:
+                    if code == ERR_OK and c.pos != c.end:
                         s.err = -1
-                        code = E_TRAILING
-                if code == E_OK:
+                        code = ERR_TRAILING
+                if code == ERR_OK:
                     if s.w.pos > cap:
                         break
                     pos = s.w.pos

@@ -23,7 +23,7 @@ import numpy as np
 
 __statemorph_native__ = True
 
-# program columns and kinds (C_*, S_*, P_*): generated from statemorph.kernels.abi
+# program columns and kinds (COL_*, COMPOSITE_*): generated from statemorph.kernels.abi
 include "abi_composite.pxi"
 
 cdef enum:
@@ -32,7 +32,7 @@ cdef enum:
 
 
 cdef inline int64_t PP(const int64_t* prog, int64_t node, int col) noexcept nogil:
-    return prog[node * NCOL + col]
+    return prog[node * PROGRAM_COLUMNS + col]
 
 
 cdef inline bint mask_bit(const uint8_t* m, int64_t k) noexcept nogil:
@@ -49,48 +49,48 @@ cdef int check_string(Cursor* c, uint8_t* state) noexcept nogil:
     cdef uint32_t n = 0, u = 0
     cdef int code = read_varint(c, &n, 0x7FFFFFFF)
     state[0] = 0
-    if code != E_OK:
+    if code != ERR_OK:
         return code
     if n == 0:
         state[0] = NUL
-        return E_OK
+        return ERR_OK
     # a varint is minimal when it is one byte or its last group is not zero
     if c.base[c.pos - 1] == 0 and c.pos - at > 1:
         state[0] = REWRITE
     if <int64_t>(n - 1) > c.end - c.pos:
-        return E_TRUNCATED
+        return ERR_TRUNCATED
     for k in range(n - 1):
         if c.pos < c.end and c.base[c.pos] < 0x80:  # ASCII: one minimal byte
             c.pos += 1
             continue
         code = read_varint(c, &u, 0xFFFF)
-        if code != E_OK:
+        if code != ERR_OK:
             return code
         if c.base[c.pos - 1] == 0:
             state[0] = REWRITE
-    return E_OK
+    return ERR_OK
 
 
 cdef int check_leaf(Cursor* c, int64_t kind, int64_t width, uint8_t* state) noexcept nogil:
     """Validate the leaf value of ``kind`` at the cursor (advancing it); ``state`` as check_string."""
     cdef int32_t blen
     state[0] = 0
-    if kind == S_STR:
+    if kind == COMPOSITE_STR:
         return check_string(c, state)
-    if kind == S_BYTES:
+    if kind == COMPOSITE_BYTES:
         if c.end - c.pos < 4:
-            return E_TRUNCATED
+            return ERR_TRUNCATED
         blen = <int32_t>load_u32_be(c.base + c.pos)
         if blen < 0:
-            return E_BAD_LENGTH
+            return ERR_BAD_LENGTH
         if blen > c.end - c.pos - 4:
-            return E_TRUNCATED
+            return ERR_TRUNCATED
         c.pos += 4 + blen
-        return E_OK
+        return ERR_OK
     if c.end - c.pos < width:
-        return E_TRUNCATED
+        return ERR_TRUNCATED
     c.pos += width
-    return E_OK
+    return ERR_OK
 
 
 cdef inline int64_t varint_at(uint8_t* o, uint32_t n) noexcept nogil:
@@ -113,23 +113,23 @@ cdef int64_t put_canonical(int64_t kind, const uint8_t* d, int64_t start, int64_
     cdef uint32_t n = 0, u = 0, bits
     cdef uint64_t bits64
     cdef int64_t size, k
-    if kind == S_BOOL:
+    if kind == COMPOSITE_BOOL:
         if o != NULL:
             o[0] = d[start] != 0
         return 1
-    if kind == S_F32:
+    if kind == COMPOSITE_F32:
         bits = load_u32_be(d + start)
         if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF):
             if o != NULL:
                 store_u32_be(o, 0x7FC00000)
             return 4
-    elif kind == S_F64:
+    elif kind == COMPOSITE_F64:
         bits64 = load_u64_be(d + start)
         if ((bits64 >> 52) & 0x7FF) == 0x7FF and (bits64 & ((<uint64_t>1 << 52) - 1)):
             if o != NULL:
                 store_u64_be(o, (<uint64_t>0x7FF8) << 48)
             return 8
-    elif kind == S_STR and rewrite:
+    elif kind == COMPOSITE_STR and rewrite:
         c.base = d
         c.pos = start
         c.end = stop
@@ -148,9 +148,9 @@ cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, 
                       int64_t* err_node) noexcept nogil:
     """Validate one row at the cursor (advancing it) and return the size of the rewritten row;
     with ``o`` != NULL also write it at ``o + op``. Negative: -code with ``err_node`` set."""
-    cdef int64_t arity = PP(prog, node, C_ARITY)
-    cdef int64_t oldk = 2 if PP(prog, node, C_OLD_FLAG) else 0
-    cdef int64_t newk = 2 if PP(prog, node, C_NEW_FLAG) else 0
+    cdef int64_t arity = PP(prog, node, COL_ARITY)
+    cdef int64_t oldk = 2 if PP(prog, node, COL_OLD_FLAG) else 0
+    cdef int64_t newk = 2 if PP(prog, node, COL_NEW_FLAG) else 0
     cdef int64_t oldlen = (arity + oldk + 7) >> 3
     cdef int64_t newlen = (arity + newk + 7) >> 3
     cdef const uint8_t* m
@@ -160,12 +160,12 @@ cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, 
     cdef uint8_t state
     if c.end - c.pos < oldlen:
         err_node[0] = node
-        return -E_TRUNCATED
+        return -ERR_TRUNCATED
     m = c.base + c.pos
     for k in range(arity + oldk, oldlen * 8):
         if mask_bit(m, k):
             err_node[0] = node
-            return -E_BAD_HEADER
+            return -ERR_BAD_HEADER
     if oldk:
         kind_bits = mask_bit(m, 0) | (mask_bit(m, 1) << 1)
     c.pos += oldlen
@@ -181,33 +181,33 @@ cdef int64_t row_walk(const int64_t* prog, int64_t node, Cursor* c, uint8_t* o, 
             if mask_bit(m, oldk + i):
                 k = newk + i
                 o[op + (k >> 3)] |= <uint8_t>(0x80 >> (k & 7))
-    end = PP(prog, node, C_END)
+    end = PP(prog, node, COL_END)
     child = node + 1
     i = 0
     while child < end:
-        if mask_bit(m, oldk + PP(prog, child, C_POS)):
-            child = PP(prog, child, C_END)
+        if mask_bit(m, oldk + PP(prog, child, COL_POS)):
+            child = PP(prog, child, COL_END)
             continue
         start = c.pos
-        kind = PP(prog, child, C_KIND)
-        if kind == S_ROW:
+        kind = PP(prog, child, COL_KIND)
+        if kind == COMPOSITE_ROW:
             r = row_walk(prog, child, c, o, op + size, err_node)
             if r < 0:
                 return r
             size += r
-            child = PP(prog, child, C_END)
+            child = PP(prog, child, COL_END)
             continue
-        code = check_leaf(c, kind, PP(prog, child, C_WIDTH), &state)
-        if code != E_OK:
+        code = check_leaf(c, kind, PP(prog, child, COL_WIDTH), &state)
+        if code != ERR_OK:
             err_node[0] = child
             return -code
         if state == NUL:  # a null string read from a field the mask calls present: null, as the reference writes it
             if o != NULL:
-                k = newk + PP(prog, child, C_POS)
+                k = newk + PP(prog, child, COL_POS)
                 o[op + (k >> 3)] |= <uint8_t>(0x80 >> (k & 7))
         else:
             size += put_canonical(kind, c.base, start, c.pos, state == REWRITE, o + op + size if o != NULL else NULL)
-        child = PP(prog, child, C_END)
+        child = PP(prog, child, COL_END)
     return size
 
 
@@ -220,7 +220,7 @@ def core_row_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int
     cdef Cursor c
     cdef int64_t i, r, err_node, first = -1
     cdef int code
-    if pm.shape[1] != NCOL:
+    if pm.shape[1] != PROGRAM_COLUMNS:
         raise ValueError("bad row program")
     with nogil:
         for i in range(start, stop):
@@ -229,15 +229,15 @@ def core_row_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int
                 continue
             err_node = -1
             code = bv_entry(&v, i, &c)
-            if code == E_OK:
+            if code == ERR_OK:
                 r = row_walk(p, 0, &c, NULL, 0, &err_node)
                 if r < 0:
                     code = <int>(-r)
                 elif c.pos != c.end:
-                    code = E_TRAILING
+                    code = ERR_TRAILING
                 else:
                     out_off[i + 1] = r
-            if code != E_OK:
+            if code != ERR_OK:
                 out_off[i + 1] = encode_err(code, err_node)
                 if first < 0:
                     first = i
@@ -260,7 +260,7 @@ def core_row_fill(prog, offsets, data, validity, int64_t offset, bint wide, int6
         for i in range(start, stop):
             if out_off[i + 1] == out_off[i] or out_off[i + 1] > cap or not bv_valid(&v, i):
                 continue
-            if bv_entry(&v, i, &c) != E_OK:
+            if bv_entry(&v, i, &c) != ERR_OK:
                 continue
             row_walk(p, 0, &c, o, out_off[i], &err_node)
 
@@ -269,7 +269,7 @@ def core_row_fill(prog, offsets, data, validity, int64_t offset, bint wide, int6
 # PojoSerializer migration (program and format: statemorph.kernels.composite_py, which holds
 # the Python twin). A check walk validates one entry and records, per old field node, where its
 # bytes start and end and its state; an emit walk then writes the fields in the new order,
-# canonically. Leaf kinds are the S_* kinds above.
+# canonically. Leaf kinds are the COMPOSITE_* kinds above.
 
 ctypedef struct PWalk:
     const int64_t* p
@@ -284,7 +284,7 @@ ctypedef struct PWalk:
 
 
 cdef int pojo_check(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
-    """Validate the POJO value at the cursor (advancing it); E_OK or a code with ``w.err`` set.
+    """Validate the POJO value at the cursor (advancing it); ERR_OK or a code with ``w.err`` set.
     Locals for the tables of ``w``, as in ``pojo_emit``: stores to ``state`` (bytes) alias anything."""
     cdef const int64_t* p = w.p
     cdef uint8_t* state = w.state
@@ -294,47 +294,47 @@ cdef int pojo_check(PWalk* w, int64_t node, Cursor* c) noexcept nogil:
     cdef int64_t pos = c.pos, end = c.end
     cdef uint8_t flags, flag
     cdef int64_t child = node + 1, k, r, kind
-    cdef int code = E_OK
+    cdef int code = ERR_OK
     if pos >= end:
         w.err = node
-        return E_TRUNCATED
+        return ERR_TRUNCATED
     flags = base[pos]
     c.pos = pos + 1
     state[node] = NUL if flags == 1 else 0
     if flags == 1:
-        return E_OK
+        return ERR_OK
     if flags != 2:
         w.err = node
-        return E_BAD_FLAG
-    for k in range(PP(p, node, C_N_OLD)):
+        return ERR_BAD_FLAG
+    for k in range(PP(p, node, COL_N_OLD)):
         pos = c.pos
         if pos >= end:
             w.err = child
-            return E_TRUNCATED
+            return ERR_TRUNCATED
         flag = base[pos]
         c.pos = pos + 1
         if flag > 1:
             w.err = child
-            return E_BAD_FLAG
+            return ERR_BAD_FLAG
         state[child] = NUL if flag else 0
         start[child] = pos + 1
         if flag == 0:
-            kind = PP(p, child, C_KIND)
-            if kind == P_POJO:
+            kind = PP(p, child, COL_KIND)
+            if kind == COMPOSITE_POJO:
                 code = pojo_check(w, child, c)
-            elif kind == S_ROW:
+            elif kind == COMPOSITE_ROW:
                 r = row_walk(p, child, c, NULL, 0, &w.err)
-                code = E_OK if r >= 0 else <int>(-r)
+                code = ERR_OK if r >= 0 else <int>(-r)
                 stop[child] = c.pos
             else:
-                code = check_leaf(c, kind, PP(p, child, C_WIDTH), &state[child])
-                if code != E_OK:
+                code = check_leaf(c, kind, PP(p, child, COL_WIDTH), &state[child])
+                if code != ERR_OK:
                     w.err = child
                 stop[child] = c.pos
-            if code != E_OK:
+            if code != ERR_OK:
                 return code
-        child = PP(p, child, C_END)
-    return E_OK
+        child = PP(p, child, COL_END)
+    return ERR_OK
 
 
 cdef int64_t pojo_emit(const PWalk* w, int64_t node, int64_t op) noexcept nogil:
@@ -348,7 +348,7 @@ cdef int64_t pojo_emit(const PWalk* w, int64_t node, int64_t op) noexcept nogil:
     cdef const int64_t* stop = w.stop
     cdef uint8_t* o = w.o
     cdef int64_t cap = w.cap
-    cdef int64_t row = PP(p, node, C_EMIT_AT), k, src, cst, j, size, kind, err
+    cdef int64_t row = PP(p, node, COL_EMIT_AT), k, src, cst, j, size, kind, err
     cdef Cursor c
     if op >= cap:
         return -1
@@ -357,16 +357,16 @@ cdef int64_t pojo_emit(const PWalk* w, int64_t node, int64_t op) noexcept nogil:
         return op + 1
     o[op] = 2
     op += 1
-    for k in range(PP(p, node, C_N_NEW)):
-        src = PP(p, row, C_SRC)
+    for k in range(PP(p, node, COL_N_NEW)):
+        src = PP(p, row, COL_SRC)
         row += 1
         if src < 0:
-            cst = PP(p, row - 1, C_CONST)
-            size = PP(p, row - 1, C_CONST_LEN)
+            cst = PP(p, row - 1, COL_CONST)
+            size = PP(p, row - 1, COL_CONST_LEN)
             if op + size > cap:
                 return -1
             for j in range(size):
-                o[op + j] = <uint8_t>p[(cst + j // (NCOL - 1)) * NCOL + 1 + j % (NCOL - 1)]
+                o[op + j] = <uint8_t>p[(cst + j // (PROGRAM_COLUMNS - 1)) * PROGRAM_COLUMNS + 1 + j % (PROGRAM_COLUMNS - 1)]
             op += size
             continue
         if op >= cap:
@@ -377,13 +377,13 @@ cdef int64_t pojo_emit(const PWalk* w, int64_t node, int64_t op) noexcept nogil:
             continue
         o[op] = 0
         op += 1
-        kind = PP(p, src, C_KIND)
-        if kind == P_POJO:
+        kind = PP(p, src, COL_KIND)
+        if kind == COMPOSITE_POJO:
             op = pojo_emit(w, src, op)
             if op < 0:
                 return -1
             continue
-        if kind == S_ROW:
+        if kind == COMPOSITE_ROW:
             c.base = d
             c.pos = start[src]
             c.end = stop[src]
@@ -394,7 +394,7 @@ cdef int64_t pojo_emit(const PWalk* w, int64_t node, int64_t op) noexcept nogil:
             size = stop[src] - start[src]
         if op + size > cap:
             return -1
-        if kind == S_ROW:
+        if kind == COMPOSITE_ROW:
             c.pos = start[src]
             row_walk(p, src, &c, o, op, &err)
         else:
@@ -422,7 +422,7 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
     cdef PWalk w
     cdef Cursor c
     cdef int code
-    if pm.shape[1] != NCOL or nnodes == 0 or pm[0, C_KIND] != P_POJO:
+    if pm.shape[1] != PROGRAM_COLUMNS or nnodes == 0 or pm[0, COL_KIND] != COMPOSITE_POJO:
         raise ValueError("bad POJO program")
     offs = out_offsets(keep, out_off, cap, start, stop, pos, "pojo_migrate_run", &wide_out)
     w.p = &pm[0, 0]
@@ -437,12 +437,12 @@ def pojo_migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, i
             if bv_valid(&v, i):
                 w.err = -1
                 code = bv_entry(&v, i, &c)
-                if code == E_OK:
+                if code == ERR_OK:
                     code = pojo_check(&w, 0, &c)
-                    if code == E_OK and c.pos != c.end:
+                    if code == ERR_OK and c.pos != c.end:
                         w.err = -1
-                        code = E_TRAILING
-                if code == E_OK:
+                        code = ERR_TRAILING
+                if code == ERR_OK:
                     r = pojo_emit(&w, 0, pos)
                     if r < 0:
                         break

@@ -28,7 +28,7 @@ __statemorph_native__ = True
 include "abi_corerow.pxi"
 
 cdef enum:
-    E_FULL = 1000            # internal: the row does not fit the output buffer
+    ERR_FULL = 1000            # internal: the row does not fit the output buffer
 
 cdef int64_t MAX32 = 2147483647
 
@@ -43,14 +43,14 @@ ctypedef struct OutCol:
 
 
 cdef inline int64_t PP(const int64_t* p, int64_t node, int col) noexcept nogil:
-    return p[node * NCOL + col]
+    return p[node * PROGRAM_COLUMNS + col]
 
 cdef inline bint is_var(int64_t kind) noexcept nogil:
-    return kind == K_STR or kind == K_CHAR or kind == K_BYTES
+    return kind == LEAF_STR or kind == LEAF_CHAR or kind == LEAF_BYTES
 
 cdef inline int64_t mask_len(const int64_t* p, int64_t node, int64_t* kb) noexcept nogil:
-    kb[0] = 2 if PP(p, node, C_FLAGS) & F_ROW_KIND else 0
-    return (PP(p, node, C_ARITY) + kb[0] + 7) >> 3
+    kb[0] = 2 if PP(p, node, COL_FLAGS) & FLAG_ROW_KIND else 0
+    return (PP(p, node, COL_ARITY) + kb[0] + 7) >> 3
 
 cdef inline bint mask_bit(const uint8_t* m, int64_t k) noexcept nogil:
     return (m[k >> 3] >> (7 - (k & 7))) & 1
@@ -60,71 +60,71 @@ cdef inline bint mask_bit(const uint8_t* m, int64_t k) noexcept nogil:
 # ------------------------------------------------------------------------------------------------
 
 cdef inline int jchar(const Cursor* s, uint32_t* unit) noexcept nogil:
-    """An Arrow string holding one Java char: its UTF-16 unit, or E_BAD_UTF8 / E_BAD_JCHAR."""
+    """An Arrow string holding one Java char: its UTF-16 unit, or ERR_BAD_UTF8 / ERR_BAD_JCHAR."""
     cdef int64_t q = s.pos, count = 0
     cdef uint32_t cp
     while q < s.end:
-        if utf8_next(s.base, &q, s.end, &cp) != E_OK:
-            return E_BAD_UTF8
+        if utf8_next(s.base, &q, s.end, &cp) != ERR_OK:
+            return ERR_BAD_UTF8
         if count == 0:
             unit[0] = cp
         count += 1
     if count != 1 or unit[0] >= 0x10000:
-        return E_BAD_JCHAR
-    return E_OK
+        return ERR_BAD_JCHAR
+    return ERR_OK
 
 
 cdef inline int64_t var_size(int64_t k, const BinView* col, int64_t i, Cursor* s, uint32_t* u,
                              int* code) noexcept nogil:
     """Validate a STR / CHAR / BYTES value (cursor on its Arrow bytes); its encoded size."""
     code[0] = bv_entry(col, i, s)
-    if code[0] != E_OK:
+    if code[0] != ERR_OK:
         return 0
-    if k == K_STR:
+    if k == LEAF_STR:
         return utf8_to_flink(s.base, s.pos, s.end, NULL, 0, code)
-    if k == K_CHAR:
+    if k == LEAF_CHAR:
         code[0] = jchar(s, u)
         return 2
     if s.end - s.pos > 0x7FFFFFFF:
-        code[0] = E_TOO_LARGE
+        code[0] = ERR_TOO_LARGE
     return 4 + s.end - s.pos
 
 
 cdef int64_t enc_size(const int64_t* p, const BinView* cols, int64_t node, int64_t i, int64_t* err) noexcept nogil:
     """Bytes of row ``i`` of row node ``node``, validating its values; -code with ``err`` set.
     Only for a row ``enc_row`` found too big for the buffer: the caller grows it to this."""
-    cdef int64_t kb, r, k, c = node + 1, end = PP(p, node, C_END)
+    cdef int64_t kb, r, k, c = node + 1, end = PP(p, node, COL_END)
     cdef int64_t size = mask_len(p, node, &kb)
     cdef Cursor s
     cdef uint32_t u
     cdef int code
     while c < end:
-        k = PP(p, c, C_KIND)
+        k = PP(p, c, COL_KIND)
         if not bv_valid(&cols[c], i):
-            c = PP(p, c, C_END)
+            c = PP(p, c, COL_END)
             continue
-        if k == K_ROW:
+        if k == LEAF_ROW:
             r = enc_size(p, cols, c, i, err)
             if r < 0:
                 return r
             size += r
         elif is_var(k):
             r = var_size(k, &cols[c], i, &s, &u, &code)
-            if code != E_OK:
+            if code != ERR_OK:
                 err[0] = c
                 return -code
             size += r
         else:
-            size += PP(p, c, C_WIDTH)
-        c = PP(p, c, C_END)
+            size += PP(p, c, COL_WIDTH)
+        c = PP(p, c, COL_END)
     return size
 
 
 cdef int64_t enc_row(const int64_t* p, const BinView* cols, int64_t node, int64_t i, uint8_t* o, int64_t op,
                      int64_t cap, int64_t* err) noexcept nogil:
     """Validate and write row ``i`` at ``o + op`` in one walk. Returns the next position; -code
-    with ``err`` set; or -E_FULL when the row does not fit below ``cap`` (what it wrote is void)."""
-    cdef int64_t kb, k, n, w, bit, e, c = node + 1, end = PP(p, node, C_END)
+    with ``err`` set; or -ERR_FULL when the row does not fit below ``cap`` (what it wrote is void)."""
+    cdef int64_t kb, k, n, w, bit, e, c = node + 1, end = PP(p, node, COL_END)
     cdef int64_t mlen = mask_len(p, node, &kb)
     cdef int64_t mask = op
     cdef const uint8_t* vals
@@ -133,68 +133,68 @@ cdef int64_t enc_row(const int64_t* p, const BinView* cols, int64_t node, int64_
     cdef uint16_t u16
     cdef int code
     if cap - op < mlen:
-        return -E_FULL
+        return -ERR_FULL
     memset(o + op, 0, mlen)  # kind bits stay 0: Arrow rows are INSERT, as on the per-value path
     op += mlen
     while c < end:
-        k = PP(p, c, C_KIND)
+        k = PP(p, c, COL_KIND)
         if not bv_valid(&cols[c], i):
-            bit = kb + PP(p, c, C_POS)
+            bit = kb + PP(p, c, COL_POS)
             o[mask + (bit >> 3)] |= <uint8_t>(0x80 >> (bit & 7))
-            c = PP(p, c, C_END)
+            c = PP(p, c, COL_END)
             continue
-        if k == K_ROW:
+        if k == LEAF_ROW:
             op = enc_row(p, cols, c, i, o, op, cap, err)
             if op < 0:
                 return op
-            c = PP(p, c, C_END)
+            c = PP(p, c, COL_END)
             continue
         if is_var(k):
             n = var_size(k, &cols[c], i, &s, &u, &code)
-            if code != E_OK:
+            if code != ERR_OK:
                 err[0] = c
                 return -code
             if cap - op < n:
-                return -E_FULL
-            if k == K_STR:
+                return -ERR_FULL
+            if k == LEAF_STR:
                 utf8_to_flink(s.base, s.pos, s.end, o, op, &code)
-            elif k == K_CHAR:
+            elif k == LEAF_CHAR:
                 store_u16_be(o + op, <uint16_t>u)
             else:
                 store_u32_be(o + op, <uint32_t>(n - 4))
                 if n > 4:
                     memcpy(o + op + 4, s.base + s.pos, n - 4)
             op += n
-            c = PP(p, c, C_END)
+            c = PP(p, c, COL_END)
             continue
-        w = PP(p, c, C_WIDTH)
+        w = PP(p, c, COL_WIDTH)
         if cap - op < w:
-            return -E_FULL
+            return -ERR_FULL
         vals = cols[c].data
         e = cols[c].offset + i
-        if k == K_BOOL:
+        if k == LEAF_BOOL:
             o[op] = bit_get(vals, e)
-        elif k == K_I8:
+        elif k == LEAF_I8:
             o[op] = vals[e]
-        elif k == K_I16:
+        elif k == LEAF_I16:
             memcpy(&u16, vals + 2 * e, 2)
             store_u16_be(o + op, u16)
-        elif k == K_I32:
+        elif k == LEAF_I32:
             store_u32_be(o + op, load_u32_le(vals + 4 * e))
-        elif k == K_F32:
+        elif k == LEAF_F32:
             store_u32_be(o + op, java_f32_bits(load_u32_le(vals + 4 * e)))
-        elif k == K_I64:
+        elif k == LEAF_I64:
             store_u64_be(o + op, load_u64_le(vals + 8 * e))
         else:
             store_u64_be(o + op, java_f64_bits(load_u64_le(vals + 8 * e)))
         op += w
-        c = PP(p, c, C_END)
+        c = PP(p, c, COL_END)
     return op
 
 
 cdef const int64_t* _prog(list keep, prog) except NULL:
     cdef const int64_t[:, ::1] pm = prog
-    if pm.shape[1] != NCOL or pm.shape[0] < 1 or pm[0, C_END] != pm.shape[0] or pm[0, C_KIND] != K_ROW:
+    if pm.shape[1] != PROGRAM_COLUMNS or pm.shape[0] < 1 or pm[0, COL_END] != pm.shape[0] or pm[0, COL_KIND] != LEAF_ROW:
         raise ValueError("bad flink-core Row program")
     keep.append(pm)
     return &pm[0, 0]
@@ -203,13 +203,13 @@ cdef const int64_t* _prog(list keep, prog) except NULL:
 cdef void _in_cols(list keep, const int64_t* p, list cols, int64_t stop, BinView* cv) except *:
     """The Arrow input column of every node as a BinView (values in ``data``), after checking
     that each buffer covers rows ``0..stop``."""
-    cdef int64_t node, kind, n = p[C_END], need
+    cdef int64_t node, kind, n = p[COL_END], need
     cdef const uint8_t[::1] mv
     if len(cols) != n:
         raise ValueError("one Arrow column per program node is required")
     for node in range(n):
         validity, values, offs, off, wide, _ = cols[node]
-        kind = PP(p, node, C_KIND)
+        kind = PP(p, node, COL_KIND)
         if is_var(kind):
             cv[node] = bin_view(keep, offs, values, validity, off, wide, stop)
             continue
@@ -221,10 +221,10 @@ cdef void _in_cols(list keep, const int64_t* p, list cols, int64_t stop, BinView
                 raise ValueError(f"column {node}: validity buffer shorter than the array")
             keep.append(mv)
             cv[node].validity = &mv[0]
-        if kind == K_ROW:
+        if kind == LEAF_ROW:
             continue
         mv = u8(values)
-        need = (off + stop + 7) // 8 if kind == K_BOOL else (off + stop) * PP(p, node, C_WIDTH)
+        need = (off + stop + 7) // 8 if kind == LEAF_BOOL else (off + stop) * PP(p, node, COL_WIDTH)
         if need > mv.shape[0]:
             raise ValueError(f"column {node}: values buffer shorter than the array")
         keep.append(mv)
@@ -245,7 +245,7 @@ def corerow_encode(prog, list cols, int64_t start, int64_t stop, out_off, uint8_
     cdef BinView* cv
     if om.shape[0] < (stop + 1) * (8 if wide_out else 4) or start < 0 or pos < 0 or pos > cap:
         raise ValueError("corerow_encode: output arrays shorter than the rows")
-    cv = <BinView*>malloc(p[C_END] * sizeof(BinView))
+    cv = <BinView*>malloc(p[COL_END] * sizeof(BinView))
     if cv == NULL:
         raise MemoryError()
     try:
@@ -255,7 +255,7 @@ def corerow_encode(prog, list cols, int64_t start, int64_t stop, out_off, uint8_
                 if bv_valid(&cv[0], i):
                     err = -1
                     r = enc_row(p, cv, 0, i, o, pos, lim, &err)
-                    if r == -E_FULL:
+                    if r == -ERR_FULL:
                         r = enc_size(p, cv, 0, i, &err)
                         if r >= 0:
                             status = pos + r
@@ -287,22 +287,22 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
                      int64_t* err) noexcept nogil:
     """Scatter the row at the cursor into row ``i`` of the outputs, advancing the cursor. Returns
     0; -code (bad bytes); or the capacity a string column needs: ``err`` names the node."""
-    cdef int64_t kb, k, n, w, r, save, ch = node + 1, end = PP(p, node, C_END)
+    cdef int64_t kb, k, n, w, r, save, ch = node + 1, end = PP(p, node, COL_END)
     cdef int64_t mlen = mask_len(p, node, &kb)
     cdef const uint8_t* m
     cdef OutCol* o
     cdef int32_t blen
     cdef uint32_t u
     cdef uint16_t u16
-    cdef int code = E_OK
+    cdef int code = ERR_OK
     cdef bint is_null
     if c.end - c.pos < mlen:
         err[0] = node
-        return -E_TRUNCATED
+        return -ERR_TRUNCATED
     m = c.base + c.pos
-    if mlen and m[mlen - 1] & ((1 << (mlen * 8 - PP(p, node, C_ARITY) - kb)) - 1):
+    if mlen and m[mlen - 1] & ((1 << (mlen * 8 - PP(p, node, COL_ARITY) - kb)) - 1):
         err[0] = node  # padding bits after the last field are set
-        return -E_BAD_HEADER
+        return -ERR_BAD_HEADER
     if node != 0 and kb and (m[0] & 0xC0):
         # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
         # reference reads the entry and the Arrow conversion refuses it, naming the path
@@ -310,18 +310,18 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
         return -HAND_BACK
     c.pos += mlen
     while ch < end:
-        k = PP(p, ch, C_KIND)
-        if mask_bit(m, kb + PP(p, ch, C_POS)):
-            ch = PP(p, ch, C_END)
+        k = PP(p, ch, COL_KIND)
+        if mask_bit(m, kb + PP(p, ch, COL_POS)):
+            ch = PP(p, ch, COL_END)
             continue
         o = &oc[ch]
         err[0] = ch
-        if k == K_ROW:
+        if k == LEAF_ROW:
             bit_set(o.valid, i)
             r = dec_row(p, oc, spos, ch, c, i, err)
             if r != 0:
                 return r
-        elif k == K_STR:
+        elif k == LEAF_STR:
             save = c.pos
             # UTF-8 takes at most 1.5 bytes per StringValue byte: with that much room, one walk
             if room(o, spos[ch], (3 * (c.end - c.pos)) // 2 + 3):
@@ -338,12 +338,12 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
             if not is_null:
                 spos[ch] = n
                 bit_set(o.valid, i)
-        elif k == K_CHAR:
+        elif k == LEAF_CHAR:
             if c.end - c.pos < 2:
-                return -E_TRUNCATED
+                return -ERR_TRUNCATED
             u = load_u16_be(c.base + c.pos)
             if u >= 0xD800 and u < 0xE000:
-                return -E_LONE_SURROGATE
+                return -ERR_LONE_SURROGATE
             n = 1 if u < 0x80 else (2 if u < 0x800 else 3)
             r = room(o, spos[ch], n)
             if r:
@@ -360,14 +360,14 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
             spos[ch] += n
             c.pos += 2
             bit_set(o.valid, i)
-        elif k == K_BYTES:
+        elif k == LEAF_BYTES:
             if c.end - c.pos < 4:
-                return -E_TRUNCATED
+                return -ERR_TRUNCATED
             blen = <int32_t>load_u32_be(c.base + c.pos)
             if blen < 0:
-                return -E_BAD_LENGTH
+                return -ERR_BAD_LENGTH
             if blen > c.end - c.pos - 4:
-                return -E_TRUNCATED
+                return -ERR_TRUNCATED
             r = room(o, spos[ch], blen)
             if r:
                 return r
@@ -377,14 +377,14 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
             c.pos += 4 + blen
             bit_set(o.valid, i)
         else:
-            w = PP(p, ch, C_WIDTH)
+            w = PP(p, ch, COL_WIDTH)
             if c.end - c.pos < w:
-                return -E_TRUNCATED
+                return -ERR_TRUNCATED
             bit_set(o.valid, i)
-            if k == K_BOOL:
+            if k == LEAF_BOOL:
                 if c.base[c.pos] != 0:
                     bit_set(o.vals, i)
-            elif k == K_I8:
+            elif k == LEAF_I8:
                 o.vals[i] = c.base[c.pos]
             elif w == 2:
                 u16 = load_u16_be(c.base + c.pos)
@@ -394,7 +394,7 @@ cdef int64_t dec_row(const int64_t* p, OutCol* oc, int64_t* spos, int64_t node, 
             else:
                 store_u64_le(o.vals + 8 * i, load_u64_be(c.base + c.pos))
             c.pos += w
-        ch = PP(p, ch, C_END)
+        ch = PP(p, ch, COL_END)
     return 0
 
 
@@ -403,26 +403,26 @@ cdef void rewind(const int64_t* p, int64_t nn, OutCol* oc, int64_t* spos, int64_
     cdef int64_t c
     for c in range(1, nn):
         bit_clear(oc[c].valid, i)
-        if is_var(PP(p, c, C_KIND)):
+        if is_var(PP(p, c, COL_KIND)):
             spos[c] = get_off(oc[c].offs, oc[c].wide, i)
 
 
 cdef void _out_cols(list keep, const int64_t* p, list outs, int64_t stop, int64_t[::1] spos, OutCol* oc) except *:
     """Pointers to the per-node output buffers, after checking each covers rows ``0..stop``."""
-    cdef int64_t node, kind, n = p[C_END], need
+    cdef int64_t node, kind, n = p[COL_END], need
     cdef uint8_t[::1] mv
     if len(outs) != n or spos.shape[0] < n:
         raise ValueError("one output per program node is required")
     memset(oc, 0, n * sizeof(OutCol))
     for node in range(1, n):
         vbits, vals, offs, sdata = outs[node]
-        kind = PP(p, node, C_KIND)
+        kind = PP(p, node, COL_KIND)
         mv = u8(vbits)
         if mv.shape[0] < (stop + 7) // 8:
             raise ValueError(f"output {node}: validity buffer shorter than the rows")
         keep.append(mv)
         oc[node].valid = &mv[0] if mv.shape[0] else NULL
-        if kind == K_ROW:
+        if kind == LEAF_ROW:
             continue
         if is_var(kind):
             oc[node].wide = memoryview(offs).itemsize == 8
@@ -439,7 +439,7 @@ cdef void _out_cols(list keep, const int64_t* p, list outs, int64_t stop, int64_
                 raise ValueError(f"output {node}: write position outside the data buffer")
             continue
         mv = u8(vals)
-        need = (stop + 7) // 8 if kind == K_BOOL else stop * PP(p, node, C_WIDTH)
+        need = (stop + 7) // 8 if kind == LEAF_BOOL else stop * PP(p, node, COL_WIDTH)
         if mv.shape[0] < need:
             raise ValueError(f"output {node}: values buffer shorter than the rows")
         keep.append(mv)
@@ -453,7 +453,7 @@ def corerow_decode(prog, offsets, data, validity, int64_t offset, bint wide, int
     cdef list keep = []
     cdef const int64_t* p = _prog(keep, prog)
     cdef BinView v = bin_view(keep, offsets, data, validity, offset, wide, stop)
-    cdef int64_t nn = p[C_END], i = start, r, c, err, status = 0, node = -1
+    cdef int64_t nn = p[COL_END], i = start, r, c, err, status = 0, node = -1
     cdef int64_t* sp = &spos[0]
     cdef OutCol* oc
     cdef Cursor cur
@@ -470,13 +470,13 @@ def corerow_decode(prog, offsets, data, validity, int64_t offset, bint wide, int
                 if bv_valid(&v, i):
                     err = -1
                     code = bv_entry(&v, i, &cur)
-                    if code != E_OK:
+                    if code != ERR_OK:
                         r = -code
                     else:
                         r = dec_row(p, oc, sp, 0, &cur, i, &err)
                         if r == 0 and cur.pos != cur.end:
                             err = -1
-                            r = -E_TRAILING
+                            r = -ERR_TRAILING
                     if r != 0:
                         rewind(p, nn, oc, sp, i)
                         if r > 0:
@@ -485,11 +485,11 @@ def corerow_decode(prog, offsets, data, validity, int64_t offset, bint wide, int
                             break
                         status = encode_err(<int>(-r), err)
                         for c in range(1, nn):
-                            if is_var(PP(p, c, C_KIND)):
+                            if is_var(PP(p, c, COL_KIND)):
                                 put_off(oc[c].offs, oc[c].wide, i + 1, sp[c])
                         break
                 for c in range(1, nn):
-                    if is_var(PP(p, c, C_KIND)):
+                    if is_var(PP(p, c, COL_KIND)):
                         put_off(oc[c].offs, oc[c].wide, i + 1, sp[c])
                 i += 1
     finally:

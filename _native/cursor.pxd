@@ -32,16 +32,16 @@ cdef extern from *:
     uint32_t sm_bswap32(uint32_t v) nogil
     uint64_t sm_bswap64(uint64_t v) nogil
 
-# Status codes (E_*, HAND_BACK) and DataStream leaf kinds (K_*): generated from
+# Status codes (ERR_*, HAND_BACK) and DataStream leaf kinds (LEAF_*): generated from
 # statemorph.kernels.abi by setup.py.
 include "abi_common.pxi"
 
 cdef inline int kind_width(int kind) noexcept nogil:
-    if kind == K_BOOL or kind == K_I8:
+    if kind == LEAF_BOOL or kind == LEAF_I8:
         return 1
-    if kind == K_I16 or kind == K_CHAR:
+    if kind == LEAF_I16 or kind == LEAF_CHAR:
         return 2
-    if kind == K_I32 or kind == K_F32:
+    if kind == LEAF_I32 or kind == LEAF_F32:
         return 4
     return 8
 
@@ -131,7 +131,7 @@ cdef inline int read_varint(Cursor* c, uint32_t* value, uint32_t limit) noexcept
     cdef uint8_t b
     while True:
         if c.pos >= c.end:
-            return E_TRUNCATED
+            return ERR_TRUNCATED
         b = c.base[c.pos]
         c.pos += 1
         v |= (<uint64_t>(b & 0x7F)) << shift
@@ -140,11 +140,11 @@ cdef inline int read_varint(Cursor* c, uint32_t* value, uint32_t limit) noexcept
             break
         shift += 7
         if k >= 5:
-            return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
+            return ERR_BAD_CHAR if limit == 0xFFFF else ERR_BAD_LENGTH
     if v > limit:
-        return E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
+        return ERR_BAD_CHAR if limit == 0xFFFF else ERR_BAD_LENGTH
     value[0] = <uint32_t>v
-    return E_OK
+    return ERR_OK
 
 
 # ---------------------------------------------------------------- exact-size writer
@@ -203,15 +203,15 @@ cdef inline bint bv_valid(const BinView* v, int64_t i) noexcept nogil:
     return v.validity == NULL or bit_get(v.validity, v.offset + i)
 
 cdef inline int bv_entry(const BinView* v, int64_t i, Cursor* c) noexcept nogil:
-    """Point ``c`` at entry ``i``; E_BAD_ARROW when the offsets are not a valid window."""
+    """Point ``c`` at entry ``i``; ERR_BAD_ARROW when the offsets are not a valid window."""
     cdef int64_t s = bv_raw(v, i)
     cdef int64_t e = bv_raw(v, i + 1)
     if s < 0 or e < s or e > v.data_len:
-        return E_BAD_ARROW
+        return ERR_BAD_ARROW
     c.base = v.data
     c.pos = s
     c.end = e
-    return E_OK
+    return ERR_OK
 
 cdef inline object u8(object obj):
     """A flat unsigned-byte view of any buffer (pyarrow buffers export signed 'b' bytes)."""

@@ -36,37 +36,37 @@ cdef int _scan(const uint8_t* p, int64_t start, int64_t n, int64_t n_states, int
                int64_t* run_state, int64_t* run_first, int64_t* res) noexcept nogil:
     """The walk; ``res`` receives (entries, runs, position); returns the status."""
     cdef int64_t pos = start, ne = 0, nr = 0, sid, kl, vl
-    cdef int status = KG_OK
+    cdef int status = BLOCK_OK
     res[0] = 0
     res[1] = 0
     res[2] = pos
     if n - pos < 2:
-        return KG_SHORT
+        return BLOCK_SHORT
     sid = load_u16_be(p + pos)
     pos += 2
     while sid != 0xFFFF:
         if sid >= n_states:
             pos -= 2
-            status = KG_STATE_ID
+            status = BLOCK_STATE_ID
             break
         if nr >= rcap:
-            status = KG_CAPACITY
+            status = BLOCK_CAPACITY
             break
         run_state[nr] = sid
         run_first[nr] = ne
         nr += 1
         while True:
             if pos + 4 > n:
-                status = KG_TRUNCATED
+                status = BLOCK_TRUNCATED
                 break
             kl = int32_read(p, pos)
             pos += 4
             if kl <= 0 or pos + kl + 4 > n:
                 pos -= 4
-                status = KG_KEY_LENGTH
+                status = BLOCK_KEY_LENGTH
                 break
             if ne >= cap:
-                status = KG_CAPACITY
+                status = BLOCK_CAPACITY
                 break
             key_pos[ne] = pos
             key_len[ne] = kl
@@ -75,7 +75,7 @@ cdef int _scan(const uint8_t* p, int64_t start, int64_t n, int64_t n_states, int
             pos += 4
             if vl < 0 or pos + vl > n:
                 pos -= 4
-                status = KG_VALUE_LENGTH
+                status = BLOCK_VALUE_LENGTH
                 break
             val_pos[ne] = pos
             val_len[ne] = vl
@@ -83,10 +83,10 @@ cdef int _scan(const uint8_t* p, int64_t start, int64_t n, int64_t n_states, int
             ne += 1
             if p[key_pos[ne - 1]] & 0x80:
                 break
-        if status != KG_OK:
+        if status != BLOCK_OK:
             break
         if pos + 2 > n:
-            status = KG_NO_MARK
+            status = BLOCK_NO_MARK
             break
         sid = load_u16_be(p + pos)
         pos += 2
@@ -107,9 +107,9 @@ def kg_scan(const uint8_t[::1] buf, int64_t start, int64_t stop, int64_t n_state
     cdef const uint8_t* p = &buf[0] if buf.shape[0] else NULL
     cdef int64_t dummy = 0
     if stop > buf.shape[0] or start < 0 or start > stop:
-        return (KG_TRUNCATED, 0, 0, start)
+        return (BLOCK_TRUNCATED, 0, 0, start)
     if val_pos.shape[0] < cap or key_len.shape[0] < cap or val_len.shape[0] < cap or run_first.shape[0] < rcap:
-        return (KG_CAPACITY, 0, 0, start)
+        return (BLOCK_CAPACITY, 0, 0, start)
     with nogil:
         status = _scan(p, start, stop, n_states, cap, rcap,
                        &key_pos[0] if cap else &dummy, &key_len[0] if cap else &dummy,
@@ -237,24 +237,24 @@ def list_split(const uint8_t[::1] buf, const int64_t[::1] val_pos, const int64_t
     fixed length (``fixed >= 0``) or an ``i32`` length prefix (``fixed == -1``), each behind a
     ``ttl``-byte timestamp. For entry ``rows[r]``'s value it writes each element's start (where its
     timestamp begins) and end to ``elem_pos`` / ``elem_end`` and their number to
-    ``elem_count[r]``. Returns ``(status, elements, r)``: ``KG_OK``, or at the first row that
-    does not split (``KG_LIST``; the caller lets the per-entry splitter raise its exact error) or
-    does not fit the output arrays (``KG_CAPACITY``)."""
+    ``elem_count[r]``. Returns ``(status, elements, r)``: ``BLOCK_OK``, or at the first row that
+    does not split (``BLOCK_LIST``; the caller lets the per-entry splitter raise its exact error) or
+    does not fit the output arrays (``BLOCK_CAPACITY``)."""
     cdef int64_t nr = rows.shape[0], nb = buf.shape[0], ne = val_pos.shape[0]
     cdef int64_t cap = elem_pos.shape[0], r, row, pos, end, body, e, k = 0, cnt, ln
-    cdef int status = KG_OK
+    cdef int status = BLOCK_OK
     if elem_end.shape[0] < cap:
         cap = elem_end.shape[0]
     if val_len.shape[0] < ne:
         ne = val_len.shape[0]
     if elem_count.shape[0] < nr or ttl < 0 or fixed < -1:
-        return (KG_CAPACITY, 0, 0)
+        return (BLOCK_CAPACITY, 0, 0)
     cdef const uint8_t* p = &buf[0] if nb else NULL
     with nogil:
         for r in range(nr):
             row = rows[r]
             if row < 0 or row >= ne or val_pos[row] < 0 or val_len[row] < 0 or val_pos[row] > nb - val_len[row]:
-                status = KG_LIST
+                status = BLOCK_LIST
                 break
             pos = val_pos[row]
             end = pos + val_len[row]
@@ -262,24 +262,24 @@ def list_split(const uint8_t[::1] buf, const int64_t[::1] val_pos, const int64_t
             while pos < end:
                 body = pos + ttl
                 if body > end:
-                    status = KG_LIST
+                    status = BLOCK_LIST
                     break
                 if fixed >= 0:
                     e = body + fixed
                 else:
                     if body + 4 > end:
-                        status = KG_LIST
+                        status = BLOCK_LIST
                         break
                     ln = <int>load_u32_be(p + body)
                     if ln < 0:
-                        status = KG_LIST
+                        status = BLOCK_LIST
                         break
                     e = body + 4 + ln
                 if e > end:
-                    status = KG_LIST
+                    status = BLOCK_LIST
                     break
                 if k >= cap:
-                    status = KG_CAPACITY
+                    status = BLOCK_CAPACITY
                     break
                 elem_pos[k] = pos
                 elem_end[k] = e
@@ -288,10 +288,10 @@ def list_split(const uint8_t[::1] buf, const int64_t[::1] val_pos, const int64_t
                 pos = e
                 if pos < end:
                     if p[pos] != 0x2C or pos + 1 == end:
-                        status = KG_LIST
+                        status = BLOCK_LIST
                         break
                     pos += 1
-            if status != KG_OK:
+            if status != BLOCK_OK:
                 break
             elem_count[r] = cnt
-    return (status, k, r if status != KG_OK else nr)
+    return (status, k, r if status != BLOCK_OK else nr)

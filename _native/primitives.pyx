@@ -36,7 +36,7 @@ def fixed_encode(int kind, values, validity, int64_t offset, int64_t start, int6
         if (offset + stop + 7) // 8 > bmv.shape[0]:
             raise ValueError("validity buffer shorter than the array")
         bp = &bmv[0]
-    if kind == K_BOOL:
+    if kind == LEAF_BOOL:
         if (offset + stop + 7) // 8 > vmv.shape[0]:
             raise ValueError("values buffer shorter than the array")
     elif (offset + stop) * w > vmv.shape[0]:
@@ -48,18 +48,18 @@ def fixed_encode(int kind, values, validity, int64_t offset, int64_t start, int6
                 continue
             if out_off[i] + w > n_out:
                 break
-            if kind == K_BOOL:
+            if kind == LEAF_BOOL:
                 op[out_off[i]] = bit_get(vp, j)
-            elif kind == K_I8:
+            elif kind == LEAF_I8:
                 op[out_off[i]] = vp[j]
-            elif kind == K_I16 or kind == K_CHAR:
+            elif kind == LEAF_I16 or kind == LEAF_CHAR:
                 memcpy(&u32, vp + 2 * j, 2)
                 store_u16_be(op + out_off[i], <uint16_t>u32)
-            elif kind == K_I32:
+            elif kind == LEAF_I32:
                 store_u32_be(op + out_off[i], load_u32_le(vp + 4 * j))
-            elif kind == K_F32:
+            elif kind == LEAF_F32:
                 store_u32_be(op + out_off[i], java_f32_bits(load_u32_le(vp + 4 * j)))
-            elif kind == K_I64:
+            elif kind == LEAF_I64:
                 store_u64_be(op + out_off[i], load_u64_le(vp + 8 * j))
             else:
                 store_u64_be(op + out_off[i], java_f64_bits(load_u64_le(vp + 8 * j)))
@@ -90,7 +90,7 @@ def fixed_decode(int kind, offsets, data, validity, int64_t offset, bint wide, i
         v.validity = &bmv[0]
     if (offset + stop + 1) * (8 if wide else 4) > omv.shape[0]:
         raise ValueError("offsets buffer shorter than the array")
-    if kind == K_BOOL:
+    if kind == LEAF_BOOL:
         if stop > out_values.shape[0]:
             raise ValueError("output buffer too small")
     elif stop * w > out_values.shape[0]:
@@ -101,24 +101,24 @@ def fixed_decode(int kind, offsets, data, validity, int64_t offset, bint wide, i
             if not bv_valid(&v, i):
                 continue
             code = bv_entry(&v, i, &c)
-            if code == E_OK and c.end - c.pos != w:
-                code = E_TRUNCATED if c.end - c.pos < w else E_TRAILING
-            if code != E_OK:
+            if code == ERR_OK and c.end - c.pos != w:
+                code = ERR_TRUNCATED if c.end - c.pos < w else ERR_TRAILING
+            if code != ERR_OK:
                 status[i] = encode_err(code, -1)
                 if first < 0:
                     first = i
                 if stop_at_error:
                     break
                 continue
-            if kind == K_BOOL:
+            if kind == LEAF_BOOL:
                 # bytes of BOOL decode to a 0/1 byte per row; the caller packs them
                 op[i] = 1 if c.base[c.pos] != 0 else 0
-            elif kind == K_I8:
+            elif kind == LEAF_I8:
                 op[i] = c.base[c.pos]
-            elif kind == K_I16 or kind == K_CHAR:
+            elif kind == LEAF_I16 or kind == LEAF_CHAR:
                 u16 = load_u16_be(c.base + c.pos)
                 memcpy(op + 2 * i, &u16, 2)
-            elif kind == K_I32 or kind == K_F32:
+            elif kind == LEAF_I32 or kind == LEAF_F32:
                 store_u32_le(op + 4 * i, load_u32_be(c.base + c.pos))
             else:
                 store_u64_le(op + 8 * i, load_u64_be(c.base + c.pos))

@@ -4,7 +4,7 @@ Arrow columns (decode), and old-schema RowData → new-schema RowData byte to by
 
 Every kernel executes a *program* compiled once in Python (``statemorph.kernels.plans``,
 ``compile_row_program`` / ``compile_migration_program``): an int64 matrix, one row per node of the
-row type in pre-order, columns ``C_*`` of ``statemorph.kernels.abi``. Node 0 is the top-level row.
+row type in pre-order, columns ``COL_*`` of ``statemorph.kernels.abi``. Node 0 is the top-level row.
 Children of a ROW node are ``node + 1`` then ``END`` of each child in turn. ``SRC`` is the field
 index in the *old* row (the same as ``POS`` for encode / decode; -1 for a field added by a
 migration). The Python twin is ``statemorph.kernels.rowdata_py``.
@@ -28,7 +28,7 @@ from stringvalue cimport utf8_next
 
 __statemorph_native__ = True
 
-# program columns (C_*), slot kinds (R_*) and flags (F_*): generated from statemorph.kernels.abi
+# program columns (COL_*), slot kinds (SLOT_*) and flags (FLAG_*): generated from statemorph.kernels.abi
 include "abi_rowdata.pxi"
 
 # the walks, by job (one module: they call each other and inline)
@@ -120,7 +120,7 @@ cdef BinView _view(_Keep keep, offsets, data, validity, int64_t offset, bint wid
 
 cdef const int64_t* _prog(_Keep keep, prog) except NULL:
     cdef const int64_t[:, ::1] pm = prog
-    if pm.shape[1] != NCOL or pm.shape[0] < 1:
+    if pm.shape[1] != PROGRAM_COLUMNS or pm.shape[0] < 1:
         raise ValueError("bad row program")
     keep.views.append(pm)
     return &pm[0, 0]
@@ -169,19 +169,19 @@ cdef inline int entry_span(const uint8_t* d, int64_t data_len, int64_t s, int64_
     and locate its BinaryRowData."""
     cdef int64_t n
     if s < 0 or e < s or e > data_len:
-        return E_BAD_ARROW
+        return ERR_BAD_ARROW
     if e - s < 4:
-        return E_TRUNCATED
+        return ERR_TRUNCATED
     n = <int32_t>load_u32_be(d + s)
     if n < 0:
-        return E_BAD_LENGTH
+        return ERR_BAD_LENGTH
     if n > e - s - 4:
-        return E_TRUNCATED
+        return ERR_TRUNCATED
     if n < e - s - 4:
-        return E_TRAILING
+        return ERR_TRAILING
     base[0] = s + 4
     size[0] = n
-    return E_OK
+    return ERR_OK
 
 
 cdef inline int entry_row(const BinView* v, int64_t i, int64_t* base, int64_t* size) noexcept nogil:
@@ -236,28 +236,28 @@ cdef int64_t migrate_entries(Ctx* x, const Op* ops, const BinView* v, bint verba
         if code >= 0:
             x.err_node = -1
             x.row = i
-            if code == E_OK and verbatim:
+            if code == ERR_OK and verbatim:
                 r = check_row(x, 0, base, size)
                 if r >= 0:
                     if size + 4 > cap - pos:
                         break
                     memcpy(o + pos, x.d + base - 4, size + 4)
                     pos += size + 4
-            elif code == E_OK:
+            elif code == ERR_OK:
                 if cap - pos < 4:
                     break
                 if ops != NULL:
                     r = run_ops(x, ops, v.data_len, base, size, o, pos + 4, cap)
                 else:
                     r = check_migrate_row(x, 0, base, size, o, pos + 4, cap)
-                if r == -E_FULL:
+                if r == -ERR_FULL:
                     break
                 if r >= 0:
                     store_u32_be(o + pos, <uint32_t>r)
                     pos += r + 4
-            if code == E_OK and r < 0:
+            if code == ERR_OK and r < 0:
                 code = <int>(-r)
-            if code != E_OK:
+            if code != ERR_OK:
                 status[0] = encode_err(code, x.err_node)
         if o32 != NULL:
             o32[i + 1] = <int32_t>pos
@@ -299,7 +299,7 @@ def migrate_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_
     x.prog = _prog(keep, prog)
     x.d = v.data
     x.d_len = v.data_len
-    verbatim = P(&x, 0, C_FLAGS) & F_VERBATIM
+    verbatim = P(&x, 0, COL_FLAGS) & FLAG_VERBATIM
     ops = lower_plan(keep, x.prog)
     with nogil:
         if machine_code and ops != NULL and not verbatim and o32 != NULL and not v.wide and v.validity == NULL:
@@ -315,20 +315,20 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
     cdef int64_t n = len(prog), c, arity, child
     cdef Node* nodes = <Node*>keep.table((n * sizeof(Node) + sizeof(void*) - 1) // sizeof(void*))
     for c in range(n):
-        arity = p[c * NCOL + C_ARITY]
-        nodes[c].kind = p[c * NCOL + C_KIND]
-        nodes[c].pos = p[c * NCOL + C_POS]
-        nodes[c].end = p[c * NCOL + C_END]
+        arity = p[c * PROGRAM_COLUMNS + COL_ARITY]
+        nodes[c].kind = p[c * PROGRAM_COLUMNS + COL_KIND]
+        nodes[c].pos = p[c * PROGRAM_COLUMNS + COL_POS]
+        nodes[c].end = p[c * PROGRAM_COLUMNS + COL_END]
         nodes[c].arity = arity
-        nodes[c].flags = p[c * NCOL + C_FLAGS]
-        nodes[c].limit = p[c * NCOL + C_LIMIT]
-        if nodes[c].kind == R_DEC_BIG:
+        nodes[c].flags = p[c * PROGRAM_COLUMNS + COL_FLAGS]
+        nodes[c].limit = p[c * PROGRAM_COLUMNS + COL_LIMIT]
+        if nodes[c].kind == SLOT_DEC_BIG:
             if not 0 < nodes[c].limit <= 38:
                 raise ValueError("bad row program")
             nodes[c].big_limit = sm_pow10(nodes[c].limit)
-        elif nodes[c].kind == R_TS_BIG and nodes[c].limit not in (1000, 1000000):
+        elif nodes[c].kind == SLOT_TS_BIG and nodes[c].limit not in (1000, 1000000):
             raise ValueError("bad row program")
-        if R_I8 <= nodes[c].kind <= R_F64:
+        if SLOT_I8 <= nodes[c].kind <= SLOT_F64:
             nodes[c].width = arrow_width(nodes[c].kind)
             nodes[c].mask = word_mask(nodes[c].width)
         nodes[c].nw = null_bits_size(arity)
@@ -336,24 +336,24 @@ cdef Node* _lower(_Keep keep, prog) except NULL:
         if nodes[c].end <= c or nodes[c].end > n or (c == 0 and nodes[c].end != n):
             raise ValueError("bad row program")
     for c in range(n):  # a MAP is followed by its key and value ARRAYs
-        if nodes[c].kind == R_MAP and not (c + 1 < n and nodes[c + 1].kind == R_ARRAY and nodes[c + 1].end < n
-                                           and nodes[nodes[c + 1].end].kind == R_ARRAY):
+        if nodes[c].kind == SLOT_MAP and not (c + 1 < n and nodes[c + 1].kind == SLOT_ARRAY and nodes[c + 1].end < n
+                                           and nodes[nodes[c + 1].end].kind == SLOT_ARRAY):
             raise ValueError("bad row program")
     nodes[0].parent = -1
     for c in range(n):
-        if nodes[c].kind == R_ARRAY:
+        if nodes[c].kind == SLOT_ARRAY:
             nodes[c + 1].parent = c
-        if nodes[c].kind == R_MAP:
+        if nodes[c].kind == SLOT_MAP:
             nodes[c + 1].parent = c
             nodes[nodes[c + 1].end].parent = c
-        if nodes[c].kind == R_ROW:
+        if nodes[c].kind == SLOT_ROW:
             child = c + 1
             while child < nodes[c].end:
                 nodes[child].parent = c
                 child = nodes[child].end
     nodes[0].arr = -1
     for c in range(1, n):  # pre-order: a parent's ``arr`` is known before its children's
-        nodes[c].arr = nodes[c].parent if nodes[nodes[c].parent].kind == R_ARRAY else nodes[nodes[c].parent].arr
+        nodes[c].arr = nodes[c].parent if nodes[nodes[c].parent].kind == SLOT_ARRAY else nodes[nodes[c].parent].arr
     return nodes
 
 
@@ -374,7 +374,7 @@ cdef void _encode_inputs(_Keep keep, Node* nodes, list cols, int64_t stop) excep
         nd.off_in = off
         nd.nrows = nrows
         # an ARRAY's list offsets index its element column: bound them by its length
-        nd.vals_len = cols[node + 1][5] if nd.kind == R_ARRAY else len(u8(values)) if values is not None else 0
+        nd.vals_len = cols[node + 1][5] if nd.kind == SLOT_ARRAY else len(u8(values)) if values is not None else 0
         nd.wide_in = wide
         if off < 0 or nrows < 0 or (node == 0 and nrows < stop):
             raise ValueError(f"column {node}: negative offset or shorter than the rows")
@@ -382,13 +382,13 @@ cdef void _encode_inputs(_Keep keep, Node* nodes, list cols, int64_t stop) excep
             raise ValueError(f"column {node}: validity buffer shorter than the array")
         kind = nd.kind
         stop = nrows
-        if kind == R_STR or kind == R_BIN or kind == R_ARRAY:
+        if kind == SLOT_STR or kind == SLOT_BIN or kind == SLOT_ARRAY:
             if offs is None or (off + stop + 1) * (8 if wide else 4) > len(u8(offs)):
                 raise ValueError(f"column {node}: offsets buffer shorter than the array")
-        elif kind == R_BOOL:
+        elif kind == SLOT_BOOL:
             if values is None or (off + stop + 7) // 8 > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
-        elif kind != R_ROW and kind != R_ARRAY and kind != R_MAP:
+        elif kind != SLOT_ROW and kind != SLOT_ARRAY and kind != SLOT_MAP:
             need = (off + stop) * arrow_width(kind)
             if values is None or need > nd.vals_len:
                 raise ValueError(f"column {node}: values buffer shorter than the array")
@@ -485,7 +485,7 @@ def encode_run(prog, list cols, int64_t start, int64_t stop, out_off, uint8_t[::
                         halt = True
                         break
                     r = encode_row(nodes, 0, i, o, pos + 4, cap, &err_node)
-                    if r == -E_FULL:
+                    if r == -ERR_FULL:
                         halt = True
                         break
                     if r < 0:
@@ -545,12 +545,12 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
         elem = c > 0 and nd.arr >= 0
         cap = len(u8(bits)) * 8  # values the outputs hold: rows, or elements in an element column
         k = nd.kind
-        if c == 0 or k == R_ROW or k == R_MAP:
+        if c == 0 or k == SLOT_ROW or k == SLOT_MAP:
             pass
-        elif k == R_ARRAY or k == R_STR or k == R_BIN:  # offsets per row, or per element of the array above
-            nd.offs = _offsets_out(keep, offs, stop if k == R_ARRAY and not elem else 0, &nd.wide)
+        elif k == SLOT_ARRAY or k == SLOT_STR or k == SLOT_BIN:  # offsets per row, or per element of the array above
+            nd.offs = _offsets_out(keep, offs, stop if k == SLOT_ARRAY and not elem else 0, &nd.wide)
             cap = min(cap, len(u8(offs)) // (8 if nd.wide else 4) - 1)
-            if k == R_ARRAY:
+            if k == SLOT_ARRAY:
                 nd.scap = 0x7FFFFFFFFFFFFFFF if nd.wide else 0x7FFFFFFF  # lowered to its columns' room below
             else:
                 nd.sdata = keep.rw(sdata)
@@ -565,9 +565,9 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
             else:
                 snodes[nstr] = c
                 nstr += 1
-        elif k == R_BOOL or nd.width or k == R_DEC_COMPACT or k == R_DEC_BIG or k == R_TS_BIG:
+        elif k == SLOT_BOOL or nd.width or k == SLOT_DEC_COMPACT or k == SLOT_DEC_BIG or k == SLOT_TS_BIG:
             nd.vals = keep.rw(vals)
-            cap = min(cap, len(u8(vals)) * 8 if k == R_BOOL else len(u8(vals)) // arrow_width(k))
+            cap = min(cap, len(u8(vals)) * 8 if k == SLOT_BOOL else len(u8(vals)) // arrow_width(k))
         else:
             raise ValueError(f"decode_run: node {c}: kind {k} is not decodable")
         if elem:
@@ -582,7 +582,7 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
     x.d = v.data
     x.d_len = v.data_len
     for c in range(nnodes):  # arrays repeat what the data says: meter (the blocked walk has none)
-        x.metered = x.metered or nodes[c].kind == R_ARRAY
+        x.metered = x.metered or nodes[c].kind == SLOT_ARRAY
     blocked = block_ok(nodes, nnodes)
     _scratch(keep, &t, nnodes)
     if v.wide or v.validity != NULL:
@@ -602,15 +602,15 @@ def decode_run(prog, offsets, data, validity, int64_t offset, bint wide, int64_t
             if bv_valid(&v, i):
                 x.err_node = -1
                 code = entry_row(&v, i, &base, &size)
-                if code == E_OK:
+                if code == ERR_OK:
                     x.budget = size  # the reference's: a unit per byte of the row
                     r = decode_row(&x, nodes, 0, base, size, i)
                     if r < 0:
                         decode_rollback(nodes, nnodes, i)
-                        if r == -E_FULL:
+                        if r == -ERR_FULL:
                             break
                         code = <int>(-r)
-                if code != E_OK:
+                if code != ERR_OK:
                     status = encode_err(code, x.err_node)
                 else:
                     bit_set(nodes[0].valid, i)

@@ -4,7 +4,7 @@
 cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t size, int64_t i) noexcept nogil:
     """Validate the row at d[base:base+size] (the checks of ``check_row``, in its order) and
     scatter it into row i of the Arrow outputs in the same walk. Returns 0, -code (``x.err_node``
-    set) or -E_FULL; a failed entry leaves partial outputs that the caller rolls back."""
+    set) or -ERR_FULL; a failed entry leaves partial outputs that the caller rolls back."""
     cdef const uint8_t* d = x.d
     cdef const Node* r = &nodes[node]
     cdef Node* nd
@@ -31,16 +31,16 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
         nd.count += 1
         slot = base + r.nw + 8 * j
         k = nd.kind
-        if k == R_I64 or k == R_F64:
+        if k == SLOT_I64 or k == SLOT_F64:
             memcpy(nd.vals + 8 * i, d + slot, 8)
-        elif k == R_I32 or k == R_F32:
+        elif k == SLOT_I32 or k == SLOT_F32:
             memcpy(nd.vals + 4 * i, d + slot, 4)
-        elif k == R_STR or k == R_BIN or k == R_ROW or k == R_ARRAY or k == R_MAP:
+        elif k == SLOT_STR or k == SLOT_BIN or k == SLOT_ROW or k == SLOT_ARRAY or k == SLOT_MAP:
             raw = load_u64_le(d + slot)
             mark = <uint8_t>(raw >> 56)
             if mark & 0x80:
                 rc = inline_check(d, slot, raw, k)
-                if rc != E_OK:
+                if rc != ERR_OK:
                     x.err_node = c
                     return -rc
                 n = mark & 0x7F
@@ -50,11 +50,11 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
                 n = <int64_t>(raw & 0xFFFFFFFFu)
                 if off < r.fixed or off + n > size:
                     x.err_node = c
-                    return -E_BAD_OFFSET
-                if k == R_ROW or k == R_ARRAY or k == R_MAP:
-                    if k == R_ROW:
+                    return -ERR_BAD_OFFSET
+                if k == SLOT_ROW or k == SLOT_ARRAY or k == SLOT_MAP:
+                    if k == SLOT_ROW:
                         rc = decode_row(x, nodes, c, base + off, n, i)
-                    elif k == R_ARRAY:
+                    elif k == SLOT_ARRAY:
                         rc = check_array(x, c, base + off, n)
                         if rc >= 0:
                             rc = decode_array(x, nodes, c, base + off)
@@ -66,15 +66,15 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
                         return rc
                     c = nd.end
                     continue
-                if k == R_STR and not utf8_valid(d + base + off, n):
+                if k == SLOT_STR and not utf8_valid(d + base + off, n):
                     x.err_node = c
-                    return -E_BAD_UTF8
+                    return -ERR_BAD_UTF8
                 src = base + off
             if not put_bytes(nd, d + src, n):
-                return -E_FULL
-        elif k == R_DEC_BIG or k == R_TS_BIG:
+                return -ERR_FULL
+        elif k == SLOT_DEC_BIG or k == SLOT_TS_BIG:
             rc = decode_big(d, nd, i, slot, base, r.fixed, size)
-            if rc != E_OK:
+            if rc != ERR_OK:
                 x.err_node = c
                 return -rc
         else:
@@ -86,34 +86,34 @@ cdef int64_t decode_row(Ctx* x, Node* nodes, int64_t node, int64_t base, int64_t
 cdef inline int decode_big(const uint8_t* d, Node* nd, int64_t i, int64_t slot, int64_t base, int64_t ofixed,
                            int64_t size) noexcept nogil:
     """Value i of a DECIMAL(p > 18) / TIMESTAMP(p > 3) field from its slot and var part, with
-    ``check_row``'s checks in its order, then the Arrow range: E_OK or the code."""
+    ``check_row``'s checks in its order, then the Arrow range: ERR_OK or the code."""
     cdef uint64_t raw = load_u64_le(d + slot)
     cdef int64_t off = <int64_t>(raw >> 32), n = <int64_t>(raw & 0xFFFFFFFFu), b, v
     cdef sm_i128 u
     if raw >> 63:
-        return E_BAD_INLINE
-    if nd.kind == R_TS_BIG:
+        return ERR_BAD_INLINE
+    if nd.kind == SLOT_TS_BIG:
         if n > 999999:
-            return E_BAD_NANOS
+            return ERR_BAD_NANOS
         if off < ofixed or off + 8 > size:
-            return E_BAD_OFFSET
+            return ERR_BAD_OFFSET
         memcpy(&v, d + base + off, 8)
         if sm_mul_add(v, nd.limit, n // (1000000 // nd.limit), &v):
-            return E_TOO_LARGE  # beyond the Arrow type's int64 range
+            return ERR_TOO_LARGE  # beyond the Arrow type's int64 range
         memcpy(nd.vals + 8 * i, &v, 8)
-        return E_OK
+        return ERR_OK
     if n < 1 or n > 16:
-        return E_BAD_LENGTH
+        return ERR_BAD_LENGTH
     if off < ofixed or off + n > size:
-        return E_BAD_OFFSET
+        return ERR_BAD_OFFSET
     u = -1 if d[base + off] & 0x80 else 0
     for b in range(n):
         u = (u << 8) | d[base + off + b]
     if u <= -nd.big_limit or u >= nd.big_limit:
-        return E_TOO_LARGE  # more digits than the Arrow decimal's precision
+        return ERR_TOO_LARGE  # more digits than the Arrow decimal's precision
     for b in range(16):
         nd.vals[16 * i + b] = <uint8_t>(u >> (8 * b))
-    return E_OK
+    return ERR_OK
 
 
 cdef inline bint put_bytes(Node* nd, const uint8_t* src, int64_t n) noexcept nogil:
@@ -128,16 +128,16 @@ cdef inline bint put_bytes(Node* nd, const uint8_t* src, int64_t n) noexcept nog
 cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nogil:
     """Value i of a BOOLEAN / TINYINT / SMALLINT / compact DECIMAL column from its slot."""
     cdef int64_t k = nd.kind
-    if k == R_BOOL:
+    if k == SLOT_BOOL:
         if src[0] != 0:
             bit_set(nd.vals, i)
-    elif k == R_I8:
+    elif k == SLOT_I8:
         nd.vals[i] = src[0]
-    elif k == R_I16:
+    elif k == SLOT_I16:
         memcpy(nd.vals + 2 * i, src, 2)
-    elif k == R_I32 or k == R_F32:
+    elif k == SLOT_I32 or k == SLOT_F32:
         memcpy(nd.vals + 4 * i, src, 4)
-    elif k == R_DEC_COMPACT:
+    elif k == SLOT_DEC_COMPACT:
         memcpy(nd.vals + 16 * i, src, 8)
         memset(nd.vals + 16 * i + 8, 0xFF if src[7] & 0x80 else 0, 8)
     else:
@@ -146,7 +146,7 @@ cdef inline void put_value(Node* nd, int64_t i, const uint8_t* src) noexcept nog
 
 cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept nogil:
     """Append the elements of the array at ``d[base:]`` (validated by ``check_array``) to the
-    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0, -E_FULL or
+    element column of ARRAY node ``a`` (its ``spos`` counts elements). Returns 0, -ERR_FULL or
     -HAND_BACK (from a map below)."""
     cdef const uint8_t* d = x.d
     cdef Node* A = &nodes[a]
@@ -154,10 +154,10 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
     cdef int64_t n = <int32_t>load_u32_le(d + base), k = el.kind, es = elem_size(el.kind)
     cdef int64_t header = array_header(n), j, ei, slot, ln, src, first = A.spos
     cdef uint64_t raw
-    cdef bint is_str = k == R_STR or k == R_BIN
+    cdef bint is_str = k == SLOT_STR or k == SLOT_BIN
     cdef int64_t c, rc
     if n > A.scap - A.spos:
-        return -E_FULL
+        return -ERR_FULL
     A.spos += n  # first: a failure below rolls back the elements already written
     for j in range(n):
         ei = first + j
@@ -165,11 +165,11 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
             bit_set(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
-            if k == R_ROW or k == R_ARRAY or k == R_MAP:
+            if k == SLOT_ROW or k == SLOT_ARRAY or k == SLOT_MAP:
                 raw = load_u64_le(d + slot)
-                if k == R_ROW:
+                if k == SLOT_ROW:
                     rc = decode_row(x, nodes, a + 1, base + <int64_t>(raw >> 32), <int64_t>(raw & 0xFFFFFFFFu), ei)
-                elif k == R_ARRAY:
+                elif k == SLOT_ARRAY:
                     rc = decode_array(x, nodes, a + 1, base + <int64_t>(raw >> 32))
                 else:
                     rc = decode_map(x, nodes, a + 1, base + <int64_t>(raw >> 32))
@@ -178,16 +178,16 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
             elif is_str:
                 ln = elem_bytes(d, base, slot, &src)
                 if not put_bytes(el, d + src, ln):
-                    return -E_FULL
+                    return -ERR_FULL
             else:
                 put_value(el, ei, d + slot)
         if is_str:
             put_off(el.offs, el.wide, ei + 1, el.spos)
-        elif k == R_ROW or k == R_ARRAY or k == R_MAP:
+        elif k == SLOT_ROW or k == SLOT_ARRAY or k == SLOT_MAP:
             # the string / list columns of this element column end at element ei too
             for c in range(a + 1, el.end):
-                if nodes[c].arr == a and (nodes[c].kind == R_STR or nodes[c].kind == R_BIN
-                                          or nodes[c].kind == R_ARRAY):
+                if nodes[c].arr == a and (nodes[c].kind == SLOT_STR or nodes[c].kind == SLOT_BIN
+                                          or nodes[c].kind == SLOT_ARRAY):
                     put_off(nodes[c].offs, nodes[c].wide, ei + 1, nodes[c].spos)
     return 0
 
@@ -195,7 +195,7 @@ cdef int64_t decode_array(Ctx* x, Node* nodes, int64_t a, int64_t base) noexcept
 cdef int64_t decode_map(Ctx* x, Node* nodes, int64_t m, int64_t base) noexcept nogil:
     """Append the keys and values of the map at ``d[base:]`` (validated by ``check_map``, which
     also judged its keys) to the element columns of MAP node m's key and value arrays. Returns 0,
-    -E_FULL, or -HAND_BACK from a nested row below."""
+    -ERR_FULL, or -HAND_BACK from a nested row below."""
     cdef int64_t kn = m + 1, kb = <int32_t>load_u32_le(x.d + base), rc
     rc = decode_array(x, nodes, kn, base + 4)
     if rc < 0:
@@ -240,7 +240,7 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
                 if not bv_valid(v, b0 + r):
                     allp = False
                     continue
-                if entry_row(v, b0 + r, &base, &size) != E_OK or not row_header_ok(x, nd, base, size):
+                if entry_row(v, b0 + r, &base, &size) != ERR_OK or not row_header_ok(x, nd, base, size):
                     return False
                 P[r] = 1
                 A[r] = base
@@ -266,9 +266,9 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
                 P[r] = PR[r] and not null_bit(d, AR[r], j)
                 allp = allp and P[r]
             t.allp[c] = allp
-        if k == R_ROW:
+        if k == SLOT_ROW:
             t.nonull[c] = nd.nw == 8
-        elif k != R_STR and k != R_BIN:
+        elif k != SLOT_STR and k != SLOT_BIN:
             continue
         need = 0
         for r in range(nb):
@@ -278,7 +278,7 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
             raw = load_u64_le(d + slot)
             mark = <uint8_t>(raw >> 56)
             if mark & 0x80:
-                if inline_check(d, slot, raw, k) != E_OK:
+                if inline_check(d, slot, raw, k) != ERR_OK:
                     return False
                 n = mark & 0x7F
                 A[r] = slot
@@ -287,17 +287,17 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
                 n = <int64_t>(raw & 0xFFFFFFFFu)
                 if off < rfixed or off + n > BR[r]:
                     return False
-                if k == R_ROW:
+                if k == SLOT_ROW:
                     if not row_header_ok(x, nd, AR[r] + off, n) or d[AR[r] + off] != 0:
                         return False  # (a nested RowKind other than INSERT: the row walk hands it back)
                     if load_u64_le(d + AR[r] + off) >> 8:
                         t.nonull[c] = False
-                elif k == R_STR and not utf8_valid(d + AR[r] + off, n):
+                elif k == SLOT_STR and not utf8_valid(d + AR[r] + off, n):
                     return False
                 A[r] = AR[r] + off
             Bc[r] = n
             need += n
-        if k != R_ROW and need > nd.scap - nd.spos:
+        if k != SLOT_ROW and need > nd.scap - nd.spos:
             return False
     # pass B: scatter
     for c in range(nnodes):
@@ -338,7 +338,7 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
         scap = nd.scap
         offs = nd.offs
         wide = nd.wide
-        if valid == NULL and (k == R_STR or k == R_BIN) and scap - spos >= need_of(Bc, nb) + 8:
+        if valid == NULL and (k == SLOT_STR or k == SLOT_BIN) and scap - spos >= need_of(Bc, nb) + 8:
             # every row has a string and the buffer has room to over-write a word
             for r in range(nb):
                 n = Bc[r]
@@ -367,20 +367,20 @@ cdef bint decode_block(Ctx* x, BinView* v, Node* nodes, int64_t nnodes, Scratch*
                     memcpy(vals + 2 * i, src, 2)
                 elif w == 1:
                     vals[i] = src[0]
-                elif k == R_STR or k == R_BIN:
+                elif k == SLOT_STR or k == SLOT_BIN:
                     n = Bc[r]
                     if n <= 8 and scap - spos >= 8 and dlen - A[r] >= 8:
                         store_u64_le(sdata + spos, load_u64_le(d + A[r]))
                     else:
                         memcpy(sdata + spos, d + A[r], n)
                     spos += n
-                elif k == R_BOOL:
+                elif k == SLOT_BOOL:
                     if src[0] != 0:
                         bit_set(vals, i)
-                elif k == R_DEC_COMPACT:
+                elif k == SLOT_DEC_COMPACT:
                     memcpy(vals + 16 * i, src, 8)
                     memset(vals + 16 * i + 8, 0xFF if src[7] & 0x80 else 0, 8)
-            if k == R_STR or k == R_BIN:
+            if k == SLOT_STR or k == SLOT_BIN:
                 put_off(offs, wide, i + 1, spos)
         nd.count = count
         nd.spos = spos
@@ -421,7 +421,7 @@ cdef void decode_rollback(Node* nodes, int64_t nnodes, int64_t i) noexcept nogil
             if bit_get(nd.valid, j):
                 bit_clear(nd.valid, j)
                 nd.count -= 1
-            if nd.kind == R_BOOL:
+            if nd.kind == SLOT_BOOL:
                 bit_clear(nd.vals, j)
     for c in range(1, nnodes):
         nodes[c].spos = nodes[c].sstart

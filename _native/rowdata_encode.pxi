@@ -5,17 +5,17 @@ cdef inline int64_t encode_str(const Node* nd, int64_t i, uint8_t* o, int64_t ob
                               int64_t cap) noexcept nogil:
     """Write string / binary i of column ``nd`` into the slot at ``o[slot]``: inline up to 7
     bytes, else padded at ``o[ob + cur]`` (the var part of the row or array based at ``ob``).
-    Returns the new ``cur``, -E_BAD_ARROW, -E_TOO_LARGE or -E_FULL."""
+    Returns the new ``cur``, -ERR_BAD_ARROW, -ERR_TOO_LARGE or -ERR_FULL."""
     cdef int64_t s = 0, n = arrow_str(nd, i, &s)
     if n < 0:
-        return -E_BAD_ARROW
+        return -ERR_BAD_ARROW
     if n > 0x7FFFFFFF:
-        return -E_TOO_LARGE
+        return -ERR_TOO_LARGE
     if n <= 7:
         store_u64_le(o + slot, load_short(nd.vals_in + s, n, nd.vals_len - s) | ((<uint64_t>(0x80 | n)) << 56))
         return cur
     if round_up8(n) > cap - ob - cur:
-        return -E_FULL
+        return -ERR_FULL
     copy_padded(o + ob + cur, nd.vals_in + s, n, nd.vals_len - s)
     store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>n)
     return cur + round_up8(n)
@@ -26,17 +26,17 @@ cdef inline int64_t encode_big(const Node* nd, int64_t e, uint8_t* slot, uint8_t
     """Arrow value e of a DECIMAL(p > 18) / TIMESTAMP(p > 3) column into its slot and var part:
     the unscaled value's minimal big-endian two's complement bytes in a 16-byte var part, or
     the epoch milliseconds (8 bytes) with the nano-of-millisecond in the slot. Returns the var
-    bytes used, -E_TOO_LARGE (more digits than p) or -E_FULL."""
+    bytes used, -ERR_TOO_LARGE (more digits than p) or -ERR_FULL."""
     cdef uint64_t lo
     cdef int64_t hi, v, millis, b, n
     cdef sm_i128 u
-    if nd.kind == R_TS_BIG:
+    if nd.kind == SLOT_TS_BIG:
         memcpy(&v, nd.vals_in + 8 * e, 8)
         millis = v // nd.limit  # C division truncates: floor for negative values
         if millis * nd.limit > v:
             millis -= 1
         if room < 8:
-            return -E_FULL
+            return -ERR_FULL
         store_u64_le(var, <uint64_t>millis)
         store_u64_le(slot, ((<uint64_t>cur) << 32) | <uint64_t>((v - millis * nd.limit) * (1000000 // nd.limit)))
         return 8
@@ -44,9 +44,9 @@ cdef inline int64_t encode_big(const Node* nd, int64_t e, uint8_t* slot, uint8_t
     memcpy(&hi, nd.vals_in + 16 * e + 8, 8)
     u = sm_i128_of(lo, hi)
     if u <= -nd.big_limit or u >= nd.big_limit:
-        return -E_TOO_LARGE
+        return -ERR_TOO_LARGE
     if room < 16:
-        return -E_FULL
+        return -ERR_FULL
     n = sm_bytes_of(u)
     memset(var, 0, 16)
     for b in range(n):
@@ -59,7 +59,7 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
                         int64_t* err_node) noexcept nogil:
     """Validate row i of the Arrow columns under ``node`` and write its BinaryRowData at ``o[ob:]``
     (never past ``cap``) in the same walk. Returns its size, -code (``err_node`` set; fields are
-    checked in program order, so the first error is the reference tier's) or -E_FULL."""
+    checked in program order, so the first error is the reference tier's) or -ERR_FULL."""
     cdef const Node* r = &nodes[node]
     cdef const Node* nd
     cdef int64_t cur = r.fixed
@@ -68,16 +68,16 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
     # the first null-bit word lives in a register (see check_migrate_row)
     cdef uint64_t nb0 = 0
     if cur > cap - ob:
-        return -E_FULL
+        return -ERR_FULL
     for k in range(8, cur, 8):  # the first word is nb0, stored last
         store_u64_le(o + ob + k, 0)
     while c < r.end:
         nd = &nodes[c]
         e = nd.off_in + i
         if nd.valid_in != NULL and not bit_get(nd.valid_in, e):
-            if nd.flags & F_NOT_NULL:
+            if nd.flags & FLAG_NOT_NULL:
                 err_node[0] = c
-                return -E_NULL_NOT_ALLOWED
+                return -ERR_NULL_NOT_ALLOWED
             bit = nd.pos + 8
             if bit < 64:
                 nb0 |= (<uint64_t>1) << bit
@@ -94,31 +94,31 @@ cdef int64_t encode_row(Node* nodes, int64_t node, int64_t i, uint8_t* o, int64_
                 store_u64_le(o + slot, load_u64_le(nd.vals_in + nd.width * e) & nd.mask)
             else:
                 memcpy(o + slot, nd.vals_in + nd.width * e, nd.width)
-        elif k == R_STR or k == R_BIN:
+        elif k == SLOT_STR or k == SLOT_BIN:
             cur = encode_str(nd, i, o, ob, slot, cur, cap)
             if cur < 0:
-                if cur != -E_FULL:
+                if cur != -ERR_FULL:
                     err_node[0] = c
                 return cur
-        elif k == R_ROW or k == R_ARRAY or k == R_MAP:
+        elif k == SLOT_ROW or k == SLOT_ARRAY or k == SLOT_MAP:
             sub = encode_nested(nodes, c, i, o, ob + cur, cap, err_node)
             if sub < 0:
                 return sub
             store_u64_le(o + slot, ((<uint64_t>cur) << 32) | <uint64_t>sub)
             cur += round_up8(sub)
-        elif k == R_BOOL:
+        elif k == SLOT_BOOL:
             o[slot] = bit_get(nd.vals_in, e)
-        elif k == R_DEC_COMPACT:
+        elif k == SLOT_DEC_COMPACT:
             memcpy(&lo, nd.vals_in + 16 * e, 8)
             memcpy(&hi, nd.vals_in + 16 * e + 8, 8)
             if hi != (-1 if lo < 0 else 0) or lo <= -nd.limit or lo >= nd.limit:
                 err_node[0] = c  # more digits than DECIMAL(p, s) holds
-                return -E_TOO_LARGE
+                return -ERR_TOO_LARGE
             memcpy(o + slot, &lo, 8)
-        elif k == R_DEC_BIG or k == R_TS_BIG:
+        elif k == SLOT_DEC_BIG or k == SLOT_TS_BIG:
             sub = encode_big(nd, e, o + slot, o + ob + cur, cur, cap - ob - cur)
             if sub < 0:
-                if sub != -E_FULL:
+                if sub != -ERR_FULL:
                     err_node[0] = c
                 return sub
             cur += sub
@@ -131,7 +131,7 @@ cdef inline void canonical_nan(uint8_t* slot, int64_t k) noexcept nogil:
     """A NaN FLOAT / DOUBLE array element becomes Java's canonical NaN, as ``BinaryArrayWriter``
     writes it (row fields keep their bits)."""
     cdef uint64_t w
-    if k == R_F32:
+    if k == SLOT_F32:
         w = load_u32_le(slot)
         if (w & 0x7F800000u) == 0x7F800000u and (w & 0x7FFFFFu):
             store_u32_le(slot, 0x7FC00000u)
@@ -145,7 +145,7 @@ cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int6
                           int64_t* err_node) noexcept nogil:
     """Write the BinaryArrayData of list i of an ARRAY column at ``o[ob:]`` (never past ``cap``):
     element count, null bits, slots of the element width (rounded up to 8), then the elements'
-    var parts, each padded to 8. Returns its size, -code (``err_node`` set) or -E_FULL."""
+    var parts, each padded to 8. Returns its size, -code (``err_node`` set) or -ERR_FULL."""
     cdef const Node* nd = &nodes[node]
     cdef const Node* el = &nodes[node + 1]
     cdef int64_t s = 0, n, j, ei, es, header, cur, slot, k, sub
@@ -153,47 +153,47 @@ cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int6
     n = arrow_str(nd, i, &s)  # list offsets are read like string offsets (bound: the element count)
     if n < 0:
         err_node[0] = node
-        return -E_BAD_ARROW
+        return -ERR_BAD_ARROW
     if n > 0x7FFFFFFF:
         err_node[0] = node
-        return -E_TOO_LARGE
+        return -ERR_TOO_LARGE
     k = el.kind
     es = elem_size(k)
     header = array_header(n)
     cur = round_up8(header + n * es)
     if cur > cap - ob:
-        return -E_FULL
+        return -ERR_FULL
     memset(o + ob, 0, cur)
     store_u32_le(o + ob, <uint32_t>n)
     for j in range(n):
         ei = s + j
         if el.valid_in != NULL and not bit_get(el.valid_in, el.off_in + ei):
-            if el.flags & F_NOT_NULL:
+            if el.flags & FLAG_NOT_NULL:
                 err_node[0] = node + 1
-                return -E_NULL_NOT_ALLOWED
+                return -ERR_NULL_NOT_ALLOWED
             o[ob + 4 + (j >> 3)] |= <uint8_t>(1 << (j & 7))
             continue
         slot = ob + header + j * es
         if el.width:
             memcpy(o + slot, el.vals_in + el.width * (el.off_in + ei), el.width)
-            if k == R_F32 or k == R_F64:
+            if k == SLOT_F32 or k == SLOT_F64:
                 canonical_nan(o + slot, k)
-        elif k == R_BOOL:
+        elif k == SLOT_BOOL:
             o[slot] = bit_get(el.vals_in, el.off_in + ei)
-        elif k == R_DEC_COMPACT:
+        elif k == SLOT_DEC_COMPACT:
             memcpy(&lo, el.vals_in + 16 * (el.off_in + ei), 8)
             memcpy(&hi, el.vals_in + 16 * (el.off_in + ei) + 8, 8)
             if hi != (-1 if lo < 0 else 0) or lo <= -el.limit or lo >= el.limit:
                 err_node[0] = node + 1
-                return -E_TOO_LARGE
+                return -ERR_TOO_LARGE
             memcpy(o + slot, &lo, 8)
-        elif k == R_STR or k == R_BIN:
+        elif k == SLOT_STR or k == SLOT_BIN:
             cur = encode_str(el, ei, o, ob, slot, cur, cap)
             if cur < 0:
-                if cur != -E_FULL:
+                if cur != -ERR_FULL:
                     err_node[0] = node + 1
                 return cur
-        else:  # R_ROW / R_ARRAY / R_MAP elements
+        else:  # SLOT_ROW / SLOT_ARRAY / SLOT_MAP elements
             sub = encode_nested(nodes, node + 1, ei, o, ob + cur, cap, err_node)
             if sub < 0:
                 return sub
@@ -205,11 +205,11 @@ cdef int64_t encode_array(Node* nodes, int64_t node, int64_t i, uint8_t* o, int6
 cdef int64_t encode_nested(Node* nodes, int64_t c, int64_t i, uint8_t* o, int64_t ob, int64_t cap,
                            int64_t* err_node) noexcept nogil:
     """Row / element i of the ROW, ARRAY or MAP node c at ``o[ob:]``: its size (a map's is not a
-    multiple of 8: its pad is zeroed, and the caller's var part skips it), -code or -E_FULL."""
+    multiple of 8: its pad is zeroed, and the caller's var part skips it), -code or -ERR_FULL."""
     cdef int64_t k = nodes[c].kind
-    if k == R_ROW:
+    if k == SLOT_ROW:
         return encode_row(nodes, c, i, o, ob, cap, err_node)
-    if k == R_ARRAY:
+    if k == SLOT_ARRAY:
         return encode_array(nodes, c, i, o, ob, cap, err_node)
     return encode_map(nodes, c, i, o, ob, cap, err_node)
 
@@ -218,12 +218,12 @@ cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t o
                         int64_t* err_node) noexcept nogil:
     """The BinaryMapData of map i of MAP node m (``i32 LE key-array bytes ‖ key array ‖ value
     array``; both arrays read the map's list offsets) at ``o[ob:]``, padded to 8 with zeros.
-    Returns its unpadded size, -code, -E_FULL, or -HAND_BACK (``err_node`` = m) when the keys
+    Returns its unpadded size, -code, -ERR_FULL, or -HAND_BACK (``err_node`` = m) when the keys
     may repeat: checked right after the keys, before any value, since the reference keeps only
     the last value of equal keys (it builds a dict) and so never sees the others."""
     cdef int64_t kn = m + 1, kb, vb, size
     if 4 > cap - ob:
-        return -E_FULL
+        return -ERR_FULL
     kb = encode_array(nodes, kn, i, o, ob + 4, cap, err_node)
     if kb < 0:
         return kb
@@ -235,7 +235,7 @@ cdef int64_t encode_map(Node* nodes, int64_t m, int64_t i, uint8_t* o, int64_t o
         return vb
     size = 4 + kb + vb
     if round_up8(size) > cap - ob:
-        return -E_FULL
+        return -ERR_FULL
     store_u32_le(o + ob, <uint32_t>kb)
     memset(o + ob + size, 0, round_up8(size) - size)
     return size
@@ -293,13 +293,13 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
         if vbits == NULL:
             memcpy(P, PR, nb)
         else:
-            not_null = nd.flags & F_NOT_NULL
+            not_null = nd.flags & FLAG_NOT_NULL
             for r in range(nb):
                 P[r] = PR[r] and bit_get(vbits, off + r)
                 if not_null and PR[r] and not P[r]:
                     return False
         k = nd.kind
-        if k == R_STR or k == R_BIN:
+        if k == SLOT_STR or k == SLOT_BIN:
             for r in range(nb):
                 if P[r]:
                     n = arrow_str(nd, b0 + r, &S[r])
@@ -309,7 +309,7 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
                     if n > 7:
                         A[r] = BR[r]
                         BR[r] += round_up8(n)
-        elif k == R_ROW:
+        elif k == SLOT_ROW:
             fixed = nd.fixed
             for r in range(nb):
                 if P[r]:
@@ -317,7 +317,7 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
                     Bc[r] = fixed
             t.stack[top] = c
             top += 1
-        elif k == R_DEC_COMPACT:
+        elif k == SLOT_DEC_COMPACT:
             vin = nd.vals_in
             limit = nd.limit
             for r in range(nb):
@@ -372,14 +372,14 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
             for r in range(nb):
                 store_u64_le(o + AR[r] + slot, load_u64_le(vin + w * (off + r)) & mask)
             continue
-        if allp and k == R_ROW:
+        if allp and k == SLOT_ROW:
             for r in range(nb):
                 e = at[r] + 4 + A[r]
                 zero_words(o + e, nw)
                 store_u64_le(o + AR[r] + slot, ((<uint64_t>(e - AR[r])) << 32) | <uint64_t>Bc[r])
                 A[r] = e
             continue
-        if allp and (k == R_STR or k == R_BIN):
+        if allp and (k == SLOT_STR or k == SLOT_BIN):
             for r in range(nb):
                 write_str(o + AR[r], slot, A[r], vin + S[r], Bc[r], vlen - S[r])
             continue
@@ -396,16 +396,16 @@ cdef bint encode_block(Node* nodes, int64_t nnodes, Scratch* t, int64_t b0, int6
                     store_u64_le(o + AR[r] + slot, load_u64_le(vin + w * e) & mask)
                 else:
                     store_u64_le(o + AR[r] + slot, load_short(vin + w * e, w, vlen - w * e))
-            elif k == R_STR or k == R_BIN:
+            elif k == SLOT_STR or k == SLOT_BIN:
                 write_str(o + AR[r], slot, A[r], vin + S[r], Bc[r], vlen - S[r])
-            elif k == R_ROW:
+            elif k == SLOT_ROW:
                 e = at[r] + 4 + A[r]
                 zero_words(o + e, nw)
                 store_u64_le(o + AR[r] + slot, ((<uint64_t>(e - AR[r])) << 32) | <uint64_t>Bc[r])
                 A[r] = e
-            elif k == R_BOOL:
+            elif k == SLOT_BOOL:
                 store_u64_le(o + AR[r] + slot, bit_get(vin, e))
-            else:  # R_DEC_COMPACT
+            else:  # SLOT_DEC_COMPACT
                 memcpy(o + AR[r] + slot, vin + 16 * e, 8)
     pos[0] = q
     return True

@@ -5,24 +5,24 @@
 cdef bint _emit_row(list out, const int64_t* prog, int64_t node, int64_t depth):
     """Append the ops of row ``node``'s body (its ENTER is already in ``out``); False when a row
     below needs the general walk (too wide or too deep), which then runs the whole entry."""
-    cdef int64_t c, end = prog[node * NCOL + C_END], k, src, pos, enter
+    cdef int64_t c, end = prog[node * PROGRAM_COLUMNS + COL_END], k, src, pos, enter
     cdef list fixed = [], var = []
     c = node + 1
     while c < end:
-        k = prog[c * NCOL + C_KIND]
-        src = prog[c * NCOL + C_SRC]
+        k = prog[c * PROGRAM_COLUMNS + COL_KIND]
+        src = prog[c * PROGRAM_COLUMNS + COL_SRC]
         if src < 0:
             pass  # added: null, in the entering op's ``added`` bits; its slot is zeroed on entry
-        elif k < R_STR or k == R_DEC_COMPACT:
+        elif k < SLOT_STR or k == SLOT_DEC_COMPACT:
             fixed.append(c)
         else:
             var.append(c)
-        c = prog[c * NCOL + C_END]
+        c = prog[c * PROGRAM_COLUMNS + COL_END]
     cdef dict enter_op = out[len(out) - 1]
     cdef list runs = []
     for c in fixed:
-        src = prog[c * NCOL + C_SRC]
-        pos = prog[c * NCOL + C_POS]
+        src = prog[c * PROGRAM_COLUMNS + COL_SRC]
+        pos = prog[c * PROGRAM_COLUMNS + COL_POS]
         if runs and runs[len(runs) - 1]["doff"] + 8 * runs[len(runs) - 1]["n"] == 8 + 8 * pos \
                 and runs[len(runs) - 1]["soff"] + 8 * runs[len(runs) - 1]["n"] == 8 + 8 * src:
             runs[len(runs) - 1]["n"] += 1
@@ -35,14 +35,14 @@ cdef bint _emit_row(list out, const int64_t* prog, int64_t node, int64_t depth):
                         rdbit=first["dbit"])
     out.extend(runs)
     for c in var:
-        k = prog[c * NCOL + C_KIND]
-        src = prog[c * NCOL + C_SRC]
-        pos = prog[c * NCOL + C_POS]
+        k = prog[c * PROGRAM_COLUMNS + COL_KIND]
+        src = prog[c * PROGRAM_COLUMNS + COL_SRC]
+        pos = prog[c * PROGRAM_COLUMNS + COL_POS]
         op = dict(code=OP_VAR, node=c, soff=8 + 8 * src, doff=8 + 8 * pos, sbit=src + 8, dbit=pos + 8, n=0,
-                  kind=k, flags=prog[c * NCOL + C_FLAGS])
-        if k == R_STR or k == R_BIN:
+                  kind=k, flags=prog[c * PROGRAM_COLUMNS + COL_FLAGS])
+        if k == SLOT_STR or k == SLOT_BIN:
             op["code"] = OP_STR
-        elif k == R_ROW and not (prog[c * NCOL + C_FLAGS] & F_VERBATIM):
+        elif k == SLOT_ROW and not (prog[c * PROGRAM_COLUMNS + COL_FLAGS] & FLAG_VERBATIM):
             if not fast_eligible(prog, c) or depth + 1 >= MAX_DEPTH:
                 return False
             op["code"] = OP_ENTER
@@ -59,15 +59,15 @@ cdef bint _emit_row(list out, const int64_t* prog, int64_t node, int64_t depth):
 
 
 cdef dict _row_header(const int64_t* prog, int64_t node):
-    cdef int64_t old_arity = prog[node * NCOL + C_OLD_ARITY]
+    cdef int64_t old_arity = prog[node * PROGRAM_COLUMNS + COL_OLD_ARITY]
     cdef uint64_t added = 0, zero = 0
-    cdef int64_t c = node + 1, end = prog[node * NCOL + C_END]
+    cdef int64_t c = node + 1, end = prog[node * PROGRAM_COLUMNS + COL_END]
     while c < end:
-        if prog[c * NCOL + C_SRC] < 0:
-            added |= (<uint64_t>1) << (prog[c * NCOL + C_POS] + 8)
-            zero |= (<uint64_t>1) << (prog[c * NCOL + C_POS] + 1)
-        c = prog[c * NCOL + C_END]
-    return dict(ofixed=8 + 8 * old_arity, nfixed=8 + 8 * prog[node * NCOL + C_ARITY],
+        if prog[c * PROGRAM_COLUMNS + COL_SRC] < 0:
+            added |= (<uint64_t>1) << (prog[c * PROGRAM_COLUMNS + COL_POS] + 8)
+            zero |= (<uint64_t>1) << (prog[c * PROGRAM_COLUMNS + COL_POS] + 1)
+        c = prog[c * PROGRAM_COLUMNS + COL_END]
+    return dict(ofixed=8 + 8 * old_arity, nfixed=8 + 8 * prog[node * PROGRAM_COLUMNS + COL_ARITY],
                 forbid=0xFC | ((~((<uint64_t>1 << (old_arity + 8)) - 1)) if old_arity < 56 else 0), added=added,
                 zero=zero)
 
@@ -85,8 +85,8 @@ cdef list _lowered(const int64_t* prog):
     return out
 
 
-OP_CODES = dict(FIXED=OP_FIXED, STR=OP_STR, ENTER=OP_ENTER, EXIT=OP_EXIT, VAR=OP_VAR, END=OP_END, R_STR=R_STR,
-                R_BIN=R_BIN)
+OP_CODES = dict(FIXED=OP_FIXED, STR=OP_STR, ENTER=OP_ENTER, EXIT=OP_EXIT, VAR=OP_VAR, END=OP_END, SLOT_STR=SLOT_STR,
+                SLOT_BIN=SLOT_BIN)
 
 
 def lowered_ops(prog):

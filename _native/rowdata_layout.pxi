@@ -30,13 +30,13 @@ cdef inline int64_t null_bits_size(int64_t arity) noexcept nogil:
     return ((arity + 63 + 8) // 64) * 8
 
 cdef inline int64_t arrow_width(int64_t kind) noexcept nogil:
-    if kind == R_I8:
+    if kind == SLOT_I8:
         return 1
-    if kind == R_I16:
+    if kind == SLOT_I16:
         return 2
-    if kind == R_I32 or kind == R_F32:
+    if kind == SLOT_I32 or kind == SLOT_F32:
         return 4
-    if kind == R_DEC_COMPACT or kind == R_DEC_BIG:
+    if kind == SLOT_DEC_COMPACT or kind == SLOT_DEC_BIG:
         return 16
     return 8
 
@@ -51,7 +51,7 @@ ctypedef struct Ctx:
     int64_t budget
 
 cdef inline int64_t P(const Ctx* x, int64_t node, int col) noexcept nogil:
-    return x.prog[node * NCOL + col]
+    return x.prog[node * PROGRAM_COLUMNS + col]
 
 
 cdef bint utf8_valid(const uint8_t* s, int64_t n) noexcept nogil:
@@ -66,7 +66,7 @@ cdef bint utf8_valid(const uint8_t* s, int64_t n) noexcept nogil:
     while p < n:
         if s[p] < 0x80:
             p += 1
-        elif utf8_next(s, &p, n, &cp) != E_OK:
+        elif utf8_next(s, &p, n, &cp) != ERR_OK:
             return False
     return True
 
@@ -78,11 +78,11 @@ cdef inline bint null_bit(const uint8_t* d, int64_t base, int64_t i) noexcept no
 
 cdef inline int64_t elem_size(int64_t kind) noexcept nogil:
     """BinaryArrayData element slot width (``calculateFixLengthPartSize``)."""
-    if kind == R_BOOL or kind == R_I8:
+    if kind == SLOT_BOOL or kind == SLOT_I8:
         return 1
-    if kind == R_I16:
+    if kind == SLOT_I16:
         return 2
-    if kind == R_I32 or kind == R_F32:
+    if kind == SLOT_I32 or kind == SLOT_F32:
         return 4
     return 8
 
@@ -98,34 +98,34 @@ cdef inline int64_t var_span(Ctx* x, int64_t c, int64_t k, uint64_t raw, int64_t
     ``x.err_node`` set; one function for every walk, so they check in the same order."""
     cdef int64_t off = <int64_t>(raw >> 32)
     cdef int64_t n = <int64_t>(raw & 0xFFFFFFFFu)
-    if k == R_TS_BIG:
+    if k == SLOT_TS_BIG:
         if n > 999999:
             x.err_node = c
-            return -E_BAD_NANOS
+            return -ERR_BAD_NANOS
         n = 8
-    elif k == R_DEC_BIG and (n < 1 or n > 16):
+    elif k == SLOT_DEC_BIG and (n < 1 or n > 16):
         x.err_node = c
-        return -E_BAD_LENGTH
+        return -ERR_BAD_LENGTH
     if off < lo or off + n > size:
         x.err_node = c
-        return -E_BAD_OFFSET
-    if k == R_STR and not utf8_valid(x.d + base + off, n):
+        return -ERR_BAD_OFFSET
+    if k == SLOT_STR and not utf8_valid(x.d + base + off, n):
         x.err_node = c
-        return -E_BAD_UTF8
+        return -ERR_BAD_UTF8
     return n
 
 
 cdef inline int inline_check(const uint8_t* d, int64_t slot, uint64_t raw, int64_t k) noexcept nogil:
     """The checks of a slot marked inline (top bit of its last byte): only strings and binaries
-    may be inline, at most 7 bytes, strings valid UTF-8. Returns E_OK or the code."""
+    may be inline, at most 7 bytes, strings valid UTF-8. Returns ERR_OK or the code."""
     cdef int64_t n = (raw >> 56) & 0x7F
-    if (k != R_STR and k != R_BIN) or n > 7:
-        return E_BAD_INLINE
+    if (k != SLOT_STR and k != SLOT_BIN) or n > 7:
+        return ERR_BAD_INLINE
     # inline ASCII (the common short string) needs no scan: one masked word test
-    if k == R_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
+    if k == SLOT_STR and n and (raw & ((<uint64_t>1 << (8 * n)) - 1) & 0x8080808080808080ull) \
             and not utf8_valid(d + slot, n):
-        return E_BAD_UTF8
-    return E_OK
+        return ERR_BAD_UTF8
+    return ERR_OK
 
 
 # ------------------------------------------------------------------------------------------------
@@ -261,15 +261,15 @@ cdef inline void key_canon(const uint8_t* d, int64_t base, int64_t slot, int64_t
     cdef uint64_t raw, w
     cdef uint8_t canon[16]
     b[0] = 0
-    if k == R_STR or k == R_BIN:
+    if k == SLOT_STR or k == SLOT_BIN:
         b[0] = <uint64_t>elem_bytes(d, base, slot, &src)
         a[0] = <uint64_t>src
         return
-    if k == R_DEC_BIG or k == R_TS_BIG:  # the slot holds an offset: the value
+    if k == SLOT_DEC_BIG or k == SLOT_TS_BIG:  # the slot holds an offset: the value
         raw = load_u64_le(d + slot)
         src = base + <int64_t>(raw >> 32)
         ln = <int64_t>(raw & 0xFFFFFFFFu)
-        if k == R_DEC_BIG:
+        if k == SLOT_DEC_BIG:
             if ln > 16:
                 odd[0] = True
                 a[0] = 0
@@ -290,9 +290,9 @@ cdef inline void key_canon(const uint8_t* d, int64_t base, int64_t slot, int64_t
         w = <uint64_t>d[slot] | (<uint64_t>d[slot + 1] << 8)
     else:
         w = d[slot]
-    if k == R_BOOL:
+    if k == SLOT_BOOL:
         w = w != 0
-    elif (k == R_F32 or k == R_F64) and w == ((<uint64_t>1) << (8 * es - 1)):
+    elif (k == SLOT_F32 or k == SLOT_F64) and w == ((<uint64_t>1) << (8 * es - 1)):
         w = 0  # -0.0 == 0.0
     a[0] = w
 
@@ -300,9 +300,9 @@ cdef inline void key_canon(const uint8_t* d, int64_t base, int64_t slot, int64_t
 cdef inline uint64_t canon_hash(const uint8_t* d, int64_t d_len, int64_t k, int64_t es, uint64_t a,
                                 uint64_t b) noexcept nogil:
     """``key_hash`` of a key's canonical bytes (``key_canon``): equal keys hash alike."""
-    if k == R_STR or k == R_BIN:
+    if k == SLOT_STR or k == SLOT_BIN:
         return key_hash(d + a, <int64_t>b, d_len - <int64_t>a)
-    if k == R_DEC_BIG or k == R_TS_BIG:
+    if k == SLOT_DEC_BIG or k == SLOT_TS_BIG:
         return mix(mix(0x9E3779B97F4A7C15ull ^ 16, a), b)
     return mix(0x9E3779B97F4A7C15ull ^ <uint64_t>es, a)
 
@@ -343,7 +343,7 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
     cdef uint64_t cb[8]
     cdef uint64_t* table = stack
     cdef uint64_t w, hv
-    cdef bint odd = False, zero = False, suspect = False, is_bytes = k == R_STR or k == R_BIN
+    cdef bint odd = False, zero = False, suspect = False, is_bytes = k == SLOT_STR or k == SLOT_BIN
     for j in range(0, n, 32):  # null bits a word at a time (bits past n do not count)
         w = load_u32_le(d + base + 4 + (j >> 3))
         if n - j < 32:
@@ -352,9 +352,9 @@ cdef bint keys_suspect(const uint8_t* d, int64_t d_len, int64_t base, int64_t k)
             return True
     if n < 2:
         return False
-    if k == R_ROW or k == R_ARRAY or k == R_MAP:
+    if k == SLOT_ROW or k == SLOT_ARRAY or k == SLOT_MAP:
         return True
-    if (k == R_BOOL and n > 2) or ((k == R_I8 or k == R_I16) and n > (1 << (8 * es))):
+    if (k == SLOT_BOOL and n > 2) or ((k == SLOT_I8 or k == SLOT_I16) and n > (1 << (8 * es))):
         return True  # more keys than values: some repeat (the hashes would say so too), no table needed
     if n <= 8:  # few keys (most maps): compare their canonical forms pairwise, exactly
         for j in range(n):
@@ -409,6 +409,6 @@ cdef inline bint block_ok(const Node* nodes, int64_t nnodes) noexcept nogil:
     cdef int64_t c, k
     for c in range(1, nnodes):
         k = nodes[c].kind
-        if not (nodes[c].width or k == R_BOOL or k == R_STR or k == R_BIN or k == R_ROW or k == R_DEC_COMPACT):
+        if not (nodes[c].width or k == SLOT_BOOL or k == SLOT_STR or k == SLOT_BIN or k == SLOT_ROW or k == SLOT_DEC_COMPACT):
             return False
     return True

@@ -7,10 +7,10 @@ cdef int64_t migrate_array(Ctx* x, int64_t node, int64_t base, int64_t size, uin
     """Write the migrated copy of a validated array whose elements are rows / arrays / maps."""
     cdef const uint8_t* d = x.d
     cdef int64_t e = node + 1
-    cdef int64_t k = P(x, e, C_KIND)
+    cdef int64_t k = P(x, e, COL_KIND)
     cdef int64_t n, header, cur, i, off, ln, r, pad
     cdef uint64_t raw
-    if P(x, node, C_FLAGS) & F_VERBATIM:
+    if P(x, node, COL_FLAGS) & FLAG_VERBATIM:
         memcpy(o + op, d + base, size)
         return size
     n = <int32_t>load_u32_le(d + base)
@@ -24,9 +24,9 @@ cdef int64_t migrate_array(Ctx* x, int64_t node, int64_t base, int64_t size, uin
         raw = load_u64_le(d + base + header + 8 * i)
         off = <int64_t>(raw >> 32)
         ln = <int64_t>(raw & 0xFFFFFFFFu)
-        if k == R_ROW:
+        if k == SLOT_ROW:
             r = migrate_row(x, e, base + off, ln, o, op + cur)
-        elif k == R_ARRAY:
+        elif k == SLOT_ARRAY:
             r = migrate_array(x, e, base + off, ln, o, op + cur)
         else:
             r = migrate_map(x, e, base + off, ln, o, op + cur)
@@ -41,10 +41,10 @@ cdef int64_t migrate_map(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
                          int64_t op) noexcept nogil:
     cdef const uint8_t* d = x.d
     cdef int64_t kn = node + 1
-    cdef int64_t vn = P(x, kn, C_END)
+    cdef int64_t vn = P(x, kn, COL_END)
     cdef int64_t kb = <int32_t>load_u32_le(d + base)
     cdef int64_t rk, rv
-    if P(x, node, C_FLAGS) & F_VERBATIM:
+    if P(x, node, COL_FLAGS) & FLAG_VERBATIM:
         memcpy(o + op, d + base, size)
         return size
     rk = migrate_array(x, kn, base + 4, kb, o, op + 4)
@@ -56,50 +56,50 @@ cdef int64_t migrate_map(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
 cdef int64_t migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size, uint8_t* o, int64_t obase) noexcept nogil:
     """Write the new row for a validated old row; returns its size."""
     cdef const uint8_t* d = x.d
-    cdef int64_t arity = P(x, node, C_ARITY)
-    cdef int64_t ow = null_bits_size(P(x, node, C_OLD_ARITY))
+    cdef int64_t arity = P(x, node, COL_ARITY)
+    cdef int64_t ow = null_bits_size(P(x, node, COL_OLD_ARITY))
     cdef int64_t nw = null_bits_size(arity)
     cdef int64_t cur = nw + 8 * arity
     cdef int64_t c, end, src, slot, nslot, k, n, r, j, bit, off, flags
     cdef uint64_t raw
     memset(o + obase, 0, cur)
     o[obase] = d[base]
-    end = P(x, node, C_END)
+    end = P(x, node, COL_END)
     c = node + 1
     while c < end:
-        src = P(x, c, C_SRC)
-        j = P(x, c, C_POS)
-        k = P(x, c, C_KIND)
-        flags = P(x, c, C_FLAGS)
+        src = P(x, c, COL_SRC)
+        j = P(x, c, COL_POS)
+        k = P(x, c, COL_KIND)
+        flags = P(x, c, COL_FLAGS)
         if src < 0 or null_bit(d, base, src):
             bit = j + 8
             o[obase + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
-            c = P(x, c, C_END)
+            c = P(x, c, COL_END)
             continue
         slot = base + ow + 8 * src
         nslot = obase + nw + 8 * j
         raw = load_u64_le(d + slot)
-        if k < R_STR or k == R_DEC_COMPACT or ((k == R_STR or k == R_BIN) and (raw >> 63)):
+        if k < SLOT_STR or k == SLOT_DEC_COMPACT or ((k == SLOT_STR or k == SLOT_BIN) and (raw >> 63)):
             memcpy(o + nslot, d + slot, 8)
         else:
             off = <int64_t>(raw >> 32)
             n = <int64_t>(raw & 0xFFFFFFFFu)
-            if (k == R_ROW or k == R_ARRAY or k == R_MAP) and not (flags & F_VERBATIM):
-                if k == R_ROW:
+            if (k == SLOT_ROW or k == SLOT_ARRAY or k == SLOT_MAP) and not (flags & FLAG_VERBATIM):
+                if k == SLOT_ROW:
                     r = migrate_row(x, c, base + off, n, o, obase + cur)
-                elif k == R_ARRAY:
+                elif k == SLOT_ARRAY:
                     r = migrate_array(x, c, base + off, n, o, obase + cur)
                 else:
                     r = migrate_map(x, c, base + off, n, o, obase + cur)
                 store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>r)
                 memset(o + obase + cur + r, 0, round_up8(r) - r)
                 cur += round_up8(r)
-            elif k == R_DEC_BIG:
+            elif k == SLOT_DEC_BIG:
                 memset(o + obase + cur, 0, 16)
                 memcpy(o + obase + cur, d + base + off, n)
                 store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
                 cur += 16
-            elif k == R_TS_BIG:
+            elif k == SLOT_TS_BIG:
                 memcpy(o + obase + cur, d + base + off, 8)
                 store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
                 cur += 8
@@ -109,14 +109,14 @@ cdef int64_t migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size, uint8
                 memset(o + obase + cur + n, 0, r - n)
                 store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
                 cur += r
-        c = P(x, c, C_END)
+        c = P(x, c, COL_END)
     return cur
 
 
 # internal status of the one-walk migrate: the output buffer is too small for this entry (not a
 # data error; the caller grows the buffer and retries the entry)
 cdef enum:
-    E_FULL = 1000
+    ERR_FULL = 1000
 
 
 cdef inline int64_t var_field(Ctx* x, int64_t c, int64_t k, int64_t flags, uint64_t raw, int64_t base,
@@ -124,14 +124,14 @@ cdef inline int64_t var_field(Ctx* x, int64_t c, int64_t k, int64_t flags, uint6
                               int64_t nslot, int64_t cur, int64_t cap) noexcept nogil:
     """Validate and write one non-null variable-length field (slot word ``raw`` of the old row at
     ``base``; new slot at ``o[nslot]``, new var part from ``o[obase + cur]``). Returns the new
-    ``cur``, -code (``x.err_node`` set) or -E_FULL. One function for the generic and the fast walk,
+    ``cur``, -code (``x.err_node`` set) or -ERR_FULL. One function for the generic and the fast walk,
     so both check in the same order and report the same first error."""
     cdef const uint8_t* d = x.d
     cdef uint8_t mark = <uint8_t>(raw >> 56)
     cdef int64_t off, n, r, pad
     if mark & 0x80:
         r = inline_check(d, slot, raw, k)
-        if r != E_OK:
+        if r != ERR_OK:
             x.err_node = c
             return -r
         store_u64_le(o + nslot, raw)
@@ -140,49 +140,49 @@ cdef inline int64_t var_field(Ctx* x, int64_t c, int64_t k, int64_t flags, uint6
     if n < 0:
         return n
     off = <int64_t>(raw >> 32)
-    if k == R_TS_BIG:
+    if k == SLOT_TS_BIG:
         if 8 > cap - obase - cur:
-            return -E_FULL
+            return -ERR_FULL
         memcpy(o + obase + cur, d + base + off, 8)
         store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | (raw & 0xFFFFFFFFu))  # keeps the nanos
         return cur + 8
-    if k == R_DEC_BIG:
+    if k == SLOT_DEC_BIG:
         if 16 > cap - obase - cur:
-            return -E_FULL
+            return -ERR_FULL
         memset(o + obase + cur, 0, 16)
         memcpy(o + obase + cur, d + base + off, n)
         store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
         return cur + 16
-    if k == R_ROW and not (flags & F_VERBATIM):
+    if k == SLOT_ROW and not (flags & FLAG_VERBATIM):
         r = check_migrate_row(x, c, base + off, n, o, obase + cur, cap)
         if r < 0:
             return r
         n = r
     else:
-        if k == R_ROW:
+        if k == SLOT_ROW:
             r = check_row(x, c, base + off, n)
-        elif k == R_ARRAY:
+        elif k == SLOT_ARRAY:
             r = check_array(x, c, base + off, n)
-        elif k == R_MAP:
+        elif k == SLOT_MAP:
             r = check_map(x, c, base + off, n)
         else:
             r = 0
         if r < 0:
             return r
-        if (k == R_ARRAY or k == R_MAP) and not (flags & F_VERBATIM):
+        if (k == SLOT_ARRAY or k == SLOT_MAP) and not (flags & FLAG_VERBATIM):
             if round_up8(r) > cap - obase - cur:
-                return -E_FULL
-            if k == R_ARRAY:
+                return -ERR_FULL
+            if k == SLOT_ARRAY:
                 n = migrate_array(x, c, base + off, n, o, obase + cur)
             else:
                 n = migrate_map(x, c, base + off, n, o, obase + cur)
         else:
             if round_up8(n) > cap - obase - cur:
-                return -E_FULL
+                return -ERR_FULL
             memcpy(o + obase + cur, d + base + off, n)
     pad = round_up8(n) - n
     if pad > cap - obase - cur - n:
-        return -E_FULL
+        return -ERR_FULL
     memset(o + obase + cur + n, 0, pad)
     store_u64_le(o + nslot, ((<uint64_t>cur) << 32) | <uint64_t>n)
     return cur + n + pad
@@ -193,14 +193,14 @@ cdef int64_t check_migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size,
     """``check_row`` and ``migrate_row`` in one walk: validate the old row at d[base:base+size] and
     write its new row at ``o[obase:]`` (never past ``cap``). Returns the new size, -code (with
     ``x.err_node``, the same first error ``check_row`` reports: checks run in the same order) or
-    -E_FULL. Bytes written for a row that then fails are garbage the caller discards. The general
+    -ERR_FULL. Bytes written for a row that then fails are garbage the caller discards. The general
     walk: rows wider than 56 fields, or reached through migrated arrays / maps (``run_ops`` runs
     everything else)."""
     cdef const uint8_t* d = x.d
-    cdef const int64_t* pn = x.prog + node * NCOL
+    cdef const int64_t* pn = x.prog + node * PROGRAM_COLUMNS
     cdef const int64_t* pc
-    cdef int64_t arity = pn[C_ARITY]
-    cdef int64_t old_arity = pn[C_OLD_ARITY]
+    cdef int64_t arity = pn[COL_ARITY]
+    cdef int64_t old_arity = pn[COL_OLD_ARITY]
     cdef int64_t ow = null_bits_size(old_arity)
     cdef int64_t ofixed = ow + 8 * old_arity
     cdef int64_t nw = null_bits_size(arity)
@@ -215,35 +215,35 @@ cdef int64_t check_migrate_row(Ctx* x, int64_t node, int64_t base, int64_t size,
     if r < 0:
         return r
     if cur > cap - obase:
-        return -E_FULL
+        return -ERR_FULL
     memset(o + obase, 0, cur)
     old_nb0 = load_u64_le(d + base)
     new_nb0 = d[base]
-    end = pn[C_END]
+    end = pn[COL_END]
     c = node + 1
     while c < end:
-        pc = x.prog + c * NCOL
-        src = pc[C_SRC]
-        j = pc[C_POS]
+        pc = x.prog + c * PROGRAM_COLUMNS
+        src = pc[COL_SRC]
+        j = pc[COL_POS]
         if src < 0 or (src < 56 and (old_nb0 >> (src + 8)) & 1) or (src >= 56 and null_bit(d, base, src)):
             bit = j + 8
             if bit < 64:
                 new_nb0 |= (<uint64_t>1) << bit
             else:
                 o[obase + (bit >> 3)] |= <uint8_t>(1 << (bit & 7))
-            c = pc[C_END]
+            c = pc[COL_END]
             continue
-        k = pc[C_KIND]
+        k = pc[COL_KIND]
         slot = base + ow + 8 * src
         nslot = obase + nw + 8 * j
         raw = load_u64_le(d + slot)
-        if k < R_STR or k == R_DEC_COMPACT:
+        if k < SLOT_STR or k == SLOT_DEC_COMPACT:
             store_u64_le(o + nslot, raw)
         else:
-            cur = var_field(x, c, k, pc[C_FLAGS], raw, base, size, ofixed, slot, o, obase, nslot, cur, cap)
+            cur = var_field(x, c, k, pc[COL_FLAGS], raw, base, size, ofixed, slot, o, obase, nslot, cur, cap)
             if cur < 0:
                 return cur
-        c = pc[C_END]
+        c = pc[COL_END]
     store_u64_le(o + obase, new_nb0)
     return cur
 
@@ -303,7 +303,7 @@ cdef inline int64_t copy_string(Ctx* x, const Op* op, int64_t kind, uint64_t raw
     cdef uint8_t* dst
     if raw >> 63:
         n = inline_check(d, base + op.soff, raw, kind)
-        if n != E_OK:
+        if n != ERR_OK:
             x.err_node = op.node
             return -n
         store_u64_le(o + obase + op.doff, raw)
@@ -312,7 +312,7 @@ cdef inline int64_t copy_string(Ctx* x, const Op* op, int64_t kind, uint64_t raw
     n = <int64_t>(raw & 0xFFFFFFFFu)
     if off < ofixed or off + n > size:
         x.err_node = op.node
-        return -E_BAD_OFFSET
+        return -ERR_BAD_OFFSET
     r8 = round_up8(n)
     src = d + base + off
     dst = o + obase + cur
@@ -328,15 +328,15 @@ cdef inline int64_t copy_string(Ctx* x, const Op* op, int64_t kind, uint64_t raw
             v = load_u64_le(src + w) & (0xFFFFFFFFFFFFFFFFull >> (8 * (r8 - n)))
             acc |= v
             store_u64_le(dst + w, v)
-        if kind == R_STR and (acc & 0x8080808080808080ull) and not utf8_valid(src, n):
+        if kind == SLOT_STR and (acc & 0x8080808080808080ull) and not utf8_valid(src, n):
             x.err_node = op.node
-            return -E_BAD_UTF8
+            return -ERR_BAD_UTF8
     else:
-        if kind == R_STR and not utf8_valid(src, n):
+        if kind == SLOT_STR and not utf8_valid(src, n):
             x.err_node = op.node
-            return -E_BAD_UTF8
+            return -ERR_BAD_UTF8
         if r8 > cap - obase - cur:
-            return -E_FULL
+            return -ERR_FULL
         memcpy(dst, src, n)
         memset(dst + n, 0, r8 - n)
     store_u64_le(o + obase + op.doff, ((<uint64_t>cur) << 32) | <uint64_t>n)
@@ -377,13 +377,13 @@ cdef inline int64_t enter_row(Ctx* x, const Op* op, const uint8_t* d, int64_t ba
     cdef uint64_t z = op.zero
     if size < op.ofixed:
         x.err_node = op.node
-        return -E_TRUNCATED
+        return -ERR_TRUNCATED
     nb0[0] = load_u64_le(d + base)
     if nb0[0] & op.forbid:
         x.err_node = op.node
-        return -E_BAD_HEADER
+        return -ERR_BAD_HEADER
     if op.nfixed > cap - obase:
-        return -E_FULL
+        return -ERR_FULL
     while z:
         store_u64_le(o + obase + 8 * sm_ctz64(z), 0)
         z &= z - 1
@@ -455,12 +455,12 @@ cdef int64_t run_ops(Ctx* x, const Op* ops, int64_t d_len, int64_t base, int64_t
                 raw = load_u64_le(d + base + op.soff)
                 if raw >> 63:
                     x.err_node = op.node
-                    return -E_BAD_INLINE
+                    return -ERR_BAD_INLINE
                 off = <int64_t>(raw >> 32)
                 n = <int64_t>(raw & 0xFFFFFFFFu)
                 if off < ofixed or off + n > size:
                     x.err_node = op.node
-                    return -E_BAD_OFFSET
+                    return -ERR_BAD_OFFSET
                 s_base[depth] = base
                 s_size[depth] = size
                 s_obase[depth] = obase
@@ -491,6 +491,6 @@ cdef int64_t run_ops(Ctx* x, const Op* ops, int64_t d_len, int64_t base, int64_t
 
 
 cdef inline bint fast_eligible(const int64_t* prog, int64_t node) noexcept:
-    cdef const int64_t* pn = prog + node * NCOL
-    return pn[C_KIND] == R_ROW and not (pn[C_FLAGS] & F_VERBATIM) and pn[C_ARITY] <= 56 \
-        and pn[C_OLD_ARITY] <= 56
+    cdef const int64_t* pn = prog + node * PROGRAM_COLUMNS
+    return pn[COL_KIND] == SLOT_ROW and not (pn[COL_FLAGS] & FLAG_VERBATIM) and pn[COL_ARITY] <= 56 \
+        and pn[COL_OLD_ARITY] <= 56

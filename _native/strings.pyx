@@ -36,7 +36,7 @@ def string_encode_sizes(offsets, data, validity, int64_t offset, bint wide, int6
                 continue
             code = bv_entry(&v, i, &c)
             size = -1
-            if code == E_OK:
+            if code == ERR_OK:
                 size = utf8_to_flink(c.base, c.pos, c.end, NULL, 0, &code)
             if size < 0:
                 out_off[i + 1] = encode_err(code, -1)
@@ -61,7 +61,7 @@ def string_encode_fill(offsets, data, validity, int64_t offset, bint wide, int64
         for i in range(start, stop):
             if out_off[i + 1] == out_off[i] or not bv_valid(&v, i):
                 continue
-            if bv_entry(&v, i, &c) != E_OK or out_off[i + 1] > out_data.shape[0]:
+            if bv_entry(&v, i, &c) != ERR_OK or out_off[i + 1] > out_data.shape[0]:
                 continue
             utf8_to_flink(c.base, c.pos, c.end, op, out_off[i], &code)
 
@@ -82,11 +82,11 @@ def string_decode_sizes(offsets, data, validity, int64_t offset, bint wide, int6
                 continue
             code = bv_entry(&v, i, &c)
             size = -1
-            if code == E_OK:
+            if code == ERR_OK:
                 size = flink_to_utf8(&c, NULL, 0, &code, &is_null)
                 if size >= 0 and c.pos != c.end:
                     size = -1
-                    code = E_TRAILING
+                    code = ERR_TRAILING
             if size < 0:
                 status[i] = encode_err(code, -1)
                 if first < 0:
@@ -113,7 +113,7 @@ def string_decode_fill(offsets, data, validity, int64_t offset, bint wide, int64
         for i in range(start, stop):
             if status[i] != 0 or out_off[i + 1] == out_off[i] or out_off[i + 1] > out_data.shape[0]:
                 continue
-            if bv_entry(&v, i, &c) != E_OK:
+            if bv_entry(&v, i, &c) != ERR_OK:
                 continue
             flink_to_utf8(&c, op, out_off[i], &code, &is_null)
 
@@ -128,7 +128,7 @@ def bytes_encode_fill(offsets, data, validity, int64_t offset, bint wide, int64_
     cdef uint8_t* op = &out_data[0] if out_data.shape[0] else NULL
     with nogil:
         for i in range(start, stop):
-            if not bv_valid(&v, i) or bv_entry(&v, i, &c) != E_OK:
+            if not bv_valid(&v, i) or bv_entry(&v, i, &c) != ERR_OK:
                 continue
             n = c.end - c.pos
             if out_off[i] + 4 + n > out_data.shape[0]:
@@ -152,18 +152,18 @@ def bytes_decode_sizes(offsets, data, validity, int64_t offset, bint wide, int64
             if not bv_valid(&v, i):
                 continue
             code = bv_entry(&v, i, &c)
-            if code == E_OK:
+            if code == ERR_OK:
                 if c.end - c.pos < 4:
-                    code = E_TRUNCATED
+                    code = ERR_TRUNCATED
                 else:
                     n = <int32_t>load_u32_be(c.base + c.pos)
                     if n < 0:
-                        code = E_BAD_LENGTH
+                        code = ERR_BAD_LENGTH
                     elif n > c.end - c.pos - 4:
-                        code = E_TRUNCATED
+                        code = ERR_TRUNCATED
                     elif n < c.end - c.pos - 4:
-                        code = E_TRAILING
-            if code != E_OK:
+                        code = ERR_TRAILING
+            if code != ERR_OK:
                 status[i] = encode_err(code, -1)
                 if first < 0:
                     first = i
@@ -186,6 +186,6 @@ def bytes_decode_fill(offsets, data, validity, int64_t offset, bint wide, int64_
             n = out_off[i + 1] - out_off[i]
             if status[i] != 0 or n == 0 or out_off[i + 1] > out_data.shape[0]:
                 continue
-            if bv_entry(&v, i, &c) != E_OK or c.end - c.pos != n + 4:
+            if bv_entry(&v, i, &c) != ERR_OK or c.end - c.pos != n + 4:
                 continue
             memcpy(op + out_off[i], c.base + c.pos + 4, n)

@@ -56,7 +56,7 @@ cdef inline int utf8_next(const uint8_t* s, int64_t* pos, int64_t end, uint32_t*
     if b0 < 0x80:
         cp[0] = b0
         pos[0] = p + 1
-        return E_OK
+        return ERR_OK
     if b0 >= 0xC2 and b0 <= 0xDF:
         n = 1
         c = b0 & 0x1F
@@ -67,18 +67,18 @@ cdef inline int utf8_next(const uint8_t* s, int64_t* pos, int64_t end, uint32_t*
         n = 3
         c = b0 & 0x07
     else:
-        return E_BAD_UTF8
+        return ERR_BAD_UTF8
     if end - p - 1 < n:
-        return E_BAD_UTF8
+        return ERR_BAD_UTF8
     for k in range(1, n + 1):
         if (s[p + k] & 0xC0) != 0x80:
-            return E_BAD_UTF8
+            return ERR_BAD_UTF8
         c = (c << 6) | (s[p + k] & 0x3F)
     if (n == 2 and (c < 0x800 or (c >= 0xD800 and c < 0xE000))) or (n == 3 and (c < 0x10000 or c > 0x10FFFF)):
-        return E_BAD_UTF8
+        return ERR_BAD_UTF8
     cp[0] = c
     pos[0] = p + n + 1
-    return E_OK
+    return ERR_OK
 
 
 cdef inline int64_t utf8_to_flink(const uint8_t* s, int64_t a, int64_t b, uint8_t* out, int64_t p,
@@ -93,7 +93,7 @@ cdef inline int64_t utf8_to_flink(const uint8_t* s, int64_t a, int64_t b, uint8_
             q += 1
             continue
         code[0] = utf8_next(s, &q, b, &cp)
-        if code[0] != E_OK:
+        if code[0] != ERR_OK:
             return -1
         if cp >= 0x10000:
             units += 2
@@ -102,7 +102,7 @@ cdef inline int64_t utf8_to_flink(const uint8_t* s, int64_t a, int64_t b, uint8_
             units += 1
             body += unit_size(cp)
     if units + 1 > 0x7FFFFFFF:
-        code[0] = E_TOO_LARGE
+        code[0] = ERR_TOO_LARGE
         return -1
     if out == NULL:
         return varlen_size(<uint32_t>(units + 1)) + body
@@ -131,26 +131,26 @@ cdef inline int64_t flink_to_utf8(Cursor* c, uint8_t* out, int64_t p, int* code,
     cdef int64_t save
     is_null[0] = False
     code[0] = read_varint(c, &n, 0x7FFFFFFF)
-    if code[0] != E_OK:
+    if code[0] != ERR_OK:
         return -1
     if n == 0:
         is_null[0] = True
         return 0
     count = n - 1
     if count > c.end - c.pos:
-        code[0] = E_TRUNCATED
+        code[0] = ERR_TRUNCATED
         return -1
     k = 0
     while k < count:
         code[0] = read_varint(c, &u, 0xFFFF)
-        if code[0] != E_OK:
+        if code[0] != ERR_OK:
             return -1
         k += 1
         if u >= 0xD800 and u < 0xDC00:
             save = c.pos
             if k < count:
                 code[0] = read_varint(c, &u2, 0xFFFF)
-                if code[0] != E_OK:
+                if code[0] != ERR_OK:
                     return -1
                 if u2 >= 0xDC00 and u2 < 0xE000:
                     k += 1
@@ -162,10 +162,10 @@ cdef inline int64_t flink_to_utf8(Cursor* c, uint8_t* out, int64_t p, int* code,
                         out[p + 3] = <uint8_t>(0x80 | (u & 0x3F))
                     p += 4
                     continue
-            code[0] = E_LONE_SURROGATE
+            code[0] = ERR_LONE_SURROGATE
             return -1
         if u >= 0xDC00 and u < 0xE000:
-            code[0] = E_LONE_SURROGATE
+            code[0] = ERR_LONE_SURROGATE
             return -1
         if u < 0x80:
             if out != NULL:

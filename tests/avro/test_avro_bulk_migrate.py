@@ -124,9 +124,9 @@ def test_canonical_booleans_and_nans_and_one_block() -> None:
 
 
 @pytest.mark.parametrize("case, code", [
-    ("bad_union", abi.E_AVRO_INDEX), ("bad_enum", abi.E_AVRO_INDEX), ("neg_len", abi.E_BAD_LENGTH),
-    ("long_count", abi.E_BAD_LENGTH), ("huge_count", abi.E_TRUNCATED), ("cut", abi.E_TRUNCATED),
-    ("trailing", abi.E_TRAILING), ("bad_utf8_key", abi.E_BAD_UTF8), ("day_range", abi.E_AVRO_RANGE),
+    ("bad_union", abi.ERR_AVRO_INDEX), ("bad_enum", abi.ERR_AVRO_INDEX), ("neg_len", abi.ERR_BAD_LENGTH),
+    ("long_count", abi.ERR_BAD_LENGTH), ("huge_count", abi.ERR_TRUNCATED), ("cut", abi.ERR_TRUNCATED),
+    ("trailing", abi.ERR_TRAILING), ("bad_utf8_key", abi.ERR_BAD_UTF8), ("day_range", abi.ERR_AVRO_RANGE),
 ])
 def test_hostile_entries_are_bad_rows_like_the_reference(case: str, code: int) -> None:
     good = OLD.to_bytes({**value(3), "attrs": {"k": "v"}, "tags": [1]})
@@ -170,7 +170,7 @@ def test_zero_width_items_share_the_reference_budget() -> None:
     ok = count(ZERO_WIDTH_ITEM_BUDGET) + b"\x00"
     over = count(ZERO_WIDTH_ITEM_BUDGET // 2) + count(ZERO_WIDTH_ITEM_BUDGET // 2 + 1) + b"\x00"
     assert reference(ok, new, snap) is not None and reference(over, new, snap) is None
-    assert {c for c, _ in status_of(over, new, snap).values()} == {abi.E_TOO_LARGE}
+    assert {c for c, _ in status_of(over, new, snap).values()} == {abi.ERR_TOO_LARGE}
     for tier, (got, _) in migrate_all([ok, over], new, snap).items():
         assert got == [reference(ok, new, snap), None], tier
 
@@ -292,7 +292,7 @@ def test_alias_reads_one_writer_field_twice_in_a_new_order() -> None:
         {"name": "a", "type": "double"}]})
     snap = old.snapshot_configuration()
     prog = plans.compile_avro_program(snap, new)
-    assert prog.matrix[1, abi.C_E] >= 0  # the two-pass record
+    assert prog.matrix[1, abi.COL_E] >= 0  # the two-pass record
     blobs = [old.to_bytes({"a": i, "y": "v" * i}) for i in range(5)]
     for tier, (got, _) in migrate_all(blobs, new, snap).items():
         assert got == [reference(b, new, snap) for b in blobs], tier

@@ -68,12 +68,12 @@ def test_kernels_reject_offsets_outside_the_data_buffer(impl: str) -> None:
     data = b"\x00\x00\x00\x01"
     out = np.zeros(8, dtype=np.uint8)
     status = np.zeros(2, dtype=np.int64)
-    first = k.fixed_decode(abi.K_I32, offsets, data, None, 0, False, 0, 2, out, status, False)
+    first = k.fixed_decode(abi.LEAF_I32, offsets, data, None, 0, False, 0, 2, out, status, False)
     assert first == 1
-    assert status[0] == 0 and abi.decode_err(int(status[1]))[0] == abi.E_BAD_ARROW
+    assert status[0] == 0 and abi.decode_err(int(status[1]))[0] == abi.ERR_BAD_ARROW
     sizes = np.zeros(3, dtype=np.int64)
     str_offsets = np.array([0, 2, 1000], dtype=np.int32).tobytes()
     assert k.string_decode_sizes(str_offsets, b"\x02a", None, 0, False, 0, 2, sizes, status, False) == 1
     assert status[0] == 0 and sizes[1] == 1
     with pytest.raises(ValueError, match="offsets buffer shorter"):
-        k.fixed_decode(abi.K_I32, offsets, data, None, 5, False, 0, 2, out, status, False)
+        k.fixed_decode(abi.LEAF_I32, offsets, data, None, 5, False, 0, 2, out, status, False)

@@ -84,7 +84,7 @@ class _MyInt(S.IntSerializer):
 
 
 def test_capability_table_is_keyed_by_exact_classes() -> None:
-    assert capabilities.codec(S.IntSerializer()) == capabilities.Codec("fixed", capabilities.abi.K_I32, pa.int32())
+    assert capabilities.codec(S.IntSerializer()) == capabilities.Codec("fixed", capabilities.abi.LEAF_I32, pa.int32())
     assert capabilities.codec(_MyInt()) is None  # a subclass may change the format: per value
     assert capabilities.codec(S.ListSerializer(S.IntSerializer())) is None
     assert all(isinstance(k, type) for k in capabilities.CODECS)

@@ -254,7 +254,7 @@ def test_kernels_resume_after_a_bad_entry(tier: str) -> None:
     counts = np.zeros(nn, dtype=np.int64)
     spos = np.zeros(nn, dtype=np.int64)
     i, status = k.decode_run(prog.matrix, offsets, data, validity, offset, wide, 0, 600, outs, counts, spos)
-    assert i == 300 and abi.decode_err(status) == (abi.E_TRUNCATED, -1)
+    assert i == 300 and abi.decode_err(status) == (abi.ERR_TRUNCATED, -1)
     assert not bits[0][300 >> 3] >> (300 & 7) & 1
     i, status = k.decode_run(prog.matrix, offsets, data, validity, offset, wide, 301, 600, outs, counts, spos)
     assert (i, status) == (600, 0)
@@ -424,7 +424,7 @@ def test_big_decimal_and_timestamp_equal_reference(data: st.DataObject) -> None:
 
 def test_big_values_out_of_arrow_range_are_bad_rows() -> None:
     """A TIMESTAMP(9) whose nanoseconds overflow int64 and a DECIMAL(20, 0) stored with more digits
-    than 20 are bad entries (E_TOO_LARGE, named field) on both tiers, not garbage."""
+    than 20 are bad entries (ERR_TOO_LARGE, named field) on both tiers, not garbage."""
     t = RowType.of(("ts", TimestampType(9)), ("d", DecimalType(20, 0)))
     s = serializers.RowDataSerializer(t)
     good = s.to_bytes((None, decimal.Decimal(12345)))
@@ -443,7 +443,7 @@ def test_big_values_out_of_arrow_range_are_bad_rows() -> None:
     verdicts = _all_tiers(run)
     assert len({repr(v) for v in verdicts.values()}) == 1, verdicts
     out, errs = verdicts["python"][1]
-    assert errs == [(1, "ts", abi.E_TOO_LARGE), (2, "d", abi.E_TOO_LARGE)]
+    assert errs == [(1, "ts", abi.ERR_TOO_LARGE), (2, "d", abi.ERR_TOO_LARGE)]
     assert out[0] == {"ts": None, "d": decimal.Decimal(12345)} and out[1] is None and out[2] is None
 
 

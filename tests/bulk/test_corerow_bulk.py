@@ -182,7 +182,7 @@ def test_encode_char_errors_name_row_and_field(impl: str) -> None:
     arr = pa.array([{"c": "a"}, {"c": "ab"}, {"c": "😀"}, {"c": ""}, {"c": None}])
     with pytest.raises(SerializationError) as e:
         arrow.encode(arr, ser)
-    assert (e.value.row, e.value.field_path, e.value.code) == (1, "c", abi.E_BAD_JCHAR)  # type: ignore[attr-defined]
+    assert (e.value.row, e.value.field_path, e.value.code) == (1, "c", abi.ERR_BAD_JCHAR)  # type: ignore[attr-defined]
     out, errs = bulk.encode(arr, ser, on_error="null")
     assert [x.row for x in errs] == [1, 2, 3]
     assert out.to_pylist() == [ser.to_bytes(("a",)), None, None, None, ser.to_bytes((None,))]
@@ -211,7 +211,7 @@ def test_hostile_lengths_never_allocate(impl: str) -> None:
     arr = pa.array([b"\x00\x7f\xff\xff\xff", b"\x00\xff\xff\xff\xfe", b"\x20\xff\xff\xff\xff\x07"])
     out, errs = bulk.decode(arr, ser, on_error="null")
     assert [(x.row, x.field_path, x.code) for x in errs] == [
-        (0, "f0", abi.E_TRUNCATED), (1, "f0", abi.E_BAD_LENGTH), (2, "f1", abi.E_TRUNCATED)]
+        (0, "f0", abi.ERR_TRUNCATED), (1, "f0", abi.ERR_BAD_LENGTH), (2, "f1", abi.ERR_TRUNCATED)]
     assert out.null_count == 3
 
 
@@ -219,8 +219,8 @@ def test_lone_surrogate_is_a_typed_error(impl: str) -> None:
     ser = RowSerializer([serializers.CharSerializer(), serializers.StringSerializer()])
     raw = [ser.to_bytes(("\ud800", "x")), ser.to_bytes(("a", "x\udc00"))]
     out, errs = bulk.decode(pa.array(raw), ser, on_error="null")
-    assert [(x.row, x.field_path, x.code) for x in errs] == [(0, "f0", abi.E_LONE_SURROGATE),
-                                                              (1, "f1", abi.E_LONE_SURROGATE)]
+    assert [(x.row, x.field_path, x.code) for x in errs] == [(0, "f0", abi.ERR_LONE_SURROGATE),
+                                                              (1, "f1", abi.ERR_LONE_SURROGATE)]
 
 
 # ------------------------------------------------------------------------------ buffers and threads
@@ -270,7 +270,7 @@ def test_kernel_protocol_same_on_both_tiers() -> None:
             if kd in plans.STRING_KINDS:
                 outs.append([vbits, None, np.zeros(41, dtype=np.int32), np.zeros(7, dtype=np.uint8)])
             else:
-                outs.append([vbits, None if kd == abi.K_ROW else np.zeros(320, dtype=np.uint8), None, None])
+                outs.append([vbits, None if kd == abi.LEAF_ROW else np.zeros(320, dtype=np.uint8), None, None])
         spos = np.zeros(len(prog.kinds), dtype=np.int64)
         stop = k.corerow_decode(prog.matrix, offsets, data, validity, offset, wide, 0, 40, outs, spos)
         got[tier] = (first, out_off.tolist(), stop, spos.tolist(), outs[5][2].tolist(), outs[5][3].tolist())

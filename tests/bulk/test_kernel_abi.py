@@ -39,12 +39,12 @@ def test_every_kernel_source_takes_the_abi_from_the_includes() -> None:
 
 def test_values_are_unique_within_each_family() -> None:
     """Two names of one family with one value would make a kernel's switch ambiguous (the program
-    columns are the exception: C_LIMIT and C_WIDTH are the same column read by different kernels)."""
+    columns are the exception: COL_LIMIT and COL_WIDTH are the same column read by different kernels)."""
     for family, names in abi.FAMILIES.items():
         groups: dict[str, dict[int, str]] = {}
         for name in names:
             prefix = name.split("_", 1)[0] if "_" in name else name
-            if prefix == "C":
+            if prefix == "COL":
                 continue
             seen = groups.setdefault(prefix, {})
             value = getattr(abi, name)
@@ -53,6 +53,6 @@ def test_values_are_unique_within_each_family() -> None:
 
 
 def test_hand_back_is_not_an_error_code() -> None:
-    errors = {getattr(abi, n) for n in dir(abi) if n.startswith("E_") and n != "E_OK"}
+    errors = {getattr(abi, n) for n in dir(abi) if n.startswith("ERR_") and n != "ERR_OK"}
     assert abi.HAND_BACK not in errors
     assert abi.decode_err(abi.encode_err(abi.HAND_BACK, 3)) == (abi.HAND_BACK, 3)

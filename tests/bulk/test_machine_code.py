@@ -90,7 +90,7 @@ def test_machine_code_equals_interpreter(data: st.DataObject) -> None:
     matrix = _program(old_t, new_t)
     code = jit.plan_code(matrix)
     if code is None:  # an identity plan copies entries verbatim: nothing to compile
-        assert matrix[0][abi.C_FLAGS] & abi.F_VERBATIM
+        assert matrix[0][abi.COL_FLAGS] & abi.FLAG_VERBATIM
         return
     blobs = []
     for b in _ref_bytes(serializers.RowDataSerializer(old_t), rows):

@@ -160,15 +160,15 @@ def test_slices_chunks_and_large_binary_keep_row_numbers(impl: str) -> None:
 def test_hostile_entries_are_typed_errors_naming_row_and_field(impl: str) -> None:
     good = OLD.to_bytes(values(2)[1])
     cases = {
-        b"\x04\x00\x01x": (MalformedDataError, "", abi.E_BAD_FLAG),  # an unregistered subclass
-        b"\x02\x05": (MalformedDataError, "a", abi.E_BAD_FLAG),
-        good[:-3]: (TruncatedDataError, "inner.x", abi.E_TRUNCATED),
-        good + b"\x00": (MalformedDataError, "", abi.E_TRAILING),
+        b"\x04\x00\x01x": (MalformedDataError, "", abi.ERR_BAD_FLAG),  # an unregistered subclass
+        b"\x02\x05": (MalformedDataError, "a", abi.ERR_BAD_FLAG),
+        good[:-3]: (TruncatedDataError, "inner.x", abi.ERR_TRUNCATED),
+        good + b"\x00": (MalformedDataError, "", abi.ERR_TRAILING),
         _entry(b"\x00\x02a", b"\x00\x01", b"\x00" + b"\x00" * 4, b"\x01", b"\x00\x07"):
-            (MalformedDataError, "inner", abi.E_BAD_FLAG),
+            (MalformedDataError, "inner", abi.ERR_BAD_FLAG),
         _entry(b"\x00\x02a", b"\x00\x01", b"\x00" + b"\x00" * 4, b"\x01", b"\x00\x02\x01\x00\x02\x80\x80\x80\x80\x80"):
-            (MalformedDataError, "inner.y", abi.E_BAD_CHAR),
-        b"": (TruncatedDataError, "", abi.E_TRUNCATED),
+            (MalformedDataError, "inner.y", abi.ERR_BAD_CHAR),
+        b"": (TruncatedDataError, "", abi.ERR_TRUNCATED),
     }
     for raw, (kind, path, code) in cases.items():
         with pytest.raises(kind) as e:

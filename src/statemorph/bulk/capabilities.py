@@ -52,13 +52,13 @@ class Codec:
 
 
 CODECS: dict[type, Codec] = {
-    BooleanSerializer: Codec("fixed", abi.K_BOOL, pa.bool_()),
-    ByteSerializer: Codec("fixed", abi.K_I8, pa.int8()),
-    ShortSerializer: Codec("fixed", abi.K_I16, pa.int16()),
-    IntSerializer: Codec("fixed", abi.K_I32, pa.int32()),
-    LongSerializer: Codec("fixed", abi.K_I64, pa.int64()),
-    FloatSerializer: Codec("fixed", abi.K_F32, pa.float32()),
-    DoubleSerializer: Codec("fixed", abi.K_F64, pa.float64()),
+    BooleanSerializer: Codec("fixed", abi.LEAF_BOOL, pa.bool_()),
+    ByteSerializer: Codec("fixed", abi.LEAF_I8, pa.int8()),
+    ShortSerializer: Codec("fixed", abi.LEAF_I16, pa.int16()),
+    IntSerializer: Codec("fixed", abi.LEAF_I32, pa.int32()),
+    LongSerializer: Codec("fixed", abi.LEAF_I64, pa.int64()),
+    FloatSerializer: Codec("fixed", abi.LEAF_F32, pa.float32()),
+    DoubleSerializer: Codec("fixed", abi.LEAF_F64, pa.float64()),
     StringSerializer: Codec("string"),
     BytePrimitiveArraySerializer: Codec("bytes"),
     RowDataSerializer: Codec("rowdata"),

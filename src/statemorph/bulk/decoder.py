@@ -66,7 +66,7 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
                                                  stop_at_error))
         bad = errors.from_status(status, base)
         vbuf, nulls = finish_valid(bad)
-        values = pa.py_buffer(np.packbits(out, bitorder="little")) if kind == abi.K_BOOL else pa.py_buffer(out)
+        values = pa.py_buffer(np.packbits(out, bitorder="little")) if kind == abi.LEAF_BOOL else pa.py_buffer(out)
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, values], null_count=nulls))
     if family in ("string", "bytes"):
         is_string = family == "string"
@@ -119,19 +119,19 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
     elem = [a >= 0 for a in rowdata_py._arrays(prog.matrix.tolist())]
     if any(elem):
         ranges = [(0, n)]  # element columns grow as they fill: one range
-    strs = [c for c in range(1, nnodes) if kinds[c] in (abi.R_STR, abi.R_BIN)]
+    strs = [c for c in range(1, nnodes) if kinds[c] in (abi.SLOT_STR, abi.SLOT_BIN)]
     bits = [np.zeros(nbytes, dtype=np.uint8) for _ in kinds]
     vals: list[Any] = [None] * nnodes
     soffs: list[Any] = [None] * nnodes
     for c in range(1, nnodes):
         if elem[c]:
             continue
-        if kinds[c] == abi.R_BOOL:
+        if kinds[c] == abi.SLOT_BOOL:
             vals[c] = np.zeros(nbytes, dtype=np.uint8)
-        elif kinds[c] in (abi.R_STR, abi.R_BIN, abi.R_ARRAY):
+        elif kinds[c] in (abi.SLOT_STR, abi.SLOT_BIN, abi.SLOT_ARRAY):
             soffs[c] = np.empty(n + 1, dtype=np.int64 if wide_str else np.int32)
             soffs[c][0] = 0
-        elif kinds[c] not in (abi.R_ROW, abi.R_MAP):
+        elif kinds[c] not in (abi.SLOT_ROW, abi.SLOT_MAP):
             vals[c] = np.zeros(n * plans.ARROW_WIDTH[kinds[c]], dtype=np.uint8)
     stop_at_error = settle.errors.on_error == "raise"
     code, extra = tiers.machine_code(jit.decode_code, prog.matrix, k, n)  # hold ``code`` while the kernels run
@@ -143,11 +143,12 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
             if not elem[c]:
                 continue
             kd = kinds[c]
-            v = np.zeros((cap + 7) // 8 if kd == abi.R_BOOL else cap * plans.ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
+            v = np.zeros((cap + 7) // 8 if kd == abi.SLOT_BOOL else cap * plans.ARROW_WIDTH.get(kd, 0), dtype=np.uint8)
             o = np.empty(cap + 1, dtype=np.int64 if wide_str else np.int32) \
-                if kd in (abi.R_STR, abi.R_BIN, abi.R_ARRAY) else None
+                if kd in (abi.SLOT_STR, abi.SLOT_BIN, abi.SLOT_ARRAY) else None
             vbits = np.zeros((cap + 7) // 8, dtype=np.uint8)
-            new[c] = [vbits, v if kd not in (abi.R_STR, abi.R_BIN, abi.R_ROW, abi.R_ARRAY, abi.R_MAP) else None, o]
+            variable = kd in (abi.SLOT_STR, abi.SLOT_BIN, abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP)
+            new[c] = [vbits, None if variable else v, o]
             if o is not None:
                 o[0] = 0
             if old is not None:
@@ -234,7 +235,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
         if columns[node] is not None:
             offs, sdata, large = columns[node]
             if large:
-                at = pa.large_string() if kinds[node] == abi.R_STR else pa.large_binary()
+                at = pa.large_string() if kinds[node] == abi.SLOT_STR else pa.large_binary()
             obuf = pa.py_buffer(offs if large else offs.astype(np.int32, copy=False))
             return pa.Array.from_buffers(at, length, [vbuf, obuf, pa.py_buffer(sdata)], null_count=nulls)
         values = parts[0][4][node][1] if elem[node] else vals[node]
@@ -258,10 +259,10 @@ def _decimals_past_precision(prog: plans.RowProgram, outs: list[Any], spos: np.n
     kinds = prog.kinds
     arr = rowdata_py._arrays(prog.matrix.tolist())
     for c in range(1, len(kinds)):
-        if kinds[c] != abi.R_DEC_COMPACT:
+        if kinds[c] != abi.SLOT_DEC_COMPACT:
             continue
         m = n if arr[c] < 0 else int(spos[arr[c]])  # values in the column (elements of the array)
-        limit = int(prog.matrix[c, abi.C_LIMIT])
+        limit = int(prog.matrix[c, abi.COL_LIMIT])
         unscaled = outs[c][1].view(np.int64)[0::2][:m]
         present = np.unpackbits(outs[c][0], bitorder="little")[:m].astype(bool)
         at = np.flatnonzero(present & ((unscaled >= limit) | (unscaled <= -limit)))
@@ -271,7 +272,7 @@ def _decimals_past_precision(prog: plans.RowProgram, outs: list[Any], spos: np.n
             a = arr[a]
         for row in at.tolist():
             if row not in bad:
-                found.setdefault(row, abi.encode_err(abi.E_TOO_LARGE, c))
+                found.setdefault(row, abi.encode_err(abi.ERR_TOO_LARGE, c))
     return sorted(found.items())
 
 
@@ -351,10 +352,10 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
             if kd in plans.STRING_KINDS:
                 outs.append([vbits, None, np.zeros(m + 1, dtype=np.int32),
                              np.empty(span(s, e) // share + 64, dtype=np.uint8)])
-            elif kd == abi.K_ROW:
+            elif kd == abi.LEAF_ROW:
                 outs.append([vbits, None, None, None])
             else:
-                size = (m + 7) // 8 if kd == abi.K_BOOL else m * primitives_py.kind_width(kd)
+                size = (m + 7) // 8 if kd == abi.LEAF_BOOL else m * primitives_py.kind_width(kd)
                 outs.append([vbits, np.zeros(size, dtype=np.uint8), None, None])
         spos = np.zeros(len(kinds), dtype=np.int64)
         i = 0
@@ -387,11 +388,11 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
         nulls = m - int(np.bitwise_count(vbits).sum())
         vbuf = pa.py_buffer(vbits) if nulls else None
         kd = kinds[node]
-        if kd == abi.K_ROW:
+        if kd == abi.LEAF_ROW:
             return _core_struct(t, m, vbuf, nulls, children(outs, spos, m, node, t))
         if kd in plans.STRING_KINDS:
             large = so.itemsize == 8
-            if kd == abi.K_BYTES:
+            if kd == abi.LEAF_BYTES:
                 t = pa.large_binary() if large else pa.binary()
             else:
                 t = pa.large_string() if large else pa.string()
@@ -403,7 +404,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
         kids, c = [], node + 1
         for j in range(t.num_fields):
             kids.append(build(outs, spos, m, c, t.field(j).type))
-            c = int(matrix[c, abi.C_END])
+            c = int(matrix[c, abi.COL_END])
         return kids
 
     at = arrow_type_for(serializer)

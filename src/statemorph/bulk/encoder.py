@@ -104,12 +104,12 @@ def _encode_bound(prog: plans.RowProgram, cols: list[Any]) -> Callable[[int, int
     fixed = 4
     spans = []
     for row, (_, values, offs, off, wide, _) in zip(prog.matrix.tolist(), cols, strict=True):
-        if row[abi.C_KIND] == abi.R_ROW:
-            fixed += rowdata_py._null_bits_size(row[abi.C_ARITY]) + 8 * row[abi.C_ARITY]
-        elif row[abi.C_KIND] in (abi.R_STR, abi.R_BIN):
+        if row[abi.COL_KIND] == abi.SLOT_ROW:
+            fixed += rowdata_py._null_bits_size(row[abi.COL_ARITY]) + 8 * row[abi.COL_ARITY]
+        elif row[abi.COL_KIND] in (abi.SLOT_STR, abi.SLOT_BIN):
             fixed += 7
             spans.append(inputs.input_spans(offs, off, wide, len(memoryview(values).cast("B")), 0))
-        elif row[abi.C_KIND] in (abi.R_ARRAY, abi.R_MAP):
+        elif row[abi.COL_KIND] in (abi.SLOT_ARRAY, abi.SLOT_MAP):
             fixed += 16  # a guess only (elements are not rows): the buffer grows if it is short
     return lambda s, e: fixed * (e - s) + sum(span(s, e) for span in spans)
 
@@ -208,15 +208,15 @@ def _core_encode_estimate(prog: plans.RowProgram, cols: list[Any]) -> Callable[[
     per_row = 0
     spans: list[tuple[np.ndarray, int]] = []
     for node, row in enumerate(prog.matrix):
-        kind = int(row[abi.C_KIND])
-        if kind == abi.K_ROW:
-            per_row += (int(row[abi.C_ARITY]) + (2 if row[abi.C_FLAGS] & abi.F_ROW_KIND else 0) + 7) >> 3
-        elif kind in (abi.K_STR, abi.K_BYTES):
-            per_row += 1 if kind == abi.K_STR else 4
+        kind = int(row[abi.COL_KIND])
+        if kind == abi.LEAF_ROW:
+            per_row += (int(row[abi.COL_ARITY]) + (2 if row[abi.COL_FLAGS] & abi.FLAG_ROW_KIND else 0) + 7) >> 3
+        elif kind in (abi.LEAF_STR, abi.LEAF_BYTES):
+            per_row += 1 if kind == abi.LEAF_STR else 4
             _, _, offs, off, wide, _ = cols[node]
             spans.append((np.frombuffer(offs, dtype=np.int64 if wide else np.int32), off))
         else:
-            per_row += int(row[abi.C_WIDTH])
+            per_row += int(row[abi.COL_WIDTH])
 
     def est(s: int, e: int) -> int:
         text = sum(max(0, int(o[off + e]) - int(o[off + s])) for o, off in spans)

@@ -62,7 +62,7 @@ def kernel_error(status: int, row: int, paths: plans.RowProgram | None, what: st
     err: Exception
     if what.startswith("encode"):
         err = SerializationError(message)
-    elif code == abi.E_TRUNCATED:
+    elif code == abi.ERR_TRUNCATED:
         err = TruncatedDataError(message)
     else:
         err = MalformedDataError(message)

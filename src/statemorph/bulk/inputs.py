@@ -140,9 +140,9 @@ def row_columns(arr: pa.Array, row_type: RowType, prog: plans.RowProgram) -> lis
     return cols
 
 
-_CORE_FIXED = {abi.K_BOOL: pa.bool_(), abi.K_I8: pa.int8(), abi.K_I16: pa.int16(),
-               abi.K_I32: pa.int32(), abi.K_I64: pa.int64(), abi.K_F32: pa.float32(),
-               abi.K_F64: pa.float64()}
+_CORE_FIXED = {abi.LEAF_BOOL: pa.bool_(), abi.LEAF_I8: pa.int8(), abi.LEAF_I16: pa.int16(),
+               abi.LEAF_I32: pa.int32(), abi.LEAF_I64: pa.int64(), abi.LEAF_F32: pa.float32(),
+               abi.LEAF_F64: pa.float64()}
 
 
 def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
@@ -157,9 +157,9 @@ def _core_leaf(a: pa.Array, kind: int) -> pa.Array | None:
         return _core_leaf(a.cast(t.value_type), kind)
     if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
         return _core_leaf(a.cast(pa.large_string() if pa.types.is_string_view(t) else pa.large_binary()), kind)
-    if kind in (abi.K_STR, abi.K_CHAR):
+    if kind in (abi.LEAF_STR, abi.LEAF_CHAR):
         return a if pa.types.is_string(t) or pa.types.is_large_string(t) else None
-    if kind == abi.K_BYTES:
+    if kind == abi.LEAF_BYTES:
         return a if pa.types.is_binary(t) or pa.types.is_large_binary(t) else None
     target = _CORE_FIXED[kind]
     if t == target:
@@ -180,16 +180,16 @@ def core_row_columns(arr: pa.Array, prog: plans.RowProgram) -> list[Any] | None:
     cols: list[Any] = []
 
     def add(a: pa.Array, node: int) -> bool:
-        kind = int(m[node, abi.C_KIND])
-        if kind == abi.K_ROW:
-            if not pa.types.is_struct(a.type) or a.type.num_fields != m[node, abi.C_ARITY]:
+        kind = int(m[node, abi.COL_KIND])
+        if kind == abi.LEAF_ROW:
+            if not pa.types.is_struct(a.type) or a.type.num_fields != m[node, abi.COL_ARITY]:
                 return False
             cols.append((a.buffers()[0] if a.null_count else None, None, None, a.offset, False, len(a)))
             child = node + 1
             for j in range(a.type.num_fields):
                 if not add(a.field(j), child):
                     return False
-                child = int(m[child, abi.C_END])
+                child = int(m[child, abi.COL_END])
             return True
         leaf = _core_leaf(a, kind)
         if leaf is None:

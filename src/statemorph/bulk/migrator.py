@@ -102,8 +102,8 @@ def row_growth(matrix: np.ndarray) -> int:
     with the input span it sizes the one-pass output buffer, which grows if the guess is short."""
     grow = 0
     for row in matrix:
-        if row[abi.C_KIND] == abi.R_ROW and not row[abi.C_FLAGS] & abi.F_VERBATIM:
-            new_arity, old_arity = int(row[abi.C_ARITY]), int(row[abi.C_OLD_ARITY])
+        if row[abi.COL_KIND] == abi.SLOT_ROW and not row[abi.COL_FLAGS] & abi.FLAG_VERBATIM:
+            new_arity, old_arity = int(row[abi.COL_ARITY]), int(row[abi.COL_OLD_ARITY])
             grow += 8 * (new_arity - old_arity) + 8 * ((new_arity + 63 + 8) // 64 - (old_arity + 63 + 8) // 64)
     return max(grow, 0)
 

@@ -12,12 +12,12 @@ re-serializes values: a boolean byte other than 0 becomes ``01``, every float / 
 the canonical NaN, string varints are rewritten minimally, and a non-null field whose value reads as
 null (a null ``StringValue``, a nested POJO with flags ``01``) is written with null flag ``01``.
 
-Program (int64 matrix, ``abi.NCOL`` columns). A POJO node ``[P_POJO, -, END, N_OLD, EMIT,
+Program (int64 matrix, ``abi.PROGRAM_COLUMNS`` columns). A POJO node ``[COMPOSITE_POJO, -, END, N_OLD, EMIT,
 N_NEW, -, -]`` is followed by its old fields in old byte order (each a leaf ``[kind, -, END, -, -,
--, -, WIDTH]`` of the flink-core Row remap's leaf kinds ``S_*`` (below), or a nested POJO subtree),
-then its ``N_NEW`` emit rows ``[P_EMIT, -, END, -, SRC, CONST, CONST_LEN, -]`` in new byte order
+-, -, WIDTH]`` of the flink-core Row remap's leaf kinds ``COMPOSITE_*`` (below), or a nested POJO subtree),
+then its ``N_NEW`` emit rows ``[COMPOSITE_EMIT, -, END, -, SRC, CONST, CONST_LEN, -]`` in new byte order
 (``SRC`` the old field's node, or -1 for the constant bytes at ``CONST``), then the constants,
-seven bytes per ``[P_CONST, b0, .., b6]`` row. The leaf checks and canonical copies are shared with
+seven bytes per ``[COMPOSITE_CONST, b0, .., b6]`` row. The leaf checks and canonical copies are shared with
 the Row remap (``check_leaf`` / ``put_canonical`` above and their compiled twins).
 """
 
@@ -31,33 +31,33 @@ import numpy as np
 
 from ..serializers.strings import varlen
 from .abi import (
-    C_ARITY,
-    C_CONST,
-    C_CONST_LEN,
-    C_EMIT_AT,
-    C_END,
-    C_KIND,
-    C_N_NEW,
-    C_N_OLD,
-    C_NEW_FLAG,
-    C_OLD_FLAG,
-    C_POS,
-    C_SRC,
-    C_WIDTH,
-    E_BAD_FLAG,
-    E_BAD_HEADER,
-    E_BAD_LENGTH,
-    E_OK,
-    E_TRAILING,
-    E_TRUNCATED,
-    NCOL,
-    P_POJO,
-    S_BOOL,
-    S_BYTES,
-    S_F32,
-    S_F64,
-    S_ROW,
-    S_STR,
+    COL_ARITY,
+    COL_CONST,
+    COL_CONST_LEN,
+    COL_EMIT_AT,
+    COL_END,
+    COL_KIND,
+    COL_N_NEW,
+    COL_N_OLD,
+    COL_NEW_FLAG,
+    COL_OLD_FLAG,
+    COL_POS,
+    COL_SRC,
+    COL_WIDTH,
+    COMPOSITE_BOOL,
+    COMPOSITE_BYTES,
+    COMPOSITE_F32,
+    COMPOSITE_F64,
+    COMPOSITE_POJO,
+    COMPOSITE_ROW,
+    COMPOSITE_STR,
+    ERR_BAD_FLAG,
+    ERR_BAD_HEADER,
+    ERR_BAD_LENGTH,
+    ERR_OK,
+    ERR_TRAILING,
+    ERR_TRUNCATED,
+    PROGRAM_COLUMNS,
     encode_err,
 )
 from .primitives_py import JAVA_NAN_F32, JAVA_NAN_F64
@@ -71,48 +71,48 @@ NUL, REWRITE = 1, 2
 
 def check_leaf(d: bytes, pos: int, end: int, kind: int, width: int) -> tuple[int, int, int]:
     """Mirror of ``composite.check_leaf``: (code, state 0 / NUL / REWRITE, next pos)."""
-    if kind == S_STR:
+    if kind == COMPOSITE_STR:
         code, n, at = read_varint(d, pos, end, 0x7FFFFFFF)
-        if code != E_OK:
+        if code != ERR_OK:
             return code, 0, at
         if n == 0:
-            return E_OK, NUL, at
+            return ERR_OK, NUL, at
         state = REWRITE if d[at - 1] == 0 and at - pos > 1 else 0
         if n - 1 > end - at:
-            return E_TRUNCATED, 0, at
+            return ERR_TRUNCATED, 0, at
         for _ in range(n - 1):
             start = at
             code, _u, at = read_varint(d, at, end, 0xFFFF)
-            if code != E_OK:
+            if code != ERR_OK:
                 return code, 0, at
             if at - start > 1 and d[at - 1] == 0:
                 state = REWRITE
-        return E_OK, state, at
-    if kind == S_BYTES:
+        return ERR_OK, state, at
+    if kind == COMPOSITE_BYTES:
         if end - pos < 4:
-            return E_TRUNCATED, 0, pos
+            return ERR_TRUNCATED, 0, pos
         n = struct.unpack_from(">i", d, pos)[0]
         if n < 0:
-            return E_BAD_LENGTH, 0, pos
+            return ERR_BAD_LENGTH, 0, pos
         if n > end - pos - 4:
-            return E_TRUNCATED, 0, pos
-        return E_OK, 0, pos + 4 + n
+            return ERR_TRUNCATED, 0, pos
+        return ERR_OK, 0, pos + 4 + n
     if end - pos < width:
-        return E_TRUNCATED, 0, pos
-    return E_OK, 0, pos + width
+        return ERR_TRUNCATED, 0, pos
+    return ERR_OK, 0, pos + width
 
 
 def put_canonical(kind: int, d: bytes, start: int, stop: int, rewrite: bool) -> bytes:
     """Mirror of ``remap.put_canonical``: the checked leaf value ``d[start:stop]`` as the per-value
     reference re-serializes it (boolean 01, canonical NaN, minimal string varints)."""
     raw = d[start:stop]
-    if kind == S_BOOL:
+    if kind == COMPOSITE_BOOL:
         return b"\x01" if raw[0] else b"\x00"
-    if kind == S_F32 and math.isnan(struct.unpack(">f", raw)[0]):
+    if kind == COMPOSITE_F32 and math.isnan(struct.unpack(">f", raw)[0]):
         return JAVA_NAN_F32
-    if kind == S_F64 and math.isnan(struct.unpack(">d", raw)[0]):
+    if kind == COMPOSITE_F64 and math.isnan(struct.unpack(">d", raw)[0]):
         return JAVA_NAN_F64
-    if kind == S_STR and rewrite:
+    if kind == COMPOSITE_STR and rewrite:
         _code, n, pos = read_varint(d, start, stop, 0x7FFFFFFF)
         out = bytearray(varlen(n))
         for _ in range(n - 1):
@@ -129,17 +129,17 @@ def _mask_bit(m: bytes, k: int) -> bool:
 def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, out: bytearray | None,
                    err: list[int]) -> tuple[int, int]:
     """Mirror of ``row_walk``: (new size, next pos); raises RowError."""
-    arity = p[node][C_ARITY]
-    oldk = 2 if p[node][C_OLD_FLAG] else 0
-    newk = 2 if p[node][C_NEW_FLAG] else 0
+    arity = p[node][COL_ARITY]
+    oldk = 2 if p[node][COL_OLD_FLAG] else 0
+    newk = 2 if p[node][COL_NEW_FLAG] else 0
     oldlen, newlen = (arity + oldk + 7) >> 3, (arity + newk + 7) >> 3
     if end - pos < oldlen:
         err[0] = node
-        raise RowError(E_TRUNCATED)
+        raise RowError(ERR_TRUNCATED)
     m = d[pos:pos + oldlen]
     if any(_mask_bit(m, k) for k in range(arity + oldk, oldlen * 8)):
         err[0] = node
-        raise RowError(E_BAD_HEADER)
+        raise RowError(ERR_BAD_HEADER)
     kind_bits = (int(_mask_bit(m, 0)) | int(_mask_bit(m, 1)) << 1) if oldk else 0
     pos += oldlen
     size = newlen
@@ -154,31 +154,31 @@ def _core_row_walk(p: list[list[int]], node: int, d: bytes, pos: int, end: int, 
                 head[k >> 3] |= 0x80 >> (k & 7)
         out += head
     child = node + 1
-    while child < p[node][C_END]:
-        if _mask_bit(m, oldk + p[child][C_POS]):
-            child = p[child][C_END]
+    while child < p[node][COL_END]:
+        if _mask_bit(m, oldk + p[child][COL_POS]):
+            child = p[child][COL_END]
             continue
         start = pos
-        kind = p[child][C_KIND]
-        if kind == S_ROW:
+        kind = p[child][COL_KIND]
+        if kind == COMPOSITE_ROW:
             r, pos = _core_row_walk(p, child, d, pos, end, out, err)
             size += r
-            child = p[child][C_END]
+            child = p[child][COL_END]
             continue
-        code, state, pos = check_leaf(d, pos, end, kind, p[child][C_WIDTH])
-        if code != E_OK:
+        code, state, pos = check_leaf(d, pos, end, kind, p[child][COL_WIDTH])
+        if code != ERR_OK:
             err[0] = child
             raise RowError(code)
         if state == NUL:  # a null string under a 'present' mask bit: null, as the reference writes it
             if out is not None:
-                k = newk + p[child][C_POS]
+                k = newk + p[child][COL_POS]
                 out[at + (k >> 3)] |= 0x80 >> (k & 7)
         else:
             value = put_canonical(kind, d, start, pos, state == REWRITE)
             if out is not None:
                 out += value
             size += len(value)
-        child = p[child][C_END]
+        child = p[child][COL_END]
     return size, pos
 
 
@@ -193,16 +193,16 @@ def core_row_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
             continue
         err = [-1]
         code, s, e = v.entry(i)
-        if code == E_OK:
+        if code == ERR_OK:
             try:
                 r, pos = _core_row_walk(p, 0, v.data, s, e, None, err)
                 if pos != e:
-                    code = E_TRAILING
+                    code = ERR_TRAILING
                 else:
                     out_off[i + 1] = r
             except RowError as x:
                 code = x.code
-        if code != E_OK:
+        if code != ERR_OK:
             out_off[i + 1] = encode_err(code, err[0])
             if first < 0:
                 first = i
@@ -221,7 +221,7 @@ def core_row_fill(prog: Any, offsets: Any, data: Any, validity: Any, offset: int
         if a == b or b > len(out) or not v.valid(i):
             continue
         code, s, e = v.entry(i)
-        if code != E_OK:
+        if code != ERR_OK:
             continue
         buf = bytearray()
         _core_row_walk(p, 0, v.data, s, e, buf, [-1])
@@ -252,27 +252,27 @@ class _Walk:
         """Validate the POJO at ``pos`` (mirror of ``pojo_check``); returns the next position."""
         p, d = self.p, self.d
         if pos >= end:
-            raise self.fail(E_TRUNCATED, node)
+            raise self.fail(ERR_TRUNCATED, node)
         flags = d[pos]
         pos += 1
         self.state[node] = NUL if flags == 1 else 0
         if flags == 1:
             return pos
         if flags != 2:
-            raise self.fail(E_BAD_FLAG, node)
+            raise self.fail(ERR_BAD_FLAG, node)
         child = node + 1
-        for _ in range(p[node][C_N_OLD]):
+        for _ in range(p[node][COL_N_OLD]):
             if pos >= end:
-                raise self.fail(E_TRUNCATED, child)
+                raise self.fail(ERR_TRUNCATED, child)
             flag = d[pos]
             pos += 1
             if flag > 1:
-                raise self.fail(E_BAD_FLAG, child)
+                raise self.fail(ERR_BAD_FLAG, child)
             self.state[child] = NUL if flag else 0
             self.start[child] = pos
-            if flag == 0 and p[child][C_KIND] == P_POJO:
+            if flag == 0 and p[child][COL_KIND] == COMPOSITE_POJO:
                 pos = self.check(child, pos, end)
-            elif flag == 0 and p[child][C_KIND] == S_ROW:
+            elif flag == 0 and p[child][COL_KIND] == COMPOSITE_ROW:
                 err = [-1]
                 try:
                     _size, pos = _core_row_walk(p, child, d, pos, end, None, err)
@@ -280,11 +280,11 @@ class _Walk:
                     raise self.fail(x.code, err[0]) from None
                 self.stop[child] = pos
             elif flag == 0:
-                code, self.state[child], pos = check_leaf(d, pos, end, p[child][C_KIND], p[child][C_WIDTH])
-                if code != E_OK:
+                code, self.state[child], pos = check_leaf(d, pos, end, p[child][COL_KIND], p[child][COL_WIDTH])
+                if code != ERR_OK:
                     raise self.fail(code, child)
                 self.stop[child] = pos
-            child = p[child][C_END]
+            child = p[child][COL_END]
         return pos
 
     def emit(self, node: int, out: bytearray) -> None:
@@ -294,22 +294,22 @@ class _Walk:
             out.append(1)
             return
         out.append(2)
-        row = p[node][C_EMIT_AT]
-        for _ in range(p[node][C_N_NEW]):
-            src = p[row][C_SRC]
+        row = p[node][COL_EMIT_AT]
+        for _ in range(p[node][COL_N_NEW]):
+            src = p[row][COL_SRC]
             if src < 0:
-                c, n = p[row][C_CONST], p[row][C_CONST_LEN]
-                out += bytes(v for r in p[c:c + (n + NCOL - 2) // (NCOL - 1)] for v in r[1:])[:n]
+                c, n = p[row][COL_CONST], p[row][COL_CONST_LEN]
+                out += bytes(v for r in p[c:c + (n + PROGRAM_COLUMNS - 2) // (PROGRAM_COLUMNS - 1)] for v in r[1:])[:n]
             elif self.state[src] == NUL:
                 out.append(1)
             else:
                 out.append(0)
-                if p[src][C_KIND] == P_POJO:
+                if p[src][COL_KIND] == COMPOSITE_POJO:
                     self.emit(src, out)
-                elif p[src][C_KIND] == S_ROW:
+                elif p[src][COL_KIND] == COMPOSITE_ROW:
                     _core_row_walk(p, src, self.d, self.start[src], self.stop[src], out, [-1])
                 else:
-                    out += put_canonical(p[src][C_KIND], self.d, self.start[src], self.stop[src],
+                    out += put_canonical(p[src][COL_KIND], self.d, self.start[src], self.stop[src],
                                          self.state[src] == REWRITE)
             row += 1
 
@@ -322,7 +322,7 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     check_outputs("pojo_migrate_run", out_off, out_data, start, stop, pos)
     v = BinView(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog, dtype=np.int64).tolist()
-    if not p or len(p[0]) != NCOL or p[0][C_KIND] != P_POJO:
+    if not p or len(p[0]) != PROGRAM_COLUMNS or p[0][COL_KIND] != COMPOSITE_POJO:
         raise ValueError("bad POJO program")
     out = memoryview(out_data).cast("B")
     status = 0
@@ -331,13 +331,13 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
         if v.valid(i):
             code, s, e = v.entry(i)
             w = _Walk(p, v.data)
-            if code == E_OK:
+            if code == ERR_OK:
                 try:
                     if w.check(0, s, e) != e:
-                        w.err, code = -1, E_TRAILING
+                        w.err, code = -1, ERR_TRAILING
                 except RowError as x:
                     code = x.code
-            if code == E_OK:
+            if code == ERR_OK:
                 buf = bytearray()
                 w.emit(0, buf)
                 if len(buf) > len(out) - pos:

@@ -17,9 +17,9 @@ unless they would overflow). A kernel call stops at the first bad row or at the 
 bytes do not fit, and reports it; the caller records the error or grows the buffer and calls again
 from there. Clean input therefore needs no status array and one walk per row.
 
-Program (int64 matrix, pre-order, ``abi.NCOL`` columns): KIND, POS (field index in the parent),
+Program (int64 matrix, pre-order, ``abi.PROGRAM_COLUMNS`` columns): KIND, POS (field index in the parent),
 END (first node after the subtree), ARITY (rows), -, -, FLAGS (rows: 1 = RowKind bits in the
-mask), WIDTH (fixed-width kinds). Kinds: ``abi.K_BOOL`` .. ``K_CHAR`` and the three below.
+mask), WIDTH (fixed-width kinds). Kinds: ``abi.LEAF_BOOL`` .. ``LEAF_CHAR`` and the three below.
 """
 
 from __future__ import annotations
@@ -29,28 +29,28 @@ from typing import Any
 import numpy as np
 
 from .abi import (
-    C_ARITY,
-    C_END,
-    C_FLAGS,
-    C_KIND,
-    C_POS,
-    C_WIDTH,
-    E_BAD_ARROW,
-    E_BAD_HEADER,
-    E_BAD_JCHAR,
-    E_BAD_LENGTH,
-    E_BAD_UTF8,
-    E_LONE_SURROGATE,
-    E_OK,
-    E_TOO_LARGE,
-    E_TRAILING,
-    E_TRUNCATED,
-    F_ROW_KIND,
+    COL_ARITY,
+    COL_END,
+    COL_FLAGS,
+    COL_KIND,
+    COL_POS,
+    COL_WIDTH,
+    ERR_BAD_ARROW,
+    ERR_BAD_HEADER,
+    ERR_BAD_JCHAR,
+    ERR_BAD_LENGTH,
+    ERR_BAD_UTF8,
+    ERR_LONE_SURROGATE,
+    ERR_OK,
+    ERR_TOO_LARGE,
+    ERR_TRAILING,
+    ERR_TRUNCATED,
+    FLAG_ROW_KIND,
     HAND_BACK,
-    K_BOOL,
-    K_CHAR,
-    K_ROW,
-    K_STR,
+    LEAF_BOOL,
+    LEAF_CHAR,
+    LEAF_ROW,
+    LEAF_STR,
     encode_err,
 )
 from .plans.corerow import STRING_KINDS
@@ -62,8 +62,8 @@ from .views import MAX32, BinView, bit_get, bit_set
 
 def _mask_len(p: list[list[int]], node: int) -> tuple[int, int]:
     """(mask bytes, index of field 0's bit) of row node ``node``."""
-    kb = 2 if p[node][C_FLAGS] & F_ROW_KIND else 0
-    return (p[node][C_ARITY] + kb + 7) >> 3, kb
+    kb = 2 if p[node][COL_FLAGS] & FLAG_ROW_KIND else 0
+    return (p[node][COL_ARITY] + kb + 7) >> 3, kb
 
 
 def _mask_bit(m: bytes, k: int) -> bool:
@@ -80,10 +80,10 @@ def _jchar(raw: bytes) -> tuple[int, int]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return E_BAD_UTF8, 0
+        return ERR_BAD_UTF8, 0
     if len(text) != 1 or ord(text) >= 0x10000:
-        return E_BAD_JCHAR, 0
-    return E_OK, ord(text)
+        return ERR_BAD_JCHAR, 0
+    return ERR_OK, ord(text)
 
 
 def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, out: bytearray, err: list[int]) -> None:
@@ -92,38 +92,38 @@ def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, out: 
     mask = len(out)
     out += bytes(mlen)  # kind bits stay 0: Arrow rows are INSERT, as on the per-value path
     c = node + 1
-    while c < p[node][C_END]:
-        k = p[c][C_KIND]
+    while c < p[node][COL_END]:
+        k = p[c][COL_KIND]
         if not cols.valid(c, i):
-            bit = kb + p[c][C_POS]
+            bit = kb + p[c][COL_POS]
             out[mask + (bit >> 3)] |= 0x80 >> (bit & 7)
-            c = p[c][C_END]
+            c = p[c][COL_END]
             continue
         _, vals, _, off, _ = cols.cols[c]
-        if k == K_ROW:
+        if k == LEAF_ROW:
             _encode_row(p, cols, c, i, out, err)
         elif k in STRING_KINDS:
             s, n = cols.string(c, i)
-            code = E_BAD_ARROW if s < 0 else E_OK
-            if code == E_OK and k == K_STR:
+            code = ERR_BAD_ARROW if s < 0 else ERR_OK
+            if code == ERR_OK and k == LEAF_STR:
                 code, enc = utf8_to_flink(vals[s:s + n])
                 if enc is not None:
                     out += enc
-            elif code == E_OK and k == K_CHAR:
+            elif code == ERR_OK and k == LEAF_CHAR:
                 code, unit = _jchar(vals[s:s + n])
                 out += unit.to_bytes(2, "big")
-            elif code == E_OK:
-                code = E_TOO_LARGE if n > 0x7FFFFFFF else E_OK
+            elif code == ERR_OK:
+                code = ERR_TOO_LARGE if n > 0x7FFFFFFF else ERR_OK
                 out += n.to_bytes(4, "big") + vals[s:s + n]
-            if code != E_OK:
+            if code != ERR_OK:
                 err[0] = c
                 raise RowError(code)
-        elif k == K_BOOL:
+        elif k == LEAF_BOOL:
             out.append(1 if bit_get(vals, off + i) else 0)
         else:
-            w = p[c][C_WIDTH]
+            w = p[c][COL_WIDTH]
             out += java_be(k, vals[w * (off + i):w * (off + i) + w])
-        c = p[c][C_END]
+        c = p[c][COL_END]
 
 
 def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any,
@@ -186,11 +186,11 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
     mlen, kb = _mask_len(p, node)
     if end - pos < mlen:
         err[0] = node
-        raise RowError(E_TRUNCATED)
+        raise RowError(ERR_TRUNCATED)
     m = d[pos:pos + mlen]
-    if mlen and m[-1] & ((1 << (mlen * 8 - p[node][C_ARITY] - kb)) - 1):
+    if mlen and m[-1] & ((1 << (mlen * 8 - p[node][COL_ARITY] - kb)) - 1):
         err[0] = node  # padding bits after the last field are set
-        raise RowError(E_BAD_HEADER)
+        raise RowError(ERR_BAD_HEADER)
     if node and kb and m[0] & 0xC0:
         # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
         # reference reads the entry and the Arrow conversion refuses it, naming the path
@@ -198,19 +198,19 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
         raise RowError(HAND_BACK)
     pos += mlen
     c = node + 1
-    while c < p[node][C_END]:
-        k = p[c][C_KIND]
-        if _mask_bit(m, kb + p[c][C_POS]):
-            c = p[c][C_END]
+    while c < p[node][COL_END]:
+        k = p[c][COL_KIND]
+        if _mask_bit(m, kb + p[c][COL_POS]):
+            c = p[c][COL_END]
             continue
-        if k == K_ROW:
+        if k == LEAF_ROW:
             bit_set(o.valid[c], i)
             pos = _decode_row(p, d, pos, end, o, spos, c, i, err)
-            c = p[c][C_END]
+            c = p[c][COL_END]
             continue
         if k in STRING_KINDS:
             code, raw, is_null, pos = _read_string_kind(k, d, pos, end)
-            if code != E_OK:
+            if code != ERR_OK:
                 err[0] = c
                 raise RowError(code)
             assert raw is not None
@@ -223,40 +223,40 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             if not is_null:
                 bit_set(o.valid[c], i)
         else:
-            w = p[c][C_WIDTH]
+            w = p[c][COL_WIDTH]
             if end - pos < w:
                 err[0] = c
-                raise RowError(E_TRUNCATED)
+                raise RowError(ERR_TRUNCATED)
             bit_set(o.valid[c], i)
-            if k == K_BOOL:
+            if k == LEAF_BOOL:
                 if d[pos]:
                     bit_set(o.vals[c], i)
             else:
                 o.vals[c][w * i:w * i + w] = d[pos:pos + w][::-1]
             pos += w
-        c = p[c][C_END]
+        c = p[c][COL_END]
     return pos
 
 
 def _read_string_kind(k: int, d: bytes, pos: int, end: int) -> tuple[int, bytes | None, bool, int]:
     """(code, Arrow bytes, is_null, next position) of a STR / CHAR / BYTES field value."""
-    if k == K_STR:
+    if k == LEAF_STR:
         return read_flink_utf8(d, pos, end)
-    if k == K_CHAR:
+    if k == LEAF_CHAR:
         if end - pos < 2:
-            return E_TRUNCATED, None, False, pos
+            return ERR_TRUNCATED, None, False, pos
         u = int.from_bytes(d[pos:pos + 2], "big")
         if 0xD800 <= u < 0xE000:
-            return E_LONE_SURROGATE, None, False, pos
-        return E_OK, chr(u).encode("utf-8"), False, pos + 2
+            return ERR_LONE_SURROGATE, None, False, pos
+        return ERR_OK, chr(u).encode("utf-8"), False, pos + 2
     if end - pos < 4:
-        return E_TRUNCATED, None, False, pos
+        return ERR_TRUNCATED, None, False, pos
     n = int.from_bytes(d[pos:pos + 4], "big", signed=True)
     if n < 0:
-        return E_BAD_LENGTH, None, False, pos
+        return ERR_BAD_LENGTH, None, False, pos
     if n > end - pos - 4:
-        return E_TRUNCATED, None, False, pos
-    return E_OK, d[pos + 4:pos + 4 + n], False, pos + 4 + n
+        return ERR_TRUNCATED, None, False, pos
+    return ERR_OK, d[pos + 4:pos + 4 + n], False, pos + 4 + n
 
 
 class _Full(Exception):
@@ -267,7 +267,7 @@ def _rewind(p: list[list[int]], o: _Out, spos: Any, i: int) -> None:
     """Undo the partial scatter of row ``i``: its bits cleared, string positions back."""
     for c in range(1, len(p)):
         o.valid[c][i >> 3] &= ~(1 << (i & 7)) & 0xFF
-        if p[c][C_KIND] in STRING_KINDS:
+        if p[c][COL_KIND] in STRING_KINDS:
             spos[c] = o.offs[c][i]
 
 
@@ -284,17 +284,17 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
     v = BinView(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog).tolist()
     o = _Out(outs)
-    strs = [c for c in range(1, len(p)) if p[c][C_KIND] in STRING_KINDS]
+    strs = [c for c in range(1, len(p)) if p[c][COL_KIND] in STRING_KINDS]
     for i in range(start, stop):
         if v.valid(i):
             err = [-1, 0]
             code, s, e = v.entry(i)
             try:
-                if code != E_OK:
+                if code != ERR_OK:
                     raise RowError(code)
                 if _decode_row(p, v.data, s, e, o, spos, 0, i, err) != e:
                     err[0] = -1
-                    raise RowError(E_TRAILING)
+                    raise RowError(ERR_TRAILING)
             except RowError as x:
                 _rewind(p, o, spos, i)
                 for c in strs:

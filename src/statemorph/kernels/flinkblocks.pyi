@@ -6,3 +6,4 @@ keeps this list equal to what the compiled module exports."""
 from .flinkblocks_py import copy_slices as copy_slices
 from .flinkblocks_py import kg_rebuild as kg_rebuild
 from .flinkblocks_py import kg_scan as kg_scan
+from .flinkblocks_py import list_split as list_split

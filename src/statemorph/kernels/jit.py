@@ -250,7 +250,7 @@ class _MigrateEmitter(_IR):
 
     def string(self, op: dict[str, Any], base: str, size: str, ofixed: int, obase: str, cur: str) -> None:
         """``copy_string`` of a non-null STRING / BINARY field."""
-        is_str = op["kind"] == self.k["R_STR"]
+        is_str = op["kind"] == self.k["SLOT_STR"]
         raw = self.load64("%d", self.bin("add", base, str(op["soff"])))
         inline, long_ = self.branch(self.cmp("slt", raw, "0"))
         join = self.label()
@@ -397,7 +397,7 @@ class _DecodeEmitter(_ColumnsEmitter):
     values) and returns, so the walk decodes the entry onto the same zeroed outputs as without it."""
 
     def kind(self, c: int) -> int:
-        return self.m[c][abi.C_KIND]
+        return self.m[c][abi.COL_KIND]
 
     def prologue(self) -> list[str]:
         """Every column's buffers (they do not move during a call) and counters."""
@@ -408,7 +408,7 @@ class _DecodeEmitter(_ColumnsEmitter):
             count = self.field(c, "count", "i64")
             self.set(self.cols[c, "count"], count)
             self.set(self.cols[c, "count0"], count)
-            if k in (abi.R_STR, abi.R_BIN):
+            if k in (abi.SLOT_STR, abi.SLOT_BIN):
                 self.cols[c, "offs"] = self.field(c, "offs", "ptr")
                 wide = self.field(c, "wide", f"i{8 * self.lay['wide_size']}")
                 self.cols[c, "wide"] = self.op(f"icmp ne i{8 * self.lay['wide_size']} {wide}, 0")
@@ -418,7 +418,7 @@ class _DecodeEmitter(_ColumnsEmitter):
                 spos = self.field(c, "spos", "i64")
                 self.set(self.cols[c, "spos"], spos)
                 self.set(self.cols[c, "spos0"], spos)
-            elif k != abi.R_ROW:
+            elif k != abi.SLOT_ROW:
                 self.cols[c, "vals"] = self.field(c, "vals", "ptr")
         lines, self.body = self.body, []
         return lines
@@ -430,7 +430,7 @@ class _DecodeEmitter(_ColumnsEmitter):
     def string(self, c: int, slot: str, base: str, size: str, fixed: int) -> None:
         """``decode_row``'s STRING / BINARY: inline or var part, UTF-8, appended to the column a
         word at a time (the column's buffer must hold the whole words, or the walk takes the entry)."""
-        is_str = self.kind(c) == abi.R_STR
+        is_str = self.kind(c) == abi.SLOT_STR
         sdata, spos = self.cols[c, "sdata"], self.cols[c, "spos"]
         pos = self.get(spos)
         room = self.bin("sub", self.cols[c, "scap"], pos)
@@ -464,7 +464,7 @@ class _DecodeEmitter(_ColumnsEmitter):
     def value(self, c: int, slot: str, i: str) -> None:
         """``put_value`` / the 4- and 8-byte copies of ``decode_row``."""
         k, vals = self.kind(c), self.cols[c, "vals"]
-        if k == abi.R_BOOL:
+        if k == abi.SLOT_BOOL:
             byte = self.op(f"load i8, ptr {self.at('%d', slot)}, align 1")
             yes, no = self.branch(self.op(f"icmp ne i8 {byte}, 0"))
             self.block(yes)
@@ -472,7 +472,7 @@ class _DecodeEmitter(_ColumnsEmitter):
             self.put(f"br label %{no}")
             self.block(no)
             return
-        if k == abi.R_DEC_COMPACT:
+        if k == abi.SLOT_DEC_COMPACT:
             v = self.load64("%d", slot)
             at = self.bin("mul", i, "16")
             self.store64(vals, at, v)
@@ -484,7 +484,7 @@ class _DecodeEmitter(_ColumnsEmitter):
 
     def row(self, node: int, base: str, size: str, i: str) -> None:
         """``decode_row`` of the row at ``node``: ``check_row_header``, then every field."""
-        arity = self.m[node][abi.C_ARITY]
+        arity = self.m[node][abi.COL_ARITY]
         fixed = 8 + 8 * arity
         self.bail_if(self.cmp("slt", size, str(fixed)))
         kind = self.op(f"load i8, ptr {self.at('%d', base)}, align 1")
@@ -494,17 +494,17 @@ class _DecodeEmitter(_ColumnsEmitter):
         nb0 = self.load64("%d", base)
         self.bail_if(self.cmp("ne", self.bin("lshr", nb0, str(arity + 8)), "0"))
         c = node + 1
-        while c < self.m[node][abi.C_END]:
-            j = self.m[c][abi.C_POS]
+        while c < self.m[node][abi.COL_END]:
+            j = self.m[c][abi.COL_POS]
             null, present = self.branch(self.bit_set(nb0, j + 8))
             self.block(present)
             self.set_bit(self.cols[c, "valid"], i)
             self.count_up(c)
             slot = self.bin("add", base, str(8 + 8 * j))
             k = self.kind(c)
-            if k in (abi.R_STR, abi.R_BIN):
+            if k in (abi.SLOT_STR, abi.SLOT_BIN):
                 self.string(c, slot, base, size, fixed)
-            elif k == abi.R_ROW:
+            elif k == abi.SLOT_ROW:
                 raw = self.load64("%d", slot)
                 self.bail_if(self.cmp("slt", raw, "0"))
                 off = self.bin("lshr", raw, "32")
@@ -516,17 +516,17 @@ class _DecodeEmitter(_ColumnsEmitter):
                 self.value(c, slot, i)
             self.put(f"br label %{null}")
             self.block(null)
-            c = self.m[c][abi.C_END]
+            c = self.m[c][abi.COL_END]
 
     def undo(self, i: str) -> None:
         """What this call wrote for row i, where the walk expects zeros."""
         for c in range(1, len(self.m)):
             k = self.kind(c)
             self.clear_bit(self.cols[c, "valid"], i)
-            if k == abi.R_BOOL:
+            if k == abi.SLOT_BOOL:
                 self.clear_bit(self.cols[c, "vals"], i)
             elif (c, "vals") in self.cols:
-                w = 16 if k == abi.R_DEC_COMPACT else _WIDTH[k]
+                w = 16 if k == abi.SLOT_DEC_COMPACT else _WIDTH[k]
                 at = self.bin("mul", i, str(w))
                 for b in range(0, w, 8) if w >= 8 else [0]:
                     bits = 64 if w >= 8 else 8 * w
@@ -594,10 +594,10 @@ class _EncodeEmitter(_ColumnsEmitter):
             valid = self.cols[c, "valid_in"] = self.field(c, "valid_in", "ptr")
             self.cols[c, "has_valid"] = self.op(f"icmp ne ptr {valid}, null")
             self.cols[c, "off_in"] = self.field(c, "off_in", "i64")
-            if row[abi.C_KIND] != abi.R_ROW:
+            if row[abi.COL_KIND] != abi.SLOT_ROW:
                 self.cols[c, "vals_in"] = self.field(c, "vals_in", "ptr")
                 self.cols[c, "vals_len"] = self.field(c, "vals_len", "i64")
-            if row[abi.C_KIND] in (abi.R_STR, abi.R_BIN):
+            if row[abi.COL_KIND] in (abi.SLOT_STR, abi.SLOT_BIN):
                 self.cols[c, "offs_in"] = self.field(c, "offs_in", "ptr")
         lines, self.body = self.body, []
         return lines
@@ -643,7 +643,7 @@ class _EncodeEmitter(_ColumnsEmitter):
 
     def row(self, node: int, i: str, ob: str) -> str:
         """``encode_row``: row i of the columns under ``node`` at ``o[ob:]``; returns its size."""
-        arity = self.m[node][abi.C_ARITY]
+        arity = self.m[node][abi.COL_ARITY]
         fixed = 8 + 8 * arity
         self.bail_if(self.cmp("sgt", str(fixed), self.bin("sub", "%cap", ob)))
         for w in range(8, fixed, 8):
@@ -652,14 +652,14 @@ class _EncodeEmitter(_ColumnsEmitter):
         self.set(nb0, "0")
         self.set(cur, str(fixed))
         c = node + 1
-        while c < self.m[node][abi.C_END]:
+        while c < self.m[node][abi.COL_END]:
             row = self.m[c]
-            k, j = row[abi.C_KIND], row[abi.C_POS]
+            k, j = row[abi.COL_KIND], row[abi.COL_POS]
             e = self.bin("add", self.cols[c, "off_in"], i)
             null, present = self.null_branch(c, e)
             join = self.label()
             self.block(null)
-            if row[abi.C_FLAGS] & abi.F_NOT_NULL:
+            if row[abi.COL_FLAGS] & abi.FLAG_NOT_NULL:
                 self.put("br label %bail")
             else:
                 self.or_into(nb0, _c(1 << (j + 8)))
@@ -671,21 +671,21 @@ class _EncodeEmitter(_ColumnsEmitter):
                 v = self.op(f"load i{bits}, ptr {self.at(self.cols[c, 'vals_in'], self.bin('mul', e, str(_WIDTH[k])))}"
                             f", align 1")
                 self.store64("%o", slot, v if bits == 64 else self.op(f"zext i{bits} {v} to i64"))
-            elif k == abi.R_BOOL:
+            elif k == abi.SLOT_BOOL:
                 at, mask = self.bit_of(self.cols[c, "vals_in"], e)
                 byte = self.op(f"load i8, ptr {at}, align 1")
                 bit = self.op(f"and i8 {byte}, {mask}")
                 one = self.op(f"zext i1 {self.op(f'icmp ne i8 {bit}, 0')} to i8")
                 self.put(f"store i8 {one}, ptr {self.at('%o', slot)}, align 1")
-            elif k == abi.R_DEC_COMPACT:
+            elif k == abi.SLOT_DEC_COMPACT:
                 at = self.bin("mul", e, "16")
                 lo = self.load64(self.cols[c, "vals_in"], at)
                 hi = self.load64(self.cols[c, "vals_in"], self.bin("add", at, "8"))
-                limit = row[abi.C_LIMIT]
+                limit = row[abi.COL_LIMIT]
                 self.bail_if(self.cmp("ne", hi, self.bin("ashr", lo, "63")))
                 self.bail_if(self.op(f"or i1 {self.cmp('sle', lo, _c(-limit))}, {self.cmp('sge', lo, _c(limit))}"))
                 self.store64("%o", slot, lo)
-            elif k in (abi.R_STR, abi.R_BIN):
+            elif k in (abi.SLOT_STR, abi.SLOT_BIN):
                 self.string(c, e, slot, ob, cur)
             else:  # ROW
                 c0 = self.get(cur)
@@ -694,7 +694,7 @@ class _EncodeEmitter(_ColumnsEmitter):
                 self.set(cur, self.bin("add", c0, sub))
             self.put(f"br label %{join}")
             self.block(join)
-            c = row[abi.C_END]
+            c = row[abi.COL_END]
         self.store64("%o", ob, self.get(nb0))
         return self.get(cur)
 
@@ -728,8 +728,8 @@ class _EncodeEmitter(_ColumnsEmitter):
                              carried=("pos", "w"), pro=tuple(pro))
 
 
-_WIDTH = {abi.R_I8: 1, abi.R_I16: 2, abi.R_I32: 4, abi.R_F32: 4, abi.R_I64: 8, abi.R_F64: 8}
-_DECODE_KINDS = frozenset({abi.R_BOOL, abi.R_DEC_COMPACT, abi.R_STR, abi.R_BIN, abi.R_ROW, *_WIDTH})
+_WIDTH = {abi.SLOT_I8: 1, abi.SLOT_I16: 2, abi.SLOT_I32: 4, abi.SLOT_F32: 4, abi.SLOT_I64: 8, abi.SLOT_F64: 8}
+_DECODE_KINDS = frozenset({abi.SLOT_BOOL, abi.SLOT_DEC_COMPACT, abi.SLOT_STR, abi.SLOT_BIN, abi.SLOT_ROW, *_WIDTH})
 
 
 class PlanCode:
@@ -802,7 +802,8 @@ def _compile(kind: str, program: bytes, rows: int, cols: int) -> PlanCode | None
                              matrix.ctypes.data).function()
     else:
         m = matrix.tolist()
-        if any(r[abi.C_KIND] not in _DECODE_KINDS or (r[abi.C_KIND] == abi.R_ROW and r[abi.C_ARITY] >= 56) for r in m):
+        if any(r[abi.COL_KIND] not in _DECODE_KINDS or (r[abi.COL_KIND] == abi.SLOT_ROW and r[abi.COL_ARITY] >= 56)
+               for r in m):
             return None
         ir = _DecodeEmitter(m, rowdata.node_layout(), rowdata.utf8_valid_address()).function() \
             if kind == "decode" else _EncodeEmitter(m, rowdata.node_layout(), 0).function()

@@ -11,14 +11,14 @@ import struct
 from typing import Any
 
 from .abi import (
-    E_BAD_CHAR,
-    E_BAD_LENGTH,
-    E_BAD_UTF8,
-    E_LONE_SURROGATE,
-    E_OK,
-    E_TOO_LARGE,
-    E_TRAILING,
-    E_TRUNCATED,
+    ERR_BAD_CHAR,
+    ERR_BAD_LENGTH,
+    ERR_BAD_UTF8,
+    ERR_LONE_SURROGATE,
+    ERR_OK,
+    ERR_TOO_LARGE,
+    ERR_TRAILING,
+    ERR_TRUNCATED,
     encode_err,
 )
 from .views import BinView
@@ -28,13 +28,13 @@ def utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return E_BAD_UTF8, None
+        return ERR_BAD_UTF8, None
     units = len(text.encode("utf-16-le")) // 2
     if units + 1 > 0x7FFFFFFF:
-        return E_TOO_LARGE, None
+        return ERR_TOO_LARGE, None
     from ..serializers.strings import encode_string
 
-    return E_OK, encode_string(text)
+    return ERR_OK, encode_string(text)
 
 
 def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -47,7 +47,7 @@ def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wid
             continue
         code, s, e = v.entry(i)
         enc = None
-        if code == E_OK:
+        if code == ERR_OK:
             code, enc = utf8_to_flink(v.data[s:e])
         if enc is None:
             out_off[i + 1] = encode_err(code, -1)
@@ -69,7 +69,7 @@ def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
         if a == b or not v.valid(i) or b > len(out):
             continue
         code, s, e = v.entry(i)
-        if code != E_OK:
+        if code != ERR_OK:
             continue
         _, enc = utf8_to_flink(v.data[s:e])
         if enc is not None:
@@ -78,11 +78,11 @@ def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
 
 def read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int]:
     """(code, value, next pos): Flink's 7-bit varint, at most 5 groups and at most ``limit``."""
-    bad = E_BAD_CHAR if limit == 0xFFFF else E_BAD_LENGTH
+    bad = ERR_BAD_CHAR if limit == 0xFFFF else ERR_BAD_LENGTH
     v = shift = k = 0
     while True:
         if pos >= end:
-            return E_TRUNCATED, 0, pos
+            return ERR_TRUNCATED, 0, pos
         b = d[pos]
         pos += 1
         v |= (b & 0x7F) << shift
@@ -94,48 +94,48 @@ def read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int
             return bad, 0, pos
     if v > limit:
         return bad, 0, pos
-    return E_OK, v, pos
+    return ERR_OK, v, pos
 
 
 def _flink_to_utf8(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
     """(code, utf-8 bytes, is_null) for the StringValue filling exactly data[s:e]."""
     code, text, is_null, pos = read_flink_utf8(data, s, e)
-    if code == E_OK and pos != e:
-        return E_TRAILING, None, False
+    if code == ERR_OK and pos != e:
+        return ERR_TRAILING, None, False
     return code, text, is_null
 
 
 def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, bool, int]:
     """(code, utf-8 bytes, is_null, next position) for the StringValue at data[pos:], within e."""
     code, n, pos = read_varint(data, pos, e, 0x7FFFFFFF)
-    if code != E_OK:
+    if code != ERR_OK:
         return code, None, False, pos
     if n == 0:
-        return E_OK, b"", True, pos
+        return ERR_OK, b"", True, pos
     count = n - 1
     if count > e - pos:
-        return E_TRUNCATED, None, False, pos
+        return ERR_TRUNCATED, None, False, pos
     out = bytearray()
     k = 0
     while k < count:
         code, u, pos = read_varint(data, pos, e, 0xFFFF)
-        if code != E_OK:
+        if code != ERR_OK:
             return code, None, False, pos
         k += 1
         if 0xD800 <= u < 0xDC00:
             if k < count:
                 code, u2, pos = read_varint(data, pos, e, 0xFFFF)
-                if code != E_OK:
+                if code != ERR_OK:
                     return code, None, False, pos
                 if 0xDC00 <= u2 < 0xE000:
                     k += 1
                     out += chr(0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00)).encode("utf-8")
                     continue
-            return E_LONE_SURROGATE, None, False, pos
+            return ERR_LONE_SURROGATE, None, False, pos
         if 0xDC00 <= u < 0xE000:
-            return E_LONE_SURROGATE, None, False, pos
+            return ERR_LONE_SURROGATE, None, False, pos
         out += chr(u).encode("utf-8")
-    return E_OK, bytes(out), False, pos
+    return ERR_OK, bytes(out), False, pos
 
 
 def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -150,9 +150,9 @@ def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wid
         code, s, e = v.entry(i)
         text = None
         is_null = False
-        if code == E_OK:
+        if code == ERR_OK:
             code, text, is_null = _flink_to_utf8(v.data, s, e)
-        if code != E_OK:
+        if code != ERR_OK:
             status[i] = encode_err(code, -1)
             if first < 0:
                 first = i
@@ -174,7 +174,7 @@ def string_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
         if status[i] != 0 or a == b or b > len(out):
             continue
         code, s, e = v.entry(i)
-        if code != E_OK:
+        if code != ERR_OK:
             continue
         _, text, _ = _flink_to_utf8(v.data, s, e)
         if text is not None:
@@ -190,7 +190,7 @@ def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
             continue
         code, s, e = v.entry(i)
         p = int(out_off[i])
-        if code != E_OK or p + 4 + (e - s) > len(out):
+        if code != ERR_OK or p + 4 + (e - s) > len(out):
             continue
         out[p:p + 4] = struct.pack(">I", e - s)
         out[p + 4:p + 4 + e - s] = v.data[s:e]
@@ -207,18 +207,18 @@ def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide
             continue
         code, s, e = v.entry(i)
         n = 0
-        if code == E_OK:
+        if code == ERR_OK:
             if e - s < 4:
-                code = E_TRUNCATED
+                code = ERR_TRUNCATED
             else:
                 n = struct.unpack_from(">i", v.data, s)[0]
                 if n < 0:
-                    code = E_BAD_LENGTH
+                    code = ERR_BAD_LENGTH
                 elif n > e - s - 4:
-                    code = E_TRUNCATED
+                    code = ERR_TRUNCATED
                 elif n < e - s - 4:
-                    code = E_TRAILING
-        if code != E_OK:
+                    code = ERR_TRAILING
+        if code != ERR_OK:
             status[i] = encode_err(code, -1)
             if first < 0:
                 first = i
@@ -238,7 +238,7 @@ def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
         if status[i] != 0 or a == b or b > len(out):
             continue
         code, s, e = v.entry(i)
-        if code != E_OK or e - s != b - a + 4:
+        if code != ERR_OK or e - s != b - a + 4:
             continue
         out[a:b] = v.data[s + 4:e]
 

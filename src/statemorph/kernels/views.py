@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .abi import E_BAD_ARROW, E_OK
+from .abi import ERR_BAD_ARROW, ERR_OK
 
 MAX32 = (1 << 31) - 1
 """Largest int32 Arrow offset: a narrow (int32-offset) output that would pass it is widened."""
@@ -48,8 +48,8 @@ class BinView:
         s = int(self.offs[self.offset + i])
         e = int(self.offs[self.offset + i + 1])
         if s < 0 or e < s or e > len(self.data):
-            return E_BAD_ARROW, 0, 0
-        return E_OK, s, e
+            return ERR_BAD_ARROW, 0, 0
+        return ERR_OK, s, e
 
 
 

@@ -20,28 +20,29 @@ the reference cannot write. Two value-dependent cases stop the kernel at the ent
 duplicate key (the reference's dict keeps one) and ``bytes`` → ``string`` of invalid UTF-8 (the
 reference raises).
 
-Program (int64 matrix, ``NCOL`` columns ``OP, EMIT, A, B, C, D, E, UNION``). Row 0 is a header
-``[O_HEAD, BUDGET, N_ROWS, ROOT, SCRATCH, GROWTH, CONSTS, -]`` (``BUDGET``: the zero-width items
+Program (int64 matrix, ``PROGRAM_COLUMNS`` columns ``OP, EMIT, A, B, C, D, E, UNION``). Row 0 is a header
+``[AVRO_OP_HEAD, BUDGET, N_ROWS, ROOT, SCRATCH, GROWTH, CONSTS, -]`` (``BUDGET``: the zero-width items
 one entry may hold, the reference's ``ZERO_WIDTH_ITEM_BUDGET``); rows ``1..N_ROWS-1`` are ops; the tail
 after them holds the tables (int64 entries, addressed by their index in the tail) and, from tail
 index ``CONSTS``, the constant bytes of defaults (packed eight per int64, addressed by byte
-offset). Each op reads one writer value at the cursor; unless ``EMIT`` is ``W_SKIP`` it also writes
+offset). Each op reads one writer value at the cursor; unless ``EMIT`` is ``EMIT_SKIP`` it also writes
 the reader value (first the reader union branch index ``UNION`` as i32 BE when >= 0). Ops:
 
-- ``O_NULL``; ``O_BOOL``; ``O_INT`` / ``O_LONG`` (``A``..``B``: the range the writer's logical type
-  holds) and ``O_FLOAT`` / ``O_DOUBLE``, written as ``EMIT`` = ``W_VALUE`` or ``W_I64`` / ``W_F32`` /
-  ``W_F64`` (promotions, canonical NaNs); ``O_BLOB`` (string / bytes; ``A``: UTF-8 checked as a
-  writer string; ``EMIT`` = ``W_UTF8``: bytes to a reader string); ``O_FIXED`` (``A`` bytes);
-- ``O_ENUM``: ``A`` symbols, table ``B``: writer index → reader index (``EMIT`` = ``W_VALUE`` when
+- ``AVRO_OP_NULL``; ``AVRO_OP_BOOL``; ``AVRO_OP_INT`` / ``AVRO_OP_LONG`` (``A``..``B``: the range the
+  writer's logical type holds) and ``AVRO_OP_FLOAT`` / ``AVRO_OP_DOUBLE``, written as ``EMIT`` =
+  ``EMIT_VALUE`` or ``EMIT_I64`` / ``EMIT_F32`` / ``EMIT_F64`` (promotions, canonical NaNs);
+  ``AVRO_OP_BLOB`` (string / bytes; ``A``: UTF-8 checked as a writer string; ``EMIT`` = ``EMIT_UTF8``:
+  bytes to a reader string); ``AVRO_OP_FIXED`` (``A`` bytes);
+- ``AVRO_OP_ENUM``: ``A`` symbols, table ``B``: writer index → reader index (``EMIT`` = ``EMIT_VALUE`` when
   the indexes stay);
-- ``O_UNION``: ``A`` branches, table ``B``: the op of each writer branch;
-- ``O_ARRAY`` / ``O_MAP``: item op ``A``, ``B`` the fewest bytes one item takes (``min_size``, +4
+- ``AVRO_OP_UNION``: ``A`` branches, table ``B``: the op of each writer branch;
+- ``AVRO_OP_ARRAY`` / ``AVRO_OP_MAP``: item op ``A``, ``B`` the fewest bytes one item takes (``min_size``, +4
   for the key), which bounds block counts as the reference does (zero-width items share a budget);
-- ``O_RECORD``: ``A`` writer fields with their ops in table ``B``; ``C`` reader fields, table ``D``
+- ``AVRO_OP_RECORD``: ``A`` writer fields with their ops in table ``B``; ``C`` reader fields, table ``D``
   of ``(writer field, op, const offset, const length)`` (writer field -1: the constant bytes of a
   default); ``E`` -1 when the kept writer fields come in reader order (one pass), else the offset in
   the scratch array where a first pass records each writer field's start (and the record's end)
-  for the second, which copies a field whose op writes ``W_VALUE`` (and no union index) as it is,
+  for the second, which copies a field whose op writes ``EMIT_VALUE`` (and no union index) as it is,
   without checking it again.
 
 An error's node names the field path the reference reports (its innermost record field).
@@ -67,37 +68,37 @@ from ...serializers._avro_schema import (
 )
 from ...serializers._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, DefaultError, default_value, logical_type
 from ..abi import (
-    C_A,
-    C_B,
-    C_C,
-    C_D,
-    C_E,
-    C_EMIT,
-    C_UNION,
-    NCOL,
-    O_ARRAY,
-    O_BLOB,
-    O_BOOL,
-    O_DOUBLE,
-    O_ENUM,
-    O_FIXED,
-    O_FLOAT,
-    O_HEAD,
-    O_INT,
-    O_LONG,
-    O_MAP,
-    O_NULL,
-    O_RECORD,
-    O_UNION,
-    W_BOOL,
-    W_F32,
-    W_F64,
-    W_I32,
-    W_I64,
-    W_SKIP,
-    W_TREE,
-    W_UTF8,
-    W_VALUE,
+    AVRO_OP_ARRAY,
+    AVRO_OP_BLOB,
+    AVRO_OP_BOOL,
+    AVRO_OP_DOUBLE,
+    AVRO_OP_ENUM,
+    AVRO_OP_FIXED,
+    AVRO_OP_FLOAT,
+    AVRO_OP_HEAD,
+    AVRO_OP_INT,
+    AVRO_OP_LONG,
+    AVRO_OP_MAP,
+    AVRO_OP_NULL,
+    AVRO_OP_RECORD,
+    AVRO_OP_UNION,
+    COL_A,
+    COL_B,
+    COL_C,
+    COL_D,
+    COL_E,
+    COL_EMIT,
+    COL_UNION,
+    EMIT_BOOL,
+    EMIT_F32,
+    EMIT_F64,
+    EMIT_I32,
+    EMIT_I64,
+    EMIT_SKIP,
+    EMIT_TREE,
+    EMIT_UTF8,
+    EMIT_VALUE,
+    PROGRAM_COLUMNS,
 )
 from .rowdata import NotByteRemappable, RowProgram
 
@@ -107,7 +108,7 @@ MAX_NODES = 1 << 16  # a schema that expands (shared named types) past this keep
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
-_BYTES = {W_I32: 4, W_I64: 8, W_F32: 4, W_F64: 8}
+_BYTES = {EMIT_I32: 4, EMIT_I64: 8, EMIT_F32: 4, EMIT_F64: 8}
 
 
 def _micros(t: _dt.datetime) -> int:
@@ -133,7 +134,7 @@ _RANGES = {
 }
 
 
-_WIDTHS = {"int": W_I32, "long": W_I64, "float": W_F32, "double": W_F64}
+_WIDTHS = {"int": EMIT_I32, "long": EMIT_I64, "float": EMIT_F32, "double": EMIT_F64}
 
 
 _PROMOTABLE = {("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"), ("long", "double"),
@@ -206,7 +207,7 @@ class _Compiler:
         self.old = old
         self.new = new
         self.resolver = Resolver(old.root, new.root, old.codec, new.codec, tag_unions=True)
-        self.rows: list[list[int]] = [[O_HEAD] + [0] * (NCOL - 1)]
+        self.rows: list[list[int]] = [[AVRO_OP_HEAD] + [0] * (PROGRAM_COLUMNS - 1)]
         self.paths: list[str] = [""]
         self.tail: list[int] = []
         self.consts = bytearray()
@@ -253,14 +254,14 @@ class _Compiler:
 
     def _skip(self, w: AvroNode, cpath: str, epath: str) -> int:
         if isinstance(w, UnionNode):
-            me = self.node(O_UNION, W_SKIP, epath, len(w.branches))
-            self.rows[me][C_B] = self.table([self.skip(b, cpath, epath) for b in w.branches])
+            me = self.node(AVRO_OP_UNION, EMIT_SKIP, epath, len(w.branches))
+            self.rows[me][COL_B] = self.table([self.skip(b, cpath, epath) for b in w.branches])
             return me
         if isinstance(w, RecordNode):
             cpath = self.first.get(id(w), cpath)
-            me = self.node(O_RECORD, W_SKIP, epath, len(w.fields))
+            me = self.node(AVRO_OP_RECORD, EMIT_SKIP, epath, len(w.fields))
             fields = [self.skip(f.type, f"{cpath}.{f.name}", f"{cpath}.{f.name}") for f in w.fields]
-            self.rows[me][C_B] = self.table(fields)
+            self.rows[me][COL_B] = self.table(fields)
             return me
         if isinstance(w, (ArrayNode, MapNode)):
             return self.sequence(w, None, cpath, epath)
@@ -278,7 +279,7 @@ class _Compiler:
         if isinstance(w, UnionNode):
             if not _branch_kept(w):
                 raise NotByteRemappable(f"{epath}: union {w.label} has branches one value may fit")
-            me = self.node(O_UNION, W_TREE, epath, len(w.branches))
+            me = self.node(AVRO_OP_UNION, EMIT_TREE, epath, len(w.branches))
             before, grows, ops = self.growth, [], []
             for b in w.branches:
                 ops.append(self.kept(b, r, cpath, epath))
@@ -286,7 +287,7 @@ class _Compiler:
                 self.growth = before
             # one branch is written per value; a reader union index replaces the writer's
             self.growth += max(0, max(grows) - (4 if isinstance(r, UnionNode) else 0))
-            self.rows[me][C_B] = self.table(ops)
+            self.rows[me][COL_B] = self.table(ops)
             return me
         if isinstance(r, UnionNode):
             index = self.resolver._best_branch(w, r, "", cpath)
@@ -294,28 +295,28 @@ class _Compiler:
             if self.new.codec.choose_branch(r, (label, None))[0] != index:
                 raise NotByteRemappable(f"{epath}: union {r.label} names branch {label} ambiguously")
             me = self._kept(w, r.branches[index], cpath, epath)  # the same writer node: entered already
-            self.rows[me][C_UNION] = index
+            self.rows[me][COL_UNION] = index
             self.growth += 4
             return me
         if isinstance(w, RecordNode) and isinstance(r, RecordNode):
             return self.record(w, r, cpath, epath)
         if isinstance(w, EnumNode) and isinstance(r, EnumNode):
             mapping = [r.index[s] if s in r.index else r.index[str(r.default)] for s in w.symbols]
-            emit = W_VALUE if mapping == list(range(len(mapping))) else W_I32
-            return self.node(O_ENUM, emit, epath, len(w.symbols), self.table(mapping))
+            emit = EMIT_VALUE if mapping == list(range(len(mapping))) else EMIT_I32
+            return self.node(AVRO_OP_ENUM, emit, epath, len(w.symbols), self.table(mapping))
         if isinstance(w, (ArrayNode, MapNode)) and type(r) is type(w):
             return self.sequence(w, r, cpath, epath)
         return self.leaf(w, r, epath)
 
     def sequence(self, w: ArrayNode | MapNode, r: AvroNode | None, cpath: str, epath: str) -> int:
         if isinstance(w, MapNode):
-            me = self.node(O_MAP, W_SKIP if r is None else W_TREE, epath, 0, min_size(w.values) + 4)
+            me = self.node(AVRO_OP_MAP, EMIT_SKIP if r is None else EMIT_TREE, epath, 0, min_size(w.values) + 4)
             inner, rinner, sub = w.values, r.values if isinstance(r, MapNode) else None, "{}"
         else:
-            me = self.node(O_ARRAY, W_SKIP if r is None else W_TREE, epath, 0, min_size(w.items))
+            me = self.node(AVRO_OP_ARRAY, EMIT_SKIP if r is None else EMIT_TREE, epath, 0, min_size(w.items))
             inner, rinner, sub = w.items, r.items if isinstance(r, ArrayNode) else None, "[]"
         child = self.skip(inner, cpath + sub, epath) if rinner is None else self.kept(inner, rinner, cpath + sub, epath)
-        self.rows[me][C_A] = child
+        self.rows[me][COL_A] = child
         return me
 
     def leaf(self, w: AvroNode, r: AvroNode | None, epath: str) -> int:
@@ -331,31 +332,32 @@ class _Compiler:
         wk, rk = w.kind, (r.kind if r is not None else w.kind)
         lo, hi = _RANGES.get(wl.name, (LONG_MIN, LONG_MAX)) if wl is not None else (LONG_MIN, LONG_MAX)
         if wk == "null":
-            return self.node(O_NULL, W_VALUE if r is not None else W_SKIP, epath)
+            return self.node(AVRO_OP_NULL, EMIT_VALUE if r is not None else EMIT_SKIP, epath)
         if wk == "boolean":
-            return self.node(O_BOOL, W_BOOL if r is not None else W_SKIP, epath)
+            return self.node(AVRO_OP_BOOL, EMIT_BOOL if r is not None else EMIT_SKIP, epath)
         if wk in _WIDTHS:
             if r is not None and wk != rk and (wk, rk) not in _PROMOTABLE:
                 raise NotByteRemappable(f"{epath}: {wk} to {rk}")  # pragma: no cover - the resolver refused it
-            op = {"int": O_INT, "long": O_LONG, "float": O_FLOAT, "double": O_DOUBLE}[wk]
+            op = {"int": AVRO_OP_INT, "long": AVRO_OP_LONG, "float": AVRO_OP_FLOAT, "double": AVRO_OP_DOUBLE}[wk]
             if r is not None:
                 self.growth += _BYTES[_WIDTHS[rk]] - _BYTES[_WIDTHS[wk]]
             if wk == "int":
                 lo, hi = max(lo, INT_MIN), min(hi, INT_MAX)
-            emit = W_SKIP if r is None else W_VALUE if wk == rk and op in (O_INT, O_LONG) else _WIDTHS[rk]
+            emit = (EMIT_SKIP if r is None else EMIT_VALUE if wk == rk and op in (AVRO_OP_INT, AVRO_OP_LONG)
+                    else _WIDTHS[rk])
             return self.node(op, emit, epath, lo, hi)
         if wk in ("string", "bytes"):
-            emit = W_SKIP if r is None else W_UTF8 if (wk, rk) == ("bytes", "string") else W_VALUE
-            return self.node(O_BLOB, emit, epath, int(wk == "string"))
+            emit = EMIT_SKIP if r is None else EMIT_UTF8 if (wk, rk) == ("bytes", "string") else EMIT_VALUE
+            return self.node(AVRO_OP_BLOB, emit, epath, int(wk == "string"))
         if isinstance(w, FixedNode):
-            return self.node(O_FIXED, W_VALUE if r is not None else W_SKIP, epath, w.size)
+            return self.node(AVRO_OP_FIXED, EMIT_VALUE if r is not None else EMIT_SKIP, epath, w.size)
         if isinstance(w, EnumNode) and r is None:
-            return self.node(O_ENUM, W_SKIP, epath, len(w.symbols))
+            return self.node(AVRO_OP_ENUM, EMIT_SKIP, epath, len(w.symbols))
         raise NotByteRemappable(f"{epath}: {w.kind} to {rk}")  # pragma: no cover - the resolver refused it
 
     def record(self, w: RecordNode, r: RecordNode, cpath: str, epath: str) -> int:
         cpath = self.first.get(id(w), cpath)
-        me = self.node(O_RECORD, W_TREE, epath, len(w.fields))
+        me = self.node(AVRO_OP_RECORD, EMIT_TREE, epath, len(w.fields))
         position = {f.name: j for j, f in enumerate(w.fields)}
         first: dict[int, int] = {}
         entries: list[int] = []
@@ -377,11 +379,11 @@ class _Compiler:
         fields = [first[j] if j in first else self.skip(f.type, f"{cpath}.{f.name}", f"{cpath}.{f.name}")
                   for j, f in enumerate(w.fields)]
         row = self.rows[me]
-        row[C_B] = self.table(fields)
-        row[C_C] = len(r.fields)
-        row[C_D] = self.table(entries)
+        row[COL_B] = self.table(fields)
+        row[COL_C] = len(r.fields)
+        row[COL_D] = self.table(entries)
         if order != sorted(set(order)):
-            row[C_E] = self.scratch
+            row[COL_E] = self.scratch
             self.scratch += len(w.fields) + 1
         return me
 
@@ -400,11 +402,11 @@ class _Compiler:
 
     def program(self, root: int) -> RowProgram:
         n = len(self.rows)
-        self.rows[0][C_EMIT:C_E + 1] = [ZERO_WIDTH_ITEM_BUDGET, n, root, self.scratch, self.growth, len(self.tail)]
+        self.rows[0][COL_EMIT:COL_E + 1] = [ZERO_WIDTH_ITEM_BUDGET, n, root, self.scratch, self.growth, len(self.tail)]
         consts = bytes(self.consts) + b"\x00" * (-len(self.consts) % 8)
         tail = self.tail + np.frombuffer(consts, dtype="<i8").tolist()
-        tail += [0] * (-len(tail) % NCOL)
-        matrix = np.array([v for row in self.rows for v in row] + tail, dtype=np.int64).reshape(-1, NCOL)
+        tail += [0] * (-len(tail) % PROGRAM_COLUMNS)
+        matrix = np.array([v for row in self.rows for v in row] + tail, dtype=np.int64).reshape(-1, PROGRAM_COLUMNS)
         return RowProgram(matrix, self.paths, [])
 
 
@@ -425,4 +427,4 @@ def compile_avro_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
 def avro_growth(matrix: np.ndarray) -> int:
     """Bytes a migration adds to one entry outside arrays and maps (defaults, union indexes,
     widened numbers); with the input span it sizes the one-pass output, which grows if short."""
-    return int(matrix[0, C_D])
+    return int(matrix[0, COL_D])

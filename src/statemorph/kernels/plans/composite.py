@@ -12,23 +12,23 @@ from typing import Any
 import numpy as np
 
 from ..abi import (
-    C_CONST,
-    C_CONST_LEN,
-    C_EMIT_AT,
-    C_END,
-    C_KIND,
-    C_N_NEW,
-    NCOL,
-    P_CONST,
-    P_EMIT,
-    P_POJO,
-    S_BOOL,
-    S_BYTES,
-    S_F32,
-    S_F64,
-    S_FIXED,
-    S_ROW,
-    S_STR,
+    COL_CONST,
+    COL_CONST_LEN,
+    COL_EMIT_AT,
+    COL_END,
+    COL_KIND,
+    COL_N_NEW,
+    COMPOSITE_BOOL,
+    COMPOSITE_BYTES,
+    COMPOSITE_CONST,
+    COMPOSITE_EMIT,
+    COMPOSITE_F32,
+    COMPOSITE_F64,
+    COMPOSITE_FIXED,
+    COMPOSITE_POJO,
+    COMPOSITE_ROW,
+    COMPOSITE_STR,
+    PROGRAM_COLUMNS,
 )
 from .rowdata import NotByteRemappable, RowProgram
 
@@ -49,10 +49,11 @@ def leaf_kind(serializer: Any) -> tuple[int, int] | None:
         StringSerializer,
     )
 
-    leaves = {BooleanSerializer: (S_BOOL, 1), ByteSerializer: (S_FIXED, 1), ShortSerializer: (S_FIXED, 2),
-              CharSerializer: (S_FIXED, 2), IntSerializer: (S_FIXED, 4), FloatSerializer: (S_F32, 4),
-              LongSerializer: (S_FIXED, 8), DoubleSerializer: (S_F64, 8), StringSerializer: (S_STR, 0),
-              BytePrimitiveArraySerializer: (S_BYTES, 0)}
+    leaves = {BooleanSerializer: (COMPOSITE_BOOL, 1), ByteSerializer: (COMPOSITE_FIXED, 1),
+              ShortSerializer: (COMPOSITE_FIXED, 2), CharSerializer: (COMPOSITE_FIXED, 2),
+              IntSerializer: (COMPOSITE_FIXED, 4), FloatSerializer: (COMPOSITE_F32, 4),
+              LongSerializer: (COMPOSITE_FIXED, 8), DoubleSerializer: (COMPOSITE_F64, 8),
+              StringSerializer: (COMPOSITE_STR, 0), BytePrimitiveArraySerializer: (COMPOSITE_BYTES, 0)}
     return leaves.get(type(serializer))
 
 
@@ -65,7 +66,7 @@ def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowPro
     rows: list[list[int]] = []
     paths: list[str] = []
     core_row_nodes(prior_snapshot, new_serializer, -1, "", rows, paths)
-    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, PROGRAM_COLUMNS), paths, [])
 
 
 def core_row_nodes(snap: Any, ser: Any, pos: int, path: str, rows: list[list[int]], paths: list[str]) -> None:
@@ -78,7 +79,7 @@ def core_row_nodes(snap: Any, ser: Any, pos: int, path: str, rows: list[list[int
     if len(snap.nested_snapshots) != ser.arity:
         raise NotByteRemappable(f"{path or 'row'}: arity changed")
     me = len(rows)
-    rows.append([S_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
+    rows.append([COMPOSITE_ROW, pos, 0, ser.arity, 0, int(snap.supports_row_kind), int(ser.supports_row_kind), 0])
     paths.append(path)
     for i, (nsnap, nser) in enumerate(zip(snap.nested_snapshots, ser.field_serializers, strict=True)):
         child = f"{path}.{ser.label(i)}" if path else ser.label(i)
@@ -93,7 +94,7 @@ def core_row_nodes(snap: Any, ser: Any, pos: int, path: str, rows: list[list[int
             raise NotByteRemappable(f"{child}: {type(nser).__name__} has no in-place validator")
         rows.append([leaf[0], i, len(rows) + 1, 0, 0, 0, 0, leaf[1]])
         paths.append(child)
-    rows[me][C_END] = len(rows)
+    rows[me][COL_END] = len(rows)
 
 
 def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:
@@ -140,7 +141,7 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
         POJO, only walked). Returns the POJO's node."""
         plain_class(snap.pojo_class, path)
         me = len(rows)
-        rows.append([P_POJO, 0, 0, len(snap.fields), 0, 0, 0, 0])
+        rows.append([COMPOSITE_POJO, 0, 0, len(snap.fields), 0, 0, 0, 0])
         paths.append(path)
         prior = snap.restore_serializer()
         nodes: dict[str, int] = {}
@@ -160,34 +161,34 @@ def compile_pojo_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram
                 if not compat.is_compatible_as_is() or type(f.serializer) is not type(new_ser):
                     raise NotByteRemappable(f"{child}: value changes shape")
             old_field(e.value, f.serializer, child)
-        rows[me][C_EMIT_AT] = len(rows)
+        rows[me][COL_EMIT_AT] = len(rows)
         if new is None:
-            rows[me][C_END] = len(rows)
+            rows[me][COL_END] = len(rows)
             return me
         plain_class(new.pojo_class, path)
         consts: list[tuple[int, bytes]] = []
         for f in new.fields:
             source = nodes.get(f.name) if f.present else None
             if source is not None:
-                rows.append([P_EMIT, 0, len(rows) + 1, 0, source, 0, 0, 0])
+                rows.append([COMPOSITE_EMIT, 0, len(rows) + 1, 0, source, 0, 0, 0])
             else:
                 consts.append((len(rows), _added_bytes(new, f, path)))
-                rows.append([P_EMIT, 0, len(rows) + 1, 0, -1, 0, 0, 0])
+                rows.append([COMPOSITE_EMIT, 0, len(rows) + 1, 0, -1, 0, 0, 0])
             paths.append(f"{path}.{f.name}" if path else f.name)
-        rows[me][C_N_NEW] = len(new.fields)
+        rows[me][COL_N_NEW] = len(new.fields)
         for at, raw in consts:
-            rows[at][C_CONST], rows[at][C_CONST_LEN] = len(rows), len(raw)
-            for k in range(0, len(raw), NCOL - 1):
-                chunk = raw[k:k + NCOL - 1]
-                rows.append([P_CONST, *chunk] + [0] * (NCOL - 1 - len(chunk)))
+            rows[at][COL_CONST], rows[at][COL_CONST_LEN] = len(rows), len(raw)
+            for k in range(0, len(raw), PROGRAM_COLUMNS - 1):
+                chunk = raw[k:k + PROGRAM_COLUMNS - 1]
+                rows.append([COMPOSITE_CONST, *chunk] + [0] * (PROGRAM_COLUMNS - 1 - len(chunk)))
                 paths.append("")
-        rows[me][C_END] = len(rows)
+        rows[me][COL_END] = len(rows)
         return me
 
     if prior_snapshot.registered_subclasses or prior_snapshot.nonregistered_subclasses:
         raise NotByteRemappable("subclass serializers")
     visit(prior_snapshot, new_serializer, "")
-    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, [])
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, PROGRAM_COLUMNS), paths, [])
 
 
 def _added_bytes(new: Any, f: Any, path: str) -> bytes:
@@ -209,5 +210,5 @@ def _added_bytes(new: Any, f: Any, path: str) -> bytes:
 def pojo_growth(matrix: np.ndarray) -> int:
     """Most bytes a migration adds to one entry: the constants of added fields. Everything else only
     shrinks (removed fields, canonical varints), so with the input span this bounds the output."""
-    emits = matrix[matrix[:, C_KIND] == P_EMIT]
-    return int(emits[:, C_CONST_LEN].sum())
+    emits = matrix[matrix[:, COL_KIND] == COMPOSITE_EMIT]
+    return int(emits[:, COL_CONST_LEN].sum())

@@ -36,69 +36,70 @@ from ...types import (
     VarCharType,
 )
 from ..abi import (
-    C_END,
-    C_FLAGS,
-    C_KIND,
-    F_NOT_NULL,
-    F_VERBATIM,
-    NCOL,
-    R_ARRAY,
-    R_BIN,
-    R_BOOL,
-    R_DEC_BIG,
-    R_DEC_COMPACT,
-    R_F32,
-    R_F64,
-    R_I8,
-    R_I16,
-    R_I32,
-    R_I64,
-    R_MAP,
-    R_ROW,
-    R_STR,
-    R_TS_BIG,
+    COL_END,
+    COL_FLAGS,
+    COL_KIND,
+    FLAG_NOT_NULL,
+    FLAG_VERBATIM,
+    PROGRAM_COLUMNS,
+    SLOT_ARRAY,
+    SLOT_BIN,
+    SLOT_BOOL,
+    SLOT_DEC_BIG,
+    SLOT_DEC_COMPACT,
+    SLOT_F32,
+    SLOT_F64,
+    SLOT_I8,
+    SLOT_I16,
+    SLOT_I32,
+    SLOT_I64,
+    SLOT_MAP,
+    SLOT_ROW,
+    SLOT_STR,
+    SLOT_TS_BIG,
 )
 
 #: kinds the encode / decode kernels handle (Arrow ↔ slot); other types take the per-value path
-ARROW_KINDS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_ROW, R_DEC_COMPACT,
-                         R_DEC_BIG, R_TS_BIG})
+ARROW_KINDS = frozenset({SLOT_BOOL, SLOT_I8, SLOT_I16, SLOT_I32, SLOT_I64, SLOT_F32, SLOT_F64, SLOT_STR, SLOT_BIN,
+                         SLOT_ROW, SLOT_DEC_COMPACT, SLOT_DEC_BIG, SLOT_TS_BIG})
 #: array elements (and map keys / values) the kernels handle, besides rows, arrays and maps
-_SCALAR_ELEMENTS = frozenset({R_BOOL, R_I8, R_I16, R_I32, R_I64, R_F32, R_F64, R_STR, R_BIN, R_DEC_COMPACT})
+_SCALAR_ELEMENTS = frozenset({SLOT_BOOL, SLOT_I8, SLOT_I16, SLOT_I32, SLOT_I64, SLOT_F32, SLOT_F64, SLOT_STR, SLOT_BIN,
+                              SLOT_DEC_COMPACT})
 #: bytes of one value in the Arrow column of a slot kind
-ARROW_WIDTH = {R_I8: 1, R_I16: 2, R_I32: 4, R_F32: 4, R_I64: 8, R_F64: 8, R_DEC_COMPACT: 16, R_DEC_BIG: 16,
-                R_TS_BIG: 8}
+ARROW_WIDTH = {SLOT_I8: 1, SLOT_I16: 2, SLOT_I32: 4, SLOT_F32: 4, SLOT_I64: 8, SLOT_F64: 8, SLOT_DEC_COMPACT: 16,
+               SLOT_DEC_BIG: 16, SLOT_TS_BIG: 8}
 
 
 def slot_kind(t: LogicalType) -> int:
     """How a field of type ``t`` lives in a BinaryRowData slot."""
     if isinstance(t, BooleanType):
-        return R_BOOL
+        return SLOT_BOOL
     if isinstance(t, TinyIntType):
-        return R_I8
+        return SLOT_I8
     if isinstance(t, SmallIntType):
-        return R_I16
+        return SLOT_I16
     if isinstance(t, (IntType, DateType, TimeType)):
-        return R_I32
+        return SLOT_I32
     if isinstance(t, BigIntType):
-        return R_I64
+        return SLOT_I64
     if isinstance(t, FloatType):
-        return R_F32
+        return SLOT_F32
     if isinstance(t, DoubleType):
-        return R_F64
+        return SLOT_F64
     if isinstance(t, (CharType, VarCharType)):
-        return R_STR
+        return SLOT_STR
     if isinstance(t, (BinaryType, VarBinaryType)):
-        return R_BIN
+        return SLOT_BIN
     if isinstance(t, RowType):
-        return R_ROW
+        return SLOT_ROW
     if isinstance(t, DecimalType):
-        return R_DEC_COMPACT if t.is_compact else R_DEC_BIG
+        return SLOT_DEC_COMPACT if t.is_compact else SLOT_DEC_BIG
     if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        return R_I64 if t.is_compact else R_TS_BIG
+        return SLOT_I64 if t.is_compact else SLOT_TS_BIG
     if isinstance(t, ArrayType):
-        return R_ARRAY
+        return SLOT_ARRAY
     if isinstance(t, (MapType, MultisetType)):
-        return R_MAP
+        return SLOT_MAP
     raise NotImplementedError(f"no BinaryRowData slot layout for {t}")
 
 
@@ -112,7 +113,7 @@ class RowProgram:
 
     @property
     def kinds(self) -> list[int]:
-        return [int(k) for k in self.matrix[:, C_KIND]]
+        return [int(k) for k in self.matrix[:, COL_KIND]]
 
     def decode_supported(self) -> bool:
         """The decode kernels handle the ARROW_KINDS, and ARRAYs / MAPs of those (but DECIMAL(p > 18)
@@ -123,14 +124,14 @@ class RowProgram:
         """As decode, but for MAPs whose key type holds an ARRAY or a MAP: the reference reads such a
         key as a list or dict, which cannot be a dict key, and fails; the kernels would not."""
         kinds = self.kinds
-        maps = [c for c, k in enumerate(kinds) if k == R_MAP]
-        keys = [(c + 2, int(self.matrix[c + 1, C_END])) for c in maps]  # the key element's subtree
-        return self._supported() and not any(R_ARRAY in kinds[a:b] or R_MAP in kinds[a:b] for a, b in keys)
+        maps = [c for c, k in enumerate(kinds) if k == SLOT_MAP]
+        keys = [(c + 2, int(self.matrix[c + 1, COL_END])) for c in maps]  # the key element's subtree
+        return self._supported() and not any(SLOT_ARRAY in kinds[a:b] or SLOT_MAP in kinds[a:b] for a, b in keys)
 
     def _supported(self) -> bool:
         kinds = self.kinds
-        elements = _SCALAR_ELEMENTS | {R_ROW, R_ARRAY, R_MAP}
-        return all(k in ARROW_KINDS or k == R_MAP or (k == R_ARRAY and kinds[c + 1] in elements)
+        elements = _SCALAR_ELEMENTS | {SLOT_ROW, SLOT_ARRAY, SLOT_MAP}
+        return all(k in ARROW_KINDS or k == SLOT_MAP or (k == SLOT_ARRAY and kinds[c + 1] in elements)
                    for c, k in enumerate(kinds) if c)
 
     def path(self, node: int) -> str:
@@ -143,12 +144,13 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
     maps with their element programs (what the kernels need to validate them)."""
     me = len(rows)
     k = slot_kind(t)
-    flags = (0 if t.nullable else F_NOT_NULL) | (F_VERBATIM if verbatim and k in (R_ROW, R_ARRAY, R_MAP) else 0)
+    nested = k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP)
+    flags = (0 if t.nullable else FLAG_NOT_NULL) | (FLAG_VERBATIM if verbatim and nested else 0)
     arity = t.arity if isinstance(t, RowType) else 0
     limit = 0
     if isinstance(t, DecimalType):
-        limit = 10 ** t.precision if k == R_DEC_COMPACT else t.precision
-    elif k == R_TS_BIG and isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        limit = 10 ** t.precision if k == SLOT_DEC_COMPACT else t.precision
+    elif k == SLOT_TS_BIG and isinstance(t, (TimestampType, LocalZonedTimestampType)):
         limit = 1000 if t.precision <= 6 else 1_000_000
     rows.append([k, pos, 0, arity, src, arity, flags, limit])
     paths.append(path)
@@ -163,7 +165,7 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
         value = t.value_type if isinstance(t, MapType) else IntType(nullable=False)
         for part, et in (("key", key), ("value", value)):
             _type_nodes(ArrayType(et), 0, 0, f"{path}.{part}", rows, paths, types, verbatim)
-    rows[me][C_END] = len(rows)
+    rows[me][COL_END] = len(rows)
 
 
 def compile_row_program(row_type: RowType) -> RowProgram:
@@ -172,8 +174,8 @@ def compile_row_program(row_type: RowType) -> RowProgram:
     paths: list[str] = []
     types: list[LogicalType] = []
     _type_nodes(row_type, -1, -1, "", rows, paths, types, False)
-    rows[0][C_FLAGS] &= ~F_NOT_NULL
-    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
+    rows[0][COL_FLAGS] &= ~FLAG_NOT_NULL
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, PROGRAM_COLUMNS), paths, types)
 
 
 class NotByteRemappable(Exception):
@@ -193,19 +195,19 @@ def compile_migration_program(plan: Any) -> RowProgram:
 
     def visit_row(p: Any, pos: int, src: int, path: str, flags: int, t: LogicalType) -> None:
         me = len(rows)
-        rows.append([R_ROW, pos, 0, len(p.fields), src, p.old_type.arity, flags, 0])
+        rows.append([SLOT_ROW, pos, 0, len(p.fields), src, p.old_type.arity, flags, 0])
         paths.append(path)
         types.append(t)
         for j, f in enumerate(p.fields):
             child = f"{path}.{f.name}" if path else f.name
-            nflags = 0 if f.type.nullable else F_NOT_NULL
+            nflags = 0 if f.type.nullable else FLAG_NOT_NULL
             if f.source < 0:
                 rows.append([slot_kind(f.type), j, len(rows) + 1, 0, -1, 0, nflags, 0])
                 paths.append(child)
                 types.append(f.type)
                 continue
             visit_mig(f.migration, j, f.source, child, nflags)
-        rows[me][C_END] = len(rows)
+        rows[me][COL_END] = len(rows)
 
     def visit_array(m: Any, path: str) -> None:
         """An array node (element migration ``m``) as it appears inside a map."""
@@ -213,36 +215,36 @@ def compile_migration_program(plan: Any) -> RowProgram:
             _type_nodes(ArrayType(m.old_type), 0, 0, path, rows, paths, types, True)
             return
         me = len(rows)
-        rows.append([R_ARRAY, 0, 0, 0, 0, 0, 0, 0])
+        rows.append([SLOT_ARRAY, 0, 0, 0, 0, 0, 0, 0])
         paths.append(path)
         types.append(ArrayType(m.new_type))
         visit_mig(m, 0, 0, f"{path}[]", 0)
-        rows[me][C_END] = len(rows)
+        rows[me][COL_END] = len(rows)
 
     def visit_mig(m: Any, pos: int, src: int, path: str, nflags: int) -> None:
         if m.kind == "copy":
             root = len(rows)
             _type_nodes(m.old_type, pos, src, path, rows, paths, types, True)
-            rows[root][C_FLAGS] = (rows[root][C_FLAGS] & ~F_NOT_NULL) | nflags
+            rows[root][COL_FLAGS] = (rows[root][COL_FLAGS] & ~FLAG_NOT_NULL) | nflags
         elif m.kind == "row":
             visit_row(m.row, pos, src, path, nflags, m.new_type)
         elif m.kind == "array":
             me = len(rows)
-            rows.append([R_ARRAY, pos, 0, 0, src, 0, nflags, 0])
+            rows.append([SLOT_ARRAY, pos, 0, 0, src, 0, nflags, 0])
             paths.append(path)
             types.append(m.new_type)
             visit_mig(m.element, 0, 0, f"{path}[]", 0)
-            rows[me][C_END] = len(rows)
+            rows[me][COL_END] = len(rows)
         else:
             me = len(rows)
-            rows.append([R_MAP, pos, 0, 0, src, 0, nflags, 0])
+            rows.append([SLOT_MAP, pos, 0, 0, src, 0, nflags, 0])
             paths.append(path)
             types.append(m.new_type)
             visit_array(m.key, f"{path}.key")
             visit_array(m.value, f"{path}.value")
-            rows[me][C_END] = len(rows)
+            rows[me][COL_END] = len(rows)
 
-    visit_row(plan, -1, -1, "", F_VERBATIM if plan.is_identity else 0, plan.new_type)
-    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, NCOL), paths, types)
+    visit_row(plan, -1, -1, "", FLAG_VERBATIM if plan.is_identity else 0, plan.new_type)
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, PROGRAM_COLUMNS), paths, types)
 
 

@@ -34,7 +34,7 @@ import pyarrow as pa
 from ... import kernels
 from ...bulk.chunks import ordered_map, pooled
 from ...errors import FlinkSavepointError
-from ...kernels.abi import KG_OK
+from ...kernels.abi import BLOCK_OK
 from .keyed_blocks import KeyGroupExtent, parse_key_group, read_key_group_view
 from .layout import TTL_BYTES, StateLayout
 from .snappy import frame_key_group
@@ -158,7 +158,7 @@ def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
     key_pos, key_len, val_pos, val_len, run_state, run_first = (scratch or ScanArrays()).get(cap)
     status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, size, n_states, key_pos, key_len, val_pos, val_len,
                                                   run_state, run_first)
-    if status != KG_OK or end != size:
+    if status != BLOCK_OK or end != size:
         parse_key_group(bytes(buf), n_states, f"{where} key group {key_group}", exact_end=True)
         raise FlinkSavepointError(f"{where} key group {key_group}: the block scan stopped at offset {end} "
                                   f"(status {status}) where the entry reader did not")
@@ -292,7 +292,7 @@ def _list_elements(g: ScannedGroup, rows: np.ndarray, layout: StateLayout, t: in
         cap = int((g.val_len[rows] // smallest).sum()) + len(rows)
         pos, end, count = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(len(rows), np.int64)
         status, k, r = kernels.KERNELS.list_split(g.buf, g.val_pos, g.val_len, rows, t, fixed, pos, end, count)
-        if status == KG_OK:
+        if status == BLOCK_OK:
             return pos[:k], end[:k], count
         bad = int(rows[r])
         start = int(g.val_pos[bad])
