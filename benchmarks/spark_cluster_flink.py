@@ -92,9 +92,8 @@ def private_spark_home(root: Path) -> Path:
 
 def cluster_session(master: str, root: Path, executor_memory: str) -> Any:
     """A session on ``master`` whose executors import this checkout's statemorph."""
-    from statemorph.engine.spark import session
-
     import statemorph
+    from statemorph.engine.spark import session
 
     src = str(Path(statemorph.__file__).resolve().parents[1])
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p)
