@@ -112,7 +112,7 @@ def executor_logs(root: Path) -> list[Path]:
     return sorted((root / "spark-home" / "work").rglob("stderr"))
 
 
-def check_sample(entries: list[dict[str, Any]], n: int, stride: int, sample: int) -> list[str]:
+def check_sample(entries: list[dict[str, Any]], stride: int, sample: int) -> list[str]:
     """Every sampled key's events value against the built value evolved; the problems found."""
     import numpy as np
 
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"real Flink 2.3 restored the migrated savepoint (RocksDB, parallelism 2) in "
               f"{time.perf_counter() - t2:.1f} s (JVM start-up included); probed {restored.probed} keys, "
               f"{restored.found} with an events value; load average {os.getloadavg()}", flush=True)
-        problems = check_sample(restored.entries, a.n, stride, sample)
+        problems = check_sample(restored.entries, stride, sample)
         if restored.probed != sample:
             problems.append(f"Flink probed {restored.probed} keys, not {sample}")
         for p in problems[:20]:
