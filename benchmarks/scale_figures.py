@@ -10,8 +10,9 @@ deleting the output between passes, and prints each pass's wall time: the first 
 one (a user's single run: nothing imported but statemorph, no plan compiled, no buffer pooled, no
 Spark worker started), the later ones warm. The child's start-up (imports, Spark session) is
 timed apart. Peak memory is the peak of the summed RSS of the child and all its descendants
-(Spark's JVMs and Python workers included), sampled every 0.2 s from ``/proc``; for the local
-engine also the child's own ``ru_maxrss``.
+(Spark's JVMs and Python workers included), sampled every 0.2 s from ``/proc``, and the child's own
+``ru_maxrss`` (the savepoint is built by another child, so this parent's peak, which Linux hands to
+a spawned child's ``ru_maxrss`` as its start, stays small).
 
 Cases (``--cases``, comma-separated): ``local1`` / ``local2`` (local engine, 1 / 2 worker threads),
 ``spark1`` / ``spark2`` (``local[1]`` / ``local[2]``, one thread per task), ``cluster`` (Spark
@@ -65,6 +66,23 @@ if spark is not None:
 """
 
 
+_BUILD = """
+import json, sys
+from pathlib import Path
+from benchmarks import flink_savepoint as F
+sp = F.build(Path(sys.argv[1]), int(sys.argv[2]), True)
+print(json.dumps({"savepoint": str(sp.path), "files": len(sp.files), "disk_mb": round(sp.disk_bytes / 1e6, 1),
+                  "state_mb": round(sp.state_bytes / 1e6, 1)}))
+"""
+
+
+def _env() -> dict[str, str]:
+    """PYTHONPATH: this checkout's src (its kernels built in place) and its root (``benchmarks``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def _children() -> dict[int, list[int]]:
     tree: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
@@ -97,9 +115,7 @@ def tree_rss(pid: int) -> int:
 
 def run_case(case: str, src: Path, n: int, passes: int, work: Path) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), str(ROOT), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, case, str(src), str(work), str(passes)], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, case, str(src), str(work), str(passes)], env=_env(),
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = [0]
     done = threading.Event()
@@ -146,19 +162,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=CACHE)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/statemorph-scale"))
     a = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
-    from benchmarks import flink_savepoint as F
-
     t0 = time.perf_counter()
-    sp = F.build(a.cache, a.n, True)
-    print(json.dumps({"savepoint": str(sp.path), "entries": a.n, "files": len(sp.files),
-                      "disk_mb": round(sp.disk_bytes / 1e6, 1), "state_mb": round(sp.state_bytes / 1e6, 1),
-                      "ready_s": round(time.perf_counter() - t0, 1), "load": os.getloadavg()}), flush=True)
+    sp = json.loads(subprocess.run([sys.executable, "-c", _BUILD, str(a.cache), str(a.n)], env=_env(), cwd=ROOT,
+                                   check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    print(json.dumps({**sp, "entries": a.n, "ready_s": round(time.perf_counter() - t0, 1), "load": os.getloadavg()}),
+          flush=True)
     ok = True
     for case in [c.strip() for c in a.cases.split(",") if c.strip()]:
-        r = run_case(case, sp.path, a.n, a.passes, a.workdir / case)
+        r = run_case(case, Path(sp["savepoint"]), a.n, a.passes, a.workdir / case)
         if "cold_mps" in r:
-            r["state_mb_per_s_cold"] = round(sp.state_bytes / 1e6 * r["cold_mps"] / (a.n / 1e6), 1)
+            r["state_mb_per_s_cold"] = round(sp["state_mb"] * r["cold_mps"] / (a.n / 1e6), 1)
         print(json.dumps(r), flush=True)
         ok = ok and r["exit"] == 0 and r["rows_ok"]
     return 0 if ok else 1
