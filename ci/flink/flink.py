@@ -9,6 +9,7 @@ python3.
     flink.py restore [--events-type TYPE] [--set FIELD=JSON ...] SAVEPOINT SPEC OUT.jsonl [...]
     flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
     flink.py restore-timed SAVEPOINT SPEC [PROBE_KEYS]   # restore only (plus PROBE_KEYS reads): for timing
+                                                         # (restore_timed(stride=...) also returns a sample)
     flink.py sql-generate SPEC OUTDIR [SPEC OUTDIR ...]    # the Flink SQL job (SqlJobs.java)
     flink.py sql-restore SAVEPOINT SPEC OUT.jsonl [...]    # its changelog after a restore
 
@@ -246,32 +247,49 @@ class TimedRestore:
     seconds: float
     probed: int
     found: int
+    entries: list[dict[str, Any]] = field(default_factory=list)
 
 
 def restore_timed(savepoint: Path, spec: Path, probe_keys: int = 0,
-                  jvm_flags: list[str] | None = None) -> TimedRestore:
+                  jvm_flags: list[str] | None = None, stride: int | None = None,
+                  events_type: str | None = None) -> TimedRestore:
     """Restore ``savepoint`` in real Flink 2.3 with the spec's types, as is, in one fresh JVM, and
     read the states of its first ``probe_keys`` keys: the restore of every key group without the
     checker's JSON output of every key (which does not fit millions of keys). The time is the
     whole process, JVM start-up included. ``jvm_flags`` replaces the short-job flags (C1 only,
-    1 GB heap) for long restores. A refused restore raises :class:`FlinkRunError`."""
+    1 GB heap) for long restores. A refused restore raises :class:`FlinkRunError`.
+
+    With ``stride`` the probed key indices are ``0, stride, 2*stride, ...`` (a sample spread over
+    the whole savepoint) and ``entries`` holds every state of every probed key, as :func:`restore`
+    returns them, so the sample's values can be checked. ``events_type`` registers the events state
+    with that row type (e.g. the evolved Events type of a migrated savepoint)."""
     import time
 
     cp = classpath(DEFAULT_VERSION)
     with tempfile.TemporaryDirectory(prefix="statemorph-restore-timed-") as tmp:
+        spec_path = Path(spec).resolve()
+        if events_type is not None:
+            data = json.loads(spec_path.read_text(encoding="utf-8"))
+            data["events_type"] = events_type
+            spec_path = Path(tmp) / "spec.json"
+            spec_path.write_text(json.dumps(data), encoding="utf-8")
+        out = Path(tmp) / "probed.jsonl"
         cmd = ["java", *(JVM_FLAGS if jvm_flags is None else jvm_flags), f"-Djava.io.tmpdir={tmp}"]
         cmd += [f"--add-opens={p}=ALL-UNNAMED" for p in ADD_OPENS]
         cmd += ["-cp", cp, "savepoints.Main", "restore-timed", str(Path(tmp) / "work"),
-                str(Path(savepoint).resolve()), str(Path(spec).resolve()), str(probe_keys)]
+                str(Path(savepoint).resolve()), str(spec_path), str(probe_keys)]
+        if stride is not None:
+            cmd += [str(stride), str(out)]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=STARTUP_TIMEOUT + 30 * PER_JOB_TIMEOUT,
                               cwd=tmp)
         seconds = time.perf_counter() - t0
+        entries = read_entries(out) if stride is not None and out.is_file() else []
     line = next((x for x in proc.stdout.splitlines() if x.startswith("restored ")), None)
     if proc.returncode != 0 or line is None:
         raise FlinkRunError(f"timed restore of {savepoint} failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
     _, probed, found = line.split()
-    return TimedRestore(seconds, int(probed), int(found))
+    return TimedRestore(seconds, int(probed), int(found), entries)
 
 
 def read_entries(path: Path) -> list[dict[str, Any]]:

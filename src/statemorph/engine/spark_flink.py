@@ -135,6 +135,7 @@ class _AssembleTask:
     def __call__(self, item: tuple[Any, Mapping[str, tuple[bytes, bytes, bytes]], list[Any]]) -> Any:
         from pathlib import Path
 
+        from ..errors import FlinkSavepointError
         from ..io import DataOutputSerializer
         from ..savepoint.flink import FlinkSavepoint as _Savepoint
         from ..savepoint.flink import KeyedStreamWriter, StreamResult, keep_inline, migrated_header
@@ -153,11 +154,16 @@ class _AssembleTask:
                                    len(old.offsets)) as out:
                 for _, part, offsets, size, part_counts in sorted(parts, key=lambda p: p[1]):
                     path = os.path.join(self.staging, _part_name(job.name, part))
-                    with open(path, "rb") as f:
-                        data = f.read()
                     ends = [o for _, o in offsets[1:]] + [size]
-                    for (kg, begin), end in zip(offsets, ends, strict=True):
-                        out.add_encoded_key_group(kg, data[begin:end])
+                    # one key group in memory at a time: a part is a whole key-group range, which
+                    # at scale is gigabytes (a task's share of a subtask file)
+                    with open(path, "rb") as f:
+                        for (kg, begin), end in zip(offsets, ends, strict=True):
+                            data = f.read(end - begin)
+                            if len(data) != end - begin:
+                                raise FlinkSavepointError(f"{path}: part ends at byte {begin + len(data)}, "
+                                                          f"key group {kg} needs bytes {begin}..{end}")
+                            out.add_encoded_key_group(kg, data)
                     os.unlink(path)
                     for s, n in part_counts.items():
                         counts[s] = counts.get(s, 0) + n

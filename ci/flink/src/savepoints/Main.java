@@ -11,7 +11,7 @@ import java.nio.file.Path;
  * <pre>
  *   Main generate WORK SPEC OUTDIR [SPEC OUTDIR ...]
  *   Main restore  WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]
- *   Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS     (see {@link RestoreTimed})
+ *   Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS [STRIDE OUT.jsonl]     (see {@link RestoreTimed})
  * </pre>
  *
  * WORK is a scratch directory (the caller's private java.io.tmpdir is a good choice); each job
@@ -59,10 +59,15 @@ public final class Main {
                     Generate.deleteTree(w);
                 }
             }
-        } else if (args[0].equals("restore-timed") && args.length == 5) {
+        } else if (args[0].equals("restore-timed") && (args.length == 5 || args.length == 7)) {
             Path w = work.resolve("job-timed");
             try {
-                RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]), w);
+                if (args.length == 7) {
+                    RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]),
+                            Long.parseLong(args[5]), Path.of(args[6]), w);
+                } else {
+                    RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]), w);
+                }
             } catch (Restore.Failure f) {
                 failed++;
                 System.err.println("restore failed: " + f.root);
@@ -78,7 +83,7 @@ public final class Main {
     private static void usage() {
         System.err.println("usage: Main generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
                 + "       Main restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]\n"
-                + "       Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS");
+                + "       Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS [STRIDE OUT.jsonl]");
         System.exit(2);
     }
 }
