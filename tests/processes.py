@@ -8,6 +8,7 @@ missing compiled tier, so children get the directory the parent's ``statemorph``
 from __future__ import annotations
 
 import os
+import site
 from pathlib import Path
 
 import statemorph
@@ -22,3 +23,11 @@ TESTS = str(Path(__file__).resolve().parent)
 def child_env(*first: str, **extra: str) -> dict[str, str]:
     """This process's environment with PYTHONPATH = ``first`` entries, statemorph's home, the tests."""
     return {**os.environ, **extra, "PYTHONPATH": os.pathsep.join([*first, STATEMORPH_PATH, TESTS])}
+
+
+def mypy_env() -> dict[str, str]:
+    """The environment of a child ``mypy`` that type-checks against this statemorph: an installed
+    one mypy finds by itself (and refuses site-packages in MYPYPATH); a checkout's src/ goes on
+    MYPYPATH."""
+    installed = {str(Path(p).resolve()) for p in site.getsitepackages()}
+    return child_env() if STATEMORPH_PATH in installed else child_env(MYPYPATH=STATEMORPH_PATH)

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from processes import STATEMORPH_PATH, child_env
+from processes import mypy_env
 
 from statemorph import kernels
 
@@ -66,7 +66,7 @@ def test_mypy_strict_sees_kernel_signatures(tmp_path: Path) -> None:
                     "reveal_type(rowdata.node_layout())\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent",
                            "--cache-dir", str(tmp_path / "cache"), str(user)], cwd=tmp_path,
-                          env=child_env(MYPYPATH=STATEMORPH_PATH), capture_output=True, text=True, timeout=600)
+                          env=mypy_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     revealed = [ln.split("Revealed type is ", 1)[1] for ln in proc.stdout.splitlines() if "Revealed type" in ln]
     assert len(revealed) == 3 and not any(r == '"Any"' for r in revealed), proc.stdout

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from processes import STATEMORPH_PATH, child_env
+from processes import mypy_env
 
 USER_PROGRAM = '''
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
@@ -49,7 +49,7 @@ def test_user_program_passes_mypy_strict(tmp_path: Path) -> None:
     user.write_text(USER_PROGRAM, encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--follow-imports=silent",
                            "--cache-dir", str(tmp_path / "cache"), str(user)], cwd=tmp_path,
-                          env=child_env(MYPYPATH=STATEMORPH_PATH), capture_output=True, text=True, timeout=600)
+                          env=mypy_env(), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     revealed = [ln.split("Revealed type is ", 1)[1] for ln in proc.stdout.splitlines() if "Revealed type" in ln]
     assert len(revealed) == 3 and '"Any"' not in revealed, proc.stdout
