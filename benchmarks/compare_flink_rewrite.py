@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args(argv)
     current = ROOT / "src"
+    CACHE.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no cache yet
     with tempfile.TemporaryDirectory(dir=CACHE.parent) as tmp:
         for compressed in (True, False):
             sp = F.build(CACHE, a.n, compressed)
