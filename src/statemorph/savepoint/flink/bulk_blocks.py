@@ -111,12 +111,13 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         cut into slices here (the cut needs the previous slice's end), one slice per unit."""
         unit: list[KeyGroupExtent | ScannedGroup] = []
         size = 0
+        scratch = ScanArrays()
         for ext in extents:
             if ext.end - ext.offset > slice_bytes:
                 if unit:
                     yield unit
                     unit, size = [], 0
-                for piece in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes):
+                for piece in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes, scratch):
                     yield [piece]
                 continue
             unit.append(ext)

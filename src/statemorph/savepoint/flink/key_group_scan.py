@@ -115,15 +115,16 @@ def _refuse(buf: Any, status: int, end: int, n_states: int, where: str) -> None:
 
 
 def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
-                slice_bytes: int = SLICE_BYTES) -> Iterator[ScannedGroup]:
+                slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None) -> Iterator[ScannedGroup]:
     """One key group as slices of about ``slice_bytes`` uncompressed bytes (more only when a
     single entry is larger), each ending after a whole entry, the last one after the end mark.
-    Memory holds one slice and one read piece, whatever the key group's size."""
+    Memory holds one slice and one read piece, whatever the key group's size; ``scratch`` keeps
+    the scan's arrays from one key group to the next."""
     where = f"{where} key group {ext.key_group}"
     # a compressed piece decompresses to a few times its size: read less of it at a time
     read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
     pieces = _uncompressed_pieces(source, ext, compressed, where, read)
-    scratch = ScanArrays()
+    scratch = scratch or ScanArrays()
     carry: Any = b""  # the bytes after the previous slice's last whole entry
     run = -1  # the state whose run the carry continues (-1: the carry starts with a state id)
     at = 0  # where the carry starts in the key group
