@@ -28,6 +28,7 @@ from s3_server import new_bucket, s3_filesystem, s3_server, upload
 
 from statemorph import engine, serializers
 from statemorph.cli.main import main
+from statemorph.engine.spark_flink import read_flink_state_df
 from statemorph.savepoint.flink import FileHandle, FlinkSavepoint, RelativeFileHandle
 from statemorph.savepoint.storage import SCRATCH, Location, local_source
 from statemorph.state import ValueStateDescriptor
@@ -248,3 +249,19 @@ def test_s3_result_restores_in_real_flink(real_flink: ModuleType, cli_result: tu
     entries = {(hashable(e["key"]), e["state"]): e["value"] for e in result.entries}
     assert entries == {k: reshape(v, EVOLVED_EVENTS_FIELDS) if k[1] == "events" else v
                        for k, v in expected(CASE).items()}
+
+
+def test_dataframe_tasks_read_their_ranges_from_s3(spark: Any, s3_env: dict[str, str], bucket: str) -> None:
+    upload(SRC, f"s3://{bucket}/sp")
+    driver = DriverFS(s3_filesystem(s3_env))
+    df = read_flink_state_df(spark, Location(driver, f"{bucket}/sp", f"s3://{bucket}/sp"), "events-state", "events",
+                             tasks=3)
+    local = engine.read_flink_state_table(SRC, "events-state", "events")
+    rows = sorted(df.collect(), key=lambda r: (r["key_group"], r["key"]))
+    assert len(rows) == local.num_rows > 0
+    want = sorted(zip(local.column("key_group").to_pylist(), local.column("key").to_pylist(),
+                      local.column("value").to_pylist(), strict=True), key=lambda t: (t[0], t[1]))
+    assert [(r["key_group"], r["key"], r["value"].asDict(recursive=True)) for r in rows] == want
+    headers = _header_ends(SRC)
+    state_reads = [(p.rsplit("/", 1)[-1], off, n) for p, off, n in driver.reads if not p.endswith("/_metadata")]
+    assert all(off + n <= headers[name] for name, off, n in state_reads), state_reads

@@ -193,7 +193,7 @@ def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
     return migrate
 
 
-def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
+def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
                      threads: int = 2, registry: SnapshotRegistry | None = None,
                      key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
     """One keyed state of one operator as record batches: the binary columns of the savepoint
@@ -212,7 +212,7 @@ def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *,
                        decoders, threads)
 
 
-def read_flink_state_schema(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
+def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
                             registry: SnapshotRegistry | None = None) -> pa.Schema:
     """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
     read): what a parallel reader declares before its tasks run."""

@@ -5,7 +5,7 @@ cuts every subtask stream into key-group ranges of about equal bytes); each Spar
 savepoint itself, reads only its range's bytes and decodes them with the same code as the local
 reader (:func:`statemorph.engine.read_flink_state`), so a DataFrame and a local Arrow table of one
 state hold the same rows. The savepoint path must be one the executors see under the same name
-(local mode, NFS, a mounted bucket).
+(local mode, NFS, a mounted bucket), or a ``pyarrow.fs`` URI (``s3://...``) they open themselves.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _spark_schema(schema: pa.Schema) -> Any:
 class _RangeReader:
     """What a Spark task runs: read the key-group ranges whose task ids arrive in its input."""
 
-    def __init__(self, path: str, operator: str, state: str, ranges: list[tuple[int, int]], decode: bool,
+    def __init__(self, path: Source, operator: str, state: str, ranges: list[tuple[int, int]], decode: bool,
                  threads: int) -> None:
         self.path, self.operator, self.state = path, operator, state
         self.ranges, self.decode, self.threads = ranges, decode, threads
@@ -51,7 +51,7 @@ class _RangeReader:
                         yield out
 
 
-def read_flink_state_df(spark: Any, path: str | os.PathLike[str], operator: str, state: str, *,
+def read_flink_state_df(spark: Any, path: str | os.PathLike[str] | Location, operator: str, state: str, *,
                         decode: bool = True, tasks: int | None = None, threads: int = 1,
                         flatten: bool = False) -> Any:
     """One keyed state of one operator of a Flink savepoint as a DataFrame, with the columns of
@@ -59,8 +59,10 @@ def read_flink_state_df(spark: Any, path: str | os.PathLike[str], operator: str,
     | ``index``], ``value``[, ``ttl_timestamp``]; key, user key and value typed from the recorded
     serializers, a row value a struct). ``tasks`` (default: twice the default parallelism) is how
     many key-group ranges the state is cut into; ``flatten`` puts a row value's fields in
-    top-level columns when their names do not clash with the others."""
-    src = os.path.abspath(os.fspath(path))
+    top-level columns when their names do not clash with the others. ``path`` may be a URI or a
+    :class:`~statemorph.savepoint.storage.Location`: each task then reads its byte ranges from the
+    store, and the driver only ``_metadata`` and the headers."""
+    src: Source = path if isinstance(path, Location) else Location.of(path) or os.path.abspath(os.fspath(path))
     schema = read_flink_state_schema(src, operator, state, decode=decode)
     op = FlinkSavepoint(src).operator(operator)
     n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
