@@ -7,6 +7,7 @@ binary download. Shared by the storage tests and the Spark engine's S3 tests."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -53,8 +54,10 @@ def s3_filesystem(env: dict[str, str]) -> Any:
 
 
 def new_bucket(env: dict[str, str], test_name: str) -> str:
-    """A fresh bucket named after the test (created through pyarrow's own S3 client)."""
-    name = "sm-" + re.sub(r"[^a-z0-9]+", "-", test_name.lower())[:40].strip("-")
+    """A fresh bucket named after the test (created through pyarrow's own S3 client); a digest of
+    the whole name keeps the parameters of one test apart."""
+    digest = hashlib.sha256(test_name.encode()).hexdigest()[:8]
+    name = "sm-" + re.sub(r"[^a-z0-9]+", "-", test_name.lower())[:40].strip("-") + "-" + digest
     s3_filesystem(env).create_dir(name)
     return name
 
