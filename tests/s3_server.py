@@ -3,7 +3,8 @@
 pyarrow's own S3 client talks to it, pointed there only through the standard ``AWS_*`` variables,
 so the code under test opens ``s3://`` URIs exactly as it does against AWS. moto is a
 pip-installable pure-Python server (``moto[server]``, in the test extra): no container, no
-binary download. Shared by the storage tests and the Spark engine's S3 tests."""
+binary download. Shared by the storage tests and the Spark engine's S3 tests (the ``s3_env`` and
+``bucket`` fixtures of tests/conftest.py start it)."""
 
 from __future__ import annotations
 
@@ -66,3 +67,12 @@ def upload(local: Path, uri: str) -> None:
     """Copy a local directory under the prefix ``uri``."""
     fs, path = pafs.FileSystem.from_uri(uri)
     pafs.copy_files(str(local), path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
+
+
+def tree(uri_or_path: str) -> dict[str, bytes]:
+    """Every file of a savepoint (a URI or a local path) by relative name: what a byte-for-byte
+    comparison of two results needs."""
+    from statemorph.savepoint.storage import local_source
+
+    with local_source(uri_or_path) as local:
+        return {p.relative_to(local).as_posix(): p.read_bytes() for p in Path(local).rglob("*") if p.is_file()}

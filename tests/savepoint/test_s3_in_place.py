@@ -5,16 +5,15 @@ file opened, both before a byte is read; reads bounded by that size)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from s3_server import new_bucket, s3_filesystem, s3_server, upload
+from s3_server import s3_filesystem, tree, upload
 
 from statemorph import engine, serializers
 from statemorph.errors import FlinkSavepointError, SavepointPathError
 from statemorph.savepoint.flink import FlinkSavepoint
-from statemorph.savepoint.storage import Location, local_source
+from statemorph.savepoint.storage import Location
 from statemorph.state import ValueStateDescriptor
 
 SRC = Path(__file__).resolve().parents[1] / "data" / "flink_savepoints" / "events-rocksdb-p2-files-snappy" / "savepoint"
@@ -22,23 +21,6 @@ EVOLVED = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING,
            "appVersion STRING, sessionId BIGINT>>")
 DESCS = {"events-state": [ValueStateDescriptor("events", serializers.RowDataSerializer(EVOLVED))]}
 STATE_FILE = sorted(p.name for p in SRC.iterdir() if p.name != "_metadata")[0]
-
-
-@pytest.fixture(scope="module")
-def s3_env() -> Iterator[dict[str, str]]:
-    pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
-    with s3_server() as env:
-        yield env
-
-
-@pytest.fixture()
-def bucket(s3_env: dict[str, str], request: pytest.FixtureRequest) -> str:
-    return new_bucket(s3_env, request.node.name)
-
-
-def tree(uri_or_path: str) -> dict[str, bytes]:
-    with local_source(uri_or_path) as local:
-        return {p.relative_to(local).as_posix(): p.read_bytes() for p in Path(local).rglob("*") if p.is_file()}
 
 
 @pytest.mark.parametrize("sides", ["s3-to-s3", "s3-to-local", "local-to-s3"])

@@ -10,21 +10,18 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from processes import child_env
+from s3_server import tree, upload
 
 from statemorph import serializers as S
 from statemorph.engine import read_state_table, write_state
 from statemorph.errors import OutputError, UnsafeFileError
 from statemorph.savepoint.storage import Location, local_destination, local_source, publish
-
-pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
-from s3_server import new_bucket, s3_server, upload  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FLINK_SP = ROOT / "tests" / "data" / "flink_savepoints" / "events-rocksdb-p2-files-snappy" / "savepoint"
@@ -32,24 +29,6 @@ EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, devic
 EVOLVED = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT, "
            "appVersion STRING, sessionId BIGINT>>")
 STATEMORPH = str(Path(sys.executable).with_name("statemorph"))
-
-
-@pytest.fixture(scope="module")
-def s3_env() -> Iterator[dict[str, str]]:
-    """A local S3 server and the standard variables that point pyarrow (and the AWS SDK) at it."""
-    with s3_server() as env:
-        yield env
-
-
-@pytest.fixture()
-def bucket(s3_env: dict[str, str], request: pytest.FixtureRequest) -> str:
-    """A fresh bucket per test."""
-    return new_bucket(s3_env, request.node.name)
-
-
-def tree(uri_or_path: str) -> dict[str, bytes]:
-    with local_source(uri_or_path) as local:
-        return {p.relative_to(local).as_posix(): p.read_bytes() for p in Path(local).rglob("*") if p.is_file()}
 
 
 def statemorph(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:

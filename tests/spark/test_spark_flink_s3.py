@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, reshape
 from flink_savepoint.format_helpers import expected, hashable
-from s3_server import new_bucket, s3_filesystem, s3_server, upload
+from s3_server import s3_filesystem, tree, upload
 
 from statemorph import engine, serializers
 from statemorph.cli.main import main
 from statemorph.engine.spark_flink import read_flink_state_df
 from statemorph.savepoint.flink import FileHandle, FlinkSavepoint, RelativeFileHandle
-from statemorph.savepoint.storage import SCRATCH, Location, local_source
+from statemorph.savepoint.storage import SCRATCH, Location
 from statemorph.state import ValueStateDescriptor
 
 pytestmark = pytest.mark.spark
@@ -38,18 +38,6 @@ CASE = Path(__file__).resolve().parents[1] / "data" / "flink_savepoints" / "even
 SRC = CASE / "savepoint"
 EVOLVED = EVOLVED_EVENTS.replace('"', "")
 DESCS = {"events-state": [ValueStateDescriptor("events", serializers.RowDataSerializer(EVOLVED))]}
-
-
-@pytest.fixture(scope="module")
-def s3_env() -> Iterator[dict[str, str]]:
-    pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
-    with s3_server() as env:
-        yield env
-
-
-@pytest.fixture()
-def bucket(s3_env: dict[str, str], request: pytest.FixtureRequest) -> str:
-    return new_bucket(s3_env, request.node.name)
 
 
 @pytest.fixture()
@@ -66,11 +54,6 @@ def executor_env(spark: Any, s3_env: dict[str, str]) -> Iterator[None]:
             env.pop(k, None)
         else:
             env[k] = v
-
-
-def tree(uri_or_path: str) -> dict[str, bytes]:
-    with local_source(uri_or_path) as local:
-        return {p.relative_to(local).as_posix(): p.read_bytes() for p in Path(local).rglob("*") if p.is_file()}
 
 
 class _RecordedFile:
