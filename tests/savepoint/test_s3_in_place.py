@@ -5,6 +5,7 @@ file opened, both before a byte is read; reads bounded by that size)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -25,12 +26,17 @@ STATE_FILE = sorted(p.name for p in SRC.iterdir() if p.name != "_metadata")[0]
 
 @pytest.mark.parametrize("sides", ["s3-to-s3", "s3-to-local", "local-to-s3"])
 def test_the_local_engine_reads_and_writes_in_place(sides: str, bucket: str, tmp_path: Path) -> None:
-    upload(SRC, f"s3://{bucket}/sp")
-    src = f"s3://{bucket}/sp" if sides.startswith("s3") else SRC
+    """With a file next to ``_metadata`` that is carried over: copied inside the store (s3 to s3)
+    or streamed (across filesystems)."""
+    source = tmp_path / "sp"
+    shutil.copytree(SRC, source)
+    (source / "carried-unchanged").write_bytes(bytes(range(256)) * 5000)
+    upload(source, f"s3://{bucket}/sp")
+    src = f"s3://{bucket}/sp" if sides.startswith("s3") else source
     dst = f"s3://{bucket}/sp2" if sides.endswith("s3") else tmp_path / "sp2"
     report = engine.migrate_flink_savepoint(src, dst, DESCS)
-    local = engine.migrate_flink_savepoint(SRC, tmp_path / "local", DESCS)
-    assert report.migrated == local.migrated and report.rows > 0
+    local = engine.migrate_flink_savepoint(source, tmp_path / "local", DESCS)
+    assert report.migrated == local.migrated and report.rows > 0 and report.carried_files == 1
     assert tree(str(dst)) == tree(str(tmp_path / "local"))
 
 

@@ -144,6 +144,22 @@ def test_spark_tasks_read_and_write_s3_the_driver_only_plans(spark: Any, s3_env:
     assert tree(f"s3://{bucket}/sp") == tree(str(source))  # the source is only read
 
 
+def test_files_the_store_cannot_copy_are_streamed_by_tasks(spark: Any, s3_env: dict[str, str], bucket: str,
+                                                           tmp_path: Path) -> None:
+    """From a local savepoint to S3 no server-side copy exists: the unchanged file is streamed
+    by a Spark task, not by the driver."""
+    source = tmp_path / "sp"
+    shutil.copytree(SRC, source)
+    (source / "carried-unchanged").write_bytes(b"x" * 100_000)
+    driver = DriverFS(s3_filesystem(s3_env))
+    dst = Location(driver, f"{bucket}/sp2", f"s3://{bucket}/sp2")
+    report = engine.migrate_flink_savepoint(source, dst, DESCS, spark=spark, tasks=2)
+    engine.migrate_flink_savepoint(source, tmp_path / "local", DESCS)
+    assert report.carried_files == 1
+    assert tree(f"s3://{bucket}/sp2") == tree(str(tmp_path / "local"))
+    assert driver.writes == [f"{bucket}/sp2/_metadata"] and driver.copies == [] and driver.reads == []
+
+
 def _damage_last_key_group(savepoint: Path) -> None:
     """Overwrite the middle of the last key group of the second subtask's file (same size): the
     driver plans fine, the task reading that range fails."""

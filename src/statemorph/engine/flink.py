@@ -149,8 +149,9 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     ``src`` and ``dst`` may be URIs (``s3://...``, any ``pyarrow.fs`` filesystem) or
     :class:`~statemorph.savepoint.storage.Location` objects: the savepoint is then read in place
     (the driver reads ``_metadata`` and the keyed-state headers; the tasks read their key-group
-    ranges) and the result written in place, unchanged files copied server-side, ``_metadata``
-    last (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
+    ranges) and the result written in place, unchanged files copied server-side (or, where the
+    store cannot, streamed by Spark tasks), ``_metadata`` last
+    (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
     if on_error != "raise":
         raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
                          f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
@@ -170,14 +171,15 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
                     sp.meta.snapshot("value_serializer", registry), sp.new_serializer))
                 shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
                                                                          sp.value_snapshot)
-    run_jobs = None
+    run_jobs = run_copies = None
     if spark is not None:
-        from .spark_flink import split_stream_jobs
+        from .spark_flink import split_copy_jobs, split_stream_jobs
 
         n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
-        run_jobs = split_stream_jobs(spark, src if isinstance(src, Location) else os.path.abspath(src), shipped,
-                                     threads, n)
-    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads)
+        where = src if isinstance(src, Location) else os.path.abspath(src)
+        run_jobs = split_stream_jobs(spark, where, shipped, threads, n)
+        run_copies = split_copy_jobs(spark, where)
+    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads, run_copies=run_copies)
     return FlinkMigrateReport(_name(src), _name(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
 

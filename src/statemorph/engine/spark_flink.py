@@ -226,4 +226,33 @@ def split_stream_jobs(spark: Any, src: Source, shipped: Mapping[tuple[int, str],
     return run
 
 
-__all__ += ["split_stream_jobs"]
+class _CopyTask:
+    """On an executor: stream one unchanged file of the source into the target (a file the store
+    cannot copy inside itself, or a copy across filesystems), opened with the checks of
+    :meth:`~statemorph.savepoint.flink.SavepointDirectory.open`."""
+
+    def __init__(self, src: Source, target: Target) -> None:
+        self.src, self.target = src, target
+
+    def __call__(self, item: tuple[str, int | None]) -> None:
+        from ..savepoint.flink import SavepointDirectory
+        from ..savepoint.flink.metadata import METADATA_FILE_NAME
+        from ..savepoint.storage import stream_copy
+
+        rel, size = item
+        with SavepointDirectory(self.src).files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
+            stream_copy(f, self.target, rel)
+
+
+def split_copy_jobs(spark: Any, src: Source) -> Any:
+    """A ``run_copies`` for the Flink rewriter: the unchanged files that must be streamed are
+    streamed by Spark tasks, one per file, so their bytes never pass through the driver."""
+
+    def run(files: list[tuple[str, int | None]], target: Target) -> None:
+        where = target if isinstance(target, Location) else Path(os.path.abspath(target))
+        spark.sparkContext.parallelize(files, len(files)).foreach(_CopyTask(src, where))
+
+    return run
+
+
+__all__ += ["split_copy_jobs", "split_stream_jobs"]

@@ -19,8 +19,8 @@ where they are, by whichever process needs them.
   commit removes the temporary prefix and then writes the metadata file LAST (one object PUT,
   atomic on S3, GCS and Azure), so a prefix without it is never taken for a savepoint; a failure
   removes everything written under the destination.
-- :func:`carry_object` carries an unchanged file server-side (``copy_file``: S3 CopyObject) when
-  source and destination are on one filesystem.
+- :func:`copy_server_side` carries an unchanged file inside the store (``copy_file``: S3
+  CopyObject) when source and destination are on one filesystem; :func:`stream_copy` otherwise.
 
 **Staging** (every other verb): every reader and writer of statemorph guards a *local
 directory*, so a remote savepoint is copied to a private local directory, handled there by the
@@ -528,32 +528,36 @@ class NewFile:
             pass
 
 
-def carry_object(source: SafeFile | RemoteFile, source_loc: Location | None, target: Target, rel: str) -> None:
-    """Copy an opened, checked source file to ``rel`` under ``target``: server-side
-    (``copy_file``) when both are on one remote filesystem, else streamed chunk by chunk. A
-    server-side copy the store refuses (S3 copies one object of at most 5 GiB in one request)
-    falls back to the stream. The copy's size is checked."""
-    if isinstance(target, Location):
-        dst = target.child(rel)
-        if source_loc is not None and dst.same_filesystem(source_loc):
-            try:
-                target.fs.copy_file(source_loc.path, dst.path)
-            except OSError:
-                pass  # streamed below
-            else:
-                info = target.fs.get_file_info(dst.path)
-                if info.size == source.size:
-                    return
-        out = NewFile(target, rel)
-        try:
-            for b in source.chunks():
-                out.write(b)
-            out.finish()
-        except BaseException:
-            out.abort()
-            raise
+def copy_server_side(source: Location, target: Target, rel: str, size: int) -> bool:
+    """Copy ``source`` to ``rel`` under ``target`` inside the store (``copy_file``: S3
+    CopyObject; no byte passes through this process) when both are on one remote filesystem and
+    the store accepts it (S3 copies at most 5 GiB in one request); the copy's size is checked.
+    False when the file must be streamed instead (:func:`stream_copy`)."""
+    if not isinstance(target, Location) or not target.same_filesystem(source):
+        return False
+    dst = target.child(rel)
+    try:
+        target.fs.copy_file(source.path, dst.path)
+        return bool(target.fs.get_file_info(dst.path).size == size)
+    except OSError:
+        return False
+
+
+def stream_copy(source: SafeFile | RemoteFile, target: Target, rel: str) -> None:
+    """Copy an opened, checked source file to a new file ``rel`` under ``target``, chunk by chunk
+    through this process."""
+    if not isinstance(target, Location):
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        source.copy_to(target / rel)
         return
-    source.copy_to(target / rel)
+    out = NewFile(target, rel)
+    try:
+        for b in source.chunks():
+            out.write(b)
+        out.finish()
+    except BaseException:
+        out.abort()
+        raise
 
 
 class StagedPrefix:
@@ -606,5 +610,5 @@ class StagedPrefix:
 
 
 __all__ = ["METADATA_FILES", "SCRATCH", "Location", "NewFile", "RemoteFile", "RemoteSavepointDir", "StagedPrefix",
-           "Target", "carry_object", "is_uri", "local_destination", "local_source", "open_written", "publish",
-           "remove_file", "remove_scratch", "savepoint_dir", "scratch"]
+           "Target", "copy_server_side", "is_uri", "local_destination", "local_source", "open_written", "publish",
+           "remove_file", "remove_scratch", "savepoint_dir", "scratch", "stream_copy"]

@@ -23,13 +23,14 @@ import os
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ...errors import FlinkSavepointError, OutputError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...snapshot import SnapshotRegistry
 from ..files import StagedDirectory, destination_taken, output_error
-from ..storage import Location, StagedPrefix, Target, carry_object
+from ..storage import Location, StagedPrefix, Target, copy_server_side, stream_copy
 from .envelope import snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import (
@@ -74,12 +75,15 @@ def rewrite(
     batch_values: int = DEFAULT_BATCH_VALUES,
     run_jobs: RunJobs | None = None,
     threads: int = 1,
+    run_copies: RunCopies | None = None,
 ) -> RewriteReport:
     """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
 
     ``run_jobs`` runs the per-stream jobs (:class:`StreamJob`, one per subtask stream holding a
     changed state) and returns their results in order; by default they run here, one after the
     other. A parallel runner (Spark) runs :func:`run_stream_job` for each job where the files are.
+    ``run_copies`` streams the unchanged files that a remote store cannot copy inside itself
+    (:data:`RunCopies`; by default here).
 
     ``changes`` maps ``(operator uid or uid hash, state name)`` to ``(envelope, migrate)``:
     ``envelope`` is the new PER-VALUE serializer snapshot in Flink's top-level form (``i32 2 ‖
@@ -98,7 +102,7 @@ def rewrite(
     remote = Location.of(dst_dir)
     if remote is not None:
         return _rewrite_to_prefix(src_dir, remote, changes, registry, inline_threshold, batch_values, run_jobs,
-                                  threads)
+                                  threads, run_copies)
     dst = Path(dst_dir)  # type: ignore[arg-type]
     if destination_taken(dst):
         raise FlinkSavepointError(f"{dst}: already exists; a savepoint is never overwritten")
@@ -109,7 +113,8 @@ def rewrite(
     local_src = None if isinstance(src_dir, Location) or src.directory.location is not None else src_dir
     with StagedDirectory(dst, source=local_src) as staged:
         try:
-            report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads)
+            report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads,
+                                      run_copies)
             _write_file(staged.temp / METADATA_FILE_NAME, metadata)
             return report
         except OSError as e:  # a write the helpers below did not name (e.g. in a Spark task)
@@ -118,7 +123,7 @@ def rewrite(
 
 def _rewrite_to_prefix(src_dir: str | os.PathLike[str] | Location, dst: Location, changes: Changes,
                        registry: SnapshotRegistry | None, inline_threshold: int, batch_values: int,
-                       run_jobs: RunJobs | None, threads: int) -> RewriteReport:
+                       run_jobs: RunJobs | None, threads: int, run_copies: RunCopies | None) -> RewriteReport:
     """:func:`rewrite` into a remote prefix (:class:`~statemorph.savepoint.storage.StagedPrefix`):
     stream files written at their final names, unchanged files copied server-side, ``_metadata``
     last; on any failure nothing is left under the prefix."""
@@ -126,7 +131,8 @@ def _rewrite_to_prefix(src_dir: str | os.PathLike[str] | Location, dst: Location
     plan = _plan(src, changes, registry)
     with StagedPrefix(dst, source=src.directory.location) as staged:
         try:
-            report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads)
+            report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads,
+                                      run_copies)
             staged.commit(METADATA_FILE_NAME, metadata)
             return report
         except OSError as e:
@@ -202,6 +208,10 @@ class StreamResult:
     counts: tuple[tuple[str, int], ...]
 
 
+RunCopies = Callable[[list[tuple[str, int | None]], Target], None]
+"""Streams unchanged files (relative name, size ``_metadata`` records, if any) from the source
+into the target: the files a store cannot copy inside itself. A parallel runner (Spark) streams
+them on the executors."""
 RunJobs = Callable[[list[StreamJob], Target], list[StreamResult]]
 """Runs the stream jobs into the staging directory or remote destination prefix (the second
 argument), results in job order."""
@@ -226,7 +236,8 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
 
 
 def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int, batch_values: int,
-           run_jobs: RunJobs | None = None, threads: int = 1) -> tuple[RewriteReport, bytes]:
+           run_jobs: RunJobs | None = None, threads: int = 1,
+           run_copies: RunCopies | None = None) -> tuple[RewriteReport, bytes]:
     """Every file of the new savepoint but ``_metadata`` into ``tmp``; returns the report and
     the new ``_metadata`` bytes (the caller writes them last)."""
     meta = copy.deepcopy(src.metadata)
@@ -260,7 +271,7 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int
         labels = {ch.state: ch.label for ch in by_op[id(op)]}
         for state, n in result.counts:
             migrated[labels[state]] += n
-    carried = carry_files(src.directory, meta, replaced, tmp)
+    carried = carry_files(src.directory, meta, replaced, tmp, run_copies)
     src.directory.relativize(meta)
     return RewriteReport(migrated, len(jobs), carried), serialize_metadata(meta)
 
@@ -297,14 +308,16 @@ def _rewrite_stream(
     return handle, {ch.label: counts.get(ch.state, 0) for ch in changes}
 
 
-def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Target) -> int:
+def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Target,
+                run_copies: RunCopies | None = None) -> int:
     """Hard-link (or copy) every file the new metadata still references, plus any other regular
     file at the top of the source directory; the replaced streams are not carried. Each is opened
     first (a regular file inside the source, of the size ``_metadata`` records). A remote source
-    or destination is copied by :func:`~statemorph.savepoint.storage.carry_object` (server-side
-    within one filesystem: the bytes never pass through this process)."""
+    or destination is copied inside the store when both are on one filesystem
+    (:func:`~statemorph.savepoint.storage.copy_server_side`: the bytes never pass through this
+    process); what the store cannot copy is streamed by ``run_copies`` (default: here)."""
     if isinstance(tmp, Location) or d.location is not None:
-        return _carry_objects(d, meta, replaced, tmp)
+        return _carry_objects(d, meta, replaced, tmp, run_copies)
     n = 0
     for rel, size in d.carried_files(meta, replaced).items():
         target = tmp / rel
@@ -329,19 +342,32 @@ def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[s
     return n
 
 
-def _carry_objects(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Target) -> int:
-    n = 0
+def _carry_objects(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Target,
+                   run_copies: RunCopies | None) -> int:
+    """Each file is checked here (a regular file of the recorded size: file information only),
+    copied inside the store when it can be, and otherwise streamed by ``run_copies``."""
+    files = d.carried_files(meta, replaced)
     src = d.location
-    for rel, size in d.carried_files(meta, replaced).items():
+    pending = []
+    for rel, size in files.items():
+        with d.files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
+            if src is not None and copy_server_side(src.child(rel), tmp, rel, f.size):
+                continue
+        pending.append((rel, size))
+    if pending:
+        (run_copies or partial(stream_files, d))(pending, tmp)
+    return len(files)
+
+
+def stream_files(d: SavepointDirectory, files: list[tuple[str, int | None]], tmp: Target) -> None:
+    """The default :data:`RunCopies`: stream each file through this process, opened with the
+    checks of :meth:`SavepointDirectory.open` (size as ``_metadata`` records)."""
+    for rel, size in files:
         with d.files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
             try:
-                if not isinstance(tmp, Location):
-                    (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-                carry_object(f, src.child(rel) if src is not None else None, tmp, rel)
+                stream_copy(f, tmp, rel)
             except OSError as e:
                 raise output_error(e, f"{tmp.uri if isinstance(tmp, Location) else tmp}/{rel}") from e
-        n += 1
-    return n
 
 
 _CANNOT_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
