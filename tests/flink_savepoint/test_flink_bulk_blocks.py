@@ -15,7 +15,8 @@ from flink_savepoint.format_helpers import cases, state_operator
 
 from statemorph.errors import FlinkSavepointError
 from statemorph.savepoint.flink import FlinkSavepoint
-from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, BulkValueRewriter, scan_key_group
+from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, BulkValueRewriter
+from statemorph.savepoint.flink.key_group_scan import scan_key_group
 from statemorph.savepoint.flink.keyed_blocks import StateRun, parse_key_group, read_key_group_bytes, write_key_group
 from statemorph.savepoint.flink.layout import StateLayout
 
@@ -62,11 +63,11 @@ def test_bulk_rewrite_equals_the_per_entry_path(case: Path) -> None:
                 rw.add(scan_key_group(ext.key_group, buf, n, "test"))
                 want[ext.key_group] = _per_entry(buf, n, layouts, fn)
                 if k % 5 == 4:  # flush in batches of several key groups, as the rewriter does
-                    for kg, data in rw.flush():
-                        assert bytes(data) == want.pop(kg), (case.name, subset, kg)
+                    for g, data in rw.flush():
+                        assert bytes(data) == want.pop(g.key_group), (case.name, subset, g.key_group)
                         checked += 1
-            for kg, data in rw.flush():
-                assert bytes(data) == want.pop(kg), (case.name, subset, kg)
+            for g, data in rw.flush():
+                assert bytes(data) == want.pop(g.key_group), (case.name, subset, g.key_group)
                 checked += 1
             assert not want
     assert checked > 0

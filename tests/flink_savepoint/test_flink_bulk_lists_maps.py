@@ -19,7 +19,8 @@ from tiers import on_tiers
 
 from statemorph import kernels
 from statemorph.errors import FlinkSavepointError
-from statemorph.savepoint.flink.bulk_blocks import BulkValueRewriter, scan_key_group
+from statemorph.savepoint.flink.bulk_blocks import BulkValueRewriter
+from statemorph.savepoint.flink.key_group_scan import scan_key_group
 from statemorph.savepoint.flink.keyed_blocks import StateRun, parse_key_group, write_key_group
 from statemorph.savepoint.flink.layout import FieldCodec, StateLayout
 

@@ -15,7 +15,9 @@ end mark are the source's bytes, so the result is byte-identical to the per-entr
 Key groups are independent, so consecutive ones are handed to worker threads in units
 (:func:`migrated_blocks`), each unit read, decompressed, scanned, migrated, rebuilt and
 compressed by one thread (the codec, the kernels and file reads release the GIL), while the
-caller writes the finished units in order.
+caller writes the finished units in order. A key group too large to hold whole is cut into
+slices at entry boundaries first (:mod:`.key_group_scan`), and its slices are units of their own,
+so memory does not grow with the key groups, and so with the entry count.
 
 A key group or a list value the kernels refuse is handed to the per-entry reader
 (``parse_key_group``, ``StateLayout.split_list``), which raises the precise error.
@@ -35,16 +37,16 @@ from ... import kernels
 from ...bulk.chunks import ordered_map, pooled
 from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_OK
-from .keyed_blocks import KeyGroupExtent, parse_key_group, read_key_group_view
+from . import key_group_scan
+from .key_group_scan import ScanArrays, ScannedGroup, scan_key_group, scan_slices
+from .keyed_blocks import KeyGroupExtent, read_key_group_view
 from .layout import TTL_BYTES, StateLayout
-from .snappy import frame_key_group
+from .snappy import STREAM_IDENTIFIER, frame_key_group
 
 if TYPE_CHECKING:
     from .reader import KeyedStream
 
 BULK_KINDS = frozenset({"value", "reducing", "aggregating", "list", "map"})
-_MIN_ENTRY_BYTES = 9
-"""``i32 key length ‖ ≥ 1 key byte ‖ i32 value length``: bounds the entries a key group can hold."""
 UNIT_BYTES = 1 << 20
 """Stored bytes of consecutive key groups one worker takes at a time (a key group is never split)."""
 Migration = Callable[[pa.Array], pa.Array]
@@ -53,16 +55,22 @@ Migration = Callable[[pa.Array], pa.Array]
 
 def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Migration]], *, batch_values: int,
                     key_groups: range | None = None, migrated: dict[int, int] | None = None,
-                    workers: int = 1) -> Iterator[tuple[int, Any]]:
+                    workers: int = 1, slice_bytes: int | None = None) -> Iterator[tuple[int, Any]]:
     """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
     the states in ``states`` (state id → (layout, migration)) migrated, encoded as the stream
     stores it (Snappy-framed when compressed), in order: what
-    ``KeyedStreamWriter.add_encoded_key_group`` takes (a bytes-like buffer). Units of consecutive
-    key groups run on ``workers`` threads; values are migrated in batches of about
-    ``batch_values`` within a unit; ``migrated`` receives the number of values per state id."""
+    ``KeyedStreamWriter.add_encoded_key_group`` takes (a bytes-like buffer).
+
+    A key group stored in more than ``slice_bytes`` (default
+    :data:`.key_group_scan.SLICE_BYTES`) comes as several consecutive pieces (its slices,
+    :func:`~.key_group_scan.scan_slices`; a compressed group's pieces make one Snappy stream
+    together). Units of consecutive key groups, and the slices of a large one, run on ``workers``
+    threads; values are migrated in batches of about ``batch_values`` within a unit;
+    ``migrated`` receives the number of values per state id."""
     compressed = stream.header.compressed
     n_states = len(stream.header.states)
     extents = [e for e in stream.extents if key_groups is None or e.key_group in key_groups]
+    slice_bytes = key_group_scan.SLICE_BYTES if slice_bytes is None else slice_bytes
     local = threading.local()
     rewriters: list[BulkValueRewriter] = []
     lock = threading.Lock()
@@ -76,94 +84,55 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         return rw
 
     def encoded(rw: BulkValueRewriter) -> list[tuple[int, Any]]:
-        return [(kg, frame_key_group(data) if compressed else data) for kg, data in rw.flush()]
+        out = []
+        for g, data in rw.flush():
+            framed: Any = data
+            if compressed:  # a later slice continues its key group's Snappy stream
+                framed = frame_key_group(data)
+                framed = framed if g.first else memoryview(framed)[len(STREAM_IDENTIFIER):]
+            out.append((g.key_group, framed))
+        return out
 
-    def unit(group: list[KeyGroupExtent]) -> list[tuple[int, Any]]:
+    def unit(group: list[KeyGroupExtent | ScannedGroup]) -> list[tuple[int, Any]]:
         rw = rewriter()
         out = []
-        for ext in group:
-            buf = read_key_group_view(stream.source, ext, compressed, stream.where)
-            rw.add(scan_key_group(ext.key_group, buf, n_states, stream.where, rw.scan_arrays))
+        for item in group:
+            if isinstance(item, KeyGroupExtent):
+                buf = read_key_group_view(stream.source, item, compressed, stream.where)
+                item = scan_key_group(item.key_group, buf, n_states, stream.where, rw.scan_arrays)
+            rw.add(item)
             if rw.count >= batch_values:
                 out += encoded(rw)
         out += encoded(rw)
         return out
 
-    for blocks in ordered_map(unit, _units(extents), workers):
+    def units() -> Iterator[list[KeyGroupExtent | ScannedGroup]]:
+        """Small key groups together up to ``UNIT_BYTES`` stored, read by the worker; a large one
+        cut into slices here (the cut needs the previous slice's end), one slice per unit."""
+        unit: list[KeyGroupExtent | ScannedGroup] = []
+        size = 0
+        for ext in extents:
+            if ext.end - ext.offset > slice_bytes:
+                if unit:
+                    yield unit
+                    unit, size = [], 0
+                for piece in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes):
+                    yield [piece]
+                continue
+            unit.append(ext)
+            size += ext.end - ext.offset
+            if size >= UNIT_BYTES:
+                yield unit
+                unit, size = [], 0
+        if unit:
+            yield unit
+
+    for blocks in ordered_map(unit, units(), workers):
         yield from blocks
     if migrated is not None:
         for rw in rewriters:
             for sid, n in rw.migrated.items():
                 migrated[sid] = migrated.get(sid, 0) + n
-
-
-def _units(extents: list[KeyGroupExtent]) -> Iterator[list[KeyGroupExtent]]:
-    unit: list[KeyGroupExtent] = []
-    size = 0
-    for ext in extents:
-        unit.append(ext)
-        size += ext.end - ext.offset
-        if size >= UNIT_BYTES:
-            yield unit
-            unit, size = [], 0
-    if unit:
-        yield unit
-
-
-@dataclass
-class ScannedGroup:
-    """One key group's bytes and where its entries' values and state runs are (``kg_scan``'s
-    output, trimmed)."""
-
-    key_group: int
-    buf: Any  # the uncompressed bytes (any read-only byte buffer)
-    val_pos: np.ndarray
-    val_len: np.ndarray
-    run_state: np.ndarray
-    run_first: np.ndarray
-    end: int
-
-    def entry_states(self) -> np.ndarray:
-        """The state id of every entry."""
-        counts = np.diff(np.append(self.run_first, len(self.val_pos)))
-        return np.repeat(self.run_state, counts)
-
-    def rows_of(self, sid: int) -> np.ndarray:
-        """The entries of state ``sid``, in order."""
-        if len(self.run_state) == 1:  # one state in the group: no per-entry state column needed
-            return np.arange(len(self.val_pos)) if self.run_state[0] == sid else np.empty(0, np.int64)
-        return np.flatnonzero(self.entry_states() == sid)
-
-
-class ScanArrays:
-    """``kg_scan``'s output arrays, kept from one key group to the next (one set per thread):
-    sized for the most entries a group of its bytes could hold, they would otherwise be fresh
-    pages for every group."""
-
-    def __init__(self) -> None:
-        self.arrays = [np.empty(0, np.int64) for _ in range(6)]
-
-    def get(self, cap: int) -> list[np.ndarray]:
-        if len(self.arrays[0]) < cap:
-            self.arrays = [np.empty(cap, np.int64) for _ in range(6)]
-        return self.arrays
-
-
-def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
-                   scratch: ScanArrays | None = None) -> ScannedGroup:
-    """The entries of one uncompressed key group; a malformed group raises the per-entry
-    reader's error (``parse_key_group``)."""
-    size = memoryview(buf).nbytes
-    cap = size // _MIN_ENTRY_BYTES + 1
-    key_pos, key_len, val_pos, val_len, run_state, run_first = (scratch or ScanArrays()).get(cap)
-    status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, size, n_states, key_pos, key_len, val_pos, val_len,
-                                                  run_state, run_first)
-    if status != BLOCK_OK or end != size:
-        parse_key_group(bytes(buf), n_states, f"{where} key group {key_group}", exact_end=True)
-        raise FlinkSavepointError(f"{where} key group {key_group}: the block scan stopped at offset {end} "
-                                  f"(status {status}) where the entry reader did not")
-    return ScannedGroup(key_group, buf, val_pos[:ne].copy(), val_len[:ne].copy(), run_state[:nr].copy(),
-                        run_first[:nr].copy(), end)
 
 
 @dataclass
@@ -209,8 +178,8 @@ class BulkValueRewriter:
                 self.count += len(part.pos)
         self.pending.append((group, parts))
 
-    def flush(self) -> list[tuple[int, memoryview]]:
-        """Every pending key group as ``(key group, new uncompressed bytes)``, in order added."""
+    def flush(self) -> list[tuple[ScannedGroup, memoryview]]:
+        """Every pending key group (or slice) and its new uncompressed bytes, in order added."""
         new: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}  # (group, part) → (offsets, data)
         for sid, (_, migrate) in self.states.items():
             mine = [(k, j, part) for k, (_, parts) in enumerate(self.pending) for j, part in enumerate(parts)
@@ -231,7 +200,7 @@ class BulkValueRewriter:
                 m = len(part.pos)
                 new[(k, j)] = (offsets[at:at + m + 1], data)
                 at += m
-        result = [(g.key_group, _rebuild(g, parts, [new[(k, j)] for j in range(len(parts))]))
+        result = [(g, _rebuild(g, parts, [new[(k, j)] for j in range(len(parts))]))
                   for k, (g, parts) in enumerate(self.pending)]
         self.pending.clear()
         self.count = 0
@@ -362,4 +331,4 @@ def _rebuild(g: ScannedGroup, parts: list[_Pieces], news: list[tuple[np.ndarray,
     if written != total:
         raise FlinkSavepointError(f"key group {g.key_group}: rebuilding entry {-1 - written} failed "
                                   f"(wrote {written} of {total} bytes)")
-    return memoryview(out.data)
+    return memoryview(out.data)[g.skip:]  # a slice's borrowed state id is not the key group's

@@ -44,14 +44,17 @@ class KeyedStreamWriter:
 
     def add_encoded_key_group(self, key_group: int, data: bytes | bytearray | memoryview) -> None:
         """Append one key group already encoded (and Snappy-framed when the header says so) by
-        :func:`encode_key_group`, e.g. by a parallel task."""
+        :func:`encode_key_group`, e.g. by a parallel task. A large key group may come in
+        consecutive pieces (its slices, see ``bulk_blocks.migrated_blocks``): a call for the key
+        group just added appends to it."""
         i = key_group - self.start
-        if not 0 <= i < len(self.offsets) or key_group <= self._last:
+        if not 0 <= i < len(self.offsets) or key_group < self._last:
             raise FlinkSavepointError(
                 f"{self.path}: key group {key_group} is out of order or outside "
                 f"{self.start}..{self.start + len(self.offsets) - 1}"
             )
-        self.offsets[i] = self.pos
+        if key_group != self._last:
+            self.offsets[i] = self.pos
         self._f.write(data)
         self.pos += len(data)
         self._last = key_group

@@ -72,6 +72,29 @@ def frame_key_group(data: Any) -> memoryview | bytearray:
     return out
 
 
+def check_stream_identifier(data: Any, where: str) -> None:
+    """A compressed key group starts with the framing format's stream identifier."""
+    if bytes(data[: len(STREAM_IDENTIFIER)]) != STREAM_IDENTIFIER:
+        raise FlinkSavepointError(
+            f"{where}: a compressed key group must start with the Snappy stream identifier "
+            f"ff 06 00 00 73 4e 61 50 70 59, found {bytes(data[:10]).hex(' ')}"
+        )
+
+
+def whole_chunks(data: Any, start: int = 0) -> int:
+    """Where the last chunk of ``data`` (from ``start``) that lies wholly inside it ends: chunks
+    are independent, so a framed stream read in pieces decompresses up to there and keeps the
+    rest for the next piece (a chunk is at most 16 MiB, its 3-byte length says so)."""
+    view = memoryview(data).cast("B")
+    pos, n = start, len(view)
+    while pos + 4 <= n:
+        end = pos + 4 + int.from_bytes(view[pos + 1 : pos + 4], "little")
+        if end > n:
+            break
+        pos = end
+    return pos
+
+
 def decompress_key_group(data: bytes | memoryview, where: str) -> bytes:
     """The bytes of one framed Snappy stream (a key group), checked by the codec (CRCs included)."""
     return bytes(unframe_key_group(data, where))
@@ -80,11 +103,7 @@ def decompress_key_group(data: bytes | memoryview, where: str) -> bytes:
 def unframe_key_group(data: Any, where: str) -> Any:
     """:func:`decompress_key_group` without the copy into ``bytes``: the codec's buffer (read-only,
     buffer protocol)."""
-    if not bytes(data[: len(STREAM_IDENTIFIER)]) == STREAM_IDENTIFIER:
-        raise FlinkSavepointError(
-            f"{where}: a compressed key group must start with the Snappy stream identifier "
-            f"ff 06 00 00 73 4e 61 50 70 59, found {bytes(data[:10]).hex(' ')}"
-        )
+    check_stream_identifier(data, where)
     try:
         return cramjam.snappy.decompress(data)
     except cramjam.DecompressionError as e:

@@ -1,0 +1,212 @@
+"""Where the entries of a key group are, found by the ``kg_scan`` kernel: whole, or in slices.
+
+A key group holds entries ÷ max parallelism entries, so its size grows with the savepoint (128 key
+groups of a 50 M-entry state are ~32 MB each). Holding one whole, several times over (read,
+decompressed, scanned, migrated, rebuilt, compressed) on every worker thread made the rewriter's
+memory follow the entry count. A key group stored larger than ``slice_bytes`` is therefore cut
+into *slices*: its bytes are read and decompressed a bounded piece at a time (Snappy frames are
+independent), scanned, and cut after the last whole entry; what follows is carried into the next
+slice. A slice that starts inside a state's run is prefixed with that state's id (two bytes the
+scan needs and the rebuild drops again, ``ScannedGroup.skip``), so the same kernels scan and
+rebuild a slice as they do a whole key group, and each slice is an independent piece of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ... import kernels
+from ...errors import FlinkSavepointError
+from ...kernels.abi import BLOCK_KEY_LENGTH, BLOCK_NO_MARK, BLOCK_OK, BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_VALUE_LENGTH
+from .files import StreamSource
+from .keyed_blocks import FLAG, KeyGroupExtent, parse_key_group
+from .snappy import STREAM_IDENTIFIER, check_stream_identifier, unframe_key_group, whole_chunks
+
+MIN_ENTRY_BYTES = 9
+"""``i32 key length ‖ ≥ 1 key byte ‖ i32 value length``: bounds the entries a key group can hold."""
+SLICE_BYTES = 1 << 20
+"""A key group stored in more bytes than this is scanned (and migrated) in slices of about this
+many uncompressed bytes; smaller ones are taken whole."""
+_MAX_CHUNK = (1 << 16) + 8
+"""A Snappy chunk as xerial and Flink write it: 64 KiB of input, 4 header and 4 CRC bytes."""
+_RAN_OUT = (BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_NO_MARK)
+"""Scan results that only mean the bytes ended: in a slice, the next entry continues in the next."""
+
+
+@dataclass
+class ScannedGroup:
+    """One key group's bytes (or a slice of them) and where its entries' values and state runs
+    are (``kg_scan``'s output, trimmed).
+
+    A slice (:func:`scan_slices`) ends after its last whole entry; ``skip`` is the number of bytes
+    put in front that are not the key group's (the state id of the run it continues), ``first``
+    whether it is where the key group starts (a compressed group's output opens its Snappy stream
+    there)."""
+
+    key_group: int
+    buf: Any  # the uncompressed bytes (any read-only byte buffer)
+    val_pos: np.ndarray
+    val_len: np.ndarray
+    run_state: np.ndarray
+    run_first: np.ndarray
+    end: int
+    skip: int = 0
+    first: bool = True
+
+    def entry_states(self) -> np.ndarray:
+        """The state id of every entry."""
+        counts = np.diff(np.append(self.run_first, len(self.val_pos)))
+        return np.repeat(self.run_state, counts)
+
+    def rows_of(self, sid: int) -> np.ndarray:
+        """The entries of state ``sid``, in order."""
+        if len(self.run_state) == 1:  # one state in the group: no per-entry state column needed
+            return np.arange(len(self.val_pos)) if self.run_state[0] == sid else np.empty(0, np.int64)
+        return np.flatnonzero(self.entry_states() == sid)
+
+
+class ScanArrays:
+    """``kg_scan``'s output arrays, kept from one key group to the next (one set per thread):
+    sized for the most entries a group of its bytes could hold, they would otherwise be fresh
+    pages for every group."""
+
+    def __init__(self) -> None:
+        self.arrays = [np.empty(0, np.int64) for _ in range(6)]
+
+    def get(self, cap: int) -> list[np.ndarray]:
+        if len(self.arrays[0]) < cap:
+            self.arrays = [np.empty(cap, np.int64) for _ in range(6)]
+        return self.arrays
+
+
+def _scan(buf: Any, n_states: int, scratch: ScanArrays, stop: int = -1) -> tuple[int, int, int, int, list[np.ndarray]]:
+    """``kg_scan`` over ``buf[:stop]`` (all of it by default)."""
+    stop = memoryview(buf).nbytes if stop < 0 else stop
+    arrays = scratch.get(stop // MIN_ENTRY_BYTES + 1)
+    status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, stop, n_states, *arrays)
+    return status, ne, nr, end, arrays
+
+
+def _scanned(key_group: int, buf: Any, ne: int, nr: int, end: int, arrays: list[np.ndarray], skip: int = 0,
+             first: bool = True) -> ScannedGroup:
+    _, _, val_pos, val_len, run_state, run_first = arrays
+    return ScannedGroup(key_group, buf, val_pos[:ne].copy(), val_len[:ne].copy(), run_state[:nr].copy(),
+                        run_first[:nr].copy(), end, skip, first)
+
+
+def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
+                   scratch: ScanArrays | None = None) -> ScannedGroup:
+    """The entries of one uncompressed key group; a malformed group raises the per-entry
+    reader's error (``parse_key_group``)."""
+    status, ne, nr, end, arrays = _scan(buf, n_states, scratch or ScanArrays())
+    if status != BLOCK_OK or end != memoryview(buf).nbytes:
+        _refuse(buf, status, end, n_states, f"{where} key group {key_group}")
+    return _scanned(key_group, buf, ne, nr, end, arrays)
+
+
+def _refuse(buf: Any, status: int, end: int, n_states: int, where: str) -> None:
+    parse_key_group(bytes(buf), n_states, where, exact_end=True)
+    raise FlinkSavepointError(f"{where}: the block scan stopped at offset {end} (status {status}) where the entry "
+                              f"reader did not")
+
+
+def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
+                slice_bytes: int = SLICE_BYTES) -> Iterator[ScannedGroup]:
+    """One key group as slices of about ``slice_bytes`` uncompressed bytes (more only when a
+    single entry is larger), each ending after a whole entry, the last one after the end mark.
+    Memory holds one slice and one read piece, whatever the key group's size."""
+    where = f"{where} key group {ext.key_group}"
+    # a compressed piece decompresses to a few times its size: read less of it at a time
+    read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
+    pieces = _uncompressed_pieces(source, ext, compressed, where, read)
+    scratch = ScanArrays()
+    carry: Any = b""  # the bytes after the previous slice's last whole entry
+    run = -1  # the state whose run the carry continues (-1: the carry starts with a state id)
+    at = 0  # where the carry starts in the key group
+    want = slice_bytes
+    more = True
+    first = True
+    while True:
+        parts, size = [carry], len(carry)
+        while more and size < want:
+            piece = next(pieces, None)
+            if piece is None:
+                more = False
+            else:
+                parts.append(piece)
+                size += len(piece)
+        skip = 2 if run >= 0 else 0
+        window = np.empty(skip + size, np.uint8)
+        if skip:
+            window[:2] = (run >> 8, run & 0xFF)
+        pos = skip
+        for p in parts:
+            window[pos:pos + len(p)] = np.frombuffer(p, np.uint8)
+            pos += len(p)
+        stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
+        status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop)
+        label = f"{where} (slice from byte {at})"
+        if more and status == BLOCK_OK and end == len(window) and next(pieces, None) is None:
+            more = False  # the end mark ends the stored bytes too
+        if not more and stop == len(window):  # the last slice: it must end exactly with the end mark
+            if status != BLOCK_OK or end != len(window):
+                _refuse(window, status, end, n_states, label)
+            yield _scanned(ext.key_group, window.data, ne, nr, end, arrays, skip, first)
+            return
+        if status == BLOCK_OK:  # the end mark, but the key group goes on
+            raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
+        if ne == 0:  # not one whole entry yet: a broken one, or one larger than the slice
+            if not _ran_out(window, stop, status, end):
+                _refuse(window, status, end, n_states, label)
+            want *= 2
+            carry = window.data[skip:]
+            continue
+        key_pos, _, val_pos, val_len, run_state, _ = arrays
+        cut = int(val_pos[ne - 1] + val_len[ne - 1])
+        yield _scanned(ext.key_group, window.data[:cut], ne, nr, cut, arrays, skip, first)
+        first = False
+        run = -1 if window[key_pos[ne - 1]] & FLAG else int(run_state[nr - 1])
+        carry = window.data[cut:]
+        at += cut - skip
+        want = slice_bytes
+
+
+def _ran_out(window: np.ndarray, stop: int, status: int, end: int) -> bool:
+    """Whether the scan of ``window[:stop]`` stopped only because the bytes ended (a length that
+    reaches past them), not at a length no key group can hold."""
+    if status in _RAN_OUT:
+        return True
+    if status in (BLOCK_KEY_LENGTH, BLOCK_VALUE_LENGTH) and end + 4 <= stop:
+        n = int.from_bytes(window[end:end + 4].tobytes(), "big", signed=True)
+        return n > 0 if status == BLOCK_KEY_LENGTH else n >= 0
+    return False
+
+
+def _uncompressed_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
+                         piece_bytes: int) -> Iterator[Any]:
+    """The key group's uncompressed bytes in pieces: reads of at most ``piece_bytes`` stored
+    bytes, a compressed group's decompressed a whole number of Snappy chunks at a time (each
+    checked by the codec, CRC included)."""
+    pos, carry = ext.offset, b""
+    while pos < ext.end:
+        n = min(piece_bytes, ext.end - pos)
+        raw = source.read_at(pos, n, f"key group {ext.key_group}")
+        pos += n
+        if not compressed:
+            yield raw
+            continue
+        if pos - n == ext.offset:  # the stream identifier opens the group; every piece gets it back
+            check_stream_identifier(raw, where)
+            raw = raw[len(STREAM_IDENTIFIER):]
+        data = carry + raw if carry else raw
+        k = whole_chunks(data)
+        carry = data[k:]
+        if k:
+            yield unframe_key_group(STREAM_IDENTIFIER + data[:k], where)
+    if carry:
+        raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
+                                  f"{len(carry)} bytes runs past the key group's end")
