@@ -65,3 +65,22 @@ def real_flink() -> ModuleType:
             pytest.fail(f"STATEMORPH_REQUIRE_FLINK=1 but real Flink is unavailable: {e}")
         pytest.skip(f"real Flink unavailable: {e}")
     return driver
+
+
+@pytest.fixture(scope="module")
+def s3_env():
+    """moto's S3 server for one test module, and the standard ``AWS_*`` variables pointing at it
+    (``tests/s3_server.py``); skipped without ``moto[server]`` (the test extra)."""
+    pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
+    from s3_server import s3_server
+
+    with s3_server() as env:
+        yield env
+
+
+@pytest.fixture()
+def bucket(s3_env: dict, request: pytest.FixtureRequest) -> str:
+    """A fresh bucket per test on the ``s3_env`` server."""
+    from s3_server import new_bucket
+
+    return new_bucket(s3_env, request.node.name)

@@ -7,26 +7,21 @@ upload, an existing prefix refused) holds."""
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from processes import child_env
+from s3_server import tree, upload
 
 from statemorph import serializers as S
 from statemorph.engine import read_state_table, write_state
 from statemorph.errors import OutputError, UnsafeFileError
 from statemorph.savepoint.storage import Location, local_destination, local_source, publish
-
-moto_server = pytest.importorskip("moto.server", reason="the S3 tests need moto[server] (the test extra)")
-pafs = pytest.importorskip("pyarrow.fs")
 
 ROOT = Path(__file__).resolve().parents[2]
 FLINK_SP = ROOT / "tests" / "data" / "flink_savepoints" / "events-rocksdb-p2-files-snappy" / "savepoint"
@@ -34,48 +29,6 @@ EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, devic
 EVOLVED = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT, "
            "appVersion STRING, sessionId BIGINT>>")
 STATEMORPH = str(Path(sys.executable).with_name("statemorph"))
-
-
-@pytest.fixture(scope="module")
-def s3_env() -> Iterator[dict[str, str]]:
-    """A local S3 server and the standard variables that point pyarrow (and the AWS SDK) at it."""
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "statemorph",
-           "AWS_SECRET_ACCESS_KEY": "statemorph-secret", "AWS_DEFAULT_REGION": "us-east-1"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield env
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        server.stop()
-
-
-@pytest.fixture()
-def bucket(s3_env: dict[str, str], request: pytest.FixtureRequest) -> str:
-    """A fresh bucket per test (created through pyarrow's own S3 client)."""
-    name = "sm-" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:40].strip("-")
-    fs = pafs.S3FileSystem(endpoint_override=s3_env["AWS_ENDPOINT_URL"], allow_bucket_creation=True,
-                           access_key=s3_env["AWS_ACCESS_KEY_ID"], secret_key=s3_env["AWS_SECRET_ACCESS_KEY"],
-                           region="us-east-1")
-    fs.create_dir(name)
-    return name
-
-
-def upload(local: Path, uri: str) -> None:
-    fs, path = pafs.FileSystem.from_uri(uri)
-    pafs.copy_files(str(local), path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs)
-
-
-def tree(uri_or_path: str) -> dict[str, bytes]:
-    with local_source(uri_or_path) as local:
-        return {p.relative_to(local).as_posix(): p.read_bytes() for p in Path(local).rglob("*") if p.is_file()}
 
 
 def statemorph(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:

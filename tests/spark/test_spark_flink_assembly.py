@@ -2,11 +2,10 @@
 the parts its key-group-range tasks wrote) holds one key group at a time, not a whole part: a part
 is a task's share of a subtask file, gigabytes at scale. Run in this process through a stand-in
 for Spark's ``parallelize(...).map(...).collect()``, so the reads can be watched; a truncated part
-is a typed error naming it."""
+is a typed error naming it, refused before it is read."""
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from statemorph import engine, serializers
 from statemorph.engine import spark_flink
 from statemorph.errors import FlinkSavepointError
+from statemorph.savepoint.storage import open_written
 from statemorph.state import ValueStateDescriptor
 
 SAVEPOINTS = Path(__file__).resolve().parents[1] / "data" / "flink_savepoints"
@@ -56,13 +56,13 @@ class _Spark:
 
 
 class _Watched:
-    """A read-only file that records the size of every read of a part."""
+    """A part opened by the assembly, its read sizes recorded."""
 
     def __init__(self, f: Any, sizes: list[int]) -> None:
         self.f, self.sizes = f, sizes
 
-    def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
+    def read_range(self, offset: int, n: int, what: str = "bytes") -> bytes:
+        data = self.f.read_range(offset, n, what)
         self.sizes.append(len(data))
         return data  # type: ignore[no-any-return]
 
@@ -81,13 +81,10 @@ def _digests(root: Path) -> list[str]:
 def test_assembly_reads_one_key_group_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reads: dict[str, list[int]] = {}
 
-    def watched_open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        f = builtins.open(path, mode, *args, **kwargs)
-        if mode == "rb" and "/.parts/" in str(path):
-            return _Watched(f, reads.setdefault(str(path), []))
-        return f
+    def watched_open(target: Any, rel: str, size: int, damaged: Any) -> Any:
+        return _Watched(open_written(target, rel, size, damaged), reads.setdefault(f"{target}/{rel}", []))
 
-    monkeypatch.setattr(spark_flink, "open", watched_open, raising=False)
+    monkeypatch.setattr(spark_flink, "open_written", watched_open)
     local = engine.migrate_flink_savepoint(SRC, tmp_path / "local", DESCS)
     split = engine.migrate_flink_savepoint(SRC, tmp_path / "split", DESCS, spark=_Spark(_Context()), tasks=1)
     assert split.migrated == local.migrated and _digests(tmp_path / "split") == _digests(tmp_path / "local")
@@ -102,6 +99,6 @@ def test_a_truncated_part_is_a_typed_error(tmp_path: Path) -> None:
         part = next(tmp_path.rglob(".parts/*"))
         part.write_bytes(part.read_bytes()[:-10])
 
-    with pytest.raises(FlinkSavepointError, match=r"part ends at byte \d+, key group \d+ needs bytes"):
+    with pytest.raises(FlinkSavepointError, match=r"size \d+ != \d+ recorded in the task that wrote it"):
         engine.migrate_flink_savepoint(SRC, tmp_path / "split", DESCS, spark=_Spark(_Context(truncate)), tasks=1)
     assert not (tmp_path / "split").exists()

@@ -69,15 +69,33 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def read_in_place(args: argparse.Namespace) -> bool:
+    """Whether the verb reads and writes its URIs in place instead of staging them: ``migrate
+    --engine spark`` of a Flink savepoint, whose Spark tasks read their key-group ranges from
+    the source and write the result's files under ``--out`` themselves
+    (:mod:`statemorph.savepoint.storage`, direct access)."""
+    from ..savepoint.flink import is_flink_savepoint
+    from ..savepoint.storage import is_uri
+
+    uris = [w for w in (getattr(args, "savepoint", None), getattr(args, "out", None))
+            if isinstance(w, str) and is_uri(w)]
+    return (bool(uris) and args.command == "migrate" and getattr(args, "engine", "local") == "spark"
+            and is_flink_savepoint(args.savepoint))
+
+
 @contextmanager
 def staged_locations(args: argparse.Namespace) -> Iterator[None]:
     """A verb's SAVEPOINT and ``--out`` given as URIs (``s3://...``) become local paths for the
     verb's run: the source is copied in, the result published when the verb succeeds
     (:mod:`statemorph.savepoint.storage`). ``args.locations`` maps each local path back to its URI, so
-    what the verb prints names the URIs."""
+    what the verb prints names the URIs. A verb that handles URIs itself (:func:`read_in_place`)
+    gets them as they are."""
     from ..savepoint.storage import is_uri, local_destination, local_source
 
     args.locations = {}
+    if read_in_place(args):
+        yield
+        return
     with ExitStack() as stack:
         for attr, stage in (("out", local_destination), ("savepoint", local_source)):  # refuse a taken --out first
             where = getattr(args, attr, None)
@@ -85,7 +103,8 @@ def staged_locations(args: argparse.Namespace) -> Iterator[None]:
                 master = getattr(args, "master", "local")
                 if getattr(args, "engine", "local") == "spark" and not master.startswith("local"):
                     raise UsageError(f"{where}: with --engine spark on a cluster, give a path every executor "
-                                     f"sees; URIs are staged on this machine (local masters only)")
+                                     f"sees; URIs of statemorph's Parquet form are staged on this machine (local "
+                                     f"masters only; a Flink savepoint's URIs are read and written in place)")
                 local = stack.enter_context(stage(where))
                 args.locations[local] = where
                 setattr(args, attr, local)

@@ -49,15 +49,20 @@ def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any, out: Console) 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from ..savepoint.files import destination_taken, refuse_inside
     from ..savepoint.flink import is_flink_savepoint
+    from ..savepoint.storage import Location
 
     out = Console.from_args(args)
     if args.engine == "spark":  # before any work: without the extra, one line says what to install
         from ..extras import require
 
         require("pyspark", "--engine spark")
-    if destination_taken(args.out):
+    if Location.of(args.out) is None:
+        if destination_taken(args.out):
+            raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
+        if Location.of(args.savepoint) is None:
+            refuse_inside(args.out, args.savepoint)
+    elif Location.open(args.out).files():  # a URI read in place (cli.main.read_in_place)
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
-    refuse_inside(args.out, args.savepoint)
     plan, descriptors = plan_for(args.savepoint, args.schema)
     out.say(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
     out.say(plan.summary)

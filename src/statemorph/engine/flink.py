@@ -23,6 +23,7 @@ import pyarrow as pa
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, UsageError
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators
+from ..savepoint.storage import Location
 from ..snapshot import SnapshotRegistry
 from .plan import MIGRATE, RewritePlan, StatePlan, plan_rewrite
 
@@ -83,11 +84,12 @@ class FlinkPlan:
                                "max_parallelism": op.max_parallelism, **p.to_dict()} for op, p in self.operators]}
 
 
-def plan_flink_savepoint(path: str | os.PathLike[str], new_descriptors: OperatorDescriptors, *,
+def plan_flink_savepoint(path: str | os.PathLike[str] | Location, new_descriptors: OperatorDescriptors, *,
                          registry: SnapshotRegistry | None = None, new_states: bool = False) -> FlinkPlan:
-    """Resolve the new descriptors of each named operator against the savepoint's headers."""
-    source = os.fspath(path)
-    operators = describe_operators(FlinkSavepoint(source, registry))
+    """Resolve the new descriptors of each named operator against the savepoint's headers (a
+    remote savepoint: ``_metadata`` and the keyed-state headers are read, no key group)."""
+    source = _name(path)
+    operators = describe_operators(FlinkSavepoint(path if isinstance(path, Location) else source, registry))
     plans = []
     for ident, descriptors in new_descriptors.items():
         op = next((o for o in operators if o.matches(ident)), None)
@@ -124,7 +126,11 @@ class FlinkMigrateReport:
         return "\n".join(lines)
 
 
-def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
+def _name(path: str | os.PathLike[str] | Location) -> str:
+    return path.uri if isinstance(path, Location) else os.fspath(path)
+
+
+def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | os.PathLike[str] | Location,
                             new_descriptors: OperatorDescriptors, *, threads: int = 2, on_error: str = "raise",
                             registry: SnapshotRegistry | None = None, spark: Any = None,
                             tasks: int | None = None) -> FlinkMigrateReport:
@@ -138,11 +144,20 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
     and each stream assembled from its parts by one task
     (:func:`statemorph.engine.spark_flink.split_stream_jobs`). The savepoint and the staging
     directory must be on a filesystem every executor sees at the same path; only the new handles
-    (bytes) come back to the driver, which writes ``_metadata`` and commits."""
+    (bytes) come back to the driver, which writes ``_metadata`` and commits.
+
+    ``src`` and ``dst`` may be URIs (``s3://...``, any ``pyarrow.fs`` filesystem) or
+    :class:`~statemorph.savepoint.storage.Location` objects: the savepoint is then read in place
+    (the driver reads ``_metadata`` and the keyed-state headers; the tasks read their key-group
+    ranges) and the result written in place, unchanged files copied server-side (or, where the
+    store cannot, streamed by Spark tasks), ``_metadata`` last
+    (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
     if on_error != "raise":
         raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
                          f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
     t0 = time.perf_counter()
+    src = Location.of(src) or src  # a URI is opened once (pyarrow resolves the bucket's region)
+    dst = Location.of(dst) or dst
     plan = plan_flink_savepoint(src, new_descriptors, registry=registry)
     plan.raise_if_incompatible()
     changes: dict[tuple[str, str], tuple[bytes, Any]] = {}
@@ -156,14 +171,16 @@ def migrate_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
                     sp.meta.snapshot("value_serializer", registry), sp.new_serializer))
                 shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
                                                                          sp.value_snapshot)
-    run_jobs = None
+    run_jobs = run_copies = None
     if spark is not None:
-        from .spark_flink import split_stream_jobs
+        from .spark_flink import split_copy_jobs, split_stream_jobs
 
         n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
-        run_jobs = split_stream_jobs(spark, os.path.abspath(src), shipped, threads, n)
-    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads)
-    return FlinkMigrateReport(os.fspath(src), os.fspath(dst), plan, dict(done.migrated), done.rewritten_streams,
+        where = src if isinstance(src, Location) else os.path.abspath(src)
+        run_jobs = split_stream_jobs(spark, where, shipped, threads, n)
+        run_copies = split_copy_jobs(spark, where)
+    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads, run_copies=run_copies)
+    return FlinkMigrateReport(_name(src), _name(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
 
 
@@ -178,7 +195,7 @@ def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
     return migrate
 
 
-def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
+def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
                      threads: int = 2, registry: SnapshotRegistry | None = None,
                      key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
     """One keyed state of one operator as record batches: the binary columns of the savepoint
@@ -197,7 +214,7 @@ def read_flink_state(path: str | os.PathLike[str], operator: str, state: str, *,
                        decoders, threads)
 
 
-def read_flink_state_schema(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
+def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
                             registry: SnapshotRegistry | None = None) -> pa.Schema:
     """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
     read): what a parallel reader declares before its tasks run."""

@@ -45,6 +45,7 @@ import signal
 import socket
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -90,6 +91,25 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def read_exactly(read_at: Callable[[int, int], bytes], offset: int, n: int, label: str,
+                 damaged: type[SavepointError]) -> bytes:
+    """``n`` bytes from ``offset`` through ``read_at(count, offset)`` (``pread`` of a local file,
+    a ranged read of a remote one), at most 1 GiB a call; a failed read or a file that ends
+    early is ``damaged`` naming ``label``."""
+    parts = []
+    while n > 0:
+        try:
+            b = read_at(min(n, 1 << 30), offset)
+        except OSError as e:
+            raise damaged(f"{label}: cannot be read: {os.strerror(e.errno) if e.errno else e}") from None
+        if not b:
+            raise damaged(f"{label}: the file shrank while being read (at byte {offset})")
+        parts.append(b)
+        offset += len(b)
+        n -= len(b)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 class SafeFile:
     """An open regular file of known size, read by offset (``pread``) in bounded chunks.
 
@@ -110,18 +130,7 @@ class SafeFile:
         if offset < 0 or n < 0 or offset + n > self.size:
             raise self.damaged(f"{self.label}: reading {what} needs bytes {offset}..{offset + n} but the file has "
                                f"{self.size}")
-        parts = []
-        while n > 0:
-            try:
-                b = os.pread(self.fd, min(n, 1 << 30), offset)
-            except OSError as e:
-                raise self.damaged(f"{self.label}: cannot be read: {os.strerror(e.errno or 0)}") from None
-            if not b:
-                raise self.damaged(f"{self.label}: the file shrank while being read (at byte {offset})")
-            parts.append(b)
-            offset += len(b)
-            n -= len(b)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return read_exactly(lambda k, at: os.pread(self.fd, k, at), offset, n, self.label, self.damaged)
 
     def chunks(self, chunk: int = CHUNK) -> Any:
         """Yield the file's bytes from offset 0 to ``size`` in chunks of at most ``chunk``."""
@@ -267,6 +276,10 @@ class SavepointDir:
             if f.size > limit:
                 raise self.damaged(f"{f.label}: {f.size} bytes exceeds the {limit}-byte limit")
             return b"".join(f.chunks())
+
+    def top_files(self) -> list[str]:
+        """Names of the regular files (not symlinks) directly in the directory."""
+        return sorted(e.name for e in os.scandir(self.real) if e.is_file(follow_symlinks=False))
 
 
 def fsync_path(path: str | os.PathLike[str]) -> None:
@@ -579,6 +592,7 @@ __all__ = [
     "fsync_path",
     "open_regular",
     "output_error",
+    "read_exactly",
     "refuse_inside",
     "remove_stale_temp_dirs",
     "sha256_file",

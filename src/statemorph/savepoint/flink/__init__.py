@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from ..storage import Location
 from .envelope import Snapshot, snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import (
@@ -47,9 +48,14 @@ from .rewrite import RewriteReport, StreamJob, StreamResult, rewrite, run_stream
 from .snappy import compress_key_group, decompress_key_group
 
 
-def is_flink_savepoint(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` is a directory holding Flink's ``_metadata`` file."""
-    return os.path.isfile(os.path.join(path, "_metadata"))
+def is_flink_savepoint(path: str | os.PathLike[str] | Location) -> bool:
+    """True when ``path`` is a directory (or a remote prefix) holding Flink's ``_metadata`` file."""
+    loc = Location.of(path)
+    if loc is None:
+        return os.path.isfile(os.path.join(path, "_metadata"))  # type: ignore[arg-type]
+    import pyarrow.fs as pafs
+
+    return bool(loc.child("_metadata").kind() == pafs.FileType.File)
 
 
 __all__ = [

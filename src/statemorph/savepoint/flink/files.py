@@ -18,7 +18,8 @@ from pathlib import Path
 from types import TracebackType
 
 from ...errors import FlinkSavepointError, SavepointPathError
-from ..files import SafeFile, SavepointDir
+from ..files import SafeFile
+from ..storage import Location, RemoteFile, RemoteSavepointDir, savepoint_dir
 from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHandle
 from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState
 
@@ -63,9 +64,11 @@ class InlineStream(StreamSource):
 
 class FileStream(StreamSource):
     """A stream in a file of the savepoint, opened through :mod:`statemorph.savepoint.files`
-    (a regular file inside the directory whose real size is the one ``_metadata`` records)."""
+    (a regular file inside the directory whose real size is the one ``_metadata`` records), or
+    through :mod:`statemorph.savepoint.storage` for a remote savepoint (the same checks; only the
+    byte ranges read are fetched)."""
 
-    def __init__(self, file: SafeFile, name: str) -> None:
+    def __init__(self, file: SafeFile | RemoteFile, name: str) -> None:
         self.file, self.size, self.name = file, file.size, name
 
     def _read(self, offset: int, n: int) -> bytes:
@@ -78,12 +81,18 @@ class FileStream(StreamSource):
 class SavepointDirectory:
     """A Flink savepoint directory and the only way its files are opened: by the shared
     :class:`~statemorph.savepoint.files.SavepointDir` (regular files only, inside the directory,
-    sizes checked against ``_metadata`` before a read), with Flink's error classes."""
+    sizes checked against ``_metadata`` before a read), with Flink's error classes; a URI or a
+    :class:`~statemorph.savepoint.storage.Location` is opened in place with the same checks
+    (:class:`~statemorph.savepoint.storage.RemoteSavepointDir`)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.files = SavepointDir(path, unsafe=SavepointPathError, damaged=FlinkSavepointError)
-        self.path = self.files.path
-        self.root = Path(self.files.real)
+    def __init__(self, path: str | os.PathLike[str] | Location) -> None:
+        self.files = savepoint_dir(path, unsafe=SavepointPathError, damaged=FlinkSavepointError)
+        self.path: Path | str = self.files.path
+
+    @property
+    def location(self) -> Location | None:
+        """The remote location of the savepoint, None for a local directory."""
+        return self.files.location if isinstance(self.files, RemoteSavepointDir) else None
 
     def read_metadata(self) -> bytes:
         return self.files.read_small(METADATA_FILE_NAME, MAX_METADATA_BYTES)
@@ -104,11 +113,13 @@ class SavepointDirectory:
         return name
 
     def resolve(self, handle: FileHandle | RelativeFileHandle) -> Path:
-        """The real path of a file handle's file; one that leads out of the directory (through a
-        symlink) is refused."""
+        """The real path of a file handle's file in a local savepoint; one that leads out of the
+        directory (through a symlink) is refused."""
+        if isinstance(self.files, RemoteSavepointDir):
+            raise TypeError(f"{self.path} is remote: its files have no local path")
         return Path(self.files.resolve(self.relative_name(handle)))
 
-    def open(self, handle: FileHandle | RelativeFileHandle) -> SafeFile:
+    def open(self, handle: FileHandle | RelativeFileHandle) -> SafeFile | RemoteFile:
         """The handle's file, open, refused unless it is a regular file inside the directory of
         exactly the size ``_metadata`` records (see :func:`~statemorph.savepoint.files.open_regular`)."""
         return self.files.open(self.relative_name(handle), size=handle.size, recorded_in=METADATA_FILE_NAME)
@@ -128,9 +139,9 @@ class SavepointDirectory:
         out: dict[str, int | None] = {}
         for h in file_handles(meta.operators):
             out[self.relative_name(h)] = h.size
-        for entry in os.scandir(self.root):
-            if entry.name != METADATA_FILE_NAME and entry.is_file(follow_symlinks=False):
-                out.setdefault(entry.name, None)
+        for name in self.files.top_files():
+            if name != METADATA_FILE_NAME:
+                out.setdefault(name, None)
         return {rel: size for rel, size in sorted(out.items()) if rel not in exclude}
 
     def relativize(self, meta: CheckpointMetadata) -> None:

@@ -5,44 +5,37 @@ an inline handle. Used by the rewriter, and by anything that builds a stream fro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from types import TracebackType
 
 import pyarrow as pa
 
 from ...errors import FlinkSavepointError
-from ..files import output_error
+from ..storage import NewFile, Target
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
 from .keyed_blocks import StateRun, encode_key_group
 from .keyed_header import KeyedHeader, write_keyed_header
 from .layout import StateLayout, build_composite_key
 
 SAVEPOINT_KEY_GROUPS_HANDLE = 7
-WRITEBACK_BYTES = 64 << 20
-"""Written bytes after which the writer asks the OS to start writing them to disk."""
 
 
 class KeyedStreamWriter:
-    """Streams a keyed-state file into ``directory / name``; key groups must come in ascending
-    order, each once, inside ``start_key_group .. start_key_group + key_groups - 1``."""
+    """Streams a keyed-state file into ``directory / name`` (a local directory, or a prefix of a
+    remote filesystem: :class:`~statemorph.savepoint.storage.NewFile`); key groups must come in
+    ascending order, each once, inside ``start_key_group .. start_key_group + key_groups - 1``."""
 
-    def __init__(self, directory: Path, name: str, header: KeyedHeader, start_key_group: int, key_groups: int) -> None:
-        self.path = directory / name
+    def __init__(self, directory: Target, name: str, header: KeyedHeader, start_key_group: int,
+                 key_groups: int) -> None:
         self.name = name
         self.compressed = header.compressed
         self.start = start_key_group
         self.offsets = [0] * key_groups
         head = write_keyed_header(header)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._f = open(self.path, "xb")  # noqa: SIM115 (closed by finish/abort)
-        except OSError as e:
-            raise output_error(e, self.path) from e
-        self._write(head)
+        self._f = NewFile(directory, name)
+        self.path = self._f.label
+        self._f.write(head)
         self.pos = len(head)
-        self._flushed = 0
         self._last = -1
 
     def add_key_group(self, key_group: int, runs: list[StateRun]) -> None:
@@ -62,35 +55,18 @@ class KeyedStreamWriter:
             )
         if key_group != self._last:
             self.offsets[i] = self.pos
-        self._write(data)
+        self._f.write(data)
         self.pos += len(data)
         self._last = key_group
-        if self.pos - self._flushed >= WRITEBACK_BYTES:
-            self._start_writeback()
-
-    def _start_writeback(self) -> None:
-        """Hand what was written so far to the disk now, without waiting for it: the final fsync
-        then finds most of the file already written instead of writing all of it while the
-        caller waits, and the disk works while the next key groups are being migrated.
-        ``POSIX_FADV_DONTNEED`` starts the writeback of the range's dirty pages on Linux (and
-        drops the pages already clean: nothing reads them back)."""
-        self._f.flush()
-        if hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(self._f.fileno(), self._flushed, self.pos - self._flushed, os.POSIX_FADV_DONTNEED)
-        self._flushed = self.pos
 
     def finish(self, inline: bool, inline_name: str | None = None, code: int = SAVEPOINT_KEY_GROUPS_HANDLE,
                handle_id: str | None = None) -> KeyGroupsHandle:
         """Close the stream and return its handle; ``inline`` moves the bytes into ``_metadata``."""
-        try:
-            self._f.flush()
-            os.fsync(self._f.fileno())
-            self._f.close()
-            data = self.path.read_bytes() if inline else b""
-            if inline:
-                self.path.unlink()
-        except OSError as e:
-            raise output_error(e, self.path) from e
+        self._f.finish()
+        data = b""
+        if inline:
+            data = self._f.read_back()
+            self._f.remove()
         delegate: StreamHandle
         if inline:
             delegate = ByteStreamHandle(inline_name or self.name, data)
@@ -98,20 +74,8 @@ class KeyedStreamWriter:
             delegate = RelativeFileHandle(self.name, self.pos)
         return KeyGroupsHandle(code, self.start, self.offsets, delegate, handle_id)
 
-    def _write(self, data: bytes | bytearray | memoryview) -> None:
-        """Write failures (no space, a file-size limit, a read-only file system) are one
-        :class:`~statemorph.errors.OutputError` line naming the file."""
-        try:
-            self._f.write(data)
-        except OSError as e:
-            raise output_error(e, self.path) from e
-
     def abort(self) -> None:
-        try:
-            self._f.close()  # flushing what is buffered may fail again (no space): the file goes anyway
-        except OSError:
-            pass
-        self.path.unlink(missing_ok=True)
+        self._f.abort()
 
     def __enter__(self) -> KeyedStreamWriter:
         return self

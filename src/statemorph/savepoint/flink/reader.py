@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 
 import pyarrow as pa
@@ -21,6 +20,7 @@ import pyarrow as pa
 from ...errors import FlinkSavepointError
 from ...snapshot import SnapshotRegistry
 from .. import state_schema
+from ..storage import Location
 from .files import SavepointDirectory, StreamSource
 from .handles import KeyGroupsHandle
 from .keyed_blocks import StateRun, iter_key_groups, key_group_extents
@@ -130,14 +130,16 @@ class SavepointInfo:
 
 
 class FlinkSavepoint:
-    """A canonical Flink savepoint directory, opened read-only."""
+    """A canonical Flink savepoint directory, opened read-only: a local path, or a URI /
+    :class:`~statemorph.savepoint.storage.Location` read in place (only ``_metadata`` whole;
+    state files by the byte ranges a caller reads)."""
 
-    def __init__(self, path: str | os.PathLike[str], registry: SnapshotRegistry | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | Location, registry: SnapshotRegistry | None = None) -> None:
         self.directory = SavepointDirectory(path)
-        self.path = Path(path)
+        self.path = self.directory.path
         self.registry = registry
         self.metadata: CheckpointMetadata = parse_metadata(
-            self.directory.read_metadata(), str(self.path / METADATA_FILE_NAME)
+            self.directory.read_metadata(), f"{self.path}/{METADATA_FILE_NAME}"
         )
 
     @property

@@ -2,17 +2,18 @@
 
 Only the keyed-state streams of subtasks holding a changed state are rewritten: keys, key groups
 and every other state's entries are copied verbatim, the changed states' values go through the
-caller's migration in batches (per ~64k values, across key groups), their serializer snapshots
-are replaced in the header, offsets and sizes are recomputed, and each key group is Snappy-framed
+caller's migration in batches (per ~64k values, across key groups), their serializer snapshots are
+replaced in the header, offsets and sizes are recomputed, and each key group is Snappy-framed
 again when the source was compressed. Everything else (other operators, operator state, timers,
 master and coordinator state, the CheckpointProperties trailer) is carried over byte for byte;
-unchanged files are hard-linked (copied across file systems). The new savepoint is written the way
-every statemorph savepoint is (:class:`~statemorph.savepoint.files.StagedDirectory`): the
-destination claimed exclusively, a recognisable temporary directory next to it (removed on failure
-and on SIGINT / SIGTERM, and by a later run when a killed run left it), fsync, one rename; it
-appears complete or not at all, a file-system failure is one :class:`~statemorph.errors.OutputError`
-line naming the path, and the source is only ever read (an output inside it is refused).
-"""
+unchanged files are hard-linked (copied across file systems; copied server-side within one remote
+filesystem). The new savepoint is written the way every statemorph savepoint is
+(:class:`~statemorph.savepoint.files.StagedDirectory`): the destination claimed exclusively, a
+recognisable temporary directory next to it (removed on failure and on SIGINT / SIGTERM, and by a
+later run when a killed run left it), fsync, one rename; it appears complete or not at all, a
+file-system failure is one :class:`~statemorph.errors.OutputError` line naming the path, and the
+source is only ever read (an output inside it is refused). A remote destination prefix gets the
+object-store form of the same promise (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
 
 from __future__ import annotations
 
@@ -22,12 +23,14 @@ import os
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from ...errors import FlinkSavepointError
+from ...errors import FlinkSavepointError, OutputError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...snapshot import SnapshotRegistry
 from ..files import StagedDirectory, destination_taken, output_error
+from ..storage import Location, StagedPrefix, Target, copy_server_side, stream_copy
 from .envelope import snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import (
@@ -63,8 +66,8 @@ class RewriteReport:
 
 
 def rewrite(
-    src_dir: str | os.PathLike[str],
-    dst_dir: str | os.PathLike[str],
+    src_dir: str | os.PathLike[str] | Location,
+    dst_dir: str | os.PathLike[str] | Location,
     changes: Changes,
     *,
     registry: SnapshotRegistry | None = None,
@@ -72,12 +75,15 @@ def rewrite(
     batch_values: int = DEFAULT_BATCH_VALUES,
     run_jobs: RunJobs | None = None,
     threads: int = 1,
+    run_copies: RunCopies | None = None,
 ) -> RewriteReport:
     """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
 
     ``run_jobs`` runs the per-stream jobs (:class:`StreamJob`, one per subtask stream holding a
     changed state) and returns their results in order; by default they run here, one after the
     other. A parallel runner (Spark) runs :func:`run_stream_job` for each job where the files are.
+    ``run_copies`` streams the unchanged files that a remote store cannot copy inside itself
+    (:data:`RunCopies`; by default here).
 
     ``changes`` maps ``(operator uid or uid hash, state name)`` to ``(envelope, migrate)``:
     ``envelope`` is the new PER-VALUE serializer snapshot in Flink's top-level form (``i32 2 ‖
@@ -87,19 +93,50 @@ def rewrite(
     one list element per item) into an array of new bytes of the same length. ``threads``: the
     worker threads of each stream job (key groups are read, migrated and compressed in parallel
     while the job writes; ``migrate`` is then called from those threads).
+
+    Either side may be remote (a URI or a :class:`~statemorph.savepoint.storage.Location`): a
+    remote source is read in place (byte ranges), a remote destination is written as
+    :class:`~statemorph.savepoint.storage.StagedPrefix` describes (``_metadata`` last, nothing
+    left behind on failure).
     """
-    dst = Path(dst_dir)
+    remote = Location.of(dst_dir)
+    if remote is not None:
+        return _rewrite_to_prefix(src_dir, remote, changes, registry, inline_threshold, batch_values, run_jobs,
+                                  threads, run_copies)
+    dst = Path(dst_dir)  # type: ignore[arg-type]
     if destination_taken(dst):
         raise FlinkSavepointError(f"{dst}: already exists; a savepoint is never overwritten")
     src = FlinkSavepoint(src_dir, registry)
     plan = _plan(src, changes, registry)
     if not dst.parent.is_dir():
         raise FlinkSavepointError(f"{dst}: the parent directory does not exist")
-    with StagedDirectory(dst, source=src_dir) as staged:
+    local_src = None if isinstance(src_dir, Location) or src.directory.location is not None else src_dir
+    with StagedDirectory(dst, source=local_src) as staged:
         try:
-            return _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads)
+            report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads,
+                                      run_copies)
+            _write_file(staged.temp / METADATA_FILE_NAME, metadata)
+            return report
         except OSError as e:  # a write the helpers below did not name (e.g. in a Spark task)
             raise output_error(e, getattr(e, "filename", None) or staged.temp, "write") from e
+
+
+def _rewrite_to_prefix(src_dir: str | os.PathLike[str] | Location, dst: Location, changes: Changes,
+                       registry: SnapshotRegistry | None, inline_threshold: int, batch_values: int,
+                       run_jobs: RunJobs | None, threads: int, run_copies: RunCopies | None) -> RewriteReport:
+    """:func:`rewrite` into a remote prefix (:class:`~statemorph.savepoint.storage.StagedPrefix`):
+    stream files written at their final names, unchanged files copied server-side, ``_metadata``
+    last; on any failure nothing is left under the prefix."""
+    src = FlinkSavepoint(src_dir, registry)
+    plan = _plan(src, changes, registry)
+    with StagedPrefix(dst, source=src.directory.location) as staged:
+        try:
+            report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads,
+                                      run_copies)
+            staged.commit(METADATA_FILE_NAME, metadata)
+            return report
+        except OSError as e:
+            raise OutputError(f"cannot write {dst.uri}: {e}") from e
 
 
 @dataclass
@@ -171,12 +208,17 @@ class StreamResult:
     counts: tuple[tuple[str, int], ...]
 
 
-RunJobs = Callable[[list[StreamJob], Path], list[StreamResult]]
-"""Runs the stream jobs into the staging directory (the second argument), results in job order."""
+RunCopies = Callable[[list[tuple[str, int | None]], Target], None]
+"""Streams unchanged files (relative name, size ``_metadata`` records, if any) from the source
+into the target: the files a store cannot copy inside itself. A parallel runner (Spark) streams
+them on the executors."""
+RunJobs = Callable[[list[StreamJob], Target], list[StreamResult]]
+"""Runs the stream jobs into the staging directory or remote destination prefix (the second
+argument), results in job order."""
 
 
 def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tuple[bytes, ValueMigration]],
-                   tmp: str | os.PathLike[str]) -> StreamResult:
+                   tmp: str | os.PathLike[str] | Location) -> StreamResult:
     """Rewrite one subtask stream of ``src`` into the staging directory ``tmp``; ``changes`` maps
     the job's state names to (new per-value envelope, value migration)."""
     op = src.operators[job.op_index]
@@ -184,7 +226,8 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
         if st.index != job.subtask:
             continue
         chs = [_Change(op, name, *changes[name], (op.uid or op.uid_hash, name)) for name in job.states]
-        handle, counts = _rewrite_stream(stream, chs, Path(tmp), job.name, job.inline_threshold, job.batch_values,
+        target = tmp if isinstance(tmp, Location) else Path(tmp)
+        handle, counts = _rewrite_stream(stream, chs, target, job.name, job.inline_threshold, job.batch_values,
                                          op.max_parallelism, job.threads)
         out = DataOutputSerializer()
         write_keyed_handle(out, handle)
@@ -192,8 +235,11 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
     raise FlinkSavepointError(f"{src.path}: {op.label()} has no keyed stream of subtask {job.subtask}")
 
 
-def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, batch_values: int,
-           run_jobs: RunJobs | None = None, threads: int = 1) -> RewriteReport:
+def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int, batch_values: int,
+           run_jobs: RunJobs | None = None, threads: int = 1,
+           run_copies: RunCopies | None = None) -> tuple[RewriteReport, bytes]:
+    """Every file of the new savepoint but ``_metadata`` into ``tmp``; returns the report and
+    the new ``_metadata`` bytes (the caller writes them last)."""
     meta = copy.deepcopy(src.metadata)
     by_op: dict[int, list[_Change]] = {}
     for ch in plan:
@@ -212,7 +258,7 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, 
             if isinstance(old_delegate, (FileHandle, RelativeFileHandle)):
                 replaced.add(src.directory.relative_name(old_delegate))
     if run_jobs is None:
-        def run_jobs(js: list[StreamJob], staging: Path) -> list[StreamResult]:
+        def run_jobs(js: list[StreamJob], staging: Target) -> list[StreamResult]:
             return [run_stream_job(src, j, {ch.state: (ch.envelope, ch.migrate) for ch in by_op[id(src.operators[
                 j.op_index])]}, staging) for j in js]
     results = run_jobs(jobs, tmp)
@@ -225,10 +271,9 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Path, threshold: int, 
         labels = {ch.state: ch.label for ch in by_op[id(op)]}
         for state, n in result.counts:
             migrated[labels[state]] += n
-    carried = carry_files(src.directory, meta, replaced, tmp)
+    carried = carry_files(src.directory, meta, replaced, tmp, run_copies)
     src.directory.relativize(meta)
-    _write_file(tmp / METADATA_FILE_NAME, serialize_metadata(meta))
-    return RewriteReport(migrated, len(jobs), carried)
+    return RewriteReport(migrated, len(jobs), carried), serialize_metadata(meta)
 
 
 def _parse_keyed_handle(data: bytes, where: str) -> KeyGroupsHandle:
@@ -246,7 +291,7 @@ def _stream_file_name(d: SavepointDirectory, delegate: StreamHandle) -> str:
 
 
 def _rewrite_stream(
-    stream: KeyedStream, changes: list[_Change], tmp: Path, name: str, threshold: int, batch_values: int,
+    stream: KeyedStream, changes: list[_Change], tmp: Target, name: str, threshold: int, batch_values: int,
     max_parallelism: int, threads: int = 1,
 ) -> tuple[KeyGroupsHandle, dict[tuple[str, str], int]]:
     header = migrated_header(stream.header, {ch.state: ch.envelope for ch in changes})
@@ -263,10 +308,16 @@ def _rewrite_stream(
     return handle, {ch.label: counts.get(ch.state, 0) for ch in changes}
 
 
-def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Path) -> int:
+def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Target,
+                run_copies: RunCopies | None = None) -> int:
     """Hard-link (or copy) every file the new metadata still references, plus any other regular
     file at the top of the source directory; the replaced streams are not carried. Each is opened
-    first (a regular file inside the source, of the size ``_metadata`` records)."""
+    first (a regular file inside the source, of the size ``_metadata`` records). A remote source
+    or destination is copied inside the store when both are on one filesystem
+    (:func:`~statemorph.savepoint.storage.copy_server_side`: the bytes never pass through this
+    process); what the store cannot copy is streamed by ``run_copies`` (default: here)."""
+    if isinstance(tmp, Location) or d.location is not None:
+        return _carry_objects(d, meta, replaced, tmp, run_copies)
     n = 0
     for rel, size in d.carried_files(meta, replaced).items():
         target = tmp / rel
@@ -289,6 +340,34 @@ def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[s
                 raise output_error(e, target) from e
         n += 1
     return n
+
+
+def _carry_objects(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[str], tmp: Target,
+                   run_copies: RunCopies | None) -> int:
+    """Each file is checked here (a regular file of the recorded size: file information only),
+    copied inside the store when it can be, and otherwise streamed by ``run_copies``."""
+    files = d.carried_files(meta, replaced)
+    src = d.location
+    pending = []
+    for rel, size in files.items():
+        with d.files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
+            if src is not None and copy_server_side(src.child(rel), tmp, rel, f.size):
+                continue
+        pending.append((rel, size))
+    if pending:
+        (run_copies or partial(stream_files, d))(pending, tmp)
+    return len(files)
+
+
+def stream_files(d: SavepointDirectory, files: list[tuple[str, int | None]], tmp: Target) -> None:
+    """The default :data:`RunCopies`: stream each file through this process, opened with the
+    checks of :meth:`SavepointDirectory.open` (size as ``_metadata`` records)."""
+    for rel, size in files:
+        with d.files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
+            try:
+                stream_copy(f, tmp, rel)
+            except OSError as e:
+                raise output_error(e, f"{tmp.uri if isinstance(tmp, Location) else tmp}/{rel}") from e
 
 
 _CANNOT_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}

@@ -31,6 +31,7 @@ from ...keyed.kinds import StateKind
 from ...serializers.base import TypeSerializer
 from ...snapshot import TypeSerializerSnapshot, write_versioned_snapshot
 from ..files import SafeFile, StagedDirectory, fsync_path, open_regular, output_error, remove_stale_temp_dirs
+from ..storage import RemoteFile
 from .format import (
     COL_KEY_GROUP,
     FLINK_KINDS,
@@ -385,7 +386,7 @@ class SavepointWriter:
         w.close()
         return w.meta
 
-    def write_extra(self, rel: str, data: bytes | SafeFile) -> ExtraFile:
+    def write_extra(self, rel: str, data: bytes | SafeFile | RemoteFile) -> ExtraFile:
         """Store a non-table file at ``rel`` (under ``flink/``), from bytes or copied from an open
         file of another savepoint, fsynced; returns its entry for :class:`FlinkExtras`."""
         self._check_open()
@@ -395,7 +396,7 @@ class SavepointWriter:
         target = self._temp / rel
         with writing(target):
             target.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(data, SafeFile):
+            if not isinstance(data, bytes):
                 digest = data.copy_to(target)
                 size = data.size
             else:
