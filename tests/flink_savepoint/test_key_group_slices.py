@@ -76,6 +76,11 @@ def test_slices_are_the_key_group_cut_after_whole_entries(spec: Any, slice_bytes
     assert [g.first for g in slices] == [True] + [False] * (len(slices) - 1)
     if len(data) > 4 * slice_bytes + 2000 and not compressed:  # the cut really happens
         assert len(slices) > 1
+    if not compressed:  # a slice holds the carry (< one entry) + the bytes wanted (doubled for an
+        # entry larger than a slice) + one read piece: bounded by the slice and the largest entry,
+        # never by the key group (a compressed piece adds whole Snappy chunks instead)
+        largest = max(10 + len(k) + len(v) for _, entries in spec for k, v in entries)
+        assert max(memoryview(g.buf).nbytes for g in slices) <= 2 + 2 * (largest + slice_bytes) + slice_bytes
 
 
 @settings(max_examples=300, deadline=None)

@@ -7,9 +7,9 @@ from .bench import cmd_bench
 from .check import cmd_check
 from .demo import cmd_demo
 from .inspect import cmd_inspect
-from .main import build_parser, main
+from .main import build_parser, main, run
 from .migrate import cmd_migrate
 from .output import ProgressBar
 
 __all__ = ["ProgressBar", "build_parser", "cmd_bench", "cmd_check", "cmd_demo", "cmd_inspect", "cmd_migrate",
-           "main"]
+           "main", "run"]
