@@ -50,7 +50,9 @@ from statemorph.savepoint.flink import (
     parse_keyed_header,
 )
 from statemorph.savepoint.flink import parse_metadata as parse_flink_metadata
-from statemorph.savepoint.flink.keyed_blocks import key_group_extents
+from statemorph.savepoint.flink.files import InlineStream
+from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
+from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, key_group_extents
 from statemorph.savepoint.parquet.format import parse_metadata as parse_parquet_metadata
 from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot
 
@@ -396,15 +398,57 @@ def keyed_header() -> Family:
     return Family("keyed-header", "parse_keyed_header over the real keyed-state headers", targets)
 
 
-def _check_key_group(n_states: int, data: bytes) -> str:
-    parse_key_group(data, n_states, "fuzz", exact_end=True)
+KEY_GROUP_SLICES = (64, 700)
+"""Slice sizes the sliced scan runs with (the rewriter's is 1 MiB; small ones cut the seeds)."""
+
+
+def _entries_read(n_states: int, raw: bytes) -> list[tuple[int, bytes]]:
+    runs, _ = parse_key_group(raw, n_states, "fuzz", exact_end=True)
+    return [(run.state_id, v) for run in runs for v in run.values]
+
+
+def _entries_scanned(groups: list[ScannedGroup]) -> list[tuple[int, bytes]]:
+    out = []
+    for g in groups:
+        view = memoryview(g.buf)
+        for sid, p, n in zip(g.entry_states().tolist(), g.val_pos.tolist(), g.val_len.tolist(), strict=True):
+            out.append((sid, bytes(view[p:p + n])))
+    return out
+
+
+def _outcome(fn: Callable[[], list[tuple[int, bytes]]]) -> tuple[str, Any]:
+    try:
+        return "ok", fn()
+    except StatemorphError as e:
+        return "error", type(e).__name__
+
+
+def _check_key_group_paths(n_states: int, compressed: bool, data: bytes) -> str:
+    """The per-entry reader, the block scan of the whole group and the sliced scan (what the
+    rewriter runs for a large group) must give the same entries or the same error class."""
+    def read() -> list[tuple[int, bytes]]:
+        return _entries_read(n_states, decompress_key_group(data, "fuzz") if compressed else data)
+
+    def whole() -> list[tuple[int, bytes]]:
+        raw = decompress_key_group(data, "fuzz") if compressed else data
+        return _entries_scanned([scan_key_group(0, raw, n_states, "fuzz")])
+
+    def sliced(size: int) -> Callable[[], list[tuple[int, bytes]]]:
+        return lambda: _entries_scanned(list(scan_slices(InlineStream(data, "fuzz"), KeyGroupExtent(0, 0, len(data)),
+                                                         compressed, n_states, "fuzz", size)))
+
+    want = _outcome(read)
+    for name, path in [("whole scan", whole)] + [(f"slices of {n}", sliced(n)) for n in KEY_GROUP_SLICES]:
+        got = _outcome(path)
+        if got != want:
+            raise Disagreement(f"the {name} gives {_brief(got)} where the entry reader gives {_brief(want)}")
+    if want[0] == "error":
+        read()  # refused on every path: raise the entry reader's error for the tally
     return "ok"
 
 
-def _check_compressed(n_states: int, data: bytes) -> str:
-    raw = decompress_key_group(data, "fuzz")
-    parse_key_group(raw, n_states, "fuzz", exact_end=True)
-    return "ok"
+def _brief(outcome: tuple[str, Any]) -> str:
+    return f"{len(outcome[1])} entries" if outcome[0] == "ok" else outcome[1]
 
 
 def key_groups() -> Family:
@@ -420,10 +464,12 @@ def key_groups() -> Family:
             block = data[ext.offset:ext.end]
             if header.compressed:
                 targets.append(Target(f"{name}/kg{ext.key_group}/snappy", block,
-                                      functools.partial(_check_compressed, n)))
+                                      functools.partial(_check_key_group_paths, n, True)))
                 block = decompress_key_group(block, name)
-            targets.append(Target(f"{name}/kg{ext.key_group}", block, functools.partial(_check_key_group, n)))
-    return Family("key-groups", "parse_key_group / decompress_key_group over the real key-group blocks", targets)
+            targets.append(Target(f"{name}/kg{ext.key_group}", block,
+                                  functools.partial(_check_key_group_paths, n, False)))
+    return Family("key-groups", "key-group blocks (Snappy-framed too): the entry reader, the whole-group scan "
+                  "and the sliced scan agree", targets)
 
 
 # --------------------------------------------------------------------------------- Parquet form
