@@ -252,11 +252,11 @@ def _check_default(where: str, name: str, t: LogicalType, value: Any) -> None:
     from .io import DataOutputSerializer
 
     if isinstance(value, (dict, list)) or (isinstance(value, bool) and not isinstance(t, BooleanType)):
-        raise SchemaFileError(f"{where}: defaults.{name} = {value!r} is not a {t} value")
+        raise SchemaFileError(f"{where}: defaults.{name} = {value!r} is not a value of type {t}")
     try:
         datastream_serializer(t, f"{where} field {name}").serialize(_as_field_value(t, value), DataOutputSerializer())
     except (StatemorphError, TypeError, ValueError, OverflowError) as e:
-        raise SchemaFileError(f"{where}: defaults.{name} = {value!r} is not a {t} value: {e}") from None
+        raise SchemaFileError(f"{where}: defaults.{name} = {value!r} is not a value of type {t}: {e}") from None
 
 
 def _as_field_value(t: LogicalType, value: Any) -> Any:
