@@ -89,36 +89,11 @@ public final class PojoJobs {
         }
         Path work = Path.of(args[1]);
         int failed = 0;
-        if (args[0].equals("generate") && (args.length - 2) % 2 == 0) {
-            for (int k = 2; k < args.length; k += 2) {
-                Spec spec = Spec.read(Path.of(args[k]));
-                Path w = work.resolve("job-" + k);
-                try {
-                    generate(spec, Path.of(args[k + 1]), w);
-                } finally {
-                    Generate.deleteTree(w);
-                }
-                System.err.println("generated " + spec.name + " -> " + args[k + 1]);
-            }
-        } else if (args[0].equals("restore") && (args.length - 2) % 3 == 0) {
-            for (int k = 2; k < args.length; k += 3) {
-                Spec spec = Spec.read(Path.of(args[k + 1]));
-                Path out = Path.of(args[k + 2]);
-                Path err = Path.of(args[k + 2] + ".error");
-                Files.deleteIfExists(out);
-                Files.deleteIfExists(err);
-                Path w = work.resolve("job-" + k);
-                try {
-                    Restore.run(Path.of(args[k]), spec, new ReadFn(spec), STATES, out, w);
-                    System.err.println("restored " + spec.name + " from " + args[k]);
-                } catch (Restore.Failure f) {
-                    failed++;
-                    Files.write(err, (f.toJson() + "\n").getBytes(StandardCharsets.UTF_8));
-                    System.err.println("restore failed: " + spec.name + ": " + f.root);
-                } finally {
-                    Generate.deleteTree(w);
-                }
-            }
+        if (Batch.is(args, "generate", 2)) {
+            Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), out, w));
+        } else if (Batch.is(args, "restore", 3)) {
+            failed = Batch.restore(args, work,
+                    (sp, spec, out, w) -> Restore.run(sp, Spec.read(spec), new ReadFn(), STATES, out, w));
         } else if (args[0].equals("restore-savepoint") && args.length == 8) {
             Path w = work.resolve("job-cycle");
             try {
@@ -267,7 +242,6 @@ public final class PojoJobs {
         private static final long serialVersionUID = 1L;
         private transient ValueState<Profile> profile;
 
-        ReadFn(Spec spec) {}
 
         @Override
         public void open(OpenContext ctx) {
