@@ -22,6 +22,10 @@ final class Batch {
         void run(Path savepoint, Path spec, Path out, Path work) throws Exception;
     }
 
+    interface Single {
+        void run(Path work) throws Exception;
+    }
+
     /** Whether {@code args} (verb, WORK, then groups of {@code group}) is a well-formed batch of {@code verb}. */
     static boolean is(String[] args, String verb, int group) {
         return args[0].equals(verb) && args.length > 2 && (args.length - 2) % group == 0;
@@ -60,5 +64,19 @@ final class Batch {
             }
         }
         return failed;
+    }
+
+    /** One job of a verb that is no batch (restore-timed, restore-savepoint): 1 if Flink refused it, else 0. */
+    static int single(Path work, Single job) throws Exception {
+        Path w = work.resolve("job-single");
+        try {
+            job.run(w);
+            return 0;
+        } catch (Restore.Failure f) {
+            System.err.println("restore failed: " + f.root);
+            return 1;
+        } finally {
+            Generate.deleteTree(w);
+        }
     }
 }

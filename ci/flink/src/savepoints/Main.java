@@ -32,20 +32,14 @@ public final class Main {
         } else if (Batch.is(args, "restore", 3)) {
             failed = Batch.restore(args, work, (sp, spec, out, w) -> Restore.run(sp, Spec.read(spec), out, w));
         } else if (args[0].equals("restore-timed") && (args.length == 5 || args.length == 7)) {
-            Path w = work.resolve("job-timed");
-            try {
+            failed = Batch.single(work, w -> {
                 if (args.length == 7) {
                     RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]),
                             Long.parseLong(args[5]), Path.of(args[6]), w);
                 } else {
                     RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]), w);
                 }
-            } catch (Restore.Failure f) {
-                failed++;
-                System.err.println("restore failed: " + f.root);
-            } finally {
-                Generate.deleteTree(w);
-            }
+            });
         } else {
             usage();
         }

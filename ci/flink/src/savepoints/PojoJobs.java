@@ -95,16 +95,8 @@ public final class PojoJobs {
             failed = Batch.restore(args, work,
                     (sp, spec, out, w) -> Restore.run(sp, Spec.read(spec), new ReadFn(), STATES, out, w));
         } else if (args[0].equals("restore-savepoint") && args.length == 8) {
-            Path w = work.resolve("job-cycle");
-            try {
-                restoreSavepoint(Path.of(args[2]), Spec.read(Path.of(args[3])), Path.of(args[4]),
-                        Long.parseLong(args[5]), Long.parseLong(args[6]), Path.of(args[7]), w);
-            } catch (Restore.Failure f) {
-                failed++;
-                System.err.println("restore failed: " + f.root);
-            } finally {
-                Generate.deleteTree(w);
-            }
+            failed = Batch.single(work, w -> restoreSavepoint(Path.of(args[2]), Spec.read(Path.of(args[3])),
+                    Path.of(args[4]), Long.parseLong(args[5]), Long.parseLong(args[6]), Path.of(args[7]), w));
         } else {
             usage();
         }
