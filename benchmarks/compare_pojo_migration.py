@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -151,6 +152,52 @@ def _machine() -> str:
     )
 
 
+def _round(r: int, v1: Path, spec: Path, schema: Path, tmp: Path, n: int, sample: int) -> dict[str, float]:
+    """One round: Flink's migrating cycle, statemorph migrate, Flink's plain cycle on its output."""
+    flink = flink_cycle(v1, spec, tmp / "flink", n, sample)
+    ours = statemorph_migrate(v1, schema, tmp / "statemorph", n)
+    plain = flink_cycle(tmp / "statemorph", spec, tmp / "plain", n, sample)
+    if _by_key(flink.entries) != _by_key(plain.entries):
+        raise RuntimeError("Flink read other values from statemorph's savepoint than after its own migration")
+    for label, c in (("flink migrates on restore", flink), ("flink restores statemorph's", plain)):
+        print(
+            f"  round {r + 1} {label:28} {c.seconds:6.1f} s whole job (restored {c.restored_s:.1f} s, "
+            f"state registered {c.ready_s:.1f} s [registration {c.register_s:.1f} s], "
+            f"new savepoint {c.savepoint_s:.1f} s)",
+            flush=True,
+        )
+    print(
+        f"  round {r + 1} {'statemorph migrate':28} {ours['wall']:6.1f} s whole command "
+        f"(migration {ours['seconds']:.1f} s, {n / ours['seconds'] / 1e6:.2f} M entries/s); sample of {sample} "
+        f"keys equal in both Flink runs; load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    return {
+        "flink": flink.seconds,
+        "flink_register": flink.register_s,
+        "flink_ready": flink.ready_s,
+        "plain": plain.seconds,
+        "plain_ready": plain.ready_s,
+        "ours": ours["wall"],
+        "ours_migration": ours["seconds"],
+    }
+
+
+def _summary(rounds: list[dict[str, float]]) -> None:
+    """Best (and median) of the rounds per figure."""
+
+    def fig(k: str) -> str:
+        xs = [r[k] for r in rounds]
+        return f"{min(xs):.1f} s" + (f" (median {statistics.median(xs):.1f})" if len(xs) > 1 else "")
+
+    print(
+        f"  best of {len(rounds)}: flink migrating cycle {fig('flink')} [registration {fig('flink_register')}, "
+        f"ready {fig('flink_ready')}]; statemorph migrate {fig('ours')} [migration {fig('ours_migration')}]; "
+        f"flink plain cycle on statemorph's output {fig('plain')} [ready {fig('plain_ready')}]",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, nargs="+", default=[1_000_000, 5_000_000])
@@ -172,32 +219,8 @@ def main(argv: list[str] | None = None) -> None:
                     f"{info['generate_s']} s",
                     flush=True,
                 )
-                for r in range(a.rounds):
-                    flink = flink_cycle(v1, spec, Path(tmp) / "flink", n, a.sample)
-                    ours = statemorph_migrate(v1, schema, Path(tmp) / "statemorph", n)
-                    plain = flink_cycle(Path(tmp) / "statemorph", spec, Path(tmp) / "plain", n, a.sample)
-                    if _by_key(flink.entries) != _by_key(plain.entries):
-                        raise RuntimeError(
-                            "Flink read other values from statemorph's savepoint than after its own migration"
-                        )
-                    for label, c in (("flink migrates on restore", flink), ("flink restores statemorph's", plain)):
-                        print(
-                            f"  round {r + 1} {label:28} {c.seconds:6.1f} s whole job (restored {c.restored_s:.1f} s, "
-                            f"state registered {c.ready_s:.1f} s [registration {c.register_s:.1f} s], "
-                            f"new savepoint {c.savepoint_s:.1f} s)",
-                            flush=True,
-                        )
-                    print(
-                        f"  round {r + 1} {'statemorph migrate':28} {ours['wall']:6.1f} s whole command "
-                        f"(migration {ours['seconds']:.1f} s, {n / ours['seconds'] / 1e6:.2f} M entries/s)",
-                        flush=True,
-                    )
-                    print(
-                        f"  round {r + 1} sample of {a.sample} keys equal in both Flink runs; "
-                        f"statemorph + plain restore {ours['wall'] + plain.seconds:.1f} s vs "
-                        f"Flink's migrating cycle {flink.seconds:.1f} s",
-                        flush=True,
-                    )
+                rounds = [_round(r, v1, spec, schema, Path(tmp), n, a.sample) for r in range(a.rounds)]
+                _summary(rounds)
                 shutil.rmtree(Path(tmp) / "flink", ignore_errors=True)
                 shutil.rmtree(Path(tmp) / "plain", ignore_errors=True)
                 shutil.rmtree(Path(tmp) / "statemorph", ignore_errors=True)
