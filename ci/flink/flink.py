@@ -12,6 +12,8 @@ python3.
                                                          # (restore_timed(stride=...) also returns a sample)
     flink.py sql-generate SPEC OUTDIR [SPEC OUTDIR ...]    # the Flink SQL job (SqlJobs.java)
     flink.py sql-restore SAVEPOINT SPEC OUT.jsonl [...]    # its changelog after a restore
+    flink.py pojo-generate [--pojo 1|2] SPEC OUTDIR [...]  # the POJO job (PojoJobs.java), POJO version 1
+    flink.py pojo-restore [--pojo 1|2] SAVEPOINT SPEC OUT.jsonl [...]   # read back with version 2
 
 ``generate`` writes OUTDIR/savepoint (the canonical savepoint), OUTDIR/expected.json (every state
 of every key as the job wrote it) and OUTDIR/spec.json; OUTDIR is replaced as a whole. ``restore``
@@ -56,9 +58,12 @@ JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx1g", "-Dlog4j2.
 #: Seconds allowed per job in a batch, on top of a fixed start-up allowance.
 PER_JOB_TIMEOUT = 180
 STARTUP_TIMEOUT = 120
-#: The Java programs: the DataStream matrix (Main) and the Flink SQL job (SqlJobs).
+#: The Java programs: the DataStream matrix (Main), the Flink SQL job (SqlJobs) and the POJO job (PojoJobs).
 DATASTREAM_PROGRAM = "savepoints.Main"
 SQL_PROGRAM = "savepoints.SqlJobs"
+POJO_PROGRAM = "savepoints.PojoJobs"
+#: The POJO job's state class comes in two versions (version 2 has one more field).
+POJO_VERSIONS = (1, 2)
 
 
 class FlinkUnavailable(RuntimeError):
@@ -98,21 +103,35 @@ def classpath(version: str = DEFAULT_VERSION) -> str:
         flag = "" if version == DEFAULT_VERSION else " --with-1.20"
         raise FlinkUnavailable(f"{cpfile} is missing: run ci/flink/setup.sh{flag}")
     stamp = build_dir() / f"classes-{version}" / ".stamp"
-    changed = [src.name for src in sorted((HERE / "src" / "savepoints").glob("*.java"))
+    changed = [src.name for src in sorted((HERE / "src").rglob("*.java"))
                if not stamp.is_file() or src.stat().st_mtime > stamp.stat().st_mtime]
     if changed:  # a merge or an edit since the last build: old classes would fail in confusing ways
         raise FlinkUnavailable(f"the built classes are older than {', '.join(changed[:3])}: run ci/flink/setup.sh")
     return cpfile.read_text().strip()
 
 
-def _run_java(version: str, args: list[str], jobs: int,
-              program: str = DATASTREAM_PROGRAM) -> subprocess.CompletedProcess[str]:
+def pojo_classpath(pojo: int, version: str = DEFAULT_VERSION) -> str:
+    """The class path of the POJO job with version ``pojo`` of its state class in front."""
+    if pojo not in POJO_VERSIONS:
+        raise ValueError(f"unknown POJO version {pojo!r} (known: {POJO_VERSIONS})")
     cp = classpath(version)
+    classes = build_dir() / f"pojo-{version}" / f"v{pojo}"
+    if not classes.is_dir():
+        raise FlinkUnavailable(f"{classes} is missing: run ci/flink/setup.sh")
+    return f"{classes}{os.pathsep}{cp}"
+
+
+def _run_java(version: str, args: list[str], jobs: int, program: str = DATASTREAM_PROGRAM, *,
+              pojo: int | None = None, jvm_flags: list[str] | None = None,
+              timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``program`` in one JVM; ``pojo`` puts that version of the POJO job's class on the class
+    path, ``jvm_flags`` replaces the short-job flags, ``timeout`` the per-job allowance."""
+    cp = classpath(version) if pojo is None else pojo_classpath(pojo, version)
     with tempfile.TemporaryDirectory(prefix="statemorph-flink-") as tmp:
-        cmd = ["java", *JVM_FLAGS, f"-Djava.io.tmpdir={tmp}"]
+        cmd = ["java", *(JVM_FLAGS if jvm_flags is None else jvm_flags), f"-Djava.io.tmpdir={tmp}"]
         cmd += [f"--add-opens={p}=ALL-UNNAMED" for p in ADD_OPENS]
         cmd += ["-cp", cp, program, args[0], str(Path(tmp) / "work"), *args[1:]]
-        timeout = STARTUP_TIMEOUT + PER_JOB_TIMEOUT * jobs
+        timeout = STARTUP_TIMEOUT + (PER_JOB_TIMEOUT if timeout is None else timeout) * jobs
         try:
             return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=tmp)
         except subprocess.TimeoutExpired as e:  # run() has killed the JVM
@@ -125,9 +144,10 @@ def _tail(text: str, lines: int = 40) -> str:
 
 
 def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSION,
-             program: str = DATASTREAM_PROGRAM) -> None:
+             program: str = DATASTREAM_PROGRAM, **java: Any) -> None:
     """Take one savepoint per (spec file, output directory); each OUTDIR is replaced when all succeed.
-    ``program`` is the Java job that takes them (the SQL job: :func:`sql_generate`)."""
+    ``program`` is the Java job that takes them (the SQL job: :func:`sql_generate`, the POJO job:
+    :func:`pojo_generate`); ``java`` goes to the JVM runner (``pojo``, ``jvm_flags``, ``timeout``)."""
     staged: list[tuple[Path, Path, Path]] = []
     args = ["generate"]
     for spec, out in pairs:
@@ -138,7 +158,7 @@ def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSIO
         staged.append((Path(spec), stage, out))
         args += [str(Path(spec).resolve()), str(stage)]
     try:
-        proc = _run_java(flink_version, args, len(pairs), program)
+        proc = _run_java(flink_version, args, len(pairs), program, **java)
         if proc.returncode != 0:
             raise FlinkRunError(f"savepoint generator failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
         for spec, stage, out in staged:
@@ -229,14 +249,78 @@ def sql_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
     version) from the savepoint with a bounded probe, in one JVM. ``entries`` of a result are
     ``{"uids": [...]}`` (the job's stateful SQL operators) and then every changelog row the
     queries emitted, ``{"query", "kind", "row"}``."""
-    with tempfile.TemporaryDirectory(prefix="statemorph-sql-restore-") as tmp:
+    return _restore_batch(items, SQL_PROGRAM)
+
+
+def _restore_batch(items: list[tuple[Path, Path]], program: str, **java: Any) -> list[RestoreResult]:
+    """``program restore`` of every (savepoint, spec) in one JVM, as spec'd (no overrides)."""
+    with tempfile.TemporaryDirectory(prefix="statemorph-restore-") as tmp:
         args = ["restore"]
         outs = []
         for k, (savepoint, spec) in enumerate(items):
             out = Path(tmp) / f"out-{k}.jsonl"
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(Path(spec).resolve()), str(out)]
-        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items), SQL_PROGRAM), outs)
+        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items), program, **java), outs)
+
+
+def pojo_generate(pairs: list[tuple[Path, Path]], pojo: int = 1, **java: Any) -> None:
+    """Take one savepoint of the POJO job (ci/flink/src/savepoints/PojoJobs.java) per (spec, OUTDIR)
+    with version ``pojo`` of its state class: OUTDIR/savepoint, OUTDIR/spec.json and, for at most
+    100,000 keys, OUTDIR/expected.json (every key's ``profile``)."""
+    generate(pairs, DEFAULT_VERSION, POJO_PROGRAM, pojo=pojo, **java)
+
+
+def pojo_restore(items: list[tuple[Path, Path]], pojo: int = 2) -> list[RestoreResult]:
+    """Start the POJO job of each (savepoint, spec) from the savepoint with version ``pojo`` of the
+    state class (version 2 on a version-1 savepoint: Flink migrates on restore) and read every key's
+    ``profile`` back; one JVM for the batch."""
+    return _restore_batch(items, POJO_PROGRAM, pojo=pojo)
+
+
+@dataclass
+class PojoCycle:
+    """One :func:`pojo_restore_savepoint`: the wall seconds of the whole Java process, the phases
+    timed inside it (see PojoJobs.java), and the probed keys' entries."""
+
+    seconds: float
+    restored_s: float
+    ready_s: float
+    register_s: float
+    probed_s: float
+    savepoint_s: float
+    probed: int
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+
+def pojo_restore_savepoint(savepoint: Path, spec: Path, out_dir: Path, probe_keys: int = 1, stride: int = 1,
+                           pojo: int = 2, jvm_flags: list[str] | None = None) -> PojoCycle:
+    """What a user runs after changing the POJO class: start the POJO job from ``savepoint`` with
+    version ``pojo`` of the class (Flink migrates a version-1 savepoint on restore), read the
+    ``profile`` of the key indices ``0, stride, 2*stride, ...`` (``probe_keys`` of them), and stop
+    with a canonical savepoint into ``out_dir/savepoint`` (``out_dir`` must not exist). One fresh
+    JVM; ``seconds`` is the whole process, JVM start-up included. A refused restore raises
+    :class:`FlinkRunError`."""
+    import time
+
+    out_dir = Path(out_dir).resolve()
+    if out_dir.exists():
+        raise FileExistsError(f"{out_dir} exists")
+    with tempfile.TemporaryDirectory(prefix="statemorph-pojo-cycle-") as tmp:
+        lines = Path(tmp) / "probed.jsonl"
+        t0 = time.perf_counter()
+        proc = _run_java(DEFAULT_VERSION, ["restore-savepoint", str(Path(savepoint).resolve()),
+                                           str(Path(spec).resolve()), str(out_dir), str(probe_keys), str(stride),
+                                           str(lines)], 1, POJO_PROGRAM, pojo=pojo, jvm_flags=jvm_flags,
+                         timeout=30 * PER_JOB_TIMEOUT)
+        seconds = time.perf_counter() - t0
+        entries = read_entries(lines) if lines.is_file() else []
+    timing = next((x for x in proc.stdout.splitlines() if x.startswith("{")), None)
+    if proc.returncode != 0 or timing is None:
+        raise FlinkRunError(f"restore-savepoint of {savepoint} failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
+    t = json.loads(timing)
+    return PojoCycle(seconds, t["restored_s"], t["ready_s"], t["register_s"], t["probed_s"], t["savepoint_s"],
+                     t["probed"], entries)
 
 
 @dataclass
@@ -325,8 +409,14 @@ def main(argv: list[str] | None = None) -> int:
     sg.add_argument("args", nargs="+")
     sr = sub.add_parser("sql-restore", help="restore the SQL job: SAVEPOINT SPEC OUT.jsonl [...]")
     sr.add_argument("args", nargs="+")
+    pg = sub.add_parser("pojo-generate", help="take savepoints of the POJO job: SPEC OUTDIR [SPEC OUTDIR ...]")
+    pg.add_argument("--pojo", type=int, default=1, choices=POJO_VERSIONS, help="version of the state class")
+    pg.add_argument("args", nargs="+")
+    pr = sub.add_parser("pojo-restore", help="restore the POJO job: SAVEPOINT SPEC OUT.jsonl [...]")
+    pr.add_argument("--pojo", type=int, default=2, choices=POJO_VERSIONS, help="version of the state class")
+    pr.add_argument("args", nargs="+")
     ns = p.parse_args(argv)
-    if ns.cmd in ("sql-generate", "sql-restore"):
+    if ns.cmd in ("sql-generate", "sql-restore", "pojo-generate", "pojo-restore"):
         return _sql_main(p, ns)
     if ns.cmd == "restore-timed":
         r = restore_timed(ns.savepoint, ns.spec, ns.probe_keys)
@@ -362,16 +452,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _sql_main(p: argparse.ArgumentParser, ns: argparse.Namespace) -> int:
-    if ns.cmd == "sql-generate":
+    """The SQL and POJO jobs' verbs: generate pairs, restore triples written as JSON lines."""
+    pojo = ns.cmd.startswith("pojo-")
+    if ns.cmd.endswith("-generate"):
         if len(ns.args) % 2:
-            p.error("sql-generate takes SPEC OUTDIR pairs")
-        sql_generate([(Path(a), Path(b)) for a, b in zip(ns.args[::2], ns.args[1::2], strict=True)])
+            p.error(f"{ns.cmd} takes SPEC OUTDIR pairs")
+        pairs = [(Path(a), Path(b)) for a, b in zip(ns.args[::2], ns.args[1::2], strict=True)]
+        pojo_generate(pairs, ns.pojo) if pojo else sql_generate(pairs)
         return 0
     if len(ns.args) % 3:
-        p.error("sql-restore takes SAVEPOINT SPEC OUT.jsonl triples")
+        p.error(f"{ns.cmd} takes SAVEPOINT SPEC OUT.jsonl triples")
     triples = list(zip(ns.args[::3], ns.args[1::3], ns.args[2::3], strict=True))
+    items = [(Path(s), Path(sp)) for s, sp, _ in triples]
     status = 0
-    for (savepoint, _, out), res in zip(triples, sql_restore([(Path(s), Path(sp)) for s, sp, _ in triples]),
+    for (savepoint, _, out), res in zip(triples, pojo_restore(items, ns.pojo) if pojo else sql_restore(items),
                                         strict=True):
         if res.ok:
             Path(out).write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in res.entries or []),

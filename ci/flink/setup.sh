@@ -29,19 +29,26 @@ command -v javac >/dev/null || { echo "javac not found: install a JDK 17" >&2; e
 
 # The generator uses the golden generator's JSON reader/writer instead of a second copy.
 SOURCES=("$HERE"/src/savepoints/*.java "$ROOT"/ci/golden/src/golden/Json.java)
+# The POJO job's state class in its two versions: one class name, compiled into pojo-VERSION/v1 and
+# pojo-VERSION/v2; the job is compiled against v1 and a run puts one of them on its class path.
+POJO_V1=("$HERE"/src/pojo/v1/savepoints/pojo/*.java)
+POJO_V2=("$HERE"/src/pojo/v2/savepoints/pojo/*.java)
 
-# build VERSION LIB: compile SOURCES against LIB into classes-VERSION unless already done with
+# build VERSION LIB: compile SOURCES against LIB into classes-VERSION (and the POJO class versions
+# into pojo-VERSION/v1 and v2) unless already done with
 # the same sources and jars; print the class-path file.
 build() {
     local version="$1" lib="$2"
-    local classes="$BUILD/classes-$version" cpfile="$BUILD/classpath-$version"
+    local classes="$BUILD/classes-$version" cpfile="$BUILD/classpath-$version" pojo="$BUILD/pojo-$version"
     local cp stamp
     cp=$(flink_classpath "$lib")
-    stamp=$( (echo "$lib"; cat "${SOURCES[@]}") | sha256sum | cut -d' ' -f1)
+    stamp=$( (echo "$lib"; cat "${SOURCES[@]}" "${POJO_V1[@]}" "${POJO_V2[@]}") | sha256sum | cut -d' ' -f1)
     if [[ ! -f "$classes/.stamp" || "$(cat "$classes/.stamp")" != "$stamp" || ! -f "$cpfile" ]]; then
-        rm -rf "$classes"
-        mkdir -p "$classes"
-        javac -nowarn -encoding UTF-8 -cp "$cp" -d "$classes" "${SOURCES[@]}"
+        rm -rf "$classes" "$pojo"
+        mkdir -p "$classes" "$pojo/v1" "$pojo/v2"
+        javac -nowarn -encoding UTF-8 -d "$pojo/v1" "${POJO_V1[@]}"
+        javac -nowarn -encoding UTF-8 -d "$pojo/v2" "${POJO_V2[@]}"
+        javac -nowarn -encoding UTF-8 -cp "$pojo/v1:$cp" -d "$classes" "${SOURCES[@]}"
         echo "$stamp" > "$classes/.stamp"
         echo "$classes:$cp" > "$cpfile"
     fi

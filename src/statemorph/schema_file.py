@@ -10,9 +10,11 @@ already know how to write those types: Flink SQL type syntax. A schema file look
     [states.events]
     type = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, userId INT, `timestamp` BIGINT>>"
     # kind = "value"                # value | list | map; default: the kind recorded in the savepoint
-    # serializer = "auto"           # auto | rowdata | row | datastream | avro
+    # serializer = "auto"           # auto | rowdata | row | datastream | avro | pojo
     # user_key_type = "STRING"      # map state only: the map's key type (default: unchanged)
     # avro_schema = '''{...}'''     # serializer = "avro": the new Avro schema (JSON)
+    # pojo_class = "com.acme.Profile"   # serializer = "pojo": the Java class (default: the savepoint's)
+    # defaults = { score = 1.5 }    # serializer = "pojo": values of added fields the constructor sets
 
 A Flink savepoint holds states per operator, so its states are addressed by the operator's uid (or,
 for an operator that has none, such as a SQL operator, its 32-hex-digit uid hash)::
@@ -28,6 +30,14 @@ map state. ``serializer`` chooses how the type becomes bytes:
 - ``datastream``: the DataStream serializers (INT → IntSerializer, STRING → StringSerializer, BYTES →
   byte[], ARRAY → ListSerializer, MAP → MapSerializer, ROW → RowSerializer, ...);
 - ``avro``: ``AvroSerializer`` over ``avro_schema``;
+- ``pojo``: Flink's ``PojoSerializer`` of a Java POJO class: ``type`` is a ROW of the class's fields
+  (any order: Flink orders them by name), each through the DataStream serializers above. The class
+  is ``pojo_class``, by default the one the savepoint's snapshot names (Flink knows a POJO by its
+  class name, so an evolved class keeps it). ``NOT NULL`` marks a Java primitive field (``BIGINT NOT
+  NULL`` is ``long``, ``DOUBLE NOT NULL`` is ``double``): a field the old values lack then gets the
+  value Flink's no-arg constructor leaves in it, 0, 0.0, false or ``'\\0'``, where a nullable (boxed
+  or object) field gets null. ``defaults`` gives other values for added fields (a field initializer
+  such as ``double score = 1.5``); a non-primitive ``NOT NULL`` field needs one;
 - ``auto`` (default): the same family the savepoint already uses for that state, so a file only has to
   say what changed. Without a savepoint to look at, ROW means ``rowdata``, anything else ``datastream``.
 
@@ -71,8 +81,12 @@ from .types import (
 
 FORMAT_VERSION = 1
 KINDS = ("value", "list", "map")
-FAMILIES = ("auto", "rowdata", "row", "datastream", "avro")
-_STATE_KEYS = {"type", "kind", "serializer", "user_key_type", "avro_schema"}
+FAMILIES = ("auto", "rowdata", "row", "datastream", "avro", "pojo")
+_STATE_KEYS = {"type", "kind", "serializer", "user_key_type", "avro_schema", "pojo_class", "defaults"}
+_JAVA_ZERO: dict[type, Any] = {
+    BooleanType: False, TinyIntType: 0, SmallIntType: 0, IntType: 0, BigIntType: 0, FloatType: 0.0, DoubleType: 0.0,
+}
+"""What a Java primitive field holds when no constructor sets it, by its SQL type (CHAR(1): ``'\\0'``)."""
 
 
 class SchemaFileError(StatemorphError, ValueError):
@@ -89,6 +103,8 @@ class StateSchema:
     serializer: str = "auto"
     user_key_type: LogicalType | None = None
     avro_schema: str | None = None
+    pojo_class: str | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -190,7 +206,62 @@ def _parse_state(source: str, name: str, body: Any, prefix: str = "states") -> S
     if ukt is not None and kind not in (None, "map"):
         raise SchemaFileError(f"{where}: user_key_type is only meaningful for map state")
     user_key = _parse_type_at(where, "user_key_type", ukt) if ukt is not None else None
-    return StateSchema(name, logical, kind, family, user_key, avro_schema)
+    pojo_class, defaults = _parse_pojo(where, family, logical, body)
+    return StateSchema(name, logical, kind, family, user_key, avro_schema, pojo_class, defaults)
+
+
+def _parse_pojo(where: str, family: str, logical: LogicalType | None,
+                body: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """``pojo_class`` and ``defaults`` of a ``serializer = "pojo"`` state, checked: a ROW type,
+    defaults only for its fields and of their types, a value for every non-primitive NOT NULL field."""
+    pojo_class, defaults = body.get("pojo_class"), body.get("defaults", {})
+    if family != "pojo":
+        extra = [k for k in ("pojo_class", "defaults") if k in body]
+        if extra:
+            raise SchemaFileError(f"{where}: {' and '.join(extra)} only go with serializer = \"pojo\"")
+        return None, {}
+    if not isinstance(logical, RowType):
+        raise SchemaFileError(f"{where}: serializer = \"pojo\" needs a ROW type of the class's fields, got {logical}")
+    if pojo_class is not None and (not isinstance(pojo_class, str) or not pojo_class):
+        raise SchemaFileError(f"{where}: pojo_class must be a Java class name, got {pojo_class!r}")
+    if not isinstance(defaults, dict):
+        raise SchemaFileError(f"{where}: defaults must be a table of field = value, got {defaults!r}")
+    types = {f.name: f.type for f in logical.fields}
+    unknown = sorted(set(defaults) - set(types))
+    if unknown:
+        raise SchemaFileError(f"{where}: defaults names field(s) {', '.join(unknown)} the type does not have "
+                              f"(fields: {', '.join(types)})")
+    for name, t in types.items():
+        if name in defaults:
+            _check_default(where, name, t, defaults[name])
+        elif not t.nullable and _java_zero(t) is None:
+            raise SchemaFileError(f"{where}: field {name} is {t}, which no Java primitive holds: a value added by "
+                                  f"a migration would be null; give it in defaults (or drop NOT NULL)")
+    return pojo_class, dict(defaults)
+
+
+def _java_zero(t: LogicalType) -> Any:
+    """The Java primitive default of a NOT NULL field of type ``t``; None when ``t`` is no primitive."""
+    if isinstance(t, CharType) and t.length == 1:
+        return "\0"
+    return _JAVA_ZERO.get(type(t))
+
+
+def _check_default(where: str, name: str, t: LogicalType, value: Any) -> None:
+    """A default must be a value the field's serializer writes (the right kind of TOML value, in range)."""
+    from .io import DataOutputSerializer
+
+    if isinstance(value, (dict, list)) or (isinstance(value, bool) and not isinstance(t, BooleanType)):
+        raise SchemaFileError(f"{where}: defaults.{name} = {value!r} is not a value of type {t}")
+    try:
+        datastream_serializer(t, f"{where} field {name}").serialize(_as_field_value(t, value), DataOutputSerializer())
+    except (StatemorphError, TypeError, ValueError, OverflowError) as e:
+        raise SchemaFileError(f"{where}: defaults.{name} = {value!r} is not a value of type {t}: {e}") from None
+
+
+def _as_field_value(t: LogicalType, value: Any) -> Any:
+    """TOML writes ``1`` for a DOUBLE's 1.0: the float the field holds."""
+    return float(value) if isinstance(t, (FloatType, DoubleType)) and isinstance(value, int) else value
 
 
 def _parse_type_at(where: str, key: str, text: Any) -> LogicalType:
@@ -213,6 +284,8 @@ def family_of(serializer: Any) -> str:
         return "avro"
     if name == "RowSerializer":
         return "row"
+    if name == "PojoSerializer":
+        return "pojo"
     return "datastream"
 
 
@@ -244,6 +317,8 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     if family == "avro":
         return _require(serializers, "AvroSerializer")(schema.avro_schema)
     assert schema.type is not None
+    if family == "pojo":
+        return pojo_serializer(schema, prior)
     if family == "rowdata":
         if not isinstance(schema.type, RowType):
             raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
@@ -251,6 +326,34 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     if family == "row" and not isinstance(schema.type, RowType):
         raise SchemaFileError(f"{where} is Row state: its type must be a ROW, got {schema.type}")
     return datastream_serializer(schema.type, where)
+
+
+def pojo_serializer(schema: StateSchema, prior: Any = None) -> Any:
+    """The ``PojoSerializer`` of a ``serializer = "pojo"`` state (or an ``auto`` one whose savepoint
+    holds a POJO): the ROW's fields through the DataStream serializers, the class ``pojo_class`` or
+    else ``prior``'s. Fields ``prior`` has keep the class that declares them (a superclass's field
+    is keyed by the superclass in Flink's snapshot); added fields are declared by the class itself.
+    Added fields default as the module docstring says."""
+    from .serializers import PojoField, PojoSerializer
+    from .serializers.pojo import java_string_order
+
+    where = f"state {schema.name!r}"
+    if not isinstance(schema.type, RowType):
+        raise SchemaFileError(f"{where} is POJO state: its type must be a ROW of the class's fields, got {schema.type}")
+    prior_pojo = prior if isinstance(prior, PojoSerializer) else None
+    class_name = schema.pojo_class or (prior_pojo.java_class_name if prior_pojo is not None else None)
+    if class_name is None:
+        raise SchemaFileError(f"{where}: a POJO needs its Java class: set pojo_class (the savepoint does not "
+                              f"name one for this state)")
+    declared = {f.name: f.declaring_class for f in prior_pojo.fields if f.present} \
+        if prior_pojo is not None and prior_pojo.java_class_name == class_name else {}
+    fields = [PojoField(f.name, datastream_serializer(f.type, f"{where}.{f.name}"), declared.get(f.name, class_name))
+              for f in schema.type.fields]
+    types = {f.name: f.type for f in schema.type.fields}
+    defaults = {n: _java_zero(t) for n, t in types.items() if not t.nullable}
+    defaults.update({n: _as_field_value(types[n], v) for n, v in schema.defaults.items()})
+    ordered = sorted(fields, key=lambda f: java_string_order(f.name))
+    return PojoSerializer.from_fields(None, class_name, ordered, {n: v for n, v in defaults.items() if v is not None})
 
 
 def datastream_serializer(t: LogicalType, where: str = "type") -> Any:
@@ -289,8 +392,9 @@ _SQL_OF = {
 
 
 def describe_serializer(ser: Any) -> str:
-    """A serializer as its Flink SQL type where one exists (``ROW<...>``, ``BIGINT``, ``ARRAY<INT>``),
-    otherwise its class name with the SQL types of what it nests; used by ``statemorph inspect``."""
+    """A serializer as its Flink SQL type where one exists (``ROW<...>``, ``BIGINT``, ``ARRAY<INT>``;
+    a POJO as ``POJO <class> ROW<fields>``), otherwise its class name with the SQL types of what it
+    nests; used by ``statemorph inspect``."""
     name = type(ser).__name__
     if name in _SQL_OF:
         return _SQL_OF[name]
@@ -303,6 +407,9 @@ def describe_serializer(ser: Any) -> str:
         return f"MAP<{describe_serializer(ser.key_serializer)}, {describe_serializer(ser.value_serializer)}>"
     if name == "NullableSerializer" and hasattr(ser, "inner"):
         return describe_serializer(ser.inner)
+    if name == "PojoSerializer" and hasattr(ser, "field_serializers"):  # the ROW a schema file gives it
+        inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in ser.field_serializers.items())
+        return f"POJO {ser.java_class_name} ROW<{inner}>"
     if name == "RowSerializer" and hasattr(ser, "field_serializers"):
         names = getattr(ser, "field_names", None) or [f"f{i}" for i in range(len(ser.field_serializers))]
         inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in zip(names, ser.field_serializers, strict=False))
@@ -332,6 +439,7 @@ __all__ = [
     "family_of",
     "load_schema",
     "parse_schema",
+    "pojo_serializer",
     "serializer_for",
 ]
 
@@ -379,7 +487,7 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
         kind = st.kind or recorded
         ttl = bool(getattr(meta, "ttl", False))
         prior = None
-        if st.serializer == "auto":
+        if st.serializer in ("auto", "pojo"):
             try:
                 prior = meta.snapshot("value_serializer").restore_serializer()
             except SavepointError as e:

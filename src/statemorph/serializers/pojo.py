@@ -84,6 +84,11 @@ class PojoSerializer(TypeSerializer[Any]):
 
     ``serialize`` accepts an instance of exactly ``pojo_class`` or a dict keyed by field name
     (missing keys are null); ``deserialize`` returns a ``pojo_class`` instance, or a dict.
+
+    ``defaults`` (field name → value) are what a migration gives a field the old bytes lack, as
+    the Java class's no-arg constructor leaves it (0 for a primitive ``int``, an initializer's
+    value); without a Python class it is the only source of them, otherwise it overrides the
+    dataclass defaults. Fields not named get the dataclass default, else null.
     """
 
     def __init__(
@@ -91,6 +96,7 @@ class PojoSerializer(TypeSerializer[Any]):
         pojo_class: type | None,
         field_serializers: Mapping[str, TypeSerializer[Any]],
         java_class_name: str | None = None,
+        defaults: Mapping[str, Any] | None = None,
     ) -> None:
         if pojo_class is not None:
             if not (isinstance(pojo_class, type) and dataclasses.is_dataclass(pojo_class)):
@@ -115,17 +121,29 @@ class PojoSerializer(TypeSerializer[Any]):
             PojoField(name, field_serializers[name], java_class_name)
             for name in sorted(field_serializers, key=java_string_order)
         ]
-        self._init(pojo_class, java_class_name, fields)
+        self._init(pojo_class, java_class_name, fields, defaults)
 
     @classmethod
-    def from_fields(cls, pojo_class: type | None, java_class_name: str, fields: list[PojoField]) -> PojoSerializer:
+    def from_fields(
+        cls,
+        pojo_class: type | None,
+        java_class_name: str,
+        fields: list[PojoField],
+        defaults: Mapping[str, Any] | None = None,
+    ) -> PojoSerializer:
         """Build a serializer with an explicit field order (restored serializers keep the order
         and the declaring classes of the snapshot, which need not be today's sorted order)."""
         self = cls.__new__(cls)
-        self._init(pojo_class, java_class_name, list(fields))
+        self._init(pojo_class, java_class_name, list(fields), defaults)
         return self
 
-    def _init(self, pojo_class: type | None, java_class_name: str, fields: list[PojoField]) -> None:
+    def _init(
+        self,
+        pojo_class: type | None,
+        java_class_name: str,
+        fields: list[PojoField],
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         self.pojo_class = pojo_class
         self.java_class_name = java_class_name
         self.fields: tuple[PojoField, ...] = tuple(fields)
@@ -140,6 +158,12 @@ class PojoSerializer(TypeSerializer[Any]):
                     self._defaults[f.name] = (lambda d: lambda: d)(f.default)
                 elif f.default_factory is not dataclasses.MISSING:
                     self._defaults[f.name] = f.default_factory
+        unknown = sorted(set(defaults or {}) - self._names)
+        if unknown:
+            raise ValueError(f"POJO {java_class_name}: defaults for unknown field(s) {unknown}")
+        for name, value in (defaults or {}).items():
+            self._defaults[name] = (lambda d: lambda: d)(value)
+        self.defaults: dict[str, Any] = dict(defaults or {})
 
     # -- configuration -----------------------------------------------------------------------
     @property
@@ -152,7 +176,7 @@ class PojoSerializer(TypeSerializer[Any]):
         return [f.name for f in self.fields if f.present]
 
     def _config(self) -> tuple[Any, ...]:
-        return (self.pojo_class, self.java_class_name, self.fields)
+        return (self.pojo_class, self.java_class_name, self.fields, tuple(sorted(self.defaults.items())))
 
     def __repr__(self) -> str:
         cls = self.pojo_class.__qualname__ if self.pojo_class is not None else None
@@ -163,8 +187,8 @@ class PojoSerializer(TypeSerializer[Any]):
 
     # -- values ----------------------------------------------------------------------------
     def default_value(self, name: str) -> Any:
-        """The value an added field takes on migration: the dataclass default, else None
-        (Flink keeps what the no-arg constructor set, else null)."""
+        """The value an added field takes on migration: ``defaults``, the dataclass default, else
+        None (Flink keeps what the no-arg constructor set, else null)."""
         factory = self._defaults.get(name)
         return factory() if factory is not None else None
 

@@ -19,8 +19,14 @@ final class Entries {
 
     static List<Map<String, Object>> sorted(
             Map<String, Map<String, Object>> values, Map<String, List<Long>> timers, Spec spec) {
+        return sorted(values, timers, spec.states);
+    }
+
+    /** The same for a job whose states are not the matrix's (the POJO job's {@code profile}). */
+    static List<Map<String, Object>> sorted(
+            Map<String, Map<String, Object>> values, Map<String, List<Long>> timers, List<String> states) {
         List<Map<String, Object>> out = new ArrayList<>();
-        for (String state : spec.states) {
+        for (String state : states) {
             TreeMap<String, Object> byKey = new TreeMap<>();
             if (state.equals("timers")) {
                 for (Map.Entry<String, List<Long>> e : timers.entrySet()) {

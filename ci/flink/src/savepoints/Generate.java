@@ -8,6 +8,7 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.Collector;
 
 import java.nio.charset.StandardCharsets;
@@ -44,51 +45,67 @@ final class Generate {
         PROCESSED.set(0);
         WRITTEN.clear();
         TIMERS.clear();
+        savepointAfterAll(spec, new Fn(spec), out, work);
+        writeExpected(spec.name, Entries.sorted(WRITTEN, TIMERS, spec), out);
+    }
+
+    /**
+     * Runs {@code fn} as the stateful operator over every record of the spec (the function bumps
+     * {@link #PROCESSED} per record) and stops the job with a canonical savepoint in {@code OUT/savepoint}.
+     */
+    static void savepointAfterAll(Spec spec, KeyedProcessFunction<Object, Long, String> fn, Path out, Path work)
+            throws Exception {
         StreamExecutionEnvironment env = Job.env(Job.config(spec, work), spec);
         DataStream<Long> records = env.fromSource(
                         new IdleSequenceSource(0, spec.totalRecords() - 1), WatermarkStrategy.noWatermarks(), "records")
                 .uid("records")
                 .setParallelism(1);
-        Job.stateful(spec, records, new Fn(spec));
+        Job.stateful(spec, records, fn);
         JobClient client = env.executeAsync("generate " + spec.name);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-        while (PROCESSED.get() < spec.totalRecords()) {
+        awaitCount(client, PROCESSED, spec.totalRecords());
+        stopWithSavepoint(client, out, work);
+    }
+
+    /** Waits until {@code counter} reaches {@code target}; a job that ends first throws its failure. */
+    static void awaitCount(JobClient client, AtomicLong counter, long target) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120 + target / 20_000);
+        while (counter.get() < target) {
             JobStatus st = client.getJobStatus().get();
             if (st.isGloballyTerminalState()) {
                 client.getJobExecutionResult().get(); // throws the job's failure
                 throw new IllegalStateException("job ended before processing every record: " + st);
             }
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("timed out: processed " + PROCESSED.get() + " of " + spec.totalRecords());
+                throw new IllegalStateException("timed out: processed " + counter.get() + " of " + target);
             }
             Thread.sleep(20);
         }
+    }
+
+    /** Stops the running job with a CANONICAL savepoint and moves it to {@code OUT/savepoint}. */
+    static void stopWithSavepoint(JobClient client, Path out, Path work) throws Exception {
         Path target = work.resolve("savepoints");
         String written = client.stopWithSavepoint(false, target.toUri().toString(), SavepointFormatType.CANONICAL)
-                .get(120, TimeUnit.SECONDS);
+                .get(1800, TimeUnit.SECONDS);
         client.getJobExecutionResult().get(120, TimeUnit.SECONDS);
         Path sp = Path.of(java.net.URI.create(written.startsWith("file:") ? written : "file:" + written));
         Files.createDirectories(out);
         Files.move(sp, out.resolve("savepoint"));
-        Files.write(out.resolve("expected.json"), expectedJson(spec).getBytes(StandardCharsets.UTF_8));
     }
 
-    private static String expectedJson(Spec spec) {
-        List<Object> values = new ArrayList<>();
-        for (Map<String, Object> e : Entries.sorted(WRITTEN, TIMERS, spec)) {
-            values.add(e);
-        }
+    /** Writes {@code OUT/expected.json}: the case name and its entries, one a line. */
+    static void writeExpected(String name, List<Map<String, Object>> entries, Path out) throws java.io.IOException {
         StringBuilder b = new StringBuilder();
         b.append("{\"name\": ");
-        Json.write(spec.name, b);
+        Json.write(name, b);
         b.append(", \"entries\": [\n");
-        for (int k = 0; k < values.size(); k++) {
+        for (int k = 0; k < entries.size(); k++) {
             b.append("  ");
-            Json.write(values.get(k), b);
-            b.append(k + 1 < values.size() ? ",\n" : "\n");
+            Json.write(entries.get(k), b);
+            b.append(k + 1 < entries.size() ? ",\n" : "\n");
         }
         b.append("]}\n");
-        return b.toString();
+        Files.write(out.resolve("expected.json"), b.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     static final class Fn extends StatefulFn {

@@ -1,7 +1,5 @@
 package savepoints;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -29,51 +27,19 @@ public final class Main {
         }
         Path work = Path.of(args[1]);
         int failed = 0;
-        if (args[0].equals("generate") && (args.length - 2) % 2 == 0) {
-            for (int k = 2; k < args.length; k += 2) {
-                Spec spec = Spec.read(Path.of(args[k]));
-                Path w = work.resolve("job-" + k);
-                try {
-                    Generate.run(spec, Path.of(args[k + 1]), w);
-                } finally {
-                    Generate.deleteTree(w);
-                }
-                System.err.println("generated " + spec.name + " -> " + args[k + 1]);
-            }
-        } else if (args[0].equals("restore") && (args.length - 2) % 3 == 0) {
-            for (int k = 2; k < args.length; k += 3) {
-                Spec spec = Spec.read(Path.of(args[k + 1]));
-                Path out = Path.of(args[k + 2]);
-                Path err = Path.of(args[k + 2] + ".error");
-                Files.deleteIfExists(out);
-                Files.deleteIfExists(err);
-                Path w = work.resolve("job-" + k);
-                try {
-                    Restore.run(Path.of(args[k]), spec, out, w);
-                    System.err.println("restored " + spec.name + " from " + args[k]);
-                } catch (Restore.Failure f) {
-                    failed++;
-                    Files.write(err, (f.toJson() + "\n").getBytes(StandardCharsets.UTF_8));
-                    System.err.println("restore failed: " + spec.name + ": " + f.root);
-                } finally {
-                    Generate.deleteTree(w);
-                }
-            }
+        if (Batch.is(args, "generate", 2)) {
+            Batch.generate(args, work, (spec, out, w) -> Generate.run(Spec.read(spec), out, w));
+        } else if (Batch.is(args, "restore", 3)) {
+            failed = Batch.restore(args, work, (sp, spec, out, w) -> Restore.run(sp, Spec.read(spec), out, w));
         } else if (args[0].equals("restore-timed") && (args.length == 5 || args.length == 7)) {
-            Path w = work.resolve("job-timed");
-            try {
+            failed = Batch.single(work, w -> {
                 if (args.length == 7) {
                     RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]),
                             Long.parseLong(args[5]), Path.of(args[6]), w);
                 } else {
                     RestoreTimed.run(Path.of(args[2]), Spec.read(Path.of(args[3])), Long.parseLong(args[4]), w);
                 }
-            } catch (Restore.Failure f) {
-                failed++;
-                System.err.println("restore failed: " + f.root);
-            } finally {
-                Generate.deleteTree(w);
-            }
+            });
         } else {
             usage();
         }

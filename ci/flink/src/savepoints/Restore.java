@@ -7,6 +7,7 @@ import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.util.CloseableIterator;
 import org.apache.flink.util.Collector;
 
@@ -67,16 +68,20 @@ final class Restore {
     }
 
     static void run(Path savepoint, Spec spec, Path out, Path work) throws Exception {
-        Configuration c = Job.config(spec, work);
-        c.setString("execution.state-recovery.path", savepoint.toUri().toString());
-        c.setString("execution.savepoint.path", savepoint.toUri().toString());
-        c.setString("execution.state-recovery.ignore-unclaimed-state", "true");
-        c.setString("execution.savepoint.ignore-unclaimed-state", "true");
-        StreamExecutionEnvironment env = Job.env(c, spec);
+        run(savepoint, spec, new Fn(spec), spec.states, out, work);
+    }
+
+    /**
+     * Starts {@code fn} as the stateful operator from {@code savepoint}, probes every key index of
+     * the spec once and writes the {key, state, value} lines {@code fn} emits for {@code states}.
+     */
+    static void run(Path savepoint, Spec spec, KeyedProcessFunction<Object, Long, String> fn, List<String> states,
+            Path out, Path work) throws Exception {
+        StreamExecutionEnvironment env = Job.env(restoring(savepoint, spec, work), spec);
         DataStream<Long> probe = env.fromSource(new NumberSequenceSource(0, spec.keys - 1), WatermarkStrategy.noWatermarks(), "probe")
                 .uid("probe")
                 .setParallelism(1);
-        DataStream<String> lines = Job.stateful(spec, probe, new Fn(spec));
+        DataStream<String> lines = Job.stateful(spec, probe, fn);
         Map<String, Map<String, Object>> values = new HashMap<>();
         Map<String, List<Long>> timers = new HashMap<>();
         try (CloseableIterator<String> it = lines.executeAndCollect("restore " + spec.name)) {
@@ -87,11 +92,21 @@ final class Restore {
             throw new Failure(e);
         }
         StringBuilder b = new StringBuilder();
-        for (Map<String, Object> e : Entries.sorted(values, timers, spec)) {
+        for (Map<String, Object> e : Entries.sorted(values, timers, states)) {
             Json.write(e, b);
             b.append('\n');
         }
         Files.write(out, b.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** The spec's configuration, starting from {@code savepoint} and ignoring state no operator claims. */
+    static Configuration restoring(Path savepoint, Spec spec, Path work) {
+        Configuration c = Job.config(spec, work);
+        c.setString("execution.state-recovery.path", savepoint.toUri().toString());
+        c.setString("execution.savepoint.path", savepoint.toUri().toString());
+        c.setString("execution.state-recovery.ignore-unclaimed-state", "true");
+        c.setString("execution.savepoint.ignore-unclaimed-state", "true");
+        return c;
     }
 
     @SuppressWarnings("unchecked")

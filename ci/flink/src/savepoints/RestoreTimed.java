@@ -3,7 +3,6 @@ package savepoints;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
-import org.apache.flink.configuration.Configuration;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -49,12 +48,7 @@ final class RestoreTimed {
         FOUND.set(0);
         LINES.clear();
         keepLines = out != null;
-        Configuration c = Job.config(spec, work);
-        c.setString("execution.state-recovery.path", savepoint.toUri().toString());
-        c.setString("execution.savepoint.path", savepoint.toUri().toString());
-        c.setString("execution.state-recovery.ignore-unclaimed-state", "true");
-        c.setString("execution.savepoint.ignore-unclaimed-state", "true");
-        StreamExecutionEnvironment env = Job.env(c, spec);
+        StreamExecutionEnvironment env = Job.env(Restore.restoring(savepoint, spec, work), spec);
         DataStream<Long> keys = env.fromSource(new NumberSequenceSource(0, probe - 1), WatermarkStrategy.noWatermarks(), "probe")
                 .uid("probe")
                 .setParallelism(1)

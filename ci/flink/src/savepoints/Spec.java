@@ -30,7 +30,7 @@ import java.util.Map;
  * <p>The generator and the restore checker both derive everything from it (the keys, the record
  * each sequence number stands for, which states exist), so a checker run needs nothing but the
  * spec the savepoint was made from. Fields: {@code name}, {@code backend} (hashmap | rocksdb),
- * {@code compression}, {@code parallelism}, {@code max_parallelism}, {@code key_type} (int |
+ * {@code compression}, {@code parallelism}, {@code max_parallelism}, {@code key_type} (int | long |
  * string | row), {@code keys}, {@code records_per_key}, {@code states} (a subset of {@link #ALL_STATES}),
  * {@code storage} (jobmanager: every stream inline in _metadata | filesystem: files above
  * {@code inline_threshold} bytes), {@code uid} of the stateful operator, {@code events_type}
@@ -77,10 +77,10 @@ final class Spec implements Serializable {
         compression = Boolean.TRUE.equals(m.getOrDefault("compression", Boolean.FALSE));
         parallelism = (int) num(m, "parallelism", 1);
         maxParallelism = (int) num(m, "max_parallelism", 128);
-        keyType = oneOf(str(m, "key_type", "int"), "key_type", "int", "string", "row");
+        keyType = oneOf(str(m, "key_type", "int"), "key_type", "int", "long", "string", "row");
         List<Object> given = (List<Object>) m.get("key_values");
-        if (given != null && keyType.equals("row")) {
-            throw new IllegalArgumentException("spec: key_values takes int or string keys, not row keys");
+        if (given != null && (keyType.equals("row") || keyType.equals("long"))) {
+            throw new IllegalArgumentException("spec: key_values takes int or string keys, not " + keyType + " keys");
         }
         keyValues = given == null ? null : new ArrayList<>();
         for (Object v : given == null ? new ArrayList<>() : given) { // plain Integer / String: the spec is serialized
@@ -126,7 +126,7 @@ final class Spec implements Serializable {
     }
 
     /**
-     * The key of key index {@code i}: ints spread over negative and positive values, strings with
+     * The key of key index {@code i}: ints (or longs) spread over negative and positive values, strings with
      * some non-ASCII, or (as Flink SQL keys its state) a {@code BinaryRowData} of {@link #KEY_ROW_TYPE}
      * holding both.
      */
@@ -139,6 +139,8 @@ final class Spec implements Serializable {
         switch (keyType) {
             case "int":
                 return n;
+            case "long":
+                return (long) i * 7919L - 40000L; // no wrap-around, however many keys
             case "string":
                 return s;
             default:
@@ -150,6 +152,8 @@ final class Spec implements Serializable {
         switch (keyType) {
             case "int":
                 return Types.INT;
+            case "long":
+                return Types.LONG;
             case "string":
                 return Types.STRING;
             default:

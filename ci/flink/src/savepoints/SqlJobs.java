@@ -105,34 +105,10 @@ public final class SqlJobs {
         }
         Path work = Path.of(args[1]);
         int failed = 0;
-        if (args[0].equals("generate") && (args.length - 2) % 2 == 0) {
-            for (int k = 2; k < args.length; k += 2) {
-                Path w = work.resolve("job-" + k);
-                try {
-                    generate(Path.of(args[k]), Path.of(args[k + 1]), w);
-                } finally {
-                    Generate.deleteTree(w);
-                }
-                System.err.println("generated " + args[k] + " -> " + args[k + 1]);
-            }
-        } else if (args[0].equals("restore") && (args.length - 2) % 3 == 0) {
-            for (int k = 2; k < args.length; k += 3) {
-                Path out = Path.of(args[k + 2]);
-                Path err = Path.of(args[k + 2] + ".error");
-                Files.deleteIfExists(out);
-                Files.deleteIfExists(err);
-                Path w = work.resolve("job-" + k);
-                try {
-                    restore(Path.of(args[k]), Path.of(args[k + 1]), out, w);
-                    System.err.println("restored " + args[k + 1] + " from " + args[k]);
-                } catch (Restore.Failure f) {
-                    failed++;
-                    Files.write(err, (f.toJson() + "\n").getBytes(StandardCharsets.UTF_8));
-                    System.err.println("restore failed: " + args[k + 1] + ": " + f.root);
-                } finally {
-                    Generate.deleteTree(w);
-                }
-            }
+        if (Batch.is(args, "generate", 2)) {
+            Batch.generate(args, work, SqlJobs::generate);
+        } else if (Batch.is(args, "restore", 3)) {
+            failed = Batch.restore(args, work, SqlJobs::restore);
         } else {
             usage();
         }
