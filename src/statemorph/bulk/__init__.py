@@ -20,7 +20,7 @@ from __future__ import annotations
 from .decoder import decode
 from .encoder import encode
 from .errors import BulkResult
-from .migrator import migrate
+from .migrator import PreparedMigration, migrate
 from .types import arrow_type, arrow_type_for
 
-__all__ = ["BulkResult", "arrow_type", "arrow_type_for", "decode", "encode", "migrate"]
+__all__ = ["BulkResult", "PreparedMigration", "arrow_type", "arrow_type_for", "decode", "encode", "migrate"]

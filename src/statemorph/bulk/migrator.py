@@ -34,67 +34,88 @@ def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, thre
     Compatibility is resolved once (incompatible → :class:`IncompatibleSchemaError` naming the
     fields). RowData → RowData, flink-core Row → Row, POJO → POJO (fields added, removed,
     reordered) and Avro → Avro run byte-remap kernels when the program compiler can express the
-    plan; other serializers migrate per value through the reference implementation."""
+    plan; other serializers migrate per value through the reference implementation. A caller
+    that migrates many arrays of one state keeps a :class:`PreparedMigration` instead."""
     check_on_error(on_error)
-    compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
-    if compat.is_incompatible():
-        raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
-    k = tiers.current()
-    prog, kernel = remap_program(prior_snapshot, new_serializer, compat)
-    return per_chunk(binary_array, lambda a, base: _migrate_chunk(k, a, prior_snapshot, new_serializer, compat,
-                                                                  prog, kernel, threads, on_error, base), on_error)
+    return PreparedMigration(prior_snapshot, new_serializer)(binary_array, threads=threads, on_error=on_error)
 
 
-def _migrate_chunk(k: Any, arr: pa.Array, prior_snapshot: Any, new_serializer: Any, compat: Any,
-                   prog: plans.RowProgram | None, kernel: str, threads: int, on_error: str, base: int) -> Any:
-    n = len(arr)
-    errors = RowErrors(on_error, "migrate", prog)
-    if prog is None:
-        return migrate_per_value(arr, prior_snapshot, new_serializer, compat, errors, base)
-    offsets, data, validity, offset, wide = binary_input(arr)
-    valid = validity_bits(arr)
-    matrix = prog.matrix
+class PreparedMigration:
+    """One state's migration resolved once: compatibility, the byte-remap kernel and its program
+    (with its output growth per entry), and the reference's serializers for entries the kernel
+    hands back. Calling it migrates one array, as :func:`migrate` does; an engine keeps one per
+    state and calls it per batch, so a run of many small batches (the slices of Flink key
+    groups) resolves nothing per batch."""
 
-    ranges = thread_ranges(n, threads)
-    if kernel in ("rowdata", "pojo", "avro"):
-        # one-pass kernels; the output estimate is the input bytes plus the plan's per-entry growth
-        run_kernel, growth = {"rowdata": (k.migrate_run, row_growth(matrix)),
-                              "pojo": (k.pojo_migrate_run, plans.pojo_growth(matrix)),
-                              "avro": (k.avro_migrate_run, plans.avro_growth(matrix))}[kernel]
-        span = inputs.input_spans(offsets, offset, wide, len(data), n)
-        code, extra = tiers.machine_code(jit.plan_code, matrix, k, n) if kernel == "rowdata" else (None, ())
+    def __init__(self, prior_snapshot: Any, new_serializer: Any) -> None:
+        compat = prior_snapshot.resolve_schema_compatibility(new_serializer)
+        if compat.is_incompatible():
+            raise IncompatibleSchemaError(f"cannot migrate: {compat.reason}", compat.reason)
+        self.prior_snapshot, self.new_serializer, self.compat = prior_snapshot, new_serializer, compat
+        self.prog, self.kernel = remap_program(prior_snapshot, new_serializer, compat)
+        growth = {"rowdata": row_growth, "pojo": plans.pojo_growth, "avro": plans.avro_growth}.get(self.kernel)
+        self.growth = growth(self.prog.matrix) if growth is not None and self.prog is not None else 0
+        self._reference: tuple[Any, Any, bool] | None = None
 
-        def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
-            return run_kernel(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos, *extra)
+    def reference(self) -> tuple[Any, Any, bool]:
+        """(old serializer, target serializer, as is) of the per-value reference, on first use."""
+        if self._reference is None:
+            prior = self.prior_snapshot.restore_serializer()
+            self._reference = (prior, *resolved_target(self.compat, self.new_serializer))
+        return self._reference
 
-        def estimate(s: int, e: int) -> int:
-            return span(s, e) + growth * (e - s)
+    def __call__(self, binary_array: Any, *, threads: int = 1, on_error: str = "raise") -> BulkResult:
+        k = tiers.current()
+        return per_chunk(binary_array, lambda a, base: self._chunk(k, a, threads, on_error, base), on_error)
 
-        fallback = None
-        if kernel in ("avro", "rowdata"):
-            prior = prior_snapshot.restore_serializer()
-            target, as_is = resolved_target(compat, new_serializer)
+    def _chunk(self, k: Any, arr: pa.Array, threads: int, on_error: str, base: int) -> Any:
+        prog, kernel = self.prog, self.kernel
+        n = len(arr)
+        errors = RowErrors(on_error, "migrate", prog)
+        if prog is None:
+            return migrate_per_value(arr, self.prior_snapshot, self.new_serializer, self.compat, errors, base)
+        offsets, data, validity, offset, wide = binary_input(arr)
+        valid = validity_bits(arr)
+        matrix = prog.matrix
 
-            def fallback(row: int) -> bytes | Exception:
-                """An entry the kernel hands back to the reference (``abi.HAND_BACK``: a RowData map
-                whose keys may repeat or hold a null, an Avro map with a repeated key or bytes
-                read as a string that are not UTF-8): what ``migrate_bytes`` makes of it, its
-                bytes or the error of a bad entry."""
-                try:
-                    return migrate_resolved(prior_snapshot, prior, target, arr[row].as_py(), as_is)
-                except StateFormatError as e:
-                    return per_row_error(e, base + row, "migrate")
+        ranges = thread_ranges(n, threads)
+        if kernel in ("rowdata", "pojo", "avro"):
+            # one-pass kernels; the output estimate is the input bytes plus the plan's per-entry growth
+            run_kernel = {"rowdata": k.migrate_run, "pojo": k.pojo_migrate_run, "avro": k.avro_migrate_run}[kernel]
+            growth = self.growth
+            span = inputs.input_spans(offsets, offset, wide, len(data), n)
+            code, extra = tiers.machine_code(jit.plan_code, matrix, k, n) if kernel == "rowdata" else (None, ())
 
-        return errors.result(one_pass_output(n, ranges, valid, errors, base, run, wide, estimate, fallback))
+            def run(s: int, i: int, e: int, out_off: np.ndarray, out: np.ndarray, pos: int) -> tuple[int, int, int]:
+                return run_kernel(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos, *extra)
 
-    def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
-        k.core_row_sizes(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
+            def estimate(s: int, e: int) -> int:
+                return span(s, e) + growth * (e - s)
 
-    def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
-        k.core_row_fill(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
+            fallback = None
+            if kernel in ("avro", "rowdata"):
 
-    out = two_pass_output(n, ranges, valid, errors, base, sizes, fill, wide)
-    return errors.result(out)
+                def fallback(row: int) -> bytes | Exception:
+                    """An entry the kernel hands back to the reference (``abi.HAND_BACK``: a RowData map
+                    whose keys may repeat or hold a null, an Avro map with a repeated key or bytes
+                    read as a string that are not UTF-8): what ``migrate_bytes`` makes of it, its
+                    bytes or the error of a bad entry."""
+                    prior, target, as_is = self.reference()
+                    try:
+                        return migrate_resolved(self.prior_snapshot, prior, target, arr[row].as_py(), as_is)
+                    except StateFormatError as e:
+                        return per_row_error(e, base + row, "migrate")
+
+            return errors.result(one_pass_output(n, ranges, valid, errors, base, run, wide, estimate, fallback))
+
+        def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
+            k.core_row_sizes(matrix, offsets, data, validity, offset, wide, s, e, out_off, stop)
+
+        def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
+            k.core_row_fill(matrix, offsets, data, validity, offset, wide, s, e, out_off, out)
+
+        out = two_pass_output(n, ranges, valid, errors, base, sizes, fill, wide)
+        return errors.result(out)
 
 
 def row_growth(matrix: np.ndarray) -> int:
@@ -127,4 +148,4 @@ def migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, c
     return errors.result(binary_from_values(outs))
 
 
-__all__ = ["migrate", "migrate_per_value", "row_growth"]
+__all__ = ["PreparedMigration", "migrate", "migrate_per_value", "row_growth"]

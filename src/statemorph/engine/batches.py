@@ -135,10 +135,12 @@ class ColumnMigrator(_ColumnTransform):
         self.column = column
         self.threads = threads
         self.on_error = on_error
+        self._prepared: bulk.PreparedMigration | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["_new_serializer"] = None  # executors rebuild it from the snapshot bytes
+        d["_prepared"] = None  # and resolve the migration once each
         return d
 
     def new_serializer(self) -> Any:
@@ -147,8 +149,9 @@ class ColumnMigrator(_ColumnTransform):
     def transform(self, arr: pa.Array) -> pa.Array:
         if len(arr) == 0:
             return arr
-        return bulk.migrate(arr, _snapshot(self.prior), self.new_serializer(), threads=self.threads,
-                            on_error="null" if self.on_error == "skip" else "raise").values
+        if self._prepared is None:  # resolved on the first batch, kept for the rest
+            self._prepared = bulk.PreparedMigration(_snapshot(self.prior), self.new_serializer())
+        return self._prepared(arr, threads=self.threads, on_error="null" if self.on_error == "skip" else "raise").values
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         if self.on_error != "skip":

@@ -186,11 +186,14 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
 
 def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
     """One batch of values through the bulk kernels, on the calling thread: the rewriter runs
-    its key groups on ``threads`` worker threads already."""
-    from .. import arrow
+    its key groups on ``threads`` worker threads already. Resolved once here, not per batch (a
+    large key group comes as many slices, each a batch)."""
+    from ..bulk import PreparedMigration
+
+    prepared = PreparedMigration(prior_snapshot, new_serializer)
 
     def migrate(values: pa.BinaryArray) -> pa.Array:
-        return arrow.migrate(values, prior_snapshot, new_serializer, threads=1)
+        return prepared(values, threads=1).values
 
     return migrate
 
