@@ -8,6 +8,7 @@ allocated.
 
 from __future__ import annotations
 
+import re
 import struct
 
 from .errors import MalformedDataError, SerializationError, TruncatedDataError
@@ -112,6 +113,15 @@ def decode_modified_utf8(data: bytes, base_offset: int = 0) -> str:
                 f"malformed modified UTF-8: invalid lead byte 0x{c:02X} at offset {base_offset + i}"
             )
     return units_to_str(units)
+
+
+_MODIFIED_UTF8 = re.compile(rb"(?:[\x00-\x7f]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2})*")
+
+
+def is_modified_utf8(data: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Would :func:`decode_modified_utf8` accept ``data[start:end]``? The same check, in C: lets a
+    parser test many candidate strings without decoding each one in Python."""
+    return _MODIFIED_UTF8.fullmatch(data, start, len(data) if end is None else end) is not None
 
 
 class DataOutputSerializer:

@@ -12,6 +12,8 @@ is carried over untouched. Nothing is ever imported by name.
 
 from __future__ import annotations
 
+import bisect
+import re
 from dataclasses import dataclass
 
 from ...errors import FlinkSavepointError, StateFormatError
@@ -163,7 +165,7 @@ def split_open_composite(snap: Snapshot, registry: SnapshotRegistry | None = Non
         return None
     if n == 0 or n > MAX_STRUCTURAL_DEPTH:
         return None
-    return _split_nested(data, src.position, n, registry, [MAX_SPLIT_ATTEMPTS])
+    return _split_nested(data, src.position, n, registry, [MAX_SPLIT_ATTEMPTS], _class_name_starts(data))
 
 
 MAX_SPLIT_ATTEMPTS = 4096
@@ -172,7 +174,7 @@ look-alikes cannot make the search explode."""
 
 
 def _split_nested(
-    data: bytes, pos: int, left: int, registry: SnapshotRegistry | None, budget: list[int]
+    data: bytes, pos: int, left: int, registry: SnapshotRegistry | None, budget: list[int], starts: list[int]
 ) -> list[Snapshot] | None:
     if left == 0:
         return [] if pos == len(data) else None
@@ -183,22 +185,40 @@ def _split_nested(
         version = int.from_bytes(data[o.body : o.body + 4], "big", signed=True)
         if left == 1:
             return [Snapshot(o.class_name, version, bytes(data[pos:]))]
-        for e in range(o.body + 4, len(data)):
-            if _class_name_at(data, e):
-                budget[0] -= 1
-                if budget[0] < 0:
-                    return None
-                rest = _split_nested(data, e, left - 1, registry, budget)
-                if rest is not None:
-                    return [Snapshot(o.class_name, version, bytes(data[pos:e])), *rest]
+        for e in starts[bisect.bisect_left(starts, o.body + 4) :]:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            rest = _split_nested(data, e, left - 1, registry, budget, starts)
+            if rest is not None:
+                return [Snapshot(o.class_name, version, bytes(data[pos:e])), *rest]
         return None
     except StateFormatError:
         return None
-    rest = _split_nested(data, cur.position, left - 1, registry, budget)
+    rest = _split_nested(data, cur.position, left - 1, registry, budget, starts)
     return None if rest is None else [one, *rest]
 
 
 _CLASS_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$.")
+_CLASS_RUN = re.compile(rb"[A-Za-z0-9_$.]{3,}")
+_MIN_CLASS_PAIR = 0x2424
+"""The smallest length two class-name characters make read as an unsigned short (``$$``)."""
+
+
+def _class_name_starts(data: bytes) -> list[int]:
+    """Every ``e`` where :func:`_class_name_at` holds, in order, found once per snapshot. A name
+    is followed by a version below 1000 (first byte 0, not a name character), so it ends where a
+    run of name characters ends; its length field sits just before it. Inside a run both length
+    bytes would be name characters, a length of at least 0x2424, so only the run's first two
+    positions can start a shorter name: the runs are scanned in C and at most two positions
+    each (more only for runs that long) checked."""
+    out = []
+    for m in _CLASS_RUN.finditer(data):
+        a, b = m.span()
+        for s in (a, a + 1, *range(a + 2, b - _MIN_CLASS_PAIR + 1)):
+            if s - 2 >= 0 and _class_name_at(data, s - 2):
+                out.append(s - 2)
+    return out
 
 
 def _class_name_at(data: bytes, e: int) -> bool:

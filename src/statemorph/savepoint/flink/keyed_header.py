@@ -11,11 +11,15 @@ allows and keeps the one after which the rest of the header reads to exactly tha
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...errors import FlinkSavepointError, StateFormatError
-from ...io import DataInputDeserializer, DataOutputSerializer
+from ...io import DataInputDeserializer, DataOutputSerializer, decode_modified_utf8, is_modified_utf8
 from ...snapshot import SnapshotRegistry
 from .envelope import (
     ENVELOPE_VERSION,
@@ -207,10 +211,18 @@ class _Parser:
     """Reads the header front to back. A snapshot no class can delimit ends where the next item
     the grammar expects starts: the next serializer key (``UTF key ‖ i32 2``), the next state
     meta info (name, a keyed backend type, options, a serializer key and ``i32 2``), or the end
-    of the header. The first position showing that signature is taken."""
+    of the header. The first position showing that signature is taken.
+
+    The positions are not probed one by one: each signature has a fixed part that a regular
+    expression or a vectorised comparison finds in C (:class:`_Ends`), and only those candidates
+    are checked in full, each string's validity included, without decoding it. At most
+    :data:`MAX_END_CANDIDATES` are checked per header, so hostile bytes full of look-alikes cost a
+    bounded amount of work and end in a typed error."""
 
     def __init__(self, data: bytes, end: int, where: str, registry: SnapshotRegistry | None) -> None:
-        self.data, self.end, self.where, self.registry = data, end, where, registry
+        self.data = data if isinstance(data, bytes) else bytes(data)
+        self.end, self.where, self.registry = end, where, registry
+        self.ends = _Ends(self.data, end, where)
 
     def cur(self, pos: int) -> DataInputDeserializer:
         return DataInputDeserializer(self.data, pos, self.end - pos)
@@ -224,7 +236,7 @@ class _Parser:
                 f"only {PROXY_VERSION})"
             )
         compressed = src.read_boolean()
-        key, pos = self.envelope(src.position, "key serializer", self._count_then_state_at)
+        key, pos = self.envelope(src.position, "key serializer", self.ends.count_then_state)
         src = self.cur(pos)
         n = src.read_short()
         if n < 0:
@@ -250,11 +262,11 @@ class _Parser:
             for j in range(n_ser):
                 key_name = src.read_utf()
                 if j < n_ser - 1:
-                    follows = self._serializer_key_at
+                    follows = self.ends.serializer_key
                 elif last_state:
-                    follows = self._end_at
+                    follows = self.ends.header_end
                 else:
-                    follows = self._state_at
+                    follows = self.ends.state
                 snap, p = self.envelope(src.position, f"state {name!r} {key_name}", follows)
                 meta.serializers.append((key_name, snap))
                 src = self.cur(p)
@@ -266,7 +278,7 @@ class _Parser:
             )
         return KeyedHeader(version, compressed, key, states, self.end)
 
-    def envelope(self, pos: int, what: str, follows: Callable[[int], bool]) -> tuple[Snapshot, int]:
+    def envelope(self, pos: int, what: str, follows: Callable[[int], Iterator[int]]) -> tuple[Snapshot, int]:
         c = self.cur(pos)
         v = c.read_int()
         if v != ENVELOPE_VERSION:
@@ -279,47 +291,143 @@ class _Parser:
             return snap, c.position
         except OpenSnapshot as o:
             version = int.from_bytes(self.data[o.body : o.body + 4], "big", signed=True)
-            for e in range(o.body + 4, self.end + 1):
-                if follows(e):
-                    snap = Snapshot(o.class_name, version, bytes(self.data[o.start : e]))
-                    snap.nested = split_open_composite(snap, self.registry)
-                    return snap, e
+            for e in follows(o.body + 4):
+                snap = Snapshot(o.class_name, version, bytes(self.data[o.start : e]))
+                snap.nested = split_open_composite(snap, self.registry)
+                return snap, e
             raise FlinkSavepointError(
                 f"{self.where}: {what}: the serializer snapshot {o.class_name} at offset {o.start} is not "
                 f"registered and its end cannot be found from the header structure"
             ) from None
 
-    # -- signatures of what can follow a snapshot ---------------------------------------------
-    def _end_at(self, e: int) -> bool:
-        return e == self.end
 
-    def _serializer_key_at(self, e: int) -> bool:
-        try:
-            c = self.cur(e)
-            return c.read_utf() in SERIALIZER_KEYS and c.read_int() == ENVELOPE_VERSION
-        except (StateFormatError, ValueError):
+_I16, _I32 = struct.Struct(">H"), struct.Struct(">i")
+_STATE_TYPES = (KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2)
+_ENVELOPE = ENVELOPE_VERSION.to_bytes(4, "big")
+_KEY_BYTES = range(min(map(len, SERIALIZER_KEYS)), 3 * max(map(len, SERIALIZER_KEYS)) + 1)
+"""Byte lengths a serializer key can have: modified UTF-8 takes 1 to 3 bytes a character (the
+decoder accepts the longer forms of ASCII too, so they are candidates as well)."""
+_SERIALIZER_KEY = re.compile(
+    b"(?=\\x00(?:"
+    + b"|".join(re.escape(bytes([n])) + b".{%d}" % n for n in _KEY_BYTES)
+    + b")"
+    + re.escape(_ENVELOPE)
+    + b")",
+    re.DOTALL,
+)
+"""The fixed part of ``UTF key ‖ i32 2``: a length in :data:`_KEY_BYTES`, that many bytes, 2."""
+MAX_END_CANDIDATES = 4096
+"""Candidate ends checked in full per header. Real headers need a handful (none at all unless a
+snapshot's class is unknown); beyond this the header is refused rather than searched on."""
+_WINDOW = 1 << 16
+"""Positions compared at once when looking for state meta infos (bounds the scratch arrays)."""
+
+
+class _Ends:
+    """The positions where a snapshot no class reads can end, by what follows it. Each method
+    yields, in increasing order from ``start``, the positions showing that signature, exactly
+    the ones a byte-by-byte probe would accept; every candidate checked in full counts against
+    :data:`MAX_END_CANDIDATES`."""
+
+    def __init__(self, data: bytes, end: int, where: str) -> None:
+        self.data, self.end, self.where = data, end, where
+        self.tried = 0
+
+    def _try(self, e: int) -> None:
+        self.tried += 1
+        if self.tried > MAX_END_CANDIDATES:
+            raise FlinkSavepointError(
+                f"{self.where}: keyed-state header: more than {MAX_END_CANDIDATES} candidate ends tried for "
+                f"serializer snapshots no class reads (at offset {e}); a header this ambiguous is refused"
+            )
+
+    def header_end(self, start: int) -> Iterator[int]:
+        """The end of the header (after the last snapshot of the last state)."""
+        if start <= self.end:
+            self._try(self.end)
+            yield self.end
+
+    def serializer_key(self, start: int) -> Iterator[int]:
+        """The next serializer key of the same state."""
+        for m in _SERIALIZER_KEY.finditer(self.data, start, self.end):
+            self._try(m.start())
+            if self._key_at(m.start()):
+                yield m.start()
+
+    def state(self, start: int) -> Iterator[int]:
+        """The next state meta info."""
+        for e in self._state_candidates(start):
+            self._try(e)
+            if self._state_at(e):
+                yield e
+
+    def count_then_state(self, start: int) -> Iterator[int]:
+        """After the key serializer: the state count, then the first state meta info, or a count
+        of 0 ending the header."""
+        for e in self._state_candidates(start + 2):
+            self._try(e - 2)
+            if self.data[e - 2] < 0x80 and self._state_at(e):
+                yield e - 2
+        if start <= self.end - 2:
+            self._try(self.end - 2)
+            if self.data[self.end - 2 : self.end] == b"\x00\x00":
+                yield self.end - 2
+
+    # -- full checks -------------------------------------------------------------------------
+    def _key_at(self, e: int) -> bool:
+        """``UTF key ‖ i32 2`` at ``e``, the key one of :data:`SERIALIZER_KEYS`."""
+        if e + 2 > self.end:
             return False
-
-    def _count_then_state_at(self, e: int) -> bool:
-        if e + 2 == self.end:
-            return self.data[e : e + 2] == b"\x00\x00"
-        return e + 2 <= self.end and self.data[e] < 0x80 and self._state_at(e + 2)
+        n = _I16.unpack_from(self.data, e)[0]
+        p = e + 2 + n
+        if n not in _KEY_BYTES or p + 4 > self.end or self.data[p : p + 4] != _ENVELOPE:
+            return False
+        try:
+            return decode_modified_utf8(self.data[e + 2 : p]) in SERIALIZER_KEYS
+        except StateFormatError:
+            return False
 
     def _state_at(self, e: int) -> bool:
-        try:
-            c = self.cur(e)
-            c.read_utf()
-            if c.read_int() not in (KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2):
-                return False
-            n_opt = c.read_int()
-            if not 0 <= n_opt <= MAX_OPTIONS:
-                return False
-            for _ in range(n_opt):
-                c.read_utf()
-                c.read_utf()
-            n_ser = c.read_int()
-            if not 1 <= n_ser <= MAX_SERIALIZERS:
-                return False
-            return c.read_utf() in SERIALIZER_KEYS and c.read_int() == ENVELOPE_VERSION
-        except (StateFormatError, ValueError):
+        """``UTF name ‖ i32 type ‖ i32 k ‖ k × (UTF, UTF) ‖ i32 m ≥ 1 ‖ UTF key ‖ i32 2`` at ``e``:
+        the lengths first, the strings' encoding last, none of them decoded."""
+        data, end = self.data, self.end
+        if e + 2 > end:
             return False
+        p = e + 2 + _I16.unpack_from(data, e)[0]
+        strings = [(e + 2, p)]
+        if p + 8 > end or _I32.unpack_from(data, p)[0] not in _STATE_TYPES:
+            return False
+        n_opt = _I32.unpack_from(data, p + 4)[0]
+        if not 0 <= n_opt <= MAX_OPTIONS:
+            return False
+        p += 8
+        for _ in range(2 * n_opt):
+            if p + 2 > end:
+                return False
+            q = p + 2 + _I16.unpack_from(data, p)[0]
+            if q > end:
+                return False
+            strings.append((p + 2, q))
+            p = q
+        if p + 4 > end or not 1 <= _I32.unpack_from(data, p)[0] <= MAX_SERIALIZERS:
+            return False
+        return self._key_at(p + 4) and all(is_modified_utf8(data, a, q) for a, q in strings)
+
+    def _state_candidates(self, start: int) -> Iterator[int]:
+        """Positions ``e >= start`` where the string whose length is at ``e`` is followed by a
+        keyed backend type and an option count in range: compared a window at a time with numpy
+        (every ``e`` of :meth:`_state_at` is one; most others are not)."""
+        a = np.frombuffer(self.data, dtype=np.uint8, count=self.end)
+        last = self.end - 10  # a name (possibly empty), the type and the option count fit
+        w0 = max(start, 0)
+        while w0 <= last:
+            w1 = min(w0 + _WINDOW, last + 1)
+            e = np.arange(w0, w1)
+            q = e + 2 + ((a[w0:w1].astype(np.int64) << 8) | a[w0 + 1 : w1 + 1])
+            fits = q + 8 <= self.end
+            e, q = e[fits], q[fits]
+            t = a[q + 3]
+            ok = (a[q] == 0) & (a[q + 1] == 0) & (a[q + 2] == 0) & np.isin(t, _STATE_TYPES)
+            ok &= (a[q + 4] == 0) & (a[q + 5] == 0) & (a[q + 6] == 0) & (a[q + 7] <= MAX_OPTIONS)
+            yield from e[ok].tolist()
+            w0 = w1
