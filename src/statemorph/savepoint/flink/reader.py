@@ -19,8 +19,8 @@ from types import TracebackType
 import pyarrow as pa
 
 from ...errors import FlinkSavepointError
+from ...keyed.entries import state_schema
 from ...snapshot import SnapshotRegistry
-from .. import state_schema
 from .files import SavepointDirectory, StreamSource
 from .handles import KeyGroupsHandle
 from .keyed_blocks import StateRun, iter_key_groups, key_group_extents
