@@ -8,7 +8,9 @@ files, Snappy-framed key groups, max parallelism 128) each case runs in a fresh 
 migrates it ``--passes`` times to the evolved Events type (``engine.migrate_flink_savepoint``),
 deleting the output between passes, and prints each pass's wall time: the first pass is the cold
 one (a user's single run: nothing imported but statemorph, no plan compiled, no buffer pooled, no
-Spark worker started), the later ones warm. The child's start-up (imports, Spark session) is
+Spark worker started), the later ones warm. Each pass also reports the CPU seconds of the child's
+process tree (the child, Spark's JVMs and Python workers that are alive at the pass's end), which
+other jobs on a shared machine move far less than they move wall time. The child's start-up (imports, Spark session) is
 timed apart. Peak memory is the peak of the summed RSS of the child and all its descendants
 (Spark's JVMs and Python workers included), sampled every 0.2 s from ``/proc``, and the child's own
 ``ru_maxrss`` (the savepoint is built by another child, so this parent's peak, which Linux hands to
@@ -52,15 +54,34 @@ if case in ("spark1", "spark2", "cluster"):
     master = {"spark1": "local[1]", "spark2": "local[2]", "cluster": "local-cluster[2,1,2048]"}[case]
     spark = cluster_session(master, __import__("pathlib").Path(work), "1536m")
 print(json.dumps({"startup": time.perf_counter() - t0}), flush=True)
+def tree_cpu():
+    # CPU seconds (user + system) of this process and every live descendant (Spark's JVMs and
+    # Python workers): far steadier than wall time on a machine other jobs share
+    kids, cpu = {}, {}
+    for e in os.scandir("/proc"):
+        if e.name.isdigit():
+            try:
+                with open(f"/proc/{e.name}/stat") as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kids.setdefault(int(st[1]), []).append(int(e.name))
+            cpu[int(e.name)] = int(st[11]) + int(st[12])
+    todo, ticks = [os.getpid()], 0
+    while todo:
+        p = todo.pop()
+        ticks += cpu.get(p, 0)
+        todo.extend(kids.get(p, []))
+    return ticks / os.sysconf("SC_CLK_TCK")
 descriptors = {F.UID: [ValueStateDescriptor(F.STATE, RowDataSerializer(F.NEW))]}
 for k in range(passes):
     dst = os.path.join(work, "out")
-    t1, c1 = time.perf_counter(), time.process_time()
+    t1, c1, tc1 = time.perf_counter(), time.process_time(), tree_cpu()
     report = migrate_flink_savepoint(src, dst, descriptors, threads=threads, spark=spark)
-    sec = time.perf_counter() - t1
+    sec, tree = time.perf_counter() - t1, tree_cpu() - tc1
     shutil.rmtree(dst)
-    print(json.dumps({"pass": k, "seconds": sec, "cpu": time.process_time() - c1, "rows": report.rows,
-                      "load": os.getloadavg()}), flush=True)
+    print(json.dumps({"pass": k, "seconds": sec, "cpu": time.process_time() - c1, "tree_cpu": tree,
+                      "rows": report.rows, "load": os.getloadavg()}), flush=True)
 if spark is not None:
     spark.stop()
 """
@@ -141,6 +162,7 @@ def run_case(case: str, src: Path, n: int, passes: int, work: Path) -> dict[str,
     result: dict[str, Any] = {"case": case, "entries": n, "exit": code,
                               "startup_s": round(lines[0]["startup"], 2) if lines else None,
                               "passes_s": [round(p["seconds"], 2) for p in passes_out],
+                              "passes_tree_cpu_s": [round(p["tree_cpu"], 2) for p in passes_out],
                               "rows_ok": all(p["rows"] == n for p in passes_out) and len(passes_out) == passes,
                               "peak_tree_rss_mib": round(peak[0] / 2**20, 1),
                               "child_maxrss_mib": round(usage.ru_maxrss / 1024, 1),

@@ -12,6 +12,7 @@ import stat
 import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 from flink_savepoint.flink_cases import SAVEPOINTS
 from flink_savepoint.format_helpers import cases
@@ -28,6 +29,7 @@ from statemorph.savepoint.flink import (
     serialize_metadata,
 )
 from statemorph.savepoint.flink.keyed_blocks import key_group_extents
+from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, framed_raw_size, unframe_into
 
 pytestmark = pytest.mark.skipif(not cases(), reason="no committed real-Flink savepoints")
 INLINE = SAVEPOINTS / "kinds-hashmap-p1" / "savepoint"  # keyed state inline in _metadata
@@ -298,6 +300,46 @@ def test_corrupt_snappy_key_group(tmp_path: Path) -> None:
 
     _expect(_inline_variant(tmp_path, COMPRESSED_INLINE, corrupt, "a"), match="Snappy|key group")
     _expect(_inline_variant(tmp_path, COMPRESSED_INLINE, no_identifier, "b"), match="stream identifier")
+
+
+def _chunk(kind: int, payload: bytes) -> bytes:
+    return bytes([kind]) + (len(payload) + 4).to_bytes(3, "little") + bytes(4) + payload
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
+def test_declared_snappy_sizes_never_size_an_allocation() -> None:
+    """The output of a compressed key group is allocated from the sizes its chunks declare, so a
+    size the format cannot hold is refused before anything is allocated: more than 64 KiB in a
+    chunk, more than Snappy's largest expansion (64 bytes per 3) of the chunk's bytes, a chunk
+    header cut off or a chunk running past the end. A size that fits but lies is caught by the
+    codec when it decompresses."""
+    refused = [
+        _chunk(0x00, _varint(1 << 30) + b"\x00" * 64),  # a gigabyte from one chunk
+        _chunk(0x00, _varint(65_537) + b"\x00" * 4000),  # past a chunk's 64 KiB
+        _chunk(0x00, _varint(1000) + b"\x00" * 40),  # 1000 bytes from 41: more than Snappy expands
+        _chunk(0x01, bytes(65_537)),  # a stored chunk past 64 KiB
+        _chunk(0x00, b""),  # no length at all
+        _chunk(0x00, b"\xff" * 6),  # a length that is no varint
+        _chunk(0x00, _varint(10) + b"\x00" * 9)[:-3],  # runs past the end
+        b"\x00\x00",  # a header cut off
+    ]
+    for body in refused:
+        with pytest.raises(FlinkSavepointError, match="corrupt Snappy-framed key group"):
+            framed_raw_size(STREAM_IDENTIFIER + body, "t")
+    lying = STREAM_IDENTIFIER + _chunk(0x00, _varint(30) + b"\x00" * 9)  # fits the bounds, wrong bytes and CRC
+    n = framed_raw_size(lying, "t")
+    assert n == 30
+    with pytest.raises(FlinkSavepointError, match="corrupt Snappy-framed key group"):
+        unframe_into(lying, np.zeros(n, np.uint8), "t")
+    with pytest.raises(FlinkSavepointError, match="stream identifier"):
+        framed_raw_size(_chunk(0x01, b"abc"), "t")
 
 
 def test_unregistered_snapshot_classes_are_carried_as_bytes(tmp_path: Path) -> None:

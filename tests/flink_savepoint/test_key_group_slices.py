@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import cramjam
+import numpy as np
 import pyarrow as pa
 import pytest
 from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, reshape
@@ -31,7 +32,7 @@ from statemorph.savepoint.flink.files import InlineStream
 from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, write_key_group
 from statemorph.savepoint.flink.layout import StateLayout
-from statemorph.savepoint.flink.snappy import compress_key_group
+from statemorph.savepoint.flink.snappy import compress_key_group, framed_raw_size, unframe_into
 
 N_STATES = 3
 
@@ -110,6 +111,21 @@ def test_a_damaged_key_group_is_refused_in_slices_exactly_when_whole(spec: Any, 
     assert isinstance(sliced, FlinkSavepointError) == isinstance(whole, FlinkSavepointError), (whole, sliced)
     if not isinstance(whole, FlinkSavepointError):
         assert isinstance(sliced, list) and _entries(sliced) == _entries(whole)
+
+
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.integers(1, 600)), min_size=1, max_size=6))
+def test_a_framed_stream_decompresses_into_a_buffer_of_its_declared_size(pieces: list[tuple[bytes, int]]) -> None:
+    """How a slice is filled: its size from the pieces' chunks (compressed and stored ones),
+    then each piece decompressed into its place in the middle of the window, nothing around it
+    touched."""
+    data = b"".join(b * k for b, k in pieces)
+    framed = compress_key_group(data)
+    n = framed_raw_size(framed, "t")
+    assert n == len(data)
+    out = np.zeros(n + 8, np.uint8)
+    unframe_into(framed, out[4 : 4 + n], "t")
+    assert bytes(out[4 : 4 + n]) == data
+    assert not out[:4].any() and not out[4 + n :].any()
 
 
 def test_a_damaged_snappy_chunk_in_a_later_piece_is_refused() -> None:

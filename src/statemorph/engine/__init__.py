@@ -18,27 +18,88 @@ transforms on a Spark cluster; imported on demand, pyspark is optional).
     engine.write_flink_savepoint("boot", operator="events-state", key_serializer=LongSerializer(),
                                  states={"events": engine.StateData(table, events_ser)}, max_parallelism=128)
     engine.rescale_flink_savepoint("flink-sp", "flink-sp-256", "events-state", max_parallelism=256)
+
+The names are imported on first use (PEP 562, as ``statemorph.savepoint`` does for the planner).
+Why: every fresh Spark Python worker imports this package for its first task
+(:mod:`.spark_flink`), and a task needs its own runner and the kernels only; importing every
+runner (the bootstrap writer, the Parquet engine, and pandas through pyarrow) was about a second
+of each executor's first task.
 """
 
-from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
-from .bootstrap import BootstrapReport, StateData, write_flink_savepoint
-from .convert import ConvertReport, convert_savepoint
-from .flink import (
-    FlinkMigrateReport,
-    FlinkPlan,
-    flink_savepoint_metadata,
-    inspect_flink_savepoint,
-    migrate_flink_savepoint,
-    plan_flink_savepoint,
-    read_flink_state,
-    read_flink_state_schema,
-    read_flink_state_table,
-)
-from .keys import key_groups
-from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
-from .modify import ModifyReport, modify_flink_savepoint
-from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
-from .rescale import rescale_flink_savepoint
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # type checkers see the names where they live; at run time each is imported on first use
+    from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
+    from .bootstrap import BootstrapReport, StateData, write_flink_savepoint
+    from .convert import ConvertReport, convert_savepoint
+    from .flink import (
+        FlinkMigrateReport,
+        FlinkPlan,
+        flink_savepoint_metadata,
+        inspect_flink_savepoint,
+        migrate_flink_savepoint,
+        plan_flink_savepoint,
+        read_flink_state,
+        read_flink_state_schema,
+        read_flink_state_table,
+    )
+    from .keys import key_groups
+    from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
+    from .modify import ModifyReport, modify_flink_savepoint
+    from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
+    from .rescale import rescale_flink_savepoint
+
+_HOME: dict[str, str] = {}
+"""Each public name → the submodule that defines it."""
+for _module, _names in {
+    "batches": ("ColumnDecoder", "ColumnMigrator", "IdentityTransform", "StateDecoder", "StateEncoder"),
+    "bootstrap": ("BootstrapReport", "StateData", "write_flink_savepoint"),
+    "convert": ("ConvertReport", "convert_savepoint"),
+    "flink": (
+        "FlinkMigrateReport",
+        "FlinkPlan",
+        "flink_savepoint_metadata",
+        "inspect_flink_savepoint",
+        "migrate_flink_savepoint",
+        "plan_flink_savepoint",
+        "read_flink_state",
+        "read_flink_state_schema",
+        "read_flink_state_table",
+    ),
+    "keys": ("key_groups",),
+    "local": ("RewriteReport", "migrate_savepoint", "read_state", "read_state_table", "write_state"),
+    "modify": ("ModifyReport", "modify_flink_savepoint"),
+    "plan": (
+        "COPY",
+        "INCOMPATIBLE",
+        "KEEP",
+        "MIGRATE",
+        "NEW",
+        "RewritePlan",
+        "StatePlan",
+        "check_savepoint",
+        "plan_rewrite",
+    ),
+    "rescale": ("rescale_flink_savepoint",),
+}.items():
+    _HOME.update(dict.fromkeys(_names, _module))
+
+
+def __getattr__(name: str) -> Any:
+    mod = _HOME.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
 
 __all__ = [
     "BootstrapReport",

@@ -74,6 +74,10 @@ def session(master: str | None = "local[2]", app_name: str = "statemorph",
         "spark.sql.parquet.compression.codec": PARQUET_COMPRESSION,
         # bigger Arrow batches to the Python workers: the per-batch cost of a kernel call is fixed
         "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+        # a Python worker serves task after task (Spark's default, stated because it matters): a
+        # fresh one per task would start Python, import statemorph, pyarrow and numpy and build
+        # the migration's machine code again for every key-group range
+        "spark.python.worker.reuse": "true",
     }
     if master is None or master.startswith("local"):
         settings.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"})

@@ -15,37 +15,43 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .description import SNAPSHOT_ROLES, SavepointDescription, StateDescription
-from .parquet import (
-    FORMAT_VERSION,
-    METADATA_FILE,
-    FileEntry,
-    SavepointMetadata,
-    SavepointWriter,
-    StateMetadata,
-    StateWriter,
-    iter_state_batches,
-    read_metadata,
-    read_state_table,
-    remove_stale_temp_dirs,
-    state_files,
-    state_schema,
-    verify_key_groups,
-    verify_savepoint,
-)
 
-if TYPE_CHECKING:  # resolved lazily at run time (below); type checkers see the planner's own names
+if TYPE_CHECKING:  # resolved lazily at run time (below); type checkers see the names where they live
     from ..engine.plan import CheckReport, StateCheck, check_savepoint
+    from .parquet import (
+        FORMAT_VERSION,
+        METADATA_FILE,
+        FileEntry,
+        SavepointMetadata,
+        SavepointWriter,
+        StateMetadata,
+        StateWriter,
+        iter_state_batches,
+        read_metadata,
+        read_state_table,
+        remove_stale_temp_dirs,
+        state_files,
+        state_schema,
+        verify_key_groups,
+        verify_savepoint,
+    )
 
 _PLANNER_NAMES = ("CheckReport", "StateCheck", "check_savepoint")
 
 
 def __getattr__(name: str) -> Any:
     # The dry run belongs to the engine (one planner for check, migrate, the API and Spark); it is
-    # resolved on first use so this lower layer never imports the engine at import time.
+    # resolved on first use so this lower layer never imports the engine at import time. The
+    # Parquet form's names too: a Spark task on a Flink savepoint imports this package in every
+    # fresh Python worker and needs no Parquet (pyarrow.parquet and .compute) there.
     if name in _PLANNER_NAMES:
         from ..engine import plan
 
         return getattr(plan, name)
+    if name in __all__:  # the rest of the public names are the Parquet form's
+        from . import parquet
+
+        return getattr(parquet, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

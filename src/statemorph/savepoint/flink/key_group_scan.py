@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from ... import kernels
+from ...bulk.chunks import pooled
 from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_KEY_LENGTH, BLOCK_NO_MARK, BLOCK_OK, BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_VALUE_LENGTH
 from .files import StreamSource
 from .keyed_blocks import FLAG, KeyGroupExtent, parse_key_group
-from .snappy import STREAM_IDENTIFIER, check_stream_identifier, unframe_key_group, whole_chunks
+from .snappy import STREAM_IDENTIFIER, check_stream_identifier, framed_raw_size, unframe_into, whole_chunks
 
 MIN_ENTRY_BYTES = 9
 """``i32 key length ‖ ≥ 1 key byte ‖ i32 value length``: bounds the entries a key group can hold."""
@@ -123,7 +124,7 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
     where = f"{where} key group {ext.key_group}"
     # a compressed piece decompresses to a few times its size: read less of it at a time
     read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
-    pieces = _uncompressed_pieces(source, ext, compressed, where, read)
+    pieces = _stored_pieces(source, ext, compressed, where, read)
     scratch = scratch or ScanArrays()
     carry: Any = b""  # the bytes after the previous slice's last whole entry
     run = -1  # the state whose run the carry continues (-1: the carry starts with a state id)
@@ -132,22 +133,28 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
     more = True
     first = True
     while True:
-        parts, size = [carry], len(carry)
+        parts, size = [], len(carry)
         while more and size < want:
             piece = next(pieces, None)
             if piece is None:
                 more = False
             else:
                 parts.append(piece)
-                size += len(piece)
+                size += piece[1]
+        # the window is allocated once at its size, from Arrow's pool (fresh pages would fault in
+        # every slice), and each piece is decompressed straight into its place
         skip = 2 if run >= 0 else 0
-        window = np.empty(skip + size, np.uint8)
+        window = pooled(skip + size)
         if skip:
             window[:2] = (run >> 8, run & 0xFF)
-        pos = skip
-        for p in parts:
-            window[pos:pos + len(p)] = np.frombuffer(p, np.uint8)
-            pos += len(p)
+        pos = skip + len(carry)
+        window[skip:pos] = np.frombuffer(carry, np.uint8)
+        for data, n in parts:
+            if compressed:
+                unframe_into(data, window[pos:pos + n], where)
+            else:
+                window[pos:pos + n] = np.frombuffer(data, np.uint8)
+            pos += n
         stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
         status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop)
         label = f"{where} (slice from byte {at})"
@@ -187,18 +194,19 @@ def _ran_out(window: np.ndarray, stop: int, status: int, end: int) -> bool:
     return False
 
 
-def _uncompressed_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
-                         piece_bytes: int) -> Iterator[Any]:
-    """The key group's uncompressed bytes in pieces: reads of at most ``piece_bytes`` stored
-    bytes, a compressed group's decompressed a whole number of Snappy chunks at a time (each
-    checked by the codec, CRC included)."""
+def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
+                   piece_bytes: int) -> Iterator[tuple[Any, int]]:
+    """The key group's bytes in pieces, each with the number of uncompressed bytes it holds:
+    reads of at most ``piece_bytes`` stored bytes, a compressed group's as a framed stream of
+    a whole number of Snappy chunks (each checked by the codec, CRC included, when
+    :func:`~.snappy.unframe_into` decompresses it into its slice)."""
     pos, carry = ext.offset, b""
     while pos < ext.end:
         n = min(piece_bytes, ext.end - pos)
         raw = source.read_at(pos, n, f"key group {ext.key_group}")
         pos += n
         if not compressed:
-            yield raw
+            yield raw, len(raw)
             continue
         if pos - n == ext.offset:  # the stream identifier opens the group; every piece gets it back
             check_stream_identifier(raw, where)
@@ -207,7 +215,8 @@ def _uncompressed_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: 
         k = whole_chunks(data)
         carry = data[k:]
         if k:
-            yield unframe_key_group(STREAM_IDENTIFIER + data[:k], where)
+            framed = STREAM_IDENTIFIER + data[:k]
+            yield framed, framed_raw_size(framed, where)
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
                                   f"{len(carry)} bytes runs past the key group's end")

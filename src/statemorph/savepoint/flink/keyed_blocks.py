@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ...bulk.chunks import pooled
 from ...errors import FlinkSavepointError
 from .files import StreamSource
 from .handles import KeyGroupsHandle
-from .snappy import compress_key_group, unframe_key_group
+from .snappy import compress_key_group, framed_raw_size, unframe_into
 
 END_OF_KEY_GROUP = 0xFFFF
 FLAG = 0x80
@@ -64,10 +65,15 @@ def read_key_group_bytes(src: StreamSource, ext: KeyGroupExtent, compressed: boo
 
 
 def read_key_group_view(src: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str) -> Any:
-    """One key group's uncompressed bytes as a read-only buffer (no copy after the codec's)."""
+    """One key group's uncompressed bytes as a buffer (to read only). A compressed group is
+    decompressed straight into memory of Arrow's pool, sized from its chunks: a buffer of the
+    codec's own would be fresh pages (a page fault each) for every key group."""
     raw = src.read_at(ext.offset, ext.end - ext.offset, f"key group {ext.key_group}")
     if compressed:
-        return unframe_key_group(raw, f"{where} key group {ext.key_group}")
+        label = f"{where} key group {ext.key_group}"
+        out = pooled(framed_raw_size(raw, label))
+        unframe_into(raw, out, label)
+        return out.data
     return raw
 
 

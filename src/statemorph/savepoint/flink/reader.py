@@ -18,8 +18,8 @@ from types import TracebackType
 import pyarrow as pa
 
 from ...errors import FlinkSavepointError
+from ...keyed.entries import state_schema
 from ...snapshot import SnapshotRegistry
-from .. import state_schema
 from ..storage import Location
 from .files import SavepointDirectory, StreamSource
 from .handles import KeyGroupsHandle

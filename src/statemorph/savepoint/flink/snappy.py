@@ -26,6 +26,11 @@ STREAM_IDENTIFIER = b"\xff\x06\x00\x00sNaPpY"
 MIN_COMPRESSION_RATIO = 0.85
 COMPRESSED_CHUNK = 0x00
 UNCOMPRESSED_CHUNK = 0x01
+MAX_CHUNK_DATA = 1 << 16
+"""The framing format's limit on the uncompressed bytes of one chunk."""
+MAX_EXPANSION = (64, 3)
+"""Snappy's largest expansion, as a fraction: a 3-byte copy element writes at most 64 bytes (a
+literal writes no more than it takes, a 2-byte copy at most 11, a 5-byte one at most 64)."""
 
 
 def compress_key_group(data: bytes | bytearray | memoryview) -> bytes:
@@ -93,6 +98,59 @@ def whole_chunks(data: Any, start: int = 0) -> int:
             break
         pos = end
     return pos
+
+
+def framed_raw_size(data: Any, where: str) -> int:
+    """The uncompressed bytes a framed stream's chunks declare: what :func:`unframe_into` needs,
+    so the output can be allocated once, at its size. A declared size is trusted only as far as
+    the format allows (at most 64 KiB per chunk, at most Snappy's largest expansion of the
+    chunk's compressed bytes), so a corrupt length never sizes an allocation; the codec then
+    checks every chunk (lengths and CRCs) as it decompresses."""
+    check_stream_identifier(data, where)
+    view = memoryview(data).cast("B")
+    pos, n, total = len(STREAM_IDENTIFIER), len(view), 0
+    while pos < n:
+        if pos + 4 > n:
+            raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: the chunk header at byte {pos} "
+                                      f"is cut off")
+        kind = view[pos]
+        end = pos + 4 + int.from_bytes(view[pos + 1 : pos + 4], "little")
+        if end > n:
+            raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: the chunk at byte {pos} runs past "
+                                      f"the end ({end} > {n} bytes)")
+        if kind == COMPRESSED_CHUNK:
+            body = view[pos + 8 : end]
+            try:
+                raw = cramjam.snappy.decompress_raw_len(body) if len(body) else -1
+            except cramjam.DecompressionError as e:
+                raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: chunk at byte {pos}: {e}") from e
+            if not 0 <= raw <= MAX_CHUNK_DATA or raw * MAX_EXPANSION[1] > len(body) * MAX_EXPANSION[0]:
+                raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: the chunk at byte {pos} declares "
+                                          f"{raw} uncompressed bytes for {len(body)} compressed ones")
+            total += raw
+        elif kind == UNCOMPRESSED_CHUNK:
+            raw = end - pos - 8
+            if not 0 <= raw <= MAX_CHUNK_DATA:
+                raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: the stored chunk at byte {pos} "
+                                          f"holds {raw} bytes")
+            total += raw
+        pos = end  # the stream identifier and skippable chunks hold no data (the codec refuses reserved ones)
+    return total
+
+
+def unframe_into(data: Any, out: Any, where: str) -> None:
+    """Decompress a framed stream (a key group, or a whole number of its chunks behind the stream
+    identifier) into ``out``, a writable buffer of exactly :func:`framed_raw_size` bytes: no
+    buffer of the codec's own, no copy, and the caller chooses where the bytes land (a pooled
+    buffer, or the middle of a larger one)."""
+    check_stream_identifier(data, where)
+    try:
+        written = cramjam.snappy.decompress_into(data, out)
+    except cramjam.DecompressionError as e:
+        raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: {e}") from e
+    if written != memoryview(out).nbytes:
+        raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: {written} bytes decompressed where "
+                                  f"its chunks declare {memoryview(out).nbytes}")
 
 
 def decompress_key_group(data: bytes | memoryview, where: str) -> bytes:
