@@ -18,7 +18,7 @@ from flink_savepoint.flink_cases import SAVEPOINTS
 from flink_savepoint.format_helpers import cases
 
 from statemorph.errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
-from statemorph.savepoint.files import SafeFile
+from statemorph.savepoint.files import SafeFile, open_regular
 from statemorph.savepoint.flink import (
     ByteStreamHandle,
     CheckpointMetadata,
@@ -194,6 +194,24 @@ def test_truncated_state_file(tmp_path: Path) -> None:
     f = d / rel.relative_path
     f.write_bytes(f.read_bytes()[:-10])
     _expect(d, match=r"size \d+ != \d+ recorded in _metadata \(truncated")
+
+
+def test_a_state_file_that_shrinks_while_slices_are_read_into_place(tmp_path: Path) -> None:
+    """A key group read straight into its slice (``SafeFile.read_range_into``) gets the same
+    checks as a read into bytes: a range past the file is refused before reading, a file that
+    shrank under the reader is a typed error, never a half-filled buffer taken for data."""
+    path = tmp_path / "state"
+    path.write_bytes(bytes(range(256)) * 4)
+    f = open_regular(path, "state", size=1024, damaged=FlinkSavepointError)
+    out = np.zeros(100, np.uint8)
+    f.read_range_into(10, out.data)
+    assert out.tobytes() == (bytes(range(256)) * 4)[10:110]
+    with pytest.raises(FlinkSavepointError, match=r"needs bytes 1000\.\.1100 but the file has 1024"):
+        f.read_range_into(1000, out.data)
+    os.truncate(path, 500)
+    with pytest.raises(FlinkSavepointError, match="shrank while being read"):
+        f.read_range_into(450, out.data)
+    f.close()
 
 
 def test_state_file_longer_than_metadata_says_is_refused_before_reading(tmp_path: Path) -> None:

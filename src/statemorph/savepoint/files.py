@@ -132,6 +132,23 @@ class SafeFile:
                                f"{self.size}")
         return read_exactly(lambda k, at: os.pread(self.fd, k, at), offset, n, self.label, self.damaged)
 
+    def read_range_into(self, offset: int, out: memoryview, what: str = "bytes") -> None:
+        """:meth:`read_range` of ``len(out)`` bytes straight into ``out`` (a writable byte
+        buffer): no intermediate ``bytes`` to copy from."""
+        n = out.nbytes
+        if offset < 0 or offset + n > self.size:
+            raise self.damaged(f"{self.label}: reading {what} needs bytes {offset}..{offset + n} but the file has "
+                               f"{self.size}")
+        done = 0
+        while done < n:
+            try:
+                got = os.preadv(self.fd, [out[done:done + (1 << 30)]], offset + done)
+            except OSError as e:
+                raise self.damaged(f"{self.label}: cannot be read: {os.strerror(e.errno or 0)}") from None
+            if got == 0:
+                raise self.damaged(f"{self.label}: the file shrank while being read (at byte {offset + done})")
+            done += got
+
     def chunks(self, chunk: int = CHUNK) -> Any:
         """Yield the file's bytes from offset 0 to ``size`` in chunks of at most ``chunk``."""
         offset = 0

@@ -41,8 +41,21 @@ class StreamSource:
             )
         return self._read(offset, n)
 
+    def read_into(self, offset: int, out: memoryview, what: str) -> None:
+        """``read_at(offset, len(out))`` written into ``out`` (a writable byte buffer): a local
+        file reads straight into it, without a ``bytes`` in between."""
+        n = out.nbytes
+        if offset < 0 or offset + n > self.size:
+            raise FlinkSavepointError(
+                f"{self.name}: reading {what} needs bytes {offset}..{offset + n} but the stream has {self.size}"
+            )
+        self._read_into(offset, out)
+
     def _read(self, offset: int, n: int) -> bytes:
         raise NotImplementedError
+
+    def _read_into(self, offset: int, out: memoryview) -> None:
+        out[:] = self._read(offset, out.nbytes)
 
     def close(self) -> None:
         """Release the file descriptor, if any."""
@@ -73,6 +86,12 @@ class FileStream(StreamSource):
 
     def _read(self, offset: int, n: int) -> bytes:
         return self.file.read_range(offset, n)
+
+    def _read_into(self, offset: int, out: memoryview) -> None:
+        if isinstance(self.file, SafeFile):
+            self.file.read_range_into(offset, out)
+        else:
+            super()._read_into(offset, out)
 
     def close(self) -> None:
         self.file.close()

@@ -13,7 +13,8 @@ rebuild a slice as they do a whole key group, and each slice is an independent p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,11 +150,8 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
             window[:2] = (run >> 8, run & 0xFF)
         pos = skip + len(carry)
         window[skip:pos] = np.frombuffer(carry, np.uint8)
-        for data, n in parts:
-            if compressed:
-                unframe_into(data, window[pos:pos + n], where)
-            else:
-                window[pos:pos + n] = np.frombuffer(data, np.uint8)
+        for fill, n in parts:
+            fill(window[pos:pos + n])
             pos += n
         stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
         status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop)
@@ -195,19 +193,22 @@ def _ran_out(window: np.ndarray, stop: int, status: int, end: int) -> bool:
 
 
 def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
-                   piece_bytes: int) -> Iterator[tuple[Any, int]]:
-    """The key group's bytes in pieces, each with the number of uncompressed bytes it holds:
-    reads of at most ``piece_bytes`` stored bytes, a compressed group's as a framed stream of
-    a whole number of Snappy chunks (each checked by the codec, CRC included, when
-    :func:`~.snappy.unframe_into` decompresses it into its slice)."""
+                   piece_bytes: int) -> Iterator[tuple[Callable[[np.ndarray], None], int]]:
+    """The key group's bytes in pieces of at most ``piece_bytes`` stored bytes, each as a function
+    that writes its uncompressed bytes into its place in a slice, and their number: an
+    uncompressed piece is read straight into it, a compressed group is read here a whole number
+    of Snappy chunks at a time, decompressed into it (each chunk checked by the codec, CRC
+    included, by :func:`~.snappy.unframe_into`)."""
+    what = f"key group {ext.key_group}"
     pos, carry = ext.offset, b""
     while pos < ext.end:
         n = min(piece_bytes, ext.end - pos)
-        raw = source.read_at(pos, n, f"key group {ext.key_group}")
-        pos += n
         if not compressed:
-            yield raw, len(raw)
+            yield functools.partial(_read_into, source, pos, what), n
+            pos += n
             continue
+        raw = source.read_at(pos, n, what)
+        pos += n
         if pos - n == ext.offset:  # the stream identifier opens the group; every piece gets it back
             check_stream_identifier(raw, where)
             raw = raw[len(STREAM_IDENTIFIER):]
@@ -216,7 +217,15 @@ def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, 
         carry = data[k:]
         if k:
             framed = STREAM_IDENTIFIER + data[:k]
-            yield framed, framed_raw_size(framed, where)
+            yield functools.partial(_unframe_into, framed, where), framed_raw_size(framed, where)
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
                                   f"{len(carry)} bytes runs past the key group's end")
+
+
+def _read_into(source: StreamSource, offset: int, what: str, out: np.ndarray) -> None:
+    source.read_into(offset, out.data, what)
+
+
+def _unframe_into(framed: bytes, where: str, out: np.ndarray) -> None:
+    unframe_into(framed, out, where)
