@@ -7,9 +7,11 @@ Why: chunked arrays keep their chunking, threads never share a validity byte, an
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from queue import Full, Queue
 from typing import Any
 
 import numpy as np
@@ -76,6 +78,48 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, de
         for f in pending:
             f.cancel()
         pool.shutdown(wait=True)
+
+
+def prefetched(items: Iterable[Any], depth: int) -> Iterator[Any]:
+    """``items``, produced by a background thread up to ``depth`` ahead of the caller: a producer
+    that does real work per item (reading and decompressing the slices of a large key group)
+    then overlaps with the caller's own (handing work to threads, writing results) instead of
+    taking turns with it. The producer's error is raised at its place in the sequence; closing
+    the iterator early stops the producer and waits for it."""
+    q: Queue[tuple[bool, Any]] = Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(entry: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(entry, timeout=0.05)
+                return True
+            except Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put((False, item)):
+                    return
+            put((True, None))
+        except BaseException as e:  # noqa: BLE001 (handed to the consumer, raised there)
+            put((True, e))
+
+    producer = threading.Thread(target=produce, name="statemorph-prefetch", daemon=True)
+    producer.start()
+    try:
+        while True:
+            done, item = q.get()
+            if done:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+        producer.join()
 
 
 def per_chunk(obj: Any, fn: Callable[[pa.Array, int], tuple[Any, list[Exception]]], on_error: str) -> BulkResult:

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from ... import kernels
-from ...bulk.chunks import ordered_map, pooled
+from ...bulk.chunks import ordered_map, pooled, prefetched
 from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_OK
 from . import key_group_scan
@@ -108,7 +108,8 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
 
     def units() -> Iterator[list[KeyGroupExtent | ScannedGroup]]:
         """Small key groups together up to ``UNIT_BYTES`` stored, read by the worker; a large one
-        cut into slices here (the cut needs the previous slice's end), one slice per unit."""
+        cut into slices here (the cut needs the previous slice's end; with workers, on the prefetch
+        thread, ahead of them), one slice per unit."""
         unit: list[KeyGroupExtent | ScannedGroup] = []
         size = 0
         scratch = ScanArrays()
@@ -128,7 +129,7 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         if unit:
             yield unit
 
-    for blocks in ordered_map(unit, units(), workers):
+    for blocks in ordered_map(unit, prefetched(units(), 2) if workers > 1 else units(), workers):
         yield from blocks
     if migrated is not None:
         for rw in rewriters:
