@@ -155,14 +155,8 @@ def unframe_into(data: Any, out: Any, where: str) -> None:
 
 def decompress_key_group(data: bytes | memoryview, where: str) -> bytes:
     """The bytes of one framed Snappy stream (a key group), checked by the codec (CRCs included)."""
-    return bytes(unframe_key_group(data, where))
-
-
-def unframe_key_group(data: Any, where: str) -> Any:
-    """:func:`decompress_key_group` without the copy into ``bytes``: the codec's buffer (read-only,
-    buffer protocol)."""
     check_stream_identifier(data, where)
     try:
-        return cramjam.snappy.decompress(data)
+        return bytes(cramjam.snappy.decompress(data))
     except cramjam.DecompressionError as e:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: {e}") from e
