@@ -43,3 +43,35 @@ def test_key_group_range_tasks_write_the_local_bytes(spark, tmp_path, case, task
         assert engine.read_flink_state_table(tmp_path / "spark", spec["uid"], state).equals(
             engine.read_flink_state_table(tmp_path / "local", spec["uid"], state))
     assert FlinkSavepoint(tmp_path / "spark").operator(spec["uid"]).max_parallelism == spec["max_parallelism"]
+
+
+_LEAN = """
+import sys
+from pathlib import Path
+
+import statemorph.engine.spark_flink  # what a fresh Python worker imports for its first range task
+from statemorph import engine, serializers
+from statemorph.state import ValueStateDescriptor
+
+src, dst, evolved = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+descs = {"events-state": [ValueStateDescriptor("events", serializers.RowDataSerializer(evolved))]}
+engine.migrate_flink_savepoint(src, dst, descs)  # the range task's code path: read, migrate, encode
+print(" ".join(sorted(m for m in ("pandas", "pyarrow.parquet", "pyarrow.compute", "statemorph.engine.bootstrap",
+                                  "statemorph.engine.local", "statemorph.savepoint.parquet") if m in sys.modules)))
+"""
+
+
+def test_a_range_task_imports_only_its_runner(tmp_path):
+    """Every fresh Spark Python worker imports the task module for its first task: it must not
+    pull in the other runners, the Parquet form or pandas (about a second of each executor's
+    first task, see benchmarks/RESULTS.md), neither at import nor while it migrates."""
+    import subprocess
+    import sys
+
+    from processes import child_env
+
+    src = SAVEPOINTS / "events-rocksdb-p2-files-snappy" / "savepoint"
+    out = subprocess.run([sys.executable, "-c", _LEAN, str(src), str(tmp_path / "out"), EVOLVED], env=child_env(),
+                         capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "", out.stdout
+    assert (tmp_path / "out" / "_metadata").is_file()
