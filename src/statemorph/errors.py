@@ -9,6 +9,7 @@ docs/cli.md). Anything that is not a :class:`StatemorphError` is a bug and keeps
 from __future__ import annotations
 
 import enum
+import re
 
 
 class ExitCode(enum.IntEnum):
@@ -237,3 +238,26 @@ class OutputError(StatemorphError):
     written was removed."""
 
     exit_code = ExitCode.OUTPUT_ERROR
+
+
+_TASK_ERROR = re.compile(r"^statemorph\.errors\.(\w+): (.*)$", re.MULTILINE)
+
+
+def error_of_task(failure: BaseException) -> StatemorphError | None:
+    """The statemorph error a Spark task raised, as the driver's exception shows it, or ``None``.
+
+    Spark hands the driver a ``PythonException`` / ``Py4JJavaError`` holding the worker's
+    traceback as text, so a task's typed error would reach the user as a wall of JVM and Python
+    frames. Its last ``statemorph.errors.<Class>: <message>`` line names the class; only classes of
+    this module that derive from :class:`StatemorphError` are taken (nothing is looked up
+    anywhere else), rebuilt with the message and no arguments beyond it, for its exit status."""
+    found = _TASK_ERROR.findall(str(failure))
+    if not found:
+        return None
+    name, message = found[-1]
+    cls = globals().get(name)
+    if not (isinstance(cls, type) and issubclass(cls, StatemorphError)):
+        return None
+    error = cls.__new__(cls)
+    Exception.__init__(error, f"{message} (in a Spark task)")
+    return error

@@ -298,3 +298,22 @@ def test_spark_engine_run_has_no_error_lines(tmp_path):
     assert "[Stage" not in done.stderr  # Spark's console progress bar stays off on a pipe
     doc = json.loads(done.stdout)
     assert doc["engine"] == "spark" and doc["entries_migrated"] == 5 and out.is_dir()
+
+
+def test_a_spark_tasks_typed_error_is_found_in_its_traceback_text() -> None:
+    """Spark wraps a task's error in its own exception with the worker's traceback as text: the
+    last ``statemorph.errors.<Class>: <message>`` line gives the class (of statemorph.errors only)
+    and the message; anything else is not a task error of ours."""
+    from statemorph.errors import FlinkSavepointError, error_of_task
+
+    text = ("An exception was thrown from the Python worker.\nTraceback (most recent call last):\n"
+            '  File "worker.py", line 1, in main\nstatemorph.errors.SnapshotError: inner\n\nDuring handling...\n'
+            "statemorph.errors.FlinkSavepointError: sp key group 127: corrupt Snappy-framed key group\n"
+            "\tat org.apache.spark.api.python.BasePythonRunner")
+    e = error_of_task(RuntimeError(text))
+    assert isinstance(e, FlinkSavepointError) and e.exit_code == 4
+    assert str(e) == "sp key group 127: corrupt Snappy-framed key group (in a Spark task)"
+    assert error_of_task(RuntimeError("statemorph.errors.check_on_error: not a class")) is None
+    assert error_of_task(RuntimeError("statemorph.errors.ExitCode: an enum, not an error")) is None
+    assert error_of_task(RuntimeError("builtins.ValueError: nothing of ours")) is None
+

@@ -199,6 +199,25 @@ def test_a_failed_run_leaves_no_metadata_and_no_temporary_prefix(spark: Any, s3_
     assert tree(f"s3://{bucket}/sp") == tree(str(source))
 
 
+def test_a_task_error_is_one_typed_line_from_the_cli(spark: Any, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A Spark task that refuses a damaged key group fails its job; the CLI prints the task's typed
+    error as one line with its exit status (4: damaged savepoint), not Spark's traceback."""
+    source = tmp_path / "sp"
+    shutil.copytree(SRC, source)
+    _damage_last_key_group(source)
+    schema = tmp_path / "new.toml"
+    schema.write_text(f'[operators.events-state.states.events]\ntype = "{EVOLVED}"\n', encoding="utf-8")
+    status = main(["migrate", str(source), "--schema", str(schema), "--out", str(tmp_path / "out"),
+                   "--engine", "spark"])
+    err = capsys.readouterr().err
+    assert status == 4, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines[0].startswith("statemorph: error: ") and "key group 127: corrupt Snappy-framed" in lines[0]
+    assert "Traceback" not in err and "py4j" not in err.lower()
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.fixture()
 def cli_result(spark: Any, s3_env: dict[str, str], bucket: str, executor_env: None, tmp_path: Path,
                capsys: pytest.CaptureFixture[str]) -> tuple[Path, dict[str, Any]]:

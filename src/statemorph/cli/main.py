@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
-from ..errors import ExitCode, StatemorphError, UsageError
+from ..errors import ExitCode, StatemorphError, UsageError, error_of_task
 from . import bench, check, convert, demo, inspect, migrate
 from .output import error_document, exit_code_for, print_error, shown
 
@@ -133,6 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("statemorph: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a Spark task's typed error arrives wrapped in Spark's own exception
+        task_error = error_of_task(e) if "pyspark" in sys.modules and not debug else None
+        if task_error is None:
+            raise
+        return _fail(args, str(task_error), exit_code_for(task_error))
 
 
 def use_process_defaults() -> None:
