@@ -137,3 +137,15 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
             p = Path(dirpath) / f
             out[str(p.relative_to(root))] = p.read_bytes()
     return out
+
+
+def scanned_entries(groups: list[Any]) -> list[tuple[int, bytes]]:
+    """(state id, value bytes) of every entry of scanned key groups or slices
+    (``key_group_scan.ScannedGroup``), in order: what two ways of scanning must agree on."""
+    out = []
+    for g in groups:
+        view = memoryview(g.buf)
+        for sid, p, n in zip(g.entry_states().tolist(), g.val_pos.tolist(), g.val_len.tolist(), strict=True):
+            out.append((sid, bytes(view[p:p + n])))
+    return out
+

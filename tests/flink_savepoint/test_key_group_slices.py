@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, reshape
-from flink_savepoint.format_helpers import cases, expected, hashable, state_operator
+from flink_savepoint.format_helpers import cases, expected, hashable, scanned_entries, state_operator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,17 +35,6 @@ from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.savepoint.flink.snappy import compress_key_group, framed_raw_size, unframe_into
 
 N_STATES = 3
-
-
-def _entries(groups: list[ScannedGroup]) -> list[tuple[int, bytes]]:
-    """(state id, value bytes) of every entry of the scanned groups, in order."""
-    out = []
-    for g in groups:
-        view = memoryview(g.buf)
-        states = g.entry_states()
-        for sid, p, n in zip(states.tolist(), g.val_pos.tolist(), g.val_len.tolist(), strict=True):
-            out.append((sid, bytes(view[p:p + n])))
-    return out
 
 
 def _slices(data: bytes, compressed: bool, slice_bytes: int) -> list[ScannedGroup]:
@@ -68,12 +57,12 @@ def _group(spec: list[tuple[int, list[tuple[bytes, bytes]]]]) -> bytes:
 
 @settings(max_examples=150, deadline=None)
 @given(runs, st.integers(1, 2000), st.booleans())
-def test_slices_are_the_key_group_cut_after_whole_entries(spec: Any, slice_bytes: int, compressed: bool) -> None:
+def test_slices_are_the_key_group_cut_after_wholescanned_entries(spec: Any, slice_bytes: int, compressed: bool) -> None:
     data = _group(spec)
     whole = scan_key_group(7, data, N_STATES, "sp")
     slices = _slices(data, compressed, slice_bytes)
     assert b"".join(bytes(memoryview(g.buf)[g.skip:]) for g in slices) == data
-    assert _entries(slices) == _entries([whole])
+    assert scanned_entries(slices) == scanned_entries([whole])
     assert [g.first for g in slices] == [True] + [False] * (len(slices) - 1)
     if len(data) > 4 * slice_bytes + 2000 and not compressed:  # the cut really happens
         assert len(slices) > 1
@@ -110,7 +99,7 @@ def test_a_damaged_key_group_is_refused_in_slices_exactly_when_whole(spec: Any, 
         sliced = e
     assert isinstance(sliced, FlinkSavepointError) == isinstance(whole, FlinkSavepointError), (whole, sliced)
     if not isinstance(whole, FlinkSavepointError):
-        assert isinstance(sliced, list) and _entries(sliced) == _entries(whole)
+        assert isinstance(sliced, list) and scanned_entries(sliced) == scanned_entries(whole)
 
 
 @given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.integers(1, 600)), min_size=1, max_size=6))

@@ -30,6 +30,7 @@ from bulk.fuzz_cases import (
     reencoded,
     without_row_kind,
 )
+from flink_savepoint.format_helpers import scanned_entries
 from snapshots.specs import World
 from tiers import on_tiers
 
@@ -51,7 +52,7 @@ from statemorph.savepoint.flink import (
 )
 from statemorph.savepoint.flink import parse_metadata as parse_flink_metadata
 from statemorph.savepoint.flink.files import InlineStream
-from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
+from statemorph.savepoint.flink.key_group_scan import scan_key_group, scan_slices
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, key_group_extents
 from statemorph.savepoint.parquet.format import parse_metadata as parse_parquet_metadata
 from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot
@@ -407,15 +408,6 @@ def _entries_read(n_states: int, raw: bytes) -> list[tuple[int, bytes]]:
     return [(run.state_id, v) for run in runs for v in run.values]
 
 
-def _entries_scanned(groups: list[ScannedGroup]) -> list[tuple[int, bytes]]:
-    out = []
-    for g in groups:
-        view = memoryview(g.buf)
-        for sid, p, n in zip(g.entry_states().tolist(), g.val_pos.tolist(), g.val_len.tolist(), strict=True):
-            out.append((sid, bytes(view[p:p + n])))
-    return out
-
-
 def _outcome(fn: Callable[[], list[tuple[int, bytes]]]) -> tuple[str, Any]:
     try:
         return "ok", fn()
@@ -431,10 +423,10 @@ def _check_key_group_paths(n_states: int, compressed: bool, data: bytes) -> str:
 
     def whole() -> list[tuple[int, bytes]]:
         raw = decompress_key_group(data, "fuzz") if compressed else data
-        return _entries_scanned([scan_key_group(0, raw, n_states, "fuzz")])
+        return scanned_entries([scan_key_group(0, raw, n_states, "fuzz")])
 
     def sliced(size: int) -> Callable[[], list[tuple[int, bytes]]]:
-        return lambda: _entries_scanned(list(scan_slices(InlineStream(data, "fuzz"), KeyGroupExtent(0, 0, len(data)),
+        return lambda: scanned_entries(list(scan_slices(InlineStream(data, "fuzz"), KeyGroupExtent(0, 0, len(data)),
                                                          compressed, n_states, "fuzz", size)))
 
     want = _outcome(read)

@@ -45,7 +45,7 @@ import signal
 import socket
 import stat
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -110,6 +110,32 @@ def read_exactly(read_at: Callable[[int, int], bytes], offset: int, n: int, labe
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def check_range(file: Any, offset: int, n: int, what: str) -> None:
+    """Refuse, before any read, a range of ``file`` (a :class:`SafeFile` or a remote one: ``size``,
+    ``label``, ``damaged``) that does not lie inside its checked size."""
+    if offset < 0 or n < 0 or offset + n > file.size:
+        raise file.damaged(f"{file.label}: reading {what} needs bytes {offset}..{offset + n} but the file has "
+                           f"{file.size}")
+
+
+def write_new_file(chunks: Iterable[bytes], target: str | os.PathLike[str]) -> str:
+    """Write ``chunks`` to a NEW file ``target`` (refused if it exists), fsync it, and return the
+    sha256 of what was written. Write failures are OSErrors (the caller names the output)."""
+    h = hashlib.sha256()
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        for b in chunks:
+            h.update(b)
+            view = memoryview(b)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
 class SafeFile:
     """An open regular file of known size, read by offset (``pread``) in bounded chunks.
 
@@ -127,18 +153,14 @@ class SafeFile:
     def read_range(self, offset: int, n: int, what: str = "bytes") -> bytes:
         """Exactly ``n`` bytes from ``offset`` (a range a format's metadata gives, e.g. a Flink
         key group); refused before reading when it does not lie inside the file."""
-        if offset < 0 or n < 0 or offset + n > self.size:
-            raise self.damaged(f"{self.label}: reading {what} needs bytes {offset}..{offset + n} but the file has "
-                               f"{self.size}")
+        check_range(self, offset, n, what)
         return read_exactly(lambda k, at: os.pread(self.fd, k, at), offset, n, self.label, self.damaged)
 
     def read_range_into(self, offset: int, out: memoryview, what: str = "bytes") -> None:
         """:meth:`read_range` of ``len(out)`` bytes straight into ``out`` (a writable byte
         buffer): no intermediate ``bytes`` to copy from."""
         n = out.nbytes
-        if offset < 0 or offset + n > self.size:
-            raise self.damaged(f"{self.label}: reading {what} needs bytes {offset}..{offset + n} but the file has "
-                               f"{self.size}")
+        check_range(self, offset, n, what)
         done = 0
         while done < n:
             try:
@@ -178,19 +200,7 @@ class SafeFile:
     def copy_to(self, target: str | os.PathLike[str]) -> str:
         """Copy the file to a NEW file ``target`` chunk by chunk, hashing on the way; returns the
         sha256 of what was copied. Write failures are OSErrors (the caller names the output)."""
-        h = hashlib.sha256()
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            for b in self.chunks():
-                h.update(b)
-                view = memoryview(b)
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return h.hexdigest()
+        return write_new_file(self.chunks(), target)
 
     def reader(self) -> io.BufferedReader:
         """A binary file object over the same open file (for Parquet readers that seek); closing

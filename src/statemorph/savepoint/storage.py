@@ -62,7 +62,6 @@ from the SDK chain are resolved again by each executor from its own environment)
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -75,7 +74,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import OutputError, SavepointError, SavepointNotFoundError, UnsafeFileError, UsageError
-from .files import CHUNK, SafeFile, SavepointDir, open_regular, output_error, read_exactly
+from .files import CHUNK, SafeFile, SavepointDir, check_range, open_regular, output_error, read_exactly, write_new_file
 
 #: the top-level files whose presence makes a prefix a savepoint; uploaded last
 METADATA_FILES = ("_metadata", "_metadata.json")
@@ -276,9 +275,7 @@ class RemoteFile:
     def read_range(self, offset: int, n: int, what: str = "bytes") -> bytes:
         """Exactly ``n`` bytes from ``offset``; refused before any request when the range does not
         lie inside the object's checked size."""
-        if offset < 0 or n < 0 or offset + n > self.size:
-            raise self.damaged(f"{self.label}: reading {what} needs bytes {offset}..{offset + n} but the file has "
-                               f"{self.size}")
+        check_range(self, offset, n, what)
         sequential, self._next = offset == self._next, offset + n
         at = offset - self._buf_start
         if 0 <= at and offset + n <= self._buf_start + len(self._buf):
@@ -302,14 +299,12 @@ class RemoteFile:
     def copy_to(self, target: str | os.PathLike[str]) -> str:
         """Copy the object to a NEW local file chunk by chunk, hashing on the way; returns the
         sha256 of what was copied (as :meth:`SafeFile.copy_to`; write failures are OSErrors)."""
-        h = hashlib.sha256()
-        with open(target, "xb") as out:
-            for b in self.chunks():
-                h.update(b)
-                out.write(b)
-            out.flush()
-            os.fsync(out.fileno())
-        return h.hexdigest()
+        return write_new_file(self.chunks(), target)
+
+    def read_range_into(self, offset: int, out: memoryview, what: str = "bytes") -> None:
+        """:meth:`read_range` into ``out`` (as :meth:`SafeFile.read_range_into`; a ranged read
+        arrives as bytes, so this one copies)."""
+        out[:] = self.read_range(offset, out.nbytes, what)
 
     def close(self) -> None:
         self.f.close()

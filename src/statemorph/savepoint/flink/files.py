@@ -35,21 +35,20 @@ class StreamSource:
     name: str
 
     def read_at(self, offset: int, n: int, what: str) -> bytes:
-        if offset < 0 or n < 0 or offset + n > self.size:
-            raise FlinkSavepointError(
-                f"{self.name}: reading {what} needs bytes {offset}..{offset + n} but the stream has {self.size}"
-            )
+        self._check(offset, n, what)
         return self._read(offset, n)
 
     def read_into(self, offset: int, out: memoryview, what: str) -> None:
         """``read_at(offset, len(out))`` written into ``out`` (a writable byte buffer): a local
         file reads straight into it, without a ``bytes`` in between."""
-        n = out.nbytes
-        if offset < 0 or offset + n > self.size:
+        self._check(offset, out.nbytes, what)
+        self._read_into(offset, out)
+
+    def _check(self, offset: int, n: int, what: str) -> None:
+        if offset < 0 or n < 0 or offset + n > self.size:
             raise FlinkSavepointError(
                 f"{self.name}: reading {what} needs bytes {offset}..{offset + n} but the stream has {self.size}"
             )
-        self._read_into(offset, out)
 
     def _read(self, offset: int, n: int) -> bytes:
         raise NotImplementedError
@@ -88,10 +87,7 @@ class FileStream(StreamSource):
         return self.file.read_range(offset, n)
 
     def _read_into(self, offset: int, out: memoryview) -> None:
-        if isinstance(self.file, SafeFile):
-            self.file.read_range_into(offset, out)
-        else:
-            super()._read_into(offset, out)
+        self.file.read_range_into(offset, out)
 
     def close(self) -> None:
         self.file.close()
