@@ -26,14 +26,21 @@ from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_KEY_LENGTH, BLOCK_NO_MARK, BLOCK_OK, BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_VALUE_LENGTH
 from .files import StreamSource
 from .keyed_blocks import FLAG, KeyGroupExtent, parse_key_group
-from .snappy import STREAM_IDENTIFIER, check_stream_identifier, framed_raw_size, unframe_into, whole_chunks
+from .snappy import (
+    MAX_CHUNK_DATA,
+    STREAM_IDENTIFIER,
+    check_stream_identifier,
+    framed_raw_size,
+    unframe_into,
+    whole_chunks,
+)
 
 MIN_ENTRY_BYTES = 9
 """``i32 key length ‖ ≥ 1 key byte ‖ i32 value length``: bounds the entries a key group can hold."""
 SLICE_BYTES = 1 << 20
 """A key group stored in more bytes than this is scanned (and migrated) in slices of about this
 many uncompressed bytes; smaller ones are taken whole."""
-_MAX_CHUNK = (1 << 16) + 8
+_MAX_CHUNK = MAX_CHUNK_DATA + 8
 """A Snappy chunk as xerial and Flink write it: 64 KiB of input, 4 header and 4 CRC bytes."""
 _RAN_OUT = (BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_NO_MARK)
 """Scan results that only mean the bytes ended: in a slice, the next entry continues in the next."""
