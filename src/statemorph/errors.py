@@ -24,12 +24,25 @@ class ExitCode(enum.IntEnum):
     INCOMPATIBLE = 3
     """The new schema cannot restore the savepoint (nothing was written)."""
     DAMAGED_SAVEPOINT = 4
-    """The savepoint is missing parts, damaged, or in a format this version cannot read."""
+    """The savepoint is missing parts or damaged: bad metadata, a checksum mismatch, a truncated
+    or hostile file, a file that is not a regular file inside the savepoint."""
     DATA_ERROR = 5
     """A stored value could not be read or migrated (corrupt bytes part way through the data)."""
     OUTPUT_ERROR = 6
     """The output cannot be written (disk full, file too large, read-only file system, permission
-    denied); nothing half-written is left behind."""
+    denied, a missing parent folder); nothing half-written is left behind."""
+    UNSUPPORTED = 7
+    """The savepoint is intact but holds what this version cannot read or write: a native
+    savepoint or a checkpoint instead of a canonical savepoint, a state whose serializer statemorph
+    cannot decode. Not damage (4): the same input works with Flink, and may with a later version."""
+    ENGINE_ERROR = 8
+    """The execution engine failed, not the savepoint: Spark or its JVM cannot start, a bad
+    ``--master``, a lost executor. Nothing was written."""
+    INTERRUPTED = 130
+    """Interrupted (Ctrl-C), as a shell reports SIGINT."""
+    BROKEN_PIPE = 141
+    """Stdout was closed early by its reader (``statemorph inspect SP | head``), as a shell reports
+    SIGPIPE; nothing more is printed."""
 
 
 ON_ERROR_CHOICES = ("raise", "skip", "null")
@@ -185,6 +198,32 @@ class SavepointNotFoundError(SavepointError):
     exit_code = ExitCode.USAGE
 
 
+class NotASavepointError(SavepointNotFoundError):
+    """The path is a directory (or file) with neither Flink's ``_metadata`` nor statemorph's
+    ``_metadata.json``: an empty folder, ``/etc``, the folder above a savepoint. A usage error
+    (2), like a path that does not exist, not damage (4): nothing says a savepoint was ever there,
+    and a script must not report a wrong path as a broken savepoint."""
+
+
+class UnsupportedError(StatemorphError):
+    """The input is intact but holds something this version of statemorph cannot read or write
+    (:attr:`ExitCode.UNSUPPORTED`)."""
+
+    exit_code = ExitCode.UNSUPPORTED
+
+
+class UnsupportedStateError(UnsupportedError):
+    """A state whose values statemorph cannot decode (a serializer it has no reader for, an
+    opaque custom serializer). The message names the operator, the state and the serializer."""
+
+
+class EngineError(StatemorphError):
+    """The execution engine failed, not the savepoint (Spark or its JVM cannot start, a bad
+    ``--master``, a lost executor); one line with the engine's own reason, no JVM stack."""
+
+    exit_code = ExitCode.ENGINE_ERROR
+
+
 class MissingDependencyError(StatemorphError, ImportError):
     """An optional dependency a feature needs is not installed; the message names the extra that
     brings it (``pip install "statemorph[spark]"``). Also an ImportError, so code that probes for
@@ -212,7 +251,10 @@ class FlinkSavepointError(SavepointError):
 class NotCanonicalSavepointError(FlinkSavepointError):
     """The directory holds a native savepoint or a checkpoint (incremental, changelog or
     file-merging handles, unaligned channel state): only canonical savepoints carry state in
-    Flink's backend-neutral format, so this one cannot be read or rewritten."""
+    Flink's backend-neutral format, so this one cannot be read or rewritten. Unsupported (7), not
+    damaged: Flink restores it as it is."""
+
+    exit_code = ExitCode.UNSUPPORTED
 
 
 class SavepointPathError(FlinkSavepointError, UnsafeFileError):
