@@ -204,6 +204,11 @@ class NotASavepointError(SavepointNotFoundError):
     (2), like a path that does not exist, not damage (4): nothing says a savepoint was ever there,
     and a script must not report a wrong path as a broken savepoint."""
 
+    @classmethod
+    def at(cls, path: object) -> NotASavepointError:
+        """The one message for every verb and both forms: what the path lacks."""
+        return cls(f"{path} is not a savepoint: it has neither Flink's _metadata nor statemorph's _metadata.json")
+
 
 class UnsupportedError(StatemorphError):
     """The input is intact but holds something this version of statemorph cannot read or write
@@ -268,6 +273,13 @@ def check_on_error(on_error: str, choices: tuple[str, ...] = ON_ERROR_CHOICES) -
     if on_error not in choices:
         raise ValueError(f"on_error must be one of {choices}, got {on_error!r}")
     return on_error
+
+
+class DestinationError(UsageError, SavepointError):
+    """The destination given for a new savepoint (``--out``) cannot be one: it already exists
+    (savepoints are never overwritten) or its parent folder does not exist. A usage error (2),
+    checked before anything is written, so neither damage (4) nor an output failure (6); also a
+    :class:`SavepointError`, as the writers raised before."""
 
 
 class DestinationBusyError(UsageError):

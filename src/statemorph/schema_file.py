@@ -490,9 +490,8 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
         if st.serializer in ("auto", "pojo"):
             try:
                 prior = meta.snapshot("value_serializer").restore_serializer()
-            except SavepointError as e:
-                raise SchemaFileError(f"state {name!r}: cannot tell its serializer family from the savepoint "
-                                      f"({e}); set serializer = ... in {where}{name}]") from None
+            except SavepointError:  # damaged or unknown: the plan reports it, as for an explicit family
+                prior = None  # (the state is incompatible, exit 3, the reason names the snapshot)
         value = serializer_for(st, prior)
         if kind == "value":
             out.append(ValueStateDescriptor(name, value, ttl=ttl))

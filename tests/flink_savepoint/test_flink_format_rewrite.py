@@ -16,7 +16,7 @@ import pytest
 from flink_savepoint.format_helpers import case_ids, cases, expected, read_back, spec, state_operator, tree_bytes
 
 from statemorph import serializers
-from statemorph.errors import FlinkSavepointError
+from statemorph.errors import DestinationError, FlinkSavepointError
 from statemorph.savepoint.flink import (
     ByteStreamHandle,
     FlinkSavepoint,
@@ -228,7 +228,7 @@ def test_refusals_name_operator_state_and_class(tmp_path: Path) -> None:
     with pytest.raises(FlinkSavepointError, match="no operator with uid or uid hash 'nope'"):
         rewrite(case / "savepoint", tmp_path / "c", {("nope", "count"): (env, lambda a: a)})
     (tmp_path / "exists").mkdir()
-    with pytest.raises(FlinkSavepointError, match="already exists"):
+    with pytest.raises(DestinationError, match="already exists"):
         rewrite(case / "savepoint", tmp_path / "exists", {})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["exists"]
 
@@ -359,6 +359,6 @@ def test_missing_carried_file_and_missing_parent_are_typed(tmp_path: Path) -> No
     victim.unlink()
     with pytest.raises(FlinkSavepointError, match="is missing"):
         rewrite(moved, tmp_path / "out", {})
-    with pytest.raises(FlinkSavepointError, match="parent directory does not exist"):
+    with pytest.raises(DestinationError, match="parent directory does not exist"):
         rewrite(case / "savepoint", tmp_path / "no" / "such" / "out", {})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sp"]

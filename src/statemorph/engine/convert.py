@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import FlinkSavepointError, SavepointError, UsageError
+from ..errors import FlinkSavepointError, NotASavepointError, SavepointError, UsageError
 from ..keyed.kinds import StateKind
 from ..savepoint.files import SavepointDir, StagedDirectory, output_error
 from ..savepoint.flink import is_flink_savepoint
@@ -92,7 +92,7 @@ def convert_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], 
         return flink_to_parquet(src, dst, registry=registry, rows_per_file=rows_per_file)
     if os.path.lexists(os.path.join(src, METADATA_FILE)):
         return parquet_to_flink(src, dst, registry=registry)
-    raise UsageError(f"{src}: neither a Flink savepoint (_metadata) nor a statemorph savepoint ({METADATA_FILE})")
+    raise NotASavepointError.at(src)
 
 
 # -- Flink -> Parquet ------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from typing import Any
 
 from ..errors import (
     DestinationBusyError,
+    DestinationError,
     OutputError,
     SavepointError,
     SavepointNotFoundError,
@@ -494,19 +495,19 @@ class StagedDirectory:
     def __init__(self, dst: str | os.PathLike[str], *, source: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(dst)
         if destination_taken(self.path):
-            raise SavepointError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
+            raise DestinationError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
         if source is not None:
             refuse_inside(self.path, source)
         parent = self.path.parent
         if not parent.is_dir():
-            raise SavepointError(f"parent directory {parent} of savepoint {self.path.name} does not exist")
+            raise DestinationError(f"parent directory {parent} of savepoint {self.path.name} does not exist")
         self._claim_fd = -1
         self._claim_path = parent / f".{self.path.name}{CLAIM_TAG}"
         self.state = "open"
         self._claim()
         try:
             if os.path.lexists(self.path):
-                raise SavepointError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
+                raise DestinationError(f"savepoint path {self.path} already exists; savepoints are never overwritten")
             self.removed_stale, _ = stale_temp_dirs(parent, self.path.name)
             for p in self.removed_stale:  # we hold the claim: no live run writes this destination
                 shutil.rmtree(p, ignore_errors=True)

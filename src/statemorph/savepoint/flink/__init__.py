@@ -49,13 +49,17 @@ from .snappy import compress_key_group, decompress_key_group
 
 
 def is_flink_savepoint(path: str | os.PathLike[str] | Location) -> bool:
-    """True when ``path`` is a directory (or a remote prefix) holding Flink's ``_metadata`` file."""
+    """True when ``path`` is a directory (or a remote prefix) holding something named Flink's
+    ``_metadata``. Not only a regular file: a FIFO, a directory or a symlink by that name still
+    claims the Flink form, so every verb reads it as a Flink savepoint and the reader refuses it
+    (:class:`~statemorph.errors.UnsafeFileError`, one status for every verb) instead of each verb
+    falling back to the Parquet form and failing in its own way."""
     loc = Location.of(path)
     if loc is None:
-        return os.path.isfile(os.path.join(path, "_metadata"))  # type: ignore[arg-type]
+        return os.path.lexists(os.path.join(path, "_metadata"))  # type: ignore[arg-type]
     import pyarrow.fs as pafs
 
-    return bool(loc.child("_metadata").kind() == pafs.FileType.File)
+    return bool(loc.child("_metadata").kind() != pafs.FileType.NotFound)
 
 
 __all__ = [

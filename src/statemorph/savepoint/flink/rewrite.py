@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from ...errors import FlinkSavepointError, OutputError
+from ...errors import DestinationError, FlinkSavepointError, OutputError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...snapshot import SnapshotRegistry
 from ..files import StagedDirectory, destination_taken, output_error
@@ -105,11 +105,11 @@ def rewrite(
                                   threads, run_copies)
     dst = Path(dst_dir)  # type: ignore[arg-type]
     if destination_taken(dst):
-        raise FlinkSavepointError(f"{dst}: already exists; a savepoint is never overwritten")
+        raise DestinationError(f"{dst}: already exists; a savepoint is never overwritten")
     src = FlinkSavepoint(src_dir, registry)
     plan = _plan(src, changes, registry)
     if not dst.parent.is_dir():
-        raise FlinkSavepointError(f"{dst}: the parent directory does not exist")
+        raise DestinationError(f"{dst}: the parent directory does not exist")
     local_src = None if isinstance(src_dir, Location) or src.directory.location is not None else src_dir
     with StagedDirectory(dst, source=local_src) as staged:
         try:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ...errors import SavepointError, StatemorphError
+from ...errors import NotASavepointError, SavepointError, StatemorphError
 from ...keyed.keygroups import KeyGroupRange, KeyHasher, assign_to_key_group, hasher_for_serializer
 from ...serializers.base import TypeSerializer
 from ...snapshot import SnapshotRegistry
@@ -47,6 +47,8 @@ def read_metadata(path: SavepointPath) -> SavepointMetadata:
     root = _root(path)
     label = root.path / METADATA_FILE
     if not os.path.lexists(label):
+        if not os.path.lexists(root.path / "_metadata"):
+            raise NotASavepointError.at(root.path)
         raise SavepointError(f"{label} is missing: {root.path} is not a complete savepoint")
     return parse_metadata(root.read_small(METADATA_FILE, MAX_METADATA_BYTES), str(label))
 
