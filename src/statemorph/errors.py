@@ -295,19 +295,32 @@ class OutputError(StatemorphError):
 
 
 _TASK_ERROR = re.compile(r"^statemorph\.errors\.(\w+): (.*)$", re.MULTILINE)
+_UNREADABLE_FILE = re.compile(r"error while reading file (?:file:)?(.+?)\.?(?:\s+SQLSTATE\b.*)?$", re.MULTILINE)
+_JAVA_CAUSE = re.compile(r"^Caused by: [\w.$]+: (.+)$", re.MULTILINE)
 
 
 def error_of_task(failure: BaseException) -> StatemorphError | None:
-    """The statemorph error a Spark task raised, as the driver's exception shows it, or ``None``.
+    """The statemorph error a Spark task failed with, as the driver's exception shows it, or ``None``.
 
     Spark hands the driver a ``PythonException`` / ``Py4JJavaError`` holding the worker's
     traceback as text, so a task's typed error would reach the user as a wall of JVM and Python
     frames. Its last ``statemorph.errors.<Class>: <message>`` line names the class; only classes of
     this module that derive from :class:`StatemorphError` are taken (nothing is looked up
-    anywhere else), rebuilt with the message and no arguments beyond it, for its exit status."""
-    found = _TASK_ERROR.findall(str(failure))
+    anywhere else), rebuilt with the message and no arguments beyond it, for its exit status.
+
+    A savepoint file Spark's own Parquet reader could not read in a task (a page CRC mismatch, a
+    truncated file: ``FAILED_READ_FILE``) is a :class:`SavepointError` naming the file and the
+    deepest Java cause, as the local engine reports it (damaged, 4)."""
+    text = str(failure)
+    found = _TASK_ERROR.findall(text)
     if not found:
-        return None
+        unreadable = _UNREADABLE_FILE.search(text)
+        if unreadable is None:
+            return None
+        path = re.sub(r"^//(?=/)", "", unreadable.group(1).strip())
+        causes = _JAVA_CAUSE.findall(text)
+        return SavepointError(f"{path}: cannot be read: {causes[-1].strip() if causes else 'unreadable'} "
+                              f"(in a Spark task)")
     name, message = found[-1]
     cls = globals().get(name)
     if not (isinstance(cls, type) and issubclass(cls, StatemorphError)):

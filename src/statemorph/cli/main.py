@@ -11,7 +11,11 @@ status. Each verb lives in its own module of this package; the exit statuses are
 4     damaged savepoint: missing parts, bad metadata, checksum mismatch, unknown format
 5     data error: a stored value cannot be read or migrated
 6     output error: the output cannot be written (disk full, read-only, permission denied); nothing left
+7     unsupported: an intact savepoint holding what this version cannot read (a native savepoint
+      or a checkpoint, a state statemorph cannot decode)
+8     engine error: Spark or its JVM failed (cannot start, bad ``--master``, lost executor)
 130   interrupted
+141   stdout was closed by its reader (``| head``)
 ====  ==========================================================================================
 
 An expected error prints one ``statemorph: error:`` line plus the detail, never a traceback
@@ -27,7 +31,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
-from ..errors import ExitCode, StatemorphError, UsageError, error_of_task
+from ..errors import ExitCode, StatemorphError, UsageError
 from . import bench, check, convert, demo, inspect, migrate
 from .output import error_document, exit_code_for, print_error, shown
 
@@ -112,6 +116,30 @@ def staged_locations(args: argparse.Namespace) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; its exit status. Stdout closed early by its reader (``statemorph inspect SP
+    | head``) ends the run quietly with :attr:`ExitCode.BROKEN_PIPE`, for every verb."""
+    try:
+        status = _run_verb(argv)
+        sys.stdout.flush()  # a closed pipe shows here at the latest, not in the interpreter's exit
+    except BrokenPipeError:
+        return _stdout_closed()
+    return status
+
+
+def _stdout_closed() -> int:
+    """Stdout's reader went away: point stdout at the null device, so the interpreter's final
+    flush of what is still buffered cannot fail again (Python's documented handling of SIGPIPE),
+    and answer :attr:`ExitCode.BROKEN_PIPE` (a shell's status for a writer stopped by SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is no file (captured in a test): nothing to flush later
+        pass
+    return ExitCode.BROKEN_PIPE
+
+
+def _run_verb(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -132,12 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, f"{e.strerror or e}: {e.filename}", exit_code_for(e))
     except KeyboardInterrupt:
         print("statemorph: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # a Spark task's typed error arrives wrapped in Spark's own exception
-        task_error = error_of_task(e) if "pyspark" in sys.modules and not debug else None
-        if task_error is None:
-            raise
-        return _fail(args, str(task_error), exit_code_for(task_error))
+        return ExitCode.INTERRUPTED
 
 
 def use_process_defaults() -> None:

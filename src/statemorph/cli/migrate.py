@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..errors import ON_ERROR_CHOICES, ExitCode, UsageError
+from ..errors import ON_ERROR_CHOICES, EngineError, ExitCode, UsageError
 from .check import plan_for
 from .output import Console, common_options
 
@@ -103,22 +103,43 @@ def _with_spark(args: argparse.Namespace, out: Console, run: Any) -> Any:
     """``run(spark)`` in a session this command starts and always stops (an unstopped session
     ends the process with the JVM's shutdown errors on stderr). A session that was already
     running in this process (``main()`` called from a notebook or a test) is used and left
-    running: it belongs to its caller."""
+    running: it belongs to its caller.
+
+    The JVM's output (log4j, executor errors, Python workers' tracebacks) goes to a log file
+    unless ``-v`` asks for Spark's INFO log (:mod:`statemorph.engine.spark_jvm`); a failure comes
+    out as one statemorph error: a task's typed error or an unreadable savepoint file with its own
+    status, anything else of Spark's an :class:`~statemorph.errors.EngineError` naming the log,
+    which is kept for it (and removed after every other outcome)."""
+    import os
+
     from pyspark.sql import SparkSession
 
     from ..engine.spark import session
+    from ..engine.spark_jvm import new_log, spark_failure
 
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return run(active)
-    # Spark's own stage progress bar only where ours would show: on a terminal, without --quiet or --json
-    console_progress = "true" if sys.stderr.isatty() and out.human else "false"
-    spark = session(args.master, conf={"spark.ui.showConsoleProgress": console_progress},
-                    log_level="INFO" if out.verbose else "ERROR" if out.quiet else "WARN")
+    log = None if out.verbose else new_log()
+    keep_log = False
     try:
-        return run(spark)
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return run(active)
+        # Spark's own stage progress bar only where ours would show and the JVM's stderr is the terminal's
+        console_progress = "true" if log is None and sys.stderr.isatty() and out.human else "false"
+        spark = session(args.master, conf={"spark.ui.showConsoleProgress": console_progress},
+                        log_level="INFO" if out.verbose else "WARN", jvm_log=log)
+        try:
+            return run(spark)
+        finally:
+            spark.stop()
+    except Exception as e:
+        error = None if os.environ.get("STATEMORPH_DEBUG") == "1" else spark_failure(e, log, args.master)
+        if error is None:
+            raise
+        keep_log = isinstance(error, EngineError)
+        raise error from None
     finally:
-        spark.stop()
+        if log is not None and not keep_log:
+            log.unlink(missing_ok=True)
 
 
 def positive_int(text: str) -> int:

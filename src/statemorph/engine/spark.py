@@ -58,9 +58,15 @@ def ensure_python_env(master: str | None) -> None:
 
 
 def session(master: str | None = "local[2]", app_name: str = "statemorph",
-            conf: Mapping[str, str] | None = None, log_level: str = "WARN") -> Any:
+            conf: Mapping[str, str] | None = None, log_level: str = "WARN",
+            jvm_log: str | os.PathLike[str] | None = None) -> Any:
     """A SparkSession configured for statemorph jobs (Arrow on, UI off in local mode, UTC).
-    Whoever starts it stops it (``spark.stop()``) when done, as the CLI does."""
+    Whoever starts it stops it (``spark.stop()``) when done, as the CLI does. ``jvm_log``: a file
+    that receives everything the JVM this call starts prints, and its Python workers' stderr
+    (:func:`statemorph.engine.spark_jvm.jvm_output`), instead of this process's stdout and stderr;
+    no effect when the JVM is already running."""
+    from .spark_jvm import jvm_output
+
     require("pyspark", "the Spark engine")
     ensure_python_env(master)
     from pyspark.sql import SparkSession
@@ -84,7 +90,8 @@ def session(master: str | None = "local[2]", app_name: str = "statemorph",
     settings.update(conf or {})
     for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    with jvm_output(None if jvm_log is None else Path(jvm_log)):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     return spark
 
