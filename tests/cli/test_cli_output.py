@@ -294,8 +294,7 @@ def test_spark_engine_run_has_no_error_lines(tmp_path):
                            "--out", str(out), "--engine", "spark", "--master", "local[1]", "--json"],
                           env=env, capture_output=True, text=True, check=False, cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "ERROR" not in done.stderr, done.stderr
-    assert "[Stage" not in done.stderr  # Spark's console progress bar stays off on a pipe
+    assert done.stderr == "", done.stderr  # no log4j, no JVM warning, no stage bar: the JVM logs to a file
     doc = json.loads(done.stdout)
     assert doc["engine"] == "spark" and doc["entries_migrated"] == 5 and out.is_dir()
 
