@@ -13,14 +13,21 @@ import re
 
 
 class ExitCode(enum.IntEnum):
-    """The exit statuses of ``statemorph`` (every verb) and of a plan's or check's ``exit_status``."""
+    """The exit statuses of ``statemorph`` (every verb, every engine) and of a plan's or check's
+    ``exit_status``: the one table (docs/cli.md documents it). Scripts test these numbers, so 0-6
+    keep their meaning and new statuses come after them. Each status is who has to act: the user's
+    arguments (2), the savepoint's bytes (4, 5), the output's file system (6), statemorph itself
+    (7), the cluster (8)."""
 
     OK = 0
     """Done; for ``check``: the savepoint restores as is."""
     MIGRATION_NEEDED = 1
     """``check`` only: the savepoint restores after ``statemorph migrate``."""
     USAGE = 2
-    """Bad arguments or input files (argparse's status), a missing file, a bad schema file."""
+    """Bad arguments or input files (argparse's status), a missing file, a bad schema file, a
+    path that is not a savepoint (:class:`NotASavepointError`: a wrong path is the same mistake
+    whether nothing or something else is there, so it is not a status of its own), an ``--out``
+    that exists or whose parent folder does not (:class:`DestinationError`)."""
     INCOMPATIBLE = 3
     """The new schema cannot restore the savepoint (nothing was written)."""
     DAMAGED_SAVEPOINT = 4
@@ -30,7 +37,7 @@ class ExitCode(enum.IntEnum):
     """A stored value could not be read or migrated (corrupt bytes part way through the data)."""
     OUTPUT_ERROR = 6
     """The output cannot be written (disk full, file too large, read-only file system, permission
-    denied, a missing parent folder); nothing half-written is left behind."""
+    denied); nothing half-written is left behind."""
     UNSUPPORTED = 7
     """The savepoint is intact but holds what this version cannot read or write: a native
     savepoint or a checkpoint instead of a canonical savepoint, a state whose serializer statemorph

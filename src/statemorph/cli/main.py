@@ -1,22 +1,7 @@
 """The ``statemorph`` command: parse the arguments, run one verb, turn its outcome into an exit
 status. Each verb lives in its own module of this package; the exit statuses are
-:class:`statemorph.errors.ExitCode`:
-
-====  ==========================================================================================
-0     done; ``check``: restorable as is
-1     ``check``: restorable after migration
-2     usage error: bad arguments (argparse), missing file, bad schema file, ``--out`` exists,
-      a missing optional dependency (the line names the extra to install)
-3     incompatible schema: the new types cannot restore the savepoint (nothing written)
-4     damaged savepoint: missing parts, bad metadata, checksum mismatch, unknown format
-5     data error: a stored value cannot be read or migrated
-6     output error: the output cannot be written (disk full, read-only, permission denied); nothing left
-7     unsupported: an intact savepoint holding what this version cannot read (a native savepoint
-      or a checkpoint, a state statemorph cannot decode)
-8     engine error: Spark or its JVM failed (cannot start, bad ``--master``, lost executor)
-130   interrupted
-141   stdout was closed by its reader (``| head``)
-====  ==========================================================================================
+:class:`statemorph.errors.ExitCode`, the one table (its docstrings say what each means and why;
+docs/cli.md documents it; ``--help`` lists it from the enum).
 
 An expected error prints one ``statemorph: error:`` line plus the detail, never a traceback
 (``STATEMORPH_DEBUG=1`` re-raises it). Anything else is a bug and keeps its traceback.
@@ -62,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="statemorph",
         description="Inspect, check and migrate savepoints whose state schema changed (Flink-compatible bytes).",
-        epilog="exit status: 0 ok, 1 migration needed (check), 2 usage error, 3 incompatible schema, "
-               "4 damaged savepoint, 5 data error, 6 output cannot be written",
+        epilog="exit status: " + ", ".join(f"{int(c)} {c.name.lower().replace('_', ' ')}" for c in ExitCode)
+               + " (docs/cli.md)",
     )
     p.add_argument("--version", action="version", version=f"statemorph {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
