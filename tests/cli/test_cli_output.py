@@ -316,3 +316,19 @@ def test_a_spark_tasks_typed_error_is_found_in_its_traceback_text() -> None:
     assert error_of_task(RuntimeError("statemorph.errors.ExitCode: an enum, not an error")) is None
     assert error_of_task(RuntimeError("builtins.ValueError: nothing of ours")) is None
 
+
+
+def test_a_savepoint_file_spark_cannot_read_is_damage() -> None:
+    """Spark's own Parquet reader failing in a task (``FAILED_READ_FILE``, a page CRC mismatch as
+    the deepest cause) is a SavepointError naming the file, as the local engine reports it."""
+    from statemorph.errors import SavepointError, error_of_task
+
+    text = ("An error occurred while calling o67.parquet.\n: org.apache.spark.SparkException: Job aborted.\n"
+            "Caused by: org.apache.spark.SparkException: [FAILED_READ_FILE.NO_HINT] Encountered error while reading "
+            "file file:///tmp/sp/state-00000/part-00000.parquet.  SQLSTATE: KD001\n\tat org.apache.spark.X\n"
+            "Caused by: org.apache.parquet.io.ParquetDecodingException: could not verify page integrity, CRC "
+            "checksum verification failed\n\tat org.apache.parquet.Y")
+    e = error_of_task(RuntimeError(text))
+    assert type(e) is SavepointError and e.exit_code == 4
+    assert str(e) == ("/tmp/sp/state-00000/part-00000.parquet: cannot be read: could not verify page integrity, "
+                      "CRC checksum verification failed (in a Spark task)")
