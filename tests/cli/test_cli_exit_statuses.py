@@ -60,14 +60,15 @@ def test_a_folder_that_is_no_savepoint_is_a_usage_error_for_every_verb(tmp_path,
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_a_fifo_as_metadata_is_the_same_status_for_every_verb(tmp_path, capsys):
-    """A FIFO named ``_metadata`` claims the Flink form and is refused unread (never waited on)."""
+@pytest.mark.parametrize("name", ["_metadata", "_metadata.json"])
+def test_a_fifo_as_metadata_is_the_same_status_for_every_verb(tmp_path, capsys, name):
+    """A FIFO named like a metadata file claims that form and is refused unread (never waited on)."""
     sp = tmp_path / "sp"
     sp.mkdir()
-    os.mkfifo(sp / "_metadata")
+    os.mkfifo(sp / name)
     for verb, argv in verbs(str(sp), tmp_path, schema(tmp_path, EVOLVED)).items():
         assert main(argv) == ExitCode.DAMAGED_SAVEPOINT, verb
-        only_error_line(capsys.readouterr().err, "_metadata", "FIFO")
+        only_error_line(capsys.readouterr().err, f"{name}:", "FIFO")
 
 
 def test_a_missing_parent_of_out_is_a_usage_error(tmp_path, capsys):
@@ -86,16 +87,20 @@ def test_a_missing_parent_of_out_is_a_usage_error(tmp_path, capsys):
     assert not (tmp_path / "no").exists()
 
 
-@pytest.mark.parametrize("identifier", ["com.example.NotRegistered$Snapshot", "\u0000junk"])
-def test_an_unreadable_value_snapshot_is_incompatible_whatever_the_serializer_line(tmp_path, capsys, identifier):
+def _unknown_snapshot() -> bytes:
+    out = DataOutputSerializer()
+    out.write_utf("com.example.NotRegistered$Snapshot")
+    out.write_int(1)
+    return out.get_copy_of_buffer()
+
+
+@pytest.mark.parametrize("snapshot", [_unknown_snapshot(), b"\x00\x40trunc"], ids=["unknown", "damaged"])
+def test_an_unreadable_value_snapshot_is_incompatible_whatever_the_serializer_line(tmp_path, capsys, snapshot):
     """``serializer = "auto"`` cannot take the family from a snapshot it cannot read: the plan says
     incompatible (3) naming the snapshot, as with an explicit family, and blames no schema file."""
     sp = Path(write_savepoint(tmp_path / "sp", n=3))
-    out = DataOutputSerializer()
-    out.write_utf(identifier)
-    out.write_int(1)
     doc = json.loads((sp / "_metadata.json").read_text())
-    doc["states"][0]["value_serializer"] = base64.b64encode(out.get_copy_of_buffer()).decode()
+    doc["states"][0]["value_serializer"] = base64.b64encode(snapshot).decode()
     (sp / "_metadata.json").write_text(json.dumps(doc))
     auto = schema(tmp_path, EVOLVED, "auto.toml")
     explicit = tmp_path / "explicit.toml"
