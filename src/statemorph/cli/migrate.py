@@ -117,10 +117,10 @@ def _with_spark(args: argparse.Namespace, out: Console, run: Any) -> Any:
     from ..engine.spark import session
     from ..engine.spark_jvm import new_log, spark_failure
 
-    log = None if out.verbose else new_log()
+    active = SparkSession.getActiveSession()  # its JVM already prints where its caller chose
+    log = None if out.verbose or active is not None else new_log()
     keep_log = False
     try:
-        active = SparkSession.getActiveSession()
         if active is not None:
             return run(active)
         # Spark's own stage progress bar only where ours would show and the JVM's stderr is the terminal's
