@@ -7,12 +7,14 @@
 # restores the migrated savepoint. Arguments go to `statemorph demo` (e.g. --keep).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-say() { echo "[demo] $*"; }
+say() { echo "[demo ${SECONDS}s] $*"; }
 
 CASE=tests/data/flink_savepoints/events-rocksdb-p2-files-snappy
 NEW_TYPE='ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT, appVersion STRING, sessionId BIGINT>>'
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/statemorph-demo.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+KEEP=0
+for a in "$@"; do case "$a" in --keep) KEEP=1 ;; esac; done
+if [ "$KEEP" = 0 ]; then trap 'rm -rf "$WORK"; say "removed $WORK (ci/demo.sh --keep keeps it)"' EXIT; fi
 
 say "setting up .venv (statemorph and its core dependencies only)"
 ci/install.sh --light

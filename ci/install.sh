@@ -20,7 +20,7 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: ci/install.sh [--light]" >&2; exit 2 ;;
 esac
-say() { echo "[install] $*"; }
+say() { echo "[install ${SECONDS}s] $*"; }
 
 # The hash of every source file a build reads: git's list (tracked and new files, git-ignored build
 # outputs left out) in a checkout, else the same files found by name.
@@ -64,7 +64,7 @@ else
   fi
   echo "$(sources_hash) $EXTRAS" > "$STAMP"
 fi
-.venv/bin/python -c "import statemorph, statemorph.kernels as n; print('[install] statemorph', statemorph.__version__, 'native tier:', n.TIER)"
+.venv/bin/python -c "import statemorph, statemorph.kernels as n; print('statemorph', statemorph.__version__, 'native tier:', n.TIER)" | while read -r line; do say "$line"; done
 if [ "$LIGHT" = 0 ]; then
   # the real-Flink savepoint generator and restore checker (throwaway venv for the jars, never .venv)
   ci/flink/setup.sh
