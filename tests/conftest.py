@@ -36,6 +36,15 @@ def tier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     return str(request.param)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def spark_scratch_in_basetemp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Spark's scratch space (block managers, shuffle and spill files) for every JVM the tests start
+    (the session below, ``--engine spark`` runs, local-cluster workers and executors) goes under
+    pytest's base directory, removed with it (tmp_path_retention_policy), not loose in /tmp."""
+    if "SPARK_LOCAL_DIRS" not in os.environ:
+        os.environ["SPARK_LOCAL_DIRS"] = str(tmp_path_factory.mktemp("spark-local"))
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] SparkSession for the whole test session (starting Spark costs ~10 s)."""

@@ -180,14 +180,6 @@ def _one_error_line(err: str, extra: str) -> None:
     assert "Traceback" not in err
 
 
-def test_demo_without_rocksdict_is_one_line(monkeypatch, tmp_path, capsys):
-    _without(monkeypatch, "rocksdict")
-    assert main(["demo", "--entries", "10", "--workdir", str(tmp_path / "demo")]) == 2
-    captured = capsys.readouterr()
-    _one_error_line(captured.err, "rocksdb")
-    assert not (tmp_path / "demo").exists()  # it stopped before doing any work
-
-
 def test_spark_engine_without_pyspark_is_one_line(monkeypatch, savepoint, tmp_path, capsys):
     _without(monkeypatch, "pyspark")
     out = tmp_path / "out"
@@ -221,7 +213,6 @@ def test_jit_asked_for_without_llvmlite(monkeypatch):
 
 
 @pytest.mark.parametrize(("argv", "module", "extra"), [
-    (["demo", "--entries", "10"], "rocksdict", "rocksdb"),
     (["migrate", "SP", "--schema", "S", "--out", "OUT", "--engine", "spark"], "pyspark", "spark"),
 ])
 def test_missing_extra_in_a_real_process(tmp_path, argv, module, extra):

@@ -142,3 +142,25 @@ def test_unreadable_value_stops_or_is_skipped(events_sp, tmp_path):
     good_keys = raw_state_table(events_sp, "events").column("key").to_pylist()
     assert raw_state_table(tmp_path / "out2", "events").column("key").to_pylist() == \
         good_keys[:17] + good_keys[18:]
+
+
+def test_summary_states_a_rate_only_for_a_run_that_measures_one(events_sp, tmp_path):
+    """A run of a few thousand entries in a fraction of a second is all fixed costs: its summary
+    gives the count and the time, not a rate ("77 migrated entries/s"); a run of at least a second
+    and 10,000 entries states its rate. ``to_dict`` always carries the number."""
+    from dataclasses import replace
+
+    from statemorph.engine.local import RATE_MIN_ENTRIES, RATE_MIN_SECONDS
+
+    new = [ValueStateDescriptor("events", S.RowDataSerializer(NEW_TYPE))]
+    report = migrate_savepoint(events_sp, tmp_path / "v2", new)
+    assert N < RATE_MIN_ENTRIES
+    for seconds in (0.04, RATE_MIN_SECONDS * 5):
+        text = replace(report, seconds=seconds).summary()
+        assert f"{N:,} entries migrated" in text and f"in {seconds:.1f}s" in text
+        assert "entries/s" not in text
+    assert replace(report, seconds=0.04).to_dict()["migrated_entries_per_second"] == round(N / 0.04, 1)
+    big = replace(report, seconds=2.0)
+    big.plan = replace(report.plan, states=[replace(s, rows=RATE_MIN_ENTRIES * 4) for s in report.plan.states])
+    assert big.migrated == RATE_MIN_ENTRIES * 4
+    assert f", {RATE_MIN_ENTRIES * 2:,} migrated entries/s" in big.summary()

@@ -45,3 +45,19 @@ def test_migrate_json_on_a_flink_savepoint(tmp_path, capsys):
     assert {s["name"] for s in doc["states"]} == {"events"} and doc["rewritten_streams"] >= 1
     assert main(["check", str(dst), "--schema", schema, "-q"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_inspect_shows_the_timers_namespace(capsys):
+    """A timer state has no NAMESPACE_SERIALIZER of its own: its namespace is the second snapshot
+    its TimerSerializerSnapshot nests (VoidNamespace for these jobs' timers), shown like any other
+    state's namespace, in the text (-v) and in --json, never as None."""
+    sp = str(CASE / "savepoint")
+    assert main(["inspect", sp, "--json"]) == 0
+    states = [s for op in json.loads(capsys.readouterr().out)["operators"] for s in op["states"]]
+    timers = [s for s in states if s["kind"] == "timers"]
+    assert timers, "the committed Events savepoints register Flink's two timer services"
+    assert {s["namespace_type"] for s in timers} == {"VOID (not windowed)"}
+    assert main(["inspect", sp, "-v"]) == 0
+    text = capsys.readouterr().out
+    assert "namespace       None" not in text
+    assert text.count("namespace       VOID (not windowed)") == len(states)

@@ -43,7 +43,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    s = sub.add_parser("bench", help="run the benchmark suite and print the table (extra arguments go to pytest)")
+    s = sub.add_parser("bench", help="run the benchmark suite and print the table (extra arguments go to pytest)",
+                       usage="statemorph bench [-h] [--dir DIR] [--full] [PYTEST ARGS ...]",
+                       epilog="PYTEST ARGS: any other arguments go to pytest (e.g. -k local)")
     s.add_argument("--dir", default=None, help="benchmark directory (default: ./benchmarks, else the checkout's)")
     s.add_argument("--full", action="store_true", help="include the 10-million-entry scale benchmarks")
     s.set_defaults(func=cmd_bench, pytest_args=[])  # any other arguments go to pytest (e.g. -k local)

@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from ..errors import ExitCode
-from .output import Console, common_options
+from .output import SAVEPOINT_HELP, Console, common_options
 
 RESULTS = {ExitCode.OK: "as_is", ExitCode.MIGRATION_NEEDED: "migration_needed",
            ExitCode.INCOMPATIBLE: "incompatible"}
@@ -95,7 +95,7 @@ def add_parser(sub: Any) -> None:
     s = sub.add_parser("check", parents=[common_options(json_output=True)],
                        help="dry run: can the new schema restore this savepoint? "
                             "exit 0 as is / 1 migration needed / 3 incompatible")
-    s.add_argument("savepoint", metavar="SAVEPOINT")
+    s.add_argument("savepoint", metavar="SAVEPOINT", help=SAVEPOINT_HELP)
     s.add_argument("--schema", required=True, metavar="NEW.toml", help="schema file with the new state types")
     s.set_defaults(func=cmd_check)
 

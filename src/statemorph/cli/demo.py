@@ -1,12 +1,17 @@
-"""``statemorph demo``: the Events story end to end, in well under a minute.
+"""``statemorph demo``: the Events story on a Flink savepoint, end to end, in seconds.
 
 A Flink SQL job keeps per-event state typed
-``ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>``. The
-next version of the job adds ``location``, ``appVersion`` and ``sessionId`` to ``metadata`` and
-reorders it. Flink 2.3 refuses to restore the old savepoint (any RowData type change is
-INCOMPATIBLE there). The demo builds the old savepoint in bulk (Arrow columns → ``arrow.encode``,
-no Python object per entry), checks it against the new schema (and against a broken one), migrates
-it with the local engine, restores the result into the RocksDB backend and reads back a sample.
+``ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>`` in the
+value state ``events`` of the operator with uid ``events-state``. The next version of the job adds
+``location``, ``appVersion`` and ``sessionId`` to ``metadata`` and reorders it. Flink 2.3 refuses to
+restore the old savepoint (any RowData type change is INCOMPATIBLE there). The demo takes a Flink
+savepoint of that job (one real Flink took, given as SAVEPOINT; otherwise it bootstraps one in
+Flink's canonical format from Arrow columns), runs the verbs a user runs (``inspect``, ``check``
+against the new type and against a broken one, ``migrate``), then reads the migrated state back with
+statemorph's Flink reader, checks every entry against the old one and prints a few.
+
+It needs the core install only (no extra): the migration and the read-back are the Flink savepoint
+code every install has. Restoring the result in real Flink needs Flink's jars; the demo prints how.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ import argparse
 import os
 import shutil
 import tempfile
-import textwrap
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +32,10 @@ NEW_TYPE = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING
 BROKEN_TYPE = "ROW<eventId BIGINT, metadata ROW<userId STRING, `timestamp` BIGINT, deviceType STRING>>"
 DEVICES = ["phone", "tablet", "desktop", "tv", "watch"]
 MAX_PARALLELISM = 128
+OPERATOR = "events-state"
+"""The uid of the Events job's stateful operator (as in the savepoints real Flink took for the tests)."""
+STATE = "events"
+SHOWN_ROWS = 3
 
 
 def events_table(n: int, seed: int = 7) -> pa.Table:
@@ -47,8 +55,9 @@ def events_table(n: int, seed: int = 7) -> pa.Table:
     return pa.table({"key": pa.array(event_ids), "value": event})
 
 
-def _schema_toml(row_type: str) -> str:
-    return f'[states.events]\ntype = """{row_type}"""\n'
+def schema_toml(row_type: str) -> str:
+    """The schema file giving the Events state of a Flink savepoint the type ``row_type``."""
+    return f'[operators.{OPERATOR}.states.{STATE}]\ntype = """{row_type}"""\n'
 
 
 def _step(title: str) -> float:
@@ -60,148 +69,140 @@ def _done(t0: float) -> None:
     print(f"   ({time.perf_counter() - t0:.1f}s)", flush=True)
 
 
-def run_demo(entries: int = 1_000_000, workdir: str | None = None, keep: bool = False) -> int:
-    from ..extras import require
-
-    # before any work: the last step restores into RocksDB; without the extra, one line says so
-    require("rocksdict", "statemorph demo (it restores the migrated savepoint into RocksDB)")
+def bootstrap_events(path: str, entries: int) -> Any:
+    """A Flink savepoint of the Events job (as Flink 2.3 writes it: parallelism 2, max parallelism
+    128, Snappy-compressed key groups) holding ``entries`` events, encoded in bulk."""
     from .. import serializers
-    from ..engine.local import migrate_savepoint, write_state
-    from ..engine.plan import plan_rewrite
-    from ..savepoint import read_metadata, read_state_table
-    from ..schema_file import descriptors_for_savepoint, parse_schema
-    from ..state import EmbeddedRocksDBStateBackend, ValueStateDescriptor
+    from ..engine.bootstrap import StateData, write_flink_savepoint
+
+    events = StateData(events_table(entries), serializers.RowDataSerializer(OLD_TYPE))
+    return write_flink_savepoint(path, operator=OPERATOR, key_serializer=serializers.LongSerializer(),
+                                 states={STATE: events}, max_parallelism=MAX_PARALLELISM, parallelism=2,
+                                 compression=True)
+
+
+def run_demo(savepoint: str | None = None, entries: int = 100_000, workdir: str | None = None,
+             keep: bool = False) -> int:
+    from ..errors import ExitCode, UsageError
     from .check import cmd_check
     from .inspect import cmd_inspect
+    from .migrate import cmd_migrate
 
+    if savepoint is not None and not os.path.isfile(os.path.join(savepoint, "_metadata")):
+        raise UsageError(f"{savepoint}: not a Flink savepoint (no _metadata); the demo migrates a savepoint of "
+                         f"the Events job (value state {STATE!r} of the operator with uid {OPERATOR!r})")
     t_start = time.perf_counter()
     base = workdir or tempfile.mkdtemp(prefix="statemorph-demo-")
     os.makedirs(base, exist_ok=True)
-    old_sp, new_sp = os.path.join(base, "events-v1"), os.path.join(base, "events-v2")
-    db = os.path.join(base, "rocksdb")
-    for p in (old_sp, new_sp, db):
+    new_sp = os.path.join(base, "events-v2")
+    old_sp = savepoint or os.path.join(base, "events-v1")
+    for p in ([new_sp] if savepoint else [old_sp, new_sp]):
         if os.path.exists(p):
             shutil.rmtree(p)
-    old_ser = serializers.RowDataSerializer(OLD_TYPE)
-    key_ser = serializers.LongSerializer()
     print("statemorph demo: evolve the Events state of a Flink SQL job")
     print(f"  old type: {OLD_TYPE}\n  new type: {NEW_TYPE}")
-
-    t = _step(f"1. build the v1 savepoint: {entries:,} events, encoded in bulk (Flink BinaryRowData bytes)")
-    table = events_table(entries)
-    write_state(old_sp, table, name="events", key_serializer=key_ser, value_serializer=old_ser,
-                max_parallelism=MAX_PARALLELISM)
-    _done(t)
-    _call(cmd_inspect, savepoint=old_sp, verbose=False)
-
-    md = read_metadata(old_sp)
-    t = _step("2. dry run against the new schema (statemorph check)")
-    new_toml = os.path.join(base, "events-v2.toml")
-    with open(new_toml, "w", encoding="utf-8") as f:
-        f.write(_schema_toml(NEW_TYPE))
-    status = _call(cmd_check, savepoint=old_sp, schema=new_toml)
-    print(f"   exit status {status} (0 as is / 1 migration needed / 3 incompatible)")
-    broken = parse_schema(_schema_toml(BROKEN_TYPE), "broken.toml")
-    bad_plan = plan_rewrite(old_sp, md, descriptors_for_savepoint(broken, md))
-    print(f"   and a broken change (userId INT -> STRING) is refused: exit status {bad_plan.exit_status}")
-    print(textwrap.indent(bad_plan.summary, "   "))
-    _done(t)
-
-    t = _step("3. migrate to v2 with the local engine (statemorph migrate)")
-    new_schema = parse_schema(_schema_toml(NEW_TYPE), new_toml)
-    descriptors = descriptors_for_savepoint(new_schema, md)
-    report = migrate_savepoint(old_sp, new_sp, descriptors, threads=2)
-    print("   " + report.summary())
-    _done(t)
-
-    t = _step("4. restore v2 into the RocksDB backend with the new serializer, read back a sample")
-    new_ser = serializers.RowDataSerializer(NEW_TYPE)
-    backend: Any = EmbeddedRocksDBStateBackend.restore(new_sp, db_path=db)
     try:
-        events = backend.get_state(ValueStateDescriptor("events", new_ser))
-        import numpy as np
+        if savepoint is None:
+            t = _step(f"0. bootstrap a Flink savepoint of the Events job: {entries:,} events "
+                      f"(Flink's canonical format, encoded in bulk)")
+            print("   " + bootstrap_events(old_sp, entries).summary())
+            _done(t)
+        t = _step("1. what the savepoint holds (statemorph inspect)")
+        _call(cmd_inspect, savepoint=old_sp)
+        _done(t)
 
-        rng = np.random.default_rng(1)
-        sample_idx = sorted(rng.choice(entries, size=min(5, entries), replace=False).tolist())
-        keys = [int(table.column("key")[i].as_py()) for i in sample_idx]
-        old_values = _old_values(read_state_table(old_sp, "events"), keys, key_ser, old_ser)
-        checked = 0
-        for k in keys:
-            backend.set_current_key(k)
-            new_value = events.value()
-            old_value = old_values[k]
-            _verify(old_value, new_value)
-            checked += 1
-            print(f"   key {k}:\n     v1 {tuple(old_value)}\n     v2 {tuple(new_value)}")
-        print(f"   {checked} sampled entries: v2 = v1 with location, appVersion, sessionId added as NULL, "
-              f"fields reordered by name")
+        t = _step("2. dry run against the new type (statemorph check)")
+        new_toml, broken_toml = os.path.join(base, "events-v2.toml"), os.path.join(base, "events-broken.toml")
+        for path, row_type in ((new_toml, NEW_TYPE), (broken_toml, BROKEN_TYPE)):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(schema_toml(row_type))
+        status = _call(cmd_check, savepoint=old_sp, schema=new_toml)
+        print(f"   exit status {status} (0 as is / 1 migration needed / 3 incompatible)")
+        print("\n   and a broken change (userId INT -> STRING) is refused:")
+        status = _call(cmd_check, savepoint=old_sp, schema=broken_toml)
+        print(f"   exit status {status}")
+        _done(t)
+
+        t = _step("3. migrate to the new type (statemorph migrate)")
+        _call(cmd_migrate, savepoint=old_sp, schema=new_toml, out=new_sp, engine="local", master=None,
+              threads=2, on_error="raise")
+        _done(t)
+
+        t = _step("4. read the migrated savepoint back with statemorph's Flink reader")
+        checked = show_migrated(old_sp, new_sp)
+        print(f"   all {checked:,} entries: v2 = v1 with location, appVersion, sessionId added as NULL, "
+              f"metadata reordered by name")
+        _done(t)
+        print(f"\nThe new job starts from {new_sp} with execution.state-recovery.path (or flink run -s);"
+              f"\nin a checkout, ci/flink/flink.py restore does that with real Flink 2.3 (README).")
     finally:
-        close = getattr(backend, "close", None)
-        if close is not None:
-            close()
-    _done(t)
-
-    print(f"\ndone in {time.perf_counter() - t_start:.1f}s; savepoints in {base}"
-          + ("" if keep or workdir else " (removed)"))
-    if not keep and workdir is None:
-        shutil.rmtree(base, ignore_errors=True)
-    return 0
+        print(f"\ndone in {time.perf_counter() - t_start:.1f}s; savepoints in {base}"
+              + ("" if keep or workdir else " (removed)"))
+        if not keep and workdir is None:
+            shutil.rmtree(base, ignore_errors=True)
+    return ExitCode.OK
 
 
 def _call(fn: Any, **kw: Any) -> int:
     return int(fn(argparse.Namespace(**kw)))
 
 
-def _old_values(table: pa.Table, keys: list[int], key_ser: Any, old_ser: Any) -> dict[int, Any]:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    wanted = pa.array([key_ser.to_bytes(k) for k in keys], pa.binary())
-    hits = table.filter(pc.is_in(table.column("key"), value_set=wanted))
-    out = {}
-    for kb, vb in zip(hits.column("key").to_pylist(), hits.column("value").to_pylist(), strict=True):
-        out[key_ser.from_bytes(kb)] = old_ser.from_bytes(vb)
-    return out
+def _leaves(table: pa.Table) -> dict[str, Any]:
+    """Every leaf column of a read-back state, by field path (``value.f1.userId``)."""
+    while any(str(t).startswith("struct") for t in table.schema.types):
+        table = table.flatten()
+    return {name: table.column(name) for name in table.column_names}
 
 
-def _by_name(row: tuple[Any, ...], row_type: Any) -> dict[str, Any]:
-    """A row as ``{field path: value}``, nested rows flattened (``metadata.userId``)."""
-    from ..types import RowType
+def show_migrated(old_sp: str, new_sp: str) -> int:
+    """Read the Events state of both savepoints, check that every migrated entry is its old entry
+    remapped by field name with the added fields null (derived from the two tables, not from a fixed
+    permutation), print a few and return how many were checked."""
+    from ..engine.flink import read_flink_state_table
 
-    out: dict[str, Any] = {}
-    for f, v in zip(row_type.fields, row, strict=True):
-        if isinstance(f.type, RowType) and v is not None:
-            out.update({f"{f.name}.{k}": x for k, x in _by_name(v, f.type).items()})
-        else:
-            out[f.name] = v
-    return out
+    old = read_flink_state_table(old_sp, OPERATOR, STATE).sort_by("key")
+    new = read_flink_state_table(new_sp, OPERATOR, STATE).sort_by("key")
+    verify_migrated(old, new)
+    print("   (Flink's RowData snapshot keeps no top-level field names: eventId and metadata read back as f0, f1)")
+    step = max(1, old.num_rows // SHOWN_ROWS)
+    for i in range(0, min(old.num_rows, step * SHOWN_ROWS), step):  # same keys in the same rows (verified)
+        print(f"   key {old.column('key')[i].as_py()}\n     v1 {old.column('value')[i].as_py()}\n"
+              f"     v2 {new.column('value')[i].as_py()}")
+    return int(old.num_rows)
 
 
-def _verify(old: Any, new: Any) -> None:
-    """The migrated row is the old row remapped by field name, the added fields null (an internal
-    check of the demo, derived from the two types rather than from a fixed permutation)."""
+def verify_migrated(old: pa.Table, new: pa.Table) -> None:
+    """Both tables sorted by key: the same keys, every old field path's column unchanged, every
+    new one all null; otherwise a :class:`~statemorph.errors.StateMigrationError`."""
     from ..errors import StateMigrationError
-    from ..types import parse_type
 
-    old_fields = _by_name(tuple(old), parse_type(OLD_TYPE))
-    new_fields = _by_name(tuple(new), parse_type(NEW_TYPE))
-    expected = {path: old_fields.get(path) for path in new_fields}
-    if new_fields != expected:
-        raise StateMigrationError(f"demo self-check failed: migrated row {new_fields} != expected {expected}")
+    before, after = _leaves(old), _leaves(new)
+    wrong = [path for path, col in after.items()
+             if not (col.equals(before[path]) if path in before else col.null_count == len(col))]
+    lost = sorted(set(before) - set(after))
+    if old.num_rows != new.num_rows or wrong or lost:
+        raise StateMigrationError(f"demo self-check failed: {old.num_rows:,} entries before, {new.num_rows:,} after; "
+                                  f"changed: {', '.join(wrong) or 'none'}; lost: {', '.join(lost) or 'none'}")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    return run_demo(entries=args.entries, workdir=args.workdir, keep=args.keep)
+    return run_demo(savepoint=args.savepoint, entries=args.entries, workdir=args.workdir, keep=args.keep)
 
 
 def add_parser(sub: Any) -> None:
     from .migrate import positive_int
 
-    s = sub.add_parser("demo", help="build the Events savepoint, check, migrate and restore it")
-    s.add_argument("--entries", type=positive_int, default=1_000_000)
+    s = sub.add_parser("demo", help="migrate a Flink savepoint of the Events job: inspect, check, migrate, read back")
+    s.add_argument("savepoint", metavar="SAVEPOINT", nargs="?", default=None,
+                   help=f"a Flink savepoint of the Events job (value state {STATE!r} of the operator with uid "
+                        f"{OPERATOR!r}), e.g. the one real Flink took under tests/data/flink_savepoints/ in a "
+                        f"checkout (default: bootstrap one with --entries events)")
+    s.add_argument("--entries", type=positive_int, default=100_000,
+                   help="events in the bootstrapped savepoint when no SAVEPOINT is given (default 100000)")
     s.add_argument("--workdir", default=None, help="where to put the savepoints (default: a temporary directory)")
     s.add_argument("--keep", action="store_true", help="keep the savepoints afterwards")
     s.set_defaults(func=cmd_demo)
 
 
-__all__ = ["BROKEN_TYPE", "NEW_TYPE", "OLD_TYPE", "cmd_demo", "events_table", "run_demo"]
+__all__ = ["BROKEN_TYPE", "NEW_TYPE", "OLD_TYPE", "bootstrap_events", "cmd_demo", "events_table", "run_demo",
+           "schema_toml", "show_migrated", "verify_migrated"]

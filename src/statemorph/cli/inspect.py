@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from ..errors import ExitCode, StatemorphError
-from .output import Console, common_options, human_bytes
+from .output import SAVEPOINT_HELP, Console, common_options, human_bytes
 
 ELEMENT_LABEL = {"value": "value", "list": "element", "map": "map value"}
 """What ``value_type`` describes per state kind (list state: the element; map state: the map value)."""
@@ -143,7 +143,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> None:
     s = sub.add_parser("inspect", parents=[common_options(json_output=True)],
                        help="list states, kinds, types, entry counts and sizes of a savepoint")
-    s.add_argument("savepoint", metavar="SAVEPOINT")
+    s.add_argument("savepoint", metavar="SAVEPOINT", help=SAVEPOINT_HELP)
     s.set_defaults(func=cmd_inspect)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ON_ERROR_CHOICES, EngineError, ExitCode, UsageError
 from .check import plan_for
-from .output import Console, common_options
+from .output import SAVEPOINT_HELP, Console, common_options
 
 MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
 
@@ -155,10 +155,12 @@ def positive_int(text: str) -> int:
 def add_parser(sub: Any) -> None:
     s = sub.add_parser("migrate", parents=[common_options(json_output=True)],
                        help="write a new savepoint with every state in the new schema")
-    s.add_argument("savepoint", metavar="SAVEPOINT")
+    s.add_argument("savepoint", metavar="SAVEPOINT", help=SAVEPOINT_HELP)
     s.add_argument("--schema", required=True, metavar="NEW.toml", help="schema file with the new state types")
     s.add_argument("--out", required=True, metavar="DST", help="the new savepoint (must not exist)")
-    s.add_argument("--engine", choices=("local", "spark"), default="local")
+    s.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="local: threads on this machine (the default); spark: Spark tasks (needs the spark "
+                        "extra; every executor must see SAVEPOINT and DST at the same path)")
     s.add_argument("--master", default="local[2]", help="Spark master (with --engine spark), default local[2]")
     s.add_argument("--threads", type=positive_int, default=2, help="local engine threads (default 2)")
     s.add_argument("--on-error", choices=MIGRATE_ON_ERROR, default="raise",

@@ -24,6 +24,11 @@ def human_bytes(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+SAVEPOINT_HELP = ("a Flink savepoint (a directory with _metadata) or a statemorph savepoint in the Parquet "
+                  "form; a path or a URI (s3://, gs://, hdfs://, abfs://, file://)")
+"""What SAVEPOINT means on every verb that reads one (``--help``)."""
+
+
 def common_options(json_output: bool) -> argparse.ArgumentParser:
     """The options every verb takes after its name (a parent parser): ``-q`` / ``-v``, and
     ``--json`` on the verbs whose result has a documented JSON shape (docs/cli.md)."""

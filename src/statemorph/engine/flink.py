@@ -291,7 +291,8 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             states.append({
                 "name": st.name, "kind": st.kind,
                 "key_type": _type_text(op.key_snapshot, st.key_serializer) if op is not None else st.key_serializer,
-                "namespace_type": _role_text(desc, "namespace_serializer", st.namespace_serializer),
+                "namespace_type": (_timer_namespace_text(op, st.name) if st.kind == "timers"
+                                   else _role_text(desc, "namespace_serializer", st.namespace_serializer)),
                 "value_type": _role_text(desc, "value_serializer", st.value_serializer),
                 "user_key_type": _role_text(desc, "user_key_serializer", st.user_key_serializer),
                 "ttl": st.ttl, "entries": st.entries if count_entries else None,
@@ -310,6 +311,20 @@ def _role_text(desc: Any, role: str, class_name: str | None) -> str | None:
     if desc is None:
         return class_name.rsplit(".", 1)[-1]
     return _type_text(lambda: desc.snapshot(role), class_name)
+
+
+def _timer_namespace_text(op: Any, name: str) -> str | None:
+    """A timer state's namespace type: the second snapshot its TimerSerializerSnapshot nests
+    (``VOID (not windowed)``, or a window type), as text like any other state's."""
+    meta = next((m for m in op.header.states if m.name == name), None) if op is not None else None
+    parts = meta.timer_snapshots() if meta is not None else None
+    if parts is None:
+        return None
+    ns = parts[1]
+    parsed = ns.parsed
+    if parsed is None:
+        return ns.class_name.rsplit(".", 1)[-1]
+    return _type_text(lambda: parsed, ns.class_name)
 
 
 def _type_text(snapshot: Any, class_name: str) -> str:

@@ -38,6 +38,10 @@ TransformFactory = Callable[[StatePlan], Callable[[pa.RecordBatch], pa.RecordBat
 
 DEFAULT_BATCH = 65536
 QUEUE_DEPTH = 4
+RATE_MIN_SECONDS, RATE_MIN_ENTRIES = 1.0, 10_000
+"""A summary states a rate only for a run this long and this large: below that, the fixed costs
+(planning, opening files, the metadata) decide the figure, and "77 migrated entries/s" for a
+ten-entry savepoint says nothing about the engine. ``to_dict`` always has the number."""
 
 
 @dataclass
@@ -73,7 +77,8 @@ class RewriteReport:
         return self.migrated / self.seconds if self.seconds and self.migrated else 0.0
 
     def summary(self) -> str:
-        rate = f", {self.rate:,.0f} migrated entries/s" if self.rate else ""
+        meaningful = self.seconds >= RATE_MIN_SECONDS and self.migrated >= RATE_MIN_ENTRIES
+        rate = f", {self.rate:,.0f} migrated entries/s" if meaningful else ""
         skipped = sum(self.skipped.values())
         dropped = f"; {skipped:,} unreadable entries dropped" if skipped else ""
         return (f"wrote {self.destination} with the {self.engine} engine in {self.seconds:.1f}s: "

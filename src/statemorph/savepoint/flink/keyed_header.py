@@ -25,6 +25,7 @@ from .envelope import (
     ENVELOPE_VERSION,
     LIST_SNAPSHOT,
     MAP_SNAPSHOT,
+    TIMER_SNAPSHOT,
     TTL_SNAPSHOT,
     OpenSnapshot,
     Snapshot,
@@ -68,6 +69,16 @@ class StateMetaInfo:
     @property
     def is_timers(self) -> bool:
         return self.backend_type == PRIORITY_QUEUE
+
+    def timer_snapshots(self) -> tuple[Snapshot, Snapshot] | None:
+        """A timer state's key and namespace snapshots: the two nested in its value serializer's
+        ``TimerSerializerSnapshot`` (a priority queue has no NAMESPACE_SERIALIZER of its own);
+        None when this is no timer state or the snapshot does not split into those two."""
+        timer = self.serializer(VALUE_SERIALIZER)
+        if not self.is_timers or timer is None or timer.class_name != TIMER_SNAPSHOT:
+            return None
+        nested = timer.nested if timer.nested is not None else split_open_composite(timer)
+        return (nested[0], nested[1]) if nested and len(nested) == 2 else None
 
     @property
     def state_type(self) -> str:

@@ -21,8 +21,8 @@ from typing import Any
 
 from ...errors import FlinkSavepointError, StateFormatError
 from ...io import DataInputDeserializer
-from .envelope import TIMER_SNAPSHOT, VOID_NAMESPACE_SNAPSHOT, Snapshot, split_open_composite
-from .keyed_header import NAMESPACE_SERIALIZER, VALUE_SERIALIZER, StateMetaInfo
+from .envelope import VOID_NAMESPACE_SNAPSHOT, Snapshot
+from .keyed_header import NAMESPACE_SERIALIZER, StateMetaInfo
 
 LIST_DELIMITER = 0x2C
 TTL_BYTES = 8
@@ -138,16 +138,13 @@ class StateLayout:
         value_snap, self.ttl = meta.value_snapshot_unwrapped()
         self.value_snapshot = value_snap
         if meta.is_timers:
-            timer = meta.serializer(VALUE_SERIALIZER)
-            nested = None
-            if timer is not None and timer.class_name == TIMER_SNAPSHOT:
-                nested = timer.nested if timer.nested is not None else split_open_composite(timer)
-            if not nested or len(nested) != 2:
+            timer_parts = meta.timer_snapshots()
+            if timer_parts is None:
                 raise FlinkSavepointError(
                     f"{where}: timer state {meta.name!r} has no TimerSerializerSnapshot(key, namespace)"
                 )
-            self.key_codec = FieldCodec(nested[0], f"{where} timer key")
-            self.ns_codec = FieldCodec(nested[1], f"{where} timer namespace")
+            self.key_codec = FieldCodec(timer_parts[0], f"{where} timer key")
+            self.ns_codec = FieldCodec(timer_parts[1], f"{where} timer namespace")
             self.ambiguous = False
         else:
             self.key_codec = FieldCodec(key_snapshot, f"{where} key")
