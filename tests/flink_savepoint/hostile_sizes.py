@@ -1,0 +1,76 @@
+"""Savepoints that claim hostile sizes, built from the committed real-Flink ones in milliseconds
+(issue 24, item 4): a keyed-state file extended sparsely (no disk used) so that its last key group
+claims gigabytes of zeros, a key group of Snappy chunks of zeros (a few stored MB that
+decompress to hundreds), and a ``_metadata`` of many small handles. Shared by the memory tests
+(``test_hostile_sizes.py``) and the ``sparse-and-bomb`` fuzz family."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import cramjam
+from flink_savepoint.flink_cases import SAVEPOINTS
+
+from statemorph.savepoint.flink import CheckpointMetadata, RelativeFileHandle, parse_metadata, serialize_metadata
+from statemorph.savepoint.flink.handles import KeyGroupsHandle
+from statemorph.savepoint.flink.keyed_blocks import key_group_extents
+from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER
+
+UNCOMPRESSED = SAVEPOINTS / "kinds-rocksdb-p1-files-mp256" / "savepoint"
+COMPRESSED = SAVEPOINTS / "kinds-hashmap-p2-files-snappy" / "savepoint"
+ZERO_CHUNK = bytes(cramjam.snappy.compress(bytes(1 << 16)))[len(STREAM_IDENTIFIER):]
+"""One Snappy frame chunk of 64 KiB of zeros (a few KiB stored: ~21x expansion)."""
+
+
+def _first_keyed(meta: CheckpointMetadata) -> KeyGroupsHandle:
+    for op in meta.operators:
+        for st in op.subtasks or []:
+            if st.managed_keyed is not None and isinstance(st.managed_keyed.delegate, RelativeFileHandle):
+                return st.managed_keyed
+    raise AssertionError("no keyed-state file in the savepoint")
+
+
+def _rewritten(src: Path, dst: Path, stream: bytes | None, size: int | None = None) -> Path:
+    """A copy of ``src`` whose first keyed-state file holds ``stream`` (or is extended to
+    ``size`` bytes, sparsely), with the new size recorded in ``_metadata``."""
+    shutil.copytree(src, dst)
+    meta = parse_metadata((dst / "_metadata").read_bytes())
+    handle = _first_keyed(meta)
+    assert isinstance(handle.delegate, RelativeFileHandle)
+    path = dst / handle.delegate.relative_path
+    if stream is not None:
+        path.write_bytes(stream)
+    if size is not None:
+        os.truncate(path, size)  # a hole: reads as zeros, takes no disk
+    handle.delegate.size = path.stat().st_size
+    (dst / "_metadata").write_bytes(serialize_metadata(meta))
+    return dst
+
+
+def sparse_key_group(dst: Path, size: int = 2 << 30, key_length: int | None = None) -> Path:
+    """The uncompressed savepoint with its keyed-state file extended to ``size`` bytes: its last
+    key group runs to the end of the file, a real key group followed by zeros; with
+    ``key_length``, the last key group instead opens with state 0 and an entry whose key claims
+    that many bytes (then zeros)."""
+    if key_length is None:
+        return _rewritten(UNCOMPRESSED, dst, None, size)
+    meta = parse_metadata((UNCOMPRESSED / "_metadata").read_bytes())
+    handle = _first_keyed(meta)
+    assert isinstance(handle.delegate, RelativeFileHandle)
+    data = (UNCOMPRESSED / handle.delegate.relative_path).read_bytes()
+    _, extents = key_group_extents(handle, len(data), "sparse")
+    head = data[:extents[-1].offset] + b"\x00\x00" + key_length.to_bytes(4, "big") + b"\x01"
+    return _rewritten(UNCOMPRESSED, dst, head, size)
+
+
+def snappy_bomb(dst: Path, chunks: int) -> Path:
+    """The compressed savepoint whose last key group of its first keyed-state file is a Snappy
+    stream of ``chunks`` chunks of 64 KiB of zeros (stored ~3 KiB each)."""
+    meta = parse_metadata((COMPRESSED / "_metadata").read_bytes())
+    handle = _first_keyed(meta)
+    assert isinstance(handle.delegate, RelativeFileHandle)
+    data = (COMPRESSED / handle.delegate.relative_path).read_bytes()
+    _, extents = key_group_extents(handle, len(data), "bomb")
+    return _rewritten(COMPRESSED, dst, data[:extents[-1].offset] + STREAM_IDENTIFIER + ZERO_CHUNK * chunks)
