@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
+import sys
+from array import array
 from pathlib import Path
 
 import cramjam
@@ -16,6 +19,7 @@ from flink_savepoint.flink_cases import SAVEPOINTS
 from statemorph.savepoint.flink import CheckpointMetadata, RelativeFileHandle, parse_metadata, serialize_metadata
 from statemorph.savepoint.flink.handles import KeyGroupsHandle
 from statemorph.savepoint.flink.keyed_blocks import key_group_extents
+from statemorph.savepoint.flink.metadata import MAGIC
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER
 
 UNCOMPRESSED = SAVEPOINTS / "kinds-rocksdb-p1-files-mp256" / "savepoint"
@@ -74,3 +78,35 @@ def snappy_bomb(dst: Path, chunks: int) -> Path:
     data = (COMPRESSED / handle.delegate.relative_path).read_bytes()
     _, extents = key_group_extents(handle, len(data), "bomb")
     return _rewritten(COMPRESSED, dst, data[:extents[-1].offset] + STREAM_IDENTIFIER + ZERO_CHUNK * chunks)
+
+
+def _one_operator_metadata(max_parallelism: int, subtasks: list[bytes]) -> bytes:
+    """A version-5 ``_metadata``: no master state, one operator (empty name and uid, no
+    coordinator state) with these subtask records, no CheckpointProperties."""
+    head = struct.pack(">iiqiiHH", MAGIC, 5, 1, 0, 1, 0, 0) + bytes(16) + struct.pack(">ii", 1, max_parallelism)
+    return head + b"\x00" + struct.pack(">i", len(subtasks)) + b"".join(subtasks)
+
+
+def metadata_of_offsets(subtasks: int) -> bytes:
+    """``subtasks`` subtasks, each with a keyed handle of 32,768 key-group offsets (every key
+    group 4 KiB long) and no delegate: 256 KiB of offsets each, the most one keyed operator has."""
+    offsets = array("q", range(4096, 4096 * 32769, 4096))
+    if sys.byteorder == "little":
+        offsets.byteswap()
+    keyed = b"\x07" + struct.pack(">ii", 0, 32768) + offsets.tobytes() + b"\x00"
+    return _one_operator_metadata(32768, [struct.pack(">iii", i, 0, 0) + keyed + b"\x00" + bytes(8)
+                                          for i in range(subtasks)])
+
+
+def metadata_of_records(entries: int) -> bytes:
+    """One subtask whose operator-state handle declares ``entries`` entries of 7 bytes (an empty
+    name, mode 0, no offsets): the cheapest record a ``_metadata`` can hold."""
+    handle = b"\x04" + struct.pack(">i", entries) + bytes(7 * entries) + b"\x00"
+    return _one_operator_metadata(128, [struct.pack(">ii", 0, 1) + handle + struct.pack(">i", 0) + bytes(2 + 8)])
+
+
+def with_metadata(dst: Path, data: bytes) -> Path:
+    """A savepoint directory holding only this ``_metadata``."""
+    dst.mkdir()
+    (dst / "_metadata").write_bytes(data)
+    return dst

@@ -1,7 +1,9 @@
 """Memory on hostile sizes (issue 24, item 4): ``inspect`` and ``convert`` read a keyed-state
 stream as ``migrate`` does, one slice of about a MiB at a time, so a key group that claims
 gigabytes (a sparse file) or a few MB of Snappy chunks that decompress to hundreds cost them a
-slice, not the claim; each is refused with one typed line and exit status 4.
+slice, not the claim; each is refused with one typed line and exit status 4. A ``_metadata``
+parses into about its size where it is offsets, and one of more records than any job writes is
+refused before they are made.
 
 Memory is measured, not timed: a fresh child Python runs the verb through ``statemorph.cli.main``
 after the same verb on the valid savepoint (imports, kernels, allocator arenas), and reports how
@@ -14,13 +16,24 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flink_savepoint.format_helpers import cases
-from flink_savepoint.hostile_sizes import COMPRESSED, UNCOMPRESSED, ZERO_CHUNK, snappy_bomb, sparse_key_group
+from flink_savepoint.hostile_sizes import (
+    COMPRESSED,
+    UNCOMPRESSED,
+    ZERO_CHUNK,
+    metadata_of_offsets,
+    metadata_of_records,
+    snappy_bomb,
+    sparse_key_group,
+    with_metadata,
+)
 from processes import child_env
 
 from statemorph.errors import ExitCode
+from statemorph.savepoint.flink.metadata import MAX_METADATA_RECORDS
 
 pytestmark = [
     pytest.mark.skipif(not cases(), reason="no committed real-Flink savepoints"),
@@ -33,13 +46,23 @@ and allocator noise. Reading the claim whole costs 2 GiB (sparse) or 2 x 256 MiB
 BOMB_CHUNKS = 4096
 """12 MB of Snappy chunks of zeros: 256 MiB once decompressed."""
 
-CHILD = """
-import contextlib, io, json, sys
-from statemorph.cli.main import main
+PEAK = """
+import json, sys
 
 def status(field):
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+def measure(fn):
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # the peak RSS (VmHWM) starts again from the current RSS
+    base = status("VmRSS")
+    result = fn()
+    return result, status("VmHWM") - base
+"""
+CHILD = PEAK + """
+import contextlib, io
+from statemorph.cli.main import main
 
 def run(argv):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
@@ -48,20 +71,30 @@ def run(argv):
 
 warm, argv = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 assert run(warm)[0] == 0
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")  # the peak RSS (VmHWM) starts again from the current RSS
-base = status("VmRSS")
-rc, err = run(argv)
-print(json.dumps({"rc": rc, "stderr": err, "growth_kib": status("VmHWM") - base}))
+(rc, err), grew = measure(lambda: run(argv))
+print(json.dumps({"rc": rc, "stderr": err, "growth_kib": grew}))
 """
+PARSE = PEAK + """
+from statemorph.savepoint.flink import parse_metadata
+
+parse_metadata(open(sys.argv[1], "rb").read())  # imports, warm
+data = open(sys.argv[2], "rb").read()
+meta, grew = measure(lambda: parse_metadata(data))
+print(json.dumps({"growth_kib": grew}))
+"""
+
+
+def _child(code: str, *args: str) -> dict[str, Any]:
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                       env=child_env(ARROW_DEFAULT_MEMORY_POOL="jemalloc"), timeout=300)
+    assert p.returncode == 0, p.stderr
+    result: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
+    return result
 
 
 def measured(warm: list[str], argv: list[str]) -> tuple[int, str, float]:
     """(exit status, stderr, MiB the peak RSS rose above the RSS before) of ``statemorph argv``."""
-    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(warm), json.dumps(argv)], capture_output=True,
-                       text=True, env=child_env(ARROW_DEFAULT_MEMORY_POOL="jemalloc"), timeout=300)
-    assert p.returncode == 0, p.stderr
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = _child(CHILD, json.dumps(warm), json.dumps(argv))
     return r["rc"], r["stderr"], r["growth_kib"] / 1024
 
 
@@ -97,3 +130,21 @@ def test_snappy_chunks_of_zeros_cost_a_slice(tmp_path: Path, name: str) -> None:
     assert rc == ExitCode.DAMAGED_SAVEPOINT, err
     assert err.count("\n") == 1 and "key length 0" in err, err
     assert grew < ALLOWED_GROWTH_MIB, grew
+
+
+def test_key_group_offsets_parse_into_about_their_own_size(tmp_path: Path) -> None:
+    """40 keyed subtasks of 32,768 offsets (10 MiB): a list of ints held 5x that."""
+    data = metadata_of_offsets(40)
+    (tmp_path / "_metadata").write_bytes(data)
+    grew = _child(PARSE, str(UNCOMPRESSED / "_metadata"), str(tmp_path / "_metadata"))["growth_kib"] / 1024
+    assert grew < 1.5 * len(data) / (1 << 20), grew
+
+
+def test_a_metadata_of_more_records_than_any_job_holds_is_refused_before_they_are_made(tmp_path: Path) -> None:
+    """29 MB of 7-byte operator-state entries: each would be ~150 bytes of Python objects."""
+    data = metadata_of_records(MAX_METADATA_RECORDS)
+    sp = with_metadata(tmp_path / "records", data)
+    rc, err, grew = measured(["inspect", "-q", str(UNCOMPRESSED)], ["inspect", "-q", str(sp)])
+    assert rc == ExitCode.DAMAGED_SAVEPOINT, err
+    assert err.count("\n") == 1 and f"more than the {MAX_METADATA_RECORDS:,} statemorph reads" in err, err
+    assert grew < 2.5 * len(data) / (1 << 20), grew  # the file read, nothing made of it
