@@ -33,6 +33,7 @@ from flink_savepoint.hostile_sizes import (
 from processes import child_env
 
 from statemorph.errors import ExitCode
+from statemorph.savepoint.flink.key_group_scan import MAX_ENTRY_BYTES
 from statemorph.savepoint.flink.metadata import MAX_METADATA_RECORDS
 
 pytestmark = [
@@ -111,14 +112,21 @@ def test_a_sparse_key_group_of_two_gib_costs_a_slice(tmp_path: Path, name: str) 
     assert grew < ALLOWED_GROWTH_MIB, grew
 
 
-@pytest.mark.parametrize("name", ["inspect", "convert"])
-def test_an_entry_claiming_more_than_its_key_group_is_refused_before_it_is_read(tmp_path: Path, name: str) -> None:
-    """The entry outgrows every slice; its key alone claims more than the 2 GiB key group holds:
-    refused from the claim, without reading (and holding) the key group up to its end."""
-    sp = sparse_key_group(tmp_path / "claim", key_length=(2 << 30) - 16)
+@pytest.mark.parametrize(("name", "size", "key_length", "refusal"), [
+    ("inspect", 64 << 20, 100 << 20, "runs past the end of the key group"),
+    ("convert", 64 << 20, 100 << 20, "runs past the end of the key group"),
+    ("inspect", 2 << 30, 1 << 30, f"declares more than {MAX_ENTRY_BYTES:,} bytes"),
+    ("convert", 2 << 30, 1 << 30, f"declares more than {MAX_ENTRY_BYTES:,} bytes"),
+])
+def test_an_entry_claiming_too_much_is_refused_before_it_is_read(tmp_path: Path, name: str, size: int,
+                                                                 key_length: int, refusal: str) -> None:
+    """The entry outgrows every slice; its key alone claims more than its key group holds, or
+    (a 2 GiB key group of zeros) more than one entry may hold: refused from the claim, without
+    reading (and holding) the key group up to there."""
+    sp = sparse_key_group(tmp_path / "claim", size, key_length)
     rc, err, grew = measured(verb(name, UNCOMPRESSED, tmp_path, "warm"), verb(name, sp, tmp_path, "out"))
     assert rc == ExitCode.DAMAGED_SAVEPOINT, err
-    assert err.count("\n") == 1 and "runs past the end of the key group" in err, err
+    assert err.count("\n") == 1 and refusal in err, err
     assert grew < ALLOWED_GROWTH_MIB, grew
 
 

@@ -40,6 +40,12 @@ MIN_ENTRY_BYTES = 9
 SLICE_BYTES = 1 << 20
 """A key group stored in more bytes than this is scanned (and migrated) in slices of about this
 many uncompressed bytes; smaller ones are taken whole."""
+MAX_ENTRY_BYTES = 1 << 28
+"""The largest entry (key and value, 256 MiB) a slice grows to hold: an entry is held whole, so
+without a bound a key group that claims gigabytes (a sparse file, Snappy chunks of zeros) could
+make one entry of them. Real entries are far smaller (RocksDB's own guidance keeps values to
+megabytes; a list state's value holds all of a key's elements, and one of 256 MiB is millions of
+them); a larger one is refused with a FlinkSavepointError naming this limit."""
 _MAX_CHUNK = MAX_CHUNK_DATA + 8
 """A Snappy chunk as xerial and Flink write it: 64 KiB of input, 4 header and 4 CRC bytes."""
 _RAN_OUT = (BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_NO_MARK)
@@ -231,6 +237,9 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
             needs = _claimed(window, stop, status, end)
             if needs < 0:
                 _refuse(window, status, end, n_states, label)
+            if needs - skip > MAX_ENTRY_BYTES:
+                raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} declares more than "
+                                          f"{MAX_ENTRY_BYTES:,} bytes, the most statemorph holds for one entry")
             if total < 0:  # what the key group holds, once: an entry is never grown past it
                 total = _raw_size(source, ext, compressed, where, read)
             if at + needs - skip > total:
