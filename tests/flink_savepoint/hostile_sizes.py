@@ -18,6 +18,7 @@ from flink_savepoint.flink_cases import SAVEPOINTS
 
 from statemorph.savepoint.flink import CheckpointMetadata, RelativeFileHandle, parse_metadata, serialize_metadata
 from statemorph.savepoint.flink.handles import KeyGroupsHandle
+from statemorph.savepoint.flink.files import StreamSource
 from statemorph.savepoint.flink.keyed_blocks import key_group_extents
 from statemorph.savepoint.flink.metadata import MAGIC
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER
@@ -110,3 +111,29 @@ def with_metadata(dst: Path, data: bytes) -> Path:
     dst.mkdir()
     (dst / "_metadata").write_bytes(data)
     return dst
+
+
+class TiledStream(StreamSource):
+    """A stream of ``size`` bytes made up as they are read: ``head``, then ``unit`` over and
+    over (zeros when it is empty), then ``tail`` at the very end. A sparse file's or a Snappy
+    bomb's bytes in a fuzz input of a few hundred bytes, without writing or holding them."""
+
+    def __init__(self, head: bytes, unit: bytes, tail: bytes, size: int, name: str = "tiled") -> None:
+        self.head, self.unit, self.tail = head, unit, tail
+        self.size, self.name = max(size, len(head) + len(tail)), name
+
+    def _read(self, offset: int, n: int) -> bytes:
+        body_end = self.size - len(self.tail)
+        out = bytearray(n)
+        a, b = offset, offset + n
+        if a < len(self.head):
+            out[:min(b, len(self.head)) - a] = self.head[a:b]
+        lo, hi = max(a, len(self.head)), min(b, body_end)
+        if self.unit and lo < hi:
+            skip = (lo - len(self.head)) % len(self.unit)
+            reps = (hi - lo + skip) // len(self.unit) + 1
+            out[lo - a:hi - a] = (self.unit * reps)[skip:skip + hi - lo]
+        if b > body_end:
+            t0 = max(a, body_end)
+            out[t0 - a:] = self.tail[t0 - body_end:b - body_end]
+        return bytes(out)
