@@ -16,14 +16,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ... import kernels
 from ...bulk.chunks import pooled
 from ...errors import FlinkSavepointError
-from ...kernels.abi import BLOCK_KEY_LENGTH, BLOCK_NO_MARK, BLOCK_OK, BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_VALUE_LENGTH
+from ...kernels.abi import (
+    BLOCK_CAPACITY,
+    BLOCK_KEY_LENGTH,
+    BLOCK_NO_MARK,
+    BLOCK_OK,
+    BLOCK_SHORT,
+    BLOCK_TRUNCATED,
+    BLOCK_VALUE_LENGTH,
+)
 from .files import StreamSource
 from .keyed_blocks import FLAG, KeyGroupExtent, StateRun, parse_key_group, read_key_group_view
 from .snappy import (
@@ -131,10 +139,13 @@ class ScanArrays:
         return self.arrays
 
 
-def _scan(buf: Any, n_states: int, scratch: ScanArrays, stop: int = -1) -> tuple[int, int, int, int, list[np.ndarray]]:
-    """``kg_scan`` over ``buf[:stop]`` (all of it by default)."""
+def _scan(buf: Any, n_states: int, scratch: ScanArrays, stop: int = -1,
+          most: int | None = None) -> tuple[int, int, int, int, list[np.ndarray]]:
+    """``kg_scan`` over ``buf[:stop]`` (all of it by default), with room for the most entries
+    those bytes can hold, or for ``most`` (then the scan may stop with ``BLOCK_CAPACITY``)."""
     stop = memoryview(buf).nbytes if stop < 0 else stop
-    arrays = scratch.get(stop // MIN_ENTRY_BYTES + 1)
+    cap = stop // MIN_ENTRY_BYTES + 1
+    arrays = scratch.get(cap if most is None else min(cap, most))
     status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, stop, n_states, *arrays)
     return status, ne, nr, end, arrays
 
@@ -157,7 +168,8 @@ def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
 
 
 def _refuse(buf: Any, status: int, end: int, n_states: int, where: str) -> None:
-    parse_key_group(bytes(buf), n_states, where, exact_end=True)
+    # read for its error only: a byte view (no copy of a grown window) serves as bytes there
+    parse_key_group(cast(bytes, memoryview(buf).cast("B")), n_states, where, exact_end=True)
     raise FlinkSavepointError(f"{where}: the block scan stopped at offset {end} (status {status}) where the entry "
                               f"reader did not")
 
@@ -222,11 +234,13 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
             fill(window[pos:pos + n])
             pos += n
         stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
-        status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop)
+        # the scan's six arrays take 48 bytes an entry: room for a slice's worth, never a grown window's
+        status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop, slice_bytes // MIN_ENTRY_BYTES + 1)
+        full = status == BLOCK_CAPACITY  # the arrays are full: the slice ends after the entries found
         label = f"{where} (slice from byte {at})"
         if more and status == BLOCK_OK and end == len(window) and next(pieces, None) is None:
             more = False  # the end mark ends the stored bytes too
-        if not more and stop == len(window):  # the last slice: it must end exactly with the end mark
+        if not more and stop == len(window) and not full:  # the last slice: it must end exactly with the end mark
             if status != BLOCK_OK or end != len(window):
                 _refuse(window, status, end, n_states, label)
             yield _scanned(ext.key_group, window.data, ne, nr, end, arrays, skip, first)
