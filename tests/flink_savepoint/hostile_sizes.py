@@ -17,8 +17,8 @@ import cramjam
 from flink_savepoint.flink_cases import SAVEPOINTS
 
 from statemorph.savepoint.flink import CheckpointMetadata, RelativeFileHandle, parse_metadata, serialize_metadata
-from statemorph.savepoint.flink.handles import KeyGroupsHandle
 from statemorph.savepoint.flink.files import StreamSource
+from statemorph.savepoint.flink.handles import KeyGroupsHandle
 from statemorph.savepoint.flink.keyed_blocks import key_group_extents
 from statemorph.savepoint.flink.metadata import MAGIC
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER
@@ -61,24 +61,23 @@ def sparse_key_group(dst: Path, size: int = 2 << 30, key_length: int | None = No
     that many bytes (then zeros)."""
     if key_length is None:
         return _rewritten(UNCOMPRESSED, dst, None, size)
-    meta = parse_metadata((UNCOMPRESSED / "_metadata").read_bytes())
-    handle = _first_keyed(meta)
-    assert isinstance(handle.delegate, RelativeFileHandle)
-    data = (UNCOMPRESSED / handle.delegate.relative_path).read_bytes()
-    _, extents = key_group_extents(handle, len(data), "sparse")
-    head = data[:extents[-1].offset] + b"\x00\x00" + key_length.to_bytes(4, "big") + b"\x01"
+    head = _before_last_key_group(UNCOMPRESSED) + b"\x00\x00" + key_length.to_bytes(4, "big") + b"\x01"
     return _rewritten(UNCOMPRESSED, dst, head, size)
+
+
+def _before_last_key_group(src: Path) -> bytes:
+    """The first keyed-state file of ``src`` up to where its last key group starts."""
+    handle = _first_keyed(parse_metadata((src / "_metadata").read_bytes()))
+    assert isinstance(handle.delegate, RelativeFileHandle)
+    data = (src / handle.delegate.relative_path).read_bytes()
+    _, extents = key_group_extents(handle, len(data), str(src))
+    return data[:extents[-1].offset]
 
 
 def snappy_bomb(dst: Path, chunks: int) -> Path:
     """The compressed savepoint whose last key group of its first keyed-state file is a Snappy
     stream of ``chunks`` chunks of 64 KiB of zeros (stored ~3 KiB each)."""
-    meta = parse_metadata((COMPRESSED / "_metadata").read_bytes())
-    handle = _first_keyed(meta)
-    assert isinstance(handle.delegate, RelativeFileHandle)
-    data = (COMPRESSED / handle.delegate.relative_path).read_bytes()
-    _, extents = key_group_extents(handle, len(data), "bomb")
-    return _rewritten(COMPRESSED, dst, data[:extents[-1].offset] + STREAM_IDENTIFIER + ZERO_CHUNK * chunks)
+    return _rewritten(COMPRESSED, dst, _before_last_key_group(COMPRESSED) + STREAM_IDENTIFIER + ZERO_CHUNK * chunks)
 
 
 def _one_operator_metadata(max_parallelism: int, subtasks: list[bytes]) -> bytes:

@@ -54,9 +54,9 @@ from statemorph.savepoint.flink import (
 )
 from statemorph.savepoint.flink import parse_metadata as parse_flink_metadata
 from statemorph.savepoint.flink.files import InlineStream
-from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group
 from statemorph.savepoint.flink.key_group_scan import scan_key_group, scan_slices, scanned_groups
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, key_group_extents
+from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group
 from statemorph.savepoint.parquet.format import parse_metadata as parse_parquet_metadata
 from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot
 
@@ -525,13 +525,12 @@ def sparse_and_bomb() -> Family:
         header_end, extents = key_group_extents(h, len(data), name)
         compressed = parse_keyed_header(data[:header_end], header_end, name).compressed
         block = data[extents[-1].offset:extents[-1].end]
-        if compressed:
-            targets.append(Target(f"{name}/bomb", _sized(64 << 20, True, block, ZERO_CHUNK, b""), _check_sized_key_group))
-        else:
-            targets.append(Target(f"{name}/sparse", _sized(2 << 30, False, block, b"", b""), _check_sized_key_group))
+        seed = _sized(64 << 20, True, block, ZERO_CHUNK, b"") if compressed else _sized(2 << 30, False, block, b"", b"")
+        targets.append(Target(f"{name}/{'bomb' if compressed else 'sparse'}", seed, _check_sized_key_group))
     fill = 96 * len(_ENTRY) << 10  # 1.5 MiB of entries: a few slices
     # the same as Snappy chunks: the state id, 24 chunks of 4,096 entries, the last entry and the end mark
-    snappy_head, snappy_unit, snappy_tail = STREAM_IDENTIFIER + _chunks(b"\x00\x00"), _chunks(_ENTRY * 4096), _chunks(_LAST)
+    snappy_head = STREAM_IDENTIFIER + _chunks(b"\x00\x00")
+    snappy_unit, snappy_tail = _chunks(_ENTRY * 4096), _chunks(_LAST)
     targets += [
         Target("sparse-zeros", _sized(2 << 30, False, b"", b"", b""), _check_sized_key_group),
         Target("bomb-zeros", _sized(64 << 20, True, STREAM_IDENTIFIER, ZERO_CHUNK, b""), _check_sized_key_group),

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import copy
 import os
-from array import array
 import uuid
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path

@@ -3,7 +3,8 @@ state's entries as Arrow record batches in the column shape of statemorph's Parq
 
 Streams are read one key group at a time, and a large key group one slice of about a MiB at a
 time (:func:`.key_group_scan.scanned_groups`, the migration's own cut), so memory follows
-neither the savepoint nor its largest key group, nor what a hostile ``_metadata`` claims one holds. Batches hold binary columns (``key_group``, ``key``, ``namespace``, [``user_key`` |
+neither the savepoint nor its largest key group, nor what a hostile ``_metadata`` claims one
+holds. Batches hold binary columns (``key_group``, ``key``, ``namespace``, [``user_key`` |
 ``index``], ``value``); a state with TTL adds ``ttl_timestamp`` (int64, the last-access time
 Flink keeps before each value), and timers have ``key_group``, ``timestamp``, ``key``,
 ``namespace``.
