@@ -74,8 +74,10 @@ class KeyedStream:
         )
 
     def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
-        """Every non-empty key group as ``(key group, state runs)``; ``only`` restricts the walk to
-        a key-group range (a unit of parallel work), without reading the other groups."""
+        """Every non-empty key group as ``(key group, state runs)``, each whole (the per-entry
+        migration of kinds the bulk path does not take needs whole groups); ``only`` restricts
+        the walk to a key-group range, without reading the other groups. Readers use
+        :meth:`scanned`, which holds a slice, not a key group."""
         return iter_key_groups(self.source, self.handle, self.header.compressed, len(self.header.states),
                                self.where, only)
 
