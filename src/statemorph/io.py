@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import struct
+import sys
+from array import array
 
 from .errors import MalformedDataError, SerializationError, TruncatedDataError
 
@@ -283,6 +285,15 @@ class DataInputDeserializer:
 
     def read_long(self) -> int:
         return _I64.unpack_from(self._data, self._take(8, "long"))[0]
+
+    def read_longs(self, n: int, what: str = "longs") -> array[int]:
+        """``n`` big-endian longs as one ``array('q')``: 8 bytes each in memory, as on disk (a
+        list would hold a 32-byte int object and a pointer per long)."""
+        p = self._take(8 * n, what)
+        out = array("q", self._data[p : p + 8 * n])
+        if sys.byteorder == "little":
+            out.byteswap()
+        return out
 
     def read_float(self) -> float:
         return _F32.unpack_from(self._data, self._take(4, "float"))[0]

@@ -26,11 +26,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statemorph.errors import FlinkSavepointError
+from statemorph.kernels.abi import BLOCK_CAPACITY
 from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
 from statemorph.savepoint.flink.files import InlineStream
 from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
-from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, write_key_group
+from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, parse_key_group, write_key_group
 from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.savepoint.flink.snappy import compress_key_group, framed_raw_size, unframe_into
 
@@ -71,6 +72,51 @@ def test_slices_are_the_key_group_cut_after_wholescanned_entries(spec: Any, slic
         # never by the key group (a compressed piece adds whole Snappy chunks instead)
         largest = max(10 + len(k) + len(v) for _, entries in spec for k, v in entries)
         assert max(memoryview(g.buf).nbytes for g in slices) <= 2 + 2 * (largest + slice_bytes) + slice_bytes
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs, st.integers(1, 2000), st.booleans())
+def test_the_readers_per_entry_view_of_slices_is_the_entry_readers(spec: Any, slice_bytes: int,
+                                                                  compressed: bool) -> None:
+    """What ``inspect`` counts (``run_totals``) and what ``convert`` turns into rows (``runs``) of a
+    key group's slices are the entries ``parse_key_group`` reads from it whole: keys with the
+    end-of-run flag cleared, values, state by state, whatever the cut."""
+    data = _group(spec)
+    want, _ = parse_key_group(data, N_STATES, "sp", exact_end=True)
+    slices = _slices(data, compressed, slice_bytes)
+    got = [(run.state_id, k, v) for g in slices for run in g.runs() for k, v in zip(run.keys, run.values, strict=True)]
+    assert got == [(run.state_id, k, v) for run in want for k, v in zip(run.keys, run.values, strict=True)]
+    totals: dict[int, list[int]] = {}
+    for g in slices:
+        for sid, n, size in g.run_totals():
+            totals.setdefault(sid, [0, 0])
+            totals[sid][0] += n
+            totals[sid][1] += size
+    assert totals == {sid: [sum(len(r.keys) for r in want if r.state_id == sid),
+                            sum(len(k) + len(v) for r in want if r.state_id == sid for k, v in zip(r.keys, r.values,
+                                                                                                    strict=True))]
+                      for sid in {r.state_id for r in want}}
+
+
+def test_a_grown_window_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry larger than the slice grows the window past it (doubling), and the small entries
+    behind it in the grown window outnumber a slice's worth of scan arrays (``slice // 9 + 1``,
+    never sized for the grown window: 48 bytes an entry, 5 times its bytes): the scan stops
+    there (``BLOCK_CAPACITY``) and the slice is cut after the entries found."""
+    statuses: list[int] = []
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        result = scan(*args, **kwargs)
+        statuses.append(result[0])
+        return result
+
+    scan = key_group_scan._scan
+    monkeypatch.setattr(key_group_scan, "_scan", spied)
+    data = _group([(0, [(b"\x01" * 20, b"v" * 10)] + [(b"\x02", b"")] * 10)])
+    slices = _slices(data, False, 16)
+    assert BLOCK_CAPACITY in statuses
+    assert max(len(g.val_pos) for g in slices) <= 16 // key_group_scan.MIN_ENTRY_BYTES + 1
+    assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
 
 
 @settings(max_examples=300, deadline=None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,7 @@ from bulk.fuzz_cases import (
     without_row_kind,
 )
 from flink_savepoint.format_helpers import scanned_entries
+from flink_savepoint.hostile_sizes import ZERO_CHUNK, TiledStream
 from snapshots.specs import World
 from tiers import on_tiers
 
@@ -52,8 +54,9 @@ from statemorph.savepoint.flink import (
 )
 from statemorph.savepoint.flink import parse_metadata as parse_flink_metadata
 from statemorph.savepoint.flink.files import InlineStream
-from statemorph.savepoint.flink.key_group_scan import scan_key_group, scan_slices
+from statemorph.savepoint.flink.key_group_scan import scan_key_group, scan_slices, scanned_groups
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, key_group_extents
+from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group
 from statemorph.savepoint.parquet.format import parse_metadata as parse_parquet_metadata
 from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot
 
@@ -464,6 +467,82 @@ def key_groups() -> Family:
                   "and the sliced scan agree", targets)
 
 
+SIZED_FRAME = struct.Struct(">QBHH")
+"""A ``sparse-and-bomb`` input: the key group's stored size, flags (bit 0: Snappy-compressed),
+the lengths of its head and tail; then the head, the tail, and the unit repeated between them."""
+SIZED_MAX = {False: 4 << 30, True: 64 << 20}
+"""The largest stored size an input may claim: a 4 GiB sparse key group, 64 MiB of Snappy chunks
+(1.4 GiB of zeros once decompressed); either, held whole, breaks the worker's address-space
+bound (1 GiB above its start)."""
+SIZED_STATES = 16
+SIZED_READ = 16 << 20
+"""An input whose first 16 MiB scan as valid entries is not read further: gigabytes of valid
+entries would only take time, and every slice is like the ones before."""
+_ENTRY = b"\x00\x00\x00\x01\x01\x00\x00\x00\x07" + bytes(7)  # 16 bytes: 4096 of them fill a Snappy chunk
+_LAST = b"\x00\x00\x00\x01\x81\x00\x00\x00\x07" + bytes(7) + b"\xff\xff"  # the run's last entry, the end mark
+
+
+def _sized(size: int, compressed: bool, head: bytes, unit: bytes, tail: bytes) -> bytes:
+    return SIZED_FRAME.pack(size, int(compressed), len(head), len(tail)) + head + tail + unit
+
+
+def _chunks(raw: bytes) -> bytes:
+    """``raw`` as Snappy frame chunks, without the stream identifier."""
+    return compress_key_group(raw)[len(STREAM_IDENTIFIER):]
+
+
+def _check_sized_key_group(data: bytes) -> str:
+    """One key group of the claimed size, read as ``inspect`` counts it and as ``convert`` turns
+    it into rows (:func:`scanned_groups`, the readers' one path): entries, or a typed error, and
+    never an allocation near the claim."""
+    frame = data[:SIZED_FRAME.size].ljust(SIZED_FRAME.size, b"\0")
+    size, flags, head_len, tail_len = SIZED_FRAME.unpack(frame)
+    body = data[SIZED_FRAME.size:]
+    head, tail = body[:head_len], body[head_len:head_len + tail_len]
+    unit = body[head_len + tail_len:]
+    compressed = bool(flags & 1)
+    source = TiledStream(head, unit, tail, min(size, SIZED_MAX[compressed]), "fuzz")
+    if source.size == 0:
+        return "ok:empty"
+    entries = rows = scanned = 0
+    for group in scanned_groups(source, [KeyGroupExtent(0, 0, source.size)], compressed, SIZED_STATES, "fuzz"):
+        entries += sum(n for _, n, _ in group.run_totals())
+        rows += sum(len(run.keys) for run in group.runs())
+        if rows != entries:
+            raise Disagreement(f"inspect counts {entries} entries where the rows are {rows}")
+        scanned += memoryview(group.buf).nbytes
+        if scanned > SIZED_READ:  # still valid: the slices go on as they started (speed is not under test)
+            return "ok:first-slices"
+    return "ok"
+
+
+def sparse_and_bomb() -> Family:
+    """Key groups that claim hostile sizes: real key groups followed by gigabytes of zeros (a
+    sparse file), Snappy chunks of zeros (64 MiB stored, 1.4 GiB decompressed), and valid key
+    groups larger than a slice, raw and compressed."""
+    targets = []
+    for name, data, h in _keyed_streams():
+        header_end, extents = key_group_extents(h, len(data), name)
+        compressed = parse_keyed_header(data[:header_end], header_end, name).compressed
+        block = data[extents[-1].offset:extents[-1].end]
+        seed = _sized(64 << 20, True, block, ZERO_CHUNK, b"") if compressed else _sized(2 << 30, False, block, b"", b"")
+        targets.append(Target(f"{name}/{'bomb' if compressed else 'sparse'}", seed, _check_sized_key_group))
+    fill = 96 * len(_ENTRY) << 10  # 1.5 MiB of entries: a few slices
+    # the same as Snappy chunks: the state id, 24 chunks of 4,096 entries, the last entry and the end mark
+    snappy_head = STREAM_IDENTIFIER + _chunks(b"\x00\x00")
+    snappy_unit, snappy_tail = _chunks(_ENTRY * 4096), _chunks(_LAST)
+    targets += [
+        Target("sparse-zeros", _sized(2 << 30, False, b"", b"", b""), _check_sized_key_group),
+        Target("bomb-zeros", _sized(64 << 20, True, STREAM_IDENTIFIER, ZERO_CHUNK, b""), _check_sized_key_group),
+        Target("large-valid", _sized(2 + fill + len(_LAST), False, b"\x00\x00", _ENTRY, _LAST),
+               _check_sized_key_group),
+        Target("large-valid/snappy", _sized(len(snappy_head) + 24 * len(snappy_unit) + len(snappy_tail), True,
+                                            snappy_head, snappy_unit, snappy_tail), _check_sized_key_group),
+    ]
+    return Family("sparse-and-bomb", "inspect's counts and convert's rows (scanned_groups) on key groups claiming "
+                  "gigabytes: sparse zeros, Snappy chunks of zeros, valid groups larger than a slice", targets)
+
+
 # --------------------------------------------------------------------------------- Parquet form
 
 @functools.cache
@@ -514,6 +593,7 @@ FAMILIES: dict[str, Callable[[], Family]] = {
     "keyed-header": keyed_header,
     "key-groups": key_groups,
     "parquet-metadata": parquet_metadata,
+    "sparse-and-bomb": sparse_and_bomb,
 }
 
 __all__ = ["FAMILIES", "KNOWN", "Disagreement", "Family", "Target"]

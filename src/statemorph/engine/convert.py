@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import os
 import uuid
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,7 @@ def _empty_keyed_streams(sp: FlinkSavepoint, op: OperatorState, keyed_files: set
         h = st.managed_keyed
         if h is None:
             continue
-        h.offsets = [0] * len(h.offsets)
+        h.offsets = array("q", bytes(8 * len(h.offsets)))
         if isinstance(h.delegate, ByteStreamHandle):
             h.delegate = ByteStreamHandle(h.delegate.name, b"")
         elif isinstance(h.delegate, (FileHandle, RelativeFileHandle)):

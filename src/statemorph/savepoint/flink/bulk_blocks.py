@@ -38,7 +38,7 @@ from ...bulk.chunks import ordered_map, pooled, prefetched
 from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_OK
 from . import key_group_scan
-from .key_group_scan import ScanArrays, ScannedGroup, scan_key_group, scan_slices
+from .key_group_scan import ScanArrays, ScannedGroup, scan_key_group, scan_slices, sliced
 from .keyed_blocks import KeyGroupExtent, read_key_group_view
 from .layout import TTL_BYTES, StateLayout
 from .snappy import STREAM_IDENTIFIER, frame_key_group
@@ -114,7 +114,7 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         size = 0
         scratch = ScanArrays()
         for ext in extents:
-            if ext.end - ext.offset > slice_bytes:
+            if sliced(ext, slice_bytes):
                 if unit:
                     yield unit
                     unit, size = [], 0

@@ -14,18 +14,26 @@ rebuild a slice as they do a whole key group, and each slice is an independent p
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ... import kernels
 from ...bulk.chunks import pooled
 from ...errors import FlinkSavepointError
-from ...kernels.abi import BLOCK_KEY_LENGTH, BLOCK_NO_MARK, BLOCK_OK, BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_VALUE_LENGTH
+from ...kernels.abi import (
+    BLOCK_CAPACITY,
+    BLOCK_KEY_LENGTH,
+    BLOCK_NO_MARK,
+    BLOCK_OK,
+    BLOCK_SHORT,
+    BLOCK_TRUNCATED,
+    BLOCK_VALUE_LENGTH,
+)
 from .files import StreamSource
-from .keyed_blocks import FLAG, KeyGroupExtent, parse_key_group
+from .keyed_blocks import FLAG, KeyGroupExtent, StateRun, parse_key_group, read_key_group_view
 from .snappy import (
     MAX_CHUNK_DATA,
     STREAM_IDENTIFIER,
@@ -40,6 +48,12 @@ MIN_ENTRY_BYTES = 9
 SLICE_BYTES = 1 << 20
 """A key group stored in more bytes than this is scanned (and migrated) in slices of about this
 many uncompressed bytes; smaller ones are taken whole."""
+MAX_ENTRY_BYTES = 1 << 28
+"""The largest entry (key and value, 256 MiB) a slice grows to hold: an entry is held whole, so
+without a bound a key group that claims gigabytes (a sparse file, Snappy chunks of zeros) could
+make one entry of them. Real entries are far smaller (RocksDB's own guidance keeps values to
+megabytes; a list state's value holds all of a key's elements, and one of 256 MiB is millions of
+them); a larger one is refused with a FlinkSavepointError naming this limit."""
 _MAX_CHUNK = MAX_CHUNK_DATA + 8
 """A Snappy chunk as xerial and Flink write it: 64 KiB of input, 4 header and 4 CRC bytes."""
 _RAN_OUT = (BLOCK_SHORT, BLOCK_TRUNCATED, BLOCK_NO_MARK)
@@ -58,6 +72,7 @@ class ScannedGroup:
 
     key_group: int
     buf: Any  # the uncompressed bytes (any read-only byte buffer)
+    key_pos: np.ndarray
     val_pos: np.ndarray
     val_len: np.ndarray
     run_state: np.ndarray
@@ -77,6 +92,38 @@ class ScannedGroup:
             return np.arange(len(self.val_pos)) if self.run_state[0] == sid else np.empty(0, np.int64)
         return np.flatnonzero(self.entry_states() == sid)
 
+    def _run_bounds(self) -> list[int]:
+        return [*self.run_first.tolist(), len(self.val_pos)]
+
+    def run_totals(self) -> Iterator[tuple[int, int, int]]:
+        """``(state id, entries, key + value bytes)`` of every state run, from the positions
+        alone (what ``inspect`` counts: no entry becomes an object)."""
+        sizes = np.zeros(len(self.val_pos) + 1, np.int64)
+        np.cumsum(self.val_pos - 4 - self.key_pos + self.val_len, out=sizes[1:])
+        bounds = self._run_bounds()
+        for r, sid in enumerate(self.run_state.tolist()):
+            a, b = bounds[r], bounds[r + 1]
+            yield sid, b - a, int(sizes[b] - sizes[a])
+
+    def runs(self, state: int | None = None) -> list[StateRun]:
+        """The entries (of state id ``state`` only, when given) as per-state runs of ``bytes``
+        keys (the end-of-run flag cleared) and values: the per-entry view the table reader builds
+        its columns from, one slice at a time."""
+        view = memoryview(self.buf).cast("B")
+        kp, vp, vl = self.key_pos.tolist(), self.val_pos.tolist(), self.val_len.tolist()
+        bounds = self._run_bounds()
+        out = []
+        for r, sid in enumerate(self.run_state.tolist()):
+            if state is not None and sid != state:
+                continue
+            keys, values = [], []
+            for i in range(bounds[r], bounds[r + 1]):
+                key = view[kp[i]:vp[i] - 4].tobytes()
+                keys.append(bytes((key[0] & 0x7F,)) + key[1:] if key[0] & FLAG else key)
+                values.append(view[vp[i]:vp[i] + vl[i]].tobytes())
+            out.append(StateRun(sid, keys, values))
+        return out
+
 
 class ScanArrays:
     """``kg_scan``'s output arrays, kept from one key group to the next (one set per thread):
@@ -92,19 +139,22 @@ class ScanArrays:
         return self.arrays
 
 
-def _scan(buf: Any, n_states: int, scratch: ScanArrays, stop: int = -1) -> tuple[int, int, int, int, list[np.ndarray]]:
-    """``kg_scan`` over ``buf[:stop]`` (all of it by default)."""
+def _scan(buf: Any, n_states: int, scratch: ScanArrays, stop: int = -1,
+          most: int | None = None) -> tuple[int, int, int, int, list[np.ndarray]]:
+    """``kg_scan`` over ``buf[:stop]`` (all of it by default), with room for the most entries
+    those bytes can hold, or for ``most`` (then the scan may stop with ``BLOCK_CAPACITY``)."""
     stop = memoryview(buf).nbytes if stop < 0 else stop
-    arrays = scratch.get(stop // MIN_ENTRY_BYTES + 1)
+    cap = stop // MIN_ENTRY_BYTES + 1
+    arrays = scratch.get(cap if most is None else min(cap, most))
     status, ne, nr, end = kernels.KERNELS.kg_scan(buf, 0, stop, n_states, *arrays)
     return status, ne, nr, end, arrays
 
 
 def _scanned(key_group: int, buf: Any, ne: int, nr: int, end: int, arrays: list[np.ndarray], skip: int = 0,
              first: bool = True) -> ScannedGroup:
-    _, _, val_pos, val_len, run_state, run_first = arrays
-    return ScannedGroup(key_group, buf, val_pos[:ne].copy(), val_len[:ne].copy(), run_state[:nr].copy(),
-                        run_first[:nr].copy(), end, skip, first)
+    key_pos, _, val_pos, val_len, run_state, run_first = arrays
+    return ScannedGroup(key_group, buf, key_pos[:ne].copy(), val_pos[:ne].copy(), val_len[:ne].copy(),
+                        run_state[:nr].copy(), run_first[:nr].copy(), end, skip, first)
 
 
 def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
@@ -118,9 +168,31 @@ def scan_key_group(key_group: int, buf: Any, n_states: int, where: str,
 
 
 def _refuse(buf: Any, status: int, end: int, n_states: int, where: str) -> None:
-    parse_key_group(bytes(buf), n_states, where, exact_end=True)
+    # read for its error only: a byte view (no copy of a grown window) serves as bytes there
+    parse_key_group(cast(bytes, memoryview(buf).cast("B")), n_states, where, exact_end=True)
     raise FlinkSavepointError(f"{where}: the block scan stopped at offset {end} (status {status}) where the entry "
                               f"reader did not")
+
+
+def sliced(ext: KeyGroupExtent, slice_bytes: int = SLICE_BYTES) -> bool:
+    """Whether a key group is scanned in slices (:func:`scan_slices`) rather than whole."""
+    return ext.end - ext.offset > slice_bytes
+
+
+def scanned_groups(source: StreamSource, extents: Iterable[KeyGroupExtent], compressed: bool, n_states: int,
+                   where: str, slice_bytes: int = SLICE_BYTES) -> Iterator[ScannedGroup]:
+    """Every key group of ``extents``, scanned: whole when it is stored in at most
+    ``slice_bytes``, else as its slices, one after the other (consecutive items then share a key
+    group). The readers' one way through a keyed-state stream (``inspect``'s counts, the state
+    tables of ``convert`` and the Spark reader), cut exactly as the migration cuts it: memory
+    holds one slice (or one small group), whatever a key group's size or claimed size."""
+    scratch = ScanArrays()
+    for ext in extents:
+        if sliced(ext, slice_bytes):
+            yield from scan_slices(source, ext, compressed, n_states, where, slice_bytes, scratch)
+        else:
+            buf = read_key_group_view(source, ext, compressed, where)
+            yield scan_key_group(ext.key_group, buf, n_states, where, scratch)
 
 
 def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
@@ -140,6 +212,7 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
     want = slice_bytes
     more = True
     first = True
+    total = -1  # the key group's uncompressed size, found when an entry outgrows a slice
     while True:
         parts, size = [], len(carry)
         while more and size < want:
@@ -161,11 +234,13 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
             fill(window[pos:pos + n])
             pos += n
         stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
-        status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop)
+        # the scan's six arrays take 48 bytes an entry: room for a slice's worth, never a grown window's
+        status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop, slice_bytes // MIN_ENTRY_BYTES + 1)
+        full = status == BLOCK_CAPACITY  # the arrays are full: the slice ends after the entries found
         label = f"{where} (slice from byte {at})"
         if more and status == BLOCK_OK and end == len(window) and next(pieces, None) is None:
             more = False  # the end mark ends the stored bytes too
-        if not more and stop == len(window):  # the last slice: it must end exactly with the end mark
+        if not more and stop == len(window) and not full:  # the last slice: it must end exactly with the end mark
             if status != BLOCK_OK or end != len(window):
                 _refuse(window, status, end, n_states, label)
             yield _scanned(ext.key_group, window.data, ne, nr, end, arrays, skip, first)
@@ -173,9 +248,18 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
         if status == BLOCK_OK:  # the end mark, but the key group goes on
             raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
         if ne == 0:  # not one whole entry yet: a broken one, or one larger than the slice
-            if not _ran_out(window, stop, status, end):
+            needs = _claimed(window, stop, status, end)
+            if needs < 0:
                 _refuse(window, status, end, n_states, label)
-            want *= 2
+            if needs - skip > MAX_ENTRY_BYTES:
+                raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} declares more than "
+                                          f"{MAX_ENTRY_BYTES:,} bytes, the most statemorph holds for one entry")
+            if total < 0:  # what the key group holds, once: an entry is never grown past it
+                total = _raw_size(source, ext, compressed, where, read)
+            if at + needs - skip > total:
+                raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} runs past the end of the key "
+                                          f"group (it needs {at + needs - skip} of its {total} bytes)")
+            want = max(want * 2, needs - skip)
             carry = window.data[skip:]
             continue
         key_pos, _, val_pos, val_len, run_state, _ = arrays
@@ -188,15 +272,26 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
         want = slice_bytes
 
 
-def _ran_out(window: np.ndarray, stop: int, status: int, end: int) -> bool:
-    """Whether the scan of ``window[:stop]`` stopped only because the bytes ended (a length that
-    reaches past them), not at a length no key group can hold."""
+def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
+    """When the scan of ``window[:stop]`` stopped only because the bytes ended (a length that
+    reaches past them): how many bytes of the window the entry needs at least, by its declared
+    lengths; -1 when it stopped at a length no key group can hold."""
     if status in _RAN_OUT:
-        return True
+        return stop + 1
     if status in (BLOCK_KEY_LENGTH, BLOCK_VALUE_LENGTH) and end + 4 <= stop:
         n = int.from_bytes(window[end:end + 4].tobytes(), "big", signed=True)
-        return n > 0 if status == BLOCK_KEY_LENGTH else n >= 0
-    return False
+        if status == BLOCK_KEY_LENGTH:
+            return end + 8 + n if n > 0 else -1  # the key, then the value's length
+        return end + 4 + n if n >= 0 else -1
+    return -1
+
+
+def _raw_size(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str, piece_bytes: int) -> int:
+    """The uncompressed bytes of a key group, from its chunks' declared sizes (each bounded by
+    :func:`~.snappy.framed_raw_size`), read a piece at a time and nothing decompressed."""
+    if not compressed:
+        return ext.end - ext.offset
+    return sum(n for _, n in _stored_pieces(source, ext, compressed, where, piece_bytes))
 
 
 def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,

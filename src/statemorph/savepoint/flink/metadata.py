@@ -9,11 +9,14 @@ unaligned checkpoints is refused: a savepoint never holds any.
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 
 from ...errors import FlinkSavepointError, MalformedDataError, NotCanonicalSavepointError, StateFormatError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from .handles import (
+    NULL_HANDLE,
+    OPERATOR_STREAM_HANDLE,
     ByteStreamHandle,
     KeyedHandle,
     OperatorStreamHandle,
@@ -31,9 +34,20 @@ MASTER_STATE_MAGIC = 0xC96B1696
 MIN_VERSION = 3
 MAX_VERSION = 6
 METADATA_FILE_NAME = "_metadata"
+MAX_METADATA_RECORDS = 1 << 22
+"""The most records (master states, operators, subtasks, state handles, operator-state entries)
+one ``_metadata`` may hold (4,194,304). Each becomes Python objects of 150 to 190 bytes
+(measured), where a file spends as little as 7 bytes on one (an operator-state entry with an
+empty name and no offsets): the byte limit alone (``files.MAX_METADATA_BYTES``) would let a
+hostile file take 20 times its size; with this bound a parse holds at most ~800 MB of them. A
+real job is far below: a subtask with state is one record plus one per non-null handle, an
+operator state one per state, so 300 stateful operators at parallelism 1,000 with two handles a
+subtask make 0.9 M. Key-group and operator-state offsets are no records: ``array('q')``, 8 bytes
+each as on disk, so a file of offsets (32,768 per keyed operator at the largest max parallelism)
+parses into about its own size."""
 
 
-@dataclass
+@dataclass(slots=True)
 class MasterState:
     """A checkpoint-master hook's state; passed through unchanged."""
 
@@ -42,7 +56,7 @@ class MasterState:
     payload: bytes
 
 
-@dataclass
+@dataclass(slots=True)
 class SubtaskState:
     """One subtask of an operator. ``finished`` subtasks have no body. The ``*_flag`` fields
     keep the raw presence ints of the operator-state singletons so the bytes round-trip."""
@@ -57,7 +71,7 @@ class SubtaskState:
     raw_keyed: KeyedHandle = None
 
 
-@dataclass
+@dataclass(slots=True)
 class OperatorState:
     """One operator: identity, parallelism and per-subtask handles. ``subtasks`` is None for an
     operator whose tasks all finished (written as count -1)."""
@@ -80,7 +94,7 @@ class OperatorState:
         return f"operator {self.uid!r}" if self.uid else f"operator {self.uid_hash}"
 
 
-@dataclass
+@dataclass(slots=True)
 class CheckpointMetadata:
     version: int
     checkpoint_id: int
@@ -92,12 +106,17 @@ class CheckpointMetadata:
 def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME) -> CheckpointMetadata:
     """Parse a whole ``_metadata`` file. Every failure is a :class:`FlinkSavepointError` (or its
     :class:`NotCanonicalSavepointError` subclass) naming ``where``, the offset and the field."""
+    paused = gc.isenabled()
+    gc.disable()  # a parse makes objects by the million and no cycles: collections would only cost time
     try:
         return _parse(DataInputDeserializer(data), where)
     except FlinkSavepointError:
         raise
     except StateFormatError as e:
         raise FlinkSavepointError(f"{where}: {e}") from e
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _parse(src: DataInputDeserializer, where: str) -> CheckpointMetadata:
@@ -117,17 +136,48 @@ def _parse(src: DataInputDeserializer, where: str) -> CheckpointMetadata:
     checkpoint_id = src.read_long()
     if checkpoint_id < 0:
         raise MalformedDataError(f"negative checkpoint id {checkpoint_id} at offset 8")
-    n_master = src.check_length(src.read_int(), "master states", unit=8)
+    records = _Records(where)
+    n_master = records.take(src, src.check_length(src.read_int(), "master states", unit=8), "master states")
     masters = [_read_master(src) for _ in range(n_master)]
     # an operator takes at least 16 (id) + 8 (parallelisms) + 1 (coordinator) + 4 (count) bytes
-    n_ops = src.check_length(src.read_int(), "operator states", unit=29)
-    operators = [_read_operator(src, version, i) for i in range(n_ops)]
+    n_ops = records.take(src, src.check_length(src.read_int(), "operator states", unit=29), "operator states")
+    operators = [_read_operator(src, version, i, records) for i in range(n_ops)]
     trailer = b""
     if version >= 4:
         trailer = src.read_fully(src.available(), "CheckpointProperties")
     else:
         src.expect_end("the last operator state")
     return CheckpointMetadata(version, checkpoint_id, masters, operators, trailer)
+
+
+class _Records:
+    """The records a parse has made objects of, counted before each group of them is read, so a
+    file that declares more than :data:`MAX_METADATA_RECORDS` is refused before they exist."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.count = 0
+
+    def take(self, src: DataInputDeserializer, n: int, what: str) -> int:
+        self.count += max(n, 0)
+        if self.count > MAX_METADATA_RECORDS:
+            raise FlinkSavepointError(
+                f"{self.where}: {what} at offset {src.position} make {self.count:,} records, more than the "
+                f"{MAX_METADATA_RECORDS:,} statemorph reads from one _metadata (operators, subtasks, state handles, "
+                f"operator-state entries; far above any real job's): refused before they are read"
+            )
+        return n
+
+    def handle(self, src: DataInputDeserializer, what: str) -> None:
+        """One handle is next; an operator-state handle's entries are counted from its declared
+        number (after its type byte), before :func:`read_operator_handle` makes them."""
+        data, pos, end = src.window()
+        if pos < end and data[pos] == NULL_HANDLE:
+            return
+        entries = 0
+        if pos + 5 <= end and data[pos] == OPERATOR_STREAM_HANDLE:
+            entries = int.from_bytes(data[pos + 1:pos + 5], "big", signed=True)
+        self.take(src, 1 + entries, what)
 
 
 def _read_master(src: DataInputDeserializer) -> MasterState:
@@ -148,7 +198,7 @@ def _read_master(src: DataInputDeserializer) -> MasterState:
     return MasterState(version, name, payload)
 
 
-def _read_operator(src: DataInputDeserializer, version: int, i: int) -> OperatorState:
+def _read_operator(src: DataInputDeserializer, version: int, i: int, records: _Records) -> OperatorState:
     name = uid = None
     if version >= 5:
         name = src.read_utf()
@@ -170,11 +220,12 @@ def _read_operator(src: DataInputDeserializer, version: int, i: int) -> Operator
         subtasks = None
     else:
         src.check_length(n_sub, f"subtask states of {where}", unit=4)
-        subtasks = [_read_subtask(src, version, where) for _ in range(n_sub)]
+        records.take(src, n_sub, f"subtask states of {where}")
+        subtasks = [_read_subtask(src, version, where, records) for _ in range(n_sub)]
     return OperatorState(operator_id, parallelism, max_parallelism, coordinator, subtasks, name, uid)
 
 
-def _read_subtask(src: DataInputDeserializer, version: int, op_where: str) -> SubtaskState:
+def _read_subtask(src: DataInputDeserializer, version: int, op_where: str, records: _Records) -> SubtaskState:
     raw_index = src.read_int()
     if raw_index < 0:
         return SubtaskState(index=-raw_index - 1, finished=True)
@@ -182,11 +233,15 @@ def _read_subtask(src: DataInputDeserializer, version: int, op_where: str) -> Su
     st = SubtaskState(index=raw_index)
     st.managed_operator_flag = src.read_int()
     if st.managed_operator_flag:
+        records.handle(src, f"{where} managed operator state")
         st.managed_operator = read_operator_handle(src, f"{where} managed operator state")
     st.raw_operator_flag = src.read_int()
     if st.raw_operator_flag:
+        records.handle(src, f"{where} raw operator state")
         st.raw_operator = read_operator_handle(src, f"{where} raw operator state")
+    records.handle(src, f"{where} managed keyed state")
     st.managed_keyed = read_keyed_handle(src, f"{where} managed keyed state")
+    records.handle(src, f"{where} raw keyed state")
     st.raw_keyed = read_keyed_handle(src, f"{where} raw keyed state")
     for what in ("input channel", "output (result subpartition)"):
         at = src.position

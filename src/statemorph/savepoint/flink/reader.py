@@ -1,8 +1,10 @@
 """Reading a canonical Flink savepoint: operators, per-subtask keyed-state streams, and each
 state's entries as Arrow record batches in the column shape of statemorph's Parquet form.
 
-Streams are read one key group at a time, so memory follows the largest key group, never the
-savepoint. Batches hold binary columns (``key_group``, ``key``, ``namespace``, [``user_key`` |
+Streams are read one key group at a time, and a large key group one slice of about a MiB at a
+time (:func:`.key_group_scan.scanned_groups`, the migration's own cut), so memory follows
+neither the savepoint nor its largest key group, nor what a hostile ``_metadata`` claims one
+holds. Batches hold binary columns (``key_group``, ``key``, ``namespace``, [``user_key`` |
 ``index``], ``value``); a state with TTL adds ``ttl_timestamp`` (int64, the last-access time
 Flink keeps before each value), and timers have ``key_group``, ``timestamp``, ``key``,
 ``namespace``.
@@ -23,6 +25,7 @@ from ...snapshot import SnapshotRegistry
 from ..storage import Location
 from .files import SavepointDirectory, StreamSource
 from .handles import KeyGroupsHandle
+from .key_group_scan import ScannedGroup, scanned_groups
 from .keyed_blocks import StateRun, iter_key_groups, key_group_extents
 from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header
 from .layout import StateLayout
@@ -71,10 +74,18 @@ class KeyedStream:
         )
 
     def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
-        """Every non-empty key group as ``(key group, state runs)``; ``only`` restricts the walk to
-        a key-group range (a unit of parallel work), without reading the other groups."""
+        """Every non-empty key group as ``(key group, state runs)``, each whole (the per-entry
+        migration of kinds the bulk path does not take needs whole groups); ``only`` restricts
+        the walk to a key-group range, without reading the other groups. Readers use
+        :meth:`scanned`, which holds a slice, not a key group."""
         return iter_key_groups(self.source, self.handle, self.header.compressed, len(self.header.states),
                                self.where, only)
+
+    def scanned(self, only: range | None = None) -> Iterator[ScannedGroup]:
+        """Every non-empty key group (of the range ``only``) scanned by the block kernel, a large
+        one as consecutive slices: what the readers walk, so they hold one slice at a time."""
+        extents = [e for e in self.extents if only is None or e.key_group in only]
+        return scanned_groups(self.source, extents, self.header.compressed, len(self.header.states), self.where)
 
     def close(self) -> None:
         self.source.close()
@@ -186,11 +197,10 @@ class FlinkSavepoint:
                 h = stream.header
                 infos = [states.setdefault(m.name, _state_info(m, h)) for m in h.states]
                 if count_entries:
-                    for _, runs in stream.key_groups():
-                        for run in runs:
-                            info = infos[run.state_id]
-                            info.entries += len(run.keys)
-                            info.bytes += sum(map(len, run.keys)) + sum(map(len, run.values))
+                    for group in stream.scanned():
+                        for sid, entries, size in group.run_totals():
+                            infos[sid].entries += entries
+                            infos[sid].bytes += size
             ops.append(OperatorInfo(op.name, op.uid, op.uid_hash, op.parallelism, op.max_parallelism,
                                     list(states.values())))
         return SavepointInfo(str(self.path), self.version, self.metadata.checkpoint_id, ops)
@@ -213,12 +223,11 @@ class FlinkSavepoint:
             layout = StateLayout(meta, stream.header.key_serializer, op.max_parallelism,
                                  f"{stream.where} state {state!r}")
             builder = _BatchBuilder(layout)
-            for _, runs in stream.key_groups(key_groups):
-                for run in runs:
-                    if run.state_id == state_id:
-                        builder.add(run)
-                        while builder.rows >= batch_rows:
-                            yield builder.take(batch_rows)
+            for group in stream.scanned(key_groups):
+                for run in group.runs(state_id):
+                    builder.add(run)
+                    while builder.rows >= batch_rows:
+                        yield builder.take(batch_rows)
             if builder.rows:
                 yield builder.take(builder.rows)
         if not found:
