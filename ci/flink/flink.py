@@ -62,6 +62,8 @@ STARTUP_TIMEOUT = 120
 DATASTREAM_PROGRAM = "savepoints.Main"
 SQL_PROGRAM = "savepoints.SqlJobs"
 POJO_PROGRAM = "savepoints.PojoJobs"
+#: The window job (WindowJobs): open windows at the savepoint, fired after the restore.
+WINDOW_PROGRAM = "savepoints.WindowJobs"
 #: The POJO job's state class comes in two versions (version 2 has one more field).
 POJO_VERSIONS = (1, 2)
 
@@ -177,13 +179,14 @@ def regenerate(root: Path) -> list[Path]:
     by_version: dict[tuple[str, str], list[tuple[Path, Path]]] = {}
     for spec in sorted(Path(root).glob("*/spec.json")):
         data = json.loads(spec.read_text(encoding="utf-8"))
-        program = SQL_PROGRAM if "sql_version" in data else DATASTREAM_PROGRAM
+        program = SQL_PROGRAM if "sql_version" in data else WINDOW_PROGRAM if data.get("window_job") \
+            else DATASTREAM_PROGRAM
         keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
         shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
         by_version.setdefault((data.get("flink", DEFAULT_VERSION), program), []).append((keep, spec.parent))
     try:
         for (version, program), pairs in by_version.items():
-            generate(pairs, version, program)
+            generate(pairs, version, program, **({"pojo": 1} if program == WINDOW_PROGRAM else {}))
     finally:
         for pairs in by_version.values():
             for keep, _ in pairs:
@@ -276,6 +279,21 @@ def pojo_restore(items: list[tuple[Path, Path]], pojo: int = 2) -> list[RestoreR
     state class (version 2 on a version-1 savepoint: Flink migrates on restore) and read every key's
     ``profile`` back; one JVM for the batch."""
     return _restore_batch(items, POJO_PROGRAM, pojo=pojo)
+
+
+def window_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the window job (ci/flink/src/savepoints/WindowJobs.java) per (spec,
+    OUTDIR), with version 1 of its POJO accumulator: OUTDIR/savepoint (every window still open),
+    OUTDIR/expected.json (the windows a restore fires) and OUTDIR/spec.json. A spec with
+    ``"window_job": true`` is regenerated with this program."""
+    generate(pairs, DEFAULT_VERSION, WINDOW_PROGRAM, pojo=1)
+
+
+def window_restore(items: list[tuple[Path, Path]], pojo: int = 1) -> list[RestoreResult]:
+    """Start the window job of each (savepoint, spec) from the savepoint with version ``pojo`` of
+    the accumulator class, send one more record per key and end the input; ``entries`` are the
+    windows that fired, as expected.json has them. One JVM for the batch."""
+    return _restore_batch(items, WINDOW_PROGRAM, pojo=pojo)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from .envelope import (
     ENVELOPE_VERSION,
     LIST_SNAPSHOT,
     MAP_SNAPSHOT,
+    TIMER_SNAPSHOT,
     TTL_SNAPSHOT,
     OpenSnapshot,
     Snapshot,
@@ -101,6 +102,14 @@ class StateMetaInfo:
         if snap is not None and snap.class_name == TTL_SNAPSHOT:
             return _nested(snap, TTL_SNAPSHOT, 1), True
         return snap, False
+
+    def namespace_snapshot(self) -> Snapshot | None:
+        """The namespace serializer's snapshot: the state's own, or for a timer queue the
+        namespace inside its ``TimerSerializerSnapshot(key, namespace)`` (a window operator's
+        timers live in the window's namespace)."""
+        if self.is_timers:
+            return _nested(self.serializer(VALUE_SERIALIZER), TIMER_SNAPSHOT, 1)
+        return self.serializer(NAMESPACE_SERIALIZER)
 
     def with_value_snapshot(self, new: Snapshot) -> Snapshot:
         """The top-level VALUE_SERIALIZER snapshot with the per-value snapshot (list element, map
