@@ -296,6 +296,19 @@ def window_restore(items: list[tuple[Path, Path]], pojo: int = 1) -> list[Restor
     return _restore_batch(items, WINDOW_PROGRAM, pojo=pojo)
 
 
+def window_vectors() -> dict[str, Any]:
+    """What Flink's window serializers write (``WindowJobs vectors``): per serializer (TimeWindow,
+    GlobalWindow, and Flink SQL's TableTimeWindow and CountWindow) its ``length``, its versioned
+    ``snapshot`` bytes and the bytes of a few windows, in hex."""
+    with tempfile.TemporaryDirectory(prefix="statemorph-window-vectors-") as tmp:
+        out = Path(tmp) / "vectors.json"
+        proc = _run_java(DEFAULT_VERSION, ["vectors", str(out)], 1, WINDOW_PROGRAM, pojo=1)
+        if proc.returncode != 0 or not out.is_file():
+            raise FlinkRunError(f"window vectors failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
+        vectors: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        return vectors
+
+
 @dataclass
 class PojoCycle:
     """One :func:`pojo_restore_savepoint`: the wall seconds of the whole Java process, the phases

@@ -214,14 +214,26 @@ __all__ = ["BatchFn", "ColumnDecoder", "ColumnMigrator", "IdentityTransform", "d
 
 # -- whole-state encoders and decoders (the State Processor read / bootstrap paths) -----------------
 
-def _is_void_namespace(snapshot_data: bytes) -> bool:
-    return type(_serializer(snapshot_data)).__name__ == "VoidNamespaceSerializer"
+def _namespace_columns(snapshot_data: bytes | None) -> tuple[Any, list[str]]:
+    """A state's namespace serializer and the window columns it gains; the serializer is None
+    when the namespace is no column of the typed batch (the void namespace of non-windowed state,
+    the one global window)."""
+    from ..keyed.windows import window_column_names
+
+    if snapshot_data is None:
+        return None, []
+    ser = _serializer(snapshot_data)
+    if type(ser).__name__ in ("VoidNamespaceSerializer", "GlobalWindowSerializer"):
+        return None, []
+    return ser, window_column_names(ser)
 
 
 class StateDecoder:
     """Savepoint state batch (binary columns) → typed batch: ``key``, ``namespace`` (omitted for
-    non-windowed state), ``user_key`` (map state), ``index`` (list state) and the value: one
-    ``value`` column, or, for row values with ``flatten=True``, one column per row field."""
+    non-windowed state and global windows; for time and count windows the raw bytes followed by
+    ``window_start`` / ``window_end`` or ``window_id``), ``user_key`` (map state), ``index``
+    (list state) and the value: one ``value`` column, or, for row values with ``flatten=True``,
+    one column per row field."""
 
     def __init__(self, key_serializer: Any, value_serializer: Any, *, namespace_serializer: Any = None,
                  user_key_serializer: Any = None, flatten: bool = True, threads: int = 1,
@@ -229,8 +241,9 @@ class StateDecoder:
         self.key = ColumnDecoder(key_serializer, "key", threads=threads, on_error=on_error)
         self.value = ColumnDecoder(value_serializer, "value", threads=threads, on_error=on_error)
         ns = snapshot_bytes(namespace_serializer) if namespace_serializer is not None else None
+        self.namespace_serializer, self.window_columns = _namespace_columns(ns)
         self.namespace = ColumnDecoder(ns, "namespace", threads=threads, on_error=on_error) \
-            if ns is not None and not _is_void_namespace(ns) else None
+            if self.namespace_serializer is not None and not self.window_columns else None
         self.user_key = ColumnDecoder(user_key_serializer, "user_key", threads=threads, on_error=on_error) \
             if user_key_serializer is not None else None
         self.flatten = flatten
@@ -250,8 +263,14 @@ class StateDecoder:
             parts.append(("user_key", self.user_key))
         return parts
 
+    def _window_fields(self) -> list[pa.Field]:
+        if not self.window_columns:
+            return []
+        return [pa.field("namespace", pa.binary()), *(pa.field(n, pa.int64()) for n in self.window_columns)]
+
     def output_schema(self, has_index: bool = False) -> pa.Schema:
         fields = [pa.field(name, dec.value_type()) for name, dec in self._parts()]
+        fields[1:1] = self._window_fields()
         if has_index:
             fields.append(pa.field("index", pa.int32()))
         vt = self.value.value_type()
@@ -271,6 +290,11 @@ class StateDecoder:
         cols: list[pa.Array] = []
         for name, dec in self._parts():
             cols.append(dec.transform(_as_binary(batch.column(name), name)))
+        if self.window_columns:
+            from ..keyed.windows import window_columns
+
+            raw = _as_binary(batch.column("namespace"), "namespace")
+            cols[1:1] = [raw, *(c for _, c in window_columns(self.namespace_serializer, raw))]
         if has_index:
             cols.append(batch.column("index").cast(pa.int32()))
         value = self.value.transform(_as_binary(batch.column("value"), "value"))

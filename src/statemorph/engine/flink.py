@@ -309,7 +309,7 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             states.append({
                 "name": st.name, "kind": st.kind,
                 "key_type": _type_text(op.key_snapshot, st.key_serializer) if op is not None else st.key_serializer,
-                "namespace_type": _role_text(desc, "namespace_serializer", st.namespace_serializer),
+                "namespace_type": _namespace_text(op, desc, st.name, st.namespace_serializer),
                 "value_type": _role_text(desc, "value_serializer", st.value_serializer),
                 "user_key_type": _role_text(desc, "user_key_serializer", st.user_key_serializer),
                 "ttl": st.ttl, "entries": st.entries if count_entries else None,
@@ -328,6 +328,19 @@ def _role_text(desc: Any, role: str, class_name: str | None) -> str | None:
     if desc is None:
         return class_name.rsplit(".", 1)[-1]
     return _type_text(lambda: desc.snapshot(role), class_name)
+
+
+def _namespace_text(op: FlinkOperatorDescription | None, desc: Any, state: str, class_name: str | None) -> str | None:
+    """The namespace type of a state, or of a timer queue (no state description: the namespace
+    inside its timer serializer, a window operator's window)."""
+    if desc is not None or op is None:
+        return _role_text(desc, "namespace_serializer", class_name)
+    meta = next((m for m in op.header.states if m.name == state), None)
+    snap = meta.namespace_snapshot() if meta is not None else None
+    if snap is None or snap.parsed is None:
+        return _role_text(None, "namespace_serializer", class_name)
+    parsed = snap.parsed
+    return _type_text(lambda: parsed, snap.class_name)
 
 
 def _type_text(snapshot: Any, class_name: str) -> str:

@@ -49,6 +49,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <pre>
  *   WindowJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]
  *   WindowJobs restore  WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]
+ *   WindowJobs vectors  WORK OUT.json
  * </pre>
  *
  * <p>Three window operators read the matrix's records (record {@code j} is key index {@code j %
@@ -72,6 +73,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code generate} writes {@code expected.json}: those fired windows, computed from the records.
  * Each line is {@code {"key", "state": operator, "value"}}; a POJO is rendered by its public fields
  * (whichever {@link WindowTotals} is on the class path: version 2 adds {@code max}).
+ *
+ * <p>{@code vectors} writes what Flink's window serializers write, for the namespaces no job here
+ * takes a savepoint of (Flink SQL's {@code TimeWindow} and {@code CountWindow}) and for the
+ * DataStream ones: per serializer, {@code getLength()}, the versioned snapshot bytes and the bytes of
+ * a few windows, all in hex.
  */
 public final class WindowJobs {
     private WindowJobs() {}
@@ -94,6 +100,8 @@ public final class WindowJobs {
             Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), out, w));
         } else if (Batch.is(args, "restore", 3)) {
             failed = Batch.restore(args, work, (sp, spec, out, w) -> restore(sp, Spec.read(spec), out, w));
+        } else if (args[0].equals("vectors") && args.length == 3) {
+            vectors(Path.of(args[2]));
         } else {
             usage();
         }
@@ -102,7 +110,8 @@ public final class WindowJobs {
 
     private static void usage() {
         System.err.println("usage: WindowJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       WindowJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]");
+                + "       WindowJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]\n"
+                + "       WindowJobs vectors WORK OUT.json");
         System.exit(2);
     }
 
@@ -153,6 +162,47 @@ public final class WindowJobs {
             b.append('\n');
         }
         Files.write(out, b.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
+    static void vectors(Path out) throws Exception {
+        long[][] spans = {{0L, 1L}, {T0, T0 + MINUTE}, {Long.MIN_VALUE, Long.MAX_VALUE}, {-5L, -1L}};
+        Map<String, Object> m = new LinkedHashMap<>();
+        List<Object> stream = new ArrayList<>();
+        List<Object> sql = new ArrayList<>();
+        List<Object> counts = new ArrayList<>();
+        for (long[] s : spans) {
+            stream.add(List.of(s[0], s[1], hex(new TimeWindow.Serializer(), new TimeWindow(s[0], s[1]))));
+            sql.add(List.of(s[0], s[1], hex(new org.apache.flink.table.runtime.operators.window.TimeWindow.Serializer(),
+                    org.apache.flink.table.runtime.operators.window.TimeWindow.of(s[0], s[1]))));
+            counts.add(List.of(s[0], hex(new org.apache.flink.table.runtime.operators.window.CountWindow.Serializer(),
+                    new org.apache.flink.table.runtime.operators.window.CountWindow(s[0]))));
+        }
+        m.put("TimeWindow", vector(new TimeWindow.Serializer(), stream));
+        m.put("GlobalWindow", vector(new GlobalWindow.Serializer(), List.of(hex(new GlobalWindow.Serializer(), GlobalWindow.get()))));
+        m.put("TableTimeWindow", vector(new org.apache.flink.table.runtime.operators.window.TimeWindow.Serializer(), sql));
+        m.put("CountWindow", vector(new org.apache.flink.table.runtime.operators.window.CountWindow.Serializer(), counts));
+        Files.write(out, Json.write(m).getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static Map<String, Object> vector(org.apache.flink.api.common.typeutils.TypeSerializer<?> ser, List<Object> values)
+            throws java.io.IOException {
+        org.apache.flink.core.memory.DataOutputSerializer snap = new org.apache.flink.core.memory.DataOutputSerializer(64);
+        org.apache.flink.api.common.typeutils.TypeSerializerSnapshot.writeVersionedSnapshot(snap, ser.snapshotConfiguration());
+        return Json.obj("length", ser.getLength(), "snapshot", hexOf(snap.getCopyOfBuffer()), "values", values);
+    }
+
+    private static <T> String hex(org.apache.flink.api.common.typeutils.TypeSerializer<T> ser, T value) throws java.io.IOException {
+        org.apache.flink.core.memory.DataOutputSerializer out = new org.apache.flink.core.memory.DataOutputSerializer(16);
+        ser.serialize(value, out);
+        return hexOf(out.getCopyOfBuffer());
+    }
+
+    private static String hexOf(byte[] b) {
+        StringBuilder s = new StringBuilder();
+        for (byte x : b) {
+            s.append(String.format("%02x", x & 0xFF));
+        }
+        return s.toString();
     }
 
     private static WatermarkStrategy<Long> timestamps() {
