@@ -17,9 +17,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from flink_savepoint.flink_cases import case_spec, window_cases
 
+from statemorph.engine.bootstrap import StateData, write_flink_savepoint
 from statemorph.engine.convert import convert_savepoint
 from statemorph.engine.flink import plan_flink_savepoint
 from statemorph.engine.rescale import rescale_flink_savepoint
@@ -30,8 +32,11 @@ from statemorph.serializers import (
     CountWindowSerializer,
     GlobalWindow,
     GlobalWindowSerializer,
+    IntSerializer,
+    LongSerializer,
     TableTimeWindowSerializer,
     TimeWindowSerializer,
+    TupleSerializer,
 )
 from statemorph.snapshot import write_versioned_snapshot
 
@@ -39,6 +44,7 @@ pytestmark = pytest.mark.java
 
 CASES = window_cases()
 OPERATORS = ("tumble", "session", "count")
+T0, MINUTE, GAP = 1_700_000_040_000, 60_000, 600_000
 #: The accumulator gaining a field: what version 2 of WindowTotals is, as a schema file says it.
 SCHEMA_V2 = """\
 [operators.tumble.states.window-contents]
@@ -138,3 +144,56 @@ def test_migrated_accumulator_fires_with_the_new_class(real_flink: ModuleType, t
         items.append((out, case / "spec.json"))
     for case, entries in zip(CASES, _restore(real_flink, items, pojo=2), strict=True):
         assert entries == _expected(case, real_flink, max_field=True), case.name
+
+
+def _window_tables(case: Path) -> dict[str, dict[str, StateData]]:
+    """The window job's state at its savepoint, built here from its records (not read from a
+    savepoint): per operator, the states to bootstrap. The POJO serializer is the job's own
+    (from the committed savepoint's snapshot), everything else is statemorph's."""
+    s = case_spec(case)
+    keys, total = s["keys"], s["keys"] * s["records_per_key"]
+    records = {i * 7919 - 40000: list(range(i, total, keys)) for i in range(keys)}
+    tw, gw, long_ = TimeWindowSerializer(), GlobalWindowSerializer(), LongSerializer()
+    op = next(o for o in describe_operators(FlinkSavepoint(case / "savepoint")) if o.ident == "tumble")
+    totals = op.states["window-contents"].snapshot("value_serializer").restore_serializer()
+
+    def table(rows: list[dict[str, Any]]) -> pa.Table:
+        return pa.Table.from_pylist(rows)
+
+    return {
+        "tumble": {"window-contents": StateData(table([
+            {"key": k, "window_start": T0, "window_end": T0 + MINUTE,
+             "value": {"count": len(js), "last": ("wé-" if js[-1] % 2 else "w-") + str(js[-1]), "sum": sum(js)}}
+            for k, js in records.items()]), totals, kind="aggregating", namespace_serializer=tw)},
+        "session": {
+            "window-contents": StateData(table([
+                {"key": k, "window_start": T0 + js[0], "window_end": T0 + js[0] + GAP, "value": sum(js)}
+                for k, js in records.items()]), long_, kind="reducing", namespace_serializer=tw),
+            "merging-window-set": StateData(table([
+                {"key": k, "index": 0, "value": {"f0": {"start": T0 + js[0], "end": T0 + js[-1] + GAP},
+                                                 "f1": {"start": T0 + js[0], "end": T0 + js[0] + GAP}}}
+                for k, js in records.items()]), TupleSerializer([tw, tw]), kind="list")},
+        "count": {
+            "window-contents": StateData(table([{"key": k, "index": i, "value": j} for k, js in records.items()
+                                                for i, j in enumerate(js)]), long_, kind="list",
+                                         namespace_serializer=gw),
+            "count": StateData(table([{"key": k, "value": len(js)} for k, js in records.items()]), long_,
+                               kind="reducing", namespace_serializer=gw)},
+    }
+
+
+def test_bootstrapped_windows_fire_in_real_flink(real_flink: ModuleType, tmp_path: Path) -> None:
+    """Window contents, trigger state and merging-window sets written by the bootstrap from plain
+    tables (one operator after another, each added to the previous savepoint): real Flink restores
+    them into both backends and fires every window as the job itself would have."""
+    case = CASES[0]
+    base = None
+    for k, (op, states) in enumerate(_window_tables(case).items()):
+        dst = tmp_path / f"bootstrap-{k}"
+        write_flink_savepoint(dst, operator=op, key_serializer=IntSerializer(), states=states, parallelism=2,
+                              base=base)
+        base = dst
+    assert base is not None
+    got = _restore(real_flink, [(base, c / "spec.json") for c in CASES])
+    for c, entries in zip(CASES, got, strict=True):
+        assert entries == _expected(c, real_flink), c.name

@@ -28,12 +28,20 @@ import pytest
 from flink_savepoint.flink_cases import case_spec, window_cases
 from flink_savepoint.format_helpers import tree_bytes
 
+from statemorph.engine.bootstrap import StateData, write_flink_savepoint
 from statemorph.engine.convert import convert_savepoint
 from statemorph.engine.flink import inspect_flink_savepoint, read_flink_state_schema, read_flink_state_table
 from statemorph.engine.local import read_state
+from statemorph.errors import UsageError
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
-from statemorph.serializers import GlobalWindowSerializer, TimeWindowSerializer
+from statemorph.serializers import (
+    GlobalWindowSerializer,
+    IntSerializer,
+    LongSerializer,
+    StringSerializer,
+    TimeWindowSerializer,
+)
 from statemorph.snapshot import write_versioned_snapshot
 
 CASES = window_cases()
@@ -176,3 +184,41 @@ def test_convert_round_trip_is_byte_exact_and_the_parquet_form_has_the_windows(c
 
 def _hashable(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(sorted(row.items()))
+
+
+def test_window_state_read_as_tables_bootstraps_back_to_the_same_entries(tmp_path: Path) -> None:
+    """The tables read from the savepoint (raw namespace beside the window columns) written back
+    by the bootstrap hold the same entries; the windows come from window_start / window_end, the
+    global window's namespace from the raw column."""
+    case = CASES[0]
+    src = case / "savepoint"
+    ops = {o.ident: o for o in describe_operators(FlinkSavepoint(src))}
+    states = {"window-contents": ("aggregating", TimeWindowSerializer())}
+    dst = tmp_path / "tumble"
+    write_flink_savepoint(dst, operator="tumble", key_serializer=IntSerializer(), parallelism=2, states={
+        name: StateData(read_flink_state_table(src, "tumble", name),
+                        ops["tumble"].states[name].snapshot("value_serializer").restore_serializer(), kind=kind,
+                        namespace_serializer=ns) for name, (kind, ns) in states.items()})
+    count = tmp_path / "count"
+    write_flink_savepoint(count, operator="count", key_serializer=IntSerializer(), parallelism=2, states={
+        "count": StateData(read_flink_state_table(src, "count", "count"), LongSerializer(), kind="reducing",
+                           namespace_serializer=GlobalWindowSerializer())})
+    for path, op, state in ((dst, "tumble", "window-contents"), (count, "count", "count")):
+        before, after = (read_flink_state_table(p, op, state).to_pylist() for p in (src, path))
+        assert sorted(map(_hashable, before)) == sorted(map(_hashable, after)), (op, state)
+    assert inspect_flink_savepoint(dst)["operators"][0]["states"][0]["namespace_type"] == TIME_WINDOW
+
+
+@pytest.mark.parametrize(("data", "namespace", "message"), [
+    ({"key": [1], "value": [2]}, TimeWindowSerializer(), "'window_start', 'window_end', which the data lacks"),
+    ({"key": [1], "value": [2], "window_start": [0], "window_end": [None]}, TimeWindowSerializer(),
+     "'window_end' has nulls"),
+    ({"key": [1], "value": [2], "namespace": [b"\x00\x01"]}, GlobalWindowSerializer(), "of 1 bytes"),
+    ({"key": [1], "value": [2], "namespace": ["a"]}, StringSerializer(), "fixed length"),
+])
+def test_bootstrapping_window_state_refuses_what_has_no_window(tmp_path: Path, data: dict[str, Any],
+                                                                namespace: Any, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        write_flink_savepoint(tmp_path / "out", operator="op", key_serializer=IntSerializer(), states={
+            "s": StateData(pa.table(data), LongSerializer(), kind="reducing", namespace_serializer=namespace)})
+    assert not (tmp_path / "out").exists()

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from .. import bulk
 from ..bulk.types import arrow_type_for
-from ..errors import StatemorphError
+from ..errors import StatemorphError, UsageError
 from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
@@ -320,22 +320,32 @@ class StateDecoder:
 
 class StateEncoder:
     """Typed batch → savepoint state batch (the bootstrap path): encodes the key column (and its
-    key group, computed as Flink does), the namespace (VoidNamespace), the user key (map state),
-    and the value from one column or, for row serializers, from several columns gathered into a row.
+    key group, computed as Flink does), the namespace, the user key (map state), and the value
+    from one column or, for row serializers, from several columns gathered into a row.
+
+    The namespace is VoidNamespace unless ``namespace_serializer`` says otherwise: window state
+    takes its windows from ``window_start`` / ``window_end`` (``window_id`` for Flink SQL count
+    windows), any other namespace from the ``namespace`` column (typed values of the serializer,
+    or the serialized bytes as a table read from a savepoint has them); the one global window
+    needs no column. Reducing and aggregating state store one value per key
+    and namespace, like value state.
     """
 
     def __init__(self, key_serializer: Any, value_serializer: Any, *, max_parallelism: int,
                  kind: str = "value", key: str = "key", value: str | list[str] = "value",
                  user_key_serializer: Any = None, user_key: str = "user_key", index: str = "index",
-                 threads: int = 1) -> None:
-        if kind not in ("value", "list", "map"):
-            raise ValueError(f"kind must be value, list or map, got {kind!r}")
+                 threads: int = 1, namespace_serializer: Any = None, namespace: str = "namespace") -> None:
+        if kind not in ENCODED_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(ENCODED_KINDS)}, got {kind!r}")
         if (kind == "map") != (user_key_serializer is not None):
             raise ValueError("a user key serializer is required for map state and only for it")
         self.key_ser = snapshot_bytes(key_serializer)
         self.value_ser = snapshot_bytes(value_serializer)
         self.user_key_ser = snapshot_bytes(user_key_serializer) if user_key_serializer is not None else None
-        self._local = {"key": key_serializer, "value": value_serializer, "user_key": user_key_serializer}
+        self.namespace_ser = snapshot_bytes(namespace_serializer) if namespace_serializer is not None else None
+        self.namespace_col = namespace
+        self._local = {"key": key_serializer, "value": value_serializer, "user_key": user_key_serializer,
+                       "namespace": namespace_serializer}
         self.max_parallelism = max_parallelism
         self.kind = kind
         self.key_col, self.value_cols, self.user_key_col, self.index_col = key, value, user_key, index
@@ -353,7 +363,7 @@ class StateEncoder:
     def output_schema(self) -> pa.Schema:
         from ..savepoint.format import state_schema
 
-        return state_schema(self.kind)
+        return state_schema("value" if self.kind in ("reducing", "aggregating") else self.kind)
 
     def _value_array(self, batch: pa.RecordBatch) -> pa.Array:
         if isinstance(self.value_cols, str):
@@ -362,18 +372,16 @@ class StateEncoder:
         return pa.StructArray.from_arrays(arrays, names=list(self.value_cols))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        from ..state.namespace import VoidNamespace, VoidNamespaceSerializer
         from .keys import key_groups
 
         if isinstance(batch, pa.Table):
             batch = pa.RecordBatch.from_pydict({n: batch.column(n).combine_chunks() for n in batch.column_names})
-        n = batch.num_rows
         key_ser = self._ser("key", self.key_ser)
         keys = batch.column(self.key_col)
         cols: dict[str, pa.Array] = {
             "key_group": key_groups(keys, key_ser, self.max_parallelism),
             "key": encode_column(keys, key_ser, threads=self.threads),
-            "namespace": pa.array([VoidNamespaceSerializer().to_bytes(VoidNamespace)] * n, pa.binary()),
+            "namespace": self._namespaces(batch),
         }
         if self.kind == "map":
             assert self.user_key_ser is not None
@@ -387,9 +395,42 @@ class StateEncoder:
         arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
+    def _namespaces(self, batch: pa.RecordBatch) -> pa.Array:
+        from ..keyed.windows import window_column_names, window_namespaces
+        from ..state.namespace import VoidNamespaceSerializer
+
+        ser = VoidNamespaceSerializer() if self.namespace_ser is None else self._ser("namespace", self.namespace_ser)
+        names = window_column_names(ser)
+        have = batch.schema.names
+        if names and all(n in have for n in names):
+            return window_namespaces(ser, [batch.column(n) for n in names])
+        if self.namespace_col in have and self.namespace_ser is not None:
+            col = batch.column(self.namespace_col)
+            if pa.types.is_binary(col.type) and not pa.types.is_binary(arrow_type_for(ser)):
+                return _raw_namespaces(col, ser.get_length(), self.namespace_col)
+            return encode_column(col, ser, threads=self.threads)
+        if type(ser).__name__ in ("VoidNamespaceSerializer", "GlobalWindowSerializer"):  # one namespace only
+            return pa.array([ser.to_bytes(None)] * batch.num_rows, pa.binary())
+        raise UsageError(f"{type(ser).__name__} namespaces come from the column(s) "
+                         f"{', '.join(repr(n) for n in names or [self.namespace_col])}, which the data lacks")
+
     def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             yield self(b)
 
 
-__all__ += ["StateDecoder", "StateEncoder"]
+def _raw_namespaces(col: pa.Array | pa.ChunkedArray, length: int, name: str) -> pa.Array:
+    """A binary namespace column taken as the serialized namespaces (what a table read from a
+    savepoint holds), each of the serializer's fixed length."""
+    if col.null_count:
+        raise UsageError(f"column {name!r} has null namespaces")
+    lengths = pc.binary_length(col)
+    if len(col) and (pc.min(lengths).as_py() != length or pc.max(lengths).as_py() != length):
+        raise UsageError(f"column {name!r} holds serialized namespaces of {length} bytes; some have another length")
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+ENCODED_KINDS = ("value", "list", "map", "reducing", "aggregating")
+"""The state kinds :class:`StateEncoder` writes (Flink's descriptor types)."""
+
+__all__ += ["ENCODED_KINDS", "StateDecoder", "StateEncoder"]

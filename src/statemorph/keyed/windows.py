@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import MalformedDataError
+from ..errors import MalformedDataError, UsageError
 from ..serializers.windows import TIME_WINDOW_SERIALIZERS, CountWindowSerializer
 from .entries import COL_NAMESPACE
 
@@ -62,6 +62,24 @@ def _fixed_longs(arr: pa.BinaryArray, width: int) -> np.ndarray:
     return raw.astype(np.int64).reshape(n, width // 8)
 
 
+def window_namespaces(namespace_serializer: Any, columns: list[pa.Array | pa.ChunkedArray]) -> pa.BinaryArray:
+    """The inverse of :func:`window_columns`: namespace bytes from the window columns (in the
+    order :func:`window_column_names` gives), for writing window state from a table."""
+    names = window_column_names(namespace_serializer)
+    if len(columns) != len(names) or not names:
+        raise ValueError(f"{type(namespace_serializer).__name__} namespaces are built from {names}")
+    longs = []
+    for name, col in zip(names, columns, strict=True):
+        if col.null_count:
+            raise UsageError(f"column {name!r} has nulls: every window needs its {name}")
+        longs.append(np.asarray(col.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64))
+    n = len(longs[0])
+    width = 8 * len(names)
+    data = np.stack(longs, axis=1).astype(">i8").tobytes()
+    offsets = np.arange(0, n * width + 1, width, dtype=np.int32)
+    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)])
+
+
 def with_window_columns(batch: pa.RecordBatch, namespace_serializer: Any) -> pa.RecordBatch:
     """``batch`` with the decoded window columns inserted right after its ``namespace`` column."""
     cols = window_columns(namespace_serializer, batch.column(COL_NAMESPACE))
@@ -77,4 +95,4 @@ def with_window_columns(batch: pa.RecordBatch, namespace_serializer: Any) -> pa.
 
 
 __all__ = ["WINDOW_END", "WINDOW_ID", "WINDOW_START", "window_column_names", "window_columns",
-           "with_window_columns"]
+           "window_namespaces", "with_window_columns"]
