@@ -64,6 +64,8 @@ SQL_PROGRAM = "savepoints.SqlJobs"
 POJO_PROGRAM = "savepoints.PojoJobs"
 #: The window job (WindowJobs): open windows at the savepoint, fired after the restore.
 WINDOW_PROGRAM = "savepoints.WindowJobs"
+#: The Flink SQL window job (SqlWindowJobs): a group-window and a window-TVF aggregation, windows open.
+SQL_WINDOW_PROGRAM = "savepoints.SqlWindowJobs"
 #: The POJO job's state class comes in two versions (version 2 has one more field).
 POJO_VERSIONS = (1, 2)
 
@@ -180,7 +182,7 @@ def regenerate(root: Path) -> list[Path]:
     for spec in sorted(Path(root).glob("*/spec.json")):
         data = json.loads(spec.read_text(encoding="utf-8"))
         program = SQL_PROGRAM if "sql_version" in data else WINDOW_PROGRAM if data.get("window_job") \
-            else DATASTREAM_PROGRAM
+            else SQL_WINDOW_PROGRAM if data.get("sql_window_job") else DATASTREAM_PROGRAM
         keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
         shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
         by_version.setdefault((data.get("flink", DEFAULT_VERSION), program), []).append((keep, spec.parent))
@@ -294,6 +296,20 @@ def window_restore(items: list[tuple[Path, Path]], pojo: int = 1) -> list[Restor
     the accumulator class, send one more record per key and end the input; ``entries`` are the
     windows that fired, as expected.json has them. One JVM for the batch."""
     return _restore_batch(items, WINDOW_PROGRAM, pojo=pojo)
+
+
+def sql_window_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the Flink SQL window job (ci/flink/src/savepoints/SqlWindowJobs.java)
+    per (spec, OUTDIR): OUTDIR/savepoint (every window open), OUTDIR/expected.json (the windows a
+    restore fires) and OUTDIR/spec.json. A spec with ``"sql_window_job": true`` is regenerated
+    with this program."""
+    generate(pairs, DEFAULT_VERSION, SQL_WINDOW_PROGRAM)
+
+
+def sql_window_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
+    """Start the SQL window job of each (savepoint, spec) from the savepoint, send one more record
+    per key and end the input; ``entries`` are the windows that fired. One JVM for the batch."""
+    return _restore_batch(items, SQL_WINDOW_PROGRAM)
 
 
 def window_vectors() -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from flink_savepoint.flink_cases import case_spec, window_cases
+from flink_savepoint.flink_cases import case_spec, sql_window_cases, window_cases
 from flink_savepoint.format_helpers import tree_bytes
 
 from statemorph.engine.bootstrap import StateData, write_flink_savepoint
@@ -222,3 +222,32 @@ def test_bootstrapping_window_state_refuses_what_has_no_window(tmp_path: Path, d
         write_flink_savepoint(tmp_path / "out", operator="op", key_serializer=IntSerializer(), states={
             "s": StateData(pa.table(data), LongSerializer(), kind="reducing", namespace_serializer=namespace)})
     assert not (tmp_path / "out").exists()
+
+
+SQL_CASES = sql_window_cases()
+GROUP, TVF = "4_group-window-aggregate", "11_global-window-aggregate"
+
+
+@pytest.mark.parametrize("case", SQL_CASES, ids=[c.name for c in SQL_CASES])
+def test_flink_sql_window_aggregates_read_as_tables(case: Path) -> None:
+    """Flink SQL (ci/flink SqlWindowJobs, a one-minute TUMBLE counting and summing each key's
+    records): the group-window operator keeps its accumulators and timers in Flink SQL's TimeWindow
+    namespace (window columns); the window-TVF operator under the window's end, a BIGINT namespace."""
+    info = inspect_flink_savepoint(case / "savepoint")
+    types = {(op["uid"], st["name"]): st["namespace_type"] for op in info["operators"] for st in op["states"]}
+    assert types[(GROUP, "window-aggs")] == types[(GROUP, TIMERS)] == "SQL TIME WINDOW (start BIGINT, end BIGINT)"
+    assert types[(TVF, "window-aggs")] == types[(TVF, TIMERS)] == "BIGINT"
+    s = case_spec(case)
+    keys, total = s["keys"], s["keys"] * s["records_per_key"]
+    want = sorted((k, sum(range(k, total, keys))) for k in range(keys))
+    group = read_flink_state_table(case / "savepoint", GROUP, "window-aggs").to_pylist()
+    assert sorted((r["key"]["f0"], r["value"]["f1"]) for r in group) == want
+    assert {(r["window_start"], r["window_end"], r["value"]["f0"]) for r in group} == \
+        {(T0, T0 + MINUTE, s["records_per_key"])}
+    timers = read_flink_state_table(case / "savepoint", GROUP, TIMERS).to_pylist()
+    assert {(r["timestamp"], r["window_start"], r["window_end"]) for r in timers} == \
+        {(T0 + MINUTE - 1, T0, T0 + MINUTE)}
+    tvf = read_flink_state_table(case / "savepoint", TVF, "window-aggs")
+    assert "window_start" not in tvf.schema.names
+    assert sorted((r["key"]["f0"], r["value"]["f1"]) for r in tvf.to_pylist()) == want
+    assert set(tvf.column("namespace").to_pylist()) == {LongSerializer().to_bytes(T0 + MINUTE)}
