@@ -31,7 +31,7 @@ from flink_savepoint.format_helpers import tree_bytes
 from statemorph.engine.bootstrap import StateData, write_flink_savepoint
 from statemorph.engine.convert import convert_savepoint
 from statemorph.engine.flink import inspect_flink_savepoint, read_flink_state_schema, read_flink_state_table
-from statemorph.engine.local import read_state
+from statemorph.engine.local import read_state, read_state_table
 from statemorph.errors import UsageError
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
@@ -180,6 +180,10 @@ def test_convert_round_trip_is_byte_exact_and_the_parquet_form_has_the_windows(c
     meta = json.loads((pq_dir / "_metadata.json").read_text(encoding="utf-8"))
     timers = next(s for s in meta["states"] if s["name"] == f"tumble/{TIMERS}")
     assert timers["namespace_serializer"], "the Parquet form records the timers' namespace serializer"
+    typed_timers = read_state_table(pq_dir, f"tumble/{TIMERS}")
+    assert typed_timers.schema.names == ["key", "namespace", "window_start", "window_end", "timestamp"]
+    flink_timers = read_flink_state_table(case / "savepoint", "tumble", TIMERS).drop_columns(["key_group"])
+    assert sorted(map(_hashable, typed_timers.to_pylist())) == sorted(map(_hashable, flink_timers.to_pylist()))
 
 
 def _hashable(row: dict[str, Any]) -> tuple[Any, ...]:

@@ -233,11 +233,13 @@ class StateDecoder:
     non-windowed state and global windows; for time and count windows the raw bytes followed by
     ``window_start`` / ``window_end`` or ``window_id``), ``user_key`` (map state), ``index``
     (list state) and the value: one ``value`` column, or, for row values with ``flatten=True``,
-    one column per row field."""
+    one column per row field. A timer queue (``timers``: converted from a Flink savepoint) has
+    ``timestamp`` in place of a value."""
 
     def __init__(self, key_serializer: Any, value_serializer: Any, *, namespace_serializer: Any = None,
                  user_key_serializer: Any = None, flatten: bool = True, threads: int = 1,
-                 on_error: str = "raise") -> None:
+                 on_error: str = "raise", timers: bool = False) -> None:
+        self.timers = timers
         self.key = ColumnDecoder(key_serializer, "key", threads=threads, on_error=on_error)
         self.value = ColumnDecoder(value_serializer, "value", threads=threads, on_error=on_error)
         ns = snapshot_bytes(namespace_serializer) if namespace_serializer is not None else None
@@ -252,8 +254,9 @@ class StateDecoder:
     def for_state(cls, meta: Any, **kw: Any) -> StateDecoder:
         """From a state's metadata (its recorded snapshots)."""
         return cls(meta.snapshot_bytes("key_serializer"), meta.snapshot_bytes("value_serializer"),
-                   namespace_serializer=meta.snapshot_bytes("namespace_serializer"),
-                   user_key_serializer=meta.user_key_serializer, **kw)
+                   namespace_serializer=meta.snapshot_bytes("namespace_serializer") or None,
+                   user_key_serializer=meta.user_key_serializer,
+                   timers=getattr(meta, "flink_kind", None) == "timers", **kw)
 
     def _parts(self) -> list[tuple[str, ColumnDecoder]]:
         parts = [("key", self.key)]
@@ -273,6 +276,8 @@ class StateDecoder:
         fields[1:1] = self._window_fields()
         if has_index:
             fields.append(pa.field("index", pa.int32()))
+        if self.timers:
+            return pa.schema([*fields, pa.field("timestamp", pa.int64())])
         vt = self.value.value_type()
         if self.flatten and pa.types.is_struct(vt):
             taken = {f.name for f in fields}
@@ -297,6 +302,11 @@ class StateDecoder:
             cols[1:1] = [raw, *(c for _, c in window_columns(self.namespace_serializer, raw))]
         if has_index:
             cols.append(batch.column("index").cast(pa.int32()))
+        if self.timers:
+            cols.append(batch.column("timestamp"))
+            cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols]
+            return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(cols, schema, strict=True)],
+                                              schema=schema)
         value = self.value.transform(_as_binary(batch.column("value"), "value"))
         if self.flatten and pa.types.is_struct(value.type):
             if isinstance(value, pa.ChunkedArray):
