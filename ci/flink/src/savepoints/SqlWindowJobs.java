@@ -53,7 +53,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * job). {@code generate} stops the job with a canonical savepoint once the rows operator has seen
  * every record (the savepoint barrier follows them into the aggregations) and writes {@code expected.json}: the windows a restore fires. {@code restore}
  * sends one more record per key and ends the input; the final watermark fires every window. Lines:
- * {@code {"key", "state": query, "value": {"window": [start, end], "cnt", "total"}}}.
+ * {@code {"key", "state": query, "value": {"window": [start, end], "cnt", "total"}}}. The spec's
+ * {@code sql_window_version} 2 is the evolved job a migrated savepoint restores into: both queries
+ * also select {@code MAX(x) AS top} (same plan shape, so the same uids), whose accumulator joins the
+ * end of the accumulator row; the lines then have {@code top}.
  */
 public final class SqlWindowJobs {
     private SqlWindowJobs() {}
@@ -69,9 +72,9 @@ public final class SqlWindowJobs {
         Path work = Path.of(args[1]);
         int failed = 0;
         if (Batch.is(args, "generate", 2)) {
-            Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), out, w));
+            Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), version(spec), out, w));
         } else if (Batch.is(args, "restore", 3)) {
-            failed = Batch.restore(args, work, (sp, spec, out, w) -> restore(sp, Spec.read(spec), out, w));
+            failed = Batch.restore(args, work, (sp, spec, out, w) -> restore(sp, Spec.read(spec), version(spec), out, w));
         } else {
             usage();
         }
@@ -84,29 +87,45 @@ public final class SqlWindowJobs {
         System.exit(2);
     }
 
-    static void generate(Spec spec, Path out, Path work) throws Exception {
+    /** The spec's {@code sql_window_version}: 1 (count and sum) or 2 (also {@code MAX(x) AS top}). */
+    @SuppressWarnings("unchecked")
+    static int version(Path specFile) throws java.io.IOException {
+        Map<String, Object> m = (Map<String, Object>) Json.parse(
+                new String(Files.readAllBytes(specFile), StandardCharsets.UTF_8));
+        Object v = m.get("sql_window_version");
+        int n = v == null ? 1 : Integer.parseInt(v.toString());
+        if (n != 1 && n != 2) {
+            throw new IllegalArgumentException("spec: sql_window_version must be 1 or 2, not " + v);
+        }
+        return n;
+    }
+
+    static void generate(Spec spec, int version, Path out, Path work) throws Exception {
         SEEN.set(0);
         generating = true;
         try {
             StreamExecutionEnvironment env = environment(Job.config(spec, work), spec);
             SingleOutputStreamOperator<Long> records = env.fromSource(
                     new IdleSequenceSource(0, spec.totalRecords() - 1), timestamps(), "records");
-            job(env, records, spec).sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
+            job(env, records, spec, version).sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
             JobClient client = env.executeAsync("generate sql windows " + spec.name);
             Generate.awaitCount(client, SEEN, spec.totalRecords()); // the barrier follows every row to the aggregations
             stopWhenRunning(client, out, work);
         } finally {
             generating = false;
         }
+        if (version != 1) {
+            throw new IllegalArgumentException("generate takes version 1 (version 2 is what a migrated savepoint restores into)");
+        }
         Generate.writeExpected(spec.name, Entries.sorted(expected(spec), Map.of(), QUERIES), out);
     }
 
-    static void restore(Path savepoint, Spec spec, Path out, Path work) throws Exception {
+    static void restore(Path savepoint, Spec spec, int version, Path out, Path work) throws Exception {
         StreamExecutionEnvironment env = environment(Restore.restoring(savepoint, spec, work), spec);
         SingleOutputStreamOperator<Long> probe = env.fromSource(
                 new SqlJobs.ProbeSource(spec.totalRecords(), spec.totalRecords() + spec.keys - 1), timestamps(), "records");
         Map<String, Map<String, Object>> fired = new HashMap<>();
-        try (org.apache.flink.util.CloseableIterator<String> it = job(env, probe, spec).executeAndCollect("restore " + spec.name)) {
+        try (org.apache.flink.util.CloseableIterator<String> it = job(env, probe, spec, version).executeAndCollect("restore " + spec.name)) {
             while (it.hasNext()) {
                 @SuppressWarnings("unchecked")
                 Map<String, Object> m = (Map<String, Object>) Json.parse(it.next());
@@ -160,7 +179,8 @@ public final class SqlWindowJobs {
     }
 
     /** The two window aggregations over {@code records}, their fired windows as JSON lines. */
-    static DataStream<String> job(StreamExecutionEnvironment env, SingleOutputStreamOperator<Long> records, Spec spec) {
+    static DataStream<String> job(StreamExecutionEnvironment env, SingleOutputStreamOperator<Long> records, Spec spec,
+            int version) {
         DataStream<Row> rows = records.uid("records").setParallelism(1)
                 .map(new ToRow(spec)).returns(new RowTypeInfo(new TypeInformation<?>[] {Types.INT, Types.LONG},
                         new String[] {"k", "x"}))
@@ -172,9 +192,10 @@ public final class SqlWindowJobs {
                 .columnByMetadata("rt", org.apache.flink.table.api.DataTypes.TIMESTAMP_LTZ(3), "rowtime")
                 .watermark("rt", "SOURCE_WATERMARK()")
                 .build()));
-        String group = "SELECT k, TUMBLE_START(rt, INTERVAL '1' MINUTE) AS ws, TUMBLE_END(rt, INTERVAL '1' MINUTE) AS we,"
-                + " COUNT(*) AS cnt, SUM(x) AS total FROM src GROUP BY k, TUMBLE(rt, INTERVAL '1' MINUTE)";
-        String tvf = "SELECT k, window_start, window_end, COUNT(*) AS cnt, SUM(x) AS total"
+        String aggs = version == 1 ? "COUNT(*) AS cnt, SUM(x) AS total" : "COUNT(*) AS cnt, SUM(x) AS total, MAX(x) AS top";
+        String group = "SELECT k, TUMBLE_START(rt, INTERVAL '1' MINUTE) AS ws, TUMBLE_END(rt, INTERVAL '1' MINUTE) AS we, "
+                + aggs + " FROM src GROUP BY k, TUMBLE(rt, INTERVAL '1' MINUTE)";
+        String tvf = "SELECT k, window_start, window_end, " + aggs
                 + " FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(rt), INTERVAL '1' MINUTE)) GROUP BY k, window_start, window_end";
         DataStream<String> a = t.toDataStream(t.sqlQuery(group)).map(new Line("group")).returns(Types.STRING)
                 .uid("lines-group").name("lines-group");
@@ -238,8 +259,11 @@ public final class SqlWindowJobs {
                 throw new IllegalStateException("no window may fire before the savepoint: " + r);
             }
             List<Long> window = new ArrayList<>(List.of(millis(r.getField(1)), millis(r.getField(2))));
-            return Json.write(Json.obj("key", r.getField(0), "state", query,
-                    "value", Json.obj("window", window, "cnt", r.getField(3), "total", r.getField(4))));
+            Map<String, Object> value = Json.obj("window", window, "cnt", r.getField(3), "total", r.getField(4));
+            if (r.getArity() > 5) {
+                value.put("top", r.getField(5));
+            }
+            return Json.write(Json.obj("key", r.getField(0), "state", query, "value", value));
         }
     }
 }
