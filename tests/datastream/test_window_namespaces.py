@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from statemorph import arrow
 from statemorph.errors import MalformedDataError, SerializationError, StateFormatError
-from statemorph.keyed.windows import window_column_names, window_columns, with_window_columns
+from statemorph.keyed.windows import window_column_names, window_columns, window_namespaces, with_window_columns
 from statemorph.serializers import (
     CountWindow,
     CountWindowSerializer,
@@ -145,3 +145,19 @@ def test_a_namespace_of_the_wrong_length_is_named() -> None:
         window_columns(TimeWindowSerializer(), ns)
     with pytest.raises(MalformedDataError, match="null"):
         window_columns(TimeWindowSerializer(), pa.array([bytes(16), None]))
+
+
+@given(st.lists(st.tuples(LONGS, LONGS), max_size=50), st.integers(0, 3))
+def test_window_columns_and_namespaces_are_inverse_and_equal_the_serializer(windows, cut) -> None:
+    """Namespaces built from window_start / window_end (the bootstrap) are the serializer's bytes,
+    and cutting the columns from them (the readers) gives the windows back."""
+    tw = TimeWindowSerializer()
+    cols = [pa.array([w[0] for w in windows], pa.int64()), pa.array([w[1] for w in windows], pa.int64())]
+    built = window_namespaces(tw, cols)
+    assert built.to_pylist() == [tw.to_bytes(w) for w in windows]
+    sliced = built.slice(min(cut, len(windows)))
+    back = dict(window_columns(tw, sliced))
+    assert list(zip(back["window_start"].to_pylist(), back["window_end"].to_pylist(), strict=True)) == \
+        windows[min(cut, len(windows)):]
+    ids = window_namespaces(CountWindowSerializer(), [cols[0]])
+    assert ids.to_pylist() == [CountWindowSerializer().to_bytes(w[0]) for w in windows]
