@@ -62,6 +62,10 @@ STARTUP_TIMEOUT = 120
 DATASTREAM_PROGRAM = "savepoints.Main"
 SQL_PROGRAM = "savepoints.SqlJobs"
 POJO_PROGRAM = "savepoints.PojoJobs"
+#: The window job (WindowJobs): open windows at the savepoint, fired after the restore.
+WINDOW_PROGRAM = "savepoints.WindowJobs"
+#: The Flink SQL window job (SqlWindowJobs): a group-window and a window-TVF aggregation, windows open.
+SQL_WINDOW_PROGRAM = "savepoints.SqlWindowJobs"
 #: The POJO job's state class comes in two versions (version 2 has one more field).
 POJO_VERSIONS = (1, 2)
 
@@ -177,13 +181,14 @@ def regenerate(root: Path) -> list[Path]:
     by_version: dict[tuple[str, str], list[tuple[Path, Path]]] = {}
     for spec in sorted(Path(root).glob("*/spec.json")):
         data = json.loads(spec.read_text(encoding="utf-8"))
-        program = SQL_PROGRAM if "sql_version" in data else DATASTREAM_PROGRAM
+        program = SQL_PROGRAM if "sql_version" in data else WINDOW_PROGRAM if data.get("window_job") \
+            else SQL_WINDOW_PROGRAM if data.get("sql_window_job") else DATASTREAM_PROGRAM
         keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
         shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
         by_version.setdefault((data.get("flink", DEFAULT_VERSION), program), []).append((keep, spec.parent))
     try:
         for (version, program), pairs in by_version.items():
-            generate(pairs, version, program)
+            generate(pairs, version, program, **({"pojo": 1} if program == WINDOW_PROGRAM else {}))
     finally:
         for pairs in by_version.values():
             for keep, _ in pairs:
@@ -276,6 +281,48 @@ def pojo_restore(items: list[tuple[Path, Path]], pojo: int = 2) -> list[RestoreR
     state class (version 2 on a version-1 savepoint: Flink migrates on restore) and read every key's
     ``profile`` back; one JVM for the batch."""
     return _restore_batch(items, POJO_PROGRAM, pojo=pojo)
+
+
+def window_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the window job (ci/flink/src/savepoints/WindowJobs.java) per (spec,
+    OUTDIR), with version 1 of its POJO accumulator: OUTDIR/savepoint (every window still open),
+    OUTDIR/expected.json (the windows a restore fires) and OUTDIR/spec.json. A spec with
+    ``"window_job": true`` is regenerated with this program."""
+    generate(pairs, DEFAULT_VERSION, WINDOW_PROGRAM, pojo=1)
+
+
+def window_restore(items: list[tuple[Path, Path]], pojo: int = 1) -> list[RestoreResult]:
+    """Start the window job of each (savepoint, spec) from the savepoint with version ``pojo`` of
+    the accumulator class, send one more record per key and end the input; ``entries`` are the
+    windows that fired, as expected.json has them. One JVM for the batch."""
+    return _restore_batch(items, WINDOW_PROGRAM, pojo=pojo)
+
+
+def sql_window_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the Flink SQL window job (ci/flink/src/savepoints/SqlWindowJobs.java)
+    per (spec, OUTDIR): OUTDIR/savepoint (every window open), OUTDIR/expected.json (the windows a
+    restore fires) and OUTDIR/spec.json. A spec with ``"sql_window_job": true`` is regenerated
+    with this program."""
+    generate(pairs, DEFAULT_VERSION, SQL_WINDOW_PROGRAM)
+
+
+def sql_window_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
+    """Start the SQL window job of each (savepoint, spec) from the savepoint, send one more record
+    per key and end the input; ``entries`` are the windows that fired. One JVM for the batch."""
+    return _restore_batch(items, SQL_WINDOW_PROGRAM)
+
+
+def window_vectors() -> dict[str, Any]:
+    """What Flink's window serializers write (``WindowJobs vectors``): per serializer (TimeWindow,
+    GlobalWindow, and Flink SQL's TableTimeWindow and CountWindow) its ``length``, its versioned
+    ``snapshot`` bytes and the bytes of a few windows, in hex."""
+    with tempfile.TemporaryDirectory(prefix="statemorph-window-vectors-") as tmp:
+        out = Path(tmp) / "vectors.json"
+        proc = _run_java(DEFAULT_VERSION, ["vectors", str(out)], 1, WINDOW_PROGRAM, pojo=1)
+        if proc.returncode != 0 or not out.is_file():
+            raise FlinkRunError(f"window vectors failed (exit {proc.returncode}):\n{_tail(proc.stderr)}")
+        vectors: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        return vectors
 
 
 @dataclass

@@ -388,6 +388,9 @@ _SQL_OF = {
     "IntSerializer": "INT", "LongSerializer": "BIGINT", "FloatSerializer": "FLOAT", "DoubleSerializer": "DOUBLE",
     "CharSerializer": "CHAR(1)", "StringSerializer": "STRING", "BytePrimitiveArraySerializer": "BYTES",
     "VoidNamespaceSerializer": "VOID (not windowed)",
+    "TimeWindowSerializer": "TIME WINDOW (start BIGINT, end BIGINT)",
+    "TableTimeWindowSerializer": "SQL TIME WINDOW (start BIGINT, end BIGINT)",
+    "GlobalWindowSerializer": "GLOBAL WINDOW", "CountWindowSerializer": "SQL COUNT WINDOW (id BIGINT)",
 }
 
 
@@ -410,6 +413,8 @@ def describe_serializer(ser: Any) -> str:
     if name == "PojoSerializer" and hasattr(ser, "field_serializers"):  # the ROW a schema file gives it
         inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in ser.field_serializers.items())
         return f"POJO {ser.java_class_name} ROW<{inner}>"
+    if name == "TupleSerializer" and hasattr(ser, "field_serializers"):
+        return f"TUPLE<{', '.join(describe_serializer(s) for s in ser.field_serializers)}>"
     if name == "RowSerializer" and hasattr(ser, "field_serializers"):
         names = getattr(ser, "field_names", None) or [f"f{i}" for i in range(len(ser.field_serializers))]
         inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in zip(names, ser.field_serializers, strict=False))

@@ -30,6 +30,21 @@ EVOLVED_EVENTS_FIELDS: tuple[Any, ...] = (
 
 
 def committed_cases() -> list[Path]:
+    """The matrix job's cases (every state kind in the void namespace; ci/flink Main)."""
+    return [c for c in _all_cases() if not case_spec(c).get("window_job") and not case_spec(c).get("sql_window_job")]
+
+
+def window_cases() -> list[Path]:
+    """The window job's cases (ci/flink WindowJobs: open windows at the savepoint)."""
+    return [c for c in _all_cases() if case_spec(c).get("window_job")]
+
+
+def sql_window_cases() -> list[Path]:
+    """The Flink SQL window job's cases (ci/flink SqlWindowJobs: open windows at the savepoint)."""
+    return [c for c in _all_cases() if case_spec(c).get("sql_window_job")]
+
+
+def _all_cases() -> list[Path]:
     return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
 
 

@@ -94,3 +94,20 @@ def test_savepoint_metadata_lists_every_state(spark):
     df = savepoint_metadata(spark, path)
     assert sorted(json.dumps(r.asDict(), sort_keys=True) for r in df.collect()) == \
         sorted(json.dumps(r, sort_keys=True) for r in local.to_pylist())
+
+
+@pytest.mark.parametrize("case", ["windows-hashmap-p2", "windows-rocksdb-p2"])
+def test_window_state_and_window_timers_with_the_window_columns(spark, case):
+    """Window contents, trigger state, the merging-window set and the window timers of a real
+    Flink window job (ci/flink WindowJobs): the local reader's rows, ``window_start`` /
+    ``window_end`` beside the raw namespace for time windows."""
+    path = SAVEPOINTS / case / "savepoint"
+    for op, state in [("tumble", "window-contents"), ("tumble", "_timer_state/event_window-timers"),
+                      ("session", "window-contents"), ("session", "merging-window-set"), ("count", "count")]:
+        local = read_flink_state_table(path, op, state)
+        df = read_state(spark, path, state, operator=op, flatten=False, tasks=3)
+        assert df.columns == local.schema.names, (op, state)
+        assert ("window_start" in df.columns) == (op != "count" and state != "merging-window-set")
+        got = df.toArrow()
+        assert got.num_rows == local.num_rows > 0
+        assert _canon(got.to_pylist()) == _canon(local.to_pylist()), (case, op, state)

@@ -66,6 +66,10 @@ _SIMPLE: dict[type, pa.DataType] = {
     serializers.CharPrimitiveArraySerializer: pa.list_(pa.string()),
     serializers.StringArraySerializer: pa.list_(pa.string()),
     serializers.EnumSerializer: pa.string(),
+    serializers.TimeWindowSerializer: pa.struct([("start", pa.int64()), ("end", pa.int64())]),
+    serializers.TableTimeWindowSerializer: pa.struct([("start", pa.int64()), ("end", pa.int64())]),
+    serializers.GlobalWindowSerializer: pa.null(),
+    serializers.CountWindowSerializer: pa.int64(),
 }
 """Serializer class (exact) → the Arrow type of its values, for serializers without configuration."""
 
@@ -142,6 +146,12 @@ def to_arrow_value(ser: Any, path: str | None = None) -> Callable[[Any], Any]:
     cls = type(ser)
     if cls is serializers.EnumSerializer:
         return lambda v: v.name if isinstance(v, enum.Enum) else v
+    if cls in serializers.TIME_WINDOW_SERIALIZERS:
+        return lambda v: None if v is None else {"start": v.start, "end": v.end}
+    if cls is serializers.CountWindowSerializer:
+        return lambda v: None if v is None else v.id
+    if cls is serializers.GlobalWindowSerializer:
+        return lambda v: None
     if cls is serializers.ListSerializer:
         el = to_arrow_value(ser.element_serializer, f"{path or ''}[]")
         return lambda v: None if v is None else [el(x) for x in v]

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from .. import bulk
 from ..bulk.types import arrow_type_for
-from ..errors import StatemorphError
+from ..errors import StatemorphError, UsageError
 from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
@@ -214,23 +214,38 @@ __all__ = ["BatchFn", "ColumnDecoder", "ColumnMigrator", "IdentityTransform", "d
 
 # -- whole-state encoders and decoders (the State Processor read / bootstrap paths) -----------------
 
-def _is_void_namespace(snapshot_data: bytes) -> bool:
-    return type(_serializer(snapshot_data)).__name__ == "VoidNamespaceSerializer"
+def _namespace_columns(snapshot_data: bytes | None) -> tuple[Any, list[str]]:
+    """A state's namespace serializer and the window columns it gains; the serializer is None
+    when the namespace is no column of the typed batch (the void namespace of non-windowed state,
+    the one global window)."""
+    from ..keyed.windows import window_column_names
+
+    if snapshot_data is None:
+        return None, []
+    ser = _serializer(snapshot_data)
+    if type(ser).__name__ in ("VoidNamespaceSerializer", "GlobalWindowSerializer"):
+        return None, []
+    return ser, window_column_names(ser)
 
 
 class StateDecoder:
     """Savepoint state batch (binary columns) → typed batch: ``key``, ``namespace`` (omitted for
-    non-windowed state), ``user_key`` (map state), ``index`` (list state) and the value: one
-    ``value`` column, or, for row values with ``flatten=True``, one column per row field."""
+    non-windowed state and global windows; for time and count windows the raw bytes followed by
+    ``window_start`` / ``window_end`` or ``window_id``), ``user_key`` (map state), ``index``
+    (list state) and the value: one ``value`` column, or, for row values with ``flatten=True``,
+    one column per row field. A timer queue (``timers``: converted from a Flink savepoint) has
+    ``timestamp`` in place of a value."""
 
     def __init__(self, key_serializer: Any, value_serializer: Any, *, namespace_serializer: Any = None,
                  user_key_serializer: Any = None, flatten: bool = True, threads: int = 1,
-                 on_error: str = "raise") -> None:
+                 on_error: str = "raise", timers: bool = False) -> None:
+        self.timers = timers
         self.key = ColumnDecoder(key_serializer, "key", threads=threads, on_error=on_error)
         self.value = ColumnDecoder(value_serializer, "value", threads=threads, on_error=on_error)
         ns = snapshot_bytes(namespace_serializer) if namespace_serializer is not None else None
+        self.namespace_serializer, self.window_columns = _namespace_columns(ns)
         self.namespace = ColumnDecoder(ns, "namespace", threads=threads, on_error=on_error) \
-            if ns is not None and not _is_void_namespace(ns) else None
+            if self.namespace_serializer is not None and not self.window_columns else None
         self.user_key = ColumnDecoder(user_key_serializer, "user_key", threads=threads, on_error=on_error) \
             if user_key_serializer is not None else None
         self.flatten = flatten
@@ -239,8 +254,9 @@ class StateDecoder:
     def for_state(cls, meta: Any, **kw: Any) -> StateDecoder:
         """From a state's metadata (its recorded snapshots)."""
         return cls(meta.snapshot_bytes("key_serializer"), meta.snapshot_bytes("value_serializer"),
-                   namespace_serializer=meta.snapshot_bytes("namespace_serializer"),
-                   user_key_serializer=meta.user_key_serializer, **kw)
+                   namespace_serializer=meta.snapshot_bytes("namespace_serializer") or None,
+                   user_key_serializer=meta.user_key_serializer,
+                   timers=getattr(meta, "flink_kind", None) == "timers", **kw)
 
     def _parts(self) -> list[tuple[str, ColumnDecoder]]:
         parts = [("key", self.key)]
@@ -250,10 +266,18 @@ class StateDecoder:
             parts.append(("user_key", self.user_key))
         return parts
 
+    def _window_fields(self) -> list[pa.Field]:
+        if not self.window_columns:
+            return []
+        return [pa.field("namespace", pa.binary()), *(pa.field(n, pa.int64()) for n in self.window_columns)]
+
     def output_schema(self, has_index: bool = False) -> pa.Schema:
         fields = [pa.field(name, dec.value_type()) for name, dec in self._parts()]
+        fields[1:1] = self._window_fields()
         if has_index:
             fields.append(pa.field("index", pa.int32()))
+        if self.timers:
+            return pa.schema([*fields, pa.field("timestamp", pa.int64())])
         vt = self.value.value_type()
         if self.flatten and pa.types.is_struct(vt):
             taken = {f.name for f in fields}
@@ -271,8 +295,18 @@ class StateDecoder:
         cols: list[pa.Array] = []
         for name, dec in self._parts():
             cols.append(dec.transform(_as_binary(batch.column(name), name)))
+        if self.window_columns:
+            from ..keyed.windows import window_columns
+
+            raw = _as_binary(batch.column("namespace"), "namespace")
+            cols[1:1] = [raw, *(c for _, c in window_columns(self.namespace_serializer, raw))]
         if has_index:
             cols.append(batch.column("index").cast(pa.int32()))
+        if self.timers:
+            cols.append(batch.column("timestamp"))
+            cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in cols]
+            return pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(cols, schema, strict=True)],
+                                              schema=schema)
         value = self.value.transform(_as_binary(batch.column("value"), "value"))
         if self.flatten and pa.types.is_struct(value.type):
             if isinstance(value, pa.ChunkedArray):
@@ -296,22 +330,32 @@ class StateDecoder:
 
 class StateEncoder:
     """Typed batch → savepoint state batch (the bootstrap path): encodes the key column (and its
-    key group, computed as Flink does), the namespace (VoidNamespace), the user key (map state),
-    and the value from one column or, for row serializers, from several columns gathered into a row.
+    key group, computed as Flink does), the namespace, the user key (map state), and the value
+    from one column or, for row serializers, from several columns gathered into a row.
+
+    The namespace is VoidNamespace unless ``namespace_serializer`` says otherwise: window state
+    takes its windows from ``window_start`` / ``window_end`` (``window_id`` for Flink SQL count
+    windows), any other namespace from the ``namespace`` column (typed values of the serializer,
+    or the serialized bytes as a table read from a savepoint has them); the one global window
+    needs no column. Reducing and aggregating state store one value per key
+    and namespace, like value state.
     """
 
     def __init__(self, key_serializer: Any, value_serializer: Any, *, max_parallelism: int,
                  kind: str = "value", key: str = "key", value: str | list[str] = "value",
                  user_key_serializer: Any = None, user_key: str = "user_key", index: str = "index",
-                 threads: int = 1) -> None:
-        if kind not in ("value", "list", "map"):
-            raise ValueError(f"kind must be value, list or map, got {kind!r}")
+                 threads: int = 1, namespace_serializer: Any = None, namespace: str = "namespace") -> None:
+        if kind not in ENCODED_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(ENCODED_KINDS)}, got {kind!r}")
         if (kind == "map") != (user_key_serializer is not None):
             raise ValueError("a user key serializer is required for map state and only for it")
         self.key_ser = snapshot_bytes(key_serializer)
         self.value_ser = snapshot_bytes(value_serializer)
         self.user_key_ser = snapshot_bytes(user_key_serializer) if user_key_serializer is not None else None
-        self._local = {"key": key_serializer, "value": value_serializer, "user_key": user_key_serializer}
+        self.namespace_ser = snapshot_bytes(namespace_serializer) if namespace_serializer is not None else None
+        self.namespace_col = namespace
+        self._local = {"key": key_serializer, "value": value_serializer, "user_key": user_key_serializer,
+                       "namespace": namespace_serializer}
         self.max_parallelism = max_parallelism
         self.kind = kind
         self.key_col, self.value_cols, self.user_key_col, self.index_col = key, value, user_key, index
@@ -329,7 +373,7 @@ class StateEncoder:
     def output_schema(self) -> pa.Schema:
         from ..savepoint.format import state_schema
 
-        return state_schema(self.kind)
+        return state_schema("value" if self.kind in ("reducing", "aggregating") else self.kind)
 
     def _value_array(self, batch: pa.RecordBatch) -> pa.Array:
         if isinstance(self.value_cols, str):
@@ -338,18 +382,16 @@ class StateEncoder:
         return pa.StructArray.from_arrays(arrays, names=list(self.value_cols))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        from ..state.namespace import VoidNamespace, VoidNamespaceSerializer
         from .keys import key_groups
 
         if isinstance(batch, pa.Table):
             batch = pa.RecordBatch.from_pydict({n: batch.column(n).combine_chunks() for n in batch.column_names})
-        n = batch.num_rows
         key_ser = self._ser("key", self.key_ser)
         keys = batch.column(self.key_col)
         cols: dict[str, pa.Array] = {
             "key_group": key_groups(keys, key_ser, self.max_parallelism),
             "key": encode_column(keys, key_ser, threads=self.threads),
-            "namespace": pa.array([VoidNamespaceSerializer().to_bytes(VoidNamespace)] * n, pa.binary()),
+            "namespace": self._namespaces(batch),
         }
         if self.kind == "map":
             assert self.user_key_ser is not None
@@ -363,9 +405,42 @@ class StateEncoder:
         arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
+    def _namespaces(self, batch: pa.RecordBatch) -> pa.Array:
+        from ..keyed.windows import window_column_names, window_namespaces
+        from ..state.namespace import VoidNamespaceSerializer
+
+        ser = VoidNamespaceSerializer() if self.namespace_ser is None else self._ser("namespace", self.namespace_ser)
+        names = window_column_names(ser)
+        have = batch.schema.names
+        if names and all(n in have for n in names):
+            return window_namespaces(ser, [batch.column(n) for n in names])
+        if self.namespace_col in have and self.namespace_ser is not None:
+            col = batch.column(self.namespace_col)
+            if pa.types.is_binary(col.type) and not pa.types.is_binary(arrow_type_for(ser)):
+                return _raw_namespaces(col, ser.get_length(), self.namespace_col)
+            return encode_column(col, ser, threads=self.threads)
+        if type(ser).__name__ in ("VoidNamespaceSerializer", "GlobalWindowSerializer"):  # one namespace only
+            return pa.array([ser.to_bytes(None)] * batch.num_rows, pa.binary())
+        raise UsageError(f"{type(ser).__name__} namespaces come from the column(s) "
+                         f"{', '.join(repr(n) for n in names or [self.namespace_col])}, which the data lacks")
+
     def map_batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             yield self(b)
 
 
-__all__ += ["StateDecoder", "StateEncoder"]
+def _raw_namespaces(col: pa.Array | pa.ChunkedArray, length: int, name: str) -> pa.Array:
+    """A binary namespace column taken as the serialized namespaces (what a table read from a
+    savepoint holds), each of the serializer's fixed length."""
+    if col.null_count:
+        raise UsageError(f"column {name!r} has null namespaces")
+    lengths = pc.binary_length(col)
+    if len(col) and (pc.min(lengths).as_py() != length or pc.max(lengths).as_py() != length):
+        raise UsageError(f"column {name!r} holds serialized namespaces of {length} bytes; some have another length")
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+ENCODED_KINDS = ("value", "list", "map", "reducing", "aggregating")
+"""The state kinds :class:`StateEncoder` writes (Flink's descriptor types)."""
+
+__all__ += ["ENCODED_KINDS", "StateDecoder", "StateEncoder"]

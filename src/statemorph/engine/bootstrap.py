@@ -48,7 +48,7 @@ from ..savepoint.flink.identity import operator_id
 from ..savepoint.flink.keyed_header import write_keyed_header
 from ..savepoint.flink.metadata import METADATA_FILE_NAME, CheckpointMetadata, serialize_metadata
 from ..snapshot import write_versioned_snapshot
-from .batches import StateEncoder
+from .batches import ENCODED_KINDS, StateEncoder
 
 
 @dataclass
@@ -56,10 +56,16 @@ class StateData:
     """One keyed state to bootstrap: ``data`` (a pyarrow Table / RecordBatch / iterable of
     batches, or a Spark DataFrame) with a key column, a value column (or several making up a row
     value), a user-key column for map state and an ``index`` column (0, 1, ... per key) for list
-    state; ``kind`` is value, list or map. ``ttl`` writes the state as Flink writes a state whose
-    descriptor enables TTL: every value (list element, map value) carries its last-access time,
-    taken from the ``ttl_timestamp`` column (epoch milliseconds) or, without one, the time of the
-    bootstrap."""
+    state; ``kind`` is value, list, map, reducing or aggregating (the last two are what window
+    operators keep their window contents and trigger state in). ``ttl`` writes the state as Flink
+    writes a state whose descriptor enables TTL: every value (list element, map value) carries its
+    last-access time, taken from the ``ttl_timestamp`` column (epoch milliseconds) or, without
+    one, the time of the bootstrap.
+
+    ``namespace_serializer`` puts the state in a namespace other than VoidNamespace, such as a
+    window operator's windows (``TimeWindowSerializer``: the ``window_start`` / ``window_end``
+    columns; ``GlobalWindowSerializer``: no column); other fixed-length namespaces come from the
+    ``namespace`` column."""
 
     data: Any
     value_serializer: Any
@@ -71,6 +77,8 @@ class StateData:
     index: str = "index"
     ttl: bool = False
     ttl_timestamp: str = "ttl_timestamp"
+    namespace_serializer: Any = None
+    namespace: str = "namespace"
 
 
 @dataclass
@@ -280,12 +288,16 @@ def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compress
     from ..serializers import LongSerializer
     from ..state.namespace import VoidNamespaceSerializer
 
-    namespace = write_versioned_snapshot(VoidNamespaceSerializer().snapshot_configuration())
     ttl = write_versioned_snapshot(LongSerializer().snapshot_configuration())
     metas = []
     for name, sd in states.items():
-        if sd.kind not in ("value", "list", "map"):
-            raise UsageError(f"state {name!r}: kind must be value, list or map, got {sd.kind!r}")
+        if sd.kind not in ENCODED_KINDS:
+            raise UsageError(f"state {name!r}: kind must be one of {', '.join(ENCODED_KINDS)}, got {sd.kind!r}")
+        ns = sd.namespace_serializer if sd.namespace_serializer is not None else VoidNamespaceSerializer()
+        if ns.get_length() < 0:  # composite keys would need Flink's length suffixes
+            raise UsageError(f"state {name!r}: a bootstrapped namespace must have a fixed length, "
+                             f"{type(ns).__name__}'s does not")
+        namespace = write_versioned_snapshot(flink_snapshot(ns))
         user_key = (write_versioned_snapshot(flink_snapshot(sd.user_key_serializer))
                     if sd.user_key_serializer is not None else None)
         top = state_value_snapshot(sd.kind, write_versioned_snapshot(flink_snapshot(sd.value_serializer)),
@@ -338,7 +350,8 @@ def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_ser
             for sid, (_, sd) in enumerate(states.items()):
                 enc = StateEncoder(key_serializer, sd.value_serializer, max_parallelism=max_parallelism,
                                    kind=sd.kind, key=sd.key, value=sd.value, user_key_serializer=sd.user_key_serializer,
-                                   user_key=sd.user_key, index=sd.index, threads=threads)
+                                   user_key=sd.user_key, index=sd.index, threads=threads,
+                                   namespace_serializer=sd.namespace_serializer, namespace=sd.namespace)
                 taggers.append((sd, _EncodeAndTag(enc, RowTagger(sid, max_parallelism, parallelism),
                                                   sd.ttl_timestamp if sd.ttl else None, now)))
             if spark is None:

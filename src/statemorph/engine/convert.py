@@ -35,7 +35,6 @@ from ..savepoint.flink.envelope import snapshot_from_envelope
 from ..savepoint.flink.handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
 from ..savepoint.flink.keyed_blocks import StateRun
 from ..savepoint.flink.keyed_header import (
-    NAMESPACE_SERIALIZER,
     VALUE_SERIALIZER,
     KeyedHeader,
     StateMetaInfo,
@@ -149,7 +148,7 @@ def flink_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
                     value, ttl = m.value_snapshot_unwrapped()
                     kept[name] = op, m, writer.add_state(
                         name, kind, value_serializer=_raw(value),
-                        namespace_serializer=_raw(m.serializer(NAMESPACE_SERIALIZER)),
+                        namespace_serializer=_raw(m.namespace_snapshot()),
                         user_key_serializer=_raw(m.user_key_snapshot()) if kind is StateKind.MAP else None,
                         key_serializer=stream.header.key_serializer.raw,
                         operator=op.uid or op.uid_hash, flink_kind=flink_kind, ttl=ttl and flink_kind != "timers",

@@ -201,20 +201,21 @@ def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
 def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
                      threads: int = 2, registry: SnapshotRegistry | None = None,
                      key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
-    """One keyed state of one operator as record batches: the binary columns of the savepoint
-    (key_group, key, namespace, [user_key | index], value[, ttl_timestamp]), with ``decode`` the
-    key and value columns replaced by typed columns decoded with the recorded serializers.
-    ``key_groups`` restricts the read to a key-group range (one parallel task's share: only the
-    streams and key groups of that range are read)."""
+    """One keyed state (or timer queue) of one operator as record batches: the binary columns of
+    the savepoint (key_group, key, namespace, [user_key | index], value[, ttl_timestamp]; a timer
+    queue: key_group, timestamp, key, namespace), with ``decode`` the key, user key and value
+    columns replaced by typed columns decoded with the recorded serializers and, for state in a
+    window namespace, the window beside the raw namespace (``window_start`` / ``window_end``, or
+    ``window_id``). ``key_groups`` restricts the read to a key-group range (one parallel task's
+    share: only the streams and key groups of that range are read)."""
     sp = FlinkSavepoint(path, registry)
-    st, decoders = _state_decoders(sp, operator, state, decode, registry)
+    read = _state_read(sp, operator, state, decode, registry)
     empty = True
     for batch in sp.iter_state_batches(operator, state, key_groups=key_groups):
         empty = False
-        yield _decoded(batch, decoders, threads)
+        yield read.decoded(batch, threads)
     if empty:
-        yield _decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl)),
-                       decoders, threads)
+        yield read.decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(read.kind, read.ttl)), threads)
 
 
 def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
@@ -222,41 +223,58 @@ def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: s
     """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
     read): what a parallel reader declares before its tasks run."""
     sp = FlinkSavepoint(path, registry)
-    st, decoders = _state_decoders(sp, operator, state, decode, registry)
-    empty = pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl))
-    return _decoded(empty, decoders, 1).schema
+    read = _state_read(sp, operator, state, decode, registry)
+    return read.decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(read.kind, read.ttl)), 1).schema
 
 
-def _state_decoders(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
-                    registry: SnapshotRegistry | None) -> tuple[Any, dict[str, Any]]:
-    """The state's description and, with ``decode``, the serializers of its key, value and user
-    key columns."""
+@dataclass
+class _StateRead:
+    """How one state's batches are decoded: its kind and TTL flag (the binary schema), the
+    serializers of the columns that are decoded, and the namespace serializer (window columns)."""
+
+    kind: str
+    ttl: bool
+    decoders: dict[str, Any]
+    namespace: Any = None
+
+    def decoded(self, batch: pa.RecordBatch, threads: int) -> pa.RecordBatch:
+        """``batch`` with each column that has a decoder replaced by its typed column, and the
+        window columns after the namespace."""
+        if not self.decoders:
+            return batch
+        from .. import arrow
+        from ..keyed.windows import with_window_columns
+
+        cols = [arrow.decode(col, self.decoders[name], threads=threads) if name in self.decoders else col
+                for name, col in zip(batch.schema.names, batch.columns, strict=True)]
+        return with_window_columns(pa.RecordBatch.from_arrays(cols, batch.schema.names), self.namespace)
+
+
+def _state_read(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
+                registry: SnapshotRegistry | None) -> _StateRead:
+    """The state's (or timer queue's) description and, with ``decode``, the serializers of its
+    key, value and user key columns and its namespace."""
     op = next((o for o in describe_operators(sp) if o.matches(operator)), None)
     if op is None:
         raise SavepointError(f"{sp.path} has no operator with keyed state whose uid or uid hash is "
                              f"{operator!r}")
-    if state not in op.states:
+    timers = {m.name: m for m in op.header.states if m.is_timers}
+    if state not in op.states and state not in timers:
         raise SavepointError(f"{op.label} has no keyed state {state!r} (states: "
-                             f"{', '.join(repr(n) for n in op.states) or 'none'})")
-    st = op.states[state]
-    decoders: dict[str, Any] = {}
+                             f"{', '.join(repr(n) for n in [*op.states, *timers]) or 'none'})")
+    meta = op.states[state].meta if state in op.states else timers[state]
+    read = _StateRead(meta.kind, meta.ttl, {})
     if decode:
-        decoders = {"key": op.key_snapshot(registry).restore_serializer(),
-                    "value": st.snapshot("value_serializer", registry).restore_serializer()}
-        if st.flink_kind == "map":
-            decoders["user_key"] = st.snapshot("user_key_serializer", registry).restore_serializer()
-    return st, decoders
-
-
-def _decoded(batch: pa.RecordBatch, decoders: Mapping[str, Any], threads: int) -> pa.RecordBatch:
-    """``batch`` with each column that has a decoder replaced by its typed column."""
-    if not decoders:
-        return batch
-    from .. import arrow
-
-    cols = [arrow.decode(col, decoders[name], threads=threads) if name in decoders else col
-            for name, col in zip(batch.schema.names, batch.columns, strict=True)]
-    return pa.RecordBatch.from_arrays(cols, batch.schema.names)
+        read.decoders["key"] = op.key_snapshot(registry).restore_serializer()
+        if not meta.is_timers:
+            st = op.states[state]
+            read.decoders["value"] = st.snapshot("value_serializer", registry).restore_serializer()
+            if st.flink_kind == "map":
+                read.decoders["user_key"] = st.snapshot("user_key_serializer", registry).restore_serializer()
+        ns = meta.namespace_snapshot()
+        if ns is not None and ns.parsed is not None:
+            read.namespace = ns.parsed.restore_serializer()
+    return read
 
 
 def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
@@ -291,8 +309,7 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             states.append({
                 "name": st.name, "kind": st.kind,
                 "key_type": _type_text(op.key_snapshot, st.key_serializer) if op is not None else st.key_serializer,
-                "namespace_type": (_timer_namespace_text(op, st.name) if st.kind == "timers"
-                                   else _role_text(desc, "namespace_serializer", st.namespace_serializer)),
+                "namespace_type": _namespace_text(op, desc, st.name, st.namespace_serializer),
                 "value_type": _role_text(desc, "value_serializer", st.value_serializer),
                 "user_key_type": _role_text(desc, "user_key_serializer", st.user_key_serializer),
                 "ttl": st.ttl, "entries": st.entries if count_entries else None,
@@ -313,18 +330,17 @@ def _role_text(desc: Any, role: str, class_name: str | None) -> str | None:
     return _type_text(lambda: desc.snapshot(role), class_name)
 
 
-def _timer_namespace_text(op: Any, name: str) -> str | None:
-    """A timer state's namespace type: the second snapshot its TimerSerializerSnapshot nests
-    (``VOID (not windowed)``, or a window type), as text like any other state's."""
-    meta = next((m for m in op.header.states if m.name == name), None) if op is not None else None
-    parts = meta.timer_snapshots() if meta is not None else None
-    if parts is None:
-        return None
-    ns = parts[1]
-    parsed = ns.parsed
-    if parsed is None:
-        return ns.class_name.rsplit(".", 1)[-1]
-    return _type_text(lambda: parsed, ns.class_name)
+def _namespace_text(op: FlinkOperatorDescription | None, desc: Any, state: str, class_name: str | None) -> str | None:
+    """The namespace type of a state, or of a timer queue (no state description: the namespace
+    inside its timer serializer, a window operator's window)."""
+    if desc is not None or op is None:
+        return _role_text(desc, "namespace_serializer", class_name)
+    meta = next((m for m in op.header.states if m.name == state), None)
+    snap = meta.namespace_snapshot() if meta is not None else None
+    if snap is None or snap.parsed is None:
+        return _role_text(None, "namespace_serializer", class_name)
+    parsed = snap.parsed
+    return _type_text(lambda: parsed, snap.class_name)
 
 
 def _type_text(snapshot: Any, class_name: str) -> str:

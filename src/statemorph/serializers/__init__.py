@@ -14,7 +14,10 @@ from .rowdata import *  # noqa: F403
 from .strings import *  # noqa: F403
 from .table_snapshots import *  # noqa: F403
 from .tuples import *  # noqa: F403
+from .windows import *  # noqa: F403
 
 __all__ = ["TypeSerializer"]
-for _m in (arrays, avro, collections, enums, pojo, primitives, rowdata, strings, table_snapshots, tuples):  # type: ignore[name-defined] # noqa: F405
+_MODULES = (arrays, avro, collections, enums, pojo, primitives, rowdata, strings, table_snapshots, tuples,  # type: ignore[name-defined] # noqa: F405
+            windows)  # type: ignore[name-defined] # noqa: F405
+for _m in _MODULES:
     __all__ += getattr(_m, "__all__", [])

@@ -113,6 +113,15 @@ class StateMetaInfo:
             return _nested(snap, TTL_SNAPSHOT, 1), True
         return snap, False
 
+    def namespace_snapshot(self) -> Snapshot | None:
+        """The namespace serializer's snapshot: the state's own, or for a timer queue the
+        namespace inside its ``TimerSerializerSnapshot(key, namespace)`` (a window operator's
+        timers live in the window's namespace)."""
+        if self.is_timers:
+            parts = self.timer_snapshots()
+            return parts[1] if parts is not None else None
+        return self.serializer(NAMESPACE_SERIALIZER)
+
     def with_value_snapshot(self, new: Snapshot) -> Snapshot:
         """The top-level VALUE_SERIALIZER snapshot with the per-value snapshot (list element, map
         value, user value under TTL) replaced by ``new``. The per-value snapshot is always the

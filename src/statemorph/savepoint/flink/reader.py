@@ -240,8 +240,7 @@ def _overlaps(a: range, b: range) -> bool:
 
 def _state_info(m: StateMetaInfo, h: KeyedHeader) -> StateInfo:
     value, ttl = m.value_snapshot_unwrapped()
-    timer_parts = m.timer_snapshots()
-    ns = timer_parts[1] if timer_parts is not None else m.serializer("NAMESPACE_SERIALIZER")
+    ns = m.namespace_snapshot()
     uk = m.user_key_snapshot()
     return StateInfo(m.name, m.kind, h.key_serializer.class_name, ns.class_name if ns else None,
                      value.class_name if value else None, uk.class_name if uk else None, ttl)
