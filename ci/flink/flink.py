@@ -192,9 +192,11 @@ def regenerate(root: Path) -> list[Path]:
 
 
 def restore(
-    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None
+    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None,
+    flink_version: str = DEFAULT_VERSION,
 ) -> list[RestoreResult]:
-    """Restore each (savepoint, spec) in real Flink 2.3 and read every state back.
+    """Restore each (savepoint, spec) in real Flink ``flink_version`` (2.3 unless given: Flink
+    2.3 also restores 1.x savepoints) and read every state back.
 
     ``events_type`` (Flink SQL syntax) registers the events state with that row type instead of
     the spec's, e.g. the evolved Events type. ``overrides`` replaces other spec fields for the
@@ -217,7 +219,7 @@ def restore(
             out = Path(tmp) / f"out-{k}.jsonl"
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(spec_path), str(out)]
-        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items)), outs)
+        return _restore_results(_run_java(flink_version, args, len(items)), outs)
 
 
 def _restore_results(proc: subprocess.CompletedProcess[str], outs: list[Path]) -> list[RestoreResult]:
