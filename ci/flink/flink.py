@@ -38,7 +38,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_VERSION = "2.3.0"
-VERSIONS = ("2.3.0", "1.20.3")
+#: Every release ci/flink/setup.sh builds: 2.3.0 always, the others with --with-MAJOR.MINOR.
+VERSIONS = ("2.3.0", "1.20.3", "1.18.1", "1.19.3", "2.0.2", "2.1.3", "2.2.1")
 #: Flink on Java 17 reflects into these JDK packages.
 ADD_OPENS = [
     "java.base/java.util",
@@ -100,7 +101,7 @@ def classpath(version: str = DEFAULT_VERSION) -> str:
         raise FlinkUnavailable("java is not on PATH")
     cpfile = build_dir() / f"classpath-{version}"
     if not cpfile.is_file():
-        flag = "" if version == DEFAULT_VERSION else " --with-1.20"
+        flag = "" if version == DEFAULT_VERSION else f" --with-{version.rsplit('.', 1)[0]}"
         raise FlinkUnavailable(f"{cpfile} is missing: run ci/flink/setup.sh{flag}")
     stamp = build_dir() / f"classes-{version}" / ".stamp"
     changed = [src.name for src in sorted((HERE / "src").rglob("*.java"))

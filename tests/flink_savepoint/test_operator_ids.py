@@ -163,11 +163,13 @@ def test_rescale_and_modify_select_a_1x_operator_by_uid(tmp_path: Path) -> None:
     assert [op.operator_id for op in kept] == [operator_id("events-state")]
 
 
-def _restore_in_120(real_flink: ModuleType) -> ModuleType:
+def _release(real_flink: ModuleType, version: str) -> ModuleType:
+    """The driver, when ci/flink/setup.sh built ``version`` (CI builds 2.3 only: ci/install.sh),
+    else a skip naming the flag that builds it."""
     try:
-        real_flink.classpath("1.20.3")
-    except real_flink.FlinkUnavailable as e:  # CI builds Flink 2.3 only (ci/install.sh)
-        pytest.skip(f"real Flink 1.20 unavailable: {e}")
+        real_flink.classpath(version)
+    except real_flink.FlinkUnavailable as e:
+        pytest.skip(f"real Flink {version} unavailable: {e}")
     return real_flink
 
 
@@ -175,7 +177,7 @@ def _restore_in_120(real_flink: ModuleType) -> ModuleType:
 def test_a_1x_savepoint_migrated_by_uid_restores_in_flink_120(real_flink: ModuleType, tmp_path: Path) -> None:
     """The schema file names the uid, never the hash; the result stays ``_metadata`` version 4 and
     real Flink 1.20 restores it with the evolved Events type, reading every state back."""
-    flink = _restore_in_120(real_flink)
+    flink = _release(real_flink, "1.20.3")
     items = []
     for case in V4_CASES:
         spec = case_spec(case)
@@ -195,3 +197,32 @@ def test_a_1x_savepoint_migrated_by_uid_restores_in_flink_120(real_flink: Module
         want = {(k, s): reshape(v, EVOLVED_EVENTS_FIELDS) if s in ("events", "ttl_events") else v
                 for (k, s), v in expected(case).items()}
         assert got == want, case.name
+
+
+OTHER_RELEASES = ["1.18.1", "1.19.3", "2.0.2", "2.1.3", "2.2.1"]
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("version", OTHER_RELEASES)
+def test_every_release_takes_a_savepoint_statemorph_migrates_by_uid_and_restores_it(
+        real_flink: ModuleType, version: str, tmp_path: Path) -> None:
+    """Each Flink release (built with ci/flink/setup.sh --with-MAJOR.MINOR) takes a savepoint of the
+    events job; the same schema file, naming the uid, migrates it; the same release restores it
+    with the evolved Events type and reads every value back."""
+    flink = _release(real_flink, version)
+    spec = dict(case_spec(EVENTS_V4), name=f"events-{version}", flink=version, keys=40)
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    flink.generate([(spec_path, tmp_path / "case")], version)
+    case = tmp_path / "case"
+    sp = FlinkSavepoint(case / "savepoint")
+    assert {op.uid for op in sp.operators} == ({None} if version < "2" else {SOURCE_UID, "events-state"})
+    dst, schema = tmp_path / "migrated", _schema(tmp_path, "events-state", ["events"])
+    run = _statemorph("migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(dst))
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert FlinkSavepoint(dst).version == sp.version
+    [result] = flink.restore([(dst, case / "spec.json")], events_type=EVOLVED_EVENTS, flink_version=version)
+    assert result.ok, f"Flink {version} refused the migrated savepoint: {result.exception}: {result.message}"
+    got = {(hashable(e["key"]), e["state"]): e["value"] for e in result.entries}
+    assert got == {k: reshape(v, EVOLVED_EVENTS_FIELDS) for k, v in expected(case).items()}
+    assert len(got) == 40
