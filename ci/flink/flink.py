@@ -5,7 +5,7 @@ Wraps the Java programs in ci/flink/src (built by ci/flink/setup.sh) so tests an
 thing. Standard library only: the project's tests import it without Flink, and it runs with any
 python3.
 
-    flink.py generate [--flink 2.3.0|1.20.3] SPEC OUTDIR [SPEC OUTDIR ...]
+    flink.py generate [--flink 2.3.0|1.20.3|...] SPEC OUTDIR [SPEC OUTDIR ...]   # (VERSIONS)
     flink.py restore [--events-type TYPE] [--set FIELD=JSON ...] SAVEPOINT SPEC OUT.jsonl [...]
     flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
     flink.py restore-timed SAVEPOINT SPEC [PROBE_KEYS]   # restore only (plus PROBE_KEYS reads): for timing
