@@ -39,7 +39,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DEFAULT_VERSION = "2.3.0"
 #: Every release ci/flink/setup.sh builds: 2.3.0 always, the others with --with-MAJOR.MINOR.
-VERSIONS = ("2.3.0", "1.20.3", "1.18.1", "1.19.3", "2.0.2", "2.1.3", "2.2.1")
+VERSIONS = ("2.3.0", "1.20.3", "1.19.3", "2.0.2", "2.1.3", "2.2.1")
 #: Flink on Java 17 reflects into these JDK packages.
 ADD_OPENS = [
     "java.base/java.util",

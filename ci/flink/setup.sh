@@ -3,8 +3,9 @@
 #
 #   ci/flink/setup.sh              # Flink 2.3.0: reuse /tmp/flinkvenv if present, else fetch the jars
 #   ci/flink/setup.sh --with-1.20  # also Flink 1.20.3 (writes metadata-V4 savepoints)
-#   ci/flink/setup.sh --with-1.18 --with-1.19 --with-2.0 --with-2.1 --with-2.2   # other releases
+#   ci/flink/setup.sh --with-1.19 --with-2.0 --with-2.1 --with-2.2   # other releases
 #                                  # (opt-in: each fetches ~300 MB of jars; CI builds 2.3.0 only)
+#   (no 1.18: the programs use OpenContext and sink.v2.DiscardingSink, which Flink 1.19 added)
 #   FLINK_LIB=/path/to/pyflink/lib ci/flink/setup.sh          # use these 2.3.0 jars
 #   FLINK_LIB_1_20=/path/to/pyflink/lib ci/flink/setup.sh --with-1.20   # (FLINK_LIB_2_1 for --with-2.1, ...)
 #
@@ -21,14 +22,14 @@ mkdir -p "$BUILD"
 source "$ROOT/ci/flink-jars.sh"
 
 # The releases a --with-X.Y flag builds (the newest patch of each; ci/flink/flink.py VERSIONS).
-declare -A RELEASES=([1.18]=1.18.1 [1.19]=1.19.3 [1.20]=1.20.3 [2.0]=2.0.2 [2.1]=2.1.3 [2.2]=2.2.1)
+declare -A RELEASES=([1.19]=1.19.3 [1.20]=1.20.3 [2.0]=2.0.2 [2.1]=2.1.3 [2.2]=2.2.1)
 WITH=()
 for a in "$@"; do
     minor="${a#--with-}"
     if [[ "$a" == --with-* && -n "${RELEASES[$minor]:-}" ]]; then
         WITH+=("$minor")
     else
-        echo "usage: ci/flink/setup.sh [--with-1.18] [--with-1.19] [--with-1.20] [--with-2.0] [--with-2.1] [--with-2.2]" >&2
+        echo "usage: ci/flink/setup.sh [--with-1.19] [--with-1.20] [--with-2.0] [--with-2.1] [--with-2.2]" >&2
         exit 2
     fi
 done
