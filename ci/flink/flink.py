@@ -5,7 +5,7 @@ Wraps the Java programs in ci/flink/src (built by ci/flink/setup.sh) so tests an
 thing. Standard library only: the project's tests import it without Flink, and it runs with any
 python3.
 
-    flink.py generate [--flink 2.3.0|1.20.3] SPEC OUTDIR [SPEC OUTDIR ...]
+    flink.py generate [--flink 2.3.0|1.20.3|...] SPEC OUTDIR [SPEC OUTDIR ...]   # (VERSIONS)
     flink.py restore [--events-type TYPE] [--set FIELD=JSON ...] SAVEPOINT SPEC OUT.jsonl [...]
     flink.py regenerate DIR      # every DIR/*/spec.json again, with the Flink its "flink" field names
     flink.py restore-timed SAVEPOINT SPEC [PROBE_KEYS]   # restore only (plus PROBE_KEYS reads): for timing
@@ -38,7 +38,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_VERSION = "2.3.0"
-VERSIONS = ("2.3.0", "1.20.3")
+#: Every release ci/flink/setup.sh builds: 2.3.0 always, the others with --with-MAJOR.MINOR.
+VERSIONS = ("2.3.0", "1.20.3", "1.19.3", "2.0.2", "2.1.3", "2.2.1")
 #: Flink on Java 17 reflects into these JDK packages.
 ADD_OPENS = [
     "java.base/java.util",
@@ -104,7 +105,7 @@ def classpath(version: str = DEFAULT_VERSION) -> str:
         raise FlinkUnavailable("java is not on PATH")
     cpfile = build_dir() / f"classpath-{version}"
     if not cpfile.is_file():
-        flag = "" if version == DEFAULT_VERSION else " --with-1.20"
+        flag = "" if version == DEFAULT_VERSION else f" --with-{version.rsplit('.', 1)[0]}"
         raise FlinkUnavailable(f"{cpfile} is missing: run ci/flink/setup.sh{flag}")
     stamp = build_dir() / f"classes-{version}" / ".stamp"
     changed = [src.name for src in sorted((HERE / "src").rglob("*.java"))
@@ -197,9 +198,11 @@ def regenerate(root: Path) -> list[Path]:
 
 
 def restore(
-    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None
+    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None,
+    flink_version: str = DEFAULT_VERSION,
 ) -> list[RestoreResult]:
-    """Restore each (savepoint, spec) in real Flink 2.3 and read every state back.
+    """Restore each (savepoint, spec) in real Flink ``flink_version`` (2.3 unless given: Flink
+    2.3 also restores 1.x savepoints) and read every state back.
 
     ``events_type`` (Flink SQL syntax) registers the events state with that row type instead of
     the spec's, e.g. the evolved Events type. ``overrides`` replaces other spec fields for the
@@ -222,7 +225,7 @@ def restore(
             out = Path(tmp) / f"out-{k}.jsonl"
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(spec_path), str(out)]
-        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items)), outs)
+        return _restore_results(_run_java(flink_version, args, len(items)), outs)
 
 
 def _restore_results(proc: subprocess.CompletedProcess[str], outs: list[Path]) -> list[RestoreResult]:

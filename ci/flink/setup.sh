@@ -3,8 +3,11 @@
 #
 #   ci/flink/setup.sh              # Flink 2.3.0: reuse /tmp/flinkvenv if present, else fetch the jars
 #   ci/flink/setup.sh --with-1.20  # also Flink 1.20.3 (writes metadata-V4 savepoints)
+#   ci/flink/setup.sh --with-1.19 --with-2.0 --with-2.1 --with-2.2   # other releases
+#                                  # (opt-in: each fetches ~300 MB of jars; CI builds 2.3.0 only)
+#   (no 1.18: the programs use OpenContext and sink.v2.DiscardingSink, which Flink 1.19 added)
 #   FLINK_LIB=/path/to/pyflink/lib ci/flink/setup.sh          # use these 2.3.0 jars
-#   FLINK_LIB_1_20=/path/to/pyflink/lib ci/flink/setup.sh --with-1.20
+#   FLINK_LIB_1_20=/path/to/pyflink/lib ci/flink/setup.sh --with-1.20   # (FLINK_LIB_2_1 for --with-2.1, ...)
 #
 # Prints one line per Flink version built: the path of a file holding the class path to run
 # `java -cp "$(cat FILE)" savepoints.Main ...` with (ci/flink/flink.py reads it). Everything goes
@@ -18,12 +21,17 @@ BUILD="${FLINK_BUILD:-$HERE/build}"
 mkdir -p "$BUILD"
 source "$ROOT/ci/flink-jars.sh"
 
-WITH_120=0
+# The releases a --with-X.Y flag builds (the newest patch of each; ci/flink/flink.py VERSIONS).
+declare -A RELEASES=([1.19]=1.19.3 [1.20]=1.20.3 [2.0]=2.0.2 [2.1]=2.1.3 [2.2]=2.2.1)
+WITH=()
 for a in "$@"; do
-    case "$a" in
-        --with-1.20) WITH_120=1 ;;
-        *) echo "usage: ci/flink/setup.sh [--with-1.20]" >&2; exit 2 ;;
-    esac
+    minor="${a#--with-}"
+    if [[ "$a" == --with-* && -n "${RELEASES[$minor]:-}" ]]; then
+        WITH+=("$minor")
+    else
+        echo "usage: ci/flink/setup.sh [--with-1.19] [--with-1.20] [--with-2.0] [--with-2.1] [--with-2.2]" >&2
+        exit 2
+    fi
 done
 command -v javac >/dev/null || { echo "javac not found: install a JDK 17" >&2; exit 1; }
 
@@ -61,9 +69,11 @@ if [[ -z "${FLINK_LIB:-}" ]]; then
 fi
 build 2.3.0 "$FLINK_LIB"
 
-if [[ "$WITH_120" == 1 ]]; then
-    if [[ -z "${FLINK_LIB_1_20:-}" ]]; then
-        FLINK_LIB_1_20=$(flink_lib 1.20.3 /tmp/flinkvenv-1.20 "$BUILD/flinkvenv-1.20")
+for minor in "${WITH[@]}"; do
+    var="FLINK_LIB_${minor/./_}"
+    lib="${!var:-}"
+    if [[ -z "$lib" ]]; then
+        lib=$(flink_lib "${RELEASES[$minor]}" "/tmp/flinkvenv-$minor" "$BUILD/flinkvenv-$minor")
     fi
-    build 1.20.3 "$FLINK_LIB_1_20"
-fi
+    build "${RELEASES[$minor]}" "$lib"
+done

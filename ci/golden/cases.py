@@ -6,7 +6,7 @@ RowKind, mask-byte boundaries), and the output is plain JSON Lines that the Java
 ``tests/data/golden/*.jsonl`` come from Flink. Stdlib only, so ``generate.sh`` runs it with any python3.
 
 Usage: ``python3 cases.py OUT_DIR`` writes OUT_DIR/{datastream,snapshots,rowdata,avro,compat,migration,
-flink_rowdata}.jsonl.
+flink_rowdata,operator_ids}.jsonl.
 """
 
 from __future__ import annotations
@@ -984,6 +984,31 @@ def flink_rowdata() -> Cases:
     return c
 
 
+OPERATOR_UIDS: list[Any] = [
+    "",  # no byte: the hash of the empty input
+    "a",
+    "events-state",
+    "kinds",
+    "records",
+    "Data stream collect sink",
+    "x" * 15, "x" * 16, "x" * 17,  # one 16-byte block and its tail boundaries
+    "y" * 31, "y" * 32, "y" * 33,
+    "clé-ü",  # 2-byte UTF-8
+    "演算子-状態",  # 3-byte UTF-8
+    "op-\U0001f680",  # a supplementary character: a surrogate pair in Java, 4 UTF-8 bytes
+    " spaced uid\t",
+    "a" * 1000,
+    s([0x61, 0xD800, 0x62]),  # a lone surrogate: Java's UTF-8 encoder writes '?'
+]
+
+
+def operator_ids() -> Cases:
+    c = Cases()
+    for i, uid in enumerate(OPERATOR_UIDS):
+        c._add({"case": f"operator_id/{i}", "uid": uid})
+    return c
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -995,6 +1020,7 @@ def main() -> None:
         ("compat", compat),
         ("migration", migration),
         ("flink_rowdata", flink_rowdata),
+        ("operator_ids", operator_ids),
     ]:
         fn().write(out / f"{name}.jsonl")
 

@@ -46,7 +46,7 @@ rm -rf "$BUILD/classes" "$BUILD/worlds"
 mkdir -p "$BUILD/classes"
 javac -nowarn -encoding UTF-8 -cp "$CP" -d "$BUILD/classes" "$HERE"/src/golden/*.java
 PAIRS=()
-FILES=(datastream snapshots rowdata compat migration flink_rowdata)
+FILES=(datastream snapshots rowdata compat migration flink_rowdata operator_ids)
 if [[ -n "${AVRO_JARS:-}" ]]; then
     CP="$CP:$AVRO_JARS"
     javac -nowarn -encoding UTF-8 -cp "$BUILD/classes:$CP" -d "$BUILD/classes" "$HERE"/src-avro/golden/*.java

@@ -457,15 +457,18 @@ def descriptors_for_savepoint(schema: SchemaFile, metadata: Any) -> list[Any]:
 
 def descriptors_for_operators(schema: SchemaFile, operators: Any) -> dict[str, list[Any]]:
     """Per operator, the new state descriptors of the file's ``[operators.<uid>.states.<name>]``
-    tables; ``operators`` are the savepoint's keyed operators (each with ``matches(ident)``,
-    ``label`` and ``states``). An operator the savepoint lacks is an error naming those it has."""
+    tables; ``operators`` are the savepoint's keyed operators (:func:`describe_operators`), found
+    by uid, uid hash or a uid's derived ID. An operator the savepoint lacks is an error naming those
+    it has."""
+    from .savepoint.flink.description import find_keyed_operator
+
     if schema.states and not schema.operators:
         raise SchemaFileError(f"{schema.source}: this savepoint keeps its states per operator: name them as "
                               f"[operators.<uid>.states.<name>] (uids: "
                               f"{', '.join(repr(op.ident) for op in operators) or 'none with keyed state'})")
     out: dict[str, list[Any]] = {}
     for ident, states in schema.operators.items():
-        op = next((o for o in operators if o.matches(ident)), None)
+        op = find_keyed_operator(operators, ident)
         if op is None:
             known = ", ".join(repr(o.ident) for o in operators) or "none"
             raise SchemaFileError(f"{schema.source}: [operators.{ident}] names an operator the savepoint does not have "

@@ -20,7 +20,7 @@ from statemorph import serializers as S
 from statemorph.engine import read_flink_state_table
 from statemorph.engine.bootstrap import write_flink_savepoint
 from statemorph.savepoint.flink import FlinkSavepoint
-from statemorph.savepoint.flink.identity import operator_id
+from statemorph.savepoint.flink.operator_ids import operator_id
 from statemorph.types import parse_type
 
 

@@ -18,7 +18,7 @@ from statemorph.bulk import capabilities
 from statemorph.bulk.errors import RowErrors
 from statemorph.bulk.migrator import migrate_per_value
 from statemorph.savepoint.flink import FlinkSavepoint
-from statemorph.savepoint.flink.description import describe_operators
+from statemorph.savepoint.flink.description import describe_operators, find_keyed_operator
 from statemorph.serializers import FlinkRowDataSerializerSnapshot, RowDataSerializer
 
 CASES = [c for c in committed_cases() if "events" in case_spec(c)["states"]]
@@ -27,7 +27,7 @@ CASES = [c for c in committed_cases() if "events" in case_spec(c)["states"]]
 def _events(case: Path) -> tuple[FlinkRowDataSerializerSnapshot, pa.Array]:
     sp = FlinkSavepoint(case / "savepoint")
     uid = state_operator(sp)
-    op = next(o for o in describe_operators(sp) if o.matches(uid))
+    op = find_keyed_operator(describe_operators(sp), uid)
     snap = op.states["events"].snapshot("value_serializer")
     values = pa.concat_arrays([b.column("value") for b in sp.iter_state_batches(uid, "events")])
     return snap, values

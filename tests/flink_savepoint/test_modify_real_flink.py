@@ -16,7 +16,7 @@ from statemorph import serializers as S
 from statemorph.engine import StateData, modify_flink_savepoint, write_flink_savepoint
 from statemorph.errors import SavepointError, UsageError
 from statemorph.savepoint.flink import FlinkSavepoint
-from statemorph.savepoint.flink.identity import operator_id
+from statemorph.savepoint.flink.operator_ids import operator_id
 
 BASE = SAVEPOINTS / "kinds-hashmap-p2-files-snappy"  # state files next to _metadata
 RENAMED = SAVEPOINTS / "kinds-rocksdb-p1-files-mp256"

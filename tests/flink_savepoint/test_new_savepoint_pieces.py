@@ -16,8 +16,9 @@ from statemorph.errors import FlinkSavepointError, SavepointError, UsageError
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.assemble import ROWS_SCHEMA, SubtaskStreams, new_keyed_header, new_state_meta
 from statemorph.savepoint.flink.description import flink_snapshot
-from statemorph.savepoint.flink.identity import SUSPEND, checkpoint_properties, murmur3_128, operator_id
+from statemorph.savepoint.flink.identity import SUSPEND, checkpoint_properties
 from statemorph.savepoint.flink.keyed_header import write_keyed_header
+from statemorph.savepoint.flink.operator_ids import murmur3_128, operator_id
 from statemorph.snapshot import write_versioned_snapshot
 from statemorph.state.namespace import VoidNamespaceSerializer
 from statemorph.types import parse_type

@@ -28,7 +28,7 @@ from flink_savepoint.format_helpers import expected
 
 from statemorph.engine.flink import migrate_flink_savepoint, plan_flink_savepoint, read_flink_state_table
 from statemorph.savepoint.flink import FlinkSavepoint
-from statemorph.savepoint.flink.description import describe_operators
+from statemorph.savepoint.flink.description import describe_operators, find_keyed_operator
 from statemorph.schema_file import descriptors_for_operators, load_schema
 
 UID = "state-op"
@@ -76,7 +76,7 @@ def _entries(entries: list[dict[str, Any]]) -> dict[tuple[Any, str], Any]:
 
 
 def _value_snapshot(savepoint: Path) -> bytes:
-    op = next(o for o in describe_operators(FlinkSavepoint(savepoint)) if o.matches(UID))
+    op = find_keyed_operator(describe_operators(FlinkSavepoint(savepoint)), UID)
     return op.states[STATE].snapshot_bytes("value_serializer")
 
 

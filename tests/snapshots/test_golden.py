@@ -42,8 +42,8 @@ RESULTS = {
 # Vector files with a test module of their own: flink_rowdata.jsonl holds Flink's
 # RowDataSerializerSnapshot, which statemorph writes through ``flink_snapshot_configuration()``
 # (``snapshot_configuration()`` keeps the field names Flink's format drops); see
-# test_golden_flink_rowdata.py.
-OWN_TESTS = {"flink_rowdata"}
+# test_golden_flink_rowdata.py. operator_ids.jsonl holds uid -> OperatorID pairs: test_operator_ids.py.
+OWN_TESTS = {"flink_rowdata", "operator_ids"}
 
 
 def _load() -> dict[str, list[Any]]:

@@ -24,7 +24,7 @@ def test_generator_reproduces_the_committed_vectors(tmp_path: Path) -> None:
     subprocess.run([str(ROOT / "ci/golden/generate.sh")], env=env, check=True, capture_output=True, timeout=900)
     produced = sorted(p.name for p in (tmp_path / "out").glob("*.jsonl"))
     assert {"datastream.jsonl", "snapshots.jsonl", "rowdata.jsonl", "compat.jsonl", "migration.jsonl",
-            "flink_rowdata.jsonl"} <= set(produced)
+            "flink_rowdata.jsonl", "operator_ids.jsonl"} <= set(produced)
     for name in produced:
         committed = (ROOT / "tests/data/golden" / name).read_bytes()
         assert (tmp_path / "out" / name).read_bytes() == committed, f"{name} differs from a fresh Flink run"

@@ -14,6 +14,13 @@ from .output import SAVEPOINT_HELP, Console, common_options, human_bytes
 ELEMENT_LABEL = {"value": "value", "list": "element", "map": "map value"}
 """What ``value_type`` describes per state kind (list state: the element; map state: the map value)."""
 
+UID_METADATA_VERSION = 5
+"""The first ``_metadata`` version that records uid strings (Flink 2.0)."""
+
+NAMINGS = {"uid": "its uid", "uid_hash": "its uid hash",
+           "derived_id": "a uid this savepoint does not record: its derived ID is this operator's"}
+"""How ``inspect --schema`` says a schema file's name finds an operator (``named_by.by``)."""
+
 
 def _type_of(snapshot: Any, role: str, problems: dict[str, str]) -> str | None:
     """The Flink SQL spelling of the serializer a snapshot restores (``snapshot`` is a callable
@@ -87,7 +94,12 @@ def cmd_inspect_flink(args: argparse.Namespace) -> int:
     from ..engine.flink import inspect_flink_savepoint
 
     out = Console.from_args(args)
-    info = inspect_flink_savepoint(args.savepoint)
+    names: list[str] = []
+    if args.schema is not None:
+        from ..schema_file import load_schema
+
+        names = list(load_schema(args.schema).operators)
+    info = inspect_flink_savepoint(args.savepoint, names=names)
     out.emit(info)
     out.say(f"Flink savepoint {args.savepoint}")
     out.say(f"  _metadata version {info['metadata_version']}, checkpoint {info['checkpoint_id']}, "
@@ -96,6 +108,11 @@ def cmd_inspect_flink(args: argparse.Namespace) -> int:
         uid = f"uid {op['uid']!r}" if op["uid"] else "no uid"
         out.say(f"\noperator {op['name'] or '(unnamed)'!r} ({uid}, uid hash {op['uid_hash']}): "
                 f"parallelism {op['parallelism']}, max parallelism {op['max_parallelism']}")
+        for named in op["named_by"]:
+            out.say(f"  named by [operators.{named['name']}] in {args.schema} ({NAMINGS[named['by']]})")
+        if not op["uid"] and not op["named_by"] and info["metadata_version"] < UID_METADATA_VERSION:
+            out.say("  Flink 1.x records no uids: a schema file may name this operator by its uid (matched by the "
+                    "ID Flink derives from it; inspect --schema shows the match)")
         for st in op["states"]:
             ttl = ", TTL" if st["ttl"] else ""
             out.say(f"  state {st['name']!r}: {st['kind']} state{ttl}, {st['entries']:,} entries, "
@@ -107,14 +124,20 @@ def cmd_inspect_flink(args: argparse.Namespace) -> int:
                 out.say(f"    {'map key type':<16}{st['user_key_type']}")
             out.detail(f"    {'namespace':<16}{st['namespace_type']}")
             out.detail(f"    {'snapshot':<16}{st['snapshot']}")
+    for name in info["unmatched_names"]:
+        out.say(f"\n[operators.{name}] in {args.schema} names no operator of this savepoint")
     return ExitCode.OK
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
     from ..savepoint.flink import is_flink_savepoint
 
     if is_flink_savepoint(args.savepoint):
         return cmd_inspect_flink(args)
+    if args.schema is not None:
+        raise UsageError(f"inspect --schema matches a schema file's [operators.<uid>] names to the operators of a "
+                         f"Flink savepoint; {args.savepoint} is in the Parquet form, which has no operators")
     out = Console.from_args(args)
     doc = describe_savepoint(args.savepoint)
     out.emit(doc)
@@ -144,6 +167,9 @@ def add_parser(sub: Any) -> None:
     s = sub.add_parser("inspect", parents=[common_options(json_output=True)],
                        help="list states, kinds, types, entry counts and sizes of a savepoint")
     s.add_argument("savepoint", metavar="SAVEPOINT", help=SAVEPOINT_HELP)
+    s.add_argument("--schema", metavar="NEW.toml",
+                   help="also show which operator each [operators.<uid>] of this schema file names, and how "
+                        "(a Flink 1.x savepoint records no uids: a uid is matched by the ID Flink derives from it)")
     s.set_defaults(func=cmd_inspect)
 
 

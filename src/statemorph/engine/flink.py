@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, UsageError
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema, rewrite
-from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators
+from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
+from ..savepoint.flink.operator_ids import find_operator, naming
 from ..savepoint.storage import Location
 from ..snapshot import SnapshotRegistry
 from .plan import MIGRATE, RewritePlan, StatePlan, plan_rewrite
@@ -92,7 +93,7 @@ def plan_flink_savepoint(path: str | os.PathLike[str] | Location, new_descriptor
     operators = describe_operators(FlinkSavepoint(path if isinstance(path, Location) else source, registry))
     plans = []
     for ident, descriptors in new_descriptors.items():
-        op = next((o for o in operators if o.matches(ident)), None)
+        op = find_keyed_operator(operators, ident)
         if op is None:
             known = ", ".join(repr(o.ident) for o in operators) or "none"
             raise SavepointError(f"{source} has no operator with keyed state whose uid or uid hash is {ident!r} "
@@ -254,7 +255,7 @@ def _state_read(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
                 registry: SnapshotRegistry | None) -> _StateRead:
     """The state's (or timer queue's) description and, with ``decode``, the serializers of its
     key, value and user key columns and its namespace."""
-    op = next((o for o in describe_operators(sp) if o.matches(operator)), None)
+    op = find_keyed_operator(describe_operators(sp), operator)
     if op is None:
         raise SavepointError(f"{sp.path} has no operator with keyed state whose uid or uid hash is "
                              f"{operator!r}")
@@ -290,15 +291,27 @@ __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_fl
 
 
 def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool = True,
-                            registry: SnapshotRegistry | None = None) -> dict[str, Any]:
+                            registry: SnapshotRegistry | None = None, names: Iterable[str] = ()) -> dict[str, Any]:
     """What a Flink savepoint holds, as the stable ``statemorph inspect --json`` object:
     ``{"format": "flink", "metadata_version", "checkpoint_id", "operators": [{"name", "uid",
-    "uid_hash", "parallelism", "max_parallelism", "states": [{"name", "kind", "key_type",
+    "uid_hash", "parallelism", "max_parallelism", "named_by", "states": [{"name", "kind", "key_type",
     "namespace_type", "value_type", "user_key_type", "ttl", "entries", "bytes", "snapshot"}]}]}``.
     Types are in Flink SQL syntax where statemorph reads the snapshot, else the snapshot class;
-    ``entries`` and ``bytes`` (uncompressed key + value bytes) need a pass over the data."""
+    ``entries`` and ``bytes`` (uncompressed key + value bytes) need a pass over the data.
+    ``named_by`` lists which of ``names`` (a schema file's operator names) find the operator and
+    how (``uid``, ``uid_hash`` or ``derived_id``: :func:`~statemorph.savepoint.flink.operator_ids.naming`);
+    ``unmatched_names`` the ones that find none."""
     sp = FlinkSavepoint(path, registry)
     info = sp.inspect(count_entries=count_entries)
+    named_by: dict[str, list[dict[str, str]]] = {}
+    unmatched = []
+    for ident in names:
+        found = find_operator(sp.operators, ident, lambda o: o)
+        how = naming(found, ident) if found is not None else None
+        if found is None or how is None:
+            unmatched.append(ident)
+        else:
+            named_by.setdefault(found.uid_hash, []).append({"name": ident, "by": how})
     described = {o.operator.uid_hash: o for o in describe_operators(sp)}
     operators = []
     for op_info in info.operators:
@@ -317,9 +330,9 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             })
         operators.append({"name": op_info.name or None, "uid": op_info.uid or None, "uid_hash": op_info.uid_hash,
                           "parallelism": op_info.parallelism, "max_parallelism": op_info.max_parallelism,
-                          "states": states})
+                          "named_by": named_by.get(op_info.uid_hash, []), "states": states})
     return {"format": "flink", "path": os.fspath(path), "metadata_version": info.metadata_version,
-            "checkpoint_id": info.checkpoint_id, "operators": operators}
+            "checkpoint_id": info.checkpoint_id, "operators": operators, "unmatched_names": unmatched}
 
 
 def _role_text(desc: Any, role: str, class_name: str | None) -> str | None:

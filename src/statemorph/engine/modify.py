@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from ..savepoint.files import StagedDirectory, output_error
 from ..savepoint.flink import FlinkSavepoint
-from ..savepoint.flink.identity import operator_id
 from ..savepoint.flink.metadata import OperatorState
+from ..savepoint.flink.operator_ids import operator_id
 from .bootstrap import carry_over, write_metadata
 
 

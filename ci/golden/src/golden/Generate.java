@@ -35,7 +35,9 @@ import java.util.Map;
  *       LogicalType, or of {@code InternalSerializers.create(type)} (see {@link JavaSerialized});
  *   <li>{@code {"case", "old": SPEC, "new": SPEC}}: the old snapshot is written in the old world,
  *       read back in the new world (where classes may have changed) and judged by
- *       {@code newSnapshot.resolveSchemaCompatibility(oldSnapshot)}; the output adds {@code "result"}.
+ *       {@code newSnapshot.resolveSchemaCompatibility(oldSnapshot)}; the output adds {@code "result"};
+ *   <li>{@code {"case", "uid": STRING}}: the output adds {@code "operator_id"}, the OperatorID Flink
+ *       derives from that uid (see {@link OperatorIds}).
  * </ul>
  *
  * Any failure aborts the run: a vector file is either complete and checked, or not written.
@@ -86,6 +88,9 @@ public final class Generate {
         }
         if (c.containsKey("internal_serializer")) {
             return JavaSerialized.internalSerializer(c);
+        }
+        if (c.containsKey("uid")) {
+            return OperatorIds.derive(c);
         }
         Spec spec = Spec.parse((String) c.get("serializer"));
         World world = World.of(spec);

@@ -10,7 +10,7 @@ handle as bytes, the form ``_metadata`` stores).
 
 The streams are Flink's canonical format (``KeyedBackendSerializationProxy`` v6 header, key-group
 blocks, optional Snappy framing), the ``_metadata`` is version 6 with the operator's uid, its
-OperatorID (:func:`~.identity.operator_id`) and ``CheckpointProperties`` of a canonical savepoint.
+OperatorID (:func:`~.operator_ids.operator_id`) and ``CheckpointProperties`` of a canonical savepoint.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from .envelope import (
     snapshot_from_envelope,
 )
 from .handles import KeyGroupsHandle, read_keyed_handle, write_keyed_handle
-from .identity import checkpoint_properties, operator_id
+from .identity import checkpoint_properties
 from .keyed_blocks import StateRun, encode_key_group
 from .keyed_header import (
     KEY_VALUE,
@@ -55,6 +55,7 @@ from .keyed_header import (
 from .keyed_writer import KeyedStreamWriter, entries_from_batch
 from .layout import StateLayout
 from .metadata import CheckpointMetadata, OperatorState, SubtaskState
+from .operator_ids import operator_id
 
 NEW_METADATA_VERSION = 6
 """``_metadata`` version of the savepoints statemorph creates (what Flink 2.1+ writes and reads)."""

@@ -15,7 +15,7 @@ Two Flink specifics live here rather than in the planner:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
@@ -30,6 +30,7 @@ from ...snapshot import (
 from .envelope import Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, KeyedHeader, StateMetaInfo
 from .metadata import OperatorState
+from .operator_ids import find_operator, naming
 from .reader import FlinkSavepoint
 
 _KIND = {"value": StateKind.VALUE, "reducing": StateKind.VALUE, "aggregating": StateKind.VALUE,
@@ -112,9 +113,14 @@ class FlinkOperatorDescription:
     header: KeyedHeader
     states: dict[str, FlinkStateDescription] = field(default_factory=dict)
     carries_unread_snapshots: bool = True
+    derived_from: str | None = None
+    """The uid that found this operator through its derived ID (:func:`find_keyed_operator` on a
+    savepoint that records no uid strings), so messages can say which uid it was."""
 
     @property
     def label(self) -> str:
+        if self.derived_from is not None:
+            return f"operator {self.operator.uid_hash} (uid {self.derived_from!r}, by its derived ID)"
         return self.operator.label()
 
     @property
@@ -138,9 +144,6 @@ class FlinkOperatorDescription:
         """The versioned snapshot bytes of a new serializer, in the class Flink itself writes."""
         return write_versioned_snapshot(flink_snapshot(serializer))
 
-    def matches(self, ident: str) -> bool:
-        return ident in (self.operator.uid, self.operator.uid_hash) or ident.lower() == self.operator.uid_hash
-
 
 def flink_snapshot(serializer: Any) -> TypeSerializerSnapshot:
     """``serializer``'s snapshot in the classes Flink itself writes: a serializer whose statemorph
@@ -153,6 +156,16 @@ def flink_snapshot(serializer: Any) -> TypeSerializerSnapshot:
     if isinstance(snap, CompositeTypeSerializerSnapshot):
         snap.nested_snapshots = [flink_snapshot(s) for s in snap.get_nested_serializers(serializer)]
     return snap  # type: ignore[no-any-return]
+
+
+def find_keyed_operator(operators: list[FlinkOperatorDescription], ident: str) -> FlinkOperatorDescription | None:
+    """The keyed operator ``ident`` names: a uid, a uid hash, or a uid the savepoint does not
+    record by its derived ID (:func:`.operator_ids.find_operator`, the one lookup); found the
+    last way, the description says which uid in its label."""
+    op = find_operator(operators, ident, lambda d: d.operator)
+    if op is not None and naming(op.operator, ident) == "derived_id":
+        return replace(op, derived_from=ident)
+    return op
 
 
 def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescription]:
@@ -171,4 +184,5 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
     return out
 
 
-__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "flink_snapshot"]
+__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "find_keyed_operator",
+           "flink_snapshot"]

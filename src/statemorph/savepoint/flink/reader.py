@@ -30,6 +30,7 @@ from .keyed_blocks import StateRun, iter_key_groups, key_group_extents
 from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header
 from .layout import StateLayout
 from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, SubtaskState, parse_metadata
+from .operator_ids import find_operator
 
 MAX_HEADER_BYTES = 64 << 20
 DEFAULT_BATCH_ROWS = 1 << 16
@@ -162,13 +163,11 @@ class FlinkSavepoint:
         return self.metadata.operators
 
     def operator(self, ident: str) -> OperatorState:
-        """The operator with uid ``ident``, or with uid hash ``ident`` (32 hex digits)."""
-        for op in self.operators:
-            if op.uid and op.uid == ident:
-                return op
-        for op in self.operators:
-            if op.uid_hash == ident.lower():
-                return op
+        """The operator ``ident`` names: a uid, a uid hash (32 hex digits), or a uid this
+        savepoint does not record (Flink 1.x) by its derived ID (:func:`.operator_ids.find_operator`)."""
+        op = find_operator(self.operators, ident, lambda o: o)
+        if op is not None:
+            return op
         known = ", ".join(op.uid or op.uid_hash for op in self.operators)
         raise FlinkSavepointError(f"{self.path}: no operator with uid or uid hash {ident!r} (operators: {known})")
 
