@@ -62,6 +62,7 @@ STARTUP_TIMEOUT = 120
 DATASTREAM_PROGRAM = "savepoints.Main"
 SQL_PROGRAM = "savepoints.SqlJobs"
 POJO_PROGRAM = "savepoints.PojoJobs"
+OPERATOR_PROGRAM = "savepoints.OperatorJobs"
 #: The POJO job's state class comes in two versions (version 2 has one more field).
 POJO_VERSIONS = (1, 2)
 
@@ -177,7 +178,8 @@ def regenerate(root: Path) -> list[Path]:
     by_version: dict[tuple[str, str], list[tuple[Path, Path]]] = {}
     for spec in sorted(Path(root).glob("*/spec.json")):
         data = json.loads(spec.read_text(encoding="utf-8"))
-        program = SQL_PROGRAM if "sql_version" in data else DATASTREAM_PROGRAM
+        program = SQL_PROGRAM if "sql_version" in data else OPERATOR_PROGRAM if "operator_job" in data \
+            else DATASTREAM_PROGRAM
         keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
         shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
         by_version.setdefault((data.get("flink", DEFAULT_VERSION), program), []).append((keep, spec.parent))
@@ -192,14 +194,16 @@ def regenerate(root: Path) -> list[Path]:
 
 
 def restore(
-    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None
+    items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None,
+    program: str = DATASTREAM_PROGRAM,
 ) -> list[RestoreResult]:
     """Restore each (savepoint, spec) in real Flink 2.3 and read every state back.
 
     ``events_type`` (Flink SQL syntax) registers the events state with that row type instead of
     the spec's, e.g. the evolved Events type. ``overrides`` replaces other spec fields for the
     restoring job, e.g. ``{"backend": "rocksdb"}`` to restore a heap savepoint into RocksDB or
-    ``{"parallelism": 1}`` to rescale. One JVM runs the whole batch.
+    ``{"parallelism": 1}`` to rescale. One JVM runs the whole batch. ``program`` is the job
+    (:data:`OPERATOR_PROGRAM`: the operator-state job, whose broadcast state takes ``events_type``).
     """
     changes = dict(overrides or {})
     if events_type is not None:
@@ -217,7 +221,7 @@ def restore(
             out = Path(tmp) / f"out-{k}.jsonl"
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(spec_path), str(out)]
-        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items)), outs)
+        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items), program), outs)
 
 
 def _restore_results(proc: subprocess.CompletedProcess[str], outs: list[Path]) -> list[RestoreResult]:
@@ -262,6 +266,12 @@ def _restore_batch(items: list[tuple[Path, Path]], program: str, **java: Any) ->
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(Path(spec).resolve()), str(out)]
         return _restore_results(_run_java(DEFAULT_VERSION, args, len(items), program, **java), outs)
+
+
+def operator_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the operator-state job (ci/flink/src/savepoints/OperatorJobs.java: broadcast,
+    list and union list state) per (spec, OUTDIR); its specs carry ``"operator_job": true``."""
+    generate(pairs, DEFAULT_VERSION, OPERATOR_PROGRAM)
 
 
 def pojo_generate(pairs: list[tuple[Path, Path]], pojo: int = 1, **java: Any) -> None:

@@ -1,0 +1,251 @@
+"""Operator (non-keyed) state of one subtask: Flink's ``OperatorBackendSerializationProxy`` header
+and the partitions its :class:`~.handles.OperatorStreamHandle` points at.
+
+Stream layout: ``i32 6 ‖ bool compression ‖ i16 n ‖ n × StateMetaInfoSnapshot (backend type 1,
+OPERATOR) ‖ i16 m ‖ m × StateMetaInfoSnapshot (2, BROADCAST) ‖ data``; the snapshots are read by
+the keyed header's one meta-info reader (:meth:`.keyed_header._Parser.meta_infos`). The data of a
+list state (distribution mode SPLIT_DISTRIBUTE or UNION) is its elements one after another, each
+written by its ``VALUE_SERIALIZER``; the handle records each element's start offset, so the count
+of offsets is the count of elements. A broadcast state is one partition, ``i32 count ‖ count ×
+(key ‖ value)`` by ``KEY_SERIALIZER`` and ``VALUE_SERIALIZER``, its start recorded once. Every
+partition ends where the next one of the stream starts (or at the stream's end), so list elements
+are cut out as exact bytes whatever their serializer; broadcast entries need both serializers to
+be delimited.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ...errors import FlinkSavepointError, StateFormatError
+from ...io import DataOutputSerializer
+from ...snapshot import SnapshotRegistry
+from .envelope import ENVELOPE_VERSION, Snapshot
+from .handles import DISTRIBUTION_MODES, OperatorStateInfo, OperatorStreamHandle
+from .keyed_header import BROADCAST, OPERATOR, PROXY_VERSION, VALUE_SERIALIZER, StateMetaInfo, _Parser
+from .layout import FieldCodec
+from .metadata import OperatorState, SubtaskState
+from .reader import FlinkSavepoint
+
+KEY_SERIALIZER = "KEY_SERIALIZER"
+DISTRIBUTION_MODE_OPTION = "OPERATOR_STATE_DISTRIBUTION_MODE"
+BROADCAST_MODE = DISTRIBUTION_MODES.index("BROADCAST")
+MAX_OPERATOR_STREAM_BYTES = 256 << 20
+"""An operator-state stream is read whole (sources keep splits and offsets there, not bulk data);
+a larger one is refused rather than read into memory."""
+_I32 = struct.Struct(">i")
+
+
+@dataclass
+class OperatorHeader:
+    """The header of one subtask's operator-state stream: list states, then broadcast states."""
+
+    version: int
+    compressed: bool
+    states: list[StateMetaInfo]
+    broadcast: list[StateMetaInfo]
+    size: int = 0
+
+    def meta(self, name: str) -> StateMetaInfo | None:
+        return next((m for m in (*self.states, *self.broadcast) if m.name == name), None)
+
+
+def parse_operator_header(data: bytes, header_end: int, where: str,
+                          registry: SnapshotRegistry | None = None) -> OperatorHeader:
+    """Parse ``data[0:header_end]`` as the header; it must end exactly at ``header_end``."""
+    try:
+        p = _Parser(data, header_end, where, registry, (OPERATOR, BROADCAST), "operator-state header")
+        src = p.cur(0)
+        version = src.read_int()
+        if version != PROXY_VERSION:
+            raise FlinkSavepointError(
+                f"{where}: operator-state header version {version} is not supported (Flink 1.17+ writes "
+                f"{PROXY_VERSION})")
+        compressed = src.read_boolean()
+        states, src = p.meta_infos(src.position, p.ends.count_then_state)
+        broadcast, src = p.meta_infos(src.position, p.ends.header_end)
+    except FlinkSavepointError:
+        raise
+    except StateFormatError as e:
+        raise FlinkSavepointError(f"{where}: operator-state header: {e}") from e
+    if src.position != header_end:
+        raise FlinkSavepointError(f"{where}: the operator-state header ends at offset {src.position} but the first "
+                                  f"state's data starts at {header_end}")
+    for m, want in [(m, OPERATOR) for m in states] + [(m, BROADCAST) for m in broadcast]:
+        if m.backend_type != want:
+            raise FlinkSavepointError(f"{where}: operator-state header: state {m.name!r} has backend state type "
+                                      f"{m.backend_type} in the {'list' if want == OPERATOR else 'broadcast'} states")
+    return OperatorHeader(version, compressed, states, broadcast, header_end)
+
+
+def write_operator_header(h: OperatorHeader) -> bytes:
+    """The header's bytes, as Flink writes them (identical to the parsed bytes when unchanged)."""
+    out = DataOutputSerializer()
+    out.write_int(h.version)
+    out.write_boolean(h.compressed)
+    for group in (h.states, h.broadcast):
+        out.write_short(len(group))
+        for s in group:
+            out.write_utf(s.name)
+            out.write_int(s.backend_type)
+            out.write_int(len(s.options))
+            for k, v in s.options:
+                out.write_utf(k)
+                out.write_utf(v)
+            out.write_int(len(s.serializers))
+            for k, snap in s.serializers:
+                out.write_utf(k)
+                out.write_int(ENVELOPE_VERSION)
+                out.write(snap.raw)
+    return out.get_copy_of_buffer()
+
+
+@dataclass
+class OperatorStatePart:
+    """One state of one subtask: its list elements, or its broadcast map's entries, as exact bytes.
+
+    ``entries`` is None for a broadcast state whose key or value serializer statemorph cannot
+    delimit (its bytes are still carried whole, ``data``); ``count`` is known either way for a list
+    state (one offset per element) and from the partition's count for a broadcast state."""
+
+    name: str
+    mode: str
+    meta: StateMetaInfo
+    data: bytes
+    elements: list[bytes] = field(default_factory=list)
+    entries: list[tuple[bytes, bytes]] | None = None
+    count: int = 0
+
+    @property
+    def broadcast(self) -> bool:
+        return self.mode == "BROADCAST"
+
+    def snapshot(self, key: str) -> Snapshot | None:
+        return self.meta.serializer(key)
+
+
+class OperatorStream:
+    """One subtask's operator-state stream (read whole: see :data:`MAX_OPERATOR_STREAM_BYTES`)."""
+
+    def __init__(self, data: bytes, handle: OperatorStreamHandle, where: str,
+                 registry: SnapshotRegistry | None = None) -> None:
+        self.data, self.handle, self.where = data, handle, where
+        size = len(data)
+        starts = sorted({o for s in handle.states for o in s.offsets})
+        if starts and (starts[0] < 0 or starts[-1] >= size):
+            raise FlinkSavepointError(f"{where}: operator-state offsets {starts[0]}..{starts[-1]} are outside the "
+                                      f"stream of {size} bytes")
+        header_end = starts[0] if starts else size
+        self.header = parse_operator_header(data[:header_end], header_end, where, registry)
+        self._next = dict(zip(starts, [*starts[1:], size][: len(starts)], strict=True))
+        for info in handle.states:
+            if self.header.meta(info.name) is None:
+                raise FlinkSavepointError(f"{where}: the handle names operator state {info.name!r}, which the "
+                                          f"stream's header does not register")
+
+    def parts(self) -> list[OperatorStatePart]:
+        """Every state the handle names, in the handle's order (Flink's map order)."""
+        return [self._part(info) for info in self.handle.states]
+
+    def part(self, name: str) -> OperatorStatePart | None:
+        info = next((s for s in self.handle.states if s.name == name), None)
+        return self._part(info) if info is not None else None
+
+    def _part(self, info: OperatorStateInfo) -> OperatorStatePart:
+        meta = self.header.meta(info.name)
+        assert meta is not None  # checked in __init__
+        mode = DISTRIBUTION_MODES[info.mode]
+        what = f"{self.where} operator state {info.name!r}"
+        if (meta.backend_type == BROADCAST) != (info.mode == BROADCAST_MODE):
+            raise FlinkSavepointError(f"{what}: the handle's mode {mode} does not match the header's "
+                                      f"{'broadcast' if meta.backend_type == BROADCAST else 'list'} state")
+        if sorted(info.offsets) != info.offsets or len(set(info.offsets)) != len(info.offsets):
+            raise FlinkSavepointError(f"{what}: offsets are not strictly increasing")
+        if not info.offsets:
+            return OperatorStatePart(info.name, mode, meta, b"")
+        if self.header.compressed:
+            raise FlinkSavepointError(f"{what}: the stream is compressed (snapshot compression); statemorph carries "
+                                      f"it over but does not read compressed operator state")
+        spans = [(o, self._next[o]) for o in info.offsets]
+        data = self.data[spans[0][0]:spans[-1][1]]
+        if meta.backend_type != BROADCAST:
+            elements = [self.data[a:b] for a, b in spans]
+            return OperatorStatePart(info.name, mode, meta, data, elements, count=len(elements))
+        if len(spans) != 1:
+            raise FlinkSavepointError(f"{what}: a broadcast state has one partition, found {len(spans)} offsets")
+        a, b = spans[0]
+        if b - a < 4:
+            raise FlinkSavepointError(f"{what}: partition of {b - a} bytes at offset {a} has no entry count")
+        n = _I32.unpack_from(self.data, a)[0]
+        if not 0 <= n <= (b - a - 4):
+            raise FlinkSavepointError(f"{what}: entry count {n} at offset {a} does not fit its {b - a} bytes")
+        return OperatorStatePart(info.name, mode, meta, data, [], self._entries(meta, a + 4, b, n, what), n)
+
+    def _entries(self, meta: StateMetaInfo, pos: int, end: int, n: int, what: str) -> list[tuple[bytes, bytes]] | None:
+        keys = FieldCodec(meta.serializer(KEY_SERIALIZER), f"{what} key")
+        values = FieldCodec(meta.serializer(VALUE_SERIALIZER), f"{what} value")
+        if not (keys.known and values.known):
+            return None
+        out = []
+        for _ in range(n):
+            k = keys.end(self.data, pos, end)
+            v = values.end(self.data, k, end)
+            out.append((self.data[pos:k], self.data[k:v]))
+            pos = v
+        if pos != end:
+            raise FlinkSavepointError(f"{what}: {n} entries end at offset {pos}, the partition at {end}")
+        return out
+
+
+def write_operator_stream(header: OperatorHeader, parts: list[OperatorStatePart]) -> tuple[bytes, list[OperatorStateInfo]]:
+    """A stream holding ``parts`` (list states first, then broadcast states, as Flink writes them)
+    under ``header``; returns its bytes and the handle's state infos with the new offsets."""
+    out = DataOutputSerializer()
+    out.write(write_operator_header(header))
+    infos = []
+    order = [p for p in parts if not p.broadcast] + [p for p in parts if p.broadcast]
+    for p in order:
+        offsets = []
+        if p.broadcast:
+            if p.entries is None:
+                raise FlinkSavepointError(f"operator state {p.name!r}: its entries cannot be delimited, so it "
+                                          f"cannot be rewritten")
+            offsets.append(len(out))
+            out.write_int(len(p.entries))
+            for k, v in p.entries:
+                out.write(k)
+                out.write(v)
+        else:
+            for e in p.elements:
+                offsets.append(len(out))
+                out.write(e)
+        infos.append(OperatorStateInfo(p.name, DISTRIBUTION_MODES.index(p.mode), offsets))
+    by_name = {i.name: i for i in infos}
+    return out.get_copy_of_buffer(), [by_name[p.name] for p in parts]
+
+
+def distribution_mode(meta: StateMetaInfo) -> str:
+    """SPLIT_DISTRIBUTE / UNION / BROADCAST as the header records it."""
+    return meta.option(DISTRIBUTION_MODE_OPTION) or ("BROADCAST" if meta.backend_type == BROADCAST else "UNKNOWN")
+
+
+__all__ = ["MAX_OPERATOR_STREAM_BYTES", "OperatorHeader", "OperatorStatePart", "OperatorStream",
+           "distribution_mode", "operator_streams", "parse_operator_header", "write_operator_header", "write_operator_stream"]
+
+
+def operator_streams(savepoint: FlinkSavepoint, op: OperatorState) -> Iterator[tuple[SubtaskState, OperatorStream]]:
+    """Each subtask's managed operator-state stream of ``op``, read one after the other through the
+    savepoint directory's checks (every path inside the directory, sizes before reads)."""
+    for st in op.subtasks or []:
+        handle = st.managed_operator
+        if handle is None:
+            continue
+        where = f"{savepoint.path}: {op.label()} subtask {st.index} operator state"
+        with savepoint.directory.open_stream(handle.delegate, where) as source:
+            if source.size > MAX_OPERATOR_STREAM_BYTES:
+                raise FlinkSavepointError(f"{where}: stream of {source.size} bytes exceeds "
+                                          f"{MAX_OPERATOR_STREAM_BYTES}")
+            data = source.read_at(0, source.size, "operator-state stream")
+        yield st, OperatorStream(data, handle, where, savepoint.registry)
