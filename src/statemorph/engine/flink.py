@@ -266,8 +266,20 @@ def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: s
                                                        registry=registry)))
 
 
+def read_flink_operator_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *,
+                              decode: bool = True, registry: SnapshotRegistry | None = None) -> pa.Table:
+    """One operator state (list, union list or broadcast state) of one operator as a table: a row
+    per list element (``subtask``, ``index``, ``value_bytes``, ``value``) or per broadcast map
+    entry (``subtask``, ``index``, ``key_bytes``, ``value_bytes``, ``key``, ``value``); ``decode=False``
+    leaves out the decoded columns (any serializer, exact bytes)."""
+    from ..savepoint.flink.operator_state_read import operator_state_table
+
+    return operator_state_table(FlinkSavepoint(path, registry), operator, state, decode=decode)
+
+
 __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_flink_savepoint",
-           "plan_flink_savepoint", "read_flink_state", "read_flink_state_schema", "read_flink_state_table"]
+           "plan_flink_savepoint", "read_flink_operator_state", "read_flink_state", "read_flink_state_schema",
+           "read_flink_state_table"]
 
 
 
@@ -276,12 +288,18 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
     """What a Flink savepoint holds, as the stable ``statemorph inspect --json`` object:
     ``{"format": "flink", "metadata_version", "checkpoint_id", "operators": [{"name", "uid",
     "uid_hash", "parallelism", "max_parallelism", "states": [{"name", "kind", "key_type",
-    "namespace_type", "value_type", "user_key_type", "ttl", "entries", "bytes", "snapshot"}]}]}``.
+    "namespace_type", "value_type", "user_key_type", "ttl", "entries", "bytes", "snapshot"}],
+    "operator_states": [{"name", "kind", "mode", "key_type", "value_type", "key_snapshot",
+    "value_snapshot", "entries_per_subtask", "entries"}]}]}`` (operator states: list, union list and
+    broadcast state, see :mod:`statemorph.savepoint.flink.operator_state_read`).
     Types are in Flink SQL syntax where statemorph reads the snapshot, else the snapshot class;
     ``entries`` and ``bytes`` (uncompressed key + value bytes) need a pass over the data."""
+    from ..savepoint.flink.operator_state_read import describe_operator_states
+
     sp = FlinkSavepoint(path, registry)
     info = sp.inspect(count_entries=count_entries)
     described = {o.operator.uid_hash: o for o in describe_operators(sp)}
+    by_hash = {op.uid_hash: op for op in sp.operators}
     operators = []
     for op_info in info.operators:
         op = described.get(op_info.uid_hash)
@@ -299,7 +317,9 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             })
         operators.append({"name": op_info.name or None, "uid": op_info.uid or None, "uid_hash": op_info.uid_hash,
                           "parallelism": op_info.parallelism, "max_parallelism": op_info.max_parallelism,
-                          "states": states})
+                          "states": states,
+                          "operator_states": [o.to_json() for o in
+                                              describe_operator_states(sp, by_hash[op_info.uid_hash])]})
     return {"format": "flink", "path": os.fspath(path), "metadata_version": info.metadata_version,
             "checkpoint_id": info.checkpoint_id, "operators": operators}
 
