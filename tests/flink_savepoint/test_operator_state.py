@@ -73,7 +73,8 @@ def test_inspect_json_lists_every_operator_state(case: Path) -> None:
     assert rules["value_snapshot"].endswith("RowDataSerializer$RowDataSerializerSnapshot")
     assert rules["entries_per_subtask"] == [12, 12]
     (source,) = operator_doc(doc, "records")["operator_states"]
-    assert (source["name"], source["kind"], source["entries_per_subtask"]) == ("SourceReaderState", "operator-list", [0])
+    assert (source["name"], source["kind"], source["entries_per_subtask"]) == \
+        ("SourceReaderState", "operator-list", [0])
 
 
 def test_inspect_cli_text_and_json() -> None:

@@ -281,6 +281,7 @@ class _Parser:
             meta = StateMetaInfo(name, backend_type, options, [])
             for j in range(n_ser):
                 key_name = src.read_utf()
+                follows: Callable[[int], Iterator[int]]
                 if j < n_ser - 1:
                     follows = self.ends.serializer_key
                 elif last_state:

@@ -199,7 +199,8 @@ class OperatorStream:
         return out
 
 
-def write_operator_stream(header: OperatorHeader, parts: list[OperatorStatePart]) -> tuple[bytes, list[OperatorStateInfo]]:
+def write_operator_stream(header: OperatorHeader,
+                          parts: list[OperatorStatePart]) -> tuple[bytes, list[OperatorStateInfo]]:
     """A stream holding ``parts`` (list states first, then broadcast states, as Flink writes them)
     under ``header``; returns its bytes and the handle's state infos with the new offsets."""
     out = DataOutputSerializer()
@@ -232,7 +233,8 @@ def distribution_mode(meta: StateMetaInfo) -> str:
 
 
 __all__ = ["MAX_OPERATOR_STREAM_BYTES", "OperatorHeader", "OperatorStatePart", "OperatorStream",
-           "distribution_mode", "operator_streams", "parse_operator_header", "write_operator_header", "write_operator_stream"]
+           "distribution_mode", "operator_streams", "parse_operator_header", "write_operator_header",
+           "write_operator_stream"]
 
 
 def operator_streams(savepoint: FlinkSavepoint, op: OperatorState) -> Iterator[tuple[SubtaskState, OperatorStream]]:
