@@ -177,3 +177,119 @@ def test_real_flink_restores_rewrites_with_identical_state(real_flink: ModuleTyp
         assert got[3 * k] == want
         assert got[3 * k + 1] == want
         assert got[3 * k + 2] == want
+
+
+# -- migration ----------------------------------------------------------------------------------
+
+NOTE_TYPE = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING, note STRING>>"
+"""The rules' row type gaining a nullable field."""
+NOTE_FIELDS: tuple[Any, ...] = ("eventId", ("metadata", ("userId", "timestamp", "deviceType", "note")))
+SCHEMA = f'[operators."rules-op".states.rules]\ntype = "{NOTE_TYPE}"\n'
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "statemorph", *args], capture_output=True, text=True)
+
+
+def reshaped(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The job's entries as real Flink reads them back with the rules row gaining ``note``."""
+    from flink_savepoint.flink_cases import reshape
+
+    return [{**e, "value": {k: reshape(v, NOTE_FIELDS) for k, v in e["value"].items()}} if e["state"] == "rules"
+            else e for e in entries]
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each case migrated by ``statemorph migrate`` with a schema file naming the broadcast state."""
+    root = tmp_path_factory.mktemp("operator-migrated")
+    schema = root / "schema.toml"
+    schema.write_text(SCHEMA, encoding="utf-8")
+    out = {}
+    for case in CASES:
+        check = cli("check", str(case / "savepoint"), "--schema", str(schema))
+        assert check.returncode == 1, check.stdout + check.stderr  # restorable after migration
+        assert "rules (map): migrate (compatible after migration): map value: row: matched by position; " \
+               "metadata: added note" in check.stdout
+        dst = root / case.name
+        run = cli("migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(dst))
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "rules-op state 'rules': 24 values migrated" in run.stdout
+        out[case.name] = dst
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_migrated_broadcast_values_read_back_in_the_new_type(case: Path, migrated: dict[str, Path]) -> None:
+    dst = migrated[case.name]
+    old = read_flink_operator_state(case / "savepoint", "rules-op", "rules").to_pylist()
+    new = read_flink_operator_state(dst, "rules-op", "rules").to_pylist()
+    assert [(r["subtask"], r["key"]) for r in new] == [(r["subtask"], r["key"]) for r in old]
+    for o, n in zip(old, new, strict=True):
+        meta = o["value"]["f1"]
+        want = None if meta is None else {**meta, "note": None}
+        assert n["value"] == {"f0": o["value"]["f0"], "f1": want}
+    doc = operator_doc(inspect_flink_savepoint(dst), "rules-op")["operator_states"][0]
+    assert doc["value_type"].endswith("`deviceType` STRING, `note` STRING>>") and doc["entries_per_subtask"] == [12, 12]
+    # every other operator's state is carried as it was
+    for uid, state in (("list-op", "buffer"), ("list-op", "offsets")):
+        assert read_flink_operator_state(dst, uid, state, decode=False) == \
+            read_flink_operator_state(case / "savepoint", uid, state, decode=False)
+
+
+def test_list_elements_go_through_the_migration(tmp_path: Path) -> None:
+    """List elements are cut by their offsets, migrated in one batch, and written with new offsets
+    (here: a migration adding 1000 to each Long), the header keeping the snapshot it is given."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from statemorph.savepoint.flink.rewrite import rewrite
+
+    src = CASES[0] / "savepoint"
+    sp = FlinkSavepoint(src)
+    op = sp.operator("list-op")
+    _, stream = next(operator_streams(sp, op))
+    meta = stream.header.meta("buffer")
+    assert meta is not None
+    envelope = b"\x00\x00\x00\x02" + meta.serializer("VALUE_SERIALIZER").raw  # type: ignore[union-attr]
+
+    def plus_1000(values: pa.BinaryArray) -> pa.Array:
+        longs = pa.array([int.from_bytes(v, "big", signed=True) for v in values.to_pylist()], pa.int64())
+        return pa.array([int(x).to_bytes(8, "big", signed=True) for x in pc.add(longs, 1000).to_pylist()], pa.binary())
+
+    report = rewrite(src, tmp_path / "out", {}, operator_changes={("list-op", "buffer"): (envelope, plus_1000)})
+    assert report.migrated == {("list-op", "buffer"): 24} and report.rewritten_streams == 2
+    before = read_flink_operator_state(src, "list-op", "buffer")
+    after = read_flink_operator_state(tmp_path / "out", "list-op", "buffer")
+    assert after.column("value").to_pylist() == [v + 1000 for v in before.column("value").to_pylist()]
+    assert read_flink_operator_state(tmp_path / "out", "list-op", "offsets") == \
+        read_flink_operator_state(src, "list-op", "offsets")
+
+
+def test_incompatible_operator_state_change_writes_nothing(tmp_path: Path) -> None:
+    from statemorph.errors import IncompatibleSchemaError
+    from statemorph.serializers import StringSerializer
+    from statemorph.state import ListStateDescriptor
+
+    with pytest.raises(IncompatibleSchemaError, match="buffer"):
+        migrate_flink_savepoint(CASES[0] / "savepoint", tmp_path / "out",
+                                {"list-op": [ListStateDescriptor("buffer", StringSerializer())]})
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(Exception, match="no keyed state and no operator state named 'nope'"):
+        migrate_flink_savepoint(CASES[0] / "savepoint", tmp_path / "out",
+                                {"list-op": [ListStateDescriptor("nope", StringSerializer())]})
+
+
+def test_real_flink_restores_the_migrated_broadcast_state(real_flink: ModuleType, migrated: dict[str, Path]) -> None:
+    """Real Flink restores each migrated savepoint with the rules registered in the new row type
+    (the original is refused with that type: RowDataSerializer knows no migration of its own) and
+    reads back every subtask's rules with ``note`` null, the list states unchanged."""
+    items = [(migrated[c.name], c / "spec.json") for c in CASES] + [(c / "savepoint", c / "spec.json") for c in CASES]
+    results = real_flink.restore(items, events_type=NOTE_TYPE, program=real_flink.OPERATOR_PROGRAM)
+    for k, case in enumerate(CASES):
+        ok, refused = results[k], results[len(CASES) + k]
+        assert ok.ok, f"{case.name}: Flink refused the migrated savepoint: {ok.exception}: {ok.message}"
+        assert ok.entries == reshaped(expected_entries(case))
+        assert not refused.ok, f"{case.name}: Flink restored the unmigrated savepoint with the new type"
+        assert refused.exception == "org.apache.flink.util.StateMigrationException"
+        assert "broadcast state must not be incompatible" in refused.message

@@ -158,9 +158,13 @@ class StateOwner:
         return any(o.matches(ident) for o in self.owners)
 
 
-def state_owners(keyed: list[Any], operator_states: list[OperatorStatesDescription]) -> list[StateOwner]:
-    """Keyed operators and operators with operator state merged per operator (schema files name
-    both kinds of state as ``[operators.<uid>.states.<name>]``)."""
+def state_owners(savepoint: FlinkSavepoint, keyed: list[Any], idents: list[str]) -> list[StateOwner]:
+    """The keyed operators merged per operator with the operator states of the operators
+    ``idents`` names (schema files name both kinds of state as ``[operators.<uid>.states.<name>]``;
+    the operator-state streams of the other operators are not read)."""
+    named = [op for op in savepoint.operators
+             if any(i in (op.uid, op.uid_hash) or i.lower() == op.uid_hash for i in idents)]
+    operator_states = [d for d in (describe_operator_states_of(savepoint, op) for op in named) if d is not None]
     merged: dict[bytes, StateOwner] = {}
     for o in [*keyed, *operator_states]:
         owner = merged.setdefault(o.operator.operator_id, StateOwner(o.ident, o.label, {}, []))
