@@ -293,3 +293,18 @@ def test_real_flink_restores_the_migrated_broadcast_state(real_flink: ModuleType
         assert not refused.ok, f"{case.name}: Flink restored the unmigrated savepoint with the new type"
         assert refused.exception == "org.apache.flink.util.StateMigrationException"
         assert "broadcast state must not be incompatible" in refused.message
+
+
+def test_spark_reads_operator_state(spark: Any) -> None:
+    from statemorph.spark import read_operator_state
+
+    sp = CASES[0] / "savepoint"
+    for uid, state in (("rules-op", "rules"), ("list-op", "buffer"), ("list-op", "offsets")):
+        local = read_flink_operator_state(sp, uid, state)
+        df = read_operator_state(spark, str(sp), state, operator=uid)
+        assert df.columns == local.column_names
+        got = sorted(json.dumps({k: (v.hex() if isinstance(v, bytes | bytearray) else v) for k, v in
+                                 r.asDict(recursive=True).items()}, sort_keys=True) for r in df.collect())
+        want = sorted(json.dumps({k: (v.hex() if isinstance(v, bytes) else v) for k, v in r.items()}, sort_keys=True)
+                      for r in local.to_pylist())
+        assert got == want
