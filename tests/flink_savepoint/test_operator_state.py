@@ -124,8 +124,16 @@ def test_streams_written_back_byte_for_byte(case: Path) -> None:
     for s in streams(case):
         assert write_operator_header(s.header) == s.data[: s.header.size]
         data, infos = write_operator_stream(s.header, s.parts())
-        assert data == s.data
-        assert [(i.name, i.mode, i.offsets) for i in infos] == [(h.name, h.mode, h.offsets) for h in s.handle.states]
+        if s.header.compressed:
+            # each partition framed alone again (Snappy's compressed bytes are the codec's own)
+            again = OperatorStream(data, OperatorStreamHandle(infos, None), "again")
+            assert [(p.name, p.elements, p.entries) for p in again.parts()] == \
+                [(p.name, p.elements, p.entries) for p in s.parts()]
+            assert [len(i.offsets) for i in infos] == [len(h.offsets) for h in s.handle.states]
+        else:
+            assert data == s.data
+            assert [(i.name, i.mode, i.offsets) for i in infos] == \
+                [(h.name, h.mode, h.offsets) for h in s.handle.states]
         seen += 1
     assert seen == 6  # the two sources, list-op and rules-op at parallelism 2
 
@@ -145,6 +153,10 @@ def test_hostile_streams_are_typed_errors() -> None:
     bad_count[rules.offsets[0]: rules.offsets[0] + 4] = (1 << 30).to_bytes(4, "big")
     with pytest.raises(FlinkSavepointError, match="entry count"):
         OperatorStream(bytes(bad_count), s.handle, "x").parts()
+    flagged = bytearray(s.data)
+    flagged[4] = 1  # says compressed, but no framed stream follows the header
+    with pytest.raises(FlinkSavepointError, match="no Snappy stream identifier"):
+        OperatorStream(bytes(flagged), s.handle, "x")
     version = bytearray(s.data)
     version[3] = 5
     with pytest.raises(FlinkSavepointError, match="version 5"):

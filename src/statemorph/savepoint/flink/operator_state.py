@@ -11,6 +11,11 @@ of offsets is the count of elements. A broadcast state is one partition, ``i32 c
 partition ends where the next one of the stream starts (or at the stream's end), so list elements
 are cut out as exact bytes whatever their serializer; broadcast entries need both serializers to
 be delimited.
+
+With snapshot compression (the header's flag) a Snappy-framed stream follows the header: its
+stream identifier, then each partition (a list element, a broadcast state's whole map) as chunks
+of its own, its offset at its first chunk (Flink flushes the compressor where it records an
+offset), so each partition is unframed alone and framed alone again when written.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from .keyed_header import BROADCAST, OPERATOR, PROXY_VERSION, VALUE_SERIALIZER, 
 from .layout import FieldCodec
 from .metadata import OperatorState, SubtaskState
 from .reader import FlinkSavepoint
+from .snappy import STREAM_IDENTIFIER, compress_key_group, decompress_key_group, framed_raw_size
 
 KEY_SERIALIZER = "KEY_SERIALIZER"
 DISTRIBUTION_MODE_OPTION = "OPERATOR_STATE_DISTRIBUTION_MODE"
@@ -104,16 +110,16 @@ def write_operator_header(h: OperatorHeader) -> bytes:
 
 @dataclass
 class OperatorStatePart:
-    """One state of one subtask: its list elements, or its broadcast map's entries, as exact bytes.
+    """One state of one subtask: its list elements, or its broadcast map's entries, as exact
+    (uncompressed) bytes.
 
     ``entries`` is None for a broadcast state whose key or value serializer statemorph cannot
-    delimit (its bytes are still carried whole, ``data``); ``count`` is known either way for a list
-    state (one offset per element) and from the partition's count for a broadcast state."""
+    delimit (the stream is then carried whole, never written from parts); ``count`` is the list's
+    element count (one offset per element) or the broadcast map's entry count."""
 
     name: str
     mode: str
     meta: StateMetaInfo
-    data: bytes
     elements: list[bytes] = field(default_factory=list)
     entries: list[tuple[bytes, bytes]] | None = None
     count: int = 0
@@ -137,7 +143,13 @@ class OperatorStream:
         if starts and (starts[0] < 0 or starts[-1] >= size):
             raise FlinkSavepointError(f"{where}: operator-state offsets {starts[0]}..{starts[-1]} are outside the "
                                       f"stream of {size} bytes")
-        header_end = starts[0] if starts else size
+        data_start = starts[0] if starts else size
+        header_end = data_start
+        if size > 4 and data[4] != 0:  # the compression flag: the framed stream's identifier comes first
+            header_end = data_start - len(STREAM_IDENTIFIER)
+            if header_end < 5 or data[header_end:data_start] != STREAM_IDENTIFIER:
+                raise FlinkSavepointError(f"{where}: a compressed operator-state stream has no Snappy stream "
+                                          f"identifier before its first state at offset {data_start}")
         self.header = parse_operator_header(data[:header_end], header_end, where, registry)
         self._next = dict(zip(starts, [*starts[1:], size][: len(starts)], strict=True))
         for info in handle.states:
@@ -153,6 +165,18 @@ class OperatorStream:
         info = next((s for s in self.handle.states if s.name == name), None)
         return self._part(info) if info is not None else None
 
+    def _bytes(self, a: int, what: str) -> bytes:
+        """The partition starting at ``a`` (unframed when the stream is compressed)."""
+        raw = self.data[a:self._next[a]]
+        if not self.header.compressed:
+            return raw
+        framed = STREAM_IDENTIFIER + raw
+        n = framed_raw_size(framed, what)
+        if n > MAX_OPERATOR_STREAM_BYTES:
+            raise FlinkSavepointError(f"{what}: a partition of {n} bytes uncompressed exceeds "
+                                      f"{MAX_OPERATOR_STREAM_BYTES}")
+        return decompress_key_group(framed, what)
+
     def _part(self, info: OperatorStateInfo) -> OperatorStatePart:
         meta = self.header.meta(info.name)
         assert meta is not None  # checked in __init__
@@ -164,39 +188,40 @@ class OperatorStream:
         if sorted(info.offsets) != info.offsets or len(set(info.offsets)) != len(info.offsets):
             raise FlinkSavepointError(f"{what}: offsets are not strictly increasing")
         if not info.offsets:
-            return OperatorStatePart(info.name, mode, meta, b"")
-        if self.header.compressed:
-            raise FlinkSavepointError(f"{what}: the stream is compressed (snapshot compression); statemorph carries "
-                                      f"it over but does not read compressed operator state")
-        spans = [(o, self._next[o]) for o in info.offsets]
-        data = self.data[spans[0][0]:spans[-1][1]]
+            return OperatorStatePart(info.name, mode, meta)
         if meta.backend_type != BROADCAST:
-            elements = [self.data[a:b] for a, b in spans]
-            return OperatorStatePart(info.name, mode, meta, data, elements, count=len(elements))
-        if len(spans) != 1:
-            raise FlinkSavepointError(f"{what}: a broadcast state has one partition, found {len(spans)} offsets")
-        a, b = spans[0]
-        if b - a < 4:
-            raise FlinkSavepointError(f"{what}: partition of {b - a} bytes at offset {a} has no entry count")
-        n = _I32.unpack_from(self.data, a)[0]
-        if not 0 <= n <= (b - a - 4):
-            raise FlinkSavepointError(f"{what}: entry count {n} at offset {a} does not fit its {b - a} bytes")
-        return OperatorStatePart(info.name, mode, meta, data, [], self._entries(meta, a + 4, b, n, what), n)
+            elements = [self._bytes(o, what) for o in info.offsets]
+            return OperatorStatePart(info.name, mode, meta, elements, count=len(elements))
+        if len(info.offsets) != 1:
+            raise FlinkSavepointError(f"{what}: a broadcast state has one partition, found {len(info.offsets)} "
+                                      f"offsets")
+        buf = self._bytes(info.offsets[0], what)
+        if len(buf) < 4:
+            raise FlinkSavepointError(f"{what}: partition of {len(buf)} bytes at offset {info.offsets[0]} has no "
+                                      f"entry count")
+        n = _I32.unpack_from(buf, 0)[0]
+        if not 0 <= n <= len(buf) - 4:
+            raise FlinkSavepointError(f"{what}: entry count {n} at offset {info.offsets[0]} does not fit its "
+                                      f"{len(buf)} bytes")
+        return OperatorStatePart(info.name, mode, meta, [], _entries(meta, buf, n, what), n)
 
-    def _entries(self, meta: StateMetaInfo, pos: int, end: int, n: int, what: str) -> list[tuple[bytes, bytes]] | None:
-        keys = FieldCodec(meta.serializer(KEY_SERIALIZER), f"{what} key")
-        values = FieldCodec(meta.serializer(VALUE_SERIALIZER), f"{what} value")
-        if not (keys.known and values.known):
-            return None
-        out = []
-        for _ in range(n):
-            k = keys.end(self.data, pos, end)
-            v = values.end(self.data, k, end)
-            out.append((self.data[pos:k], self.data[k:v]))
-            pos = v
-        if pos != end:
-            raise FlinkSavepointError(f"{what}: {n} entries end at offset {pos}, the partition at {end}")
-        return out
+
+def _entries(meta: StateMetaInfo, buf: bytes, n: int, what: str) -> list[tuple[bytes, bytes]] | None:
+    """A broadcast partition's ``n`` entries (after its count), or None when a serializer is unknown."""
+    keys = FieldCodec(meta.serializer(KEY_SERIALIZER), f"{what} key")
+    values = FieldCodec(meta.serializer(VALUE_SERIALIZER), f"{what} value")
+    if not (keys.known and values.known):
+        return None
+    out = []
+    pos, end = 4, len(buf)
+    for _ in range(n):
+        k = keys.end(buf, pos, end)
+        v = values.end(buf, k, end)
+        out.append((buf[pos:k], buf[k:v]))
+        pos = v
+    if pos != end:
+        raise FlinkSavepointError(f"{what}: {n} entries end at byte {pos} of the partition, which has {end}")
+    return out
 
 
 def write_operator_stream(header: OperatorHeader,
@@ -205,6 +230,12 @@ def write_operator_stream(header: OperatorHeader,
     under ``header``; returns its bytes and the handle's state infos with the new offsets."""
     out = DataOutputSerializer()
     out.write(write_operator_header(header))
+    if header.compressed:
+        out.write(STREAM_IDENTIFIER)
+
+    def partition(b: bytes) -> None:
+        out.write(compress_key_group(b)[len(STREAM_IDENTIFIER):] if header.compressed else b)
+
     infos = []
     order = [p for p in parts if not p.broadcast] + [p for p in parts if p.broadcast]
     for p in order:
@@ -214,14 +245,16 @@ def write_operator_stream(header: OperatorHeader,
                 raise FlinkSavepointError(f"operator state {p.name!r}: its entries cannot be delimited, so it "
                                           f"cannot be rewritten")
             offsets.append(len(out))
-            out.write_int(len(p.entries))
+            body = DataOutputSerializer()
+            body.write_int(len(p.entries))
             for k, v in p.entries:
-                out.write(k)
-                out.write(v)
+                body.write(k)
+                body.write(v)
+            partition(body.get_copy_of_buffer())
         else:
             for e in p.elements:
                 offsets.append(len(out))
-                out.write(e)
+                partition(e)
         infos.append(OperatorStateInfo(p.name, DISTRIBUTION_MODES.index(p.mode), offsets))
     by_name = {i.name: i for i in infos}
     return out.get_copy_of_buffer(), [by_name[p.name] for p in parts]

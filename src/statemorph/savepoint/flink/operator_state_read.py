@@ -46,7 +46,7 @@ class OperatorStateInfo:
     name: str
     mode: str
     meta: StateMetaInfo
-    entries: list[int | None] = field(default_factory=list)
+    entries: list[int] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -55,21 +55,20 @@ class OperatorStateInfo:
     def to_json(self) -> dict[str, Any]:
         value = self.meta.serializer(VALUE_SERIALIZER)
         key = self.meta.serializer(KEY_SERIALIZER)
-        counts = [n for n in self.entries if n is not None]
         return {
             "name": self.name, "kind": self.kind, "mode": self.mode,
             "key_type": type_text(key), "value_type": type_text(value),
             "key_snapshot": key.class_name if key is not None else None,
             "value_snapshot": value.class_name if value is not None else None,
             "entries_per_subtask": self.entries,
-            "entries": sum(counts) if len(counts) == len(self.entries) else None,
+            "entries": sum(self.entries),
         }
 
 
 def describe_operator_states(savepoint: FlinkSavepoint, op: OperatorState) -> list[OperatorStateInfo]:
     """The managed operator states of ``op``, in the order the first subtask's handle names them.
     A list state's entry count per subtask is its offset count; a broadcast state's is its map's
-    size (None where the stream is compressed)."""
+    size."""
     infos: dict[str, OperatorStateInfo] = {}
     n_sub = len(op.subtasks or [])
     for st, stream in operator_streams(savepoint, op):
@@ -81,8 +80,6 @@ def describe_operator_states(savepoint: FlinkSavepoint, op: OperatorState) -> li
             info = infos.setdefault(h.name, OperatorStateInfo(h.name, mode, meta, [0] * n_sub))
             if mode != "BROADCAST":
                 info.entries[pos] = len(h.offsets)
-            elif stream.header.compressed:
-                info.entries[pos] = None
             else:
                 part = stream.part(h.name)
                 info.entries[pos] = part.count if part is not None else 0
