@@ -183,8 +183,15 @@ def write_keyed_header(h: KeyedHeader) -> bytes:
     out.write_boolean(h.compressed)
     out.write_int(ENVELOPE_VERSION)
     out.write(h.key_serializer.raw)
-    out.write_short(len(h.states))
-    for s in h.states:
+    write_meta_infos(out, h.states)
+    return out.get_copy_of_buffer()
+
+
+def write_meta_infos(out: DataOutputSerializer, states: list[StateMetaInfo]) -> None:
+    """``i16 n ‖ n × StateMetaInfoSnapshot``, as :meth:`_Parser.meta_infos` reads them (keyed and
+    operator state alike)."""
+    out.write_short(len(states))
+    for s in states:
         out.write_utf(s.name)
         out.write_int(s.backend_type)
         out.write_int(len(s.options))
@@ -196,7 +203,6 @@ def write_keyed_header(h: KeyedHeader) -> bytes:
             out.write_utf(k)
             out.write_int(ENVELOPE_VERSION)
             out.write(snap.raw)
-    return out.get_copy_of_buffer()
 
 
 def parse_keyed_header(

@@ -27,9 +27,17 @@ from dataclasses import dataclass, field
 from ...errors import FlinkSavepointError, StateFormatError
 from ...io import DataOutputSerializer
 from ...snapshot import SnapshotRegistry
-from .envelope import ENVELOPE_VERSION, Snapshot
+from .envelope import Snapshot
 from .handles import DISTRIBUTION_MODES, OperatorStateInfo, OperatorStreamHandle
-from .keyed_header import BROADCAST, OPERATOR, PROXY_VERSION, VALUE_SERIALIZER, StateMetaInfo, _Parser
+from .keyed_header import (
+    BROADCAST,
+    OPERATOR,
+    PROXY_VERSION,
+    VALUE_SERIALIZER,
+    StateMetaInfo,
+    _Parser,
+    write_meta_infos,
+)
 from .layout import FieldCodec
 from .metadata import OperatorState, SubtaskState
 from .reader import FlinkSavepoint
@@ -91,20 +99,8 @@ def write_operator_header(h: OperatorHeader) -> bytes:
     out = DataOutputSerializer()
     out.write_int(h.version)
     out.write_boolean(h.compressed)
-    for group in (h.states, h.broadcast):
-        out.write_short(len(group))
-        for s in group:
-            out.write_utf(s.name)
-            out.write_int(s.backend_type)
-            out.write_int(len(s.options))
-            for k, v in s.options:
-                out.write_utf(k)
-                out.write_utf(v)
-            out.write_int(len(s.serializers))
-            for k, snap in s.serializers:
-                out.write_utf(k)
-                out.write_int(ENVELOPE_VERSION)
-                out.write(snap.raw)
+    write_meta_infos(out, h.states)
+    write_meta_infos(out, h.broadcast)
     return out.get_copy_of_buffer()
 
 
