@@ -320,3 +320,42 @@ def test_spark_reads_operator_state(spark: Any) -> None:
         want = sorted(json.dumps({k: (v.hex() if isinstance(v, bytes) else v) for k, v in r.items()}, sort_keys=True)
                       for r in local.to_pylist())
         assert got == want
+
+
+def _mutated_streams() -> list[tuple[OperatorStream, str]]:
+    return [(s, c.name) for c in CASES for s in streams(c) if s.handle.states and
+            any(h.offsets for h in s.handle.states)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_corrupt_streams_fail_with_a_typed_error(seed: int) -> None:
+    """Flipped and truncated bytes of every real operator-state stream (plain and compressed):
+    each read either succeeds or raises a StatemorphError, never anything else."""
+    import random
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from statemorph.errors import StatemorphError
+
+    originals = _mutated_streams()
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+              database=None)
+    @given(st.integers(0, len(originals) - 1), st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(0, 255)),
+                                                        min_size=1, max_size=4), st.booleans())
+    def check(which: int, flips: list[tuple[int, int]], truncate: bool) -> None:
+        s, _ = originals[which]
+        data = bytearray(s.data)
+        rng = random.Random(seed)
+        for pos, value in flips:
+            data[(pos + rng.randrange(len(data))) % len(data)] = value
+        if truncate:
+            del data[rng.randrange(len(data)):]
+        try:
+            for p in OperatorStream(bytes(data), s.handle, "fuzz").parts():
+                assert p.count >= 0
+        except StatemorphError:
+            pass
+
+    check()

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from ...errors import FlinkSavepointError, StateFormatError
 from ...io import DataOutputSerializer
 from ...snapshot import SnapshotRegistry
-from .envelope import Snapshot
 from .handles import DISTRIBUTION_MODES, OperatorStateInfo, OperatorStreamHandle
 from .keyed_header import (
     BROADCAST,
@@ -44,7 +43,6 @@ from .reader import FlinkSavepoint
 from .snappy import STREAM_IDENTIFIER, compress_key_group, decompress_key_group, framed_raw_size
 
 KEY_SERIALIZER = "KEY_SERIALIZER"
-DISTRIBUTION_MODE_OPTION = "OPERATOR_STATE_DISTRIBUTION_MODE"
 BROADCAST_MODE = DISTRIBUTION_MODES.index("BROADCAST")
 MAX_OPERATOR_STREAM_BYTES = 256 << 20
 """An operator-state stream is read whole (sources keep splits and offsets there, not bulk data);
@@ -123,9 +121,6 @@ class OperatorStatePart:
     @property
     def broadcast(self) -> bool:
         return self.mode == "BROADCAST"
-
-    def snapshot(self, key: str) -> Snapshot | None:
-        return self.meta.serializer(key)
 
 
 class OperatorStream:
@@ -256,13 +251,8 @@ def write_operator_stream(header: OperatorHeader,
     return out.get_copy_of_buffer(), [by_name[p.name] for p in parts]
 
 
-def distribution_mode(meta: StateMetaInfo) -> str:
-    """SPLIT_DISTRIBUTE / UNION / BROADCAST as the header records it."""
-    return meta.option(DISTRIBUTION_MODE_OPTION) or ("BROADCAST" if meta.backend_type == BROADCAST else "UNKNOWN")
-
-
 __all__ = ["MAX_OPERATOR_STREAM_BYTES", "OperatorHeader", "OperatorStatePart", "OperatorStream",
-           "distribution_mode", "operator_streams", "parse_operator_header", "write_operator_header",
+           "operator_streams", "parse_operator_header", "write_operator_header",
            "write_operator_stream"]
 
 

@@ -20,7 +20,6 @@ import copy
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -32,7 +31,7 @@ from ..storage import NewFile, Target
 from .description import FlinkOperatorDescription
 from .envelope import Snapshot, snapshot_from_envelope
 from .files import SavepointDirectory
-from .handles import ByteStreamHandle, FileHandle, OperatorStreamHandle, RelativeFileHandle
+from .handles import DISTRIBUTION_MODES, ByteStreamHandle, FileHandle, OperatorStreamHandle, RelativeFileHandle
 from .keyed_header import VALUE_SERIALIZER, StateMetaInfo
 from .keyed_writer import keep_inline
 from .metadata import CheckpointMetadata, OperatorState
@@ -123,11 +122,6 @@ class OperatorStatesDescription:
         return ident in (self.operator.uid, self.operator.uid_hash) or ident.lower() == self.operator.uid_hash
 
 
-def describe_operator_state_owners(savepoint: FlinkSavepoint) -> list[OperatorStatesDescription]:
-    """Every operator with managed operator state, in ``_metadata`` order (reads its streams)."""
-    return [d for d in map(partial(describe_operator_states_of, savepoint), savepoint.operators) if d is not None]
-
-
 def describe_operator_states_of(savepoint: FlinkSavepoint, op: OperatorState) -> OperatorStatesDescription | None:
     """``op``'s managed operator states, or None when it has none (reads its streams only)."""
     desc = OperatorStatesDescription(op)
@@ -135,14 +129,8 @@ def describe_operator_states_of(savepoint: FlinkSavepoint, op: OperatorState) ->
         for h in stream.handle.states:
             meta = stream.header.meta(h.name)
             if meta is not None and h.name not in desc.states:
-                desc.states[h.name] = OperatorStateDescription(op, meta, _mode(h.mode))
+                desc.states[h.name] = OperatorStateDescription(op, meta, DISTRIBUTION_MODES[h.mode])
     return desc if desc.states else None
-
-
-def _mode(code: int) -> str:
-    from .handles import DISTRIBUTION_MODES
-
-    return DISTRIBUTION_MODES[code]
 
 
 @dataclass
@@ -271,5 +259,4 @@ def _new_delegate(d: SavepointDirectory, old: Any, data: bytes, tmp: Target, thr
 
 
 __all__ = ["OperatorChanges", "OperatorStateDescription", "OperatorStatesDescription", "StateOwner",
-           "check_operator_changes", "describe_operator_state_owners", "describe_operator_states_of", "state_owners",
-           "write_operator_changes"]
+           "check_operator_changes", "describe_operator_states_of", "state_owners", "write_operator_changes"]
