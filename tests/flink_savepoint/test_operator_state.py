@@ -191,6 +191,21 @@ def test_real_flink_restores_rewrites_with_identical_state(real_flink: ModuleTyp
         assert got[3 * k + 2] == want
 
 
+def test_real_flink_restores_rescaled_and_modified_savepoints(real_flink: ModuleType, tmp_path: Path) -> None:
+    """The other rewrites carry operator state too: ``rules-op`` given max parallelism 256 (its
+    keyed streams rewritten, its broadcast state carried) and the ``records`` source removed."""
+    from statemorph.engine import modify_flink_savepoint, rescale_flink_savepoint
+
+    case = CASES[0]
+    rescaled, modified = tmp_path / "rescaled", tmp_path / "modified"
+    rescale_flink_savepoint(case / "savepoint", rescaled, "rules-op", max_parallelism=256)
+    modify_flink_savepoint(case / "savepoint", modified, remove=["records"])
+    (got_rescaled,) = restored(real_flink, [(rescaled, case / "spec.json")], overrides={"max_parallelism": 256})
+    (got_modified,) = restored(real_flink, [(modified, case / "spec.json")])
+    assert got_rescaled == expected_entries(case)
+    assert got_modified == expected_entries(case)
+
+
 # -- migration ----------------------------------------------------------------------------------
 
 NOTE_TYPE = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING, note STRING>>"
