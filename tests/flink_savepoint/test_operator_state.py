@@ -374,3 +374,51 @@ def test_corrupt_streams_fail_with_a_typed_error(seed: int) -> None:
             pass
 
     check()
+
+
+# -- bootstrap ----------------------------------------------------------------------------------
+
+OLD_EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
+
+
+def test_real_flink_restores_bootstrapped_operator_state(real_flink: ModuleType, tmp_path: Path) -> None:
+    """Broadcast, list and union list state written by statemorph (the broadcast state joined to a
+    bootstrapped keyed operator, the list states in an operator of their own, one inline stream
+    and one file) and restored by the operator-state job: every subtask reads what was written."""
+    from statemorph.engine import OperatorStateData, write_flink_savepoint, write_operator_state_savepoint
+    from statemorph.engine.bootstrap import StateData
+    from statemorph.serializers import IntSerializer, LongSerializer, RowDataSerializer, StringSerializer
+
+    rules = {f"rule-{i}": {"eventId": i * 7, "metadata": None if i == 2 else
+                           {"userId": i, "timestamp": 1_700_000_000_000 + i, "deviceType": "dé" if i else None}}
+             for i in range(4)}
+    buffers = [[5, 3, 11], [2, 8]]
+    offsets = ["a:1", "b:2"]
+    keyed = tmp_path / "keyed"
+    # a keyed operator "rules-op" (one ignored keyed state) the broadcast state joins
+    write_flink_savepoint(keyed, operator="rules-op", key_serializer=IntSerializer(), parallelism=2,
+                          states={"unused": StateData(pa_table({"key": [1], "value": [1]}), LongSerializer())})
+    with_rules = tmp_path / "with-rules"
+    counts = write_operator_state_savepoint(
+        with_rules, operator="rules-op", parallelism=2, base=keyed, inline_threshold=1,  # a file
+        states={"rules": OperatorStateData("broadcast-map", RowDataSerializer(OLD_EVENTS), list(rules.values()),
+                                           StringSerializer(), list(rules))})
+    assert counts == {"rules": 8}
+    dst = tmp_path / "bootstrapped"
+    counts = write_operator_state_savepoint(
+        dst, operator="list-op", parallelism=2, base=with_rules,
+        states={"buffer": OperatorStateData("operator-list", LongSerializer(), buffers),
+                "offsets": OperatorStateData("union-list", StringSerializer(), [[offsets[0]], [offsets[1]]])})
+    assert counts == {"buffer": 5, "offsets": 2}
+    assert read_flink_operator_state(dst, "list-op", "buffer").column("value").to_pylist() == [5, 3, 11, 2, 8]
+    (got,) = restored(real_flink, [(dst, CASES[0] / "spec.json")])
+    want = [{"state": "rules", "subtask": s, "value": rules} for s in (0, 1)]
+    want += [{"state": "buffer", "value": [2, 3, 5, 8, 11]}]
+    want += [{"state": "offsets", "subtask": s, "value": offsets} for s in (0, 1)]
+    assert got == want
+
+
+def pa_table(cols: dict[str, list[Any]]) -> Any:
+    import pyarrow as pa
+
+    return pa.table(cols)

@@ -247,7 +247,13 @@ def _new_delegate(d: SavepointDirectory, old: Any, data: bytes, tmp: Target, thr
     :func:`~.keyed_writer.keep_inline`)."""
     if keep_inline(old, len(data), threshold):
         return ByteStreamHandle(old.name if isinstance(old, ByteStreamHandle) else str(uuid.uuid4()), data)
-    name = d.relative_name(old) if isinstance(old, (FileHandle, RelativeFileHandle)) else str(uuid.uuid4())
+    return new_stream_file(tmp, data, d.relative_name(old) if isinstance(old, (FileHandle, RelativeFileHandle))
+                           else None)
+
+
+def new_stream_file(tmp: Target, data: bytes, name: str | None = None) -> RelativeFileHandle:
+    """``data`` as a new file ``name`` (default: a fresh UUID, as Flink names its files) of ``tmp``."""
+    name = name or str(uuid.uuid4())
     f = NewFile(tmp, name)
     try:
         f.write(data)
@@ -259,4 +265,5 @@ def _new_delegate(d: SavepointDirectory, old: Any, data: bytes, tmp: Target, thr
 
 
 __all__ = ["OperatorChanges", "OperatorStateDescription", "OperatorStatesDescription", "StateOwner",
-           "check_operator_changes", "describe_operator_states_of", "state_owners", "write_operator_changes"]
+           "check_operator_changes", "describe_operator_states_of", "new_stream_file", "state_owners",
+           "write_operator_changes"]
