@@ -67,6 +67,7 @@ POJO_PROGRAM = "savepoints.PojoJobs"
 WINDOW_PROGRAM = "savepoints.WindowJobs"
 #: The Flink SQL window job (SqlWindowJobs): a group-window and a window-TVF aggregation, windows open.
 SQL_WINDOW_PROGRAM = "savepoints.SqlWindowJobs"
+OPERATOR_PROGRAM = "savepoints.OperatorJobs"
 #: The POJO job's state class comes in two versions (version 2 has one more field).
 POJO_VERSIONS = (1, 2)
 
@@ -183,7 +184,8 @@ def regenerate(root: Path) -> list[Path]:
     for spec in sorted(Path(root).glob("*/spec.json")):
         data = json.loads(spec.read_text(encoding="utf-8"))
         program = SQL_PROGRAM if "sql_version" in data else WINDOW_PROGRAM if data.get("window_job") \
-            else SQL_WINDOW_PROGRAM if data.get("sql_window_job") else DATASTREAM_PROGRAM
+            else SQL_WINDOW_PROGRAM if data.get("sql_window_job") else OPERATOR_PROGRAM if "operator_job" in data \
+            else DATASTREAM_PROGRAM
         keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
         shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
         by_version.setdefault((data.get("flink", DEFAULT_VERSION), program), []).append((keep, spec.parent))
@@ -200,6 +202,7 @@ def regenerate(root: Path) -> list[Path]:
 def restore(
     items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None,
     flink_version: str = DEFAULT_VERSION,
+    program: str = DATASTREAM_PROGRAM,
 ) -> list[RestoreResult]:
     """Restore each (savepoint, spec) in real Flink ``flink_version`` (2.3 unless given: Flink
     2.3 also restores 1.x savepoints) and read every state back.
@@ -207,7 +210,8 @@ def restore(
     ``events_type`` (Flink SQL syntax) registers the events state with that row type instead of
     the spec's, e.g. the evolved Events type. ``overrides`` replaces other spec fields for the
     restoring job, e.g. ``{"backend": "rocksdb"}`` to restore a heap savepoint into RocksDB or
-    ``{"parallelism": 1}`` to rescale. One JVM runs the whole batch.
+    ``{"parallelism": 1}`` to rescale. One JVM runs the whole batch. ``program`` is the job
+    (:data:`OPERATOR_PROGRAM`: the operator-state job, whose broadcast state takes ``events_type``).
     """
     changes = dict(overrides or {})
     if events_type is not None:
@@ -225,7 +229,7 @@ def restore(
             out = Path(tmp) / f"out-{k}.jsonl"
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(spec_path), str(out)]
-        return _restore_results(_run_java(flink_version, args, len(items)), outs)
+        return _restore_results(_run_java(flink_version, args, len(items), program), outs)
 
 
 def _restore_results(proc: subprocess.CompletedProcess[str], outs: list[Path]) -> list[RestoreResult]:
@@ -270,6 +274,12 @@ def _restore_batch(items: list[tuple[Path, Path]], program: str, **java: Any) ->
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(Path(spec).resolve()), str(out)]
         return _restore_results(_run_java(DEFAULT_VERSION, args, len(items), program, **java), outs)
+
+
+def operator_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the operator-state job (ci/flink/src/savepoints/OperatorJobs.java: broadcast,
+    list and union list state) per (spec, OUTDIR); its specs carry ``"operator_job": true``."""
+    generate(pairs, DEFAULT_VERSION, OPERATOR_PROGRAM)
 
 
 def pojo_generate(pairs: list[tuple[Path, Path]], pojo: int = 1, **java: Any) -> None:

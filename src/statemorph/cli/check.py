@@ -23,16 +23,19 @@ VERDICTS = {
 
 def load_descriptors(savepoint: str, schema_path: str) -> tuple[Any, Any]:
     """The savepoint's description and the new descriptors its schema file describes: for the
-    Parquet form the metadata and a list of descriptors, for a Flink savepoint its keyed
-    operators and the descriptors per operator uid."""
+    Parquet form the metadata and a list of descriptors, for a Flink savepoint its operators
+    (keyed state, and the operator state of the operators the file names) and the descriptors per
+    operator uid."""
     from ..savepoint import read_metadata
     from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
     from ..savepoint.flink.description import describe_operators
+    from ..savepoint.flink.operator_state_migrate import state_owners
     from ..schema_file import descriptors_for_operators, descriptors_for_savepoint, load_schema
 
     schema = load_schema(schema_path)
     if is_flink_savepoint(savepoint):
-        operators = describe_operators(FlinkSavepoint(savepoint))
+        sp = FlinkSavepoint(savepoint)
+        operators = state_owners(sp, describe_operators(sp), list(schema.operators))
         return operators, descriptors_for_operators(schema, operators)
     md = read_metadata(savepoint)
     return md, descriptors_for_savepoint(schema, md)

@@ -124,9 +124,21 @@ def cmd_inspect_flink(args: argparse.Namespace) -> int:
                 out.say(f"    {'map key type':<16}{st['user_key_type']}")
             out.detail(f"    {'namespace':<16}{st['namespace_type']}")
             out.detail(f"    {'snapshot':<16}{st['snapshot']}")
+        for ost in op["operator_states"]:
+            say_operator_state(out, ost)
     for name in info["unmatched_names"]:
         out.say(f"\n[operators.{name}] in {args.schema} names no operator of this savepoint")
     return ExitCode.OK
+
+
+def say_operator_state(out: Console, st: dict[str, Any]) -> None:
+    """One operator state (list, union list, broadcast) of ``inspect_flink_savepoint``'s document."""
+    counts = ", ".join("?" if n is None else f"{n:,}" for n in st["entries_per_subtask"])
+    out.say(f"  operator state {st['name']!r}: {st['kind']} state ({st['mode']}), entries per subtask [{counts}]")
+    if st["key_type"] is not None:
+        out.say(f"    {'map key type':<16}{st['key_type']}")
+    out.say(f"    {('map value type' if st['key_type'] is not None else 'element type'):<16}{st['value_type']}")
+    out.detail(f"    {'snapshot':<16}{st['value_snapshot']}")
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # type checkers see the names where they live; at run time ea
         inspect_flink_savepoint,
         migrate_flink_savepoint,
         plan_flink_savepoint,
+        read_flink_operator_state,
         read_flink_state,
         read_flink_state_schema,
         read_flink_state_table,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # type checkers see the names where they live; at run time ea
     from .keys import key_groups
     from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
     from .modify import ModifyReport, modify_flink_savepoint
+    from .operator_bootstrap import OperatorStateData, write_operator_state_savepoint
     from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
     from .rescale import rescale_flink_savepoint
 
@@ -65,6 +67,7 @@ for _module, _names in {
         "inspect_flink_savepoint",
         "migrate_flink_savepoint",
         "plan_flink_savepoint",
+        "read_flink_operator_state",
         "read_flink_state",
         "read_flink_state_schema",
         "read_flink_state_table",
@@ -72,6 +75,7 @@ for _module, _names in {
     "keys": ("key_groups",),
     "local": ("RewriteReport", "migrate_savepoint", "read_state", "read_state_table", "write_state"),
     "modify": ("ModifyReport", "modify_flink_savepoint"),
+    "operator_bootstrap": ("OperatorStateData", "write_operator_state_savepoint"),
     "plan": (
         "COPY",
         "INCOMPATIBLE",
@@ -115,6 +119,7 @@ __all__ = [
     "ModifyReport",
     "MIGRATE",
     "NEW",
+    "OperatorStateData",
     "RewritePlan",
     "RewriteReport",
     "StateDecoder",
@@ -131,6 +136,7 @@ __all__ = [
     "modify_flink_savepoint",
     "plan_flink_savepoint",
     "plan_rewrite",
+    "read_flink_operator_state",
     "read_flink_state",
     "read_flink_state_schema",
     "read_flink_state_table",
@@ -138,5 +144,6 @@ __all__ = [
     "read_state_table",
     "rescale_flink_savepoint",
     "write_flink_savepoint",
+    "write_operator_state_savepoint",
     "write_state",
 ]

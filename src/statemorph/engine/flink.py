@@ -89,17 +89,38 @@ def plan_flink_savepoint(path: str | os.PathLike[str] | Location, new_descriptor
                          registry: SnapshotRegistry | None = None, new_states: bool = False) -> FlinkPlan:
     """Resolve the new descriptors of each named operator against the savepoint's headers (a
     remote savepoint: ``_metadata`` and the keyed-state headers are read, no key group)."""
+    from ..savepoint.flink.operator_state_migrate import describe_operator_states_of
+
     source = _name(path)
-    operators = describe_operators(FlinkSavepoint(path if isinstance(path, Location) else source, registry))
-    plans = []
+    sp = FlinkSavepoint(path if isinstance(path, Location) else source, registry)
+    operators = describe_operators(sp)
+    plans: list[tuple[Any, RewritePlan]] = []
     for ident, descriptors in new_descriptors.items():
         op = find_keyed_operator(operators, ident)
-        if op is None:
+        items = list(descriptors.values()) if isinstance(descriptors, Mapping) else list(descriptors)
+        # operator state is read only for names the keyed states do not have (a keyed migration
+        # never depends on an operator-state stream it does not change)
+        op_states = None
+        if op is None or any(getattr(d, "name", None) not in op.states for d in items):
+            owner = find_operator(sp.operators, ident, lambda o: o)
+            op_states = describe_operator_states_of(sp, owner) if owner is not None else None
+        if op is None and op_states is None:
             known = ", ".join(repr(o.ident) for o in operators) or "none"
-            raise SavepointError(f"{source} has no operator with keyed state whose uid or uid hash is {ident!r} "
-                                 f"(operators with keyed state: {known})")
-        plans.append((op, plan_rewrite(f"{source} {op.label}", op, descriptors, registry=registry,
-                                       new_states=new_states)))
+            raise SavepointError(f"{source} has no operator with keyed state or operator state whose uid or uid hash "
+                                 f"is {ident!r} (operators with keyed state: {known})")
+        operator_names = set(op_states.states) if op_states is not None else set()
+        keyed = [d for d in items if getattr(d, "name", None) not in operator_names]
+        of_operator = [d for d in items if getattr(d, "name", None) in operator_names]
+        if op is not None and (keyed or not of_operator):
+            plans.append((op, plan_rewrite(f"{source} {op.label}", op, keyed, registry=registry,
+                                           new_states=new_states)))
+        elif keyed and op_states is not None:
+            names = ", ".join(repr(getattr(d, "name", d)) for d in keyed)
+            raise SavepointError(f"{source} {op_states.label} has no keyed state and no operator state named {names} "
+                                 f"(operator states: {', '.join(repr(n) for n in op_states.states)})")
+        if op_states is not None and of_operator:
+            plans.append((op_states, plan_rewrite(f"{source} {op_states.label} operator state", op_states,
+                                                  of_operator, registry=registry, new_states=new_states)))
     return FlinkPlan(source, plans)
 
 
@@ -121,7 +142,7 @@ class FlinkMigrateReport:
         return sum(self.migrated.values())
 
     def summary(self) -> str:
-        lines = [f"{self.source} -> {self.destination}: {self.rewritten_streams} keyed-state stream(s) rewritten, "
+        lines = [f"{self.source} -> {self.destination}: {self.rewritten_streams} state stream(s) rewritten, "
                  f"{self.carried_files} file(s) carried over unchanged, {self.seconds:.1f}s"]
         lines += [f"  {op} state {st!r}: {n:,} values migrated" for (op, st), n in self.migrated.items()]
         return "\n".join(lines)
@@ -164,12 +185,16 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     changes: dict[tuple[str, str], tuple[bytes, Any]] = {}
     shipped: dict[tuple[int, str], tuple[bytes, bytes, bytes]] = {}  # (op index, state) -> snapshot bytes
     op_index = {o.operator_id: i for i, o in enumerate(FlinkSavepoint(src, registry).operators)}
+    operator_changes: dict[tuple[str, str], tuple[bytes, Any]] = {}
     for op, p in plan.operators:
         for sp in p.states:
             if sp.action == MIGRATE:
                 envelope = _ENVELOPE_VERSION + sp.value_snapshot
-                changes[(op.ident, sp.name)] = (envelope, _value_migration(
-                    sp.meta.snapshot("value_serializer", registry), sp.new_serializer))
+                migration = _value_migration(sp.meta.snapshot("value_serializer", registry), sp.new_serializer)
+                if getattr(op, "operator_state", False):  # operator-state streams: rewritten by the driver
+                    operator_changes[(op.ident, sp.name)] = (envelope, migration)
+                    continue
+                changes[(op.ident, sp.name)] = (envelope, migration)
                 shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
                                                                          sp.value_snapshot)
     run_jobs = run_copies = None
@@ -180,7 +205,8 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
         where = src if isinstance(src, Location) else os.path.abspath(src)
         run_jobs = split_stream_jobs(spark, where, shipped, threads, n)
         run_copies = split_copy_jobs(spark, where)
-    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads, run_copies=run_copies)
+    done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads, run_copies=run_copies,
+                   operator_changes=operator_changes)
     return FlinkMigrateReport(_name(src), _name(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
 
@@ -285,8 +311,20 @@ def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: s
                                                        registry=registry)))
 
 
+def read_flink_operator_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *,
+                              decode: bool = True, registry: SnapshotRegistry | None = None) -> pa.Table:
+    """One operator state (list, union list or broadcast state) of one operator as a table: a row
+    per list element (``subtask``, ``index``, ``value_bytes``, ``value``) or per broadcast map
+    entry (``subtask``, ``index``, ``key_bytes``, ``value_bytes``, ``key``, ``value``); ``decode=False``
+    leaves out the decoded columns (any serializer, exact bytes)."""
+    from ..savepoint.flink.operator_state_read import operator_state_table
+
+    return operator_state_table(FlinkSavepoint(path, registry), operator, state, decode=decode)
+
+
 __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_flink_savepoint",
-           "plan_flink_savepoint", "read_flink_state", "read_flink_state_schema", "read_flink_state_table"]
+           "plan_flink_savepoint", "read_flink_operator_state", "read_flink_state", "read_flink_state_schema",
+           "read_flink_state_table"]
 
 
 
@@ -295,12 +333,17 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
     """What a Flink savepoint holds, as the stable ``statemorph inspect --json`` object:
     ``{"format": "flink", "metadata_version", "checkpoint_id", "operators": [{"name", "uid",
     "uid_hash", "parallelism", "max_parallelism", "named_by", "states": [{"name", "kind", "key_type",
-    "namespace_type", "value_type", "user_key_type", "ttl", "entries", "bytes", "snapshot"}]}]}``.
+    "namespace_type", "value_type", "user_key_type", "ttl", "entries", "bytes", "snapshot"}],
+    "operator_states": [{"name", "kind", "mode", "key_type", "value_type", "key_snapshot",
+    "value_snapshot", "entries_per_subtask", "entries"}]}]}`` (operator states: list, union list and
+    broadcast state, see :mod:`statemorph.savepoint.flink.operator_state_read`).
     Types are in Flink SQL syntax where statemorph reads the snapshot, else the snapshot class;
     ``entries`` and ``bytes`` (uncompressed key + value bytes) need a pass over the data.
     ``named_by`` lists which of ``names`` (a schema file's operator names) find the operator and
     how (``uid``, ``uid_hash`` or ``derived_id``: :func:`~statemorph.savepoint.flink.operator_ids.naming`);
     ``unmatched_names`` the ones that find none."""
+    from ..savepoint.flink.operator_state_read import describe_operator_states
+
     sp = FlinkSavepoint(path, registry)
     info = sp.inspect(count_entries=count_entries)
     named_by: dict[str, list[dict[str, str]]] = {}
@@ -313,6 +356,7 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
         else:
             named_by.setdefault(found.uid_hash, []).append({"name": ident, "by": how})
     described = {o.operator.uid_hash: o for o in describe_operators(sp)}
+    by_hash = {op.uid_hash: op for op in sp.operators}
     operators = []
     for op_info in info.operators:
         op = described.get(op_info.uid_hash)
@@ -330,7 +374,9 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             })
         operators.append({"name": op_info.name or None, "uid": op_info.uid or None, "uid_hash": op_info.uid_hash,
                           "parallelism": op_info.parallelism, "max_parallelism": op_info.max_parallelism,
-                          "named_by": named_by.get(op_info.uid_hash, []), "states": states})
+                          "named_by": named_by.get(op_info.uid_hash, []), "states": states,
+                          "operator_states": [o.to_json() for o in
+                                              describe_operator_states(sp, by_hash[op_info.uid_hash])]})
     return {"format": "flink", "path": os.fspath(path), "metadata_version": info.metadata_version,
             "checkpoint_id": info.checkpoint_id, "operators": operators, "unmatched_names": unmatched}
 

@@ -237,6 +237,17 @@ def savepoint_metadata(spark: Any, savepoint: str | os.PathLike[str], *, count_e
     return spark.createDataFrame(flink_savepoint_metadata(savepoint, count_entries=count_entries))
 
 
+def read_operator_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, operator: str,
+                        decode: bool = True) -> Any:
+    """One operator state (list, union list or broadcast state) of a Flink savepoint's operator as a
+    DataFrame, with the columns of :func:`statemorph.engine.read_flink_operator_state`. Operator
+    state is small (sources' splits and offsets, broadcast rules) and each stream is bounded, so the
+    driver reads it and Spark gets the table."""
+    from .flink import read_flink_operator_state
+
+    return spark.createDataFrame(read_flink_operator_state(savepoint, operator, state, decode=decode))
+
+
 def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
                     states: Mapping[str, Any], max_parallelism: int = 128, parallelism: int = 1,
                     compression: bool = False, tasks: int | None = None,
@@ -360,6 +371,7 @@ __all__ = [
     "ensure_python_env",
     "migrate_savepoint",
     "migrate_udf",
+    "read_operator_state",
     "read_state",
     "rescale_savepoint",
     "savepoint_metadata",

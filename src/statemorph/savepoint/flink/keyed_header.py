@@ -34,7 +34,11 @@ from .envelope import (
 )
 
 PROXY_VERSION = 6
-KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2 = 0, 3, 4
+KEY_VALUE, OPERATOR, BROADCAST, PRIORITY_QUEUE, KEY_VALUE_V2 = 0, 1, 2, 3, 4
+"""``StateMetaInfoSnapshot.BackendStateType`` ordinals."""
+KEYED_STATE_TYPES = (KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2)
+_TYPE_NAMES = {KEY_VALUE: "KEY_VALUE", OPERATOR: "OPERATOR", BROADCAST: "BROADCAST", PRIORITY_QUEUE: "PRIORITY_QUEUE",
+               KEY_VALUE_V2: "KEY_VALUE_V2"}
 KEYED_STATE_TYPE = "KEYED_STATE_TYPE"
 VALUE_SERIALIZER = "VALUE_SERIALIZER"
 NAMESPACE_SERIALIZER = "NAMESPACE_SERIALIZER"
@@ -199,8 +203,15 @@ def write_keyed_header(h: KeyedHeader) -> bytes:
     out.write_boolean(h.compressed)
     out.write_int(ENVELOPE_VERSION)
     out.write(h.key_serializer.raw)
-    out.write_short(len(h.states))
-    for s in h.states:
+    write_meta_infos(out, h.states)
+    return out.get_copy_of_buffer()
+
+
+def write_meta_infos(out: DataOutputSerializer, states: list[StateMetaInfo]) -> None:
+    """``i16 n ‖ n × StateMetaInfoSnapshot``, as :meth:`_Parser.meta_infos` reads them (keyed and
+    operator state alike)."""
+    out.write_short(len(states))
+    for s in states:
         out.write_utf(s.name)
         out.write_int(s.backend_type)
         out.write_int(len(s.options))
@@ -212,7 +223,6 @@ def write_keyed_header(h: KeyedHeader) -> bytes:
             out.write_utf(k)
             out.write_int(ENVELOPE_VERSION)
             out.write(snap.raw)
-    return out.get_copy_of_buffer()
 
 
 def parse_keyed_header(
@@ -239,10 +249,11 @@ class _Parser:
     :data:`MAX_END_CANDIDATES` are checked per header, so hostile bytes full of look-alikes cost a
     bounded amount of work and end in a typed error."""
 
-    def __init__(self, data: bytes, end: int, where: str, registry: SnapshotRegistry | None) -> None:
+    def __init__(self, data: bytes, end: int, where: str, registry: SnapshotRegistry | None,
+                 state_types: tuple[int, ...] = KEYED_STATE_TYPES, what: str = "keyed-state header") -> None:
         self.data = data if isinstance(data, bytes) else bytes(data)
-        self.end, self.where, self.registry = end, where, registry
-        self.ends = _Ends(self.data, end, where)
+        self.end, self.where, self.registry, self.what = end, where, registry, what
+        self.ends = _Ends(self.data, end, where, state_types, what)
 
     def cur(self, pos: int) -> DataInputDeserializer:
         return DataInputDeserializer(self.data, pos, self.end - pos)
@@ -257,6 +268,21 @@ class _Parser:
             )
         compressed = src.read_boolean()
         key, pos = self.envelope(src.position, "key serializer", self.ends.count_then_state)
+        states, src = self.meta_infos(pos, self.ends.header_end)
+        if src.position != self.end:
+            raise FlinkSavepointError(
+                f"{self.where}: the keyed-state header ends at offset {src.position} but the first key group "
+                f"starts at {self.end}"
+            )
+        return KeyedHeader(version, compressed, key, states, self.end)
+
+    def meta_infos(
+        self, pos: int, last: Callable[[int], Iterator[int]]
+    ) -> tuple[list[StateMetaInfo], DataInputDeserializer]:
+        """``i16 n ‖ n × StateMetaInfoSnapshot`` at ``pos`` (Flink's
+        ``StateMetaInfoSnapshotReadersWriters``, the one reader for keyed and operator state);
+        ``last`` finds where a snapshot of the last state no class reads can end (what follows the
+        list). Returns the states and a cursor after them."""
         src = self.cur(pos)
         n = src.read_short()
         if n < 0:
@@ -266,10 +292,10 @@ class _Parser:
             last_state = i == n - 1
             name = src.read_utf()
             backend_type = src.read_int()
-            if backend_type not in (KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2):
+            if backend_type not in self.ends.state_types:
                 raise FlinkSavepointError(
                     f"{self.where}: state {name!r} has backend state type {backend_type} at offset "
-                    f"{src.position - 4} (keyed state is 0 KEY_VALUE, 3 PRIORITY_QUEUE or 4 KEY_VALUE_V2)"
+                    f"{src.position - 4} ({self.what} holds {_type_names(self.ends.state_types)})"
                 )
             n_opt = src.read_int()
             if not 0 <= n_opt <= MAX_OPTIONS:
@@ -281,22 +307,18 @@ class _Parser:
             meta = StateMetaInfo(name, backend_type, options, [])
             for j in range(n_ser):
                 key_name = src.read_utf()
+                follows: Callable[[int], Iterator[int]]
                 if j < n_ser - 1:
                     follows = self.ends.serializer_key
                 elif last_state:
-                    follows = self.ends.header_end
+                    follows = last
                 else:
                     follows = self.ends.state
                 snap, p = self.envelope(src.position, f"state {name!r} {key_name}", follows)
                 meta.serializers.append((key_name, snap))
                 src = self.cur(p)
             states.append(meta)
-        if src.position != self.end:
-            raise FlinkSavepointError(
-                f"{self.where}: the keyed-state header ends at offset {src.position} but the first key group "
-                f"starts at {self.end}"
-            )
-        return KeyedHeader(version, compressed, key, states, self.end)
+        return states, src
 
     def envelope(self, pos: int, what: str, follows: Callable[[int], Iterator[int]]) -> tuple[Snapshot, int]:
         c = self.cur(pos)
@@ -322,7 +344,6 @@ class _Parser:
 
 
 _I16, _I32 = struct.Struct(">H"), struct.Struct(">i")
-_STATE_TYPES = (KEY_VALUE, PRIORITY_QUEUE, KEY_VALUE_V2)
 _ENVELOPE = ENVELOPE_VERSION.to_bytes(4, "big")
 _KEY_BYTES = range(min(map(len, SERIALIZER_KEYS)), 3 * max(map(len, SERIALIZER_KEYS)) + 1)
 """Byte lengths a serializer key can have: modified UTF-8 takes 1 to 3 bytes a character (the
@@ -343,21 +364,27 @@ _WINDOW = 1 << 16
 """Positions compared at once when looking for state meta infos (bounds the scratch arrays)."""
 
 
+def _type_names(types: tuple[int, ...]) -> str:
+    return " or ".join(f"{t} {_TYPE_NAMES[t]}" for t in types)
+
+
 class _Ends:
     """The positions where a snapshot no class reads can end, by what follows it. Each method
     yields, in increasing order from ``start``, the positions showing that signature, exactly
     the ones a byte-by-byte probe would accept; every candidate checked in full counts against
     :data:`MAX_END_CANDIDATES`."""
 
-    def __init__(self, data: bytes, end: int, where: str) -> None:
-        self.data, self.end, self.where = data, end, where
+    def __init__(self, data: bytes, end: int, where: str, state_types: tuple[int, ...] = KEYED_STATE_TYPES,
+                 what: str = "keyed-state header") -> None:
+        self.data, self.end, self.where, self.what = data, end, where, what
+        self.state_types = state_types
         self.tried = 0
 
     def _try(self, e: int) -> None:
         self.tried += 1
         if self.tried > MAX_END_CANDIDATES:
             raise FlinkSavepointError(
-                f"{self.where}: keyed-state header: more than {MAX_END_CANDIDATES} candidate ends tried for "
+                f"{self.where}: {self.what}: more than {MAX_END_CANDIDATES} candidate ends tried for "
                 f"serializer snapshots no class reads (at offset {e}); a header this ambiguous is refused"
             )
 
@@ -415,7 +442,7 @@ class _Ends:
             return False
         p = e + 2 + _I16.unpack_from(data, e)[0]
         strings = [(e + 2, p)]
-        if p + 8 > end or _I32.unpack_from(data, p)[0] not in _STATE_TYPES:
+        if p + 8 > end or _I32.unpack_from(data, p)[0] not in self.state_types:
             return False
         n_opt = _I32.unpack_from(data, p + 4)[0]
         if not 0 <= n_opt <= MAX_OPTIONS:
@@ -447,7 +474,7 @@ class _Ends:
             fits = q + 8 <= self.end
             e, q = e[fits], q[fits]
             t = a[q + 3]
-            ok = (a[q] == 0) & (a[q + 1] == 0) & (a[q + 2] == 0) & np.isin(t, _STATE_TYPES)
+            ok = (a[q] == 0) & (a[q + 1] == 0) & (a[q + 2] == 0) & np.isin(t, self.state_types)
             ok &= (a[q + 4] == 0) & (a[q + 5] == 0) & (a[q + 6] == 0) & (a[q + 7] <= MAX_OPTIONS)
             yield from e[ok].tolist()
             w0 = w1

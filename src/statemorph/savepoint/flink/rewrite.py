@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from ...errors import DestinationError, FlinkSavepointError, OutputError
 from ...io import DataInputDeserializer, DataOutputSerializer
@@ -47,6 +48,7 @@ from .keyed_writer import KeyedStreamWriter, keep_inline
 from .layout import FieldCodec
 from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, serialize_metadata
 from .migrate_stream import DEFAULT_BATCH_VALUES, ValueMigration, migrated_encoded_key_groups, migrated_header
+from .operator_state_migrate import OperatorChanges, check_operator_changes, write_operator_changes
 from .reader import FlinkSavepoint, KeyedStream
 
 Changes = Mapping[tuple[str, str], tuple[bytes, ValueMigration]]
@@ -76,6 +78,7 @@ def rewrite(
     run_jobs: RunJobs | None = None,
     threads: int = 1,
     run_copies: RunCopies | None = None,
+    operator_changes: OperatorChanges | None = None,
 ) -> RewriteReport:
     """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
 
@@ -90,7 +93,9 @@ def rewrite(
     UTF class ‖ i32 version ‖ payload``; the list element, the map value, the value without its
     TTL wrapper: List, Map and TTL wrappers are kept), and ``migrate`` turns a ``pa.BinaryArray``
     of old per-value bytes (as the Parquet form stores them: no TTL timestamp, no map null flag,
-    one list element per item) into an array of new bytes of the same length. ``threads``: the
+    one list element per item) into an array of new bytes of the same length.
+    ``operator_changes`` does the same for operator states (list elements, broadcast map values;
+    :mod:`.operator_state_migrate`), whose streams are rewritten here. ``threads``: the
     worker threads of each stream job (key groups are read, migrated and compressed in parallel
     while the job writes; ``migrate`` is then called from those threads).
 
@@ -102,19 +107,20 @@ def rewrite(
     remote = Location.of(dst_dir)
     if remote is not None:
         return _rewrite_to_prefix(src_dir, remote, changes, registry, inline_threshold, batch_values, run_jobs,
-                                  threads, run_copies)
+                                  threads, run_copies, operator_changes)
     dst = Path(dst_dir)  # type: ignore[arg-type]
     if destination_taken(dst):
         raise DestinationError(f"{dst}: already exists; a savepoint is never overwritten")
     src = FlinkSavepoint(src_dir, registry)
     plan = _plan(src, changes, registry)
+    op_plan = check_operator_changes(src, operator_changes or {}, registry)
     if not dst.parent.is_dir():
         raise DestinationError(f"{dst}: the parent directory does not exist")
     local_src = None if isinstance(src_dir, Location) or src.directory.location is not None else src_dir
     with StagedDirectory(dst, source=local_src) as staged:
         try:
             report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads,
-                                      run_copies)
+                                      run_copies, op_plan)
             _write_file(staged.temp / METADATA_FILE_NAME, metadata)
             return report
         except OSError as e:  # a write the helpers below did not name (e.g. in a Spark task)
@@ -123,16 +129,18 @@ def rewrite(
 
 def _rewrite_to_prefix(src_dir: str | os.PathLike[str] | Location, dst: Location, changes: Changes,
                        registry: SnapshotRegistry | None, inline_threshold: int, batch_values: int,
-                       run_jobs: RunJobs | None, threads: int, run_copies: RunCopies | None) -> RewriteReport:
+                       run_jobs: RunJobs | None, threads: int, run_copies: RunCopies | None,
+                       operator_changes: OperatorChanges | None = None) -> RewriteReport:
     """:func:`rewrite` into a remote prefix (:class:`~statemorph.savepoint.storage.StagedPrefix`):
     stream files written at their final names, unchanged files copied server-side, ``_metadata``
     last; on any failure nothing is left under the prefix."""
     src = FlinkSavepoint(src_dir, registry)
     plan = _plan(src, changes, registry)
+    op_plan = check_operator_changes(src, operator_changes or {}, registry)
     with StagedPrefix(dst, source=src.directory.location) as staged:
         try:
             report, metadata = _write(src, plan, staged.temp, inline_threshold, batch_values, run_jobs, threads,
-                                      run_copies)
+                                      run_copies, op_plan)
             staged.commit(METADATA_FILE_NAME, metadata)
             return report
         except OSError as e:
@@ -237,7 +245,8 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
 
 def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int, batch_values: int,
            run_jobs: RunJobs | None = None, threads: int = 1,
-           run_copies: RunCopies | None = None) -> tuple[RewriteReport, bytes]:
+           run_copies: RunCopies | None = None,
+           op_plan: dict[int, dict[str, Any]] | None = None) -> tuple[RewriteReport, bytes]:
     """Every file of the new savepoint but ``_metadata`` into ``tmp``; returns the report and
     the new ``_metadata`` bytes (the caller writes them last)."""
     meta = copy.deepcopy(src.metadata)
@@ -271,9 +280,12 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int
         labels = {ch.state: ch.label for ch in by_op[id(op)]}
         for state, n in result.counts:
             migrated[labels[state]] += n
+    op_counts, op_replaced, op_streams = write_operator_changes(src, meta, op_plan or {}, tmp, threshold)
+    migrated.update(op_counts)
+    replaced |= op_replaced
     carried = carry_files(src.directory, meta, replaced, tmp, run_copies)
     src.directory.relativize(meta)
-    return RewriteReport(migrated, len(jobs), carried), serialize_metadata(meta)
+    return RewriteReport(migrated, len(jobs) + op_streams, carried), serialize_metadata(meta)
 
 
 def _parse_keyed_handle(data: bytes, where: str) -> KeyGroupsHandle:
