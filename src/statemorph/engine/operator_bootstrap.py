@@ -27,9 +27,9 @@ from ..savepoint.flink.assemble import DEFAULT_INLINE_THRESHOLD, envelope, new_m
 from ..savepoint.flink.description import flink_snapshot
 from ..savepoint.flink.envelope import snapshot_from_envelope
 from ..savepoint.flink.handles import ByteStreamHandle, OperatorStreamHandle, StreamHandle
-from ..savepoint.flink.operator_ids import operator_id
 from ..savepoint.flink.keyed_header import BROADCAST, OPERATOR, PROXY_VERSION, VALUE_SERIALIZER, StateMetaInfo
 from ..savepoint.flink.metadata import OperatorState, SubtaskState
+from ..savepoint.flink.operator_ids import operator_id
 from ..savepoint.flink.operator_state import KEY_SERIALIZER, OperatorHeader, OperatorStatePart, write_operator_stream
 from ..savepoint.flink.operator_state_migrate import new_stream_file
 from ..savepoint.flink.operator_state_read import KIND_OF_MODE
