@@ -30,6 +30,10 @@ class ExitCode(enum.IntEnum):
     OUTPUT_ERROR = 6
     """The output cannot be written (disk full, file too large, read-only file system, permission
     denied); nothing half-written is left behind."""
+    UNSUPPORTED = 7
+    """The savepoint is intact but holds what this version cannot read or write: a native
+    savepoint or a checkpoint instead of a canonical savepoint, a state whose serializer statemorph
+    cannot decode. Not damage (4): the same input works with Flink, and may with a later version."""
 
 
 ON_ERROR_CHOICES = ("raise", "skip", "null")
@@ -202,6 +206,18 @@ class UsageError(StatemorphError):
     """The request itself is wrong (an output that already exists, a missing benchmark folder)."""
 
     exit_code = ExitCode.USAGE
+
+
+class UnsupportedError(StatemorphError):
+    """The input is intact but holds something this version of statemorph cannot read or write
+    (:attr:`ExitCode.UNSUPPORTED`)."""
+
+    exit_code = ExitCode.UNSUPPORTED
+
+
+class UnsupportedStateError(UnsupportedError):
+    """A state whose values statemorph cannot decode (a serializer it has no reader for, an
+    opaque custom serializer). The message names the operator, the state and the serializer."""
 
 
 class FlinkSavepointError(SavepointError):

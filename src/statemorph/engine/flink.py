@@ -290,7 +290,8 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             desc = op.states.get(st.name) if op is not None else None
             states.append({
                 "name": st.name, "kind": st.kind,
-                "key_type": _type_text(op.key_snapshot, st.key_serializer) if op is not None else st.key_serializer,
+                "key_type": _role_text(desc, "key_serializer", st.key_serializer) if desc is not None
+                else _type_text(op.key_snapshot, st.key_serializer) if op is not None else st.key_serializer,
                 "namespace_type": _role_text(desc, "namespace_serializer", st.namespace_serializer),
                 "value_type": _role_text(desc, "value_serializer", st.value_serializer),
                 "user_key_type": _role_text(desc, "user_key_serializer", st.user_key_serializer),
@@ -309,7 +310,8 @@ def _role_text(desc: Any, role: str, class_name: str | None) -> str | None:
         return None
     if desc is None:
         return class_name.rsplit(".", 1)[-1]
-    return _type_text(lambda: desc.snapshot(role), class_name)
+    opaque = desc.opaque_roles().get(role)
+    return opaque if opaque is not None else _type_text(lambda: desc.snapshot(role), class_name)
 
 
 def _type_text(snapshot: Any, class_name: str) -> str:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
-from ...errors import SavepointError
+from ...errors import SavepointError, StateFormatError, UnsupportedStateError
+from ...io import DataInputDeserializer
 from ...keyed.kinds import StateKind
 from ...snapshot import (
     CompositeTypeSerializerSnapshot,
@@ -31,6 +32,30 @@ from .envelope import Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, KeyedHeader, StateMetaInfo
 from .metadata import OperatorState
 from .reader import FlinkSavepoint
+
+KRYO_SNAPSHOT = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"
+
+
+def opaque_class(snap: Snapshot) -> str:
+    """The Java class an unread snapshot stands for, as precisely as its bytes say: the type class a
+    ``KryoSerializerSnapshot`` records first in its payload (``UTF(class) ‖ i32 version ‖
+    UTF(type class) ‖ ...``), otherwise the snapshot class itself (a user or Scala snapshot)."""
+    if snap.class_name == KRYO_SNAPSHOT:
+        src = DataInputDeserializer(snap.raw)
+        try:
+            src.read_utf()
+            src.read_int()
+            return src.read_utf()
+        except (StateFormatError, ValueError, UnicodeDecodeError):
+            pass
+    return snap.class_name
+
+
+def opaque_type(snap: Snapshot) -> str:
+    """An unread snapshot's type as Flink SQL writes a type it cannot look into: ``RAW('<class>')``
+    (what ``inspect`` prints and a schema file gives back, with ``serializer = "opaque"``)."""
+    return "RAW('" + opaque_class(snap).replace("'", "''") + "')"
+
 
 _KIND = {"value": StateKind.VALUE, "reducing": StateKind.VALUE, "aggregating": StateKind.VALUE,
          "list": StateKind.LIST, "map": StateKind.MAP}
@@ -96,11 +121,27 @@ class FlinkStateDescription:
     def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         snap = self._raw(role)
         if snap.parsed is None:
-            raise SavepointError(
-                f"{self.operator.label()} state {self.name!r}: its {role.replace('_', ' ')} snapshot "
-                f"{snap.class_name} is not one statemorph reads (a Kryo / generic type or a user snapshot "
-                f"class); the state is carried over byte for byte but cannot be migrated")
+            raise UnsupportedStateError(
+                f"{self.operator.label()} state {self.name!r}: unsupported state: its {role.replace('_', ' ')} is "
+                f"{opaque_type(snap)} ({snap.class_name.rsplit('.', 1)[-1]}), which statemorph cannot decode; the "
+                f"state is carried over byte for byte but cannot be read decoded or migrated")
         return snap.parsed
+
+    def opaque_roles(self) -> dict[str, str]:
+        """Role → ``RAW('<class>')`` of each serializer of this state that statemorph does not read
+        (empty for a fully readable state)."""
+        roles = ["key_serializer", "namespace_serializer", "value_serializer"]
+        if self.meta.kind == "map":
+            roles.append("user_key_serializer")
+        out = {}
+        for role in roles:
+            try:
+                snap = self._raw(role)
+            except SavepointError:
+                continue
+            if snap.parsed is None:
+                out[role] = opaque_type(snap)
+        return out
 
 
 @dataclass
@@ -129,8 +170,8 @@ class FlinkOperatorDescription:
     def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         snap = self.header.key_serializer
         if snap.parsed is None:
-            raise SavepointError(f"{self.label}: its key serializer snapshot {snap.class_name} is not one statemorph "
-                                 f"reads")
+            raise UnsupportedStateError(f"{self.label}: unsupported state: its key serializer is {opaque_type(snap)} "
+                                        f"({snap.class_name.rsplit('.', 1)[-1]}), which statemorph cannot decode")
         return snap.parsed
 
     @staticmethod
@@ -171,4 +212,5 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
     return out
 
 
-__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "flink_snapshot"]
+__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "flink_snapshot", "opaque_class",
+           "opaque_type"]
