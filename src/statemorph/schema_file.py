@@ -82,6 +82,7 @@ from .types import (
     TinyIntType,
     VarBinaryType,
     VarCharType,
+    escape_identifier,
     parse_type,
 )
 
@@ -533,10 +534,10 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
         kind = st.kind or recorded
         ttl = bool(getattr(meta, "ttl", False))
         prior = None
-        if st.serializer in ("auto", "pojo"):
-            try:
-                prior = meta.snapshot("value_serializer").restore_serializer()
-            except SavepointError as e:
+        try:  # the family under auto, the POJO class, and the recorded nullable wrappers
+            prior = meta.snapshot("value_serializer").restore_serializer()
+        except SavepointError as e:
+            if st.serializer in ("auto", "pojo"):
                 raise SchemaFileError(f"state {name!r}: cannot tell its serializer family from the savepoint "
                                       f"({e}); set serializer = ... in {where}{name}]") from None
         value = serializer_for(st, prior)
@@ -576,3 +577,71 @@ def _carried_opaque(st: StateSchema, meta: Any, where: str) -> bool:
 
 
 __all__ += ["descriptors_for_operators", "descriptors_for_savepoint", "descriptors_for_states"]
+
+
+# -- savepoint → schema file ------------------------------------------------------------------
+
+def state_schema_table(name: str, meta: Any) -> dict[str, str]:
+    """What a schema file says about one state of a savepoint as it is (kind, serializer family,
+    type; ``pojo_class`` or ``avro_schema`` where the family needs it): the table ``statemorph
+    schema`` writes, which :func:`descriptors_for_states` turns back into that state's own
+    serializer. Raises :class:`SchemaFileError` when the state's serializer has no schema-file
+    spelling (a serializer outside the families above)."""
+    kind = str(getattr(meta.kind, "value", meta.kind))
+    opaque = getattr(meta, "opaque_roles", dict)().get("value_serializer")
+    if opaque is not None:
+        return {"kind": kind, "serializer": "opaque", "type": opaque}
+    ser = meta.snapshot("value_serializer").restore_serializer()
+    family = family_of(ser)
+    table = {"kind": kind, "serializer": family}
+    if family == "avro":
+        table["avro_schema"] = ser.schema_json
+    elif family == "pojo":
+        fields = ", ".join(f"{escape_identifier(n)} {describe_serializer(s)}" for n, s in ser.field_serializers.items())
+        table.update(type=f"ROW<{fields}>", pojo_class=ser.java_class_name)
+    else:
+        table["type"] = describe_serializer(ser)
+    try:
+        parsed = _parse_state("<schema>", name, table)
+        same = serializer_for(parsed, ser) == ser
+    except StatemorphError as e:
+        raise SchemaFileError(f"state {name!r}: its serializer ({describe_serializer(ser)}) has no schema-file "
+                              f"spelling: {e}") from None
+    if not same:
+        raise SchemaFileError(f"state {name!r}: its serializer ({describe_serializer(ser)}) has no schema-file "
+                              f"spelling that builds it again")
+    return table
+
+
+def render_schema(sections: list[tuple[str, Mapping[str, Any]]], source: str) -> str:
+    """A schema file holding every state of a savepoint as it is: ``sections`` are (table prefix,
+    states by name), the prefix ``states`` for the Parquet form or ``operators."<uid>".states`` per
+    Flink operator. Checked against the savepoint it is a no-op; a state whose serializer has no
+    schema-file spelling is written as a comment (it is carried over as it is either way)."""
+    lines = [f"# The schema of {source}, every state as it is (statemorph schema).",
+             "# Edit the states that change; a state left out is carried over unchanged.",
+             f"format = {FORMAT_VERSION}"]
+    for prefix, states in sections:
+        for name, meta in states.items():
+            header = f"[{prefix}.{_toml_key(name)}]"
+            try:
+                table = state_schema_table(name, meta)
+            except SchemaFileError as e:
+                lines += ["", f"# {header}", f"# not written: {e}"]
+                continue
+            lines += ["", header] + [f"{k} = {_toml_string(v)}" for k, v in table.items()]
+            if getattr(meta, "ttl", False):
+                lines.append("# with TTL (kept as recorded)")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "_-" for c in key) and key.isascii() else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's, less ``\\/``, which ``json.dumps`` never writes)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+__all__ += ["render_schema", "state_schema_table"]

@@ -29,8 +29,15 @@ EVOLVED_EVENTS_FIELDS: tuple[Any, ...] = (
 )
 
 
-def committed_cases() -> list[Path]:
+def every_committed_case() -> list[Path]:
+    """Every case under tests/data/flink_savepoints, whichever job took it."""
     return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
+
+
+def committed_cases() -> list[Path]:
+    """The cases of the DataStream matrix job (the ``opaque-*`` cases are another job's, named by
+    their spec's ``program``: its states are not the matrix's)."""
+    return [c for c in every_committed_case() if "program" not in case_spec(c)]
 
 
 def case_spec(case: Path) -> dict[str, Any]:

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
-from ...errors import SavepointError, StateFormatError, UnsupportedStateError
-from ...io import DataInputDeserializer
+from ...errors import SavepointError, UnsupportedStateError
 from ...keyed.kinds import StateKind
 from ...snapshot import (
     CompositeTypeSerializerSnapshot,
@@ -28,34 +27,11 @@ from ...snapshot import (
     TypeSerializerSnapshot,
     write_versioned_snapshot,
 )
+from ..description import opaque_type as _opaque_type
 from .envelope import Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, KeyedHeader, StateMetaInfo
 from .metadata import OperatorState
 from .reader import FlinkSavepoint
-
-KRYO_SNAPSHOT = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"
-
-
-def opaque_class(snap: Snapshot) -> str:
-    """The Java class an unread snapshot stands for, as precisely as its bytes say: the type class a
-    ``KryoSerializerSnapshot`` records first in its payload (``UTF(class) ‖ i32 version ‖
-    UTF(type class) ‖ ...``), otherwise the snapshot class itself (a user or Scala snapshot)."""
-    if snap.class_name == KRYO_SNAPSHOT:
-        src = DataInputDeserializer(snap.raw)
-        try:
-            src.read_utf()
-            src.read_int()
-            return src.read_utf()
-        except (StateFormatError, ValueError, UnicodeDecodeError):
-            pass
-    return snap.class_name
-
-
-def opaque_type(snap: Snapshot) -> str:
-    """An unread snapshot's type as Flink SQL writes a type it cannot look into: ``RAW('<class>')``
-    (what ``inspect`` prints and a schema file gives back, with ``serializer = "opaque"``)."""
-    return "RAW('" + opaque_class(snap).replace("'", "''") + "')"
-
 
 _KIND = {"value": StateKind.VALUE, "reducing": StateKind.VALUE, "aggregating": StateKind.VALUE,
          "list": StateKind.LIST, "map": StateKind.MAP}
@@ -183,6 +159,11 @@ class FlinkOperatorDescription:
         return ident in (self.operator.uid, self.operator.uid_hash) or ident.lower() == self.operator.uid_hash
 
 
+def opaque_type(snap: Snapshot) -> str:
+    """``RAW('<class>')`` of a snapshot statemorph does not read (:func:`statemorph.savepoint.description.opaque_type`)."""
+    return _opaque_type(snap.raw)
+
+
 def flink_snapshot(serializer: Any) -> TypeSerializerSnapshot:
     """``serializer``'s snapshot in the classes Flink itself writes: a serializer whose statemorph
     snapshot differs from Flink's (RowData) gives Flink's form, also when it is nested inside a
@@ -212,5 +193,4 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
     return out
 
 
-__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "flink_snapshot", "opaque_class",
-           "opaque_type"]
+__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "flink_snapshot", "opaque_type"]

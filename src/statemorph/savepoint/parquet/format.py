@@ -41,11 +41,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import SavepointError, StateFormatError
+from ...errors import SavepointError, StateFormatError, UnknownSnapshotError, UnsupportedStateError
 from ...keyed.entries import COL_INDEX, COL_KEY, COL_KEY_GROUP, COL_NAMESPACE, COL_USER_KEY, COL_VALUE, state_schema
 from ...keyed.kinds import StateKind
 from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
-from ..description import SNAPSHOT_ROLES
+from ..description import SNAPSHOT_ROLES, opaque_type
 from ..files import fsync_path, sha256_file
 
 FORMAT_NAME = "statemorph-savepoint"
@@ -98,9 +98,10 @@ class StateMetadata:
 
     @property
     def carries_unread_snapshots(self) -> bool:
-        """Timers converted from Flink keep Flink's timer snapshot as exact bytes: the planner
+        """Timers converted from Flink keep Flink's timer snapshot as exact bytes, and so do
+        states whose serializers statemorph cannot decode (Kryo, user snapshots): the planner
         carries them over (their files are copied) instead of reading the snapshots."""
-        return self.flink_kind == "timers"
+        return self.flink_kind == "timers" or bool(self.opaque_roles())
 
     def snapshot_bytes(self, role: str) -> bytes:
         if role not in SNAPSHOT_ROLES:
@@ -116,10 +117,30 @@ class StateMetadata:
         data = self.snapshot_bytes(role)
         try:
             return read_versioned_snapshot(data, registry)
+        except UnknownSnapshotError as e:
+            raise UnsupportedStateError(
+                f"state {self.name!r}: unsupported state: its {role.replace('_', ' ')} is {opaque_type(data)}, which "
+                f"statemorph cannot decode; the state is carried over byte for byte but cannot be read decoded or "
+                f"migrated") from e
         except StateFormatError as e:
             raise SavepointError(
                 f"state {self.name!r}: the {role.replace('_', ' ')} snapshot in {METADATA_FILE} cannot be read: {e}"
             ) from e
+
+    def opaque_roles(self) -> dict[str, str]:
+        """Role → ``RAW('<class>')`` of each snapshot whose class statemorph does not know."""
+        out = {}
+        for role in SNAPSHOT_ROLES:
+            data = getattr(self, role, None)
+            if data is None:
+                continue
+            try:
+                read_versioned_snapshot(bytes(data))
+            except UnknownSnapshotError:
+                out[role] = opaque_type(bytes(data))
+            except StateFormatError:
+                continue
+        return out
 
     def schema(self) -> pa.Schema:
         if self.flink_kind is None and not self.ttl:
