@@ -55,7 +55,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -555,6 +555,13 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
     return out
 
 
+def _opaque_roles(meta: Any) -> dict[str, str]:
+    """Role → ``RAW('<class>')`` of the serializers of a state statemorph cannot decode (none for
+    a format that does not say)."""
+    roles = getattr(meta, "opaque_roles", None)
+    return dict(roles()) if roles is not None else {}
+
+
 def _carried_opaque(st: StateSchema, meta: Any, where: str) -> bool:
     """Whether the file's table for an opaque state (``serializer = "opaque"``) says what the
     savepoint holds, so the state is carried over as it is (no descriptor: nothing to resolve). A
@@ -564,15 +571,15 @@ def _carried_opaque(st: StateSchema, meta: Any, where: str) -> bool:
 
     if st.serializer != "opaque":
         return False
-    opaque = getattr(meta, "opaque_roles", dict)().get("value_serializer")
+    opaque = _opaque_roles(meta).get("value_serializer")
     if opaque is None:
         raise SchemaFileError(f"{where}: serializer = \"opaque\", but statemorph reads this state's serializer: "
                               f"give its type (statemorph inspect prints it)")
     recorded_kind = str(getattr(meta.kind, "value", meta.kind))
     if str(st.type) != opaque or (st.kind is not None and st.kind != recorded_kind):
         raise UnsupportedStateError(f"{where}: unsupported state: the savepoint holds {recorded_kind} state of "
-                                    f"{opaque}, which statemorph carries but cannot migrate to {st.kind or recorded_kind} "
-                                    f"state of {st.type}")
+                                    f"{opaque}, which statemorph carries but cannot migrate to "
+                                    f"{st.kind or recorded_kind} state of {st.type}")
     return True
 
 
@@ -588,7 +595,7 @@ def state_schema_table(name: str, meta: Any) -> dict[str, str]:
     serializer. Raises :class:`SchemaFileError` when the state's serializer has no schema-file
     spelling (a serializer outside the families above)."""
     kind = str(getattr(meta.kind, "value", meta.kind))
-    opaque = getattr(meta, "opaque_roles", dict)().get("value_serializer")
+    opaque = _opaque_roles(meta).get("value_serializer")
     if opaque is not None:
         return {"kind": kind, "serializer": "opaque", "type": opaque}
     ser = meta.snapshot("value_serializer").restore_serializer()
@@ -613,7 +620,7 @@ def state_schema_table(name: str, meta: Any) -> dict[str, str]:
     return table
 
 
-def render_schema(sections: list[tuple[str, Mapping[str, Any]]], source: str) -> str:
+def render_schema(sections: Sequence[tuple[str, Mapping[str, Any]]], source: str) -> str:
     """A schema file holding every state of a savepoint as it is: ``sections`` are (table prefix,
     states by name), the prefix ``states`` for the Parquet form or ``operators."<uid>".states`` per
     Flink operator. Checked against the savepoint it is a no-op; a state whose serializer has no
@@ -623,7 +630,7 @@ def render_schema(sections: list[tuple[str, Mapping[str, Any]]], source: str) ->
              f"format = {FORMAT_VERSION}"]
     for prefix, states in sections:
         for name, meta in states.items():
-            header = f"[{prefix}.{_toml_key(name)}]"
+            header = f"[{prefix}.{toml_key(name)}]"
             try:
                 table = state_schema_table(name, meta)
             except SchemaFileError as e:
@@ -635,7 +642,7 @@ def render_schema(sections: list[tuple[str, Mapping[str, Any]]], source: str) ->
     return "\n".join(lines) + "\n"
 
 
-def _toml_key(key: str) -> str:
+def toml_key(key: str) -> str:
     return key if key and all(c.isalnum() or c in "_-" for c in key) and key.isascii() else _toml_string(key)
 
 
@@ -644,4 +651,4 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-__all__ += ["render_schema", "state_schema_table"]
+__all__ += ["render_schema", "state_schema_table", "toml_key"]

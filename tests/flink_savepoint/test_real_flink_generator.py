@@ -21,11 +21,11 @@ from flink_savepoint.flink_cases import (
     EVOLVED_EVENTS_FIELDS,
     SAVEPOINTS,
     case_spec,
-    committed_cases,
+    every_committed_case,
     reshape,
 )
 
-CASES = committed_cases()
+CASES = every_committed_case()
 EVENTS_CASES = [c for c in CASES if "events" in case_spec(c)["states"]]
 
 

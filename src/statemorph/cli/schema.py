@@ -6,6 +6,7 @@ Checked against the same savepoint the file is a no-op (``statemorph check`` exi
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ExitCode
@@ -16,10 +17,11 @@ def schema_text(savepoint: str) -> str:
     from ..savepoint import read_metadata
     from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
     from ..savepoint.flink.description import describe_operators
-    from ..schema_file import _toml_key, render_schema
+    from ..schema_file import toml_key, render_schema
 
+    sections: list[tuple[str, Mapping[str, Any]]]
     if is_flink_savepoint(savepoint):
-        sections = [(f"operators.{_toml_key(op.ident)}.states", op.states)
+        sections = [(f"operators.{toml_key(op.ident)}.states", op.states)
                     for op in describe_operators(FlinkSavepoint(savepoint))]
     else:
         sections = [("states", read_metadata(savepoint).states)]

@@ -160,7 +160,8 @@ class FlinkOperatorDescription:
 
 
 def opaque_type(snap: Snapshot) -> str:
-    """``RAW('<class>')`` of a snapshot statemorph does not read (:func:`statemorph.savepoint.description.opaque_type`)."""
+    """``RAW('<class>')`` of a snapshot statemorph does not read
+    (:func:`statemorph.savepoint.description.opaque_type`)."""
     return _opaque_type(snap.raw)
 
 
