@@ -2,11 +2,13 @@
 
 The ``opaque-*`` cases were taken by real Flink (ci/flink/src/savepoints/OpaqueJobs.java): the
 Events row state, ``session`` (a class with no no-arg constructor and a ``java.util.UUID``, so
-Kryo), ``pair`` (``Tuple2<String, Long>``) and ``lists`` (``MapState<String, List<Long>>``, whose
-values Flink 2 wraps in ``NullableSerializer``s). statemorph inspects every state (the Kryo one
-as ``RAW('<class>')``), converts, rewrites and migrates the savepoint carrying ``session`` byte for
-byte, refuses only to decode or migrate ``session`` (exit 7, unsupported state), and the schema
-file ``statemorph schema`` writes for any committed savepoint is a no-op for ``check``.
+Kryo), ``visits`` (a ``ListState`` of that class: its elements cannot be told apart without Kryo,
+so each key's list is carried whole, ``value_bytes``), ``pair`` (``Tuple2<String, Long>``) and
+``lists`` (``MapState<String, List<Long>>``, whose values Flink 2 wraps in ``NullableSerializer``s).
+statemorph inspects every state (the Kryo ones as ``RAW('<class>')``); converts, rewrites,
+rescales and migrates the savepoint carrying the Kryo states byte for byte; refuses only to decode
+or migrate them (exit 7, unsupported state); and the schema file ``statemorph schema`` writes for
+any committed savepoint is a no-op for ``check``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def test_inspect_describes_every_state_the_kryo_one_by_its_class(case: Path) -> 
     assert states["session"]["value_type"] == SESSION  # before: "KryoSerializerSnapshot"
     assert states["pair"]["value_type"] == "ROW<`f0` STRING, `f1` BIGINT>"  # before: "TupleSerializer"
     assert states["lists"]["value_type"] == "ARRAY<BIGINT>" and states["lists"]["user_key_type"] == "STRING"
+    assert states["visits"]["value_type"] == SESSION and states["visits"]["kind"] == "list"
     assert states["session"]["entries"] == 10
 
 
@@ -68,6 +71,11 @@ def test_reading_the_kryo_state_decoded_is_unsupported_and_its_bytes_still_read(
         read_flink_state_table(case / "savepoint", "opaque", "session")
     raw = read_flink_state_table(case / "savepoint", "opaque", "session", decode=False)
     assert raw.num_rows == 10 and raw.column("value").null_count == 0
+    whole = read_flink_state_table(case / "savepoint", "opaque", "visits", decode=False)
+    assert whole.schema.names == ["key_group", "key", "namespace", "value_bytes"] and whole.num_rows == 10
+    assert all(v.count(b",") >= 2 for v in whole.column("value_bytes").to_pylist())  # 3 elements joined by ','
+    with pytest.raises(UnsupportedStateError):
+        read_flink_state_table(case / "savepoint", "opaque", "visits")
     pair = read_flink_state_table(case / "savepoint", "opaque", "pair").to_pylist()
     assert sorted(r["value"]["f1"] for r in pair) == list(range(20, 30))
 
@@ -123,9 +131,13 @@ def test_nullable_wrappers_flink_records_are_kept_by_the_printed_type() -> None:
 
 def _write(case: Path, root: Path) -> dict[str, Path]:
     """The savepoints statemorph writes from ``case``: converted there and back, rewritten with a
-    schema naming no state, and migrated to the evolved Events type."""
+    schema naming no state, migrated to the evolved Events type, and rescaled (max parallelism 256,
+    parallelism 1: every key's entries re-assigned, the opaque ones carried)."""
+    from statemorph.engine.rescale import rescale_flink_savepoint
+
     src = str(case / "savepoint")
-    out = {k: root / f"{case.name}-{k}" for k in ("parquet", "converted", "plain", "migrated")}
+    out = {k: root / f"{case.name}-{k}" for k in ("parquet", "converted", "plain", "migrated", "rescaled")}
+    rescale_flink_savepoint(src, out["rescaled"], "opaque", max_parallelism=256, parallelism=1)
     empty, evolved = root / "empty.toml", root / "evolved.toml"
     empty.write_text("", encoding="utf-8")
     evolved.write_text(f'[operators.opaque.states.events]\ntype = "{EVOLVED_EVENTS}"\n', encoding="utf-8")
@@ -135,6 +147,11 @@ def _write(case: Path, root: Path) -> dict[str, Path]:
                  ("migrate", "--schema", str(evolved), "--out", str(out["migrated"]), src)):
         status, _, err = _cli(*args)
         assert status == 0, (args, err)
+    whole = read_flink_state_table(case / "savepoint", "opaque", "visits", decode=False)
+    status, text, _ = _cli("inspect", "--json", str(out["parquet"]))
+    assert status == 0
+    parquet = {s["name"]: s for s in json.loads(text)["states"]}
+    assert parquet["opaque/visits"]["value_type"] == SESSION and parquet["opaque/visits"]["entries"] == whole.num_rows
     return out
 
 
@@ -149,20 +166,26 @@ def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -
             keys.append((case.name, kind))
         evolved_items.append((written["migrated"], case / "spec.json"))
         evolved_keys.append((case.name, "migrated"))
-        # the Kryo state is carried byte for byte by every writer
-        before = read_flink_state_table(case / "savepoint", "opaque", "session", decode=False)
-        for kind in ("converted", "plain", "migrated"):
-            after = read_flink_state_table(written[kind], "opaque", "session", decode=False)
-            assert sorted(after.to_pylist(), key=str) == sorted(before.to_pylist(), key=str), (case.name, kind)
+        # the Kryo states are carried byte for byte by every writer
+        for state in ("session", "visits"):
+            before = read_flink_state_table(case / "savepoint", "opaque", state, decode=False).drop(["key_group"])
+            for kind in ("converted", "plain", "migrated", "rescaled"):
+                after = read_flink_state_table(written[kind], "opaque", state, decode=False).drop(["key_group"])
+                assert sorted(after.to_pylist(), key=str) == sorted(before.to_pylist(), key=str), (case.name, kind)
+        rescaled_spec = root / f"{case.name}-rescaled.json"
+        rescaled_spec.write_text(json.dumps({**json.loads((case / "spec.json").read_text(encoding="utf-8")),
+                                             "max_parallelism": 256, "parallelism": 1}), encoding="utf-8")
+        items.append((written["rescaled"], rescaled_spec))
+        keys.append((case.name, "rescaled"))
     results = real_flink.restore(items)
     results += real_flink.restore(evolved_items, EVOLVED_EVENTS)
     return dict(zip(keys + evolved_keys, results, strict=True))
 
 
 @pytest.mark.java
-@pytest.mark.parametrize("kind", ["converted", "plain"])
+@pytest.mark.parametrize("kind", ["converted", "plain", "rescaled"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_flink_restores_the_converted_and_the_plainly_rewritten_savepoint(
+def test_flink_restores_the_converted_rewritten_and_rescaled_savepoint(
     case: Path, kind: str, restored: dict[tuple[str, str], Any], real_flink: ModuleType
 ) -> None:
     result = restored[(case.name, kind)]
@@ -180,4 +203,4 @@ def test_flink_restores_the_events_migration_with_the_kryo_state_carried(
     want = [{**e, "value": reshape(e["value"], EVOLVED_EVENTS_FIELDS)} if e["state"] == "events" else e
             for e in real_flink.expected_entries(case)]
     assert result.entries == want
-    assert {e["state"] for e in want} == {"events", "session", "pair", "lists"}
+    assert {e["state"] for e in want} == {"events", "session", "visits", "pair", "lists"}

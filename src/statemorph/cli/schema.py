@@ -17,7 +17,7 @@ def schema_text(savepoint: str) -> str:
     from ..savepoint import read_metadata
     from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
     from ..savepoint.flink.description import describe_operators
-    from ..schema_file import toml_key, render_schema
+    from ..schema_file import render_schema, toml_key
 
     sections: list[tuple[str, Mapping[str, Any]]]
     if is_flink_savepoint(savepoint):

@@ -23,6 +23,7 @@ import pyarrow as pa
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, UsageError
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators
+from ..savepoint.flink.layout import whole_values
 from ..savepoint.storage import Location
 from ..snapshot import SnapshotRegistry
 from .plan import MIGRATE, RewritePlan, StatePlan, plan_rewrite
@@ -213,8 +214,8 @@ def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, sta
         empty = False
         yield _decoded(batch, decoders, threads)
     if empty:
-        yield _decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl)),
-                       decoders, threads)
+        schema = flink_state_schema(st.flink_kind, st.ttl, whole_values(st.meta))
+        yield _decoded(pa.RecordBatch.from_pylist([], schema=schema), decoders, threads)
 
 
 def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
@@ -223,7 +224,7 @@ def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: s
     read): what a parallel reader declares before its tasks run."""
     sp = FlinkSavepoint(path, registry)
     st, decoders = _state_decoders(sp, operator, state, decode, registry)
-    empty = pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl))
+    empty = pa.RecordBatch.from_pylist([], schema=flink_state_schema(st.flink_kind, st.ttl, whole_values(st.meta)))
     return _decoded(empty, decoders, 1).schema
 
 

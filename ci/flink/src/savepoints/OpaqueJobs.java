@@ -3,6 +3,8 @@ package savepoints;
 import golden.Json;
 
 import org.apache.flink.api.common.functions.OpenContext;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
 import org.apache.flink.api.common.state.ValueState;
@@ -38,6 +40,9 @@ import java.util.UUID;
  *   {@link GenericTypeInfo}, serialized by Kryo ({@code KryoSerializer}). Record {@code j} of key
  *   index {@code i} writes {@code Session(UUID(i, j), user, hits)} with the key's record count;
  *   {@code user} is null for every 5th key and non-ASCII for every 4th.</li>
+ *   <li>{@code visits}: {@code ListState<Session>}, Kryo again: each record appends
+ *   {@code Session(UUID(j, i), user, j)}. Its elements cannot be told apart without Kryo (a list
+ *   value is its elements joined by {@code ,}), so statemorph carries each key's list whole.</li>
  *   <li>{@code pair}: {@code ValueState<Tuple2<String, Long>>} through a {@code TypeHint}
  *   ({@code TupleSerializer}): {@code ("p-" + j, j)}.</li>
  *   <li>{@code lists}: {@code MapState<String, List<Long>>}, the value type through
@@ -50,7 +55,7 @@ import java.util.UUID;
 public final class OpaqueJobs {
     private OpaqueJobs() {}
 
-    static final List<String> OWN_STATES = List.of("session", "pair", "lists");
+    static final List<String> OWN_STATES = List.of("session", "visits", "pair", "lists");
     static final Map<String, Map<String, Object>> WRITTEN = new java.util.concurrent.ConcurrentHashMap<>();
 
     public static void main(String[] args) throws Exception {
@@ -121,6 +126,7 @@ public final class OpaqueJobs {
     abstract static class OwnStates extends StatefulFn {
         private static final long serialVersionUID = 1L;
         protected transient ValueState<Session> session;
+        protected transient ListState<Session> visits;
         protected transient ValueState<Tuple2<String, Long>> pair;
         protected transient MapState<String, List<Long>> lists;
 
@@ -132,6 +138,7 @@ public final class OpaqueJobs {
         public void open(OpenContext ctx) {
             super.open(ctx);
             session = getRuntimeContext().getState(new ValueStateDescriptor<>("session", sessionInfo()));
+            visits = getRuntimeContext().getListState(new ListStateDescriptor<>("visits", sessionInfo()));
             pair = getRuntimeContext().getState(new ValueStateDescriptor<>("pair",
                     TypeInformation.of(new TypeHint<Tuple2<String, Long>>() {})));
             lists = getRuntimeContext().getMapState(new MapStateDescriptor<>("lists", Types.STRING,
@@ -142,6 +149,11 @@ public final class OpaqueJobs {
             Map<String, Object> out = states.read();
             Session s = session.value();
             out.put("session", s == null ? null : s.render());
+            List<Object> v = new ArrayList<>();
+            for (Session e : visits.get()) {
+                v.add(e.render());
+            }
+            out.put("visits", v.isEmpty() ? null : v);
             Tuple2<String, Long> p = pair.value();
             out.put("pair", p == null ? null : Json.obj("f0", p.f0, "f1", p.f1));
             Map<String, Object> m = new TreeMap<>();
@@ -167,6 +179,7 @@ public final class OpaqueJobs {
             Session old = session.value();
             String user = i % 5 == 4 ? null : (i % 4 == 1 ? "usér-" : "user-") + i;
             session.update(new Session(new UUID(i, j), user, old == null ? 1 : old.hits + 1));
+            visits.add(new Session(new UUID(j, i), user, j));
             pair.update(Tuple2.of("p-" + j, j));
             String slot = "r" + (j % 2);
             List<Long> l = lists.get(slot);

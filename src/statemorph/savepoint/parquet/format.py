@@ -91,6 +91,9 @@ class StateMetadata:
     """``reducing`` / ``aggregating`` (stored like value state) or ``timers``: converted only."""
     ttl: bool = False
     """Rows carry Flink's TTL timestamp in a ``ttl_timestamp`` column (converted savepoints only)."""
+    whole_values: bool = False
+    """Rows are whole Flink entries: key group, key, namespace and ``value_bytes``, the Flink value
+    as it is (a list state whose elements statemorph cannot delimit; converted savepoints only)."""
 
     @property
     def rows(self) -> int:
@@ -143,11 +146,11 @@ class StateMetadata:
         return out
 
     def schema(self) -> pa.Schema:
-        if self.flink_kind is None and not self.ttl:
+        if self.flink_kind is None and not self.ttl and not self.whole_values:
             return state_schema(self.kind)
         from ..flink.reader import flink_state_schema  # the one definition of the extra columns
 
-        return flink_state_schema(self.flink_kind or self.kind.value, self.ttl)
+        return flink_state_schema(self.flink_kind or self.kind.value, self.ttl, self.whole_values)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -162,6 +165,8 @@ class StateMetadata:
             d["flink_kind"] = self.flink_kind
         if self.ttl:
             d["ttl"] = True
+        if self.whole_values:
+            d["value_bytes"] = True
         for role in SNAPSHOT_ROLES:
             data = getattr(self, role)
             if data is not None:
@@ -357,8 +362,11 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
         if flink_kind is not None and flink_kind not in FLINK_KINDS:
             raise SavepointError(f"{where}: unknown flink_kind {flink_kind!r} (one of {', '.join(FLINK_KINDS)})")
         ttl = st.get("ttl", bool, required=False) or False
-        if (operator is not None or flink_kind is not None or ttl) and version < 2:
-            raise SavepointError(f"{where}: operator / flink_kind / ttl need format version 2")
+        whole = st.get("value_bytes", bool, required=False) or False
+        if (operator is not None or flink_kind is not None or ttl or whole) and version < 2:
+            raise SavepointError(f"{where}: operator / flink_kind / ttl / value_bytes need format version 2")
+        if whole and (kind is not StateKind.LIST or flink_kind is not None):
+            raise SavepointError(f"{where}: value_bytes (whole Flink values) is only for list state")
         meta = StateMetadata(
             name=name,
             kind=kind,
@@ -371,6 +379,7 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             operator=operator,
             flink_kind=flink_kind,
             ttl=ttl,
+            whole_values=whole,
         )
         declared = st.get("rows", int, required=False)
         if declared is not None and (declared < 0 or declared != meta.rows):
