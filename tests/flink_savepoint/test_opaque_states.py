@@ -136,15 +136,19 @@ def _write(case: Path, root: Path) -> dict[str, Path]:
     from statemorph.engine.rescale import rescale_flink_savepoint
 
     src = str(case / "savepoint")
-    out = {k: root / f"{case.name}-{k}" for k in ("parquet", "converted", "plain", "migrated", "rescaled")}
+    out = {k: root / f"{case.name}-{k}" for k in ("parquet", "converted", "plain", "migrated", "rescaled",
+                                                  "parquet-migrated", "migrated-via-parquet")}
     rescale_flink_savepoint(src, out["rescaled"], "opaque", max_parallelism=256, parallelism=1)
-    empty, evolved = root / "empty.toml", root / "evolved.toml"
+    empty, evolved, in_parquet = root / "empty.toml", root / "evolved.toml", root / "evolved-parquet.toml"
     empty.write_text("", encoding="utf-8")
     evolved.write_text(f'[operators.opaque.states.events]\ntype = "{EVOLVED_EVENTS}"\n', encoding="utf-8")
+    in_parquet.write_text(f'[states."opaque/events"]\ntype = "{EVOLVED_EVENTS}"\n', encoding="utf-8")
     for args in (("convert", "--out", str(out["parquet"]), src),
                  ("convert", "--out", str(out["converted"]), str(out["parquet"])),
                  ("migrate", "--schema", str(empty), "--out", str(out["plain"]), src),
-                 ("migrate", "--schema", str(evolved), "--out", str(out["migrated"]), src)):
+                 ("migrate", "--schema", str(evolved), "--out", str(out["migrated"]), src),
+                 ("migrate", "--schema", str(in_parquet), "--out", str(out["parquet-migrated"]), str(out["parquet"])),
+                 ("convert", "--out", str(out["migrated-via-parquet"]), str(out["parquet-migrated"]))):
         status, _, err = _cli(*args)
         assert status == 0, (args, err)
     whole = read_flink_state_table(case / "savepoint", "opaque", "visits", decode=False)
@@ -164,12 +168,13 @@ def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -
         for kind in ("converted", "plain"):
             items.append((written[kind], case / "spec.json"))
             keys.append((case.name, kind))
-        evolved_items.append((written["migrated"], case / "spec.json"))
-        evolved_keys.append((case.name, "migrated"))
+        for kind in ("migrated", "migrated-via-parquet"):
+            evolved_items.append((written[kind], case / "spec.json"))
+            evolved_keys.append((case.name, kind))
         # the Kryo states are carried byte for byte by every writer
         for state in ("session", "visits"):
             before = read_flink_state_table(case / "savepoint", "opaque", state, decode=False).drop(["key_group"])
-            for kind in ("converted", "plain", "migrated", "rescaled"):
+            for kind in ("converted", "plain", "migrated", "rescaled", "migrated-via-parquet"):
                 after = read_flink_state_table(written[kind], "opaque", state, decode=False).drop(["key_group"])
                 assert sorted(after.to_pylist(), key=str) == sorted(before.to_pylist(), key=str), (case.name, kind)
         rescaled_spec = root / f"{case.name}-rescaled.json"
@@ -194,11 +199,13 @@ def test_flink_restores_the_converted_rewritten_and_rescaled_savepoint(
 
 
 @pytest.mark.java
+@pytest.mark.parametrize("kind", ["migrated", "migrated-via-parquet"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_flink_restores_the_events_migration_with_the_kryo_state_carried(
-    case: Path, restored: dict[tuple[str, str], Any], real_flink: ModuleType
+def test_flink_restores_the_events_migration_with_the_kryo_states_carried(
+    case: Path, kind: str, restored: dict[tuple[str, str], Any], real_flink: ModuleType
 ) -> None:
-    result = restored[(case.name, "migrated")]
+    """Migrated in place, and in the Parquet form (converted, migrated there, converted back)."""
+    result = restored[(case.name, kind)]
     assert result.ok, f"{result.exception}: {result.message}"
     want = [{**e, "value": reshape(e["value"], EVOLVED_EVENTS_FIELDS)} if e["state"] == "events" else e
             for e in real_flink.expected_entries(case)]
