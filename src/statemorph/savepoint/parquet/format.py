@@ -24,7 +24,9 @@ Format version 2 (written only by ``statemorph convert`` from a Flink savepoint;
 savepoints read as before) adds, all optional: per state ``operator`` (the Flink operator's uid or
 uid hash; state names are then ``<operator>/<state>``), ``flink_kind`` (``reducing``,
 ``aggregating`` or ``timers``) and ``ttl`` (the rows carry an int64 ``ttl_timestamp`` column; timers
-have the columns ``key_group``, ``timestamp``, ``key``, ``namespace``), and a top-level ``flink``
+have the columns ``key_group``, ``timestamp``, ``key``, ``namespace``), ``value_bytes`` (list state
+whose elements statemorph cannot delimit: one row per key, columns ``key_group``, ``key``,
+``namespace``, ``value_bytes``, the Flink value as it is), and a top-level ``flink``
 object listing the files Flink needs back that are not tables: the original ``_metadata`` without
 its keyed-state bytes, the keyed-state headers and the operator-state files, each with size and
 sha256 (:class:`FlinkExtras`).
