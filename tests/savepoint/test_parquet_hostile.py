@@ -268,3 +268,17 @@ def test_failed_rocksdb_restore_leaves_no_database(good, tmp_path, precreate):
         db.mkdir()
     restore_fails(good, "size", EmbeddedRocksDBStateBackend, db_path=db)
     assert (db.exists() and list(db.iterdir()) == []) if precreate else not db.exists()
+
+
+@pytest.mark.parametrize(("version", "state", "match"), [
+    (1, 1, "need format version 2"),  # whole-value rows exist only in converted (version 2) savepoints
+    (2, 0, "only for list state"),  # 'v' is value state
+])
+def test_value_bytes_flag_only_on_converted_list_states(good, version, state, match):
+    def mark(d):
+        d["format_version"] = version
+        d["states"][state]["value_bytes"] = True
+
+    rewrite_meta(good, mark)
+    with pytest.raises(SavepointError, match=match):
+        read_metadata(good)
