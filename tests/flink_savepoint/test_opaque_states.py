@@ -92,6 +92,21 @@ def test_migrating_the_kryo_state_is_refused_as_unsupported(tmp_path: Path, tabl
     assert fragment in err
 
 
+def test_keys_an_unknown_serializer_cannot_delimit_are_unsupported_not_damage(tmp_path: Path) -> None:
+    """A key serializer statemorph does not know, in front of a map state's user key, cannot be
+    told apart from it: converting is refused as unsupported (7), not as a damaged savepoint (4)."""
+    import shutil
+
+    sp = tmp_path / "sp"
+    shutil.copytree(SAVEPOINTS / "kinds-hashmap-p1" / "savepoint", sp)  # keyed state inline in _metadata
+    old = b"org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot"
+    new = b"com.example.keys.OrderKeySerializer$OrderKeySerializerSnapshot".ljust(len(old), b"X")
+    (sp / "_metadata").write_bytes((sp / "_metadata").read_bytes().replace(old, new))
+    status, _, err = _cli("convert", "--out", str(tmp_path / "pq"), str(sp))
+    assert status == ExitCode.UNSUPPORTED, err
+    assert "unsupported state" in err and "OrderKeySerializer" in err and not (tmp_path / "pq").exists()
+
+
 @pytest.mark.parametrize("case", ALL, ids=[c.name for c in ALL])
 def test_the_schema_file_of_a_savepoint_is_a_no_op(case: Path, tmp_path: Path) -> None:
     status, text, _ = _cli("schema", str(case / "savepoint"))

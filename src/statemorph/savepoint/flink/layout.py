@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import FlinkSavepointError, StateFormatError
+from ...errors import FlinkSavepointError, StateFormatError, UnsupportedStateError
 from ...io import DataInputDeserializer
 from .envelope import TIMER_SNAPSHOT, VOID_NAMESPACE_SNAPSHOT, Snapshot, split_open_composite
 from .keyed_header import NAMESPACE_SERIALIZER, VALUE_SERIALIZER, StateMetaInfo
@@ -99,9 +99,9 @@ class FieldCodec:
                 raise FlinkSavepointError(f"{self.what}: cannot read a value at offset {pos}: {err}") from err
             e = src.position
         else:
-            raise FlinkSavepointError(
-                f"{self.what}: the serializer snapshot {self.class_name} is not registered, so its values cannot "
-                f"be delimited"
+            raise UnsupportedStateError(
+                f"{self.what}: unsupported state: the serializer snapshot {self.class_name} is not registered, so "
+                f"its values cannot be delimited"
             )
         if e > limit:
             raise FlinkSavepointError(f"{self.what}: a value at offset {pos} runs past its end ({e} > {limit})")
