@@ -34,6 +34,17 @@ def every_committed_case() -> list[Path]:
     return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
 
 
+#: The states the opaque-state job (ci/flink OpaqueJobs.java) keeps after the spec's own.
+OPAQUE_STATES = ("session", "visits", "pair", "lists")
+
+
+def case_states(case: Path) -> list[str]:
+    """Every state a case's expected.json lists, in its order: the spec's, then the states its
+    program always keeps."""
+    spec = case_spec(case)
+    return list(spec["states"]) + (list(OPAQUE_STATES) if spec.get("program") == "opaque" else [])
+
+
 def committed_cases() -> list[Path]:
     """The cases of the DataStream matrix job (the ``opaque-*`` cases are another job's, named by
     their spec's ``program``: its states are not the matrix's)."""
