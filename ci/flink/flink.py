@@ -67,7 +67,11 @@ POJO_PROGRAM = "savepoints.PojoJobs"
 WINDOW_PROGRAM = "savepoints.WindowJobs"
 #: The Flink SQL window job (SqlWindowJobs): a group-window and a window-TVF aggregation, windows open.
 SQL_WINDOW_PROGRAM = "savepoints.SqlWindowJobs"
+#: The operator-state job (OperatorJobs): broadcast, list and union list state.
 OPERATOR_PROGRAM = "savepoints.OperatorJobs"
+#: The job of a state Kryo serializes beside well-typed ones (OpaqueJobs), named by a spec's "program".
+OPAQUE_PROGRAM = "savepoints.OpaqueJobs"
+SPEC_PROGRAMS = {"opaque": OPAQUE_PROGRAM}
 #: The POJO job's state class comes in two versions (version 2 has one more field).
 POJO_VERSIONS = (1, 2)
 
@@ -149,11 +153,36 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
+def spec_program(spec: Path | dict[str, Any]) -> str:
+    """The Java program a spec is a case of: the SQL job for a spec with ``sql_version``, the window
+    jobs for ``window_job`` / ``sql_window_job``, the operator-state job for ``operator_job``, the
+    one its ``program`` field names (``opaque``: OpaqueJobs), else the DataStream matrix."""
+    data = spec if isinstance(spec, dict) else json.loads(Path(spec).read_text(encoding="utf-8"))
+    if "sql_version" in data:
+        return SQL_PROGRAM
+    if data.get("window_job"):
+        return WINDOW_PROGRAM
+    if data.get("sql_window_job"):
+        return SQL_WINDOW_PROGRAM
+    if "operator_job" in data:
+        return OPERATOR_PROGRAM
+    name = data.get("program")
+    if name is not None and name not in SPEC_PROGRAMS:
+        raise ValueError(f"spec names an unknown program {name!r} (known: {', '.join(SPEC_PROGRAMS)})")
+    return SPEC_PROGRAMS.get(name, DATASTREAM_PROGRAM) if name is not None else DATASTREAM_PROGRAM
+
+
 def generate(pairs: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSION,
-             program: str = DATASTREAM_PROGRAM, **java: Any) -> None:
+             program: str | None = None, **java: Any) -> None:
     """Take one savepoint per (spec file, output directory); each OUTDIR is replaced when all succeed.
     ``program`` is the Java job that takes them (the SQL job: :func:`sql_generate`, the POJO job:
-    :func:`pojo_generate`); ``java`` goes to the JVM runner (``pojo``, ``jvm_flags``, ``timeout``)."""
+    :func:`pojo_generate`; default: the one the specs name, see :func:`spec_program`); ``java`` goes
+    to the JVM runner (``pojo``, ``jvm_flags``, ``timeout``)."""
+    if program is None:
+        programs = {spec_program(Path(spec)) for spec, _ in pairs}
+        if len(programs) > 1:
+            raise ValueError(f"one generate call runs one program; these specs name {sorted(programs)}")
+        program = programs.pop() if programs else DATASTREAM_PROGRAM
     staged: list[tuple[Path, Path, Path]] = []
     args = ["generate"]
     for spec, out in pairs:
@@ -183,9 +212,7 @@ def regenerate(root: Path) -> list[Path]:
     by_version: dict[tuple[str, str], list[tuple[Path, Path]]] = {}
     for spec in sorted(Path(root).glob("*/spec.json")):
         data = json.loads(spec.read_text(encoding="utf-8"))
-        program = SQL_PROGRAM if "sql_version" in data else WINDOW_PROGRAM if data.get("window_job") \
-            else SQL_WINDOW_PROGRAM if data.get("sql_window_job") else OPERATOR_PROGRAM if "operator_job" in data \
-            else DATASTREAM_PROGRAM
+        program = spec_program(data)
         keep = spec.parent.parent / f".{spec.parent.name}.spec.json"
         shutil.copyfile(spec, keep)  # generate() replaces the case directory, spec.json included
         by_version.setdefault((data.get("flink", DEFAULT_VERSION), program), []).append((keep, spec.parent))
@@ -202,10 +229,11 @@ def regenerate(root: Path) -> list[Path]:
 def restore(
     items: list[tuple[Path, Path]], events_type: str | None = None, overrides: dict[str, Any] | None = None,
     flink_version: str = DEFAULT_VERSION,
-    program: str = DATASTREAM_PROGRAM,
+    program: str | None = None,
 ) -> list[RestoreResult]:
     """Restore each (savepoint, spec) in real Flink ``flink_version`` (2.3 unless given: Flink
-    2.3 also restores 1.x savepoints) and read every state back.
+    2.3 also restores 1.x savepoints) and read every state back (one JVM per program the specs
+    name, see :func:`spec_program`, unless ``program`` names one for all).
 
     ``events_type`` (Flink SQL syntax) registers the events state with that row type instead of
     the spec's, e.g. the evolved Events type. ``overrides`` replaces other spec fields for the
@@ -217,19 +245,26 @@ def restore(
     if events_type is not None:
         changes["events_type"] = events_type
     with tempfile.TemporaryDirectory(prefix="statemorph-restore-") as tmp:
-        args = ["restore"]
-        outs = []
+        batches: dict[str, list[tuple[int, Path, Path]]] = {}
         for k, (savepoint, spec) in enumerate(items):
             spec_path = Path(spec).resolve()
+            data = json.loads(spec_path.read_text(encoding="utf-8"))
             if changes:
-                data = json.loads(spec_path.read_text(encoding="utf-8"))
                 data.update(changes)
                 spec_path = Path(tmp) / f"spec-{k}.json"
                 spec_path.write_text(json.dumps(data), encoding="utf-8")
-            out = Path(tmp) / f"out-{k}.jsonl"
-            outs.append(out)
-            args += [str(Path(savepoint).resolve()), str(spec_path), str(out)]
-        return _restore_results(_run_java(flink_version, args, len(items), program), outs)
+            batches.setdefault(program or spec_program(data), []).append((k, Path(savepoint).resolve(), spec_path))
+        results: dict[int, RestoreResult] = {}
+        for prog, batch in batches.items():
+            args = ["restore"]
+            outs = []
+            for k, savepoint, spec_path in batch:
+                out = Path(tmp) / f"out-{k}.jsonl"
+                outs.append(out)
+                args += [str(savepoint), str(spec_path), str(out)]
+            done = _restore_results(_run_java(flink_version, args, len(batch), prog), outs)
+            results.update({k: r for (k, _, _), r in zip(batch, done, strict=True)})
+        return [results[k] for k in range(len(items))]
 
 
 def _restore_results(proc: subprocess.CompletedProcess[str], outs: list[Path]) -> list[RestoreResult]:

@@ -42,7 +42,12 @@ map state. ``serializer`` chooses how the type becomes bytes:
   say what changed. Without a savepoint to look at, ROW means ``rowdata``, anything else ``datastream``.
 
 States the file does not name are carried over unchanged (their serializers are restored from the
-savepoint's snapshots). Key and namespace serializers cannot change (Flink requires them AS_IS).
+savepoint's snapshots); a file that names no state at all is a plain rewrite of the savepoint. A
+state statemorph cannot decode (Kryo, a user serializer) is written as ``type = "RAW('<class>')"``
+with ``serializer = "opaque"``, exactly as ``statemorph inspect`` / ``statemorph schema`` print it:
+it is carried over byte for byte, and any other type for it is refused (exit 7, unsupported state).
+``serializer = "tuple"`` is Flink's ``TupleSerializer`` (Tuple1..Tuple25), its fields a ROW
+``f0, f1, ...``. Key and namespace serializers cannot change (Flink requires them AS_IS).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,17 +76,19 @@ from .types import (
     IntType,
     LogicalType,
     MapType,
+    RawType,
     RowType,
     SmallIntType,
     TinyIntType,
     VarBinaryType,
     VarCharType,
+    escape_identifier,
     parse_type,
 )
 
 FORMAT_VERSION = 1
 KINDS = ("value", "list", "map")
-FAMILIES = ("auto", "rowdata", "row", "datastream", "avro", "pojo")
+FAMILIES = ("auto", "rowdata", "row", "datastream", "tuple", "avro", "pojo", "opaque")
 _STATE_KEYS = {"type", "kind", "serializer", "user_key_type", "avro_schema", "pojo_class", "defaults"}
 _JAVA_ZERO: dict[type, Any] = {
     BooleanType: False, TinyIntType: 0, SmallIntType: 0, IntType: 0, BigIntType: 0, FloatType: 0.0, DoubleType: 0.0,
@@ -146,9 +153,6 @@ def parse_schema(text: str, source: str = "<string>") -> SchemaFile:
         operators[uid] = _parse_states(source, f"{where}.states", body["states"])
         if not operators[uid]:
             raise SchemaFileError(f"{source}: [{where}] names no state")
-    if not states and not operators:
-        raise SchemaFileError(f"{source}: no states: add a [states.<name>] (or [operators.<uid>.states.<name>]) "
-                              f"table with a 'type' for each changed state")
     return SchemaFile(states, source, operators)
 
 
@@ -200,8 +204,11 @@ def _parse_state(source: str, name: str, body: Any, prefix: str = "states") -> S
     logical = _parse_type_at(where, "type", type_text) if type_text is not None else None
     if family == "rowdata" and logical is not None and not isinstance(logical, RowType):
         raise SchemaFileError(f"{where}: serializer = \"rowdata\" needs a ROW type, got {logical}")
-    if family == "row" and logical is not None and not isinstance(logical, RowType):
-        raise SchemaFileError(f"{where}: serializer = \"row\" needs a ROW type, got {logical}")
+    if family in ("row", "tuple") and logical is not None and not isinstance(logical, RowType):
+        raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a ROW type, got {logical}")
+    if (family == "opaque") != isinstance(logical, RawType):
+        raise SchemaFileError(f"{where}: serializer = \"opaque\" goes with a RAW('<class>') type, as inspect prints "
+                              f"it, and a RAW type with serializer = \"opaque\" (got {family!r} and {logical})")
     ukt = body.get("user_key_type")
     if ukt is not None and kind not in (None, "map"):
         raise SchemaFileError(f"{where}: user_key_type is only meaningful for map state")
@@ -286,6 +293,8 @@ def family_of(serializer: Any) -> str:
         return "row"
     if name == "PojoSerializer":
         return "pojo"
+    if name == "TupleSerializer":
+        return "tuple"
     return "datastream"
 
 
@@ -323,9 +332,19 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
         if not isinstance(schema.type, RowType):
             raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
         return _require(serializers, "RowDataSerializer")(schema.type)
-    if family == "row" and not isinstance(schema.type, RowType):
-        raise SchemaFileError(f"{where} is Row state: its type must be a ROW, got {schema.type}")
-    return datastream_serializer(schema.type, where)
+    if family == "opaque":
+        raise SchemaFileError(f"{where}: an opaque state ({schema.type}) has no serializer statemorph builds: it is "
+                              f"carried over as it is")
+    if family in ("row", "tuple") and not isinstance(schema.type, RowType):
+        raise SchemaFileError(f"{where} is {family.capitalize()} state: its type must be a ROW, got {schema.type}")
+    if family == "tuple":
+        assert isinstance(schema.type, RowType)
+        like = prior.field_serializers if type(prior).__name__ == "TupleSerializer" else ()
+        fields = [datastream_serializer(f.type, f"{where}.{f.name}", like[i] if i < len(like) else None)
+                  for i, f in enumerate(schema.type.fields)]
+        same = len(like) == len(fields) and like
+        return _require(serializers, "TupleSerializer")(fields, prior.tuple_class_name if same else None)
+    return datastream_serializer(schema.type, where, prior)
 
 
 def pojo_serializer(schema: StateSchema, prior: Any = None) -> Any:
@@ -356,8 +375,24 @@ def pojo_serializer(schema: StateSchema, prior: Any = None) -> Any:
     return PojoSerializer.from_fields(None, class_name, ordered, {n: v for n, v in defaults.items() if v is not None})
 
 
-def datastream_serializer(t: LogicalType, where: str = "type") -> Any:
-    """The DataStream serializer for a logical type (Flink's TypeInformation defaults)."""
+def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None) -> Any:
+    """The DataStream serializer for a logical type (Flink's TypeInformation defaults).
+
+    ``like`` is the serializer the savepoint recorded for the same place, when there is one: where
+    it wraps a value in a ``NullableSerializer`` (Flink 2's own ``List`` / ``Map`` type information
+    does, around the collection and each element) and the type is nullable, the new serializer keeps
+    that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer."""
+    from . import serializers
+
+    if type(like).__name__ == "NullableSerializer":
+        inner = datastream_serializer(t, where, like.inner)
+        if not t.nullable:
+            return inner
+        return _require(serializers, "NullableSerializer").with_padding(inner, like.padding_length)
+    return _datastream_serializer(t, where, like)
+
+
+def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
     from . import serializers
 
     simple: dict[type, str] = {
@@ -371,13 +406,20 @@ def datastream_serializer(t: LogicalType, where: str = "type") -> Any:
     name = simple.get(type(t))
     if name is not None:
         return _require(serializers, name)()
+    kind = type(like).__name__
     if isinstance(t, ArrayType):
-        return _require(serializers, "ListSerializer")(datastream_serializer(t.element_type, f"{where} element"))
+        element = like.element_serializer if kind == "ListSerializer" else None
+        return _require(serializers, "ListSerializer")(datastream_serializer(t.element_type, f"{where} element",
+                                                                             element))
     if isinstance(t, MapType):
-        return _require(serializers, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key"),
-                                            datastream_serializer(t.value_type, f"{where} value"))
+        keys, values = (like.key_serializer, like.value_serializer) if kind == "MapSerializer" else (None, None)
+        return _require(serializers, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key", keys),
+                                                      datastream_serializer(t.value_type, f"{where} value", values))
     if isinstance(t, RowType):
-        fields = [datastream_serializer(f.type, f"{where}.{f.name}") for f in t.fields]
+        prior_fields = list(like.field_serializers) if kind == "RowSerializer" else []
+        fields = [datastream_serializer(f.type, f"{where}.{f.name}",
+                                        prior_fields[i] if i < len(prior_fields) else None)
+                  for i, f in enumerate(t.fields)]
         return _require(serializers, "RowSerializer")(fields, field_names=t.field_names)
     raise SchemaFileError(f"{where}: type {t} has no DataStream serializer; use serializer = \"rowdata\" "
                           f"inside a ROW for SQL types such as DECIMAL, DATE, TIME and TIMESTAMP")
@@ -413,8 +455,9 @@ def describe_serializer(ser: Any) -> str:
     if name == "PojoSerializer" and hasattr(ser, "field_serializers"):  # the ROW a schema file gives it
         inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in ser.field_serializers.items())
         return f"POJO {ser.java_class_name} ROW<{inner}>"
-    if name == "TupleSerializer" and hasattr(ser, "field_serializers"):
-        return f"TUPLE<{', '.join(describe_serializer(s) for s in ser.field_serializers)}>"
+    if name == "TupleSerializer" and hasattr(ser, "field_serializers"):  # fields by position: f0, f1, ...
+        inner = ", ".join(f"`f{i}` {describe_serializer(s)}" for i, s in enumerate(ser.field_serializers))
+        return f"ROW<{inner}>"
     if name == "RowSerializer" and hasattr(ser, "field_serializers"):
         names = getattr(ser, "field_names", None) or [f"f{i}" for i in range(len(ser.field_serializers))]
         inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in zip(names, ser.field_serializers, strict=False))
@@ -491,15 +534,16 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
             known = ", ".join(repr(n) for n in metadata.states) or "none"
             raise SchemaFileError(f"{where}{name}] names a state the savepoint does not have (states: {known})")
         meta = metadata.states[name]
+        if _carried_opaque(st, meta, f"{where}{name}]"):
+            continue
         recorded = str(getattr(meta.kind, "value", meta.kind))
         kind = st.kind or recorded
         ttl = bool(getattr(meta, "ttl", False))
         prior = None
-        if st.serializer in ("auto", "pojo"):
-            try:
-                prior = meta.snapshot("value_serializer").restore_serializer()
-            except SavepointError:  # damaged or unknown: the plan reports it, as for an explicit family
-                prior = None  # (the state is incompatible, exit 3, the reason names the snapshot)
+        try:  # the family under auto, the POJO class, and the recorded nullable wrappers
+            prior = meta.snapshot("value_serializer").restore_serializer()
+        except SavepointError:  # damaged or unknown: the plan reports it, as for an explicit family
+            prior = None  # (the state is incompatible, exit 3, the reason names the snapshot)
         value = serializer_for(st, prior)
         if kind == "value":
             out.append(ValueStateDescriptor(name, value, ttl=ttl))
@@ -515,4 +559,100 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
     return out
 
 
+def _opaque_roles(meta: Any) -> dict[str, str]:
+    """Role → ``RAW('<class>')`` of the serializers of a state statemorph cannot decode (none for
+    a format that does not say)."""
+    roles = getattr(meta, "opaque_roles", None)
+    return dict(roles()) if roles is not None else {}
+
+
+def _carried_opaque(st: StateSchema, meta: Any, where: str) -> bool:
+    """Whether the file's table for an opaque state (``serializer = "opaque"``) says what the
+    savepoint holds, so the state is carried over as it is (no descriptor: nothing to resolve). A
+    different RAW class, or an opaque entry for a state statemorph reads, is refused: an opaque
+    state cannot be migrated."""
+    from .errors import UnsupportedStateError
+
+    if st.serializer != "opaque":
+        return False
+    opaque = _opaque_roles(meta).get("value_serializer")
+    if opaque is None:
+        raise SchemaFileError(f"{where}: serializer = \"opaque\", but statemorph reads this state's serializer: "
+                              f"give its type (statemorph inspect prints it)")
+    recorded_kind = str(getattr(meta.kind, "value", meta.kind))
+    if str(st.type) != opaque or (st.kind is not None and st.kind != recorded_kind):
+        raise UnsupportedStateError(f"{where}: unsupported state: the savepoint holds {recorded_kind} state of "
+                                    f"{opaque}, which statemorph carries but cannot migrate to "
+                                    f"{st.kind or recorded_kind} state of {st.type}")
+    return True
+
+
 __all__ += ["descriptors_for_operators", "descriptors_for_savepoint", "descriptors_for_states"]
+
+
+# -- savepoint → schema file ------------------------------------------------------------------
+
+def state_schema_table(name: str, meta: Any) -> dict[str, str]:
+    """What a schema file says about one state of a savepoint as it is (kind, serializer family,
+    type; ``pojo_class`` or ``avro_schema`` where the family needs it): the table ``statemorph
+    schema`` writes, which :func:`descriptors_for_states` turns back into that state's own
+    serializer. Raises :class:`SchemaFileError` when the state's serializer has no schema-file
+    spelling (a serializer outside the families above)."""
+    kind = str(getattr(meta.kind, "value", meta.kind))
+    opaque = _opaque_roles(meta).get("value_serializer")
+    if opaque is not None:
+        return {"kind": kind, "serializer": "opaque", "type": opaque}
+    ser = meta.snapshot("value_serializer").restore_serializer()
+    family = family_of(ser)
+    table = {"kind": kind, "serializer": family}
+    if family == "avro":
+        table["avro_schema"] = ser.schema_json
+    elif family == "pojo":
+        fields = ", ".join(f"{escape_identifier(n)} {describe_serializer(s)}" for n, s in ser.field_serializers.items())
+        table.update(type=f"ROW<{fields}>", pojo_class=ser.java_class_name)
+    else:
+        table["type"] = describe_serializer(ser)
+    try:
+        parsed = _parse_state("<schema>", name, table)
+        same = serializer_for(parsed, ser) == ser
+    except StatemorphError as e:
+        raise SchemaFileError(f"state {name!r}: its serializer ({describe_serializer(ser)}) has no schema-file "
+                              f"spelling: {e}") from None
+    if not same:
+        raise SchemaFileError(f"state {name!r}: its serializer ({describe_serializer(ser)}) has no schema-file "
+                              f"spelling that builds it again")
+    return table
+
+
+def render_schema(sections: Sequence[tuple[str, Mapping[str, Any]]], source: str) -> str:
+    """A schema file holding every state of a savepoint as it is: ``sections`` are (table prefix,
+    states by name), the prefix ``states`` for the Parquet form or ``operators."<uid>".states`` per
+    Flink operator. Checked against the savepoint it is a no-op; a state whose serializer has no
+    schema-file spelling is written as a comment (it is carried over as it is either way)."""
+    lines = [f"# The schema of {source}, every state as it is (statemorph schema).",
+             "# Edit the states that change; a state left out is carried over unchanged.",
+             f"format = {FORMAT_VERSION}"]
+    for prefix, states in sections:
+        for name, meta in states.items():
+            header = f"[{prefix}.{toml_key(name)}]"
+            try:
+                table = state_schema_table(name, meta)
+            except SchemaFileError as e:
+                lines += ["", f"# {header}", f"# not written: {e}"]
+                continue
+            lines += ["", header] + [f"{k} = {_toml_string(v)}" for k, v in table.items()]
+            if getattr(meta, "ttl", False):
+                lines.append("# with TTL (kept as recorded)")
+    return "\n".join(lines) + "\n"
+
+
+def toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "_-" for c in key) and key.isascii() else _toml_string(key)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string (JSON's escapes are TOML's, less ``\\/``, which ``json.dumps`` never writes)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+__all__ += ["render_schema", "state_schema_table", "toml_key"]

@@ -326,6 +326,18 @@ class ArrayType(LogicalType):
 
 
 @dataclass(frozen=True)
+class RawType(LogicalType):
+    """``RAW('<class>')``: a value of a Java class that only its own serializer reads (Kryo, a user
+    serializer). statemorph names such a state's type with it and carries its bytes unread."""
+
+    class_name: str = ""
+    ROOT: ClassVar[str] = "RAW"
+
+    def _body(self, serializable: bool) -> str:
+        return f"RAW('{escape_single_quotes(self.class_name)}')"
+
+
+@dataclass(frozen=True)
 class MultisetType(LogicalType):
     """``MULTISET<T>``: stored as a map element → INT count."""
 
@@ -657,6 +669,15 @@ class _Parser:
             return MapType(key, value)
         if kw == "ROW":
             return self.parse_row(start)
+        if kw == "RAW":
+            self.expect_char("(")
+            if self.peek_char() != "'":
+                raise self.error(f"expected the Java class as a 'string', found {self._describe_next()}")
+            name = self.string_literal()
+            self.expect_char(")")
+            if not name:
+                raise self.error("RAW needs its Java class name, RAW('com.acme.Session')", start)
+            return RawType(name)
         raise self.error(f"unknown type {self.text[start:self.pos]!r}", start)
 
     def _without_time_zone(self) -> None:
@@ -822,6 +843,7 @@ class Timestamp:
 
 __all__ = [
     "ArrayType",
+    "RawType",
     "BigIntType",
     "BinaryType",
     "BooleanType",

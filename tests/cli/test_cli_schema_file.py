@@ -42,7 +42,9 @@ def test_parse_all_keys():
     ("text", "message"),
     [
         ("[states.a\n", "not valid TOML"),
-        ("[states]\n", "no states"),
+        ("[states.a]\ntype = \"RAW('a.B')\"\n", "goes with a RAW('<class>') type"),
+        ("[states.a]\ntype = 'INT'\nserializer = 'opaque'\n", "goes with a RAW('<class>') type"),
+        ("[states.a]\ntype = 'INT'\nserializer = 'tuple'\n", "needs a ROW type"),
         ("wat = 1\n[states.a]\ntype='INT'\n", "unknown top-level key(s) wat"),
         ("format = 2\n[states.a]\ntype='INT'\n", "format 2 is not supported"),
         ("[states.a]\ntyp = 'INT'\n", "unknown key(s) typ"),
@@ -63,6 +65,13 @@ def test_errors_name_the_file_and_the_problem(text, message):
         parse_schema(text, "new.toml")
     assert message in str(e.value)
     assert "new.toml" in str(e.value)
+
+
+def test_a_file_naming_no_state_is_a_plain_rewrite():
+    """Before: "no states" (exit 2); a plain rewrite (carry a savepoint unchanged) was impossible."""
+    for text in ("", "format = 1\n", "[states]\n", "[operators]\n"):
+        sf = parse_schema(text, "empty.toml")
+        assert not sf.states and not sf.operators
 
 
 def test_type_error_points_at_position():

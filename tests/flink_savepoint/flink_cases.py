@@ -29,23 +29,38 @@ EVOLVED_EVENTS_FIELDS: tuple[Any, ...] = (
 )
 
 
-def committed_cases() -> list[Path]:
-    """The matrix job's cases (every state kind in the void namespace; ci/flink Main)."""
-    return [c for c in _all_cases() if not case_spec(c).get("window_job") and not case_spec(c).get("sql_window_job")]
-
-
 def window_cases() -> list[Path]:
     """The window job's cases (ci/flink WindowJobs: open windows at the savepoint)."""
-    return [c for c in _all_cases() if case_spec(c).get("window_job")]
+    return [c for c in every_committed_case() if case_spec(c).get("window_job")]
 
 
 def sql_window_cases() -> list[Path]:
     """The Flink SQL window job's cases (ci/flink SqlWindowJobs: open windows at the savepoint)."""
-    return [c for c in _all_cases() if case_spec(c).get("sql_window_job")]
+    return [c for c in every_committed_case() if case_spec(c).get("sql_window_job")]
 
 
-def _all_cases() -> list[Path]:
+def every_committed_case() -> list[Path]:
+    """Every case under tests/data/flink_savepoints, whichever job took it."""
     return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
+
+
+#: The states the opaque-state job (ci/flink OpaqueJobs.java) keeps after the spec's own.
+OPAQUE_STATES = ("session", "visits", "pair", "lists")
+
+
+def case_states(case: Path) -> list[str]:
+    """Every state a case's expected.json lists, in its order: the spec's, then the states its
+    program always keeps."""
+    spec = case_spec(case)
+    return list(spec["states"]) + (list(OPAQUE_STATES) if spec.get("program") == "opaque" else [])
+
+
+def committed_cases() -> list[Path]:
+    """The cases of the DataStream matrix job (every state kind in the void namespace; ci/flink
+    Main). The ``opaque-*`` cases (their spec's ``program``) and the window jobs' cases are other
+    jobs': their states are not the matrix's."""
+    return [c for c in every_committed_case()
+            if not {"program", "window_job", "sql_window_job"} & set(case_spec(c))]
 
 
 def case_spec(case: Path) -> dict[str, Any]:

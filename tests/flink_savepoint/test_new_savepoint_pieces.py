@@ -94,6 +94,7 @@ def _rows(key_groups, subtasks):
         "state": pa.array([0] * n, pa.int32()), "key": [b"\x00\x00\x00\x01"] * n, "namespace": [b"\x00"] * n,
         "user_key": pa.nulls(n, pa.binary()), "index": pa.nulls(n, pa.int32()),
         "value": [b"\x00" * 8] * n, "ttl_timestamp": pa.nulls(n, pa.int64()), "timestamp": pa.nulls(n, pa.int64()),
+        "value_bytes": pa.nulls(n, pa.binary()),
     }, schema=ROWS_SCHEMA)
 
 

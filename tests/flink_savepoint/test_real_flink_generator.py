@@ -21,11 +21,12 @@ from flink_savepoint.flink_cases import (
     EVOLVED_EVENTS_FIELDS,
     SAVEPOINTS,
     case_spec,
-    committed_cases,
+    case_states,
+    every_committed_case,
     reshape,
 )
 
-CASES = committed_cases()
+CASES = every_committed_case()
 EVENTS_CASES = [c for c in CASES if "events" in case_spec(c)["states"]]
 
 
@@ -177,10 +178,10 @@ def test_reshape_matches_fields_by_name_and_nulls_the_added_ones() -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_committed_case_is_complete(case: Path) -> None:
     """expected.json has every state of every key; _metadata has the version of its Flink; files iff filesystem."""
-    spec = case_spec(case)
+    spec, states = case_spec(case), case_states(case)
     entries = json.loads((case / "expected.json").read_text(encoding="utf-8"))["entries"]
-    assert len(entries) == spec["keys"] * len(spec["states"])
-    assert [e["state"] for e in entries] == [s for s in spec["states"] for _ in range(spec["keys"])]
+    assert len(entries) == spec["keys"] * len(states)
+    assert [e["state"] for e in entries] == [s for s in states for _ in range(spec["keys"])]
     version = {"2.3.0": 6, "1.20.3": 4}[spec["flink"]]
     head = (case / "savepoint" / "_metadata").read_bytes()[:8]
     assert head == bytes.fromhex("4960672d") + version.to_bytes(4, "big")

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from statemorph.errors import SavepointError, StateFormatError
+from statemorph.errors import ExitCode, SavepointError, StateFormatError, UnsupportedStateError
 from statemorph.savepoint import METADATA_FILE, SavepointWriter, read_metadata, read_state_table, verify_savepoint
 from statemorph.savepoint.parquet import reader as reader_mod
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
@@ -133,7 +133,12 @@ def test_unknown_snapshot_identifier_names_state_and_role(good):
     out.write_int(1)
     blob = base64.b64encode(out.get_copy_of_buffer()).decode()
     rewrite_meta(good, lambda d: d["states"][1].__setitem__("value_serializer", blob))
-    restore_fails(good, r"state 'l': the value serializer snapshot .* cannot be read: .*NotRegistered")
+    # an unknown class is no damage: unsupported (exit 7), naming the state, the role and the class
+    before = tree(good)
+    with pytest.raises(UnsupportedStateError, match=r"state 'l': unsupported state: its value serializer is "
+                                                    r"RAW\('com.example.NotRegistered\$Snapshot'\)") as e:
+        HashMapStateBackend.restore(good)
+    assert e.value.exit_code == ExitCode.UNSUPPORTED and tree(good) == before
 
 
 def test_oversized_metadata_is_rejected_before_parsing(good, monkeypatch):
@@ -263,3 +268,17 @@ def test_failed_rocksdb_restore_leaves_no_database(good, tmp_path, precreate):
         db.mkdir()
     restore_fails(good, "size", EmbeddedRocksDBStateBackend, db_path=db)
     assert (db.exists() and list(db.iterdir()) == []) if precreate else not db.exists()
+
+
+@pytest.mark.parametrize(("version", "state", "match"), [
+    (1, 1, "need format version 2"),  # whole-value rows exist only in converted (version 2) savepoints
+    (2, 0, "only for list state"),  # 'v' is value state
+])
+def test_value_bytes_flag_only_on_converted_list_states(good, version, state, match):
+    def mark(d):
+        d["format_version"] = version
+        d["states"][state]["value_bytes"] = True
+
+    rewrite_meta(good, mark)
+    with pytest.raises(SavepointError, match=match):
+        read_metadata(good)

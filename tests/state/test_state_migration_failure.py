@@ -116,9 +116,9 @@ def test_successful_migration_writes_new_schema(tmp_path, cls):
 
 
 def test_snapshot_classes_resolve_only_through_the_given_registry(tmp_path):
-    from statemorph.errors import SavepointError
+    from statemorph.errors import UnsupportedStateError
 
     sp = write(tmp_path, range(3))
-    for cls in (HashMapStateBackend, EmbeddedRocksDBStateBackend):
-        with pytest.raises(SavepointError, match="state 'v'.*WideningIntSerializerSnapshot"):
+    for cls in (HashMapStateBackend, EmbeddedRocksDBStateBackend):  # a class not in the registry: unsupported (7)
+        with pytest.raises(UnsupportedStateError, match="state 'v'.*WideningIntSerializerSnapshot"):
             cls.restore(sp)

@@ -38,8 +38,10 @@ def describe_state(st: Any) -> dict[str, Any]:
     """One state of the Parquet form as the ``--json`` shape (and the source of the text lines)."""
     problems: dict[str, str] = {}
 
+    opaque = st.opaque_roles()
+
     def type_of(role: str) -> str | None:
-        return _type_of(lambda: st.snapshot(role), role, problems)
+        return opaque.get(role) or _type_of(lambda: st.snapshot(role), role, problems)
 
     doc = {
         "name": st.name,

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 from ..errors import ExitCode, StatemorphError, UsageError
-from . import bench, check, convert, demo, inspect, migrate
+from . import bench, check, convert, demo, inspect, migrate, schema
 from .output import error_document, exit_code_for, print_error, shown
 
 
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"statemorph {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for verb in (inspect, check, migrate, convert, demo, bench):
+    for verb in (inspect, check, migrate, convert, schema, demo, bench):
         verb.add_parser(sub)
     return p
 

@@ -41,7 +41,7 @@ from ..savepoint.flink.keyed_header import (
     parse_keyed_header,
 )
 from ..savepoint.flink.keyed_writer import KeyedStreamWriter, entries_from_batch
-from ..savepoint.flink.layout import StateLayout
+from ..savepoint.flink.layout import StateLayout, whole_values
 from ..savepoint.flink.metadata import (
     METADATA_FILE_NAME,
     CheckpointMetadata,
@@ -152,6 +152,7 @@ def flink_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
                         user_key_serializer=_raw(m.user_key_snapshot()) if kind is StateKind.MAP else None,
                         key_serializer=stream.header.key_serializer.raw,
                         operator=op.uid or op.uid_hash, flink_kind=flink_kind, ttl=ttl and flink_kind != "timers",
+                        whole_values=whole_values(m),
                     )
             _empty_keyed_streams(sp, skeleton.operators[oi], keyed_files)
         for op, m, out in kept.values():

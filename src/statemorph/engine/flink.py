@@ -23,6 +23,7 @@ import pyarrow as pa
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, UsageError
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
+from ..savepoint.flink.layout import whole_values
 from ..savepoint.flink.operator_ids import find_operator, naming
 from ..savepoint.storage import Location
 from ..snapshot import SnapshotRegistry
@@ -242,7 +243,7 @@ def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, sta
         empty = False
         yield read.decoded(batch, threads)
     if empty:
-        yield read.decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(read.kind, read.ttl)), threads)
+        yield read.decoded(pa.RecordBatch.from_pylist([], schema=read.schema()), threads)
 
 
 def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
@@ -251,7 +252,7 @@ def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: s
     read): what a parallel reader declares before its tasks run."""
     sp = FlinkSavepoint(path, registry)
     read = _state_read(sp, operator, state, decode, registry)
-    return read.decoded(pa.RecordBatch.from_pylist([], schema=flink_state_schema(read.kind, read.ttl)), 1).schema
+    return read.decoded(pa.RecordBatch.from_pylist([], schema=read.schema()), 1).schema
 
 
 @dataclass
@@ -261,8 +262,14 @@ class _StateRead:
 
     kind: str
     ttl: bool
+    whole_values: bool
+    """A list of a type statemorph does not read: one ``value_bytes`` row per key (layout.whole_values)."""
     decoders: dict[str, Any]
     namespace: Any = None
+
+    def schema(self) -> pa.Schema:
+        """The binary schema of the state's batches (before decoding)."""
+        return flink_state_schema(self.kind, self.ttl, self.whole_values)
 
     def decoded(self, batch: pa.RecordBatch, threads: int) -> pa.RecordBatch:
         """``batch`` with each column that has a decoder replaced by its typed column, and the
@@ -290,7 +297,7 @@ def _state_read(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
         raise SavepointError(f"{op.label} has no keyed state {state!r} (states: "
                              f"{', '.join(repr(n) for n in [*op.states, *timers]) or 'none'})")
     meta = op.states[state].meta if state in op.states else timers[state]
-    read = _StateRead(meta.kind, meta.ttl, {})
+    read = _StateRead(meta.kind, meta.ttl, whole_values(meta), {})
     if decode:
         read.decoders["key"] = op.key_snapshot(registry).restore_serializer()
         if not meta.is_timers:
@@ -365,7 +372,8 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
             desc = op.states.get(st.name) if op is not None else None
             states.append({
                 "name": st.name, "kind": st.kind,
-                "key_type": _type_text(op.key_snapshot, st.key_serializer) if op is not None else st.key_serializer,
+                "key_type": _role_text(desc, "key_serializer", st.key_serializer) if desc is not None
+                else _type_text(op.key_snapshot, st.key_serializer) if op is not None else st.key_serializer,
                 "namespace_type": _namespace_text(op, desc, st.name, st.namespace_serializer),
                 "value_type": _role_text(desc, "value_serializer", st.value_serializer),
                 "user_key_type": _role_text(desc, "user_key_serializer", st.user_key_serializer),
@@ -386,7 +394,8 @@ def _role_text(desc: Any, role: str, class_name: str | None) -> str | None:
         return None
     if desc is None:
         return class_name.rsplit(".", 1)[-1]
-    return _type_text(lambda: desc.snapshot(role), class_name)
+    opaque = desc.opaque_roles().get(role)
+    return opaque if opaque is not None else _type_text(lambda: desc.snapshot(role), class_name)
 
 
 def _namespace_text(op: FlinkOperatorDescription | None, desc: Any, state: str, class_name: str | None) -> str | None:

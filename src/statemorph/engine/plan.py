@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StateMigrationError
+from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StateMigrationError, UnsupportedStateError
 from ..keyed.kinds import StateKind
 from ..serializers.base import TypeSerializer
 from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
@@ -303,7 +303,7 @@ def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: Typ
         for role in [] if getattr(st, "carries_unread_snapshots", False) else \
                 _carried_roles(kind, desc, namespace_serializer):
             st.snapshot(role, registry)
-    except SavepointError as e:
+    except (SavepointError, UnsupportedStateError) as e:
         plan.action, plan.outcome, plan.reasons = INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)]
         return plan
     if desc is None:
@@ -312,7 +312,7 @@ def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: Typ
         + (["namespace_serializer"] if namespace_serializer is not None else [])
     try:
         snaps: dict[str, TypeSerializerSnapshot] = {role: st.snapshot(role, registry) for role in roles}
-    except SavepointError as e:
+    except (SavepointError, UnsupportedStateError) as e:
         plan.action, plan.outcome, plan.reasons = INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)]
         return plan
     res = resolve_state(st.name, kind, snaps, desc, namespace_serializer, old_ttl=bool(st.ttl))

@@ -20,6 +20,30 @@ SNAPSHOT_ROLES = ("key_serializer", "namespace_serializer", "value_serializer", 
 """The serializer roles of a keyed state, in the order formats record them."""
 
 
+KRYO_SNAPSHOT = "org.apache.flink.api.java.typeutils.runtime.kryo.KryoSerializerSnapshot"
+
+
+def opaque_type(raw: bytes) -> str:
+    """The type of a versioned snapshot statemorph does not read (``UTF(class) ‖ i32 version ‖
+    payload``), as Flink SQL writes a type it cannot look into: ``RAW('<class>')``, the class as
+    precisely as the bytes say: the type class a ``KryoSerializerSnapshot`` records first in its
+    payload, otherwise the snapshot class itself (a user or Scala snapshot). What ``inspect``
+    prints and a schema file gives back with ``serializer = "opaque"``."""
+    from ..errors import StateFormatError
+    from ..io import DataInputDeserializer
+
+    src = DataInputDeserializer(raw)
+    name = "unknown"
+    try:
+        name = src.read_utf()
+        if name == KRYO_SNAPSHOT:
+            src.read_int()
+            name = src.read_utf() or name
+    except (StateFormatError, ValueError, UnicodeDecodeError):
+        pass
+    return "RAW('" + name.replace("'", "''") + "')"
+
+
 class StateDescription(Protocol):
     """One stored state, as the planner sees it."""
 

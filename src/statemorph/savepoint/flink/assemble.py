@@ -76,9 +76,11 @@ ROWS_SCHEMA = pa.schema([
     pa.field("value", pa.binary()),
     pa.field("ttl_timestamp", pa.int64()),
     pa.field("timestamp", pa.int64()),
+    pa.field("value_bytes", pa.binary()),
 ])
 """Every state's rows in one shape: the reader's columns (:func:`~.reader.flink_state_schema`),
-null where a kind has no such column, plus the owning ``subtask`` and the ``state`` id."""
+null where a kind has no such column, plus the owning ``subtask`` and the ``state`` id
+(``value_bytes``: the whole Flink value of a state kept whole, :func:`.layout.whole_values`)."""
 SORT_KEYS = ["subtask", "key_group", "state", "key", "namespace", "user_key", "index", "timestamp"]
 """The order :class:`SubtaskStreams` needs (and the local and Spark paths sort by)."""
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
-from ...errors import SavepointError
+from ...errors import SavepointError, UnsupportedStateError
 from ...keyed.kinds import StateKind
 from ...snapshot import (
     CompositeTypeSerializerSnapshot,
@@ -27,6 +27,7 @@ from ...snapshot import (
     TypeSerializerSnapshot,
     write_versioned_snapshot,
 )
+from ..description import opaque_type as _opaque_type
 from .envelope import Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, KeyedHeader, StateMetaInfo
 from .metadata import OperatorState
@@ -97,11 +98,27 @@ class FlinkStateDescription:
     def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         snap = self._raw(role)
         if snap.parsed is None:
-            raise SavepointError(
-                f"{self.operator.label()} state {self.name!r}: its {role.replace('_', ' ')} snapshot "
-                f"{snap.class_name} is not one statemorph reads (a Kryo / generic type or a user snapshot "
-                f"class); the state is carried over byte for byte but cannot be migrated")
+            raise UnsupportedStateError(
+                f"{self.operator.label()} state {self.name!r}: unsupported state: its {role.replace('_', ' ')} is "
+                f"{opaque_type(snap)} ({snap.class_name.rsplit('.', 1)[-1]}), which statemorph cannot decode; the "
+                f"state is carried over byte for byte but cannot be read decoded or migrated")
         return snap.parsed
+
+    def opaque_roles(self) -> dict[str, str]:
+        """Role → ``RAW('<class>')`` of each serializer of this state that statemorph does not read
+        (empty for a fully readable state)."""
+        roles = ["key_serializer", "namespace_serializer", "value_serializer"]
+        if self.meta.kind == "map":
+            roles.append("user_key_serializer")
+        out = {}
+        for role in roles:
+            try:
+                snap = self._raw(role)
+            except SavepointError:
+                continue
+            if snap.parsed is None:
+                out[role] = opaque_type(snap)
+        return out
 
 
 @dataclass
@@ -135,14 +152,20 @@ class FlinkOperatorDescription:
     def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         snap = self.header.key_serializer
         if snap.parsed is None:
-            raise SavepointError(f"{self.label}: its key serializer snapshot {snap.class_name} is not one statemorph "
-                                 f"reads")
+            raise UnsupportedStateError(f"{self.label}: unsupported state: its key serializer is {opaque_type(snap)} "
+                                        f"({snap.class_name.rsplit('.', 1)[-1]}), which statemorph cannot decode")
         return snap.parsed
 
     @staticmethod
     def new_snapshot_bytes(serializer: Any) -> bytes:
         """The versioned snapshot bytes of a new serializer, in the class Flink itself writes."""
         return write_versioned_snapshot(flink_snapshot(serializer))
+
+
+def opaque_type(snap: Snapshot) -> str:
+    """``RAW('<class>')`` of a snapshot statemorph does not read
+    (:func:`statemorph.savepoint.description.opaque_type`)."""
+    return _opaque_type(snap.raw)
 
 
 def flink_snapshot(serializer: Any) -> TypeSerializerSnapshot:
@@ -185,4 +208,4 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
 
 
 __all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "find_keyed_operator",
-           "flink_snapshot"]
+           "flink_snapshot", "opaque_type"]

@@ -15,7 +15,7 @@ from ..storage import NewFile, Target
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
 from .keyed_blocks import StateRun, encode_key_group
 from .keyed_header import KeyedHeader, write_keyed_header
-from .layout import StateLayout, build_composite_key
+from .layout import COL_VALUE_BYTES, StateLayout, build_composite_key
 
 SAVEPOINT_KEY_GROUPS_HANDLE = 7
 
@@ -113,6 +113,10 @@ def entries_from_batch(layout: StateLayout, batch: pa.RecordBatch) -> Iterator[t
             continue
         user_key = cols["user_key"][i] if kind == "map" else b""
         composite = build_composite_key(kg, key, ns, user_key, layout.prefix, layout.ambiguous)
+        if layout.whole:
+            yield kg, composite, cols[COL_VALUE_BYTES][i]
+            i += 1
+            continue
         if kind == "list":
             j = i
             parts = []

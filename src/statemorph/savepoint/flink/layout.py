@@ -10,6 +10,12 @@ first. Values: the value; list = elements joined by one ``,`` byte (found by rea
 element); map = a null flag byte, then the value; with TTL an 8-byte timestamp precedes every
 value, element or map value. Timers: prefix, the timestamp with its sign bit flipped, key,
 namespace, and an empty value.
+
+A list state whose element serializer statemorph cannot delimit (Kryo, a user serializer: the
+elements are joined by a ``,`` that only reading each element finds) is kept *whole*: one row per
+entry, its Flink value byte for byte in a ``value_bytes`` column (TTL stamps and delimiters
+included). Every other kind splits without its value serializer (the stream length-prefixes each
+key and value), so only list state needs this.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import FlinkSavepointError, StateFormatError
+from ...errors import FlinkSavepointError, StateFormatError, UnsupportedStateError
 from ...io import DataInputDeserializer
 from .envelope import VOID_NAMESPACE_SNAPSHOT, Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, StateMetaInfo
@@ -32,6 +38,8 @@ LENGTH_PREFIXED = frozenset({
     "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot",
 })
 FIXED_LENGTH = {VOID_NAMESPACE_SNAPSHOT: 1}
+COL_VALUE_BYTES = "value_bytes"
+"""The column of a whole state's Flink values (see the module docstring)."""
 _I32 = struct.Struct(">i")
 _Q = struct.Struct(">Q")
 
@@ -91,13 +99,21 @@ class FieldCodec:
                 raise FlinkSavepointError(f"{self.what}: cannot read a value at offset {pos}: {err}") from err
             e = src.position
         else:
-            raise FlinkSavepointError(
-                f"{self.what}: the serializer snapshot {self.class_name} is not registered, so its values cannot "
-                f"be delimited"
+            raise UnsupportedStateError(
+                f"{self.what}: unsupported state: the serializer snapshot {self.class_name} is not registered, so "
+                f"its values cannot be delimited"
             )
         if e > limit:
             raise FlinkSavepointError(f"{self.what}: a value at offset {pos} runs past its end ({e} > {limit})")
         return e
+
+
+def whole_values(meta: StateMetaInfo) -> bool:
+    """Whether ``meta``'s entries are kept whole (``value_bytes``): list state whose elements
+    cannot be delimited without a serializer statemorph lacks."""
+    if meta.kind != "list" or meta.is_timers:
+        return False
+    return not FieldCodec(meta.value_snapshot_unwrapped()[0], "list element").known
 
 
 def _suffix_len(n: int) -> int:
@@ -151,6 +167,8 @@ class StateLayout:
             self.ns_codec = FieldCodec(meta.serializer(NAMESPACE_SERIALIZER), f"{where} namespace")
             self.ambiguous = self.key_codec.variable and self.ns_codec.variable
         self.element_codec = FieldCodec(value_snap, f"{where} list element") if self.kind == "list" else None
+        self.whole = self.element_codec is not None and not self.element_codec.known
+        """Entries kept whole: ``value_bytes`` holds each Flink value as it is."""
 
     # -- keys ---------------------------------------------------------------------------------
     def split_key(self, k: bytes) -> SplitKey:
@@ -225,13 +243,22 @@ class StateLayout:
 
     def _columns_per_entry(self, keys: list[bytes], values: list[bytes]) -> dict[str, list[Any]]:
         names = ["key_group", "key", "namespace"]
+        if self.whole:
+            c: dict[str, list[Any]] = {n: [] for n in names + [COL_VALUE_BYTES]}
+            for k, v in zip(keys, values, strict=True):
+                sk = self.split_key(k)
+                c["key_group"].append(sk.key_group)
+                c["key"].append(sk.key)
+                c["namespace"].append(sk.namespace)
+                c[COL_VALUE_BYTES].append(v)
+            return c
         if self.kind == "timers":
             names.append("timestamp")
         else:
             names += (["user_key"] if self.kind == "map" else ["index"] if self.kind == "list" else []) + ["value"]
             if self.ttl:
                 names.append("ttl_timestamp")
-        c: dict[str, list[Any]] = {n: [] for n in names}
+        c = {n: [] for n in names}
         for k, v in zip(keys, values, strict=True):
             sk = self.split_key(k)
             if self.kind == "timers":

@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...errors import DestinationError, FlinkSavepointError, OutputError
+from ...errors import DestinationError, FlinkSavepointError, OutputError, UnsupportedStateError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...snapshot import SnapshotRegistry
 from ..files import StagedDirectory, destination_taken, output_error
@@ -187,9 +187,9 @@ def _check_migratable(op: OperatorState, m: StateMetaInfo) -> None:
             f"{top.class_name if top else '(none)'} cannot be taken apart into the per-value snapshot"
         )
     if m.kind == "list" and not FieldCodec(value, "list element").known:
-        raise FlinkSavepointError(
-            f"{op.label()} state {m.name!r}: list elements of {value.class_name} cannot be told apart "
-            f"(the snapshot class is not registered), so the list cannot be migrated"
+        raise UnsupportedStateError(
+            f"{op.label()} state {m.name!r}: unsupported state: list elements of {value.class_name} cannot be told "
+            f"apart (the snapshot class is not registered), so the list cannot be migrated"
         )
 
 

@@ -24,7 +24,9 @@ Format version 2 (written only by ``statemorph convert`` from a Flink savepoint;
 savepoints read as before) adds, all optional: per state ``operator`` (the Flink operator's uid or
 uid hash; state names are then ``<operator>/<state>``), ``flink_kind`` (``reducing``,
 ``aggregating`` or ``timers``) and ``ttl`` (the rows carry an int64 ``ttl_timestamp`` column; timers
-have the columns ``key_group``, ``timestamp``, ``key``, ``namespace``), and a top-level ``flink``
+have the columns ``key_group``, ``timestamp``, ``key``, ``namespace``), ``value_bytes`` (list state
+whose elements statemorph cannot delimit: one row per key, columns ``key_group``, ``key``,
+``namespace``, ``value_bytes``, the Flink value as it is), and a top-level ``flink``
 object listing the files Flink needs back that are not tables: the original ``_metadata`` without
 its keyed-state bytes, the keyed-state headers and the operator-state files, each with size and
 sha256 (:class:`FlinkExtras`).
@@ -41,11 +43,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import SavepointError, StateFormatError
+from ...errors import SavepointError, StateFormatError, UnknownSnapshotError, UnsupportedStateError
 from ...keyed.entries import COL_INDEX, COL_KEY, COL_KEY_GROUP, COL_NAMESPACE, COL_USER_KEY, COL_VALUE, state_schema
 from ...keyed.kinds import StateKind
 from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
-from ..description import SNAPSHOT_ROLES
+from ..description import SNAPSHOT_ROLES, opaque_type
 from ..files import fsync_path, sha256_file
 
 FORMAT_NAME = "statemorph-savepoint"
@@ -91,6 +93,9 @@ class StateMetadata:
     """``reducing`` / ``aggregating`` (stored like value state) or ``timers``: converted only."""
     ttl: bool = False
     """Rows carry Flink's TTL timestamp in a ``ttl_timestamp`` column (converted savepoints only)."""
+    whole_values: bool = False
+    """Rows are whole Flink entries: key group, key, namespace and ``value_bytes``, the Flink value
+    as it is (a list state whose elements statemorph cannot delimit; converted savepoints only)."""
 
     @property
     def rows(self) -> int:
@@ -98,9 +103,10 @@ class StateMetadata:
 
     @property
     def carries_unread_snapshots(self) -> bool:
-        """Timers converted from Flink keep Flink's timer snapshot as exact bytes: the planner
+        """Timers converted from Flink keep Flink's timer snapshot as exact bytes, and so do
+        states whose serializers statemorph cannot decode (Kryo, user snapshots): the planner
         carries them over (their files are copied) instead of reading the snapshots."""
-        return self.flink_kind == "timers"
+        return self.flink_kind == "timers" or bool(self.opaque_roles())
 
     def snapshot_bytes(self, role: str) -> bytes:
         if role not in SNAPSHOT_ROLES:
@@ -116,17 +122,37 @@ class StateMetadata:
         data = self.snapshot_bytes(role)
         try:
             return read_versioned_snapshot(data, registry)
+        except UnknownSnapshotError as e:
+            raise UnsupportedStateError(
+                f"state {self.name!r}: unsupported state: its {role.replace('_', ' ')} is {opaque_type(data)}, which "
+                f"statemorph cannot decode; the state is carried over byte for byte but cannot be read decoded or "
+                f"migrated") from e
         except StateFormatError as e:
             raise SavepointError(
                 f"state {self.name!r}: the {role.replace('_', ' ')} snapshot in {METADATA_FILE} cannot be read: {e}"
             ) from e
 
+    def opaque_roles(self) -> dict[str, str]:
+        """Role → ``RAW('<class>')`` of each snapshot whose class statemorph does not know."""
+        out = {}
+        for role in SNAPSHOT_ROLES:
+            data = getattr(self, role, None)
+            if data is None:
+                continue
+            try:
+                read_versioned_snapshot(bytes(data))
+            except UnknownSnapshotError:
+                out[role] = opaque_type(bytes(data))
+            except StateFormatError:
+                continue
+        return out
+
     def schema(self) -> pa.Schema:
-        if self.flink_kind is None and not self.ttl:
+        if self.flink_kind is None and not self.ttl and not self.whole_values:
             return state_schema(self.kind)
         from ..flink.reader import flink_state_schema  # the one definition of the extra columns
 
-        return flink_state_schema(self.flink_kind or self.kind.value, self.ttl)
+        return flink_state_schema(self.flink_kind or self.kind.value, self.ttl, self.whole_values)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -141,6 +167,8 @@ class StateMetadata:
             d["flink_kind"] = self.flink_kind
         if self.ttl:
             d["ttl"] = True
+        if self.whole_values:
+            d["value_bytes"] = True
         for role in SNAPSHOT_ROLES:
             data = getattr(self, role)
             if data is not None:
@@ -336,8 +364,11 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
         if flink_kind is not None and flink_kind not in FLINK_KINDS:
             raise SavepointError(f"{where}: unknown flink_kind {flink_kind!r} (one of {', '.join(FLINK_KINDS)})")
         ttl = st.get("ttl", bool, required=False) or False
-        if (operator is not None or flink_kind is not None or ttl) and version < 2:
-            raise SavepointError(f"{where}: operator / flink_kind / ttl need format version 2")
+        whole = st.get("value_bytes", bool, required=False) or False
+        if (operator is not None or flink_kind is not None or ttl or whole) and version < 2:
+            raise SavepointError(f"{where}: operator / flink_kind / ttl / value_bytes need format version 2")
+        if whole and (kind is not StateKind.LIST or flink_kind is not None):
+            raise SavepointError(f"{where}: value_bytes (whole Flink values) is only for list state")
         meta = StateMetadata(
             name=name,
             kind=kind,
@@ -350,6 +381,7 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             operator=operator,
             flink_kind=flink_kind,
             ttl=ttl,
+            whole_values=whole,
         )
         declared = st.get("rows", int, required=False)
         if declared is not None and (declared < 0 or declared != meta.rows):
