@@ -638,7 +638,7 @@ def render_schema(sections: Sequence[tuple[str, Mapping[str, Any]]], source: str
             try:
                 table = state_schema_table(name, meta)
             except SchemaFileError as e:
-                lines += ["", f"# {header}", f"# not written: {e}"]
+                lines += ["", f"# {header}", *(f"# {line}".rstrip() for line in f"not written: {e}".splitlines())]
                 continue
             lines += ["", header] + [f"{k} = {_toml_string(v)}" for k, v in table.items()]
             if getattr(meta, "ttl", False):

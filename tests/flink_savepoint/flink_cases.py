@@ -44,6 +44,12 @@ def every_committed_case() -> list[Path]:
     return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
 
 
+def state_listing_cases() -> list[Path]:
+    """The cases whose restore reads every state back (``restore``: the matrix and opaque jobs);
+    the window jobs' restores fire windows instead (test_window_restore_real_flink.py)."""
+    return [c for c in every_committed_case() if not {"window_job", "sql_window_job"} & set(case_spec(c))]
+
+
 #: The states the opaque-state job (ci/flink OpaqueJobs.java) keeps after the spec's own.
 OPAQUE_STATES = ("session", "visits", "pair", "lists")
 

@@ -25,6 +25,7 @@ from flink_savepoint.flink_cases import (
     EVOLVED_EVENTS,
     EVOLVED_EVENTS_FIELDS,
     SAVEPOINTS,
+    case_spec,
     every_committed_case,
     reshape,
 )
@@ -113,7 +114,11 @@ def test_the_schema_file_of_a_savepoint_is_a_no_op(case: Path, tmp_path: Path) -
     assert status == 0
     schema = parse_schema(text, "current.toml")
     assert sum(len(states) for states in schema.operators.values()) >= 1
-    assert "# not written" not in text
+    # a session window's merging-window-set (Tuple2 of TimeWindow) is the one state whose type has
+    # no schema-file spelling yet: it is listed as a comment and carried unchanged
+    unwritten = [line for line in text.splitlines() if line.startswith("# [operators.")]
+    assert unwritten == (["# [operators.session.states.merging-window-set]"]
+                         if case_spec(case).get("window_job") else [])
     path = tmp_path / "current.toml"
     path.write_text(text, encoding="utf-8")
     status, out, err = _cli("check", "--json", "--schema", str(path), str(case / "savepoint"))

@@ -22,11 +22,11 @@ from flink_savepoint.flink_cases import (
     SAVEPOINTS,
     case_spec,
     case_states,
-    every_committed_case,
     reshape,
+    state_listing_cases,
 )
 
-CASES = every_committed_case()
+CASES = state_listing_cases()
 EVENTS_CASES = [c for c in CASES if "events" in case_spec(c)["states"]]
 
 

@@ -86,8 +86,8 @@ def test_inspect_names_every_window_state_and_its_namespace(case: Path) -> None:
         ("tumble", TIMERS): ("timers", TIME_WINDOW, "TimerSerializerSnapshot", keys),
         ("tumble", "_timer_state/processing_window-timers"): ("timers", TIME_WINDOW, "TimerSerializerSnapshot", 0),
         ("session", "window-contents"): ("reducing", TIME_WINDOW, "BIGINT", keys),
-        ("session", "merging-window-set"): ("list", "VOID (not windowed)", f"ROW<`f0` {TIME_WINDOW}, `f1` {TIME_WINDOW}>",
-                                            keys),
+        ("session", "merging-window-set"): ("list", "VOID (not windowed)",
+                                            f"ROW<`f0` {TIME_WINDOW}, `f1` {TIME_WINDOW}>", keys),
         ("session", TIMERS): ("timers", TIME_WINDOW, "TimerSerializerSnapshot", keys),
         ("session", "_timer_state/processing_window-timers"): ("timers", TIME_WINDOW, "TimerSerializerSnapshot", 0),
         ("count", "window-contents"): ("list", "GLOBAL WINDOW", "BIGINT", keys),  # a list is one entry

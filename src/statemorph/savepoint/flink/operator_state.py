@@ -176,7 +176,7 @@ class OperatorStream:
         if (meta.backend_type == BROADCAST) != (info.mode == BROADCAST_MODE):
             raise FlinkSavepointError(f"{what}: the handle's mode {mode} does not match the header's "
                                       f"{'broadcast' if meta.backend_type == BROADCAST else 'list'} state")
-        if sorted(info.offsets) != info.offsets or len(set(info.offsets)) != len(info.offsets):
+        if any(a >= b for a, b in zip(info.offsets, info.offsets[1:], strict=False)):
             raise FlinkSavepointError(f"{what}: offsets are not strictly increasing")
         if not info.offsets:
             return OperatorStatePart(info.name, mode, meta)
