@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import MalformedDataError, NotCanonicalSavepointError
+from ...errors import MalformedDataError, NotCanonicalSavepointError, SavepointPathError
 from ...io import DataInputDeserializer, DataOutputSerializer
+from ..files import check_relative_path
 
 NULL_HANDLE = 0
 BYTE_STREAM_HANDLE = 1
@@ -107,6 +108,20 @@ class KeyGroupsHandle:
 
 
 KeyedHandle = KeyGroupsHandle | None
+
+
+def file_name(handle: FileHandle | RelativeFileHandle, where: str) -> str:
+    """The checked name, relative to the savepoint directory, of the file a handle names: a
+    relative path must pass :func:`~statemorph.savepoint.files.check_relative_path` (the rule for
+    every path read from any input); an absolute path (written when the file system injected
+    entropy) is taken by its file name inside the savepoint, so a relocated savepoint still reads
+    and nothing outside is opened. Refusals are :class:`SavepointPathError` naming ``where``."""
+    if isinstance(handle, RelativeFileHandle):
+        return check_relative_path(handle.relative_path, f"{where}: state file", SavepointPathError)
+    name = handle.path.rstrip("/").rsplit("/", 1)[-1]
+    if name in ("", ".", ".."):
+        raise SavepointPathError(f"{where}: absolute state file path {handle.path!r} has no usable file name")
+    return check_relative_path(name, f"{where}: absolute state file path {handle.path!r}", SavepointPathError)
 
 
 def _check_count(src: DataInputDeserializer, n: int, what: str, unit: int) -> int:
