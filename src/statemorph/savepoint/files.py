@@ -625,22 +625,27 @@ class StagedDirectory:
             except OSError as e:
                 raise output_error(e, self.path, "create the savepoint") from e
             try:
-                fd = os.open(path, flags)
+                st = os.lstat(path)
             except FileNotFoundError:
                 continue  # removed since: create it
-            except OSError as e:
-                if e.errno == errno.ELOOP:
-                    raise UnsafeFileError(f"{path}: the claim file is a symlink; not writing through it "
-                                          f"(remove it)") from None
-                raise output_error(e, path, "open the claim") from e
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                try:
+                    fd = os.open(path, flags)
+                except FileNotFoundError:
+                    continue
+                except OSError as e:
+                    if e.errno != errno.ELOOP:
+                        raise output_error(e, path, "open the claim") from e
+                    continue  # replaced by a symlink since: look again
+                fst = os.fstat(fd)
+                if (fst.st_dev, fst.st_ino, fst.st_nlink) == (st.st_dev, st.st_ino, 1):
+                    return fd, False
                 os.close(fd)
-                what = (_kind_of(st.st_mode) if not stat.S_ISREG(st.st_mode)
-                        else f"a file with {st.st_nlink} names (a hard link)")
-                raise UnsafeFileError(f"{path}: the claim file is {what}, not a claim of statemorph; not writing "
-                                      f"through it (remove it)")
-            return fd, False
+                continue  # replaced since: look again
+            what = (_kind_of(st.st_mode) if not stat.S_ISREG(st.st_mode)
+                    else f"a file with {st.st_nlink} names (a hard link)")
+            raise UnsafeFileError(f"{path}: the claim file is {what}, not a claim of statemorph; not writing "
+                                  f"through it (remove it)")
 
     def _release(self) -> None:
         if self._claim_fd >= 0:
