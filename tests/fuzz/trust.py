@@ -55,7 +55,7 @@ from statemorph.savepoint.flink import (
     parse_metadata,
     serialize_metadata,
 )
-from statemorph.savepoint.flink.metadata import SUBTASK_HANDLES, CheckpointMetadata
+from statemorph.savepoint.flink.metadata import CheckpointMetadata
 from statemorph.state import ValueStateDescriptor
 
 from .families import Disagreement
@@ -231,6 +231,7 @@ def check_skeleton(name: str, data: bytes) -> str:
 # -- the edits ----------------------------------------------------------------------------------------
 
 Slot = tuple[Any, str]  # (subtask, handle attribute)
+SUBTASK_HANDLES = ("managed_operator", "raw_operator", "managed_keyed", "raw_keyed")
 
 
 def _slots(meta: CheckpointMetadata) -> list[Slot]:
