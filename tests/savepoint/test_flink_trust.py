@@ -128,10 +128,16 @@ def test_convert_back_never_writes_outside_out(where: str, converted: Path, tmp_
     assert not (tmp_path / "outside").exists() and not out.exists()
 
 
-def _name_of(m: object, subtask: int) -> str:
-    dlg = keyed(m, subtask).delegate  # type: ignore[arg-type]
-    assert isinstance(dlg, RelativeFileHandle)
-    return dlg.relative_path
+@pytest.mark.parametrize("case", ["range-past-max-parallelism", "ranges-overlap", "subtasks-share-a-file"])
+def test_convert_back_checks_the_skeleton_like_a_flink_metadata(case: str, converted: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The kept skeleton is parsed by the same checks: a range past max parallelism (once a
+    ``ValueError`` traceback), overlapping ranges, two subtasks writing one stream file."""
+    change = {**RANGES, **HANDLE_REUSE}[case]
+    edit_skeleton(converted, lambda m: change(m, tmp_path))
+    _refused(["convert", str(converted), "--out", str(tmp_path / "work" / "back")], tmp_path, capsys,
+             "flink/_metadata", {"range-past-max-parallelism": "passes the max parallelism",
+                                 "ranges-overlap": "overlap", "subtasks-share-a-file": "is listed twice"}[case])
 
 
 @pytest.mark.parametrize("clash", ["metadata", "carried-file"])
