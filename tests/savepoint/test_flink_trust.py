@@ -164,6 +164,19 @@ def test_convert_back_refuses_two_output_files_of_one_name(clash: str, converted
     _refused(["convert", str(converted), "--out", str(tmp_path / "work" / "back")], tmp_path, capsys, needle)
 
 
+def test_convert_back_refuses_a_file_that_is_another_ones_directory(converted: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Subtask 0's stream named ``sub/x`` and subtask 1's ``sub``: one could never be written (the
+    containment fuzz family found it, exit 6 "File exists" halfway;
+    tests/data/fuzz/containment/583bbb5eebe9.bin)."""
+    def name(m: object) -> None:
+        keyed(m, 0).delegate = RelativeFileHandle("sub/x", 0)  # type: ignore[arg-type]
+        keyed(m, 1).delegate = RelativeFileHandle("sub", 0)  # type: ignore[arg-type]
+    edit_skeleton(converted, name)
+    _refused(["convert", str(converted), "--out", str(tmp_path / "work" / "back")], tmp_path, capsys,
+             "subtask 1 managed keyed state: file 'sub' is also the directory of a file of", "subtask 0")
+
+
 def test_convert_back_refuses_a_handle_naming_no_carried_file(converted: Path, tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """An operator-state handle of the skeleton must name a carried file: the Flink savepoint

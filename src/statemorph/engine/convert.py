@@ -273,22 +273,22 @@ def _output_files(meta: CheckpointMetadata, extras: FlinkExtras, where: str) -> 
     each carried file (under ``flink/files/``) and each keyed-state stream the skeleton names
     (:func:`~statemorph.savepoint.files.check_relative_path`, :class:`UsedOnce`), and that every
     other file handle of the skeleton names a carried file of the size it records."""
-    names = UsedOnce()
-    names.add(METADATA_FILE_NAME, f"{where}: the new _metadata")
+    names = UsedOnce(SavepointError, where)
+    names.add(METADATA_FILE_NAME, "the new _metadata")
     carried: dict[str, ExtraFile] = {}
     for i, extra in enumerate(extras.files):
         rel = extra.path[len(FILES_DIR):]
         if not extra.path.startswith(FILES_DIR) or not rel:
             raise SavepointError(f"{where}: carried file {extra.path!r} is not under {FILES_DIR}")
-        names.add(inside(Path(), rel, f"{METADATA_FILE}: flink.files[{i}]").as_posix(),
-                  f"{METADATA_FILE}: flink.files[{i}]")
+        names.add(inside(Path(), rel, f"{where}: carried file {METADATA_FILE} flink.files[{i}]").as_posix(),
+                  f"carried file {METADATA_FILE} flink.files[{i}]")
         carried[rel] = extra
     keyed = {id(st.managed_keyed.delegate) for op in meta.operators for st in op.subtasks or []
              if st.managed_keyed is not None}
     for h in file_handles(meta.operators):
         rel = file_name(h, where)
         if id(h) in keyed:
-            names.add(rel, f"{where}: the keyed-state stream {rel!r}")
+            names.add(rel, "a keyed-state stream")
         elif rel not in carried or carried[rel].size != h.size:
             raise SavepointError(f"{where}: a state handle names file {rel!r} of {h.size} bytes, which is not among "
                                  f"the carried files ({METADATA_FILE}: flink.files)")

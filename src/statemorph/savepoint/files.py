@@ -104,18 +104,31 @@ def inside(root: Path, rel: str, where: str, error: type[SavepointError] = Savep
 class UsedOnce:
     """Every file and handle of a savepoint is used once: a name used by two users (a file listed
     twice, two subtasks' handles naming one file, an operator-state handle naming a keyed-state
-    file) would be read twice, or rewritten under one of its users' feet. ``add`` refuses the
-    second user with ``error``, naming both."""
+    file) would be read twice, or rewritten under one of its users' feet; and a name cannot be a
+    file and the directory of another (``sub`` and ``sub/x``: one of them could never be written
+    or read). ``add`` refuses the second user with ``error``, naming both (after ``where``, the
+    file the names come from, when the users do not say it)."""
 
-    def __init__(self, error: type[SavepointError] = SavepointError) -> None:
+    def __init__(self, error: type[SavepointError] = SavepointError, where: str = "") -> None:
         self.users: dict[str, str] = {}
+        self.dirs: dict[str, str] = {}
         self.error = error
+        self.where = f"{where}: " if where else ""
 
     def add(self, name: str, user: str) -> None:
+        at = f"{self.where}{user}: file {name!r}"
         other = self.users.get(name)
         if other is not None:
-            raise self.error(f"{user}: file {name!r} is listed twice (also by {other}); every file and handle is "
-                             f"used once, or its data would be read twice")
+            raise self.error(f"{at} is listed twice (also by {other}); every file and handle is used once, or its "
+                             f"data would be read twice")
+        if name in self.dirs:
+            raise self.error(f"{at} is also the directory of a file of {self.dirs[name]}")
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if parent in self.users:
+                raise self.error(f"{at} lies in {parent!r}, which is a file of {self.users[parent]}")
+            self.dirs.setdefault(parent, user)
         self.users[name] = user
 
 

@@ -137,30 +137,30 @@ def check_metadata(meta: CheckpointMetadata, where: str) -> None:
     ``where``, the operator, the subtask and the field."""
     ids: dict[bytes, str] = {}
     uids: dict[str, str] = {}
-    files = UsedOnce(SavepointPathError)
+    files = UsedOnce(SavepointPathError, where)
     for i, op in enumerate(meta.operators):
-        label = f"{where}: operator #{i} ({op.uid or op.uid_hash})"
+        label = f"operator #{i} ({op.uid or op.uid_hash})"
         other = ids.setdefault(op.operator_id, label)
         if other is not label:
-            raise FlinkSavepointError(f"{label}: operator id {op.uid_hash} is also {other.split(': ', 1)[-1]}; "
-                                      f"an operator appears once")
+            raise FlinkSavepointError(f"{where}: {label}: operator id {op.uid_hash} is also {other}'s; an operator "
+                                      f"appears once")
         if op.uid:
             other = uids.setdefault(op.uid, label)
             if other is not label:
-                raise FlinkSavepointError(f"{label}: uid {op.uid!r} is also {other.split(': ', 1)[-1]}'s; "
-                                          f"an operator appears once")
-        _check_subtasks(op, label, files)
+                raise FlinkSavepointError(f"{where}: {label}: uid {op.uid!r} is also {other}'s; an operator appears "
+                                          f"once")
+        _check_subtasks(op, where, label, files)
 
 
-def _check_subtasks(op: OperatorState, label: str, files: UsedOnce) -> None:
+def _check_subtasks(op: OperatorState, where: str, label: str, files: UsedOnce) -> None:
     seen: set[int] = set()
     ranges: dict[str, list[tuple[range, int]]] = {"managed_keyed": [], "raw_keyed": []}
     for st in op.subtasks or []:
         if st.index in seen:
-            raise FlinkSavepointError(f"{label}: subtask {st.index} appears twice; each subtask has one state")
+            raise FlinkSavepointError(f"{where}: {label}: subtask {st.index} appears twice; each subtask has one state")
         seen.add(st.index)
         if st.index >= op.parallelism:
-            raise FlinkSavepointError(f"{label}: subtask {st.index} is outside the operator's parallelism "
+            raise FlinkSavepointError(f"{where}: {label}: subtask {st.index} is outside the operator's parallelism "
                                       f"{op.parallelism} (subtasks 0..{op.parallelism - 1})")
         for kind in SUBTASK_HANDLES:
             h = getattr(st, kind)
@@ -171,19 +171,20 @@ def _check_subtasks(op: OperatorState, label: str, files: UsedOnce) -> None:
                 r = h.key_groups
                 if r.stop > op.max_parallelism:
                     raise FlinkSavepointError(
-                        f"{user}: key-group range {r.start}..{r.stop - 1} passes the max parallelism "
+                        f"{where}: {user}: key-group range {r.start}..{r.stop - 1} passes the max parallelism "
                         f"{op.max_parallelism} (key groups 0..{op.max_parallelism - 1})")
                 if len(r):
                     ranges[kind].append((r, st.index))
             if isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
-                files.add(file_name(h.delegate, user), user)
+                files.add(file_name(h.delegate, f"{where}: {user}"), user)
     for kind, rs in ranges.items():
         rs.sort(key=lambda x: x[0].start)
         for (a, sa), (b, sb) in zip(rs, rs[1:], strict=False):
             if b.start < a.stop:
                 raise FlinkSavepointError(
-                    f"{label}: {kind.replace('_', ' ')} state: key-group ranges {a.start}..{a.stop - 1} of subtask "
-                    f"{sa} and {b.start}..{b.stop - 1} of subtask {sb} overlap; a key group belongs to one subtask")
+                    f"{where}: {label}: {kind.replace('_', ' ')} state: key-group ranges {a.start}..{a.stop - 1} of "
+                    f"subtask {sa} and {b.start}..{b.stop - 1} of subtask {sb} overlap; a key group belongs to one "
+                    f"subtask")
 
 
 def _parse(src: DataInputDeserializer, where: str) -> CheckpointMetadata:
