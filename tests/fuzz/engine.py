@@ -87,7 +87,10 @@ def input_for(family: Family, index: int) -> tuple[str, bytes, str]:
     """Input ``index`` of ``family``: (target name, bytes, mutation names). Pure and deterministic."""
     r = rng_for(family.name, index)
     target = family.targets[r.randrange(len(family.targets))]
-    data, ops = mutate(target.seed, r, family.pool, family.json_aware)
+    if family.mutator is not None:
+        data, ops = family.mutator(target.seed, r)
+    else:
+        data, ops = mutate(target.seed, r, family.pool, family.json_aware)
     return target.name, data, ops
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import random
 import struct
 import tempfile
 from collections.abc import Callable
@@ -104,6 +105,8 @@ class Family:
     what: str
     targets: list[Target]
     json_aware: bool = False
+    mutator: Callable[[bytes, random.Random], tuple[bytes, str]] | None = None
+    """A family's own mutation of a seed (structured edits); None: the byte-level ones of :mod:`.mutate`."""
 
     @functools.cached_property
     def pool(self) -> list[bytes]:
@@ -583,6 +586,29 @@ def parquet_metadata() -> Family:
                   targets, json_aware=True)
 
 
+# --------------------------------------------------------------------- handles and paths (issue 24)
+
+def handle_reuse() -> Family:
+    from . import trust
+
+    return Family("handle-reuse", "Flink _metadata with handles, subtasks, operators and key-group ranges used twice "
+                  "or moved: inspect, convert and migrate refuse (exit 4, nothing written) or read the same",
+                  [Target(n, d, functools.partial(trust.check_flink, n)) for n, d in trust.seeds()],
+                  mutator=trust.mutator(trust.REUSE_EDITS))
+
+
+def containment() -> Family:
+    from . import trust
+
+    return Family("containment", "file handles of a Flink _metadata and of the Parquet form's kept skeleton naming "
+                  "paths with '..', absolute paths, symlinks in and out, hard links: refused (exit 4, nothing written "
+                  "anywhere) or read the same",
+                  [Target(n, d, functools.partial(trust.check_flink, n)) for n, d in trust.seeds()]
+                  + [Target(f"{n}#skeleton", d, functools.partial(trust.check_skeleton, n))
+                     for n, d in trust.skeleton_seeds()],
+                  mutator=trust.mutator(trust.CONTAINMENT_EDITS))
+
+
 FAMILIES: dict[str, Callable[[], Family]] = {
     "snapshots": snapshots,
     "per-value": per_value,
@@ -594,6 +620,8 @@ FAMILIES: dict[str, Callable[[], Family]] = {
     "key-groups": key_groups,
     "parquet-metadata": parquet_metadata,
     "sparse-and-bomb": sparse_and_bomb,
+    "handle-reuse": handle_reuse,
+    "containment": containment,
 }
 
 __all__ = ["FAMILIES", "KNOWN", "Disagreement", "Family", "Target"]

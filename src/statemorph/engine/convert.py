@@ -29,10 +29,17 @@ import pyarrow as pa
 
 from ..errors import FlinkSavepointError, NotASavepointError, SavepointError, UsageError
 from ..keyed.kinds import StateKind
-from ..savepoint.files import SavepointDir, StagedDirectory, output_error
+from ..savepoint.files import SavepointDir, StagedDirectory, UsedOnce, inside, output_error
 from ..savepoint.flink import is_flink_savepoint
 from ..savepoint.flink.envelope import snapshot_from_envelope
-from ..savepoint.flink.handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
+from ..savepoint.flink.files import file_handles
+from ..savepoint.flink.handles import (
+    ByteStreamHandle,
+    FileHandle,
+    KeyGroupsHandle,
+    RelativeFileHandle,
+    file_name,
+)
 from ..savepoint.flink.keyed_blocks import StateRun
 from ..savepoint.flink.keyed_header import (
     VALUE_SERIALIZER,
@@ -218,6 +225,7 @@ def parquet_to_flink(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
         raise UsageError(f"{src}: this Parquet savepoint was not converted from a Flink savepoint (no 'flink' "
                          f"section in {METADATA_FILE}); only such savepoints convert back")
     meta = parse_metadata(_read_extra(root, extras.metadata), f"{src}/{extras.metadata.path}")
+    carried = _output_files(meta, extras, f"{src}/{extras.metadata.path}")
     by_op: dict[str, dict[str, StateMetadata]] = {}
     for name, table in pm.states.items():
         if table.operator is not None and name.startswith(table.operator + "/"):
@@ -227,11 +235,8 @@ def parquet_to_flink(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
     with StagedDirectory(dst, source=src) as staged:
         tmp = staged.temp
         try:
-            for extra in extras.files:
-                rel = extra.path[len(FILES_DIR):]
-                if not extra.path.startswith(FILES_DIR) or not rel:
-                    raise SavepointError(f"{src}: carried file {extra.path!r} is not under {FILES_DIR}")
-                target = tmp / rel
+            for rel, extra in carried.items():
+                target = inside(tmp, rel, f"{src}: carried file")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with root.open(extra.path, size=extra.size, recorded_in=METADATA_FILE) as f:
                     if f.copy_to(target) != extra.sha256:
@@ -263,6 +268,34 @@ def parquet_to_flink(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
     return ConvertReport(str(src), str(dst), "parquet-to-flink", rows, streams, len(extras.files))
 
 
+def _output_files(meta: CheckpointMetadata, extras: FlinkExtras, where: str) -> dict[str, ExtraFile]:
+    """The carried files by the name they get in the Flink savepoint, after checking, before
+    anything is written, that every output file is named once and stays inside it: ``_metadata``,
+    each carried file (under ``flink/files/``) and each keyed-state stream the skeleton names
+    (:func:`~statemorph.savepoint.files.check_relative_path`, :class:`UsedOnce`), and that every
+    other file handle of the skeleton names a carried file of the size it records."""
+    names = UsedOnce(SavepointError, where)
+    names.add(METADATA_FILE_NAME, "the new _metadata")
+    carried: dict[str, ExtraFile] = {}
+    for i, extra in enumerate(extras.files):
+        rel = extra.path[len(FILES_DIR):]
+        if not extra.path.startswith(FILES_DIR) or not rel:
+            raise SavepointError(f"{where}: carried file {extra.path!r} is not under {FILES_DIR}")
+        names.add(inside(Path(), rel, f"{where}: carried file {METADATA_FILE} flink.files[{i}]").as_posix(),
+                  f"carried file {METADATA_FILE} flink.files[{i}]")
+        carried[rel] = extra
+    keyed = {id(st.managed_keyed.delegate) for op in meta.operators for st in op.subtasks or []
+             if st.managed_keyed is not None}
+    for h in file_handles(meta.operators):
+        rel = file_name(h, where)
+        if id(h) in keyed:
+            names.add(rel, "a keyed-state stream")
+        elif rel not in carried or carried[rel].size != h.size:
+            raise SavepointError(f"{where}: a state handle names file {rel!r} of {h.size} bytes, which is not among "
+                                 f"the carried files ({METADATA_FILE}: flink.files)")
+    return carried
+
+
 def _write_stream(root: SavepointDir, pm: SavepointMetadata, op: OperatorState, handle: KeyGroupsHandle,
                   head: bytes, states: dict[str, StateMetadata], tmp: Path, where: str,
                   registry: SnapshotRegistry | None, rows: dict[str, int]) -> KeyGroupsHandle:
@@ -282,7 +315,7 @@ def _write_stream(root: SavepointDir, pm: SavepointMetadata, op: OperatorState, 
         rows[st.name] = rows.get(st.name, 0) + table.num_rows
         per_state.append((sid, _by_key_group(layout, table)))
     inline = isinstance(handle.delegate, ByteStreamHandle)
-    name = handle.delegate.relative_path if isinstance(handle.delegate, RelativeFileHandle) else str(uuid.uuid4())
+    name = file_name(handle.delegate, where) if isinstance(handle.delegate, RelativeFileHandle) else str(uuid.uuid4())
     with KeyedStreamWriter(tmp, name, header, handle.start_key_group, len(handle.offsets)) as out:
         heads = {sid: next(it, None) for sid, it in per_state}
         its = dict(per_state)

@@ -5,6 +5,9 @@ and its metadata names the files to read with their sizes. Every format needs th
 so they live here once (the Parquet form uses them; Flink's canonical form can reuse them):
 
 Reading (:class:`SavepointDir`, :func:`open_regular`, :class:`SafeFile`)
+    - a path from metadata is a plain relative path (:func:`check_relative_path`, the one rule
+      for every path read from any input: no absolute path, no ``..``, no empty part, no
+      backslash), and each file is used once (:class:`UsedOnce`);
     - a path from metadata must resolve (``realpath``) inside the savepoint directory; a file or a
       state directory that is a symlink leading out is refused before it is opened, and the
       message never says anything about the outside file (no size, no checksum);
@@ -20,7 +23,10 @@ Writing (:class:`StagedDirectory`)
     - the destination is *claimed* first: an ``flock``-ed file ``.<dst>.statemorph-claim`` next
       to it, so two runs writing one destination give one result and one clear
       :class:`~statemorph.errors.DestinationBusyError`; the kernel drops the lock when a process
-      dies, so a claim left by ``kill -9`` is taken over by the next run;
+      dies, so a claim left by ``kill -9`` is taken over by the next run. A claim is only ever
+      written when this run created it (``O_EXCL``): an existing claim file is never truncated
+      or written through (a symlink, a hard link or anything but a regular file is refused; a
+      stale one is locked, unlinked and created anew);
     - files are written into ``.<dst>.statemorph-tmp-<pid>-<random>`` (a recognisable name with
       the owner's pid), removed on failure and on SIGINT / SIGTERM (handlers installed only while a
       staged directory is open, the previous ones restored and the signal re-delivered to them
@@ -77,6 +83,55 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 # -- reading ------------------------------------------------------------------------------------
+
+def check_relative_path(p: str, where: str, error: type[SavepointError] = SavepointError) -> str:
+    """The one containment rule for a path read from any input (Flink's ``_metadata``, the Parquet
+    form's ``_metadata.json`` and its kept Flink skeleton, an object key): a plain relative path
+    that cannot leave the directory it is joined to. An absolute path, a ``..``, ``.`` or empty
+    part (``a//b``, a trailing ``/``), a backslash or a NUL is ``error`` naming ``where``."""
+    if (not p or p.startswith("/") or "\\" in p or "\x00" in p
+            or any(part in ("", ".", "..") for part in p.split("/"))):
+        raise error(f"{where}: path {p!r} leads outside the savepoint directory or is not a plain relative "
+                    f"path (absolute, '..', an empty part or a backslash); refused")
+    return p
+
+
+def inside(root: Path, rel: str, where: str, error: type[SavepointError] = SavepointError) -> Path:
+    """``root / rel`` for a ``rel`` that passes :func:`check_relative_path`: what a writer uses to
+    place a file named by an input, so it never lands outside ``root``."""
+    return root / check_relative_path(rel, where, error)
+
+
+class UsedOnce:
+    """Every file and handle of a savepoint is used once: a name used by two users (a file listed
+    twice, two subtasks' handles naming one file, an operator-state handle naming a keyed-state
+    file) would be read twice, or rewritten under one of its users' feet; and a name cannot be a
+    file and the directory of another (``sub`` and ``sub/x``: one of them could never be written
+    or read). ``add`` refuses the second user with ``error``, naming both (after ``where``, the
+    file the names come from, when the users do not say it)."""
+
+    def __init__(self, error: type[SavepointError] = SavepointError, where: str = "") -> None:
+        self.users: dict[str, str] = {}
+        self.dirs: dict[str, str] = {}
+        self.error = error
+        self.where = f"{where}: " if where else ""
+
+    def add(self, name: str, user: str) -> None:
+        at = f"{self.where}{user}: file {name!r}"
+        other = self.users.get(name)
+        if other is not None:
+            raise self.error(f"{at} is listed twice (also by {other}); every file and handle is used once, or its "
+                             f"data would be read twice")
+        if name in self.dirs:
+            raise self.error(f"{at} is also the directory of a file of {self.dirs[name]}")
+        parts = name.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if parent in self.users:
+                raise self.error(f"{at} lies in {parent!r}, which is a file of {self.users[parent]}")
+            self.dirs.setdefault(parent, user)
+        self.users[name] = user
+
 
 def _kind_of(mode: int) -> str:
     if stat.S_ISDIR(mode):
@@ -260,13 +315,18 @@ class SeenFiles:
     """The files already read in one pass, by inode: a file reached under two names (a hard link,
     a symlink inside the savepoint) would have its rows read twice."""
 
-    def __init__(self) -> None:
+    def __init__(self, error: type[UnsafeFileError] = UnsafeFileError) -> None:
         self.files: dict[tuple[int, int], str] = {}
+        self.error = error
 
     def add(self, f: SafeFile) -> None:
-        other = self.files.setdefault(f.identity, f.label)
-        if other != f.label:
-            raise UnsafeFileError(f"{f.label}: is the same file as {other} (its rows would be read twice)")
+        self.add_identity(f.identity, f.label)
+
+    def add_identity(self, identity: tuple[int, int], label: str) -> None:
+        """Record the file ``(st_dev, st_ino)`` read as ``label``; another label is refused."""
+        other = self.files.setdefault(identity, label)
+        if other != label:
+            raise self.error(f"{label}: is the same file as {other} (its rows would be read twice)")
 
 
 class SavepointDir:
@@ -287,6 +347,7 @@ class SavepointDir:
         """The real path of ``rel`` (a checked relative path from metadata); a path that leads out
         of the directory through a symlink (the file or one of its directories) is refused without
         looking at the outside file."""
+        check_relative_path(rel, str(self.path), self.unsafe)
         target = os.path.realpath(os.path.join(self.real, rel))
         if target == self.real or os.path.commonpath([self.real, target]) != self.real:
             raise self.unsafe(f"{self.path / rel}: leads out of the savepoint directory through a symlink; "
@@ -391,8 +452,12 @@ def stale_temp_dirs(parent: str | os.PathLike[str], name: str | None = None) -> 
 def _claim_is_stale(path: Path) -> bool:
     """A claim file nobody holds a lock on was left by a run that died."""
     try:
-        fd = os.open(path, os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDWR | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
+        return False
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:  # not a claim statemorph made: left alone
+        os.close(fd)
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -524,10 +589,7 @@ class StagedDirectory:
     def _claim(self) -> None:
         path = self._claim_path
         while True:
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
-            except OSError as e:
-                raise output_error(e, self.path, "create the savepoint") from e
+            fd, created = self._open_claim()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -545,8 +607,17 @@ class StagedDirectory:
             if not same:  # the previous owner removed the file between our open and our lock
                 os.close(fd)
                 continue
+            if not created:
+                # a claim nobody holds: left by a run that died. It is never written through
+                # (it may be a file someone else put there): unlinked while locked, made anew.
+                try:
+                    os.unlink(path)
+                except OSError as e:
+                    os.close(fd)
+                    raise output_error(e, path, "remove the stale claim") from e
+                os.close(fd)
+                continue
             try:
-                os.ftruncate(fd, 0)
                 os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode(), 0)
             except OSError as e:
                 os.close(fd)
@@ -554,10 +625,47 @@ class StagedDirectory:
             self._claim_fd = fd
             return
 
+    def _open_claim(self) -> tuple[int, bool]:
+        """The claim file, open: ``(fd, True)`` when this call created it (``O_EXCL``), else the
+        existing one, opened without following a symlink or blocking, and refused unless it is a
+        regular file with one name (a hard link or a device under the claim's name is not ours)."""
+        path = self._claim_path
+        flags = os.O_RDWR | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        while True:
+            try:
+                return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644), True
+            except FileExistsError:
+                pass
+            except OSError as e:
+                raise output_error(e, self.path, "create the savepoint") from e
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue  # removed since: create it
+            if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+                try:
+                    fd = os.open(path, flags)
+                except FileNotFoundError:
+                    continue
+                except OSError as e:
+                    if e.errno != errno.ELOOP:
+                        raise output_error(e, path, "open the claim") from e
+                    continue  # replaced by a symlink since: look again
+                fst = os.fstat(fd)
+                if (fst.st_dev, fst.st_ino, fst.st_nlink) == (st.st_dev, st.st_ino, 1):
+                    return fd, False
+                os.close(fd)
+                continue  # replaced since: look again
+            what = (_kind_of(st.st_mode) if not stat.S_ISREG(st.st_mode)
+                    else f"a file with {st.st_nlink} names (a hard link)")
+            raise UnsafeFileError(f"{path}: the claim file is {what}, not a claim of statemorph; not writing "
+                                  f"through it (remove it)")
+
     def _release(self) -> None:
         if self._claim_fd >= 0:
             try:
-                os.unlink(self._claim_path)
+                if os.fstat(self._claim_fd).st_ino == os.stat(self._claim_path, follow_symlinks=False).st_ino:
+                    os.unlink(self._claim_path)  # only our own claim, never a file put in its place
             except OSError:
                 pass
             os.close(self._claim_fd)
@@ -612,12 +720,15 @@ __all__ = [
     "CLAIM_TAG",
     "Interrupted",
     "SafeFile",
+    "UsedOnce",
     "SavepointDir",
     "SeenFiles",
     "StagedDirectory",
     "TEMP_TAG",
+    "check_relative_path",
     "destination_taken",
     "fsync_path",
+    "inside",
     "open_regular",
     "output_error",
     "read_exactly",

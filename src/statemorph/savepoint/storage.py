@@ -74,7 +74,18 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..errors import OutputError, SavepointError, SavepointNotFoundError, UnsafeFileError, UsageError
-from .files import CHUNK, SafeFile, SavepointDir, check_range, open_regular, output_error, read_exactly, write_new_file
+from .files import (
+    CHUNK,
+    SafeFile,
+    SavepointDir,
+    check_range,
+    check_relative_path,
+    inside,
+    open_regular,
+    output_error,
+    read_exactly,
+    write_new_file,
+)
 
 #: the top-level files whose presence makes a prefix a savepoint; uploaded last
 METADATA_FILES = ("_metadata", "_metadata.json")
@@ -171,10 +182,8 @@ class Location:
 
 
 def _safe_relative(rel: str, uri: str) -> Path:
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        raise UnsafeFileError(f"{uri}: object {rel!r} would land outside the savepoint; refusing it")
-    return Path(*parts)
+    return Path(*check_relative_path(rel, f"{uri}: object {rel!r} would land outside the savepoint",
+                                     UnsafeFileError).split("/"))
 
 
 @contextmanager
@@ -442,7 +451,7 @@ class NewFile:
     :class:`~statemorph.errors.OutputError` naming the file."""
 
     def __init__(self, target: Target, rel: str) -> None:
-        self.rel = rel
+        self.rel = check_relative_path(rel, "new file", UnsafeFileError)  # never lands outside ``target``
         self.target = target
         if isinstance(target, Location):
             self.label = f"{target.uri}/{rel}"
@@ -542,8 +551,9 @@ def stream_copy(source: SafeFile | RemoteFile, target: Target, rel: str) -> None
     """Copy an opened, checked source file to a new file ``rel`` under ``target``, chunk by chunk
     through this process."""
     if not isinstance(target, Location):
-        (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        source.copy_to(target / rel)
+        path = inside(target, rel, "copied file", UnsafeFileError)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        source.copy_to(path)
         return
     out = NewFile(target, rel)
     try:

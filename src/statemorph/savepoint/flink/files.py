@@ -18,9 +18,9 @@ from pathlib import Path
 from types import TracebackType
 
 from ...errors import FlinkSavepointError, SavepointPathError
-from ..files import SafeFile
+from ..files import SafeFile, SeenFiles
 from ..storage import Location, RemoteFile, RemoteSavepointDir, savepoint_dir
-from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHandle
+from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHandle, file_name
 from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState
 
 MAX_METADATA_BYTES = 1 << 30
@@ -113,19 +113,8 @@ class SavepointDirectory:
         return self.files.read_small(METADATA_FILE_NAME, MAX_METADATA_BYTES)
 
     def relative_name(self, handle: FileHandle | RelativeFileHandle) -> str:
-        """The checked path of a file handle, relative to the savepoint directory."""
-        if isinstance(handle, RelativeFileHandle):
-            rel = handle.relative_path
-            parts = rel.split("/")
-            if (not rel or rel.startswith("/") or "\\" in rel or "\x00" in rel
-                    or any(p in ("", ".", "..") for p in parts)):
-                raise SavepointPathError(f"{self.path}: state file path {rel!r} leaves the savepoint directory")
-            return rel
-        raw = handle.path
-        name = raw.rstrip("/").rsplit("/", 1)[-1]
-        if not name or name in (".", "..") or "\x00" in name or "\\" in name:
-            raise SavepointPathError(f"{self.path}: absolute state file path {raw!r} has no usable file name")
-        return name
+        """The checked path of a file handle, relative to the savepoint directory (:func:`.handles.file_name`)."""
+        return file_name(handle, str(self.path))
 
     def resolve(self, handle: FileHandle | RelativeFileHandle) -> Path:
         """The real path of a file handle's file in a local savepoint; one that leads out of the
@@ -158,6 +147,23 @@ class SavepointDirectory:
             if name != METADATA_FILE_NAME:
                 out.setdefault(name, None)
         return {rel: size for rel, size in sorted(out.items()) if rel not in exclude}
+
+    def check_distinct(self, meta: CheckpointMetadata) -> None:
+        """Every file the handles of ``meta`` name is a different file: ``_metadata`` already
+        refuses one name used twice; here two names reaching one inode (a hard link, a symlink
+        inside the savepoint) are refused too, before anything is read or written (the Parquet
+        form's :class:`~statemorph.savepoint.files.SeenFiles` rule). A remote store has neither;
+        a missing file is refused when it is opened."""
+        if isinstance(self.files, RemoteSavepointDir):
+            return
+        seen = SeenFiles(SavepointPathError)
+        for h in file_handles(meta.operators):
+            rel = self.relative_name(h)
+            try:
+                st = os.stat(self.files.resolve(rel))
+            except OSError:
+                continue
+            seen.add_identity((st.st_dev, st.st_ino), f"{self.path}/{rel}")
 
     def relativize(self, meta: CheckpointMetadata) -> None:
         """Absolute file handles become relative ones: a new savepoint lives somewhere else."""

@@ -14,8 +14,9 @@ from array import array
 from collections.abc import MutableSequence
 from dataclasses import dataclass
 
-from ...errors import MalformedDataError, NotCanonicalSavepointError
+from ...errors import MalformedDataError, NotCanonicalSavepointError, SavepointPathError
 from ...io import DataInputDeserializer, DataOutputSerializer
+from ..files import check_relative_path
 
 NULL_HANDLE = 0
 BYTE_STREAM_HANDLE = 1
@@ -121,6 +122,20 @@ def _longs(values: MutableSequence[int]) -> MutableSequence[int]:
     """Offsets as an ``array('q')``: 8 bytes each, as in the file (a list holds a pointer and an
     int object per offset: five times that), and one type, so handles compare equal by value."""
     return values if isinstance(values, array) else array("q", values)
+
+
+def file_name(handle: FileHandle | RelativeFileHandle, where: str) -> str:
+    """The checked name, relative to the savepoint directory, of the file a handle names: a
+    relative path must pass :func:`~statemorph.savepoint.files.check_relative_path` (the rule for
+    every path read from any input); an absolute path (written when the file system injected
+    entropy) is taken by its file name inside the savepoint, so a relocated savepoint still reads
+    and nothing outside is opened. Refusals are :class:`SavepointPathError` naming ``where``."""
+    if isinstance(handle, RelativeFileHandle):
+        return check_relative_path(handle.relative_path, f"{where}: state file", SavepointPathError)
+    name = handle.path.rstrip("/").rsplit("/", 1)[-1]
+    if name in ("", ".", ".."):
+        raise SavepointPathError(f"{where}: absolute state file path {handle.path!r} has no usable file name")
+    return check_relative_path(name, f"{where}: absolute state file path {handle.path!r}", SavepointPathError)
 
 
 def _check_count(src: DataInputDeserializer, n: int, what: str, unit: int) -> int:

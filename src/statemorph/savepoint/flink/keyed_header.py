@@ -291,6 +291,9 @@ class _Parser:
         for i in range(n):
             last_state = i == n - 1
             name = src.read_utf()
+            if any(m.name == name for m in states):
+                raise FlinkSavepointError(f"{self.where}: state {name!r} appears twice in the keyed-state header "
+                                          f"(at offset {src.position}); a state is listed once")
             backend_type = src.read_int()
             if backend_type not in self.ends.state_types:
                 raise FlinkSavepointError(

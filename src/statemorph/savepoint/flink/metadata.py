@@ -12,15 +12,26 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, field
 
-from ...errors import FlinkSavepointError, MalformedDataError, NotCanonicalSavepointError, StateFormatError
+from ...errors import (
+    FlinkSavepointError,
+    MalformedDataError,
+    NotCanonicalSavepointError,
+    SavepointPathError,
+    StateFormatError,
+)
 from ...io import DataInputDeserializer, DataOutputSerializer
+from ..files import UsedOnce
 from .handles import (
     NULL_HANDLE,
     OPERATOR_STREAM_HANDLE,
     ByteStreamHandle,
+    FileHandle,
     KeyedHandle,
+    KeyGroupsHandle,
     OperatorStreamHandle,
+    RelativeFileHandle,
     StreamHandle,
+    file_name,
     read_keyed_handle,
     read_operator_handle,
     read_stream_handle,
@@ -104,12 +115,12 @@ class CheckpointMetadata:
 
 
 def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME) -> CheckpointMetadata:
-    """Parse a whole ``_metadata`` file. Every failure is a :class:`FlinkSavepointError` (or its
-    :class:`NotCanonicalSavepointError` subclass) naming ``where``, the offset and the field."""
+    """Parse a whole ``_metadata`` file and :func:`check_metadata` it. Every failure is a
+    :class:`FlinkSavepointError` (or a subclass) naming ``where``, the offset or the field."""
     paused = gc.isenabled()
     gc.disable()  # a parse makes objects by the million and no cycles: collections would only cost time
     try:
-        return _parse(DataInputDeserializer(data), where)
+        meta = _parse(DataInputDeserializer(data), where)
     except FlinkSavepointError:
         raise
     except StateFormatError as e:
@@ -117,6 +128,82 @@ def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME) -> CheckpointMe
     finally:
         if paused:
             gc.enable()
+    check_metadata(meta, where)
+    return meta
+
+
+SUBTASK_HANDLES = ("managed_operator", "raw_operator", "managed_keyed", "raw_keyed")
+"""The four state handles of a subtask, by attribute name (also how messages name them)."""
+
+
+def check_metadata(meta: CheckpointMetadata, where: str) -> None:
+    """What a well-formed ``_metadata`` promises beyond its bytes, checked before anything reads a
+    state file or writes a byte (Flink itself never writes otherwise):
+
+    - operator ids (and uids, where set) are unique: a duplicated operator's state would be read,
+      converted or migrated twice;
+    - an operator's subtask indices are unique and below its parallelism;
+    - each keyed handle's key-group range lies inside ``0 .. max parallelism - 1``, and the
+      subtasks' ranges (managed and raw keyed state each) are disjoint: a key group is one
+      subtask's;
+    - every file a handle names is a plain relative name inside the savepoint (the containment
+      rule of :func:`.handles.file_name`) and is used by one handle only
+      (:class:`~statemorph.savepoint.files.UsedOnce`, the rule the Parquet form applies to its
+      files): an operator-state handle naming a keyed-state file, or two subtasks sharing one,
+      would be read twice or rewritten under the other's feet.
+
+    Refusals are :class:`FlinkSavepointError` (paths: :class:`SavepointPathError`) naming
+    ``where``, the operator, the subtask and the field."""
+    ids: dict[bytes, str] = {}
+    uids: dict[str, str] = {}
+    files = UsedOnce(SavepointPathError, where)
+    for i, op in enumerate(meta.operators):
+        label = f"operator #{i} ({op.uid or op.uid_hash})"
+        other = ids.setdefault(op.operator_id, label)
+        if other is not label:
+            raise FlinkSavepointError(f"{where}: {label}: operator id {op.uid_hash} is also {other}'s; an operator "
+                                      f"appears once")
+        if op.uid:
+            other = uids.setdefault(op.uid, label)
+            if other is not label:
+                raise FlinkSavepointError(f"{where}: {label}: uid {op.uid!r} is also {other}'s; an operator appears "
+                                          f"once")
+        _check_subtasks(op, where, label, files)
+
+
+def _check_subtasks(op: OperatorState, where: str, label: str, files: UsedOnce) -> None:
+    seen: set[int] = set()
+    ranges: dict[str, list[tuple[range, int]]] = {"managed_keyed": [], "raw_keyed": []}
+    for st in op.subtasks or []:
+        if st.index in seen:
+            raise FlinkSavepointError(f"{where}: {label}: subtask {st.index} appears twice; each subtask has one state")
+        seen.add(st.index)
+        if st.index >= op.parallelism:
+            raise FlinkSavepointError(f"{where}: {label}: subtask {st.index} is outside the operator's parallelism "
+                                      f"{op.parallelism} (subtasks 0..{op.parallelism - 1})")
+        for kind in SUBTASK_HANDLES:
+            h = getattr(st, kind)
+            if h is None:
+                continue
+            user = f"{label} subtask {st.index} {kind.replace('_', ' ')} state"
+            if isinstance(h, KeyGroupsHandle):
+                r = h.key_groups
+                if r.stop > op.max_parallelism:
+                    raise FlinkSavepointError(
+                        f"{where}: {user}: key-group range {r.start}..{r.stop - 1} passes the max parallelism "
+                        f"{op.max_parallelism} (key groups 0..{op.max_parallelism - 1})")
+                if len(r):
+                    ranges[kind].append((r, st.index))
+            if isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
+                files.add(file_name(h.delegate, f"{where}: {user}"), user)
+    for kind, rs in ranges.items():
+        rs.sort(key=lambda x: x[0].start)
+        for (a, sa), (b, sb) in zip(rs, rs[1:], strict=False):
+            if b.start < a.stop:
+                raise FlinkSavepointError(
+                    f"{where}: {label}: {kind.replace('_', ' ')} state: key-group ranges {a.start}..{a.stop - 1} of "
+                    f"subtask {sa} and {b.start}..{b.stop - 1} of subtask {sb} overlap; a key group belongs to one "
+                    f"subtask")
 
 
 def _parse(src: DataInputDeserializer, where: str) -> CheckpointMetadata:

@@ -162,6 +162,7 @@ class FlinkSavepoint:
         self.metadata: CheckpointMetadata = parse_metadata(
             self.directory.read_metadata(), f"{self.path}/{METADATA_FILE_NAME}"
         )
+        self.directory.check_distinct(self.metadata)
 
     @property
     def version(self) -> int:

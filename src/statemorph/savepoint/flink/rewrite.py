@@ -27,10 +27,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ...errors import DestinationError, FlinkSavepointError, OutputError, UnsupportedStateError
+from ...errors import DestinationError, FlinkSavepointError, OutputError, SavepointPathError, UnsupportedStateError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...snapshot import SnapshotRegistry
-from ..files import StagedDirectory, destination_taken, output_error
+from ..files import StagedDirectory, destination_taken, inside, output_error
 from ..storage import Location, StagedPrefix, Target, copy_server_side, stream_copy
 from .envelope import snapshot_from_envelope
 from .files import SavepointDirectory
@@ -332,7 +332,7 @@ def carry_files(d: SavepointDirectory, meta: CheckpointMetadata, replaced: set[s
         return _carry_objects(d, meta, replaced, tmp, run_copies)
     n = 0
     for rel, size in d.carried_files(meta, replaced).items():
-        target = tmp / rel
+        target = inside(tmp, rel, f"{d.path}: carried file", SavepointPathError)
         if target.exists():
             continue
         with d.files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +47,7 @@ from ...keyed.entries import COL_INDEX, COL_KEY, COL_KEY_GROUP, COL_NAMESPACE, C
 from ...keyed.kinds import StateKind
 from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
 from ..description import SNAPSHOT_ROLES, opaque_type
-from ..files import fsync_path, sha256_file
+from ..files import UsedOnce, check_relative_path, fsync_path, sha256_file
 
 FORMAT_NAME = "statemorph-savepoint"
 FORMAT_VERSION = 2
@@ -289,15 +288,6 @@ class _Fields:
             raise SavepointError(f"{self.where}: field {key!r} is not valid base64: {e}") from e
 
 
-def check_relative_path(p: str, where: str) -> str:
-    """A path from metadata must stay inside the savepoint: relative, normalised, no ``..``."""
-    if not p or "\\" in p or "\x00" in p or p.startswith("/") or posixpath.normpath(p) != p:
-        raise SavepointError(f"{where}: unsafe or non-normalised path {p!r}")
-    if any(part in ("", ".", "..") for part in p.split("/")):
-        raise SavepointError(f"{where}: unsafe path {p!r}")
-    return p
-
-
 def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadata:
     """Parse and validate metadata bytes; any defect is a SavepointError naming ``source``."""
     try:
@@ -323,7 +313,7 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
         raise SavepointError(f"{source}: properties must map strings to strings")
     states: dict[str, StateMetadata] = {}
     dirs: set[str] = set()
-    listed: set[str] = set()
+    listed = UsedOnce()
     for i, raw in enumerate(top.get("states", list)):
         st = _Fields(raw, f"{source}: states[{i}]")
         name = st.get("name", str)
@@ -348,9 +338,7 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             path = check_relative_path(ff.get("path", str), ff.where)
             if not path.startswith(directory + "/"):
                 raise SavepointError(f"{ff.where}: file {path!r} is outside the state directory {directory!r}")
-            if path in listed:
-                raise SavepointError(f"{ff.where}: file {path!r} is listed twice (its rows would be read twice)")
-            listed.add(path)
+            listed.add(path, ff.where)
             rows, size, digest = ff.get("rows", int), ff.get("size", int), ff.get("sha256", str)
             if rows < 0 or size < 0:
                 raise SavepointError(f"{ff.where}: negative rows or size")
@@ -397,14 +385,12 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
                              format_version=version, properties=dict(props), flink=flink)
 
 
-def _extra_file(raw: Any, where: str, listed: set[str]) -> ExtraFile:
+def _extra_file(raw: Any, where: str, listed: UsedOnce) -> ExtraFile:
     ff = _Fields(raw, where)
     path = check_relative_path(ff.get("path", str), where)
     if not path.startswith("flink/"):
         raise SavepointError(f"{where}: file {path!r} is outside the flink/ directory")
-    if path in listed:
-        raise SavepointError(f"{where}: file {path!r} is listed twice")
-    listed.add(path)
+    listed.add(path, where)
     size, digest = ff.get("size", int), ff.get("sha256", str)
     if not 0 <= size <= MAX_COUNT:
         raise SavepointError(f"{where}: size {size} out of range")
@@ -413,7 +399,7 @@ def _extra_file(raw: Any, where: str, listed: set[str]) -> ExtraFile:
     return ExtraFile(path, size, digest)
 
 
-def _parse_flink(fl: _Fields, listed: set[str]) -> FlinkExtras:
+def _parse_flink(fl: _Fields, listed: UsedOnce) -> FlinkExtras:
     meta = _extra_file(fl.get("metadata", dict), f"{fl.where}.metadata", listed)
     headers = {}
     for k, raw in fl.get("headers", dict).items():

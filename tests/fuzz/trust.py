@@ -1,0 +1,396 @@
+"""The fuzz families of issue 24: ``handle-reuse`` and ``containment``.
+
+Their inputs are not bit-level mutations: each is the ``_metadata`` of a real Flink savepoint
+(or the ``flink/_metadata`` skeleton kept in its Parquet form) with its handles edited as an
+attacker would: a file handle copied into another slot, an operator-state handle pointed at a
+keyed-state file, a subtask or an operator duplicated, a key-group range moved, a file named by a
+relative path with ``..``, an absolute path, a symlink (inside or leading out), a hard link, a
+directory. Input *i* is still a pure function of the family and *i* (:func:`mutator`).
+
+Each input runs in a fresh scene (:func:`_scene`): a directory ``R/a/b/c`` holding a copy of the
+savepoint, with, next to every state file ``f``, ``in-f`` (a symlink to ``f``), ``alias-f`` (a
+hard link to ``f``) and ``out-f`` (a symlink to a copy of ``f`` outside the savepoint, in
+``R/a/b/c/outside``), and a directory ``sub``. The oracle:
+
+- the verbs (``inspect`` counting every entry, ``convert`` to the Parquet form, for ``events``
+  savepoints ``migrate``; for a skeleton, ``convert`` back to Flink) either succeed with the same
+  results as on the unedited savepoint (entries per state, rows per table, values migrated), or
+  refuse with a :class:`~statemorph.errors.StatemorphError` whose exit status is 4;
+- nothing is written outside the verb's output: the scene's listing (names, kinds, sizes, from
+  ``R`` down, so ``../../..`` is seen) is unchanged after a refusal, and only the output was added
+  after a success; nothing appears at :data:`PLANTED`, the absolute path the inputs aim at.
+
+Anything else is a :class:`~fuzz.families.Disagreement` (a finding).
+"""
+
+from __future__ import annotations
+
+import atexit
+import copy
+import functools
+import hashlib
+import json
+import os
+import random
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flink_savepoint.flink_cases import EVOLVED_EVENTS
+from savepoint.hostile_metadata import SAVEPOINTS
+
+from statemorph import serializers as S
+from statemorph.engine import migrate_savepoint
+from statemorph.engine.convert import flink_to_parquet, parquet_to_flink
+from statemorph.errors import ExitCode, StatemorphError
+from statemorph.savepoint.flink import (
+    ByteStreamHandle,
+    FileHandle,
+    FlinkSavepoint,
+    KeyGroupsHandle,
+    RelativeFileHandle,
+    parse_metadata,
+    serialize_metadata,
+)
+from statemorph.savepoint.flink.metadata import CheckpointMetadata
+from statemorph.state import ValueStateDescriptor
+
+from .families import Disagreement
+
+SEEDS = ("events-rocksdb-p2-files-snappy", "flink120-events-hashmap-p2-files-snappy", "kinds-rocksdb-p1-files-mp256",
+         "kinds-hashmap-p1")
+"""Keyed state in files (two subtasks; Flink 2.3 and 1.20) and inline, operator state inline."""
+PLANTED = Path(tempfile.gettempdir()) / "statemorph-fuzz-planted"
+"""An absolute path the containment inputs name: nothing may ever appear there."""
+
+
+# -- scenes ----------------------------------------------------------------------------------------
+
+@functools.cache
+def _base() -> Path:
+    root = "/dev/shm" if os.path.isdir("/dev/shm") else None  # tmpfs: fsyncs cost nothing
+    base = Path(tempfile.mkdtemp(prefix="statemorph-fuzz-trust-", dir=root))
+    atexit.register(shutil.rmtree, base, True)
+    return base
+
+
+def _state_files(seed: Path) -> list[str]:
+    return sorted(p.name for p in seed.iterdir() if p.name != "_metadata")
+
+
+def _scene(seed: Path, metadata: bytes) -> tuple[Path, Path]:
+    """``(R, P)``: a fresh root and, three levels below it, the parent holding ``sp`` (see the
+    module docstring)."""
+    root = Path(tempfile.mkdtemp(dir=_base()))
+    parent = root / "a" / "b" / "c"
+    sp, outside = parent / "sp", parent / "outside"
+    (sp / "sub").mkdir(parents=True)
+    outside.mkdir()
+    for f in _state_files(seed):
+        shutil.copyfile(seed / f, sp / f)
+        shutil.copyfile(seed / f, outside / f)
+        os.link(sp / f, sp / f"alias-{f}")
+        os.symlink(f, sp / f"in-{f}")
+        os.symlink(outside / f, sp / f"out-{f}")
+    (sp / "_metadata").write_bytes(metadata)
+    return root, parent
+
+
+def _listing(root: Path, skip: Path | None = None) -> dict[str, tuple[str, int]]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if skip is not None and (p == skip or skip in p.parents):
+            continue
+        st = os.lstat(p)
+        kind = "dir" if stat.S_ISDIR(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "file"
+        out[str(p.relative_to(root))] = (kind, st.st_size if kind == "file" else 0)
+    return out
+
+
+# -- the verbs and their results ---------------------------------------------------------------------
+
+def _entries(path: Path) -> dict[str, int]:
+    info = FlinkSavepoint(path).inspect()
+    return {f"{op.uid or op.uid_hash}/{s.name}": s.entries for op in info.operators for s in op.states}
+
+
+def _flink_results(sp: Path, parent: Path) -> dict[str, Any]:
+    """inspect, convert to the Parquet form and (events savepoints) migrate, under ``parent``."""
+    out: dict[str, Any] = {"entries": _entries(sp)}
+    out["rows"] = flink_to_parquet(sp, parent / "out").states
+    if "events-state/events" in out["entries"]:
+        new = ValueStateDescriptor("events", S.RowDataSerializer(EVOLVED_EVENTS))
+        report = migrate_savepoint(sp, parent / "v2", {"events-state": [new]}, threads=1)
+        out["migrated"] = report.migrated
+        out["after"] = _entries(parent / "v2")
+    return out
+
+
+def _run(root: Path, parent: Path, verbs: Callable[[], dict[str, Any]], outputs: tuple[str, ...],
+         expected: dict[str, Any] | None) -> str:
+    """The oracle around ``verbs``: results equal to ``expected`` (None: the unedited seed's run),
+    or a refusal with exit status 4; nothing written but ``outputs``."""
+    before = _listing(root)
+    try:
+        got = verbs()
+    except StatemorphError as e:
+        if e.exit_code != ExitCode.DAMAGED_SAVEPOINT:
+            raise Disagreement(f"refused with exit status {int(e.exit_code)}, not 4: {type(e).__name__}: {e}") from e
+        after = _listing(root)
+        if after != before:
+            raise Disagreement(f"a refused run changed the scene: {sorted(set(after.items()) ^ set(before.items()))}"
+                               ) from e
+        _no_plant()
+        raise
+    rest = before.copy()
+    after = _listing(root)
+    for name in outputs:
+        after = {k: v for k, v in after.items() if not (k == name or k.startswith(name + "/"))}
+        rest = {k: v for k, v in rest.items() if not (k == name or k.startswith(name + "/"))}
+    if after != rest:
+        raise Disagreement(f"a run wrote outside its output: {sorted(set(after.items()) ^ set(rest.items()))}")
+    _no_plant()
+    if expected is not None and got != expected:
+        raise Disagreement(f"an edited savepoint read differently: {got} != {expected}")
+    return "ok"
+
+
+def _no_plant() -> None:
+    if os.path.lexists(PLANTED):
+        shutil.rmtree(PLANTED, ignore_errors=True)
+        raise Disagreement(f"{PLANTED} appeared")
+
+
+def _outputs(parent: Path, root: Path, *names: str) -> tuple[str, ...]:
+    rel = parent.relative_to(root)
+    return tuple(str(rel / n) for n in names)
+
+
+@functools.cache
+def _expected_flink(name: str) -> dict[str, Any]:
+    seed = SAVEPOINTS / name / "savepoint"
+    root, parent = _scene(seed, (seed / "_metadata").read_bytes())
+    try:
+        return _flink_results(parent / "sp", parent)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def check_flink(name: str, data: bytes) -> str:
+    """The edited ``_metadata`` ``data`` of savepoint ``name`` through inspect, convert and migrate."""
+    seed = SAVEPOINTS / name / "savepoint"
+    expected = _expected_flink(name)
+    root, parent = _scene(seed, data)
+    try:
+        return _run(root, parent, lambda: _flink_results(parent / "sp", parent),
+                    _outputs(parent, root, "out", "v2"), expected)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@functools.cache
+def _parquet_form(name: str) -> Path:
+    """The Parquet form of savepoint ``name``, converted once per process."""
+    out = _base() / f"parquet-{name}"
+    flink_to_parquet(SAVEPOINTS / name / "savepoint", out)
+    return out
+
+
+def _skeleton_seed(name: str) -> bytes:
+    doc = json.loads((_parquet_form(name) / "_metadata.json").read_text(encoding="utf-8"))
+    return (_parquet_form(name) / doc["flink"]["metadata"]["path"]).read_bytes()
+
+
+def check_skeleton(name: str, data: bytes) -> str:
+    """The edited skeleton ``data`` of savepoint ``name``'s Parquet form through ``convert`` back
+    to Flink: the same entries as the source, or a refusal writing nothing."""
+    seed = SAVEPOINTS / name / "savepoint"
+    expected = {"entries": _expected_flink(name)["entries"]}
+    root, parent = _scene(seed, (seed / "_metadata").read_bytes())
+    try:
+        pq_dir = parent / "pq"
+        shutil.copytree(_parquet_form(name), pq_dir)
+        doc = json.loads((pq_dir / "_metadata.json").read_text(encoding="utf-8"))
+        entry = doc["flink"]["metadata"]
+        (pq_dir / entry["path"]).write_bytes(data)
+        entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+        (pq_dir / "_metadata.json").write_text(json.dumps(doc), encoding="utf-8")
+
+        def verbs() -> dict[str, Any]:
+            parquet_to_flink(pq_dir, parent / "back")
+            return {"entries": _entries(parent / "back")}
+
+        return _run(root, parent, verbs, _outputs(parent, root, "back"), expected)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# -- the edits ----------------------------------------------------------------------------------------
+
+Slot = tuple[Any, str]  # (subtask, handle attribute)
+SUBTASK_HANDLES = ("managed_operator", "raw_operator", "managed_keyed", "raw_keyed")
+
+
+def _slots(meta: CheckpointMetadata) -> list[Slot]:
+    return [(st, k) for op in meta.operators for st in op.subtasks or [] for k in SUBTASK_HANDLES
+            if getattr(st, k) is not None]
+
+
+def _keyed(meta: CheckpointMetadata) -> list[tuple[Any, Any]]:
+    return [(op, st) for op in meta.operators for st in op.subtasks or [] if st.managed_keyed is not None]
+
+
+def _copy_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
+    slots = _slots(meta)
+    (a, ka), (b, kb) = r.choice(slots), r.choice(slots)
+    getattr(b, kb).delegate = copy.deepcopy(getattr(a, ka).delegate)
+
+
+def _operator_to_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
+    ops = [(st, k) for st, k in _slots(meta) if not k.endswith("keyed")]
+    if ops and _keyed(meta):
+        st, k = r.choice(ops)
+        getattr(st, k).delegate = copy.deepcopy(r.choice(_keyed(meta))[1].managed_keyed.delegate)
+
+
+def _raw_keyed_copy(meta: CheckpointMetadata, r: random.Random) -> None:
+    if _keyed(meta):
+        _, st = r.choice(_keyed(meta))
+        st.raw_keyed = copy.deepcopy(st.managed_keyed)
+
+
+def _subtask_dup(meta: CheckpointMetadata, r: random.Random) -> None:
+    op = r.choice([op for op in meta.operators if op.subtasks])
+    assert op.subtasks is not None
+    op.subtasks.append(copy.deepcopy(r.choice(op.subtasks)))
+
+
+def _subtask_index(meta: CheckpointMetadata, r: random.Random) -> None:
+    op = r.choice([op for op in meta.operators if op.subtasks])
+    assert op.subtasks is not None
+    r.choice(op.subtasks).index = r.choice([op.parallelism, op.parallelism - 1, 0, 1, 2])
+
+
+def _swap_index(meta: CheckpointMetadata, r: random.Random) -> None:
+    op = r.choice([op for op in meta.operators if op.subtasks])
+    assert op.subtasks is not None
+    if len(op.subtasks) > 1:
+        a, b = r.sample(op.subtasks, 2)
+        a.index, b.index = b.index, a.index
+
+
+def _swap_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
+    ks = _keyed(meta)
+    if len(ks) > 1:
+        (_, a), (_, b) = r.sample(ks, 2)
+        a.managed_keyed, b.managed_keyed = b.managed_keyed, a.managed_keyed
+
+
+def _operator_dup(meta: CheckpointMetadata, r: random.Random) -> None:
+    meta.operators.insert(r.randrange(len(meta.operators) + 1), copy.deepcopy(r.choice(meta.operators)))
+
+
+def _operator_id(meta: CheckpointMetadata, r: random.Random) -> None:
+    a, b = r.choice(meta.operators), r.choice(meta.operators)
+    if r.random() < 0.5:
+        b.operator_id = a.operator_id
+    else:
+        b.uid = a.uid
+
+
+def _range_shift(meta: CheckpointMetadata, r: random.Random) -> None:
+    if _keyed(meta):
+        op, st = r.choice(_keyed(meta))
+        h: KeyGroupsHandle = st.managed_keyed
+        mp, n = op.max_parallelism, len(h.offsets)
+        h.start_key_group = r.choice([0, 1, n // 2, n, 100, mp - n, mp - n + 1, mp, max(0, mp - 1)])
+
+
+REUSE_EDITS: dict[str, Callable[[CheckpointMetadata, random.Random], None]] = {
+    "copy-delegate": _copy_delegate,
+    "operator-to-keyed": _operator_to_keyed,
+    "raw-keyed-copy": _raw_keyed_copy,
+    "subtask-dup": _subtask_dup,
+    "subtask-index": _subtask_index,
+    "swap-index": _swap_index,
+    "swap-keyed": _swap_keyed,
+    "operator-dup": _operator_dup,
+    "operator-id": _operator_id,
+    "range-shift": _range_shift,
+}
+
+
+def _file_name(h: Any) -> str | None:
+    d = h.delegate
+    if isinstance(d, RelativeFileHandle):
+        return d.relative_path
+    if isinstance(d, FileHandle):
+        return d.path.rsplit("/", 1)[-1]
+    return None
+
+
+def _hostile_path(name: str, r: random.Random) -> Any:
+    """A handle for the file ``name`` (or, for inline state, any name) that reads the same file
+    (``in-``, ``alias-``, an absolute path taken by its name), leads out, or is not a plain path."""
+    up = "../" * r.randint(1, 5)
+    rel = r.choice([
+        f"in-{name}", f"alias-{name}", f"out-{name}", f"{up}outside/{name}", f"{up}{name}", f"sub/../{name}",
+        f"./{name}", f"{name}/", f"sub//{name}", f"/{name}", str(PLANTED / name), "sub", "..", ".", "",
+        f"sub\\..\\{name}", f"{name}\x00", f"sub/{name}", "_metadata", name,
+    ])
+    if r.random() < 0.25:
+        return FileHandle(r.choice([f"/any/where/{name}", str(PLANTED / name), "/etc/passwd", "/", f"/x/{name}/..",
+                                    f"s3://bucket/entropy/{name}", f"/x/{up}{name}"]), 0)
+    return RelativeFileHandle(rel, 0)
+
+
+def _repath(meta: CheckpointMetadata, r: random.Random) -> None:
+    slots = _slots(meta)
+    st, k = r.choice(slots)
+    h = getattr(st, k)
+    name = _file_name(h) or r.choice(["x", "_metadata"])
+    new = _hostile_path(name, r)
+    size = h.delegate.size if isinstance(h.delegate, (FileHandle, RelativeFileHandle)) else len(
+        h.delegate.data) if isinstance(h.delegate, ByteStreamHandle) else 0
+    if isinstance(h.delegate, ByteStreamHandle) and r.random() < 0.7:
+        return  # inline state stays inline most of the time: the file cases are the point
+    new.size = size
+    h.delegate = new
+
+
+CONTAINMENT_EDITS: dict[str, Callable[[CheckpointMetadata, random.Random], None]] = {
+    "repath": _repath,
+    "repath-2": lambda m, r: (_repath(m, r), _repath(m, r))[0],
+    "copy-delegate": _copy_delegate,
+}
+
+
+def mutator(edits: dict[str, Callable[[CheckpointMetadata, random.Random], None]]
+            ) -> Callable[[bytes, random.Random], tuple[bytes, str]]:
+    """A family's mutation: 1 to 3 of ``edits`` on the parsed seed, written back as Flink bytes."""
+    names = list(edits)
+
+    def mutate(seed: bytes, r: random.Random) -> tuple[bytes, str]:
+        meta = parse_metadata(seed)
+        ops = [r.choice(names) for _ in range(r.choice((1, 1, 2, 3)))]
+        for op in ops:
+            edits[op](meta, r)
+        return serialize_metadata(meta), "+".join(ops)
+
+    return mutate
+
+
+def seeds() -> list[tuple[str, bytes]]:
+    return [(n, (SAVEPOINTS / n / "savepoint" / "_metadata").read_bytes()) for n in SEEDS
+            if (SAVEPOINTS / n / "savepoint").is_dir()]
+
+
+def skeleton_seeds() -> list[tuple[str, bytes]]:
+    return [(n, _skeleton_seed(n)) for n in SEEDS if (SAVEPOINTS / n / "savepoint").is_dir()]
+
+
+__all__ = ["CONTAINMENT_EDITS", "REUSE_EDITS", "check_flink", "check_skeleton", "mutator", "seeds",
+           "skeleton_seeds"]
