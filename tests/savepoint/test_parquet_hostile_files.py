@@ -127,15 +127,10 @@ def _junk_snapshot() -> str:
     return base64.b64encode(b"\x00\x03abc junk that is not a snapshot \xff\xfe").decode()
 
 
-@pytest.mark.parametrize("where", ["savepoint", "state"])
-def test_a_garbage_key_serializer_snapshot_is_refused(tmp_path, where):
+def test_a_garbage_key_serializer_snapshot_of_the_savepoint_is_refused(tmp_path):
     sp = build(tmp_path / "sp")
-    if where == "savepoint":
-        edit_meta(sp, lambda d: d.__setitem__("key_serializer", _junk_snapshot()))
-        match = r"and the key .*\nthe key serializer snapshot in .*_metadata.json cannot be read"
-    else:
-        edit_meta(sp, lambda d: d["states"][0].__setitem__("key_serializer", _junk_snapshot()))
-        match = r"state 'v': state 'v': the key serializer snapshot in .*_metadata.json cannot be read"
+    edit_meta(sp, lambda d: d.__setitem__("key_serializer", _junk_snapshot()))
+    match = r"and the key .*\nthe key serializer snapshot in .*_metadata.json cannot be read"
     for descs in (MIGRATE, []):
         with pytest.raises(IncompatibleSchemaError, match=match):
             migrate_savepoint(sp, tmp_path / "out", descs)
@@ -144,17 +139,36 @@ def test_a_garbage_key_serializer_snapshot_is_refused(tmp_path, where):
     assert not plan.is_compatible and "key serializer snapshot" in plan.summary
 
 
-def test_a_garbage_snapshot_of_a_kept_state_is_refused(tmp_path):
+def _rewritten_snapshot(out: Path, role: str) -> str:
+    states: list[dict[str, str]] = json.loads((out / METADATA_FILE).read_text(encoding="utf-8"))["states"]
+    return states[0][role]
+
+
+def test_a_state_key_snapshot_of_an_unknown_class_is_carried(tmp_path):
+    """A state's key snapshot of a class statemorph does not know (``abc``) is an opaque state's
+    (issue 20): the value still migrates (its serializer is known) and a plain rewrite carries the
+    state; the unknown snapshot is written back byte for byte both times."""
+    sp = build(tmp_path / "sp")
+    edit_meta(sp, lambda d: d["states"][0].__setitem__("key_serializer", _junk_snapshot()))
+    for k, descs in enumerate((MIGRATE, [])):
+        migrate_savepoint(sp, tmp_path / f"out{k}", descs)
+        assert _rewritten_snapshot(tmp_path / f"out{k}", "key_serializer") == _junk_snapshot()
+
+
+def test_a_value_snapshot_of_an_unknown_class_is_carried_but_not_migrated(tmp_path):
     sp = build(tmp_path / "sp")
     out = DataOutputSerializer()
     out.write_utf("com.example.Junk")
     out.write_int(1)
     import base64
 
-    edit_meta(sp, lambda d: d["states"][0].__setitem__("value_serializer",
-                                                       base64.b64encode(out.get_copy_of_buffer()).decode()))
-    with pytest.raises(IncompatibleSchemaError, match="state 'v'.*value serializer snapshot.*com.example.Junk"):
-        migrate_savepoint(sp, tmp_path / "out", [])
+    junk = base64.b64encode(out.get_copy_of_buffer()).decode()
+    edit_meta(sp, lambda d: d["states"][0].__setitem__("value_serializer", junk))
+    with pytest.raises(IncompatibleSchemaError, match="state 'v'.*unsupported state.*RAW\\('com.example.Junk'\\)"):
+        migrate_savepoint(sp, tmp_path / "migrated", MIGRATE)
+    assert not (tmp_path / "migrated").exists()
+    migrate_savepoint(sp, tmp_path / "out", [])
+    assert _rewritten_snapshot(tmp_path / "out", "value_serializer") == junk
 
 
 def _flip_in_last_page(part: Path) -> None:
