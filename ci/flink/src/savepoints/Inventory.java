@@ -1,0 +1,68 @@
+package savepoints;
+
+import org.apache.flink.core.fs.FSDataInputStream;
+import org.apache.flink.core.memory.DataInputViewStreamWrapper;
+import org.apache.flink.runtime.checkpoint.Checkpoints;
+import org.apache.flink.runtime.checkpoint.OperatorState;
+import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
+import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
+import org.apache.flink.runtime.state.KeyedStateHandle;
+import org.apache.flink.runtime.state.StreamStateHandle;
+import org.apache.flink.runtime.state.metainfo.StateMetaInfoSnapshot;
+
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The keyed states a savepoint holds, as Flink's own readers see them: {@code _metadata} through
+ * {@link Checkpoints#loadCheckpointMetadata}, then the keyed-backend header
+ * ({@link KeyedBackendSerializationProxy}) of every subtask's keyed-state stream. The checker
+ * compares it with the states its job registers: Flink itself ignores a restored state that no
+ * descriptor asks for, so a state too many would otherwise restore unnoticed.
+ */
+final class Inventory {
+    private Inventory() {}
+
+    /** Timer queues: the header lists both of every operator that has a timer service. */
+    static final String TIMER_PREFIX = "_timer_state/";
+
+    /** Operator (its OperatorID in hex) -> the names of its keyed states, for every operator that has any. */
+    static Map<String, Set<String>> keyedStates(Path savepoint) throws IOException {
+        ClassLoader cl = Inventory.class.getClassLoader();
+        CheckpointMetadata meta;
+        try (DataInputStream in = new DataInputStream(Files.newInputStream(savepoint.resolve("_metadata")))) {
+            meta = Checkpoints.loadCheckpointMetadata(in, cl, savepoint.toUri().toString());
+        }
+        Map<String, Set<String>> out = new TreeMap<>();
+        for (OperatorState op : meta.getOperatorStates()) {
+            for (OperatorSubtaskState sub : op.getStates()) {
+                for (KeyedStateHandle h : sub.getManagedKeyedState()) {
+                    out.computeIfAbsent(op.getOperatorID().toHexString(), x -> new TreeSet<>()).addAll(names(h, cl));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static Set<String> names(KeyedStateHandle h, ClassLoader cl) throws IOException {
+        if (!(h instanceof StreamStateHandle)) {
+            throw new IOException("not a canonical savepoint's keyed-state handle: " + h.getClass().getName());
+        }
+        KeyedBackendSerializationProxy<Object> header = new KeyedBackendSerializationProxy<>(cl);
+        try (FSDataInputStream in = ((StreamStateHandle) h).openInputStream()) {
+            header.read(new DataInputViewStreamWrapper(in));
+        }
+        Set<String> names = new TreeSet<>();
+        for (StateMetaInfoSnapshot s : header.getStateMetaInfoSnapshots()) {
+            names.add(s.getName());
+        }
+        return names;
+    }
+}
