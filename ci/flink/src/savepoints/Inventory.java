@@ -33,6 +33,29 @@ final class Inventory {
     /** Timer queues: the header lists both of every operator that has a timer service. */
     static final String TIMER_PREFIX = "_timer_state/";
 
+    /**
+     * The OperatorID Flink derives from a uid ({@code StreamGraphHasherV2}: murmur3_128 with seed 0
+     * of the uid's UTF-8 bytes), through the Guava that Flink shades (found by reflection, since
+     * the shaded package name changes between Flink releases and this source compiles against each).
+     */
+    static String operatorId(String uid) {
+        for (String guava : new String[] {"guava33", "guava32", "guava31", "guava30"}) {
+            String pkg = "org.apache.flink.shaded." + guava + ".com.google.common.hash.";
+            try {
+                Object fn = Class.forName(pkg + "Hashing").getMethod("murmur3_128", int.class).invoke(null, 0);
+                Object code = Class.forName(pkg + "HashFunction").getMethod("hashString", CharSequence.class,
+                        java.nio.charset.Charset.class).invoke(fn, uid, java.nio.charset.StandardCharsets.UTF_8);
+                byte[] id = (byte[]) Class.forName(pkg + "HashCode").getMethod("asBytes").invoke(code);
+                return new org.apache.flink.runtime.jobgraph.OperatorID(id).toHexString();
+            } catch (ClassNotFoundException e) {
+                continue;
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException("cannot hash uid " + uid, e);
+            }
+        }
+        throw new IllegalStateException("no shaded Guava found to hash uid " + uid);
+    }
+
     /** Operator (its OperatorID in hex) -> the names of its keyed states, for every operator that has any. */
     static Map<String, Set<String>> keyedStates(Path savepoint) throws IOException {
         ClassLoader cl = Inventory.class.getClassLoader();

@@ -99,8 +99,9 @@ final class Restore {
      */
     static void run(Path savepoint, Spec spec, KeyedProcessFunction<Object, Long, String> fn, List<String> states,
             List<String> keyedStates, Path out, Path work) throws Exception {
-        unregistered(savepoint, keyedStates);
-        StreamExecutionEnvironment env = Job.env(claimingAll(savepoint, spec, work), spec);
+        unregistered(savepoint, Inventory.operatorId(spec.uid), keyedStates);
+        StreamExecutionEnvironment env = Job.env(
+                spec.allowUnclaimed ? restoring(savepoint, spec, work) : claimingAll(savepoint, spec, work), spec);
         DataStream<Long> probe = env.fromSource(new SqlJobs.ProbeSource(0, 0), WatermarkStrategy.noWatermarks(), "records")
                 .uid("records")
                 .setParallelism(1);
@@ -122,14 +123,16 @@ final class Restore {
         Files.write(out, b.toString().getBytes(StandardCharsets.UTF_8));
     }
 
-    /** A keyed state of the savepoint that the job does not register is a failed check (Flink would drop it silently). */
-    private static void unregistered(Path savepoint, List<String> keyedStates) throws Failure, java.io.IOException {
-        for (Map.Entry<String, Set<String>> op : Inventory.keyedStates(savepoint).entrySet()) {
-            for (String name : op.getValue()) {
-                if (!name.startsWith(Inventory.TIMER_PREFIX) && !keyedStates.contains(name)) {
-                    throw new Failure(new IllegalStateException("the savepoint holds keyed state '" + name + "' of operator "
-                            + op.getKey() + ", which the job does not register (it registers " + keyedStates + ")"));
-                }
+    /**
+     * A keyed state of the job's operator in the savepoint that the job does not register is a
+     * failed check (Flink would drop it silently). Other operators are Flink's to refuse (unclaimed).
+     */
+    private static void unregistered(Path savepoint, String operatorId, List<String> keyedStates)
+            throws Failure, java.io.IOException {
+        for (String name : Inventory.keyedStates(savepoint).getOrDefault(operatorId, Set.of())) {
+            if (!name.startsWith(Inventory.TIMER_PREFIX) && !keyedStates.contains(name)) {
+                throw new Failure(new IllegalStateException("the savepoint holds keyed state '" + name + "' of operator "
+                        + operatorId + ", which the job does not register (it registers " + keyedStates + ")"));
             }
         }
     }
