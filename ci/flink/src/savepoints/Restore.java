@@ -127,9 +127,14 @@ final class Restore {
      * A keyed state of the job's operator in the savepoint that the job does not register is a
      * failed check (Flink would drop it silently). Other operators are Flink's to refuse (unclaimed).
      */
-    private static void unregistered(Path savepoint, String operatorId, List<String> keyedStates)
-            throws Failure, java.io.IOException {
-        for (String name : Inventory.keyedStates(savepoint).getOrDefault(operatorId, Set.of())) {
+    private static void unregistered(Path savepoint, String operatorId, List<String> keyedStates) throws Failure {
+        Map<String, Set<String>> held;
+        try {
+            held = Inventory.keyedStates(savepoint);
+        } catch (Exception e) { // Flink's own readers refuse the metadata or a keyed-state header
+            throw new Failure(e);
+        }
+        for (String name : held.getOrDefault(operatorId, Set.of())) {
             if (!name.startsWith(Inventory.TIMER_PREFIX) && !keyedStates.contains(name)) {
                 throw new Failure(new IllegalStateException("the savepoint holds keyed state '" + name + "' of operator "
                         + operatorId + ", which the job does not register (it registers " + keyedStates + ")"));
