@@ -23,8 +23,21 @@ from statemorph.migration import migrate_bytes
 from .conftest import Events, record, record_external
 
 SUBSAMPLE = 20_000
-JARS = Path("/tmp/flinkvenv/lib/python3.11/site-packages/pyflink/lib")
 HERE = Path(__file__).parent
+
+
+def _flink_jars() -> Path:
+    """The Flink 2.3 jars: $FLINK_LIB, else the throwaway venvs ci/flink/setup.sh uses."""
+    if os.environ.get("FLINK_LIB"):
+        return Path(os.environ["FLINK_LIB"])
+    for venv in (Path("/tmp/flinkvenv"), HERE.parent / "ci" / "flink" / "build" / "flinkvenv"):
+        lib = venv / "lib" / "python3.11" / "site-packages" / "pyflink" / "lib"
+        if lib.is_dir():
+            return lib
+    return Path("/nonexistent")
+
+
+JARS = _flink_jars()
 
 
 # ---------------------------------------------------------------------------------- compiled tier
@@ -242,7 +255,9 @@ def test_fastavro_schema_resolution(benchmark: Any, events: Events) -> None:
 @pytest.mark.skipif(shutil.which("java") is None or shutil.which("javac") is None or not JARS.is_dir(),
                     reason="java or the Flink 2.3 jars are not available")
 def test_flink_jvm_rowdata(benchmark: Any, events: Events) -> None:
-    """Flink's RowDataSerializer in the JVM over the same entries (warm-up inside the harness)."""
+    """Flink's RowDataSerializer in the JVM over the same entries (warm-up inside the harness); its
+    migrate (old serializer, a by-name remap with Flink's field getters, new serializer) must write
+    exactly the bytes statemorph's migrate writes."""
     import json
 
     n = min(events.n, int(os.environ.get("STATEMORPH_BENCH_JVM_N", str(events.n))))
@@ -255,12 +270,17 @@ def test_flink_jvm_rowdata(benchmark: Any, events: Events) -> None:
         data_file = Path(tmp) / "events.bin"
         data_file.write_bytes(sub.buffers()[2].to_pybytes()[start:end])
 
+        migrated_file = Path(tmp) / "migrated.bin"
+
         def run() -> dict[str, Any]:
             r = subprocess.run(["java", "-Xmx3g", "-cp", f"{cp}:{tmp}", "EventsBench", str(data_file), str(n),
-                                "3", "3"], check=True, capture_output=True, text=True, timeout=1800)
+                                "3", "3", str(migrated_file)], check=True, capture_output=True, text=True, timeout=1800)
             return json.loads(r.stdout.strip().splitlines()[-1])
 
         result = benchmark.pedantic(run, rounds=1, iterations=1)
+        ours = arrow.migrate(sub, events.snapshot, events.sn)
+        ours_offs = np.frombuffer(ours.buffers()[1], dtype=np.int32)[ours.offset:ours.offset + n + 1]
+        assert migrated_file.read_bytes() == ours.buffers()[2].to_pybytes()[int(ours_offs[0]):int(ours_offs[-1])]
     record_external("flink jvm serialize", result["serialize_per_s"], n)
     record_external("flink jvm deserialize (+ read fields)", result["deserialize_per_s"], n)
     record_external("flink jvm migrate", result["migrate_per_s"], n)

@@ -7,11 +7,15 @@ module uses them by importing them (``from fs_faults import read_only_dir, tiny_
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
 import signal
 import subprocess
+import sys
+import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -69,18 +73,79 @@ def digest_tree(path: Path) -> dict[str, str]:
             for p in sorted(path.rglob("*")) if p.is_file()}
 
 
-def kill_9_when(cmd: list[str], reached: Callable[[], bool], env: dict[str, str]) -> None:
-    """Run ``cmd`` and SIGKILL it as soon as ``reached()`` holds (a file-system event of the run,
-    polled, not a delay), or after it ended by itself."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    try:
-        while p.poll() is None and not reached():
-            time.sleep(0.002)  # polling for the event, not timing anything
-        p.send_signal(signal.SIGKILL)
-        p.wait(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
+FS_EVENTS = frozenset({"open", "os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir", "os.link",
+                       "os.symlink", "os.truncate", "os.chmod", "os.utime", "shutil.rmtree", "shutil.copyfile",
+                       "fcntl.flock", "fcntl.lockf"})
+"""Audit events of a change to the file system, raised just *before* the change is made."""
+
+_CHILD = """
+import runpy, sys, fs_faults
+fs_faults.stop_child_at(*sys.argv[1:7])
+sys.argv = ["statemorph", *sys.argv[7:]]
+runpy.run_module("statemorph", run_name="__main__", alter_sys=True)
+"""
+
+
+def stop_child_at(point: str, parent: str, data_file: str, metadata_file: str, dst: str, marker: str) -> None:
+    """In the child of :func:`kill_9_at`: stop this process (SIGSTOP, every thread) at the first
+    moment the kill point ``point`` holds, after writing ``point`` to ``marker``.
+
+    The point is tested before every file-system change the interpreter makes (an audit hook:
+    nothing can happen between the point and the next Python-level change unseen), every
+    millisecond in a thread (for what pyarrow's C++ writes), and at exit."""
+    reached, where = kill_points(data_file, metadata_file, dst)[point], Path(parent)
+    lock, done = threading.Lock(), []
+
+    def check(*_: object) -> None:
+        if done or not lock.acquire(blocking=False):  # also: the check's own listing of ``where``
+            return
+        try:
+            if not done and reached(where):
+                done.append(point)
+                Path(marker).write_text(point, encoding="utf-8")
+                os.kill(os.getpid(), signal.SIGSTOP)
+        finally:
+            lock.release()
+
+    def audit(event: str, args: tuple[object, ...]) -> None:
+        if event in FS_EVENTS:
+            check()
+
+    def poll() -> None:
+        while not done:
+            check()
+            time.sleep(0.001)
+
+    sys.addaudithook(audit)
+    threading.Thread(target=poll, daemon=True).start()
+    atexit.register(check)
+
+
+def kill_9_at(cmd: list[str], point: str, parent: Path, points: tuple[str, str, str], env: dict[str, str]) -> None:
+    """Run ``cmd`` (``python -m statemorph ...``), stopped by itself at kill point ``point`` of
+    :func:`kill_points` (``points`` are that function's arguments; the point is a test of
+    ``parent``), and SIGKILL it there. Fails when the run ended without reaching the point: a
+    missed point must not pass as the "finished" branch of a test."""
+    assert cmd[:3] == [sys.executable, "-m", "statemorph"], cmd
+    with tempfile.TemporaryDirectory(prefix="statemorph-kill-point-") as d:  # outside ``parent``
+        marker = Path(d) / "reached"
+        p = subprocess.Popen([sys.executable, "-c", _CHILD, point, str(parent), *points, str(marker), *cmd[3:]],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        try:
+            state = os.waitid(os.P_PID, p.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)  # stopped, or ended
+            assert state is not None and state.si_code == os.CLD_STOPPED, (
+                f"the run ended (exit status {p.wait()}) without reaching the kill point {point!r}: "
+                f"{p.stderr.read().decode(errors='replace')[-2000:] if p.stderr else ''}")
+            assert marker.read_text(encoding="utf-8") == point, "stopped, but not by the kill point"
+            assert kill_points(*points)[point](parent), f"{point!r} no longer holds at the kill"
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=300)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            if p.stderr is not None:
+                p.stderr.close()
 
 
 def signal_when_ready(cmd: list[str], ready: str, sig: int, env: dict[str, str],

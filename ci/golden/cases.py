@@ -6,7 +6,7 @@ RowKind, mask-byte boundaries), and the output is plain JSON Lines that the Java
 ``tests/data/golden/*.jsonl`` come from Flink. Stdlib only, so ``generate.sh`` runs it with any python3.
 
 Usage: ``python3 cases.py OUT_DIR`` writes OUT_DIR/{datastream,snapshots,rowdata,avro,compat,migration,
-flink_rowdata,operator_ids}.jsonl.
+flink_rowdata,operator_ids,edge}.jsonl.
 """
 
 from __future__ import annotations
@@ -1009,6 +1009,65 @@ def operator_ids() -> Cases:
     return c
 
 
+def edge() -> Cases:
+    """The edge vectors of tests/datastream/test_{scalar,struct}_flink_edge_vectors.py, first written by
+    a throw-away harness: lone surrogates, varint boundaries, NaN payloads in arrays, padded Nullable
+    around a variable-length type, null map values, nested snapshots, POJO field order beyond ASCII,
+    rows nesting rows and POJOs, nested tuples and a POJO evolution. Those tests check that their
+    hex literals are exactly what this group's lines record."""
+    c = Cases()
+    color = "Enum<Gen$Color:RED,GREEN,BLUE>"  # the harness's nested enum class, by its binary name
+    for name, spec, value in [
+        ("str_nul", "String", "a\u0000b"),
+        ("str_lone_high", "String", s([0x78, 0xD800, 0x79])),
+        ("str_lone_low_end", "String", s([0xDC00])),
+        ("str_boundaries", "String", "\u007f\u0080\u07ff\u0800\u3fff\u4000\uffff"),
+        ("str_emoji", "String", "\U0001F600z"),
+        ("str_long", "String", "q" * 16384),
+        ("chars", "CharArray", ["a", s([0xD83D]), "\uffff"]),
+        ("bools", "BooleanArray", [True, False, True]),
+        ("floats_nan", "FloatArray", [{"$fbits": "7fc00001"}, NZERO, F32_MIN_SUB]),
+        ("doubles_nan", "DoubleArray", [{"$dbits": "7ff8000000000001"}, NINF]),
+        ("shorts", "ShortArray", [-32768, 1]),
+        ("longs", "LongArray", list(I64)),
+        ("strarr", "StringArray", ["a", None, "\u00e9"]),
+        ("nullable_long_pad_null", "Nullable<Long,padded>", None),
+        ("nullable_long_pad_5", "Nullable<Long,padded>", 5),
+        ("nullable_str_pad_null", "Nullable<String,padded>", None),
+        ("nullable_str_pad_x", "Nullable<String,padded>", "x"),
+        ("map_int_str", "Map<Int,String>", m((1, None), (2, "b"), (3, None))),
+        ("list_str", "List<String>", ["a", None, ""]),
+        ("enum_blue", color, "BLUE"),
+    ]:
+        c.value(f"edge/{name}", spec, value)
+    for name, spec in [
+        ("strarr", "StringArray"),
+        ("bytes", "Bytes"),
+        ("char", "Char"),
+        ("nullable_str_pad", "Nullable<String,padded>"),
+        ("nullable_long_nopad", "Nullable<Long>"),
+        ("map_str_list_long", "Map<String,List<Long>>"),
+        ("list_enum", f"List<{color}>"),
+    ]:
+        c.snapshot(f"edge/snapshot/{name}", spec)
+    inner = "Pojo<p.Inner:x=Int,y=String>"
+    weird = f"Pojo<p.Weird:B=Int,a=String,b=Long,\uff71=String,\U0001d400=Int,inner={inner}>"
+    for name, spec, value in [
+        ("weird", weird, {"B": 1, "a": "x", "b": None, "\uff71": "k", "\U0001d400": 5, "inner": {"x": 3, "y": None}}),
+        ("row", f"Row<Int,String,Row<Int,String>,{inner}>", row(1, None, row(2, "z", kind="-D"), {"x": 7, "y": "q"},
+                                                                kind="+U")),
+        ("legacy", "Row[legacy]<Int,String>", row(4, None)),
+        ("tuple", "Tuple<Int,Tuple<Long,String>,String>", [9, [-1, "\u00e9"], ""]),
+    ]:
+        c.value(f"edge/struct/{name}", spec, value)
+        c.snapshot(f"edge/struct_snapshot/{name}", spec)
+    c._add({"case": "edge/evo", "old": "Pojo<p.Evo:a=Int,gone=String,keep=Long>",
+            "new": "Pojo<p.Evo:a=Int,keep=Long,added=String>", "value": {"a": 1, "gone": "g", "keep": 2},
+            "restored": True})
+    c.snapshot("edge/evo_old_snapshot", "Pojo<p.Evo:a=Int,gone=String,keep=Long>")
+    return c
+
+
 def main() -> None:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
@@ -1021,6 +1080,7 @@ def main() -> None:
         ("migration", migration),
         ("flink_rowdata", flink_rowdata),
         ("operator_ids", operator_ids),
+        ("edge", edge),
     ]:
         fn().write(out / f"{name}.jsonl")
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate the golden vectors in tests/data/golden/*.jsonl by running REAL Flink 2.3.0 serializers.
+# Regenerate the golden vectors in tests/data/golden/*.jsonl by running REAL Flink 2.3.0 serializers
+# (avro.jsonl: real Avro Java over this project's encoder of Flink's Avro state format; see the README there).
 #
 #   ci/golden/generate.sh                 # reuse /tmp/flinkvenv if present, else fetch the Flink jars
 #   FLINK_LIB=/path/to/pyflink/lib ci/golden/generate.sh
@@ -46,7 +47,7 @@ rm -rf "$BUILD/classes" "$BUILD/worlds"
 mkdir -p "$BUILD/classes"
 javac -nowarn -encoding UTF-8 -cp "$CP" -d "$BUILD/classes" "$HERE"/src/golden/*.java
 PAIRS=()
-FILES=(datastream snapshots rowdata compat migration flink_rowdata operator_ids)
+FILES=(datastream snapshots rowdata compat migration flink_rowdata operator_ids edge)
 if [[ -n "${AVRO_JARS:-}" ]]; then
     CP="$CP:$AVRO_JARS"
     javac -nowarn -encoding UTF-8 -cp "$BUILD/classes:$CP" -d "$BUILD/classes" "$HERE"/src-avro/golden/*.java

@@ -308,6 +308,55 @@ def java_oracle(tmp_path_factory):
     return run
 
 
+def _nodes(s, named, seen=None):
+    """Every schema node of ``s`` (named types resolved, each record visited once)."""
+    seen = set() if seen is None else seen
+    s = avro_resolve(s, named)
+    yield s
+    if isinstance(s, list):
+        for b in s:
+            yield from _nodes(b, named, seen)
+    elif isinstance(s, dict) and s["type"] == "record" and s["name"] not in seen:
+        seen.add(s["name"])
+        for f in s["fields"]:
+            yield from _nodes(f["type"], named, seen)
+    elif isinstance(s, dict) and s["type"] == "array":
+        yield from _nodes(s["items"], named, seen)
+    elif isinstance(s, dict) and s["type"] == "map":
+        yield from _nodes(s["values"], named, seen)
+
+
+def _fastavro_cannot_state(s, named) -> bool:
+    """Shapes fastavro's JSON writer cannot hand to the oracle as this test's value: a record with no
+    fields (it raises a bare ``Exception("Internal Parser Exception")``), and a union with an array
+    branch and a bytes or fixed branch (it writes a ``bytes`` value as the array of its byte values,
+    where AvroSerializer picks the bytes or fixed branch)."""
+    def kind(b):
+        b = avro_resolve(b, named)
+        return b if isinstance(b, str) else b["type"]
+
+    for n in _nodes(s, named):
+        if isinstance(n, dict) and n["type"] == "record" and not n["fields"]:
+            return True
+        if isinstance(n, list) and "array" in {kind(b) for b in n} and {kind(b) for b in n} & {"bytes", "fixed"}:
+            return True
+    return False
+
+
+def _values(v):
+    """``v`` and every value nested in it (record fields and map values by their dict keys)."""
+    yield v
+    for x in v.values() if isinstance(v, dict) else v if isinstance(v, list) else ():
+        yield from _values(x)
+
+
+def _oracle_cannot_read(v) -> bool:
+    """Values the JSON text cannot carry to the oracle: an infinite float (Avro's JSON decoder,
+    Jackson, rejects the non-standard JSON number) and a map with the empty key (fastavro's JSON
+    writer raises ``Exception("No key was set")`` for a falsy key)."""
+    return any((isinstance(x, float) and math.isinf(x)) or (isinstance(x, dict) and "" in x) for x in _values(v))
+
+
 @pytest.mark.java
 def test_bytes_and_schema_json_equal_avro_java(java_oracle):
     import fastavro
@@ -318,7 +367,9 @@ def test_bytes_and_schema_json_equal_avro_java(java_oracle):
     @given(schema_and_value(map_max=1))
     def collect(case):
         schema, value, named = case
-        if not ambiguous(schema, named):
+        # excluded by name, never by catching: whatever else fastavro or the oracle fails on fails the test
+        unstatable = _fastavro_cannot_state(schema, named) or _oracle_cannot_read(value)
+        if not ambiguous(schema, named) and not unstatable:
             cases.append((schema, value))
 
     collect()
@@ -326,23 +377,19 @@ def test_bytes_and_schema_json_equal_avro_java(java_oracle):
     for schema, value in cases:
         s = AvroSerializer(schema)
         buf = io.StringIO()
-        try:
-            fastavro.json_writer(buf, fastavro.parse_schema(json.loads(s.schema_json)), [value])
-        except Exception:  # fastavro's JSON writer cannot encode a few shapes (e.g. a bare null)
-            continue
-        datum = buf.getvalue().strip()
-        if "Infinity" in datum:  # Jackson rejects non-standard JSON numbers in the oracle's input
-            continue
-        lines.append(json.dumps(schema, ensure_ascii=False) + "\t" + datum)
+        fastavro.json_writer(buf, fastavro.parse_schema(json.loads(s.schema_json)), [value])
+        lines.append(json.dumps(schema, ensure_ascii=False) + "\t" + buf.getvalue().strip())
         expected.append((s.to_bytes(value).hex(), s.schema_json.replace("\u2028", "\\u2028")
                          .replace("\u2029", "\\u2029")))
     results = java_oracle(lines)
-    assert len(cases) > 50
+    compared = 0
     for line, exp, got in zip(lines, expected, results, strict=True):
         assert not got.startswith("ERROR"), (line, got)
         hex_bytes, schema_json = got.split("\t", 1)
         assert schema_json == exp[1], line
         assert hex_bytes == exp[0], line
+        compared += 1
+    assert compared > 50, f"only {compared} values were compared with Avro Java"
 
 
 @pytest.mark.java
@@ -367,5 +414,8 @@ def test_migrated_bytes_equal_avro_java_schema_resolution(java_oracle):
         lines.append(f"{old.schema_json}\t{new.schema_json}\t{data.hex()}")
         ours.append(out.get_copy_of_buffer().hex())
     results = java_oracle(lines)
+    compared = 0
     for line, mine, got in zip(lines, ours, results, strict=True):
         assert got == mine, line
+        compared += 1
+    assert compared > 50, f"only {compared} migrations were compared with Avro Java"

@@ -22,7 +22,7 @@ import pytest
 from flink_cases import EVOLVED_EVENTS, ROOT, SAVEPOINTS
 from fs_faults import (  # noqa: F401 (fixtures)
     digest_tree,
-    kill_9_when,
+    kill_9_at,
     kill_points,
     leftovers,
     one_error_line,
@@ -307,7 +307,8 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path: Path, sig: 
 
 # -- kill -9 -----------------------------------------------------------------------------------------
 
-KILL_POINTS = kill_points("*-*-*-*-*", "_metadata")  # keyed-state files are named by UUIDs
+POINTS = ("*-*-*-*-*", "_metadata", "dst")
+KILL_POINTS = kill_points(*POINTS)  # keyed-state files are named by UUIDs
 
 
 @pytest.mark.parametrize("point", list(KILL_POINTS))
@@ -316,11 +317,12 @@ def test_kill_9_leaves_the_source_intact_and_the_destination_absent_or_complete(
     before = digest_tree(built)
     dst, schema = tmp_path / "dst", schema_file(tmp_path)
     env = child_env()
-    kill_9_when(migrate_cmd(built, schema, dst), lambda: KILL_POINTS[point](tmp_path), env)
+    kill_9_at(migrate_cmd(built, schema, dst), point, tmp_path, POINTS, env)
     assert digest_tree(built) == before, "the source savepoint changed"
     if dst.exists():  # complete, or not there at all
         assert read_all(dst) == BUILT_N
-    finished = dst.exists()
+    finished = point == "renamed"  # killed at its point: the destination is there only once renamed
+    assert dst.exists() == finished, point
     rerun = subprocess.run(migrate_cmd(built, schema, dst), capture_output=True, text=True, env=env, timeout=600)
     if finished:  # refused (never overwritten), but what the dead run left next to it is removed
         assert rerun.returncode == 2 and "already exists" in rerun.stderr, rerun.stderr

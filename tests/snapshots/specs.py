@@ -19,7 +19,9 @@ import enum
 import json
 import math
 import struct
+import unicodedata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from statemorph import serializers as S
@@ -263,8 +265,12 @@ class World:
             self.enums[sp.cls] = enum.Enum(sp.cls.rsplit(".", 1)[-1], sp.consts)  # type: ignore[misc,assignment]
         return self.enums[sp.cls]
 
-    def pojo_class(self, sp: Spec) -> type:
+    def pojo_class(self, sp: Spec) -> type | None:
+        """The dataclass of a POJO SPEC, or None (dict mode) when a field name cannot be a Python
+        attribute: Python NFKC-normalises identifiers, so ``ｱ`` would become ``ア``."""
         self._define(sp)
+        if any(unicodedata.normalize("NFKC", n) != n or not n.isidentifier() for n in sp.field_names):
+            return None
         if sp.cls not in self.pojos:
             fields = [(n, Any, dataclasses.field(default=None)) for n in sp.field_names]
             self.pojos[sp.cls] = dataclasses.make_dataclass(sp.cls.rsplit(".", 1)[-1], fields)
@@ -353,7 +359,10 @@ class World:
             if unknown:
                 raise SpecError(f"POJO {sp.cls} has no fields {sorted(unknown)}")
             cls = self.pojo_class(sp)
-            return cls(**{n: self.value(a, obj.get(n)) for n, a in zip(sp.field_names, sp.args, strict=True)})
+            values = {n: self.value(a, obj.get(n)) for n, a in zip(sp.field_names, sp.args, strict=True)}
+            if cls is None:  # a dict in byte order: Flink's PojoSerializer sorts the fields by Java (UTF-16) order
+                return {n: values[n] for n in sorted(values, key=lambda n: n.encode("utf-16-be"))}
+            return cls(**values)
         raise SpecError(f"unknown serializer kind {k!r}")
 
 
@@ -726,3 +735,10 @@ def _seq(expected: Any, got: Any, path: str) -> str | None:
         if bad:
             return bad
     return None
+
+
+def golden_lines(stem: str) -> dict[str, dict[str, Any]]:
+    """The lines of tests/data/golden/<stem>.jsonl (vectors real Flink wrote through ci/golden) by case name."""
+    path = Path(__file__).resolve().parents[1] / "data" / "golden" / f"{stem}.jsonl"
+    lines = (json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip())
+    return {d["case"]: d for d in lines}

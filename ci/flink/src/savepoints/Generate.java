@@ -4,6 +4,14 @@ import golden.Json;
 
 import org.apache.flink.api.common.JobStatus;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
+import org.apache.flink.api.common.state.ListState;
+import org.apache.flink.api.common.state.ListStateDescriptor;
+import org.apache.flink.api.common.typeinfo.Types;
+import org.apache.flink.runtime.state.FunctionInitializationContext;
+import org.apache.flink.runtime.state.FunctionSnapshotContext;
+import org.apache.flink.streaming.api.checkpoint.CheckpointedFunction;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.datastream.DataStream;
@@ -61,6 +69,10 @@ final class Generate {
                 .uid("records")
                 .setParallelism(1);
         Job.stateful(spec, records, fn);
+        if (spec.extraUid != null) {
+            records.map(new Tally()).uid(spec.extraUid).name("tally").setParallelism(1)
+                    .sinkTo(new DiscardingSink<>()).setParallelism(1);
+        }
         JobClient client = env.executeAsync("generate " + spec.name);
         awaitCount(client, PROCESSED, spec.totalRecords());
         stopWithSavepoint(client, out, work);
@@ -130,6 +142,32 @@ final class Generate {
         @Override
         public void onTimer(long ts, OnTimerContext ctx, Collector<String> out) {
             throw new IllegalStateException("no timer may fire before the savepoint (fired " + ts + ")");
+        }
+    }
+
+    /**
+     * The spec's {@code extra_uid} operator: counts the records in an operator (list) state, so the
+     * savepoint holds an operator the checker's job does not have.
+     */
+    static final class Tally implements MapFunction<Long, Long>, CheckpointedFunction {
+        private static final long serialVersionUID = 1L;
+        private transient ListState<Long> tally;
+        private long seen;
+
+        @Override
+        public Long map(Long j) {
+            seen++;
+            return j;
+        }
+
+        @Override
+        public void snapshotState(FunctionSnapshotContext ctx) throws Exception {
+            tally.update(java.util.Collections.singletonList(seen));
+        }
+
+        @Override
+        public void initializeState(FunctionInitializationContext ctx) throws Exception {
+            tally = ctx.getOperatorStateStore().getListState(new ListStateDescriptor<>("tally", Types.LONG));
         }
     }
 

@@ -9,6 +9,7 @@ import org.apache.flink.streaming.api.datastream.KeyedStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.table.types.logical.LogicalType;
 import org.apache.flink.table.types.logical.RowType;
 import org.apache.flink.table.types.logical.utils.LogicalTypeParser;
@@ -59,11 +60,23 @@ final class Job {
     }
 
     /** The stateful operator: keyed by the spec's key of each sequence number, with the spec's uid. */
-    @SuppressWarnings({"unchecked", "rawtypes"})
     static SingleOutputStreamOperator<String> stateful(
             Spec spec, DataStream<Long> input, KeyedProcessFunction<Object, Long, String> fn) {
-        KeyedStream<Long, Object> keyed = input.keyBy((KeySelector) new KeyOf(spec), (TypeInformation) spec.keyInfo());
-        SingleOutputStreamOperator<String> out = keyed.process(fn, Types.STRING);
+        return placed(spec, keyed(spec, input).process(fn, Types.STRING));
+    }
+
+    /** The same position, uid and parallelism with another operator running the function (the checker's). */
+    static SingleOutputStreamOperator<String> stateful(
+            Spec spec, DataStream<Long> input, OneInputStreamOperator<Long, String> operator) {
+        return placed(spec, keyed(spec, input).transform("state", Types.STRING, operator));
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static KeyedStream<Long, Object> keyed(Spec spec, DataStream<Long> input) {
+        return input.keyBy((KeySelector) new KeyOf(spec), (TypeInformation) spec.keyInfo());
+    }
+
+    private static SingleOutputStreamOperator<String> placed(Spec spec, SingleOutputStreamOperator<String> out) {
         out.uid(spec.uid).name("state").setParallelism(spec.parallelism).setMaxParallelism(spec.maxParallelism);
         return out;
     }

@@ -36,7 +36,10 @@ import java.util.Map;
  * {@code inline_threshold} bytes), {@code uid} of the stateful operator, {@code events_type}
  * (the Flink SQL row type of the events state; the checker may be given a different one), and
  * {@code key_values} (explicit int or string keys instead of the generated ones, so the checker
- * can probe a savepoint written outside Flink, e.g. bootstrapped by statemorph). The
+ * can probe a savepoint written outside Flink, e.g. bootstrapped by statemorph), and, for the
+ * generator only, {@code extra_uid} (one more operator, holding operator state, which the checker's
+ * job does not have), and, for the checker only, {@code allow_unclaimed} (restore one operator of
+ * a savepoint whose other operators another restore checks). The
  * driver also reads {@code flink} (which release takes the savepoint); Java ignores it.
  */
 final class Spec implements Serializable {
@@ -69,6 +72,10 @@ final class Spec implements Serializable {
     final String eventsType;
     /** Explicit keys (JSON ints or strings), e.g. of a savepoint bootstrapped outside Flink; null: the generated keys. */
     final List<Object> keyValues;
+    /** Generator only: the uid of one more operator, which holds operator state; null: none. */
+    final String extraUid;
+    /** Checker only: restore although the savepoint holds operators the job does not have (a test checking them in another restore). */
+    final boolean allowUnclaimed;
 
     @SuppressWarnings("unchecked")
     private Spec(Map<String, Object> m) {
@@ -98,6 +105,8 @@ final class Spec implements Serializable {
         inlineThreshold = num(m, "inline_threshold", 20 * 1024);
         uid = str(m, "uid", "state-op");
         eventsType = str(m, "events_type", OLD_EVENTS_TYPE);
+        extraUid = str(m, "extra_uid", null);
+        allowUnclaimed = Boolean.TRUE.equals(m.getOrDefault("allow_unclaimed", Boolean.FALSE));
         if (name == null || keys <= 0 || recordsPerKey <= 0 || parallelism <= 0 || maxParallelism < parallelism) {
             throw new IllegalArgumentException("spec: name, keys, records_per_key, parallelism, max_parallelism");
         }

@@ -134,8 +134,14 @@ final class StateSet {
         return BASE_TS + j;
     }
 
-    /** Old Events row: nested row null for every 7th key, deviceType null for every 5th. */
-    private static RowData eventRow(long j, int i) {
+    /**
+     * The events row of record {@code j}: of the old Events type, nested row null for every 7th key
+     * and deviceType null for every 5th; of any other {@code events_type}, {@link Values}' row.
+     */
+    private RowData eventRow(long j, int i) {
+        if (!spec.eventsType.equals(Spec.OLD_EVENTS_TYPE)) {
+            return Values.row(eventsType, j, i);
+        }
         GenericRowData meta = null;
         if (i % 7 != 6) {
             meta = GenericRowData.of(i, BASE_TS + j * 1000, i % 5 == 4 ? null : StringData.fromString(DEVICES[(int) (j % 3)]));

@@ -29,7 +29,9 @@ import java.util.Map;
  *       the {@code writeVersionedSnapshot} bytes of {@code serializer.snapshotConfiguration()};
  *   <li>{@code {"case", "old": SPEC, "new": SPEC, "value": VALUE}}: a migration case: as below, plus
  *       {@code old_value, old_hex, new_value, new_hex}: the old value's bytes and what Flink's restore
- *       turns them into (see {@link #compat});
+ *       turns them into (see {@link #compat}); with {@code "restored": true} also {@code restored_hex}
+ *       (the restored old serializer writing the value it read) and {@code restored_envelope_hex}
+ *       (the snapshot of that serializer, in the envelope form);
  *   <li>{@code {"case", "logical_type": SQL}} / {@code {"case", "internal_serializer": SQL}}: the
  *       output adds {@code "javaser_hex"}, {@code InstantiationUtil.serializeObject} of the parsed
  *       LogicalType, or of {@code InternalSerializers.create(type)} (see {@link JavaSerialized});
@@ -180,6 +182,15 @@ public final class Generate {
         line.put("old_hex", Values.hex(oldBytes));
         line.put("new_value", newWorld.toJson(newSpec, back));
         line.put("new_hex", Values.hex(newBytes));
+        if (Boolean.TRUE.equals(c.get("restored"))) {
+            // What the restored old serializer itself writes (a POJO field the new class lacks is
+            // written as null) and the snapshot Flink takes of it (that field as missing-field-at-N).
+            TypeSerializer<Object> old = restored.restoreSerializer();
+            line.put("restored_hex", Values.hex(serialize(old, migrated)));
+            DataOutputSerializer env = new DataOutputSerializer(256);
+            TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot(env, old.snapshotConfiguration());
+            line.put("restored_envelope_hex", Values.hex(env.getCopyOfBuffer()));
+        }
         return line;
     }
 

@@ -80,9 +80,9 @@ final class Spec {
             ws();
             int st = i;
             while (i < s.length()) {
-                char c = s.charAt(i);
+                int c = s.codePointAt(i); // by code point: a name may hold letters beyond the BMP
                 if (Character.isLetterOrDigit(c) || c == '_' || c == '$' || (dotted && c == '.')) {
-                    i++;
+                    i += Character.charCount(c);
                 } else {
                     break;
                 }
