@@ -525,7 +525,7 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
     description): the kind defaults to the recorded kind, ``auto`` picks the recorded serializer
     family, map keys default to the recorded user key serializer, TTL stays as recorded. A state
     the savepoint lacks is an error naming the states it has (usually a typo)."""
-    from .errors import SavepointError
+    from .errors import SavepointError, UnsupportedStateError
     from .state.descriptors import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
     out: list[Any] = []
@@ -542,7 +542,10 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
         prior = None
         try:  # the family under auto, the POJO class, and the recorded nullable wrappers
             prior = meta.snapshot("value_serializer").restore_serializer()
-        except SavepointError:  # damaged or unknown: the plan reports it, as for an explicit family
+        except UnsupportedStateError:
+            if st.serializer != "opaque":  # a new type for a state statemorph cannot decode: unsupported
+                raise  # (exit 7) whatever the serializer line says
+        except SavepointError:  # damaged: the plan reports it, as for an explicit family
             prior = None  # (the state is incompatible, exit 3, the reason names the snapshot)
         value = serializer_for(st, prior)
         if kind == "value":

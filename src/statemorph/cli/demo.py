@@ -108,7 +108,7 @@ def run_demo(savepoint: str | None = None, entries: int = 100_000, workdir: str 
             print("   " + bootstrap_events(old_sp, entries).summary())
             _done(t)
         t = _step("1. what the savepoint holds (statemorph inspect)")
-        _call(cmd_inspect, savepoint=old_sp)
+        _call(cmd_inspect, savepoint=old_sp, schema=None)
         _done(t)
 
         t = _step("2. dry run against the new type (statemorph check)")

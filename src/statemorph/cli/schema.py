@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ExitCode
+from .output import SAVEPOINT_HELP
 
 
 def schema_text(savepoint: str) -> str:
@@ -35,7 +36,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     s = sub.add_parser("schema", help="print the schema file of a savepoint as it is (edit it, then check / migrate)")
-    s.add_argument("savepoint", metavar="SAVEPOINT")
+    s.add_argument("savepoint", metavar="SAVEPOINT", help=SAVEPOINT_HELP)
     s.set_defaults(func=cmd_schema)
 
 
