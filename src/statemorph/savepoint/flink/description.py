@@ -39,8 +39,37 @@ _KIND = {"value": StateKind.VALUE, "reducing": StateKind.VALUE, "aggregating": S
 """Reducing and aggregating state keep one value per key, stored like value state."""
 
 
+class RecordedSnapshots:
+    """The planner's view of a state's recorded serializer snapshots by role, for keyed and
+    operator states alike (``_raw`` finds a role's snapshot, ``label`` names the state): one place
+    says how a snapshot statemorph does not read is refused."""
+
+    def _raw(self, role: str) -> Snapshot:
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        raise NotImplementedError
+
+    def snapshot_bytes(self, role: str) -> bytes:
+        return self._raw(role).raw
+
+    def snapshot_class(self, role: str) -> str:
+        """The Flink snapshot class recorded for ``role`` (what inspect shows for opaque types)."""
+        return self._raw(role).class_name
+
+    def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
+        snap = self._raw(role)
+        if snap.parsed is None:
+            raise UnsupportedStateError(
+                f"{self.label}: unsupported state: its {role.replace('_', ' ')} is {opaque_type(snap)} "
+                f"({snap.class_name.rsplit('.', 1)[-1]}), which statemorph cannot decode; the state is carried over "
+                f"byte for byte but cannot be read decoded or migrated")
+        return snap.parsed
+
+
 @dataclass
-class FlinkStateDescription:
+class FlinkStateDescription(RecordedSnapshots):
     """One keyed state of one operator (timers are not states the planner resolves)."""
 
     operator: OperatorState
@@ -85,24 +114,12 @@ class FlinkStateDescription:
         else:
             raise SavepointError(f"unknown serializer role {role!r}")
         if snap is None:
-            raise SavepointError(f"{self.operator.label()} state {self.name!r} has no {role.replace('_', ' ')}")
+            raise SavepointError(f"{self.label} has no {role.replace('_', ' ')}")
         return snap
 
-    def snapshot_bytes(self, role: str) -> bytes:
-        return self._raw(role).raw
-
-    def snapshot_class(self, role: str) -> str:
-        """The Flink snapshot class recorded for ``role`` (what inspect shows for opaque types)."""
-        return self._raw(role).class_name
-
-    def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
-        snap = self._raw(role)
-        if snap.parsed is None:
-            raise UnsupportedStateError(
-                f"{self.operator.label()} state {self.name!r}: unsupported state: its {role.replace('_', ' ')} is "
-                f"{opaque_type(snap)} ({snap.class_name.rsplit('.', 1)[-1]}), which statemorph cannot decode; the "
-                f"state is carried over byte for byte but cannot be read decoded or migrated")
-        return snap.parsed
+    @property
+    def label(self) -> str:
+        return f"{self.operator.label()} state {self.name!r}"
 
     def opaque_roles(self) -> dict[str, str]:
         """Role → ``RAW('<class>')`` of each serializer of this state that statemorph does not read
@@ -207,5 +224,5 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
     return out
 
 
-__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "describe_operators", "find_keyed_operator",
-           "flink_snapshot", "opaque_type"]
+__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "RecordedSnapshots", "describe_operators",
+           "find_keyed_operator", "flink_snapshot", "opaque_type"]

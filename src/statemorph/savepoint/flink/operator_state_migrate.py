@@ -26,9 +26,9 @@ import pyarrow as pa
 
 from ...errors import FlinkSavepointError, SavepointError
 from ...keyed.kinds import StateKind
-from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot
+from ...snapshot import SnapshotRegistry
 from ..storage import NewFile, Target
-from .description import FlinkOperatorDescription
+from .description import FlinkOperatorDescription, RecordedSnapshots
 from .envelope import Snapshot, snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import DISTRIBUTION_MODES, ByteStreamHandle, FileHandle, OperatorStreamHandle, RelativeFileHandle
@@ -47,7 +47,7 @@ as :func:`~.rewrite.rewrite` takes for keyed states."""
 
 
 @dataclass
-class OperatorStateDescription:
+class OperatorStateDescription(RecordedSnapshots):
     """One operator state as the planner sees it (no key, no namespace, no TTL)."""
 
     operator: OperatorState
@@ -74,24 +74,12 @@ class OperatorStateDescription:
         snap = self.meta.serializer(key) if key is not None and (key == VALUE_SERIALIZER or self.mode == "BROADCAST") \
             else None
         if snap is None:
-            raise SavepointError(f"{self.operator.label()} operator state {self.name!r} has no "
-                                 f"{role.replace('_', ' ')}")
+            raise SavepointError(f"{self.label} has no {role.replace('_', ' ')}")
         return snap
 
-    def snapshot_bytes(self, role: str) -> bytes:
-        return self._raw(role).raw
-
-    def snapshot_class(self, role: str) -> str:
-        return self._raw(role).class_name
-
-    def snapshot(self, role: str, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
-        snap = self._raw(role)
-        if snap.parsed is None:
-            raise SavepointError(
-                f"{self.operator.label()} operator state {self.name!r}: its {role.replace('_', ' ')} snapshot "
-                f"{snap.class_name} is not one statemorph reads; the state is carried over byte for byte but "
-                f"cannot be migrated")
-        return snap.parsed
+    @property
+    def label(self) -> str:
+        return f"{self.operator.label()} operator state {self.name!r}"
 
 
 @dataclass
