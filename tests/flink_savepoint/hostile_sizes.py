@@ -80,22 +80,29 @@ def snappy_bomb(dst: Path, chunks: int) -> Path:
     return _rewritten(COMPRESSED, dst, _before_last_key_group(COMPRESSED) + STREAM_IDENTIFIER + ZERO_CHUNK * chunks)
 
 
+def _metadata_of(operators: list[tuple[int, list[bytes]]]) -> bytes:
+    """A version-5 ``_metadata``: no master state, one operator per ``(max parallelism, subtask
+    records)`` (empty name and uid, operator ID its index, parallelism its subtask count, no
+    coordinator state), no CheckpointProperties."""
+    head = struct.pack(">iiqii", MAGIC, 5, 1, 0, len(operators))
+    return head + b"".join(struct.pack(">HH", 0, 0) + i.to_bytes(16, "big") + struct.pack(">ii", len(subs), maxp)
+                           + b"\x00" + struct.pack(">i", len(subs)) + b"".join(subs)
+                           for i, (maxp, subs) in enumerate(operators))
+
+
 def _one_operator_metadata(max_parallelism: int, subtasks: list[bytes]) -> bytes:
-    """A version-5 ``_metadata``: no master state, one operator (empty name and uid, no
-    coordinator state) with these subtask records, no CheckpointProperties."""
-    head = struct.pack(">iiqiiHH", MAGIC, 5, 1, 0, 1, 0, 0) + bytes(16) + struct.pack(">ii", 1, max_parallelism)
-    return head + b"\x00" + struct.pack(">i", len(subtasks)) + b"".join(subtasks)
+    return _metadata_of([(max_parallelism, subtasks)])
 
 
-def metadata_of_offsets(subtasks: int) -> bytes:
-    """``subtasks`` subtasks, each with a keyed handle of 32,768 key-group offsets (every key
-    group 4 KiB long) and no delegate: 256 KiB of offsets each, the most one keyed operator has."""
+def metadata_of_offsets(operators: int) -> bytes:
+    """``operators`` keyed operators at max parallelism 32,768, each with one subtask whose keyed
+    handle has every key group's offset (each 4 KiB long) and no delegate: 256 KiB of offsets per
+    operator, the most one keyed subtask has."""
     offsets = array("q", range(4096, 4096 * 32769, 4096))
     if sys.byteorder == "little":
         offsets.byteswap()
     keyed = b"\x07" + struct.pack(">ii", 0, 32768) + offsets.tobytes() + b"\x00"
-    return _one_operator_metadata(32768, [struct.pack(">iii", i, 0, 0) + keyed + b"\x00" + bytes(8)
-                                          for i in range(subtasks)])
+    return _metadata_of([(32768, [struct.pack(">iii", 0, 0, 0) + keyed + b"\x00" + bytes(8)])] * operators)
 
 
 def metadata_of_records(entries: int) -> bytes:

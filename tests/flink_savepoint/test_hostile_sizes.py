@@ -141,7 +141,7 @@ def test_snappy_chunks_of_zeros_cost_a_slice(tmp_path: Path, name: str) -> None:
 
 
 def test_key_group_offsets_parse_into_about_their_own_size(tmp_path: Path) -> None:
-    """40 keyed subtasks of 32,768 offsets (10 MiB): a list of ints held 5x that."""
+    """40 keyed operators of 32,768 offsets (10 MiB): a list of ints held 5x that."""
     data = metadata_of_offsets(40)
     (tmp_path / "_metadata").write_bytes(data)
     grew = _child(PARSE, str(UNCOMPRESSED / "_metadata"), str(tmp_path / "_metadata"))["growth_kib"] / 1024

@@ -41,9 +41,13 @@ def test_family_gives_only_results_or_typed_errors(results: dict[str, Stats], fa
     shown = [f"{f.kind} at input {f.index} ({f.target}): {f.message[:300]}; replay alone: "
              f"python -m tests.fuzz --family {family} --start {f.index} --inputs 1" for f in stats.findings[:10]]
     assert not stats.findings, "\n".join([replay, *shown])
-    # the mutations reach both sides of the decoder: some inputs still read, some are refused
-    assert any(k.startswith("ok") for k in stats.outcomes), (SEED, stats.outcomes)
+    # the mutations reach both sides of the decoder: some inputs still read, some are refused. A
+    # random window can miss a family's rare valid inputs (about 1 in 125 for snapshots), so a
+    # window without one is judged again by the long runs' first window, which reads some
     assert any(k.startswith("error:") for k in stats.outcomes), (SEED, stats.outcomes)
+    if not any(k.startswith("ok") for k in stats.outcomes):
+        first = run_families([family], 0, INPUTS)[0]
+        assert any(k.startswith("ok") for k in first.outcomes), (SEED, stats.outcomes, first.outcomes)
 
 
 REGRESSIONS = list(regression_inputs())
