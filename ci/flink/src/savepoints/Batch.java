@@ -5,7 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The batch loops every program's {@code main} shares (Main, SqlJobs, PojoJobs): one JVM runs
+ * The batch loops every program's {@code main} shares: one JVM runs
  * {@code generate WORK SPEC OUTDIR [...]} or {@code restore WORK SAVEPOINT SPEC OUT.jsonl [...]},
  * each job in its own work directory under WORK, deleted afterwards. A restore Flink refuses writes
  * {@code OUT.jsonl.error} (JSON: exception, message, chain) instead of OUT.jsonl and prints
@@ -26,9 +26,32 @@ final class Batch {
         void run(Path work) throws Exception;
     }
 
+    /**
+     * The whole {@code main} of a program whose verbs are the two batches: {@code generate} and
+     * {@code restore}; exit 2 with the usage on bad arguments, 3 when Flink refused a restore.
+     */
+    static void program(String name, String[] args, Generator generate, Restorer restore) throws Exception {
+        int failed = 0;
+        if (is(args, "generate", 2)) {
+            generate(args, Path.of(args[1]), generate);
+        } else if (is(args, "restore", 3)) {
+            failed = restore(args, Path.of(args[1]), restore);
+        } else {
+            usage(name, "");
+        }
+        System.exit(failed == 0 ? 0 : 3);
+    }
+
+    /** Prints the two batch verbs' usage of program {@code name} and {@code more} lines, then exits 2. */
+    static void usage(String name, String more) {
+        System.err.println("usage: " + name + " generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
+                + "       " + name + " restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]" + more);
+        System.exit(2);
+    }
+
     /** Whether {@code args} (verb, WORK, then groups of {@code group}) is a well-formed batch of {@code verb}. */
     static boolean is(String[] args, String verb, int group) {
-        return args[0].equals(verb) && args.length > 2 && (args.length - 2) % group == 0;
+        return args.length > 2 && args[0].equals(verb) && (args.length - 2) % group == 0;
     }
 
     static void generate(String[] args, Path work, Generator job) throws Exception {

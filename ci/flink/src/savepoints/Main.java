@@ -47,9 +47,6 @@ public final class Main {
     }
 
     private static void usage() {
-        System.err.println("usage: Main generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       Main restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]\n"
-                + "       Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS [STRIDE OUT.jsonl]");
-        System.exit(2);
+        Batch.usage("Main", "\n       Main restore-timed WORK SAVEPOINT SPEC PROBE_KEYS [STRIDE OUT.jsonl]");
     }
 }

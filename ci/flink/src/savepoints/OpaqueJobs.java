@@ -59,28 +59,10 @@ public final class OpaqueJobs {
     static final Map<String, Map<String, Object>> WRITTEN = new java.util.concurrent.ConcurrentHashMap<>();
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
-            usage();
-        }
-        java.nio.file.Path work = java.nio.file.Path.of(args[1]);
-        int failed = 0;
-        if (Batch.is(args, "generate", 2)) {
-            Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), out, w));
-        } else if (Batch.is(args, "restore", 3)) {
-            failed = Batch.restore(args, work, (sp, spec, out, w) -> {
-                Spec s = Spec.read(spec);
-                Restore.run(sp, s, new ReadFn(s), states(s), out, w);
-            });
-        } else {
-            usage();
-        }
-        System.exit(failed == 0 ? 0 : 3);
-    }
-
-    private static void usage() {
-        System.err.println("usage: OpaqueJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       OpaqueJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]");
-        System.exit(2);
+        Batch.program("OpaqueJobs", args, (spec, out, w) -> generate(Spec.read(spec), out, w), (sp, spec, out, w) -> {
+            Spec s = Spec.read(spec);
+            Restore.run(sp, s, new ReadFn(s), states(s), out, w);
+        });
     }
 
     /** The spec's matrix states, then this job's own. */

@@ -82,25 +82,8 @@ public final class OperatorJobs {
     static final Map<Integer, List<String>> OFFSETS_AT = new ConcurrentHashMap<>();
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
-            usage();
-        }
-        Path work = Path.of(args[1]);
-        int failed = 0;
-        if (Batch.is(args, "generate", 2)) {
-            Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), out, w));
-        } else if (Batch.is(args, "restore", 3)) {
-            failed = Batch.restore(args, work, (sp, spec, out, w) -> restore(sp, Spec.read(spec), out, w));
-        } else {
-            usage();
-        }
-        System.exit(failed == 0 ? 0 : 3);
-    }
-
-    private static void usage() {
-        System.err.println("usage: OperatorJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       OperatorJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]");
-        System.exit(2);
+        Batch.program("OperatorJobs", args, (spec, out, w) -> generate(Spec.read(spec), out, w),
+                (sp, spec, out, w) -> restore(sp, Spec.read(spec), out, w));
     }
 
     private static void clear() {

@@ -104,10 +104,7 @@ public final class PojoJobs {
     }
 
     private static void usage() {
-        System.err.println("usage: PojoJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       PojoJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]\n"
-                + "       PojoJobs restore-savepoint WORK SAVEPOINT SPEC OUTDIR PROBE_KEYS STRIDE OUT.jsonl");
-        System.exit(2);
+        Batch.usage("PojoJobs", "\n       PojoJobs restore-savepoint WORK SAVEPOINT SPEC OUTDIR PROBE_KEYS STRIDE OUT.jsonl");
     }
 
     static void generate(Spec spec, Path out, Path work) throws Exception {

@@ -100,36 +100,23 @@ public final class SqlJobs {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
-            usage();
-        }
-        Path work = Path.of(args[1]);
-        int failed = 0;
-        if (Batch.is(args, "generate", 2)) {
-            Batch.generate(args, work, SqlJobs::generate);
-        } else if (Batch.is(args, "restore", 3)) {
-            failed = Batch.restore(args, work, SqlJobs::restore);
-        } else {
-            usage();
-        }
-        System.exit(failed == 0 ? 0 : 3);
-    }
-
-    private static void usage() {
-        System.err.println("usage: SqlJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       SqlJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]");
-        System.exit(2);
+        Batch.program("SqlJobs", args, SqlJobs::generate, SqlJobs::restore);
     }
 
     /** The query version a spec asks for (1: the old job, 2: the evolved job). */
-    @SuppressWarnings("unchecked")
     static int version(Path specFile) throws java.io.IOException {
+        return version(specFile, "sql_version");
+    }
+
+    /** A spec's query version {@code field}: 1 (the old query, also when absent) or 2 (the evolved one). */
+    @SuppressWarnings("unchecked")
+    static int version(Path specFile, String field) throws java.io.IOException {
         Map<String, Object> m = (Map<String, Object>) Json.parse(
                 new String(Files.readAllBytes(specFile), StandardCharsets.UTF_8));
-        Object v = m.get("sql_version");
+        Object v = m.get(field);
         int n = v == null ? 1 : Integer.parseInt(v.toString());
         if (n != 1 && n != 2) {
-            throw new IllegalArgumentException("spec: sql_version must be 1 or 2, not " + v);
+            throw new IllegalArgumentException("spec: " + field + " must be 1 or 2, not " + v);
         }
         return n;
     }

@@ -18,8 +18,6 @@ import org.apache.flink.table.api.Schema;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.flink.types.Row;
 
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -66,38 +64,13 @@ public final class SqlWindowJobs {
     static volatile boolean generating;
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 2) {
-            usage();
-        }
-        Path work = Path.of(args[1]);
-        int failed = 0;
-        if (Batch.is(args, "generate", 2)) {
-            Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), version(spec), out, w));
-        } else if (Batch.is(args, "restore", 3)) {
-            failed = Batch.restore(args, work, (sp, spec, out, w) -> restore(sp, Spec.read(spec), version(spec), out, w));
-        } else {
-            usage();
-        }
-        System.exit(failed == 0 ? 0 : 3);
-    }
-
-    private static void usage() {
-        System.err.println("usage: SqlWindowJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       SqlWindowJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]");
-        System.exit(2);
+        Batch.program("SqlWindowJobs", args, (spec, out, w) -> generate(Spec.read(spec), version(spec), out, w),
+                (sp, spec, out, w) -> restore(sp, Spec.read(spec), version(spec), out, w));
     }
 
     /** The spec's {@code sql_window_version}: 1 (count and sum) or 2 (also {@code MAX(x) AS top}). */
-    @SuppressWarnings("unchecked")
     static int version(Path specFile) throws java.io.IOException {
-        Map<String, Object> m = (Map<String, Object>) Json.parse(
-                new String(Files.readAllBytes(specFile), StandardCharsets.UTF_8));
-        Object v = m.get("sql_window_version");
-        int n = v == null ? 1 : Integer.parseInt(v.toString());
-        if (n != 1 && n != 2) {
-            throw new IllegalArgumentException("spec: sql_window_version must be 1 or 2, not " + v);
-        }
-        return n;
+        return SqlJobs.version(specFile, "sql_window_version");
     }
 
     static void generate(Spec spec, int version, Path out, Path work) throws Exception {
@@ -124,28 +97,7 @@ public final class SqlWindowJobs {
         StreamExecutionEnvironment env = environment(Restore.restoring(savepoint, spec, work), spec);
         SingleOutputStreamOperator<Long> probe = env.fromSource(
                 new SqlJobs.ProbeSource(spec.totalRecords(), spec.totalRecords() + spec.keys - 1), timestamps(), "records");
-        Map<String, Map<String, Object>> fired = new HashMap<>();
-        try (org.apache.flink.util.CloseableIterator<String> it = job(env, probe, spec, version).executeAndCollect("restore " + spec.name)) {
-            while (it.hasNext()) {
-                @SuppressWarnings("unchecked")
-                Map<String, Object> m = (Map<String, Object>) Json.parse(it.next());
-                Object prior = fired.computeIfAbsent(Json.write(m.get("key")), x -> new LinkedHashMap<>())
-                        .put((String) m.get("state"), m.get("value"));
-                if (prior != null) {
-                    throw new IllegalStateException("window fired twice: " + m);
-                }
-            }
-        } catch (IllegalStateException e) {
-            throw e;
-        } catch (Exception e) {
-            throw new Restore.Failure(e);
-        }
-        StringBuilder b = new StringBuilder();
-        for (Map<String, Object> e : Entries.sorted(fired, Map.of(), QUERIES)) {
-            Json.write(e, b);
-            b.append('\n');
-        }
-        Files.write(out, b.toString().getBytes(StandardCharsets.UTF_8));
+        WindowJobs.writeFired(job(env, probe, spec, version), "restore " + spec.name, QUERIES, out);
     }
 
     /**

@@ -109,10 +109,7 @@ public final class WindowJobs {
     }
 
     private static void usage() {
-        System.err.println("usage: WindowJobs generate WORK SPEC OUTDIR [SPEC OUTDIR ...]\n"
-                + "       WindowJobs restore WORK SAVEPOINT SPEC OUT.jsonl [SAVEPOINT SPEC OUT.jsonl ...]\n"
-                + "       WindowJobs vectors WORK OUT.json");
-        System.exit(2);
+        Batch.usage("WindowJobs", "\n       WindowJobs vectors WORK OUT.json");
     }
 
     static void generate(Spec spec, Path out, Path work) throws Exception {
@@ -140,12 +137,23 @@ public final class WindowJobs {
         DataStream<Long> probe = env.fromSource(
                 new NumberSequenceSource(spec.totalRecords(), spec.totalRecords() + spec.keys - 1), timestamps(), "probe")
                 .uid("probe").setParallelism(1);
-        Map<String, Map<String, Object>> fired = new HashMap<>();
-        try (CloseableIterator<String> it = windows(spec, probe).executeAndCollect("restore " + spec.name)) {
+        writeFired(windows(spec, probe), "restore " + spec.name, OPERATORS, out);
+    }
+
+    /**
+     * Runs {@code fired} (a window job's output: {@code {"key", "state": operator, "value"}} per
+     * fired window) to its end and writes the windows sorted by key and {@code operators} to
+     * {@code out}; a window firing twice is an error, a job Flink refuses a {@link Restore.Failure}.
+     * The DataStream and the SQL window jobs restore through it.
+     */
+    static void writeFired(DataStream<String> fired, String jobName, List<String> operators, Path out)
+            throws java.io.IOException, Restore.Failure {
+        Map<String, Map<String, Object>> byKey = new HashMap<>();
+        try (CloseableIterator<String> it = fired.executeAndCollect(jobName)) {
             while (it.hasNext()) {
                 @SuppressWarnings("unchecked")
                 Map<String, Object> m = (Map<String, Object>) Json.parse(it.next());
-                Object prior = fired.computeIfAbsent(Json.write(m.get("key")), x -> new LinkedHashMap<>())
+                Object prior = byKey.computeIfAbsent(Json.write(m.get("key")), x -> new LinkedHashMap<>())
                         .put((String) m.get("state"), m.get("value"));
                 if (prior != null) {
                     throw new IllegalStateException("window fired twice: " + m);
@@ -157,7 +165,7 @@ public final class WindowJobs {
             throw new Restore.Failure(e);
         }
         StringBuilder b = new StringBuilder();
-        for (Map<String, Object> e : Entries.sorted(fired, Map.of(), OPERATORS)) {
+        for (Map<String, Object> e : Entries.sorted(byKey, Map.of(), operators)) {
             Json.write(e, b);
             b.append('\n');
         }
