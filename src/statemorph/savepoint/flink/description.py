@@ -138,15 +138,11 @@ class FlinkStateDescription(RecordedSnapshots):
         return out
 
 
-@dataclass
-class FlinkOperatorDescription:
-    """One keyed operator: its states (from the first subtask's header; every subtask of an
-    operator registers the same states), key serializer and max parallelism."""
+class DescribedOperator:
+    """What the planner and messages ask of any described operator (its keyed states or its
+    operator states): a label, the name a schema file uses, the max parallelism."""
 
     operator: OperatorState
-    header: KeyedHeader
-    states: dict[str, FlinkStateDescription] = field(default_factory=dict)
-    carries_unread_snapshots: bool = True
     derived_from: str | None = None
     """The uid that found this operator through its derived ID (:func:`find_keyed_operator` on a
     savepoint that records no uid strings), so messages can say which uid it was."""
@@ -165,6 +161,18 @@ class FlinkOperatorDescription:
     @property
     def max_parallelism(self) -> int:
         return int(self.operator.max_parallelism)
+
+
+@dataclass
+class FlinkOperatorDescription(DescribedOperator):
+    """One keyed operator: its states (from the first subtask's header; every subtask of an
+    operator registers the same states), key serializer and max parallelism."""
+
+    operator: OperatorState
+    header: KeyedHeader
+    states: dict[str, FlinkStateDescription] = field(default_factory=dict)
+    carries_unread_snapshots: bool = True
+    derived_from: str | None = None
 
     def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
         snap = self.header.key_serializer
@@ -224,5 +232,5 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
     return out
 
 
-__all__ = ["FlinkOperatorDescription", "FlinkStateDescription", "RecordedSnapshots", "describe_operators",
-           "find_keyed_operator", "flink_snapshot", "opaque_type"]
+__all__ = ["DescribedOperator", "FlinkOperatorDescription", "FlinkStateDescription", "RecordedSnapshots",
+           "describe_operators", "find_keyed_operator", "flink_snapshot", "opaque_type"]

@@ -28,7 +28,7 @@ from ...errors import FlinkSavepointError, SavepointError
 from ...keyed.kinds import StateKind
 from ...snapshot import SnapshotRegistry
 from ..storage import NewFile, Target
-from .description import FlinkOperatorDescription, RecordedSnapshots
+from .description import DescribedOperator, FlinkOperatorDescription, RecordedSnapshots
 from .envelope import Snapshot, snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import DISTRIBUTION_MODES, ByteStreamHandle, FileHandle, OperatorStreamHandle, RelativeFileHandle
@@ -83,7 +83,7 @@ class OperatorStateDescription(RecordedSnapshots):
 
 
 @dataclass
-class OperatorStatesDescription:
+class OperatorStatesDescription(DescribedOperator):
     """The operator states of one operator (from its first subtask that has them; every subtask
     registers the same states), described for the planner."""
 
@@ -92,18 +92,6 @@ class OperatorStatesDescription:
     carries_unread_snapshots: bool = True
     operator_state = True
     """Tells the Flink runner these states live in operator-state streams, not keyed ones."""
-
-    @property
-    def label(self) -> str:
-        return self.operator.label()
-
-    @property
-    def ident(self) -> str:
-        return self.operator.uid or self.operator.uid_hash
-
-    @property
-    def max_parallelism(self) -> int:
-        return int(self.operator.max_parallelism)
 
     new_snapshot_bytes = staticmethod(FlinkOperatorDescription.new_snapshot_bytes)
 
