@@ -83,7 +83,7 @@ def _machine_code_seconds(snaps: Any) -> float:
     its cost shows apart: the task then finds it built."""
     from statemorph.bulk import capabilities
     from statemorph.kernels import jit
-    from statemorph.snapshot import read_versioned_snapshot
+    from statemorph.typeutils import read_versioned_snapshot
 
     t = time.perf_counter()
     for _, prior, new in snaps.values():

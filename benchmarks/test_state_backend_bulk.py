@@ -21,9 +21,9 @@ import rocksdict
 
 from statemorph import serializers
 from statemorph.engine.local import write_state
-from statemorph.snapshot import write_versioned_snapshot
 from statemorph.state import EmbeddedRocksDBStateBackend, ValueStateDescriptor
 from statemorph.state import rocksdb_bulk as bulk
+from statemorph.typeutils import write_versioned_snapshot
 
 from .conftest import NEW, OLD, make_struct, record
 

@@ -4,8 +4,7 @@ Flink's serializer / snapshot model in Python, byte-identical to Flink 2.x for t
 formats, with compiled kernels for bulk migration over Arrow buffers.
 """
 
-from . import compat, errors, io, row, serializers, snapshot
-from .compat import SchemaCompatibility
+from . import errors, io, row, serializers, typeutils
 from .errors import (
     IncompatibleSchemaError,
     SnapshotError,
@@ -14,7 +13,12 @@ from .errors import (
     StatemorphError,
 )
 from .row import Row, RowKind
-from .snapshot import read_versioned_snapshot, write_versioned_snapshot
+from .typeutils import SchemaCompatibility, read_versioned_snapshot, write_versioned_snapshot
+
+# ``statemorph.snapshot`` and ``statemorph.compat`` (0.1.0's names for the snapshot and the
+# compatibility modules) name the package that now holds both, so ``from statemorph import snapshot``
+# keeps working; new code imports ``statemorph.typeutils``.
+compat = snapshot = typeutils
 
 __version__ = "0.1.0"
 
@@ -34,5 +38,6 @@ __all__ = [
     "row",
     "serializers",
     "snapshot",
+    "typeutils",
     "write_versioned_snapshot",
 ]

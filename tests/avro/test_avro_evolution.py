@@ -9,7 +9,7 @@ import pytest
 from statemorph.errors import StateMigrationError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.serializers import AvroSerializer, IntSerializer
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 BASE = {"type": "record", "name": "Event", "namespace": "com.acme", "fields": [
     {"name": "id", "type": "int"},

@@ -19,7 +19,7 @@ from statemorph.errors import (
 from statemorph.serializers import AvroSerializer
 from statemorph.serializers._avro_codec import ZERO_WIDTH_ITEM_BUDGET
 from statemorph.serializers.strings import encode_string
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 EVENT = AvroSerializer({"type": "record", "name": "Event", "fields": [
     {"name": "id", "type": "int"},

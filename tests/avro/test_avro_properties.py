@@ -20,7 +20,7 @@ from strategies import avro_schema_and_value as schema_and_value
 
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.serializers import AvroSerializer
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 
 def ambiguous(s, named, seen=None) -> bool:

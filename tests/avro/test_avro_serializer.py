@@ -13,7 +13,7 @@ from statemorph.errors import SerializationError, SnapshotError, TypeParseError
 from statemorph.io import DataOutputSerializer
 from statemorph.serializers import AvroSerializer, AvroSerializerSnapshot
 from statemorph.serializers.strings import encode_string
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,

@@ -8,7 +8,6 @@ import math
 
 import pytest
 
-from statemorph.compat import SchemaCompatibility
 from statemorph.errors import SerializationError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.serializers import (
@@ -33,10 +32,11 @@ from statemorph.serializers import (
     StringArraySerializer,
     StringSerializer,
 )
-from statemorph.serializers.base import TypeSerializer
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     DEFAULT_REGISTRY,
+    SchemaCompatibility,
     SimpleTypeSerializerSnapshot,
+    TypeSerializer,
     TypeSerializerSnapshot,
     read_serializer_snapshot,
     write_serializer_snapshot,

@@ -11,7 +11,7 @@ import pytest
 from statemorph.errors import MalformedDataError, SerializationError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.serializers import EnumSerializer, IntSerializer
-from statemorph.snapshot import read_serializer_snapshot, write_serializer_snapshot
+from statemorph.typeutils import read_serializer_snapshot, write_serializer_snapshot
 
 
 class Color(enum.Enum):

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from statemorph import serializers as S
 from statemorph.errors import StateFormatError, StatemorphError
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,
@@ -400,7 +400,7 @@ def test_hostile_snapshot_nesting_is_a_format_error_not_a_recursion_error(name: 
     """A few kilobytes can nest a composite snapshot thousands of levels deep; reading it used to
     end in RecursionError. Now a MalformedDataError saying how deep and where."""
     from statemorph.errors import MalformedDataError
-    from statemorph.snapshot import MAX_NESTING_DEPTH
+    from statemorph.typeutils import MAX_NESTING_DEPTH
 
     prefix, inner, suffix = _one_level(NESTERS[name])
     for depth in (MAX_NESTING_DEPTH, 300, 3000):

@@ -21,7 +21,7 @@ from statemorph.serializers import (
     StringSerializer,
 )
 from statemorph.serializers.pojo import OPTIONAL_MAP_HEADER, PojoSerializerSnapshot, java_string_order
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,

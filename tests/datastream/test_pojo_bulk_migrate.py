@@ -281,7 +281,7 @@ def test_snapshot_from_bytes_with_a_missing_field(impl: str) -> None:
     """A snapshot read back from bytes (no Python class: dicts, added fields null) that already
     records a removed field as absent ('missing-field-at-i': read and dropped)."""
     from statemorph.serializers.pojo import PojoField
-    from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+    from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
     old = PojoSerializer.from_fields(None, "p.P", [
         PojoField("a", S.StringSerializer(), "p.P"),

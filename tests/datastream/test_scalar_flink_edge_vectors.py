@@ -31,7 +31,7 @@ from statemorph.serializers import (
     StringArraySerializer,
     StringSerializer,
 )
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 NAN32 = struct.unpack(">f", bytes.fromhex("7FC00001"))[0]  # payload NaN: Flink writes it canonical
 NAN64 = struct.unpack(">d", bytes.fromhex("7FF8000000000001"))[0]

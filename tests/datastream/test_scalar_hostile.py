@@ -32,7 +32,7 @@ from statemorph.serializers import (
     StringArraySerializer,
     StringSerializer,
 )
-from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_serializer_snapshot, read_versioned_snapshot, write_versioned_snapshot
 
 BASE = "org.apache.flink.api.common.typeutils.base."
 MAX = 0x7FFFFFFF

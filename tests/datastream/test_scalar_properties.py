@@ -37,7 +37,7 @@ from statemorph.serializers import (
     StringSerializer,
 )
 from statemorph.serializers.strings import encode_string
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,

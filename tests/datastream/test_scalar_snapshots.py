@@ -33,7 +33,7 @@ from statemorph.serializers import (
     StringArraySerializer,
     StringSerializer,
 )
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,

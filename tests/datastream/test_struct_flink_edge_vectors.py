@@ -41,7 +41,7 @@ from statemorph.serializers import (
     StringSerializer,
     TupleSerializer,
 )
-from statemorph.snapshot import read_serializer_snapshot, write_serializer_snapshot
+from statemorph.typeutils import read_serializer_snapshot, write_serializer_snapshot
 
 EDGE = golden_lines("edge")
 _EVO = EDGE["edge/evo"]

@@ -29,7 +29,7 @@ from statemorph.serializers import (
     TupleSerializer,
 )
 from statemorph.serializers.pojo import OPTIONAL_MAP_HEADER
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 POJO_SNAP = "org.apache.flink.api.java.typeutils.runtime.PojoSerializerSnapshot"
 OPTMAP = OPTIONAL_MAP_HEADER.to_bytes(8, "big")
@@ -270,7 +270,7 @@ def test_tuple_snapshot_without_fields_is_a_format_error() -> None:
 
     from statemorph import serializers
     from statemorph.errors import MalformedDataError
-    from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+    from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
     ser = serializers.TupleSerializer([serializers.IntSerializer()])
     blob = write_versioned_snapshot(ser.snapshot_configuration())

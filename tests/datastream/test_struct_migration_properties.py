@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.row import Row, RowKind
 from statemorph.serializers import IntSerializer, LongSerializer, PojoSerializer, RowSerializer, StringSerializer
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 TYPES = {
     "int": (IntSerializer(), st.integers(-(2**31), 2**31 - 1)),

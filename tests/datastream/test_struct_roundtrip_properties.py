@@ -22,9 +22,8 @@ from statemorph.serializers import (
     StringSerializer,
     TupleSerializer,
 )
-from statemorph.serializers.base import TypeSerializer
 from statemorph.serializers.pojo import java_string_order
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import TypeSerializer, read_versioned_snapshot, write_versioned_snapshot
 
 Schema = tuple[TypeSerializer[Any], st.SearchStrategy[Any]]
 

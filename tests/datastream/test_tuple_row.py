@@ -20,7 +20,7 @@ from statemorph.serializers import (
     TupleSerializer,
 )
 from statemorph.serializers.tuples import RowSerializerSnapshot, TupleSerializerSnapshot
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,

@@ -27,7 +27,7 @@ from statemorph.serializers import (
     TimeWindowSerializer,
     TupleSerializer,
 )
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 LONGS = st.integers(-(1 << 63), (1 << 63) - 1)
 STREAMING = "org.apache.flink.streaming.api.windowing.windows."

@@ -150,8 +150,8 @@ def test_planner_works_from_any_state_description():
 
     from statemorph.engine.plan import MIGRATE, plan_rewrite
     from statemorph.savepoint import SNAPSHOT_ROLES
-    from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
     from statemorph.state import StateKind, VoidNamespaceSerializer
+    from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
     @dataclass
     class Described:

@@ -389,7 +389,7 @@ def test_unregistered_snapshot_classes_are_carried_as_bytes(tmp_path: Path) -> N
     assert all(len(r["value_bytes"]) == 3 * 8 + 2 for r in whole)  # 3 longs joined by 2 commas
     from statemorph import serializers
     from statemorph.savepoint.flink import rewrite
-    from statemorph.snapshot import write_serializer_snapshot
+    from statemorph.typeutils import write_serializer_snapshot
 
     env = write_serializer_snapshot(serializers.LongSerializer().snapshot_configuration())
     with pytest.raises(UnsupportedStateError, match="operator 'kinds' state 'recent'.*UserSerializer.*not registered"):

@@ -209,7 +209,7 @@ def test_composite_keys_with_length_suffixes_split() -> None:
     from statemorph.savepoint.flink.envelope import Snapshot
     from statemorph.savepoint.flink.keyed_header import StateMetaInfo
     from statemorph.savepoint.flink.layout import StateLayout
-    from statemorph.snapshot import write_versioned_snapshot
+    from statemorph.typeutils import write_versioned_snapshot
 
     def snap(s: object) -> Snapshot:
         raw = write_versioned_snapshot(s.snapshot_configuration())  # type: ignore[attr-defined]

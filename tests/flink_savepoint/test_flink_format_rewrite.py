@@ -27,7 +27,7 @@ from statemorph.savepoint.flink import (
 )
 from statemorph.savepoint.flink.keyed_blocks import key_group_extents, read_key_group_bytes
 from statemorph.savepoint.flink.keyed_header import VALUE_SERIALIZER
-from statemorph.snapshot import write_serializer_snapshot
+from statemorph.typeutils import write_serializer_snapshot
 
 CASES = cases()
 pytestmark = pytest.mark.skipif(not CASES, reason="no committed real-Flink savepoints")

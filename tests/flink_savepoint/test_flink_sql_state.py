@@ -28,7 +28,7 @@ from statemorph.cli import main
 from statemorph.engine import read_flink_state_table
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 OLD_TYPES = {
     "agg": ("accState", "ROW<`f0` BIGINT, `f1` BIGINT>"),

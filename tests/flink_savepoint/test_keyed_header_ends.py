@@ -31,7 +31,7 @@ from statemorph.savepoint.flink.keyed_header import (
     _Ends,
     _Parser,
 )
-from statemorph.snapshot import write_serializer_snapshot
+from statemorph.typeutils import write_serializer_snapshot
 
 UNKNOWN = "com.example.UnknownSerializer$UnknownSnapshot"  # no class reads it: its end is searched
 

@@ -19,9 +19,9 @@ from statemorph.savepoint.flink.description import flink_snapshot
 from statemorph.savepoint.flink.identity import SUSPEND, checkpoint_properties
 from statemorph.savepoint.flink.keyed_header import write_keyed_header
 from statemorph.savepoint.flink.operator_ids import murmur3_128, operator_id
-from statemorph.snapshot import write_versioned_snapshot
 from statemorph.state.namespace import VoidNamespaceSerializer
 from statemorph.types import parse_type
+from statemorph.typeutils import write_versioned_snapshot
 
 V6_CASES = [c for c in committed_cases() if case_spec(c).get("flink", "2.3.0") == "2.3.0"]
 

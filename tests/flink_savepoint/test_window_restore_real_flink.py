@@ -38,7 +38,7 @@ from statemorph.serializers import (
     TimeWindowSerializer,
     TupleSerializer,
 )
-from statemorph.snapshot import write_versioned_snapshot
+from statemorph.typeutils import write_versioned_snapshot
 
 pytestmark = pytest.mark.java
 

@@ -42,7 +42,7 @@ from statemorph.serializers import (
     StringSerializer,
     TimeWindowSerializer,
 )
-from statemorph.snapshot import write_versioned_snapshot
+from statemorph.typeutils import write_versioned_snapshot
 
 CASES = window_cases()
 IDS = [c.name for c in CASES]

@@ -59,7 +59,7 @@ from statemorph.savepoint.flink.key_group_scan import scan_key_group, scan_slice
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, key_group_extents
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group
 from statemorph.savepoint.parquet.format import parse_metadata as parse_parquet_metadata
-from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot
+from statemorph.typeutils import read_serializer_snapshot, read_versioned_snapshot
 
 TESTS = Path(__file__).resolve().parents[1]
 GOLDEN = TESTS / "data" / "golden"

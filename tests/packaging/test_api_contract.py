@@ -28,7 +28,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_imports_and_rowdata_round_trip() -> None:
-    from statemorph import serializers, snapshot, types  # noqa: F401
+    from statemorph import serializers, types, typeutils  # noqa: F401
     from statemorph.types import parse_type
 
     t = parse_type("ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>")
@@ -81,27 +81,27 @@ def _every_family() -> list[tuple[Any, Any]]:
 
 @pytest.mark.parametrize("ser,value", _every_family(), ids=lambda x: type(x).__name__)
 def test_every_listed_family_round_trips_and_snapshots(ser: Any, value: Any) -> None:
-    from statemorph import snapshot
+    from statemorph import typeutils
 
     assert ser.from_bytes(ser.to_bytes(value)) == value
-    snap2 = snapshot.read_versioned_snapshot(snapshot.write_versioned_snapshot(ser.snapshot_configuration()))
+    snap2 = typeutils.read_versioned_snapshot(typeutils.write_versioned_snapshot(ser.snapshot_configuration()))
     assert snap2.resolve_schema_compatibility(ser).is_compatible_as_is()
 
 
 def test_snapshot_write_read_and_resolve() -> None:
-    from statemorph import serializers, snapshot
+    from statemorph import serializers, typeutils
     from statemorph.io import DataInputDeserializer
 
     s = serializers.RowDataSerializer(ROW)
     snap = s.snapshot_configuration()
-    blob = snapshot.write_versioned_snapshot(snap)
+    blob = typeutils.write_versioned_snapshot(snap)
     assert isinstance(blob, bytes)
     # "identifier, version, content": Java modified-UTF identifier, then an i32 version
     src = DataInputDeserializer(blob)
     identifier = src.read_utf()
     assert identifier == type(snap).IDENTIFIER
     assert src.read_int() == snap.get_current_version()
-    snap2 = snapshot.read_versioned_snapshot(blob)
+    snap2 = typeutils.read_versioned_snapshot(blob)
     assert type(snap2) is type(snap)
 
     c = snap2.resolve_schema_compatibility(s)
@@ -126,11 +126,11 @@ def test_snapshot_write_read_and_resolve() -> None:
 
 
 def test_reconfigured_serializer_answer() -> None:
-    from statemorph import serializers, snapshot
+    from statemorph import serializers, typeutils
 
     old = serializers.EnumSerializer(["RED", "GREEN"], "p.Color")
     new = serializers.EnumSerializer(["RED", "GREEN", "BLUE"], "p.Color")
-    snap2 = snapshot.read_versioned_snapshot(snapshot.write_versioned_snapshot(old.snapshot_configuration()))
+    snap2 = typeutils.read_versioned_snapshot(typeutils.write_versioned_snapshot(old.snapshot_configuration()))
     c = snap2.resolve_schema_compatibility(new)
     assert c.is_compatible_with_reconfigured_serializer()
     assert not c.is_compatible_as_is() and not c.is_incompatible() and not c.is_compatible_after_migration()

@@ -15,7 +15,7 @@ from processes import mypy_env
 USER_PROGRAM = '''
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 
-from statemorph import arrow, engine, serializers, snapshot
+from statemorph import arrow, engine, serializers, typeutils
 from statemorph.errors import IncompatibleSchemaError, SavepointError, StateFormatError
 from statemorph.migration import migrate_bytes
 from statemorph.savepoint import check_savepoint
@@ -27,7 +27,7 @@ new = serializers.RowDataSerializer(parse_type("ROW<eventId BIGINT, metadata ROW
                                                "location STRING>>"))
 data: bytes = old.to_bytes((7, (3, "phone")))
 row: tuple[object, ...] = new.from_bytes(migrate_bytes(old.snapshot_configuration(), new, data))
-snap = snapshot.read_versioned_snapshot(snapshot.write_versioned_snapshot(old.snapshot_configuration()))
+snap = typeutils.read_versioned_snapshot(typeutils.write_versioned_snapshot(old.snapshot_configuration()))
 compat = new.snapshot_configuration().resolve_schema_compatibility(snap)
 flags: list[bool] = [compat.is_compatible_as_is(), compat.is_compatible_after_migration(),
                      compat.is_compatible_with_reconfigured_serializer(), compat.is_incompatible()]

@@ -19,7 +19,7 @@ from statemorph.serializers import (
     TimestampDataSerializerSnapshot,
 )
 from statemorph.serializers.primitives import IntSerializerSnapshot, LongSerializerSnapshot
-from statemorph.snapshot import read_serializer_snapshot, read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_serializer_snapshot, read_versioned_snapshot, write_versioned_snapshot
 
 GOLDEN = {
     c["case"]: c
@@ -96,7 +96,7 @@ def test_a_snapshot_inside_a_larger_stream_is_read_to_its_exact_end() -> None:
     """State meta data holds snapshots back to back with no lengths: reading one from a cursor
     must stop exactly at its last byte (the Java streams inside are parsed to their end)."""
     from statemorph.io import DataInputDeserializer
-    from statemorph.snapshot import read_versioned_snapshot_from
+    from statemorph.typeutils import read_versioned_snapshot_from
 
     first = bytes.fromhex(GOLDEN["flink_rowdata/rows_in_collections"]["snapshot_hex"])
     second = bytes.fromhex(GOLDEN["flink_rowdata/events_new"]["snapshot_hex"])

@@ -24,13 +24,13 @@ from statemorph.javaser import read_logical_type, read_stream, write_logical_typ
 from statemorph.javaser.classes import flink_policy
 from statemorph.javaser.tableser import serializer_tree
 from statemorph.serializers import FlinkRowDataSerializerSnapshot, RowDataSerializer
-from statemorph.snapshot import (
+from statemorph.types import RowType, parse_type
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,
     write_versioned_snapshot,
 )
-from statemorph.types import RowType, parse_type
 
 FILE = Path(__file__).resolve().parents[1] / "data" / "golden" / "flink_rowdata.jsonl"
 LINES = [json.loads(line) for line in FILE.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -13,13 +13,13 @@ from statemorph.migration import migrate_bytes, migrate_row_value, plan_row_migr
 from statemorph.row import Row, RowKind
 from statemorph.serializers import RowDataSerializer
 from statemorph.serializers.rowdata import RowDataSerializerSnapshot
-from statemorph.snapshot import (
+from statemorph.types import Timestamp, parse_type
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,
     write_versioned_snapshot,
 )
-from statemorph.types import Timestamp, parse_type
 
 OLD_EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 NEW_EVENTS = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT, "
@@ -202,7 +202,7 @@ def test_incompatible_type_changes(old: str, new: str, fragment: str) -> None:
 
 
 def test_new_serializer_of_another_kind_is_incompatible() -> None:
-    from statemorph.serializers.base import TypeSerializer
+    from statemorph.typeutils import TypeSerializer
 
     class Other(TypeSerializer[int]):
         def serialize(self, value: int, out: DataOutputSerializer) -> None: ...

@@ -10,7 +10,7 @@ import pytest
 
 from statemorph.migration import migrate_bytes
 from statemorph.serializers import RowDataSerializer
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden" / "rowdata.jsonl"
 

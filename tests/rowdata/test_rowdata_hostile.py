@@ -14,7 +14,7 @@ from statemorph.io import DataOutputSerializer
 from statemorph.migration import migrate_bytes
 from statemorph.serializers import RowDataSerializer
 from statemorph.serializers.rowdata import RowDataSerializerSnapshot
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 NEW_EVENTS = "ROW<eventId BIGINT, metadata ROW<deviceType STRING, userId INT, `timestamp` BIGINT, extra STRING>>"

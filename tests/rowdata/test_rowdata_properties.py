@@ -18,7 +18,6 @@ from strategies import with_nullability as _with_nullability
 from statemorph.migration import migrate_bytes, migrate_row_value, plan_row_migration
 from statemorph.row import Row
 from statemorph.serializers import RowDataSerializer
-from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
 from statemorph.types import (
     ArrayType,
     BigIntType,
@@ -44,6 +43,7 @@ from statemorph.types import (
     VarBinaryType,
     VarCharType,
 )
+from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
 
 UTC = dt.timezone.utc
 # smaller than the parser's type strategy: values of deep types get big and slow

@@ -19,8 +19,8 @@ from statemorph.savepoint import (
     verify_savepoint,
 )
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
-from statemorph.snapshot import read_versioned_snapshot
 from statemorph.state import StateKind, VoidNamespaceSerializer
+from statemorph.typeutils import read_versioned_snapshot
 
 S, I, L = StringSerializer(), IntSerializer(), LongSerializer()
 

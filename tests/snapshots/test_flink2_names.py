@@ -15,8 +15,8 @@ import warnings
 import pytest
 
 from statemorph import serializers as S
-from statemorph import snapshot
-from statemorph.compat import CompatibilityType
+from statemorph import typeutils
+from statemorph.typeutils import CompatibilityType
 
 
 @pytest.mark.parametrize(("old", "new"), [("HeapStateBackend", "HashMapStateBackend"),
@@ -89,7 +89,7 @@ PAIRS = [  # (old serializer, new serializer, expected result in both directions
 @pytest.mark.parametrize(("old", "new", "expected"), PAIRS)
 def test_both_directions_give_the_same_answer(old, new, expected):
     # the old snapshot as a restore reads it from a savepoint
-    old_snapshot = snapshot.read_versioned_snapshot(snapshot.write_versioned_snapshot(old.snapshot_configuration()))
+    old_snapshot = typeutils.read_versioned_snapshot(typeutils.write_versioned_snapshot(old.snapshot_configuration()))
     new_snapshot = new.snapshot_configuration()
     flink2 = new_snapshot.resolve_schema_compatibility(old_snapshot)
     flink1 = old_snapshot.resolve_schema_compatibility(new)

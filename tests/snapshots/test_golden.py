@@ -23,7 +23,7 @@ from snapshots.specs import World, mismatch, parse_spec, without_classes
 
 from statemorph.errors import StateFormatError
 from statemorph.migration import migrate_bytes
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     read_serializer_snapshot,
     read_versioned_snapshot,
     write_serializer_snapshot,

@@ -17,8 +17,8 @@ from statemorph.javaser.classes import flink_policy
 from statemorph.javaser.reader import MAX_DEPTH
 from statemorph.serializers import RowDataSerializer
 from statemorph.serializers.primitives import LongSerializerSnapshot
-from statemorph.snapshot import read_serializer_snapshot, write_nested_snapshots, write_serializer_snapshot
 from statemorph.types import ArrayType, IntType, LogicalType, parse_type
+from statemorph.typeutils import read_serializer_snapshot, write_nested_snapshots, write_serializer_snapshot
 
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
 HEADER = bytes.fromhex("ACED0005")

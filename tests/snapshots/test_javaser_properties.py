@@ -18,8 +18,8 @@ from statemorph.javaser import read_logical_type, read_stream, write_logical_typ
 from statemorph.javaser.classes import flink_policy
 from statemorph.javaser.tableser import serializer_tree
 from statemorph.serializers import FlinkRowDataSerializerSnapshot, RowDataSerializer
-from statemorph.snapshot import read_serializer_snapshot, write_serializer_snapshot
 from statemorph.types import LogicalType, RowType
+from statemorph.typeutils import read_serializer_snapshot, write_serializer_snapshot
 
 
 @settings(max_examples=150)

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from statemorph.compat import SchemaCompatibility
 from statemorph.errors import MalformedDataError, UnknownSnapshotError, UnsupportedVersionError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
-from statemorph.serializers.base import TypeSerializer
-from statemorph.snapshot import (
+from statemorph.typeutils import (
     DEFAULT_REGISTRY,
     CompositeTypeSerializerSnapshot,
+    SchemaCompatibility,
     SimpleTypeSerializerSnapshot,
+    TypeSerializer,
     TypeSerializerSnapshot,
     read_serializer_snapshot,
     read_versioned_snapshot,

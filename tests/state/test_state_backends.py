@@ -6,7 +6,6 @@ from hypothesis import strategies as st
 
 from statemorph.errors import SerializationError, StateMigrationError
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
-from statemorph.snapshot import write_versioned_snapshot
 from statemorph.state import (
     EmbeddedRocksDBStateBackend,
     HashMapStateBackend,
@@ -17,6 +16,7 @@ from statemorph.state import (
     VoidNamespaceSerializer,
 )
 from statemorph.state.rocksdb import write_variable_int_bytes
+from statemorph.typeutils import write_versioned_snapshot
 
 BACKENDS = [HashMapStateBackend, EmbeddedRocksDBStateBackend]
 

@@ -5,17 +5,21 @@ the next savepoint is the old one again. A migration that succeeds writes the ne
 import pytest
 import rocksdict
 
-from statemorph.compat import SchemaCompatibility
 from statemorph.errors import StateMigrationError
 from statemorph.savepoint import read_metadata, read_state_table
 from statemorph.serializers import IntSerializer, LongSerializer, StringSerializer
-from statemorph.snapshot import DEFAULT_REGISTRY, SimpleTypeSerializerSnapshot, read_versioned_snapshot
 from statemorph.state import (
     EmbeddedRocksDBStateBackend,
     HashMapStateBackend,
     ListStateDescriptor,
     MapStateDescriptor,
     ValueStateDescriptor,
+)
+from statemorph.typeutils import (
+    DEFAULT_REGISTRY,
+    SchemaCompatibility,
+    SimpleTypeSerializerSnapshot,
+    read_versioned_snapshot,
 )
 
 BAD = 13

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from .. import bulk
 from ..bulk.types import arrow_type_for
 from ..errors import StatemorphError, UsageError
-from ..snapshot import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
+from ..typeutils import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
 ON_ERROR = ("raise", "null")

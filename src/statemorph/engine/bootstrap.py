@@ -47,7 +47,7 @@ from ..savepoint.flink.description import flink_snapshot
 from ..savepoint.flink.keyed_header import write_keyed_header
 from ..savepoint.flink.metadata import METADATA_FILE_NAME, CheckpointMetadata, serialize_metadata
 from ..savepoint.flink.operator_ids import operator_id
-from ..snapshot import write_versioned_snapshot
+from ..typeutils import write_versioned_snapshot
 from .batches import ENCODED_KINDS, StateEncoder
 
 

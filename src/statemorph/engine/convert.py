@@ -60,7 +60,7 @@ from ..savepoint.flink.reader import PARQUET_KIND, FlinkSavepoint
 from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras, SavepointMetadata, StateMetadata
 from ..savepoint.parquet.reader import read_metadata, read_state_table
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
-from ..snapshot import SnapshotRegistry
+from ..typeutils import SnapshotRegistry
 from .flink import _ENVELOPE_VERSION
 
 EXTRA_DIR = "flink"

@@ -26,7 +26,7 @@ from ..savepoint.flink.description import FlinkOperatorDescription, describe_ope
 from ..savepoint.flink.layout import whole_values
 from ..savepoint.flink.operator_ids import find_operator, naming
 from ..savepoint.storage import Location
-from ..snapshot import SnapshotRegistry
+from ..typeutils import SnapshotRegistry
 from .plan import MIGRATE, RewritePlan, StatePlan, plan_rewrite
 
 _ENVELOPE_VERSION = struct.pack(">i", 2)

@@ -33,7 +33,7 @@ from ..savepoint.flink.operator_ids import operator_id
 from ..savepoint.flink.operator_state import KEY_SERIALIZER, OperatorHeader, OperatorStatePart, write_operator_stream
 from ..savepoint.flink.operator_state_migrate import new_stream_file
 from ..savepoint.flink.operator_state_read import KIND_OF_MODE
-from ..snapshot import write_versioned_snapshot
+from ..typeutils import write_versioned_snapshot
 from .bootstrap import carry_over, write_metadata
 
 MODE_OF_KIND = {kind: mode for mode, kind in KIND_OF_MODE.items()}

@@ -37,10 +37,9 @@ from typing import Any
 
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StateMigrationError, UnsupportedStateError
 from ..keyed.kinds import StateKind
-from ..serializers.base import TypeSerializer
-from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
 from ..state.descriptors import StateDescriptor
 from ..state.resolve import Outcome, resolve_key_serializer, resolve_state
+from ..typeutils import SnapshotRegistry, TypeSerializer, TypeSerializerSnapshot, write_versioned_snapshot
 
 COPY, MIGRATE, KEEP, NEW, INCOMPATIBLE = "copy", "migrate", "keep", "new", "incompatible"
 

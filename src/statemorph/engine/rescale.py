@@ -29,7 +29,7 @@ from ..savepoint.flink.assemble import DEFAULT_INLINE_THRESHOLD, SubtaskStreams
 from ..savepoint.flink.handles import FileHandle, RelativeFileHandle
 from ..savepoint.flink.metadata import OperatorState, SubtaskState
 from ..savepoint.flink.splits import key_group_splits
-from ..snapshot import read_versioned_snapshot
+from ..typeutils import read_versioned_snapshot
 from .bootstrap import (
     BootstrapReport,
     RowTagger,

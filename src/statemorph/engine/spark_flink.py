@@ -100,7 +100,7 @@ class _PartTask:
         from ..savepoint.flink import FlinkSavepoint as _Savepoint
         from ..savepoint.flink import migrated_encoded_key_groups
         from ..savepoint.storage import NewFile, scratch
-        from ..snapshot import read_versioned_snapshot
+        from ..typeutils import read_versioned_snapshot
         from .flink import _value_migration
 
         job_index, part, job, (start, stop), snaps = item

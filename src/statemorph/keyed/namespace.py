@@ -11,8 +11,7 @@ from typing import Any, ClassVar
 
 from ..errors import MalformedDataError, SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..serializers.base import TypeSerializer
-from ..snapshot import SimpleTypeSerializerSnapshot, register_snapshot
+from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, register_snapshot
 
 
 class _VoidNamespaceType:

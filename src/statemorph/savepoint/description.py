@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from ..keyed.kinds import StateKind
-from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot
+from ..typeutils import SnapshotRegistry, TypeSerializerSnapshot
 
 SNAPSHOT_ROLES = ("key_serializer", "namespace_serializer", "value_serializer", "user_key_serializer")
 """The serializer roles of a keyed state, in the order formats record them."""

@@ -3,9 +3,9 @@
 Importing this package registers every built-in snapshot class in the default snapshot registry.
 """
 
+from ..typeutils import TypeSerializer
 from .arrays import *  # noqa: F403
 from .avro import *  # noqa: F403
-from .base import TypeSerializer
 from .collections import *  # noqa: F403
 from .enums import *  # noqa: F403
 from .pojo import *  # noqa: F403

@@ -19,8 +19,7 @@ from typing import Any, ClassVar
 
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
 from .primitives import (
     BooleanSerializer,
     CharSerializer,

@@ -17,14 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..compat import SchemaCompatibility
 from ..errors import SnapshotError, StateMigrationError, TypeParseError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..snapshot import TypeSerializerSnapshot, register_snapshot
+from ..typeutils import SchemaCompatibility, TypeSerializer, TypeSerializerSnapshot, register_snapshot
 from ._avro_codec import AvroCodec
 from ._avro_resolve import ResolutionError, Resolver, avro_checker_verdict
 from ._avro_schema import AvroNode, NamedNode, build_tree, java_schema_json, load_schema
-from .base import TypeSerializer
 from .strings import read_string, write_string
 
 GENERIC_RECORD_CLASS = "org.apache.avro.generic.GenericRecord"

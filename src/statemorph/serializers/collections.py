@@ -18,11 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..compat import SchemaCompatibility
 from ..errors import MalformedDataError, SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..snapshot import CompositeTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..typeutils import (
+    CompositeTypeSerializerSnapshot,
+    SchemaCompatibility,
+    TypeSerializer,
+    TypeSerializerSnapshot,
+    register_snapshot,
+)
 
 _BASE = "org.apache.flink.api.common.typeutils.base."
 _RUNTIME = "org.apache.flink.api.java.typeutils.runtime."

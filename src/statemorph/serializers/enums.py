@@ -15,11 +15,9 @@ import enum
 from collections.abc import Sequence
 from typing import Any
 
-from ..compat import SchemaCompatibility
 from ..errors import MalformedDataError, SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..snapshot import TypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..typeutils import SchemaCompatibility, TypeSerializer, TypeSerializerSnapshot, register_snapshot
 
 
 class EnumSerializer(TypeSerializer[Any]):

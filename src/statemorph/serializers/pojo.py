@@ -25,7 +25,6 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..compat import SchemaCompatibility
 from ..errors import (
     MalformedDataError,
     SerializationError,
@@ -35,13 +34,14 @@ from ..errors import (
     StatemorphError,
 )
 from ..io import DataInputDeserializer, DataOutputSerializer, utf16_units
-from ..snapshot import (
+from ..typeutils import (
+    SchemaCompatibility,
+    TypeSerializer,
     TypeSerializerSnapshot,
     read_versioned_snapshot_from,
     register_snapshot,
     write_versioned_snapshot_to,
 )
-from .base import TypeSerializer
 from .tuples import add_field_context
 
 IS_NULL = 0x01

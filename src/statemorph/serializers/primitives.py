@@ -17,8 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
 
 _BASE = "org.apache.flink.api.common.typeutils.base."
 _F32 = struct.Struct(">f")

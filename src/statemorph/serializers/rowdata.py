@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..compat import SchemaCompatibility
 from ..errors import (
     IncompatibleSchemaError,
     MalformedDataError,
@@ -46,10 +45,16 @@ from ..errors import (
 )
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..row import Row
-from ..snapshot import TypeSerializerSnapshot, read_nested_snapshots, register_snapshot, write_nested_snapshots
 from ..types import LogicalType, RowField, RowType, parse_type
+from ..typeutils import (
+    SchemaCompatibility,
+    TypeSerializer,
+    TypeSerializerSnapshot,
+    read_nested_snapshots,
+    register_snapshot,
+    write_nested_snapshots,
+)
 from ._binary_codec import RowCodec, _Ctx
-from .base import TypeSerializer
 
 
 def _as_row_type(row_type: LogicalType | str) -> RowType:

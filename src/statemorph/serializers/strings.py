@@ -19,8 +19,7 @@ from typing import Any
 
 from ..errors import MalformedDataError, SerializationError, TruncatedDataError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
 
 _MAX_LEN = 0x7FFFFFFF
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]

@@ -32,14 +32,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any, ClassVar
 
-from ..compat import SchemaCompatibility
 from ..errors import SnapshotError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..javaser import read_stream, write_logical_type_to, write_stream
 from ..javaser.classes import flink_policy
 from ..javaser.logical import read_logical_type
 from ..javaser.tableser import serializer_tree
-from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
 from ..types import (
     ArrayType,
     BigIntType,
@@ -63,8 +61,14 @@ from ..types import (
     VarBinaryType,
     VarCharType,
 )
+from ..typeutils import (
+    SchemaCompatibility,
+    SimpleTypeSerializerSnapshot,
+    TypeSerializer,
+    TypeSerializerSnapshot,
+    register_snapshot,
+)
 from .arrays import BytePrimitiveArraySerializerSnapshot
-from .base import TypeSerializer
 from .primitives import (
     BooleanSerializerSnapshot,
     ByteSerializerSnapshot,

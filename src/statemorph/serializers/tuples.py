@@ -22,12 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..compat import SchemaCompatibility
 from ..errors import MalformedDataError, SerializationError, StatemorphError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..row import Row, RowKind, row_kind_of
-from ..snapshot import CompositeTypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..typeutils import CompositeTypeSerializerSnapshot, SchemaCompatibility, TypeSerializer, register_snapshot
 
 MAX_TUPLE_ARITY = 25
 """Flink ships ``Tuple1`` .. ``Tuple25``; a longer tuple has no default Java class."""

@@ -23,8 +23,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
 
 _STREAMING = "org.apache.flink.streaming.api.windowing.windows."
 _TABLE = "org.apache.flink.table.runtime.operators.window."

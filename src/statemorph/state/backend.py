@@ -24,8 +24,7 @@ from ..keyed.keygroups import (
     key_group_prefix_bytes,
 )
 from ..keyed.namespace import VoidNamespaceSerializer
-from ..serializers.base import TypeSerializer
-from ..snapshot import SnapshotRegistry, TypeSerializerSnapshot, write_versioned_snapshot
+from ..typeutils import SnapshotRegistry, TypeSerializer, TypeSerializerSnapshot, write_versioned_snapshot
 from .descriptors import StateDescriptor, StateKind
 from .resolve import Outcome, StateResolution, resolve_key_serializer, resolve_state
 from .states import STATE_CLASSES, StateHandle, StateTable

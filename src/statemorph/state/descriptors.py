@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..keyed.kinds import StateKind
-from ..serializers.base import TypeSerializer
+from ..typeutils import TypeSerializer
 
 
 class StateDescriptor:

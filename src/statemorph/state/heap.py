@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..errors import SavepointError, SerializationError, StateMigrationError, StatemorphError
 from ..keyed.kinds import StateKind
-from ..snapshot import TypeSerializerSnapshot
+from ..typeutils import TypeSerializerSnapshot
 from .backend import KeyedStateBackend
 from .resolve import StateResolution
 from .states import EntryKey, StateHandle, StateTable, rows_to_batches

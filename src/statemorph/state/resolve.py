@@ -16,10 +16,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compat import SchemaCompatibility
 from ..errors import StateMigrationError, StatemorphError
-from ..serializers.base import TypeSerializer
-from ..snapshot import TypeSerializerSnapshot
+from ..typeutils import SchemaCompatibility, TypeSerializer, TypeSerializerSnapshot
 from .descriptors import StateDescriptor, StateKind
 
 

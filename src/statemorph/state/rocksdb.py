@@ -43,7 +43,7 @@ from ..errors import MalformedDataError, SavepointError, StatemorphError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..keyed.keygroups import KeyGroupRange, KeyHasher
 from ..keyed.kinds import StateKind
-from ..snapshot import TypeSerializerSnapshot
+from ..typeutils import TypeSerializerSnapshot
 from . import rocksdb_bulk as bulk
 from .backend import KeyedStateBackend
 from .resolve import StateResolution

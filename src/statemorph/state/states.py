@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..errors import SerializationError
 from ..keyed.kinds import StateKind
 from ..keyed.namespace import VoidNamespace
-from ..serializers.base import TypeSerializer
+from ..typeutils import TypeSerializer
 
 
 class KeyContext(Protocol):

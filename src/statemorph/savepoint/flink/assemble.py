@@ -30,7 +30,7 @@ from ... import serializers as _serializers  # noqa: F401  (registers the snapsh
 from ...errors import FlinkSavepointError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...keyed.keygroups import key_group_range_for_operator
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from .envelope import (
     ENVELOPE_VERSION,
     LIST_SNAPSHOT,
@@ -103,7 +103,7 @@ def wrapper_snapshot(class_name: str, nested: list[bytes]) -> bytes:
     """The versioned snapshot bytes of a List / Map / TTL wrapper around ``nested`` versioned
     snapshots: a ``CompositeTypeSerializerSnapshot`` with an empty outer part (what Flink writes
     for them)."""
-    from ...snapshot import CompositeTypeSerializerSnapshot as C
+    from ...typeutils import CompositeTypeSerializerSnapshot as C
 
     out = DataOutputSerializer()
     out.write_utf(class_name)

@@ -21,7 +21,7 @@ from typing import Any
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
 from ...errors import SavepointError, UnsupportedStateError
 from ...keyed.kinds import StateKind
-from ...snapshot import (
+from ...typeutils import (
     CompositeTypeSerializerSnapshot,
     SnapshotRegistry,
     TypeSerializerSnapshot,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ...errors import FlinkSavepointError, StateFormatError
 from ...io import DataInputDeserializer, DataOutputSerializer
-from ...snapshot import (
+from ...typeutils import (
     CompositeTypeSerializerSnapshot,
     SnapshotRegistry,
     TypeSerializerSnapshot,

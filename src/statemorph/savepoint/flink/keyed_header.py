@@ -20,7 +20,7 @@ import numpy as np
 
 from ...errors import FlinkSavepointError, StateFormatError
 from ...io import DataInputDeserializer, DataOutputSerializer, decode_modified_utf8, is_modified_utf8
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from .envelope import (
     ENVELOPE_VERSION,
     LIST_SNAPSHOT,

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...errors import FlinkSavepointError, StatemorphError
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from .bulk_blocks import BULK_KINDS, migrated_blocks
 from .envelope import snapshot_from_envelope
 from .keyed_blocks import StateRun, encode_key_group

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ...errors import FlinkSavepointError, StateFormatError
 from ...io import DataOutputSerializer
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from .handles import DISTRIBUTION_MODES, OperatorStateInfo, OperatorStreamHandle
 from .keyed_header import (
     BROADCAST,

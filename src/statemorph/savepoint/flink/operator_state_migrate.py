@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ...errors import FlinkSavepointError, SavepointError
 from ...keyed.kinds import StateKind
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from ..storage import NewFile, Target
 from .description import DescribedOperator, FlinkOperatorDescription, RecordedSnapshots
 from .envelope import Snapshot, snapshot_from_envelope

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ...errors import FlinkSavepointError
 from ...keyed.entries import state_schema
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from ..storage import Location
 from .files import SavepointDirectory, StreamSource
 from .handles import KeyGroupsHandle

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...errors import DestinationError, FlinkSavepointError, OutputError, SavepointPathError, UnsupportedStateError
 from ...io import DataInputDeserializer, DataOutputSerializer
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from ..files import StagedDirectory, destination_taken, inside, output_error
 from ..storage import Location, StagedPrefix, Target, copy_server_side, stream_copy
 from .envelope import snapshot_from_envelope

@@ -45,7 +45,7 @@ import pyarrow as pa
 from ...errors import SavepointError, StateFormatError, UnknownSnapshotError, UnsupportedStateError
 from ...keyed.entries import COL_INDEX, COL_KEY, COL_KEY_GROUP, COL_NAMESPACE, COL_USER_KEY, COL_VALUE, state_schema
 from ...keyed.kinds import StateKind
-from ...snapshot import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
+from ...typeutils import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
 from ..description import SNAPSHOT_ROLES, opaque_type
 from ..files import UsedOnce, check_relative_path, fsync_path, sha256_file
 
@@ -227,7 +227,7 @@ class SavepointMetadata:
         """The versioned snapshot a new serializer is recorded with: Flink's own class for a
         savepoint converted from Flink (so converting back gives Flink a snapshot it restores),
         else the serializer's ``snapshot_configuration()``."""
-        from ...snapshot import write_versioned_snapshot
+        from ...typeutils import write_versioned_snapshot
 
         flink_form = getattr(serializer, "flink_snapshot_configuration", None) if self.flink is not None else None
         snap = flink_form() if flink_form is not None else serializer.snapshot_configuration()

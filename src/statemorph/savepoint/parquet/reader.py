@@ -21,8 +21,7 @@ import pyarrow.parquet as pq
 
 from ...errors import NotASavepointError, SavepointError, StatemorphError
 from ...keyed.keygroups import KeyGroupRange, KeyHasher, assign_to_key_group, hasher_for_serializer
-from ...serializers.base import TypeSerializer
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry, TypeSerializer
 from ..files import SafeFile, SavepointDir, SeenFiles
 from .format import (
     COL_KEY_GROUP,

@@ -28,8 +28,7 @@ import pyarrow.parquet as pq
 
 from ...errors import SavepointError, StatemorphError
 from ...keyed.kinds import StateKind
-from ...serializers.base import TypeSerializer
-from ...snapshot import TypeSerializerSnapshot, write_versioned_snapshot
+from ...typeutils import TypeSerializer, TypeSerializerSnapshot, write_versioned_snapshot
 from ..files import SafeFile, StagedDirectory, fsync_path, open_regular, output_error, remove_stale_temp_dirs
 from ..storage import RemoteFile
 from .format import (

@@ -1,0 +1,33 @@
+"""Flink's type utilities (``org.apache.flink.api.common.typeutils``): the serializer contract,
+snapshots, their registry and bytes. Imports run one way: serializer <- registry <- versioned <-
+simple_snapshot / composite_snapshot. Every serializer in :mod:`statemorph.serializers` builds on it.
+"""
+
+from .composite_snapshot import (
+    CompositeTypeSerializerSnapshot,
+    IntermediateCompatibility,
+    read_nested_snapshots,
+    write_nested_snapshots,
+)
+from .registry import DEFAULT_REGISTRY, SnapshotRegistry, register_snapshot
+from .serializer import CompatibilityType, SchemaCompatibility, TypeSerializer, TypeSerializerSnapshot
+from .simple_snapshot import SimpleTypeSerializerSnapshot
+from .versioned import (
+    ENVELOPE_VERSION,
+    MAX_NESTING_DEPTH,
+    read_serializer_snapshot,
+    read_versioned_snapshot,
+    read_versioned_snapshot_from,
+    write_serializer_snapshot,
+    write_versioned_snapshot,
+    write_versioned_snapshot_to,
+)
+
+__all__ = [
+    "CompatibilityType", "CompositeTypeSerializerSnapshot", "DEFAULT_REGISTRY", "ENVELOPE_VERSION",
+    "IntermediateCompatibility", "MAX_NESTING_DEPTH", "SchemaCompatibility", "SimpleTypeSerializerSnapshot",
+    "SnapshotRegistry", "TypeSerializer", "TypeSerializerSnapshot", "read_nested_snapshots",
+    "read_serializer_snapshot", "read_versioned_snapshot", "read_versioned_snapshot_from",
+    "register_snapshot", "write_nested_snapshots", "write_serializer_snapshot", "write_versioned_snapshot",
+    "write_versioned_snapshot_to",
+]

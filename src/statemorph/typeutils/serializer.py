@@ -1,0 +1,256 @@
+"""The serializer contract, as Flink's ``typeutils`` states it: a :class:`TypeSerializer` turns
+values into bytes, its :class:`TypeSerializerSnapshot` records the write schema next to the state,
+and the snapshot judges a new serializer with a :class:`SchemaCompatibility` (Flink's
+``TypeSerializerSchemaCompatibility``).
+
+The three refer to one another (a serializer writes its snapshot, a snapshot restores a serializer
+and judges a new one, a result may carry a reconfigured serializer), so they share this module;
+everything else in :mod:`statemorph.typeutils` builds on it and nothing here imports upward.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, TypeVar
+
+from ..errors import MalformedDataError
+from ..io import DataInputDeserializer, DataOutputSerializer
+
+
+class CompatibilityType(enum.Enum):
+    COMPATIBLE_AS_IS = "compatible as is"
+    COMPATIBLE_AFTER_MIGRATION = "compatible after migration"
+    COMPATIBLE_WITH_RECONFIGURED_SERIALIZER = "compatible with a reconfigured serializer"
+    INCOMPATIBLE = "incompatible"
+
+
+class SchemaCompatibility:
+    """Result of ``new_snapshot.resolve_schema_compatibility(old_snapshot)`` (Flink 2.x) or of
+    ``old_snapshot.resolve_schema_compatibility(new_serializer)`` (the older direction).
+
+    ``reason`` explains an incompatible (and, where useful, an after-migration) result with
+    field paths; ``plan`` may carry a precomputed migration plan so that it is built once.
+    """
+
+    __slots__ = ("type", "reason", "reconfigured_serializer", "plan")
+
+    def __init__(
+        self,
+        type: CompatibilityType,
+        reason: str = "",
+        reconfigured_serializer: TypeSerializer[Any] | None = None,
+        plan: Any = None,
+    ) -> None:
+        self.type = type
+        self.reason = reason
+        self.reconfigured_serializer = reconfigured_serializer
+        self.plan = plan
+
+    @classmethod
+    def compatible_as_is(cls) -> SchemaCompatibility:
+        return cls(CompatibilityType.COMPATIBLE_AS_IS)
+
+    @classmethod
+    def compatible_after_migration(cls, reason: str = "", plan: Any = None) -> SchemaCompatibility:
+        return cls(CompatibilityType.COMPATIBLE_AFTER_MIGRATION, reason, plan=plan)
+
+    @classmethod
+    def compatible_with_reconfigured_serializer(
+        cls, serializer: TypeSerializer[Any], reason: str = ""
+    ) -> SchemaCompatibility:
+        return cls(CompatibilityType.COMPATIBLE_WITH_RECONFIGURED_SERIALIZER, reason, serializer)
+
+    @classmethod
+    def incompatible(cls, reason: str) -> SchemaCompatibility:
+        return cls(CompatibilityType.INCOMPATIBLE, reason)
+
+    def is_compatible_as_is(self) -> bool:
+        return self.type is CompatibilityType.COMPATIBLE_AS_IS
+
+    def is_compatible_after_migration(self) -> bool:
+        return self.type is CompatibilityType.COMPATIBLE_AFTER_MIGRATION
+
+    def is_compatible_with_reconfigured_serializer(self) -> bool:
+        return self.type is CompatibilityType.COMPATIBLE_WITH_RECONFIGURED_SERIALIZER
+
+    def is_incompatible(self) -> bool:
+        return self.type is CompatibilityType.INCOMPATIBLE
+
+    def get_reconfigured_serializer(self) -> TypeSerializer[Any]:
+        if self.reconfigured_serializer is None:
+            raise ValueError("only a reconfigured result carries a serializer")
+        return self.reconfigured_serializer
+
+    def __repr__(self) -> str:
+        extra = f", reason={self.reason!r}" if self.reason else ""
+        return f"SchemaCompatibility({self.type.name}{extra})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SchemaCompatibility) and (self.type, self.reason) == (other.type, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.reason))
+
+
+T = TypeVar("T")
+
+
+class TypeSerializer(ABC, Generic[T]):
+    """Turns values of one type into Flink's bytes and back.
+
+    Serializers are immutable value objects here (no reused buffers), so ``duplicate`` returns
+    ``self`` unless a subclass holds mutable state. Equality compares the configuration
+    (``_config``), which is what Flink's ``equals`` compares.
+    """
+
+    @abstractmethod
+    def serialize(self, value: T, out: DataOutputSerializer) -> None: ...
+
+    @abstractmethod
+    def deserialize(self, src: DataInputDeserializer) -> T: ...
+
+    @abstractmethod
+    def snapshot_configuration(self) -> TypeSerializerSnapshot: ...
+
+    def get_length(self) -> int:
+        """Fixed byte length of every value, or -1 when values vary in length."""
+        return -1
+
+    def copy(self, value: T) -> T:
+        """A deep copy of ``value``; through the bytes, so it is exact for every format."""
+        return self.from_bytes(self.to_bytes(value))
+
+    def copy_bytes(self, src: DataInputDeserializer, out: DataOutputSerializer) -> None:
+        """Copy one serialized value from ``src`` to ``out`` (Flink's ``copy(in, out)``)."""
+        self.serialize(self.deserialize(src), out)
+
+    def duplicate(self) -> TypeSerializer[T]:
+        return self
+
+    def is_immutable_type(self) -> bool:
+        return False
+
+    def to_bytes(self, value: T) -> bytes:
+        out = DataOutputSerializer()
+        self.serialize(value, out)
+        return out.get_copy_of_buffer()
+
+    def from_bytes(self, data: bytes | bytearray | memoryview) -> T:
+        """Read exactly one value; leftover bytes are an error, not silently ignored."""
+        src = DataInputDeserializer(data)
+        value = self.deserialize(src)
+        if src.available():
+            raise MalformedDataError(
+                f"{type(self).__name__}: {src.available()} trailing bytes after the value "
+                f"at offset {src.position}"
+            )
+        return value
+
+    def _config(self) -> tuple[Any, ...]:
+        """What makes two serializers of the same class equal."""
+        return ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self._config() == other._config()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._config()))
+
+    def __repr__(self) -> str:
+        cfg = self._config()
+        inner = ", ".join(repr(c) for c in cfg)
+        return f"{type(self).__name__}({inner})"
+
+
+class TypeSerializerSnapshot(ABC):
+    """A versioned record of a serializer's write schema, persisted next to the state.
+
+    Subclasses set ``IDENTIFIER``, ``VERSION`` (current) and ``MIN_READ_VERSION``; they
+    implement ``write_snapshot`` and the ``read_snapshot`` constructor, ``restore_serializer``
+    and ``resolve_new_serializer`` (the rule, from the old snapshot's side), which
+    ``resolve_schema_compatibility`` applies in either of Flink's directions.
+    """
+
+    IDENTIFIER: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+    MIN_READ_VERSION: ClassVar[int] = 1
+
+    def get_current_version(self) -> int:
+        return self.VERSION
+
+    @abstractmethod
+    def write_snapshot(self, out: DataOutputSerializer) -> None: ...
+
+    @classmethod
+    @abstractmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TypeSerializerSnapshot: ...
+
+    @abstractmethod
+    def restore_serializer(self) -> TypeSerializer[Any]: ...
+
+    def resolve_schema_compatibility(
+        self, other: TypeSerializerSnapshot | TypeSerializer[Any]
+    ) -> SchemaCompatibility:
+        """Can state written under one schema be read under another? Both of Flink's directions:
+
+        - Flink 2.x: ``new_snapshot.resolve_schema_compatibility(old_snapshot)``, called on the
+          snapshot of the NEW serializer with the OLD snapshot read from the savepoint;
+        - Flink 1.x (kept): ``old_snapshot.resolve_schema_compatibility(new_serializer)``.
+
+        One rule answers both: the 2.x direction restores this (new) snapshot's serializer and asks
+        the old snapshot, so every snapshot class implements the rule once, in
+        :meth:`resolve_new_serializer`, and the two directions cannot disagree.
+        """
+        if isinstance(other, TypeSerializerSnapshot):
+            return other.resolve_schema_compatibility(self.restore_serializer())
+        return self.resolve_new_serializer(other)
+
+    @abstractmethod
+    def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
+        """The compatibility rule of this snapshot class: this (old) snapshot judges the new
+        serializer. Callers use :meth:`resolve_schema_compatibility` (either direction)."""
+
+    # -- migration -------------------------------------------------------------------------
+    def migrate_value(self, value: Any, new_serializer: TypeSerializer[Any]) -> Any:
+        """Turn a value read with ``restore_serializer()`` into the value the new serializer
+        writes. Identity unless the value's shape changes (rows, POJOs, Avro records)."""
+        return value
+
+    def migrate_element(
+        self, prior: TypeSerializer[Any], new: TypeSerializer[Any], element: Any, out: DataOutputSerializer
+    ) -> None:
+        """Write one already-deserialized old ``element`` in the new schema."""
+        new.serialize(self.migrate_value(element, new), out)
+
+    def migrate_state(
+        self,
+        prior: TypeSerializer[Any],
+        new: TypeSerializer[Any],
+        src: DataInputDeserializer,
+        out: DataOutputSerializer,
+    ) -> None:
+        """Read one value in the old schema from ``src`` and write it in the new one to ``out``."""
+        self.migrate_element(prior, new, prior.deserialize(src), out)
+
+    def _written(self) -> tuple[int, bytes]:
+        """What equality compares: the version and the content this snapshot writes (the
+        identifier is the class's; the type is compared first)."""
+        out = DataOutputSerializer()
+        self.write_snapshot(out)
+        return self.get_current_version(), out.get_copy_of_buffer()
+
+    def __eq__(self, other: object) -> bool:
+        if type(self) is not type(other):
+            return False
+        assert isinstance(other, TypeSerializerSnapshot)
+        return self._written() == other._written()
+
+    def __hash__(self) -> int:
+        return hash(self._written())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(v{self.VERSION})"
+
+
+__all__ = ["CompatibilityType", "SchemaCompatibility", "TypeSerializer", "TypeSerializerSnapshot"]
