@@ -44,8 +44,35 @@ from ..errors import (
     TypeParseError,
 )
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..javaser import write_logical_type_to
+from ..javaser.logical import read_logical_type
+from ..migration import migrate_row_value, plan_row_migration, remap_binary_row
 from ..row import Row
-from ..types import LogicalType, RowField, RowType, parse_type
+from ..types import (
+    ArrayType,
+    BigIntType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    MapType,
+    MultisetType,
+    RowField,
+    RowType,
+    SmallIntType,
+    TimestampType,
+    TimeType,
+    TinyIntType,
+    VarBinaryType,
+    VarCharType,
+    parse_type,
+)
 from ..typeutils import (
     SchemaCompatibility,
     TypeSerializer,
@@ -55,6 +82,24 @@ from ..typeutils import (
     write_nested_snapshots,
 )
 from ._binary_codec import RowCodec, _Ctx
+from .arrays import BytePrimitiveArraySerializerSnapshot
+from .primitives import (
+    BooleanSerializerSnapshot,
+    ByteSerializerSnapshot,
+    DoubleSerializerSnapshot,
+    FloatSerializerSnapshot,
+    IntSerializerSnapshot,
+    LongSerializerSnapshot,
+    ShortSerializerSnapshot,
+)
+from .table_snapshots import (
+    ArrayDataSerializerSnapshot,
+    DecimalDataSerializerSnapshot,
+    FieldSnapshot,
+    MapDataSerializerSnapshot,
+    StringDataSerializerSnapshot,
+    TimestampDataSerializerSnapshot,
+)
 
 
 def _as_row_type(row_type: LogicalType | str) -> RowType:
@@ -128,8 +173,6 @@ class _RowTypeSnapshot(TypeSerializerSnapshot):
         return RowDataSerializer(self.row_type)
 
     def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
-        from ..migration import plan_row_migration
-
         if not isinstance(new_serializer, RowDataSerializer):
             return SchemaCompatibility.incompatible(
                 f"serializer changed from RowDataSerializer to {type(new_serializer).__name__}"
@@ -143,8 +186,6 @@ class _RowTypeSnapshot(TypeSerializerSnapshot):
         return SchemaCompatibility.compatible_after_migration(plan.describe(), plan=plan)
 
     def migrate_value(self, value: Any, new_serializer: TypeSerializer[Any]) -> Any:
-        from ..migration import migrate_row_value, plan_row_migration
-
         assert isinstance(new_serializer, RowDataSerializer)
         return migrate_row_value(plan_row_migration(self.row_type, new_serializer.row_type), value)
 
@@ -159,8 +200,6 @@ class _RowTypeSnapshot(TypeSerializerSnapshot):
         with field paths), then remapped slot by slot with the plan, so the output is built from
         the old bytes themselves: float NaN payloads, nanoseconds and nested structures survive
         untouched, and new fields are null."""
-        from ..migration import plan_row_migration, remap_binary_row
-
         if not isinstance(new, RowDataSerializer):
             super().migrate_state(prior, new, src, out)
             return
@@ -257,7 +296,7 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
 
     The types are read by the whitelisting reader of :mod:`statemorph.javaser` and written by
     its writer (golden vectors from Flink 2.3 prove the bytes). The nested snapshots are
-    ``InternalSerializers.create(type)``'s (:func:`.table_snapshots.field_serializer_snapshot`);
+    ``InternalSerializers.create(type)``'s (:func:`field_serializer_snapshot`);
     read ones are checked against the types and written back as they were.
 
     Flink stores the field *types* only: the top-level field names are not in the bytes, so a
@@ -273,8 +312,6 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
     MIN_READ_VERSION: ClassVar[int] = 3
 
     def __init__(self, row_type: RowType, nested: list[TypeSerializerSnapshot] | None = None) -> None:
-        from .table_snapshots import field_serializer_snapshot
-
         self.row_type = row_type
         self.nested_snapshots = nested if nested is not None else [
             field_serializer_snapshot(t) for t in row_type.field_types
@@ -290,8 +327,6 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
         return self.row_type.field_types
 
     def write_snapshot(self, out: DataOutputSerializer) -> None:
-        from ..javaser import write_logical_type_to
-
         out.write_int(self.row_type.arity)
         for t in self.row_type.field_types:
             write_logical_type_to(out, t)
@@ -299,9 +334,6 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
 
     @classmethod
     def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> FlinkRowDataSerializerSnapshot:
-        from ..javaser.logical import read_logical_type
-        from .table_snapshots import snapshot_describes
-
         start = src.position
         # each type is a Java serialization stream of well over 100 bytes; 4 is a safe floor
         n = src.check_length(src.read_int(), "Flink RowData snapshot field types", unit=4)
@@ -320,4 +352,60 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
         return cls(generated_row_type(types), nested)
 
 
-__all__ = ["FlinkRowDataSerializerSnapshot", "RowDataSerializer", "RowDataSerializerSnapshot", "generated_row_type"]
+_SIMPLE: dict[type[LogicalType], type[TypeSerializerSnapshot]] = {
+    CharType: StringDataSerializerSnapshot,
+    VarCharType: StringDataSerializerSnapshot,
+    BooleanType: BooleanSerializerSnapshot,
+    TinyIntType: ByteSerializerSnapshot,
+    SmallIntType: ShortSerializerSnapshot,
+    IntType: IntSerializerSnapshot,
+    DateType: IntSerializerSnapshot,
+    TimeType: IntSerializerSnapshot,
+    BigIntType: LongSerializerSnapshot,
+    FloatType: FloatSerializerSnapshot,
+    DoubleType: DoubleSerializerSnapshot,
+    BinaryType: BytePrimitiveArraySerializerSnapshot,
+    VarBinaryType: BytePrimitiveArraySerializerSnapshot,
+}
+
+
+def field_serializer_snapshot(t: LogicalType) -> TypeSerializerSnapshot:
+    """``InternalSerializers.create(t).snapshotConfiguration()``: the snapshot Flink nests for a
+    field of type ``t``."""
+    simple = _SIMPLE.get(type(t))
+    if simple is not None:
+        return simple()
+    if isinstance(t, DecimalType):
+        return DecimalDataSerializerSnapshot(t.precision, t.scale)
+    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        return TimestampDataSerializerSnapshot(t.precision)
+    if isinstance(t, ArrayType):
+        return ArrayDataSerializerSnapshot(t.element_type)
+    if isinstance(t, MapType):
+        return MapDataSerializerSnapshot(t.key_type, t.value_type)
+    if isinstance(t, MultisetType):
+        return MapDataSerializerSnapshot(t.element_type, IntType(nullable=False))
+    if isinstance(t, RowType):
+        return FlinkRowDataSerializerSnapshot(t)
+    raise SnapshotError(f"no Flink field serializer snapshot for {t}")
+
+
+def snapshot_describes(snap: TypeSerializerSnapshot, t: LogicalType) -> bool:
+    """Whether ``snap`` is the snapshot Flink nests for a field of type ``t``."""
+    if isinstance(snap, FieldSnapshot):
+        return snap.describes(t)
+    if isinstance(snap, FlinkRowDataSerializerSnapshot):
+        # Flink's nested snapshot stores the field types only (no names of its own)
+        return isinstance(t, RowType) and snap.row_type.field_types == t.field_types
+    simple = _SIMPLE.get(type(t))
+    return simple is not None and type(snap) is simple
+
+
+__all__ = [
+    "FlinkRowDataSerializerSnapshot",
+    "RowDataSerializer",
+    "RowDataSerializerSnapshot",
+    "field_serializer_snapshot",
+    "generated_row_type",
+    "snapshot_describes",
+]

@@ -4,8 +4,9 @@
 Why they exist: Flink's ``RowDataSerializerSnapshot`` ends with a ``NestedSerializersSnapshotDelegate``
 holding one snapshot per field, ``InternalSerializers.create(fieldType).snapshotConfiguration()``.
 To read such a snapshot every nested class must be readable (there are no lengths), and to write
-Flink's bytes for a new row type every one must be writable. :func:`field_serializer_snapshot`
-is the one mapping from a field type to its snapshot (Flink's ``InternalSerializers``).
+Flink's bytes for a new row type every one must be writable. The one mapping from a field type
+to its snapshot (Flink's ``InternalSerializers``) is :func:`.rowdata.field_serializer_snapshot`,
+beside the row snapshot that nests them (a ROW field's snapshot is a row snapshot again).
 
 statemorph has no standalone serializers for these table formats: a field's values are always
 read and written through the enclosing row (``RowDataSerializer``), and the row's compatibility
@@ -40,25 +41,15 @@ from ..javaser.logical import read_logical_type
 from ..javaser.tableser import serializer_tree
 from ..types import (
     ArrayType,
-    BigIntType,
-    BinaryType,
-    BooleanType,
     CharType,
-    DateType,
     DecimalType,
-    DoubleType,
-    FloatType,
     IntType,
     LocalZonedTimestampType,
     LogicalType,
     MapType,
     MultisetType,
     RowType,
-    SmallIntType,
     TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
     VarCharType,
 )
 from ..typeutils import (
@@ -68,21 +59,11 @@ from ..typeutils import (
     TypeSerializerSnapshot,
     register_snapshot,
 )
-from .arrays import BytePrimitiveArraySerializerSnapshot
-from .primitives import (
-    BooleanSerializerSnapshot,
-    ByteSerializerSnapshot,
-    DoubleSerializerSnapshot,
-    FloatSerializerSnapshot,
-    IntSerializerSnapshot,
-    LongSerializerSnapshot,
-    ShortSerializerSnapshot,
-)
 
 RUNTIME = "org.apache.flink.table.runtime.typeutils."
 
 
-class _FieldSnapshot(TypeSerializerSnapshot):
+class FieldSnapshot(TypeSerializerSnapshot):
     """A table field serializer's snapshot: meaningful only inside its row snapshot."""
 
     @abstractmethod
@@ -103,18 +84,18 @@ class _FieldSnapshot(TypeSerializerSnapshot):
 
 
 @register_snapshot()
-class StringDataSerializerSnapshot(SimpleTypeSerializerSnapshot, _FieldSnapshot):
+class StringDataSerializerSnapshot(SimpleTypeSerializerSnapshot, FieldSnapshot):
     IDENTIFIER = RUNTIME + "StringDataSerializer$StringDataSerializerSnapshot"
 
     def describes(self, t: LogicalType) -> bool:
         return isinstance(t, (CharType, VarCharType))
 
-    restore_serializer = _FieldSnapshot.restore_serializer
-    resolve_schema_compatibility = _FieldSnapshot.resolve_schema_compatibility
+    restore_serializer = FieldSnapshot.restore_serializer
+    resolve_schema_compatibility = FieldSnapshot.resolve_schema_compatibility
 
 
 @register_snapshot()
-class DecimalDataSerializerSnapshot(_FieldSnapshot):
+class DecimalDataSerializerSnapshot(FieldSnapshot):
     IDENTIFIER = RUNTIME + "DecimalDataSerializer$DecimalSerializerSnapshot"
     VERSION: ClassVar[int] = 3
 
@@ -135,7 +116,7 @@ class DecimalDataSerializerSnapshot(_FieldSnapshot):
 
 
 @register_snapshot()
-class TimestampDataSerializerSnapshot(_FieldSnapshot):
+class TimestampDataSerializerSnapshot(FieldSnapshot):
     IDENTIFIER = RUNTIME + "TimestampDataSerializer$TimestampDataSerializerSnapshot"
     VERSION: ClassVar[int] = 1
 
@@ -154,7 +135,7 @@ class TimestampDataSerializerSnapshot(_FieldSnapshot):
 
 
 @register_snapshot()
-class BinaryRowDataSerializerSnapshot(_FieldSnapshot):
+class BinaryRowDataSerializerSnapshot(FieldSnapshot):
     IDENTIFIER = RUNTIME + "BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot"
     VERSION: ClassVar[int] = 3
 
@@ -181,7 +162,7 @@ def _serializer_stream(src: DataInputDeserializer, what: str) -> bytes:
 
 
 @register_snapshot()
-class ArrayDataSerializerSnapshot(_FieldSnapshot):
+class ArrayDataSerializerSnapshot(FieldSnapshot):
     IDENTIFIER = RUNTIME + "ArrayDataSerializer$ArrayDataSerializerSnapshot"
     VERSION: ClassVar[int] = 3
 
@@ -204,7 +185,7 @@ class ArrayDataSerializerSnapshot(_FieldSnapshot):
 
 
 @register_snapshot()
-class MapDataSerializerSnapshot(_FieldSnapshot):
+class MapDataSerializerSnapshot(FieldSnapshot):
     IDENTIFIER = RUNTIME + "MapDataSerializer$MapDataSerializerSnapshot"
     VERSION: ClassVar[int] = 3
 
@@ -238,59 +219,6 @@ class MapDataSerializerSnapshot(_FieldSnapshot):
         return False
 
 
-_SIMPLE: dict[type[LogicalType], type[TypeSerializerSnapshot]] = {
-    CharType: StringDataSerializerSnapshot,
-    VarCharType: StringDataSerializerSnapshot,
-    BooleanType: BooleanSerializerSnapshot,
-    TinyIntType: ByteSerializerSnapshot,
-    SmallIntType: ShortSerializerSnapshot,
-    IntType: IntSerializerSnapshot,
-    DateType: IntSerializerSnapshot,
-    TimeType: IntSerializerSnapshot,
-    BigIntType: LongSerializerSnapshot,
-    FloatType: FloatSerializerSnapshot,
-    DoubleType: DoubleSerializerSnapshot,
-    BinaryType: BytePrimitiveArraySerializerSnapshot,
-    VarBinaryType: BytePrimitiveArraySerializerSnapshot,
-}
-
-
-def field_serializer_snapshot(t: LogicalType) -> TypeSerializerSnapshot:
-    """``InternalSerializers.create(t).snapshotConfiguration()``: the snapshot Flink nests for a
-    field of type ``t``."""
-    simple = _SIMPLE.get(type(t))
-    if simple is not None:
-        return simple()
-    if isinstance(t, DecimalType):
-        return DecimalDataSerializerSnapshot(t.precision, t.scale)
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        return TimestampDataSerializerSnapshot(t.precision)
-    if isinstance(t, ArrayType):
-        return ArrayDataSerializerSnapshot(t.element_type)
-    if isinstance(t, MapType):
-        return MapDataSerializerSnapshot(t.key_type, t.value_type)
-    if isinstance(t, MultisetType):
-        return MapDataSerializerSnapshot(t.element_type, IntType(nullable=False))
-    if isinstance(t, RowType):
-        from .rowdata import FlinkRowDataSerializerSnapshot
-
-        return FlinkRowDataSerializerSnapshot(t)
-    raise SnapshotError(f"no Flink field serializer snapshot for {t}")
-
-
-def snapshot_describes(snap: TypeSerializerSnapshot, t: LogicalType) -> bool:
-    """Whether ``snap`` is the snapshot Flink nests for a field of type ``t``."""
-    if isinstance(snap, _FieldSnapshot):
-        return snap.describes(t)
-    from .rowdata import FlinkRowDataSerializerSnapshot
-
-    if isinstance(snap, FlinkRowDataSerializerSnapshot):
-        # Flink's nested snapshot stores the field types only (no names of its own)
-        return isinstance(t, RowType) and snap.row_type.field_types == t.field_types
-    simple = _SIMPLE.get(type(t))
-    return simple is not None and type(snap) is simple
-
-
 __all__ = [
     "ArrayDataSerializerSnapshot",
     "BinaryRowDataSerializerSnapshot",
@@ -298,6 +226,4 @@ __all__ = [
     "MapDataSerializerSnapshot",
     "StringDataSerializerSnapshot",
     "TimestampDataSerializerSnapshot",
-    "field_serializer_snapshot",
-    "snapshot_describes",
 ]
