@@ -110,7 +110,7 @@ def spark() -> Any:
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("Spark needs java")
-    from statemorph.spark import session
+    from statemorph.engine.spark import session
 
     s = session("local[2]", conf={"spark.driver.memory": "2g", "spark.sql.shuffle.partitions": "2"})
     yield s
@@ -118,7 +118,7 @@ def spark() -> Any:
 
 
 def test_scale_spark_identity(benchmark: Any, spark: Any, scale_sp: str, tmp_path: Any) -> None:
-    from statemorph.spark import migrate_savepoint as spark_migrate
+    from statemorph.engine.spark import migrate_savepoint as spark_migrate
 
     dst = str(tmp_path / "sident")
     # one warm-up round: the first Spark job of a session pays for JIT and Python worker start-up
@@ -127,7 +127,7 @@ def test_scale_spark_identity(benchmark: Any, spark: Any, scale_sp: str, tmp_pat
 
 
 def test_scale_spark_migrate(benchmark: Any, spark: Any, scale_sp: str, tmp_path: Any) -> None:
-    from statemorph.spark import migrate_savepoint as spark_migrate
+    from statemorph.engine.spark import migrate_savepoint as spark_migrate
 
     dst = str(tmp_path / "smig")
     _run(benchmark, lambda: spark_migrate(spark, scale_sp, dst, _descs()), dst, warmup=1)

@@ -51,7 +51,7 @@ def spark():
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("Spark needs a Java runtime")
-    from statemorph.spark import session
+    from statemorph.engine.spark import session
 
     s = session("local[2]", conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
                                   "spark.driver.memory": "1g"})

@@ -12,7 +12,7 @@ spark-submit configured, so it plans, checks and reports exactly as the command 
 import sys
 
 from statemorph import cli
-from statemorph import spark as sms
+from statemorph.engine import spark as sms
 
 
 def main(src: str, schema: str, dst: str) -> int:

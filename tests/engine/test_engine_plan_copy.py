@@ -14,10 +14,10 @@ from statemorph import serializers as S
 from statemorph.engine import IdentityTransform, migrate_savepoint, plan_rewrite
 from statemorph.engine.keys import key_groups
 from statemorph.errors import IncompatibleSchemaError, SavepointError
+from statemorph.keyed.keygroups import assign_to_key_group, java_int_hash, java_long_hash, java_string_hash
 from statemorph.savepoint import SavepointWriter, read_metadata, read_state_table, verify_savepoint
 from statemorph.state import Outcome
 from statemorph.state.descriptors import MapStateDescriptor, ValueStateDescriptor
-from statemorph.state.keygroups import assign_to_key_group, java_int_hash, java_long_hash, java_string_hash
 
 
 class Color:  # enum values by constant name
@@ -148,7 +148,7 @@ def test_key_groups_reject_null_keys():
 
 def test_murmur_edge_values():
     from statemorph.engine.keys import murmur_hash
-    from statemorph.state.keygroups import murmur_hash as ref
+    from statemorph.keyed.keygroups import murmur_hash as ref
 
     codes = np.array([0, 1, -1, 2**31 - 1, -(2**31), 12345], dtype=np.int64)
     assert murmur_hash(codes).tolist() == [ref(int(c)) for c in codes]

@@ -13,13 +13,13 @@ from flink_cases import SAVEPOINTS, case_spec, committed_cases
 from statemorph import serializers as S
 from statemorph.engine.bootstrap import RowTagger, StateData, write_flink_savepoint
 from statemorph.errors import FlinkSavepointError, SavepointError, UsageError
+from statemorph.keyed.namespace import VoidNamespaceSerializer
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.assemble import ROWS_SCHEMA, SubtaskStreams, new_keyed_header, new_state_meta
 from statemorph.savepoint.flink.description import flink_snapshot
 from statemorph.savepoint.flink.identity import SUSPEND, checkpoint_properties
 from statemorph.savepoint.flink.keyed_header import write_keyed_header
 from statemorph.savepoint.flink.operator_ids import murmur3_128, operator_id
-from statemorph.state.namespace import VoidNamespaceSerializer
 from statemorph.types import parse_type
 from statemorph.typeutils import write_versioned_snapshot
 

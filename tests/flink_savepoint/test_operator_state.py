@@ -323,7 +323,7 @@ def test_real_flink_restores_the_migrated_broadcast_state(real_flink: ModuleType
 
 
 def test_spark_reads_operator_state(spark: Any) -> None:
-    from statemorph.spark import read_operator_state
+    from statemorph.engine.spark import read_operator_state
 
     sp = CASES[0] / "savepoint"
     for uid, state in (("rules-op", "rules"), ("list-op", "buffer"), ("list-op", "offsets")):

@@ -9,10 +9,10 @@ from statemorph import serializers as S
 from statemorph.cli.demo import NEW_TYPE, OLD_TYPE, events_table
 from statemorph.engine import migrate_savepoint as local_migrate
 from statemorph.engine import write_state as local_write
+from statemorph.engine.spark import decode_udf, migrate_savepoint, migrate_udf, read_state, write_state
 from statemorph.migration import migrate_bytes
 from statemorph.savepoint import read_metadata
 from statemorph.savepoint import read_state_table as raw_state_table
-from statemorph.spark import decode_udf, migrate_savepoint, migrate_udf, read_state, write_state
 from statemorph.state import ValueStateDescriptor
 
 from .savepoints import assert_same_savepoint

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from statemorph import serializers as S
 from statemorph.cli.demo import NEW_TYPE, OLD_TYPE
 from statemorph.engine.batches import ColumnDecoder, ColumnMigrator
+from statemorph.engine.spark import ensure_python_env
 from statemorph.migration import migrate_bytes
-from statemorph.spark import ensure_python_env
 
 OLD, NEW = S.RowDataSerializer(OLD_TYPE), S.RowDataSerializer(NEW_TYPE)
 SNAP = OLD.snapshot_configuration()

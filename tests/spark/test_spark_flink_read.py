@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from statemorph.engine import read_flink_state_table
+from statemorph.engine.spark import read_state
 from statemorph.errors import UsageError
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.splits import key_group_splits
-from statemorph.spark import read_state
 
 pytestmark = pytest.mark.spark
 SAVEPOINTS = Path(__file__).resolve().parents[1] / "data" / "flink_savepoints"
@@ -81,7 +81,7 @@ def test_splits_cover_every_key_group_once(case, tasks):
 
 def test_savepoint_metadata_lists_every_state(spark):
     from statemorph.engine import flink_savepoint_metadata
-    from statemorph.spark import savepoint_metadata
+    from statemorph.engine.spark import savepoint_metadata
 
     path = SAVEPOINTS / "kinds-rocksdb-p2-rowkey" / "savepoint"
     local = flink_savepoint_metadata(path)

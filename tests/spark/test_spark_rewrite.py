@@ -11,9 +11,9 @@ from statemorph import serializers as S
 from statemorph.engine import IdentityTransform
 from statemorph.engine import migrate_savepoint as local_migrate
 from statemorph.engine.keys import key_groups
+from statemorph.engine.spark import migrate_savepoint
 from statemorph.errors import IncompatibleSchemaError
 from statemorph.savepoint import SavepointWriter, read_metadata
-from statemorph.spark import migrate_savepoint
 from statemorph.state.descriptors import ValueStateDescriptor
 
 from .savepoints import assert_same_savepoint

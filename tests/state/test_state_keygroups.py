@@ -6,14 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from statemorph.errors import SerializationError
-from statemorph.serializers import (
-    BytePrimitiveArraySerializer,
-    IntSerializer,
-    LongSerializer,
-    ShortSerializer,
-    StringSerializer,
-)
-from statemorph.state.keygroups import (
+from statemorph.keyed.keygroups import (
     KeyGroupRange,
     assign_to_key_group,
     hasher_for_serializer,
@@ -24,6 +17,13 @@ from statemorph.state.keygroups import (
     key_group_prefix_bytes,
     key_group_range_for_operator,
     murmur_hash,
+)
+from statemorph.serializers import (
+    BytePrimitiveArraySerializer,
+    IntSerializer,
+    LongSerializer,
+    ShortSerializer,
+    StringSerializer,
 )
 
 # MathUtils.murmurHash(code), from Flink 2.3

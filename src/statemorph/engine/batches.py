@@ -371,7 +371,7 @@ class StateEncoder:
         return local if local is not None else _serializer(data)
 
     def output_schema(self) -> pa.Schema:
-        from ..savepoint.format import state_schema
+        from ..savepoint.parquet.format import state_schema
 
         return state_schema("value" if self.kind in ("reducing", "aggregating") else self.kind)
 
@@ -406,8 +406,8 @@ class StateEncoder:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def _namespaces(self, batch: pa.RecordBatch) -> pa.Array:
+        from ..keyed.namespace import VoidNamespaceSerializer
         from ..keyed.windows import window_column_names, window_namespaces
-        from ..state.namespace import VoidNamespaceSerializer
 
         ser = VoidNamespaceSerializer() if self.namespace_ser is None else self._ser("namespace", self.namespace_ser)
         names = window_column_names(ser)

@@ -285,8 +285,8 @@ def write_metadata(directory: str | os.PathLike[str], meta: CheckpointMetadata) 
 
 
 def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compression: bool) -> bytes:
+    from ..keyed.namespace import VoidNamespaceSerializer
     from ..serializers import LongSerializer
-    from ..state.namespace import VoidNamespaceSerializer
 
     ttl = write_versioned_snapshot(LongSerializer().snapshot_configuration())
     metas = []

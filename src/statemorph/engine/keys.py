@@ -1,7 +1,7 @@
 """Key groups for whole Arrow columns of keys, vectorised with numpy.
 
 Why: building or bootstrapping a savepoint in bulk needs ``murmurHash(key.hashCode()) %
-maxParallelism`` for millions of keys; a Python loop over :mod:`statemorph.state.keygroups` would
+maxParallelism`` for millions of keys; a Python loop over :mod:`statemorph.keyed.keygroups` would
 dominate the run time. These functions compute the same numbers with uint32 wrap-around arithmetic
 over numpy arrays, and fall back to the per-key reference for key types without a vector form.
 Tests compare both on random keys.

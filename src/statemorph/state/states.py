@@ -70,7 +70,7 @@ class StateTable(ABC):
 
     @abstractmethod
     def export_batches(self, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        """All entries as savepoint rows (see :mod:`statemorph.savepoint.format`), in key order."""
+        """All entries as savepoint rows (see :mod:`statemorph.savepoint.parquet.format`), in key order."""
 
     @abstractmethod
     def load_batch(self, batch: pa.RecordBatch, row_offset: int) -> None:
