@@ -55,7 +55,18 @@ class ExitCode(enum.IntEnum):
 ON_ERROR_CHOICES = ("raise", "skip", "null")
 """What a bulk operation does with a value it cannot read: ``raise`` the typed error (it names
 the row and field path), ``skip`` the entry, or write ``null`` in its place. Skipped and nulled
-entries are counted in the operation's report, never silently lost."""
+entries are counted in the operation's report, never silently lost. The one vocabulary: an
+operation that cannot offer every choice offers one of the subsets below, derived from it."""
+
+MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
+"""What a savepoint migration offers (``statemorph migrate --on-error``, the engines,
+``ColumnMigrator``): a stored value, list element or key cannot be null, so an unreadable entry
+is either fatal or skipped (and counted in the report)."""
+
+DECODE_COLUMN_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "skip")
+"""What decoding one column of a batch in place offers (``ColumnDecoder``): the batch keeps its
+rows (a row dropped from one column would leave the others misaligned), so a bad value is fatal
+or null."""
 
 
 class StatemorphError(Exception):

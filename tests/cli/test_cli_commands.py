@@ -241,7 +241,18 @@ def test_migrate_data_error_exit_5_or_skip(tmp_path, capsys):
 
 
 def test_on_error_choices_come_from_the_one_vocabulary():
-    from statemorph.cli.migrate import MIGRATE_ON_ERROR
-    from statemorph.errors import ON_ERROR_CHOICES
+    from statemorph.cli.main import build_parser
+    from statemorph.engine import ColumnDecoder, ColumnMigrator
+    from statemorph.errors import DECODE_COLUMN_ON_ERROR, MIGRATE_ON_ERROR, ON_ERROR_CHOICES
+    from statemorph.serializers import IntSerializer
 
-    assert set(MIGRATE_ON_ERROR) < set(ON_ERROR_CHOICES) and ON_ERROR_CHOICES == ("raise", "skip", "null")
+    assert ON_ERROR_CHOICES == ("raise", "skip", "null")
+    assert MIGRATE_ON_ERROR == ("raise", "skip") and DECODE_COLUMN_ON_ERROR == ("raise", "null")
+    args = ["migrate", "SP", "--schema", "S", "--out", "OUT", "--on-error"]
+    assert build_parser().parse_args([*args, "skip"]).on_error == "skip"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*args, "null"])
+    with pytest.raises(ValueError, match=r"on_error must be one of \('raise', 'skip'\)"):
+        ColumnMigrator(IntSerializer(), IntSerializer(), on_error="null")
+    with pytest.raises(ValueError, match=r"on_error must be one of \('raise', 'null'\)"):
+        ColumnDecoder(IntSerializer(), on_error="skip")

@@ -1,10 +1,10 @@
 """``statemorph migrate``: write a new savepoint in the new schema, with the local or Spark engine.
 
 The plan is printed first (the same plan ``check`` prints); an incompatible state stops the run
-before anything is written (exit 3). ``--on-error`` uses the one vocabulary of
-:data:`statemorph.errors.ON_ERROR_CHOICES`; ``null`` is not offered because a stored value, list
-element or key cannot be null, so an unreadable entry is either fatal or skipped (and counted in
-the report)."""
+before anything is written (exit 3). ``--on-error`` offers
+:data:`statemorph.errors.MIGRATE_ON_ERROR`, the subset of the one vocabulary
+(:data:`~statemorph.errors.ON_ERROR_CHOICES`) without ``null``: a stored value, list element or key
+cannot be null, so an unreadable entry is either fatal or skipped (and counted in the report)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..errors import ON_ERROR_CHOICES, EngineError, ExitCode, UsageError
+from ..errors import MIGRATE_ON_ERROR, EngineError, ExitCode, UsageError
 from .check import plan_for
 from .output import SAVEPOINT_HELP, Console, common_options
-
-MIGRATE_ON_ERROR = tuple(c for c in ON_ERROR_CHOICES if c != "null")
 
 
 def flink_report_document(report: Any) -> dict[str, Any]:
@@ -169,4 +167,4 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(func=cmd_migrate)
 
 
-__all__ = ["MIGRATE_ON_ERROR", "cmd_migrate", "flink_report_document", "positive_int"]
+__all__ = ["cmd_migrate", "flink_report_document", "positive_int"]

@@ -22,12 +22,10 @@ import pyarrow.compute as pc
 
 from .. import bulk
 from ..bulk.types import arrow_type_for
-from ..errors import StatemorphError, UsageError
+from ..errors import DECODE_COLUMN_ON_ERROR, MIGRATE_ON_ERROR, StatemorphError, UsageError, check_on_error
 from ..typeutils import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
-ON_ERROR = ("raise", "null")
-MIGRATE_ON_ERROR = ("raise", "skip")
 
 
 def snapshot_bytes(obj: Any) -> bytes:
@@ -126,8 +124,7 @@ class ColumnMigrator(_ColumnTransform):
 
     def __init__(self, prior_snapshot: Any, new_serializer: Any, column: str = "value", *,
                  threads: int = 1, on_error: str = "raise") -> None:
-        if on_error not in MIGRATE_ON_ERROR:
-            raise ValueError(f"on_error must be one of {MIGRATE_ON_ERROR}, got {on_error!r}")
+        check_on_error(on_error, MIGRATE_ON_ERROR)
         self.prior = snapshot_bytes(prior_snapshot)
         self.new = snapshot_bytes(new_serializer)
         self._new_serializer = new_serializer if not isinstance(new_serializer, (bytes, TypeSerializerSnapshot)) \
@@ -178,8 +175,7 @@ class ColumnDecoder(_ColumnTransform):
     (:func:`statemorph.bulk.decode`): a struct for rows, numbers, strings, lists, maps."""
 
     def __init__(self, serializer: Any, column: str = "value", *, threads: int = 1, on_error: str = "raise") -> None:
-        if on_error not in ON_ERROR:
-            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        check_on_error(on_error, DECODE_COLUMN_ON_ERROR)
         self.ser = snapshot_bytes(serializer)
         self._serializer = serializer if not isinstance(serializer, (bytes, TypeSerializerSnapshot)) else None
         self.column = column
