@@ -256,3 +256,16 @@ def test_on_error_choices_come_from_the_one_vocabulary():
         ColumnMigrator(IntSerializer(), IntSerializer(), on_error="null")
     with pytest.raises(ValueError, match=r"on_error must be one of \('raise', 'null'\)"):
         ColumnDecoder(IntSerializer(), on_error="skip")
+
+
+def test_every_verb_is_exported_by_the_cli_package():
+    """Each verb's module (cli/<verb>.py with a ``cmd_<verb>``) is named by ``statemorph.cli``."""
+    import importlib
+    import pkgutil
+
+    import statemorph.cli as cli
+
+    verbs = [m.name for m in pkgutil.iter_modules(cli.__path__)
+             if hasattr(importlib.import_module(f"statemorph.cli.{m.name}"), f"cmd_{m.name}")]
+    assert {"convert", "schema"} <= set(verbs)
+    assert [v for v in verbs if f"cmd_{v}" not in cli.__all__] == []
