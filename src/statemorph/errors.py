@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
+import unicodedata
 
 
 class ExitCode(enum.IntEnum):
@@ -167,8 +168,6 @@ def _point_at(text: str, position: int) -> str:
     indented two spaces). A type spread over several lines (a TOML multi-line string) shows its own
     line and says which; tabs are kept in the padding and wide (East Asian) characters count two
     columns, so the caret lands under the offending character on a terminal."""
-    import unicodedata
-
     position = min(position, len(text))
     start = text.rfind("\n", 0, position) + 1
     end = text.find("\n", position)

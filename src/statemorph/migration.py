@@ -66,6 +66,7 @@ from .types import (
     TimeType,
     VarBinaryType,
     VarCharType,
+    parse_row_type,
 )
 
 COPY = "copy"
@@ -302,8 +303,6 @@ def plan_row_migration(old_row_type: RowType | str, new_row_type: RowType | str,
 
     Raises :class:`IncompatibleSchemaError` whose ``reason`` lists every offending field path.
     """
-    from .types import parse_row_type
-
     return _plan_cached(parse_row_type(old_row_type), parse_row_type(new_row_type), by_name)
 
 

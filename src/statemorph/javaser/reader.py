@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import JavaSerializationError, StateFormatError
-from ..io import DataInputDeserializer
+from ..io import DataInputDeserializer, decode_modified_utf8
 from .nodes import (
     BASE_WIRE_HANDLE,
     PRIMITIVE_CODES,
@@ -153,8 +153,6 @@ class _StreamReader:
         self.src.check_length(length, "Java string")
         raw = self.src.read_fully(length, "Java string")
         try:
-            from ..io import decode_modified_utf8
-
             text = decode_modified_utf8(raw, self.src.position - length)
         except StateFormatError as e:
             raise self.error(f"invalid modified UTF-8 in string: {e}", start) from None

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import JavaSerializationError
-from ..types import LogicalType
+from ..types import IntType, LogicalType, RowType
 from .classes import BASE, RUNTIME, desc
 from .logical import TypeTreeBuilder
 from .nodes import JArray, JClass, JInterned, JObject
@@ -217,8 +217,6 @@ class SerializerTreeBuilder(TypeTreeBuilder):
             if root == "MAP":
                 (key, value), key_node, value_node = t.children(), v["keyType"], v["valueType"]
             else:
-                from ..types import IntType
-
                 key, key_node = t.children()[0], v["elementType"]
                 value = IntType(nullable=False)
                 value_node = self.build(value)
@@ -229,8 +227,6 @@ class SerializerTreeBuilder(TypeTreeBuilder):
 
     def row_serializer(self, t: LogicalType, t_node: JObject) -> JObject:
         """``new RowDataSerializer(rowType)``: its types are the row's own field type objects."""
-        from ..types import RowType
-
         assert isinstance(t, RowType)
         backing = t_node.values["fields"].values["list"]
         type_nodes = [f.values["type"] for f in backing.annotations[backing.desc.name][1:]]

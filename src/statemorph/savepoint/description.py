@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from ..errors import StateFormatError
+from ..io import DataInputDeserializer
 from ..keyed.kinds import StateKind
 from ..typeutils import SnapshotRegistry, TypeSerializerSnapshot
 
@@ -29,9 +31,6 @@ def opaque_type(raw: bytes) -> str:
     precisely as the bytes say: the type class a ``KryoSerializerSnapshot`` records first in its
     payload, otherwise the snapshot class itself (a user or Scala snapshot). What ``inspect``
     prints and a schema file gives back with ``serializer = "opaque"``."""
-    from ..errors import StateFormatError
-    from ..io import DataInputDeserializer
-
     src = DataInputDeserializer(raw)
     name = "unknown"
     try:

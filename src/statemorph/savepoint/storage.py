@@ -62,6 +62,8 @@ from the SDK chain are resolved again by each executor from its own environment)
 
 from __future__ import annotations
 
+# pyarrow.fs is imported where a URI is opened, not here: it costs ~50 ms (every cloud filesystem
+# binding), which a run on local paths and every Spark worker importing this module would pay.
 import os
 import shutil
 import tempfile
@@ -118,7 +120,7 @@ class Location:
 
     @classmethod
     def open(cls, uri: str) -> Location:
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # on first use: see the note above the imports
 
         try:
             fs, path = pafs.FileSystem.from_uri(uri)
@@ -128,7 +130,7 @@ class Location:
 
     def files(self) -> list[tuple[str, int]]:
         """Every file under the location as (relative path, size); empty when nothing is there."""
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # on first use: see the note above the imports
 
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(self.path, recursive=True, allow_not_found=True))
@@ -329,7 +331,7 @@ def _open_remote(loc: Location, label: str, size: int | None, recorded_in: str,
                  unsafe: type[UnsafeFileError], damaged: type[SavepointError]) -> RemoteFile:
     """The object at ``loc``, refused (before a byte is read) unless the filesystem reports a
     regular file of the recorded size; the size of the opened file is checked again."""
-    import pyarrow.fs as pafs
+    import pyarrow.fs as pafs  # on first use: see the note above the imports
 
     try:
         info = loc.fs.get_file_info(loc.path)
@@ -360,7 +362,7 @@ class RemoteSavepointDir:
 
     def __init__(self, location: Location, *, unsafe: type[UnsafeFileError] = UnsafeFileError,
                  damaged: type[SavepointError] = SavepointError) -> None:
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # on first use: see the note above the imports
 
         self.location = location
         self.path = location.uri
@@ -385,7 +387,7 @@ class RemoteSavepointDir:
 
     def top_files(self) -> list[str]:
         """Names of the regular files directly under the prefix."""
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # on first use: see the note above the imports
 
         try:
             infos = self.location.fs.get_file_info(pafs.FileSelector(self.location.path, recursive=False))
@@ -416,7 +418,7 @@ def open_written(target: Target, rel: str, size: int, damaged: type[SavepointErr
 def remove_file(target: Target, rel: str) -> None:
     """Delete ``rel`` under ``target`` if it is there."""
     if isinstance(target, Location):
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # on first use: see the note above the imports
 
         path = target.child(rel).path
         if target.fs.get_file_info(path).type != pafs.FileType.NotFound:

@@ -308,7 +308,7 @@ def avro_checker_verdict(reader_parsed: Any, writer_parsed: Any) -> tuple[bool, 
     """(compatible, message) from ``avro.compatibility.ReaderWriterCompatibilityChecker``, or None
     when the ``avro`` package is not installed or cannot load a schema fastavro accepted; the caller
     then relies on :class:`Resolver`, which applies the same rules."""
-    try:
+    try:  # the optional ``avro`` package: imported only where its checker is asked
         import avro.schema
         from avro.compatibility import ReaderWriterCompatibilityChecker, SchemaCompatibilityType
     except ImportError:

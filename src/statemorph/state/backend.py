@@ -208,6 +208,8 @@ class KeyedStateBackend(ABC):
                   batch_rows: int = 65536) -> Path:
         """Write every state (including restored states never re-registered, in their old schema)
         as a savepoint directory, atomically."""
+        # imported here, not at the top: the planner imports this module in every Spark worker,
+        # which never writes the Parquet form, and pyarrow.parquet costs ~60 ms to import
         from ..savepoint.parquet.writer import SavepointWriter
 
         self._check_open()
@@ -242,6 +244,7 @@ class KeyedStateBackend(ABC):
         default is the serializer restored from its snapshot. ``max_parallelism`` must equal the
         savepoint's: key groups are fixed when state is first written. ``registry`` resolves snapshot
         identifiers (default: the global registry). The savepoint is only read."""
+        # imported here for the same reason as in savepoint(): pyarrow.parquet, not in Spark workers
         from ..savepoint.parquet.reader import iter_state_batches, read_metadata
 
         meta = read_metadata(path)

@@ -38,9 +38,11 @@ try:  # before anything below imports it: without the [rocksdb] extra, one line 
 except ImportError:
     require("rocksdict", "the RocksDB state backend")
 
+from ..bulk import migrate
 from ..bulk.capabilities import migrates_with_kernel as bulk_migration_supported
 from ..errors import MalformedDataError, SavepointError, StatemorphError
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..keyed.entries import state_schema
 from ..keyed.keygroups import KeyGroupRange, KeyHasher
 from ..keyed.kinds import StateKind
 from ..typeutils import TypeSerializerSnapshot
@@ -242,8 +244,6 @@ class RocksDBStateTable(StateTable):
         namespace after a variable key, which is then everything in between), else entry by entry;
         map null flags stripped column-wise; list values are still split element by element (each
         element must be parsed to find its end)."""
-        from ..keyed.entries import state_schema
-
         schema = state_schema(self.handle.kind)
         kind = self.handle.kind
         for ks, vs in bulk.iter_chunks(self.cf, batch_rows):
@@ -550,8 +550,6 @@ class EmbeddedRocksDBStateBackend(KeyedStateBackend):
 
     def _migrate_bulk(self, old: RocksDBStateTable, new: RocksDBStateTable, snapshot: TypeSerializerSnapshot,
                       new_ser: Any) -> None:
-        from ..bulk import migrate
-
         loader = bulk.SstLoader(new.cf, self.db_path)
         new._loader = loader  # discarded with the table if anything fails
         is_map = old.handle.kind is StateKind.MAP

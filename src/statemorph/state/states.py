@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from ..errors import SerializationError
+from ..keyed.entries import state_schema
 from ..keyed.kinds import StateKind
 from ..keyed.namespace import VoidNamespace
 from ..typeutils import TypeSerializer
@@ -87,8 +88,6 @@ class StateTable(ABC):
 
 def rows_to_batches(kind: StateKind, rows: Iterable[tuple[Any, ...]], batch_rows: int) -> Iterator[pa.RecordBatch]:
     """Group savepoint rows (tuples in the state schema's column order) into Arrow batches."""
-    from ..keyed.entries import state_schema
-
     schema = state_schema(kind)
     cols: list[list[Any]] = [[] for _ in schema]
 

@@ -30,7 +30,7 @@ from ... import serializers as _serializers  # noqa: F401  (registers the snapsh
 from ...errors import FlinkSavepointError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...keyed.keygroups import key_group_range_for_operator
-from ...typeutils import SnapshotRegistry
+from ...typeutils import CompositeTypeSerializerSnapshot, SnapshotRegistry
 from .envelope import (
     ENVELOPE_VERSION,
     LIST_SNAPSHOT,
@@ -103,15 +103,13 @@ def wrapper_snapshot(class_name: str, nested: list[bytes]) -> bytes:
     """The versioned snapshot bytes of a List / Map / TTL wrapper around ``nested`` versioned
     snapshots: a ``CompositeTypeSerializerSnapshot`` with an empty outer part (what Flink writes
     for them)."""
-    from ...typeutils import CompositeTypeSerializerSnapshot as C
-
     out = DataOutputSerializer()
     out.write_utf(class_name)
     out.write_int(_COMPOSITE_VERSION)
-    out.write_int(C.MAGIC)
+    out.write_int(CompositeTypeSerializerSnapshot.MAGIC)
     out.write_int(_OUTER_VERSIONS[class_name])
-    out.write_int(C.DELEGATE_MAGIC)
-    out.write_int(C.DELEGATE_VERSION)
+    out.write_int(CompositeTypeSerializerSnapshot.DELEGATE_MAGIC)
+    out.write_int(CompositeTypeSerializerSnapshot.DELEGATE_VERSION)
     out.write_int(len(nested))
     for n in nested:
         out.write(n)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ... import arrow
 from ...errors import FlinkSavepointError, StatemorphError
 from .envelope import Snapshot
 from .handles import DISTRIBUTION_MODES
@@ -134,8 +135,6 @@ def operator_state_table(savepoint: FlinkSavepoint, operator: str, state: str, *
 
 
 def _decode(col: pa.Array, snap: Snapshot | None, what: str) -> pa.Array:
-    from ... import arrow
-
     if snap is None or snap.parsed is None:
         cls = snap.class_name if snap is not None else "(none)"
         raise FlinkSavepointError(f"{what}: the serializer snapshot {cls} is not one statemorph reads; read with "

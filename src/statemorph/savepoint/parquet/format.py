@@ -45,9 +45,10 @@ import pyarrow as pa
 from ...errors import SavepointError, StateFormatError, UnknownSnapshotError, UnsupportedStateError
 from ...keyed.entries import COL_INDEX, COL_KEY, COL_KEY_GROUP, COL_NAMESPACE, COL_USER_KEY, COL_VALUE, state_schema
 from ...keyed.kinds import StateKind
-from ...typeutils import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot
+from ...typeutils import SnapshotRegistry, TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
 from ..description import SNAPSHOT_ROLES, opaque_type
 from ..files import UsedOnce, check_relative_path, fsync_path, sha256_file
+from ..flink.reader import flink_state_schema
 
 FORMAT_NAME = "statemorph-savepoint"
 FORMAT_VERSION = 2
@@ -149,8 +150,6 @@ class StateMetadata:
     def schema(self) -> pa.Schema:
         if self.flink_kind is None and not self.ttl and not self.whole_values:
             return state_schema(self.kind)
-        from ..flink.reader import flink_state_schema  # the one definition of the extra columns
-
         return flink_state_schema(self.flink_kind or self.kind.value, self.ttl, self.whole_values)
 
     def to_json(self) -> dict[str, Any]:
@@ -227,8 +226,6 @@ class SavepointMetadata:
         """The versioned snapshot a new serializer is recorded with: Flink's own class for a
         savepoint converted from Flink (so converting back gives Flink a snapshot it restores),
         else the serializer's ``snapshot_configuration()``."""
-        from ...typeutils import write_versioned_snapshot
-
         flink_form = getattr(serializer, "flink_snapshot_configuration", None) if self.flink is not None else None
         snap = flink_form() if flink_form is not None else serializer.snapshot_configuration()
         return write_versioned_snapshot(snap)

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from ...errors import SavepointError, StatemorphError
 from ...keyed.kinds import StateKind
+from ...keyed.namespace import VoidNamespaceSerializer
 from ...typeutils import TypeSerializer, TypeSerializerSnapshot, write_versioned_snapshot
 from ..files import SafeFile, StagedDirectory, fsync_path, open_regular, output_error, remove_stale_temp_dirs
 from ..storage import RemoteFile
@@ -355,8 +356,6 @@ class SavepointWriter:
         if (kind is StateKind.MAP) != (user_key_serializer is not None):
             raise ValueError(f"state {name!r}: a user key serializer is required for map state and only for it")
         if namespace_serializer is None:
-            from ...keyed.namespace import VoidNamespaceSerializer
-
             namespace_serializer = VoidNamespaceSerializer()
         meta = StateMetadata(
             name=name,
