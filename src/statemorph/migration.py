@@ -47,10 +47,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from .binary_layout import RowCodec, _Ctx, array_header_size, round8, row_null_bits_size
 from .errors import IncompatibleSchemaError, MalformedDataError
 from .io import DataInputDeserializer, DataOutputSerializer
 from .row import Row
-from .serializers._binary_codec import RowCodec, _Ctx, array_header_size, round8, row_null_bits_size
 from .types import (
     ArrayType,
     BinaryType,

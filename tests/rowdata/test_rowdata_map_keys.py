@@ -1,5 +1,5 @@
 """The one definition of a duplicate RowData map key (issue 16, item 2): equal values, as the
-reference reads them (``serializers._binary_codec.MapCodec``), and the bulk kernels never decide
+reference reads them (``binary_layout.MapCodec``), and the bulk kernels never decide
 otherwise: they hand maps whose keys may repeat to the reference.
 
 Why here: the rule belongs to the BinaryMapData format; these cases pin its edges (float zero

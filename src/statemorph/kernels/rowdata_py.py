@@ -324,7 +324,7 @@ def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
     """Mirror of ``check_map``: validate a BinaryMapData, then hand it to the reference (HAND_BACK)
     if its keys may repeat or one is null (:func:`keys_suspect`): decode, migrate and the check of
     a verbatim copy all judge map keys here, the reference deciding (one definition of a duplicate
-    key: statemorph.serializers._binary_codec.MapCodec)."""
+    key: statemorph.binary_layout.MapCodec)."""
     p, d = x.p, x.d
     kn = node + 1
     vn = p[kn][COL_END]

@@ -1,7 +1,7 @@
 """Flink's ``RowDataSerializer``: Table/SQL rows in BinaryRowData layout, and its snapshot.
 
 Bytes: ``i32 BE sizeInBytes ‖ BinaryRowData`` exactly as Flink 2.3 writes a ``GenericRowData``
-through ``RowDataSerializer.toBinaryRow`` (layout in :mod:`._binary_codec`).
+through ``RowDataSerializer.toBinaryRow`` (layout in :mod:`statemorph.binary_layout`).
 
 Values (Python side):
 
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..binary_layout import RowCodec, _Ctx
 from ..errors import (
     IncompatibleSchemaError,
     MalformedDataError,
@@ -81,7 +82,6 @@ from ..typeutils import (
     register_snapshot,
     write_nested_snapshots,
 )
-from ._binary_codec import RowCodec, _Ctx
 from .arrays import BytePrimitiveArraySerializerSnapshot
 from .primitives import (
     BooleanSerializerSnapshot,

@@ -35,9 +35,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import MalformedDataError, SerializationError
-from ..row import Row, RowKind, row_kind_of
-from ..types import (
+from .errors import MalformedDataError, SerializationError
+from .row import Row, RowKind, row_kind_of
+from .types import (
     ArrayType,
     BigIntType,
     BinaryType,
