@@ -35,14 +35,16 @@ def float_to_int_bits(value: float) -> int:
     """Java ``Float.floatToIntBits``: the IEEE bits with every NaN canonicalised."""
     if value != value:
         return CANONICAL_NAN_F32
-    return _U32.unpack(_F32.pack(value))[0]
+    bits: int = _U32.unpack(_F32.pack(value))[0]
+    return bits
 
 
 def double_to_long_bits(value: float) -> int:
     """Java ``Double.doubleToLongBits``: the IEEE bits with every NaN canonicalised."""
     if value != value:
         return CANONICAL_NAN_F64
-    return _U64.unpack(_F64.pack(value))[0]
+    bits: int = _U64.unpack(_F64.pack(value))[0]
+    return bits
 
 
 def utf16_units(text: str) -> list[int]:
@@ -266,25 +268,31 @@ class DataInputDeserializer:
         return self._data[self._take(1, "boolean")] != 0
 
     def read_byte(self) -> int:
-        return _I8.unpack_from(self._data, self._take(1, "byte"))[0]
+        value: int = _I8.unpack_from(self._data, self._take(1, "byte"))[0]
+        return value
 
     def read_unsigned_byte(self) -> int:
         return self._data[self._take(1, "byte")]
 
     def read_short(self) -> int:
-        return _I16.unpack_from(self._data, self._take(2, "short"))[0]
+        value: int = _I16.unpack_from(self._data, self._take(2, "short"))[0]
+        return value
 
     def read_unsigned_short(self) -> int:
-        return _U16.unpack_from(self._data, self._take(2, "unsigned short"))[0]
+        value: int = _U16.unpack_from(self._data, self._take(2, "unsigned short"))[0]
+        return value
 
     def read_char(self) -> int:
-        return _U16.unpack_from(self._data, self._take(2, "char"))[0]
+        value: int = _U16.unpack_from(self._data, self._take(2, "char"))[0]
+        return value
 
     def read_int(self) -> int:
-        return _I32.unpack_from(self._data, self._take(4, "int"))[0]
+        value: int = _I32.unpack_from(self._data, self._take(4, "int"))[0]
+        return value
 
     def read_long(self) -> int:
-        return _I64.unpack_from(self._data, self._take(8, "long"))[0]
+        value: int = _I64.unpack_from(self._data, self._take(8, "long"))[0]
+        return value
 
     def read_longs(self, n: int, what: str = "longs") -> array[int]:
         """``n`` big-endian longs as one ``array('q')``: 8 bytes each in memory, as on disk (a
@@ -296,10 +304,12 @@ class DataInputDeserializer:
         return out
 
     def read_float(self) -> float:
-        return _F32.unpack_from(self._data, self._take(4, "float"))[0]
+        value: float = _F32.unpack_from(self._data, self._take(4, "float"))[0]
+        return value
 
     def read_double(self) -> float:
-        return _F64.unpack_from(self._data, self._take(8, "double"))[0]
+        value: float = _F64.unpack_from(self._data, self._take(8, "double"))[0]
+        return value
 
     def read_utf(self) -> str:
         n = self.read_unsigned_short()

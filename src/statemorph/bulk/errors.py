@@ -10,7 +10,7 @@ ON_ERROR_CHOICES`): raise the first, or null the bad rows, or skip them, always 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -69,7 +69,10 @@ def kernel_error(status: int, row: int, paths: plans.RowProgram | None, what: st
     return locate(err, row, path, code)
 
 
-def locate(err: Exception, row: int, path: str, code: int = -1) -> Any:
+_E = TypeVar("_E", bound=Exception)
+
+
+def locate(err: _E, row: int, path: str, code: int = -1) -> _E:
     """Attach ``row`` / ``field_path`` / ``code`` so callers can act on the error programmatically."""
     err.__dict__.update(row=row, field_path=path, code=code)
     return err

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -104,7 +105,7 @@ def _utf8_ok(raw: bytes) -> bool:
 
 class _RowCtx:
     def __init__(self, prog: np.ndarray, data: bytes) -> None:
-        self.p = prog.tolist()
+        self.p: list[list[int]] = prog.tolist()
         self.d = data
         self.err_node = -1
         self.row = 0
@@ -386,7 +387,8 @@ def _migrate_map(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytearr
 
 
 
-_CHECK = {SLOT_ROW: _check_row, SLOT_ARRAY: _check_array, SLOT_MAP: _check_map}
+_CHECK: dict[int, Callable[[_RowCtx, int, int, int], int]] = {
+    SLOT_ROW: _check_row, SLOT_ARRAY: _check_array, SLOT_MAP: _check_map}
 
 
 _MIGRATE = {SLOT_ROW: _migrate_row, SLOT_ARRAY: _migrate_array, SLOT_MAP: _migrate_map}

@@ -202,7 +202,7 @@ class StateLayout:
         return SplitKey(kg, key, ns, k[pos:])
 
     def timer_timestamp(self, k: bytes) -> int:
-        raw = _Q.unpack_from(k, self.prefix)[0]
+        raw: int = _Q.unpack_from(k, self.prefix)[0]
         v = raw ^ (1 << 63)
         return v - (1 << 64) if v >= 1 << 63 else v
 
