@@ -15,12 +15,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from ..errors import (
-    MalformedDataError,
-    SerializationError,
-    StateFormatError,
-    TruncatedDataError,
-)
+from ..errors import MalformedDataError, SerializationError, StateFormatError, TruncatedDataError
 from .tiers import abi, plans
 
 
