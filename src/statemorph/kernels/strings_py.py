@@ -8,6 +8,7 @@ tests run both.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from .abi import (
@@ -37,27 +38,81 @@ def utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
     return ERR_OK, encode_string(text)
 
 
-def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
-                        out_off: Any, stop_at_error: bool) -> int:
-    v = BinView(offsets, data, validity, offset, wide, stop)
+def _utf8_entry(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
+    """(code, StringValue bytes, False) for the UTF-8 text at data[s:e]."""
+    code, enc = utf8_to_flink(data[s:e])
+    return code, enc, False
+
+
+def _byte_array_entry(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
+    """(code, the bytes, False) for the ``byte[]`` value (i32 BE length, bytes) filling data[s:e]."""
+    if e - s < 4:
+        return ERR_TRUNCATED, None, False
+    n = struct.unpack_from(">i", data, s)[0]
+    if n < 0:
+        return ERR_BAD_LENGTH, None, False
+    if n != e - s - 4:
+        return (ERR_TRUNCATED if n > e - s - 4 else ERR_TRAILING), None, False
+    return ERR_OK, data[s + 4:e], False
+
+
+#: one entry read for the two-pass kernels: (code, the bytes it becomes, is the value null)
+_Entry = Callable[[bytes, int, int], tuple[int, "bytes | None", bool]]
+
+
+def _sizes(v: BinView, start: int, stop: int, out_off: Any, status: Any, stop_at_error: bool, read: _Entry) -> int:
+    """The ``*_sizes`` half of every codec: each row's output size in ``out_off[i + 1]``, a bad
+    row's ``encode_err`` in ``status[i]`` (in ``out_off[i + 1]`` where there is no ``status``:
+    the encode kernels), 1 in ``status[i]`` for a value null in the source format; the first bad
+    row, or -1."""
     first = -1
     for i in range(start, stop):
         out_off[i + 1] = 0
+        if status is not None:
+            status[i] = 0
         if not v.valid(i):
             continue
         code, s, e = v.entry(i)
-        enc = None
+        payload, is_null = None, False
         if code == ERR_OK:
-            code, enc = utf8_to_flink(v.data[s:e])
-        if enc is None:
-            out_off[i + 1] = encode_err(code, -1)
+            code, payload, is_null = read(v.data, s, e)
+        if code != ERR_OK:
+            if status is None:
+                out_off[i + 1] = encode_err(code, -1)
+            else:
+                status[i] = encode_err(code, -1)
             if first < 0:
                 first = i
             if stop_at_error:
                 break
             continue
-        out_off[i + 1] = len(enc)
+        if is_null:
+            status[i] = 1
+        out_off[i + 1] = len(payload or b"")
     return first
+
+
+def _decode_fill(v: BinView, start: int, stop: int, out_off: Any, status: Any, out_data: Any,
+                 payload: Callable[[bytes, int, int, int], bytes | None]) -> None:
+    """The ``*_decode_fill`` half: rows the sizes pass accepted, at the caller's offsets;
+    ``payload(data, s, e, size)`` is what row ``data[s:e]`` writes (None: nothing)."""
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if status[i] != 0 or a == b or b > len(out):
+            continue
+        code, s, e = v.entry(i)
+        if code != ERR_OK:
+            continue
+        value = payload(v.data, s, e, b - a)
+        if value is not None:
+            out[a:b] = value
+
+
+def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                        out_off: Any, stop_at_error: bool) -> int:
+    v = BinView(offsets, data, validity, offset, wide, stop)
+    return _sizes(v, start, stop, out_off, None, stop_at_error, _utf8_entry)
 
 
 def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -141,44 +196,13 @@ def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, b
 def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                         out_off: Any, status: Any, stop_at_error: bool) -> int:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        status[i] = 0
-        if not v.valid(i):
-            continue
-        code, s, e = v.entry(i)
-        text = None
-        is_null = False
-        if code == ERR_OK:
-            code, text, is_null = _flink_to_utf8(v.data, s, e)
-        if code != ERR_OK:
-            status[i] = encode_err(code, -1)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-            continue
-        if is_null:
-            status[i] = 1
-        out_off[i + 1] = len(text or b"")
-    return first
+    return _sizes(v, start, stop, out_off, status, stop_at_error, _flink_to_utf8)
 
 
 def string_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                        out_off: Any, status: Any, out_data: Any) -> None:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    out = memoryview(out_data).cast("B")
-    for i in range(start, stop):
-        a, b = int(out_off[i]), int(out_off[i + 1])
-        if status[i] != 0 or a == b or b > len(out):
-            continue
-        code, s, e = v.entry(i)
-        if code != ERR_OK:
-            continue
-        _, text, _ = _flink_to_utf8(v.data, s, e)
-        if text is not None:
-            out[a:b] = text
+    _decode_fill(v, start, stop, out_off, status, out_data, lambda d, s, e, size: _flink_to_utf8(d, s, e)[1])
 
 
 def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -199,47 +223,11 @@ def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
 def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                        out_off: Any, status: Any, stop_at_error: bool) -> int:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        status[i] = 0
-        if not v.valid(i):
-            continue
-        code, s, e = v.entry(i)
-        n = 0
-        if code == ERR_OK:
-            if e - s < 4:
-                code = ERR_TRUNCATED
-            else:
-                n = struct.unpack_from(">i", v.data, s)[0]
-                if n < 0:
-                    code = ERR_BAD_LENGTH
-                elif n > e - s - 4:
-                    code = ERR_TRUNCATED
-                elif n < e - s - 4:
-                    code = ERR_TRAILING
-        if code != ERR_OK:
-            status[i] = encode_err(code, -1)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-            continue
-        out_off[i + 1] = n
-    return first
+    return _sizes(v, start, stop, out_off, status, stop_at_error, _byte_array_entry)
 
 
 def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                       out_off: Any, status: Any, out_data: Any) -> None:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    out = memoryview(out_data).cast("B")
-    for i in range(start, stop):
-        a, b = int(out_off[i]), int(out_off[i + 1])
-        if status[i] != 0 or a == b or b > len(out):
-            continue
-        code, s, e = v.entry(i)
-        if code != ERR_OK or e - s != b - a + 4:
-            continue
-        out[a:b] = v.data[s + 4:e]
-
-
+    _decode_fill(v, start, stop, out_off, status, out_data,
+                 lambda d, s, e, size: d[s + 4:e] if e - s == size + 4 else None)
