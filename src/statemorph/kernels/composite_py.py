@@ -63,7 +63,7 @@ from .abi import (
 from .primitives_py import JAVA_NAN_F32, JAVA_NAN_F64
 from .rowdata_py import RowError, prog_matrix
 from .strings_py import read_varint
-from .views import BinView, check_outputs
+from .views import BinView, check_outputs, mark_bad
 
 # ---------------------------------------------------------------------------------- flink-core Row
 NUL, REWRITE = 1, 2
@@ -203,9 +203,7 @@ def core_row_sizes(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
             except RowError as x:
                 code = x.code
         if code != ERR_OK:
-            out_off[i + 1] = encode_err(code, err[0])
-            if first < 0:
-                first = i
+            first = mark_bad(out_off, i + 1, encode_err(code, err[0]), i, first)
             if stop_at_error:
                 break
     return first

@@ -24,7 +24,7 @@ from .abi import (
     LEAF_I64,
     encode_err,
 )
-from .views import BinView, bit_get
+from .views import BinView, bit_get, mark_bad
 
 _WIDTH = {LEAF_BOOL: 1, LEAF_I8: 1, LEAF_I16: 2, LEAF_CHAR: 2, LEAF_I32: 4, LEAF_F32: 4, LEAF_I64: 8, LEAF_F64: 8}
 
@@ -98,9 +98,7 @@ def fixed_decode(kind: int, offsets: Any, data: Any, validity: Any, offset: int,
         if code == ERR_OK and e - s != w:
             code = ERR_TRUNCATED if e - s < w else ERR_TRAILING
         if code != ERR_OK:
-            status[i] = encode_err(code, -1)
-            if first < 0:
-                first = i
+            first = mark_bad(status, i, encode_err(code, -1), i, first)
             if stop_at_error:
                 break
             continue

@@ -22,7 +22,7 @@ from .abi import (
     ERR_TRUNCATED,
     encode_err,
 )
-from .views import BinView
+from .views import BinView, mark_bad
 
 
 def utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
@@ -77,12 +77,8 @@ def _sizes(v: BinView, start: int, stop: int, out_off: Any, status: Any, stop_at
         if code == ERR_OK:
             code, payload, is_null = read(v.data, s, e)
         if code != ERR_OK:
-            if status is None:
-                out_off[i + 1] = encode_err(code, -1)
-            else:
-                status[i] = encode_err(code, -1)
-            if first < 0:
-                first = i
+            slots, slot = (out_off, i + 1) if status is None else (status, i)
+            first = mark_bad(slots, slot, encode_err(code, -1), i, first)
             if stop_at_error:
                 break
             continue
@@ -220,14 +216,14 @@ def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
         out[p + 4:p + 4 + e - s] = v.data[s:e]
 
 
-def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
-                       out_off: Any, status: Any, stop_at_error: bool) -> int:
-    v = BinView(offsets, data, validity, offset, wide, stop)
-    return _sizes(v, start, stop, out_off, status, stop_at_error, _byte_array_entry)
-
-
 def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                       out_off: Any, status: Any, out_data: Any) -> None:
     v = BinView(offsets, data, validity, offset, wide, stop)
     _decode_fill(v, start, stop, out_off, status, out_data,
                  lambda d, s, e, size: d[s + 4:e] if e - s == size + 4 else None)
+
+
+def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                       out_off: Any, status: Any, stop_at_error: bool) -> int:
+    v = BinView(offsets, data, validity, offset, wide, stop)
+    return _sizes(v, start, stop, out_off, status, stop_at_error, _byte_array_entry)

@@ -22,6 +22,13 @@ def bit_get(buf: Any, i: int) -> bool:
 
 
 
+def mark_bad(slots: Any, slot: int, status: int, row: int, first: int) -> int:
+    """A two-pass kernel's bad row: its status (an ``encode_err``) into ``slots[slot]``; the first
+    bad row so far (``first``, or ``row`` when it is the first)."""
+    slots[slot] = status
+    return row if first < 0 else first
+
+
 def bit_set(buf: Any, i: int) -> None:
     buf[i >> 3] |= 1 << (i & 7)
 
