@@ -13,9 +13,9 @@ from ..serializers.strings import varlen
 from . import abi
 from .views import BinView, check_outputs
 
-# EMIT: what an op writes. abi.EMIT_VALUE: the writer's bytes as they are (checked); EMIT_I32 .. EMIT_F64: a number in
-# that type; EMIT_BOOL: 00 / 01; abi.EMIT_UTF8: bytes read as a string (checked then); EMIT_TREE: a union, record,
-# array or map (its items say); abi.EMIT_SKIP: nothing
+# EMIT: what an op writes. EMIT_VALUE: the writer's bytes as they are (checked); EMIT_I32 .. EMIT_F64: a number in
+# that type; EMIT_BOOL: 00 / 01; EMIT_UTF8: bytes read as a string (checked then); EMIT_TREE: a union, record,
+# array or map (its items say); EMIT_SKIP: nothing
 
 
 _F32 = struct.Struct(">f")
@@ -212,7 +212,7 @@ class _Walk:
 def _put_number(emit: int, v: Any) -> bytes:
     if emit == abi.EMIT_I64:
         return int(v).to_bytes(8, "big", signed=True)
-    x = float(v)  # an int or long becomes the nearest double first, then (abi.EMIT_F32) Java's (float) cast
+    x = float(v)  # an int or long becomes the nearest double first, then (EMIT_F32) Java's (float) cast
     if x != x:
         return b"\x7f\xc0\x00\x00" if emit == abi.EMIT_F32 else b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
     return _F32.pack(x) if emit == abi.EMIT_F32 else _F64.pack(x)
@@ -222,7 +222,7 @@ def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
                      stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]:
     """One-pass Avro migrate, the contract of ``rowdata_py.migrate_run``: validate and write each entry
     packed from ``out_data[pos]``, its end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
-    (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``abi.HAND_BACK``);
+    (``status < 0``: entry ``next_row`` is bad, or needs the per-value path (``HAND_BACK``);
     else ``next_row < stop``: it did not fit)."""
     check_outputs("avro_migrate_run", out_off, out_data, start, stop, pos)
     p = np.asarray(prog, dtype=np.int64).tolist()

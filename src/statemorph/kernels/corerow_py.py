@@ -109,7 +109,7 @@ def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: A
 
     ``cols[node]`` = (validity, values, offsets, element offset, wide, length) of each program node's Arrow
     column. Returns ``(row, pos, status)``: status 0 = all rows done (row = stop); negative = row
-    ``row`` is bad (:func:`abi.encode_err`; its end is written, resume at ``row + 1``); positive =
+    ``row`` is bad (:func:`encode_err`; its end is written, resume at ``row + 1``); positive =
     row ``row`` needs ``out_data`` of at least ``status`` bytes (or, past :data:`MAX32` with int32
     offsets, int64 offsets): nothing of it is written, resume at ``row``."""
     p = np.asarray(prog).tolist()
@@ -255,7 +255,7 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
     (a bitmap for BOOL), offsets (int32 or int64, ``offsets[start]`` set by the caller) and data for
     STR / CHAR / BYTES, only the bitmap for rows; ``spos[node]`` = next write position in that
     node's data. Returns ``(row, status, node)``: status 0 = all done; negative = entry ``row`` is
-    bad (:func:`abi.encode_err`; it is left empty, resume at ``row + 1``); positive = node ``node``'s
+    bad (:func:`encode_err`; it is left empty, resume at ``row + 1``); positive = node ``node``'s
     data must hold ``status`` bytes (int64 offsets past :data:`MAX32`), resume at ``row``."""
     v = BinView(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog).tolist()

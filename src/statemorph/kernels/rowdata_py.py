@@ -74,7 +74,7 @@ class _RowCtx:
         self.budget = 0
 
     def spend(self, node: int, units: int) -> None:
-        """Twin of the kernels' ``spend``: raises RowError(abi.HAND_BACK) past the budget."""
+        """Twin of the kernels' ``spend``: raises RowError(HAND_BACK) past the budget."""
         if self.metered:
             self.budget -= units
             if self.budget < 0:
@@ -99,7 +99,7 @@ def _is_null(d: bytes, base: int, i: int) -> bool:
 
 
 def _inline_check(d: bytes, slot: int, raw: int, k: int) -> int:
-    """Twin of the kernel's ``inline_check``: abi.ERR_OK or the code of a slot marked inline."""
+    """Twin of the kernel's ``inline_check``: ERR_OK or the code of a slot marked inline."""
     n = raw >> 56 & 0x7F
     if k not in (abi.SLOT_STR, abi.SLOT_BIN) or n > 7:
         return abi.ERR_BAD_INLINE
@@ -282,7 +282,7 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
 
 
 def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
-    """Mirror of ``check_map``: validate a BinaryMapData, then hand it to the reference (abi.HAND_BACK)
+    """Mirror of ``check_map``: validate a BinaryMapData, then hand it to the reference (HAND_BACK)
     if its keys may repeat or one is null (:func:`keys_suspect`): decode, migrate and the check of
     a verbatim copy all judge map keys here, the reference deciding (one definition of a duplicate
     key: statemorph.serializers._binary_codec.MapCodec)."""
@@ -542,7 +542,7 @@ def _elem_bytes(d: Any, base: int, slot: int) -> tuple[int, int]:
 
 def keys_suspect(d: Any, base: int, k: int) -> bool:
     """Twin of the kernels' ``keys_suspect``: whether the (valid) key array at ``d[base:]``, of
-    element kind ``k``, may hold two equal keys or a null one (then the entry is abi.HAND_BACK). A
+    element kind ``k``, may hold two equal keys or a null one (then the entry is HAND_BACK). A
     key's hash is ``_key_hash`` of its canonical bytes: its value (string / binary bytes, BOOLEAN as 0 /
     1, -0.0 as 0.0, a big DECIMAL as its unscaled value sign-extended to 16 bytes, a big TIMESTAMP
     as millis and nanos), wherever it is stored, so equal keys always hash alike. Up to 8 keys
@@ -898,7 +898,7 @@ def _encode_big(k: int, limit: int, vals: bytes, e: int, buf: bytearray, slot: i
 
 def _decode_big(x: _RowCtx, o: _Out, k: int, limit: int, i: int, slot: int, base: int, ofixed: int,
                 size: int) -> int:
-    """Twin of the kernel's ``decode_big``: abi.ERR_OK or the code."""
+    """Twin of the kernel's ``decode_big``: ERR_OK or the code."""
     d = x.d
     raw = _U64.unpack_from(d, slot)[0]
     off, n = raw >> 32, raw & 0xFFFFFFFF
@@ -989,7 +989,7 @@ def _encode_nested(p: list[list[int]], cols: ArrowColumns, c: int, i: int, buf: 
 
 def _encode_map(p: list[list[int]], cols: ArrowColumns, m: int, i: int, room: int, err: list[int]) -> bytearray:
     """Twin of the kernel's ``encode_map``: the BinaryMapData of map i of a MAP column (its key and
-    value arrays read the map's list offsets); abi.HAND_BACK right after the keys, before any value is
+    value arrays read the map's list offsets); HAND_BACK right after the keys, before any value is
     checked, since the reference drops the values of duplicate keys but the last."""
     kn = m + 1
     if 4 > room:

@@ -52,7 +52,7 @@ _Entry = Callable[[bytes, int, int], tuple[int, "bytes | None", bool]]
 
 def _sizes(v: BinView, start: int, stop: int, out_off: Any, status: Any, stop_at_error: bool, read: _Entry) -> int:
     """The ``*_sizes`` half of every codec: each row's output size in ``out_off[i + 1]``, a bad
-    row's ``abi.encode_err`` in ``status[i]`` (in ``out_off[i + 1]`` where there is no ``status``:
+    row's ``encode_err`` in ``status[i]`` (in ``out_off[i + 1]`` where there is no ``status``:
     the encode kernels), 1 in ``status[i]`` for a value null in the source format; the first bad
     row, or -1."""
     first = -1
