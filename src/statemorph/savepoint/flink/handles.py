@@ -142,6 +142,13 @@ def _check_count(src: DataInputDeserializer, n: int, what: str, unit: int) -> in
     return src.check_length(n, what, unit=unit)
 
 
+def _file_size(size: int, what: str) -> int:
+    """A file handle's recorded size, refused when negative (after the whole handle is read)."""
+    if size < 0:
+        raise MalformedDataError(f"{what} has negative size {size}")
+    return size
+
+
 def read_stream_handle(src: DataInputDeserializer, where: str) -> StreamHandle:
     """One stream handle (codes 0, 1, 2, 6); anything else is refused naming the code."""
     at = src.position
@@ -156,15 +163,11 @@ def read_stream_handle(src: DataInputDeserializer, where: str) -> StreamHandle:
     if code == FILE_HANDLE:
         size = src.read_long()
         path = src.read_utf()
-        if size < 0:
-            raise MalformedDataError(f"{where}: file handle at offset {at} has negative size {size}")
-        return FileHandle(path, size)
+        return FileHandle(path, _file_size(size, f"{where}: file handle at offset {at}"))
     if code == RELATIVE_FILE_HANDLE:
         rel = src.read_utf()
         size = src.read_long()
-        if size < 0:
-            raise MalformedDataError(f"{where}: relative file handle at offset {at} has negative size {size}")
-        return RelativeFileHandle(rel, size)
+        return RelativeFileHandle(rel, _file_size(size, f"{where}: relative file handle at offset {at}"))
     _refuse(code, at, where, "stream state handle")
     raise AssertionError  # unreachable: _refuse always raises
 
