@@ -11,7 +11,7 @@ import numpy as np
 
 from ..serializers.strings import varlen
 from . import abi
-from .views import BinView, check_outputs
+from .views import BinView, check_outputs, one_pass_run
 
 # EMIT: what an op writes. EMIT_VALUE: the writer's bytes as they are (checked); EMIT_I32 .. EMIT_F64: a number in
 # that type; EMIT_BOOL: 00 / 01; EMIT_UTF8: bytes read as a string (checked then); EMIT_TREE: a union, record,
@@ -232,33 +232,20 @@ def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     tail = [x for row in p[p[0][abi.COL_A]:] for x in row]
     consts = np.array(tail[p[0][abi.COL_E]:], dtype=np.int64).tobytes()
     v = BinView(offsets, data, validity, offset, wide, stop)
-    out = memoryview(out_data).cast("B")
-    status = 0
-    i = start
-    while i < stop:
-        if v.valid(i):
-            code, s, e = v.entry(i)
-            node = -1
-            buf = bytearray()
-            if code == abi.ERR_OK:
-                w = _Walk(p, tail, consts, v.data, e)
-                try:
-                    if w.value(p[0][abi.COL_B], s, buf) != e:
-                        code = abi.ERR_TRAILING
-                except _Fail as x:
-                    code, node = x.code, x.node
-            if code == abi.ERR_OK:
-                if len(buf) > len(out) - pos:
-                    break
-                out[pos:pos + len(buf)] = buf
-                pos += len(buf)
-            else:
-                status = abi.encode_err(code, node)
-        out_off[i + 1] = pos
-        if status:
-            break
-        i += 1
-    return i, pos, status
+
+    def migrated(code: int, s: int, e: int) -> tuple[int, bytearray]:
+        node = -1
+        buf = bytearray()
+        if code == abi.ERR_OK:
+            w = _Walk(p, tail, consts, v.data, e)
+            try:
+                if w.value(p[0][abi.COL_B], s, buf) != e:
+                    code = abi.ERR_TRAILING
+            except _Fail as x:
+                code, node = x.code, x.node
+        return (0 if code == abi.ERR_OK else abi.encode_err(code, node)), buf
+
+    return one_pass_run(v, start, stop, out_off, out_data, pos, migrated)
 
 
 __all__ = ["avro_migrate_run"]

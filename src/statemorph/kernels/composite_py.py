@@ -34,7 +34,7 @@ from . import abi
 from .primitives_py import JAVA_NAN_F32, JAVA_NAN_F64
 from .rowdata_py import RowError, prog_matrix
 from .strings_py import read_varint
-from .views import BinView, check_outputs, mark_bad
+from .views import BinView, check_outputs, mark_bad, one_pass_run
 
 # ---------------------------------------------------------------------------------- flink-core Row
 NUL, REWRITE = 1, 2
@@ -294,32 +294,21 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     p = np.asarray(prog, dtype=np.int64).tolist()
     if not p or len(p[0]) != abi.PROGRAM_COLUMNS or p[0][abi.COL_KIND] != abi.COMPOSITE_POJO:
         raise ValueError("bad POJO program")
-    out = memoryview(out_data).cast("B")
-    status = 0
-    i = start
-    while i < stop:
-        if v.valid(i):
-            code, s, e = v.entry(i)
-            w = _Walk(p, v.data)
-            if code == abi.ERR_OK:
-                try:
-                    if w.check(0, s, e) != e:
-                        w.err, code = -1, abi.ERR_TRAILING
-                except RowError as x:
-                    code = x.code
-            if code == abi.ERR_OK:
-                buf = bytearray()
-                w.emit(0, buf)
-                if len(buf) > len(out) - pos:
-                    break
-                out[pos:pos + len(buf)] = buf
-                pos += len(buf)
-            else:
-                status = abi.encode_err(code, w.err)
-        out_off[i + 1] = pos
-        if status:
-            break
-        i += 1
-    return i, pos, status
+
+    def migrated(code: int, s: int, e: int) -> tuple[int, bytearray]:
+        w = _Walk(p, v.data)
+        buf = bytearray()
+        if code == abi.ERR_OK:
+            try:
+                if w.check(0, s, e) != e:
+                    w.err, code = -1, abi.ERR_TRAILING
+            except RowError as x:
+                code = x.code
+        if code != abi.ERR_OK:
+            return abi.encode_err(code, w.err), buf
+        w.emit(0, buf)
+        return 0, buf
+
+    return one_pass_run(v, start, stop, out_off, out_data, pos, migrated)
 
 

@@ -334,14 +334,12 @@ def _migrate_array(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytea
 
 
 def _migrate_map(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytearray:
-    p, d = x.p, x.d
-    if p[node][abi.COL_FLAGS] & abi.FLAG_VERBATIM:
+    d = x.d
+    if x.p[node][abi.COL_FLAGS] & abi.FLAG_VERBATIM:
         return d[base:base + size]
-    kn = node + 1
-    vn = p[kn][abi.COL_END]
     kb = struct.unpack_from("<i", d, base)[0]
-    keys = _migrate_array(x, kn, base + 4, kb)
-    values = _migrate_array(x, vn, base + 4 + kb, size - 4 - kb)
+    keys = _migrate_array(x, node + 1, base + 4, kb)  # the keys' node, then the values' after its subtree
+    values = _migrate_array(x, x.p[node + 1][abi.COL_END], base + 4 + kb, size - 4 - kb)
     return struct.pack("<i", len(keys)) + bytes(keys) + bytes(values)
 
 
