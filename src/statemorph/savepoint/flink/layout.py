@@ -27,6 +27,7 @@ from typing import Any
 
 from ...errors import FlinkSavepointError, StateFormatError, UnsupportedStateError
 from ...io import DataInputDeserializer
+from ...keyed.keygroups import key_group_prefix_bytes
 from .envelope import VOID_NAMESPACE_SNAPSHOT, Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, StateMetaInfo
 
@@ -42,11 +43,6 @@ COL_VALUE_BYTES = "value_bytes"
 """The column of a whole state's Flink values (see the module docstring)."""
 _I32 = struct.Struct(">i")
 _Q = struct.Struct(">Q")
-
-
-def key_group_prefix_bytes(max_parallelism: int) -> int:
-    """``computeRequiredBytesInKeyGroupPrefix``."""
-    return 1 if max_parallelism <= 128 else 2
 
 
 class FieldCodec:
