@@ -157,7 +157,7 @@ def _decode_rows_with(k: KernelTier, row_type: RowType, prog: plans.RowProgram, 
                         dst[:len(prev)] = prev
         return new
 
-    def one(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]], list[Any]]:
+    def decode_range(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]], list[Any]]:
         sdata: list[Any] = [None] * nnodes
         for c in strs:
             sdata[c] = np.empty(span(s, e) + 64, dtype=np.uint8)
@@ -182,7 +182,7 @@ def _decode_rows_with(k: KernelTier, row_type: RowType, prog: plans.RowProgram, 
 
         return sdata, spos, counts, resume(run, s, e, stop_at_error, grow), els[0]
 
-    parts = run_ranges(ranges, one)
+    parts = run_ranges(ranges, decode_range)
     bad = [b for p in parts for b in p[3]]
     counts = sum(p[2] for p in parts)
     outs = [parts[0][4][c] if elem[c] else (bits[c], vals[c], soffs[c]) for c in range(nnodes)]
@@ -345,7 +345,7 @@ def _decode_core_rows(k: KernelTier, arr: pa.Array, serializer: Any, prog: plans
     share = max(1, sum(kd in plans.STRING_KINDS for kd in kinds))
     bad: list[tuple[int, int]] = []
 
-    def one(s: int, e: int) -> tuple[list[Any], np.ndarray]:
+    def decode_core_range(s: int, e: int) -> tuple[list[Any], np.ndarray]:
         m = e - s
         outs: list[Any] = [None]
         for kd in kinds[1:]:
@@ -378,7 +378,7 @@ def _decode_core_rows(k: KernelTier, arr: pa.Array, serializer: Any, prog: plans
                 bigger[:spos[node]] = o[3][:spos[node]]
                 o[3] = bigger
 
-    parts = run_ranges(ranges, lambda s, e: one(s, e))
+    parts = run_ranges(ranges, decode_core_range)
     errors.prog = prog  # the kernel's errors name fields through this program
     settle = Settle(arr, serializer, decode_per_value, errors, base)
     settle(sorted(bad))

@@ -146,7 +146,7 @@ def _encode_rows_with(k: KernelTier, prog: plans.RowProgram, cols: list[Any], n:
                                                    strict=True)}
     shared = pooled(sum(sizes))
 
-    def one(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
+    def encode_range(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
         out: list[Any] = [shared[region[s][0]:region[s][1]], 0, 0]
 
         def run(i: int) -> tuple[int, int]:
@@ -161,7 +161,7 @@ def _encode_rows_with(k: KernelTier, prog: plans.RowProgram, cols: list[Any], n:
         bad = resume(run, s, e, stop_at_error, grow)
         return out[0], out[1], out[2], bad
 
-    parts = run_ranges(ranges, one)
+    parts = run_ranges(ranges, encode_range)
     settle([b for p in parts for b in p[3]])
     in_place = all(p[0].base is shared for p in parts)  # no range grew past its bound
     data = shared if in_place else np.empty(sum(p[1] for p in parts), dtype=np.uint8)
@@ -236,7 +236,7 @@ def _encode_core_rows(k: KernelTier, arr: pa.Array, prog: plans.RowProgram, cols
     est = _core_encode_estimate(prog, cols)
     bad: list[tuple[int, int]] = []
 
-    def one(s: int, e: int, out_off: np.ndarray) -> tuple[np.ndarray, int] | None:
+    def encode_core_range(s: int, e: int, out_off: np.ndarray) -> tuple[np.ndarray, int] | None:
         buf = np.empty(est(s, e), dtype=np.uint8)
         i, pos = s, 0
         while True:
@@ -259,7 +259,7 @@ def _encode_core_rows(k: KernelTier, arr: pa.Array, prog: plans.RowProgram, cols
         out_off: np.ndarray = np.empty(n + 1, dtype=dtype)
         out_off[0] = 0
         bad.clear()
-        return out_off, run_ranges(ranges, lambda s, e: one(s, e, out_off))
+        return out_off, run_ranges(ranges, lambda s, e: encode_core_range(s, e, out_off))
 
     out_off, parts = attempt(np.int32)
     if any(p is None for p in parts):  # past 2 GiB: the whole chunk again with int64 offsets

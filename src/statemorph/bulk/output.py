@@ -112,7 +112,7 @@ def one_pass_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | N
     out_off = pooled(n + 1, np.int64 if large or sum(sizes) > MAX32 else np.int32)
     out_off[0] = 0
 
-    def one(j: int, _: int) -> _Part:
+    def fill_range(j: int, _: int) -> _Part:
         s, e = ranges[j]
         part = _Part(out_off[s:e + 1], shared[starts[j]:starts[j] + sizes[j]])
         i = 0
@@ -136,7 +136,7 @@ def one_pass_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | N
                 part.grow()
         return part
 
-    parts = run_ranges([(j, 0) for j in range(len(ranges))], one)
+    parts = run_ranges([(j, 0) for j in range(len(ranges))], fill_range)
     bad = sorted((b for p in parts for b in p.bad), key=lambda b: b[0])
     for row, status in bad:  # raises the first in 'raise'
         errors.add(status if isinstance(status, Exception) else kernel_error(status, base + row, errors.prog,

@@ -25,7 +25,7 @@ from .layout import StateLayout, build_composite_key
 from .metadata import CheckpointMetadata, MasterState, OperatorState, SubtaskState, parse_metadata, serialize_metadata
 from .migrate_stream import migrated_encoded_key_groups, migrated_header, migrated_key_groups
 from .reader import FlinkSavepoint, KeyedStream, OperatorInfo, SavepointInfo, StateInfo, flink_state_schema
-from .rewrite import RewriteReport, StreamJob, StreamResult, rewrite, run_stream_job
+from .rewrite import FlinkRewriteResult, StreamJob, StreamResult, rewrite, run_stream_job
 from .snappy import compress_key_group, decompress_key_group
 
 
@@ -57,7 +57,7 @@ __all__ = [
     "OperatorState",
     "OperatorStreamHandle",
     "RelativeFileHandle",
-    "RewriteReport",
+    "FlinkRewriteResult",
     "SavepointDirectory",
     "SavepointInfo",
     "Snapshot",

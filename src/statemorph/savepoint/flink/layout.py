@@ -353,16 +353,16 @@ class StateLayout:
 
     def join_value(self, parts: list[tuple[bytes | None, int | None]]) -> bytes:
         """Inverse of :meth:`split_value`."""
-        def one(b: bytes | None, ts: int | None) -> bytes:
+        def with_ttl(b: bytes | None, ts: int | None) -> bytes:
             assert b is not None
             return (ts.to_bytes(TTL_BYTES, "big", signed=True) + b) if self.ttl and ts is not None else b
 
         if self.kind == "map":
             b, ts = parts[0]
-            return b"\x01" if b is None else b"\x00" + one(b, ts)
+            return b"\x01" if b is None else b"\x00" + with_ttl(b, ts)
         if self.kind == "list":
-            return b",".join(one(b, ts) for b, ts in parts)
-        return one(*parts[0])
+            return b",".join(with_ttl(b, ts) for b, ts in parts)
+        return with_ttl(*parts[0])
 
 
 def build_composite_key(key_group: int, key: bytes, namespace: bytes, user_key: bytes, prefix: int,
