@@ -494,7 +494,7 @@ def test_encode_duplicate_keys_as_the_reference(data: st.DataObject) -> None:
     on_error = data.draw(st.sampled_from(["raise", "null"]))
 
     def per_value() -> Any:
-        out, errs = bulk.encoder.encode_per_value(arr, s, bulk.errors.RowErrors(on_error, "encode", None), 0)
+        out, errs = bulk.encoder.encode_per_value(arr, s, bulk.row_errors.RowErrors(on_error, "encode", None), 0)
         return out.to_pylist(), [e.row for e in errs]
 
     def kernels() -> Any:
@@ -544,7 +544,7 @@ def test_decode_duplicate_null_keys_and_corruption_same_verdict(data: st.DataObj
     assert all(v[0] == "ok" for v in verdicts.values()), verdicts
     outs = [v[1] for v in verdicts.values()]
     assert all(o[1] == outs[0][1] and o[0].equals(outs[0][0]) for o in outs), verdicts
-    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.errors.RowErrors("null", "decode", None), 0)
+    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.row_errors.RowErrors("null", "decode", None), 0)
     assert {e.row for e in ref_errs} == {row for row, _, _ in outs[0][1]}
     assert outs[0][0].equals(ref)
     for e in ref_errs:  # a rerouted map's error is the per-value path's own
@@ -572,7 +572,7 @@ def test_compact_decimal_past_its_precision_in_arrays_and_maps(tier: str, monkey
     assert [(e.row, e.field_path) for e in errs] == [(1, "xs[][]"), (3, "m.value[]")]
     assert out.is_valid().to_pylist() == [True, False, True, False, True]
     assert out.to_pylist()[4] == {"xs": [[one], [None, one]], "m": [(7, one)]}
-    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.errors.RowErrors("null", "decode", None), 0)
+    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.row_errors.RowErrors("null", "decode", None), 0)
     assert [e.row for e in ref_errs] == [1, 3] and ref.equals(out)
     with pytest.raises(MalformedDataError, match=r"row 1, field xs\[\]\[\]"):
         arrow.decode(arr, s)
@@ -587,7 +587,7 @@ def test_map_keys_holding_arrays_encode_per_value() -> None:
     s = serializers.RowDataSerializer(t)
     assert bulk.capabilities.row_program(s, encode=True) is None and bulk.capabilities.row_program(s) is not None
     blobs = pa.array([s.to_bytes(({},)), s.to_bytes(({(1, 2): 3},)), s.to_bytes(({(1,): 3, (2,): 4},))], pa.binary())
-    want, _ = bulk.decoder.decode_per_value(blobs, s, bulk.errors.RowErrors("raise", "decode", None), 0)
+    want, _ = bulk.decoder.decode_per_value(blobs, s, bulk.row_errors.RowErrors("raise", "decode", None), 0)
     for name, r in _all_tiers(lambda: arrow.decode(blobs, s)).items():
         assert r[0] == "ok" and r[1].equals(want), name
 
@@ -630,7 +630,7 @@ def test_decode_overlapping_nested_arrays_go_to_the_reference() -> None:
     row = bytes(8) + struct.pack("<Q", 16 << 32 | len(outer)) + bytes(outer)
     good = s.to_bytes(([["a", "bbbbbbbbbbbbbbbbbb"]],))
     arr = pa.array([good, _entry(row), good], pa.binary())
-    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.errors.RowErrors("null", "decode", None), 0)
+    ref, ref_errs = bulk.decoder.decode_per_value(arr, s, bulk.row_errors.RowErrors("null", "decode", None), 0)
     assert [e.row for e in ref_errs] == [1] and "references overlap" in str(ref_errs[0])
     for name, r in _all_tiers(lambda: bulk.decode(arr, s, on_error="null")).items():
         assert r[0] == "ok" and r[1][0].equals(ref), name

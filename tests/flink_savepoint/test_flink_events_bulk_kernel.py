@@ -15,8 +15,8 @@ from flink_savepoint.format_helpers import state_operator
 
 from statemorph import arrow
 from statemorph.bulk import capabilities
-from statemorph.bulk.errors import RowErrors
 from statemorph.bulk.migrator import migrate_per_value
+from statemorph.bulk.row_errors import RowErrors
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators, find_keyed_operator
 from statemorph.serializers import FlinkRowDataSerializerSnapshot, RowDataSerializer

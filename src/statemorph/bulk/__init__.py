@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from .decoder import decode
 from .encoder import encode
-from .errors import BulkResult
 from .migrator import PreparedMigration, migrate
+from .row_errors import BulkResult
 from .types import arrow_type, arrow_type_for
 
 __all__ = ["BulkResult", "PreparedMigration", "arrow_type", "arrow_type_for", "decode", "encode", "migrate"]

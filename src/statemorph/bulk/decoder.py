@@ -20,8 +20,8 @@ from ..types import ArrayType, LogicalType, MapType, MultisetType, RowType
 from . import capabilities, inputs, tiers
 from .capabilities import core_row_program, fixed_kind, row_program
 from .chunks import MAX32, Widen, grow_buffer, per_chunk, resume, run_ranges, thread_ranges
-from .errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .inputs import binary_input, pack_validity, validity_bits
+from .row_errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .tiers import KernelTier, abi, jit, plans, primitives_py, rowdata_py
 from .types import arrow_type, arrow_type_for, logical_to_arrow, map_parts, to_arrow_value
 

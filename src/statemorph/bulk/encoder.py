@@ -17,11 +17,11 @@ import pyarrow as pa
 
 from ..errors import SerializationError, StateFormatError, check_on_error
 from . import capabilities, inputs, tiers
+from .binary_output import binary_array, binary_from_values, two_pass_output
 from .capabilities import core_row_program, fixed_kind, row_program
 from .chunks import MAX32, Widen, grow_buffer, per_chunk, pooled, resume, run_ranges, thread_ranges
-from .errors import BulkResult, RowErrors, Settle, kernel_error, locate
 from .inputs import binary_input, cast_to, core_row_columns, pack_validity, row_columns, validity_bits
-from .output import binary_array, binary_from_values, two_pass_output
+from .row_errors import BulkResult, RowErrors, Settle, kernel_error, locate
 from .tiers import KernelTier, abi, jit, plans, primitives_py, rowdata_py
 from .types import arrow_type, from_arrow_value, logical_from_arrow
 

@@ -16,11 +16,11 @@ import pyarrow as pa
 from ..errors import IncompatibleSchemaError, StateFormatError, check_on_error
 from ..migration import migrate_resolved, resolved_target
 from . import inputs, tiers
+from .binary_output import binary_from_values, one_pass_output, two_pass_output
 from .capabilities import remap_program
 from .chunks import per_chunk, thread_ranges
-from .errors import BulkResult, RowErrors, per_row_error
 from .inputs import binary_input, validity_bits
-from .output import binary_from_values, one_pass_output, two_pass_output
+from .row_errors import BulkResult, RowErrors, per_row_error
 from .tiers import KernelTier, abi, jit, plans
 
 

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from .chunks import MAX32, pooled, run_ranges
-from .errors import RowErrors, kernel_error
 from .inputs import pack_validity
+from .row_errors import RowErrors, kernel_error
 from .tiers import abi
 
 
