@@ -1,6 +1,6 @@
 """Python twins of the key-group block kernels (``_native/flinkblocks.pyx``): the same names,
 arguments, status codes (``abi.BLOCK_*``) and results, as plain Python. The compiled tier must equal
-these (tests/flink_savepoint/test_flink_block_kernels.py); ``STATEMORPH_NATIVE=0`` runs them.
+these (tests/kernels/test_flink_block_kernels.py); ``STATEMORPH_NATIVE=0`` runs them.
 
 ``kg_scan`` walks one uncompressed key group of a canonical keyed-state file (``i16 state id``,
 ``i32 key length ‖ key ‖ i32 value length ‖ value`` entries, the run's last key flagged by bit

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from flink_savepoint.format_helpers import cases, state_operator
+from savepoint.flink.format_helpers import cases, state_operator
 
 from statemorph.errors import FlinkSavepointError
 from statemorph.savepoint.flink import FlinkSavepoint

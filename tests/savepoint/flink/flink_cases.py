@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAVEPOINTS = ROOT / "tests" / "data" / "flink_savepoints"
 DRIVER = ROOT / "ci" / "flink" / "flink.py"
 #: The Events row type after the schema change (fields added, nested fields reordered).

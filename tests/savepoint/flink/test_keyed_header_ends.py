@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from flink_savepoint.flink_cases import SAVEPOINTS
+from savepoint.flink.flink_cases import SAVEPOINTS
 
 from statemorph import serializers
 from statemorph.errors import FlinkSavepointError, StateFormatError

@@ -2,7 +2,7 @@
 hand, round trips over the whole long range, typed errors for what Flink could not hold, the
 compatibility rule, and the Arrow forms (the decoded column and the window columns of a table).
 What real Flink writes for each of them is checked in
-tests/flink_savepoint/test_window_restore_real_flink.py (``WindowJobs vectors``)."""
+tests/savepoint/flink/test_window_restore_real_flink.py (``WindowJobs vectors``)."""
 
 from __future__ import annotations
 

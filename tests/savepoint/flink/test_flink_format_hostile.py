@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from flink_savepoint.flink_cases import SAVEPOINTS
-from flink_savepoint.format_helpers import cases
+from savepoint.flink.flink_cases import SAVEPOINTS
+from savepoint.flink.format_helpers import cases
 
 from statemorph.errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError, UnsupportedStateError
 from statemorph.savepoint.files import SafeFile, open_regular

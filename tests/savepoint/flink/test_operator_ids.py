@@ -14,8 +14,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, committed_cases, reshape
-from flink_savepoint.format_helpers import expected, hashable
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, committed_cases, reshape
+from savepoint.flink.format_helpers import expected, hashable
 from snapshots.specs import decode_str
 
 from statemorph.cli.check import plan_for
@@ -29,7 +29,7 @@ from statemorph.savepoint.flink.metadata import OperatorState
 from statemorph.savepoint.flink.operator_ids import find_operator, naming, operator_id
 from statemorph.schema_file import SchemaFileError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VECTORS = [json.loads(line) for line in
            (ROOT / "tests/data/golden/operator_ids.jsonl").read_text(encoding="utf-8").splitlines() if line]
 CASES = committed_cases()

@@ -14,8 +14,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_savepoint.flink_cases import SAVEPOINTS, case_spec, reshape
-from flink_savepoint.format_helpers import expected, hashable
+from savepoint.flink.flink_cases import SAVEPOINTS, case_spec, reshape
+from savepoint.flink.format_helpers import expected, hashable
 
 pytestmark = pytest.mark.java
 

@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_savepoint.flink_sql_cases import evolve_schema, evolved_changelog, expected, old_cases, sql_case
+from savepoint.flink.flink_sql_cases import evolve_schema, evolved_changelog, expected, old_cases, sql_case
 
 from statemorph.cli import main
 from statemorph.savepoint.flink import FlinkSavepoint

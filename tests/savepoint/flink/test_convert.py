@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pyarrow.parquet as pq
 import pytest
-from flink_savepoint.format_helpers import cases, expected, hashable, read_back, spec, tree_bytes
+from savepoint.flink.format_helpers import cases, expected, hashable, read_back, spec, tree_bytes
 
 from statemorph.engine.convert import convert_savepoint
 from statemorph.errors import SavepointError, UsageError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import cramjam
 import pytest
-from flink_savepoint.format_helpers import SOURCE_UID_HASH, case_ids, cases, expected, read_back, spec, state_operator
+from savepoint.flink.format_helpers import SOURCE_UID_HASH, case_ids, cases, expected, read_back, spec, state_operator
 
 from statemorph.io import DataInputDeserializer
 from statemorph.savepoint.flink import (
@@ -60,7 +60,7 @@ def test_operators_and_uid_hashes(case: Path) -> None:
 
 def test_uid_hash_is_flinks_operator_id() -> None:
     # uid "events-state" -> murmur3_128(seed 0), as the generator's job and Flink print it
-    sp = FlinkSavepoint(Path(__file__).parents[1] / "data" / "flink_savepoints" / "events-hashmap-p1" / "savepoint")
+    sp = FlinkSavepoint(Path(__file__).parents[2] / "data" / "flink_savepoints" / "events-hashmap-p1" / "savepoint")
     assert sp.operator("events-state").uid_hash == "1d688a8c0c78555ff37bf9598bbe711c"
 
 

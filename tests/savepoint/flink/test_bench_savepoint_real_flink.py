@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, ROOT, reshape
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, ROOT, reshape
 
 from statemorph.engine import migrate_flink_savepoint
 from statemorph.serializers import RowDataSerializer

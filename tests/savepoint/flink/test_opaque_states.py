@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_savepoint.flink_cases import (
+from savepoint.flink.flink_cases import (
     EVOLVED_EVENTS,
     EVOLVED_EVENTS_FIELDS,
     SAVEPOINTS,

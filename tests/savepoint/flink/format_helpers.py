@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from flink_savepoint.flink_cases import case_spec, committed_cases
+from savepoint.flink.flink_cases import case_spec, committed_cases
 
 from statemorph import serializers
 from statemorph.savepoint.flink import FlinkSavepoint

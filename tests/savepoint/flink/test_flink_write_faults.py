@@ -151,7 +151,7 @@ def test_a_migration_to_a_destination_being_written_is_one_clear_error(tmp_path:
     dst = tmp_path / "dst"
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(EVENTS), str(dst), str(Path(__file__).parent)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=child_env(str(Path(__file__).parents[1]), str(Path(__file__).parent)))
+                              env=child_env(str(Path(__file__).parents[2]), str(Path(__file__).parent)))
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
         p = run_cli("migrate", str(EVENTS), "--schema", str(schema_file(tmp_path)), "--out", str(dst))
@@ -243,7 +243,7 @@ def test_file_size_limit_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     out.mkdir()
     p = subprocess.run([sys.executable, "-c", FSIZE_REWRITE, str(EVENTS), str(out / "sp"), str(Path(__file__).parent)],
                        capture_output=True, text=True, timeout=300,
-                       env=child_env(str(Path(__file__).parents[1]), str(Path(__file__).parent)))
+                       env=child_env(str(Path(__file__).parents[2]), str(Path(__file__).parent)))
     assert p.returncode == 0, p.stderr
     assert re.fullmatch(rf"cannot write {out}/\.sp\.statemorph-tmp-\S+: file too large \(file-size limit\)\n",
                         p.stdout), p.stdout
@@ -299,7 +299,7 @@ def test_sigint_and_sigterm_remove_the_temporary_directory(tmp_path: Path, sig: 
     out.mkdir()
     status, err = signal_when_ready(
         [sys.executable, "-c", SLOW_REWRITE, str(EVENTS), str(out / "sp"), str(Path(__file__).parent)], "writing", sig,
-        child_env(str(Path(__file__).parents[1]), str(Path(__file__).parent)),
+        child_env(str(Path(__file__).parents[2]), str(Path(__file__).parent)),
         lambda: any(n.startswith(".sp.statemorph-tmp-") for n in leftovers(out)))
     assert status == -sig, err
     assert list(out.iterdir()) == []

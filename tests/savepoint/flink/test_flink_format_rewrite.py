@@ -13,7 +13,7 @@ from types import ModuleType
 import numpy as np
 import pyarrow as pa
 import pytest
-from flink_savepoint.format_helpers import case_ids, cases, expected, read_back, spec, state_operator, tree_bytes
+from savepoint.flink.format_helpers import case_ids, cases, expected, read_back, spec, state_operator, tree_bytes
 
 from statemorph import serializers
 from statemorph.errors import DestinationError, FlinkSavepointError

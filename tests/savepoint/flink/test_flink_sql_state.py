@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flink_savepoint.flink_sql_cases import (
+from savepoint.flink.flink_sql_cases import (
     AGG_UID,
     FIRST_UID,
     LAST_UID,

@@ -10,8 +10,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, committed_cases, reshape
-from flink_savepoint.format_helpers import expected, hashable, state_operator
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, committed_cases, reshape
+from savepoint.flink.format_helpers import expected, hashable, state_operator
 
 from statemorph import engine, serializers
 from statemorph.savepoint.flink import FlinkSavepoint

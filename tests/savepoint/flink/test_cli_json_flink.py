@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flink_savepoint.flink_cases import EVOLVED_EVENTS, case_spec, committed_cases
-from flink_savepoint.format_helpers import state_operator
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, case_spec, committed_cases
+from savepoint.flink.format_helpers import state_operator
 
 from statemorph.cli import main
 from statemorph.savepoint.flink import FlinkSavepoint

@@ -31,7 +31,7 @@ from statemorph.savepoint.flink.operator_state import (
     write_operator_stream,
 )
 
-ROOT = Path(__file__).resolve().parents[1] / "data" / "flink_operator_state"
+ROOT = Path(__file__).resolve().parents[2] / "data" / "flink_operator_state"
 CASES = sorted(p.parent for p in ROOT.glob("*/spec.json"))
 CASE_IDS = [c.name for c in CASES]
 
@@ -220,7 +220,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def reshaped(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The job's entries as real Flink reads them back with the rules row gaining ``note``."""
-    from flink_savepoint.flink_cases import reshape
+    from savepoint.flink.flink_cases import reshape
 
     return [{**e, "value": {k: reshape(v, NOTE_FIELDS) for k, v in e["value"].items()}} if e["state"] == "rules"
             else e for e in entries]

@@ -25,8 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from flink_savepoint.flink_cases import case_spec, sql_window_cases, window_cases
-from flink_savepoint.format_helpers import tree_bytes
+from savepoint.flink.flink_cases import case_spec, sql_window_cases, window_cases
+from savepoint.flink.format_helpers import tree_bytes
 
 from statemorph.engine.bootstrap import StateData, write_flink_savepoint
 from statemorph.engine.convert import convert_savepoint

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flink_savepoint.format_helpers import cases
-from flink_savepoint.hostile_sizes import (
+from processes import child_env
+from savepoint.flink.format_helpers import cases
+from savepoint.flink.hostile_sizes import (
     COMPRESSED,
     UNCOMPRESSED,
     ZERO_CHUNK,
@@ -30,7 +31,6 @@ from flink_savepoint.hostile_sizes import (
     sparse_key_group,
     with_metadata,
 )
-from processes import child_env
 
 from statemorph.errors import ExitCode
 from statemorph.savepoint.flink.key_group_scan import MAX_ENTRY_BYTES

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS, case_spec, committed_cases
-from flink_savepoint.format_helpers import state_operator
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, case_spec, committed_cases
+from savepoint.flink.format_helpers import state_operator
 
 from statemorph import arrow
 from statemorph.bulk import capabilities

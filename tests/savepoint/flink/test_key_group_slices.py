@@ -20,10 +20,10 @@ import cramjam
 import numpy as np
 import pyarrow as pa
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, reshape
-from flink_savepoint.format_helpers import cases, expected, hashable, scanned_entries, state_operator
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, reshape
+from savepoint.flink.format_helpers import cases, expected, hashable, scanned_entries, state_operator
 
 from statemorph.errors import FlinkSavepointError
 from statemorph.kernels.abi import BLOCK_CAPACITY

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_savepoint.format_helpers import expected
+from savepoint.flink.format_helpers import expected
 
 from statemorph.engine.flink import migrate_flink_savepoint, plan_flink_savepoint, read_flink_state_table
 from statemorph.savepoint.flink import FlinkSavepoint

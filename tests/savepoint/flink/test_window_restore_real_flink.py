@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from flink_savepoint.flink_cases import case_spec, sql_window_cases, window_cases
+from savepoint.flink.flink_cases import case_spec, sql_window_cases, window_cases
 
 from statemorph.engine.bootstrap import StateData, write_flink_savepoint
 from statemorph.engine.convert import convert_savepoint

@@ -14,7 +14,7 @@ from array import array
 from pathlib import Path
 
 import cramjam
-from flink_savepoint.flink_cases import SAVEPOINTS
+from savepoint.flink.flink_cases import SAVEPOINTS
 
 from statemorph.savepoint.flink import CheckpointMetadata, RelativeFileHandle, parse_metadata, serialize_metadata
 from statemorph.savepoint.flink.files import StreamSource

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from flink_savepoint.flink_cases import ROOT
+from savepoint.flink.flink_cases import ROOT
 
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
