@@ -41,6 +41,14 @@ def _tc(code: int) -> str:
     return _TC_NAMES.get(code, f"0x{code:02X}")
 
 
+#: how a primitive field (by its type code) is read; any other code is an object or an array
+_PRIMITIVE_READS: dict[str, Callable[[DataInputDeserializer], Any]] = {
+    "Z": lambda src: src.read_boolean(), "B": lambda src: src.read_byte(), "C": lambda src: src.read_char(),
+    "S": lambda src: src.read_short(), "I": lambda src: src.read_int(), "J": lambda src: src.read_long(),
+    "F": lambda src: src.read_float(), "D": lambda src: src.read_double(),
+}
+
+
 class _StreamReader:
     def __init__(self, src: DataInputDeserializer, policy: ClassPolicy, what: str) -> None:
         self.src = src
@@ -222,24 +230,9 @@ class _StreamReader:
         return node
 
     def read_value(self, f: FieldDesc, owner: str) -> Any:
-        src = self.src
-        c = f.code
-        if c == "Z":
-            return src.read_boolean()
-        if c == "B":
-            return src.read_byte()
-        if c == "C":
-            return src.read_char()
-        if c == "S":
-            return src.read_short()
-        if c == "I":
-            return src.read_int()
-        if c == "J":
-            return src.read_long()
-        if c == "F":
-            return src.read_float()
-        if c == "D":
-            return src.read_double()
+        read = _PRIMITIVE_READS.get(f.code)
+        if read is not None:
+            return read(self.src)
         return self.read_content(f"field {owner}.{f.name}")
 
     def read_enum(self, start: int) -> JEnum:

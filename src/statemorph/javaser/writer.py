@@ -16,11 +16,20 @@ wherever Flink has a format, and golden vectors from real Flink prove it. The ru
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from ..io import DataOutputSerializer, encode_modified_utf8
 from . import nodes
 from .nodes import BlockData, ClassDesc, FieldDesc, JArray, JClass, JEnum, JInterned, JObject, JString
+
+#: how a primitive field (by its type code) is written; any other code is an object or an array
+_PRIMITIVE_WRITES: dict[str, Callable[[DataOutputSerializer, Any], None]] = {
+    "Z": lambda out, v: out.write_boolean(bool(v)), "B": lambda out, v: out.write_byte(v),
+    "C": lambda out, v: out.write_char(v), "S": lambda out, v: out.write_short(v),
+    "I": lambda out, v: out.write_int(v), "J": lambda out, v: out.write_long(v),
+    "F": lambda out, v: out.write(struct.pack(">f", v)), "D": lambda out, v: out.write(struct.pack(">d", v)),
+}
 
 
 class _StreamWriter:
@@ -156,26 +165,11 @@ class _StreamWriter:
             self.write_content(item)
 
     def write_value(self, f: FieldDesc, value: Any) -> None:
-        out = self.out
-        c = f.code
-        if c == "Z":
-            out.write_boolean(bool(value))
-        elif c == "B":
-            out.write_byte(value)
-        elif c == "C":
-            out.write_char(value)
-        elif c == "S":
-            out.write_short(value)
-        elif c == "I":
-            out.write_int(value)
-        elif c == "J":
-            out.write_long(value)
-        elif c == "F":
-            out.write(struct.pack(">f", value))
-        elif c == "D":
-            out.write(struct.pack(">d", value))
-        else:
+        write = _PRIMITIVE_WRITES.get(f.code)
+        if write is None:
             self.write_content(value)
+        else:
+            write(self.out, value)
 
 
 def write_stream_to(out: DataOutputSerializer, node: Any) -> None:
