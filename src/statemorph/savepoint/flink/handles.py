@@ -11,7 +11,7 @@ the canonical format, so there is nothing statemorph could read or migrate.
 from __future__ import annotations
 
 from array import array
-from collections.abc import MutableSequence
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass
 
 from ...errors import MalformedDataError, NotCanonicalSavepointError, SavepointPathError
@@ -215,6 +215,13 @@ def read_operator_handle(src: DataInputDeserializer, where: str) -> OperatorStre
     return OperatorStreamHandle(states, read_stream_handle(src, where))
 
 
+def _write_offsets(out: DataOutputSerializer, offsets: Sequence[int]) -> None:
+    """A handle's offsets as Flink writes them: their count, then each as a long."""
+    out.write_int(len(offsets))
+    for o in offsets:
+        out.write_long(o)
+
+
 def write_operator_handle(out: DataOutputSerializer, handle: OperatorStreamHandle | None) -> None:
     if handle is None:
         out.write_byte(NULL_HANDLE)
@@ -224,9 +231,7 @@ def write_operator_handle(out: DataOutputSerializer, handle: OperatorStreamHandl
     for s in handle.states:
         out.write_utf(s.name)
         out.write_byte(s.mode)
-        out.write_int(len(s.offsets))
-        for o in s.offsets:
-            out.write_long(o)
+        _write_offsets(out, s.offsets)
     write_stream_handle(out, handle.delegate)
 
 
@@ -255,9 +260,7 @@ def write_keyed_handle(out: DataOutputSerializer, handle: KeyedHandle) -> None:
         return
     out.write_byte(handle.code)
     out.write_int(handle.start_key_group)
-    out.write_int(len(handle.offsets))
-    for o in handle.offsets:
-        out.write_long(o)
+    _write_offsets(out, handle.offsets)
     write_stream_handle(out, handle.delegate)
     if handle.code == KEY_GROUPS_HANDLE_V2:
         out.write_utf(handle.handle_id or "")
