@@ -237,12 +237,8 @@ def core_row_sizes(prog, offsets, data, validity, int64_t offset, bint wide, int
                     code = ERR_TRAILING
                 else:
                     out_off[i + 1] = r
-            if code != ERR_OK:
-                out_off[i + 1] = encode_err(code, err_node)
-                if first < 0:
-                    first = i
-                if stop_at_error:
-                    break
+            if code != ERR_OK and row_failed(&out_off[i + 1], encode_err(code, err_node), i, &first, stop_at_error):
+                break
     return first
 
 

@@ -264,3 +264,13 @@ cdef inline uint8_t* out_offsets(list keep, out_off, int64_t cap, int64_t start,
 cdef inline int64_t encode_err(int code, int64_t field) noexcept nogil:
     """A bad row's status: negative, carrying the error code and the op (field) index."""
     return -(((<int64_t>code) << 32) | (field + 1))
+
+cdef inline bint row_failed(int64_t* slot, int64_t status, int64_t row, int64_t* first,
+                            bint stop_at_error) noexcept nogil:
+    """A two-pass kernel's bad row: its status (an ``encode_err``) into ``slot`` (the row's status,
+    or its size where the kernel has no status), ``first`` the first bad row; true when the kernel
+    stops at it (the Python twins' ``views.mark_bad``)."""
+    slot[0] = status
+    if first[0] < 0:
+        first[0] = row
+    return stop_at_error

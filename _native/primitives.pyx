@@ -104,10 +104,7 @@ def fixed_decode(int kind, offsets, data, validity, int64_t offset, bint wide, i
             if code == ERR_OK and c.end - c.pos != w:
                 code = ERR_TRUNCATED if c.end - c.pos < w else ERR_TRAILING
             if code != ERR_OK:
-                status[i] = encode_err(code, -1)
-                if first < 0:
-                    first = i
-                if stop_at_error:
+                if row_failed(&status[i], encode_err(code, -1), i, &first, stop_at_error):
                     break
                 continue
             if kind == LEAF_BOOL:

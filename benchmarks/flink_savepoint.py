@@ -12,7 +12,7 @@ Flink's own serializer snapshots. Its keyed-state streams are replaced by stream
 generator's keys (key index ``i`` → ``i*7919-40000`` as a Java int) in the key group Flink assigns
 them (``murmurHash(hashCode) % 128``), each subtask holding its own key-group range, and values
 encoded by :class:`~statemorph.serializers.RowDataSerializer` of the old type.
-``tests/flink_savepoint/test_bench_savepoint_real_flink.py`` proves that real Flink restores a
+``tests/savepoint/flink/test_bench_savepoint_real_flink.py`` proves that real Flink restores a
 savepoint built this way and reads back every value.
 """
 

@@ -64,7 +64,7 @@ def real_flink() -> ModuleType:
     """Real Flink: the ci/flink/flink.py driver (the savepoint generator and restore checker built by
     ci/flink/setup.sh), or a skip naming what is missing. With STATEMORPH_REQUIRE_FLINK=1 (ci/test.sh
     sets it) a missing Flink fails the run instead, so CI can never pass by skipping these tests."""
-    from flink_savepoint.flink_cases import load_driver
+    from savepoint.flink.flink_cases import load_driver
 
     driver = load_driver()
     try:

@@ -12,6 +12,8 @@ import re
 import struct
 import sys
 from array import array
+from collections.abc import Callable
+from typing import cast
 
 from .errors import MalformedDataError, SerializationError, TruncatedDataError
 
@@ -27,6 +29,20 @@ _F64 = struct.Struct(">d")
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 
+# the unpackers with the one type each returns (typeshed declares any struct's result as
+# ``tuple[Any, ...]``); the same bound methods, so reads cost what they cost before
+_IntAt = Callable[[bytes, int], tuple[int]]
+_FloatAt = Callable[[bytes, int], tuple[float]]
+_i8_at = cast(_IntAt, _I8.unpack_from)
+_i16_at = cast(_IntAt, _I16.unpack_from)
+_u16_at = cast(_IntAt, _U16.unpack_from)
+_i32_at = cast(_IntAt, _I32.unpack_from)
+_i64_at = cast(_IntAt, _I64.unpack_from)
+_f32_at = cast(_FloatAt, _F32.unpack_from)
+_f64_at = cast(_FloatAt, _F64.unpack_from)
+_u32_of = cast(Callable[[bytes], tuple[int]], _U32.unpack)
+_u64_of = cast(Callable[[bytes], tuple[int]], _U64.unpack)
+
 CANONICAL_NAN_F32 = 0x7FC00000
 CANONICAL_NAN_F64 = 0x7FF8000000000000
 
@@ -35,14 +51,14 @@ def float_to_int_bits(value: float) -> int:
     """Java ``Float.floatToIntBits``: the IEEE bits with every NaN canonicalised."""
     if value != value:
         return CANONICAL_NAN_F32
-    return _U32.unpack(_F32.pack(value))[0]
+    return _u32_of(_F32.pack(value))[0]
 
 
 def double_to_long_bits(value: float) -> int:
     """Java ``Double.doubleToLongBits``: the IEEE bits with every NaN canonicalised."""
     if value != value:
         return CANONICAL_NAN_F64
-    return _U64.unpack(_F64.pack(value))[0]
+    return _u64_of(_F64.pack(value))[0]
 
 
 def utf16_units(text: str) -> list[int]:
@@ -266,25 +282,25 @@ class DataInputDeserializer:
         return self._data[self._take(1, "boolean")] != 0
 
     def read_byte(self) -> int:
-        return _I8.unpack_from(self._data, self._take(1, "byte"))[0]
+        return _i8_at(self._data, self._take(1, "byte"))[0]
 
     def read_unsigned_byte(self) -> int:
         return self._data[self._take(1, "byte")]
 
     def read_short(self) -> int:
-        return _I16.unpack_from(self._data, self._take(2, "short"))[0]
+        return _i16_at(self._data, self._take(2, "short"))[0]
 
     def read_unsigned_short(self) -> int:
-        return _U16.unpack_from(self._data, self._take(2, "unsigned short"))[0]
+        return _u16_at(self._data, self._take(2, "unsigned short"))[0]
 
     def read_char(self) -> int:
-        return _U16.unpack_from(self._data, self._take(2, "char"))[0]
+        return _u16_at(self._data, self._take(2, "char"))[0]
 
     def read_int(self) -> int:
-        return _I32.unpack_from(self._data, self._take(4, "int"))[0]
+        return _i32_at(self._data, self._take(4, "int"))[0]
 
     def read_long(self) -> int:
-        return _I64.unpack_from(self._data, self._take(8, "long"))[0]
+        return _i64_at(self._data, self._take(8, "long"))[0]
 
     def read_longs(self, n: int, what: str = "longs") -> array[int]:
         """``n`` big-endian longs as one ``array('q')``: 8 bytes each in memory, as on disk (a
@@ -296,10 +312,10 @@ class DataInputDeserializer:
         return out
 
     def read_float(self) -> float:
-        return _F32.unpack_from(self._data, self._take(4, "float"))[0]
+        return _f32_at(self._data, self._take(4, "float"))[0]
 
     def read_double(self) -> float:
-        return _F64.unpack_from(self._data, self._take(8, "double"))[0]
+        return _f64_at(self._data, self._take(8, "double"))[0]
 
     def read_utf(self) -> str:
         n = self.read_unsigned_short()

@@ -47,27 +47,11 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from . import types
 from .binary_layout import RowCodec, _Ctx, array_header_size, round8, row_null_bits_size
 from .errors import IncompatibleSchemaError, MalformedDataError
 from .io import DataInputDeserializer, DataOutputSerializer
 from .row import Row
-from .types import (
-    ArrayType,
-    BinaryType,
-    CharType,
-    DecimalType,
-    IntType,
-    LocalZonedTimestampType,
-    LogicalType,
-    MapType,
-    MultisetType,
-    RowType,
-    TimestampType,
-    TimeType,
-    VarBinaryType,
-    VarCharType,
-    parse_row_type,
-)
 
 COPY = "copy"
 ROW = "row"
@@ -91,8 +75,8 @@ class TypeMigration:
     """
 
     kind: str
-    old_type: LogicalType
-    new_type: LogicalType
+    old_type: types.LogicalType
+    new_type: types.LogicalType
     row: RowMigrationPlan | None = None
     element: TypeMigration | None = None
     key: TypeMigration | None = None
@@ -126,8 +110,8 @@ class FieldMigration:
 
     name: str
     source: int
-    type: LogicalType
-    old_type: LogicalType | None = None
+    type: types.LogicalType
+    old_type: types.LogicalType | None = None
     migration: TypeMigration | None = None
 
     @property
@@ -161,8 +145,8 @@ class RowMigrationPlan:
     ``changes`` lists human-readable descriptions, one per row path that changed.
     """
 
-    old_type: RowType
-    new_type: RowType
+    old_type: types.RowType
+    new_type: types.RowType
     fields: tuple[FieldMigration, ...]
     is_identity: bool
     changes: tuple[str, ...] = ()
@@ -180,23 +164,23 @@ def _label(path: str) -> str:
     return path or "row"
 
 
-def _same_storage(old: LogicalType, new: LogicalType) -> bool:
+def _same_storage(old: types.LogicalType, new: types.LogicalType) -> bool:
     """True when a non-container value of ``old`` has exactly the bytes a value of ``new`` would
     have (nullability and comments aside)."""
     if type(old) is not type(new):
         return False
-    if isinstance(old, (CharType, VarCharType, BinaryType, VarBinaryType, TimeType)):
+    if isinstance(old, (types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType, types.TimeType)):
         return True
-    if isinstance(old, (TimestampType, LocalZonedTimestampType)):
-        assert isinstance(new, (TimestampType, LocalZonedTimestampType))
+    if isinstance(old, (types.TimestampType, types.LocalZonedTimestampType)):
+        assert isinstance(new, (types.TimestampType, types.LocalZonedTimestampType))
         return old.is_compact == new.is_compact and new.precision >= old.precision
-    if isinstance(old, DecimalType):
-        assert isinstance(new, DecimalType)
+    if isinstance(old, types.DecimalType):
+        assert isinstance(new, types.DecimalType)
         return (old.precision, old.scale) == (new.precision, new.scale)
     return old.copy(nullable=True) == new.copy(nullable=True)
 
 
-def _show(t: LogicalType) -> str:
+def _show(t: types.LogicalType) -> str:
     return str(t)
 
 
@@ -205,21 +189,21 @@ class _Planner:
         self.by_name = by_name
         self.reasons: list[str] = []
 
-    def compare(self, old: LogicalType, new: LogicalType, path: str) -> TypeMigration:
+    def compare(self, old: types.LogicalType, new: types.LogicalType, path: str) -> TypeMigration:
         if old.nullable and not new.nullable:
             self.reasons.append(f"{_label(path)}: nullable -> NOT NULL")
-        if isinstance(old, RowType) and isinstance(new, RowType):
+        if isinstance(old, types.RowType) and isinstance(new, types.RowType):
             plan = self.plan_rows(old, new, path)
             return TypeMigration(COPY if plan.is_identity else ROW, old, new, row=plan)
-        if isinstance(old, ArrayType) and isinstance(new, ArrayType):
+        if isinstance(old, types.ArrayType) and isinstance(new, types.ArrayType):
             element = self.compare(old.element_type, new.element_type, f"{path}[]")
             return TypeMigration(COPY if element.is_copy else ARRAY, old, new, element=element)
-        if isinstance(old, MultisetType) and isinstance(new, MultisetType):
+        if isinstance(old, types.MultisetType) and isinstance(new, types.MultisetType):
             key = self.compare(old.element_type, new.element_type, f"{path}[]")
-            count = IntType(nullable=False)
+            count = types.IntType(nullable=False)
             value = TypeMigration(COPY, count, count)
             return TypeMigration(COPY if key.is_copy else MAP, old, new, key=key, value=value)
-        if isinstance(old, MapType) and isinstance(new, MapType):
+        if isinstance(old, types.MapType) and isinstance(new, types.MapType):
             key = self.compare(old.key_type, new.key_type, f"{path}.key")
             value = self.compare(old.value_type, new.value_type, f"{path}.value")
             kind = COPY if key.is_copy and value.is_copy else MAP
@@ -228,7 +212,7 @@ class _Planner:
             self.reasons.append(f"{_label(path)}: {_show(old)} -> {_show(new)}")
         return TypeMigration(COPY, old, new)
 
-    def plan_rows(self, old: RowType, new: RowType, path: str) -> RowMigrationPlan:
+    def plan_rows(self, old: types.RowType, new: types.RowType, path: str) -> RowMigrationPlan:
         prefix = f"{path}." if path else ""
         by_name = self.by_name if self.by_name is not None else not _generated_names_only(old, new)
         fields: list[FieldMigration] = []
@@ -269,7 +253,7 @@ class _Planner:
         return RowMigrationPlan(old, new, tuple(fields), is_identity, tuple(changes))
 
 
-def _generated_names_only(old: RowType, new: RowType) -> bool:
+def _generated_names_only(old: types.RowType, new: types.RowType) -> bool:
     """Old names are Flink's defaults f0..fn-1 and none of them survives in the new row."""
     names = old.field_names
     return bool(names) and names == [f"f{i}" for i in range(len(names))] \
@@ -288,7 +272,7 @@ def _nested_changes(m: TypeMigration) -> list[str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _plan_cached(old: RowType, new: RowType, by_name: bool | None) -> RowMigrationPlan:
+def _plan_cached(old: types.RowType, new: types.RowType, by_name: bool | None) -> RowMigrationPlan:
     planner = _Planner(by_name)
     plan = planner.plan_rows(old, new, "")
     if planner.reasons:
@@ -297,13 +281,13 @@ def _plan_cached(old: RowType, new: RowType, by_name: bool | None) -> RowMigrati
     return plan
 
 
-def plan_row_migration(old_row_type: RowType | str, new_row_type: RowType | str,
+def plan_row_migration(old_row_type: types.RowType | str, new_row_type: types.RowType | str,
                        by_name: bool | None = None) -> RowMigrationPlan:
     """The migration plan from ``old_row_type`` to ``new_row_type`` (cached per pair).
 
     Raises :class:`IncompatibleSchemaError` whose ``reason`` lists every offending field path.
     """
-    return _plan_cached(parse_row_type(old_row_type), parse_row_type(new_row_type), by_name)
+    return _plan_cached(types.parse_row_type(old_row_type), types.parse_row_type(new_row_type), by_name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,16 +302,16 @@ def _fail(path: str, message: str, offset: int) -> MalformedDataError:
     return MalformedDataError(f"{_label(path)}: {message} (at byte offset {offset})")
 
 
-def _var_kind(t: LogicalType) -> str:
+def _var_kind(t: types.LogicalType) -> str:
     """How a slot of type ``t`` refers to data: ``fixed``, ``inline`` (≤7 bytes or a reference),
     ``decimal`` (16 reserved), ``timestamp`` (8 bytes, nanos in the slot) or ``ref``."""
-    if isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
+    if isinstance(t, (types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType)):
         return "inline"
-    if isinstance(t, DecimalType):
+    if isinstance(t, types.DecimalType):
         return "fixed" if t.is_compact else "decimal"
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
+    if isinstance(t, (types.TimestampType, types.LocalZonedTimestampType)):
         return "fixed" if t.is_compact else "timestamp"
-    if isinstance(t, (RowType, ArrayType, MapType, MultisetType)):
+    if isinstance(t, (types.RowType, types.ArrayType, types.MapType, types.MultisetType)):
         return "ref"
     return "fixed"
 
@@ -345,7 +329,7 @@ class _Remapper:
             raise _fail(path, "reference outside its structure", slot)
         return start
 
-    def copy_slot(self, t: LogicalType, slot: int, base: int, end: int, buf: bytearray, new_slot: int,
+    def copy_slot(self, t: types.LogicalType, slot: int, base: int, end: int, buf: bytearray, new_slot: int,
                   path: str) -> None:
         data = self.data
         kind = _var_kind(t)
@@ -452,7 +436,7 @@ def remap_binary_row(plan: RowMigrationPlan, data: bytes, origin: int = 0, valid
 
 
 @functools.lru_cache(maxsize=256)
-def _codec(t: RowType) -> RowCodec:
+def _codec(t: types.RowType) -> RowCodec:
     return RowCodec(t)
 
 

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS_FIELDS, reshape
-from flink_savepoint.format_helpers import expected
 from processes import child_env
+from savepoint.flink.flink_cases import EVOLVED_EVENTS_FIELDS, reshape
+from savepoint.flink.format_helpers import expected
 
 from statemorph.cli import main
 from statemorph.cli.demo import NEW_TYPE, OLD_TYPE, OPERATOR, STATE, verify_migrated

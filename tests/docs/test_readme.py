@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 from docs.readme_blocks import LANGUAGES, NOT_RUN, PROGRAMS, README, ROOT, Block, readme_blocks
-from flink_savepoint.flink_cases import EVOLVED_EVENTS_FIELDS, reshape
-from flink_savepoint.format_helpers import expected, hashable
 from processes import child_env
+from savepoint.flink.flink_cases import EVOLVED_EVENTS_FIELDS, reshape
+from savepoint.flink.format_helpers import expected, hashable
 
 from statemorph.schema_file import parse_schema
 

@@ -32,8 +32,8 @@ from bulk.fuzz_cases import (
     reencoded,
     without_row_kind,
 )
-from flink_savepoint.format_helpers import scanned_entries
-from flink_savepoint.hostile_sizes import ZERO_CHUNK, TiledStream
+from savepoint.flink.format_helpers import scanned_entries
+from savepoint.flink.hostile_sizes import ZERO_CHUNK, TiledStream
 from snapshots.specs import World
 from tiers import on_tiers
 

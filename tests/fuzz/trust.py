@@ -39,7 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flink_savepoint.flink_cases import EVOLVED_EVENTS
+from savepoint.flink.flink_cases import EVOLVED_EVENTS
 from savepoint.hostile_metadata import SAVEPOINTS
 
 from statemorph import serializers as S

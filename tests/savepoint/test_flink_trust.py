@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS
+from savepoint.flink.flink_cases import EVOLVED_EVENTS
 from savepoint.hostile_metadata import (
     EVENTS,
     EVENTS_ENTRIES,

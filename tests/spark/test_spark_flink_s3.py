@@ -22,9 +22,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from flink_savepoint.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, reshape
-from flink_savepoint.format_helpers import expected, hashable
 from s3_server import s3_filesystem, tree, upload
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, reshape
+from savepoint.flink.format_helpers import expected, hashable
 
 from statemorph import engine, serializers
 from statemorph.cli.main import main

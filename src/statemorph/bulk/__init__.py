@@ -8,8 +8,8 @@ every call returns a :class:`BulkResult` (the output and the errors of the rows 
 handle, under the ``on_error`` policy ``raise | skip | null``).
 
 Modules, one job each: :mod:`.types` (Arrow types and values), :mod:`.inputs` (what the kernels
-read), :mod:`.chunks` (chunks, thread ranges, growing buffers), :mod:`.errors` (errors to rows and
-paths, the policy, the report), :mod:`.capabilities` (which kernel handles what), :mod:`.output`
+read), :mod:`.chunks` (chunks, thread ranges, growing buffers), :mod:`.row_errors` (errors to rows and
+paths, the policy, the report), :mod:`.capabilities` (which kernel handles what), :mod:`.binary_output`
 (the one binary output builder), :mod:`.encoder`, :mod:`.decoder`, :mod:`.migrator`, and
 :mod:`.tiers` (the only imports of the kernel modules). :mod:`statemorph.arrow` is the public
 face users import; it returns the arrays alone.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from .decoder import decode
 from .encoder import encode
-from .errors import BulkResult
 from .migrator import PreparedMigration, migrate
+from .row_errors import BulkResult
 from .types import arrow_type, arrow_type_for
 
 __all__ = ["BulkResult", "PreparedMigration", "arrow_type", "arrow_type_for", "decode", "encode", "migrate"]

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .errors import BulkResult, finish, rerouted
 from .inputs import as_arrow
+from .row_errors import BulkResult, finish, rerouted
 
 MAX32 = (1 << 31) - 1
 

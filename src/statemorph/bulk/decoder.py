@@ -20,9 +20,9 @@ from ..types import ArrayType, LogicalType, MapType, MultisetType, RowType
 from . import capabilities, inputs, tiers
 from .capabilities import core_row_program, fixed_kind, row_program
 from .chunks import MAX32, Widen, grow_buffer, per_chunk, resume, run_ranges, thread_ranges
-from .errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .inputs import binary_input, pack_validity, validity_bits
-from .tiers import abi, jit, plans, primitives_py, rowdata_py
+from .row_errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
+from .tiers import KernelTier, abi, jit, plans, primitives_py, rowdata_py
 from .types import arrow_type, arrow_type_for, logical_to_arrow, map_parts, to_arrow_value
 
 
@@ -37,7 +37,7 @@ def decode(binary_array: Any, serializer: Any, *, threads: int = 1, on_error: st
                      on_error)
 
 
-def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error: str, base: int) -> Any:
+def _decode_chunk(k: KernelTier, arr: pa.Array, serializer: Any, threads: int, on_error: str, base: int) -> Any:
     n = len(arr)
     ranges = thread_ranges(n, threads)
     offsets, data, validity, offset, wide = binary_input(arr)
@@ -91,8 +91,8 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
     return decode_per_value(arr, serializer, errors, base)
 
 
-def _decode_rows(k: Any, serializer: Any, prog: plans.RowProgram, n: int, ranges: list[tuple[int, int]],
-                 errors: RowErrors, base: int, src: tuple[Any, ...], arr: pa.Array) -> pa.Array:
+def _decode_rows(k: KernelTier, serializer: Any, prog: plans.RowProgram, n: int, ranges: list[tuple[int, int]],
+                 errors: RowErrors, base: int, src: inputs.BinaryInput, arr: pa.Array) -> pa.Array:
     """RowData decode in one pass (``decode_run``): the kernel validates each entry and scatters it
     into per-node Arrow buffers (validity bits, values, int32 string / list offsets) and counts the
     valid values itself. Each range appends string bytes to its own buffers, sized from the input
@@ -110,8 +110,8 @@ def _decode_rows(k: Any, serializer: Any, prog: plans.RowProgram, n: int, ranges
     return settle.splice(out)
 
 
-def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int, ranges: list[tuple[int, int]],
-                      settle: Settle, src: tuple[Any, ...], span: Callable[[int, int], int],
+def _decode_rows_with(k: KernelTier, row_type: RowType, prog: plans.RowProgram, n: int, ranges: list[tuple[int, int]],
+                      settle: Settle, src: inputs.BinaryInput, span: Callable[[int, int], int],
                       wide_str: bool) -> pa.Array:
     kinds = prog.kinds
     nnodes = len(kinds)
@@ -157,7 +157,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
                         dst[:len(prev)] = prev
         return new
 
-    def one(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]], list[Any]]:
+    def decode_range(s: int, e: int) -> tuple[list[Any], np.ndarray, np.ndarray, list[tuple[int, int]], list[Any]]:
         sdata: list[Any] = [None] * nnodes
         for c in strs:
             sdata[c] = np.empty(span(s, e) + 64, dtype=np.uint8)
@@ -182,7 +182,7 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
 
         return sdata, spos, counts, resume(run, s, e, stop_at_error, grow), els[0]
 
-    parts = run_ranges(ranges, one)
+    parts = run_ranges(ranges, decode_range)
     bad = [b for p in parts for b in p[3]]
     counts = sum(p[2] for p in parts)
     outs = [parts[0][4][c] if elem[c] else (bits[c], vals[c], soffs[c]) for c in range(nnodes)]
@@ -280,7 +280,8 @@ def decode_per_value(arr: pa.Array, serializer: Any, errors: RowErrors, base: in
     """Decode through the reference serializer, one entry at a time (serializers without a kernel,
     and entries the kernels hand back)."""
     row_type = getattr(serializer, "row_type", None)
-    to_arrow = (lambda v: logical_to_arrow(v, row_type)) if row_type is not None else to_arrow_value(serializer)
+    to_arrow: Callable[[Any], Any] = (lambda v: logical_to_arrow(v, row_type)) if row_type is not None \
+        else to_arrow_value(serializer)
     values: list[Any] = []
     for i, raw in enumerate(arr.to_pylist()):
         if raw is None:
@@ -330,8 +331,8 @@ def _large(t: pa.DataType) -> pa.DataType:
     return pa.large_binary() if pa.types.is_binary(t) else t
 
 
-def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowProgram, ranges: list[tuple[int, int]],
-                      errors: RowErrors, valid: np.ndarray, base: int) -> pa.Array:
+def _decode_core_rows(k: KernelTier, arr: pa.Array, serializer: Any, prog: plans.RowProgram,
+                      ranges: list[tuple[int, int]], errors: RowErrors, valid: np.ndarray, base: int) -> pa.Array:
     """One pass per range: the kernel scatters each entry into per-field Arrow buffers (string
     data sized from the input, grown when short, int32 offsets unless past 2 GiB); it stops at a
     bad entry, which is recorded here, and resumes after it. An entry it hands back (a nested row
@@ -344,7 +345,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
     share = max(1, sum(kd in plans.STRING_KINDS for kd in kinds))
     bad: list[tuple[int, int]] = []
 
-    def one(s: int, e: int) -> tuple[list[Any], np.ndarray]:
+    def decode_core_range(s: int, e: int) -> tuple[list[Any], np.ndarray]:
         m = e - s
         outs: list[Any] = [None]
         for kd in kinds[1:]:
@@ -377,7 +378,7 @@ def _decode_core_rows(k: Any, arr: pa.Array, serializer: Any, prog: plans.RowPro
                 bigger[:spos[node]] = o[3][:spos[node]]
                 o[3] = bigger
 
-    parts = run_ranges(ranges, lambda s, e: one(s, e))
+    parts = run_ranges(ranges, decode_core_range)
     errors.prog = prog  # the kernel's errors name fields through this program
     settle = Settle(arr, serializer, decode_per_value, errors, base)
     settle(sorted(bad))

@@ -17,12 +17,12 @@ import pyarrow as pa
 
 from ..errors import SerializationError, StateFormatError, check_on_error
 from . import capabilities, inputs, tiers
+from .binary_output import binary_array, binary_from_values, two_pass_output
 from .capabilities import core_row_program, fixed_kind, row_program
 from .chunks import MAX32, Widen, grow_buffer, per_chunk, pooled, resume, run_ranges, thread_ranges
-from .errors import BulkResult, RowErrors, Settle, kernel_error, locate
 from .inputs import binary_input, cast_to, core_row_columns, pack_validity, row_columns, validity_bits
-from .output import binary_array, binary_from_values, two_pass_output
-from .tiers import abi, jit, plans, primitives_py, rowdata_py
+from .row_errors import BulkResult, RowErrors, Settle, kernel_error, locate
+from .tiers import KernelTier, abi, jit, plans, primitives_py, rowdata_py
 from .types import arrow_type, from_arrow_value, logical_from_arrow
 
 
@@ -36,7 +36,7 @@ def encode(array: Any, serializer: Any, *, threads: int = 1, on_error: str = "ra
     return per_chunk(array, lambda a, base: _encode_chunk(k, a, serializer, threads, on_error, base), on_error)
 
 
-def _encode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error: str, base: int) -> Any:
+def _encode_chunk(k: KernelTier, arr: pa.Array, serializer: Any, threads: int, on_error: str, base: int) -> Any:
     n = len(arr)
     ranges = thread_ranges(n, threads)
     fixed = fixed_kind(serializer)
@@ -114,7 +114,7 @@ def _encode_bound(prog: plans.RowProgram, cols: list[Any]) -> Callable[[int, int
     return lambda s, e: fixed * (e - s) + sum(span(s, e) for span in spans)
 
 
-def _encode_rows(k: Any, prog: plans.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+def _encode_rows(k: KernelTier, prog: plans.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
                  errors: RowErrors, base: int, arr: pa.Array, serializer: Any) -> pa.Array:
     """RowData encode in one pass (``encode_run``): every range packs its entries into its own
     buffer, sized from :func:`_encode_bound` (so it never grows for rows of primitives and
@@ -130,7 +130,7 @@ def _encode_rows(k: Any, prog: plans.RowProgram, cols: list[Any], n: int, ranges
     return settle.splice(out)
 
 
-def _encode_rows_with(k: Any, prog: plans.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
+def _encode_rows_with(k: KernelTier, prog: plans.RowProgram, cols: list[Any], n: int, ranges: list[tuple[int, int]],
                       errors: RowErrors, settle: Settle, bound: Callable[[int, int], int], wide: bool) -> pa.Array:
     matrix = prog.matrix
     out_off: np.ndarray = np.empty(n + 1, dtype=np.int64 if wide else np.int32)
@@ -146,7 +146,7 @@ def _encode_rows_with(k: Any, prog: plans.RowProgram, cols: list[Any], n: int, r
                                                    strict=True)}
     shared = pooled(sum(sizes))
 
-    def one(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
+    def encode_range(s: int, e: int) -> tuple[np.ndarray, int, int, list[tuple[int, int]]]:
         out: list[Any] = [shared[region[s][0]:region[s][1]], 0, 0]
 
         def run(i: int) -> tuple[int, int]:
@@ -161,7 +161,7 @@ def _encode_rows_with(k: Any, prog: plans.RowProgram, cols: list[Any], n: int, r
         bad = resume(run, s, e, stop_at_error, grow)
         return out[0], out[1], out[2], bad
 
-    parts = run_ranges(ranges, one)
+    parts = run_ranges(ranges, encode_range)
     settle([b for p in parts for b in p[3]])
     in_place = all(p[0].base is shared for p in parts)  # no range grew past its bound
     data = shared if in_place else np.empty(sum(p[1] for p in parts), dtype=np.uint8)
@@ -185,7 +185,8 @@ def encode_per_value(arr: pa.Array, serializer: Any, errors: RowErrors, base: in
     """Encode through the reference serializer, one value at a time (serializers without a kernel,
     and entries the kernels hand back)."""
     row_type = getattr(serializer, "row_type", None)
-    from_arrow = (lambda v: logical_from_arrow(v, row_type)) if row_type is not None else from_arrow_value(serializer)
+    from_arrow: Callable[[Any], Any] = (lambda v: logical_from_arrow(v, row_type)) if row_type is not None \
+        else from_arrow_value(serializer)
     out: list[bytes | None] = []
     for i, v in enumerate(arr.to_pylist()):
         if v is None:
@@ -225,8 +226,8 @@ def _core_encode_estimate(prog: plans.RowProgram, cols: list[Any]) -> Callable[[
     return est
 
 
-def _encode_core_rows(k: Any, arr: pa.Array, prog: plans.RowProgram, cols: list[Any], ranges: list[tuple[int, int]],
-                      errors: RowErrors, base: int) -> pa.Array:
+def _encode_core_rows(k: KernelTier, arr: pa.Array, prog: plans.RowProgram, cols: list[Any],
+                      ranges: list[tuple[int, int]], errors: RowErrors, base: int) -> pa.Array:
     """One pass per range: the kernel packs rows into a buffer sized from the input (grown when
     short) and writes int32 offsets itself (int64 only past 2 GiB); it stops at a bad row, which
     is recorded here, and resumes after it."""
@@ -235,7 +236,7 @@ def _encode_core_rows(k: Any, arr: pa.Array, prog: plans.RowProgram, cols: list[
     est = _core_encode_estimate(prog, cols)
     bad: list[tuple[int, int]] = []
 
-    def one(s: int, e: int, out_off: np.ndarray) -> tuple[np.ndarray, int] | None:
+    def encode_core_range(s: int, e: int, out_off: np.ndarray) -> tuple[np.ndarray, int] | None:
         buf = np.empty(est(s, e), dtype=np.uint8)
         i, pos = s, 0
         while True:
@@ -258,7 +259,7 @@ def _encode_core_rows(k: Any, arr: pa.Array, prog: plans.RowProgram, cols: list[
         out_off: np.ndarray = np.empty(n + 1, dtype=dtype)
         out_off[0] = 0
         bad.clear()
-        return out_off, run_ranges(ranges, lambda s, e: one(s, e, out_off))
+        return out_off, run_ranges(ranges, lambda s, e: encode_core_range(s, e, out_off))
 
     out_off, parts = attempt(np.int32)
     if any(p is None for p in parts):  # past 2 GiB: the whole chunk again with int64 offsets

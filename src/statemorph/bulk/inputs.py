@@ -42,7 +42,12 @@ def as_arrow(obj: Any) -> pa.Array | pa.ChunkedArray:
                     f"got {type(obj).__name__}")
 
 
-def binary_input(arr: pa.Array) -> tuple[Any, Any, Any, int, bool]:
+#: (offsets, data, validity, offset, wide): a binary column as the kernels take it (Arrow buffers, or
+#: ``b""`` for an absent data buffer)
+BinaryInput = tuple[Any, Any, Any, int, bool]
+
+
+def binary_input(arr: pa.Array) -> BinaryInput:
     """(offsets, data, validity, offset, wide) buffers of a binary / string column."""
     t = arr.type
     if pa.types.is_large_binary(t) or pa.types.is_large_string(t):

@@ -16,12 +16,12 @@ import pyarrow as pa
 from ..errors import IncompatibleSchemaError, StateFormatError, check_on_error
 from ..migration import migrate_resolved, resolved_target
 from . import inputs, tiers
+from .binary_output import binary_from_values, one_pass_output, two_pass_output
 from .capabilities import remap_program
 from .chunks import per_chunk, thread_ranges
-from .errors import BulkResult, RowErrors, per_row_error
 from .inputs import binary_input, validity_bits
-from .output import binary_from_values, one_pass_output, two_pass_output
-from .tiers import abi, jit, plans
+from .row_errors import BulkResult, RowErrors, per_row_error
+from .tiers import KernelTier, abi, jit, plans
 
 
 def migrate(binary_array: Any, prior_snapshot: Any, new_serializer: Any, *, threads: int = 1,
@@ -68,7 +68,7 @@ class PreparedMigration:
         k = tiers.current()
         return per_chunk(binary_array, lambda a, base: self._chunk(k, a, threads, on_error, base), on_error)
 
-    def _chunk(self, k: Any, arr: pa.Array, threads: int, on_error: str, base: int) -> Any:
+    def _chunk(self, k: KernelTier, arr: pa.Array, threads: int, on_error: str, base: int) -> Any:
         prog, kernel = self.prog, self.kernel
         n = len(arr)
         errors = RowErrors(on_error, "migrate", prog)

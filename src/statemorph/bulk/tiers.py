@@ -15,18 +15,19 @@ import numpy as np
 
 from .. import kernels
 from ..kernels import abi, jit, plans, primitives_py, rowdata_py
+from ..kernels.tiers import KernelTier
 
 MACHINE_CODE_MIN = 8192
 """Entries in a chunk before a RowData plan is compiled to machine code (compiling costs ~0.1 s,
 once per plan and process)."""
 
 
-def current() -> Any:
+def current() -> KernelTier:
     """The kernel tier in use (compiled or Python twins), read at call time: tests switch it."""
     return kernels.KERNELS
 
 
-def machine_code(compile_plan: Callable[[np.ndarray], Any], matrix: np.ndarray, k: Any,
+def machine_code(compile_plan: Callable[[np.ndarray], Any], matrix: np.ndarray, k: KernelTier,
                  n: int) -> tuple[Any, tuple[int, ...]]:
     """The machine code of a RowData program (``compile_plan`` from :mod:`statemorph.kernels.jit`)
     and the kernel's extra argument for it (its address): none on the Python tier, or for chunks
@@ -36,4 +37,5 @@ def machine_code(compile_plan: Callable[[np.ndarray], Any], matrix: np.ndarray, 
     return code, ((code.address,) if code is not None else ())
 
 
-__all__ = ["MACHINE_CODE_MIN", "abi", "current", "jit", "machine_code", "plans", "primitives_py", "rowdata_py"]
+__all__ = ["MACHINE_CODE_MIN", "KernelTier", "abi", "current", "jit", "machine_code", "plans", "primitives_py",
+           "rowdata_py"]

@@ -180,7 +180,7 @@ def to_arrow_value(ser: Any, path: str | None = None) -> Callable[[Any], Any]:
         def pojo(v: Any) -> Any:
             if v is None:
                 return None
-            get = v.get if isinstance(v, dict) else (lambda n: getattr(v, n, None))
+            get: Callable[[str], Any] = v.get if isinstance(v, dict) else (lambda n: getattr(v, n, None))
             return {n: c(get(n)) for n, c in items}
 
         return pojo

@@ -16,327 +16,159 @@ lambdas: ``java.lang.invoke.SerializedLambda`` records, read as data, never reso
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import NamedTuple
 
-from .nodes import ClassDesc
-from .nodes import FieldDesc as F
+from .nodes import SC_ENUM, SC_SERIALIZABLE, SC_WRITE_METHOD, ClassDesc, FieldDesc
 
-_ROWS: list[tuple[str, int, int, tuple[F, ...], str | None]] = []
+LOGICAL = "org.apache.flink.table.types.logical."
+RUNTIME = "org.apache.flink.table.runtime.typeutils."
+BASE = "org.apache.flink.api.common.typeutils.base."
+TYPEUTILS = "org.apache.flink.api.common.typeutils."
+TABLE_DATA = "org.apache.flink.table.data."
+
+_ENUM_FLAGS = SC_ENUM | SC_SERIALIZABLE
+_TYPE_SERIALIZER = TYPEUTILS + "TypeSerializer"
+_SINGLETON = BASE + "TypeSerializerSingleton"
+_LOGICAL_TYPE = LOGICAL + "LogicalType"
+_ROW_DATA_SERIALIZER = RUNTIME + "AbstractRowDataSerializer"
 
 
-def _c(name: str, suid: int, flags: int, fields: tuple[F, ...], super_name: str | None) -> None:
-    _ROWS.append((name, suid, flags, fields, super_name))
+class ClassRow(NamedTuple):
+    """One whitelisted class as Flink 2.3 describes it: its descriptor but for the superclass,
+    which is named here and resolved to its own row."""
+
+    name: str
+    suid: int
+    flags: int
+    fields: tuple[FieldDesc, ...] = ()
+    super_name: str | None = None
 
 
-_c("[Ljava.lang.Object;", -8012369246846506644, 0x02, (), None)
-_c("[Lorg.apache.flink.api.common.typeutils.TypeSerializer;", 4143624638847974296, 0x02, (), None)
-_c("[Lorg.apache.flink.table.data.RowData$FieldGetter;", -7646304539732967285, 0x02, (), None)
-_c("[Lorg.apache.flink.table.types.logical.LogicalType;", 1744097763440828726, 0x02, (), None)
-_c("java.lang.Enum", 0, 0x12, (), None)
-_c("java.lang.Integer", 1360826667806852920, 0x02, (F("I", "value"),), "java.lang.Number")
-_c("java.lang.Number", -8742448824652078965, 0x02, (), None)
-_c(
-    "java.lang.invoke.SerializedLambda",
-    8025925345765570181,
-    0x02,
-    (
-        F("I", "implMethodKind"),
-        F("[", "capturedArgs", "[Ljava/lang/Object;"),
-        F("L", "capturingClass", "Ljava/lang/Class;"),
-        F("L", "functionalInterfaceClass", "Ljava/lang/String;"),
-        F("L", "functionalInterfaceMethodName", "Ljava/lang/String;"),
-        F("L", "functionalInterfaceMethodSignature", "Ljava/lang/String;"),
-        F("L", "implClass", "Ljava/lang/String;"),
-        F("L", "implMethodName", "Ljava/lang/String;"),
-        F("L", "implMethodSignature", "Ljava/lang/String;"),
-        F("L", "instantiatedMethodType", "Ljava/lang/String;"),
-    ),
-    None,
-)
-_c("java.util.ArrayList", 8683452581122892189, 0x03, (F("I", "size"),), None)
-_c(
-    "java.util.Collections$UnmodifiableCollection",
-    1820017752578914078,
-    0x02,
-    (F("L", "c", "Ljava/util/Collection;"),),
-    None,
-)
-_c(
-    "java.util.Collections$UnmodifiableList",
-    -283967356065247728,
-    0x02,
-    (F("L", "list", "Ljava/util/List;"),),
-    "java.util.Collections$UnmodifiableCollection",
-)
-_c("org.apache.flink.api.common.typeutils.TypeSerializer", 1, 0x02, (), None)
-_c(
-    "org.apache.flink.api.common.typeutils.base.BooleanSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.ByteSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.DoubleSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.FloatSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.IntSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.LongSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.ShortSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-    8766687317209282373,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.TypeSerializer",
-)
-_c(
-    "org.apache.flink.api.common.typeutils.base.array.BytePrimitiveArraySerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c("org.apache.flink.table.data.ArrayData", 0, 0x00, (), None)
-_c("org.apache.flink.table.data.RowData", 0, 0x00, (), None)
-_c(
-    "org.apache.flink.table.runtime.typeutils.AbstractRowDataSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.table.runtime.typeutils.PagedTypeSerializer",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.ArrayDataSerializer",
-    1,
-    0x02,
-    (
-        F("L", "eleSer", "Lorg/apache/flink/api/common/typeutils/TypeSerializer;"),
-        F("L", "eleType", "Lorg/apache/flink/table/types/logical/LogicalType;"),
-        F("L", "elementGetter", "Lorg/apache/flink/table/data/ArrayData$ElementGetter;"),
-    ),
-    "org.apache.flink.api.common.typeutils.TypeSerializer",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.BinaryRowDataSerializer",
-    1,
-    0x02,
-    (F("I", "fixedLengthPartSize"), F("I", "numFields")),
-    "org.apache.flink.table.runtime.typeutils.AbstractRowDataSerializer",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.DecimalDataSerializer",
-    1,
-    0x02,
-    (F("I", "precision"), F("I", "scale")),
-    "org.apache.flink.api.common.typeutils.TypeSerializer",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.MapDataSerializer",
-    4073842523628732956,
-    0x02,
-    (
-        F("L", "keyGetter", "Lorg/apache/flink/table/data/ArrayData$ElementGetter;"),
-        F("L", "keySerializer", "Lorg/apache/flink/api/common/typeutils/TypeSerializer;"),
-        F("L", "keyType", "Lorg/apache/flink/table/types/logical/LogicalType;"),
-        F("L", "valueGetter", "Lorg/apache/flink/table/data/ArrayData$ElementGetter;"),
-        F("L", "valueSerializer", "Lorg/apache/flink/api/common/typeutils/TypeSerializer;"),
-        F("L", "valueType", "Lorg/apache/flink/table/types/logical/LogicalType;"),
-    ),
-    "org.apache.flink.api.common.typeutils.TypeSerializer",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.PagedTypeSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.TypeSerializer",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.RowDataSerializer",
-    1,
-    0x02,
-    (
-        F("L", "binarySerializer", "Lorg/apache/flink/table/runtime/typeutils/BinaryRowDataSerializer;"),
-        F("[", "fieldGetters", "[Lorg/apache/flink/table/data/RowData$FieldGetter;"),
-        F("[", "fieldSerializers", "[Lorg/apache/flink/api/common/typeutils/TypeSerializer;"),
-        F("[", "types", "[Lorg/apache/flink/table/types/logical/LogicalType;"),
-    ),
-    "org.apache.flink.table.runtime.typeutils.AbstractRowDataSerializer",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.StringDataSerializer",
-    1,
-    0x02,
-    (),
-    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
-)
-_c(
-    "org.apache.flink.table.runtime.typeutils.TimestampDataSerializer",
-    1,
-    0x02,
-    (F("I", "precision"),),
-    "org.apache.flink.api.common.typeutils.TypeSerializer",
-)
-_c(
-    "org.apache.flink.table.types.logical.ArrayType",
-    1,
-    0x02,
-    (F("L", "elementType", "Lorg/apache/flink/table/types/logical/LogicalType;"),),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c("org.apache.flink.table.types.logical.BigIntType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c(
-    "org.apache.flink.table.types.logical.BinaryType",
-    1,
-    0x02,
-    (F("I", "length"),),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c("org.apache.flink.table.types.logical.BooleanType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c(
-    "org.apache.flink.table.types.logical.CharType",
-    1,
-    0x02,
-    (F("I", "length"),),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c("org.apache.flink.table.types.logical.DateType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c(
-    "org.apache.flink.table.types.logical.DecimalType",
-    1,
-    0x02,
-    (F("I", "precision"), F("I", "scale")),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c("org.apache.flink.table.types.logical.DoubleType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c("org.apache.flink.table.types.logical.FloatType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c("org.apache.flink.table.types.logical.IntType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c(
-    "org.apache.flink.table.types.logical.LocalZonedTimestampType",
-    1,
-    0x02,
-    (F("I", "precision"), F("L", "kind", "Lorg/apache/flink/table/types/logical/TimestampKind;")),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c(
-    "org.apache.flink.table.types.logical.LogicalType",
-    1,
-    0x02,
-    (F("Z", "isNullable"), F("L", "typeRoot", "Lorg/apache/flink/table/types/logical/LogicalTypeRoot;")),
-    None,
-)
-_c("org.apache.flink.table.types.logical.LogicalTypeRoot", 0, 0x12, (), "java.lang.Enum")
-_c(
-    "org.apache.flink.table.types.logical.MapType",
-    1,
-    0x02,
-    (
-        F("L", "keyType", "Lorg/apache/flink/table/types/logical/LogicalType;"),
-        F("L", "valueType", "Lorg/apache/flink/table/types/logical/LogicalType;"),
-    ),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c(
-    "org.apache.flink.table.types.logical.MultisetType",
-    1,
-    0x02,
-    (F("L", "elementType", "Lorg/apache/flink/table/types/logical/LogicalType;"),),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c(
-    "org.apache.flink.table.types.logical.RowType",
-    1,
-    0x02,
-    (F("L", "fields", "Ljava/util/List;"),),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c(
-    "org.apache.flink.table.types.logical.RowType$RowField",
-    1,
-    0x02,
-    (
-        F("L", "description", "Ljava/lang/String;"),
-        F("L", "name", "Ljava/lang/String;"),
-        F("L", "type", "Lorg/apache/flink/table/types/logical/LogicalType;"),
-    ),
-    None,
-)
-_c("org.apache.flink.table.types.logical.SmallIntType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c(
-    "org.apache.flink.table.types.logical.TimeType",
-    1,
-    0x02,
-    (F("I", "precision"),),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c("org.apache.flink.table.types.logical.TimestampKind", 0, 0x12, (), "java.lang.Enum")
-_c(
-    "org.apache.flink.table.types.logical.TimestampType",
-    1,
-    0x02,
-    (F("I", "precision"), F("L", "kind", "Lorg/apache/flink/table/types/logical/TimestampKind;")),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c("org.apache.flink.table.types.logical.TinyIntType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
-_c(
-    "org.apache.flink.table.types.logical.VarBinaryType",
-    1,
-    0x02,
-    (F("I", "length"),),
-    "org.apache.flink.table.types.logical.LogicalType",
-)
-_c(
-    "org.apache.flink.table.types.logical.VarCharType",
-    1,
-    0x02,
-    (F("I", "length"),),
-    "org.apache.flink.table.types.logical.LogicalType",
+def _signature(java_class: str) -> str:
+    """The JVM type signature of a class name: ``Ljava/lang/String;``."""
+    return "L" + java_class.replace(".", "/") + ";"
+
+
+def _int_field(name: str) -> FieldDesc:
+    return FieldDesc("I", name)
+
+
+def _object_field(name: str, java_class: str) -> FieldDesc:
+    return FieldDesc("L", name, _signature(java_class))
+
+
+def _array_field(name: str, element_class: str) -> FieldDesc:
+    return FieldDesc("[", name, "[" + _signature(element_class))
+
+
+def _logical_type(simple_name: str, *fields: FieldDesc) -> ClassRow:
+    """A ``LogicalType`` subclass: serialVersionUID 1, its own fields, ``LogicalType`` above."""
+    return ClassRow(LOGICAL + simple_name, 1, SC_SERIALIZABLE, fields, _LOGICAL_TYPE)
+
+
+def _serializer(name: str, *fields: FieldDesc, super_name: str = _TYPE_SERIALIZER, suid: int = 1) -> ClassRow:
+    """A ``TypeSerializer`` (by default straight below ``TypeSerializer``, serialVersionUID 1)."""
+    return ClassRow(name, suid, SC_SERIALIZABLE, fields, super_name)
+
+
+def _singleton(name: str) -> ClassRow:
+    """A stateless serializer below ``TypeSerializerSingleton``, which has no fields of its own."""
+    return _serializer(name, super_name=_SINGLETON)
+
+
+def _logical_field(name: str) -> FieldDesc:
+    return _object_field(name, _LOGICAL_TYPE)
+
+
+def _serializer_field(name: str) -> FieldDesc:
+    return _object_field(name, _TYPE_SERIALIZER)
+
+
+def _getter_field(name: str) -> FieldDesc:
+    return _object_field(name, TABLE_DATA + "ArrayData$ElementGetter")
+
+
+def _string_field(name: str) -> FieldDesc:
+    return _object_field(name, "java.lang.String")
+
+
+_ROWS: tuple[ClassRow, ...] = (
+    ClassRow("[Ljava.lang.Object;", -8012369246846506644, SC_SERIALIZABLE),
+    ClassRow("[L" + _TYPE_SERIALIZER + ";", 4143624638847974296, SC_SERIALIZABLE),
+    ClassRow("[L" + TABLE_DATA + "RowData$FieldGetter;", -7646304539732967285, SC_SERIALIZABLE),
+    ClassRow("[L" + _LOGICAL_TYPE + ";", 1744097763440828726, SC_SERIALIZABLE),
+    ClassRow("java.lang.Enum", 0, _ENUM_FLAGS),
+    ClassRow("java.lang.Integer", 1360826667806852920, SC_SERIALIZABLE, (_int_field("value"),), "java.lang.Number"),
+    ClassRow("java.lang.Number", -8742448824652078965, SC_SERIALIZABLE),
+    ClassRow("java.lang.invoke.SerializedLambda", 8025925345765570181, SC_SERIALIZABLE, (
+        _int_field("implMethodKind"),
+        _array_field("capturedArgs", "java.lang.Object"),
+        _object_field("capturingClass", "java.lang.Class"),
+        *(_string_field(name) for name in (
+            "functionalInterfaceClass", "functionalInterfaceMethodName", "functionalInterfaceMethodSignature",
+            "implClass", "implMethodName", "implMethodSignature", "instantiatedMethodType")),
+    )),
+    ClassRow("java.util.ArrayList", 8683452581122892189, SC_WRITE_METHOD | SC_SERIALIZABLE, (_int_field("size"),)),
+    ClassRow("java.util.Collections$UnmodifiableCollection", 1820017752578914078, SC_SERIALIZABLE,
+             (_object_field("c", "java.util.Collection"),)),
+    ClassRow("java.util.Collections$UnmodifiableList", -283967356065247728, SC_SERIALIZABLE,
+             (_object_field("list", "java.util.List"),), "java.util.Collections$UnmodifiableCollection"),
+    ClassRow(_TYPE_SERIALIZER, 1, SC_SERIALIZABLE),
+    *(_singleton(BASE + name) for name in (
+        "BooleanSerializer", "ByteSerializer", "DoubleSerializer", "FloatSerializer", "IntSerializer",
+        "LongSerializer", "ShortSerializer")),
+    _serializer(_SINGLETON, suid=8766687317209282373),
+    _singleton(BASE + "array.BytePrimitiveArraySerializer"),
+    ClassRow(TABLE_DATA + "ArrayData", 0, 0),
+    ClassRow(TABLE_DATA + "RowData", 0, 0),
+    _serializer(_ROW_DATA_SERIALIZER, super_name=RUNTIME + "PagedTypeSerializer"),
+    _serializer(RUNTIME + "ArrayDataSerializer",
+                _serializer_field("eleSer"), _logical_field("eleType"), _getter_field("elementGetter")),
+    _serializer(RUNTIME + "BinaryRowDataSerializer", _int_field("fixedLengthPartSize"), _int_field("numFields"),
+                super_name=_ROW_DATA_SERIALIZER),
+    _serializer(RUNTIME + "DecimalDataSerializer", _int_field("precision"), _int_field("scale")),
+    _serializer(RUNTIME + "MapDataSerializer",
+                _getter_field("keyGetter"), _serializer_field("keySerializer"), _logical_field("keyType"),
+                _getter_field("valueGetter"), _serializer_field("valueSerializer"), _logical_field("valueType"),
+                suid=4073842523628732956),
+    _serializer(RUNTIME + "PagedTypeSerializer"),
+    _serializer(RUNTIME + "RowDataSerializer",
+                _object_field("binarySerializer", RUNTIME + "BinaryRowDataSerializer"),
+                _array_field("fieldGetters", TABLE_DATA + "RowData$FieldGetter"),
+                _array_field("fieldSerializers", _TYPE_SERIALIZER),
+                _array_field("types", _LOGICAL_TYPE),
+                super_name=_ROW_DATA_SERIALIZER),
+    _singleton(RUNTIME + "StringDataSerializer"),
+    _serializer(RUNTIME + "TimestampDataSerializer", _int_field("precision")),
+    *(_logical_type(name) for name in (
+        "BigIntType", "BooleanType", "DateType", "DoubleType", "FloatType", "IntType", "SmallIntType",
+        "TinyIntType")),
+    *(_logical_type(name, _logical_field("elementType")) for name in ("ArrayType", "MultisetType")),
+    *(_logical_type(name, _int_field("length")) for name in ("BinaryType", "CharType", "VarBinaryType", "VarCharType")),
+    *(_logical_type(name, _int_field("precision")) for name in ("TimeType",)),
+    _logical_type("DecimalType", _int_field("precision"), _int_field("scale")),
+    *(_logical_type(name, _int_field("precision"), _object_field("kind", LOGICAL + "TimestampKind"))
+      for name in ("LocalZonedTimestampType", "TimestampType")),
+    ClassRow(_LOGICAL_TYPE, 1, SC_SERIALIZABLE,
+             (FieldDesc("Z", "isNullable"), _object_field("typeRoot", LOGICAL + "LogicalTypeRoot"))),
+    ClassRow(LOGICAL + "LogicalTypeRoot", 0, _ENUM_FLAGS, (), "java.lang.Enum"),
+    ClassRow(LOGICAL + "TimestampKind", 0, _ENUM_FLAGS, (), "java.lang.Enum"),
+    _logical_type("MapType", _logical_field("keyType"), _logical_field("valueType")),
+    _logical_type("RowType", _object_field("fields", "java.util.List")),
+    ClassRow(LOGICAL + "RowType$RowField", 1, SC_SERIALIZABLE,
+             (_string_field("description"), _string_field("name"), _logical_field("type"))),
 )
 
 
 def _build() -> dict[str, ClassDesc]:
-    rows = {r[0]: r for r in _ROWS}
+    rows = {r.name: r for r in _ROWS}
     built: dict[str, ClassDesc] = {}
 
     def get(name: str) -> ClassDesc:
         if name not in built:
-            _, suid, flags, fields, super_name = rows[name]
-            built[name] = ClassDesc(name, suid, flags, fields, get(super_name) if super_name else None)
+            row = rows[name]
+            built[name] = ClassDesc(name, row.suid, row.flags, row.fields,
+                                    get(row.super_name) if row.super_name else None)
         return built[name]
 
     for name in rows:
@@ -345,10 +177,6 @@ def _build() -> dict[str, ClassDesc]:
 
 
 CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build())
-
-LOGICAL = "org.apache.flink.table.types.logical."
-RUNTIME = "org.apache.flink.table.runtime.typeutils."
-BASE = "org.apache.flink.api.common.typeutils.base."
 
 
 def desc(name: str) -> ClassDesc:

@@ -22,61 +22,21 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from .. import types
 from ..errors import JavaSerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..types import (
-    TIMESTAMP_KINDS,
-    ArrayType,
-    BigIntType,
-    BinaryType,
-    BooleanType,
-    CharType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
-    LocalZonedTimestampType,
-    LogicalType,
-    MapType,
-    MultisetType,
-    RowField,
-    RowType,
-    SmallIntType,
-    TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
-)
 from .classes import LOGICAL, desc, flink_policy
 from .nodes import BlockData, JEnum, JObject, JString
 from .reader import ClassPolicy, read_stream
 from .writer import write_stream_to
 
-_CLASS_OF: dict[type[LogicalType], str] = {
-    BooleanType: "BooleanType",
-    TinyIntType: "TinyIntType",
-    SmallIntType: "SmallIntType",
-    IntType: "IntType",
-    BigIntType: "BigIntType",
-    FloatType: "FloatType",
-    DoubleType: "DoubleType",
-    DateType: "DateType",
-    CharType: "CharType",
-    VarCharType: "VarCharType",
-    BinaryType: "BinaryType",
-    VarBinaryType: "VarBinaryType",
-    DecimalType: "DecimalType",
-    TimeType: "TimeType",
-    TimestampType: "TimestampType",
-    LocalZonedTimestampType: "LocalZonedTimestampType",
-    ArrayType: "ArrayType",
-    MultisetType: "MultisetType",
-    MapType: "MapType",
-    RowType: "RowType",
-}
-_TYPE_OF: dict[str, type[LogicalType]] = {LOGICAL + v: k for k, v in _CLASS_OF.items()}
+#: the LogicalTypes Flink can serialize here; each Python class has its Flink class's simple name
+_CLASS_OF: dict[type[types.LogicalType], str] = {cls: cls.__name__ for cls in (
+    types.BooleanType, types.TinyIntType, types.SmallIntType, types.IntType, types.BigIntType, types.FloatType,
+    types.DoubleType, types.DateType, types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType,
+    types.DecimalType, types.TimeType, types.TimestampType, types.LocalZonedTimestampType, types.ArrayType,
+    types.MultisetType, types.MapType, types.RowType)}
+_TYPE_OF: dict[str, type[types.LogicalType]] = {LOGICAL + v: k for k, v in _CLASS_OF.items()}
 
 ROOT_ENUM = LOGICAL + "LogicalTypeRoot"
 KIND_ENUM = LOGICAL + "TimestampKind"
@@ -102,31 +62,31 @@ class TypeTreeBuilder:
             node = self._enums[key] = JEnum(desc(cls), constant)
         return node
 
-    def build(self, t: LogicalType) -> JObject:
+    def build(self, t: types.LogicalType) -> JObject:
         name = _CLASS_OF.get(type(t))
         if name is None:
             raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t} ({type(t).__name__})")
         values: dict[str, Any] = {"isNullable": t.nullable, "typeRoot": self.enum(ROOT_ENUM, t.type_root)}
-        if isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
+        if isinstance(t, (types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType)):
             values["length"] = t.length
-        elif isinstance(t, DecimalType):
+        elif isinstance(t, types.DecimalType):
             values["precision"] = t.precision
             values["scale"] = t.scale
-        elif isinstance(t, TimeType):
+        elif isinstance(t, types.TimeType):
             values["precision"] = t.precision
-        elif isinstance(t, (TimestampType, LocalZonedTimestampType)):
+        elif isinstance(t, (types.TimestampType, types.LocalZonedTimestampType)):
             values["precision"] = t.precision
             values["kind"] = self.enum(KIND_ENUM, t.kind)
-        elif isinstance(t, (ArrayType, MultisetType)):
+        elif isinstance(t, (types.ArrayType, types.MultisetType)):
             values["elementType"] = self.build(t.element_type)
-        elif isinstance(t, MapType):
+        elif isinstance(t, types.MapType):
             values["keyType"] = self.build(t.key_type)
             values["valueType"] = self.build(t.value_type)
-        elif isinstance(t, RowType):
+        elif isinstance(t, types.RowType):
             values["fields"] = self.row_fields(t)
         return JObject(desc(LOGICAL + name), values)
 
-    def row_fields(self, t: RowType) -> JObject:
+    def row_fields(self, t: types.RowType) -> JObject:
         items: list[Any] = [BlockData(struct.pack(">i", t.arity))]
         for f in t.fields:
             items.append(JObject(desc(ROW_FIELD), {
@@ -138,17 +98,17 @@ class TypeTreeBuilder:
         return JObject(desc(UNMODIFIABLE_LIST), {"c": backing, "list": backing})
 
 
-def logical_type_tree(t: LogicalType) -> JObject:
+def logical_type_tree(t: types.LogicalType) -> JObject:
     """The object tree Flink serializes for ``t`` (one stream's worth)."""
     return TypeTreeBuilder().build(t)
 
 
-def write_logical_type_to(out: DataOutputSerializer, t: LogicalType) -> None:
+def write_logical_type_to(out: DataOutputSerializer, t: types.LogicalType) -> None:
     """Append ``InstantiationUtil.serializeObject(t)`` as Flink 2.3 writes it."""
     write_stream_to(out, logical_type_tree(t))
 
 
-def write_logical_type(t: LogicalType) -> bytes:
+def write_logical_type(t: types.LogicalType) -> bytes:
     out = DataOutputSerializer()
     write_logical_type_to(out, t)
     return out.get_copy_of_buffer()
@@ -168,7 +128,7 @@ def _string(node: Any, what: str, nullable: bool = False) -> str | None:
     return node.value
 
 
-def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0) -> LogicalType:
+def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0) -> types.LogicalType:
     """Interpret a parsed stream as a LogicalType (the classes were whitelisted by the reader;
     here the values are checked: roots match classes, parameters are in range)."""
     if depth > 64:
@@ -184,33 +144,34 @@ def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0)
         raise _fail(what, f"{node.desc.name} with type root {found}, expected {cls.ROOT}")
     nullable = bool(v["isNullable"])
     try:
-        if cls in (CharType, VarCharType, BinaryType, VarBinaryType):
+        if cls in (types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType):
             return cls(v["length"], nullable=nullable)  # type: ignore[call-arg]
-        if cls is DecimalType:
-            return DecimalType(v["precision"], v["scale"], nullable=nullable)
-        if cls is TimeType:
-            return TimeType(v["precision"], nullable=nullable)
-        if cls in (TimestampType, LocalZonedTimestampType):
+        if cls is types.DecimalType:
+            return types.DecimalType(v["precision"], v["scale"], nullable=nullable)
+        if cls is types.TimeType:
+            return types.TimeType(v["precision"], nullable=nullable)
+        if cls in (types.TimestampType, types.LocalZonedTimestampType):
             kind = v["kind"]
             if not isinstance(kind, JEnum) or kind.desc.name != KIND_ENUM:
                 raise _fail(what, "timestamp kind is not a TimestampKind constant")
-            if kind.constant not in TIMESTAMP_KINDS:
-                raise _fail(what, f"unknown timestamp kind {kind.constant!r} (known: {', '.join(TIMESTAMP_KINDS)})")
+            known = types.TIMESTAMP_KINDS
+            if kind.constant not in known:
+                raise _fail(what, f"unknown timestamp kind {kind.constant!r} (known: {', '.join(known)})")
             return cls(v["precision"], nullable=nullable, kind=kind.constant)  # type: ignore[call-arg]
-        if cls in (ArrayType, MultisetType):
+        if cls in (types.ArrayType, types.MultisetType):
             element = logical_type_from_tree(v["elementType"], f"{what} element", depth + 1)
             return cls(element, nullable=nullable)  # type: ignore[call-arg]
-        if cls is MapType:
-            return MapType(logical_type_from_tree(v["keyType"], f"{what} key", depth + 1),
+        if cls is types.MapType:
+            return types.MapType(logical_type_from_tree(v["keyType"], f"{what} key", depth + 1),
                            logical_type_from_tree(v["valueType"], f"{what} value", depth + 1), nullable=nullable)
-        if cls is RowType:
-            return RowType(_row_fields(v["fields"], what, depth), nullable=nullable)
+        if cls is types.RowType:
+            return types.RowType(_row_fields(v["fields"], what, depth), nullable=nullable)
         return cls(nullable=nullable)
     except ValueError as e:  # parameters out of range (statemorph.types validates them)
         raise _fail(what, str(e)) from None
 
 
-def _row_fields(node: Any, what: str, depth: int) -> tuple[RowField, ...]:
+def _row_fields(node: Any, what: str, depth: int) -> tuple[types.RowField, ...]:
     if not isinstance(node, JObject) or node.desc.name != UNMODIFIABLE_LIST:
         raise _fail(what, "ROW fields are not a Collections$UnmodifiableList")
     backing = node.values["list"]
@@ -232,7 +193,7 @@ def _row_fields(node: Any, what: str, depth: int) -> tuple[RowField, ...]:
         description = _string(f.values["description"], f"{what} field {name!r} description", nullable=True)
         ftype = logical_type_from_tree(f.values["type"], f"{what}.{name}", depth + 1)
         try:
-            fields.append(RowField(name, ftype, description))
+            fields.append(types.RowField(name, ftype, description))
         except ValueError as e:
             raise _fail(what, str(e)) from None
     names = [f.name for f in fields]
@@ -243,7 +204,7 @@ def _row_fields(node: Any, what: str, depth: int) -> tuple[RowField, ...]:
 
 def read_logical_type(
     src: DataInputDeserializer, what: str = "LogicalType", policy: ClassPolicy = flink_policy
-) -> LogicalType:
+) -> types.LogicalType:
     """Read one ``serializeObject(LogicalType)`` stream from ``src`` (left just after it)."""
     return logical_type_from_tree(read_stream(src, policy, what), what)
 

@@ -21,39 +21,8 @@ from typing import Any
 
 from ..errors import JavaSerializationError, StateFormatError
 from ..io import DataInputDeserializer, decode_modified_utf8
-from .nodes import (
-    BASE_WIRE_HANDLE,
-    PRIMITIVE_CODES,
-    SC_ENUM,
-    SC_EXTERNALIZABLE,
-    SC_SERIALIZABLE,
-    SC_WRITE_METHOD,
-    STREAM_MAGIC,
-    STREAM_VERSION,
-    TC_ARRAY,
-    TC_BLOCKDATA,
-    TC_BLOCKDATALONG,
-    TC_CLASS,
-    TC_CLASSDESC,
-    TC_ENDBLOCKDATA,
-    TC_ENUM,
-    TC_EXCEPTION,
-    TC_LONGSTRING,
-    TC_NULL,
-    TC_OBJECT,
-    TC_PROXYCLASSDESC,
-    TC_REFERENCE,
-    TC_RESET,
-    TC_STRING,
-    BlockData,
-    ClassDesc,
-    FieldDesc,
-    JArray,
-    JClass,
-    JEnum,
-    JObject,
-    JString,
-)
+from . import nodes
+from .nodes import BlockData, ClassDesc, FieldDesc, JArray, JClass, JEnum, JObject, JString
 
 # A policy maps a class name to the descriptor statemorph expects for it, or None (refused).
 ClassPolicy = Callable[[str], "ClassDesc | None"]
@@ -63,19 +32,21 @@ MAX_OBJECTS = 20_000
 MAX_STRING = 1 << 20
 MAX_ARRAY = 1 << 16
 
-_TC_NAMES = {
-    TC_NULL: "TC_NULL", TC_REFERENCE: "TC_REFERENCE", TC_CLASSDESC: "TC_CLASSDESC", TC_OBJECT: "TC_OBJECT",
-    TC_STRING: "TC_STRING", TC_ARRAY: "TC_ARRAY", TC_CLASS: "TC_CLASS", TC_BLOCKDATA: "TC_BLOCKDATA",
-    TC_ENDBLOCKDATA: "TC_ENDBLOCKDATA", TC_RESET: "TC_RESET", TC_BLOCKDATALONG: "TC_BLOCKDATALONG",
-    TC_EXCEPTION: "TC_EXCEPTION", TC_LONGSTRING: "TC_LONGSTRING", TC_PROXYCLASSDESC: "TC_PROXYCLASSDESC",
-    TC_ENUM: "TC_ENUM",
-}
+_TC_NAMES = {code: name for name, code in vars(nodes).items() if name.startswith("TC_")}
 
 _IN_PROGRESS = object()
 
 
 def _tc(code: int) -> str:
     return _TC_NAMES.get(code, f"0x{code:02X}")
+
+
+#: how a primitive field (by its type code) is read; any other code is an object or an array
+_PRIMITIVE_READS: dict[str, Callable[[DataInputDeserializer], Any]] = {
+    "Z": lambda src: src.read_boolean(), "B": lambda src: src.read_byte(), "C": lambda src: src.read_char(),
+    "S": lambda src: src.read_short(), "I": lambda src: src.read_int(), "J": lambda src: src.read_long(),
+    "F": lambda src: src.read_float(), "D": lambda src: src.read_double(),
+}
 
 
 class _StreamReader:
@@ -99,7 +70,7 @@ class _StreamReader:
 
     def reference(self, start: int) -> Any:
         handle = self.src.read_int()
-        index = handle - BASE_WIRE_HANDLE
+        index = handle - nodes.BASE_WIRE_HANDLE
         if not 0 <= index < len(self.handles):
             raise self.error(f"back reference to unknown handle 0x{handle & 0xFFFFFFFF:08X}", start)
         node = self.handles[index]
@@ -120,28 +91,28 @@ class _StreamReader:
                 tc = self.src.read_unsigned_byte()
             else:
                 start = self.src.position - 1
-            if tc == TC_NULL:
+            if tc == nodes.TC_NULL:
                 return None
-            if tc == TC_REFERENCE:
+            if tc == nodes.TC_REFERENCE:
                 return self.reference(start)
-            if tc == TC_STRING:
+            if tc == nodes.TC_STRING:
                 return self.read_string(self.src.read_unsigned_short(), start)
-            if tc == TC_LONGSTRING:
+            if tc == nodes.TC_LONGSTRING:
                 return self.read_string(self.src.read_long(), start)
-            if tc == TC_OBJECT:
+            if tc == nodes.TC_OBJECT:
                 return self.read_object(start)
-            if tc == TC_ENUM:
+            if tc == nodes.TC_ENUM:
                 return self.read_enum(start)
-            if tc == TC_ARRAY:
+            if tc == nodes.TC_ARRAY:
                 return self.read_array(start)
-            if tc == TC_CLASS:
+            if tc == nodes.TC_CLASS:
                 desc = self.read_class_desc()
                 if desc is None:
                     raise self.error("TC_CLASS without a class descriptor", start)
                 node = JClass(desc)
                 self.new_handle(node)
                 return node
-            if tc == TC_CLASSDESC:
+            if tc == nodes.TC_CLASSDESC:
                 return self.read_new_class_desc(start)
             raise self.error(f"unexpected {_tc(tc)} where {expected} was expected", start)
         finally:
@@ -170,16 +141,16 @@ class _StreamReader:
     def read_class_desc(self) -> ClassDesc | None:
         start = self.src.position
         tc = self.src.read_unsigned_byte()
-        if tc == TC_NULL:
+        if tc == nodes.TC_NULL:
             return None
-        if tc == TC_REFERENCE:
+        if tc == nodes.TC_REFERENCE:
             node = self.reference(start)
             if not isinstance(node, ClassDesc):
                 raise self.error("back reference to a non-descriptor where a class descriptor was expected", start)
             return node
-        if tc == TC_CLASSDESC:
+        if tc == nodes.TC_CLASSDESC:
             return self.read_new_class_desc(start)
-        if tc == TC_PROXYCLASSDESC:
+        if tc == nodes.TC_PROXYCLASSDESC:
             raise self.error("dynamic proxy class descriptors are not accepted", start)
         raise self.error(f"unexpected {_tc(tc)} where a class descriptor was expected", start)
 
@@ -193,7 +164,7 @@ class _StreamReader:
             raise self.error(f"class {name!r} has serialVersionUID {suid}, expected {expected.suid}", start)
         handle = self.new_handle(_IN_PROGRESS)
         flags = self.src.read_unsigned_byte()
-        if flags & SC_EXTERNALIZABLE:
+        if flags & nodes.SC_EXTERNALIZABLE:
             raise self.error(f"externalizable class {name!r} is not accepted", start)
         count = self.src.read_unsigned_short()
         self.src.check_length(count, "class descriptor fields", unit=3)
@@ -201,7 +172,7 @@ class _StreamReader:
         for _ in range(count):
             code = chr(self.src.read_unsigned_byte())
             fname = self.src.read_utf()
-            if code in PRIMITIVE_CODES:
+            if code in nodes.PRIMITIVE_CODES:
                 fields.append(FieldDesc(code, fname))
             elif code in "L[":
                 fields.append(FieldDesc(code, fname, self.read_string_object(f"the type of field {fname!r}")))
@@ -224,15 +195,15 @@ class _StreamReader:
         while True:
             start = self.src.position
             tc = self.src.read_unsigned_byte()
-            if tc == TC_ENDBLOCKDATA:
+            if tc == nodes.TC_ENDBLOCKDATA:
                 return items
             if not allow_data:
                 raise self.error(f"unexpected {_tc(tc)} in {what} (expected TC_ENDBLOCKDATA)", start)
             if len(items) >= MAX_ARRAY:
                 raise self.error(f"more than {MAX_ARRAY} items in {what}", start)
-            if tc == TC_BLOCKDATA:
+            if tc == nodes.TC_BLOCKDATA:
                 items.append(BlockData(self.src.read_fully(self.src.read_unsigned_byte(), "block data")))
-            elif tc == TC_BLOCKDATALONG:
+            elif tc == nodes.TC_BLOCKDATALONG:
                 n = self.src.check_length(self.src.read_int(), "block data")
                 items.append(BlockData(self.src.read_fully(n, "block data")))
             else:
@@ -242,44 +213,29 @@ class _StreamReader:
         desc = self.read_class_desc()
         if desc is None:
             raise self.error("TC_OBJECT without a class descriptor", start)
-        if desc.flags & SC_ENUM:
+        if desc.flags & nodes.SC_ENUM:
             raise self.error(f"enum class {desc.name!r} written as a plain object", start)
         handle = self.new_handle(_IN_PROGRESS)
         node = JObject(desc)
         for d in desc.hierarchy():
-            if not d.flags & SC_SERIALIZABLE:
+            if not d.flags & nodes.SC_SERIALIZABLE:
                 raise self.error(f"class {d.name!r} is not serializable", start)
             for f in d.fields:
                 node.values[f.name] = self.read_value(f, d.name)
-            if d.flags & SC_WRITE_METHOD:
+            if d.flags & nodes.SC_WRITE_METHOD:
                 node.annotations[d.name] = self.skip_annotation(f"writeObject data of {d.name!r}", allow_data=True)
         self.handles[handle] = node
         return node
 
     def read_value(self, f: FieldDesc, owner: str) -> Any:
-        src = self.src
-        c = f.code
-        if c == "Z":
-            return src.read_boolean()
-        if c == "B":
-            return src.read_byte()
-        if c == "C":
-            return src.read_char()
-        if c == "S":
-            return src.read_short()
-        if c == "I":
-            return src.read_int()
-        if c == "J":
-            return src.read_long()
-        if c == "F":
-            return src.read_float()
-        if c == "D":
-            return src.read_double()
+        read = _PRIMITIVE_READS.get(f.code)
+        if read is not None:
+            return read(self.src)
         return self.read_content(f"field {owner}.{f.name}")
 
     def read_enum(self, start: int) -> JEnum:
         desc = self.read_class_desc()
-        if desc is None or not desc.flags & SC_ENUM:
+        if desc is None or not desc.flags & nodes.SC_ENUM:
             raise self.error("TC_ENUM without an enum class descriptor", start)
         handle = self.new_handle(_IN_PROGRESS)
         node = JEnum(desc, self.read_string_object(f"a constant of {desc.name}"))
@@ -313,7 +269,7 @@ def read_stream(src: DataInputDeserializer, policy: ClassPolicy, what: str = "Ja
         )
     magic = src.read_unsigned_short()
     version = src.read_unsigned_short()
-    if magic != STREAM_MAGIC or version != STREAM_VERSION:
+    if magic != nodes.STREAM_MAGIC or version != nodes.STREAM_VERSION:
         raise JavaSerializationError(
             f"{what}: expected the stream header AC ED 00 05 at offset {start}, found "
             f"{magic:04X} {version:04X}",

@@ -16,36 +16,20 @@ wherever Flink has a format, and golden vectors from real Flink prove it. The ru
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 from ..io import DataOutputSerializer, encode_modified_utf8
-from .nodes import (
-    BASE_WIRE_HANDLE,
-    SC_WRITE_METHOD,
-    STREAM_MAGIC,
-    STREAM_VERSION,
-    TC_ARRAY,
-    TC_BLOCKDATA,
-    TC_BLOCKDATALONG,
-    TC_CLASS,
-    TC_CLASSDESC,
-    TC_ENDBLOCKDATA,
-    TC_ENUM,
-    TC_LONGSTRING,
-    TC_NULL,
-    TC_OBJECT,
-    TC_REFERENCE,
-    TC_STRING,
-    BlockData,
-    ClassDesc,
-    FieldDesc,
-    JArray,
-    JClass,
-    JEnum,
-    JInterned,
-    JObject,
-    JString,
-)
+from . import nodes
+from .nodes import BlockData, ClassDesc, FieldDesc, JArray, JClass, JEnum, JInterned, JObject, JString
+
+#: how a primitive field (by its type code) is written; any other code is an object or an array
+_PRIMITIVE_WRITES: dict[str, Callable[[DataOutputSerializer, Any], None]] = {
+    "Z": lambda out, v: out.write_boolean(bool(v)), "B": lambda out, v: out.write_byte(v),
+    "C": lambda out, v: out.write_char(v), "S": lambda out, v: out.write_short(v),
+    "I": lambda out, v: out.write_int(v), "J": lambda out, v: out.write_long(v),
+    "F": lambda out, v: out.write(struct.pack(">f", v)), "D": lambda out, v: out.write(struct.pack(">d", v)),
+}
 
 
 class _StreamWriter:
@@ -63,16 +47,16 @@ class _StreamWriter:
         return h
 
     def reference(self, handle: int) -> None:
-        self.out.write_byte(TC_REFERENCE)
-        self.out.write_int(BASE_WIRE_HANDLE + handle)
+        self.out.write_byte(nodes.TC_REFERENCE)
+        self.out.write_int(nodes.BASE_WIRE_HANDLE + handle)
 
     def write_string(self, text: str) -> None:
         raw = encode_modified_utf8(text)
         if len(raw) <= 0xFFFF:
-            self.out.write_byte(TC_STRING)
+            self.out.write_byte(nodes.TC_STRING)
             self.out.write_short(len(raw))
         else:
-            self.out.write_byte(TC_LONGSTRING)
+            self.out.write_byte(nodes.TC_LONGSTRING)
             self.out.write_long(len(raw))
         self.out.write(raw)
 
@@ -86,14 +70,14 @@ class _StreamWriter:
 
     def write_class_desc(self, desc: ClassDesc | None) -> None:
         if desc is None:
-            self.out.write_byte(TC_NULL)
+            self.out.write_byte(nodes.TC_NULL)
             return
         known = self.descs.get(desc.name)
         if known is not None:
             self.reference(known)
             return
         out = self.out
-        out.write_byte(TC_CLASSDESC)
+        out.write_byte(nodes.TC_CLASSDESC)
         out.write_utf(desc.name)
         out.write_long(desc.suid)
         self.descs[desc.name] = self.assign()
@@ -104,7 +88,7 @@ class _StreamWriter:
             out.write_utf(f.name)
             if f.signature is not None:
                 self.write_signature(f.signature)
-        out.write_byte(TC_ENDBLOCKDATA)  # no class annotation
+        out.write_byte(nodes.TC_ENDBLOCKDATA)  # no class annotation
         self.write_class_desc(desc.super_desc)
 
     def shared(self, node: Any) -> bool:
@@ -122,7 +106,7 @@ class _StreamWriter:
     def write_content(self, node: Any) -> None:
         out = self.out
         if node is None:
-            out.write_byte(TC_NULL)
+            out.write_byte(nodes.TC_NULL)
         elif isinstance(node, str):
             self.assign()
             self.write_string(node)
@@ -134,25 +118,25 @@ class _StreamWriter:
                 self.write_string(node.value)
         elif isinstance(node, JEnum):
             if not self.shared(node):
-                out.write_byte(TC_ENUM)
+                out.write_byte(nodes.TC_ENUM)
                 self.write_class_desc(node.desc)
                 self.register(node)
                 self.write_content(node.constant)
         elif isinstance(node, JObject):
             if not self.shared(node):
-                out.write_byte(TC_OBJECT)
+                out.write_byte(nodes.TC_OBJECT)
                 self.write_class_desc(node.desc)
                 self.register(node)
                 for d in node.desc.hierarchy():
                     for f in d.fields:
                         self.write_value(f, node.values[f.name])
-                    if d.flags & SC_WRITE_METHOD:
+                    if d.flags & nodes.SC_WRITE_METHOD:
                         for item in node.annotations.get(d.name, []):
                             self.write_annotation_item(item)
-                        out.write_byte(TC_ENDBLOCKDATA)
+                        out.write_byte(nodes.TC_ENDBLOCKDATA)
         elif isinstance(node, JArray):
             if not self.shared(node):
-                out.write_byte(TC_ARRAY)
+                out.write_byte(nodes.TC_ARRAY)
                 self.write_class_desc(node.desc)
                 self.register(node)
                 out.write_int(len(node.items))
@@ -162,7 +146,7 @@ class _StreamWriter:
                     self.write_value(f, item)
         elif isinstance(node, JClass):
             if not self.shared(node):
-                out.write_byte(TC_CLASS)
+                out.write_byte(nodes.TC_CLASS)
                 self.write_class_desc(node.desc)
                 self.register(node)
         else:
@@ -171,42 +155,27 @@ class _StreamWriter:
     def write_annotation_item(self, item: Any) -> None:
         if isinstance(item, BlockData):
             if len(item.data) <= 0xFF:
-                self.out.write_byte(TC_BLOCKDATA)
+                self.out.write_byte(nodes.TC_BLOCKDATA)
                 self.out.write_byte(len(item.data))
             else:
-                self.out.write_byte(TC_BLOCKDATALONG)
+                self.out.write_byte(nodes.TC_BLOCKDATALONG)
                 self.out.write_int(len(item.data))
             self.out.write(item.data)
         else:
             self.write_content(item)
 
     def write_value(self, f: FieldDesc, value: Any) -> None:
-        out = self.out
-        c = f.code
-        if c == "Z":
-            out.write_boolean(bool(value))
-        elif c == "B":
-            out.write_byte(value)
-        elif c == "C":
-            out.write_char(value)
-        elif c == "S":
-            out.write_short(value)
-        elif c == "I":
-            out.write_int(value)
-        elif c == "J":
-            out.write_long(value)
-        elif c == "F":
-            out.write(struct.pack(">f", value))
-        elif c == "D":
-            out.write(struct.pack(">d", value))
-        else:
+        write = _PRIMITIVE_WRITES.get(f.code)
+        if write is None:
             self.write_content(value)
+        else:
+            write(self.out, value)
 
 
 def write_stream_to(out: DataOutputSerializer, node: Any) -> None:
     """Append one complete stream (header and ``node``) to ``out``."""
-    out.write_short(STREAM_MAGIC)
-    out.write_short(STREAM_VERSION)
+    out.write_short(nodes.STREAM_MAGIC)
+    out.write_short(nodes.STREAM_VERSION)
     _StreamWriter(out).write_content(node)
 
 

@@ -8,56 +8,97 @@ tests run both.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
-from .abi import (
-    ERR_BAD_CHAR,
-    ERR_BAD_LENGTH,
-    ERR_BAD_UTF8,
-    ERR_LONE_SURROGATE,
-    ERR_OK,
-    ERR_TOO_LARGE,
-    ERR_TRAILING,
-    ERR_TRUNCATED,
-    encode_err,
-)
-from .views import BinView
+from . import abi
+from .views import BinView, mark_bad
 
 
 def utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return ERR_BAD_UTF8, None
+        return abi.ERR_BAD_UTF8, None
     units = len(text.encode("utf-16-le")) // 2
     if units + 1 > 0x7FFFFFFF:
-        return ERR_TOO_LARGE, None
+        return abi.ERR_TOO_LARGE, None
     from ..serializers.strings import encode_string
 
-    return ERR_OK, encode_string(text)
+    return abi.ERR_OK, encode_string(text)
+
+
+def _utf8_entry(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
+    """(code, StringValue bytes, False) for the UTF-8 text at data[s:e]."""
+    code, enc = utf8_to_flink(data[s:e])
+    return code, enc, False
+
+
+def _byte_array_entry(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
+    """(code, the bytes, False) for the ``byte[]`` value (i32 BE length, bytes) filling data[s:e]."""
+    if e - s < 4:
+        return abi.ERR_TRUNCATED, None, False
+    n = struct.unpack_from(">i", data, s)[0]
+    if n < 0:
+        return abi.ERR_BAD_LENGTH, None, False
+    if n != e - s - 4:
+        return (abi.ERR_TRUNCATED if n > e - s - 4 else abi.ERR_TRAILING), None, False
+    return abi.ERR_OK, data[s + 4:e], False
+
+
+#: one entry read for the two-pass kernels: (code, the bytes it becomes, is the value null)
+_Entry = Callable[[bytes, int, int], tuple[int, "bytes | None", bool]]
+
+
+def _sizes(v: BinView, start: int, stop: int, out_off: Any, status: Any, stop_at_error: bool, read: _Entry) -> int:
+    """The ``*_sizes`` half of every codec: each row's output size in ``out_off[i + 1]``, a bad
+    row's ``encode_err`` in ``status[i]`` (in ``out_off[i + 1]`` where there is no ``status``:
+    the encode kernels), 1 in ``status[i]`` for a value null in the source format; the first bad
+    row, or -1."""
+    first = -1
+    for i in range(start, stop):
+        out_off[i + 1] = 0
+        if status is not None:
+            status[i] = 0
+        if not v.valid(i):
+            continue
+        code, s, e = v.entry(i)
+        payload, is_null = None, False
+        if code == abi.ERR_OK:
+            code, payload, is_null = read(v.data, s, e)
+        if code != abi.ERR_OK:
+            slots, slot = (out_off, i + 1) if status is None else (status, i)
+            first = mark_bad(slots, slot, abi.encode_err(code, -1), i, first)
+            if stop_at_error:
+                break
+            continue
+        if is_null:
+            status[i] = 1
+        out_off[i + 1] = len(payload or b"")
+    return first
+
+
+def _decode_fill(v: BinView, start: int, stop: int, out_off: Any, status: Any, out_data: Any,
+                 payload: Callable[[bytes, int, int, int], bytes | None]) -> None:
+    """The ``*_decode_fill`` half: rows the sizes pass accepted, at the caller's offsets;
+    ``payload(data, s, e, size)`` is what row ``data[s:e]`` writes (None: nothing)."""
+    out = memoryview(out_data).cast("B")
+    for i in range(start, stop):
+        a, b = int(out_off[i]), int(out_off[i + 1])
+        if status[i] != 0 or a == b or b > len(out):
+            continue
+        code, s, e = v.entry(i)
+        if code != abi.ERR_OK:
+            continue
+        value = payload(v.data, s, e, b - a)
+        if value is not None:
+            out[a:b] = value
 
 
 def string_encode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                         out_off: Any, stop_at_error: bool) -> int:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        if not v.valid(i):
-            continue
-        code, s, e = v.entry(i)
-        enc = None
-        if code == ERR_OK:
-            code, enc = utf8_to_flink(v.data[s:e])
-        if enc is None:
-            out_off[i + 1] = encode_err(code, -1)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-            continue
-        out_off[i + 1] = len(enc)
-    return first
+    return _sizes(v, start, stop, out_off, None, stop_at_error, _utf8_entry)
 
 
 def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -69,7 +110,7 @@ def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
         if a == b or not v.valid(i) or b > len(out):
             continue
         code, s, e = v.entry(i)
-        if code != ERR_OK:
+        if code != abi.ERR_OK:
             continue
         _, enc = utf8_to_flink(v.data[s:e])
         if enc is not None:
@@ -78,11 +119,11 @@ def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
 
 def read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int]:
     """(code, value, next pos): Flink's 7-bit varint, at most 5 groups and at most ``limit``."""
-    bad = ERR_BAD_CHAR if limit == 0xFFFF else ERR_BAD_LENGTH
+    bad = abi.ERR_BAD_CHAR if limit == 0xFFFF else abi.ERR_BAD_LENGTH
     v = shift = k = 0
     while True:
         if pos >= end:
-            return ERR_TRUNCATED, 0, pos
+            return abi.ERR_TRUNCATED, 0, pos
         b = d[pos]
         pos += 1
         v |= (b & 0x7F) << shift
@@ -94,91 +135,60 @@ def read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int
             return bad, 0, pos
     if v > limit:
         return bad, 0, pos
-    return ERR_OK, v, pos
+    return abi.ERR_OK, v, pos
 
 
 def _flink_to_utf8(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
     """(code, utf-8 bytes, is_null) for the StringValue filling exactly data[s:e]."""
     code, text, is_null, pos = read_flink_utf8(data, s, e)
-    if code == ERR_OK and pos != e:
-        return ERR_TRAILING, None, False
+    if code == abi.ERR_OK and pos != e:
+        return abi.ERR_TRAILING, None, False
     return code, text, is_null
 
 
 def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, bool, int]:
     """(code, utf-8 bytes, is_null, next position) for the StringValue at data[pos:], within e."""
     code, n, pos = read_varint(data, pos, e, 0x7FFFFFFF)
-    if code != ERR_OK:
+    if code != abi.ERR_OK:
         return code, None, False, pos
     if n == 0:
-        return ERR_OK, b"", True, pos
+        return abi.ERR_OK, b"", True, pos
     count = n - 1
     if count > e - pos:
-        return ERR_TRUNCATED, None, False, pos
+        return abi.ERR_TRUNCATED, None, False, pos
     out = bytearray()
     k = 0
     while k < count:
         code, u, pos = read_varint(data, pos, e, 0xFFFF)
-        if code != ERR_OK:
+        if code != abi.ERR_OK:
             return code, None, False, pos
         k += 1
         if 0xD800 <= u < 0xDC00:
             if k < count:
                 code, u2, pos = read_varint(data, pos, e, 0xFFFF)
-                if code != ERR_OK:
+                if code != abi.ERR_OK:
                     return code, None, False, pos
                 if 0xDC00 <= u2 < 0xE000:
                     k += 1
                     out += chr(0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00)).encode("utf-8")
                     continue
-            return ERR_LONE_SURROGATE, None, False, pos
+            return abi.ERR_LONE_SURROGATE, None, False, pos
         if 0xDC00 <= u < 0xE000:
-            return ERR_LONE_SURROGATE, None, False, pos
+            return abi.ERR_LONE_SURROGATE, None, False, pos
         out += chr(u).encode("utf-8")
-    return ERR_OK, bytes(out), False, pos
+    return abi.ERR_OK, bytes(out), False, pos
 
 
 def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                         out_off: Any, status: Any, stop_at_error: bool) -> int:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        status[i] = 0
-        if not v.valid(i):
-            continue
-        code, s, e = v.entry(i)
-        text = None
-        is_null = False
-        if code == ERR_OK:
-            code, text, is_null = _flink_to_utf8(v.data, s, e)
-        if code != ERR_OK:
-            status[i] = encode_err(code, -1)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-            continue
-        if is_null:
-            status[i] = 1
-        out_off[i + 1] = len(text or b"")
-    return first
+    return _sizes(v, start, stop, out_off, status, stop_at_error, _flink_to_utf8)
 
 
 def string_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                        out_off: Any, status: Any, out_data: Any) -> None:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    out = memoryview(out_data).cast("B")
-    for i in range(start, stop):
-        a, b = int(out_off[i]), int(out_off[i + 1])
-        if status[i] != 0 or a == b or b > len(out):
-            continue
-        code, s, e = v.entry(i)
-        if code != ERR_OK:
-            continue
-        _, text, _ = _flink_to_utf8(v.data, s, e)
-        if text is not None:
-            out[a:b] = text
+    _decode_fill(v, start, stop, out_off, status, out_data, lambda d, s, e, size: _flink_to_utf8(d, s, e)[1])
 
 
 def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -190,56 +200,20 @@ def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
             continue
         code, s, e = v.entry(i)
         p = int(out_off[i])
-        if code != ERR_OK or p + 4 + (e - s) > len(out):
+        if code != abi.ERR_OK or p + 4 + (e - s) > len(out):
             continue
         out[p:p + 4] = struct.pack(">I", e - s)
         out[p + 4:p + 4 + e - s] = v.data[s:e]
 
 
-def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
-                       out_off: Any, status: Any, stop_at_error: bool) -> int:
-    v = BinView(offsets, data, validity, offset, wide, stop)
-    first = -1
-    for i in range(start, stop):
-        out_off[i + 1] = 0
-        status[i] = 0
-        if not v.valid(i):
-            continue
-        code, s, e = v.entry(i)
-        n = 0
-        if code == ERR_OK:
-            if e - s < 4:
-                code = ERR_TRUNCATED
-            else:
-                n = struct.unpack_from(">i", v.data, s)[0]
-                if n < 0:
-                    code = ERR_BAD_LENGTH
-                elif n > e - s - 4:
-                    code = ERR_TRUNCATED
-                elif n < e - s - 4:
-                    code = ERR_TRAILING
-        if code != ERR_OK:
-            status[i] = encode_err(code, -1)
-            if first < 0:
-                first = i
-            if stop_at_error:
-                break
-            continue
-        out_off[i + 1] = n
-    return first
-
-
 def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
                       out_off: Any, status: Any, out_data: Any) -> None:
     v = BinView(offsets, data, validity, offset, wide, stop)
-    out = memoryview(out_data).cast("B")
-    for i in range(start, stop):
-        a, b = int(out_off[i]), int(out_off[i + 1])
-        if status[i] != 0 or a == b or b > len(out):
-            continue
-        code, s, e = v.entry(i)
-        if code != ERR_OK or e - s != b - a + 4:
-            continue
-        out[a:b] = v.data[s + 4:e]
+    _decode_fill(v, start, stop, out_off, status, out_data,
+                 lambda d, s, e, size: d[s + 4:e] if e - s == size + 4 else None)
 
 
+def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                       out_off: Any, status: Any, stop_at_error: bool) -> int:
+    v = BinView(offsets, data, validity, offset, wide, stop)
+    return _sizes(v, start, stop, out_off, status, stop_at_error, _byte_array_entry)

@@ -21,6 +21,7 @@ import importlib
 import os
 import warnings
 from types import ModuleType, SimpleNamespace
+from typing import Any, Protocol, cast
 
 #: every kernel function and the module that holds it: ``statemorph.kernels.<module>`` compiled,
 #: ``statemorph.kernels.<module>_py`` its Python twin
@@ -39,6 +40,60 @@ KERNEL_HOME = {
 MODULES = tuple(sorted(set(KERNEL_HOME.values())))
 
 
+class KernelTier(Protocol):
+    """The kernel functions of one tier, as :func:`tier` hands them out: each compiled function and
+    its Python twin have these names and signatures (the twins' annotations, which the ``.pyi``
+    stubs re-export); ``name`` is ``"native"`` or ``"python"``."""
+
+    name: str
+
+    def fixed_encode(self, kind: int, values: Any, validity: Any, offset: int, start: int, stop: int, out_off: Any,
+                     out_data: Any) -> None: ...
+    def fixed_decode(self, kind: int, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                     stop: int, out_values: Any, status: Any, stop_at_error: bool) -> int: ...
+    def string_encode_sizes(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                            stop: int, out_off: Any, stop_at_error: bool) -> int: ...
+    def string_encode_fill(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                           stop: int, out_off: Any, out_data: Any) -> None: ...
+    def string_decode_sizes(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                            stop: int, out_off: Any, status: Any, stop_at_error: bool) -> int: ...
+    def string_decode_fill(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                           stop: int, out_off: Any, status: Any, out_data: Any) -> None: ...
+    def bytes_encode_fill(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                          out_off: Any, out_data: Any) -> None: ...
+    def bytes_decode_sizes(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                           stop: int, out_off: Any, status: Any, stop_at_error: bool) -> int: ...
+    def bytes_decode_fill(self, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
+                          out_off: Any, status: Any, out_data: Any) -> None: ...
+    def encode_run(self, prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any, pos: int,
+                   out_valid: Any, machine_code: int = 0) -> tuple[int, int, int, int]: ...
+    def decode_run(self, prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                   stop: int, outs: list[Any], counts: Any, spos: Any, machine_code: int = 0) -> tuple[int, int]: ...
+    def migrate_run(self, prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                    stop: int, out_off: Any, out_data: Any, pos: int,
+                    machine_code: int = 0) -> tuple[int, int, int]: ...
+    def core_row_sizes(self, prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                       stop: int, out_off: Any, stop_at_error: bool) -> int: ...
+    def core_row_fill(self, prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                      stop: int, out_off: Any, out_data: Any) -> None: ...
+    def pojo_migrate_run(self, prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                         stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]: ...
+    def corerow_encode(self, prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any,
+                       pos: int) -> tuple[int, int, int]: ...
+    def corerow_decode(self, prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                       stop: int, outs: list[Any], spos: Any) -> tuple[int, int, int]: ...
+    def avro_migrate_run(self, prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
+                         stop: int, out_off: Any, out_data: Any, pos: int) -> tuple[int, int, int]: ...
+    def kg_scan(self, buf: Any, start: int, stop: int, n_states: int, key_pos: Any, key_len: Any, val_pos: Any,
+                val_len: Any, run_state: Any, run_first: Any) -> tuple[int, int, int, int]: ...
+    def copy_slices(self, src: Any, src_pos: Any, lengths: Any, dst: Any, dst_pos: Any, start: int,
+                    stop: int) -> int: ...
+    def kg_rebuild(self, src: Any, val_pos: Any, val_len: Any, first: Any, count: Any, piece_pos: Any, piece_pre: Any,
+                   new_off: Any, new_data: Any, out: Any) -> int: ...
+    def list_split(self, buf: Any, val_pos: Any, val_len: Any, rows: Any, ttl: int, fixed: int, elem_pos: Any,
+                   elem_end: Any, elem_count: Any) -> tuple[int, int, int]: ...
+
+
 def _parse_mode(raw: str | None) -> str:
     value = (raw if raw is not None else "auto").strip().lower()
     if value not in ("auto", "1", "0"):
@@ -55,12 +110,13 @@ def _load(suffix: str) -> dict[str, ModuleType]:
     return mods
 
 
-def _namespace(name: str, mods: dict[str, ModuleType]) -> SimpleNamespace:
-    return SimpleNamespace(name=name, **{fn: getattr(mods[home], fn) for fn, home in KERNEL_HOME.items()})
+def _namespace(name: str, mods: dict[str, ModuleType]) -> KernelTier:
+    return cast(KernelTier, SimpleNamespace(name=name, **{fn: getattr(mods[home], fn)
+                                                          for fn, home in KERNEL_HOME.items()}))
 
 
 MODE = _parse_mode(os.environ.get("STATEMORPH_NATIVE"))
-_TIERS = {"python": _namespace("python", _load("_py"))}
+_TIERS: dict[str, KernelTier] = {"python": _namespace("python", _load("_py"))}
 _native_error: ImportError | None = None
 if MODE != "0":
     try:
@@ -83,7 +139,7 @@ TIER = "native" if "native" in _TIERS else "python"
 KERNELS = _TIERS[TIER]
 
 
-def tier(name: str | None = None) -> SimpleNamespace:
+def tier(name: str | None = None) -> KernelTier:
     """The kernel functions of tier ``name`` (``"native"`` / ``"python"``; default: the selected one).
 
     Asking for ``"native"`` when it did not load raises ImportError with the reason."""
@@ -100,4 +156,4 @@ def native_available() -> bool:
     return "native" in _TIERS
 
 
-__all__ = ["KERNELS", "KERNEL_HOME", "MODE", "MODULES", "TIER", "native_available", "tier"]
+__all__ = ["KERNELS", "KERNEL_HOME", "KernelTier", "MODE", "MODULES", "TIER", "native_available", "tier"]

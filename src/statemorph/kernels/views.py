@@ -6,6 +6,7 @@ the output offsets a one-pass kernel hands back the same way; one copy keeps the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,13 @@ def bit_get(buf: Any, i: int) -> bool:
     return bool(buf[i >> 3] >> (i & 7) & 1)
 
 
+
+
+def mark_bad(slots: Any, slot: int, status: int, row: int, first: int) -> int:
+    """A two-pass kernel's bad row: its status (an ``encode_err``) into ``slots[slot]``; the first
+    bad row so far (``first``, or ``row`` when it is the first)."""
+    slots[slot] = status
+    return row if first < 0 else first
 
 
 def bit_set(buf: Any, i: int) -> None:
@@ -63,3 +71,29 @@ def check_outputs(who: str, out_off: Any, out_data: Any, start: int, stop: int, 
         raise ValueError(f"{who}: output arrays shorter than the rows")
 
 
+#: a one-pass migrate twin's work on one entry: ``(code, start, end)`` of the entry (``code`` from
+#: :meth:`BinView.entry`) -> (0 or the entry's ``encode_err``, its migrated bytes)
+MigrateEntry = Callable[[int, int, int], "tuple[int, bytes | bytearray]"]
+
+
+def one_pass_run(v: BinView, start: int, stop: int, out_off: Any, out_data: Any, pos: int,
+                 migrate: MigrateEntry) -> tuple[int, int, int]:
+    """The loop of the one-pass migrate twins: each valid entry migrated, packed from
+    ``out_data[pos]``, each row's end in ``out_off[i + 1]``; returns ``(next_row, pos, status)``
+    (``status < 0``: entry ``next_row`` is bad; else ``next_row < stop``: it did not fit)."""
+    out = memoryview(out_data).cast("B")
+    status = 0
+    i = start
+    while i < stop:
+        if v.valid(i):
+            status, buf = migrate(*v.entry(i))
+            if not status:
+                if len(buf) > len(out) - pos:
+                    break
+                out[pos:pos + len(buf)] = buf
+                pos += len(buf)
+        out_off[i + 1] = pos
+        if status:
+            break
+        i += 1
+    return i, pos, status

@@ -54,7 +54,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import (
     DestinationBusyError,
@@ -192,7 +192,26 @@ def write_new_file(chunks: Iterable[bytes], target: str | os.PathLike[str]) -> s
     return h.hexdigest()
 
 
-class SafeFile:
+_Closing = TypeVar("_Closing", bound="Closing")
+
+
+class Closing:
+    """A resource a ``with`` block closes on leaving (whatever happened): the files, streams and
+    sources every format reads through."""
+
+    __slots__ = ()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Closing) -> _Closing:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class SafeFile(Closing):
     """An open regular file of known size, read by offset (``pread``) in bounded chunks.
 
     ``label`` is how messages name it (the path under the savepoint as the user gave it);
@@ -267,12 +286,6 @@ class SafeFile:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-
-    def __enter__(self) -> SafeFile:
-        return self
-
-    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
 
 
 def open_regular(path: str | os.PathLike[str], label: str | None = None, *, size: int | None = None,

@@ -78,6 +78,7 @@ from urllib.parse import urlparse
 from ..errors import OutputError, SavepointError, SavepointNotFoundError, UnsafeFileError, UsageError
 from .files import (
     CHUNK,
+    Closing,
     SafeFile,
     SavepointDir,
     check_range,
@@ -272,7 +273,7 @@ spend the time waiting. The first read of a file, and any read that jumps, fetch
 range asked for (a keyed-state header is read alone)."""
 
 
-class RemoteFile:
+class RemoteFile(Closing):
     """An object of known size, read by byte range: :class:`~statemorph.savepoint.files.SafeFile`
     for a remote filesystem (``read_at``: one ranged GET on S3). Only the ranges asked for are
     fetched, plus up to :data:`READ_AHEAD` bytes ahead while the reads are sequential."""
@@ -319,12 +320,6 @@ class RemoteFile:
 
     def close(self) -> None:
         self.f.close()
-
-    def __enter__(self) -> RemoteFile:
-        return self
-
-    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
 
 
 def _open_remote(loc: Location, label: str, size: int | None, recorded_in: str,

@@ -13,38 +13,19 @@ from __future__ import annotations
 
 import os
 
+from ...keyed.keygroups import key_group_prefix_bytes
 from ..storage import Location
 from .envelope import Snapshot, snapshot_from_envelope
 from .files import SavepointDirectory
-from .handles import (
-    ByteStreamHandle,
-    FileHandle,
-    KeyGroupsHandle,
-    OperatorStreamHandle,
-    RelativeFileHandle,
-)
+from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, OperatorStreamHandle, RelativeFileHandle
 from .keyed_blocks import StateRun, encode_key_group, parse_key_group, write_key_group
 from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header, write_keyed_header
 from .keyed_writer import KeyedStreamWriter, entries_from_batch, keep_inline
-from .layout import StateLayout, build_composite_key, key_group_prefix_bytes
-from .metadata import (
-    CheckpointMetadata,
-    MasterState,
-    OperatorState,
-    SubtaskState,
-    parse_metadata,
-    serialize_metadata,
-)
+from .layout import StateLayout, build_composite_key
+from .metadata import CheckpointMetadata, MasterState, OperatorState, SubtaskState, parse_metadata, serialize_metadata
 from .migrate_stream import migrated_encoded_key_groups, migrated_header, migrated_key_groups
-from .reader import (
-    FlinkSavepoint,
-    KeyedStream,
-    OperatorInfo,
-    SavepointInfo,
-    StateInfo,
-    flink_state_schema,
-)
-from .rewrite import RewriteReport, StreamJob, StreamResult, rewrite, run_stream_job
+from .reader import FlinkSavepoint, KeyedStream, OperatorInfo, SavepointInfo, StateInfo, flink_state_schema
+from .rewrite import FlinkRewriteResult, StreamJob, StreamResult, rewrite, run_stream_job
 from .snappy import compress_key_group, decompress_key_group
 
 
@@ -76,7 +57,7 @@ __all__ = [
     "OperatorState",
     "OperatorStreamHandle",
     "RelativeFileHandle",
-    "RewriteReport",
+    "FlinkRewriteResult",
     "SavepointDirectory",
     "SavepointInfo",
     "Snapshot",

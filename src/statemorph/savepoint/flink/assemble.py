@@ -31,14 +31,7 @@ from ...errors import FlinkSavepointError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...keyed.keygroups import key_group_range_for_operator
 from ...typeutils import CompositeTypeSerializerSnapshot, SnapshotRegistry
-from .envelope import (
-    ENVELOPE_VERSION,
-    LIST_SNAPSHOT,
-    MAP_SNAPSHOT,
-    TTL_SNAPSHOT,
-    Snapshot,
-    snapshot_from_envelope,
-)
+from .envelope import ENVELOPE_VERSION, LIST_SNAPSHOT, MAP_SNAPSHOT, TTL_SNAPSHOT, Snapshot, snapshot_from_envelope
 from .handles import KeyGroupsHandle, read_keyed_handle, write_keyed_handle
 from .identity import checkpoint_properties
 from .keyed_blocks import StateRun, encode_key_group

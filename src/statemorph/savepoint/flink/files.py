@@ -15,10 +15,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import TracebackType
 
 from ...errors import FlinkSavepointError, SavepointPathError
-from ..files import SafeFile, SeenFiles
+from ..files import Closing, SafeFile, SeenFiles
 from ..storage import Location, RemoteFile, RemoteSavepointDir, savepoint_dir
 from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHandle, file_name
 from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState
@@ -28,7 +27,7 @@ MAX_METADATA_BYTES = 1 << 30
 1 MB per handle by Flink, so real files stay far below)."""
 
 
-class StreamSource:
+class StreamSource(Closing):
     """The bytes of one stream handle: random access by offset, bounds-checked."""
 
     size: int
@@ -58,12 +57,6 @@ class StreamSource:
 
     def close(self) -> None:
         """Release the file descriptor, if any."""
-
-    def __enter__(self) -> StreamSource:
-        return self
-
-    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
 
 
 class InlineStream(StreamSource):

@@ -11,7 +11,7 @@ the canonical format, so there is nothing statemorph could read or migrate.
 from __future__ import annotations
 
 from array import array
-from collections.abc import MutableSequence
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass
 
 from ...errors import MalformedDataError, NotCanonicalSavepointError, SavepointPathError
@@ -142,6 +142,13 @@ def _check_count(src: DataInputDeserializer, n: int, what: str, unit: int) -> in
     return src.check_length(n, what, unit=unit)
 
 
+def _file_size(size: int, what: str) -> int:
+    """A file handle's recorded size, refused when negative (after the whole handle is read)."""
+    if size < 0:
+        raise MalformedDataError(f"{what} has negative size {size}")
+    return size
+
+
 def read_stream_handle(src: DataInputDeserializer, where: str) -> StreamHandle:
     """One stream handle (codes 0, 1, 2, 6); anything else is refused naming the code."""
     at = src.position
@@ -156,15 +163,11 @@ def read_stream_handle(src: DataInputDeserializer, where: str) -> StreamHandle:
     if code == FILE_HANDLE:
         size = src.read_long()
         path = src.read_utf()
-        if size < 0:
-            raise MalformedDataError(f"{where}: file handle at offset {at} has negative size {size}")
-        return FileHandle(path, size)
+        return FileHandle(path, _file_size(size, f"{where}: file handle at offset {at}"))
     if code == RELATIVE_FILE_HANDLE:
         rel = src.read_utf()
         size = src.read_long()
-        if size < 0:
-            raise MalformedDataError(f"{where}: relative file handle at offset {at} has negative size {size}")
-        return RelativeFileHandle(rel, size)
+        return RelativeFileHandle(rel, _file_size(size, f"{where}: relative file handle at offset {at}"))
     _refuse(code, at, where, "stream state handle")
     raise AssertionError  # unreachable: _refuse always raises
 
@@ -212,6 +215,13 @@ def read_operator_handle(src: DataInputDeserializer, where: str) -> OperatorStre
     return OperatorStreamHandle(states, read_stream_handle(src, where))
 
 
+def _write_offsets(out: DataOutputSerializer, offsets: Sequence[int]) -> None:
+    """A handle's offsets as Flink writes them: their count, then each as a long."""
+    out.write_int(len(offsets))
+    for o in offsets:
+        out.write_long(o)
+
+
 def write_operator_handle(out: DataOutputSerializer, handle: OperatorStreamHandle | None) -> None:
     if handle is None:
         out.write_byte(NULL_HANDLE)
@@ -221,9 +231,7 @@ def write_operator_handle(out: DataOutputSerializer, handle: OperatorStreamHandl
     for s in handle.states:
         out.write_utf(s.name)
         out.write_byte(s.mode)
-        out.write_int(len(s.offsets))
-        for o in s.offsets:
-            out.write_long(o)
+        _write_offsets(out, s.offsets)
     write_stream_handle(out, handle.delegate)
 
 
@@ -252,9 +260,7 @@ def write_keyed_handle(out: DataOutputSerializer, handle: KeyedHandle) -> None:
         return
     out.write_byte(handle.code)
     out.write_int(handle.start_key_group)
-    out.write_int(len(handle.offsets))
-    for o in handle.offsets:
-        out.write_long(o)
+    _write_offsets(out, handle.offsets)
     write_stream_handle(out, handle.delegate)
     if handle.code == KEY_GROUPS_HANDLE_V2:
         out.write_utf(handle.handle_id or "")

@@ -27,6 +27,7 @@ from typing import Any
 
 from ...errors import FlinkSavepointError, StateFormatError, UnsupportedStateError
 from ...io import DataInputDeserializer
+from ...keyed.keygroups import key_group_prefix_bytes
 from .envelope import VOID_NAMESPACE_SNAPSHOT, Snapshot
 from .keyed_header import NAMESPACE_SERIALIZER, StateMetaInfo
 
@@ -42,11 +43,6 @@ COL_VALUE_BYTES = "value_bytes"
 """The column of a whole state's Flink values (see the module docstring)."""
 _I32 = struct.Struct(">i")
 _Q = struct.Struct(">Q")
-
-
-def key_group_prefix_bytes(max_parallelism: int) -> int:
-    """``computeRequiredBytesInKeyGroupPrefix``."""
-    return 1 if max_parallelism <= 128 else 2
 
 
 class FieldCodec:
@@ -202,7 +198,7 @@ class StateLayout:
         return SplitKey(kg, key, ns, k[pos:])
 
     def timer_timestamp(self, k: bytes) -> int:
-        raw = _Q.unpack_from(k, self.prefix)[0]
+        raw: int = _Q.unpack_from(k, self.prefix)[0]
         v = raw ^ (1 << 63)
         return v - (1 << 64) if v >= 1 << 63 else v
 
@@ -357,16 +353,16 @@ class StateLayout:
 
     def join_value(self, parts: list[tuple[bytes | None, int | None]]) -> bytes:
         """Inverse of :meth:`split_value`."""
-        def one(b: bytes | None, ts: int | None) -> bytes:
+        def with_ttl(b: bytes | None, ts: int | None) -> bytes:
             assert b is not None
             return (ts.to_bytes(TTL_BYTES, "big", signed=True) + b) if self.ttl and ts is not None else b
 
         if self.kind == "map":
             b, ts = parts[0]
-            return b"\x01" if b is None else b"\x00" + one(b, ts)
+            return b"\x01" if b is None else b"\x00" + with_ttl(b, ts)
         if self.kind == "list":
-            return b",".join(one(b, ts) for b, ts in parts)
-        return one(*parts[0])
+            return b",".join(with_ttl(b, ts) for b, ts in parts)
+        return with_ttl(*parts[0])
 
 
 def build_composite_key(key_group: int, key: bytes, namespace: bytes, user_key: bytes, prefix: int,

@@ -42,15 +42,9 @@ def migrated_header(
     return out
 
 
-def migrated_key_groups(
-    stream: KeyedStream,
-    migrations: Mapping[str, ValueMigration],
-    max_parallelism: int,
-    *,
-    key_groups: range | None = None,
-    batch_values: int = DEFAULT_BATCH_VALUES,
-    counts: dict[str, int] | None = None,
-) -> Iterator[tuple[int, list[StateRun]]]:
+def migrated_key_groups(stream: KeyedStream, migrations: Mapping[str, ValueMigration], max_parallelism: int, *,
+                        key_groups: range | None = None, batch_values: int = DEFAULT_BATCH_VALUES,
+                        counts: dict[str, int] | None = None) -> Iterator[tuple[int, list[StateRun]]]:
     """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
     the states in ``migrations`` migrated; ``counts`` receives the number of values per state."""
     layouts: dict[int, tuple[StateLayout, ValueMigration, str]] = {}
@@ -69,16 +63,10 @@ def migrated_key_groups(
     yield from pending.flush(counts, stream.header)
 
 
-def migrated_encoded_key_groups(
-    stream: KeyedStream,
-    migrations: Mapping[str, ValueMigration],
-    max_parallelism: int,
-    *,
-    key_groups: range | None = None,
-    batch_values: int = DEFAULT_BATCH_VALUES,
-    counts: dict[str, int] | None = None,
-    workers: int = 1,
-) -> Iterator[tuple[int, Any]]:
+def migrated_encoded_key_groups(stream: KeyedStream, migrations: Mapping[str, ValueMigration],
+                                max_parallelism: int, *, key_groups: range | None = None,
+                                batch_values: int = DEFAULT_BATCH_VALUES, counts: dict[str, int] | None = None,
+                                workers: int = 1) -> Iterator[tuple[int, Any]]:
     """:func:`migrated_key_groups`, each key group encoded as
     :meth:`KeyedStreamWriter.add_encoded_key_group` takes it (a bytes-like buffer, Snappy-framed
     when the stream is compressed): the same bytes as :func:`encode_key_group` of its runs. The

@@ -28,15 +28,7 @@ from ...errors import FlinkSavepointError, StateFormatError
 from ...io import DataOutputSerializer
 from ...typeutils import SnapshotRegistry
 from .handles import DISTRIBUTION_MODES, OperatorStateInfo, OperatorStreamHandle
-from .keyed_header import (
-    BROADCAST,
-    OPERATOR,
-    PROXY_VERSION,
-    VALUE_SERIALIZER,
-    StateMetaInfo,
-    _Parser,
-    write_meta_infos,
-)
+from .keyed_header import BROADCAST, OPERATOR, PROXY_VERSION, VALUE_SERIALIZER, StateMetaInfo, _Parser, write_meta_infos
 from .layout import FieldCodec
 from .metadata import OperatorState, SubtaskState
 from .reader import FlinkSavepoint

@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import TracebackType
 
 import pyarrow as pa
 
 from ...errors import FlinkSavepointError
 from ...keyed.entries import state_schema
 from ...typeutils import SnapshotRegistry
+from ..files import Closing
 from ..storage import Location
 from .files import SavepointDirectory, StreamSource
 from .handles import KeyGroupsHandle
@@ -67,7 +67,7 @@ def flink_state_schema(kind: str, ttl: bool = False, whole: bool = False) -> pa.
     return schema
 
 
-class KeyedStream:
+class KeyedStream(Closing):
     """One subtask's keyed-state stream: its header and its key groups."""
 
     def __init__(self, source: StreamSource, handle: KeyGroupsHandle, where: str,
@@ -99,12 +99,6 @@ class KeyedStream:
 
     def close(self) -> None:
         self.source.close()
-
-    def __enter__(self) -> KeyedStream:
-        return self
-
-    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
 
 
 @dataclass

@@ -59,7 +59,7 @@ MIGRATABLE = ("value", "list", "map", "reducing", "aggregating")
 
 
 @dataclass
-class RewriteReport:
+class FlinkRewriteResult:
     """What a rewrite did: per (operator, state) the number of values migrated, and the files."""
 
     migrated: dict[tuple[str, str], int]
@@ -79,7 +79,7 @@ def rewrite(
     threads: int = 1,
     run_copies: RunCopies | None = None,
     operator_changes: OperatorChanges | None = None,
-) -> RewriteReport:
+) -> FlinkRewriteResult:
     """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
 
     ``run_jobs`` runs the per-stream jobs (:class:`StreamJob`, one per subtask stream holding a
@@ -130,7 +130,7 @@ def rewrite(
 def _rewrite_to_prefix(src_dir: str | os.PathLike[str] | Location, dst: Location, changes: Changes,
                        registry: SnapshotRegistry | None, inline_threshold: int, batch_values: int,
                        run_jobs: RunJobs | None, threads: int, run_copies: RunCopies | None,
-                       operator_changes: OperatorChanges | None = None) -> RewriteReport:
+                       operator_changes: OperatorChanges | None = None) -> FlinkRewriteResult:
     """:func:`rewrite` into a remote prefix (:class:`~statemorph.savepoint.storage.StagedPrefix`):
     stream files written at their final names, unchanged files copied server-side, ``_metadata``
     last; on any failure nothing is left under the prefix."""
@@ -246,7 +246,7 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
 def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int, batch_values: int,
            run_jobs: RunJobs | None = None, threads: int = 1,
            run_copies: RunCopies | None = None,
-           op_plan: dict[int, dict[str, Any]] | None = None) -> tuple[RewriteReport, bytes]:
+           op_plan: dict[int, dict[str, Any]] | None = None) -> tuple[FlinkRewriteResult, bytes]:
     """Every file of the new savepoint but ``_metadata`` into ``tmp``; returns the report and
     the new ``_metadata`` bytes (the caller writes them last)."""
     meta = copy.deepcopy(src.metadata)
@@ -285,7 +285,7 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int
     replaced |= op_replaced
     carried = carry_files(src.directory, meta, replaced, tmp, run_copies)
     src.directory.relativize(meta)
-    return RewriteReport(migrated, len(jobs) + op_streams, carried), serialize_metadata(meta)
+    return FlinkRewriteResult(migrated, len(jobs) + op_streams, carried), serialize_metadata(meta)
 
 
 def _parse_keyed_handle(data: bytes, where: str) -> KeyGroupsHandle:

@@ -15,19 +15,7 @@ from .reader import (
 from .writer import SavepointWriter, StateWriter, remove_stale_temp_dirs
 
 __all__ = [
-    "FORMAT_VERSION",
-    "METADATA_FILE",
-    "FileEntry",
-    "SavepointMetadata",
-    "SavepointWriter",
-    "StateMetadata",
-    "StateWriter",
-    "iter_state_batches",
-    "read_metadata",
-    "read_state_table",
-    "remove_stale_temp_dirs",
-    "state_files",
-    "state_schema",
-    "verify_key_groups",
-    "verify_savepoint",
+    "FORMAT_VERSION", "METADATA_FILE", "FileEntry", "SavepointMetadata", "SavepointWriter", "StateMetadata",
+    "StateWriter", "iter_state_batches", "read_metadata", "read_state_table", "remove_stale_temp_dirs", "state_files",
+    "state_schema", "verify_key_groups", "verify_savepoint",
 ]

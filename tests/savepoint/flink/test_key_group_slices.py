@@ -1,0 +1,254 @@
+"""Large key groups are scanned and migrated in slices (``savepoint.flink.key_group_scan``), so the
+rewriter's memory does not follow the key group's size. Slicing must change nothing but memory:
+
+- the slices of a key group are its bytes, cut after whole entries, with the same entries as one
+  scan of the whole group (any slice size, compressed or not, entries larger than a slice);
+- a damaged key group is refused in slices exactly when it is refused whole (one definition of
+  valid), always with :class:`FlinkSavepointError`;
+- the rewrite of every committed real-Flink savepoint with tiny slices gives the same key groups
+  as without slicing (a compressed group's pieces are one valid Snappy stream), and real Flink
+  restores a savepoint migrated that way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import cramjam
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, reshape
+from savepoint.flink.format_helpers import cases, expected, hashable, scanned_entries, state_operator
+
+from statemorph.errors import FlinkSavepointError
+from statemorph.kernels.abi import BLOCK_CAPACITY
+from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
+from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
+from statemorph.savepoint.flink.files import InlineStream
+from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
+from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, parse_key_group, write_key_group
+from statemorph.savepoint.flink.layout import StateLayout
+from statemorph.savepoint.flink.snappy import compress_key_group, framed_raw_size, unframe_into
+
+N_STATES = 3
+
+
+def _slices(data: bytes, compressed: bool, slice_bytes: int) -> list[ScannedGroup]:
+    stored = compress_key_group(data) if compressed else data
+    return list(scan_slices(InlineStream(stored, "sp"), KeyGroupExtent(7, 0, len(stored)), compressed, N_STATES,
+                            "sp", slice_bytes))
+
+
+runs = st.lists(
+    st.tuples(st.integers(0, N_STATES - 1),
+              st.lists(st.tuples(st.binary(min_size=1, max_size=12), st.binary(max_size=300)), min_size=1,
+                       max_size=30)),
+    min_size=1, max_size=6)
+
+
+def _group(spec: list[tuple[int, list[tuple[bytes, bytes]]]]) -> bytes:
+    return write_key_group([StateRun(sid, [bytes([k[0] & 0x7F]) + k[1:] for k, _ in entries],
+                                     [v for _, v in entries]) for sid, entries in spec])
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs, st.integers(1, 2000), st.booleans())
+def test_slices_are_the_key_group_cut_after_wholescanned_entries(spec: Any, slice_bytes: int, compressed: bool) -> None:
+    data = _group(spec)
+    whole = scan_key_group(7, data, N_STATES, "sp")
+    slices = _slices(data, compressed, slice_bytes)
+    assert b"".join(bytes(memoryview(g.buf)[g.skip:]) for g in slices) == data
+    assert scanned_entries(slices) == scanned_entries([whole])
+    assert [g.first for g in slices] == [True] + [False] * (len(slices) - 1)
+    if len(data) > 4 * slice_bytes + 2000 and not compressed:  # the cut really happens
+        assert len(slices) > 1
+    if not compressed:  # a slice holds the carry (< one entry) + the bytes wanted (doubled for an
+        # entry larger than a slice) + one read piece: bounded by the slice and the largest entry,
+        # never by the key group (a compressed piece adds whole Snappy chunks instead)
+        largest = max(10 + len(k) + len(v) for _, entries in spec for k, v in entries)
+        assert max(memoryview(g.buf).nbytes for g in slices) <= 2 + 2 * (largest + slice_bytes) + slice_bytes
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs, st.integers(1, 2000), st.booleans())
+def test_the_readers_per_entry_view_of_slices_is_the_entry_readers(spec: Any, slice_bytes: int,
+                                                                  compressed: bool) -> None:
+    """What ``inspect`` counts (``run_totals``) and what ``convert`` turns into rows (``runs``) of a
+    key group's slices are the entries ``parse_key_group`` reads from it whole: keys with the
+    end-of-run flag cleared, values, state by state, whatever the cut."""
+    data = _group(spec)
+    want, _ = parse_key_group(data, N_STATES, "sp", exact_end=True)
+    slices = _slices(data, compressed, slice_bytes)
+    got = [(run.state_id, k, v) for g in slices for run in g.runs() for k, v in zip(run.keys, run.values, strict=True)]
+    assert got == [(run.state_id, k, v) for run in want for k, v in zip(run.keys, run.values, strict=True)]
+    totals: dict[int, list[int]] = {}
+    for g in slices:
+        for sid, n, size in g.run_totals():
+            totals.setdefault(sid, [0, 0])
+            totals[sid][0] += n
+            totals[sid][1] += size
+    assert totals == {sid: [sum(len(r.keys) for r in want if r.state_id == sid),
+                            sum(len(k) + len(v) for r in want if r.state_id == sid for k, v in zip(r.keys, r.values,
+                                                                                                    strict=True))]
+                      for sid in {r.state_id for r in want}}
+
+
+def test_a_grown_window_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry larger than the slice grows the window past it (doubling), and the small entries
+    behind it in the grown window outnumber a slice's worth of scan arrays (``slice // 9 + 1``,
+    never sized for the grown window: 48 bytes an entry, 5 times its bytes): the scan stops
+    there (``BLOCK_CAPACITY``) and the slice is cut after the entries found."""
+    statuses: list[int] = []
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        result = scan(*args, **kwargs)
+        statuses.append(result[0])
+        return result
+
+    scan = key_group_scan._scan
+    monkeypatch.setattr(key_group_scan, "_scan", spied)
+    data = _group([(0, [(b"\x01" * 20, b"v" * 10)] + [(b"\x02", b"")] * 10)])
+    slices = _slices(data, False, 16)
+    assert BLOCK_CAPACITY in statuses
+    assert max(len(g.val_pos) for g in slices) <= 16 // key_group_scan.MIN_ENTRY_BYTES + 1
+    assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs, st.integers(1, 600), st.booleans(), st.data())
+def test_a_damaged_key_group_is_refused_in_slices_exactly_when_whole(spec: Any, slice_bytes: int, compressed: bool,
+                                                                     data: st.DataObject) -> None:
+    good = bytearray(_group(spec))
+    how = data.draw(st.sampled_from(["flip", "cut", "append"]))
+    at = data.draw(st.integers(0, len(good) - 1))
+    if how == "flip":
+        good[at] ^= data.draw(st.integers(1, 255))
+    elif how == "cut":
+        del good[at:]
+    else:
+        good += data.draw(st.binary(min_size=1, max_size=8))
+    bad = bytes(good)
+    try:
+        whole: list[ScannedGroup] | FlinkSavepointError = [scan_key_group(7, bad, N_STATES, "sp")]
+    except FlinkSavepointError as e:
+        whole = e
+    if not bad:
+        return
+    try:
+        sliced: list[ScannedGroup] | FlinkSavepointError = _slices(bad, compressed, slice_bytes)
+    except FlinkSavepointError as e:
+        sliced = e
+    assert isinstance(sliced, FlinkSavepointError) == isinstance(whole, FlinkSavepointError), (whole, sliced)
+    if not isinstance(whole, FlinkSavepointError):
+        assert isinstance(sliced, list) and scanned_entries(sliced) == scanned_entries(whole)
+
+
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.integers(1, 600)), min_size=1, max_size=6))
+def test_a_framed_stream_decompresses_into_a_buffer_of_its_declared_size(pieces: list[tuple[bytes, int]]) -> None:
+    """How a slice is filled: its size from the pieces' chunks (compressed and stored ones),
+    then each piece decompressed into its place in the middle of the window, nothing around it
+    touched."""
+    data = b"".join(b * k for b, k in pieces)
+    framed = compress_key_group(data)
+    n = framed_raw_size(framed, "t")
+    assert n == len(data)
+    out = np.zeros(n + 8, np.uint8)
+    unframe_into(framed, out[4 : 4 + n], "t")
+    assert bytes(out[4 : 4 + n]) == data
+    assert not out[:4].any() and not out[4 + n :].any()
+
+
+def test_a_damaged_snappy_chunk_in_a_later_piece_is_refused() -> None:
+    data = _group([(0, [(bytes([1, i % 100]), bytes(range(256)) * 3) for i in range(400)])])
+    stored = bytearray(compress_key_group(data))
+    stored[-20] ^= 0xFF  # inside the last chunk: its CRC no longer matches
+    with pytest.raises(FlinkSavepointError, match="Snappy"):
+        list(scan_slices(InlineStream(bytes(stored), "sp"), KeyGroupExtent(7, 0, len(stored)), True, N_STATES,
+                         "sp", 100))
+    with pytest.raises(FlinkSavepointError, match="runs past"):
+        list(scan_slices(InlineStream(bytes(stored[:-3]), "sp"), KeyGroupExtent(7, 0, len(stored) - 3), True,
+                         N_STATES, "sp", 100))
+
+
+def _grow(values: pa.Array) -> pa.Array:
+    return pa.array([v[::-1] + bytes([len(v) % 256]) for v in values.to_pylist()], pa.binary())
+
+
+def _rewritten(stream: Any, states: dict[int, tuple[StateLayout, Any]], slice_bytes: int,
+               workers: int) -> dict[int, bytes]:
+    """Every key group's new uncompressed bytes, its pieces joined (and decompressed as one
+    Snappy stream when the stream is compressed)."""
+    joined: dict[int, bytearray] = {}
+    order: list[int] = []
+    for kg, data in migrated_blocks(stream, states, batch_values=50, workers=workers, slice_bytes=slice_bytes):
+        if kg not in joined:
+            order.append(kg)
+            joined[kg] = bytearray()
+        assert order[-1] == kg, "the pieces of a key group come one after the other"
+        joined[kg] += bytes(data)
+    if stream.header.compressed:
+        return {kg: bytes(cramjam.snappy.decompress(bytes(b))) for kg, b in joined.items()}
+    return {kg: bytes(b) for kg, b in joined.items()}
+
+
+@pytest.mark.parametrize("case", cases(), ids=[c.name for c in cases()])
+def test_a_sliced_rewrite_writes_the_same_key_groups(case: Path) -> None:
+    sp = FlinkSavepoint(case / "savepoint")
+    op = sp.operator(state_operator(sp))
+    for _, stream in sp.keyed_streams(op):
+        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), _grow)
+                  for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
+        if not states:
+            continue
+        whole = _rewritten(stream, states, 1 << 30, 1)
+        assert whole
+        for slice_bytes, workers in ((24, 1), (100, 2), (700, 2)):
+            assert _rewritten(stream, states, slice_bytes, workers) == whole, (case.name, slice_bytes)
+
+
+@pytest.mark.java
+def test_real_flink_restores_a_savepoint_migrated_in_slices(real_flink: ModuleType, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every key group of these savepoints is larger than 64 bytes, so all are migrated in
+    slices (by the CLI's own code, in this process), the other states' entries (lists, maps,
+    timers) carried through them: compressed and uncompressed streams, heap and RocksDB layouts,
+    TTL state."""
+    from statemorph.cli.main import main
+
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 64)
+    sliced: list[int] = []
+
+    def counted(*args: Any) -> Any:
+        for g in key_group_scan.scan_slices(*args):
+            sliced.append(g.key_group)
+            yield g
+
+    monkeypatch.setattr(bulk_blocks, "scan_slices", counted)
+    picked = [c for c in cases() if "events" in case_spec(c)["states"]
+              and case_spec(c).get("flink", "2.3.0") == "2.3.0"]
+    assert {case_spec(c)["compression"] for c in picked} == {True, False}
+    items = []
+    evolved = ("events", "ttl_events")
+    for case in picked:
+        op = state_operator(FlinkSavepoint(case / "savepoint"))
+        schema = tmp_path / f"{case.name}.toml"
+        schema.write_text("".join(f'[operators."{op}".states.{s}]\ntype = "{EVOLVED_EVENTS.replace(chr(34), "")}"\n'
+                                  for s in evolved if s in case_spec(case)["states"]), encoding="utf-8")
+        dst = tmp_path / case.name
+        sliced.clear()
+        assert main(["migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(dst), "-q",
+                     "--threads", "2"]) == 0
+        assert len(sliced) > len(set(sliced)) > 1, case.name  # several key groups, each in several slices
+        items.append((dst, case / "spec.json"))
+    results = real_flink.restore(items, events_type=EVOLVED_EVENTS)
+    for case, result in zip(picked, results, strict=True):
+        assert result.ok, f"{case.name}: {result.exception}: {result.message}"
+        got = {(hashable(e["key"]), e["state"]): e["value"] for e in result.entries}
+        want = {(k, s): reshape(v, EVOLVED_EVENTS_FIELDS) if s in evolved else v
+                for (k, s), v in expected(case).items()}
+        assert got == want, case.name
