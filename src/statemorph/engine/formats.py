@@ -22,7 +22,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -44,6 +44,7 @@ from .convert import ConvertReport, flink_to_parquet, parquet_to_flink
 from .flink import (
     FlinkMigrateReport,
     FlinkPlan,
+    OperatorDescriptors,
     inspect_flink_savepoint,
     migrate_flink_savepoint,
     plan_flink_savepoint,
@@ -69,9 +70,11 @@ SparkSession = Any
 DataFrame = Any
 """A ``pyspark.sql.DataFrame``."""
 
-Descriptors = Sequence[StateDescriptor] | Mapping[str, Sequence[StateDescriptor]]
-"""The new state descriptors: a list for the Parquet form, a list per operator uid (or uid hash)
-for a format whose states belong to operators."""
+StateDescriptors = Iterable[StateDescriptor] | Mapping[str, StateDescriptor]
+"""The new descriptors of a savepoint whose states belong to no operator (the Parquet form)."""
+Descriptors = StateDescriptors | OperatorDescriptors
+"""The new state descriptors: :data:`StateDescriptors` for the Parquet form, a list per operator
+uid or uid hash (:data:`~statemorph.engine.flink.OperatorDescriptors`) for a Flink savepoint."""
 
 SavepointPlan = RewritePlan | FlinkPlan
 """A plan of either format: the same surface (``summary``, ``exit_status``, ``states``,
@@ -186,9 +189,7 @@ class FlinkCanonical(SavepointFormat):
 
     def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
                 on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
-        if not isinstance(descriptors, Mapping) or any(isinstance(v, StateDescriptor) for v in descriptors.values()):
-            raise UsageError(f"{_shown(src)} is a Flink savepoint, whose states belong to operators: give the new "
-                             f"descriptors per operator, {{'<operator uid or uid hash>': [descriptors]}}")
+        descriptors = _operator_descriptors(src, descriptors)
         if isinstance(runner, OnSpark):
             return migrate_flink_savepoint(src, dst, descriptors, threads=runner.threads, on_error=on_error,
                                            spark=runner.session, tasks=runner.tasks)
@@ -219,7 +220,7 @@ class ParquetForm(SavepointFormat):
         loc = Location.of(path)
         if loc is not None:
             return bool(loc.child(METADATA_FILE).kind() != pafs.FileType.NotFound)
-        return os.path.lexists(os.path.join(path, METADATA_FILE))
+        return os.path.lexists(os.path.join(_local(path), METADATA_FILE))
 
     def inspect(self, path: str, *, names: Sequence[str] = ()) -> dict[str, Any]:
         return inspect_savepoint(path)
@@ -235,6 +236,7 @@ class ParquetForm(SavepointFormat):
 
     def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
                 on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
+        descriptors = _state_descriptors(src, descriptors)
         if isinstance(runner, OnSpark):
             return spark_parquet.migrate_parquet_savepoint(runner.session, _local(src), _local(dst), descriptors,
                                                            on_error=on_error, transform=runner.transform,
@@ -269,6 +271,22 @@ def format_of(path: SavepointPath) -> SavepointFormat:
     if Location.of(path) is None and not os.path.isdir(path):  # type: ignore[arg-type]
         raise SavepointNotFoundError(f"savepoint {_shown(path)} does not exist or is not a directory")
     raise NotASavepointError.at(_shown(path))
+
+
+def _operator_descriptors(path: SavepointPath, descriptors: Descriptors) -> OperatorDescriptors:
+    """``descriptors`` as a Flink savepoint takes them (per operator), or a usage error."""
+    if not isinstance(descriptors, Mapping) or any(isinstance(v, StateDescriptor) for v in descriptors.values()):
+        raise UsageError(f"{_shown(path)} is a Flink savepoint, whose states belong to operators: give the new "
+                         f"descriptors per operator, {{'<operator uid or uid hash>': [descriptors]}}")
+    return cast(OperatorDescriptors, descriptors)
+
+
+def _state_descriptors(path: SavepointPath, descriptors: Descriptors) -> StateDescriptors:
+    """``descriptors`` as the Parquet form takes them, or a usage error for a list per operator."""
+    if isinstance(descriptors, Mapping) and not all(isinstance(d, StateDescriptor) for d in descriptors.values()):
+        raise UsageError(f"{_shown(path)} is in the Parquet form, whose states belong to no operator: give the new "
+                         f"descriptors as a list (or by state name)")
+    return cast(StateDescriptors, descriptors)
 
 
 def _shown(path: SavepointPath) -> str:
@@ -321,6 +339,6 @@ def check_savepoint(path: str | os.PathLike[str], new_descriptors: Iterable[Stat
                         namespace_serializers=namespace_serializers, registry=registry, new_states=True)
 
 
-__all__ = ["FORMATS", "Descriptors", "FlinkCanonical", "Local", "MigrateReport", "OnSpark", "ParquetForm", "Runner",
-           "SavepointFormat", "SavepointPlan", "check_savepoint", "convert_savepoint", "format_of",
-           "migrate_savepoint"]
+__all__ = ["FORMATS", "DataFrame", "Descriptors", "FlinkCanonical", "Local", "MigrateReport", "OnSpark", "ParquetForm",
+           "Runner", "SavepointFormat", "SavepointPlan", "SparkSession", "StateDescriptors", "check_savepoint",
+           "convert_savepoint", "format_of", "migrate_savepoint"]

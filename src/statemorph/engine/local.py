@@ -326,7 +326,7 @@ def _state_document(st: StateMetadata) -> dict[str, Any]:
     def type_of(role: str) -> str | None:
         return opaque.get(role) or _type_of(lambda: st.snapshot(role), role, problems)
 
-    doc = {
+    doc: dict[str, Any] = {
         "name": st.name,
         "kind": st.kind.value,
         "key_type": type_of("key_serializer"),
