@@ -257,7 +257,9 @@ class ParquetForm(SavepointFormat):
         return parquet_to_flink(src, dst, registry=registry)
 
 
-FORMATS: tuple[SavepointFormat, ...] = (FlinkCanonical(), ParquetForm())
+FLINK = FlinkCanonical()
+PARQUET = ParquetForm()
+FORMATS: tuple[SavepointFormat, ...] = (FLINK, PARQUET)
 """Every savepoint format, asked in this order (the first that claims a path is its format)."""
 
 
@@ -339,6 +341,6 @@ def check_savepoint(path: str | os.PathLike[str], new_descriptors: Iterable[Stat
                         namespace_serializers=namespace_serializers, registry=registry, new_states=True)
 
 
-__all__ = ["FORMATS", "DataFrame", "Descriptors", "FlinkCanonical", "Local", "MigrateReport", "OnSpark", "ParquetForm",
-           "Runner", "SavepointFormat", "SavepointPlan", "SparkSession", "StateDescriptors", "check_savepoint",
-           "convert_savepoint", "format_of", "migrate_savepoint"]
+__all__ = ["FLINK", "FORMATS", "PARQUET", "DataFrame", "Descriptors", "FlinkCanonical", "Local", "MigrateReport",
+           "OnSpark", "ParquetForm", "Runner", "SavepointFormat", "SavepointPlan", "SparkSession", "StateDescriptors",
+           "check_savepoint", "convert_savepoint", "format_of", "migrate_savepoint"]

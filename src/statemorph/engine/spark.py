@@ -174,7 +174,7 @@ class ArrowColumnUDF:
         self._pandas: Any = None
 
     def __call__(self, arg: Any) -> Any:
-        from pyspark.sql import Column
+        from pyspark.sql import Column  # pyspark, the optional spark extra, is there when a UDF is called
 
         if isinstance(arg, (str, Column)):
             return self.pandas_udf()(arg)
@@ -182,7 +182,7 @@ class ArrowColumnUDF:
 
     def output_schema(self, schema: Any) -> Any:
         """The Spark schema ``mapInArrow`` needs, from the input DataFrame's schema."""
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.pandas.types import to_arrow_schema  # the optional spark extra
 
         return spark_schema(self.transform.output_schema(to_arrow_schema(schema)))
 
@@ -193,6 +193,7 @@ class ArrowColumnUDF:
 
 
 def _make_pandas_udf(transform: Any) -> Any:
+    # pandas and pyspark (the spark extra) only for a pandas UDF: mapInArrow needs neither
     import pandas as pd
     from pyspark.sql.functions import pandas_udf
     from pyspark.sql.pandas.types import from_arrow_type
