@@ -43,7 +43,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     out.say(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
     out.say(plan.summary)
     plan.raise_if_incompatible()
-    bar = out.progress(plan.total_rows)
+    bar = out.progress(plan.total_rows if fmt.reports_progress else 0)
     try:
         if args.engine == "spark":
             report = _with_spark(args, out, lambda spark: fmt.rewrite(

@@ -125,6 +125,9 @@ class SavepointFormat(ABC):
     spark_reads_in_place: ClassVar[bool]
     """Whether Spark tasks read its URIs and write the result's files themselves, so the CLI
     does not stage them (:func:`statemorph.cli.main.read_in_place`)."""
+    reports_progress: ClassVar[bool]
+    """Whether a local :meth:`rewrite` calls ``progress(state, entries)`` as it goes (a progress
+    bar is shown only then)."""
 
     @abstractmethod
     def claims(self, path: SavepointPath) -> bool:
@@ -169,6 +172,7 @@ class FlinkCanonical(SavepointFormat):
     title = "a Flink savepoint"
     has_operators = True
     spark_reads_in_place = True
+    reports_progress = False
 
     def claims(self, path: SavepointPath) -> bool:
         return is_flink_savepoint(path)
@@ -215,6 +219,7 @@ class ParquetForm(SavepointFormat):
     title = "the Parquet form"
     has_operators = False
     spark_reads_in_place = False
+    reports_progress = True
 
     def claims(self, path: SavepointPath) -> bool:
         loc = Location.of(path)
