@@ -24,7 +24,7 @@ from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, Statemor
 from ..savepoint.flink import FlinkSavepoint, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
 from ..savepoint.flink.operator_ids import find_operator, naming
-from ..savepoint.flink.operator_state_migrate import describe_operator_states_of
+from ..savepoint.flink.operator_state_migrate import OperatorStatesDescription, describe_operator_states_of
 from ..savepoint.flink.operator_state_read import describe_operator_states, operator_state_table
 from ..savepoint.storage import Location
 from ..schema_file import describe_serializer
@@ -36,6 +36,9 @@ from .spark_flink import split_copy_jobs, split_stream_jobs
 _ENVELOPE_VERSION = struct.pack(">i", 2)
 """Flink's top-level snapshot envelope starts with ``i32 2`` before the versioned snapshot."""
 
+OperatorDescription = FlinkOperatorDescription | OperatorStatesDescription
+"""What one operator's plan was made from: its keyed states, or its operator states."""
+
 OperatorDescriptors = Mapping[str, Iterable[Any]]
 """Operator uid (or uid hash) → the new state descriptors of that operator."""
 
@@ -46,7 +49,7 @@ class FlinkPlan:
     :class:`RewritePlan`: ``summary``, ``exit_status``, ``raise_if_incompatible``)."""
 
     source: str
-    operators: list[tuple[FlinkOperatorDescription, RewritePlan]]
+    operators: list[tuple[OperatorDescription, RewritePlan]]
 
     @property
     def states(self) -> list[StatePlan]:
@@ -105,7 +108,7 @@ def plan_flink_savepoint(path: str | os.PathLike[str] | Location, new_descriptor
     source = _name(path)
     sp = FlinkSavepoint(path if isinstance(path, Location) else source, registry)
     operators = describe_operators(sp)
-    plans: list[tuple[Any, RewritePlan]] = []
+    plans: list[tuple[OperatorDescription, RewritePlan]] = []
     for ident, descriptors in new_descriptors.items():
         op = find_keyed_operator(operators, ident)
         items = list(descriptors.values()) if isinstance(descriptors, Mapping) else list(descriptors)
@@ -220,7 +223,7 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
             if sp.action == MIGRATE:
                 envelope = _ENVELOPE_VERSION + sp.value_snapshot
                 migration = value_migration(sp.meta.snapshot("value_serializer", registry), sp.new_serializer)
-                if getattr(op, "operator_state", False):  # operator-state streams: rewritten by the driver
+                if isinstance(op, OperatorStatesDescription):  # operator-state streams: rewritten by the driver
                     operator_changes[(op.ident, sp.name)] = (envelope, migration)
                     continue
                 changes[(op.ident, sp.name)] = (envelope, migration)
