@@ -7,9 +7,16 @@ import pytest
 
 from statemorph import serializers as S
 from statemorph.cli.demo import NEW_TYPE, OLD_TYPE, events_table
-from statemorph.engine import migrate_savepoint, plan_rewrite, read_state, read_state_table, write_state
+from statemorph.engine import (
+    check_savepoint,
+    migrate_savepoint,
+    plan_rewrite,
+    read_state,
+    read_state_table,
+    write_state,
+)
 from statemorph.migration import migrate_bytes
-from statemorph.savepoint import check_savepoint, read_metadata, verify_savepoint
+from statemorph.savepoint import read_metadata, verify_savepoint
 from statemorph.savepoint import read_state_table as raw_state_table
 from statemorph.state import HashMapStateBackend, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 

@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 
+from statemorph.engine import check_savepoint
 from statemorph.errors import ExitCode, SavepointError
 from statemorph.io import DataOutputSerializer
-from statemorph.savepoint import METADATA_FILE, check_savepoint
+from statemorph.savepoint import METADATA_FILE
 from statemorph.serializers import IntSerializer, LongSerializer, RowDataSerializer, StringSerializer
 from statemorph.state import (
     HashMapStateBackend,

@@ -263,7 +263,7 @@ def test_list_and_map_descriptors(in_tmp: Path) -> None:
 
 def test_check_savepoint_dry_run(in_tmp: Path) -> None:
     from statemorph import serializers
-    from statemorph.savepoint import check_savepoint
+    from statemorph.engine import check_savepoint
     from statemorph.state import Outcome, ValueStateDescriptor
 
     _write_events_savepoint()

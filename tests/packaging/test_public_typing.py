@@ -18,7 +18,7 @@ import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type in
 from statemorph import arrow, engine, serializers, typeutils
 from statemorph.errors import IncompatibleSchemaError, SavepointError, StateFormatError
 from statemorph.migration import migrate_bytes
-from statemorph.savepoint import check_savepoint
+from statemorph.engine import check_savepoint
 from statemorph.state import EmbeddedRocksDBStateBackend, HashMapStateBackend, ValueStateDescriptor
 from statemorph.types import parse_type
 

@@ -20,11 +20,11 @@ import pytest
 from processes import child_env
 
 from statemorph import serializers as S
+from statemorph.engine import check_savepoint, migrate_savepoint
 from statemorph.engine.keys import key_groups
-from statemorph.engine.local import migrate_savepoint
 from statemorph.errors import IncompatibleSchemaError, SavepointError, UnsafeFileError
 from statemorph.io import DataOutputSerializer
-from statemorph.savepoint import METADATA_FILE, SavepointWriter, check_savepoint, read_state_table, verify_savepoint
+from statemorph.savepoint import METADATA_FILE, SavepointWriter, read_state_table, verify_savepoint
 from statemorph.state import ValueStateDescriptor
 
 L = S.LongSerializer()
@@ -239,8 +239,8 @@ def test_a_directory_in_place_of_a_file_is_refused(tmp_path):
 
 FIFO_PROBE = textwrap.dedent("""
     import sys
+    from statemorph.engine import migrate_savepoint
     from statemorph.errors import UnsafeFileError
-    from statemorph.engine.local import migrate_savepoint
     from statemorph.savepoint import verify_savepoint
     for call in (lambda: verify_savepoint(sys.argv[1]), lambda: migrate_savepoint(sys.argv[1], sys.argv[2], [])):
         try:

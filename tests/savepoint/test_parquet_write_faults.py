@@ -25,7 +25,7 @@ from fs_faults import (  # noqa: F401 (fixtures)
 from processes import child_env
 from savepoint.event_entries import EVOLVED, NEW, OLD, L, entries
 
-from statemorph.engine.local import migrate_savepoint
+from statemorph.engine import migrate_savepoint
 from statemorph.errors import DestinationBusyError, ExitCode, OutputError, UsageError
 from statemorph.savepoint import SavepointWriter, read_state_table, remove_stale_temp_dirs, verify_savepoint
 from statemorph.savepoint import files as files_mod

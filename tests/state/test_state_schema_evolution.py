@@ -9,8 +9,9 @@ from typing import Optional
 import pyarrow as pa
 import pytest
 
+from statemorph.engine import check_savepoint
 from statemorph.errors import ExitCode, StateMigrationError
-from statemorph.savepoint import check_savepoint, read_metadata, read_state_table
+from statemorph.savepoint import read_metadata, read_state_table
 from statemorph.serializers import (
     AvroSerializer,
     IntSerializer,

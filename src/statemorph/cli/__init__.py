@@ -2,7 +2,8 @@
 demo, bench) and the shared output / exit-status code (:mod:`.output`,
 :class:`statemorph.errors.ExitCode`).
 
-The CLI is the top layer: it calls the engine and the savepoint formats, nothing calls it."""
+The CLI is the top layer: it calls the engine (which format a savepoint is in:
+:func:`statemorph.engine.formats.format_of`), nothing calls it."""
 
 from .bench import cmd_bench
 from .check import cmd_check

@@ -3,21 +3,20 @@
 Flink → Parquet writes every keyed state of every operator as a Parquet dataset any Arrow tool
 reads, plus what Flink needs to come back (the ``_metadata`` skeleton, keyed-state headers,
 operator-state files); Parquet → Flink rebuilds a canonical savepoint Flink restores with the same
-content. The direction follows from the source (:func:`statemorph.engine.convert.convert_savepoint`)."""
+content. The direction follows from the source (:func:`statemorph.engine.formats.convert_savepoint`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from ..engine.formats import convert_savepoint
 from ..errors import ExitCode, UsageError
+from ..savepoint.files import destination_taken, refuse_inside
 from .output import Console, common_options
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ..engine.convert import convert_savepoint
-    from ..savepoint.files import destination_taken, refuse_inside
-
     out = Console.from_args(args)
     if destination_taken(args.out):
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")

@@ -23,7 +23,16 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # numpy and pyarrow load when the demo runs, not with every CLI start
+from .. import serializers
+from ..engine.bootstrap import StateData, write_flink_savepoint
+from ..engine.flink import read_flink_state_table
+from ..engine.formats import FLINK
+from ..errors import ExitCode, StateMigrationError, UsageError
+from .check import cmd_check
+from .inspect import cmd_inspect
+from .migrate import cmd_migrate, positive_int
+
+if TYPE_CHECKING:  # in annotations only
     import pyarrow as pa
 
 OLD_TYPE = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
@@ -72,9 +81,6 @@ def _done(t0: float) -> None:
 def bootstrap_events(path: str, entries: int) -> Any:
     """A Flink savepoint of the Events job (as Flink 2.3 writes it: parallelism 2, max parallelism
     128, Snappy-compressed key groups) holding ``entries`` events, encoded in bulk."""
-    from .. import serializers
-    from ..engine.bootstrap import StateData, write_flink_savepoint
-
     events = StateData(events_table(entries), serializers.RowDataSerializer(OLD_TYPE))
     return write_flink_savepoint(path, operator=OPERATOR, key_serializer=serializers.LongSerializer(),
                                  states={STATE: events}, max_parallelism=MAX_PARALLELISM, parallelism=2,
@@ -83,12 +89,7 @@ def bootstrap_events(path: str, entries: int) -> Any:
 
 def run_demo(savepoint: str | None = None, entries: int = 100_000, workdir: str | None = None,
              keep: bool = False) -> int:
-    from ..errors import ExitCode, UsageError
-    from .check import cmd_check
-    from .inspect import cmd_inspect
-    from .migrate import cmd_migrate
-
-    if savepoint is not None and not os.path.isfile(os.path.join(savepoint, "_metadata")):
+    if savepoint is not None and not FLINK.claims(savepoint):
         raise UsageError(f"{savepoint}: not a Flink savepoint (no _metadata); the demo migrates a savepoint of "
                          f"the Events job (value state {STATE!r} of the operator with uid {OPERATOR!r})")
     t_start = time.perf_counter()
@@ -158,8 +159,6 @@ def show_migrated(old_sp: str, new_sp: str) -> int:
     """Read the Events state of both savepoints, check that every migrated entry is its old entry
     remapped by field name with the added fields null (derived from the two tables, not from a fixed
     permutation), print a few and return how many were checked."""
-    from ..engine.flink import read_flink_state_table
-
     old = read_flink_state_table(old_sp, OPERATOR, STATE).sort_by("key")
     new = read_flink_state_table(new_sp, OPERATOR, STATE).sort_by("key")
     verify_migrated(old, new)
@@ -174,8 +173,6 @@ def show_migrated(old_sp: str, new_sp: str) -> int:
 def verify_migrated(old: pa.Table, new: pa.Table) -> None:
     """Both tables sorted by key: the same keys, every old field path's column unchanged, every
     new one all null; otherwise a :class:`~statemorph.errors.StateMigrationError`."""
-    from ..errors import StateMigrationError
-
     before, after = _leaves(old), _leaves(new)
     wrong = [path for path, col in after.items()
              if not (col.equals(before[path]) if path in before else col.null_count == len(col))]
@@ -190,8 +187,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    from .migrate import positive_int
-
     s = sub.add_parser("demo", help="migrate a Flink savepoint of the Events job: inspect, check, migrate, read back")
     s.add_argument("savepoint", metavar="SAVEPOINT", nargs="?", default=None,
                    help=f"a Flink savepoint of the Events job (value state {STATE!r} of the operator with uid "

@@ -5,10 +5,12 @@ document (docs/cli.md)."""
 from __future__ import annotations
 
 import argparse
-import os
+from collections.abc import Callable
 from typing import Any
 
-from ..errors import ExitCode, StatemorphError
+from ..engine.formats import format_of
+from ..errors import ExitCode, UsageError
+from ..schema_file import load_schema
 from .output import SAVEPOINT_HELP, Console, common_options, human_bytes
 
 ELEMENT_LABEL = {"value": "value", "list": "element", "map": "map value"}
@@ -22,87 +24,13 @@ NAMINGS = {"uid": "its uid", "uid_hash": "its uid hash",
 """How ``inspect --schema`` says a schema file's name finds an operator (``named_by.by``)."""
 
 
-def _type_of(snapshot: Any, role: str, problems: dict[str, str]) -> str | None:
-    """The Flink SQL spelling of the serializer a snapshot restores (``snapshot`` is a callable
-    returning it), or None, with the reason under ``problems[role]``, when it cannot be read."""
-    from ..schema_file import describe_serializer
-
-    try:
-        return describe_serializer(snapshot().restore_serializer())
-    except StatemorphError as e:
-        problems[role] = str(e)
-        return None
-
-
-def describe_state(st: Any) -> dict[str, Any]:
-    """One state of the Parquet form as the ``--json`` shape (and the source of the text lines)."""
-    problems: dict[str, str] = {}
-
-    opaque = st.opaque_roles()
-
-    def type_of(role: str) -> str | None:
-        return opaque.get(role) or _type_of(lambda: st.snapshot(role), role, problems)
-
-    doc = {
-        "name": st.name,
-        "kind": st.kind.value,
-        "key_type": type_of("key_serializer"),
-        "namespace_type": type_of("namespace_serializer"),
-        "value_type": type_of("value_serializer"),
-        "user_key_type": type_of("user_key_serializer") if st.user_key_serializer is not None else None,
-        "ttl": bool(st.ttl),
-        "operator": st.operator,
-        "flink_kind": st.flink_kind,
-        "entries": st.rows,
-        "bytes": sum(f.size for f in st.files),
-    }
-    try:
-        doc["value_snapshot"] = st.snapshot("value_serializer").IDENTIFIER
-    except StatemorphError:
-        doc["value_snapshot"] = None
-    doc["files"] = [{"path": f.path, "entries": f.rows, "bytes": f.size, "sha256": f.sha256} for f in st.files]
-    doc["problems"] = problems
-    return doc
-
-
-def describe_savepoint(path: str) -> dict[str, Any]:
-    """The whole ``inspect --json`` document of a savepoint in the Parquet form."""
-    from ..savepoint import METADATA_FILE, read_metadata
-
-    md = read_metadata(path)
-    problems: dict[str, str] = {}
-    key = _type_of(md.key_snapshot, "key_serializer", problems)
-    states = [describe_state(st) for st in md.states.values()]
-    return {
-        "format": "parquet",
-        "path": path,
-        "format_version": md.format_version,
-        "max_parallelism": md.max_parallelism,
-        "key_type": key,
-        "entries": sum(s["entries"] for s in states),
-        "bytes": sum(s["bytes"] for s in states) + os.path.getsize(os.path.join(path, METADATA_FILE)),
-        "states": states,
-        "problems": problems,
-    }
-
-
 def _shown(type_text: str | None, problems: dict[str, str], role: str) -> str:
     return type_text if type_text is not None else f"<unreadable: {problems.get(role, '')}>"
 
 
-def cmd_inspect_flink(args: argparse.Namespace) -> int:
+def say_flink(args: argparse.Namespace, out: Console, info: dict[str, Any]) -> None:
     """A Flink canonical savepoint: per operator its uid, uid hash and parallelism, per keyed state
     its kind and types (Flink SQL syntax where statemorph reads the snapshot), TTL and size."""
-    from ..engine.flink import inspect_flink_savepoint
-
-    out = Console.from_args(args)
-    names: list[str] = []
-    if args.schema is not None:
-        from ..schema_file import load_schema
-
-        names = list(load_schema(args.schema).operators)
-    info = inspect_flink_savepoint(args.savepoint, names=names)
-    out.emit(info)
     out.say(f"Flink savepoint {args.savepoint}")
     out.say(f"  _metadata version {info['metadata_version']}, checkpoint {info['checkpoint_id']}, "
             f"{len(info['operators'])} operator(s)")
@@ -130,7 +58,6 @@ def cmd_inspect_flink(args: argparse.Namespace) -> int:
             say_operator_state(out, ost)
     for name in info["unmatched_names"]:
         out.say(f"\n[operators.{name}] in {args.schema} names no operator of this savepoint")
-    return ExitCode.OK
 
 
 def say_operator_state(out: Console, st: dict[str, Any]) -> None:
@@ -144,17 +71,23 @@ def say_operator_state(out: Console, st: dict[str, Any]) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
-    from ..savepoint.flink import is_flink_savepoint
-
-    if is_flink_savepoint(args.savepoint):
-        return cmd_inspect_flink(args)
+    fmt = format_of(args.savepoint)
+    names: list[str] = []
     if args.schema is not None:
-        raise UsageError(f"inspect --schema matches a schema file's [operators.<uid>] names to the operators of a "
-                         f"Flink savepoint; {args.savepoint} is in the Parquet form, which has no operators")
+        if not fmt.has_operators:
+            raise UsageError(f"inspect --schema matches a schema file's [operators.<uid>] names to the operators of a "
+                             f"Flink savepoint; {args.savepoint} is in {fmt.title}, which has no operators")
+        names = list(load_schema(args.schema).operators)
     out = Console.from_args(args)
-    doc = describe_savepoint(args.savepoint)
+    doc = fmt.inspect(args.savepoint, names=names)
     out.emit(doc)
+    SAY[fmt.name](args, out, doc)
+    return ExitCode.OK
+
+
+def say_parquet(args: argparse.Namespace, out: Console, doc: dict[str, Any]) -> None:
+    """A savepoint in the Parquet form: format version, key type, per state its kind, types,
+    entries and size (with ``-v`` its files)."""
     out.say(f"savepoint {args.savepoint}")
     key = _shown(doc["key_type"], doc["problems"], "key_serializer")
     out.say(f"  format version {doc['format_version']}, max parallelism {doc['max_parallelism']}, key type {key}")
@@ -174,7 +107,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         for f in st["files"]:
             out.detail(f"  {'file':<16}{f['path']}  {f['entries']:,} rows  {human_bytes(f['bytes'])}  "
                        f"sha256 {f['sha256'][:16]}…")
-    return ExitCode.OK
+
+
+SAY: dict[str, Callable[[argparse.Namespace, Console, dict[str, Any]], None]] = {
+    "flink": say_flink, "parquet": say_parquet}
+"""The text form of each format's ``inspect`` document (keyed by its format's ``name``)."""
 
 
 def add_parser(sub: Any) -> None:
@@ -187,4 +124,4 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(func=cmd_inspect)
 
 
-__all__ = ["cmd_inspect", "cmd_inspect_flink", "describe_savepoint", "describe_state"]
+__all__ = ["SAY", "cmd_inspect", "say_flink", "say_parquet"]

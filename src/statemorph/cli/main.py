@@ -15,17 +15,17 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from importlib.metadata import PackageNotFoundError, version
 
+from .. import __version__
+from ..engine.formats import format_of
 from ..errors import ExitCode, StatemorphError, UsageError
+from ..savepoint.storage import is_uri, local_destination, local_source
 from . import bench, check, convert, demo, inspect, migrate, schema
 from .output import error_document, exit_code_for, print_error, shown
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    from .. import __version__
-
     try:
         installed = version("statemorph")
     except PackageNotFoundError:
@@ -60,16 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def read_in_place(args: argparse.Namespace) -> bool:
     """Whether the verb reads and writes its URIs in place instead of staging them: ``migrate
-    --engine spark`` of a Flink savepoint, whose Spark tasks read their key-group ranges from
-    the source and write the result's files under ``--out`` themselves
-    (:mod:`statemorph.savepoint.storage`, direct access)."""
-    from ..savepoint.flink import is_flink_savepoint
-    from ..savepoint.storage import is_uri
-
+    --engine spark`` of a savepoint whose format says its Spark tasks read the source and write
+    the result's files under ``--out`` themselves (a Flink savepoint: key-group ranges;
+    :mod:`statemorph.savepoint.storage`, direct access)."""
     uris = [w for w in (getattr(args, "savepoint", None), getattr(args, "out", None))
             if isinstance(w, str) and is_uri(w)]
     return (bool(uris) and args.command == "migrate" and getattr(args, "engine", "local") == "spark"
-            and is_flink_savepoint(args.savepoint))
+            and format_of(args.savepoint).spark_reads_in_place)
 
 
 @contextmanager
@@ -79,8 +76,6 @@ def staged_locations(args: argparse.Namespace) -> Iterator[None]:
     (:mod:`statemorph.savepoint.storage`). ``args.locations`` maps each local path back to its URI, so
     what the verb prints names the URIs. A verb that handles URIs itself (:func:`read_in_place`)
     gets them as they are."""
-    from ..savepoint.storage import is_uri, local_destination, local_source
-
     args.locations = {}
     if read_in_place(args):
         yield

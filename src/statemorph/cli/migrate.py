@@ -9,50 +9,25 @@ cannot be null, so an unreadable entry is either fatal or skipped (and counted i
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from ..engine.formats import Local, MigrateReport, OnSpark, format_of
+from ..engine.spark import session
+from ..engine.spark_jvm import new_log, spark_failure
 from ..errors import MIGRATE_ON_ERROR, EngineError, ExitCode, UsageError
+from ..extras import require
+from ..savepoint.files import destination_taken, refuse_inside
+from ..savepoint.storage import Location
 from .check import plan_for
 from .output import SAVEPOINT_HELP, Console, common_options
 
 
-def flink_report_document(report: Any) -> dict[str, Any]:
-    """``migrate --json`` for a Flink savepoint: the report as numbers (Flink keyed-state files
-    are rewritten stream by stream; entries are counted for the migrated states only)."""
-    return {"source": report.source, "destination": report.destination, "engine": report.engine, "format": "flink",
-            "seconds": round(report.seconds, 3), "entries_migrated": report.rows,
-            "rewritten_streams": report.rewritten_streams, "carried_files": report.carried_files,
-            "states": [{"operator": op, "name": st, "entries_migrated": n} for (op, st), n in report.migrated.items()],
-            "exit_status": int(ExitCode.OK)}
-
-
-def cmd_migrate_flink(args: argparse.Namespace, descriptors: Any, out: Console) -> int:
-    """A Flink canonical savepoint: the states the plan migrates are rewritten in Flink's own
-    format (keys, key groups and everything else carried over), for Flink to restore."""
-    from ..engine.flink import migrate_flink_savepoint
-
-    def run(spark: Any = None) -> Any:
-        return migrate_flink_savepoint(args.savepoint, args.out, descriptors, threads=args.threads,
-                                       on_error=args.on_error, spark=spark)
-
-    report = _with_spark(args, out, run) if args.engine == "spark" else run()
-    out.emit(flink_report_document(report))
-    out.say(report.summary())
-    out.say(f"summary: {report.rows:,} values migrated in {report.seconds:.1f}s; new Flink savepoint at {args.out} "
-            f"(restore it with execution.state-recovery.path)")
-    return ExitCode.OK
-
-
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from ..savepoint.files import destination_taken, refuse_inside
-    from ..savepoint.flink import is_flink_savepoint
-    from ..savepoint.storage import Location
-
     out = Console.from_args(args)
     if args.engine == "spark":  # before any work: without the extra, one line says what to install
-        from ..extras import require
-
         require("pyspark", "--engine spark")
     if Location.of(args.out) is None:
         if destination_taken(args.out):
@@ -62,42 +37,30 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     elif Location.open(args.out).files():  # a URI read in place (cli.main.read_in_place)
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
     plan, descriptors = plan_for(args.savepoint, args.schema)
+    fmt = format_of(args.savepoint)
     out.say(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
     out.say(plan.summary)
     plan.raise_if_incompatible()
-    if is_flink_savepoint(args.savepoint):
-        return cmd_migrate_flink(args, descriptors, out)
-    bar = out.progress(plan.total_rows)
+    bar = out.progress(plan.total_rows if fmt.reports_progress else 0)
     try:
         if args.engine == "spark":
-            report = _run_spark(args, descriptors, out)
+            report = _with_spark(args, out, lambda spark: fmt.rewrite(
+                args.savepoint, args.out, descriptors, on_error=args.on_error,
+                runner=OnSpark(spark, threads=args.threads)))
         else:
-            from ..engine.local import migrate_savepoint
-
-            report = migrate_savepoint(args.savepoint, args.out, descriptors, threads=args.threads,
-                                       on_error=args.on_error, progress=bar)
+            report = fmt.rewrite(args.savepoint, args.out, descriptors, on_error=args.on_error, progress=bar,
+                                 runner=Local(threads=args.threads))
     finally:
         bar.finish()
     out.emit({**report.to_dict(), "exit_status": int(ExitCode.OK)})
     out.say(report.summary())
-    for st in report.to_dict()["states"]:
-        out.detail(f"  {st['name']} ({st['kind']}): {st['action']}, {st['entries_read']:,} entries read, "
-                   f"{st['entries_written']:,} written, {st['entries_skipped']:,} skipped")
-    if report.migrated:
-        out.say(f"summary: {report.migrated:,} entries migrated in {report.seconds:.1f}s; new savepoint at {args.out}")
-    else:
-        out.say(f"summary: nothing needed migration; states copied as they are to {args.out}")
+    for line in report.details():
+        out.detail(line)
+    out.say(report.conclusion(args.out))
     return ExitCode.OK
 
 
-def _run_spark(args: argparse.Namespace, descriptors: Any, out: Console) -> Any:
-    from ..engine.spark import migrate_savepoint as spark_migrate
-
-    return _with_spark(args, out, lambda spark: spark_migrate(spark, args.savepoint, args.out, descriptors,
-                                                              on_error=args.on_error))
-
-
-def _with_spark(args: argparse.Namespace, out: Console, run: Any) -> Any:
+def _with_spark(args: argparse.Namespace, out: Console, run: Callable[[Any], MigrateReport]) -> MigrateReport:
     """``run(spark)`` in a session this command starts and always stops (an unstopped session
     ends the process with the JVM's shutdown errors on stderr). A session that was already
     running in this process (``main()`` called from a notebook or a test) is used and left
@@ -108,12 +71,8 @@ def _with_spark(args: argparse.Namespace, out: Console, run: Any) -> Any:
     out as one statemorph error: a task's typed error or an unreadable savepoint file with its own
     status, anything else of Spark's an :class:`~statemorph.errors.EngineError` naming the log,
     which is kept for it (and removed after every other outcome)."""
-    import os
-
+    # pyspark is the optional spark extra: imported only once cmd_migrate required it
     from pyspark.sql import SparkSession
-
-    from ..engine.spark import session
-    from ..engine.spark_jvm import new_log, spark_failure
 
     active = SparkSession.getActiveSession()  # its JVM already prints where its caller chose
     log = None if out.verbose or active is not None else new_log()
@@ -167,4 +126,4 @@ def add_parser(sub: Any) -> None:
     s.set_defaults(func=cmd_migrate)
 
 
-__all__ = ["cmd_migrate", "flink_report_document", "positive_int"]
+__all__ = ["cmd_migrate", "positive_int"]

@@ -6,27 +6,17 @@ Checked against the same savepoint the file is a no-op (``statemorph check`` exi
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from typing import Any
 
+from ..engine.formats import format_of
 from ..errors import ExitCode
+from ..schema_file import render_schema
 from .output import SAVEPOINT_HELP
 
 
 def schema_text(savepoint: str) -> str:
-    """The schema file of ``savepoint`` (either form)."""
-    from ..savepoint import read_metadata
-    from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
-    from ..savepoint.flink.description import describe_operators
-    from ..schema_file import render_schema, toml_key
-
-    sections: list[tuple[str, Mapping[str, Any]]]
-    if is_flink_savepoint(savepoint):
-        sections = [(f"operators.{toml_key(op.ident)}.states", op.states)
-                    for op in describe_operators(FlinkSavepoint(savepoint))]
-    else:
-        sections = [("states", read_metadata(savepoint).states)]
-    return render_schema(sections, savepoint)
+    """The schema file of ``savepoint`` (in its format's sections)."""
+    return render_schema(format_of(savepoint).schema_sections(savepoint), savepoint)
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

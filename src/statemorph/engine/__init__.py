@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # type checkers see the names where they live; at run time each is imported on first use
     from .batches import ColumnDecoder, ColumnMigrator, IdentityTransform, StateDecoder, StateEncoder
     from .bootstrap import BootstrapReport, StateData, write_flink_savepoint
-    from .convert import ConvertReport, convert_savepoint
+    from .convert import ConvertReport
     from .flink import (
         FlinkMigrateReport,
         FlinkPlan,
@@ -43,15 +43,26 @@ if TYPE_CHECKING:  # type checkers see the names where they live; at run time ea
         migrate_flink_savepoint,
         plan_flink_savepoint,
         read_flink_operator_state,
-        read_flink_state,
-        read_flink_state_schema,
         read_flink_state_table,
     )
+    from .flink_ranges import read_flink_state, read_flink_state_schema
+    from .formats import SavepointFormat, check_savepoint, convert_savepoint, format_of, migrate_savepoint
     from .keys import key_groups
-    from .local import RewriteReport, migrate_savepoint, read_state, read_state_table, write_state
+    from .local import RewriteReport, read_state, read_state_table, write_state
     from .modify import ModifyReport, modify_flink_savepoint
     from .operator_bootstrap import OperatorStateData, write_operator_state_savepoint
-    from .plan import COPY, INCOMPATIBLE, KEEP, MIGRATE, NEW, RewritePlan, StatePlan, check_savepoint, plan_rewrite
+    from .plan import (
+        COPY,
+        INCOMPATIBLE,
+        KEEP,
+        MIGRATE,
+        NEW,
+        CheckReport,
+        RewritePlan,
+        StateCheck,
+        StatePlan,
+        plan_rewrite,
+    )
     from .rescale import rescale_flink_savepoint
 
 _HOME: dict[str, str] = {}
@@ -59,32 +70,34 @@ _HOME: dict[str, str] = {}
 for _module, _names in {
     "batches": ("ColumnDecoder", "ColumnMigrator", "IdentityTransform", "StateDecoder", "StateEncoder"),
     "bootstrap": ("BootstrapReport", "StateData", "write_flink_savepoint"),
-    "convert": ("ConvertReport", "convert_savepoint"),
+    "convert": ("ConvertReport",),
     "flink": (
         "FlinkMigrateReport",
         "FlinkPlan",
         "flink_savepoint_metadata",
+    "format_of",
         "inspect_flink_savepoint",
         "migrate_flink_savepoint",
         "plan_flink_savepoint",
         "read_flink_operator_state",
-        "read_flink_state",
-        "read_flink_state_schema",
         "read_flink_state_table",
     ),
+    "flink_ranges": ("read_flink_state", "read_flink_state_schema"),
+    "formats": ("SavepointFormat", "check_savepoint", "convert_savepoint", "format_of", "migrate_savepoint"),
     "keys": ("key_groups",),
-    "local": ("RewriteReport", "migrate_savepoint", "read_state", "read_state_table", "write_state"),
+    "local": ("RewriteReport", "read_state", "read_state_table", "write_state"),
     "modify": ("ModifyReport", "modify_flink_savepoint"),
     "operator_bootstrap": ("OperatorStateData", "write_operator_state_savepoint"),
     "plan": (
         "COPY",
+        "CheckReport",
         "INCOMPATIBLE",
         "KEEP",
         "MIGRATE",
         "NEW",
         "RewritePlan",
+        "StateCheck",
         "StatePlan",
-        "check_savepoint",
         "plan_rewrite",
     ),
     "rescale": ("rescale_flink_savepoint",),
@@ -108,6 +121,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "BootstrapReport",
     "COPY",
+    "CheckReport",
     "ColumnDecoder",
     "ColumnMigrator",
     "ConvertReport",
@@ -122,13 +136,16 @@ __all__ = [
     "OperatorStateData",
     "RewritePlan",
     "RewriteReport",
+    "SavepointFormat",
     "StateDecoder",
+    "StateCheck",
     "StateEncoder",
     "StateData",
     "StatePlan",
     "check_savepoint",
     "convert_savepoint",
     "flink_savepoint_metadata",
+    "format_of",
     "inspect_flink_savepoint",
     "key_groups",
     "migrate_flink_savepoint",

@@ -23,7 +23,11 @@ import pyarrow.compute as pc
 from .. import bulk
 from ..bulk.types import arrow_type_for
 from ..errors import DECODE_COLUMN_ON_ERROR, MIGRATE_ON_ERROR, StatemorphError, UsageError, check_on_error
+from ..keyed.namespace import VoidNamespaceSerializer
+from ..keyed.windows import window_column_names, window_namespaces
+from ..savepoint.parquet.format import state_schema
 from ..typeutils import TypeSerializerSnapshot, read_versioned_snapshot, write_versioned_snapshot
+from .keys import key_groups
 
 BatchFn = Callable[[pa.RecordBatch], pa.RecordBatch]
 
@@ -214,8 +218,6 @@ def _namespace_columns(snapshot_data: bytes | None) -> tuple[Any, list[str]]:
     """A state's namespace serializer and the window columns it gains; the serializer is None
     when the namespace is no column of the typed batch (the void namespace of non-windowed state,
     the one global window)."""
-    from ..keyed.windows import window_column_names
-
     if snapshot_data is None:
         return None, []
     ser = _serializer(snapshot_data)
@@ -367,8 +369,6 @@ class StateEncoder:
         return local if local is not None else _serializer(data)
 
     def output_schema(self) -> pa.Schema:
-        from ..savepoint.parquet.format import state_schema
-
         return state_schema("value" if self.kind in ("reducing", "aggregating") else self.kind)
 
     def _value_array(self, batch: pa.RecordBatch) -> pa.Array:
@@ -378,8 +378,6 @@ class StateEncoder:
         return pa.StructArray.from_arrays(arrays, names=list(self.value_cols))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        from .keys import key_groups
-
         if isinstance(batch, pa.Table):
             batch = pa.RecordBatch.from_pydict({n: batch.column(n).combine_chunks() for n in batch.column_names})
         key_ser = self._ser("key", self.key_ser)
@@ -402,9 +400,6 @@ class StateEncoder:
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     def _namespaces(self, batch: pa.RecordBatch) -> pa.Array:
-        from ..keyed.namespace import VoidNamespaceSerializer
-        from ..keyed.windows import window_column_names, window_namespaces
-
         ser = VoidNamespaceSerializer() if self.namespace_ser is None else self._ser("namespace", self.namespace_ser)
         names = window_column_names(ser)
         have = batch.schema.names

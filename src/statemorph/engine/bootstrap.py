@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ import pyarrow as pa
 
 from ..errors import FlinkSavepointError, UsageError
 from ..keyed.keygroups import check_max_parallelism
+from ..keyed.namespace import VoidNamespaceSerializer
 from ..savepoint.files import StagedDirectory, output_error
 from ..savepoint.flink import FlinkSavepoint
 from ..savepoint.flink.assemble import (
@@ -47,6 +49,9 @@ from ..savepoint.flink.description import flink_snapshot
 from ..savepoint.flink.keyed_header import write_keyed_header
 from ..savepoint.flink.metadata import METADATA_FILE_NAME, CheckpointMetadata, serialize_metadata
 from ..savepoint.flink.operator_ids import operator_id
+from ..savepoint.flink.rewrite import carry_files
+from ..serializers import LongSerializer
+from ..types import RowType
 from ..typeutils import write_versioned_snapshot
 from .batches import ENCODED_KINDS, StateEncoder
 
@@ -129,8 +134,6 @@ class RowTagger:
 def check_row_fields(arrow_type: pa.DataType, row_type: Any, where: str) -> None:
     """A struct column written as RowData must name the row type's fields (nested rows too): the
     bulk encoder matches fields by name, so a misspelt field would otherwise become null."""
-    from ..types import RowType
-
     if not pa.types.is_struct(arrow_type) or not isinstance(row_type, RowType):
         return
     have = [arrow_type.field(i).name for i in range(arrow_type.num_fields)]
@@ -226,6 +229,7 @@ def write_parts_spark(spark: Any, streams: SubtaskStreams, tagged: Any, tasks: i
     range's key groups as part files of their subtasks, then assemble every subtask's stream from
     its parts, one task per stream. A subtask's key groups are thus written by many tasks; no
     entry passes through the driver, which gets the parts' offsets and the streams' handles."""
+    # pyspark is the optional spark extra: imported only where Spark runs
     from pyspark.sql.pandas.types import from_arrow_schema
 
     n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
@@ -269,10 +273,6 @@ def carry_over(source: FlinkSavepoint, meta: CheckpointMetadata, dropped: set[st
     """Carry every file of ``source`` that ``meta`` still needs (and any other top-level file but
     ``dropped``) into ``directory``, hard-linked where possible, and make absolute handles
     relative: the rewriter's own carry-over (:mod:`statemorph.savepoint.flink.rewrite`)."""
-    from pathlib import Path
-
-    from ..savepoint.flink.rewrite import carry_files
-
     carry_files(source.directory, meta, dropped, Path(directory))
     source.directory.relativize(meta)
 
@@ -285,9 +285,6 @@ def write_metadata(directory: str | os.PathLike[str], meta: CheckpointMetadata) 
 
 
 def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compression: bool) -> bytes:
-    from ..keyed.namespace import VoidNamespaceSerializer
-    from ..serializers import LongSerializer
-
     ttl = write_versioned_snapshot(LongSerializer().snapshot_configuration())
     metas = []
     for name, sd in states.items():
@@ -381,6 +378,7 @@ def _as_df(spark: Any, data: Any) -> Any:
 
 
 def _spark_tagged(spark: Any, taggers: list[tuple[StateData, _EncodeAndTag]]) -> Any:
+    # pyspark is the optional spark extra: imported only where Spark runs
     from pyspark.sql.pandas.types import from_arrow_schema
 
     schema = from_arrow_schema(ROWS_SCHEMA)

@@ -27,10 +27,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import FlinkSavepointError, NotASavepointError, SavepointError, UsageError
+from ..errors import FlinkSavepointError, SavepointError, UsageError
 from ..keyed.kinds import StateKind
 from ..savepoint.files import SavepointDir, StagedDirectory, UsedOnce, inside, output_error
-from ..savepoint.flink import is_flink_savepoint
 from ..savepoint.flink.envelope import snapshot_from_envelope
 from ..savepoint.flink.files import file_handles
 from ..savepoint.flink.handles import (
@@ -89,17 +88,6 @@ class ConvertReport:
         rows = sum(self.states.values())
         return (f"converted {self.source} -> {self.destination} ({self.direction}): {len(self.states)} states, "
                 f"{rows:,} rows, {self.streams} keyed-state streams, {self.carried_files} carried files")
-
-
-def convert_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
-                      registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
-    """Convert ``src`` into the other form at ``dst``: a Flink savepoint becomes the Parquet form,
-    a Parquet savepoint converted from Flink becomes a Flink savepoint again."""
-    if is_flink_savepoint(str(src)):
-        return flink_to_parquet(src, dst, registry=registry, rows_per_file=rows_per_file)
-    if os.path.lexists(os.path.join(src, METADATA_FILE)):
-        return parquet_to_flink(src, dst, registry=registry)
-    raise NotASavepointError.at(src)
 
 
 # -- Flink -> Parquet ------------------------------------------------------------------------------
@@ -372,4 +360,4 @@ def _by_key_group(layout: StateLayout, table: pa.Table) -> Iterator[tuple[int, l
         yield cur, keys, values
 
 
-__all__ = ["ConvertReport", "convert_savepoint", "flink_to_parquet", "parquet_to_flink", "state_table_name"]
+__all__ = ["ConvertReport", "flink_to_parquet", "parquet_to_flink", "state_table_name"]

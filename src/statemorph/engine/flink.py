@@ -14,23 +14,30 @@ from __future__ import annotations
 import os
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
-from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, UsageError
-from ..savepoint.flink import FlinkSavepoint, flink_state_schema, rewrite
+from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StatemorphError, UsageError
+from ..savepoint.flink import FlinkSavepoint, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
-from ..savepoint.flink.layout import whole_values
 from ..savepoint.flink.operator_ids import find_operator, naming
+from ..savepoint.flink.operator_state_migrate import OperatorStatesDescription, describe_operator_states_of
+from ..savepoint.flink.operator_state_read import describe_operator_states, operator_state_table
 from ..savepoint.storage import Location
+from ..schema_file import describe_serializer
 from ..typeutils import SnapshotRegistry
-from .plan import MIGRATE, RewritePlan, StatePlan, plan_rewrite
+from .flink_ranges import read_flink_state, read_flink_state_schema, value_migration
+from .plan import MIGRATE, RewritePlan, StateDocument, StatePlan, plan_rewrite
+from .spark_flink import split_copy_jobs, split_stream_jobs
 
 _ENVELOPE_VERSION = struct.pack(">i", 2)
 """Flink's top-level snapshot envelope starts with ``i32 2`` before the versioned snapshot."""
+
+OperatorDescription = FlinkOperatorDescription | OperatorStatesDescription
+"""What one operator's plan was made from: its keyed states, or its operator states."""
 
 OperatorDescriptors = Mapping[str, Iterable[Any]]
 """Operator uid (or uid hash) → the new state descriptors of that operator."""
@@ -42,7 +49,7 @@ class FlinkPlan:
     :class:`RewritePlan`: ``summary``, ``exit_status``, ``raise_if_incompatible``)."""
 
     source: str
-    operators: list[tuple[FlinkOperatorDescription, RewritePlan]]
+    operators: list[tuple[OperatorDescription, RewritePlan]]
 
     @property
     def states(self) -> list[StatePlan]:
@@ -80,6 +87,14 @@ class FlinkPlan:
     def __str__(self) -> str:
         return self.summary
 
+    def check_fields(self, state_document: StateDocument) -> dict[str, Any]:
+        """What ``check --json`` says of a Flink savepoint beside the states: ``format`` and its
+        operators, each with the states of that operator."""
+        return {"format": "flink",
+                "operators": [{"uid": op.operator.uid or None, "uid_hash": op.operator.uid_hash,
+                               "exit_status": int(p.exit_status), "states": [state_document(s) for s in p.states]}
+                              for op, p in self.operators]}
+
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.source, "format": "flink", "exit_status": int(self.exit_status),
                 "operators": [{"uid": op.operator.uid or None, "uid_hash": op.operator.uid_hash,
@@ -90,12 +105,10 @@ def plan_flink_savepoint(path: str | os.PathLike[str] | Location, new_descriptor
                          registry: SnapshotRegistry | None = None, new_states: bool = False) -> FlinkPlan:
     """Resolve the new descriptors of each named operator against the savepoint's headers (a
     remote savepoint: ``_metadata`` and the keyed-state headers are read, no key group)."""
-    from ..savepoint.flink.operator_state_migrate import describe_operator_states_of
-
     source = _name(path)
     sp = FlinkSavepoint(path if isinstance(path, Location) else source, registry)
     operators = describe_operators(sp)
-    plans: list[tuple[Any, RewritePlan]] = []
+    plans: list[tuple[OperatorDescription, RewritePlan]] = []
     for ident, descriptors in new_descriptors.items():
         op = find_keyed_operator(operators, ident)
         items = list(descriptors.values()) if isinstance(descriptors, Mapping) else list(descriptors)
@@ -148,6 +161,24 @@ class FlinkMigrateReport:
         lines += [f"  {op} state {st!r}: {n:,} values migrated" for (op, st), n in self.migrated.items()]
         return "\n".join(lines)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The report as numbers (``statemorph migrate --json``; Flink keyed-state files are
+        rewritten stream by stream; entries are counted for the migrated states only)."""
+        return {"source": self.source, "destination": self.destination, "engine": self.engine, "format": "flink",
+                "seconds": round(self.seconds, 3), "entries_migrated": self.rows,
+                "rewritten_streams": self.rewritten_streams, "carried_files": self.carried_files,
+                "states": [{"operator": op, "name": st, "entries_migrated": n}
+                           for (op, st), n in self.migrated.items()]}
+
+    def details(self) -> list[str]:
+        """Nothing beyond the summary, which lists every migrated state already."""
+        return []
+
+    def conclusion(self, destination: str) -> str:
+        """The closing line of ``statemorph migrate``, naming ``destination`` as the user gave it."""
+        return (f"summary: {self.rows:,} values migrated in {self.seconds:.1f}s; new Flink savepoint at {destination} "
+                f"(restore it with execution.state-recovery.path)")
+
 
 def _name(path: str | os.PathLike[str] | Location) -> str:
     return path.uri if isinstance(path, Location) else os.fspath(path)
@@ -191,8 +222,8 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
         for sp in p.states:
             if sp.action == MIGRATE:
                 envelope = _ENVELOPE_VERSION + sp.value_snapshot
-                migration = _value_migration(sp.meta.snapshot("value_serializer", registry), sp.new_serializer)
-                if getattr(op, "operator_state", False):  # operator-state streams: rewritten by the driver
+                migration = value_migration(sp.meta.snapshot("value_serializer", registry), sp.new_serializer)
+                if isinstance(op, OperatorStatesDescription):  # operator-state streams: rewritten by the driver
                     operator_changes[(op.ident, sp.name)] = (envelope, migration)
                     continue
                 changes[(op.ident, sp.name)] = (envelope, migration)
@@ -200,8 +231,6 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
                                                                          sp.value_snapshot)
     run_jobs = run_copies = None
     if spark is not None:
-        from .spark_flink import split_copy_jobs, split_stream_jobs
-
         n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
         where = src if isinstance(src, Location) else os.path.abspath(src)
         run_jobs = split_stream_jobs(spark, where, shipped, threads, n)
@@ -210,105 +239,6 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
                    operator_changes=operator_changes)
     return FlinkMigrateReport(_name(src), _name(dst), plan, dict(done.migrated), done.rewritten_streams,
                               done.carried_files, time.perf_counter() - t0, "local" if spark is None else "spark")
-
-
-def _value_migration(prior_snapshot: Any, new_serializer: Any) -> Any:
-    """One batch of values through the bulk kernels, on the calling thread: the rewriter runs
-    its key groups on ``threads`` worker threads already. Resolved once here, not per batch (a
-    large key group comes as many slices, each a batch)."""
-    from ..bulk import PreparedMigration
-
-    prepared = PreparedMigration(prior_snapshot, new_serializer)
-
-    def migrate(values: pa.BinaryArray) -> pa.Array:
-        return prepared(values, threads=1).values
-
-    return migrate
-
-
-def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
-                     threads: int = 2, registry: SnapshotRegistry | None = None,
-                     key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
-    """One keyed state (or timer queue) of one operator as record batches: the binary columns of
-    the savepoint (key_group, key, namespace, [user_key | index], value[, ttl_timestamp]; a timer
-    queue: key_group, timestamp, key, namespace), with ``decode`` the key, user key and value
-    columns replaced by typed columns decoded with the recorded serializers and, for state in a
-    window namespace, the window beside the raw namespace (``window_start`` / ``window_end``, or
-    ``window_id``). ``key_groups`` restricts the read to a key-group range (one parallel task's
-    share: only the streams and key groups of that range are read)."""
-    sp = FlinkSavepoint(path, registry)
-    read = _state_read(sp, operator, state, decode, registry)
-    empty = True
-    for batch in sp.iter_state_batches(operator, state, key_groups=key_groups):
-        empty = False
-        yield read.decoded(batch, threads)
-    if empty:
-        yield read.decoded(pa.RecordBatch.from_pylist([], schema=read.schema()), threads)
-
-
-def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
-                            registry: SnapshotRegistry | None = None) -> pa.Schema:
-    """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
-    read): what a parallel reader declares before its tasks run."""
-    sp = FlinkSavepoint(path, registry)
-    read = _state_read(sp, operator, state, decode, registry)
-    return read.decoded(pa.RecordBatch.from_pylist([], schema=read.schema()), 1).schema
-
-
-@dataclass
-class _StateRead:
-    """How one state's batches are decoded: its kind and TTL flag (the binary schema), the
-    serializers of the columns that are decoded, and the namespace serializer (window columns)."""
-
-    kind: str
-    ttl: bool
-    whole_values: bool
-    """A list of a type statemorph does not read: one ``value_bytes`` row per key (layout.whole_values)."""
-    decoders: dict[str, Any]
-    namespace: Any = None
-
-    def schema(self) -> pa.Schema:
-        """The binary schema of the state's batches (before decoding)."""
-        return flink_state_schema(self.kind, self.ttl, self.whole_values)
-
-    def decoded(self, batch: pa.RecordBatch, threads: int) -> pa.RecordBatch:
-        """``batch`` with each column that has a decoder replaced by its typed column, and the
-        window columns after the namespace."""
-        if not self.decoders:
-            return batch
-        from .. import arrow
-        from ..keyed.windows import with_window_columns
-
-        cols = [arrow.decode(col, self.decoders[name], threads=threads) if name in self.decoders else col
-                for name, col in zip(batch.schema.names, batch.columns, strict=True)]
-        return with_window_columns(pa.RecordBatch.from_arrays(cols, batch.schema.names), self.namespace)
-
-
-def _state_read(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
-                registry: SnapshotRegistry | None) -> _StateRead:
-    """The state's (or timer queue's) description and, with ``decode``, the serializers of its
-    key, value and user key columns and its namespace."""
-    op = find_keyed_operator(describe_operators(sp), operator)
-    if op is None:
-        raise SavepointError(f"{sp.path} has no operator with keyed state whose uid or uid hash is "
-                             f"{operator!r}")
-    timers = {m.name: m for m in op.header.states if m.is_timers}
-    if state not in op.states and state not in timers:
-        raise SavepointError(f"{op.label} has no keyed state {state!r} (states: "
-                             f"{', '.join(repr(n) for n in [*op.states, *timers]) or 'none'})")
-    meta = op.states[state].meta if state in op.states else timers[state]
-    read = _StateRead(meta.kind, meta.ttl, whole_values(meta), {})
-    if decode:
-        read.decoders["key"] = op.key_snapshot(registry).restore_serializer()
-        if not meta.is_timers:
-            st = op.states[state]
-            read.decoders["value"] = st.snapshot("value_serializer", registry).restore_serializer()
-            if st.flink_kind == "map":
-                read.decoders["user_key"] = st.snapshot("user_key_serializer", registry).restore_serializer()
-        ns = meta.namespace_snapshot()
-        if ns is not None and ns.parsed is not None:
-            read.namespace = ns.parsed.restore_serializer()
-    return read
 
 
 def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
@@ -324,8 +254,6 @@ def read_flink_operator_state(path: str | os.PathLike[str] | Location, operator:
     per list element (``subtask``, ``index``, ``value_bytes``, ``value``) or per broadcast map
     entry (``subtask``, ``index``, ``key_bytes``, ``value_bytes``, ``key``, ``value``); ``decode=False``
     leaves out the decoded columns (any serializer, exact bytes)."""
-    from ..savepoint.flink.operator_state_read import operator_state_table
-
     return operator_state_table(FlinkSavepoint(path, registry), operator, state, decode=decode)
 
 
@@ -349,8 +277,6 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
     ``named_by`` lists which of ``names`` (a schema file's operator names) find the operator and
     how (``uid``, ``uid_hash`` or ``derived_id``: :func:`~statemorph.savepoint.flink.operator_ids.naming`);
     ``unmatched_names`` the ones that find none."""
-    from ..savepoint.flink.operator_state_read import describe_operator_states
-
     sp = FlinkSavepoint(path, registry)
     info = sp.inspect(count_entries=count_entries)
     named_by: dict[str, list[dict[str, str]]] = {}
@@ -414,9 +340,6 @@ def _namespace_text(op: FlinkOperatorDescription | None, desc: Any, state: str, 
 def _type_text(snapshot: Any, class_name: str) -> str:
     """A snapshot's serializer as its Flink SQL type, or the snapshot class when statemorph does
     not read it (Kryo, user classes)."""
-    from ..errors import StatemorphError
-    from ..schema_file import describe_serializer
-
     try:
         return describe_serializer(snapshot().restore_serializer())
     except StatemorphError:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import SerializationError
+from ..keyed.keygroups import binary_row_hash, hasher_for_serializer, is_row_data_serializer
 
 
 def _rotl(v: np.ndarray, n: int) -> np.ndarray:
@@ -88,8 +89,6 @@ def java_hash_codes(keys: pa.Array, key_serializer: Any) -> np.ndarray:
         if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
             keys = pc.cast(keys, pa.string())
         return _string_hash(keys)
-    from ..keyed.keygroups import binary_row_hash, hasher_for_serializer, is_row_data_serializer
-
     if is_row_data_serializer(key_serializer):
         # BinaryRowData hashes its bytes: typed rows (structs) are encoded in bulk first
         if not (pa.types.is_binary(keys.type) or pa.types.is_large_binary(keys.type)):

@@ -21,13 +21,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import SavepointError, UsageError
+from ..errors import SavepointError, StatemorphError
 from ..savepoint.files import SavepointDir, SeenFiles
-from ..savepoint.flink import is_flink_savepoint
-from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras
+from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras, StateMetadata
 from ..savepoint.parquet.reader import iter_state_batches, read_metadata
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
+from ..schema_file import describe_serializer
 from ..state.descriptors import StateDescriptor
+from ..typeutils import TypeSerializerSnapshot
 from .batches import ColumnMigrator, StateDecoder, StateEncoder
 from .plan import COPY, KEEP, MIGRATE, RewritePlan, StatePlan, plan_rewrite
 
@@ -100,6 +101,18 @@ class RewriteReport:
                         "entries_written": self.rows.get(s.name, s.rows), "entries_skipped": skipped.get(s.name, 0)}
                        for s in self.plan.states],
         }
+
+    def details(self) -> list[str]:
+        """One line per state (what ``migrate -v`` adds)."""
+        return [f"  {st['name']} ({st['kind']}): {st['action']}, {st['entries_read']:,} entries read, "
+                f"{st['entries_written']:,} written, {st['entries_skipped']:,} skipped"
+                for st in self.to_dict()["states"]]
+
+    def conclusion(self, destination: str) -> str:
+        """The closing line of ``statemorph migrate``, naming ``destination`` as the user gave it."""
+        if self.migrated:
+            return f"summary: {self.migrated:,} entries migrated in {self.seconds:.1f}s; new savepoint at {destination}"
+        return f"summary: nothing needed migration; states copied as they are to {destination}"
 
 
 def add_planned_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
@@ -253,16 +266,13 @@ def migrate_state(src: str, w: SavepointWriter, plan: StatePlan, transform: Call
     return done
 
 
-def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
-                      new_descriptors: Iterable[Any] | Mapping[str, Any], *, threads: int = 2,
-                      batch_size: int = DEFAULT_BATCH, on_error: str = "raise", progress: Progress | None = None,
-                      transform: TransformFactory | None = None) -> Any:
-    """Rewrite savepoint ``src`` into a new savepoint ``dst`` for the new descriptors.
-
-    A Flink savepoint (a directory holding ``_metadata``) takes the descriptors per operator,
-    ``{"<uid or uid hash>": [descriptors]}``, and gives a
-    :class:`~statemorph.engine.flink.FlinkMigrateReport`; the Parquet form gives a
-    :class:`RewriteReport`.
+def migrate_parquet_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
+                              new_descriptors: Iterable[StateDescriptor] | Mapping[str, StateDescriptor], *,
+                              threads: int = 2, batch_size: int = DEFAULT_BATCH, on_error: str = "raise",
+                              progress: Progress | None = None,
+                              transform: TransformFactory | None = None) -> RewriteReport:
+    """Rewrite savepoint ``src`` (the Parquet form) into a new savepoint ``dst`` for the new
+    descriptors, on this machine (:func:`statemorph.engine.migrate_savepoint` takes either format).
 
     States that need no migration are copied as they are (file bytes unchanged); states compatible
     after migration have their ``value`` column rewritten by the kernels; an incompatible state
@@ -272,14 +282,6 @@ def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
     """
     t0 = time.perf_counter()
     src = os.fspath(src)
-    if is_flink_savepoint(src):
-        from .flink import migrate_flink_savepoint
-
-        if not isinstance(new_descriptors, Mapping) or any(isinstance(v, StateDescriptor)
-                                                           for v in new_descriptors.values()):
-            raise UsageError(f"{src} is a Flink savepoint, whose states belong to operators: give the new "
-                             f"descriptors per operator, {{'<operator uid or uid hash>': [descriptors]}}")
-        return migrate_flink_savepoint(src, dst, new_descriptors, threads=threads, on_error=on_error)
     plan = plan_rewrite(src, read_metadata(src), new_descriptors)
     plan.raise_if_incompatible()
     report = RewriteReport(src, os.fspath(dst), plan, "local")
@@ -293,6 +295,67 @@ def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
                 report.rows[sp.name] = copy_state(src, w, sp, progress)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def inspect_savepoint(path: str) -> dict[str, Any]:
+    """What a savepoint in the Parquet form holds, as the ``statemorph inspect --json`` document
+    (docs/cli.md): format version, max parallelism, key type, and per state its kind, types (Flink
+    SQL syntax), TTL flag, entries, bytes and files; ``problems`` says why a type is unreadable."""
+    md = read_metadata(path)
+    problems: dict[str, str] = {}
+    key = _type_of(md.key_snapshot, "key_serializer", problems)
+    states = [_state_document(st) for st in md.states.values()]
+    return {
+        "format": "parquet",
+        "path": path,
+        "format_version": md.format_version,
+        "max_parallelism": md.max_parallelism,
+        "key_type": key,
+        "entries": sum(s["entries"] for s in states),
+        "bytes": sum(s["bytes"] for s in states) + os.path.getsize(os.path.join(path, METADATA_FILE)),
+        "states": states,
+        "problems": problems,
+    }
+
+
+def _state_document(st: StateMetadata) -> dict[str, Any]:
+    """One state of :func:`inspect_savepoint`'s document."""
+    problems: dict[str, str] = {}
+    opaque = st.opaque_roles()
+
+    def type_of(role: str) -> str | None:
+        return opaque.get(role) or _type_of(lambda: st.snapshot(role), role, problems)
+
+    doc: dict[str, Any] = {
+        "name": st.name,
+        "kind": st.kind.value,
+        "key_type": type_of("key_serializer"),
+        "namespace_type": type_of("namespace_serializer"),
+        "value_type": type_of("value_serializer"),
+        "user_key_type": type_of("user_key_serializer") if st.user_key_serializer is not None else None,
+        "ttl": bool(st.ttl),
+        "operator": st.operator,
+        "flink_kind": st.flink_kind,
+        "entries": st.rows,
+        "bytes": sum(f.size for f in st.files),
+    }
+    try:
+        doc["value_snapshot"] = st.snapshot("value_serializer").IDENTIFIER
+    except StatemorphError:
+        doc["value_snapshot"] = None
+    doc["files"] = [{"path": f.path, "entries": f.rows, "bytes": f.size, "sha256": f.sha256} for f in st.files]
+    doc["problems"] = problems
+    return doc
+
+
+def _type_of(snapshot: Callable[[], TypeSerializerSnapshot], role: str, problems: dict[str, str]) -> str | None:
+    """The Flink SQL spelling of the serializer a snapshot restores, or None, with the reason
+    under ``problems[role]``, when it cannot be read."""
+    try:
+        return describe_serializer(snapshot().restore_serializer())
+    except StatemorphError as e:
+        problems[role] = str(e)
+        return None
 
 
 def read_state(savepoint: str | os.PathLike[str], state: str, *, flatten: bool = True, threads: int = 2,
@@ -338,4 +401,5 @@ def write_state(dst: str | os.PathLike[str], data: pa.Table | Iterable[pa.Record
     return Path(dst)
 
 
-__all__ = ["RewriteReport", "migrate_savepoint", "read_state", "read_state_table", "write_state"]
+__all__ = ["RewriteReport", "inspect_savepoint", "migrate_parquet_savepoint", "read_state", "read_state_table",
+           "write_state"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from ..savepoint.files import StagedDirectory, output_error
 from ..savepoint.flink import FlinkSavepoint
+from ..savepoint.flink.files import file_handles
 from ..savepoint.flink.metadata import OperatorState
 from ..savepoint.flink.operator_ids import operator_id
 from .bootstrap import carry_over, write_metadata
@@ -31,8 +32,6 @@ class ModifyReport:
 
 
 def _files(sp: FlinkSavepoint, op: OperatorState) -> set[str]:
-    from ..savepoint.flink.files import file_handles
-
     return {sp.directory.relative_name(h) for h in file_handles([op])}
 
 

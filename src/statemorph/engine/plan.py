@@ -1,7 +1,7 @@
 """The ONE planner: what restoring or rewriting a savepoint with new descriptors does to each
 state, decided once on the driver before any data moves.
 
-``statemorph check``, ``statemorph migrate``, :func:`check_savepoint` (the API's dry run), the
+``statemorph check``, ``statemorph migrate``, :func:`~statemorph.engine.check_savepoint` (the API's dry run), the
 local engine and the Spark engine all build their :class:`RewritePlan` here, from the format's
 per-state descriptions (:class:`~statemorph.savepoint.description.StateDescription`: name, kind,
 serializer snapshots, TTL flag), so the dry run and the real run cannot disagree and a second
@@ -48,6 +48,10 @@ _ACTION = {Outcome.AS_IS: COPY, Outcome.RECONFIGURED: COPY, Outcome.MIGRATION: M
 
 _VERDICT = {ExitCode.OK: "compatible as is", ExitCode.MIGRATION_NEEDED: "compatible after migration",
             ExitCode.INCOMPATIBLE: "INCOMPATIBLE"}
+
+
+StateDocument = Callable[["StatePlan"], dict[str, Any]]
+"""How a caller shows one planned state (``statemorph check --json``'s state shape)."""
 
 
 @dataclass
@@ -178,6 +182,11 @@ class RewritePlan:
     def __str__(self) -> str:
         return self.summary
 
+    def check_fields(self, state_document: StateDocument) -> dict[str, Any]:
+        """What ``check --json`` says of this format beside the states: ``format`` and the key
+        check (each planned state in ``state_document``'s shape)."""
+        return {"format": "parquet", "key": state_document(self.key) if self.key is not None else None}
+
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.source, "max_parallelism": self.max_parallelism, "exit_status": int(self.exit_status),
                 "key": self.key.to_dict() if self.key else None, "states": [s.to_dict() for s in self.states]}
@@ -235,26 +244,8 @@ def plan_rewrite(
     return RewritePlan(source, metadata, plans, key)
 
 
-def check_savepoint(
-    path: str | os.PathLike[str],
-    new_descriptors: Iterable[StateDescriptor],
-    *,
-    key_serializer: TypeSerializer[Any] | None = None,
-    namespace_serializers: Mapping[str, TypeSerializer[Any]] | None = None,
-    registry: SnapshotRegistry | None = None,
-) -> RewritePlan:
-    """The dry run: judge ``new_descriptors`` (and optionally a new key serializer and namespace
-    serializers) against the savepoint at ``path``; reads the metadata only. The answer is the
-    plan ``migrate`` would execute. States without a descriptor are kept as they are; descriptors
-    without a state are new states. A damaged metadata file raises SavepointError."""
-    from ..savepoint import read_metadata
-
-    return plan_rewrite(path, read_metadata(path), new_descriptors, key_serializer=key_serializer,
-                        namespace_serializers=namespace_serializers, registry=registry, new_states=True)
-
-
 CheckReport = RewritePlan
-"""The dry run's answer is a plan (the name :func:`check_savepoint` callers know)."""
+"""The dry run's answer is a plan (the name :func:`statemorph.engine.check_savepoint` callers know)."""
 StateCheck = StatePlan
 
 
@@ -327,4 +318,4 @@ def _plan_state(st: Any, desc: StateDescriptor | None, namespace_serializer: Typ
 
 
 __all__ = ["COPY", "CheckReport", "INCOMPATIBLE", "KEEP", "MIGRATE", "NEW", "RewritePlan", "StateCheck", "StatePlan",
-           "check_savepoint", "plan_rewrite"]
+           "plan_rewrite"]

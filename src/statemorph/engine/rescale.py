@@ -21,11 +21,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import arrow
 from ..errors import FlinkSavepointError, UsageError
 from ..keyed.keygroups import check_max_parallelism, has_java_hash
 from ..savepoint.files import StagedDirectory, output_error
 from ..savepoint.flink import FlinkSavepoint
-from ..savepoint.flink.assemble import DEFAULT_INLINE_THRESHOLD, SubtaskStreams
+from ..savepoint.flink.assemble import DEFAULT_INLINE_THRESHOLD, ROWS_SCHEMA, SubtaskStreams
 from ..savepoint.flink.handles import FileHandle, RelativeFileHandle
 from ..savepoint.flink.metadata import OperatorState, SubtaskState
 from ..savepoint.flink.splits import key_group_splits
@@ -53,8 +54,6 @@ class _Rekey:
         self.max_parallelism, self.parallelism, self.ranges = max_parallelism, parallelism, ranges
 
     def rows(self, only: range | None = None) -> Iterator[pa.RecordBatch]:
-        from .. import arrow
-
         sp = FlinkSavepoint(self.src)
         key_serializer = read_versioned_snapshot(self.key_snapshot).restore_serializer()
         for sid, name in enumerate(self.states):
@@ -164,9 +163,8 @@ def rescale_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
 
 
 def _spark_rows(spark: Any, rekey: _Rekey) -> Any:
+    # pyspark is the optional spark extra: imported only where Spark runs
     from pyspark.sql.pandas.types import from_arrow_schema
-
-    from ..savepoint.flink.assemble import ROWS_SCHEMA
 
     assert rekey.ranges is not None
     if not rekey.ranges:

@@ -17,10 +17,32 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..savepoint.flink import FlinkSavepoint
+from ..errors import FlinkSavepointError
+from ..io import DataOutputSerializer
+from ..savepoint.flink import (
+    FlinkSavepoint,
+    KeyedStreamWriter,
+    SavepointDirectory,
+    StreamResult,
+    keep_inline,
+    migrated_encoded_key_groups,
+    migrated_header,
+)
+from ..savepoint.flink.handles import ByteStreamHandle, write_keyed_handle
+from ..savepoint.flink.metadata import METADATA_FILE_NAME
 from ..savepoint.flink.splits import key_group_splits
-from ..savepoint.storage import Location, Target, open_written
-from .flink import read_flink_state, read_flink_state_schema
+from ..savepoint.storage import (
+    Location,
+    NewFile,
+    Target,
+    open_written,
+    remove_file,
+    remove_scratch,
+    scratch,
+    stream_copy,
+)
+from ..typeutils import read_versioned_snapshot
+from .flink_ranges import read_flink_state, read_flink_state_schema, value_migration
 
 Source = str | Location
 """A savepoint as Spark tasks receive it: a local path every executor sees, or a remote
@@ -28,6 +50,7 @@ Source = str | Location
 
 
 def _spark_schema(schema: pa.Schema) -> Any:
+    # pyspark is an optional dependency, and a Spark task never needs this: imported on use
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(schema)
@@ -97,15 +120,9 @@ class _PartTask:
         self.src, self.target, self.threads = src, target, threads
 
     def __call__(self, item: tuple[int, int, Any, tuple[int, int], Mapping[str, tuple[bytes, bytes, bytes]]]) -> Any:
-        from ..savepoint.flink import FlinkSavepoint as _Savepoint
-        from ..savepoint.flink import migrated_encoded_key_groups
-        from ..savepoint.storage import NewFile, scratch
-        from ..typeutils import read_versioned_snapshot
-        from .flink import _value_migration
-
         job_index, part, job, (start, stop), snaps = item
-        sp = _Savepoint(self.src)
-        changes = {state: _value_migration(read_versioned_snapshot(prior),
+        sp = FlinkSavepoint(self.src)
+        changes = {state: value_migration(read_versioned_snapshot(prior),
                                            read_versioned_snapshot(new).restore_serializer())
                    for state, (_, prior, new) in snaps.items()}
         op = sp.operators[job.op_index]
@@ -145,15 +162,8 @@ class _AssembleTask:
         self.src, self.target = src, target
 
     def __call__(self, item: tuple[Any, Mapping[str, tuple[bytes, bytes, bytes]], list[Any]]) -> Any:
-        from ..errors import FlinkSavepointError
-        from ..io import DataOutputSerializer
-        from ..savepoint.flink import FlinkSavepoint as _Savepoint
-        from ..savepoint.flink import KeyedStreamWriter, StreamResult, keep_inline, migrated_header
-        from ..savepoint.flink.handles import ByteStreamHandle, write_keyed_handle
-        from ..savepoint.storage import remove_file, scratch
-
         job, snaps, parts = item
-        sp = _Savepoint(self.src)
+        sp = FlinkSavepoint(self.src)
         op = sp.operators[job.op_index]
         counts: dict[str, int] = {s: 0 for s in job.states}
         parts_at = scratch(self.target)
@@ -197,8 +207,6 @@ def split_stream_jobs(spark: Any, src: Source, shipped: Mapping[tuple[int, str],
     prefix, which the tasks write directly."""
 
     def run(jobs: list[Any], staging: Target) -> list[Any]:
-        from ..savepoint.storage import remove_scratch
-
         if not jobs:
             return []
         target = staging if isinstance(staging, Location) else Path(os.path.abspath(staging))
@@ -235,10 +243,6 @@ class _CopyTask:
         self.src, self.target = src, target
 
     def __call__(self, item: tuple[str, int | None]) -> None:
-        from ..savepoint.flink import SavepointDirectory
-        from ..savepoint.flink.metadata import METADATA_FILE_NAME
-        from ..savepoint.storage import stream_copy
-
         rel, size = item
         with SavepointDirectory(self.src).files.open(rel, size=size, recorded_in=METADATA_FILE_NAME) as f:
             stream_copy(f, self.target, rel)

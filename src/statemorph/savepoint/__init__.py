@@ -6,8 +6,9 @@ know about each stored state, whatever the files look like.
   backend.
 - ``flink/``: Flink's canonical savepoints (``_metadata`` + keyed-state files).
 
-:func:`check_savepoint` (the dry run) is the engine's planner (:mod:`statemorph.engine.plan`),
-re-exported here because this is where users look for it.
+The dry run is the engine's (:func:`statemorph.engine.check_savepoint`): this lower layer never
+imports the engine, and which format a savepoint is in is decided once, in
+:func:`statemorph.engine.format_of`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from .description import SNAPSHOT_ROLES, SavepointDescription, StateDescription
 
 if TYPE_CHECKING:  # resolved lazily at run time (below); type checkers see the names where they live
-    from ..engine.plan import CheckReport, StateCheck, check_savepoint
     from .parquet import (
         FORMAT_VERSION,
         METADATA_FILE,
@@ -36,18 +36,10 @@ if TYPE_CHECKING:  # resolved lazily at run time (below); type checkers see the 
         verify_savepoint,
     )
 
-_PLANNER_NAMES = ("CheckReport", "StateCheck", "check_savepoint")
-
-
 def __getattr__(name: str) -> Any:
-    # The dry run belongs to the engine (one planner for check, migrate, the API and Spark); it is
-    # resolved on first use so this lower layer never imports the engine at import time. The
-    # Parquet form's names too: a Spark task on a Flink savepoint imports this package in every
-    # fresh Python worker and needs no Parquet (pyarrow.parquet and .compute) there.
-    if name in _PLANNER_NAMES:
-        from ..engine import plan
-
-        return getattr(plan, name)
+    # The Parquet form's names are resolved on first use: a Spark task on a Flink savepoint
+    # imports this package in every fresh Python worker and needs no Parquet (pyarrow.parquet and
+    # .compute) there.
     if name in __all__:  # the rest of the public names are the Parquet form's
         from . import parquet
 
@@ -56,7 +48,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CheckReport",
     "FORMAT_VERSION",
     "FileEntry",
     "METADATA_FILE",
@@ -64,11 +55,9 @@ __all__ = [
     "SavepointDescription",
     "SavepointMetadata",
     "SavepointWriter",
-    "StateCheck",
     "StateDescription",
     "StateMetadata",
     "StateWriter",
-    "check_savepoint",
     "iter_state_batches",
     "read_metadata",
     "read_state_table",

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from savepoint.flink.format_helpers import cases, expected, hashable, read_back, spec, tree_bytes
 
-from statemorph.engine.convert import convert_savepoint
+from statemorph.engine import convert_savepoint
 from statemorph.errors import SavepointError, UsageError
 from statemorph.savepoint import read_metadata
 from statemorph.savepoint.flink import FlinkSavepoint

@@ -21,8 +21,8 @@ import pyarrow as pa
 import pytest
 from savepoint.flink.flink_cases import case_spec, sql_window_cases, window_cases
 
+from statemorph.engine import convert_savepoint
 from statemorph.engine.bootstrap import StateData, write_flink_savepoint
-from statemorph.engine.convert import convert_savepoint
 from statemorph.engine.flink import plan_flink_savepoint
 from statemorph.engine.rescale import rescale_flink_savepoint
 from statemorph.savepoint.flink import FlinkSavepoint

@@ -28,8 +28,8 @@ import pytest
 from savepoint.flink.flink_cases import case_spec, sql_window_cases, window_cases
 from savepoint.flink.format_helpers import tree_bytes
 
+from statemorph.engine import convert_savepoint
 from statemorph.engine.bootstrap import StateData, write_flink_savepoint
-from statemorph.engine.convert import convert_savepoint
 from statemorph.engine.flink import inspect_flink_savepoint, read_flink_state_schema, read_flink_state_table
 from statemorph.engine.local import read_state, read_state_table
 from statemorph.errors import UsageError
