@@ -14,7 +14,7 @@ cannot carry compiled modules); see docs/spark.md.
 
 ::
 
-    from statemorph import spark as sms
+    from statemorph.engine import spark as sms
     spark = sms.session("local[2]")
     sms.migrate_savepoint(spark, "sp-v1", "sp-v2", [ValueStateDescriptor("events", new_ser)])
     sms.read_state(spark, "sp-v2", "events").show()
