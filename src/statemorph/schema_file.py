@@ -67,21 +67,13 @@ else:  # pragma: no cover - Python 3.10 needs the tomli backport
 from .errors import StatemorphError, TypeParseError
 from .types import (
     ArrayType,
-    BigIntType,
-    BinaryType,
     BooleanType,
-    CharType,
     DoubleType,
     FloatType,
-    IntType,
     LogicalType,
     MapType,
     RawType,
     RowType,
-    SmallIntType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
     escape_identifier,
     parse_type,
 )
@@ -90,10 +82,6 @@ FORMAT_VERSION = 1
 KINDS = ("value", "list", "map")
 FAMILIES = ("auto", "rowdata", "row", "datastream", "tuple", "avro", "pojo", "opaque")
 _STATE_KEYS = {"type", "kind", "serializer", "user_key_type", "avro_schema", "pojo_class", "defaults"}
-_JAVA_ZERO: dict[type, Any] = {
-    BooleanType: False, TinyIntType: 0, SmallIntType: 0, IntType: 0, BigIntType: 0, FloatType: 0.0, DoubleType: 0.0,
-}
-"""What a Java primitive field holds when no constructor sets it, by its SQL type (CHAR(1): ``'\\0'``)."""
 
 
 class SchemaFileError(StatemorphError, ValueError):
@@ -248,10 +236,10 @@ def _parse_pojo(where: str, family: str, logical: LogicalType | None,
 
 
 def _java_zero(t: LogicalType) -> Any:
-    """The Java primitive default of a NOT NULL field of type ``t``; None when ``t`` is no primitive."""
-    if isinstance(t, CharType) and t.length == 1:
-        return "\0"
-    return _JAVA_ZERO.get(type(t))
+    """The Java primitive default of a NOT NULL field of type ``t`` (the ``JAVA_ZERO`` its
+    DataStream serializer declares); None when ``t`` is no primitive."""
+    cls = _datastream_class(t)
+    return None if cls is None else cls.declared("JAVA_ZERO")
 
 
 def _check_default(where: str, name: str, t: LogicalType, value: Any) -> None:
@@ -283,19 +271,11 @@ def _parse_type_at(where: str, key: str, text: Any) -> LogicalType:
 # -- types → serializers ----------------------------------------------------------------------
 
 def family_of(serializer: Any) -> str:
-    """The schema-file family of an existing serializer (what ``serializer = "auto"`` keeps)."""
-    name = type(serializer).__name__
-    if name == "RowDataSerializer":
-        return "rowdata"
-    if name == "AvroSerializer":
-        return "avro"
-    if name == "RowSerializer":
-        return "row"
-    if name == "PojoSerializer":
-        return "pojo"
-    if name == "TupleSerializer":
-        return "tuple"
-    return "datastream"
+    """The schema-file family of an existing serializer (what ``serializer = "auto"`` keeps): the
+    ``SCHEMA_FAMILY`` its class declares."""
+    cls = type(serializer)
+    declared = getattr(cls, "declared", None)
+    return "datastream" if declared is None else str(declared("SCHEMA_FAMILY", "datastream"))
 
 
 def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = False) -> Any:
@@ -395,17 +375,9 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
 def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
     from . import serializers
 
-    simple: dict[type, str] = {
-        BooleanType: "BooleanSerializer", TinyIntType: "ByteSerializer", SmallIntType: "ShortSerializer",
-        IntType: "IntSerializer", BigIntType: "LongSerializer", FloatType: "FloatSerializer",
-        DoubleType: "DoubleSerializer", VarCharType: "StringSerializer", VarBinaryType: "BytePrimitiveArraySerializer",
-        BinaryType: "BytePrimitiveArraySerializer",
-    }
-    if isinstance(t, CharType):
-        return _require(serializers, "CharSerializer" if t.length == 1 else "StringSerializer")()
-    name = simple.get(type(t))
-    if name is not None:
-        return _require(serializers, name)()
+    simple = _datastream_class(t)
+    if simple is not None:
+        return simple()
     kind = type(like).__name__
     if isinstance(t, ArrayType):
         element = like.element_serializer if kind == "ListSerializer" else None
@@ -425,47 +397,25 @@ def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
                           f"inside a ROW for SQL types such as DECIMAL, DATE, TIME and TIMESTAMP")
 
 
-_SQL_OF = {
-    "BooleanSerializer": "BOOLEAN", "ByteSerializer": "TINYINT", "ShortSerializer": "SMALLINT",
-    "IntSerializer": "INT", "LongSerializer": "BIGINT", "FloatSerializer": "FLOAT", "DoubleSerializer": "DOUBLE",
-    "CharSerializer": "CHAR(1)", "StringSerializer": "STRING", "BytePrimitiveArraySerializer": "BYTES",
-    "VoidNamespaceSerializer": "VOID (not windowed)",
-    "TimeWindowSerializer": "TIME WINDOW (start BIGINT, end BIGINT)",
-    "TableTimeWindowSerializer": "SQL TIME WINDOW (start BIGINT, end BIGINT)",
-    "GlobalWindowSerializer": "GLOBAL WINDOW", "CountWindowSerializer": "SQL COUNT WINDOW (id BIGINT)",
-}
+def _datastream_class(t: LogicalType) -> Any:
+    """The serializer class whose ``DATASTREAM_OF`` claims ``t``: by the type's exact text
+    (``CHAR(1)``) first, then by its root (``CHAR``); None for a type no class claims."""
+    table = _datastream_table()
+    return table.get(str(t.copy(nullable=True))) or table.get(t.type_root)
+
+
+def _datastream_table() -> dict[str, Any]:
+    from .serializers import SERIALIZER_CLASSES
+
+    return {sql: cls for cls in SERIALIZER_CLASSES for sql in cls.declared("DATASTREAM_OF", ())}
 
 
 def describe_serializer(ser: Any) -> str:
     """A serializer as its Flink SQL type where one exists (``ROW<...>``, ``BIGINT``, ``ARRAY<INT>``;
     a POJO as ``POJO <class> ROW<fields>``), otherwise its class name with the SQL types of what it
-    nests; used by ``statemorph inspect``."""
-    name = type(ser).__name__
-    if name in _SQL_OF:
-        return _SQL_OF[name]
-    row_type = getattr(ser, "row_type", None)
-    if isinstance(row_type, LogicalType):
-        return str(row_type)
-    if name == "ListSerializer" and hasattr(ser, "element_serializer"):
-        return f"ARRAY<{describe_serializer(ser.element_serializer)}>"
-    if name == "MapSerializer" and hasattr(ser, "key_serializer") and hasattr(ser, "value_serializer"):
-        return f"MAP<{describe_serializer(ser.key_serializer)}, {describe_serializer(ser.value_serializer)}>"
-    if name == "NullableSerializer" and hasattr(ser, "inner"):
-        return describe_serializer(ser.inner)
-    if name == "PojoSerializer" and hasattr(ser, "field_serializers"):  # the ROW a schema file gives it
-        inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in ser.field_serializers.items())
-        return f"POJO {ser.java_class_name} ROW<{inner}>"
-    if name == "TupleSerializer" and hasattr(ser, "field_serializers"):  # fields by position: f0, f1, ...
-        inner = ", ".join(f"`f{i}` {describe_serializer(s)}" for i, s in enumerate(ser.field_serializers))
-        return f"ROW<{inner}>"
-    if name == "RowSerializer" and hasattr(ser, "field_serializers"):
-        names = getattr(ser, "field_names", None) or [f"f{i}" for i in range(len(ser.field_serializers))]
-        inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in zip(names, ser.field_serializers, strict=False))
-        return f"ROW<{inner}>"
-    schema = getattr(ser, "schema_json", None)
-    if name == "AvroSerializer" and isinstance(schema, str):
-        return f"AVRO {schema if len(schema) <= 120 else schema[:117] + '...'}"
-    return name
+    nests (each class's ``describe_type``); used by ``statemorph inspect``."""
+    describe = getattr(ser, "describe_type", None)
+    return str(describe()) if describe is not None else type(ser).__name__
 
 
 def _require(module: Any, name: str) -> Any:

@@ -46,44 +46,25 @@ from ..types import (
     VarCharType,
 )
 
-_SIMPLE: dict[type, pa.DataType] = {
-    serializers.BooleanSerializer: pa.bool_(),
-    serializers.ByteSerializer: pa.int8(),
-    serializers.ShortSerializer: pa.int16(),
-    serializers.IntSerializer: pa.int32(),
-    serializers.LongSerializer: pa.int64(),
-    serializers.FloatSerializer: pa.float32(),
-    serializers.DoubleSerializer: pa.float64(),
-    serializers.CharSerializer: pa.string(),
-    serializers.StringSerializer: pa.string(),
-    serializers.BytePrimitiveArraySerializer: pa.binary(),
-    serializers.BooleanPrimitiveArraySerializer: pa.list_(pa.bool_()),
-    serializers.ShortPrimitiveArraySerializer: pa.list_(pa.int16()),
-    serializers.IntPrimitiveArraySerializer: pa.list_(pa.int32()),
-    serializers.LongPrimitiveArraySerializer: pa.list_(pa.int64()),
-    serializers.FloatPrimitiveArraySerializer: pa.list_(pa.float32()),
-    serializers.DoublePrimitiveArraySerializer: pa.list_(pa.float64()),
-    serializers.CharPrimitiveArraySerializer: pa.list_(pa.string()),
-    serializers.StringArraySerializer: pa.list_(pa.string()),
-    serializers.EnumSerializer: pa.string(),
-    serializers.TimeWindowSerializer: pa.struct([("start", pa.int64()), ("end", pa.int64())]),
-    serializers.TableTimeWindowSerializer: pa.struct([("start", pa.int64()), ("end", pa.int64())]),
-    serializers.GlobalWindowSerializer: pa.null(),
-    serializers.CountWindowSerializer: pa.int64(),
-}
-"""Serializer class (exact) → the Arrow type of its values, for serializers without configuration."""
 
-_VOID_NAMESPACE = "VoidNamespaceSerializer"
-"""Matched by name: it lives in the keyed-state layer above this one, which bulk must not import."""
+def simple_arrow_type(cls: type) -> pa.DataType | None:
+    """The Arrow type of the values of a serializer class without configuration, from what the
+    class itself declares (``VALUE_TYPE``, or ``VALUELESS``: a null column); None for others."""
+    declared = getattr(cls, "declared", None)
+    if declared is None:
+        return None
+    if declared("VALUELESS", False):
+        return pa.null()
+    value_type = declared("VALUE_TYPE")
+    return None if value_type is None else arrow_type(value_type)
 
 
 def arrow_type_for(ser: Any) -> pa.DataType:
     """The Arrow type that values of ``ser`` decode to."""
     cls = type(ser)
-    if cls in _SIMPLE:
-        return _SIMPLE[cls]
-    if cls.__name__ == _VOID_NAMESPACE:
-        return pa.null()
+    simple = simple_arrow_type(cls)
+    if simple is not None:
+        return simple
     if cls is serializers.RowDataSerializer:
         return arrow_type(ser.row_type)
     if cls is serializers.ListSerializer:

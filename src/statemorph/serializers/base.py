@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ..errors import MalformedDataError
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..types import LogicalType
 
 if TYPE_CHECKING:
     from ..snapshot import TypeSerializerSnapshot
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BulkKernel:
+    """Which bulk kernel encodes and decodes a serializer's values: ``family`` is ``fixed`` (one
+    fixed-width column; ``leaf`` names its ``kernels.abi.LEAF_*`` kind), ``string``, ``bytes``,
+    ``rowdata`` (BinaryRowData) or ``corerow`` (flink-core Row). Data, not code: the serializers sit
+    below the kernels, so the capability table (``bulk/capabilities.py``) turns it into the kernel."""
+
+    family: str
+    leaf: str = ""
 
 
 class TypeSerializer(ABC, Generic[T]):
@@ -20,7 +33,50 @@ class TypeSerializer(ABC, Generic[T]):
     Serializers are immutable value objects here (no reused buffers), so ``duplicate`` returns
     ``self`` unless a subclass holds mutable state. Equality compares the configuration
     (``_config``), which is what Flink's ``equals`` compares.
+
+    Each serializer class describes itself in its own module, by the class attributes below, and
+    the modules that need to know read them instead of matching class names: schema files
+    (``schema_file``: the family, the DataStream default for a SQL type, a Java primitive's
+    default), ``statemorph inspect`` (:meth:`describe_type`), the Arrow type of its values
+    (``bulk/types.py``) and the bulk capability table (``bulk/capabilities.py``). A declaration
+    counts for the class that makes it (read with :meth:`declared`), not for its subclasses: a
+    subclass may change the format. Every serializer class joins :data:`SERIALIZER_CLASSES` when it
+    is defined.
     """
+
+    SCHEMA_FAMILY: ClassVar[str] = "datastream"
+    """The schema-file family (``serializer = "..."``) that builds this class; ``auto`` keeps it."""
+    SQL_TYPE: ClassVar[str | None] = None
+    """Its values' Flink SQL type as ``statemorph inspect`` prints it, for a class without
+    configuration (``INT``, ``CHAR(1)``, ``GLOBAL WINDOW``)."""
+    VALUE_TYPE: ClassVar[LogicalType | None] = None
+    """The logical type of its values, for a class without configuration: their Arrow type."""
+    VALUELESS: ClassVar[bool] = False
+    """Its values carry no data (a global window, no namespace): an Arrow null column."""
+    DATASTREAM_OF: ClassVar[tuple[str, ...]] = ()
+    """The SQL types a schema file's ``datastream`` family builds this class for (Flink's
+    TypeInformation defaults): type roots (``INTEGER``), or a type's exact text (``CHAR(1)``),
+    which wins over a root."""
+    JAVA_ZERO: ClassVar[Any] = None
+    """What a field of this Java primitive holds when no constructor sets it (0, 0.0, false)."""
+    BULK: ClassVar[BulkKernel | None] = None
+    """The bulk kernel of its values; None: encoded, decoded and migrated per value."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        SERIALIZER_CLASSES.append(cls)
+
+    @classmethod
+    def declared(cls, name: str, default: Any = None) -> Any:
+        """The class attribute ``name`` as this very class declares it (``default`` when only a
+        base class does)."""
+        return vars(cls).get(name, default)
+
+    def describe_type(self) -> str:
+        """This serializer as its Flink SQL type where one exists, else its class name: what
+        ``statemorph inspect`` prints. Classes with configuration (nested serializers) override it."""
+        sql = type(self).declared("SQL_TYPE")
+        return sql if sql is not None else type(self).__name__
 
     @abstractmethod
     def serialize(self, value: T, out: DataOutputSerializer) -> None: ...
@@ -81,4 +137,8 @@ class TypeSerializer(ABC, Generic[T]):
         return f"{type(self).__name__}({inner})"
 
 
-__all__ = ["TypeSerializer"]
+SERIALIZER_CLASSES: list[type[TypeSerializer[Any]]] = []
+"""Every serializer class defined so far, in definition order: the one registry of them."""
+
+
+__all__ = ["SERIALIZER_CLASSES", "BulkKernel", "TypeSerializer"]

@@ -80,6 +80,9 @@ class ListSerializer(TypeSerializer[list[Any]]):
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return ListSerializerSnapshot(self)
 
+    def describe_type(self) -> str:
+        return f"ARRAY<{self.element_serializer.describe_type()}>"
+
     def _config(self) -> tuple[Any, ...]:
         return (self.element_serializer,)
 
@@ -124,6 +127,9 @@ class MapSerializer(TypeSerializer[dict[Any, Any]]):
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return MapSerializerSnapshot(self)
+
+    def describe_type(self) -> str:
+        return f"MAP<{self.key_serializer.describe_type()}, {self.value_serializer.describe_type()}>"
 
     def _config(self) -> tuple[Any, ...]:
         return (self.key_serializer, self.value_serializer)
@@ -205,6 +211,9 @@ class NullableSerializer(TypeSerializer[Any]):
 
     def is_immutable_type(self) -> bool:
         return self.inner.is_immutable_type()
+
+    def describe_type(self) -> str:
+        return self.inner.describe_type()
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return NullableSerializerSnapshot(self)

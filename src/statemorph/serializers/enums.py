@@ -19,6 +19,7 @@ from ..compat import SchemaCompatibility
 from ..errors import MalformedDataError, SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..snapshot import TypeSerializerSnapshot, register_snapshot
+from ..types import STRING
 from .base import TypeSerializer
 
 
@@ -29,6 +30,8 @@ class EnumSerializer(TypeSerializer[Any]):
     stores; it defaults to the Python module-qualified name), or
     ``EnumSerializer(["RED", "GREEN"], "p.Color")`` for constants known only by name.
     Equality is the Java class name plus the constant order, i.e. what decides the bytes."""
+
+    VALUE_TYPE = STRING()  # a constant's name
 
     def __init__(
         self,

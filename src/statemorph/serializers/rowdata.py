@@ -49,7 +49,7 @@ from ..row import Row
 from ..snapshot import TypeSerializerSnapshot, read_nested_snapshots, register_snapshot, write_nested_snapshots
 from ..types import LogicalType, RowField, RowType, parse_type
 from ._binary_codec import RowCodec, _Ctx
-from .base import TypeSerializer
+from .base import BulkKernel, TypeSerializer
 
 
 def _as_row_type(row_type: LogicalType | str) -> RowType:
@@ -69,6 +69,12 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     @property
     def arity(self) -> int:
         return self._codec.arity
+
+    SCHEMA_FAMILY = "rowdata"
+    BULK = BulkKernel("rowdata")
+
+    def describe_type(self) -> str:
+        return str(self.row_type)
 
     def _config(self) -> tuple[Any, ...]:
         # the row's own nullability does not reach the bytes (a top-level row is never null)
@@ -191,6 +197,9 @@ class RowDataSerializerSnapshot(_RowTypeSnapshot):
     :func:`statemorph.migration.plan_row_migration`; see that module for the rules.
     """
 
+    BYTE_REMAP: ClassVar[tuple[str, type] | None] = ("rowdata", RowDataSerializer)
+    """The byte-remap kernel that migrates its values, and to which serializer class."""
+
     IDENTIFIER: ClassVar[str] = "statemorph.RowDataSerializerSnapshot"
     VERSION: ClassVar[int] = 1
     MIN_READ_VERSION: ClassVar[int] = 1
@@ -262,6 +271,8 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
     position, extra new fields nullable) and names in nested rows. A snapshot built from a
     serializer (``FlinkRowDataSerializerSnapshot(row_type)``) keeps the real names.
     """
+
+    BYTE_REMAP: ClassVar[tuple[str, type] | None] = ("rowdata", RowDataSerializer)  # the same row bytes
 
     IDENTIFIER: ClassVar[str] = "org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot"
     VERSION: ClassVar[int] = 3

@@ -20,7 +20,8 @@ from typing import Any
 from ..errors import MalformedDataError, SerializationError, TruncatedDataError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..snapshot import SimpleTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
-from .base import TypeSerializer
+from ..types import STRING
+from .base import BulkKernel, TypeSerializer
 
 _MAX_LEN = 0x7FFFFFFF
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
@@ -195,6 +196,11 @@ def skip_string(src: DataInputDeserializer) -> None:
 
 class StringSerializer(TypeSerializer[Any]):
     """``java.lang.String`` state: ``str`` or None (StringSerializer accepts null in Flink)."""
+
+    SQL_TYPE = "STRING"
+    VALUE_TYPE = STRING()
+    DATASTREAM_OF = ("VARCHAR", "CHAR")
+    BULK = BulkKernel("string")
 
     def serialize(self, value: str | None, out: DataOutputSerializer) -> None:
         out.write(encode_string(value))
