@@ -45,7 +45,7 @@ from __future__ import annotations
 import functools
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .errors import IncompatibleSchemaError, MalformedDataError
 from .io import DataInputDeserializer, DataOutputSerializer
@@ -59,6 +59,7 @@ from .types import (
     IntType,
     LocalZonedTimestampType,
     LogicalType,
+    LogicalTypeVisitor,
     MapType,
     MultisetType,
     RowType,
@@ -182,17 +183,34 @@ def _label(path: str) -> str:
 def _same_storage(old: LogicalType, new: LogicalType) -> bool:
     """True when a non-container value of ``old`` has exactly the bytes a value of ``new`` would
     have (nullability and comments aside)."""
-    if type(old) is not type(new):
-        return False
-    if isinstance(old, (CharType, VarCharType, BinaryType, VarBinaryType, TimeType)):
+    return type(old) is type(new) and old.accept(_SameStorage(new))
+
+
+class _SameStorage(LogicalTypeVisitor[bool]):
+    """Whether a value of the visited type has the bytes of a value of ``new`` (of its class)."""
+
+    def __init__(self, new: LogicalType) -> None:
+        self.new = new
+
+    def visit_other(self, t: LogicalType) -> bool:
+        return t.copy(nullable=True) == self.new.copy(nullable=True)
+
+    def visit_character_string(self, t: CharType | VarCharType) -> bool:
+        return True  # the length is not in the bytes
+
+    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> bool:
         return True
-    if isinstance(old, (TimestampType, LocalZonedTimestampType)):
-        assert isinstance(new, (TimestampType, LocalZonedTimestampType))
-        return old.is_compact == new.is_compact and new.precision >= old.precision
-    if isinstance(old, DecimalType):
-        assert isinstance(new, DecimalType)
-        return (old.precision, old.scale) == (new.precision, new.scale)
-    return old.copy(nullable=True) == new.copy(nullable=True)
+
+    def visit_time(self, t: TimeType) -> bool:
+        return True  # milliseconds whatever the precision
+
+    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> bool:
+        new = cast("TimestampType | LocalZonedTimestampType", self.new)
+        return t.is_compact == new.is_compact and new.precision >= t.precision
+
+    def visit_decimal(self, t: DecimalType) -> bool:
+        new = cast(DecimalType, self.new)
+        return (t.precision, t.scale) == (new.precision, new.scale)
 
 
 def _show(t: LogicalType) -> str:
@@ -322,15 +340,12 @@ def _fail(path: str, message: str, offset: int) -> MalformedDataError:
 def _var_kind(t: LogicalType) -> str:
     """How a slot of type ``t`` refers to data: ``fixed``, ``inline`` (≤7 bytes or a reference),
     ``decimal`` (16 reserved), ``timestamp`` (8 bytes, nanos in the slot) or ``ref``."""
-    if isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
-        return "inline"
-    if isinstance(t, DecimalType):
-        return "fixed" if t.is_compact else "decimal"
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        return "fixed" if t.is_compact else "timestamp"
-    if isinstance(t, (RowType, ArrayType, MapType, MultisetType)):
-        return "ref"
-    return "fixed"
+    return _VAR_KIND.get(t.row_slot(), "fixed")
+
+
+_VAR_KIND = {"STR": "inline", "BIN": "inline", "DEC_BIG": "decimal", "TS_BIG": "timestamp", "ROW": "ref",
+             "ARRAY": "ref", "MAP": "ref"}
+"""How each BinaryRowData slot layout (``LogicalType.row_slot``) refers to data; others are fixed."""
 
 
 class _Remapper:

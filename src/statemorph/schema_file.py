@@ -66,12 +66,10 @@ else:  # pragma: no cover - Python 3.10 needs the tomli backport
 
 from .errors import StatemorphError, TypeParseError
 from .types import (
-    ArrayType,
     BooleanType,
     DoubleType,
     FloatType,
     LogicalType,
-    MapType,
     RawType,
     RowType,
     escape_identifier,
@@ -190,10 +188,9 @@ def _parse_state(source: str, name: str, body: Any, prefix: str = "states") -> S
     if type_text is None and family != "avro":
         raise SchemaFileError(f"{where}: missing 'type' (the new type in Flink SQL syntax, e.g. \"ROW<id BIGINT>\")")
     logical = _parse_type_at(where, "type", type_text) if type_text is not None else None
-    if family == "rowdata" and logical is not None and not isinstance(logical, RowType):
-        raise SchemaFileError(f"{where}: serializer = \"rowdata\" needs a ROW type, got {logical}")
-    if family in ("row", "tuple") and logical is not None and not isinstance(logical, RowType):
-        raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a ROW type, got {logical}")
+    root = _family_type_root(family)
+    if root is not None and logical is not None and logical.type_root != root:
+        raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a {root} type, got {logical}")
     if (family == "opaque") != isinstance(logical, RawType):
         raise SchemaFileError(f"{where}: serializer = \"opaque\" goes with a RAW('<class>') type, as inspect prints "
                               f"it, and a RAW type with serializer = \"opaque\" (got {family!r} and {logical})")
@@ -373,26 +370,9 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
 
 
 def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
-    from . import serializers
-
-    simple = _datastream_class(t)
-    if simple is not None:
-        return simple()
-    kind = type(like).__name__
-    if isinstance(t, ArrayType):
-        element = like.element_serializer if kind == "ListSerializer" else None
-        return _require(serializers, "ListSerializer")(datastream_serializer(t.element_type, f"{where} element",
-                                                                             element))
-    if isinstance(t, MapType):
-        keys, values = (like.key_serializer, like.value_serializer) if kind == "MapSerializer" else (None, None)
-        return _require(serializers, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key", keys),
-                                                      datastream_serializer(t.value_type, f"{where} value", values))
-    if isinstance(t, RowType):
-        prior_fields = list(like.field_serializers) if kind == "RowSerializer" else []
-        fields = [datastream_serializer(f.type, f"{where}.{f.name}",
-                                        prior_fields[i] if i < len(prior_fields) else None)
-                  for i, f in enumerate(t.fields)]
-        return _require(serializers, "RowSerializer")(fields, field_names=t.field_names)
+    cls = _datastream_class(t)
+    if cls is not None:
+        return cls.for_sql_type(t, datastream_serializer, like, where)
     raise SchemaFileError(f"{where}: type {t} has no DataStream serializer; use serializer = \"rowdata\" "
                           f"inside a ROW for SQL types such as DECIMAL, DATE, TIME and TIMESTAMP")
 
@@ -402,6 +382,14 @@ def _datastream_class(t: LogicalType) -> Any:
     (``CHAR(1)``) first, then by its root (``CHAR``); None for a type no class claims."""
     table = _datastream_table()
     return table.get(str(t.copy(nullable=True))) or table.get(t.type_root)
+
+
+def _family_type_root(family: str) -> str | None:
+    """The type root a family's class requires of a schema file's type (``SCHEMA_TYPE_ROOT``)."""
+    from .serializers import SERIALIZER_CLASSES
+
+    return next((cls.declared("SCHEMA_TYPE_ROOT") for cls in SERIALIZER_CLASSES
+                 if cls.declared("SCHEMA_FAMILY") == family and cls.declared("SCHEMA_TYPE_ROOT")), None)
 
 
 def _datastream_table() -> dict[str, Any]:

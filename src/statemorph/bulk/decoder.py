@@ -16,14 +16,14 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import MalformedDataError, StateFormatError, StatemorphError, UnrepresentableValueError, check_on_error
-from ..types import ArrayType, LogicalType, MapType, MultisetType, RowType
+from ..types import RowType
 from . import capabilities, inputs, tiers
 from .capabilities import core_row_program, fixed_kind, row_program
 from .chunks import MAX32, Widen, grow_buffer, per_chunk, resume, run_ranges, thread_ranges
 from .errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .inputs import binary_input, pack_validity, validity_bits
 from .tiers import abi, jit, plans, primitives_py, rowdata_py
-from .types import arrow_type, arrow_type_for, logical_to_arrow, map_parts, to_arrow_value
+from .types import arrow_type, arrow_type_for, logical_to_arrow, to_arrow_value
 
 
 def decode(binary_array: Any, serializer: Any, *, threads: int = 1, on_error: str = "raise") -> BulkResult:
@@ -210,23 +210,24 @@ def _decode_rows_with(k: Any, row_type: RowType, prog: plans.RowProgram, n: int,
 
     counter = [0]
 
-    def build(t: LogicalType, length: int) -> pa.Array:
+    def build(t: Any, length: int) -> pa.Array:  # a LogicalType, read by its BinaryRowData slot
         node = counter[0]
         counter[0] += 1
         at = arrow_type(t)
         nulls = length - int(counts[node])
         valid = parts[0][4][node][0] if elem[node] else bits[node]
         vbuf = pa.py_buffer(valid) if nulls else None
-        if isinstance(t, RowType):
+        slot = t.row_slot()
+        if slot == "ROW":
             children = [build(f.type, length) for f in t.fields]
             return pa.StructArray.from_buffers(at, length, [vbuf], null_count=nulls, children=children)
-        if isinstance(t, ArrayType):
+        if slot == "ARRAY":
             child = build(t.element_type, int(parts[0][1][node]))
             obuf = pa.py_buffer(outs[node][2].astype(np.int32, copy=False))
             return pa.Array.from_buffers(at, length, [vbuf, obuf], null_count=nulls, children=[child])
-        if isinstance(t, (MapType, MultisetType)):
+        if slot == "MAP":
             built = []
-            for part in map_parts(t):  # the key array, then the value array: list offsets alike
+            for part in t.map_parts():  # the key array, then the value array: list offsets alike
                 counter[0] += 1
                 built.append(build(part, int(parts[0][1][counter[0] - 1])))
             entries = pa.StructArray.from_arrays(built, fields=[at.key_field, at.item_field])

@@ -23,27 +23,15 @@ from ..errors import StatemorphError, UnrepresentableValueError
 from ..row import RowKind, row_kind_of
 from ..types import (
     ArrayType,
-    BigIntType,
-    BinaryType,
-    BooleanType,
-    CharType,
-    DateType,
     DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
     LocalZonedTimestampType,
     LogicalType,
+    LogicalTypeVisitor,
     MapType,
     MultisetType,
     RowType,
-    SmallIntType,
     Timestamp,
     TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
 )
 
 
@@ -204,52 +192,83 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-def arrow_type(t: LogicalType) -> pa.DataType:
-    """The Arrow type a Flink logical type decodes to (and encodes from)."""
-    if isinstance(t, BooleanType):
+class _ArrowOf(LogicalTypeVisitor[pa.DataType]):
+    """The Arrow type of each logical type."""
+
+    def visit_other(self, t: LogicalType) -> pa.DataType:
+        raise NotImplementedError(f"no Arrow mapping for {t}")
+
+    def visit_boolean(self, t: Any) -> pa.DataType:
         return pa.bool_()
-    if isinstance(t, TinyIntType):
+
+    def visit_tinyint(self, t: Any) -> pa.DataType:
         return pa.int8()
-    if isinstance(t, SmallIntType):
+
+    def visit_smallint(self, t: Any) -> pa.DataType:
         return pa.int16()
-    if isinstance(t, IntType):
+
+    def visit_int(self, t: Any) -> pa.DataType:
         return pa.int32()
-    if isinstance(t, BigIntType):
+
+    def visit_bigint(self, t: Any) -> pa.DataType:
         return pa.int64()
-    if isinstance(t, FloatType):
+
+    def visit_float(self, t: Any) -> pa.DataType:
         return pa.float32()
-    if isinstance(t, DoubleType):
+
+    def visit_double(self, t: Any) -> pa.DataType:
         return pa.float64()
-    if isinstance(t, (CharType, VarCharType)):
+
+    def visit_character_string(self, t: Any) -> pa.DataType:
         return pa.string()
-    if isinstance(t, (BinaryType, VarBinaryType)):
+
+    def visit_binary_string(self, t: Any) -> pa.DataType:
         return pa.binary()
-    if isinstance(t, DecimalType):
+
+    def visit_decimal(self, t: DecimalType) -> pa.DataType:
         return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, DateType):
+
+    def visit_date(self, t: Any) -> pa.DataType:
         return pa.date32()
-    if isinstance(t, TimeType):
+
+    def visit_time(self, t: Any) -> pa.DataType:
         return pa.time32("ms")  # Flink keeps milliseconds of the day whatever the precision
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        unit = "ms" if t.precision <= 3 else "us" if t.precision <= 6 else "ns"
-        return pa.timestamp(unit, tz="UTC" if isinstance(t, LocalZonedTimestampType) else None)
-    if isinstance(t, RowType):
+
+    def visit_timestamp(self, t: TimestampType) -> pa.DataType:
+        return pa.timestamp(_unit(t.precision))
+
+    def visit_local_zoned_timestamp(self, t: LocalZonedTimestampType) -> pa.DataType:
+        return pa.timestamp(_unit(t.precision), tz="UTC")
+
+    def visit_row(self, t: RowType) -> pa.DataType:
         # always nullable in Arrow: NOT NULL is enforced by the kernels, with the field path in the error
         return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
-    if isinstance(t, ArrayType):
+
+    def visit_array(self, t: ArrayType) -> pa.DataType:
         return pa.list_(arrow_type(t.element_type))
-    if isinstance(t, MultisetType):
+
+    def visit_multiset(self, t: MultisetType) -> pa.DataType:
         return pa.map_(arrow_type(t.element_type), pa.int32())
-    if isinstance(t, MapType):
+
+    def visit_map(self, t: MapType) -> pa.DataType:
         return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))
-    raise NotImplementedError(f"no Arrow mapping for {t}")
+
+
+def _unit(precision: int) -> str:
+    return "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
+
+
+_ARROW_OF = _ArrowOf()
+
+
+def arrow_type(t: LogicalType) -> pa.DataType:
+    """The Arrow type a Flink logical type decodes to (and encodes from)."""
+    return t.accept(_ARROW_OF)
 
 
 def map_parts(t: MapType | MultisetType) -> tuple[LogicalType, LogicalType]:
     """Key and value types of a MAP, or of a MULTISET (element → INT NOT NULL count)."""
-    if isinstance(t, MultisetType):
-        return t.element_type, IntType(nullable=False)
-    return t.key_type, t.value_type
+    return t.map_parts()
 
 
 def logical_from_arrow(v: Any, t: LogicalType) -> Any:

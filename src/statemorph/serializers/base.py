@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -57,6 +58,8 @@ class TypeSerializer(ABC, Generic[T]):
     """The SQL types a schema file's ``datastream`` family builds this class for (Flink's
     TypeInformation defaults): type roots (``INTEGER``), or a type's exact text (``CHAR(1)``),
     which wins over a root."""
+    SCHEMA_TYPE_ROOT: ClassVar[str | None] = None
+    """The root of the type a schema file must give a state of this class's family (``ROW``)."""
     JAVA_ZERO: ClassVar[Any] = None
     """What a field of this Java primitive holds when no constructor sets it (0, 0.0, false)."""
     BULK: ClassVar[BulkKernel | None] = None
@@ -71,6 +74,15 @@ class TypeSerializer(ABC, Generic[T]):
         """The class attribute ``name`` as this very class declares it (``default`` when only a
         base class does)."""
         return vars(cls).get(name, default)
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        """This class's serializer for ``t``, a SQL type its ``DATASTREAM_OF`` claims (a schema
+        file's ``datastream`` family). ``nested(type, where, like)`` builds a serializer it nests;
+        ``like`` is the serializer a savepoint recorded at this place (or None), whose nested
+        serializers the new one follows where the types agree."""
+        return cls()
 
     def describe_type(self) -> str:
         """This serializer as its Flink SQL type where one exists, else its class name: what

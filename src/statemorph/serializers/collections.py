@@ -22,6 +22,7 @@ from ..compat import SchemaCompatibility
 from ..errors import MalformedDataError, SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..snapshot import CompositeTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
+from ..types import LogicalType
 from .base import TypeSerializer
 
 _BASE = "org.apache.flink.api.common.typeutils.base."
@@ -80,6 +81,15 @@ class ListSerializer(TypeSerializer[list[Any]]):
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return ListSerializerSnapshot(self)
 
+    DATASTREAM_OF = ("ARRAY",)
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        (element,) = t.children()
+        prior = like.element_serializer if isinstance(like, ListSerializer) else None
+        return cls(nested(element, f"{where} element", prior))
+
     def describe_type(self) -> str:
         return f"ARRAY<{self.element_serializer.describe_type()}>"
 
@@ -127,6 +137,15 @@ class MapSerializer(TypeSerializer[dict[Any, Any]]):
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return MapSerializerSnapshot(self)
+
+    DATASTREAM_OF = ("MAP",)
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        key, value = t.children()
+        keys, values = (like.key_serializer, like.value_serializer) if isinstance(like, MapSerializer) else (None, None)
+        return cls(nested(key, f"{where} key", keys), nested(value, f"{where} value", values))
 
     def describe_type(self) -> str:
         return f"MAP<{self.key_serializer.describe_type()}, {self.value_serializer.describe_type()}>"

@@ -175,7 +175,7 @@ class PojoSerializer(TypeSerializer[Any]):
     def field_names(self) -> list[str]:
         return [f.name for f in self.fields if f.present]
 
-    SCHEMA_FAMILY = "pojo"
+    SCHEMA_FAMILY = "pojo"  # its ROW of the class's fields is checked with its other keys (schema_file)
 
     def describe_type(self) -> str:
         """The class and the ROW a schema file gives it."""

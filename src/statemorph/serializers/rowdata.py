@@ -71,6 +71,7 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
         return self._codec.arity
 
     SCHEMA_FAMILY = "rowdata"
+    SCHEMA_TYPE_ROOT = "ROW"
     BULK = BulkKernel("rowdata")
 
     def describe_type(self) -> str:

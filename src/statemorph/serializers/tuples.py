@@ -20,13 +20,14 @@ Formats (docs/formats.md §2.8, §2.9):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from ..compat import SchemaCompatibility
 from ..errors import MalformedDataError, SerializationError, StatemorphError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..row import Row, RowKind, row_kind_of
 from ..snapshot import CompositeTypeSerializerSnapshot, register_snapshot
+from ..types import LogicalType, RowType
 from .base import BulkKernel, TypeSerializer
 
 MAX_TUPLE_ARITY = 25
@@ -136,6 +137,7 @@ class TupleSerializer(TypeSerializer[tuple]):  # type: ignore[type-arg]
         return TupleSerializer(dup, self.tuple_class_name)
 
     SCHEMA_FAMILY = "tuple"
+    SCHEMA_TYPE_ROOT = "ROW"
 
     def describe_type(self) -> str:
         """Fields by position: ``f0``, ``f1``, ..."""
@@ -336,7 +338,18 @@ class RowSerializer(TypeSerializer[tuple[Any, ...]]):
         return RowSerializer(dup, self.supports_row_kind, self.field_names)
 
     SCHEMA_FAMILY = "row"
+    SCHEMA_TYPE_ROOT = "ROW"
+    DATASTREAM_OF = ("ROW",)
     BULK = BulkKernel("corerow")
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        row = cast(RowType, t)
+        prior = list(like.field_serializers) if isinstance(like, RowSerializer) else []
+        fields = [nested(f.type, f"{where}.{f.name}", prior[i] if i < len(prior) else None)
+                  for i, f in enumerate(row.fields)]
+        return cls(fields, field_names=row.field_names)
 
     def describe_type(self) -> str:
         names = self.field_names or [f"f{i}" for i in range(len(self.field_serializers))]
