@@ -352,4 +352,5 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
         i += 1
     return i, pos, status
 
-
+# the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
+__all__ = ["core_row_fill", "core_row_sizes", "pojo_migrate_run"]

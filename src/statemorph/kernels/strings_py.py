@@ -242,4 +242,13 @@ def bytes_decode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
             continue
         out[a:b] = v.data[s + 4:e]
 
-
+# the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
+__all__ = [
+    "bytes_decode_fill",
+    "bytes_decode_sizes",
+    "bytes_encode_fill",
+    "string_decode_fill",
+    "string_decode_sizes",
+    "string_encode_fill",
+    "string_encode_sizes",
+]
