@@ -97,3 +97,42 @@ def test_datastream_of_claims_are_unique() -> None:
 ])
 def test_inspect_renders_nested_serializers(ser: TypeSerializer[Any], text: str) -> None:
     assert describe_serializer(ser) == text
+
+
+@pytest.fixture
+def upper_string() -> Iterator[type[TypeSerializer[Any]]]:
+    """A new variable-length serializer whose declaration names the kernel functions it runs
+    through (here the string kernels' ``string_*``: the bytes are Flink's StringValue)."""
+
+    class Utf16Text(TypeSerializer[str]):
+        VALUE_TYPE = S.StringSerializer.VALUE_TYPE
+        BULK = BulkKernel("varlen", "LEAF_STR", kernel="string")
+
+        def serialize(self, value: str, out: DataOutputSerializer) -> None:
+            S.StringSerializer().serialize(value, out)
+
+        def deserialize(self, src: DataInputDeserializer) -> str:
+            value = S.StringSerializer().deserialize(src)
+            assert value is not None
+            return value
+
+        def snapshot_configuration(self) -> TypeSerializerSnapshot:
+            raise NotImplementedError
+
+    yield Utf16Text
+    SERIALIZER_CLASSES.remove(Utf16Text)
+
+
+def test_a_varlen_declaration_runs_the_kernels_it_names(upper_string: type[TypeSerializer[Any]]) -> None:
+    ser = upper_string()
+    texts = ["ä", None, "", "x" * 300]
+    encoded = bulk.encode(pa.array(texts, pa.large_string()), ser).values
+    assert encoded.to_pylist() == [None if t is None else ser.to_bytes(t) for t in texts]
+    assert bulk.decode(encoded, ser).values.to_pylist() == texts
+    assert capabilities.codec(ser) == capabilities.Codec("varlen", arrow=pa.string(), kernel="string")
+
+
+def test_a_declared_leaf_is_a_kernel_row_field(epoch_day: type[TypeSerializer[Any]]) -> None:
+    row = S.RowSerializer([S.IntSerializer(), epoch_day()], field_names=["a", "d"])
+    assert capabilities.core_row_program(row) is not None
+    assert capabilities.core_row_program(S.RowSerializer([S.IntSerializer(), S.EnumSerializer(["A"], "p.E")])) is None

@@ -26,12 +26,14 @@ from .types import simple_arrow_type
 @dataclasses.dataclass(frozen=True)
 class Codec:
     """The encode / decode kernel family of a serializer class: ``fixed`` (one fixed-width column
-    of ``kind``, Arrow type ``arrow``), ``string``, ``bytes``, ``rowdata`` (BinaryRowData) or
-    ``corerow`` (flink-core Row)."""
+    of ``kind``, Arrow type ``arrow``), ``varlen`` / ``bytes`` (a string or binary column ``arrow``
+    through the kernel functions named ``kernel_*``), ``rowdata`` (BinaryRowData) or ``corerow``
+    (flink-core Row); see ``serializers.BulkKernel``."""
 
     family: str
     kind: int = -1
     arrow: pa.DataType | None = None
+    kernel: str = ""
 
 
 def _codec_of(cls: type) -> Codec | None:
@@ -39,10 +41,12 @@ def _codec_of(cls: type) -> Codec | None:
     is the ABI's ``LEAF_*`` it names, its Arrow type that of its ``VALUE_TYPE``)."""
     declared = getattr(cls, "declared", None)
     bulk = declared("BULK") if declared is not None else None
-    if bulk is None:
+    if bulk is None or not bulk.family:
         return None
     if bulk.family == "fixed":
         return Codec("fixed", getattr(abi, bulk.leaf), simple_arrow_type(cls))
+    if bulk.family in ("varlen", "bytes"):
+        return Codec(bulk.family, arrow=simple_arrow_type(cls), kernel=bulk.kernel)
     return Codec(bulk.family)
 
 

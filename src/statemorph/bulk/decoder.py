@@ -23,7 +23,7 @@ from .chunks import MAX32, Widen, grow_buffer, per_chunk, resume, run_ranges, th
 from .errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .inputs import binary_input, pack_validity, validity_bits
 from .tiers import abi, jit, plans, primitives_py, rowdata_py
-from .types import arrow_type, arrow_type_for, logical_to_arrow, to_arrow_value
+from .types import arrow_type, arrow_type_for, large_variant, logical_to_arrow, to_arrow_value
 
 
 def decode(binary_array: Any, serializer: Any, *, threads: int = 1, on_error: str = "raise") -> BulkResult:
@@ -68,10 +68,10 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
         vbuf, nulls = finish_valid(bad)
         values = pa.py_buffer(np.packbits(out, bitorder="little")) if kind == abi.LEAF_BOOL else pa.py_buffer(out)
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, values], null_count=nulls))
-    if family in ("string", "bytes"):
-        is_string = family == "string"
-        sizes_fn = k.string_decode_sizes if is_string else k.bytes_decode_sizes
-        fill_fn = k.string_decode_fill if is_string else k.bytes_decode_fill
+    if family in ("varlen", "bytes"):
+        assert codec is not None and codec.arrow is not None
+        sizes_fn = getattr(k, f"{codec.kernel}_decode_sizes")
+        fill_fn = getattr(k, f"{codec.kernel}_decode_fill")
         out_off = np.zeros(n + 1, dtype=np.int64)
         run_ranges(ranges, lambda s, e: sizes_fn(offsets, data, validity, offset, wide, s, e, out_off, status,
                                            stop_at_error))
@@ -82,8 +82,7 @@ def _decode_chunk(k: Any, arr: pa.Array, serializer: Any, threads: int, on_error
         run_ranges(ranges, lambda s, e: fill_fn(offsets, data, validity, offset, wide, s, e, out_off, status, out_data))
         vbuf, nulls = finish_valid(bad)
         large = int(out_off[-1]) > MAX32
-        at = (pa.large_string() if large else pa.string()) if is_string else \
-            (pa.large_binary() if large else pa.binary())
+        at = large_variant(codec.arrow) if large else codec.arrow
         obuf = pa.py_buffer(out_off if large else out_off.astype(np.int32))
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(out_data)], null_count=nulls))
     if (core := core_row_program(serializer)) is not None:

@@ -47,6 +47,11 @@ def simple_arrow_type(cls: type) -> pa.DataType | None:
     return None if value_type is None else arrow_type(value_type)
 
 
+def large_variant(t: pa.DataType) -> pa.DataType:
+    """The 64-bit-offsets form of a string or binary Arrow type (``large_string`` ...)."""
+    return pa.large_string() if pa.types.is_string(t) else pa.large_binary() if pa.types.is_binary(t) else t
+
+
 def arrow_type_for(ser: Any) -> pa.DataType:
     """The Arrow type that values of ``ser`` decode to."""
     cls = type(ser)

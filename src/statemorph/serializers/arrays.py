@@ -79,7 +79,7 @@ class BytePrimitiveArraySerializer(TypeSerializer[bytes]):
     SQL_TYPE = "BYTES"
     VALUE_TYPE = BYTES()
     DATASTREAM_OF = ("VARBINARY", "BINARY")
-    BULK = BulkKernel("bytes")
+    BULK = BulkKernel("bytes", "LEAF_BYTES", kernel="bytes")
 
     def serialize(self, value: bytes, out: DataOutputSerializer) -> None:
         header = _header(self, value)

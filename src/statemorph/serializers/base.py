@@ -20,12 +20,20 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class BulkKernel:
     """Which bulk kernel encodes and decodes a serializer's values: ``family`` is ``fixed`` (one
-    fixed-width column; ``leaf`` names its ``kernels.abi.LEAF_*`` kind), ``string``, ``bytes``,
-    ``rowdata`` (BinaryRowData) or ``corerow`` (flink-core Row). Data, not code: the serializers sit
-    below the kernels, so the capability table (``bulk/capabilities.py``) turns it into the kernel."""
+    fixed-width column; ``leaf`` names its ``kernels.abi.LEAF_*`` kind), ``varlen`` (values of
+    varying length whose Arrow type, from the class's ``VALUE_TYPE``, is a string or binary
+    column: two passes, sizes then fill, through the kernel functions ``<kernel>_encode_sizes``,
+    ``<kernel>_encode_fill``, ``<kernel>_decode_sizes`` and ``<kernel>_decode_fill``), ``bytes``
+    (the same, the encode sizes being the length word and the bytes: no ``_encode_sizes``),
+    ``rowdata`` (BinaryRowData), ``corerow`` (flink-core Row) or "" (no column kernel of its own).
+    ``leaf`` is also the kind the Row and POJO kernels give a field of this class (``LEAF_STR`` for a
+    string); a class without one makes such a row go per value. Data, not code: the serializers sit
+    below the kernels, so the capability table (``bulk/capabilities.py``) and the plan compilers
+    (``kernels/plans``) turn it into the kernel."""
 
     family: str
     leaf: str = ""
+    kernel: str = ""
 
 
 class TypeSerializer(ABC, Generic[T]):
@@ -64,6 +72,12 @@ class TypeSerializer(ABC, Generic[T]):
     """What a field of this Java primitive holds when no constructor sets it (0, 0.0, false)."""
     BULK: ClassVar[BulkKernel | None] = None
     """The bulk kernel of its values; None: encoded, decoded and migrated per value."""
+
+    @classmethod
+    def leaf_kind(cls) -> str:
+        """The ``kernels.abi.LEAF_*`` name of this very class's values as a field of a kernel row ("" if none)."""
+        bulk = cls.declared("BULK")
+        return bulk.leaf if bulk is not None else ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -279,6 +279,7 @@ class CharSerializer(TypeSerializer[str]):
     VALUE_TYPE = CharType(1)
     DATASTREAM_OF = ("CHAR(1)",)
     JAVA_ZERO = "\0"
+    BULK = BulkKernel("", "LEAF_CHAR")  # a field of kernel rows only: an Arrow string column is no UTF-16 char
 
     def serialize(self, value: str, out: DataOutputSerializer) -> None:
         out.write_short(check_char(self, value))

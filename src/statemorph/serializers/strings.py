@@ -200,7 +200,7 @@ class StringSerializer(TypeSerializer[Any]):
     SQL_TYPE = "STRING"
     VALUE_TYPE = STRING()
     DATASTREAM_OF = ("VARCHAR", "CHAR")
-    BULK = BulkKernel("string")
+    BULK = BulkKernel("varlen", "LEAF_STR", kernel="string")
 
     def serialize(self, value: str | None, out: DataOutputSerializer) -> None:
         out.write(encode_string(value))
