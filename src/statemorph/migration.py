@@ -217,6 +217,38 @@ def _show(t: LogicalType) -> str:
     return str(t)
 
 
+class _Nested(LogicalTypeVisitor["TypeMigration | None"]):
+    """The migration of a row, array, multiset or map to one of its own class (``new``), its parts
+    compared by ``planner``; None for the other types."""
+
+    def __init__(self, planner: _Planner, new: LogicalType, path: str) -> None:
+        self.planner, self.new, self.path = planner, new, path
+
+    def visit_other(self, t: LogicalType) -> TypeMigration | None:
+        return None
+
+    def visit_row(self, t: RowType) -> TypeMigration | None:
+        plan = self.planner.plan_rows(t, cast(RowType, self.new), self.path)
+        return TypeMigration(COPY if plan.is_identity else ROW, t, self.new, row=plan)
+
+    def visit_array(self, t: ArrayType) -> TypeMigration | None:
+        element = self.planner.compare(t.element_type, cast(ArrayType, self.new).element_type, f"{self.path}[]")
+        return TypeMigration(COPY if element.is_copy else ARRAY, t, self.new, element=element)
+
+    def visit_multiset(self, t: MultisetType) -> TypeMigration | None:
+        key = self.planner.compare(t.element_type, cast(MultisetType, self.new).element_type, f"{self.path}[]")
+        count = IntType(nullable=False)
+        value = TypeMigration(COPY, count, count)
+        return TypeMigration(COPY if key.is_copy else MAP, t, self.new, key=key, value=value)
+
+    def visit_map(self, t: MapType) -> TypeMigration | None:
+        new = cast(MapType, self.new)
+        key = self.planner.compare(t.key_type, new.key_type, f"{self.path}.key")
+        value = self.planner.compare(t.value_type, new.value_type, f"{self.path}.value")
+        kind = COPY if key.is_copy and value.is_copy else MAP
+        return TypeMigration(kind, t, self.new, key=key, value=value)
+
+
 class _Planner:
     def __init__(self, by_name: bool | None) -> None:
         self.by_name = by_name
@@ -225,22 +257,10 @@ class _Planner:
     def compare(self, old: LogicalType, new: LogicalType, path: str) -> TypeMigration:
         if old.nullable and not new.nullable:
             self.reasons.append(f"{_label(path)}: nullable -> NOT NULL")
-        if isinstance(old, RowType) and isinstance(new, RowType):
-            plan = self.plan_rows(old, new, path)
-            return TypeMigration(COPY if plan.is_identity else ROW, old, new, row=plan)
-        if isinstance(old, ArrayType) and isinstance(new, ArrayType):
-            element = self.compare(old.element_type, new.element_type, f"{path}[]")
-            return TypeMigration(COPY if element.is_copy else ARRAY, old, new, element=element)
-        if isinstance(old, MultisetType) and isinstance(new, MultisetType):
-            key = self.compare(old.element_type, new.element_type, f"{path}[]")
-            count = IntType(nullable=False)
-            value = TypeMigration(COPY, count, count)
-            return TypeMigration(COPY if key.is_copy else MAP, old, new, key=key, value=value)
-        if isinstance(old, MapType) and isinstance(new, MapType):
-            key = self.compare(old.key_type, new.key_type, f"{path}.key")
-            value = self.compare(old.value_type, new.value_type, f"{path}.value")
-            kind = COPY if key.is_copy and value.is_copy else MAP
-            return TypeMigration(kind, old, new, key=key, value=value)
+        if type(old) is type(new):
+            nested = old.accept(_Nested(self, new, path))
+            if nested is not None:
+                return nested
         if not _same_storage(old, new):
             self.reasons.append(f"{_label(path)}: {_show(old)} -> {_show(new)}")
         return TypeMigration(COPY, old, new)

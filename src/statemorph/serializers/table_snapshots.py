@@ -228,11 +228,7 @@ class MapDataSerializerSnapshot(_FieldSnapshot):
         return cls(key, value, streams)
 
     def describes(self, t: LogicalType) -> bool:
-        if isinstance(t, MapType):
-            return (t.key_type, t.value_type) == (self.key_type, self.value_type)
-        if isinstance(t, MultisetType):
-            return (t.element_type, IntType(nullable=False)) == (self.key_type, self.value_type)
-        return False
+        return isinstance(t, (MapType, MultisetType)) and t.map_parts() == (self.key_type, self.value_type)
 
 
 class _InternalSerializers(LogicalTypeVisitor[TypeSerializerSnapshot]):
