@@ -282,7 +282,6 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     family when the file says ``auto``. With ``user_key=True`` builds the map key serializer
     (datastream family; None when the file leaves the key type unchanged).
     """
-    from . import serializers
 
     where = f"state {schema.name!r}"
     if user_key:
@@ -301,14 +300,14 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
             raise SchemaFileError(f"{where} is Avro state in the savepoint: give the new schema as avro_schema "
                                   f"and serializer = \"avro\"")
     if family == "avro":
-        return _require(serializers, "AvroSerializer")(schema.avro_schema)
+        return _family_class("avro")(schema.avro_schema)
     assert schema.type is not None
     if family == "pojo":
         return pojo_serializer(schema, prior)
     if family == "rowdata":
         if not isinstance(schema.type, RowType):
             raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
-        return _require(serializers, "RowDataSerializer")(schema.type)
+        return _family_class("rowdata")(schema.type)
     if family == "opaque":
         raise SchemaFileError(f"{where}: an opaque state ({schema.type}) has no serializer statemorph builds: it is "
                               f"carried over as it is")
@@ -316,11 +315,11 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
         raise SchemaFileError(f"{where} is {family.capitalize()} state: its type must be a ROW, got {schema.type}")
     if family == "tuple":
         assert isinstance(schema.type, RowType)
-        like = prior.field_serializers if type(prior).__name__ == "TupleSerializer" else ()
+        like = prior.field_serializers if family_of(prior) == "tuple" else ()
         fields = [datastream_serializer(f.type, f"{where}.{f.name}", like[i] if i < len(like) else None)
                   for i, f in enumerate(schema.type.fields)]
         same = len(like) == len(fields) and like
-        return _require(serializers, "TupleSerializer")(fields, prior.tuple_class_name if same else None)
+        return _family_class("tuple")(fields, prior.tuple_class_name if same else None)
     return datastream_serializer(schema.type, where, prior)
 
 
@@ -359,13 +358,13 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     it wraps a value in a ``NullableSerializer`` (Flink 2's own ``List`` / ``Map`` type information
     does, around the collection and each element) and the type is nullable, the new serializer keeps
     that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer."""
-    from . import serializers
+    from .serializers import NullableSerializer
 
-    if type(like).__name__ == "NullableSerializer":
+    if isinstance(like, NullableSerializer):
         inner = datastream_serializer(t, where, like.inner)
         if not t.nullable:
             return inner
-        return _require(serializers, "NullableSerializer").with_padding(inner, like.padding_length)
+        return NullableSerializer.with_padding(inner, like.padding_length)
     return _datastream_serializer(t, where, like)
 
 
@@ -384,12 +383,20 @@ def _datastream_class(t: LogicalType) -> Any:
     return table.get(str(t.copy(nullable=True))) or table.get(t.type_root)
 
 
-def _family_type_root(family: str) -> str | None:
-    """The type root a family's class requires of a schema file's type (``SCHEMA_TYPE_ROOT``)."""
+def _family_class(family: str) -> Any:
+    """The serializer class of a family of its own (``SCHEMA_FAMILY``: ``rowdata``, ``avro`` ...);
+    None for ``datastream`` (many classes), ``auto`` and ``opaque``."""
     from .serializers import SERIALIZER_CLASSES
 
-    return next((cls.declared("SCHEMA_TYPE_ROOT") for cls in SERIALIZER_CLASSES
-                 if cls.declared("SCHEMA_FAMILY") == family and cls.declared("SCHEMA_TYPE_ROOT")), None)
+    if family == "datastream":
+        return None
+    return next((cls for cls in SERIALIZER_CLASSES if cls.declared("SCHEMA_FAMILY") == family), None)
+
+
+def _family_type_root(family: str) -> str | None:
+    """The type root a family's class requires of a schema file's type (``SCHEMA_TYPE_ROOT``)."""
+    cls = _family_class(family)
+    return None if cls is None else cls.declared("SCHEMA_TYPE_ROOT")
 
 
 def _datastream_table() -> dict[str, Any]:
@@ -404,13 +411,6 @@ def describe_serializer(ser: Any) -> str:
     nests (each class's ``describe_type``); used by ``statemorph inspect``."""
     describe = getattr(ser, "describe_type", None)
     return str(describe()) if describe is not None else type(ser).__name__
-
-
-def _require(module: Any, name: str) -> Any:
-    cls = getattr(module, name, None)
-    if cls is None:
-        raise SchemaFileError(f"serializer {name} is not available in this build of statemorph")
-    return cls
 
 
 __all__ = [
