@@ -72,6 +72,11 @@ class TypeSerializer(ABC, Generic[T]):
     """What a field of this Java primitive holds when no constructor sets it (0, 0.0, false)."""
     BULK: ClassVar[BulkKernel | None] = None
     """The bulk kernel of its values; None: encoded, decoded and migrated per value."""
+    KEY_HASH: ClassVar[str] = ""
+    """The Java ``hashCode`` of its values as keyed-state keys (which key group a key is in): ``int``,
+    ``long``, ``boolean``, ``char``, ``float``, ``double``, ``string`` or ``binary_row``
+    (``keyed/keygroups.py``); "" when Java's is not reproducible (identity hashes, composites).
+    Unlike the declarations above it holds for subclasses too: a subclass writes the same Java type."""
 
     @classmethod
     def leaf_kind(cls) -> str:

@@ -71,6 +71,7 @@ def is_bool_like(value: Any) -> bool:
 class BooleanSerializer(TypeSerializer[bool]):
     """``writeBoolean``: ``01``/``00``; any non-zero byte reads as true, as in Flink."""
 
+    KEY_HASH = "boolean"
     SQL_TYPE = "BOOLEAN"
     VALUE_TYPE = BooleanType()
     DATASTREAM_OF = ("BOOLEAN",)
@@ -106,6 +107,7 @@ class BooleanSerializer(TypeSerializer[bool]):
 
 class ByteSerializer(_IntegralSerializer):
     BITS = 8
+    KEY_HASH = "int"
     SQL_TYPE = "TINYINT"
     VALUE_TYPE = TinyIntType()
     DATASTREAM_OF = ("TINYINT",)
@@ -125,6 +127,7 @@ class ByteSerializer(_IntegralSerializer):
 
 class ShortSerializer(_IntegralSerializer):
     BITS = 16
+    KEY_HASH = "int"
     SQL_TYPE = "SMALLINT"
     VALUE_TYPE = SmallIntType()
     DATASTREAM_OF = ("SMALLINT",)
@@ -144,6 +147,7 @@ class ShortSerializer(_IntegralSerializer):
 
 class IntSerializer(_IntegralSerializer):
     BITS = 32
+    KEY_HASH = "int"
     SQL_TYPE = "INT"
     VALUE_TYPE = IntType()
     DATASTREAM_OF = ("INTEGER",)
@@ -163,6 +167,7 @@ class IntSerializer(_IntegralSerializer):
 
 class LongSerializer(_IntegralSerializer):
     BITS = 64
+    KEY_HASH = "long"
     SQL_TYPE = "BIGINT"
     VALUE_TYPE = BigIntType()
     DATASTREAM_OF = ("BIGINT",)
@@ -203,6 +208,7 @@ def check_float(serializer: TypeSerializer[Any], value: Any, single: bool) -> fl
 class FloatSerializer(TypeSerializer[float]):
     """``writeFloat``: IEEE single, big-endian, every NaN canonicalised to ``7FC00000``."""
 
+    KEY_HASH = "float"
     SQL_TYPE = "FLOAT"
     VALUE_TYPE = FloatType()
     DATASTREAM_OF = ("FLOAT",)
@@ -231,6 +237,7 @@ class FloatSerializer(TypeSerializer[float]):
 class DoubleSerializer(TypeSerializer[float]):
     """``writeDouble``: IEEE double, big-endian, NaN canonicalised to ``7FF8000000000000``."""
 
+    KEY_HASH = "double"
     SQL_TYPE = "DOUBLE"
     VALUE_TYPE = DoubleType()
     DATASTREAM_OF = ("DOUBLE",)
@@ -275,6 +282,7 @@ def check_char(serializer: TypeSerializer[Any], value: Any) -> int:
 class CharSerializer(TypeSerializer[str]):
     """``writeChar``: one UTF-16 code unit, big-endian. Values are 1-character strings."""
 
+    KEY_HASH = "char"
     SQL_TYPE = "CHAR(1)"
     VALUE_TYPE = CharType(1)
     DATASTREAM_OF = ("CHAR(1)",)

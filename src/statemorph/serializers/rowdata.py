@@ -71,6 +71,7 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
         return self._codec.arity
 
     SCHEMA_FAMILY = "rowdata"
+    KEY_HASH = "binary_row"  # BinaryRowData.hashCode: its bytes
     SCHEMA_TYPE_ROOT = "ROW"
     BULK = BulkKernel("rowdata")
 

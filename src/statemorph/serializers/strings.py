@@ -198,6 +198,7 @@ class StringSerializer(TypeSerializer[Any]):
     """``java.lang.String`` state: ``str`` or None (StringSerializer accepts null in Flink)."""
 
     SQL_TYPE = "STRING"
+    KEY_HASH = "string"
     VALUE_TYPE = STRING()
     DATASTREAM_OF = ("VARCHAR", "CHAR")
     BULK = BulkKernel("varlen", "LEAF_STR", kernel="string")
