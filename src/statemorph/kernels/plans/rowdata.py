@@ -138,6 +138,10 @@ class _Node(LogicalTypeVisitor[tuple[int, list[tuple[int, str, LogicalType]]]]):
     visit_multiset = visit_map
 
 
+_PARAMETERIZED = frozenset({SLOT_ROW, SLOT_ARRAY, SLOT_MAP, SLOT_DEC_COMPACT, SLOT_DEC_BIG, SLOT_TS_BIG})
+"""Slot kinds whose node has a limit or children (:class:`_Node`); the others are plain leaves."""
+
+
 def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[int]], paths: list[str],
                 types: list[LogicalType], verbatim: bool) -> None:
     """Append the identity (old = new) program of a field of type ``t``: nested rows, and arrays /
@@ -147,7 +151,7 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
     nested = k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP)
     flags = (0 if t.nullable else FLAG_NOT_NULL) | (FLAG_VERBATIM if verbatim and nested else 0)
     arity = t.arity if isinstance(t, RowType) else 0
-    limit, children = t.accept(_Node(path))
+    limit, children = t.accept(_Node(path)) if k in _PARAMETERIZED else (0, ())
     rows.append([k, pos, 0, arity, src, arity, flags, limit])
     paths.append(path)
     types.append(t)
