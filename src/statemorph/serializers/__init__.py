@@ -10,7 +10,7 @@ from types import ModuleType as _ModuleType
 
 from .arrays import *  # noqa: F403
 from .avro import *  # noqa: F403
-from .base import SERIALIZER_CLASSES, BulkKernel, TypeSerializer
+from .base import *  # noqa: F403
 from .collections import *  # noqa: F403
 from .enums import *  # noqa: F403
 from .pojo import *  # noqa: F403
@@ -21,7 +21,7 @@ from .table_snapshots import *  # noqa: F403
 from .tuples import *  # noqa: F403
 from .windows import *  # noqa: F403
 
-__all__ = ["SERIALIZER_CLASSES", "BulkKernel", "TypeSerializer"]
-for _n, _m in list(globals().items()):  # the public modules star-imported above
-    if isinstance(_m, _ModuleType) and _m.__name__ == f"{__name__}.{_n}" and not _n.startswith("_") and _n != "base":
-        __all__ += getattr(_m, "__all__", [])
+__all__: list[str] = []
+for _n, _m in list(globals().items()):  # the public modules imported above
+    if isinstance(_m, _ModuleType) and _m.__name__ == f"{__name__}.{_n}" and not _n.startswith("_"):
+        __all__ += _m.__all__
