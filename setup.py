@@ -6,7 +6,10 @@ silently runs only the (about 25x slower) Python tier. The sdist carries the .py
 (MANIFEST.in), not generated C, so an install from it always compiles the kernels.
 
 Before Cython runs, the kernel ABI (``src/statemorph/kernels/abi.py``) is rendered into
-``_native/abi_<family>.pxi``, which the kernels include: the numbers are declared once.
+``_native/abi_<family>.pxi``, which the kernels include: the numbers are declared once. The type
+declarations of each compiled module (``src/statemorph/kernels/<stem>.pyi``, shipped for users'
+type-checkers) are rendered from its Python twin, whose annotated functions they re-export: a new
+kernel pair needs no hand-written stub.
 
 Environment switches:
   STATEMORPH_BUILD_DEBUG=1  -O0 -g, Cython bounds/wraparound checks on, symbols kept
@@ -16,6 +19,7 @@ Release builds (the default) link with -s on Linux, so wheels ship stripped .so 
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import shutil
@@ -82,7 +86,45 @@ def write_abi_includes() -> None:
             path.write_text(text)
 
 
+STUB_HEADER = '''"""Type declarations of the compiled kernel module ``statemorph.kernels.{stem}`` (built from
+``_native/{stem}.pyx``), rendered by setup.py from its Python twin ``{stem}_py``: the twin's kernel
+functions (its ``__all__``; tests prove the two tiers byte-equal, so the twin's annotations are the
+declarations) and the compiled-only names the twin declares in ``COMPILED_ONLY_STUB``.
+tests/packaging/test_kernel_stubs.py keeps this equal to what the compiled module exports."""
+'''
+
+
+def kernel_stub(twin: Path) -> str:
+    """The ``.pyi`` of the compiled module whose Python twin is ``twin``, read without importing it
+    (the package is not installed yet)."""
+    stem = twin.stem[:-3]
+    names: list[str] = []
+    extra = ""
+    for node in ast.parse(twin.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if node.targets[0].id == "__all__":
+                names = list(ast.literal_eval(node.value))
+            elif node.targets[0].id == "COMPILED_ONLY_STUB":
+                extra = ast.literal_eval(node.value)
+    if not names:
+        sys.exit(f"statemorph: {twin} has no __all__ naming its kernel functions")
+    lines = [STUB_HEADER.format(stem=stem)]
+    lines += [f"from .{stem}_py import {name} as {name}" for name in sorted(names)]
+    return "\n".join(lines) + "\n" + ("\n" + extra.lstrip("\n") if extra else "")
+
+
+def write_kernel_stubs() -> None:
+    """Render ``src/statemorph/kernels/<stem>.pyi`` for every ``_native/<stem>.pyx`` (rewritten
+    only when it changes)."""
+    for pyx in sorted((HERE / "_native").glob("*.pyx")):
+        path = HERE / "src/statemorph/kernels" / f"{pyx.stem}.pyi"
+        text = kernel_stub(HERE / "src/statemorph/kernels" / f"{pyx.stem}_py.py")
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+
+
 write_abi_includes()
+write_kernel_stubs()
 sanitize = os.environ.get("STATEMORPH_SANITIZE") == "1"
 
 # The kernels' inner loops run a handful of iterations (fields of a row, words of a string): gcc's

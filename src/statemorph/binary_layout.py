@@ -50,6 +50,7 @@ from .types import (
     IntType,
     LocalZonedTimestampType,
     LogicalType,
+    LogicalTypeVisitor,
     MapType,
     MultisetType,
     RowType,
@@ -651,46 +652,69 @@ class MapCodec(Codec):
         return self.decode(ctx, start, n, path)
 
 
-_INT_CODECS: dict[type, tuple[struct.Struct, int]] = {
-    TinyIntType: (_I8, 8),
-    SmallIntType: (_I16, 16),
-    IntType: (_I32, 32),
-    BigIntType: (_I64, 64),
-}
+class _CodecOf(LogicalTypeVisitor[Codec]):
+    """The codec tree of a logical type."""
+
+    def visit_other(self, t: LogicalType) -> Codec:
+        raise SerializationError(f"logical type {t} is not supported in RowData")
+
+    def visit_tinyint(self, t: TinyIntType) -> Codec:
+        return _IntCodec(t, _I8, 8)
+
+    def visit_smallint(self, t: SmallIntType) -> Codec:
+        return _IntCodec(t, _I16, 16)
+
+    def visit_int(self, t: IntType) -> Codec:
+        return _IntCodec(t, _I32, 32)
+
+    def visit_bigint(self, t: BigIntType) -> Codec:
+        return _IntCodec(t, _I64, 64)
+
+    def visit_boolean(self, t: BooleanType) -> Codec:
+        return _BooleanCodec(t)
+
+    def visit_float(self, t: FloatType) -> Codec:
+        return _FloatCodec(t)
+
+    def visit_double(self, t: DoubleType) -> Codec:
+        return _DoubleCodec(t)
+
+    def visit_date(self, t: DateType) -> Codec:
+        return _DateCodec(t)
+
+    def visit_time(self, t: TimeType) -> Codec:
+        return _TimeCodec(t)
+
+    def visit_character_string(self, t: CharType | VarCharType) -> Codec:
+        return _BytesLikeCodec(t, True)
+
+    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> Codec:
+        return _BytesLikeCodec(t, False)
+
+    def visit_decimal(self, t: DecimalType) -> Codec:
+        return _DecimalCodec(t)
+
+    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> Codec:
+        return _TimestampCodec(t)
+
+    def visit_row(self, t: RowType) -> Codec:
+        return RowCodec(t)
+
+    def visit_array(self, t: ArrayType) -> Codec:
+        return ArrayCodec(t, t.element_type)
+
+    def visit_map(self, t: MapType | MultisetType) -> Codec:
+        return MapCodec(t, *t.map_parts())
+
+    visit_multiset = visit_map
+
+
+_CODEC_OF = _CodecOf()
 
 
 def codec_for(t: LogicalType) -> Codec:
     """Compile a logical type into its codec tree."""
-    if type(t) in _INT_CODECS:
-        fmt, bits = _INT_CODECS[type(t)]
-        return _IntCodec(t, fmt, bits)
-    if isinstance(t, BooleanType):
-        return _BooleanCodec(t)
-    if isinstance(t, FloatType):
-        return _FloatCodec(t)
-    if isinstance(t, DoubleType):
-        return _DoubleCodec(t)
-    if isinstance(t, DateType):
-        return _DateCodec(t)
-    if isinstance(t, TimeType):
-        return _TimeCodec(t)
-    if isinstance(t, (CharType, VarCharType)):
-        return _BytesLikeCodec(t, True)
-    if isinstance(t, (BinaryType, VarBinaryType)):
-        return _BytesLikeCodec(t, False)
-    if isinstance(t, DecimalType):
-        return _DecimalCodec(t)
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        return _TimestampCodec(t)
-    if isinstance(t, RowType):
-        return RowCodec(t)
-    if isinstance(t, ArrayType):
-        return ArrayCodec(t, t.element_type)
-    if isinstance(t, MultisetType):
-        return MapCodec(t, t.element_type, IntType(nullable=False))
-    if isinstance(t, MapType):
-        return MapCodec(t, t.key_type, t.value_type)
-    raise SerializationError(f"logical type {t} is not supported in RowData")
+    return t.accept(_CODEC_OF)
 
 
 def encode_row(codec: RowCodec, value: Any) -> bytes:

@@ -45,13 +45,30 @@ from __future__ import annotations
 import functools
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from . import types
 from .binary_layout import RowCodec, _Ctx, array_header_size, round8, row_null_bits_size
 from .errors import IncompatibleSchemaError, MalformedDataError
 from .io import DataInputDeserializer, DataOutputSerializer
 from .row import Row
+from .types import (
+    ArrayType,
+    BinaryType,
+    CharType,
+    DecimalType,
+    IntType,
+    LocalZonedTimestampType,
+    LogicalType,
+    LogicalTypeVisitor,
+    MapType,
+    MultisetType,
+    RowType,
+    TimestampType,
+    TimeType,
+    VarBinaryType,
+    VarCharType,
+)
 
 COPY = "copy"
 ROW = "row"
@@ -167,21 +184,70 @@ def _label(path: str) -> str:
 def _same_storage(old: types.LogicalType, new: types.LogicalType) -> bool:
     """True when a non-container value of ``old`` has exactly the bytes a value of ``new`` would
     have (nullability and comments aside)."""
-    if type(old) is not type(new):
-        return False
-    if isinstance(old, (types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType, types.TimeType)):
+    return type(old) is type(new) and old.accept(_SameStorage(new))
+
+
+class _SameStorage(LogicalTypeVisitor[bool]):
+    """Whether a value of the visited type has the bytes of a value of ``new`` (of its class)."""
+
+    def __init__(self, new: LogicalType) -> None:
+        self.new = new
+
+    def visit_other(self, t: LogicalType) -> bool:
+        return t.copy(nullable=True) == self.new.copy(nullable=True)
+
+    def visit_character_string(self, t: CharType | VarCharType) -> bool:
+        return True  # the length is not in the bytes
+
+    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> bool:
         return True
-    if isinstance(old, (types.TimestampType, types.LocalZonedTimestampType)):
-        assert isinstance(new, (types.TimestampType, types.LocalZonedTimestampType))
-        return old.is_compact == new.is_compact and new.precision >= old.precision
-    if isinstance(old, types.DecimalType):
-        assert isinstance(new, types.DecimalType)
-        return (old.precision, old.scale) == (new.precision, new.scale)
-    return old.copy(nullable=True) == new.copy(nullable=True)
+
+    def visit_time(self, t: TimeType) -> bool:
+        return True  # milliseconds whatever the precision
+
+    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> bool:
+        new = cast("TimestampType | LocalZonedTimestampType", self.new)
+        return t.is_compact == new.is_compact and new.precision >= t.precision
+
+    def visit_decimal(self, t: DecimalType) -> bool:
+        new = cast(DecimalType, self.new)
+        return (t.precision, t.scale) == (new.precision, new.scale)
 
 
 def _show(t: types.LogicalType) -> str:
     return str(t)
+
+
+class _Nested(LogicalTypeVisitor["TypeMigration | None"]):
+    """The migration of a row, array, multiset or map to one of its own class (``new``), its parts
+    compared by ``planner``; None for the other types."""
+
+    def __init__(self, planner: _Planner, new: LogicalType, path: str) -> None:
+        self.planner, self.new, self.path = planner, new, path
+
+    def visit_other(self, t: LogicalType) -> TypeMigration | None:
+        return None
+
+    def visit_row(self, t: RowType) -> TypeMigration | None:
+        plan = self.planner.plan_rows(t, cast(RowType, self.new), self.path)
+        return TypeMigration(COPY if plan.is_identity else ROW, t, self.new, row=plan)
+
+    def visit_array(self, t: ArrayType) -> TypeMigration | None:
+        element = self.planner.compare(t.element_type, cast(ArrayType, self.new).element_type, f"{self.path}[]")
+        return TypeMigration(COPY if element.is_copy else ARRAY, t, self.new, element=element)
+
+    def visit_multiset(self, t: MultisetType) -> TypeMigration | None:
+        key = self.planner.compare(t.element_type, cast(MultisetType, self.new).element_type, f"{self.path}[]")
+        count = IntType(nullable=False)
+        value = TypeMigration(COPY, count, count)
+        return TypeMigration(COPY if key.is_copy else MAP, t, self.new, key=key, value=value)
+
+    def visit_map(self, t: MapType) -> TypeMigration | None:
+        new = cast(MapType, self.new)
+        key = self.planner.compare(t.key_type, new.key_type, f"{self.path}.key")
+        value = self.planner.compare(t.value_type, new.value_type, f"{self.path}.value")
+        kind = COPY if key.is_copy and value.is_copy else MAP
+        return TypeMigration(kind, t, self.new, key=key, value=value)
 
 
 class _Planner:
@@ -192,22 +258,10 @@ class _Planner:
     def compare(self, old: types.LogicalType, new: types.LogicalType, path: str) -> TypeMigration:
         if old.nullable and not new.nullable:
             self.reasons.append(f"{_label(path)}: nullable -> NOT NULL")
-        if isinstance(old, types.RowType) and isinstance(new, types.RowType):
-            plan = self.plan_rows(old, new, path)
-            return TypeMigration(COPY if plan.is_identity else ROW, old, new, row=plan)
-        if isinstance(old, types.ArrayType) and isinstance(new, types.ArrayType):
-            element = self.compare(old.element_type, new.element_type, f"{path}[]")
-            return TypeMigration(COPY if element.is_copy else ARRAY, old, new, element=element)
-        if isinstance(old, types.MultisetType) and isinstance(new, types.MultisetType):
-            key = self.compare(old.element_type, new.element_type, f"{path}[]")
-            count = types.IntType(nullable=False)
-            value = TypeMigration(COPY, count, count)
-            return TypeMigration(COPY if key.is_copy else MAP, old, new, key=key, value=value)
-        if isinstance(old, types.MapType) and isinstance(new, types.MapType):
-            key = self.compare(old.key_type, new.key_type, f"{path}.key")
-            value = self.compare(old.value_type, new.value_type, f"{path}.value")
-            kind = COPY if key.is_copy and value.is_copy else MAP
-            return TypeMigration(kind, old, new, key=key, value=value)
+        if type(old) is type(new):
+            nested = old.accept(_Nested(self, new, path))
+            if nested is not None:
+                return nested
         if not _same_storage(old, new):
             self.reasons.append(f"{_label(path)}: {_show(old)} -> {_show(new)}")
         return TypeMigration(COPY, old, new)
@@ -305,15 +359,12 @@ def _fail(path: str, message: str, offset: int) -> MalformedDataError:
 def _var_kind(t: types.LogicalType) -> str:
     """How a slot of type ``t`` refers to data: ``fixed``, ``inline`` (≤7 bytes or a reference),
     ``decimal`` (16 reserved), ``timestamp`` (8 bytes, nanos in the slot) or ``ref``."""
-    if isinstance(t, (types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType)):
-        return "inline"
-    if isinstance(t, types.DecimalType):
-        return "fixed" if t.is_compact else "decimal"
-    if isinstance(t, (types.TimestampType, types.LocalZonedTimestampType)):
-        return "fixed" if t.is_compact else "timestamp"
-    if isinstance(t, (types.RowType, types.ArrayType, types.MapType, types.MultisetType)):
-        return "ref"
-    return "fixed"
+    return _VAR_KIND.get(t.row_slot(), "fixed")
+
+
+_VAR_KIND = {"STR": "inline", "BIN": "inline", "DEC_BIG": "decimal", "TS_BIG": "timestamp", "ROW": "ref",
+             "ARRAY": "ref", "MAP": "ref"}
+"""How each BinaryRowData slot layout (``LogicalType.row_slot``) refers to data; others are fixed."""
 
 
 class _Remapper:

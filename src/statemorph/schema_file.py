@@ -66,22 +66,12 @@ else:  # pragma: no cover - Python 3.10 needs the tomli backport
 
 from .errors import StatemorphError, TypeParseError
 from .types import (
-    ArrayType,
-    BigIntType,
-    BinaryType,
     BooleanType,
-    CharType,
     DoubleType,
     FloatType,
-    IntType,
     LogicalType,
-    MapType,
     RawType,
     RowType,
-    SmallIntType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
     escape_identifier,
     parse_type,
 )
@@ -90,10 +80,6 @@ FORMAT_VERSION = 1
 KINDS = ("value", "list", "map")
 FAMILIES = ("auto", "rowdata", "row", "datastream", "tuple", "avro", "pojo", "opaque")
 _STATE_KEYS = {"type", "kind", "serializer", "user_key_type", "avro_schema", "pojo_class", "defaults"}
-_JAVA_ZERO: dict[type, Any] = {
-    BooleanType: False, TinyIntType: 0, SmallIntType: 0, IntType: 0, BigIntType: 0, FloatType: 0.0, DoubleType: 0.0,
-}
-"""What a Java primitive field holds when no constructor sets it, by its SQL type (CHAR(1): ``'\\0'``)."""
 
 
 class SchemaFileError(StatemorphError, ValueError):
@@ -202,10 +188,9 @@ def _parse_state(source: str, name: str, body: Any, prefix: str = "states") -> S
     if type_text is None and family != "avro":
         raise SchemaFileError(f"{where}: missing 'type' (the new type in Flink SQL syntax, e.g. \"ROW<id BIGINT>\")")
     logical = _parse_type_at(where, "type", type_text) if type_text is not None else None
-    if family == "rowdata" and logical is not None and not isinstance(logical, RowType):
-        raise SchemaFileError(f"{where}: serializer = \"rowdata\" needs a ROW type, got {logical}")
-    if family in ("row", "tuple") and logical is not None and not isinstance(logical, RowType):
-        raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a ROW type, got {logical}")
+    root = _family_type_root(family)
+    if root is not None and logical is not None and logical.type_root != root:
+        raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a {root} type, got {logical}")
     if (family == "opaque") != isinstance(logical, RawType):
         raise SchemaFileError(f"{where}: serializer = \"opaque\" goes with a RAW('<class>') type, as inspect prints "
                               f"it, and a RAW type with serializer = \"opaque\" (got {family!r} and {logical})")
@@ -248,10 +233,10 @@ def _parse_pojo(where: str, family: str, logical: LogicalType | None,
 
 
 def _java_zero(t: LogicalType) -> Any:
-    """The Java primitive default of a NOT NULL field of type ``t``; None when ``t`` is no primitive."""
-    if isinstance(t, CharType) and t.length == 1:
-        return "\0"
-    return _JAVA_ZERO.get(type(t))
+    """The Java primitive default of a NOT NULL field of type ``t`` (the ``JAVA_ZERO`` its
+    DataStream serializer declares); None when ``t`` is no primitive."""
+    cls = _datastream_class(t)
+    return None if cls is None else cls.declared("JAVA_ZERO")
 
 
 def _check_default(where: str, name: str, t: LogicalType, value: Any) -> None:
@@ -283,19 +268,11 @@ def _parse_type_at(where: str, key: str, text: Any) -> LogicalType:
 # -- types → serializers ----------------------------------------------------------------------
 
 def family_of(serializer: Any) -> str:
-    """The schema-file family of an existing serializer (what ``serializer = "auto"`` keeps)."""
-    name = type(serializer).__name__
-    if name == "RowDataSerializer":
-        return "rowdata"
-    if name == "AvroSerializer":
-        return "avro"
-    if name == "RowSerializer":
-        return "row"
-    if name == "PojoSerializer":
-        return "pojo"
-    if name == "TupleSerializer":
-        return "tuple"
-    return "datastream"
+    """The schema-file family of an existing serializer (what ``serializer = "auto"`` keeps): the
+    ``SCHEMA_FAMILY`` its class declares."""
+    cls = type(serializer)
+    declared = getattr(cls, "declared", None)
+    return "datastream" if declared is None else str(declared("SCHEMA_FAMILY", "datastream"))
 
 
 def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = False) -> Any:
@@ -305,7 +282,6 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     family when the file says ``auto``. With ``user_key=True`` builds the map key serializer
     (datastream family; None when the file leaves the key type unchanged).
     """
-    from . import serializers
 
     where = f"state {schema.name!r}"
     if user_key:
@@ -324,14 +300,14 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
             raise SchemaFileError(f"{where} is Avro state in the savepoint: give the new schema as avro_schema "
                                   f"and serializer = \"avro\"")
     if family == "avro":
-        return _require(serializers, "AvroSerializer")(schema.avro_schema)
+        return _family_class("avro")(schema.avro_schema)
     assert schema.type is not None
     if family == "pojo":
         return pojo_serializer(schema, prior)
     if family == "rowdata":
         if not isinstance(schema.type, RowType):
             raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
-        return _require(serializers, "RowDataSerializer")(schema.type)
+        return _family_class("rowdata")(schema.type)
     if family == "opaque":
         raise SchemaFileError(f"{where}: an opaque state ({schema.type}) has no serializer statemorph builds: it is "
                               f"carried over as it is")
@@ -339,11 +315,11 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
         raise SchemaFileError(f"{where} is {family.capitalize()} state: its type must be a ROW, got {schema.type}")
     if family == "tuple":
         assert isinstance(schema.type, RowType)
-        like = prior.field_serializers if type(prior).__name__ == "TupleSerializer" else ()
+        like = prior.field_serializers if family_of(prior) == "tuple" else ()
         fields = [datastream_serializer(f.type, f"{where}.{f.name}", like[i] if i < len(like) else None)
                   for i, f in enumerate(schema.type.fields)]
         same = len(like) == len(fields) and like
-        return _require(serializers, "TupleSerializer")(fields, prior.tuple_class_name if same else None)
+        return _family_class("tuple")(fields, prior.tuple_class_name if same else None)
     return datastream_serializer(schema.type, where, prior)
 
 
@@ -382,97 +358,59 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     it wraps a value in a ``NullableSerializer`` (Flink 2's own ``List`` / ``Map`` type information
     does, around the collection and each element) and the type is nullable, the new serializer keeps
     that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer."""
-    from . import serializers
+    from .serializers import NullableSerializer
 
-    if type(like).__name__ == "NullableSerializer":
+    if isinstance(like, NullableSerializer):
         inner = datastream_serializer(t, where, like.inner)
         if not t.nullable:
             return inner
-        return _require(serializers, "NullableSerializer").with_padding(inner, like.padding_length)
+        return NullableSerializer.with_padding(inner, like.padding_length)
     return _datastream_serializer(t, where, like)
 
 
 def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
-    from . import serializers
-
-    simple: dict[type, str] = {
-        BooleanType: "BooleanSerializer", TinyIntType: "ByteSerializer", SmallIntType: "ShortSerializer",
-        IntType: "IntSerializer", BigIntType: "LongSerializer", FloatType: "FloatSerializer",
-        DoubleType: "DoubleSerializer", VarCharType: "StringSerializer", VarBinaryType: "BytePrimitiveArraySerializer",
-        BinaryType: "BytePrimitiveArraySerializer",
-    }
-    if isinstance(t, CharType):
-        return _require(serializers, "CharSerializer" if t.length == 1 else "StringSerializer")()
-    name = simple.get(type(t))
-    if name is not None:
-        return _require(serializers, name)()
-    kind = type(like).__name__
-    if isinstance(t, ArrayType):
-        element = like.element_serializer if kind == "ListSerializer" else None
-        return _require(serializers, "ListSerializer")(datastream_serializer(t.element_type, f"{where} element",
-                                                                             element))
-    if isinstance(t, MapType):
-        keys, values = (like.key_serializer, like.value_serializer) if kind == "MapSerializer" else (None, None)
-        return _require(serializers, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key", keys),
-                                                      datastream_serializer(t.value_type, f"{where} value", values))
-    if isinstance(t, RowType):
-        prior_fields = list(like.field_serializers) if kind == "RowSerializer" else []
-        fields = [datastream_serializer(f.type, f"{where}.{f.name}",
-                                        prior_fields[i] if i < len(prior_fields) else None)
-                  for i, f in enumerate(t.fields)]
-        return _require(serializers, "RowSerializer")(fields, field_names=t.field_names)
+    cls = _datastream_class(t)
+    if cls is not None:
+        return cls.for_sql_type(t, datastream_serializer, like, where)
     raise SchemaFileError(f"{where}: type {t} has no DataStream serializer; use serializer = \"rowdata\" "
                           f"inside a ROW for SQL types such as DECIMAL, DATE, TIME and TIMESTAMP")
 
 
-_SQL_OF = {
-    "BooleanSerializer": "BOOLEAN", "ByteSerializer": "TINYINT", "ShortSerializer": "SMALLINT",
-    "IntSerializer": "INT", "LongSerializer": "BIGINT", "FloatSerializer": "FLOAT", "DoubleSerializer": "DOUBLE",
-    "CharSerializer": "CHAR(1)", "StringSerializer": "STRING", "BytePrimitiveArraySerializer": "BYTES",
-    "VoidNamespaceSerializer": "VOID (not windowed)",
-    "TimeWindowSerializer": "TIME WINDOW (start BIGINT, end BIGINT)",
-    "TableTimeWindowSerializer": "SQL TIME WINDOW (start BIGINT, end BIGINT)",
-    "GlobalWindowSerializer": "GLOBAL WINDOW", "CountWindowSerializer": "SQL COUNT WINDOW (id BIGINT)",
-}
+def _datastream_class(t: LogicalType) -> Any:
+    """The serializer class whose ``DATASTREAM_OF`` claims ``t``: by the type's exact text
+    (``CHAR(1)``) first, then by its root (``CHAR``); None for a type no class claims."""
+    table = _datastream_table()
+    return table.get(str(t.copy(nullable=True))) or table.get(t.type_root)
+
+
+def _family_class(family: str) -> Any:
+    """The serializer class of a family of its own (``SCHEMA_FAMILY``: ``rowdata``, ``avro`` ...);
+    None for ``datastream`` (many classes), ``auto`` and ``opaque``."""
+    from .serializers import SERIALIZER_CLASSES
+
+    if family == "datastream":
+        return None
+    return next((cls for cls in SERIALIZER_CLASSES if cls.declared("SCHEMA_FAMILY") == family), None)
+
+
+def _family_type_root(family: str) -> str | None:
+    """The type root a family's class requires of a schema file's type (``SCHEMA_TYPE_ROOT``)."""
+    cls = _family_class(family)
+    return None if cls is None else cls.declared("SCHEMA_TYPE_ROOT")
+
+
+def _datastream_table() -> dict[str, Any]:
+    from .serializers import SERIALIZER_CLASSES
+
+    return {sql: cls for cls in SERIALIZER_CLASSES for sql in cls.declared("DATASTREAM_OF", ())}
 
 
 def describe_serializer(ser: Any) -> str:
     """A serializer as its Flink SQL type where one exists (``ROW<...>``, ``BIGINT``, ``ARRAY<INT>``;
     a POJO as ``POJO <class> ROW<fields>``), otherwise its class name with the SQL types of what it
-    nests; used by ``statemorph inspect``."""
-    name = type(ser).__name__
-    if name in _SQL_OF:
-        return _SQL_OF[name]
-    row_type = getattr(ser, "row_type", None)
-    if isinstance(row_type, LogicalType):
-        return str(row_type)
-    if name == "ListSerializer" and hasattr(ser, "element_serializer"):
-        return f"ARRAY<{describe_serializer(ser.element_serializer)}>"
-    if name == "MapSerializer" and hasattr(ser, "key_serializer") and hasattr(ser, "value_serializer"):
-        return f"MAP<{describe_serializer(ser.key_serializer)}, {describe_serializer(ser.value_serializer)}>"
-    if name == "NullableSerializer" and hasattr(ser, "inner"):
-        return describe_serializer(ser.inner)
-    if name == "PojoSerializer" and hasattr(ser, "field_serializers"):  # the ROW a schema file gives it
-        inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in ser.field_serializers.items())
-        return f"POJO {ser.java_class_name} ROW<{inner}>"
-    if name == "TupleSerializer" and hasattr(ser, "field_serializers"):  # fields by position: f0, f1, ...
-        inner = ", ".join(f"`f{i}` {describe_serializer(s)}" for i, s in enumerate(ser.field_serializers))
-        return f"ROW<{inner}>"
-    if name == "RowSerializer" and hasattr(ser, "field_serializers"):
-        names = getattr(ser, "field_names", None) or [f"f{i}" for i in range(len(ser.field_serializers))]
-        inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in zip(names, ser.field_serializers, strict=False))
-        return f"ROW<{inner}>"
-    schema = getattr(ser, "schema_json", None)
-    if name == "AvroSerializer" and isinstance(schema, str):
-        return f"AVRO {schema if len(schema) <= 120 else schema[:117] + '...'}"
-    return name
-
-
-def _require(module: Any, name: str) -> Any:
-    cls = getattr(module, name, None)
-    if cls is None:
-        raise SchemaFileError(f"serializer {name} is not available in this build of statemorph")
-    return cls
+    nests (each class's ``describe_type``); used by ``statemorph inspect``."""
+    describe = getattr(ser, "describe_type", None)
+    return str(describe()) if describe is not None else type(ser).__name__
 
 
 __all__ = [

@@ -26,9 +26,11 @@ import dataclasses
 import datetime as _dt
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from .errors import TypeParseError
+
+R = TypeVar("R")
 
 MAX_LENGTH = 2147483647
 MAX_DECIMAL_PRECISION = 38
@@ -47,6 +49,25 @@ class LogicalType:
     nullable: bool = field(default=True, kw_only=True)
 
     ROOT: ClassVar[str] = ""
+    VISIT: ClassVar[str] = "visit_other"
+    """The :class:`LogicalTypeVisitor` method that takes this type."""
+    ROW_SLOT: ClassVar[str] = ""
+    """How a field of this type lives in a BinaryRowData slot (Flink's ``BinaryRowData`` layout):
+    ``BOOL``, ``I8`` .. ``F64`` (the value in the slot), ``STR`` / ``BIN`` (inline up to 7 bytes, else
+    a reference), ``DEC_COMPACT`` / ``DEC_BIG``, ``TS_BIG``, ``ROW``, ``ARRAY``, ``MAP`` (references);
+    "" for a type RowData cannot hold. See :meth:`row_slot`."""
+
+    def accept(self, visitor: LogicalTypeVisitor[R]) -> R:
+        """``visitor``'s method for this type (Flink's ``LogicalType.accept``): the one dispatch on
+        the type classes, so a module that needs a case per type writes a visitor, not an
+        ``isinstance`` chain."""
+        method = getattr(visitor, self.VISIT)
+        return method(self)  # type: ignore[no-any-return]
+
+    def row_slot(self) -> str:
+        """:attr:`ROW_SLOT`, refined by the parameters that change the layout (a DECIMAL's or a
+        timestamp's precision decides between compact and big)."""
+        return self.ROW_SLOT
 
     @property
     def type_root(self) -> str:
@@ -86,6 +107,8 @@ class BooleanType(LogicalType):
     """``BOOLEAN``."""
 
     ROOT: ClassVar[str] = "BOOLEAN"
+    VISIT: ClassVar[str] = "visit_boolean"
+    ROW_SLOT: ClassVar[str] = "BOOL"
 
     def _body(self, serializable: bool) -> str:
         return "BOOLEAN"
@@ -96,6 +119,8 @@ class TinyIntType(LogicalType):
     """``TINYINT``: 1-byte signed integer."""
 
     ROOT: ClassVar[str] = "TINYINT"
+    VISIT: ClassVar[str] = "visit_tinyint"
+    ROW_SLOT: ClassVar[str] = "I8"
 
     def _body(self, serializable: bool) -> str:
         return "TINYINT"
@@ -106,6 +131,8 @@ class SmallIntType(LogicalType):
     """``SMALLINT``: 2-byte signed integer."""
 
     ROOT: ClassVar[str] = "SMALLINT"
+    VISIT: ClassVar[str] = "visit_smallint"
+    ROW_SLOT: ClassVar[str] = "I16"
 
     def _body(self, serializable: bool) -> str:
         return "SMALLINT"
@@ -116,6 +143,8 @@ class IntType(LogicalType):
     """``INT`` (``INTEGER``): 4-byte signed integer."""
 
     ROOT: ClassVar[str] = "INTEGER"
+    VISIT: ClassVar[str] = "visit_int"
+    ROW_SLOT: ClassVar[str] = "I32"
 
     def _body(self, serializable: bool) -> str:
         return "INT"
@@ -126,6 +155,8 @@ class BigIntType(LogicalType):
     """``BIGINT``: 8-byte signed integer."""
 
     ROOT: ClassVar[str] = "BIGINT"
+    VISIT: ClassVar[str] = "visit_bigint"
+    ROW_SLOT: ClassVar[str] = "I64"
 
     def _body(self, serializable: bool) -> str:
         return "BIGINT"
@@ -136,6 +167,8 @@ class FloatType(LogicalType):
     """``FLOAT``: 4-byte IEEE float."""
 
     ROOT: ClassVar[str] = "FLOAT"
+    VISIT: ClassVar[str] = "visit_float"
+    ROW_SLOT: ClassVar[str] = "F32"
 
     def _body(self, serializable: bool) -> str:
         return "FLOAT"
@@ -146,6 +179,8 @@ class DoubleType(LogicalType):
     """``DOUBLE``: 8-byte IEEE float."""
 
     ROOT: ClassVar[str] = "DOUBLE"
+    VISIT: ClassVar[str] = "visit_double"
+    ROW_SLOT: ClassVar[str] = "F64"
 
     def _body(self, serializable: bool) -> str:
         return "DOUBLE"
@@ -156,6 +191,8 @@ class DateType(LogicalType):
     """``DATE``: days since 1970-01-01."""
 
     ROOT: ClassVar[str] = "DATE"
+    VISIT: ClassVar[str] = "visit_date"
+    ROW_SLOT: ClassVar[str] = "I32"
 
     def _body(self, serializable: bool) -> str:
         return "DATE"
@@ -168,6 +205,7 @@ class DecimalType(LogicalType):
     precision: int = 10
     scale: int = 0
     ROOT: ClassVar[str] = "DECIMAL"
+    VISIT: ClassVar[str] = "visit_decimal"
 
     def __post_init__(self) -> None:
         if not 1 <= self.precision <= MAX_DECIMAL_PRECISION:
@@ -178,6 +216,9 @@ class DecimalType(LogicalType):
     @property
     def is_compact(self) -> bool:
         return self.precision <= 18
+
+    def row_slot(self) -> str:
+        return "DEC_COMPACT" if self.is_compact else "DEC_BIG"
 
     def _body(self, serializable: bool) -> str:
         return f"DECIMAL({self.precision}, {self.scale})"
@@ -201,6 +242,8 @@ class CharType(_LengthType):
     """``CHAR(n)``: a string (stored as UTF-8 StringData, not padded by the serializer)."""
 
     ROOT: ClassVar[str] = "CHAR"
+    VISIT: ClassVar[str] = "visit_char"
+    ROW_SLOT: ClassVar[str] = "STR"
     KEYWORD: ClassVar[str] = "CHAR"
 
 
@@ -209,6 +252,8 @@ class VarCharType(_LengthType):
     """``VARCHAR(n)``; ``STRING`` is ``VARCHAR(2147483647)``."""
 
     ROOT: ClassVar[str] = "VARCHAR"
+    VISIT: ClassVar[str] = "visit_varchar"
+    ROW_SLOT: ClassVar[str] = "STR"
     KEYWORD: ClassVar[str] = "VARCHAR"
 
     def _body(self, serializable: bool) -> str:
@@ -222,6 +267,8 @@ class BinaryType(_LengthType):
     """``BINARY(n)``: bytes."""
 
     ROOT: ClassVar[str] = "BINARY"
+    VISIT: ClassVar[str] = "visit_binary"
+    ROW_SLOT: ClassVar[str] = "BIN"
     KEYWORD: ClassVar[str] = "BINARY"
 
 
@@ -230,6 +277,8 @@ class VarBinaryType(_LengthType):
     """``VARBINARY(n)``; ``BYTES`` is ``VARBINARY(2147483647)``."""
 
     ROOT: ClassVar[str] = "VARBINARY"
+    VISIT: ClassVar[str] = "visit_varbinary"
+    ROW_SLOT: ClassVar[str] = "BIN"
     KEYWORD: ClassVar[str] = "VARBINARY"
 
     def _body(self, serializable: bool) -> str:
@@ -252,6 +301,8 @@ class TimeType(_PrecisionType):
     """``TIME(p)``: milliseconds of the day (Flink stores only millis whatever ``p`` is)."""
 
     ROOT: ClassVar[str] = "TIME_WITHOUT_TIME_ZONE"
+    VISIT: ClassVar[str] = "visit_time"
+    ROW_SLOT: ClassVar[str] = "I32"
 
     def _body(self, serializable: bool) -> str:
         return f"TIME({self.precision})"
@@ -285,10 +336,14 @@ class TimestampType(_TimestampKindType):
 
     precision: int = 6
     ROOT: ClassVar[str] = "TIMESTAMP_WITHOUT_TIME_ZONE"
+    VISIT: ClassVar[str] = "visit_timestamp"
 
     @property
     def is_compact(self) -> bool:
         return self.precision <= 3
+
+    def row_slot(self) -> str:
+        return "I64" if self.is_compact else "TS_BIG"
 
     def _body(self, serializable: bool) -> str:
         return f"TIMESTAMP({self.precision})"
@@ -300,10 +355,14 @@ class LocalZonedTimestampType(_TimestampKindType):
 
     precision: int = 6
     ROOT: ClassVar[str] = "TIMESTAMP_WITH_LOCAL_TIME_ZONE"
+    VISIT: ClassVar[str] = "visit_local_zoned_timestamp"
 
     @property
     def is_compact(self) -> bool:
         return self.precision <= 3
+
+    def row_slot(self) -> str:
+        return "I64" if self.is_compact else "TS_BIG"
 
     def _body(self, serializable: bool) -> str:
         if serializable:
@@ -317,6 +376,8 @@ class ArrayType(LogicalType):
 
     element_type: LogicalType = field(default_factory=lambda: IntType())
     ROOT: ClassVar[str] = "ARRAY"
+    VISIT: ClassVar[str] = "visit_array"
+    ROW_SLOT: ClassVar[str] = "ARRAY"
 
     def children(self) -> tuple[LogicalType, ...]:
         return (self.element_type,)
@@ -332,6 +393,7 @@ class RawType(LogicalType):
 
     class_name: str = ""
     ROOT: ClassVar[str] = "RAW"
+    VISIT: ClassVar[str] = "visit_raw"
 
     def _body(self, serializable: bool) -> str:
         return f"RAW('{escape_single_quotes(self.class_name)}')"
@@ -343,9 +405,15 @@ class MultisetType(LogicalType):
 
     element_type: LogicalType = field(default_factory=lambda: IntType())
     ROOT: ClassVar[str] = "MULTISET"
+    VISIT: ClassVar[str] = "visit_multiset"
+    ROW_SLOT: ClassVar[str] = "MAP"
 
     def children(self) -> tuple[LogicalType, ...]:
         return (self.element_type,)
+
+    def map_parts(self) -> tuple[LogicalType, LogicalType]:
+        """As a map: element → ``INT NOT NULL`` count."""
+        return self.element_type, IntType(nullable=False)
 
     def _body(self, serializable: bool) -> str:
         return f"MULTISET<{_fmt(self.element_type, serializable)}>"
@@ -358,9 +426,15 @@ class MapType(LogicalType):
     key_type: LogicalType = field(default_factory=lambda: IntType())
     value_type: LogicalType = field(default_factory=lambda: IntType())
     ROOT: ClassVar[str] = "MAP"
+    VISIT: ClassVar[str] = "visit_map"
+    ROW_SLOT: ClassVar[str] = "MAP"
 
     def children(self) -> tuple[LogicalType, ...]:
         return (self.key_type, self.value_type)
+
+    def map_parts(self) -> tuple[LogicalType, LogicalType]:
+        """Key and value types (as :meth:`MultisetType.map_parts`)."""
+        return self.key_type, self.value_type
 
     def _body(self, serializable: bool) -> str:
         return f"MAP<{_fmt(self.key_type, serializable)}, {_fmt(self.value_type, serializable)}>"
@@ -393,6 +467,8 @@ class RowType(LogicalType):
 
     fields: tuple[RowField, ...] = ()
     ROOT: ClassVar[str] = "ROW"
+    VISIT: ClassVar[str] = "visit_row"
+    ROW_SLOT: ClassVar[str] = "ROW"
 
     def __post_init__(self) -> None:
         if not isinstance(self.fields, tuple):
@@ -439,6 +515,97 @@ class RowType(LogicalType):
 
     def _body(self, serializable: bool) -> str:
         return "ROW<" + ", ".join(f._fmt(serializable) for f in self.fields) + ">"
+
+
+class LogicalTypeVisitor(Generic[R]):
+    """One method per logical type class, as Flink's ``LogicalTypeVisitor`` (``t.accept(visitor)``
+    calls the one for ``t``). Each method falls back to the method of its family (the string,
+    binary-string, integer and timestamp types) and then to :meth:`visit_other`, so a visitor
+    names only the cases it distinguishes, and a new type class needs a method here and in the
+    visitors that handle it, nowhere else. :meth:`visit_other` raises ``NotImplementedError``;
+    visitors override it with their own error or default."""
+
+    def visit_other(self, t: LogicalType) -> R:
+        raise NotImplementedError(f"{type(self).__name__}: no case for {t}")
+
+    def visit_boolean(self, t: BooleanType) -> R:
+        return self.visit_other(t)
+
+    def visit_integer(self, t: TinyIntType | SmallIntType | IntType | BigIntType) -> R:
+        """TINYINT, SMALLINT, INT and BIGINT."""
+        return self.visit_other(t)
+
+    def visit_tinyint(self, t: TinyIntType) -> R:
+        return self.visit_integer(t)
+
+    def visit_smallint(self, t: SmallIntType) -> R:
+        return self.visit_integer(t)
+
+    def visit_int(self, t: IntType) -> R:
+        return self.visit_integer(t)
+
+    def visit_bigint(self, t: BigIntType) -> R:
+        return self.visit_integer(t)
+
+    def visit_float(self, t: FloatType) -> R:
+        return self.visit_other(t)
+
+    def visit_double(self, t: DoubleType) -> R:
+        return self.visit_other(t)
+
+    def visit_date(self, t: DateType) -> R:
+        return self.visit_other(t)
+
+    def visit_decimal(self, t: DecimalType) -> R:
+        return self.visit_other(t)
+
+    def visit_character_string(self, t: CharType | VarCharType) -> R:
+        """CHAR and VARCHAR."""
+        return self.visit_other(t)
+
+    def visit_char(self, t: CharType) -> R:
+        return self.visit_character_string(t)
+
+    def visit_varchar(self, t: VarCharType) -> R:
+        return self.visit_character_string(t)
+
+    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> R:
+        """BINARY and VARBINARY."""
+        return self.visit_other(t)
+
+    def visit_binary(self, t: BinaryType) -> R:
+        return self.visit_binary_string(t)
+
+    def visit_varbinary(self, t: VarBinaryType) -> R:
+        return self.visit_binary_string(t)
+
+    def visit_time(self, t: TimeType) -> R:
+        return self.visit_other(t)
+
+    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> R:
+        """TIMESTAMP and TIMESTAMP_LTZ."""
+        return self.visit_other(t)
+
+    def visit_timestamp(self, t: TimestampType) -> R:
+        return self.visit_any_timestamp(t)
+
+    def visit_local_zoned_timestamp(self, t: LocalZonedTimestampType) -> R:
+        return self.visit_any_timestamp(t)
+
+    def visit_array(self, t: ArrayType) -> R:
+        return self.visit_other(t)
+
+    def visit_multiset(self, t: MultisetType) -> R:
+        return self.visit_other(t)
+
+    def visit_map(self, t: MapType) -> R:
+        return self.visit_other(t)
+
+    def visit_row(self, t: RowType) -> R:
+        return self.visit_other(t)
+
+    def visit_raw(self, t: RawType) -> R:
+        return self.visit_other(t)
 
 
 def _fmt(t: LogicalType, serializable: bool) -> str:
@@ -856,6 +1023,7 @@ __all__ = [
     "IntType",
     "LocalZonedTimestampType",
     "LogicalType",
+    "LogicalTypeVisitor",
     "MapType",
     "MAX_LENGTH",
     "MultisetType",

@@ -17,55 +17,43 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..serializers import (
-    AvroSerializer,
-    AvroSerializerSnapshot,
-    BooleanSerializer,
-    BytePrimitiveArraySerializer,
-    ByteSerializer,
-    DoubleSerializer,
-    FlinkRowDataSerializerSnapshot,
-    FloatSerializer,
-    IntSerializer,
-    LongSerializer,
-    PojoSerializer,
-    PojoSerializerSnapshot,
-    RowDataSerializer,
-    RowDataSerializerSnapshot,
-    RowSerializer,
-    RowSerializerSnapshot,
-    ShortSerializer,
-    StringSerializer,
-)
+from ..serializers import SERIALIZER_CLASSES
+from ..typeutils import TypeSerializerSnapshot
 from .tiers import abi, plans
+from .types import simple_arrow_type
 
 
 @dataclasses.dataclass(frozen=True)
 class Codec:
     """The encode / decode kernel family of a serializer class: ``fixed`` (one fixed-width column
-    of ``kind``, Arrow type ``arrow``), ``string``, ``bytes``, ``rowdata`` (BinaryRowData) or
-    ``corerow`` (flink-core Row)."""
+    of ``kind``, Arrow type ``arrow``), ``varlen`` / ``bytes`` (a string or binary column ``arrow``
+    through the kernel functions named ``kernel_*``), ``rowdata`` (BinaryRowData) or ``corerow``
+    (flink-core Row); see ``serializers.BulkKernel``."""
 
     family: str
     kind: int = -1
     arrow: pa.DataType | None = None
+    kernel: str = ""
 
 
-CODECS: dict[type, Codec] = {
-    BooleanSerializer: Codec("fixed", abi.LEAF_BOOL, pa.bool_()),
-    ByteSerializer: Codec("fixed", abi.LEAF_I8, pa.int8()),
-    ShortSerializer: Codec("fixed", abi.LEAF_I16, pa.int16()),
-    IntSerializer: Codec("fixed", abi.LEAF_I32, pa.int32()),
-    LongSerializer: Codec("fixed", abi.LEAF_I64, pa.int64()),
-    FloatSerializer: Codec("fixed", abi.LEAF_F32, pa.float32()),
-    DoubleSerializer: Codec("fixed", abi.LEAF_F64, pa.float64()),
-    StringSerializer: Codec("string"),
-    BytePrimitiveArraySerializer: Codec("bytes"),
-    RowDataSerializer: Codec("rowdata"),
-    RowSerializer: Codec("corerow"),
-}
-"""Serializer class → its encode / decode kernel family. Every other serializer (Tuple, POJO,
-Avro, collections, Enum ...) is encoded and decoded per value."""
+def _codec_of(cls: type) -> Codec | None:
+    """The codec a serializer class declares (its own ``BULK``; a fixed-width one's column kind
+    is the ABI's ``LEAF_*`` it names, its Arrow type that of its ``VALUE_TYPE``)."""
+    declared = getattr(cls, "declared", None)
+    bulk = declared("BULK") if declared is not None else None
+    if bulk is None or not bulk.family:
+        return None
+    if bulk.family == "fixed":
+        return Codec("fixed", getattr(abi, bulk.leaf), simple_arrow_type(cls))
+    if bulk.family in ("varlen", "bytes"):
+        return Codec(bulk.family, arrow=simple_arrow_type(cls), kernel=bulk.kernel)
+    return Codec(bulk.family)
+
+
+CODECS: dict[type, Codec] = {cls: c for cls in SERIALIZER_CLASSES if (c := _codec_of(cls)) is not None}
+"""Serializer class → its encode / decode kernel family, as each class declares it (``BULK``).
+Every other serializer (Tuple, POJO, Avro, collections, Enum ...) is encoded and decoded per
+value."""
 
 
 def _rowdata_program(prior_snapshot: Any, new_serializer: Any) -> plans.RowProgram:
@@ -86,23 +74,36 @@ class Remap:
     compile: Callable[[Any, Any], Any]
 
 
-REMAPS: dict[tuple[type, type], Remap] = {
-    (RowDataSerializerSnapshot, RowDataSerializer): Remap("rowdata", lambda compat: True, _rowdata_program),
-    # Flink's own RowDataSerializerSnapshot, as read from a real Flink savepoint: the same row bytes
-    (FlinkRowDataSerializerSnapshot, RowDataSerializer): Remap("rowdata", lambda compat: True, _rowdata_program),
-    (RowSerializerSnapshot, RowSerializer): Remap(
-        "core", lambda compat: not compat.is_compatible_with_reconfigured_serializer(), plans.compile_core_row_program),
-    (PojoSerializerSnapshot, PojoSerializer): Remap(
-        "pojo", lambda compat: compat.is_compatible_after_migration(), plans.compile_pojo_program),
-    (AvroSerializerSnapshot, AvroSerializer): Remap(
-        "avro", lambda compat: compat.is_compatible_after_migration(), plans.compile_avro_program),
+_REMAP_KERNELS: dict[str, Remap] = {
+    "rowdata": Remap("rowdata", lambda compat: True, _rowdata_program),
+    "core": Remap("core", lambda compat: not compat.is_compatible_with_reconfigured_serializer(),
+                  plans.compile_core_row_program),
+    "pojo": Remap("pojo", lambda compat: compat.is_compatible_after_migration(), plans.compile_pojo_program),
+    "avro": Remap("avro", lambda compat: compat.is_compatible_after_migration(), plans.compile_avro_program),
 }
-"""(snapshot class, serializer class) → its byte-remap kernel. Every other pair migrates per value."""
+"""Each byte-remap kernel: which compatibilities it remaps and its program compiler."""
+
+
+def _snapshot_classes(root: type = TypeSerializerSnapshot) -> list[type]:
+    found: list[type] = []
+    subclasses: list[type] = type.__subclasses__(root)
+    for sub in subclasses:
+        found += [sub, *_snapshot_classes(sub)]
+    return found
+
+
+REMAPS: dict[tuple[type, type], Remap] = {
+    (snap, declared[1]): _REMAP_KERNELS[declared[0]]
+    for snap in _snapshot_classes() if (declared := vars(snap).get("BYTE_REMAP")) is not None
+}
+"""(snapshot class, serializer class) → its byte-remap kernel, as each snapshot class declares it
+(``BYTE_REMAP``). Every other pair migrates per value."""
 
 
 def codec(serializer: Any) -> Codec | None:
     """The encode / decode kernel family of ``serializer`` (its exact class), or None."""
-    return CODECS.get(type(serializer))
+    cls = type(serializer)
+    return CODECS[cls] if cls in CODECS else _codec_of(cls)
 
 
 def fixed_kind(serializer: Any) -> tuple[int, pa.DataType] | None:

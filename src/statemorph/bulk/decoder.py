@@ -16,14 +16,14 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import MalformedDataError, StateFormatError, StatemorphError, UnrepresentableValueError, check_on_error
-from ..types import ArrayType, LogicalType, MapType, MultisetType, RowType
+from ..types import RowType
 from . import capabilities, inputs, tiers
 from .capabilities import core_row_program, fixed_kind, row_program
 from .chunks import MAX32, Widen, grow_buffer, per_chunk, resume, run_ranges, thread_ranges
 from .inputs import binary_input, pack_validity, validity_bits
 from .row_errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .tiers import KernelTier, abi, jit, plans, primitives_py, rowdata_py
-from .types import arrow_type, arrow_type_for, logical_to_arrow, map_parts, to_arrow_value
+from .types import arrow_type, arrow_type_for, large_variant, logical_to_arrow, to_arrow_value
 
 
 def decode(binary_array: Any, serializer: Any, *, threads: int = 1, on_error: str = "raise") -> BulkResult:
@@ -68,10 +68,10 @@ def _decode_chunk(k: KernelTier, arr: pa.Array, serializer: Any, threads: int, o
         vbuf, nulls = finish_valid(bad)
         values = pa.py_buffer(np.packbits(out, bitorder="little")) if kind == abi.LEAF_BOOL else pa.py_buffer(out)
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, values], null_count=nulls))
-    if family in ("string", "bytes"):
-        is_string = family == "string"
-        sizes_fn = k.string_decode_sizes if is_string else k.bytes_decode_sizes
-        fill_fn = k.string_decode_fill if is_string else k.bytes_decode_fill
+    if family in ("varlen", "bytes"):
+        assert codec is not None and codec.arrow is not None
+        sizes_fn = getattr(k, f"{codec.kernel}_decode_sizes")
+        fill_fn = getattr(k, f"{codec.kernel}_decode_fill")
         out_off = np.zeros(n + 1, dtype=np.int64)
         run_ranges(ranges, lambda s, e: sizes_fn(offsets, data, validity, offset, wide, s, e, out_off, status,
                                            stop_at_error))
@@ -82,8 +82,7 @@ def _decode_chunk(k: KernelTier, arr: pa.Array, serializer: Any, threads: int, o
         run_ranges(ranges, lambda s, e: fill_fn(offsets, data, validity, offset, wide, s, e, out_off, status, out_data))
         vbuf, nulls = finish_valid(bad)
         large = int(out_off[-1]) > MAX32
-        at = (pa.large_string() if large else pa.string()) if is_string else \
-            (pa.large_binary() if large else pa.binary())
+        at = large_variant(codec.arrow) if large else codec.arrow
         obuf = pa.py_buffer(out_off if large else out_off.astype(np.int32))
         return errors.result(pa.Array.from_buffers(at, n, [vbuf, obuf, pa.py_buffer(out_data)], null_count=nulls))
     if (core := core_row_program(serializer)) is not None:
@@ -210,23 +209,24 @@ def _decode_rows_with(k: KernelTier, row_type: RowType, prog: plans.RowProgram, 
 
     counter = [0]
 
-    def build(t: LogicalType, length: int) -> pa.Array:
+    def build(t: Any, length: int) -> pa.Array:  # a LogicalType, read by its BinaryRowData slot
         node = counter[0]
         counter[0] += 1
         at = arrow_type(t)
         nulls = length - int(counts[node])
         valid = parts[0][4][node][0] if elem[node] else bits[node]
         vbuf = pa.py_buffer(valid) if nulls else None
-        if isinstance(t, RowType):
+        slot = t.row_slot()
+        if slot == "ROW":
             children = [build(f.type, length) for f in t.fields]
             return pa.StructArray.from_buffers(at, length, [vbuf], null_count=nulls, children=children)
-        if isinstance(t, ArrayType):
+        if slot == "ARRAY":
             child = build(t.element_type, int(parts[0][1][node]))
             obuf = pa.py_buffer(outs[node][2].astype(np.int32, copy=False))
             return pa.Array.from_buffers(at, length, [vbuf, obuf], null_count=nulls, children=[child])
-        if isinstance(t, (MapType, MultisetType)):
+        if slot == "MAP":
             built = []
-            for part in map_parts(t):  # the key array, then the value array: list offsets alike
+            for part in t.map_parts():  # the key array, then the value array: list offsets alike
                 counter[0] += 1
                 built.append(build(part, int(parts[0][1][counter[0] - 1])))
             entries = pa.StructArray.from_arrays(built, fields=[at.key_field, at.item_field])

@@ -23,7 +23,7 @@ from .chunks import MAX32, Widen, grow_buffer, per_chunk, pooled, resume, run_ra
 from .inputs import binary_input, cast_to, core_row_columns, pack_validity, row_columns, validity_bits
 from .row_errors import BulkResult, RowErrors, Settle, kernel_error, locate
 from .tiers import KernelTier, abi, jit, plans, primitives_py, rowdata_py
-from .types import arrow_type, from_arrow_value, logical_from_arrow
+from .types import arrow_type, from_arrow_value, large_variant, logical_from_arrow
 
 
 def encode(array: Any, serializer: Any, *, threads: int = 1, on_error: str = "raise") -> BulkResult:
@@ -58,22 +58,20 @@ def _encode_chunk(k: KernelTier, arr: pa.Array, serializer: Any, threads: int, o
         def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
             k.fixed_encode(kind, values, validity, arr.offset, s, e, out_off, out)
 
-    elif family in ("string", "bytes"):
-        is_string = family == "string"
-        if is_string and not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-            arr = cast_to(arr, pa.string(), "encode")
-        if not is_string and not (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
-            arr = cast_to(arr, pa.binary(), "encode")
+    elif family in ("varlen", "bytes"):
+        assert codec is not None and codec.arrow is not None
+        if arr.type not in (codec.arrow, large_variant(codec.arrow)):
+            arr = cast_to(arr, codec.arrow, "encode")
         offsets, data, validity, offset, wide = binary_input(arr)
         valid = validity_bits(arr)
         large = wide
+        fill_kernel = getattr(k, f"{codec.kernel}_encode_fill")
 
-        if is_string:
+        if family == "varlen":
+            sizes_kernel = getattr(k, f"{codec.kernel}_encode_sizes")
+
             def sizes(s: int, e: int, out_off: np.ndarray, stop: bool) -> None:
-                k.string_encode_sizes(offsets, data, validity, offset, wide, s, e, out_off, stop)
-
-            def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
-                k.string_encode_fill(offsets, data, validity, offset, wide, s, e, out_off, out)
+                sizes_kernel(offsets, data, validity, offset, wide, s, e, out_off, stop)
         else:
             raw = np.frombuffer(offsets, dtype=np.int64 if wide else np.int32)[offset:offset + n + 1]
 
@@ -81,8 +79,8 @@ def _encode_chunk(k: KernelTier, arr: pa.Array, serializer: Any, threads: int, o
                 lens = np.diff(raw[s:e + 1]).astype(np.int64) + 4
                 out_off[s + 1:e + 1] = lens if valid is None else lens * valid[s:e]
 
-            def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
-                k.bytes_encode_fill(offsets, data, validity, offset, wide, s, e, out_off, out)
+        def fill(s: int, e: int, out_off: np.ndarray, out: np.ndarray) -> None:
+            fill_kernel(offsets, data, validity, offset, wide, s, e, out_off, out)
 
     elif prog is not None:
         arr = cast_to(arr, arrow_type(serializer.row_type), "encode")

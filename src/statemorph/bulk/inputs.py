@@ -15,18 +15,9 @@ import pyarrow as pa
 
 from ..errors import SerializationError
 from ..types import (
-    ArrayType,
-    BinaryType,
-    CharType,
-    LogicalType,
-    MapType,
-    MultisetType,
     RowType,
-    VarBinaryType,
-    VarCharType,
 )
 from .tiers import abi, plans
-from .types import map_parts
 
 
 def as_arrow(obj: Any) -> pa.Array | pa.ChunkedArray:
@@ -116,24 +107,25 @@ def row_columns(arr: pa.Array, row_type: RowType, prog: plans.RowProgram) -> lis
     items."""
     cols: list[Any] = []
 
-    def add(a: pa.Array, t: LogicalType) -> None:
+    def add(a: pa.Array, t: Any) -> None:  # a LogicalType, read by its BinaryRowData slot as the program is
         bufs = a.buffers()
         validity = bufs[0] if a.null_count else None
-        if isinstance(t, RowType):
+        slot = t.row_slot()
+        if slot == "ROW":
             cols.append((validity, None, None, a.offset, False, len(a)))
             for j, f in enumerate(t.fields):
                 add(a.field(j), f.type)
-        elif isinstance(t, ArrayType):
+        elif slot == "ARRAY":
             cols.append((validity, None, bufs[1], a.offset, pa.types.is_large_list(a.type), len(a)))
             add(a.values, t.element_type)
-        elif isinstance(t, (MapType, MultisetType)):
+        elif slot == "MAP":
             # the map's validity; then its key and value arrays, both reading the map's list offsets
             cols.append((validity, None, None, a.offset, False, len(a)))
             entries = a.values
-            for j, part in enumerate(map_parts(t)):
+            for j, part in enumerate(t.map_parts()):
                 cols.append((None, None, bufs[1], a.offset, False, len(a)))
                 add(entries.field(j), part)
-        elif isinstance(t, (CharType, VarCharType, BinaryType, VarBinaryType)):
+        elif slot in ("STR", "BIN"):
             wide = pa.types.is_large_string(a.type) or pa.types.is_large_binary(a.type)
             cols.append((validity, bufs[2] if bufs[2] is not None else b"", bufs[1], a.offset, wide, len(a)))
         else:

@@ -23,67 +23,41 @@ from ..errors import StatemorphError, UnrepresentableValueError
 from ..row import RowKind, row_kind_of
 from ..types import (
     ArrayType,
-    BigIntType,
-    BinaryType,
-    BooleanType,
-    CharType,
-    DateType,
     DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
     LocalZonedTimestampType,
     LogicalType,
+    LogicalTypeVisitor,
     MapType,
     MultisetType,
     RowType,
-    SmallIntType,
     Timestamp,
     TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
 )
 
-_SIMPLE: dict[type, pa.DataType] = {
-    serializers.BooleanSerializer: pa.bool_(),
-    serializers.ByteSerializer: pa.int8(),
-    serializers.ShortSerializer: pa.int16(),
-    serializers.IntSerializer: pa.int32(),
-    serializers.LongSerializer: pa.int64(),
-    serializers.FloatSerializer: pa.float32(),
-    serializers.DoubleSerializer: pa.float64(),
-    serializers.CharSerializer: pa.string(),
-    serializers.StringSerializer: pa.string(),
-    serializers.BytePrimitiveArraySerializer: pa.binary(),
-    serializers.BooleanPrimitiveArraySerializer: pa.list_(pa.bool_()),
-    serializers.ShortPrimitiveArraySerializer: pa.list_(pa.int16()),
-    serializers.IntPrimitiveArraySerializer: pa.list_(pa.int32()),
-    serializers.LongPrimitiveArraySerializer: pa.list_(pa.int64()),
-    serializers.FloatPrimitiveArraySerializer: pa.list_(pa.float32()),
-    serializers.DoublePrimitiveArraySerializer: pa.list_(pa.float64()),
-    serializers.CharPrimitiveArraySerializer: pa.list_(pa.string()),
-    serializers.StringArraySerializer: pa.list_(pa.string()),
-    serializers.EnumSerializer: pa.string(),
-    serializers.TimeWindowSerializer: pa.struct([("start", pa.int64()), ("end", pa.int64())]),
-    serializers.TableTimeWindowSerializer: pa.struct([("start", pa.int64()), ("end", pa.int64())]),
-    serializers.GlobalWindowSerializer: pa.null(),
-    serializers.CountWindowSerializer: pa.int64(),
-}
-"""Serializer class (exact) → the Arrow type of its values, for serializers without configuration."""
 
-_VOID_NAMESPACE = "VoidNamespaceSerializer"
-"""Matched by name: it lives in the keyed-state layer above this one, which bulk must not import."""
+def simple_arrow_type(cls: type) -> pa.DataType | None:
+    """The Arrow type of the values of a serializer class without configuration, from what the
+    class itself declares (``VALUE_TYPE``, or ``VALUELESS``: a null column); None for others."""
+    declared = getattr(cls, "declared", None)
+    if declared is None:
+        return None
+    if declared("VALUELESS", False):
+        return pa.null()
+    value_type = declared("VALUE_TYPE")
+    return None if value_type is None else arrow_type(value_type)
+
+
+def large_variant(t: pa.DataType) -> pa.DataType:
+    """The 64-bit-offsets form of a string or binary Arrow type (``large_string`` ...)."""
+    return pa.large_string() if pa.types.is_string(t) else pa.large_binary() if pa.types.is_binary(t) else t
 
 
 def arrow_type_for(ser: Any) -> pa.DataType:
     """The Arrow type that values of ``ser`` decode to."""
     cls = type(ser)
-    if cls in _SIMPLE:
-        return _SIMPLE[cls]
-    if cls.__name__ == _VOID_NAMESPACE:
-        return pa.null()
+    simple = simple_arrow_type(cls)
+    if simple is not None:
+        return simple
     if cls is serializers.RowDataSerializer:
         return arrow_type(ser.row_type)
     if cls is serializers.ListSerializer:
@@ -223,52 +197,83 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-def arrow_type(t: LogicalType) -> pa.DataType:
-    """The Arrow type a Flink logical type decodes to (and encodes from)."""
-    if isinstance(t, BooleanType):
+class _ArrowOf(LogicalTypeVisitor[pa.DataType]):
+    """The Arrow type of each logical type."""
+
+    def visit_other(self, t: LogicalType) -> pa.DataType:
+        raise NotImplementedError(f"no Arrow mapping for {t}")
+
+    def visit_boolean(self, t: Any) -> pa.DataType:
         return pa.bool_()
-    if isinstance(t, TinyIntType):
+
+    def visit_tinyint(self, t: Any) -> pa.DataType:
         return pa.int8()
-    if isinstance(t, SmallIntType):
+
+    def visit_smallint(self, t: Any) -> pa.DataType:
         return pa.int16()
-    if isinstance(t, IntType):
+
+    def visit_int(self, t: Any) -> pa.DataType:
         return pa.int32()
-    if isinstance(t, BigIntType):
+
+    def visit_bigint(self, t: Any) -> pa.DataType:
         return pa.int64()
-    if isinstance(t, FloatType):
+
+    def visit_float(self, t: Any) -> pa.DataType:
         return pa.float32()
-    if isinstance(t, DoubleType):
+
+    def visit_double(self, t: Any) -> pa.DataType:
         return pa.float64()
-    if isinstance(t, (CharType, VarCharType)):
+
+    def visit_character_string(self, t: Any) -> pa.DataType:
         return pa.string()
-    if isinstance(t, (BinaryType, VarBinaryType)):
+
+    def visit_binary_string(self, t: Any) -> pa.DataType:
         return pa.binary()
-    if isinstance(t, DecimalType):
+
+    def visit_decimal(self, t: DecimalType) -> pa.DataType:
         return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, DateType):
+
+    def visit_date(self, t: Any) -> pa.DataType:
         return pa.date32()
-    if isinstance(t, TimeType):
+
+    def visit_time(self, t: Any) -> pa.DataType:
         return pa.time32("ms")  # Flink keeps milliseconds of the day whatever the precision
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        unit = "ms" if t.precision <= 3 else "us" if t.precision <= 6 else "ns"
-        return pa.timestamp(unit, tz="UTC" if isinstance(t, LocalZonedTimestampType) else None)
-    if isinstance(t, RowType):
+
+    def visit_timestamp(self, t: TimestampType) -> pa.DataType:
+        return pa.timestamp(_unit(t.precision))
+
+    def visit_local_zoned_timestamp(self, t: LocalZonedTimestampType) -> pa.DataType:
+        return pa.timestamp(_unit(t.precision), tz="UTC")
+
+    def visit_row(self, t: RowType) -> pa.DataType:
         # always nullable in Arrow: NOT NULL is enforced by the kernels, with the field path in the error
         return pa.struct([pa.field(f.name, arrow_type(f.type)) for f in t.fields])
-    if isinstance(t, ArrayType):
+
+    def visit_array(self, t: ArrayType) -> pa.DataType:
         return pa.list_(arrow_type(t.element_type))
-    if isinstance(t, MultisetType):
+
+    def visit_multiset(self, t: MultisetType) -> pa.DataType:
         return pa.map_(arrow_type(t.element_type), pa.int32())
-    if isinstance(t, MapType):
+
+    def visit_map(self, t: MapType) -> pa.DataType:
         return pa.map_(arrow_type(t.key_type), arrow_type(t.value_type))
-    raise NotImplementedError(f"no Arrow mapping for {t}")
+
+
+def _unit(precision: int) -> str:
+    return "ms" if precision <= 3 else "us" if precision <= 6 else "ns"
+
+
+_ARROW_OF = _ArrowOf()
+
+
+def arrow_type(t: LogicalType) -> pa.DataType:
+    """The Arrow type a Flink logical type decodes to (and encodes from)."""
+    return t.accept(_ARROW_OF)
 
 
 def map_parts(t: MapType | MultisetType) -> tuple[LogicalType, LogicalType]:
     """Key and value types of a MAP, or of a MULTISET (element → INT NOT NULL count)."""
-    if isinstance(t, MultisetType):
-        return t.element_type, IntType(nullable=False)
-    return t.key_type, t.value_type
+    return t.map_parts()
 
 
 def logical_from_arrow(v: Any, t: LogicalType) -> Any:

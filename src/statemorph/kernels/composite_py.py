@@ -311,4 +311,5 @@ def pojo_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
 
     return one_pass_run(v, start, stop, out_off, out_data, pos, migrated)
 
-
+# the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
+__all__ = ["core_row_fill", "core_row_sizes", "pojo_migrate_run"]

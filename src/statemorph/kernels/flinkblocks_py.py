@@ -192,3 +192,6 @@ def list_split(buf: Any, val_pos: Any, val_len: Any, rows: Any, ttl: int, fixed:
                 pos += 1
         elem_count[r] = cnt
     return abi.BLOCK_OK, k, nr
+
+# the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
+__all__ = ["copy_slices", "kg_rebuild", "kg_scan", "list_split"]

@@ -98,4 +98,5 @@ def fixed_decode(kind: int, offsets: Any, data: Any, validity: Any, offset: int,
             out[w * i:w * i + w] = v.data[s:e][::-1]
     return first
 
-
+# the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
+__all__ = ["fixed_decode", "fixed_encode"]

@@ -1091,4 +1091,17 @@ def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, 
         i += 1
     return i, pos, status, written
 
+COMPILED_ONLY_STUB = """\
+from typing import Any
 
+# compiled only: the hooks statemorph.kernels.jit compiles plan machine code against
+OP_CODES: dict[str, int]
+def lowered_ops(prog: Any) -> list[dict[str, Any]] | None: ...
+def var_field_address() -> int: ...
+def utf8_valid_address() -> int: ...
+def node_layout() -> dict[str, int]: ...
+"""
+"""Type declarations of what only the compiled module has (setup.py adds them to its ``.pyi``)."""
+
+# the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
+__all__ = ["decode_run", "encode_run", "migrate_run"]

@@ -217,3 +217,15 @@ def bytes_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide
                        out_off: Any, status: Any, stop_at_error: bool) -> int:
     v = BinView(offsets, data, validity, offset, wide, stop)
     return _sizes(v, start, stop, out_off, status, stop_at_error, _byte_array_entry)
+
+
+# the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
+__all__ = [
+    "bytes_decode_fill",
+    "bytes_decode_sizes",
+    "bytes_encode_fill",
+    "string_decode_fill",
+    "string_decode_sizes",
+    "string_encode_fill",
+    "string_encode_sizes",
+]

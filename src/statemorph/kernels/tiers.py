@@ -19,25 +19,33 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 import warnings
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any, Protocol, cast
 
-#: every kernel function and the module that holds it: ``statemorph.kernels.<module>`` compiled,
-#: ``statemorph.kernels.<module>_py`` its Python twin
-KERNEL_HOME = {
-    "fixed_encode": "primitives", "fixed_decode": "primitives",
-    "string_encode_sizes": "strings", "string_encode_fill": "strings",
-    "string_decode_sizes": "strings", "string_decode_fill": "strings",
-    "bytes_encode_fill": "strings", "bytes_decode_sizes": "strings", "bytes_decode_fill": "strings",
-    "encode_run": "rowdata", "decode_run": "rowdata", "migrate_run": "rowdata",
-    "core_row_sizes": "composite", "core_row_fill": "composite", "pojo_migrate_run": "composite",
-    "corerow_encode": "corerow", "corerow_decode": "corerow",
-    "avro_migrate_run": "avro",
-    "kg_scan": "flinkblocks", "copy_slices": "flinkblocks", "kg_rebuild": "flinkblocks",
-    "list_split": "flinkblocks",
-}
-MODULES = tuple(sorted(set(KERNEL_HOME.values())))
+MODULES = tuple(sorted(m.name[:-3] for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+                       if m.name.endswith("_py")))
+"""The kernel modules: every Python twin ``statemorph.kernels.<module>_py`` beside its compiled
+``statemorph.kernels.<module>`` (built from ``_native/<module>.pyx``), found, not listed: a new
+kernel pair is picked up as it is added."""
+
+
+def _kernel_home() -> dict[str, str]:
+    home: dict[str, str] = {}
+    for module in MODULES:
+        for fn in importlib.import_module(f"statemorph.kernels.{module}_py").__all__:
+            if fn in home:
+                raise ImportError(f"kernel function {fn} is declared by both {home[fn]} and {module}")
+            home[fn] = module
+    return home
+
+
+#: every kernel function and the module that holds it (each twin's ``__all__``):
+#: ``statemorph.kernels.<module>`` compiled, ``statemorph.kernels.<module>_py`` its Python twin
+KERNEL_HOME = _kernel_home()
+
 
 
 class KernelTier(Protocol):

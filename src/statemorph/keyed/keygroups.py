@@ -118,17 +118,20 @@ def binary_row_hash(row: bytes) -> int:
 
 KeyHasher = Callable[[Any], int]
 
-_HASHERS_BY_SERIALIZER: dict[str, KeyHasher] = {
-    "IntSerializer": java_int_hash,
-    "ShortSerializer": java_int_hash,
-    "ByteSerializer": java_int_hash,
-    "LongSerializer": java_long_hash,
-    "StringSerializer": java_string_hash,
-    "BooleanSerializer": java_boolean_hash,
-    "CharSerializer": java_char_hash,
-    "FloatSerializer": java_float_hash,
-    "DoubleSerializer": java_double_hash,
+_HASHERS: dict[str, KeyHasher] = {
+    "int": java_int_hash,
+    "long": java_long_hash,
+    "string": java_string_hash,
+    "boolean": java_boolean_hash,
+    "char": java_char_hash,
+    "float": java_float_hash,
+    "double": java_double_hash,
 }
+"""Each Java ``hashCode`` a serializer class may declare for its keys (``TypeSerializer.KEY_HASH``)."""
+
+
+def _key_hash(key_serializer: Any) -> str:
+    return str(getattr(type(key_serializer), "KEY_HASH", ""))
 
 
 def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
@@ -139,10 +142,9 @@ def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
     hash is not reproducible here (arrays and enums hash by identity in Java; composite keys) need
     an explicit ``key_hasher``.
     """
-    for cls in type(key_serializer).__mro__:
-        h = _HASHERS_BY_SERIALIZER.get(cls.__name__)
-        if h is not None:
-            return h
+    h = _HASHERS.get(_key_hash(key_serializer))
+    if h is not None:
+        return h
     if is_row_data_serializer(key_serializer):
         def row_hash(key: Any) -> int:
             return binary_row_hash(key_serializer.to_bytes(key)[4:])
@@ -161,14 +163,13 @@ def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
 
 def is_row_data_serializer(key_serializer: Any) -> bool:
     """RowData keys (Flink SQL): their bytes are length-prefixed BinaryRowData."""
-    return any(cls.__name__ == "RowDataSerializer" for cls in type(key_serializer).__mro__)
+    return _key_hash(key_serializer) == "binary_row"
 
 
 def has_java_hash(key_serializer: Any) -> bool:
     """Whether :func:`hasher_for_serializer` knows the Java ``hashCode`` of ``key_serializer``'s
     keys (what re-assigning them to key groups needs), so callers can refuse before any work."""
-    return is_row_data_serializer(key_serializer) or any(cls.__name__ in _HASHERS_BY_SERIALIZER
-                                               for cls in type(key_serializer).__mro__)
+    return is_row_data_serializer(key_serializer) or _key_hash(key_serializer) in _HASHERS
 
 
 def assign_to_key_group(key_hash: int, max_parallelism: int) -> int:

@@ -42,6 +42,9 @@ class VoidNamespaceSerializer(TypeSerializer[Any]):
     truthful 1, which has the same sign.
     """
 
+    SQL_TYPE = "VOID (not windowed)"
+    VALUELESS = True
+
     def serialize(self, value: Any, out: DataOutputSerializer) -> None:
         if value is not VoidNamespace and value is not None:
             raise SerializationError(f"VoidNamespaceSerializer writes only VoidNamespace, got {value!r}")

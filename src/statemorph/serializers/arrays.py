@@ -19,7 +19,25 @@ from typing import Any, ClassVar
 
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
+from ..types import (
+    BYTES,
+    STRING,
+    ArrayType,
+    BigIntType,
+    BooleanType,
+    CharType,
+    DoubleType,
+    FloatType,
+    IntType,
+    SmallIntType,
+)
+from ..typeutils import (
+    BulkKernel,
+    SimpleTypeSerializerSnapshot,
+    TypeSerializer,
+    TypeSerializerSnapshot,
+    register_snapshot,
+)
 from .primitives import (
     BooleanSerializer,
     CharSerializer,
@@ -62,6 +80,11 @@ def _element_error(
 
 class BytePrimitiveArraySerializer(TypeSerializer[bytes]):
     """``byte[]`` as ``bytes``; bytearray, memoryview and lists of ints in [-128, 255] are accepted."""
+
+    SQL_TYPE = "BYTES"
+    VALUE_TYPE = BYTES()
+    DATASTREAM_OF = ("VARBINARY", "BINARY")
+    BULK = BulkKernel("bytes", "LEAF_BYTES", kernel="bytes")
 
     def serialize(self, value: bytes, out: DataOutputSerializer) -> None:
         header = _header(self, value)
@@ -124,6 +147,7 @@ class _PackedArraySerializer(TypeSerializer[list[Any]]):
 
 class ShortPrimitiveArraySerializer(_PackedArraySerializer):
     CODE, SIZE, JAVA, ELEMENT = "h", 2, "short", ShortSerializer
+    VALUE_TYPE = ArrayType(SmallIntType(nullable=False))
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return ShortPrimitiveArraySerializerSnapshot()
@@ -131,6 +155,7 @@ class ShortPrimitiveArraySerializer(_PackedArraySerializer):
 
 class IntPrimitiveArraySerializer(_PackedArraySerializer):
     CODE, SIZE, JAVA, ELEMENT = "i", 4, "int", IntSerializer
+    VALUE_TYPE = ArrayType(IntType(nullable=False))
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return IntPrimitiveArraySerializerSnapshot()
@@ -138,6 +163,7 @@ class IntPrimitiveArraySerializer(_PackedArraySerializer):
 
 class LongPrimitiveArraySerializer(_PackedArraySerializer):
     CODE, SIZE, JAVA, ELEMENT = "q", 8, "long", LongSerializer
+    VALUE_TYPE = ArrayType(BigIntType(nullable=False))
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return LongPrimitiveArraySerializerSnapshot()
@@ -145,6 +171,7 @@ class LongPrimitiveArraySerializer(_PackedArraySerializer):
 
 class FloatPrimitiveArraySerializer(_PackedArraySerializer):
     CODE, SIZE, JAVA, ELEMENT, FLOATING = "f", 4, "float", FloatSerializer, True
+    VALUE_TYPE = ArrayType(FloatType(nullable=False))
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return FloatPrimitiveArraySerializerSnapshot()
@@ -152,6 +179,7 @@ class FloatPrimitiveArraySerializer(_PackedArraySerializer):
 
 class DoublePrimitiveArraySerializer(_PackedArraySerializer):
     CODE, SIZE, JAVA, ELEMENT, FLOATING = "d", 8, "double", DoubleSerializer, True
+    VALUE_TYPE = ArrayType(DoubleType(nullable=False))
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return DoublePrimitiveArraySerializerSnapshot()
@@ -159,6 +187,8 @@ class DoublePrimitiveArraySerializer(_PackedArraySerializer):
 
 class BooleanPrimitiveArraySerializer(TypeSerializer[list[bool]]):
     """``boolean[]``: one byte per element; any non-zero byte reads as true."""
+
+    VALUE_TYPE = ArrayType(BooleanType(nullable=False))
 
     def serialize(self, value: list[bool], out: DataOutputSerializer) -> None:
         header = _header(self, value)
@@ -184,6 +214,8 @@ class BooleanPrimitiveArraySerializer(TypeSerializer[list[bool]]):
 class CharPrimitiveArraySerializer(TypeSerializer[list[str]]):
     """``char[]``: one UTF-16 code unit per element, values are 1-character strings."""
 
+    VALUE_TYPE = ArrayType(CharType(1, nullable=False))
+
     def serialize(self, value: list[str], out: DataOutputSerializer) -> None:
         header = _header(self, value)
         try:
@@ -204,6 +236,8 @@ class CharPrimitiveArraySerializer(TypeSerializer[list[str]]):
 
 class StringArraySerializer(TypeSerializer[list[Any]]):
     """``String[]``: ``i32 length`` then one ``StringValue`` string per element (null allowed)."""
+
+    VALUE_TYPE = ArrayType(STRING())
 
     def serialize(self, value: list[str | None], out: DataOutputSerializer) -> None:
         header = _header(self, value)

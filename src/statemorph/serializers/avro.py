@@ -61,6 +61,12 @@ class AvroSerializer(TypeSerializer[Any]):
     def deserialize(self, src: DataInputDeserializer) -> Any:
         return self._codec.deserialize(src)
 
+    SCHEMA_FAMILY = "avro"
+
+    def describe_type(self) -> str:
+        schema = self.schema_json
+        return f"AVRO {schema if len(schema) <= 120 else schema[:117] + '...'}"
+
     def snapshot_configuration(self) -> AvroSerializerSnapshot:
         return AvroSerializerSnapshot(self.java_class_name, self.schema_json)
 
@@ -118,6 +124,8 @@ class AvroSerializerSnapshot(TypeSerializerSnapshot):
     v3: ``FSTR(runtime class) ‖ FSTR(schema JSON)``; reads v2 (``UTF ‖ UTF``) and v1 (``UTF(schema)``,
     the class falls back to GenericRecord as Flink does when no class of the schema's name exists).
     """
+
+    BYTE_REMAP: ClassVar[tuple[str, type] | None] = ("avro", AvroSerializer)
 
     IDENTIFIER: ClassVar[str] = "org.apache.flink.formats.avro.typeutils.AvroSerializerSnapshot"
     VERSION: ClassVar[int] = 3

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import MalformedDataError, SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..types import LogicalType
 from ..typeutils import (
     CompositeTypeSerializerSnapshot,
     SchemaCompatibility,
@@ -84,6 +85,18 @@ class ListSerializer(TypeSerializer[list[Any]]):
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return ListSerializerSnapshot(self)
 
+    DATASTREAM_OF = ("ARRAY",)
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        (element,) = t.children()
+        prior = like.element_serializer if isinstance(like, ListSerializer) else None
+        return cls(nested(element, f"{where} element", prior))
+
+    def describe_type(self) -> str:
+        return f"ARRAY<{self.element_serializer.describe_type()}>"
+
     def _config(self) -> tuple[Any, ...]:
         return (self.element_serializer,)
 
@@ -128,6 +141,18 @@ class MapSerializer(TypeSerializer[dict[Any, Any]]):
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return MapSerializerSnapshot(self)
+
+    DATASTREAM_OF = ("MAP",)
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        key, value = t.children()
+        keys, values = (like.key_serializer, like.value_serializer) if isinstance(like, MapSerializer) else (None, None)
+        return cls(nested(key, f"{where} key", keys), nested(value, f"{where} value", values))
+
+    def describe_type(self) -> str:
+        return f"MAP<{self.key_serializer.describe_type()}, {self.value_serializer.describe_type()}>"
 
     def _config(self) -> tuple[Any, ...]:
         return (self.key_serializer, self.value_serializer)
@@ -209,6 +234,9 @@ class NullableSerializer(TypeSerializer[Any]):
 
     def is_immutable_type(self) -> bool:
         return self.inner.is_immutable_type()
+
+    def describe_type(self) -> str:
+        return self.inner.describe_type()
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return NullableSerializerSnapshot(self)

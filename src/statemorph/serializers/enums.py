@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import MalformedDataError, SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..types import STRING
 from ..typeutils import SchemaCompatibility, TypeSerializer, TypeSerializerSnapshot, register_snapshot
 
 
@@ -27,6 +28,8 @@ class EnumSerializer(TypeSerializer[Any]):
     stores; it defaults to the Python module-qualified name), or
     ``EnumSerializer(["RED", "GREEN"], "p.Color")`` for constants known only by name.
     Equality is the Java class name plus the constant order, i.e. what decides the bytes."""
+
+    VALUE_TYPE = STRING()  # a constant's name
 
     def __init__(
         self,

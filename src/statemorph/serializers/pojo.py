@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import (
     MalformedDataError,
@@ -174,6 +174,13 @@ class PojoSerializer(TypeSerializer[Any]):
     @property
     def field_names(self) -> list[str]:
         return [f.name for f in self.fields if f.present]
+
+    SCHEMA_FAMILY = "pojo"  # its ROW of the class's fields is checked with its other keys (schema_file)
+
+    def describe_type(self) -> str:
+        """The class and the ROW a schema file gives it."""
+        inner = ", ".join(f"`{n}` {s.describe_type()}" for n, s in self.field_serializers.items())
+        return f"POJO {self.java_class_name} ROW<{inner}>"
 
     def _config(self) -> tuple[Any, ...]:
         return (self.pojo_class, self.java_class_name, self.fields, tuple(sorted(self.defaults.items())))
@@ -440,6 +447,8 @@ def _describe(s: TypeSerializer[Any] | TypeSerializerSnapshot) -> str:
 class PojoSerializerSnapshot(TypeSerializerSnapshot):
     """``UTF(class) ‖ OPTMAP(fields) ‖ OPTMAP(registered subclasses) ‖ OPTMAP(other subclasses)``,
     version 2 (the only version Flink reads)."""
+
+    BYTE_REMAP: ClassVar[tuple[str, type] | None] = ("pojo", PojoSerializer)
 
     IDENTIFIER = "org.apache.flink.api.java.typeutils.runtime.PojoSerializerSnapshot"
     VERSION = 2

@@ -17,7 +17,14 @@ from typing import Any, ClassVar
 
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
+from ..types import BigIntType, BooleanType, CharType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
+from ..typeutils import (
+    BulkKernel,
+    SimpleTypeSerializerSnapshot,
+    TypeSerializer,
+    TypeSerializerSnapshot,
+    register_snapshot,
+)
 
 _BASE = "org.apache.flink.api.common.typeutils.base."
 _F32 = struct.Struct(">f")
@@ -69,6 +76,13 @@ def is_bool_like(value: Any) -> bool:
 class BooleanSerializer(TypeSerializer[bool]):
     """``writeBoolean``: ``01``/``00``; any non-zero byte reads as true, as in Flink."""
 
+    KEY_HASH = "boolean"
+    SQL_TYPE = "BOOLEAN"
+    VALUE_TYPE = BooleanType()
+    DATASTREAM_OF = ("BOOLEAN",)
+    JAVA_ZERO = False
+    BULK = BulkKernel("fixed", "LEAF_BOOL")
+
     def serialize(self, value: bool, out: DataOutputSerializer) -> None:
         if value is True or value is False:
             out.write_boolean(value)
@@ -98,6 +112,12 @@ class BooleanSerializer(TypeSerializer[bool]):
 
 class ByteSerializer(_IntegralSerializer):
     BITS = 8
+    KEY_HASH = "int"
+    SQL_TYPE = "TINYINT"
+    VALUE_TYPE = TinyIntType()
+    DATASTREAM_OF = ("TINYINT",)
+    JAVA_ZERO = 0
+    BULK = BulkKernel("fixed", "LEAF_I8")
     JAVA = "byte"
 
     def serialize(self, value: int, out: DataOutputSerializer) -> None:
@@ -112,6 +132,12 @@ class ByteSerializer(_IntegralSerializer):
 
 class ShortSerializer(_IntegralSerializer):
     BITS = 16
+    KEY_HASH = "int"
+    SQL_TYPE = "SMALLINT"
+    VALUE_TYPE = SmallIntType()
+    DATASTREAM_OF = ("SMALLINT",)
+    JAVA_ZERO = 0
+    BULK = BulkKernel("fixed", "LEAF_I16")
     JAVA = "short"
 
     def serialize(self, value: int, out: DataOutputSerializer) -> None:
@@ -126,6 +152,12 @@ class ShortSerializer(_IntegralSerializer):
 
 class IntSerializer(_IntegralSerializer):
     BITS = 32
+    KEY_HASH = "int"
+    SQL_TYPE = "INT"
+    VALUE_TYPE = IntType()
+    DATASTREAM_OF = ("INTEGER",)
+    JAVA_ZERO = 0
+    BULK = BulkKernel("fixed", "LEAF_I32")
     JAVA = "int"
 
     def serialize(self, value: int, out: DataOutputSerializer) -> None:
@@ -140,6 +172,12 @@ class IntSerializer(_IntegralSerializer):
 
 class LongSerializer(_IntegralSerializer):
     BITS = 64
+    KEY_HASH = "long"
+    SQL_TYPE = "BIGINT"
+    VALUE_TYPE = BigIntType()
+    DATASTREAM_OF = ("BIGINT",)
+    JAVA_ZERO = 0
+    BULK = BulkKernel("fixed", "LEAF_I64")
     JAVA = "long"
 
     def serialize(self, value: int, out: DataOutputSerializer) -> None:
@@ -175,6 +213,13 @@ def check_float(serializer: TypeSerializer[Any], value: Any, single: bool) -> fl
 class FloatSerializer(TypeSerializer[float]):
     """``writeFloat``: IEEE single, big-endian, every NaN canonicalised to ``7FC00000``."""
 
+    KEY_HASH = "float"
+    SQL_TYPE = "FLOAT"
+    VALUE_TYPE = FloatType()
+    DATASTREAM_OF = ("FLOAT",)
+    JAVA_ZERO = 0.0
+    BULK = BulkKernel("fixed", "LEAF_F32")
+
     def serialize(self, value: float, out: DataOutputSerializer) -> None:
         out.write_float(check_float(self, value, True))
 
@@ -196,6 +241,13 @@ class FloatSerializer(TypeSerializer[float]):
 
 class DoubleSerializer(TypeSerializer[float]):
     """``writeDouble``: IEEE double, big-endian, NaN canonicalised to ``7FF8000000000000``."""
+
+    KEY_HASH = "double"
+    SQL_TYPE = "DOUBLE"
+    VALUE_TYPE = DoubleType()
+    DATASTREAM_OF = ("DOUBLE",)
+    JAVA_ZERO = 0.0
+    BULK = BulkKernel("fixed", "LEAF_F64")
 
     def serialize(self, value: float, out: DataOutputSerializer) -> None:
         out.write_double(check_float(self, value, False))
@@ -234,6 +286,13 @@ def check_char(serializer: TypeSerializer[Any], value: Any) -> int:
 
 class CharSerializer(TypeSerializer[str]):
     """``writeChar``: one UTF-16 code unit, big-endian. Values are 1-character strings."""
+
+    KEY_HASH = "char"
+    SQL_TYPE = "CHAR(1)"
+    VALUE_TYPE = CharType(1)
+    DATASTREAM_OF = ("CHAR(1)",)
+    JAVA_ZERO = "\0"
+    BULK = BulkKernel("", "LEAF_CHAR")  # a field of kernel rows only: an Arrow string column is no UTF-16 char
 
     def serialize(self, value: str, out: DataOutputSerializer) -> None:
         out.write_short(check_char(self, value))

@@ -62,6 +62,7 @@ from ..types import (
     IntType,
     LocalZonedTimestampType,
     LogicalType,
+    LogicalTypeVisitor,
     MapType,
     MultisetType,
     RowField,
@@ -75,7 +76,9 @@ from ..types import (
     parse_type,
 )
 from ..typeutils import (
+    BulkKernel,
     SchemaCompatibility,
+    SimpleTypeSerializerSnapshot,
     TypeSerializer,
     TypeSerializerSnapshot,
     read_nested_snapshots,
@@ -119,6 +122,14 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     @property
     def arity(self) -> int:
         return self._codec.arity
+
+    SCHEMA_FAMILY = "rowdata"
+    KEY_HASH = "binary_row"  # BinaryRowData.hashCode: its bytes
+    SCHEMA_TYPE_ROOT = "ROW"
+    BULK = BulkKernel("rowdata")
+
+    def describe_type(self) -> str:
+        return str(self.row_type)
 
     def _config(self) -> tuple[Any, ...]:
         # the row's own nullability does not reach the bytes (a top-level row is never null)
@@ -235,6 +246,9 @@ class RowDataSerializerSnapshot(_RowTypeSnapshot):
     :func:`statemorph.migration.plan_row_migration`; see that module for the rules.
     """
 
+    BYTE_REMAP: ClassVar[tuple[str, type] | None] = ("rowdata", RowDataSerializer)
+    """The byte-remap kernel that migrates its values, and to which serializer class."""
+
     IDENTIFIER: ClassVar[str] = "statemorph.RowDataSerializerSnapshot"
     VERSION: ClassVar[int] = 1
     MIN_READ_VERSION: ClassVar[int] = 1
@@ -307,6 +321,8 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
     serializer (``FlinkRowDataSerializerSnapshot(row_type)``) keeps the real names.
     """
 
+    BYTE_REMAP: ClassVar[tuple[str, type] | None] = ("rowdata", RowDataSerializer)  # the same row bytes
+
     IDENTIFIER: ClassVar[str] = "org.apache.flink.table.runtime.typeutils.RowDataSerializer$RowDataSerializerSnapshot"
     VERSION: ClassVar[int] = 3
     MIN_READ_VERSION: ClassVar[int] = 3
@@ -352,42 +368,66 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
         return cls(generated_row_type(types), nested)
 
 
-_SIMPLE: dict[type[LogicalType], type[TypeSerializerSnapshot]] = {
-    CharType: StringDataSerializerSnapshot,
-    VarCharType: StringDataSerializerSnapshot,
-    BooleanType: BooleanSerializerSnapshot,
-    TinyIntType: ByteSerializerSnapshot,
-    SmallIntType: ShortSerializerSnapshot,
-    IntType: IntSerializerSnapshot,
-    DateType: IntSerializerSnapshot,
-    TimeType: IntSerializerSnapshot,
-    BigIntType: LongSerializerSnapshot,
-    FloatType: FloatSerializerSnapshot,
-    DoubleType: DoubleSerializerSnapshot,
-    BinaryType: BytePrimitiveArraySerializerSnapshot,
-    VarBinaryType: BytePrimitiveArraySerializerSnapshot,
-}
+class _InternalSerializers(LogicalTypeVisitor[TypeSerializerSnapshot]):
+    """Flink's ``InternalSerializers.create(t).snapshotConfiguration()``, per type."""
+
+    def visit_other(self, t: LogicalType) -> TypeSerializerSnapshot:
+        raise SnapshotError(f"no Flink field serializer snapshot for {t}")
+
+    def visit_character_string(self, t: CharType | VarCharType) -> TypeSerializerSnapshot:
+        return StringDataSerializerSnapshot()
+
+    def visit_boolean(self, t: BooleanType) -> TypeSerializerSnapshot:
+        return BooleanSerializerSnapshot()
+
+    def visit_tinyint(self, t: TinyIntType) -> TypeSerializerSnapshot:
+        return ByteSerializerSnapshot()
+
+    def visit_smallint(self, t: SmallIntType) -> TypeSerializerSnapshot:
+        return ShortSerializerSnapshot()
+
+    def visit_int(self, t: IntType | DateType | TimeType) -> TypeSerializerSnapshot:
+        return IntSerializerSnapshot()
+
+    visit_date = visit_time = visit_int
+
+    def visit_bigint(self, t: BigIntType) -> TypeSerializerSnapshot:
+        return LongSerializerSnapshot()
+
+    def visit_float(self, t: FloatType) -> TypeSerializerSnapshot:
+        return FloatSerializerSnapshot()
+
+    def visit_double(self, t: DoubleType) -> TypeSerializerSnapshot:
+        return DoubleSerializerSnapshot()
+
+    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> TypeSerializerSnapshot:
+        return BytePrimitiveArraySerializerSnapshot()
+
+    def visit_decimal(self, t: DecimalType) -> TypeSerializerSnapshot:
+        return DecimalDataSerializerSnapshot(t.precision, t.scale)
+
+    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> TypeSerializerSnapshot:
+        return TimestampDataSerializerSnapshot(t.precision)
+
+    def visit_array(self, t: ArrayType) -> TypeSerializerSnapshot:
+        return ArrayDataSerializerSnapshot(t.element_type)
+
+    def visit_map(self, t: MapType | MultisetType) -> TypeSerializerSnapshot:
+        return MapDataSerializerSnapshot(*t.map_parts())
+
+    visit_multiset = visit_map
+
+    def visit_row(self, t: RowType) -> TypeSerializerSnapshot:
+        return FlinkRowDataSerializerSnapshot(t)
+
+
+_INTERNAL_SERIALIZERS = _InternalSerializers()
 
 
 def field_serializer_snapshot(t: LogicalType) -> TypeSerializerSnapshot:
     """``InternalSerializers.create(t).snapshotConfiguration()``: the snapshot Flink nests for a
     field of type ``t``."""
-    simple = _SIMPLE.get(type(t))
-    if simple is not None:
-        return simple()
-    if isinstance(t, DecimalType):
-        return DecimalDataSerializerSnapshot(t.precision, t.scale)
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        return TimestampDataSerializerSnapshot(t.precision)
-    if isinstance(t, ArrayType):
-        return ArrayDataSerializerSnapshot(t.element_type)
-    if isinstance(t, MapType):
-        return MapDataSerializerSnapshot(t.key_type, t.value_type)
-    if isinstance(t, MultisetType):
-        return MapDataSerializerSnapshot(t.element_type, IntType(nullable=False))
-    if isinstance(t, RowType):
-        return FlinkRowDataSerializerSnapshot(t)
-    raise SnapshotError(f"no Flink field serializer snapshot for {t}")
+    return t.accept(_INTERNAL_SERIALIZERS)
 
 
 def snapshot_describes(snap: TypeSerializerSnapshot, t: LogicalType) -> bool:
@@ -397,8 +437,12 @@ def snapshot_describes(snap: TypeSerializerSnapshot, t: LogicalType) -> bool:
     if isinstance(snap, FlinkRowDataSerializerSnapshot):
         # Flink's nested snapshot stores the field types only (no names of its own)
         return isinstance(t, RowType) and snap.row_type.field_types == t.field_types
-    simple = _SIMPLE.get(type(t))
-    return simple is not None and type(snap) is simple
+    if not isinstance(snap, SimpleTypeSerializerSnapshot):  # the others describe themselves, above
+        return False
+    try:
+        return type(snap) is type(field_serializer_snapshot(t))
+    except SnapshotError:
+        return False
 
 
 __all__ = [

@@ -19,7 +19,14 @@ from typing import Any
 
 from ..errors import MalformedDataError, SerializationError, TruncatedDataError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
+from ..types import STRING
+from ..typeutils import (
+    BulkKernel,
+    SimpleTypeSerializerSnapshot,
+    TypeSerializer,
+    TypeSerializerSnapshot,
+    register_snapshot,
+)
 
 _MAX_LEN = 0x7FFFFFFF
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
@@ -194,6 +201,12 @@ def skip_string(src: DataInputDeserializer) -> None:
 
 class StringSerializer(TypeSerializer[Any]):
     """``java.lang.String`` state: ``str`` or None (StringSerializer accepts null in Flink)."""
+
+    SQL_TYPE = "STRING"
+    KEY_HASH = "string"
+    VALUE_TYPE = STRING()
+    DATASTREAM_OF = ("VARCHAR", "CHAR")
+    BULK = BulkKernel("varlen", "LEAF_STR", kernel="string")
 
     def serialize(self, value: str | None, out: DataOutputSerializer) -> None:
         out.write(encode_string(value))

@@ -43,7 +43,6 @@ from ..types import (
     ArrayType,
     CharType,
     DecimalType,
-    IntType,
     LocalZonedTimestampType,
     LogicalType,
     MapType,
@@ -212,11 +211,7 @@ class MapDataSerializerSnapshot(FieldSnapshot):
         return cls(key, value, streams)
 
     def describes(self, t: LogicalType) -> bool:
-        if isinstance(t, MapType):
-            return (t.key_type, t.value_type) == (self.key_type, self.value_type)
-        if isinstance(t, MultisetType):
-            return (t.element_type, IntType(nullable=False)) == (self.key_type, self.value_type)
-        return False
+        return isinstance(t, (MapType, MultisetType)) and t.map_parts() == (self.key_type, self.value_type)
 
 
 __all__ = [

@@ -20,12 +20,19 @@ Formats (docs/formats.md §2.8, §2.9):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, cast
 
 from ..errors import MalformedDataError, SerializationError, StatemorphError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..row import Row, RowKind, row_kind_of
-from ..typeutils import CompositeTypeSerializerSnapshot, SchemaCompatibility, TypeSerializer, register_snapshot
+from ..types import LogicalType, RowType
+from ..typeutils import (
+    BulkKernel,
+    CompositeTypeSerializerSnapshot,
+    SchemaCompatibility,
+    TypeSerializer,
+    register_snapshot,
+)
 
 MAX_TUPLE_ARITY = 25
 """Flink ships ``Tuple1`` .. ``Tuple25``; a longer tuple has no default Java class."""
@@ -132,6 +139,13 @@ class TupleSerializer(TypeSerializer[tuple]):  # type: ignore[type-arg]
         if all(a is b for a, b in zip(dup, self.field_serializers, strict=True)):
             return self
         return TupleSerializer(dup, self.tuple_class_name)
+
+    SCHEMA_FAMILY = "tuple"
+    SCHEMA_TYPE_ROOT = "ROW"
+
+    def describe_type(self) -> str:
+        """Fields by position: ``f0``, ``f1``, ..."""
+        return "ROW<" + ", ".join(f"`f{i}` {s.describe_type()}" for i, s in enumerate(self.field_serializers)) + ">"
 
     def snapshot_configuration(self) -> TupleSerializerSnapshot:
         return TupleSerializerSnapshot(self)
@@ -327,6 +341,25 @@ class RowSerializer(TypeSerializer[tuple[Any, ...]]):
             return self
         return RowSerializer(dup, self.supports_row_kind, self.field_names)
 
+    SCHEMA_FAMILY = "row"
+    SCHEMA_TYPE_ROOT = "ROW"
+    DATASTREAM_OF = ("ROW",)
+    BULK = BulkKernel("corerow")
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        row = cast(RowType, t)
+        prior = list(like.field_serializers) if isinstance(like, RowSerializer) else []
+        fields = [nested(f.type, f"{where}.{f.name}", prior[i] if i < len(prior) else None)
+                  for i, f in enumerate(row.fields)]
+        return cls(fields, field_names=row.field_names)
+
+    def describe_type(self) -> str:
+        names = self.field_names or [f"f{i}" for i in range(len(self.field_serializers))]
+        return "ROW<" + ", ".join(f"`{n}` {s.describe_type()}"
+                                  for n, s in zip(names, self.field_serializers, strict=False)) + ">"
+
     def snapshot_configuration(self) -> RowSerializerSnapshot:
         return RowSerializerSnapshot(self)
 
@@ -349,6 +382,8 @@ class RowSerializerSnapshot(CompositeTypeSerializerSnapshot):
     always had them. A changed flag needs a rewrite of every row (the mask length changes), so it
     is AFTER_MIGRATION; an arity change is INCOMPATIBLE because fields match by position only.
     """
+
+    BYTE_REMAP: ClassVar[tuple[str, type] | None] = ("core", RowSerializer)
 
     IDENTIFIER = "org.apache.flink.api.java.typeutils.runtime.RowSerializer$RowSerializerSnapshot"
     OUTER_VERSION = 4

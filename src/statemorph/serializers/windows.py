@@ -23,7 +23,10 @@ from typing import Any, ClassVar, NamedTuple
 
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
+from ..types import BigIntType, RowType
 from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
+
+_START_END = RowType.of(("start", BigIntType()), ("end", BigIntType()))
 
 _STREAMING = "org.apache.flink.streaming.api.windowing.windows."
 _TABLE = "org.apache.flink.table.runtime.operators.window."
@@ -82,6 +85,9 @@ class TimeWindowSerializer(TypeSerializer[TimeWindow]):
     """DataStream ``TimeWindow$Serializer``: ``long start ‖ long end``. Takes a
     :class:`TimeWindow`, a ``(start, end)`` pair or a ``{"start", "end"}`` mapping."""
 
+    SQL_TYPE = "TIME WINDOW (start BIGINT, end BIGINT)"
+    VALUE_TYPE = _START_END
+
     def serialize(self, value: Any, out: DataOutputSerializer) -> None:
         if isinstance(value, dict):
             start, end = value.get("start"), value.get("end")
@@ -112,6 +118,9 @@ class TableTimeWindowSerializer(TimeWindowSerializer):
     """Flink SQL's ``TimeWindow$Serializer``: the same bytes as the DataStream one, another class
     (a different serializer to Flink, so a different one here: the snapshots do not mix)."""
 
+    SQL_TYPE = "SQL TIME WINDOW (start BIGINT, end BIGINT)"
+    VALUE_TYPE = _START_END
+
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return TableTimeWindowSerializerSnapshot()
 
@@ -119,6 +128,9 @@ class TableTimeWindowSerializer(TimeWindowSerializer):
 class GlobalWindowSerializer(TypeSerializer[Any]):
     """DataStream ``GlobalWindow$Serializer``: one byte, 0 when written; Flink reads any byte
     as the global window, and so does this class."""
+
+    SQL_TYPE = "GLOBAL WINDOW"
+    VALUELESS = True
 
     def serialize(self, value: Any, out: DataOutputSerializer) -> None:
         if value is not GlobalWindow and value is not None:
@@ -141,6 +153,9 @@ class GlobalWindowSerializer(TypeSerializer[Any]):
 
 class CountWindowSerializer(TypeSerializer[CountWindow]):
     """Flink SQL's ``CountWindow$Serializer``: ``long id``. Takes a :class:`CountWindow` or an int."""
+
+    SQL_TYPE = "SQL COUNT WINDOW (id BIGINT)"
+    VALUE_TYPE = BigIntType()
 
     def serialize(self, value: Any, out: DataOutputSerializer) -> None:
         out.write_long(_long(self, value.id if isinstance(value, CountWindow) else value, "id"))

@@ -10,7 +10,14 @@ from .composite_snapshot import (
     write_nested_snapshots,
 )
 from .registry import DEFAULT_REGISTRY, SnapshotRegistry, register_snapshot
-from .serializer import CompatibilityType, SchemaCompatibility, TypeSerializer, TypeSerializerSnapshot
+from .serializer import (
+    SERIALIZER_CLASSES,
+    BulkKernel,
+    CompatibilityType,
+    SchemaCompatibility,
+    TypeSerializer,
+    TypeSerializerSnapshot,
+)
 from .simple_snapshot import SimpleTypeSerializerSnapshot
 from .versioned import (
     ENVELOPE_VERSION,
@@ -24,7 +31,8 @@ from .versioned import (
 )
 
 __all__ = [
-    "CompatibilityType", "CompositeTypeSerializerSnapshot", "DEFAULT_REGISTRY", "ENVELOPE_VERSION",
+    "SERIALIZER_CLASSES", "BulkKernel", "CompatibilityType",
+    "CompositeTypeSerializerSnapshot", "DEFAULT_REGISTRY", "ENVELOPE_VERSION",
     "IntermediateCompatibility", "MAX_NESTING_DEPTH", "SchemaCompatibility", "SimpleTypeSerializerSnapshot",
     "SnapshotRegistry", "TypeSerializer", "TypeSerializerSnapshot", "read_nested_snapshots",
     "read_serializer_snapshot", "read_versioned_snapshot", "read_versioned_snapshot_from",

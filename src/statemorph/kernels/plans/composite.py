@@ -36,25 +36,15 @@ from .rowdata import NotByteRemappable, RowProgram
 def leaf_kind(serializer: Any) -> tuple[int, int] | None:
     """(kind, width) of a DataStream serializer the remap kernels validate and copy in place, or
     None (the Row and POJO remaps share these leaves)."""
-    from ...serializers import (
-        BooleanSerializer,
-        BytePrimitiveArraySerializer,
-        ByteSerializer,
-        CharSerializer,
-        DoubleSerializer,
-        FloatSerializer,
-        IntSerializer,
-        LongSerializer,
-        ShortSerializer,
-        StringSerializer,
-    )
+    declared = getattr(type(serializer), "leaf_kind", None)
+    return _LEAVES.get(declared()) if declared is not None else None
 
-    leaves = {BooleanSerializer: (COMPOSITE_BOOL, 1), ByteSerializer: (COMPOSITE_FIXED, 1),
-              ShortSerializer: (COMPOSITE_FIXED, 2), CharSerializer: (COMPOSITE_FIXED, 2),
-              IntSerializer: (COMPOSITE_FIXED, 4), FloatSerializer: (COMPOSITE_F32, 4),
-              LongSerializer: (COMPOSITE_FIXED, 8), DoubleSerializer: (COMPOSITE_F64, 8),
-              StringSerializer: (COMPOSITE_STR, 0), BytePrimitiveArraySerializer: (COMPOSITE_BYTES, 0)}
-    return leaves.get(type(serializer))
+
+_LEAVES = {"LEAF_BOOL": (COMPOSITE_BOOL, 1), "LEAF_I8": (COMPOSITE_FIXED, 1), "LEAF_I16": (COMPOSITE_FIXED, 2),
+           "LEAF_CHAR": (COMPOSITE_FIXED, 2), "LEAF_I32": (COMPOSITE_FIXED, 4), "LEAF_F32": (COMPOSITE_F32, 4),
+           "LEAF_I64": (COMPOSITE_FIXED, 8), "LEAF_F64": (COMPOSITE_F64, 8), "LEAF_STR": (COMPOSITE_STR, 0),
+           "LEAF_BYTES": (COMPOSITE_BYTES, 0)}
+"""(kind, width) of each leaf kind a field's serializer class declares (``BulkKernel.leaf``)."""
 
 
 def compile_core_row_program(prior_snapshot: Any, new_serializer: Any) -> RowProgram:

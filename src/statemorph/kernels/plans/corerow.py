@@ -32,26 +32,17 @@ STRING_KINDS: frozenset[int] = frozenset({LEAF_STR, LEAF_CHAR, LEAF_BYTES})
 """Kinds whose Arrow column is (offsets, data): ``string`` for STR / CHAR, ``binary`` for BYTES."""
 
 
+_LEAVES = {"LEAF_BOOL": LEAF_BOOL, "LEAF_I8": LEAF_I8, "LEAF_I16": LEAF_I16, "LEAF_I32": LEAF_I32,
+           "LEAF_I64": LEAF_I64, "LEAF_F32": LEAF_F32, "LEAF_F64": LEAF_F64, "LEAF_CHAR": LEAF_CHAR,
+           "LEAF_STR": LEAF_STR, "LEAF_BYTES": LEAF_BYTES}
+"""The leaf kinds a flink-core Row field may declare (``BulkKernel.leaf`` of its serializer class)."""
+
+
 def compile_core_row_codec(serializer: Any) -> RowProgram | None:
     """The encode / decode program of a ``RowSerializer``, or None when a field (at any depth) has
     no kernel: the caller then takes the per-value path for the whole column."""
-    from ...serializers import (
-        BooleanSerializer,
-        BytePrimitiveArraySerializer,
-        ByteSerializer,
-        CharSerializer,
-        DoubleSerializer,
-        FloatSerializer,
-        IntSerializer,
-        LongSerializer,
-        ShortSerializer,
-        StringSerializer,
-    )
     from ...serializers.tuples import RowSerializer
 
-    kinds = {BooleanSerializer: LEAF_BOOL, ByteSerializer: LEAF_I8, ShortSerializer: LEAF_I16, IntSerializer: LEAF_I32,
-             LongSerializer: LEAF_I64, FloatSerializer: LEAF_F32, DoubleSerializer: LEAF_F64, CharSerializer: LEAF_CHAR,
-             StringSerializer: LEAF_STR, BytePrimitiveArraySerializer: LEAF_BYTES}
     rows: list[list[int]] = []
     paths: list[str] = []
 
@@ -65,7 +56,7 @@ def compile_core_row_codec(serializer: Any) -> RowProgram | None:
                     return False
             rows[me][COL_END] = len(rows)
             return True
-        kind = kinds.get(type(ser))
+        kind = _LEAVES.get(type(ser).leaf_kind())
         if kind is None:
             return False
         width = kind_width(kind) if kind not in (LEAF_STR, LEAF_BYTES) else 0

@@ -14,26 +14,14 @@ import numpy as np
 
 from ...types import (
     ArrayType,
-    BigIntType,
-    BinaryType,
-    BooleanType,
-    CharType,
-    DateType,
     DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
     LocalZonedTimestampType,
     LogicalType,
+    LogicalTypeVisitor,
     MapType,
     MultisetType,
     RowType,
-    SmallIntType,
     TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
 )
 from ..abi import (
     COL_END,
@@ -70,37 +58,18 @@ ARROW_WIDTH = {SLOT_I8: 1, SLOT_I16: 2, SLOT_I32: 4, SLOT_F32: 4, SLOT_I64: 8, S
                SLOT_DEC_BIG: 16, SLOT_TS_BIG: 8}
 
 
+_SLOTS = {"BOOL": SLOT_BOOL, "I8": SLOT_I8, "I16": SLOT_I16, "I32": SLOT_I32, "I64": SLOT_I64, "F32": SLOT_F32,
+          "F64": SLOT_F64, "STR": SLOT_STR, "BIN": SLOT_BIN, "ROW": SLOT_ROW, "DEC_COMPACT": SLOT_DEC_COMPACT,
+          "DEC_BIG": SLOT_DEC_BIG, "TS_BIG": SLOT_TS_BIG, "ARRAY": SLOT_ARRAY, "MAP": SLOT_MAP}
+"""The ABI's slot kind of each BinaryRowData layout a type declares (``LogicalType.row_slot``)."""
+
+
 def slot_kind(t: LogicalType) -> int:
     """How a field of type ``t`` lives in a BinaryRowData slot."""
-    if isinstance(t, BooleanType):
-        return SLOT_BOOL
-    if isinstance(t, TinyIntType):
-        return SLOT_I8
-    if isinstance(t, SmallIntType):
-        return SLOT_I16
-    if isinstance(t, (IntType, DateType, TimeType)):
-        return SLOT_I32
-    if isinstance(t, BigIntType):
-        return SLOT_I64
-    if isinstance(t, FloatType):
-        return SLOT_F32
-    if isinstance(t, DoubleType):
-        return SLOT_F64
-    if isinstance(t, (CharType, VarCharType)):
-        return SLOT_STR
-    if isinstance(t, (BinaryType, VarBinaryType)):
-        return SLOT_BIN
-    if isinstance(t, RowType):
-        return SLOT_ROW
-    if isinstance(t, DecimalType):
-        return SLOT_DEC_COMPACT if t.is_compact else SLOT_DEC_BIG
-    if isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        return SLOT_I64 if t.is_compact else SLOT_TS_BIG
-    if isinstance(t, ArrayType):
-        return SLOT_ARRAY
-    if isinstance(t, (MapType, MultisetType)):
-        return SLOT_MAP
-    raise NotImplementedError(f"no BinaryRowData slot layout for {t}")
+    slot = _SLOTS.get(t.row_slot())
+    if slot is None:
+        raise NotImplementedError(f"no BinaryRowData slot layout for {t}")
+    return slot
 
 
 class RowProgram:
@@ -138,6 +107,41 @@ class RowProgram:
         return self.paths[node] if 0 <= node < len(self.paths) else ""
 
 
+class _Node(LogicalTypeVisitor[tuple[int, list[tuple[int, str, LogicalType]]]]):
+    """The limit of one program node (a DECIMAL's digits, a big timestamp's nanosecond bound)
+    and its children as (position, path, type): a row's fields, an array's element, a map's key
+    and value arrays."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def visit_other(self, t: LogicalType) -> tuple[int, list[tuple[int, str, LogicalType]]]:
+        return 0, []
+
+    def visit_decimal(self, t: DecimalType) -> tuple[int, list[tuple[int, str, LogicalType]]]:
+        return (10 ** t.precision if t.is_compact else t.precision), []
+
+    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType
+                            ) -> tuple[int, list[tuple[int, str, LogicalType]]]:
+        return (0 if t.is_compact else 1000 if t.precision <= 6 else 1_000_000), []
+
+    def visit_row(self, t: RowType) -> tuple[int, list[tuple[int, str, LogicalType]]]:
+        return 0, [(j, f"{self.path}.{f.name}" if self.path else f.name, f.type) for j, f in enumerate(t.fields)]
+
+    def visit_array(self, t: ArrayType) -> tuple[int, list[tuple[int, str, LogicalType]]]:
+        return 0, [(0, f"{self.path}[]", t.element_type)]
+
+    def visit_map(self, t: MapType | MultisetType) -> tuple[int, list[tuple[int, str, LogicalType]]]:
+        key, value = t.map_parts()
+        return 0, [(0, f"{self.path}.key", ArrayType(key)), (0, f"{self.path}.value", ArrayType(value))]
+
+    visit_multiset = visit_map
+
+
+_PARAMETERIZED = frozenset({SLOT_ROW, SLOT_ARRAY, SLOT_MAP, SLOT_DEC_COMPACT, SLOT_DEC_BIG, SLOT_TS_BIG})
+"""Slot kinds whose node has a limit or children (:class:`_Node`); the others are plain leaves."""
+
+
 def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[int]], paths: list[str],
                 types: list[LogicalType], verbatim: bool) -> None:
     """Append the identity (old = new) program of a field of type ``t``: nested rows, and arrays /
@@ -147,24 +151,12 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
     nested = k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP)
     flags = (0 if t.nullable else FLAG_NOT_NULL) | (FLAG_VERBATIM if verbatim and nested else 0)
     arity = t.arity if isinstance(t, RowType) else 0
-    limit = 0
-    if isinstance(t, DecimalType):
-        limit = 10 ** t.precision if k == SLOT_DEC_COMPACT else t.precision
-    elif k == SLOT_TS_BIG and isinstance(t, (TimestampType, LocalZonedTimestampType)):
-        limit = 1000 if t.precision <= 6 else 1_000_000
+    limit, children = t.accept(_Node(path)) if k in _PARAMETERIZED else (0, ())
     rows.append([k, pos, 0, arity, src, arity, flags, limit])
     paths.append(path)
     types.append(t)
-    if isinstance(t, RowType):
-        for j, f in enumerate(t.fields):
-            _type_nodes(f.type, j, j, f"{path}.{f.name}" if path else f.name, rows, paths, types, verbatim)
-    elif isinstance(t, ArrayType):
-        _type_nodes(t.element_type, 0, 0, f"{path}[]", rows, paths, types, verbatim)
-    elif isinstance(t, (MapType, MultisetType)):
-        key = t.key_type if isinstance(t, MapType) else t.element_type
-        value = t.value_type if isinstance(t, MapType) else IntType(nullable=False)
-        for part, et in (("key", key), ("value", value)):
-            _type_nodes(ArrayType(et), 0, 0, f"{path}.{part}", rows, paths, types, verbatim)
+    for j, child_path, child in children:
+        _type_nodes(child, j, j, child_path, rows, paths, types, verbatim)
     rows[me][COL_END] = len(rows)
 
 
