@@ -12,8 +12,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from statemorph.typeutils import SERIALIZER_CLASSES, BulkKernel, TypeSerializer
-from statemorph.snapshot import TypeSerializerSnapshot
 
 from statemorph import bulk
 from statemorph import serializers as S
@@ -21,6 +19,7 @@ from statemorph.bulk import capabilities
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.schema_file import datastream_serializer, describe_serializer, family_of, parse_schema, serializer_for
 from statemorph.types import DateType, parse_type
+from statemorph.typeutils import SERIALIZER_CLASSES, BulkKernel, TypeSerializer, TypeSerializerSnapshot
 
 _EPOCH = dt.date(1970, 1, 1)
 
