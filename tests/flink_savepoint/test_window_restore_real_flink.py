@@ -285,6 +285,42 @@ def test_flink_sql_windows_fire_after_a_convert_round_trip(real_flink: ModuleTyp
         assert {e["state"] for e in result.entries} == {"group", "tvf"}
 
 
+def test_bootstrapped_flink_sql_windows_fire_in_real_flink(real_flink: ModuleType, tmp_path: Path) -> None:
+    """Both SQL window operators bootstrapped from the tables read from Flink's savepoint, their
+    windows taken from the window columns alone (the raw namespace dropped): the group window's
+    ``window_start`` / ``window_end``, the window TVF's ``window_end`` (its ``BIGINT`` namespace).
+    Real Flink restores them in place of Flink's own and fires every window with the old count and
+    sum plus the probe's record, as from the savepoint Flink took."""
+    from statemorph.engine.modify import modify_flink_savepoint
+
+    namespaces = {"4_group-window-aggregate": TableTimeWindowSerializer(),
+                  "11_global-window-aggregate": LongSerializer()}
+    items, wants = [], []
+    for case in sql_window_cases():
+        src = case / "savepoint"
+        ops = {o.ident: o for o in describe_operators(FlinkSavepoint(src))}
+        base = tmp_path / f"{case.name}-base"
+        modify_flink_savepoint(src, base, remove=list(namespaces))
+        for uid, ns in namespaces.items():
+            def table(state: str) -> pa.Table:
+                t = read_flink_state_table(src, uid, state)  # noqa: B023
+                assert "window_end" in t.schema.names
+                return t.drop_columns(["key_group", "namespace"])
+
+            value = ops[uid].states["window-aggs"].snapshot("value_serializer").restore_serializer()
+            dst = tmp_path / f"{case.name}-{uid}"
+            write_flink_savepoint(dst, operator=uid, key_serializer=ops[uid].key_snapshot().restore_serializer(),
+                                  parallelism=2, base=base, states={
+                                      "window-aggs": StateData(table("window-aggs"), value, namespace_serializer=ns),
+                                      TIMERS: StateData(table(TIMERS), None, kind="timers", namespace_serializer=ns)})
+            base = dst
+        items.append((base, case / "spec.json"))
+        wants.append(real_flink.expected_entries(case))
+    for (savepoint, _), result, want in zip(items, real_flink.sql_window_restore(items), wants, strict=True):
+        assert result.ok, f"Flink refused {savepoint}: {result.exception}: {result.message}"
+        assert result.entries == want, savepoint
+
+
 #: Flink SQL's window accumulators after the queries also select MAX(x) (spec sql_window_version 2):
 #: MAX's accumulator joins the end of the row. RowData snapshots record no field names (f0, f1 ...).
 SQL_EVOLVED = "ROW<f0 BIGINT, f1 BIGINT, top BIGINT>"
