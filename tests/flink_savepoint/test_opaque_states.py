@@ -158,6 +158,27 @@ def test_an_unknown_key_serializer_is_carried_its_map_entries_whole(tmp_path: Pa
         rescale_flink_savepoint(str(sp), tmp_path / "rescaled", uid, max_parallelism=256)
 
 
+def test_an_unknown_key_before_a_fixed_namespace_and_user_key_still_splits(tmp_path: Path) -> None:
+    """Under an opaque key a map state whose namespace and user key both have a fixed length (a
+    ``Long`` user key in the void namespace) still splits: the key is what precedes them."""
+    import pyarrow as pa
+
+    from statemorph.engine.bootstrap import StateData, write_flink_savepoint
+
+    sp = tmp_path / "sp"
+    data = pa.table({"key": [1, 2, 2], "user_key": [10, 20, 30], "value": ["a", "b", None]})
+    write_flink_savepoint(sp, operator="op", key_serializer=S.IntSerializer(), states={
+        "m": StateData(data, S.StringSerializer(), kind="map", user_key_serializer=S.LongSerializer())})
+    old = b"org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot"
+    new = b"com.example.keys.OrderKeySerializer$OrderKeySerializerSnapshot".ljust(len(old), b"X")
+    (sp / "_metadata").write_bytes((sp / "_metadata").read_bytes().replace(old, new))
+    rows = read_flink_state_table(sp, "op", "m", decode=False)
+    assert rows.schema.names == ["key_group", "key", "namespace", "user_key", "value"]
+    want = [(S.IntSerializer().to_bytes(k), b"\x00", S.LongSerializer().to_bytes(u))
+            for k, u in ((1, 10), (2, 20), (2, 30))]
+    assert sorted((r["key"], r["namespace"], r["user_key"]) for r in rows.to_pylist()) == sorted(want)
+
+
 @pytest.mark.parametrize("case", ALL, ids=[c.name for c in ALL])
 def test_the_schema_file_of_a_savepoint_is_a_no_op(case: Path, tmp_path: Path) -> None:
     status, text, _ = _cli("schema", str(case / "savepoint"))
