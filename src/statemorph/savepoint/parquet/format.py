@@ -226,11 +226,14 @@ class SavepointMetadata:
     flink: FlinkExtras | None = None
 
     def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
-        """The key serializer's snapshot; an opaque one (Kryo, a user class) is an
-        :class:`UnsupportedStateError`, one that cannot be read a :class:`SavepointError`."""
+        """The key serializer's snapshot. In a savepoint converted from Flink a snapshot of a class
+        statemorph does not know (Kryo, a user class) is Flink's opaque key, an
+        :class:`UnsupportedStateError`; any other that cannot be read is a :class:`SavepointError`."""
         try:
             return read_versioned_snapshot(self.key_serializer, registry)
         except UnknownSnapshotError as e:
+            if self.flink is None:
+                raise SavepointError(f"the key serializer snapshot in {METADATA_FILE} cannot be read: {e}") from e
             raise UnsupportedStateError(
                 f"unsupported state: the key serializer is {opaque_type(self.key_serializer)}, which statemorph "
                 f"cannot decode; the keys are carried over byte for byte but cannot be read decoded or changed") from e
