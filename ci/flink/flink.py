@@ -341,8 +341,9 @@ def window_generate(pairs: list[tuple[Path, Path]]) -> None:
 
 def window_restore(items: list[tuple[Path, Path]], pojo: int = 1) -> list[RestoreResult]:
     """Start the window job of each (savepoint, spec) from the savepoint with version ``pojo`` of
-    the accumulator class, send one more record per key and end the input; ``entries`` are the
-    windows that fired, as expected.json has them. One JVM for the batch."""
+    the accumulator class, send one more record per key (to the first ``window_probe_keys`` keys
+    when the spec says so: the others' windows fire from their restored timers alone) and end the
+    input; ``entries`` are the windows that fired, as expected.json has them. One JVM for the batch."""
     return _restore_batch(items, WINDOW_PROGRAM, pojo=pojo)
 
 

@@ -282,3 +282,18 @@ def test_value_bytes_flag_only_on_converted_list_states(good, version, state, ma
     rewrite_meta(good, mark)
     with pytest.raises(SavepointError, match=match):
         read_metadata(good)
+
+
+@pytest.mark.parametrize(("version", "state", "match"), [
+    (1, 0, "need format version 2"),  # whole-key rows exist only in converted (version 2) savepoints
+    (2, 0, "only for map state"),  # 'v' is value state
+    (2, 1, "only for map state"),  # 'l' is list state
+])
+def test_key_bytes_flag_only_on_converted_map_states(good, version, state, match):
+    def mark(d):
+        d["format_version"] = version
+        d["states"][state]["key_bytes"] = True
+
+    rewrite_meta(good, mark)
+    with pytest.raises(SavepointError, match=match):
+        read_metadata(good)

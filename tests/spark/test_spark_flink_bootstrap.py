@@ -25,7 +25,8 @@ def _states(data: dict[str, pa.Table]) -> dict[str, StateData]:
     return {"count": StateData(data["count"], S.LongSerializer()),
             "recent": StateData(data["recent"], S.LongSerializer(), kind="list", ttl=True),
             "totals": StateData(data["totals"], S.StringSerializer(), kind="map",
-                                user_key_serializer=S.IntSerializer())}
+                                user_key_serializer=S.IntSerializer()),
+            "_timer_state/event_user-timers": StateData(data["timers"], None, kind="timers")}
 
 
 def test_spark_bootstrap_and_rescale_equal_local(spark, tmp_path):
@@ -37,6 +38,7 @@ def test_spark_bootstrap_and_rescale_equal_local(spark, tmp_path):
                             "ttl_timestamp": pa.array([1_700_000_000_000 + i for i in range(2 * N)], pa.int64())}),
         "totals": pa.table({"key": keys, "user_key": pa.array(range(N), pa.int32()),
                             "value": [None if i % 5 == 0 else f"v{i}" for i in range(N)]}),
+        "timers": pa.table({"key": keys, "timestamp": pa.array([1_700_000_000_000 - i for i in range(N)], pa.int64())}),
     }
     frames = {n: spark.createDataFrame(t) for n, t in data.items()}
     kw = {"operator": "op", "key_serializer": S.StringSerializer(), "max_parallelism": 64, "parallelism": 3,
@@ -44,7 +46,7 @@ def test_spark_bootstrap_and_rescale_equal_local(spark, tmp_path):
     local = write_flink_savepoint(tmp_path / "local", states=_states(data), **kw)
     dist = write_flink_savepoint(tmp_path / "spark", states=_states(frames), tasks=7, **kw)
     assert (local.engine, dist.engine) == ("local", "spark")
-    assert dist.per_subtask == local.per_subtask and sum(local.per_subtask.values()) == 3 * N
+    assert dist.per_subtask == local.per_subtask and sum(local.per_subtask.values()) == 4 * N
     assert _streams(tmp_path / "spark", "op") == _streams(tmp_path / "local", "op")
     assert not (tmp_path / "spark" / ".parts").exists()
 

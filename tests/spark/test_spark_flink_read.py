@@ -111,3 +111,16 @@ def test_window_state_and_window_timers_with_the_window_columns(spark, case):
         got = df.toArrow()
         assert got.num_rows == local.num_rows > 0
         assert _canon(got.to_pylist()) == _canon(local.to_pylist()), (case, op, state)
+
+
+@pytest.mark.parametrize("case", ["sql-windows-hashmap-p2", "sql-windows-rocksdb-p2"])
+def test_flink_sql_window_tvf_state_has_its_window_end(spark, case):
+    """A Flink SQL window-TVF aggregate (ci/flink SqlWindowJobs) keeps its accumulators and timers
+    under the window's end, a BIGINT namespace: on Spark as locally, ``window_end`` beside it."""
+    path = SAVEPOINTS / case / "savepoint"
+    for state in ("window-aggs", "_timer_state/event_window-timers"):
+        local = read_flink_state_table(path, "11_global-window-aggregate", state)
+        df = read_state(spark, path, state, operator="11_global-window-aggregate", flatten=False, tasks=3)
+        assert df.columns == local.schema.names and "window_end" in df.columns, state
+        assert {r["window_end"] for r in df.select("window_end").collect()} == {1_700_000_100_000}
+        assert _canon(df.toArrow().to_pylist()) == _canon(local.to_pylist()), state

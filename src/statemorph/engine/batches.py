@@ -336,19 +336,24 @@ class StateEncoder:
     windows), any other namespace from the ``namespace`` column (typed values of the serializer,
     or the serialized bytes as a table read from a savepoint has them); the one global window
     needs no column. Reducing and aggregating state store one value per key
-    and namespace, like value state.
+    and namespace, like value state. A timer queue (``kind="timers"``, Flink savepoints only)
+    has no value: each row is one timer, its time from the ``timestamp`` column.
     """
 
     def __init__(self, key_serializer: Any, value_serializer: Any, *, max_parallelism: int,
                  kind: str = "value", key: str = "key", value: str | list[str] = "value",
                  user_key_serializer: Any = None, user_key: str = "user_key", index: str = "index",
-                 threads: int = 1, namespace_serializer: Any = None, namespace: str = "namespace") -> None:
-        if kind not in ENCODED_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(ENCODED_KINDS)}, got {kind!r}")
+                 threads: int = 1, namespace_serializer: Any = None, namespace: str = "namespace",
+                 timestamp: str = "timestamp") -> None:
+        if kind not in (*ENCODED_KINDS, TIMERS):
+            raise ValueError(f"kind must be one of {', '.join((*ENCODED_KINDS, TIMERS))}, got {kind!r}")
         if (kind == "map") != (user_key_serializer is not None):
             raise ValueError("a user key serializer is required for map state and only for it")
+        if (kind == TIMERS) != (value_serializer is None):
+            raise ValueError("a value serializer is required for every state but a timer queue, which has none")
         self.key_ser = snapshot_bytes(key_serializer)
-        self.value_ser = snapshot_bytes(value_serializer)
+        self.value_ser = snapshot_bytes(value_serializer) if value_serializer is not None else None
+        self.timestamp_col = timestamp
         self.user_key_ser = snapshot_bytes(user_key_serializer) if user_key_serializer is not None else None
         self.namespace_ser = snapshot_bytes(namespace_serializer) if namespace_serializer is not None else None
         self.namespace_col = namespace
@@ -369,6 +374,8 @@ class StateEncoder:
         return local if local is not None else _serializer(data)
 
     def output_schema(self) -> pa.Schema:
+        if self.kind == TIMERS:
+            return TIMERS_SCHEMA
         return state_schema("value" if self.kind in ("reducing", "aggregating") else self.kind)
 
     def _value_array(self, batch: pa.RecordBatch) -> pa.Array:
@@ -393,11 +400,22 @@ class StateEncoder:
                                              self._ser("user_key", self.user_key_ser), threads=self.threads)
         if self.kind == "list":
             cols["index"] = batch.column(self.index_col).cast(pa.int32())
-        cols["value"] = encode_column(self._value_array(batch), self._ser("value", self.value_ser),
-                                      threads=self.threads)
+        if self.value_ser is None:  # a timer queue
+            cols["timestamp"] = self._timestamps(batch)
+        else:
+            cols["value"] = encode_column(self._value_array(batch), self._ser("value", self.value_ser),
+                                          threads=self.threads)
         schema = self.output_schema()
         arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def _timestamps(self, batch: pa.RecordBatch) -> pa.Array:
+        if self.timestamp_col not in batch.schema.names:
+            raise UsageError(f"a timer queue's rows need their time, the column {self.timestamp_col!r}")
+        col = batch.column(self.timestamp_col)
+        if col.null_count:
+            raise UsageError(f"column {self.timestamp_col!r} has nulls: every timer needs its time")
+        return col.cast(pa.int64())
 
     def _namespaces(self, batch: pa.RecordBatch) -> pa.Array:
         ser = VoidNamespaceSerializer() if self.namespace_ser is None else self._ser("namespace", self.namespace_ser)
@@ -432,6 +450,13 @@ def _raw_namespaces(col: pa.Array | pa.ChunkedArray, length: int, name: str) -> 
 
 
 ENCODED_KINDS = ("value", "list", "map", "reducing", "aggregating")
+TIMERS = "timers"
+"""The kind of a timer queue: written only into Flink savepoints (bootstrap), never a state of
+the Parquet form's own writers."""
+TIMERS_SCHEMA = pa.schema([pa.field("key_group", pa.int32(), nullable=False),
+                           pa.field("key", pa.binary(), nullable=False),
+                           pa.field("namespace", pa.binary(), nullable=False),
+                           pa.field("timestamp", pa.int64(), nullable=False)])
 """The state kinds :class:`StateEncoder` writes (Flink's descriptor types)."""
 
-__all__ += ["ENCODED_KINDS", "StateDecoder", "StateEncoder"]
+__all__ += ["ENCODED_KINDS", "TIMERS", "TIMERS_SCHEMA", "StateDecoder", "StateEncoder"]

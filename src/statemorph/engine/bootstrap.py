@@ -41,6 +41,7 @@ from ..savepoint.flink.assemble import (
     new_keyed_header,
     new_metadata,
     new_state_meta,
+    new_timer_meta,
     parse_stream_part,
     state_value_snapshot,
     subtask_of,
@@ -53,7 +54,7 @@ from ..savepoint.flink.rewrite import carry_files
 from ..serializers import LongSerializer
 from ..types import RowType
 from ..typeutils import write_versioned_snapshot
-from .batches import ENCODED_KINDS, StateEncoder
+from .batches import ENCODED_KINDS, TIMERS, StateEncoder
 
 
 @dataclass
@@ -70,7 +71,15 @@ class StateData:
     ``namespace_serializer`` puts the state in a namespace other than VoidNamespace, such as a
     window operator's windows (``TimeWindowSerializer``: the ``window_start`` / ``window_end``
     columns; ``GlobalWindowSerializer``: no column); other fixed-length namespaces come from the
-    ``namespace`` column."""
+    ``namespace`` column.
+
+    ``kind="timers"`` writes a timer queue (``value_serializer`` None): one timer per row, at the
+    ``timestamp`` column's time (epoch milliseconds), for the row's key and namespace. Its name
+    is the one Flink gives it, ``_timer_state/event_<service>`` or
+    ``_timer_state/processing_<service>`` (a window operator's service is ``window-timers``, a
+    process function's ``user-timers``); a window operator fires a window whose end-of-window
+    timer (at ``window_end - 1``, in the window's namespace) is restored, with or without new
+    records for its key."""
 
     data: Any
     value_serializer: Any
@@ -84,6 +93,7 @@ class StateData:
     ttl_timestamp: str = "ttl_timestamp"
     namespace_serializer: Any = None
     namespace: str = "namespace"
+    timestamp: str = "timestamp"
 
 
 @dataclass
@@ -155,9 +165,10 @@ class _EncodeAndTag:
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         enc = self.encoder
-        key_ser, value_ser = enc._ser("key", enc.key_ser), enc._ser("value", enc.value_ser)
+        key_ser = enc._ser("key", enc.key_ser)
         check_row_fields(batch.schema.field(enc.key_col).type, getattr(key_ser, "row_type", None), "key column")
-        if isinstance(enc.value_cols, str):
+        if enc.value_ser is not None and isinstance(enc.value_cols, str):
+            value_ser = enc._ser("value", enc.value_ser)
             check_row_fields(batch.schema.field(enc.value_cols).type, getattr(value_ser, "row_type", None),
                              f"value column {enc.value_cols!r}")
         out = enc(batch)
@@ -286,21 +297,32 @@ def write_metadata(directory: str | os.PathLike[str], meta: CheckpointMetadata) 
 
 def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compression: bool) -> bytes:
     ttl = write_versioned_snapshot(LongSerializer().snapshot_configuration())
+    key = write_versioned_snapshot(flink_snapshot(key_serializer))
     metas = []
     for name, sd in states.items():
-        if sd.kind not in ENCODED_KINDS:
-            raise UsageError(f"state {name!r}: kind must be one of {', '.join(ENCODED_KINDS)}, got {sd.kind!r}")
+        if sd.kind not in (*ENCODED_KINDS, TIMERS):
+            raise UsageError(f"state {name!r}: kind must be one of {', '.join((*ENCODED_KINDS, TIMERS))}, "
+                             f"got {sd.kind!r}")
         ns = sd.namespace_serializer if sd.namespace_serializer is not None else VoidNamespaceSerializer()
         if ns.get_length() < 0:  # composite keys would need Flink's length suffixes
             raise UsageError(f"state {name!r}: a bootstrapped namespace must have a fixed length, "
                              f"{type(ns).__name__}'s does not")
         namespace = write_versioned_snapshot(flink_snapshot(ns))
+        if sd.kind == TIMERS:
+            if sd.ttl or sd.user_key_serializer is not None or sd.value_serializer is not None:
+                raise UsageError(f"timer queue {name!r} has no value, user key or TTL")
+            try:
+                metas.append(new_timer_meta(name, key, namespace))
+            except FlinkSavepointError as e:
+                raise UsageError(str(e)) from None
+            continue
+        if sd.value_serializer is None:
+            raise UsageError(f"state {name!r}: a {sd.kind} state needs its value serializer")
         user_key = (write_versioned_snapshot(flink_snapshot(sd.user_key_serializer))
                     if sd.user_key_serializer is not None else None)
         top = state_value_snapshot(sd.kind, write_versioned_snapshot(flink_snapshot(sd.value_serializer)),
                                    user_key, ttl if sd.ttl else None)
         metas.append(new_state_meta(name, sd.kind, top, namespace))
-    key = write_versioned_snapshot(flink_snapshot(key_serializer))
     return write_keyed_header(new_keyed_header(key, metas, compression))
 
 
@@ -348,7 +370,8 @@ def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_ser
                 enc = StateEncoder(key_serializer, sd.value_serializer, max_parallelism=max_parallelism,
                                    kind=sd.kind, key=sd.key, value=sd.value, user_key_serializer=sd.user_key_serializer,
                                    user_key=sd.user_key, index=sd.index, threads=threads,
-                                   namespace_serializer=sd.namespace_serializer, namespace=sd.namespace)
+                                   namespace_serializer=sd.namespace_serializer, namespace=sd.namespace,
+                                   timestamp=sd.timestamp)
                 taggers.append((sd, _EncodeAndTag(enc, RowTagger(sid, max_parallelism, parallelism),
                                                   sd.ttl_timestamp if sd.ttl else None, now)))
             if spark is None:

@@ -47,7 +47,7 @@ from ..savepoint.flink.keyed_header import (
     parse_keyed_header,
 )
 from ..savepoint.flink.keyed_writer import KeyedStreamWriter, entries_from_batch
-from ..savepoint.flink.layout import StateLayout, whole_values
+from ..savepoint.flink.layout import StateLayout, whole_keys, whole_values
 from ..savepoint.flink.metadata import (
     METADATA_FILE_NAME,
     CheckpointMetadata,
@@ -148,6 +148,7 @@ def flink_to_parquet(src: str | os.PathLike[str], dst: str | os.PathLike[str], *
                         key_serializer=stream.header.key_serializer.raw,
                         operator=op.uid or op.uid_hash, flink_kind=flink_kind, ttl=ttl and flink_kind != "timers",
                         whole_values=whole_values(m),
+                        whole_keys=whole_keys(m, stream.header.key_serializer),
                     )
             _empty_keyed_streams(sp, skeleton.operators[oi], keyed_files)
         for op, m, out in kept.values():

@@ -19,7 +19,7 @@ from ..bulk import PreparedMigration
 from ..errors import SavepointError
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema
 from ..savepoint.flink.description import describe_operators, find_keyed_operator
-from ..savepoint.flink.layout import whole_values
+from ..savepoint.flink.layout import whole_keys, whole_values
 from ..savepoint.flink.migrate_stream import ValueMigration
 from ..savepoint.storage import Location
 from ..typeutils import SnapshotRegistry, TypeSerializer, TypeSerializerSnapshot
@@ -78,10 +78,12 @@ class _StateRead:
     """A list of a type statemorph does not read: one ``value_bytes`` row per key (layout.whole_values)."""
     decoders: dict[str, Any]
     namespace: Any = None
+    whole_keys: bool = False
+    """A map under a key statemorph cannot delimit: ``key_bytes`` and ``value_bytes`` (layout.whole_keys)."""
 
     def schema(self) -> pa.Schema:
         """The binary schema of the state's batches (before decoding)."""
-        return flink_state_schema(self.kind, self.ttl, self.whole_values)
+        return flink_state_schema(self.kind, self.ttl, self.whole_values, self.whole_keys)
 
     def decoded(self, batch: pa.RecordBatch, threads: int) -> pa.RecordBatch:
         """``batch`` with each column that has a decoder replaced by its typed column, and the
@@ -110,7 +112,8 @@ def _state_read(sp: FlinkSavepoint, operator: str, state: str, decode: bool,
         raise SavepointError(f"{op.label} has no keyed state {state!r} (states: "
                              f"{', '.join(repr(n) for n in [*op.states, *timers]) or 'none'})")
     meta = op.states[state].meta if state in op.states else timers[state]
-    read = _StateRead(meta.kind, meta.ttl, whole_values(meta), {})
+    read = _StateRead(meta.kind, meta.ttl, whole_values(meta), {},
+                      whole_keys=whole_keys(meta, op.header.key_serializer))
     if decode:
         read.decoders["key"] = op.key_snapshot(registry).restore_serializer()
         if not meta.is_timers:

@@ -123,7 +123,8 @@ def add_planned_state(w: SavepointWriter, plan: StatePlan) -> StateWriter:
                        user_key_serializer=plan.user_key_snapshot,
                        key_serializer=m.snapshot_bytes("key_serializer"),
                        operator=getattr(m, "operator", None), flink_kind=getattr(m, "flink_kind", None),
-                       ttl=bool(getattr(m, "ttl", False)), whole_values=bool(getattr(m, "whole_values", False)))
+                       ttl=bool(getattr(m, "ttl", False)), whole_values=bool(getattr(m, "whole_values", False)),
+                       whole_keys=bool(getattr(m, "whole_keys", False)))
 
 
 def open_writer(dst: str | os.PathLike[str], plan: RewritePlan) -> SavepointWriter:

@@ -253,7 +253,7 @@ def _plan_key(metadata: Any, key_serializer: TypeSerializer[Any], registry: Snap
     try:
         old_key = metadata.key_snapshot(registry)
         reconfigured = resolve_key_serializer(old_key, key_serializer) is not key_serializer
-    except (SavepointError, StateMigrationError) as e:
+    except (SavepointError, StateMigrationError, UnsupportedStateError) as e:
         return StatePlan("<key>", "key", INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)])
     outcome = Outcome.RECONFIGURED if reconfigured else Outcome.AS_IS
     return StatePlan("<key>", "key", COPY, outcome)
@@ -264,9 +264,12 @@ def _default_snapshot_bytes(serializer: TypeSerializer[Any]) -> bytes:
 
 
 def _check_key_snapshot(metadata: Any, registry: SnapshotRegistry | None) -> StatePlan | None:
-    """None when the savepoint's key serializer snapshot reads; else an incompatible ``<key>``."""
+    """None when the savepoint's key serializer snapshot reads, or is opaque (Kryo, a user class:
+    the keys are carried as they are, like an opaque state's values); else an incompatible ``<key>``."""
     try:
         metadata.key_snapshot(registry)
+    except UnsupportedStateError:
+        return None
     except SavepointError as e:
         return StatePlan("<key>", "key", INCOMPATIBLE, Outcome.INCOMPATIBLE, [str(e)])
     return None

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import arrow
-from ..errors import FlinkSavepointError, UsageError
+from ..errors import FlinkSavepointError, UnsupportedStateError, UsageError
 from ..keyed.keygroups import check_max_parallelism, has_java_hash
 from ..savepoint.files import StagedDirectory, output_error
 from ..savepoint.flink import FlinkSavepoint
@@ -92,8 +92,9 @@ def _check(sp: FlinkSavepoint, op: OperatorState, max_parallelism: int, parallel
     if header is None or names is None:
         raise FlinkSavepointError(f"{op.label()} has no keyed state")
     if key_snapshot.parsed is None:
-        raise FlinkSavepointError(f"{op.label()}: its key serializer snapshot {key_snapshot.class_name} is not one "
-                                  f"statemorph reads, so its keys' key groups cannot be computed")
+        raise UnsupportedStateError(f"{op.label()}: unsupported state: its key serializer snapshot "
+                                    f"{key_snapshot.class_name} is not one statemorph reads, so its keys' key groups "
+                                    f"cannot be computed")
     key_serializer = key_snapshot.parsed.restore_serializer()
     if not has_java_hash(key_serializer):
         raise FlinkSavepointError(

@@ -1,5 +1,13 @@
-"""Window namespaces as table columns: ``window_start`` / ``window_end`` (time windows) or
-``window_id`` (Flink SQL count windows), decoded from a state's binary ``namespace`` column.
+"""Window namespaces as table columns: ``window_start`` / ``window_end`` (time windows),
+``window_end`` alone (Flink SQL window-TVF operators) or ``window_id`` (Flink SQL count windows),
+decoded from a state's binary ``namespace`` column.
+
+Flink SQL's window table functions (window aggregates, joins, ranks and deduplications) keep
+their state and timers under a ``Long`` namespace: the end of the window, or of the slice for
+HOP / CUMULATE windows, whose accumulators Flink keeps per slice (``SliceAssigner``); for a
+``TIMESTAMP_LTZ`` time attribute it is in the session time zone's wall-clock milliseconds (epoch
+milliseconds under UTC). Nothing else in Flink keys state by a ``Long`` namespace, so a
+``LongSerializer`` namespace reads as ``window_end``.
 
 Window state (window contents, trigger state, window timers) is keyed by (key, window); a table of
 it is only useful when the window can be seen and filtered on. The raw ``namespace`` column stays
@@ -17,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import MalformedDataError, UsageError
+from ..serializers.primitives import LongSerializer
 from ..serializers.windows import TIME_WINDOW_SERIALIZERS, CountWindowSerializer
 from .entries import COL_NAMESPACE
 
@@ -31,6 +40,8 @@ def window_column_names(namespace_serializer: Any) -> list[str]:
         return [WINDOW_START, WINDOW_END]
     if isinstance(namespace_serializer, CountWindowSerializer):
         return [WINDOW_ID]
+    if type(namespace_serializer) is LongSerializer:  # a window-TVF operator's window end
+        return [WINDOW_END]
     return []
 
 

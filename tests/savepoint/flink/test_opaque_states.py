@@ -33,12 +33,17 @@ from savepoint.flink.flink_cases import (
 from statemorph import serializers as S
 from statemorph.cli.main import main
 from statemorph.engine.flink import read_flink_state_table
+from statemorph.engine.rescale import rescale_flink_savepoint
 from statemorph.errors import ExitCode, UnsupportedStateError
 from statemorph.schema_file import datastream_serializer, parse_schema, serializer_for
 from statemorph.types import parse_type
 
 CASES = [SAVEPOINTS / "opaque-hashmap-p1", SAVEPOINTS / "opaque-rocksdb-p2"]
 IDS = [c.name for c in CASES]
+#: The same job keyed by a Kryo key (ci/flink KryoKey: an int and a string, no no-arg constructor).
+KEY_CASES = [SAVEPOINTS / "opaque-kryokey-hashmap-p2", SAVEPOINTS / "opaque-kryokey-rocksdb-p2"]
+KEY_IDS = [c.name for c in KEY_CASES]
+RESTORED = CASES + KEY_CASES
 SESSION = "RAW('savepoints.OpaqueJobs$Session')"
 ALL = every_committed_case()
 
@@ -81,6 +86,39 @@ def test_reading_the_kryo_state_decoded_is_unsupported_and_its_bytes_still_read(
     assert sorted(r["value"]["f1"] for r in pair) == list(range(20, 30))
 
 
+@pytest.mark.parametrize("case", KEY_CASES, ids=KEY_IDS)
+def test_a_kryo_key_keeps_its_map_entries_whole_and_splits_every_other_state(case: Path, tmp_path: Path) -> None:
+    """Under a Kryo key a map state's user key follows key and namespace with no length, so its
+    entries are kept whole (``key_bytes``: key, namespace and user key after the key-group prefix;
+    ``value_bytes``); every other state still splits (the void namespace is one byte: the key is
+    what precedes it). The layout holds: each ``key_bytes`` is the key the value states read, the
+    void namespace, then the user key's bytes. Converted to the Parquet form and back, the entries
+    are the same; decoding is refused as unsupported."""
+    sp = case / "savepoint"
+    assert _states(case)["lists"]["key_type"] == "RAW('savepoints.KryoKey')"
+    keys = {r["key_group"]: r["key"] for r in read_flink_state_table(sp, "opaque", "session", decode=False).to_pylist()}
+    lists = read_flink_state_table(sp, "opaque", "lists", decode=False)
+    assert lists.schema.names == ["key_group", "key_bytes", "value_bytes"] and lists.num_rows == case_spec(case)["keys"]
+    for row in lists.to_pylist():
+        key = keys[row["key_group"]]
+        assert row["key_bytes"][:len(key) + 1] == key + b"\x00", row
+        assert S.StringSerializer().from_bytes(row["key_bytes"][len(key) + 1:]) in ("r0", "r1")
+    with pytest.raises(UnsupportedStateError, match="unsupported state"):
+        read_flink_state_table(sp, "opaque", "lists")
+    for args in (("convert", "--out", str(tmp_path / "pq"), str(sp)),
+                 ("convert", "--out", str(tmp_path / "back"), str(tmp_path / "pq"))):
+        status, _, err = _cli(*args)
+        assert status == 0, (args, err)
+    meta = json.loads((tmp_path / "pq" / "_metadata.json").read_text(encoding="utf-8"))
+    assert next(s for s in meta["states"] if s["name"] == "opaque/lists").get("key_bytes") is True
+    for state in ("lists", "session", "visits", "events"):
+        before, after = (read_flink_state_table(p, "opaque", state, decode=False).to_pylist()
+                         for p in (sp, tmp_path / "back"))
+        assert sorted(before, key=str) == sorted(after, key=str), state
+    with pytest.raises(UnsupportedStateError, match="key groups cannot be computed"):
+        rescale_flink_savepoint(str(sp), tmp_path / "rescaled", "opaque", max_parallelism=256)
+
+
 @pytest.mark.parametrize(("table", "fragment"), [
     ('type = "ROW<id STRING>"', "unsupported state"),
     ('type = "RAW(\'com.acme.Other\')"\nserializer = "opaque"', "cannot migrate"),
@@ -93,9 +131,11 @@ def test_migrating_the_kryo_state_is_refused_as_unsupported(tmp_path: Path, tabl
     assert fragment in err
 
 
-def test_keys_an_unknown_serializer_cannot_delimit_are_unsupported_not_damage(tmp_path: Path) -> None:
-    """A key serializer statemorph does not know, in front of a map state's user key, cannot be
-    told apart from it: converting is refused as unsupported (7), not as a damaged savepoint (4)."""
+def test_an_unknown_key_serializer_is_carried_its_map_entries_whole(tmp_path: Path) -> None:
+    """A key serializer statemorph does not know (here an int key's snapshot renamed to a user
+    class): every state converts and converts back to the same entries; the map states' user keys
+    cannot be told apart from such a key, so their entries are whole (``key_bytes``); reading
+    them decoded is unsupported (7), not a damaged savepoint (4), and so is a rescale."""
     import shutil
 
     sp = tmp_path / "sp"
@@ -103,9 +143,40 @@ def test_keys_an_unknown_serializer_cannot_delimit_are_unsupported_not_damage(tm
     old = b"org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot"
     new = b"com.example.keys.OrderKeySerializer$OrderKeySerializerSnapshot".ljust(len(old), b"X")
     (sp / "_metadata").write_bytes((sp / "_metadata").read_bytes().replace(old, new))
-    status, _, err = _cli("convert", "--out", str(tmp_path / "pq"), str(sp))
-    assert status == ExitCode.UNSUPPORTED, err
-    assert "unsupported state" in err and "OrderKeySerializer" in err and not (tmp_path / "pq").exists()
+    for args in (("convert", "--out", str(tmp_path / "pq"), str(sp)),
+                 ("convert", "--out", str(tmp_path / "back"), str(tmp_path / "pq"))):
+        status, _, err = _cli(*args)
+        assert status == 0, (args, err)
+    uid = case_spec(SAVEPOINTS / "kinds-hashmap-p1")["uid"]
+    for state in ("totals", "ttl_totals", "events", "recent", "_timer_state/event_user-timers"):
+        before, after = (read_flink_state_table(p, uid, state, decode=False) for p in (sp, tmp_path / "back"))
+        assert ("key_bytes" in before.schema.names) == state.endswith("totals"), state
+        assert sorted(before.to_pylist(), key=str) == sorted(after.to_pylist(), key=str), state
+    with pytest.raises(UnsupportedStateError, match="OrderKeySerializer"):
+        read_flink_state_table(sp, uid, "totals")
+    with pytest.raises(UnsupportedStateError, match="OrderKeySerializer"):
+        rescale_flink_savepoint(str(sp), tmp_path / "rescaled", uid, max_parallelism=256)
+
+
+def test_an_unknown_key_before_a_fixed_namespace_and_user_key_still_splits(tmp_path: Path) -> None:
+    """Under an opaque key a map state whose namespace and user key both have a fixed length (a
+    ``Long`` user key in the void namespace) still splits: the key is what precedes them."""
+    import pyarrow as pa
+
+    from statemorph.engine.bootstrap import StateData, write_flink_savepoint
+
+    sp = tmp_path / "sp"
+    data = pa.table({"key": [1, 2, 2], "user_key": [10, 20, 30], "value": ["a", "b", None]})
+    write_flink_savepoint(sp, operator="op", key_serializer=S.IntSerializer(), states={
+        "m": StateData(data, S.StringSerializer(), kind="map", user_key_serializer=S.LongSerializer())})
+    old = b"org.apache.flink.api.common.typeutils.base.IntSerializer$IntSerializerSnapshot"
+    new = b"com.example.keys.OrderKeySerializer$OrderKeySerializerSnapshot".ljust(len(old), b"X")
+    (sp / "_metadata").write_bytes((sp / "_metadata").read_bytes().replace(old, new))
+    rows = read_flink_state_table(sp, "op", "m", decode=False)
+    assert rows.schema.names == ["key_group", "key", "namespace", "user_key", "value"]
+    want = [(S.IntSerializer().to_bytes(k), b"\x00", S.LongSerializer().to_bytes(u))
+            for k, u in ((1, 10), (2, 20), (2, 30))]
+    assert sorted((r["key"], r["namespace"], r["user_key"]) for r in rows.to_pylist()) == sorted(want)
 
 
 @pytest.mark.parametrize("case", ALL, ids=[c.name for c in ALL])
@@ -152,13 +223,12 @@ def test_nullable_wrappers_flink_records_are_kept_by_the_printed_type() -> None:
 def _write(case: Path, root: Path) -> dict[str, Path]:
     """The savepoints statemorph writes from ``case``: converted there and back, rewritten with a
     schema naming no state, migrated to the evolved Events type, and rescaled (max parallelism 256,
-    parallelism 1: every key's entries re-assigned, the opaque ones carried)."""
-    from statemorph.engine.rescale import rescale_flink_savepoint
-
+    parallelism 1: every key's entries re-assigned, the opaque ones carried; not under a Kryo key)."""
     src = str(case / "savepoint")
     out = {k: root / f"{case.name}-{k}" for k in ("parquet", "converted", "plain", "migrated", "rescaled",
                                                   "parquet-migrated", "migrated-via-parquet")}
-    rescale_flink_savepoint(src, out["rescaled"], "opaque", max_parallelism=256, parallelism=1)
+    if case not in KEY_CASES:  # a Kryo key has no key group statemorph can compute
+        rescale_flink_savepoint(src, out["rescaled"], "opaque", max_parallelism=256, parallelism=1)
     empty, evolved, in_parquet = root / "empty.toml", root / "evolved.toml", root / "evolved-parquet.toml"
     empty.write_text("", encoding="utf-8")
     evolved.write_text(f'[operators.opaque.states.events]\ntype = "{EVOLVED_EVENTS}"\n', encoding="utf-8")
@@ -183,7 +253,7 @@ def _write(case: Path, root: Path) -> dict[str, Path]:
 def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
     root = tmp_path_factory.mktemp("opaque")
     items, keys, evolved_items, evolved_keys = [], [], [], []
-    for case in CASES:
+    for case in RESTORED:
         written = _write(case, root)
         for kind in ("converted", "plain"):
             items.append((written[kind], case / "spec.json"))
@@ -191,12 +261,15 @@ def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -
         for kind in ("migrated", "migrated-via-parquet"):
             evolved_items.append((written[kind], case / "spec.json"))
             evolved_keys.append((case.name, kind))
-        # the Kryo states are carried byte for byte by every writer
-        for state in ("session", "visits"):
+        # the Kryo states (and, under a Kryo key, the whole map entries) are carried byte for byte by every writer
+        rewritten = ("converted", "plain", "migrated", "migrated-via-parquet")
+        for state in ("session", "visits", "lists") if case in KEY_CASES else ("session", "visits"):
             before = read_flink_state_table(case / "savepoint", "opaque", state, decode=False).drop(["key_group"])
-            for kind in ("converted", "plain", "migrated", "rescaled", "migrated-via-parquet"):
+            for kind in rewritten if case in KEY_CASES else (*rewritten, "rescaled"):
                 after = read_flink_state_table(written[kind], "opaque", state, decode=False).drop(["key_group"])
                 assert sorted(after.to_pylist(), key=str) == sorted(before.to_pylist(), key=str), (case.name, kind)
+        if case in KEY_CASES:
+            continue
         rescaled_spec = root / f"{case.name}-rescaled.json"
         rescaled_spec.write_text(json.dumps({**json.loads((case / "spec.json").read_text(encoding="utf-8")),
                                              "max_parallelism": 256, "parallelism": 1}), encoding="utf-8")
@@ -207,9 +280,11 @@ def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -
     return dict(zip(keys + evolved_keys, results, strict=True))
 
 
+WRITTEN = [(c, k) for c in RESTORED for k in ("converted", "plain", "rescaled") if k != "rescaled" or c in CASES]
+
+
 @pytest.mark.java
-@pytest.mark.parametrize("kind", ["converted", "plain", "rescaled"])
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize(("case", "kind"), WRITTEN, ids=[f"{c.name}-{k}" for c, k in WRITTEN])
 def test_flink_restores_the_converted_rewritten_and_rescaled_savepoint(
     case: Path, kind: str, restored: dict[tuple[str, str], Any], real_flink: ModuleType
 ) -> None:
@@ -220,7 +295,7 @@ def test_flink_restores_the_converted_rewritten_and_rescaled_savepoint(
 
 @pytest.mark.java
 @pytest.mark.parametrize("kind", ["migrated", "migrated-via-parquet"])
-@pytest.mark.parametrize("case", CASES, ids=IDS)
+@pytest.mark.parametrize("case", RESTORED, ids=[c.name for c in RESTORED])
 def test_flink_restores_the_events_migration_with_the_kryo_states_carried(
     case: Path, kind: str, restored: dict[tuple[str, str], Any], real_flink: ModuleType
 ) -> None:

@@ -23,7 +23,7 @@ from savepoint.flink.flink_cases import case_spec, sql_window_cases, window_case
 
 from statemorph.engine import convert_savepoint
 from statemorph.engine.bootstrap import StateData, write_flink_savepoint
-from statemorph.engine.flink import plan_flink_savepoint
+from statemorph.engine.flink import plan_flink_savepoint, read_flink_state_table
 from statemorph.engine.rescale import rescale_flink_savepoint
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
@@ -44,6 +44,7 @@ pytestmark = pytest.mark.java
 
 CASES = window_cases()
 OPERATORS = ("tumble", "session", "count")
+TIMERS = "_timer_state/event_window-timers"
 T0, MINUTE, GAP = 1_700_000_040_000, 60_000, 600_000
 #: The accumulator gaining a field: what version 2 of WindowTotals is, as a schema file says it.
 SCHEMA_V2 = """\
@@ -146,13 +147,19 @@ def test_migrated_accumulator_fires_with_the_new_class(real_flink: ModuleType, t
         assert entries == _expected(case, real_flink, max_field=True), case.name
 
 
-def _window_tables(case: Path) -> dict[str, dict[str, StateData]]:
-    """The window job's state at its savepoint, built here from its records (not read from a
-    savepoint): per operator, the states to bootstrap. The POJO serializer is the job's own
-    (from the committed savepoint's snapshot), everything else is statemorph's."""
+def _records(case: Path) -> dict[int, list[int]]:
+    """The window job's records per key (record j: key index j % keys), in key-index order."""
     s = case_spec(case)
     keys, total = s["keys"], s["keys"] * s["records_per_key"]
-    records = {i * 7919 - 40000: list(range(i, total, keys)) for i in range(keys)}
+    return {i * 7919 - 40000: list(range(i, total, keys)) for i in range(keys)}
+
+
+def _window_tables(case: Path, timers: bool = False) -> dict[str, dict[str, StateData]]:
+    """The window job's state at its savepoint, built here from its records (not read from a
+    savepoint): per operator, the states to bootstrap, with ``timers`` also the time windows'
+    end-of-window timers (a session's in its merged window). The POJO serializer is the job's own
+    (from the committed savepoint's snapshot), everything else is statemorph's."""
+    records = _records(case)
     tw, gw, long_ = TimeWindowSerializer(), GlobalWindowSerializer(), LongSerializer()
     op = next(o for o in describe_operators(FlinkSavepoint(case / "savepoint")) if o.ident == "tumble")
     totals = op.states["window-contents"].snapshot("value_serializer").restore_serializer()
@@ -160,7 +167,7 @@ def _window_tables(case: Path) -> dict[str, dict[str, StateData]]:
     def table(rows: list[dict[str, Any]]) -> pa.Table:
         return pa.Table.from_pylist(rows)
 
-    return {
+    tables = {
         "tumble": {"window-contents": StateData(table([
             {"key": k, "window_start": T0, "window_end": T0 + MINUTE,
              "value": {"count": len(js), "last": ("wé-" if js[-1] % 2 else "w-") + str(js[-1]), "sum": sum(js)}}
@@ -180,23 +187,83 @@ def _window_tables(case: Path) -> dict[str, dict[str, StateData]]:
             "count": StateData(table([{"key": k, "value": len(js)} for k, js in records.items()]), long_,
                                kind="reducing", namespace_serializer=gw)},
     }
+    if timers:
+        spans = {"tumble": lambda js: (T0, T0 + MINUTE), "session": lambda js: (T0 + js[0], T0 + js[-1] + GAP)}
+        for op, span in spans.items():
+            tables[op][TIMERS] = StateData(table([
+                {"key": k, "window_start": span(js)[0], "window_end": span(js)[1], "timestamp": span(js)[1] - 1}
+                for k, js in records.items()]), None, kind="timers", namespace_serializer=tw)
+    return tables
+
+
+def _bootstrap(case: Path, dst: Path, timers: bool = False) -> Path:
+    """Every window operator of :func:`_window_tables` bootstrapped, one operator after another,
+    each added to the previous savepoint; the last savepoint."""
+    base = None
+    for k, (op, states) in enumerate(_window_tables(case, timers).items()):
+        out = dst.with_name(f"{dst.name}-{k}")
+        write_flink_savepoint(out, operator=op, key_serializer=IntSerializer(), states=states, parallelism=2,
+                              base=base)
+        base = out
+    assert base is not None
+    return base
 
 
 def test_bootstrapped_windows_fire_in_real_flink(real_flink: ModuleType, tmp_path: Path) -> None:
     """Window contents, trigger state and merging-window sets written by the bootstrap from plain
-    tables (one operator after another, each added to the previous savepoint): real Flink restores
-    them into both backends and fires every window as the job itself would have."""
-    case = CASES[0]
-    base = None
-    for k, (op, states) in enumerate(_window_tables(case).items()):
-        dst = tmp_path / f"bootstrap-{k}"
-        write_flink_savepoint(dst, operator=op, key_serializer=IntSerializer(), states=states, parallelism=2,
-                              base=base)
-        base = dst
-    assert base is not None
+    tables: real Flink restores them into both backends and fires every window as the job itself
+    would have (the probe's record per key registers each window's timer again)."""
+    base = _bootstrap(CASES[0], tmp_path / "bootstrap")
     got = _restore(real_flink, [(base, c / "spec.json") for c in CASES])
     for c, entries in zip(CASES, got, strict=True):
         assert entries == _expected(c, real_flink), c.name
+
+
+def _fired_without_probe(real_flink: ModuleType, case: Path, probed: int) -> list[dict[str, Any]]:
+    """What a restore whose probe reaches only the first ``probed`` keys fires: those keys'
+    windows as expected.json has them; the other keys' time windows with their restored records
+    alone (their timers fire them), and no count window (it has no timer: null)."""
+    records = list(_records(case).items())
+    probed_keys = {k for k, _ in records[:probed]}
+    out = [e for e in _expected(case, real_flink) if e["key"] in probed_keys]
+    for k, js in records[probed:]:
+        last = js[-1]
+        acc = {"count": len(js), "last": ("wé-" if last % 2 else "w-") + str(last), "sum": sum(js)}
+        out.append({"key": k, "state": "tumble", "value": {"window": [T0, T0 + MINUTE], "acc": acc}})
+        out.append({"key": k, "state": "session",
+                    "value": {"window": [T0 + js[0], T0 + js[-1] + GAP], "sum": sum(js)}})
+        out.append({"key": k, "state": "count", "value": None})  # a key's lines list every operator
+    return out
+
+
+def _by_key(entries: list[dict[str, Any]]) -> list[str]:
+    return sorted(json.dumps(e, sort_keys=True) for e in entries)
+
+
+def test_bootstrapped_window_timers_fire_without_new_records(real_flink: ModuleType, tmp_path: Path) -> None:
+    """The time windows' end-of-window timers written by the bootstrap (``kind="timers"``, in the
+    windows' namespace): the restore's probe reaches only half the keys, and real Flink fires the
+    other keys' tumbling and session windows from the restored timers alone, as it does for the
+    savepoint Flink took; bootstrapped without the timers, those windows never fire."""
+    case = CASES[0]
+    probed = case_spec(case)["keys"] // 2
+    with_timers = _bootstrap(case, tmp_path / "timers", timers=True)
+    without = _bootstrap(case, tmp_path / "plain")
+    items = []
+    for c in CASES:
+        spec = tmp_path / f"{c.name}-half.json"
+        spec.write_text(json.dumps({**case_spec(c), "window_probe_keys": probed}), encoding="utf-8")
+        items += [(c / "savepoint", spec), (with_timers, spec), (without, spec)]
+    timers = read_flink_state_table(with_timers, "session", TIMERS).to_pylist()
+    assert sorted((r["key"], r["timestamp"], r["window_end"]) for r in timers) == \
+        sorted((k, T0 + js[-1] + GAP - 1, T0 + js[-1] + GAP) for k, js in _records(case).items())
+    got = _restore(real_flink, items)
+    for k, entries in enumerate(got):
+        want = _fired_without_probe(real_flink, CASES[k // 3], probed)
+        if k % 3 == 2:
+            probed_keys = {key for key, _ in list(_records(case).items())[:probed]}
+            want = [e for e in want if e["key"] in probed_keys]
+        assert _by_key(entries) == _by_key(want), items[k]
 
 
 def test_flink_sql_windows_fire_after_a_convert_round_trip(real_flink: ModuleType, tmp_path: Path) -> None:
@@ -216,6 +283,42 @@ def test_flink_sql_windows_fire_after_a_convert_round_trip(real_flink: ModuleTyp
         assert result.ok, f"Flink refused {savepoint}: {result.exception}: {result.message}"
         assert result.entries == want, savepoint
         assert {e["state"] for e in result.entries} == {"group", "tvf"}
+
+
+def test_bootstrapped_flink_sql_windows_fire_in_real_flink(real_flink: ModuleType, tmp_path: Path) -> None:
+    """Both SQL window operators bootstrapped from the tables read from Flink's savepoint, their
+    windows taken from the window columns alone (the raw namespace dropped): the group window's
+    ``window_start`` / ``window_end``, the window TVF's ``window_end`` (its ``BIGINT`` namespace).
+    Real Flink restores them in place of Flink's own and fires every window with the old count and
+    sum plus the probe's record, as from the savepoint Flink took."""
+    from statemorph.engine.modify import modify_flink_savepoint
+
+    namespaces = {"4_group-window-aggregate": TableTimeWindowSerializer(),
+                  "11_global-window-aggregate": LongSerializer()}
+    items, wants = [], []
+    for case in sql_window_cases():
+        src = case / "savepoint"
+        ops = {o.ident: o for o in describe_operators(FlinkSavepoint(src))}
+        base = tmp_path / f"{case.name}-base"
+        modify_flink_savepoint(src, base, remove=list(namespaces))
+        for uid, ns in namespaces.items():
+            def table(state: str) -> pa.Table:
+                t = read_flink_state_table(src, uid, state)  # noqa: B023
+                assert "window_end" in t.schema.names
+                return t.drop_columns(["key_group", "namespace"])
+
+            value = ops[uid].states["window-aggs"].snapshot("value_serializer").restore_serializer()
+            dst = tmp_path / f"{case.name}-{uid}"
+            write_flink_savepoint(dst, operator=uid, key_serializer=ops[uid].key_snapshot().restore_serializer(),
+                                  parallelism=2, base=base, states={
+                                      "window-aggs": StateData(table("window-aggs"), value, namespace_serializer=ns),
+                                      TIMERS: StateData(table(TIMERS), None, kind="timers", namespace_serializer=ns)})
+            base = dst
+        items.append((base, case / "spec.json"))
+        wants.append(real_flink.expected_entries(case))
+    for (savepoint, _), result, want in zip(items, real_flink.sql_window_restore(items), wants, strict=True):
+        assert result.ok, f"Flink refused {savepoint}: {result.exception}: {result.message}"
+        assert result.entries == want, savepoint
 
 
 #: Flink SQL's window accumulators after the queries also select MAX(x) (spec sql_window_version 2):

@@ -190,24 +190,34 @@ def _hashable(row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(sorted(row.items()))
 
 
+def _canon(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows (nested rows too) in a canonical, sortable form."""
+    return sorted(json.dumps(r, sort_keys=True, default=repr) for r in rows)
+
+
 def test_window_state_read_as_tables_bootstraps_back_to_the_same_entries(tmp_path: Path) -> None:
     """The tables read from the savepoint (raw namespace beside the window columns) written back
-    by the bootstrap hold the same entries; the windows come from window_start / window_end, the
+    by the bootstrap hold the same entries, the window timers too (a timer queue: ``kind="timers"``,
+    its header Flink's own bytes); the windows come from window_start / window_end, the
     global window's namespace from the raw column."""
     case = CASES[0]
     src = case / "savepoint"
     ops = {o.ident: o for o in describe_operators(FlinkSavepoint(src))}
-    states = {"window-contents": ("aggregating", TimeWindowSerializer())}
+    value = ops["tumble"].states["window-contents"].snapshot("value_serializer").restore_serializer()
     dst = tmp_path / "tumble"
     write_flink_savepoint(dst, operator="tumble", key_serializer=IntSerializer(), parallelism=2, states={
-        name: StateData(read_flink_state_table(src, "tumble", name),
-                        ops["tumble"].states[name].snapshot("value_serializer").restore_serializer(), kind=kind,
-                        namespace_serializer=ns) for name, (kind, ns) in states.items()})
+        "window-contents": StateData(read_flink_state_table(src, "tumble", "window-contents"), value,
+                                     kind="aggregating", namespace_serializer=TimeWindowSerializer()),
+        TIMERS: StateData(read_flink_state_table(src, "tumble", TIMERS), None, kind="timers",
+                          namespace_serializer=TimeWindowSerializer())})
+    headers = [{m.name: m.serializer("VALUE_SERIALIZER").raw for m in o.header.states}
+               for p in (src, dst) for o in describe_operators(FlinkSavepoint(p)) if o.ident == "tumble"]
+    assert headers[0][TIMERS] == headers[1][TIMERS]
     count = tmp_path / "count"
     write_flink_savepoint(count, operator="count", key_serializer=IntSerializer(), parallelism=2, states={
         "count": StateData(read_flink_state_table(src, "count", "count"), LongSerializer(), kind="reducing",
                            namespace_serializer=GlobalWindowSerializer())})
-    for path, op, state in ((dst, "tumble", "window-contents"), (count, "count", "count")):
+    for path, op, state in ((dst, "tumble", "window-contents"), (dst, "tumble", TIMERS), (count, "count", "count")):
         before, after = (read_flink_state_table(p, op, state).to_pylist() for p in (src, path))
         assert sorted(map(_hashable, before)) == sorted(map(_hashable, after)), (op, state)
     assert inspect_flink_savepoint(dst)["operators"][0]["states"][0]["namespace_type"] == TIME_WINDOW
@@ -225,6 +235,23 @@ def test_bootstrapping_window_state_refuses_what_has_no_window(tmp_path: Path, d
     with pytest.raises(UsageError, match=message):
         write_flink_savepoint(tmp_path / "out", operator="op", key_serializer=IntSerializer(), states={
             "s": StateData(pa.table(data), LongSerializer(), kind="reducing", namespace_serializer=namespace)})
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("name", "data", "value", "message"), [
+    ("window-timers", {"key": [1], "timestamp": [5]}, None, "Flink names timer queues"),
+    (TIMERS, {"key": [1], "timestamp": [5]}, LongSerializer(), "has no value"),
+    (TIMERS, {"key": [1]}, None, "need their time, the column 'timestamp'"),
+    (TIMERS, {"key": [1], "timestamp": [None]}, None, "'timestamp' has nulls"),
+    ("s", {"key": [1], "value": [2]}, None, "needs its value serializer"),
+])
+def test_bootstrapping_timers_refuses_what_is_no_timer_queue(tmp_path: Path, name: str, data: dict[str, Any],
+                                                               value: Any, message: str) -> None:
+    data = {**data, "window_start": [0], "window_end": [10]}
+    kind = "reducing" if name == "s" else "timers"
+    with pytest.raises(UsageError, match=message):
+        write_flink_savepoint(tmp_path / "out", operator="op", key_serializer=IntSerializer(), states={
+            name: StateData(pa.table(data), value, kind=kind, namespace_serializer=TimeWindowSerializer())})
     assert not (tmp_path / "out").exists()
 
 
@@ -252,6 +279,31 @@ def test_flink_sql_window_aggregates_read_as_tables(case: Path) -> None:
     assert {(r["timestamp"], r["window_start"], r["window_end"]) for r in timers} == \
         {(T0 + MINUTE - 1, T0, T0 + MINUTE)}
     tvf = read_flink_state_table(case / "savepoint", TVF, "window-aggs")
-    assert "window_start" not in tvf.schema.names
+    assert tvf.schema.names == ["key_group", "key", "namespace", "window_end", "value"]
     assert sorted((r["key"]["f0"], r["value"]["f1"]) for r in tvf.to_pylist()) == want
     assert set(tvf.column("namespace").to_pylist()) == {LongSerializer().to_bytes(T0 + MINUTE)}
+    assert set(tvf.column("window_end").to_pylist()) == {T0 + MINUTE}
+    tvf_timers = read_flink_state_table(case / "savepoint", TVF, TIMERS).to_pylist()
+    assert {(r["timestamp"], r["window_end"]) for r in tvf_timers} == {(T0 + MINUTE - 1, T0 + MINUTE)}
+
+
+@pytest.mark.parametrize("case", SQL_CASES, ids=[c.name for c in SQL_CASES])
+def test_flink_sql_window_tvf_state_converts_and_bootstraps_by_its_window_end(case: Path, tmp_path: Path) -> None:
+    """The window-TVF operator's BIGINT namespace is ``window_end`` in the Parquet form's tables
+    too (raw namespace beside it), and a bootstrap writes it back from ``window_end`` alone: the
+    same entries, namespace bytes included, as Flink wrote."""
+    src = case / "savepoint"
+    pq_dir = tmp_path / "pq"
+    convert_savepoint(src, pq_dir)
+    flink = read_flink_state_table(src, TVF, "window-aggs")
+    local = read_state_table(pq_dir, f"{TVF}/window-aggs", flatten=False)
+    assert local.schema.names == ["key", "namespace", "window_end", "value"]
+    assert _canon(local.to_pylist()) == _canon(flink.drop_columns(["key_group"]).to_pylist())
+    op = next(o for o in describe_operators(FlinkSavepoint(src)) if o.ident == TVF)
+    value = op.states["window-aggs"].snapshot("value_serializer").restore_serializer()
+    dst = tmp_path / "tvf"
+    write_flink_savepoint(dst, operator=TVF, key_serializer=op.key_snapshot().restore_serializer(), parallelism=2,
+                          states={"window-aggs": StateData(local.drop_columns(["namespace"]), value,
+                                                           namespace_serializer=LongSerializer())})
+    again = read_flink_state_table(dst, TVF, "window-aggs")
+    assert _canon(again.to_pylist()) == _canon(flink.to_pylist())

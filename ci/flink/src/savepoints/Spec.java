@@ -31,7 +31,7 @@ import java.util.Map;
  * each sequence number stands for, which states exist), so a checker run needs nothing but the
  * spec the savepoint was made from. Fields: {@code name}, {@code backend} (hashmap | rocksdb),
  * {@code compression}, {@code parallelism}, {@code max_parallelism}, {@code key_type} (int | long |
- * string | row), {@code keys}, {@code records_per_key}, {@code states} (a subset of {@link #ALL_STATES}),
+ * string | row | kryo: a {@link KryoKey}), {@code keys}, {@code records_per_key}, {@code states} (a subset of {@link #ALL_STATES}),
  * {@code storage} (jobmanager: every stream inline in _metadata | filesystem: files above
  * {@code inline_threshold} bytes), {@code uid} of the stateful operator, {@code events_type}
  * (the Flink SQL row type of the events state; the checker may be given a different one), and
@@ -84,9 +84,9 @@ final class Spec implements Serializable {
         compression = Boolean.TRUE.equals(m.getOrDefault("compression", Boolean.FALSE));
         parallelism = (int) num(m, "parallelism", 1);
         maxParallelism = (int) num(m, "max_parallelism", 128);
-        keyType = oneOf(str(m, "key_type", "int"), "key_type", "int", "long", "string", "row");
+        keyType = oneOf(str(m, "key_type", "int"), "key_type", "int", "long", "string", "row", "kryo");
         List<Object> given = (List<Object>) m.get("key_values");
-        if (given != null && (keyType.equals("row") || keyType.equals("long"))) {
+        if (given != null && (keyType.equals("row") || keyType.equals("long") || keyType.equals("kryo"))) {
             throw new IllegalArgumentException("spec: key_values takes int or string keys, not " + keyType + " keys");
         }
         keyValues = given == null ? null : new ArrayList<>();
@@ -152,6 +152,8 @@ final class Spec implements Serializable {
                 return (long) i * 7919L - 40000L; // no wrap-around, however many keys
             case "string":
                 return s;
+            case "kryo":
+                return new KryoKey(n, s);
             default:
                 return new RowDataSerializer(KEY_ROW_TYPE).toBinaryRow(GenericRowData.of(n, StringData.fromString(s))).copy();
         }
@@ -165,6 +167,8 @@ final class Spec implements Serializable {
                 return Types.LONG;
             case "string":
                 return Types.STRING;
+            case "kryo":
+                return TypeInformation.of(KryoKey.class); // a GenericTypeInfo: Kryo
             default:
                 return InternalTypeInfo.of(KEY_ROW_TYPE);
         }
@@ -172,6 +176,9 @@ final class Spec implements Serializable {
 
     /** A key as JSON: rows as objects by field name. */
     static Object keyJson(Object key) {
+        if (key instanceof KryoKey) {
+            return ((KryoKey) key).render();
+        }
         return key instanceof RowData ? Render.row((RowData) key, KEY_ROW_TYPE) : key;
     }
 

@@ -70,6 +70,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * window fires there (a fired window fails the generator). The restore's probe sends one more
  * record per key (event time inside every window) and ends: the count windows fire on that record
  * and the final watermark fires the time windows, each with everything restored plus the probe.
+ * With the spec's {@code window_probe_keys} the probe reaches only that many keys: the others'
+ * time windows fire from their restored timers alone (what a bootstrapped savepoint's timers must do).
  * {@code generate} writes {@code expected.json}: those fired windows, computed from the records.
  * Each line is {@code {"key", "state": operator, "value"}}; a POJO is rendered by its public fields
  * (whichever {@link WindowTotals} is on the class path: version 2 adds {@code max}).
@@ -99,7 +101,7 @@ public final class WindowJobs {
         if (Batch.is(args, "generate", 2)) {
             Batch.generate(args, work, (spec, out, w) -> generate(Spec.read(spec), out, w));
         } else if (Batch.is(args, "restore", 3)) {
-            failed = Batch.restore(args, work, (sp, spec, out, w) -> restore(sp, Spec.read(spec), out, w));
+            failed = Batch.restore(args, work, (sp, spec, out, w) -> restore(sp, Spec.read(spec), probeKeys(spec), out, w));
         } else if (args[0].equals("vectors") && args.length == 3) {
             vectors(Path.of(args[2]));
         } else {
@@ -132,10 +134,28 @@ public final class WindowJobs {
         Generate.writeExpected(spec.name, Entries.sorted(expected(spec), Map.of(), OPERATORS), out);
     }
 
-    static void restore(Path savepoint, Spec spec, Path out, Path work) throws Exception {
+    /**
+     * The spec's {@code window_probe_keys}: how many keys (key indices 0, 1, ...) the restore's
+     * probe sends a record to; all of them when absent. The windows of the other keys fire only
+     * from their restored end-of-window timers (count windows, which have none, do not fire).
+     */
+    @SuppressWarnings("unchecked")
+    static int probeKeys(Path specFile) throws java.io.IOException {
+        Map<String, Object> m = (Map<String, Object>) Json.parse(
+                new String(Files.readAllBytes(specFile), StandardCharsets.UTF_8));
+        Spec spec = Spec.read(specFile);
+        Object v = m.get("window_probe_keys");
+        int n = v == null ? spec.keys : Integer.parseInt(v.toString());
+        if (n < 1 || n > spec.keys) {
+            throw new IllegalArgumentException("spec: window_probe_keys must be in 1.." + spec.keys + ", not " + v);
+        }
+        return n;
+    }
+
+    static void restore(Path savepoint, Spec spec, int probeKeys, Path out, Path work) throws Exception {
         StreamExecutionEnvironment env = Job.env(Restore.restoring(savepoint, spec, work), spec);
         DataStream<Long> probe = env.fromSource(
-                new NumberSequenceSource(spec.totalRecords(), spec.totalRecords() + spec.keys - 1), timestamps(), "probe")
+                new NumberSequenceSource(spec.totalRecords(), spec.totalRecords() + probeKeys - 1), timestamps(), "probe")
                 .uid("probe").setParallelism(1);
         writeFired(windows(spec, probe), "restore " + spec.name, OPERATORS, out);
     }

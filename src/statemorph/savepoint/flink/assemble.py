@@ -31,7 +31,15 @@ from ...errors import FlinkSavepointError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...keyed.keygroups import key_group_range_for_operator
 from ...typeutils import CompositeTypeSerializerSnapshot, SnapshotRegistry
-from .envelope import ENVELOPE_VERSION, LIST_SNAPSHOT, MAP_SNAPSHOT, TTL_SNAPSHOT, Snapshot, snapshot_from_envelope
+from .envelope import (
+    ENVELOPE_VERSION,
+    LIST_SNAPSHOT,
+    MAP_SNAPSHOT,
+    TIMER_SNAPSHOT,
+    TTL_SNAPSHOT,
+    Snapshot,
+    snapshot_from_envelope,
+)
 from .handles import KeyGroupsHandle, read_keyed_handle, write_keyed_handle
 from .identity import checkpoint_properties
 from .keyed_blocks import StateRun, encode_key_group
@@ -39,6 +47,7 @@ from .keyed_header import (
     KEY_VALUE,
     KEYED_STATE_TYPE,
     NAMESPACE_SERIALIZER,
+    PRIORITY_QUEUE,
     PROXY_VERSION,
     VALUE_SERIALIZER,
     KeyedHeader,
@@ -87,9 +96,13 @@ def envelope(snapshot_bytes: bytes) -> bytes:
 
 
 _COMPOSITE_VERSION = 3
-_OUTER_VERSIONS = {LIST_SNAPSHOT: 1, MAP_SNAPSHOT: 1, TTL_SNAPSHOT: 2}
+_OUTER_VERSIONS = {LIST_SNAPSHOT: 1, MAP_SNAPSHOT: 1, TTL_SNAPSHOT: 2, TIMER_SNAPSHOT: 2}
 """Outer snapshot versions Flink 2.x writes for the wrappers a keyed state's value serializer can
-have (``ListSerializerSnapshot``, ``MapSerializerSnapshot``, ``TtlStateFactory$TtlSerializerSnapshot``)."""
+have (``ListSerializerSnapshot``, ``MapSerializerSnapshot``, ``TtlStateFactory$TtlSerializerSnapshot``)
+and for a timer queue's ``TimerSerializerSnapshot(key, namespace)``."""
+TIMER_QUEUE_PREFIXES = ("_timer_state/event_", "_timer_state/processing_")
+"""How Flink names the two timer queues of a timer service (``InternalTimeServiceManagerImpl``):
+a window operator's ``window-timers``, a process function's ``user-timers``."""
 
 
 def wrapper_snapshot(class_name: str, nested: list[bytes]) -> bytes:
@@ -133,6 +146,19 @@ def new_state_meta(name: str, kind: str, value_snapshot: bytes, namespace_snapsh
         (VALUE_SERIALIZER, snapshot_from_envelope(envelope(value_snapshot), registry)),
         (NAMESPACE_SERIALIZER, snapshot_from_envelope(envelope(namespace_snapshot), registry)),
     ])
+
+
+def new_timer_meta(name: str, key_snapshot: bytes, namespace_snapshot: bytes,
+                   registry: SnapshotRegistry | None = None) -> StateMetaInfo:
+    """A timer queue's meta info as Flink writes it: a PRIORITY_QUEUE state with no options
+    whose VALUE_SERIALIZER is ``TimerSerializerSnapshot(key, namespace)`` (versioned snapshot
+    bytes); ``name`` is one of :data:`TIMER_QUEUE_PREFIXES` and the timer service's name."""
+    if not name.startswith(TIMER_QUEUE_PREFIXES) or name in TIMER_QUEUE_PREFIXES:
+        raise FlinkSavepointError(f"timer queue {name!r}: Flink names timer queues "
+                                  f"{' or '.join(p + '<service>' for p in TIMER_QUEUE_PREFIXES)}")
+    timer = wrapper_snapshot(TIMER_SNAPSHOT, [key_snapshot, namespace_snapshot])
+    value = snapshot_from_envelope(envelope(timer), registry)
+    return StateMetaInfo(name, PRIORITY_QUEUE, [], [(VALUE_SERIALIZER, value)])
 
 
 def new_keyed_header(key_snapshot: bytes, states: list[StateMetaInfo], compressed: bool = False,
@@ -419,6 +445,6 @@ def new_metadata(operators: list[OperatorState]) -> CheckpointMetadata:
 
 
 __all__ = ["BOOTSTRAP_CHECKPOINT_ID", "DEFAULT_INLINE_THRESHOLD", "NEW_METADATA_VERSION", "ROWS_SCHEMA",
-           "SORT_KEYS", "PartInfo", "StreamPart", "SubtaskStreams", "columnar_entries", "envelope", "keyed_operator",
-           "new_keyed_header", "new_metadata", "new_state_meta", "parse_stream_part", "state_value_snapshot",
-           "subtask_of", "wrapper_snapshot"]
+           "SORT_KEYS", "TIMER_QUEUE_PREFIXES", "PartInfo", "StreamPart", "SubtaskStreams", "columnar_entries",
+           "envelope", "keyed_operator", "new_keyed_header", "new_metadata", "new_state_meta", "new_timer_meta",
+           "parse_stream_part", "state_value_snapshot", "subtask_of", "wrapper_snapshot"]

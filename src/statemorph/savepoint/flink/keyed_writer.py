@@ -15,7 +15,7 @@ from ..storage import NewFile, Target
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
 from .keyed_blocks import StateRun, encode_key_group
 from .keyed_header import KeyedHeader, write_keyed_header
-from .layout import COL_VALUE_BYTES, StateLayout, build_composite_key
+from .layout import COL_KEY_BYTES, COL_VALUE_BYTES, StateLayout, build_composite_key
 
 SAVEPOINT_KEY_GROUPS_HANDLE = 7
 
@@ -106,6 +106,11 @@ def entries_from_batch(layout: StateLayout, batch: pa.RecordBatch) -> Iterator[t
     ttl = cols.get("ttl_timestamp")
     i = 0
     while i < n:
+        if layout.whole_keys:
+            kg = cols["key_group"][i]
+            yield kg, layout.whole_key(kg, cols[COL_KEY_BYTES][i]), cols[COL_VALUE_BYTES][i]
+            i += 1
+            continue
         kg, key, ns = cols["key_group"][i], cols["key"][i], cols["namespace"][i]
         if kind == "timers":
             yield kg, layout.timer_key(kg, cols["timestamp"][i], key, ns), b""

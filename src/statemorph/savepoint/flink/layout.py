@@ -16,6 +16,12 @@ elements are joined by a ``,`` that only reading each element finds) is kept *wh
 entry, its Flink value byte for byte in a ``value_bytes`` column (TTL stamps and delimiters
 included). Every other kind splits without its value serializer (the stream length-prefixes each
 key and value), so only list state needs this.
+
+A map state under a key statemorph cannot delimit (a Kryo or user key serializer) is kept whole
+too, unless its namespace and user key both have a fixed length (then the key is what precedes
+them): the user key follows the key and namespace with no length, so nothing says where the key
+ends. Each entry is one row, ``key_bytes`` (everything after the key-group prefix: key,
+namespace, user key) and ``value_bytes`` (the Flink value: null flag, TTL stamp, value).
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ LENGTH_PREFIXED = frozenset({
 FIXED_LENGTH = {VOID_NAMESPACE_SNAPSHOT: 1}
 COL_VALUE_BYTES = "value_bytes"
 """The column of a whole state's Flink values (see the module docstring)."""
+COL_KEY_BYTES = "key_bytes"
+"""The column of a whole-key state's composite keys after the key-group prefix (see the module docstring)."""
 _I32 = struct.Struct(">i")
 _Q = struct.Struct(">Q")
 
@@ -131,6 +139,17 @@ def variable_int_bytes(n: int) -> bytes:
             return bytes(out)
 
 
+def whole_keys(meta: StateMetaInfo, key_snapshot: Snapshot | None) -> bool:
+    """Whether ``meta``'s entries are kept whole with their keys (``key_bytes``, ``value_bytes``):
+    map state whose key ``key_snapshot`` cannot be delimited and whose namespace or user key has
+    no fixed length, so the key's end is found neither by reading nor by counting from the end."""
+    if meta.kind != "map" or meta.is_timers or FieldCodec(key_snapshot, "key").known:
+        return False
+    tail = (FieldCodec(meta.serializer(NAMESPACE_SERIALIZER), "namespace"),
+            FieldCodec(meta.user_key_snapshot(), "map user key"))
+    return any(c.fixed < 0 for c in tail)
+
+
 @dataclass
 class SplitKey:
     key_group: int
@@ -165,6 +184,9 @@ class StateLayout:
         self.element_codec = FieldCodec(value_snap, f"{where} list element") if self.kind == "list" else None
         self.whole = self.element_codec is not None and not self.element_codec.known
         """Entries kept whole: ``value_bytes`` holds each Flink value as it is."""
+        self.whole_keys = whole_keys(meta, key_snapshot)
+        """Entries kept whole with their keys: ``key_bytes`` and ``value_bytes`` (:func:`whole_keys`)."""
+        self.user_key_fixed = FieldCodec(meta.user_key_snapshot(), "map user key").fixed if self.kind == "map" else 0
 
     # -- keys ---------------------------------------------------------------------------------
     def split_key(self, k: bytes) -> SplitKey:
@@ -176,8 +198,8 @@ class StateLayout:
         if self.meta.is_timers:
             p += 8
         has_rest = self.kind == "map"
-        if not self.key_codec.known and not has_rest and self.ns_codec.fixed >= 0 and not self.ambiguous:
-            ke = n - self.ns_codec.fixed
+        if not self.key_codec.known and self.ns_codec.fixed >= 0 and self.user_key_fixed >= 0 and not self.ambiguous:
+            ke = n - self.ns_codec.fixed - self.user_key_fixed  # an opaque key: what precedes the fixed tail
         else:
             ke = self.key_codec.end(k, p, n)
         key = k[p:ke]
@@ -238,6 +260,8 @@ class StateLayout:
         return self._columns_per_entry(keys, values)
 
     def _columns_per_entry(self, keys: list[bytes], values: list[bytes]) -> dict[str, list[Any]]:
+        if self.whole_keys:
+            return self._whole_key_columns(keys, values)
         names = ["key_group", "key", "namespace"]
         if self.whole:
             c: dict[str, list[Any]] = {n: [] for n in names + [COL_VALUE_BYTES]}
@@ -275,6 +299,18 @@ class StateLayout:
                 if self.ttl:
                     c["ttl_timestamp"].append(ts)
         return c
+
+    def _whole_key_columns(self, keys: list[bytes], values: list[bytes]) -> dict[str, list[Any]]:
+        p = self.prefix
+        if any(len(k) <= p for k in keys):
+            raise FlinkSavepointError(f"{self.where}: state {self.meta.name!r}: a key of no more than the "
+                                      f"key-group prefix ({p} bytes)")
+        return {"key_group": [k[0] for k in keys] if p == 1 else [(k[0] << 8) | k[1] for k in keys],
+                COL_KEY_BYTES: [k[p:] for k in keys], COL_VALUE_BYTES: list(values)}
+
+    def whole_key(self, key_group: int, key_bytes: bytes) -> bytes:
+        """Inverse of :meth:`_whole_key_columns`: the composite key of a whole-key row."""
+        return (bytes((key_group,)) if self.prefix == 1 else key_group.to_bytes(2, "big")) + key_bytes
 
     # -- values -------------------------------------------------------------------------------
     def split_value(self, v: bytes) -> list[tuple[bytes | None, int | None]]:

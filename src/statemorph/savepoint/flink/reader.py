@@ -28,7 +28,7 @@ from .handles import KeyGroupsHandle
 from .key_group_scan import ScannedGroup, scanned_groups
 from .keyed_blocks import StateRun, iter_key_groups, key_group_extents
 from .keyed_header import KeyedHeader, StateMetaInfo, parse_keyed_header
-from .layout import COL_VALUE_BYTES, StateLayout
+from .layout import COL_KEY_BYTES, COL_VALUE_BYTES, StateLayout
 from .metadata import METADATA_FILE_NAME, CheckpointMetadata, OperatorState, SubtaskState, parse_metadata
 from .operator_ids import find_operator
 
@@ -39,12 +39,19 @@ COL_TIMESTAMP = "timestamp"
 PARQUET_KIND = {"value": "value", "reducing": "value", "aggregating": "value", "list": "list", "map": "map"}
 
 
-def flink_state_schema(kind: str, ttl: bool = False, whole: bool = False) -> pa.Schema:
+def flink_state_schema(kind: str, ttl: bool = False, whole: bool = False, whole_keys: bool = False) -> pa.Schema:
     """The Arrow schema of a state's batches: the Parquet form's ``state_schema`` for the kind
     (reducing and aggregating state store one value per key, like value state), plus
     ``ttl_timestamp`` when the state has TTL; timers have their own four columns. A ``whole``
     state (:func:`.layout.whole_values`) has key group, key, namespace and ``value_bytes``, the
-    Flink value as it is (TTL stamps inside)."""
+    Flink value as it is (TTL stamps inside); a ``whole_keys`` state (:func:`.layout.whole_keys`)
+    has key group, ``key_bytes`` (the composite key after its key-group prefix) and ``value_bytes``."""
+    if whole_keys:
+        return pa.schema([
+            pa.field("key_group", pa.int32(), nullable=False),
+            pa.field(COL_KEY_BYTES, pa.binary(), nullable=False),
+            pa.field(COL_VALUE_BYTES, pa.binary(), nullable=False),
+        ])
     if whole:
         return pa.schema([
             pa.field("key_group", pa.int32(), nullable=False),
@@ -254,7 +261,7 @@ class _BatchBuilder:
 
     def __init__(self, layout: StateLayout) -> None:
         self.layout = layout
-        self.schema = flink_state_schema(layout.kind, layout.ttl, layout.whole)
+        self.schema = flink_state_schema(layout.kind, layout.ttl, layout.whole, layout.whole_keys)
         self.cols: dict[str, list[object]] = {f.name: [] for f in self.schema}
 
     @property

@@ -26,7 +26,9 @@ uid hash; state names are then ``<operator>/<state>``), ``flink_kind`` (``reduci
 ``aggregating`` or ``timers``) and ``ttl`` (the rows carry an int64 ``ttl_timestamp`` column; timers
 have the columns ``key_group``, ``timestamp``, ``key``, ``namespace``), ``value_bytes`` (list state
 whose elements statemorph cannot delimit: one row per key, columns ``key_group``, ``key``,
-``namespace``, ``value_bytes``, the Flink value as it is), and a top-level ``flink``
+``namespace``, ``value_bytes``, the Flink value as it is), ``key_bytes`` (map state under a key
+statemorph cannot delimit: one row per entry, columns ``key_group``, ``key_bytes``, the composite
+key after its key-group prefix, and ``value_bytes``), and a top-level ``flink``
 object listing the files Flink needs back that are not tables: the original ``_metadata`` without
 its keyed-state bytes, the keyed-state headers and the operator-state files, each with size and
 sha256 (:class:`FlinkExtras`).
@@ -96,6 +98,10 @@ class StateMetadata:
     whole_values: bool = False
     """Rows are whole Flink entries: key group, key, namespace and ``value_bytes``, the Flink value
     as it is (a list state whose elements statemorph cannot delimit; converted savepoints only)."""
+    whole_keys: bool = False
+    """Rows are whole Flink entries with their keys: key group, ``key_bytes`` (the composite key
+    after its key-group prefix) and ``value_bytes`` (a map state under a key statemorph cannot
+    delimit; converted savepoints only)."""
 
     @property
     def rows(self) -> int:
@@ -148,9 +154,9 @@ class StateMetadata:
         return out
 
     def schema(self) -> pa.Schema:
-        if self.flink_kind is None and not self.ttl and not self.whole_values:
+        if self.flink_kind is None and not self.ttl and not self.whole_values and not self.whole_keys:
             return state_schema(self.kind)
-        return flink_state_schema(self.flink_kind or self.kind.value, self.ttl, self.whole_values)
+        return flink_state_schema(self.flink_kind or self.kind.value, self.ttl, self.whole_values, self.whole_keys)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -167,6 +173,8 @@ class StateMetadata:
             d["ttl"] = True
         if self.whole_values:
             d["value_bytes"] = True
+        if self.whole_keys:
+            d["key_bytes"] = True
         for role in SNAPSHOT_ROLES:
             data = getattr(self, role)
             if data is not None:
@@ -217,8 +225,17 @@ class SavepointMetadata:
     flink: FlinkExtras | None = None
 
     def key_snapshot(self, registry: SnapshotRegistry | None = None) -> TypeSerializerSnapshot:
+        """The key serializer's snapshot. In a savepoint converted from Flink a snapshot of a class
+        statemorph does not know (Kryo, a user class) is Flink's opaque key, an
+        :class:`UnsupportedStateError`; any other that cannot be read is a :class:`SavepointError`."""
         try:
             return read_versioned_snapshot(self.key_serializer, registry)
+        except UnknownSnapshotError as e:
+            if self.flink is None:
+                raise SavepointError(f"the key serializer snapshot in {METADATA_FILE} cannot be read: {e}") from e
+            raise UnsupportedStateError(
+                f"unsupported state: the key serializer is {opaque_type(self.key_serializer)}, which statemorph "
+                f"cannot decode; the keys are carried over byte for byte but cannot be read decoded or changed") from e
         except StateFormatError as e:
             raise SavepointError(f"the key serializer snapshot in {METADATA_FILE} cannot be read: {e}") from e
 
@@ -350,10 +367,14 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             raise SavepointError(f"{where}: unknown flink_kind {flink_kind!r} (one of {', '.join(FLINK_KINDS)})")
         ttl = st.get("ttl", bool, required=False) or False
         whole = st.get("value_bytes", bool, required=False) or False
-        if (operator is not None or flink_kind is not None or ttl or whole) and version < 2:
-            raise SavepointError(f"{where}: operator / flink_kind / ttl / value_bytes need format version 2")
+        whole_keys = st.get("key_bytes", bool, required=False) or False
+        if (operator is not None or flink_kind is not None or ttl or whole or whole_keys) and version < 2:
+            raise SavepointError(f"{where}: operator / flink_kind / ttl / value_bytes / key_bytes need format "
+                                 f"version 2")
         if whole and (kind is not StateKind.LIST or flink_kind is not None):
             raise SavepointError(f"{where}: value_bytes (whole Flink values) is only for list state")
+        if whole_keys and (kind is not StateKind.MAP or flink_kind is not None):
+            raise SavepointError(f"{where}: key_bytes (whole Flink keys) is only for map state")
         meta = StateMetadata(
             name=name,
             kind=kind,
@@ -367,6 +388,7 @@ def parse_metadata(data: bytes, source: str = METADATA_FILE) -> SavepointMetadat
             flink_kind=flink_kind,
             ttl=ttl,
             whole_values=whole,
+            whole_keys=whole_keys,
         )
         declared = st.get("rows", int, required=False)
         if declared is not None and (declared < 0 or declared != meta.rows):

@@ -339,12 +339,14 @@ class SavepointWriter:
         flink_kind: str | None = None,
         ttl: bool = False,
         whole_values: bool = False,
+        whole_keys: bool = False,
     ) -> StateWriter:
         """Declare a state and return its writer. ``namespace_serializer`` defaults to
         ``VoidNamespaceSerializer``; ``key_serializer`` to the savepoint's key serializer.
         ``operator`` / ``flink_kind`` / ``ttl`` describe a state converted from Flink (format
         version 2: the rows then carry the TTL timestamp, or are timers; ``whole_values``: whole
-        Flink entries, ``value_bytes``)."""
+        Flink entries, ``value_bytes``; ``whole_keys``: whole entries with their keys,
+        ``key_bytes`` and ``value_bytes``)."""
         self._check_open()
         if not isinstance(name, str) or not name:
             raise ValueError(f"a state name must be a non-empty string, got {name!r}")
@@ -370,8 +372,9 @@ class SavepointWriter:
             flink_kind=flink_kind,
             ttl=ttl,
             whole_values=whole_values,
+            whole_keys=whole_keys,
         )
-        if operator is not None or flink_kind is not None or ttl or whole_values:
+        if operator is not None or flink_kind is not None or ttl or whole_values or whole_keys:
             self.metadata.format_version = FORMAT_VERSION
         self.metadata.states[name] = meta
         w = StateWriter(self, meta, self._rows_per_file)
