@@ -110,6 +110,13 @@ class BootstrapReport:
     seconds: float = 0.0
     per_subtask: dict[int, int] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, dst: str | os.PathLike[str], operator: str, max_parallelism: int, parallelism: int,
+           counts: dict[int, int], spark: Any, t0: float) -> BootstrapReport:
+        """The report of a run that started at ``t0`` and wrote ``counts`` entries per subtask."""
+        return cls(os.fspath(dst), operator, max_parallelism, parallelism, sum(counts.values()), parallelism,
+                   "local" if spark is None else "spark", time.perf_counter() - t0, counts)
+
     def summary(self) -> str:
         return (f"{self.path}: operator {self.operator!r}, max parallelism {self.max_parallelism}, parallelism "
                 f"{self.parallelism}: {self.entries:,} entries in {self.streams} keyed-state streams "
@@ -288,6 +295,19 @@ def carry_over(source: FlinkSavepoint, meta: CheckpointMetadata, dropped: set[st
     source.directory.relativize(meta)
 
 
+def finish_savepoint(directory: str | os.PathLike[str], streams: SubtaskStreams, parts: list[StreamPart],
+                     meta: CheckpointMetadata, op_index: int, source: FlinkSavepoint | None,
+                     dropped: set[str]) -> dict[int, int]:
+    """The end of every State-Processor write (bootstrap, rescale): the written streams into
+    operator ``op_index``, the files ``meta`` still needs carried from ``source`` (if any), then
+    ``_metadata`` last. Returns entries per subtask."""
+    counts = commit_operator(os.fspath(directory), streams, parts, meta, op_index)
+    if source is not None:
+        carry_over(source, meta, dropped, directory)
+    write_metadata(directory, meta)
+    return counts
+
+
 def write_metadata(directory: str | os.PathLike[str], meta: CheckpointMetadata) -> None:
     with open(os.path.join(directory, METADATA_FILE_NAME), "xb") as f:
         f.write(serialize_metadata(meta))
@@ -384,14 +404,10 @@ def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_ser
             else:
                 meta = copy.deepcopy(source.metadata)
                 meta.operators.append(new_op)
-            counts = commit_operator(str(staged.temp), streams, parts, meta, len(meta.operators) - 1)
-            if source is not None:
-                carry_over(source, meta, set(), staged.temp)
-            write_metadata(staged.temp, meta)
+            counts = finish_savepoint(staged.temp, streams, parts, meta, len(meta.operators) - 1, source, set())
     except OSError as e:
         raise output_error(e, dst, "write the Flink savepoint") from e
-    return BootstrapReport(os.fspath(dst), operator, max_parallelism, parallelism, sum(counts.values()), parallelism,
-                           "local" if spark is None else "spark", time.perf_counter() - t0, counts)
+    return BootstrapReport.of(dst, operator, max_parallelism, parallelism, counts, spark, t0)
 
 
 def _as_df(spark: Any, data: Any) -> Any:

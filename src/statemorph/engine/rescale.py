@@ -34,9 +34,7 @@ from ..typeutils import read_versioned_snapshot
 from .bootstrap import (
     BootstrapReport,
     RowTagger,
-    carry_over,
-    commit_operator,
-    write_metadata,
+    finish_savepoint,
     write_parts_local,
     write_parts_spark,
 )
@@ -154,13 +152,10 @@ def rescale_flink_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[
                 ranges = [(s.key_groups.start, s.key_groups.stop) for s in key_group_splits(op, n)]
                 parts = write_parts_spark(spark, streams, _spark_rows(spark, _Rekey(
                     source, ident, names, key_snapshot, max_parallelism, p, ranges)), n)
-            counts = commit_operator(str(staged.temp), streams, parts, meta, op_index)
-            carry_over(sp, meta, replaced, staged.temp)
-            write_metadata(staged.temp, meta)
+            counts = finish_savepoint(staged.temp, streams, parts, meta, op_index, sp, replaced)
     except OSError as e:
         raise output_error(e, dst, "write the Flink savepoint") from e
-    return BootstrapReport(os.fspath(dst), ident, max_parallelism, p, sum(counts.values()), p,
-                           "local" if spark is None else "spark", time.perf_counter() - t0, counts)
+    return BootstrapReport.of(dst, ident, max_parallelism, p, counts, spark, t0)
 
 
 def _spark_rows(spark: Any, rekey: _Rekey) -> Any:
