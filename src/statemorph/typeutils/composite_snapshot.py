@@ -118,12 +118,7 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
         snap = cls.__new__(cls)
         snap.nested_snapshots = []
         start = src.position
-        magic = src.read_int()
-        if magic != cls.MAGIC:
-            raise MalformedDataError(
-                f"corrupt {cls.__name__} at offset {start}: magic number 0x{magic & 0xFFFFFFFF:08X} "
-                f"!= 0x{cls.MAGIC:08X}"
-            )
+        _expect_magic(src, cls.MAGIC, f"corrupt {cls.__name__}", "magic number")
         outer_version = src.read_int()
         if outer_version > cls.OUTER_VERSION or outer_version < cls.MIN_OUTER_VERSION:
             raise UnsupportedVersionError(
@@ -196,15 +191,17 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
         )
 
 
-def read_nested_snapshots(src: DataInputDeserializer, owner: str) -> list[TypeSerializerSnapshot]:
-    """Read a ``NestedSerializersSnapshotDelegate`` block."""
+def _expect_magic(src: DataInputDeserializer, expected: int, what: str, word: str) -> None:
+    """Read the 4-byte magic number Flink writes before a snapshot block; a wrong one is damage."""
     start = src.position
     magic = src.read_int()
-    if magic != CompositeTypeSerializerSnapshot.DELEGATE_MAGIC:
-        raise MalformedDataError(
-            f"corrupt nested snapshots of {owner} at offset {start}: magic 0x{magic & 0xFFFFFFFF:08X} "
-            f"!= 0x{CompositeTypeSerializerSnapshot.DELEGATE_MAGIC:08X}"
-        )
+    if magic != expected:
+        raise MalformedDataError(f"{what} at offset {start}: {word} 0x{magic & 0xFFFFFFFF:08X} != 0x{expected:08X}")
+
+
+def read_nested_snapshots(src: DataInputDeserializer, owner: str) -> list[TypeSerializerSnapshot]:
+    """Read a ``NestedSerializersSnapshotDelegate`` block."""
+    _expect_magic(src, CompositeTypeSerializerSnapshot.DELEGATE_MAGIC, f"corrupt nested snapshots of {owner}", "magic")
     version = src.read_int()
     if version != CompositeTypeSerializerSnapshot.DELEGATE_VERSION:
         raise UnsupportedVersionError(f"nested snapshots of {owner}: delegate version {version} is not supported")
