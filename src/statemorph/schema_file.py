@@ -25,7 +25,9 @@ for an operator that has none, such as a SQL operator, its 32-hex-digit uid hash
 ``type`` is the value type of value state, the element type of list state and the value type of
 map state. ``serializer`` chooses how the type becomes bytes:
 
-- ``rowdata``: Flink's SQL/Table ``RowDataSerializer`` (BinaryRowData); ROW types only;
+- ``rowdata``: Flink's SQL/Table ``RowDataSerializer`` (BinaryRowData); a ROW, or an ARRAY / MAP of
+  ROWs (each ROW RowData inside the list / map a SQL operator keeps them in, e.g. Top-N's
+  ``ARRAY<ROW<...>>``);
 - ``row``: flink-core ``RowSerializer`` (DataStream ``Row``) with the ROW's field names;
 - ``datastream``: the DataStream serializers (INT → IntSerializer, STRING → StringSerializer, BYTES →
   byte[], ARRAY → ListSerializer, MAP → MapSerializer, ROW → RowSerializer, ...);
@@ -39,7 +41,8 @@ map state. ``serializer`` chooses how the type becomes bytes:
   or object) field gets null. ``defaults`` gives other values for added fields (a field initializer
   such as ``double score = 1.5``); a non-primitive ``NOT NULL`` field needs one;
 - ``auto`` (default): the same family the savepoint already uses for that state, so a file only has to
-  say what changed. Without a savepoint to look at, ROW means ``rowdata``, anything else ``datastream``.
+  say what changed; inside an ARRAY, MAP or tuple too (a ROW the savepoint keeps as RowData, such as
+  a Flink SQL operator's rows in a list, stays RowData). Without a savepoint to look at, ROW means ``rowdata``, anything else ``datastream``.
 
 States the file does not name are carried over unchanged (their serializers are restored from the
 savepoint's snapshots); a file that names no state at all is a plain rewrite of the savepoint. A
@@ -202,8 +205,9 @@ def _parse_state(source: str, name: str, body: Any, prefix: str = "states") -> S
     if type_text is None and family != "avro":
         raise SchemaFileError(f"{where}: missing 'type' (the new type in Flink SQL syntax, e.g. \"ROW<id BIGINT>\")")
     logical = _parse_type_at(where, "type", type_text) if type_text is not None else None
-    if family == "rowdata" and logical is not None and not isinstance(logical, RowType):
-        raise SchemaFileError(f"{where}: serializer = \"rowdata\" needs a ROW type, got {logical}")
+    if family == "rowdata" and logical is not None and not _holds_row(logical):
+        raise SchemaFileError(f"{where}: serializer = \"rowdata\" needs a ROW type (or an ARRAY / MAP of ROWs), "
+                              f"got {logical}")
     if family in ("row", "tuple") and logical is not None and not isinstance(logical, RowType):
         raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a ROW type, got {logical}")
     if (family == "opaque") != isinstance(logical, RawType):
@@ -303,7 +307,8 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
 
     ``prior`` is the serializer restored from the savepoint's snapshot (or None); it decides the
     family when the file says ``auto``. With ``user_key=True`` builds the map key serializer
-    (datastream family; None when the file leaves the key type unchanged).
+    (datastream family, rows that ``prior``, the recorded key serializer, keeps as RowData stay
+    RowData; None when the file leaves the key type unchanged).
     """
     from . import serializers
 
@@ -311,7 +316,7 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     if user_key:
         if schema.user_key_type is None:
             return None
-        return datastream_serializer(schema.user_key_type, f"{where} user key")
+        return datastream_serializer(schema.user_key_type, f"{where} user key", prior)
     family = schema.serializer
     if family == "auto":
         if prior is not None:
@@ -329,9 +334,9 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     if family == "pojo":
         return pojo_serializer(schema, prior)
     if family == "rowdata":
-        if not isinstance(schema.type, RowType):
+        if not _holds_row(schema.type):
             raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
-        return _require(serializers, "RowDataSerializer")(schema.type)
+        return _rowdata_serializer(schema.type, where)
     if family == "opaque":
         raise SchemaFileError(f"{where}: an opaque state ({schema.type}) has no serializer statemorph builds: it is "
                               f"carried over as it is")
@@ -339,12 +344,47 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
         raise SchemaFileError(f"{where} is {family.capitalize()} state: its type must be a ROW, got {schema.type}")
     if family == "tuple":
         assert isinstance(schema.type, RowType)
-        like = prior.field_serializers if type(prior).__name__ == "TupleSerializer" else ()
-        fields = [datastream_serializer(f.type, f"{where}.{f.name}", like[i] if i < len(like) else None)
-                  for i, f in enumerate(schema.type.fields)]
-        same = len(like) == len(fields) and like
-        return _require(serializers, "TupleSerializer")(fields, prior.tuple_class_name if same else None)
+        return _tuple_serializer(schema.type, where, prior)
     return datastream_serializer(schema.type, where, prior)
+
+
+def _holds_row(t: LogicalType) -> bool:
+    """Whether ``t`` is a ROW, or an ARRAY or MAP with a ROW somewhere inside (``serializer =
+    "rowdata"`` types)."""
+    if isinstance(t, ArrayType):
+        return _holds_row(t.element_type)
+    if isinstance(t, MapType):
+        return _holds_row(t.key_type) or _holds_row(t.value_type)
+    return isinstance(t, RowType)
+
+
+def _rowdata_serializer(t: LogicalType, where: str) -> Any:
+    """``serializer = "rowdata"``: every ROW a ``RowDataSerializer``, the ARRAYs and MAPs around them
+    the DataStream ``ListSerializer`` / ``MapSerializer`` Flink SQL's operators keep them in (Top-N's
+    sort key → list of rows)."""
+    from . import serializers
+
+    if isinstance(t, ArrayType):
+        return _require(serializers, "ListSerializer")(_rowdata_serializer(t.element_type, f"{where} element"))
+    if isinstance(t, MapType):
+        return _require(serializers, "MapSerializer")(_rowdata_serializer(t.key_type, f"{where} key"),
+                                                      _rowdata_serializer(t.value_type, f"{where} value"))
+    if isinstance(t, RowType):
+        return _require(serializers, "RowDataSerializer")(t)
+    return datastream_serializer(t, where)
+
+
+def _tuple_serializer(t: RowType, where: str, like: Any) -> Any:
+    """Flink's ``TupleSerializer`` of a ROW ``f0, f1, ...``; each field follows what ``like`` (the
+    recorded ``TupleSerializer``, if any) has in its place, and the tuple keeps ``like``'s class when
+    the arity stays."""
+    from . import serializers
+
+    prior = like.field_serializers if type(like).__name__ == "TupleSerializer" else ()
+    fields = [datastream_serializer(f.type, f"{where}.{f.name}", prior[i] if i < len(prior) else None)
+              for i, f in enumerate(t.fields)]
+    same = len(prior) == len(fields) and prior
+    return _require(serializers, "TupleSerializer")(fields, like.tuple_class_name if same else None)
 
 
 def pojo_serializer(schema: StateSchema, prior: Any = None) -> Any:
@@ -381,7 +421,10 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     ``like`` is the serializer the savepoint recorded for the same place, when there is one: where
     it wraps a value in a ``NullableSerializer`` (Flink 2's own ``List`` / ``Map`` type information
     does, around the collection and each element) and the type is nullable, the new serializer keeps
-    that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer."""
+    that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer.
+    Likewise a ROW where ``like`` is a ``RowDataSerializer`` (a Flink SQL operator's rows inside a
+    list, a map or a tuple, e.g. Top-N's ``ARRAY<ROW<...>>``) or a ``TupleSerializer`` stays in
+    that family."""
     from . import serializers
 
     if type(like).__name__ == "NullableSerializer":
@@ -415,6 +458,10 @@ def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
         keys, values = (like.key_serializer, like.value_serializer) if kind == "MapSerializer" else (None, None)
         return _require(serializers, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key", keys),
                                                       datastream_serializer(t.value_type, f"{where} value", values))
+    if isinstance(t, RowType) and kind == "RowDataSerializer":  # a SQL operator's rows nested in a list,
+        return _require(serializers, "RowDataSerializer")(t)      # map or tuple keep their RowData family
+    if isinstance(t, RowType) and kind == "TupleSerializer":
+        return _tuple_serializer(t, where, like)
     if isinstance(t, RowType):
         prior_fields = list(like.field_serializers) if kind == "RowSerializer" else []
         fields = [datastream_serializer(f.type, f"{where}.{f.name}",
@@ -553,11 +600,12 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
         elif kind == "list":
             out.append(ListStateDescriptor(name, value, ttl=ttl))
         else:
-            user_key = serializer_for(st, user_key=True)
+            recorded_key = meta.snapshot("user_key_serializer").restore_serializer() if recorded == "map" else None
+            user_key = serializer_for(st, recorded_key, user_key=True)
             if user_key is None:
                 if recorded != "map":
                     raise SchemaFileError(f"state {name!r} is not map state in the savepoint: give user_key_type")
-                user_key = meta.snapshot("user_key_serializer").restore_serializer()
+                user_key = recorded_key
             out.append(MapStateDescriptor(name, user_key, value, ttl=ttl))
     return out
 
