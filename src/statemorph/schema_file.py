@@ -42,7 +42,8 @@ map state. ``serializer`` chooses how the type becomes bytes:
   such as ``double score = 1.5``); a non-primitive ``NOT NULL`` field needs one;
 - ``auto`` (default): the same family the savepoint already uses for that state, so a file only has to
   say what changed; inside an ARRAY, MAP or tuple too (a ROW the savepoint keeps as RowData, such as
-  a Flink SQL operator's rows in a list, stays RowData). Without a savepoint to look at, ROW means ``rowdata``, anything else ``datastream``.
+  a Flink SQL operator's rows in a list, stays RowData). Without a savepoint to look at, ROW means
+  ``rowdata``, anything else ``datastream``.
 
 States the file does not name are carried over unchanged (their serializers are restored from the
 savepoint's snapshots); a file that names no state at all is a plain rewrite of the savepoint. A

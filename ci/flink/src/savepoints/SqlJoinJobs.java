@@ -42,10 +42,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * <ul>
  *   <li>{@code topn}: the two largest {@code x} per key ({@code ROW_NUMBER() OVER (PARTITION BY k
  *   ORDER BY x DESC) <= 2}; Flink's AppendOnlyTopNFunction: a map of sort key to the list of rows);
- *   <li>{@code join}: every record joined with its key's {@code MAX(x)} (a regular inner join; the
+ *   <li>{@code join}: every record joined with its key's {@code MAX(x)} and {@code MAX(name)} (a regular inner join; the
  *   left side has no unique key: a map of row to count, the right side's join key is its unique
  *   key: a value of row);
- *   <li>{@code interval}: even {@code x} joined with odd {@code x} of the same key within ten
+ *   <li>{@code interval}: {@code x} divisible by 3 joined with the other {@code x} of the same key within ten
  *   minutes of event time (an interval join: per side a map of timestamp to a list of (row,
  *   emitted) pairs, and its cleanup timers).
  * </ul>
@@ -82,7 +82,14 @@ public final class SqlJoinJobs {
                 new IdleSequenceSource(0, spec.totalRecords() - 1), timestamps(), "records");
         StreamTableEnvironment t = tables(env, records, spec, version, false);
         changelogs(t, version).sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
-        List<String> uids = SqlJobs.sqlUids(env);
+        List<String> uids = new ArrayList<>();
+        for (org.apache.flink.streaming.api.graph.StreamNode n : env.getStreamGraph(false).getStreamNodes()) {
+            String uid = n.getTransformationUID();
+            if (uid != null && uid.matches("\\d+_(rank|join|interval-join|group-aggregate)")) {
+                uids.add(uid);
+            }
+        }
+        uids.sort(null);
         JobClient client = env.executeAsync("generate sql joins " + spec.name);
         Generate.awaitCount(client, SEEN, spec.totalRecords()); // the barrier follows every row to the operators
         SqlWindowJobs.stopWhenRunning(client, out, work);
@@ -137,10 +144,11 @@ public final class SqlJoinJobs {
         boolean two = v == 2;
         String topn = "SELECT k, x, name" + (two ? ", note" : "") + " FROM (SELECT *, ROW_NUMBER() OVER ("
                 + "PARTITION BY k ORDER BY x DESC) AS rn FROM src) WHERE rn <= 2";
-        String join = "SELECT a.k, a.x, b.mx" + (two ? ", b.top_note" : "") + " FROM src AS a JOIN (SELECT k, MAX(x) AS mx"
-                + (two ? ", MAX(note) AS top_note" : "") + " FROM src GROUP BY k) AS b ON a.k = b.k";
+        String join = "SELECT a.k, a.x, b.mx, b.top_name" + (two ? ", b.top_note" : "") + " FROM src AS a JOIN (SELECT k,"
+                + " MAX(x) AS mx, MAX(name) AS top_name" + (two ? ", MAX(note) AS top_note" : "")
+                + " FROM src GROUP BY k) AS b ON a.k = b.k";
         String interval = "SELECT a.k, a.x, b.x" + (two ? ", a.note, b.note" : "") + " FROM src AS a, src AS b"
-                + " WHERE a.k = b.k AND MOD(a.x, 2) = 0 AND MOD(b.x, 2) = 1"
+                + " WHERE a.k = b.k AND MOD(a.x, 3) = 0 AND MOD(b.x, 3) <> 0"
                 + " AND a.rt BETWEEN b.rt - INTERVAL '10' MINUTE AND b.rt + INTERVAL '10' MINUTE";
         return List.of(topn, join, interval);
     }
