@@ -71,7 +71,7 @@ def name(j: int) -> str:
     return ("nö-" if j % 4 == 1 else "n-") + str(j)
 
 
-def _max_name(names: list[str]) -> str:
+def max_name(names: list[str]) -> str:
     """MAX over STRING as Flink compares it: by UTF-8 bytes."""
     return max(names, key=lambda s: s.encode("utf-8"))
 
@@ -117,9 +117,9 @@ def expected_net(case: Path, version: int = 1) -> dict[str, Counter[str]]:
             evicted = sorted(xs)[-2]
             want["topn"][row(p, evicted, name(evicted), notes=(evicted,))] -= 1
         # join: every left row's pairing with the key's old maxima is retracted, re-added with the new
-        new_max = (j, _max_name([name(x) for x in [*xs, j]]), note(j))
+        new_max = (j, max_name([name(x) for x in [*xs, j]]), note(j))
         if xs:
-            old_max = (max(xs), _max_name([name(x) for x in xs]), None)
+            old_max = (max(xs), max_name([name(x) for x in xs]), None)
             for a in xs:
                 want["join"][json.dumps([p, a, *old_max[: 3 if two else 2]], ensure_ascii=False)] -= 1
                 want["join"][json.dumps([p, a, *new_max[: 3 if two else 2]], ensure_ascii=False)] += 1
