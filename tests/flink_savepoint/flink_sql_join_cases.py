@@ -5,7 +5,9 @@ The job runs three queries over ``src(k INT, x BIGINT, name STRING[, note STRING
 record ``j`` of key ``j % keys``: ``topn`` (the two largest ``x`` per key), ``join`` (every record
 with its key's ``MAX(x)`` and ``MAX(name)``: a regular join whose left side has no unique key and
 whose right side's unique key is the join key) and ``interval`` (``x`` divisible by 3 joined with
-the key's other records within ten minutes of event time). Version 2 (spec ``sql_join_version``)
+the key's other records within ten minutes of event time) and ``outer`` (each key's ``MIN(x)`` and
+``COUNT(*)`` left-joined with the record of that ``x``: an outer join whose left side's unique key is
+not the join key). Version 2 (spec ``sql_join_version``)
 adds the nullable ``note`` to every row the operators keep (see :data:`EVOLVE_SCHEMA`).
 
 A restore sends one probe record per key and one of a new key (``j = total + p``, ``note`` set for
@@ -25,6 +27,8 @@ from typing import Any
 #: The planner's uids of the stateful operators (table.exec.uid.generation=ALWAYS); version 2 has
 #: the same plan shape, so the same uids.
 RANK, JOIN, INTERVAL, AGG = "4_rank", "13_join", "21_interval-join", "11_group-aggregate"
+OUTER, OUTER_AGG = "31_join", "27_group-aggregate"
+OPERATORS = (RANK, JOIN, INTERVAL, AGG, OUTER, OUTER_AGG)
 #: Flink's type of each state, as ``statemorph inspect`` prints it (value type, map key type).
 ROWTIME = "`f2` TIMESTAMP_LTZ(3) *ROWTIME*"
 BUFFER = f"ARRAY<ROW<`f0` ROW<`f0` INT, `f1` BIGINT, {ROWTIME}>, `f1` BOOLEAN>>"
@@ -37,6 +41,11 @@ TYPES = {
     (INTERVAL, "IntervalJoinLeftTimerState"): ("value", "BIGINT", None),
     (INTERVAL, "IntervalJoinRightTimerState"): ("value", "BIGINT", None),
     (AGG, "accState"): ("value", "ROW<`f0` BIGINT, `f1` STRING>", None),
+    # the outer side: unique key -> (row, how many right rows it matches), a Tuple2
+    (OUTER, "left-records"): ("map", "ROW<`f0` ROW<`f0` INT, `f1` BIGINT, `f2` BIGINT NOT NULL>, `f1` INT>",
+                              "ROW<`f0` INT>"),
+    (OUTER, "right-records"): ("map", "INT", "ROW<`f0` BIGINT>"),
+    (OUTER_AGG, "accState"): ("value", "ROW<`f0` BIGINT, `f1` BIGINT>", None),
 }
 #: Version 2's rows, as a schema file says them: the savepoint's fields keep their names (RowData
 #: snapshots record none: f0, f1, ...), the added nullable ones are named; in the interval join's
@@ -58,7 +67,16 @@ type = "{EVOLVED_BUFFER}"
 
 [operators.{INTERVAL}.states.IntervalJoinRightCache]
 type = "{EVOLVED_BUFFER}"
+
+[operators.{OUTER}.states.left-records]
+type = "ROW<`f0` ROW<`f0` INT, `f1` BIGINT, `f2` BIGINT NOT NULL, low_note STRING>, `f1` INT>"
+
+[operators.{OUTER_AGG}.states.accState]
+type = "ROW<`f0` BIGINT, `f1` BIGINT, low_note STRING>"
 """
+
+
+QUERIES = ("topn", "join", "interval", "outer")
 
 
 def spec(case: Path) -> dict[str, Any]:
@@ -85,7 +103,7 @@ def records(case: Path) -> dict[int, list[int]]:
 
 def net(entries: list[dict[str, Any]]) -> dict[str, Counter[str]]:
     """A restore's changelog lines as each query's net changelog (row as JSON → count)."""
-    out: dict[str, Counter[str]] = {"topn": Counter(), "join": Counter(), "interval": Counter()}
+    out: dict[str, Counter[str]] = {q: Counter() for q in QUERIES}
     for e in entries:
         out[e["query"]][json.dumps(e["row"], ensure_ascii=False)] += 1 if e["kind"] in ("+I", "+U") else -1
     return {q: Counter({row: n for row, n in c.items() if n}) for q, c in out.items()}
@@ -107,7 +125,7 @@ def expected_net(case: Path, version: int = 1) -> dict[str, Counter[str]]:
         extra = [note(j) for j in notes] if two else []
         return json.dumps([*fields, *extra], ensure_ascii=False)
 
-    want: dict[str, Counter[str]] = {"topn": Counter(), "join": Counter(), "interval": Counter()}
+    want: dict[str, Counter[str]] = {q: Counter() for q in QUERIES}
     for p in range(keys + 1):
         j = total + p
         xs = old.get(p, [])
@@ -129,4 +147,10 @@ def expected_net(case: Path, version: int = 1) -> dict[str, Counter[str]]:
             left, right = (j, x) if j % 3 == 0 else (x, j)
             if left % 3 == 0 and right % 3 != 0:
                 want["interval"][row(p, left, right, notes=(left, right))] += 1
+        # outer join: the key's count grows (MIN(x) stays), so its row, matched by the record of
+        # MIN(x), is retracted and emitted again; the new key's row matches its own record
+        mn = min(xs) if xs else j
+        if xs:
+            want["outer"][json.dumps([p, mn, len(xs), mn, *([None] if two else [])])] -= 1
+        want["outer"][row(p, mn, len(xs) + 1, mn, notes=(j,))] += 1
     return {q: Counter({r: n for r, n in c.items() if n}) for q, c in want.items()}

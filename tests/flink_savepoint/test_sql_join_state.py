@@ -22,6 +22,9 @@ from flink_savepoint.flink_sql_join_cases import (
     EVOLVE_SCHEMA,
     INTERVAL,
     JOIN,
+    OPERATORS,
+    OUTER,
+    OUTER_AGG,
     RANK,
     TYPES,
     max_name,
@@ -59,7 +62,7 @@ def _inspected(case: Path) -> dict[tuple[str, str], dict[str, Any]]:
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_inspect_prints_flinks_type_of_every_state(case: Path) -> None:
     got = {k: (s["kind"], s["value_type"], s.get("user_key_type")) for k, s in _inspected(case).items()
-           if k[0] in (RANK, JOIN, INTERVAL, AGG)}
+           if k[0] in OPERATORS}
     assert got == TYPES
 
 
@@ -80,7 +83,7 @@ def test_every_printed_type_pasted_into_a_schema_file_is_a_no_op(case: Path, tmp
     RowDataSerializer to RowSerializer": ``auto`` built a DataStream Row inside the ARRAY), the
     interval join's buffers could not be built (TIMESTAMP_LTZ has no DataStream serializer), and a
     map key type ``ROW<...>`` became a RowSerializer too."""
-    states = {k: s for k, s in _inspected(case).items() if k[0] in (RANK, JOIN, INTERVAL, AGG)}
+    states = {k: s for k, s in _inspected(case).items() if k[0] in OPERATORS}
     for extra in (None, {"data-state-with-append": 'serializer = "rowdata"\n'}):
         schema = tmp_path / "pasted.toml"
         schema.write_text(_paste(states, extra), encoding="utf-8")
@@ -132,6 +135,11 @@ def test_every_sql_state_reads_as_a_table_with_what_the_records_put_there(case: 
             (k, T0 + x): [{"f0": k, "f1": x, "f2": _ts(x)}] for k, xs in old.items() for x in xs if keep(x)}
         timers = _read(case, INTERVAL, f"IntervalJoin{side}TimerState")
         assert {r["key"]["f0"] for r in timers} == {k for k, xs in old.items() if any(keep(x) for x in xs)}
+    # outer join: per key, (k, MIN(x), COUNT(*)) and how many right rows match it (its own record)
+    outer = {r["user_key"]["f0"]: r["value"] for r in _read(case, OUTER, "left-records")}
+    assert outer == {k: {"f0": {"f0": k, "f1": min(xs), "f2": len(xs)}, "f1": 1} for k, xs in old.items()}
+    right = _read(case, OUTER, "right-records")
+    assert sorted((r["user_key"]["f0"], r["value"]) for r in right) == sorted((x, 1) for xs in old.values() for x in xs)
     fired = _read(case, INTERVAL, "_timer_state/event_user-timers")
     assert fired and all(T0 + TEN_MINUTES <= r["timestamp"] <= T0 + TEN_MINUTES + 100 for r in fired)
 
@@ -139,7 +147,7 @@ def test_every_sql_state_reads_as_a_table_with_what_the_records_put_there(case: 
 def _value_snapshots(path: Path) -> dict[tuple[str, str], bytes]:
     return {(op.ident, name): st.snapshot_bytes("value_serializer")
             for op in describe_operators(FlinkSavepoint(path)) for name, st in op.states.items()
-            if op.ident in (RANK, JOIN, INTERVAL, AGG) and not name.startswith("_timer_state")}
+            if op.ident in OPERATORS and not name.startswith("_timer_state")}
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -151,7 +159,8 @@ def test_migrate_gives_every_kept_row_the_nullable_column_as_flink_does(case: Pa
     actions = {(o["uid"], s["name"]): s["action"] for o in json.loads(out)["operators"] for s in o["states"]}
     migrated = {k for k, a in actions.items() if a == "migrate"}
     assert migrated == {(RANK, "data-state-with-append"), (JOIN, "right-records"), (AGG, "accState"),
-                        (INTERVAL, "IntervalJoinLeftCache"), (INTERVAL, "IntervalJoinRightCache")}
+                        (INTERVAL, "IntervalJoinLeftCache"), (INTERVAL, "IntervalJoinRightCache"),
+                        (OUTER, "left-records"), (OUTER_AGG, "accState")}
     dst = tmp_path / "v2"
     assert _cli("migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(dst))[0] == 0
     # the snapshots are the bytes Flink 2.3 writes for the evolved job (its own savepoint, V2)
@@ -164,6 +173,9 @@ def test_migrate_gives_every_kept_row_the_nullable_column_as_flink_does(case: Pa
     got = read_flink_state_table(dst, INTERVAL, "IntervalJoinRightCache").to_pylist()
     assert sorted((e["f0"]["f1"], e["f0"]["f2"], e["f0"]["f3"]) for r in got for e in r["value"]) == sorted(
         (x, None, _ts(x)) for xs in old.values() for x in xs if x % 3)
+    outer = read_flink_state_table(dst, OUTER, "left-records").to_pylist()
+    assert sorted((r["value"]["f0"]["f1"], r["value"]["f0"]["f3"], r["value"]["f1"]) for r in outer) == sorted(
+        (min(xs), None, 1) for xs in old.values())
     before = read_flink_state_table(case / "savepoint", JOIN, "left-records")
     assert read_flink_state_table(dst, JOIN, "left-records").equals(before)
 
@@ -207,3 +219,7 @@ def test_every_sql_state_reads_as_a_spark_dataframe(spark: Any, tmp_path: Path) 
             e["f0"]["f1"] for r in cache for e in r["value"])
         timers = read_state(spark, tmp_path / "pq", f"{INTERVAL}/IntervalJoin{side}TimerState")
         assert timers.count() == len(old)
+    outer = read_state(spark, tmp_path / "pq", f"{OUTER}/left-records")
+    assert outer.columns == ["key", "user_key", "f0", "f1"]  # the Tuple2's fields as columns, its row a struct
+    assert sorted((r["user_key"]["f0"], r["f0"]["f1"], r["f1"]) for r in outer.collect()) == \
+        sorted((k, min(xs), 1) for k, xs in old.items())
