@@ -223,3 +223,19 @@ def test_every_sql_state_reads_as_a_spark_dataframe(spark: Any, tmp_path: Path) 
     assert outer.columns == ["key", "user_key", "f0", "f1"]  # the Tuple2's fields as columns, its row a struct
     assert sorted((r["user_key"]["f0"], r["f0"]["f1"], r["f1"]) for r in outer.collect()) == \
         sorted((k, min(xs), 1) for k, xs in old.items())
+
+
+def test_rowdata_takes_arrays_and_maps_of_rows_and_nothing_without_a_row() -> None:
+    """``serializer = "rowdata"`` without a savepoint to follow: every ROW RowData, the lists and
+    maps around them DataStream's; a type with no ROW inside is still refused (exit 2)."""
+    from statemorph import serializers as S
+    from statemorph.schema_file import SchemaFileError, parse_schema, serializer_for
+
+    schema = parse_schema('[states.a]\nserializer = "rowdata"\n'
+                          'type = "MAP<STRING, ARRAY<ROW<x INT, t TIMESTAMP(3)>>>"\n')
+    built = serializer_for(schema.states["a"])
+    assert isinstance(built, S.MapSerializer) and isinstance(built.key_serializer, S.StringSerializer)
+    assert isinstance(built.value_serializer, S.ListSerializer)
+    assert built.value_serializer.element_serializer == S.RowDataSerializer("ROW<x INT, t TIMESTAMP(3)>")
+    with pytest.raises(SchemaFileError, match=r"needs a ROW type \(or an ARRAY / MAP of ROWs\), got ARRAY<INT>"):
+        parse_schema('[states.a]\nserializer = "rowdata"\ntype = "ARRAY<INT>"\n')
