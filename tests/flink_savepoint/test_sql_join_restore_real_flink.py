@@ -87,3 +87,23 @@ def test_the_evolved_job_restores_the_migrated_savepoint_and_refuses_the_old_one
     assert _net(restored, case, "migrated") == expected_net(case, version=2)
     old = restored[(case.name, "unmigrated")]
     assert not old.ok and old.exception.endswith("StateMigrationException"), (old.exception, old.message)
+
+
+def _snapshots(path: Path) -> dict[tuple[str, str, str], bytes]:
+    from statemorph.savepoint.flink import FlinkSavepoint
+    from statemorph.savepoint.flink.description import describe_operators
+
+    return {(op.ident, name, role): st.snapshot_bytes(role)
+            for op in describe_operators(FlinkSavepoint(path)) for name, st in op.states.items()
+            for role in ("key_serializer", "value_serializer")}
+
+
+def test_the_generator_takes_the_committed_savepoints_again(real_flink: ModuleType, tmp_path: Path) -> None:
+    """The committed cases are what the job in ci/flink takes today: the same uids and serializer
+    snapshots (of the old and the evolved queries)."""
+    cases = [CASES[0], *sql_join_cases(version=2)]
+    real_flink.sql_join_generate([(c / "spec.json", tmp_path / c.name) for c in cases])
+    for case in cases:
+        again = tmp_path / case.name
+        assert json.loads((again / "expected.json").read_text()) == json.loads((case / "expected.json").read_text())
+        assert _snapshots(again / "savepoint") == _snapshots(case / "savepoint"), case.name
