@@ -5,9 +5,10 @@ The job runs three queries over ``src(k INT, x BIGINT, name STRING[, note STRING
 record ``j`` of key ``j % keys``: ``topn`` (the two largest ``x`` per key), ``join`` (every record
 with its key's ``MAX(x)`` and ``MAX(name)``: a regular join whose left side has no unique key and
 whose right side's unique key is the join key) and ``interval`` (``x`` divisible by 3 joined with
-the key's other records within ten minutes of event time) and ``outer`` (each key's ``MIN(x)`` and
-``COUNT(*)`` left-joined with the record of that ``x``: an outer join whose left side's unique key is
-not the join key). Version 2 (spec ``sql_join_version``)
+the key's other records within ten minutes of event time), ``ranked`` (Top-N over an updating
+input: the two keys of the largest ``SUM(x)`` per ``MOD(k, 2)``, RetractableTopNFunction) and
+``outer`` (each key's ``MIN(x)`` and ``COUNT(*)`` left-joined with the record of that ``x``: an outer
+join whose left side's unique key is not the join key). Version 2 (spec ``sql_join_version``)
 adds the nullable ``note`` to every row the operators keep (see :data:`EVOLVE_SCHEMA`).
 
 A restore sends one probe record per key and one of a new key (``j = total + p``, ``note`` set for
@@ -27,8 +28,12 @@ from typing import Any
 #: The planner's uids of the stateful operators (table.exec.uid.generation=ALWAYS); version 2 has
 #: the same plan shape, so the same uids.
 RANK, JOIN, INTERVAL, AGG = "4_rank", "13_join", "21_interval-join", "11_group-aggregate"
-OUTER, OUTER_AGG = "31_join", "27_group-aggregate"
-OPERATORS = (RANK, JOIN, INTERVAL, AGG, OUTER, OUTER_AGG)
+RANKED, RANKED_AGG = "30_rank", "27_group-aggregate"
+OUTER, OUTER_AGG = "40_join", "36_group-aggregate"
+OPERATORS = (RANK, JOIN, INTERVAL, AGG, RANKED, RANKED_AGG, OUTER, OUTER_AGG)
+#: Flink's SortedMapSerializer (RetractableTopNFunction's sort key → count) records a generated
+#: comparator in its snapshot: statemorph carries that state as it is and decodes it nowhere.
+SORTED_MAP = "RAW('org.apache.flink.table.runtime.typeutils.SortedMapSerializerSnapshot')"
 #: Flink's type of each state, as ``statemorph inspect`` prints it (value type, map key type).
 ROWTIME = "`f2` TIMESTAMP_LTZ(3) *ROWTIME*"
 BUFFER = f"ARRAY<ROW<`f0` ROW<`f0` INT, `f1` BIGINT, {ROWTIME}>, `f1` BOOLEAN>>"
@@ -45,6 +50,11 @@ TYPES = {
     (OUTER, "left-records"): ("map", "ROW<`f0` ROW<`f0` INT, `f1` BIGINT, `f2` BIGINT NOT NULL>, `f1` INT>",
                               "ROW<`f0` INT>"),
     (OUTER, "right-records"): ("map", "INT", "ROW<`f0` BIGINT>"),
+    # Top-N over the updating GROUP BY result (RetractableTopNFunction): sort key -> rows, and the
+    # sorted map of sort key -> count per partition
+    (RANKED, "data-state"): ("map", "ARRAY<ROW<`f0` INT, `f1` BIGINT, `f2` STRING, `f3` INT>>", "ROW<`f0` BIGINT>"),
+    (RANKED, "sorted-map"): ("value", SORTED_MAP, None),
+    (RANKED_AGG, "accState"): ("value", "ROW<`f0` BIGINT, `f1` STRING>", None),
     (OUTER_AGG, "accState"): ("value", "ROW<`f0` BIGINT, `f1` BIGINT>", None),
 }
 #: Version 2's rows, as a schema file says them: the savepoint's fields keep their names (RowData
@@ -68,6 +78,12 @@ type = "{EVOLVED_BUFFER}"
 [operators.{INTERVAL}.states.IntervalJoinRightCache]
 type = "{EVOLVED_BUFFER}"
 
+[operators.{RANKED}.states.data-state]
+type = "ARRAY<ROW<`f0` INT, `f1` BIGINT, `f2` STRING, note STRING, `f3` INT>>"
+
+[operators.{RANKED_AGG}.states.accState]
+type = "ROW<`f0` BIGINT, `f1` STRING, top_note STRING>"
+
 [operators.{OUTER}.states.left-records]
 type = "ROW<`f0` ROW<`f0` INT, `f1` BIGINT, `f2` BIGINT NOT NULL, low_note STRING>, `f1` INT>"
 
@@ -76,7 +92,7 @@ type = "ROW<`f0` BIGINT, `f1` BIGINT, low_note STRING>"
 """
 
 
-QUERIES = ("topn", "join", "interval", "outer")
+QUERIES = ("topn", "join", "interval", "ranked", "outer")
 
 
 def spec(case: Path) -> dict[str, Any]:
@@ -153,4 +169,18 @@ def expected_net(case: Path, version: int = 1) -> dict[str, Counter[str]]:
         if xs:
             want["outer"][json.dumps([p, mn, len(xs), mn, *([None] if two else [])])] -= 1
         want["outer"][row(p, mn, len(xs) + 1, mn, notes=(j,))] += 1
+    # Top-N over the keys' sums (per MOD(k, 2), the two largest): what it shows after the probe
+    # less what it showed at the savepoint
+    def shown(sums: dict[int, tuple[int, str, str | None]]) -> Counter[str]:
+        rows: Counter[str] = Counter()
+        for g in (0, 1):
+            for k in sorted((k for k in sums if k % 2 == g), key=lambda k: -sums[k][0])[:2]:
+                rows[json.dumps([g, k, *sums[k][: 3 if two else 2]], ensure_ascii=False)] += 1
+        return rows
+
+    before = {k: (sum(xs), max_name([name(x) for x in xs]), None) for k, xs in old.items()}
+    after = {k: (sum(xs) + total + k, max_name([name(x) for x in [*xs, total + k]]), note(total + k))
+             for k, xs in {**old, keys: []}.items()}
+    want["ranked"] = shown(after)
+    want["ranked"].subtract(shown(before))
     return {q: Counter({r: n for r, n in c.items() if n}) for q, c in want.items()}

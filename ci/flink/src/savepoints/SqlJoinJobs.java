@@ -48,13 +48,17 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code interval}: {@code x} divisible by 3 joined with the other {@code x} of the same key within ten
  *   minutes of event time (an interval join: per side a map of timestamp to a list of (row,
  *   emitted) pairs, and its cleanup timers);
+ *   <li>{@code ranked}: per {@code MOD(k, 2)} the two keys of the largest {@code SUM(x)} (Top-N over
+ *   an updating input, Flink's RetractableTopNFunction: a map of sort key to the list of rows and a
+ *   value of the sorted map of sort key to count);
  *   <li>{@code outer}: each key's {@code MIN(x)} and {@code COUNT(*)} left-joined with the record of
  *   that {@code x} (an outer join: the left side's unique key {@code k} is not the join key, so a map
  *   of unique key to (row, number of matches); the right side a map of row to count).
  * </ul>
  * The spec's {@code sql_join_version} 2 is the evolved job: {@code src} gains a nullable
  * {@code note STRING}; Top-N selects it, the right side of the join also selects {@code MAX(note)},
- * the interval join selects both sides' notes and the outer join's left side {@code MIN(note)}, so every state's rows gain a nullable column
+ * the interval join selects both sides' notes, the ranked keys {@code MAX(note)} and the outer join's
+ * left side {@code MIN(note)}, so every state's rows gain a nullable column
  * (the plan's shape, and so the uids, stay the same; the join's left rows, map keys, keep their
  * columns). {@code generate} stops the job with a canonical savepoint once the rows operator has
  * seen every record and writes {@code expected.json} (the stateful SQL operators' uids);
@@ -65,7 +69,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class SqlJoinJobs {
     private SqlJoinJobs() {}
 
-    static final List<String> QUERIES = List.of("topn", "join", "interval", "outer");
+    static final List<String> QUERIES = List.of("topn", "join", "interval", "ranked", "outer");
     static final AtomicLong SEEN = new AtomicLong();
 
     public static void main(String[] args) throws Exception {
@@ -156,7 +160,10 @@ public final class SqlJoinJobs {
         String outer = "SELECT a.k, a.mn, a.cnt, b.x" + (two ? ", a.low_note" : "") + " FROM (SELECT k, MIN(x) AS mn,"
                 + " COUNT(*) AS cnt" + (two ? ", MIN(note) AS low_note" : "") + " FROM src GROUP BY k) AS a"
                 + " LEFT JOIN src AS b ON a.mn = b.x";
-        return List.of(topn, join, interval, outer);
+        String ranked = "SELECT g, k, total, top_name" + (two ? ", top_note" : "") + " FROM (SELECT *, ROW_NUMBER()"
+                + " OVER (PARTITION BY g ORDER BY total DESC) AS rn FROM (SELECT MOD(k, 2) AS g, k, SUM(x) AS total,"
+                + " MAX(name) AS top_name" + (two ? ", MAX(note) AS top_note" : "") + " FROM src GROUP BY k)) WHERE rn <= 2";
+        return List.of(topn, join, interval, ranked, outer);
     }
 
     /** Each query's changelog as JSON lines {"query", "kind", "row"}, unioned. */
