@@ -336,7 +336,8 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
         return pojo_serializer(schema, prior)
     if family == "rowdata":
         if not _holds_row(schema.type):
-            raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
+            raise SchemaFileError(f"{where} is RowData state: its type must be a ROW (or an ARRAY / MAP of ROWs), "
+                                  f"got {schema.type}")
         return _rowdata_serializer(schema.type, where)
     if family == "opaque":
         raise SchemaFileError(f"{where}: an opaque state ({schema.type}) has no serializer statemorph builds: it is "
@@ -601,7 +602,7 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
         elif kind == "list":
             out.append(ListStateDescriptor(name, value, ttl=ttl))
         else:
-            recorded_key = meta.snapshot("user_key_serializer").restore_serializer() if recorded == "map" else None
+            recorded_key = _recorded_user_key(meta, st) if recorded == "map" else None
             user_key = serializer_for(st, recorded_key, user_key=True)
             if user_key is None:
                 if recorded != "map":
@@ -609,6 +610,20 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
                 user_key = recorded_key
             out.append(MapStateDescriptor(name, user_key, value, ttl=ttl))
     return out
+
+
+def _recorded_user_key(meta: Any, st: StateSchema) -> Any:
+    """The map key serializer the savepoint records: what a new ``user_key_type`` follows (its rows
+    stay RowData where the recorded key's are) and what an unchanged key keeps. When the file gives
+    a new key type, a recorded key statemorph cannot restore is left for the plan to report."""
+    from .errors import SavepointError, UnsupportedStateError
+
+    try:
+        return meta.snapshot("user_key_serializer").restore_serializer()
+    except (SavepointError, UnsupportedStateError):
+        if st.user_key_type is None:
+            raise
+        return None
 
 
 def _opaque_roles(meta: Any) -> dict[str, str]:
