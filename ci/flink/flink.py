@@ -67,6 +67,8 @@ POJO_PROGRAM = "savepoints.PojoJobs"
 WINDOW_PROGRAM = "savepoints.WindowJobs"
 #: The Flink SQL window job (SqlWindowJobs): a group-window and a window-TVF aggregation, windows open.
 SQL_WINDOW_PROGRAM = "savepoints.SqlWindowJobs"
+#: The Flink SQL Top-N / join job (SqlJoinJobs): Top-N, a regular join and an interval join.
+SQL_JOIN_PROGRAM = "savepoints.SqlJoinJobs"
 #: The operator-state job (OperatorJobs): broadcast, list and union list state.
 OPERATOR_PROGRAM = "savepoints.OperatorJobs"
 #: The job of a state Kryo serializes beside well-typed ones (OpaqueJobs), named by a spec's "program".
@@ -155,7 +157,7 @@ def _tail(text: str, lines: int = 40) -> str:
 
 def spec_program(spec: Path | dict[str, Any]) -> str:
     """The Java program a spec is a case of: the SQL job for a spec with ``sql_version``, the window
-    jobs for ``window_job`` / ``sql_window_job``, the operator-state job for ``operator_job``, the
+    jobs for ``window_job`` / ``sql_window_job``, the SQL Top-N / join job for ``sql_join_job``, the operator-state job for ``operator_job``, the
     one its ``program`` field names (``opaque``: OpaqueJobs), else the DataStream matrix."""
     data = spec if isinstance(spec, dict) else json.loads(Path(spec).read_text(encoding="utf-8"))
     if "sql_version" in data:
@@ -164,6 +166,8 @@ def spec_program(spec: Path | dict[str, Any]) -> str:
         return WINDOW_PROGRAM
     if data.get("sql_window_job"):
         return SQL_WINDOW_PROGRAM
+    if data.get("sql_join_job"):
+        return SQL_JOIN_PROGRAM
     if "operator_job" in data:
         return OPERATOR_PROGRAM
     name = data.get("program")
@@ -359,6 +363,21 @@ def sql_window_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
     """Start the SQL window job of each (savepoint, spec) from the savepoint, send one more record
     per key and end the input; ``entries`` are the windows that fired. One JVM for the batch."""
     return _restore_batch(items, SQL_WINDOW_PROGRAM)
+
+
+def sql_join_generate(pairs: list[tuple[Path, Path]]) -> None:
+    """Take one savepoint of the Flink SQL Top-N / join job (ci/flink/src/savepoints/SqlJoinJobs.java)
+    per (spec, OUTDIR): OUTDIR/savepoint, OUTDIR/expected.json (the stateful SQL operators' uids)
+    and OUTDIR/spec.json. A spec with ``"sql_join_job": true`` is regenerated with this program."""
+    generate(pairs, DEFAULT_VERSION, SQL_JOIN_PROGRAM)
+
+
+def sql_join_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
+    """Start the SQL Top-N / join job of each (savepoint, spec) (its ``sql_join_version`` says
+    which queries) from the savepoint, send one probe record per key and one of a new key, and end
+    the input; ``entries`` are every changelog row the queries emitted, ``{"query", "kind",
+    "row"}``. One JVM for the batch."""
+    return _restore_batch(items, SQL_JOIN_PROGRAM)
 
 
 def window_vectors() -> dict[str, Any]:

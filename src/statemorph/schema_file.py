@@ -25,7 +25,9 @@ for an operator that has none, such as a SQL operator, its 32-hex-digit uid hash
 ``type`` is the value type of value state, the element type of list state and the value type of
 map state. ``serializer`` chooses how the type becomes bytes:
 
-- ``rowdata``: Flink's SQL/Table ``RowDataSerializer`` (BinaryRowData); ROW types only;
+- ``rowdata``: Flink's SQL/Table ``RowDataSerializer`` (BinaryRowData); a ROW, or an ARRAY / MAP of
+  ROWs (each ROW RowData inside the list / map a SQL operator keeps them in, e.g. Top-N's
+  ``ARRAY<ROW<...>>``);
 - ``row``: flink-core ``RowSerializer`` (DataStream ``Row``) with the ROW's field names;
 - ``datastream``: the DataStream serializers (INT → IntSerializer, STRING → StringSerializer, BYTES →
   byte[], ARRAY → ListSerializer, MAP → MapSerializer, ROW → RowSerializer, ...);
@@ -39,7 +41,9 @@ map state. ``serializer`` chooses how the type becomes bytes:
   or object) field gets null. ``defaults`` gives other values for added fields (a field initializer
   such as ``double score = 1.5``); a non-primitive ``NOT NULL`` field needs one;
 - ``auto`` (default): the same family the savepoint already uses for that state, so a file only has to
-  say what changed. Without a savepoint to look at, ROW means ``rowdata``, anything else ``datastream``.
+  say what changed; inside an ARRAY, MAP or tuple too (a ROW the savepoint keeps as RowData, such as
+  a Flink SQL operator's rows in a list, stays RowData). Without a savepoint to look at, ROW means
+  ``rowdata``, anything else ``datastream``.
 
 States the file does not name are carried over unchanged (their serializers are restored from the
 savepoint's snapshots); a file that names no state at all is a plain rewrite of the savepoint. A
@@ -188,9 +192,8 @@ def _parse_state(source: str, name: str, body: Any, prefix: str = "states") -> S
     if type_text is None and family != "avro":
         raise SchemaFileError(f"{where}: missing 'type' (the new type in Flink SQL syntax, e.g. \"ROW<id BIGINT>\")")
     logical = _parse_type_at(where, "type", type_text) if type_text is not None else None
-    root = _family_type_root(family)
-    if root is not None and logical is not None and logical.type_root != root:
-        raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a {root} type, got {logical}")
+    if logical is not None and not _family_takes(family, logical):
+        raise SchemaFileError(f"{where}: serializer = \"{family}\" needs a {_family_types(family)}, got {logical}")
     if (family == "opaque") != isinstance(logical, RawType):
         raise SchemaFileError(f"{where}: serializer = \"opaque\" goes with a RAW('<class>') type, as inspect prints "
                               f"it, and a RAW type with serializer = \"opaque\" (got {family!r} and {logical})")
@@ -280,14 +283,15 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
 
     ``prior`` is the serializer restored from the savepoint's snapshot (or None); it decides the
     family when the file says ``auto``. With ``user_key=True`` builds the map key serializer
-    (datastream family; None when the file leaves the key type unchanged).
+    (datastream family, rows that ``prior``, the recorded key serializer, keeps as RowData stay
+    RowData; None when the file leaves the key type unchanged).
     """
 
     where = f"state {schema.name!r}"
     if user_key:
         if schema.user_key_type is None:
             return None
-        return datastream_serializer(schema.user_key_type, f"{where} user key")
+        return datastream_serializer(schema.user_key_type, f"{where} user key", prior)
     family = schema.serializer
     if family == "auto":
         if prior is not None:
@@ -305,9 +309,10 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
     if family == "pojo":
         return pojo_serializer(schema, prior)
     if family == "rowdata":
-        if not isinstance(schema.type, RowType):
-            raise SchemaFileError(f"{where} is RowData state: its type must be a ROW, got {schema.type}")
-        return _family_class("rowdata")(schema.type)
+        if not _family_takes("rowdata", schema.type):
+            raise SchemaFileError(f"{where} is RowData state: its type must be a {_family_types('rowdata')}, "
+                                  f"got {schema.type}")
+        return _rowdata_serializer(schema.type, where)
     if family == "opaque":
         raise SchemaFileError(f"{where}: an opaque state ({schema.type}) has no serializer statemorph builds: it is "
                               f"carried over as it is")
@@ -315,12 +320,22 @@ def serializer_for(schema: StateSchema, prior: Any = None, *, user_key: bool = F
         raise SchemaFileError(f"{where} is {family.capitalize()} state: its type must be a ROW, got {schema.type}")
     if family == "tuple":
         assert isinstance(schema.type, RowType)
-        like = prior.field_serializers if family_of(prior) == "tuple" else ()
-        fields = [datastream_serializer(f.type, f"{where}.{f.name}", like[i] if i < len(like) else None)
-                  for i, f in enumerate(schema.type.fields)]
-        same = len(like) == len(fields) and like
-        return _family_class("tuple")(fields, prior.tuple_class_name if same else None)
+        return _family_class("tuple").for_sql_type(schema.type, datastream_serializer, prior, where)
     return datastream_serializer(schema.type, where, prior)
+
+
+def _rowdata_serializer(t: LogicalType, where: str, like: Any = None) -> Any:
+    """``serializer = "rowdata"``: every ROW a ``RowDataSerializer``, the ARRAYs and MAPs around them
+    the DataStream ``ListSerializer`` / ``MapSerializer`` Flink SQL's operators keep them in (Top-N's
+    sort key → list of rows); other types inside them their DataStream serializers. (``like`` is
+    not followed: the family is what the file says.)"""
+    rowdata = _family_class("rowdata")
+    if t.type_root == rowdata.declared("SCHEMA_TYPE_ROOT"):
+        return rowdata.for_sql_type(t, datastream_serializer, None, where)
+    collection = _collection_class(t)
+    if collection is not None:
+        return collection.for_sql_type(t, _rowdata_serializer, None, where)
+    return datastream_serializer(t, where)
 
 
 def pojo_serializer(schema: StateSchema, prior: Any = None) -> Any:
@@ -357,7 +372,10 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     ``like`` is the serializer the savepoint recorded for the same place, when there is one: where
     it wraps a value in a ``NullableSerializer`` (Flink 2's own ``List`` / ``Map`` type information
     does, around the collection and each element) and the type is nullable, the new serializer keeps
-    that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer."""
+    that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer.
+    Likewise a ROW where ``like`` is a ``RowDataSerializer`` (a Flink SQL operator's rows inside a
+    list, a map or a tuple, e.g. Top-N's ``ARRAY<ROW<...>>``) or a ``TupleSerializer`` stays in
+    that family: a place keeps the family the savepoint records there (see :func:`_kept_class`)."""
     from .serializers import NullableSerializer
 
     if isinstance(like, NullableSerializer):
@@ -369,7 +387,7 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
 
 
 def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
-    cls = _datastream_class(t)
+    cls = _kept_class(t, like) or _datastream_class(t)
     if cls is not None:
         return cls.for_sql_type(t, datastream_serializer, like, where)
     raise SchemaFileError(f"{where}: type {t} has no DataStream serializer; use serializer = \"rowdata\" "
@@ -397,6 +415,45 @@ def _family_type_root(family: str) -> str | None:
     """The type root a family's class requires of a schema file's type (``SCHEMA_TYPE_ROOT``)."""
     cls = _family_class(family)
     return None if cls is None else cls.declared("SCHEMA_TYPE_ROOT")
+
+
+def _family_takes(family: str, t: LogicalType) -> bool:
+    """Whether ``t`` suits ``family``: of the root its class requires (any type where it requires
+    none) or, where the class declares ``SCHEMA_IN_COLLECTIONS``, an ARRAY / MAP with such a type
+    inside (``rowdata``: a SQL operator's rows in a list or map)."""
+    root = _family_type_root(family)
+    if root is None or t.type_root == root:
+        return True
+    return (bool(_family_class(family).declared("SCHEMA_IN_COLLECTIONS")) and _collection_class(t) is not None
+            and any(_family_takes(family, inner) for inner in t.children()))
+
+
+def _family_types(family: str) -> str:
+    """The types ``family`` takes, as an error message names them (``ROW type (or an ARRAY / MAP
+    of ROWs)``)."""
+    root = _family_type_root(family)
+    nests = _family_class(family).declared("SCHEMA_IN_COLLECTIONS")
+    return f"{root} type (or an ARRAY / MAP of {root}s)" if nests else f"{root} type"
+
+
+def _collection_class(t: LogicalType) -> Any:
+    """The DataStream collection class (``ListSerializer``, ``MapSerializer``: a ``datastream``
+    family class whose types nest others) that builds ``t``; None for any other type."""
+    cls = _datastream_class(t)
+    if cls is None or not t.children() or cls.declared("SCHEMA_FAMILY", "datastream") != "datastream":
+        return None
+    return cls
+
+
+def _kept_class(t: LogicalType, like: Any) -> Any:
+    """The class of ``like``, the serializer the savepoint records at this place inside a list, map
+    or tuple, when its family builds ``t``'s root (its ``SCHEMA_TYPE_ROOT``): a nested ROW the
+    savepoint keeps as RowData (a SQL operator's rows) or as a Flink tuple stays so, as ``auto``
+    keeps a state's own family. None otherwise: the DataStream default."""
+    declared = getattr(type(like), "declared", None)
+    if declared is None or declared("SCHEMA_TYPE_ROOT") != t.type_root:
+        return None
+    return type(like)
 
 
 def _datastream_table() -> dict[str, Any]:
@@ -491,13 +548,28 @@ def descriptors_for_states(states: Mapping[str, StateSchema], metadata: Any, whe
         elif kind == "list":
             out.append(ListStateDescriptor(name, value, ttl=ttl))
         else:
-            user_key = serializer_for(st, user_key=True)
+            recorded_key = _recorded_user_key(meta, st) if recorded == "map" else None
+            user_key = serializer_for(st, recorded_key, user_key=True)
             if user_key is None:
                 if recorded != "map":
                     raise SchemaFileError(f"state {name!r} is not map state in the savepoint: give user_key_type")
-                user_key = meta.snapshot("user_key_serializer").restore_serializer()
+                user_key = recorded_key
             out.append(MapStateDescriptor(name, user_key, value, ttl=ttl))
     return out
+
+
+def _recorded_user_key(meta: Any, st: StateSchema) -> Any:
+    """The map key serializer the savepoint records: what a new ``user_key_type`` follows (its rows
+    stay RowData where the recorded key's are) and what an unchanged key keeps. When the file gives
+    a new key type, a recorded key statemorph cannot restore is left for the plan to report."""
+    from .errors import SavepointError, UnsupportedStateError
+
+    try:
+        return meta.snapshot("user_key_serializer").restore_serializer()
+    except (SavepointError, UnsupportedStateError):
+        if st.user_key_type is None:
+            raise
+        return None
 
 
 def _opaque_roles(meta: Any) -> dict[str, str]:

@@ -17,7 +17,14 @@ from statemorph import bulk
 from statemorph import serializers as S
 from statemorph.bulk import capabilities
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
-from statemorph.schema_file import datastream_serializer, describe_serializer, family_of, parse_schema, serializer_for
+from statemorph.schema_file import (
+    SchemaFileError,
+    datastream_serializer,
+    describe_serializer,
+    family_of,
+    parse_schema,
+    serializer_for,
+)
 from statemorph.types import DateType, parse_type
 from statemorph.typeutils import SERIALIZER_CLASSES, BulkKernel, TypeSerializer, TypeSerializerSnapshot
 
@@ -80,6 +87,31 @@ def test_a_declaration_is_the_declaring_class_s_own() -> None:
         assert capabilities.codec(S.IntSerializer()) is not None
     finally:
         SERIALIZER_CLASSES.remove(Wider)
+
+
+def test_a_nested_place_keeps_the_family_the_savepoint_records_there() -> None:
+    """Inside a list, map or tuple a ROW is built by the class the savepoint records at that place
+    when that class's family builds ROWs (its ``SCHEMA_TYPE_ROOT``): RowData rows (a SQL operator's)
+    and Flink tuples stay so, with the tuple's class; with nothing recorded, DataStream's Row."""
+    t = parse_type("MAP<ROW<a INT, b STRING>, ARRAY<ROW<x BIGINT, y STRING>>>")
+    like = S.MapSerializer(S.TupleSerializer([S.IntSerializer(), S.StringSerializer()], "com.example.Pair"),
+                           S.ListSerializer(S.RowDataSerializer("ROW<x BIGINT>")))
+    built = datastream_serializer(t, like=like)
+    assert built.key_serializer == S.TupleSerializer([S.IntSerializer(), S.StringSerializer()], "com.example.Pair")
+    assert built.key_serializer.tuple_class_name == "com.example.Pair"
+    assert built.value_serializer.element_serializer == S.RowDataSerializer("ROW<x BIGINT, y STRING>")
+    plain = datastream_serializer(t)
+    assert type(plain.key_serializer) is S.RowSerializer
+    assert type(plain.value_serializer.element_serializer) is S.RowSerializer
+
+
+def test_only_a_family_declaring_schema_in_collections_takes_an_array_of_its_root() -> None:
+    """``SCHEMA_IN_COLLECTIONS``: rowdata takes ``ARRAY<ROW>`` (RowData rows in a DataStream list);
+    tuple, whose class does not declare it, still needs a ROW."""
+    schema = parse_schema('[states.s]\nserializer = "rowdata"\ntype = "ARRAY<ROW<x INT>>"\n')
+    assert serializer_for(schema.states["s"]) == S.ListSerializer(S.RowDataSerializer("ROW<x INT>"))
+    with pytest.raises(SchemaFileError, match=r'serializer = "tuple" needs a ROW type, got ARRAY<ROW<`x` INT>>'):
+        parse_schema('[states.s]\nserializer = "tuple"\ntype = "ARRAY<ROW<x INT>>"\n')
 
 
 def test_datastream_of_claims_are_unique() -> None:

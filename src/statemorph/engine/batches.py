@@ -250,11 +250,16 @@ class StateDecoder:
 
     @classmethod
     def for_state(cls, meta: Any, **kw: Any) -> StateDecoder:
-        """From a state's metadata (its recorded snapshots)."""
+        """From a state's metadata (its recorded snapshots). A state statemorph only carries (a
+        snapshot it does not know: Kryo, Flink SQL's SortedMapSerializer) is an unsupported state
+        (exit 7) naming the state and its class, as when read from the Flink savepoint itself."""
+        timers = getattr(meta, "flink_kind", None) == "timers"
+        for role in getattr(meta, "opaque_roles", dict)():  # (a timer's value is no serializer of its own)
+            if not (timers and role == "value_serializer"):
+                meta.snapshot(role)  # raises UnsupportedStateError for the state's opaque serializer
         return cls(meta.snapshot_bytes("key_serializer"), meta.snapshot_bytes("value_serializer"),
                    namespace_serializer=meta.snapshot_bytes("namespace_serializer") or None,
-                   user_key_serializer=meta.user_key_serializer,
-                   timers=getattr(meta, "flink_kind", None) == "timers", **kw)
+                   user_key_serializer=meta.user_key_serializer, timers=timers, **kw)
 
     def _parts(self) -> list[tuple[str, ColumnDecoder]]:
         parts = [("key", self.key)]

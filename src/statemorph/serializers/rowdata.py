@@ -35,6 +35,7 @@ Two snapshots, one set of evolution rules (:class:`_RowTypeSnapshot`):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..binary_layout import RowCodec, _Ctx
@@ -126,7 +127,14 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     SCHEMA_FAMILY = "rowdata"
     KEY_HASH = "binary_row"  # BinaryRowData.hashCode: its bytes
     SCHEMA_TYPE_ROOT = "ROW"
+    SCHEMA_IN_COLLECTIONS = True  # a SQL operator's rows in a list or map (Top-N's ARRAY<ROW>)
     BULK = BulkKernel("rowdata")
+
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        """The RowData of the ROW ``t`` as it is: its fields are SQL types, no nested serializers."""
+        return cls(t)
 
     def describe_type(self) -> str:
         return str(self.row_type)

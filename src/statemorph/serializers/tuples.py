@@ -143,6 +143,19 @@ class TupleSerializer(TypeSerializer[tuple]):  # type: ignore[type-arg]
     SCHEMA_FAMILY = "tuple"
     SCHEMA_TYPE_ROOT = "ROW"
 
+    @classmethod
+    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+                     like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
+        """The tuple of the ROW ``t``'s fields ``f0, f1, ...``: each follows what ``like`` (the
+        recorded tuple, if any) has in its place, and the tuple keeps ``like``'s class while the
+        arity stays."""
+        row = cast(RowType, t)
+        prior = like.field_serializers if isinstance(like, TupleSerializer) else ()
+        fields = [nested(f.type, f"{where}.{f.name}", prior[i] if i < len(prior) else None)
+                  for i, f in enumerate(row.fields)]
+        kept = like.tuple_class_name if isinstance(like, TupleSerializer) and len(prior) == len(fields) else None
+        return cls(fields, kept)
+
     def describe_type(self) -> str:
         """Fields by position: ``f0``, ``f1``, ..."""
         return "ROW<" + ", ".join(f"`f{i}` {s.describe_type()}" for i, s in enumerate(self.field_serializers)) + ">"

@@ -150,6 +150,10 @@ class TypeSerializer(ABC, Generic[T]):
     which wins over a root."""
     SCHEMA_TYPE_ROOT: ClassVar[str | None] = None
     """The root of the type a schema file must give a state of this class's family (``ROW``)."""
+    SCHEMA_IN_COLLECTIONS: ClassVar[bool] = False
+    """A schema file may give this class's family an ARRAY / MAP holding its ``SCHEMA_TYPE_ROOT``
+    types: the collections are the DataStream ones, each such type inside this class (Flink SQL
+    operators keep RowData rows in lists and maps, e.g. Top-N's ``ARRAY<ROW<...>>``)."""
     JAVA_ZERO: ClassVar[Any] = None
     """What a field of this Java primitive holds when no constructor sets it (0, 0.0, false)."""
     BULK: ClassVar[BulkKernel | None] = None
@@ -180,9 +184,10 @@ class TypeSerializer(ABC, Generic[T]):
     def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
                      like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
         """This class's serializer for ``t``, a SQL type its ``DATASTREAM_OF`` claims (a schema
-        file's ``datastream`` family). ``nested(type, where, like)`` builds a serializer it nests;
-        ``like`` is the serializer a savepoint recorded at this place (or None), whose nested
-        serializers the new one follows where the types agree."""
+        file's ``datastream`` family), or one of its ``SCHEMA_TYPE_ROOT`` where the file names this
+        class's family or the savepoint records this class at that place. ``nested(type, where,
+        like)`` builds a serializer it nests; ``like`` is the serializer a savepoint recorded at this
+        place (or None), whose nested serializers the new one follows where the types agree."""
         return cls()
 
     def describe_type(self) -> str:

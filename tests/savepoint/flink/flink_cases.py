@@ -39,6 +39,12 @@ def sql_window_cases() -> list[Path]:
     return [c for c in every_committed_case() if case_spec(c).get("sql_window_job")]
 
 
+def sql_join_cases(version: int = 1) -> list[Path]:
+    """The Flink SQL Top-N / join job's cases (ci/flink SqlJoinJobs) of query version ``version``."""
+    return [c for c in every_committed_case()
+            if case_spec(c).get("sql_join_job") and case_spec(c).get("sql_join_version", 1) == version]
+
+
 def every_committed_case() -> list[Path]:
     """Every case under tests/data/flink_savepoints, whichever job took it."""
     return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
@@ -47,7 +53,8 @@ def every_committed_case() -> list[Path]:
 def state_listing_cases() -> list[Path]:
     """The cases whose restore reads every state back (``restore``: the matrix and opaque jobs);
     the window jobs' restores fire windows instead (test_window_restore_real_flink.py)."""
-    return [c for c in every_committed_case() if not {"window_job", "sql_window_job"} & set(case_spec(c))]
+    return [c for c in every_committed_case()
+            if not {"window_job", "sql_window_job", "sql_join_job"} & set(case_spec(c))]
 
 
 #: The states the opaque-state job (ci/flink OpaqueJobs.java) keeps after the spec's own.
@@ -66,7 +73,7 @@ def committed_cases() -> list[Path]:
     Main). The ``opaque-*`` cases (their spec's ``program``) and the window jobs' cases are other
     jobs': their states are not the matrix's."""
     return [c for c in every_committed_case()
-            if not {"program", "window_job", "sql_window_job"} & set(case_spec(c))]
+            if not {"program", "window_job", "sql_window_job", "sql_join_job"} & set(case_spec(c))]
 
 
 def case_spec(case: Path) -> dict[str, Any]:
