@@ -1,0 +1,445 @@
+"""Native savepoints and retained checkpoints of Flink's RocksDB backend: described, read as the
+entries of a canonical savepoint, and converted into one.
+
+A native savepoint (``stop --type native``) is a directory of ``_metadata`` and the files of
+each subtask's RocksDB instance; a retained incremental checkpoint is ``chk-N/_metadata`` whose
+handles name files of the job's checkpoint directory (``shared/``, ``taskowned/``, ``chk-N/``)
+by absolute paths. Each subtask's handle (:class:`.native_handles.IncrementalHandle`) lists its
+RocksDB files and a meta data stream that holds the state meta infos exactly as at the head of a
+canonical keyed-state stream.
+
+Why the entries need no translation: since Flink 1.13 a canonical savepoint stores RocksDB's own
+key and value bytes (key-group prefix ‖ key ‖ namespace [‖ user key]; list values joined by
+``,``; map values with a null flag), whichever backend wrote it. So reading a RocksDB instance
+column family by column family (one per state, named as the state) and key group by key group
+gives the :class:`.keyed_blocks.StateRun` s a canonical stream holds, and converting writes them
+with :class:`.keyed_writer.KeyedStreamWriter`.
+
+Files are opened only through the containment rule: a savepoint's by
+:func:`.handles.file_name`; a checkpoint's absolute paths by their last two parts, which must be
+``shared/<name>``, ``taskowned/<name>`` or ``chk-N/<name>`` of this checkpoint, inside the job
+directory (:func:`checkpoint_namer`); each file is used by one handle
+(:func:`.metadata.check_metadata`). An instance is opened read-only (``rocksdict``) from hard
+links (copies across file systems) of its files in a private temporary directory, named as the
+handle names them; nothing of the input is ever written.
+
+The instance is opened with the options of its own ``OPTIONS`` file, which name Flink's merge
+operator (``StringAppendTESTOperator``, part of RocksDB): list state appended with ``add`` is
+still a stack of merge operands in the SSTs, and only that operator reads it. Changelog and
+file-merging checkpoints are refused with one line naming the setting that made them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ...errors import FlinkSavepointError, SavepointPathError
+from ...extras import require
+from ...snapshot import SnapshotRegistry
+from ..files import SavepointDir, StagedDirectory, check_relative_path, output_error
+from .files import MAX_METADATA_BYTES
+from .handles import (
+    ByteStreamHandle,
+    FileHandle,
+    KeyGroupsHandle,
+    OperatorStreamHandle,
+    RelativeFileHandle,
+    StreamHandle,
+    file_name,
+)
+from .keyed_blocks import StateRun
+from .keyed_header import KeyedHeader, parse_keyed_header
+from .keyed_writer import KeyedStreamWriter
+from .layout import key_group_prefix_bytes
+from .metadata import (
+    METADATA_FILE_NAME,
+    CheckpointMetadata,
+    FileNamer,
+    OperatorState,
+    SubtaskState,
+    parse_metadata,
+    serialize_metadata,
+)
+from .native_handles import IncrementalHandle, RocksFile
+
+MAX_META_BYTES = 64 << 20
+"""The largest meta data stream (state meta infos) read; a real one is a few KiB."""
+_CHECKPOINT_DIR = re.compile(r"chk-\d+")
+_SAVEPOINT_CODE = 7
+_ROCKSDICT_CONFIG = "rocksdict-config.json"
+
+
+def checkpoint_namer(chk: str) -> FileNamer:
+    """The containment rule of a retained checkpoint ``chk`` (``chk-N``): a file handle names a
+    file of the job's checkpoint directory; an absolute path by its last two parts, which must be
+    ``shared/``, ``taskowned/`` or ``chk/`` and a plain name (so a relocated checkpoint still
+    reads and nothing outside the job directory is opened), a relative one inside ``chk``."""
+    def name(handle: FileHandle | RelativeFileHandle, where: str) -> str:
+        if isinstance(handle, RelativeFileHandle):
+            return f"{chk}/{file_name(handle, where)}"
+        parts = handle.path.rstrip("/").rsplit("/", 2)
+        if len(parts) < 3 or parts[-2] not in ("shared", "taskowned", chk):
+            raise SavepointPathError(
+                f"{where}: file {handle.path!r} is not in the checkpoint's shared/, taskowned/ or {chk}/ directory; "
+                f"refused")
+        return check_relative_path(f"{parts[-2]}/{parts[-1]}", f"{where}: file {handle.path!r}", SavepointPathError)
+    return name
+
+
+@dataclass
+class InstanceFile:
+    """One file of a subtask's RocksDB instance, for ``inspect``: its name in the instance, where
+    it is (a path relative to the directory, or ``inline``) and its size."""
+
+    local_name: str
+    source: str
+    size: int
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class NativeStateInfo:
+    name: str
+    kind: str
+    entries: int = 0
+    bytes: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class NativeSubtaskInfo:
+    index: int
+    key_groups: str
+    files: list[InstanceFile] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def to_json(self) -> dict[str, object]:
+        return {"index": self.index, "key_groups": self.key_groups, "size": self.size,
+                "files": [f.to_json() for f in self.files]}
+
+
+@dataclass
+class NativeOperatorInfo:
+    name: str | None
+    uid: str | None
+    uid_hash: str
+    parallelism: int
+    max_parallelism: int
+    subtasks: list[NativeSubtaskInfo]
+    states: list[NativeStateInfo]
+
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {k: v for k, v in self.__dict__.items() if k not in ("subtasks", "states")}
+        d["subtasks"] = [s.to_json() for s in self.subtasks]
+        d["states"] = [s.to_json() for s in self.states]
+        return d
+
+
+@dataclass
+class NativeInfo:
+    path: str
+    format: str
+    metadata_version: int
+    checkpoint_id: int
+    operators: list[NativeOperatorInfo]
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": self.format, "metadata_version": self.metadata_version,
+                "checkpoint_id": self.checkpoint_id, "operators": [o.to_json() for o in self.operators]}
+
+
+def is_native(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a native savepoint or a retained checkpoint (``chk-N``) with incremental
+    RocksDB handles: what ``format_of`` asks before choosing the canonical reader. Reads only
+    ``_metadata``; a directory that is no Flink savepoint at all answers False."""
+    p = Path(path)
+    meta = p / METADATA_FILE_NAME
+    try:
+        data = meta.read_bytes() if meta.is_file() and meta.stat().st_size <= MAX_METADATA_BYTES else b""
+    except OSError:
+        return False
+    try:
+        parsed = parse_metadata(data, str(meta), native=True, namer=_any_name)
+    except FlinkSavepointError:
+        return False
+    return any(st.managed_native is not None for op in parsed.operators for st in op.subtasks or [])
+
+
+def _any_name(handle: FileHandle | RelativeFileHandle, where: str) -> str:
+    return handle.path if isinstance(handle, FileHandle) else handle.relative_path
+
+
+class NativeSavepoint:
+    """A native savepoint directory, or a retained checkpoint's ``chk-N`` directory (its job
+    directory holding ``shared/``), opened read-only."""
+
+    def __init__(self, path: str | os.PathLike[str], registry: SnapshotRegistry | None = None) -> None:
+        p = Path(path)
+        self.registry = registry
+        self.checkpoint: str | None = None
+        root = p
+        if _CHECKPOINT_DIR.fullmatch(p.name) and (p.parent / "shared").is_dir():
+            self.checkpoint, root = p.name, p.parent
+        self.path = p
+        self.files = SavepointDir(root, unsafe=SavepointPathError, damaged=FlinkSavepointError)
+        self.namer: FileNamer = checkpoint_namer(self.checkpoint) if self.checkpoint else file_name
+        meta_name = f"{self.checkpoint}/{METADATA_FILE_NAME}" if self.checkpoint else METADATA_FILE_NAME
+        self.metadata: CheckpointMetadata = parse_metadata(
+            self.files.read_small(meta_name, MAX_METADATA_BYTES), f"{p}/{METADATA_FILE_NAME}",
+            native=True, namer=self.namer)
+
+    @property
+    def format(self) -> str:
+        """``native savepoint``, ``incremental checkpoint chk-N`` or ``checkpoint chk-N`` (full
+        snapshots: the hashmap backend's)."""
+        if self.checkpoint is None:
+            return "native savepoint"
+        incremental = any(st.managed_native for _, st, _ in self.instances())
+        return f"{'incremental ' if incremental else ''}checkpoint {self.checkpoint}"
+
+    def instances(self) -> Iterator[tuple[OperatorState, SubtaskState, IncrementalHandle]]:
+        """Every subtask's RocksDB instance (managed keyed state); raw keyed state in an
+        incremental handle is refused (Flink never writes one)."""
+        for op in self.metadata.operators:
+            for st in op.subtasks or []:
+                if st.raw_native is not None:
+                    raise FlinkSavepointError(f"{self.path}: {op.label()} subtask {st.index}: raw keyed state in an "
+                                              f"incremental RocksDB handle is not supported")
+                if st.managed_native is not None:
+                    yield op, st, st.managed_native
+
+    def _where(self, op: OperatorState, st: SubtaskState) -> str:
+        return f"{self.path}: {op.label()} subtask {st.index}"
+
+    def _stream_bytes(self, handle: StreamHandle, where: str, limit: int) -> bytes:
+        if isinstance(handle, ByteStreamHandle):
+            return handle.data
+        if handle is None:
+            raise FlinkSavepointError(f"{where}: no data stream")
+        if handle.size > limit:
+            raise FlinkSavepointError(f"{where}: {handle.size} bytes exceeds the {limit}-byte limit")
+        with self.files.open(self.namer(handle, where), size=handle.size, recorded_in=METADATA_FILE_NAME) as f:
+            return b"".join(f.chunks())
+
+    def header(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> KeyedHeader:
+        """The state meta infos of one instance (its meta data stream: a canonical keyed-state
+        header with nothing after it)."""
+        where = f"{self._where(op, st)} meta data"
+        data = self._stream_bytes(handle.meta, where, MAX_META_BYTES)
+        return parse_keyed_header(data, len(data), where, self.registry)
+
+    def instance_files(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> list[InstanceFile]:
+        where = self._where(op, st)
+        out = []
+        for f in handle.files():
+            h = f.handle
+            if isinstance(h, ByteStreamHandle):
+                out.append(InstanceFile(f.local_name, "inline", len(h.data)))
+            elif h is not None:
+                out.append(InstanceFile(f.local_name, self.namer(h, where), h.size))
+        return out
+
+    def open_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> RocksInstance:
+        return RocksInstance(self, handle, self.header(op, st, handle), op.max_parallelism, self._where(op, st))
+
+    def inspect(self, count_entries: bool = True) -> NativeInfo:
+        ops: dict[int, NativeOperatorInfo] = {}
+        for op, st, handle in self.instances():
+            info = ops.get(id(op))
+            if info is None:
+                info = ops[id(op)] = NativeOperatorInfo(op.name, op.uid, op.uid_hash, op.parallelism,
+                                                        op.max_parallelism, [], [])
+            r = handle.key_groups
+            info.subtasks.append(NativeSubtaskInfo(st.index, f"{r.start}..{r.stop - 1}",
+                                                   self.instance_files(op, st, handle)))
+            with self.open_instance(op, st, handle) as db:
+                states = {s.name: s for s in info.states}
+                for sid, m in enumerate(db.header.states):
+                    s = states.get(m.name)
+                    if s is None:
+                        s = NativeStateInfo(m.name, m.kind)
+                        info.states.append(s)
+                    if count_entries:
+                        for k, v in db.entries(sid):
+                            s.entries += 1
+                            s.bytes += len(k) + len(v)
+        return NativeInfo(str(self.path), self.format, self.metadata.version, self.metadata.checkpoint_id,
+                          list(ops.values()))
+
+    def to_canonical(self, dst: str | os.PathLike[str]) -> Path:
+        """Write a canonical savepoint of the same state to ``dst`` (staged, appearing whole or
+        not at all): each instance becomes one keyed-state stream, key group by key group;
+        operator-state files are copied; ``_metadata`` keeps everything else."""
+        meta = self.metadata
+        with StagedDirectory(dst) as staged:
+            out = staged.temp
+            n = 0
+            for op in meta.operators:
+                for st in op.subtasks or []:
+                    for attr in ("managed_operator", "raw_operator"):
+                        h = getattr(st, attr)
+                        if isinstance(h, OperatorStreamHandle):
+                            h.delegate = self._copy_stream(h.delegate, out, f"op-{n}", self._where(op, st))
+                            n += 1
+                    for attr in ("managed_keyed", "raw_keyed"):
+                        kh: KeyGroupsHandle | None = getattr(st, attr)
+                        if kh is not None:
+                            kh.delegate = self._copy_stream(kh.delegate, out, f"keyed-{n}", self._where(op, st))
+                            n += 1
+                    if st.managed_native is not None:
+                        st.managed_keyed = self._write_instance(op, st, st.managed_native, out, f"keyed-{n}")
+                        st.managed_native = None
+                        n += 1
+            try:
+                (out / METADATA_FILE_NAME).write_bytes(serialize_metadata(meta))
+            except OSError as e:
+                raise output_error(e, out / METADATA_FILE_NAME) from e
+            return staged.commit()
+
+    def _copy_stream(self, handle: StreamHandle, out: Path, name: str, where: str) -> StreamHandle:
+        if not isinstance(handle, (FileHandle, RelativeFileHandle)):
+            return handle
+        with self.files.open(self.namer(handle, where), size=handle.size, recorded_in=METADATA_FILE_NAME) as f:
+            f.copy_to(out / name)
+        return RelativeFileHandle(name, handle.size)
+
+    def _write_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle, out: Path,
+                        name: str) -> KeyGroupsHandle:
+        with self.open_instance(op, st, handle) as db, \
+                KeyedStreamWriter(out, name, db.header, handle.start_key_group, handle.key_group_count) as w:
+            for kg, runs in db.key_groups():
+                w.add_key_group(kg, runs)
+            return w.finish(inline=False, code=_SAVEPOINT_CODE)
+
+
+class RocksInstance:
+    """One subtask's RocksDB instance, opened read-only from links to its files in a private
+    temporary directory (removed on close); one column family per state of ``header``."""
+
+    def __init__(self, sp: NativeSavepoint, handle: IncrementalHandle, header: KeyedHeader, max_parallelism: int,
+                 where: str) -> None:
+        self.header = header
+        self.handle = handle
+        self.where = where
+        self.prefix = key_group_prefix_bytes(max_parallelism)
+        self.dir = Path(tempfile.mkdtemp(prefix="statemorph-rocksdb-"))
+        try:
+            for f in handle.files():
+                self._place(sp, f)
+            rd = require("rocksdict", "reading a native savepoint")
+            # the instance's own OPTIONS file gives Flink's merge operator (StringAppendTESTOperator,
+            # built into RocksDB), without which an appended list value cannot be read; rocksdict's
+            # own config file forces raw mode (bytes in, bytes out: nothing is ever decoded), and a
+            # probe proves it before a value is read
+            (self.dir / _ROCKSDICT_CONFIG).write_text('{"raw_mode":true,"prefix_extractors":{}}')
+            opts, families = rd.Options.load_latest(str(self.dir))
+            self.db = rd.Rdict(str(self.dir), options=opts, column_families=families,
+                               access_type=rd.AccessType.read_only())
+            self._check_raw(where)
+            self.families: dict[int, Any] = {
+                sid: self.db.get_column_family(m.name) for sid, m in enumerate(header.states) if m.name in families}
+        except BaseException as e:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if isinstance(e, FlinkSavepointError):
+                raise
+            if isinstance(e, Exception) and not isinstance(e, (KeyError, TypeError, AttributeError)):
+                raise FlinkSavepointError(f"{where}: RocksDB cannot open the instance: {e}") from e
+            raise
+
+    def _check_raw(self, where: str) -> None:
+        try:
+            self.db.get("statemorph-raw-mode-probe")
+        except KeyError:
+            return  # raw mode refuses a str key
+        raise FlinkSavepointError(f"{where}: rocksdict did not open the instance in raw mode; refused")
+
+    def _place(self, sp: NativeSavepoint, f: RocksFile) -> None:
+        name = check_relative_path(f.local_name, f"{self.where}: RocksDB file", SavepointPathError)
+        if "/" in name or name == _ROCKSDICT_CONFIG:
+            raise SavepointPathError(f"{self.where}: RocksDB file name {name!r} is not a plain file name; refused")
+        target = self.dir / name
+        h = f.handle
+        if isinstance(h, ByteStreamHandle):
+            target.write_bytes(h.data)
+            return
+        if h is None:
+            raise FlinkSavepointError(f"{self.where}: RocksDB file {name!r} has no data stream")
+        rel = sp.namer(h, self.where)
+        with sp.files.open(rel, size=h.size, recorded_in=METADATA_FILE_NAME) as src:
+            try:
+                os.link(sp.files.resolve(rel), target)
+                same = os.stat(target)
+                if (same.st_dev, same.st_ino) == src.identity:
+                    return
+                os.unlink(target)
+            except OSError:
+                pass
+            src.copy_to(target)
+
+    def entries(self, sid: int, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """The (key, value) pairs of state ``sid``, of one key group when given, in key order."""
+        cf = self.families.get(sid)
+        if cf is None:
+            return
+        it = cf.iter()
+        prefix = b"" if key_group is None else key_group.to_bytes(self.prefix, "big")
+        try:
+            if prefix:
+                it.seek(prefix)
+            else:
+                it.seek_to_first()
+            while it.valid():
+                k = it.key()
+                if not k.startswith(prefix):
+                    break
+                yield k, it.value()
+                it.next()
+            it.status()  # an iterator stops on an error (a merge operand it cannot merge): raise it
+        except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
+            name = self.header.states[sid].name
+            if "merge_operator" in str(e):
+                raise FlinkSavepointError(
+                    f"{self.where}: state {name!r} holds RocksDB merge operands (list state appended with add()) "
+                    f"and the instance's OPTIONS file names no merge operator to read them") from e
+            raise FlinkSavepointError(f"{self.where}: state {name!r}: RocksDB: {e}") from e
+        finally:
+            del it
+
+    def key_groups(self) -> Iterator[tuple[int, list[StateRun]]]:
+        """Every non-empty key group of the instance's range as canonical state runs."""
+        for kg in self.handle.key_groups:
+            runs = []
+            for sid in self.families:
+                pairs = list(self.entries(sid, kg))
+                if pairs:
+                    runs.append(StateRun(sid, [k for k, _ in pairs], [v for _, v in pairs]))
+            if runs:
+                yield kg, runs
+
+    def close(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            self.families.clear()
+            db.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> RocksInstance:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
