@@ -92,9 +92,21 @@ class ConvertReport:
 
 
 def convert_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
-                      registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
+                      registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000,
+                      to: str | None = None) -> ConvertReport:
     """Convert ``src`` into the other form at ``dst``: a Flink savepoint becomes the Parquet form,
-    a Parquet savepoint converted from Flink becomes a Flink savepoint again."""
+    a Parquet savepoint converted from Flink becomes a Flink savepoint again; a native savepoint
+    or retained checkpoint becomes the Parquet form or, ``to="canonical"``, a canonical savepoint
+    (:mod:`.convert_native`)."""
+    from ..savepoint.flink.native import is_native
+
+    if is_native(src):
+        from .convert_native import convert_native
+
+        return convert_native(src, dst, to=to or "parquet", registry=registry, rows_per_file=rows_per_file)
+    if to == "canonical":
+        raise UsageError(f"--to canonical converts a native savepoint or a retained RocksDB checkpoint; {src} is "
+                         f"neither")
     if is_flink_savepoint(str(src)):
         return flink_to_parquet(src, dst, registry=registry, rows_per_file=rows_per_file)
     if os.path.lexists(os.path.join(src, METADATA_FILE)):

@@ -24,6 +24,7 @@ from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, UsageErr
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
 from ..savepoint.flink.layout import whole_values
+from ..savepoint.flink.native_view import NativeFlinkSavepoint, open_flink_savepoint
 from ..savepoint.flink.operator_ids import find_operator, naming
 from ..savepoint.storage import Location
 from ..snapshot import SnapshotRegistry
@@ -236,7 +237,7 @@ def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, sta
     window namespace, the window beside the raw namespace (``window_start`` / ``window_end``, or
     ``window_id``). ``key_groups`` restricts the read to a key-group range (one parallel task's
     share: only the streams and key groups of that range are read)."""
-    sp = FlinkSavepoint(path, registry)
+    sp = open_flink_savepoint(path, registry)
     read = _state_read(sp, operator, state, decode, registry)
     empty = True
     for batch in sp.iter_state_batches(operator, state, key_groups=key_groups):
@@ -250,7 +251,7 @@ def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: s
                             registry: SnapshotRegistry | None = None) -> pa.Schema:
     """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
     read): what a parallel reader declares before its tasks run."""
-    sp = FlinkSavepoint(path, registry)
+    sp = open_flink_savepoint(path, registry)
     read = _state_read(sp, operator, state, decode, registry)
     return read.decoded(pa.RecordBatch.from_pylist([], schema=read.schema()), 1).schema
 
@@ -326,7 +327,7 @@ def read_flink_operator_state(path: str | os.PathLike[str] | Location, operator:
     leaves out the decoded columns (any serializer, exact bytes)."""
     from ..savepoint.flink.operator_state_read import operator_state_table
 
-    return operator_state_table(FlinkSavepoint(path, registry), operator, state, decode=decode)
+    return operator_state_table(open_flink_savepoint(path, registry), operator, state, decode=decode)
 
 
 __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_flink_savepoint",
@@ -351,7 +352,7 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
     ``unmatched_names`` the ones that find none."""
     from ..savepoint.flink.operator_state_read import describe_operator_states
 
-    sp = FlinkSavepoint(path, registry)
+    sp = open_flink_savepoint(path, registry)
     info = sp.inspect(count_entries=count_entries)
     named_by: dict[str, list[dict[str, str]]] = {}
     unmatched = []
@@ -385,8 +386,15 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
                           "named_by": named_by.get(op_info.uid_hash, []), "states": states,
                           "operator_states": [o.to_json() for o in
                                               describe_operator_states(sp, by_hash[op_info.uid_hash])]})
-    return {"format": "flink", "path": os.fspath(path), "metadata_version": info.metadata_version,
-            "checkpoint_id": info.checkpoint_id, "operators": operators, "unmatched_names": unmatched}
+    doc = {"format": "flink", "path": os.fspath(path), "metadata_version": info.metadata_version,
+           "checkpoint_id": info.checkpoint_id, "operators": operators, "unmatched_names": unmatched}
+    if isinstance(sp, NativeFlinkSavepoint):  # what it is, and the RocksDB files each subtask needs
+        native = sp.native_info()
+        doc["savepoint_format"] = native.format
+        for o, n in zip(operators, [next((x for x in native.operators if x.uid_hash == o["uid_hash"]), None)
+                                    for o in operators], strict=True):
+            o["subtasks"] = [s.to_json() for s in n.subtasks] if n is not None else []
+    return doc
 
 
 def _role_text(desc: Any, role: str, class_name: str | None) -> str | None:

@@ -31,6 +31,7 @@ file-merging checkpoints are refused with one line naming the setting that made 
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
@@ -267,25 +268,31 @@ class NativeSavepoint:
             r = handle.key_groups
             info.subtasks.append(NativeSubtaskInfo(st.index, f"{r.start}..{r.stop - 1}",
                                                    self.instance_files(op, st, handle)))
-            with self.open_instance(op, st, handle) as db:
-                states = {s.name: s for s in info.states}
-                for sid, m in enumerate(db.header.states):
-                    s = states.get(m.name)
-                    if s is None:
-                        s = NativeStateInfo(m.name, m.kind)
-                        info.states.append(s)
-                    if count_entries:
+            header = self.header(op, st, handle)
+            states = {s.name: s for s in info.states}
+            infos = []
+            for m in header.states:
+                s = states.get(m.name)
+                if s is None:
+                    s = NativeStateInfo(m.name, m.kind)
+                    info.states.append(s)
+                infos.append(s)
+            if count_entries:
+                with RocksInstance(self, handle, header, op.max_parallelism, self._where(op, st)) as db:
+                    for sid, s in enumerate(infos):
                         for k, v in db.entries(sid):
                             s.entries += 1
                             s.bytes += len(k) + len(v)
         return NativeInfo(str(self.path), self.format, self.metadata.version, self.metadata.checkpoint_id,
                           list(ops.values()))
 
-    def to_canonical(self, dst: str | os.PathLike[str]) -> Path:
+    def to_canonical(self, dst: str | os.PathLike[str]) -> dict[str, int]:
         """Write a canonical savepoint of the same state to ``dst`` (staged, appearing whole or
         not at all): each instance becomes one keyed-state stream, key group by key group;
-        operator-state files are copied; ``_metadata`` keeps everything else."""
-        meta = self.metadata
+        operator-state files are copied; ``_metadata`` keeps everything else. Returns the entries
+        written per ``operator/state``; ``self.metadata`` stays as read."""
+        meta = copy.deepcopy(self.metadata)
+        counts: dict[str, int] = {}
         with StagedDirectory(dst) as staged:
             out = staged.temp
             n = 0
@@ -302,14 +309,16 @@ class NativeSavepoint:
                             kh.delegate = self._copy_stream(kh.delegate, out, f"keyed-{n}", self._where(op, st))
                             n += 1
                     if st.managed_native is not None:
-                        st.managed_keyed = self._write_instance(op, st, st.managed_native, out, f"keyed-{n}")
+                        st.managed_keyed = self._write_instance(op, st, st.managed_native, out, f"keyed-{n}",
+                                                                counts)
                         st.managed_native = None
                         n += 1
             try:
                 (out / METADATA_FILE_NAME).write_bytes(serialize_metadata(meta))
             except OSError as e:
                 raise output_error(e, out / METADATA_FILE_NAME) from e
-            return staged.commit()
+            staged.commit()
+        return counts
 
     def _copy_stream(self, handle: StreamHandle, out: Path, name: str, where: str) -> StreamHandle:
         if not isinstance(handle, (FileHandle, RelativeFileHandle)):
@@ -319,11 +328,14 @@ class NativeSavepoint:
         return RelativeFileHandle(name, handle.size)
 
     def _write_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle, out: Path,
-                        name: str) -> KeyGroupsHandle:
+                        name: str, counts: dict[str, int]) -> KeyGroupsHandle:
         with self.open_instance(op, st, handle) as db, \
                 KeyedStreamWriter(out, name, db.header, handle.start_key_group, handle.key_group_count) as w:
+            names = [f"{op.uid or op.uid_hash}/{m.name}" for m in db.header.states]
             for kg, runs in db.key_groups():
                 w.add_key_group(kg, runs)
+                for run in runs:
+                    counts[names[run.state_id]] = counts.get(names[run.state_id], 0) + len(run.keys)
             return w.finish(inline=False, code=_SAVEPOINT_CODE)
 
 
@@ -420,9 +432,13 @@ class RocksInstance:
         finally:
             del it
 
-    def key_groups(self) -> Iterator[tuple[int, list[StateRun]]]:
-        """Every non-empty key group of the instance's range as canonical state runs."""
-        for kg in self.handle.key_groups:
+    def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
+        """Every non-empty key group of the instance's range (and of ``only``) as canonical state
+        runs, one key group in memory at a time."""
+        r = self.handle.key_groups
+        if only is not None:
+            r = range(max(r.start, only.start), min(r.stop, only.stop))
+        for kg in r:
             runs = []
             for sid in self.families:
                 pairs = list(self.entries(sid, kg))
