@@ -40,7 +40,7 @@ from .handles import (
     write_operator_handle,
     write_stream_handle,
 )
-from .native_handles import IncrementalHandle, read_native_keyed_handle
+from .native_handles import IncrementalHandle, read_native_keyed_handle, write_incremental_handle
 
 FileNamer = Callable[[FileHandle | RelativeFileHandle, str], str]
 """How a file handle's file is named relative to the directory its files are opened in (the
@@ -126,11 +126,12 @@ class CheckpointMetadata:
 
 
 def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME, *, native: bool = False,
-                   namer: FileNamer = file_name) -> CheckpointMetadata:
+                   namer: FileNamer = file_name, check: bool = True) -> CheckpointMetadata:
     """Parse a whole ``_metadata`` file and :func:`check_metadata` it. Every failure is a
     :class:`FlinkSavepointError` (or a subclass) naming ``where``, the offset or the field.
     Incremental RocksDB handles (native savepoints, checkpoints) are refused unless ``native``;
-    ``namer`` names each file handle's file (see :data:`FileNamer`)."""
+    ``namer`` names each file handle's file (see :data:`FileNamer`); ``check=False`` (only to
+    tell which reader a directory needs) skips :func:`check_metadata`."""
     paused = gc.isenabled()
     gc.disable()  # a parse makes objects by the million and no cycles: collections would only cost time
     try:
@@ -142,7 +143,8 @@ def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME, *, native: bool
     finally:
         if paused:
             gc.enable()
-    check_metadata(meta, where, namer)
+    if check:
+        check_metadata(meta, where, namer)
     return meta
 
 
@@ -431,9 +433,6 @@ def _write_operator(out: DataOutputSerializer, op: OperatorState, version: int) 
         if st.finished:
             out.write_int(-st.index - 1)
             continue
-        if st.managed_native is not None or st.raw_native is not None:
-            raise FlinkSavepointError(f"subtask {st.index} holds an incremental RocksDB handle; statemorph writes "
-                                      f"canonical _metadata only")
         out.write_int(st.index)
         out.write_int(st.managed_operator_flag)
         if st.managed_operator_flag:
@@ -441,7 +440,10 @@ def _write_operator(out: DataOutputSerializer, op: OperatorState, version: int) 
         out.write_int(st.raw_operator_flag)
         if st.raw_operator_flag:
             write_operator_handle(out, st.raw_operator)
-        write_keyed_handle(out, st.managed_keyed)
-        write_keyed_handle(out, st.raw_keyed)
+        for native, keyed in ((st.managed_native, st.managed_keyed), (st.raw_native, st.raw_keyed)):
+            if native is not None:
+                write_incremental_handle(out, native)
+            else:
+                write_keyed_handle(out, keyed)
         out.write_int(0)
         out.write_int(0)

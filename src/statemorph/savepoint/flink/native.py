@@ -175,14 +175,10 @@ def is_native(path: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     try:
-        parsed = parse_metadata(data, str(meta), native=True, namer=_any_name)
+        parsed = parse_metadata(data, str(meta), native=True, check=False)
     except FlinkSavepointError:
         return False
     return any(st.managed_native is not None for op in parsed.operators for st in op.subtasks or [])
-
-
-def _any_name(handle: FileHandle | RelativeFileHandle, where: str) -> str:
-    return handle.path if isinstance(handle, FileHandle) else handle.relative_path
 
 
 class NativeSavepoint:
@@ -370,8 +366,13 @@ class RocksInstance:
             if isinstance(e, FlinkSavepointError):
                 raise
             if isinstance(e, Exception) and not isinstance(e, (KeyError, TypeError, AttributeError)):
-                raise FlinkSavepointError(f"{where}: RocksDB cannot open the instance: {e}") from e
+                raise FlinkSavepointError(f"{where}: RocksDB cannot open the instance: {self._said(e)}") from e
             raise
+
+    def _said(self, e: BaseException) -> str:
+        """RocksDB's message on one line, its files named as the handle names them (not by the
+        private directory they are linked into)."""
+        return " ".join(str(e).replace(f"{self.dir}/", "").split())
 
     def _check_raw(self, where: str) -> None:
         try:
@@ -428,7 +429,7 @@ class RocksInstance:
                 raise FlinkSavepointError(
                     f"{self.where}: state {name!r} holds RocksDB merge operands (list state appended with add()) "
                     f"and the instance's OPTIONS file names no merge operator to read them") from e
-            raise FlinkSavepointError(f"{self.where}: state {name!r}: RocksDB: {e}") from e
+            raise FlinkSavepointError(f"{self.where}: state {name!r}: RocksDB: {self._said(e)}") from e
         finally:
             del it
 

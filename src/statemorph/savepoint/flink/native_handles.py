@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import MalformedDataError, NotCanonicalSavepointError
-from ...io import DataInputDeserializer
+from ...io import DataInputDeserializer, DataOutputSerializer
 from .handles import (
     KEY_GROUPS_CODES,
     NULL_HANDLE,
@@ -31,6 +31,7 @@ from .handles import (
     StreamHandle,
     read_keyed_handle,
     read_stream_handle,
+    write_stream_handle,
 )
 
 INCREMENTAL_HANDLE = 5
@@ -132,3 +133,23 @@ def _files(src: DataInputDeserializer, where: str) -> list[RocksFile]:
         out.append(RocksFile(name, _stream(src, f"{where} {name!r}")))
     return out
 
+
+
+def write_incremental_handle(out: DataOutputSerializer, handle: IncrementalHandle) -> None:
+    """The bytes :func:`read_native_keyed_handle` reads (Flink's own), so an unchanged
+    ``_metadata`` is written back byte for byte."""
+    out.write_byte(handle.code)
+    out.write_long(handle.checkpoint_id)
+    out.write_utf(handle.backend_id)
+    out.write_int(handle.start_key_group)
+    out.write_int(handle.key_group_count)
+    if handle.code == INCREMENTAL_HANDLE_V2:
+        out.write_long(handle.checkpointed_size or 0)
+    write_stream_handle(out, handle.meta)
+    for files in (handle.shared, handle.private):
+        out.write_int(len(files))
+        for f in files:
+            out.write_utf(f.local_name)
+            write_stream_handle(out, f.handle)
+    if handle.code == INCREMENTAL_HANDLE_V2:
+        out.write_utf(handle.handle_id or "")
