@@ -31,6 +31,8 @@ SPECS = {
     "native-p2": {"backend": "rocksdb", "format": "native", "parallelism": 2},
     "checkpoint-p2": {"backend": "rocksdb", "format": "checkpoint", "parallelism": 2},
 }
+#: Taken too, and refused: the hashmap backend's checkpoints hold key groups in its own format.
+HASHMAP = {"hashmap-checkpoint-p1": {"backend": "hashmap", "format": "checkpoint", "parallelism": 1}}
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +41,13 @@ def cases(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> d
     files) of the matrix job with every state kind, taken in one JVM."""
     root = tmp_path_factory.mktemp("native")
     pairs = []
-    for name, spec in SPECS.items():
+    for name, spec in {**SPECS, **HASHMAP}.items():
         f = root / f"{name}.json"
         f.write_text(json.dumps({"name": name, "storage": "filesystem", "inline_threshold": 100, "keys": 20,
                                  "records_per_key": 3, **spec}))
         pairs.append((f, root / name))
     real_flink.generate(pairs)
-    return {name: root / name for name in SPECS}
+    return {name: root / name for name in {**SPECS, **HASHMAP}}
 
 
 def _source(case: Path) -> Path:
@@ -308,3 +310,15 @@ def test_inline_instance_files_need_no_file(cases: dict[str, Path], tmp_path: Pa
                 f.handle = ByteStreamHandle(f.local_name, (src / f.handle.relative_path).read_bytes())
     _write(src, meta)
     assert [b.to_pylist() for b in read_flink_state(src, "state-op", "count")] == before
+
+
+def test_hashmap_checkpoints_are_refused_naming_the_backend(cases: dict[str, Path], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the key groups were scanned as canonical ones and failed on a value length."""
+    src = _source(cases["hashmap-checkpoint-p1"])
+    assert is_native(src)
+    for argv in (["inspect", str(src)], ["convert", str(src), "--to", "canonical", "--out", str(tmp_path / "out")]):
+        assert main(argv) == 7, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "state.backend.type: hashmap" in err, err
+    assert not (tmp_path / "out").exists()

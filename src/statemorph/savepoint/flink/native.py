@@ -42,11 +42,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ...errors import FlinkSavepointError, SavepointPathError
+from ...errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
 from ...extras import require
 from ...snapshot import SnapshotRegistry
 from ..files import SavepointDir, StagedDirectory, check_relative_path, output_error
-from .files import MAX_METADATA_BYTES
+from .files import MAX_METADATA_BYTES, FileStream, InlineStream, StreamSource
 from .handles import (
     ByteStreamHandle,
     FileHandle,
@@ -56,7 +56,7 @@ from .handles import (
     StreamHandle,
     file_name,
 )
-from .keyed_blocks import StateRun
+from .keyed_blocks import KeyGroupExtent, StateRun, key_group_extents
 from .keyed_header import KeyedHeader, parse_keyed_header
 from .keyed_writer import KeyedStreamWriter
 from .layout import key_group_prefix_bytes
@@ -165,20 +165,42 @@ class NativeInfo:
 
 
 def is_native(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a native savepoint or a retained checkpoint (``chk-N``) with incremental
-    RocksDB handles: what ``format_of`` asks before choosing the canonical reader. Reads only
-    ``_metadata``; a directory that is no Flink savepoint at all answers False."""
+    """Whether ``path`` needs this module's reader: a native savepoint (incremental RocksDB
+    handles), or a retained checkpoint's ``chk-N`` directory (its job directory holding
+    ``shared/``: absolute file paths into it). What ``format_of`` asks before choosing the
+    canonical reader; reads only ``_metadata`` and checks nothing (the reader refuses what is
+    wrong with its own message), so a directory that is no Flink savepoint answers False."""
     p = Path(path)
+    if checkpoint_dir(p) is not None:
+        return (p / METADATA_FILE_NAME).is_file()
     meta = p / METADATA_FILE_NAME
     try:
         data = meta.read_bytes() if meta.is_file() and meta.stat().st_size <= MAX_METADATA_BYTES else b""
-    except OSError:
-        return False
-    try:
         parsed = parse_metadata(data, str(meta), native=True, check=False)
-    except FlinkSavepointError:
+    except (OSError, FlinkSavepointError):
         return False
     return any(st.managed_native is not None for op in parsed.operators for st in op.subtasks or [])
+
+
+def checkpoint_dir(p: Path) -> str | None:
+    """``chk-N`` when ``p`` is a retained checkpoint's directory (named so, beside ``shared/``)."""
+    return p.name if _CHECKPOINT_DIR.fullmatch(p.name) and (p.parent / "shared").is_dir() else None
+
+
+def refuse_hashmap_format(source: StreamSource, extents: list[KeyGroupExtent], where: str) -> None:
+    """A full checkpoint holds key groups in the canonical layout (RocksDB's full snapshots) or
+    in the hashmap backend's own (``HeapSnapshotStrategy``: ``i32 key group`` first, then each
+    state's objects serialized whole), which only its serializers can delimit: refused, one line.
+    The canonical layout starts with a state id and a key length (or a Snappy frame), so its
+    first four bytes never read as the key group's number for key groups from 1 on."""
+    for e in extents:
+        if e.key_group >= 1 and e.end - e.offset >= 4:
+            if source.read_at(e.offset, 4, "key-group start") == e.key_group.to_bytes(4, "big"):
+                raise NotCanonicalSavepointError(
+                    f"{where}: a checkpoint of the hashmap backend (state.backend.type: hashmap), whose key groups "
+                    f"are in that backend's own format, which statemorph does not read; take a canonical or native "
+                    f"savepoint, or a checkpoint of the RocksDB backend")
+            return
 
 
 class NativeSavepoint:
@@ -188,10 +210,8 @@ class NativeSavepoint:
     def __init__(self, path: str | os.PathLike[str], registry: SnapshotRegistry | None = None) -> None:
         p = Path(path)
         self.registry = registry
-        self.checkpoint: str | None = None
-        root = p
-        if _CHECKPOINT_DIR.fullmatch(p.name) and (p.parent / "shared").is_dir():
-            self.checkpoint, root = p.name, p.parent
+        self.checkpoint = checkpoint_dir(p)
+        root = p.parent if self.checkpoint else p
         self.path = p
         self.files = SavepointDir(root, unsafe=SavepointPathError, damaged=FlinkSavepointError)
         self.namer: FileNamer = checkpoint_namer(self.checkpoint) if self.checkpoint else file_name
@@ -302,6 +322,7 @@ class NativeSavepoint:
                     for attr in ("managed_keyed", "raw_keyed"):
                         kh: KeyGroupsHandle | None = getattr(st, attr)
                         if kh is not None:
+                            self._check_full(kh, self._where(op, st))
                             kh.delegate = self._copy_stream(kh.delegate, out, f"keyed-{n}", self._where(op, st))
                             n += 1
                     if st.managed_native is not None:
@@ -315,6 +336,19 @@ class NativeSavepoint:
                 raise output_error(e, out / METADATA_FILE_NAME) from e
             staged.commit()
         return counts
+
+    def _check_full(self, handle: KeyGroupsHandle, where: str) -> None:
+        """A full snapshot's stream (checkpoints only) must be in the canonical layout."""
+        if self.checkpoint is None or handle.delegate is None:
+            return
+        if isinstance(handle.delegate, ByteStreamHandle):
+            source: StreamSource = InlineStream(handle.delegate.data, where)
+        else:
+            f = self.files.open(self.namer(handle.delegate, where), size=handle.delegate.size,
+                                recorded_in=METADATA_FILE_NAME)
+            source = FileStream(f, f.label)
+        with source:
+            refuse_hashmap_format(source, key_group_extents(handle, source.size, where)[1], where)
 
     def _copy_stream(self, handle: StreamHandle, out: Path, name: str, where: str) -> StreamHandle:
         if not isinstance(handle, (FileHandle, RelativeFileHandle)):

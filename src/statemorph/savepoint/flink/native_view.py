@@ -26,7 +26,7 @@ from .key_group_scan import ScannedGroup, scanned_groups
 from .keyed_blocks import KeyGroupExtent, StateRun, encode_key_group
 from .keyed_header import write_keyed_header
 from .metadata import OperatorState, SubtaskState
-from .native import NativeInfo, NativeSavepoint, RocksInstance, is_native
+from .native import NativeInfo, NativeSavepoint, RocksInstance, is_native, refuse_hashmap_format
 from .reader import FlinkSavepoint, KeyedStream
 
 _SAVEPOINT_CODE = 7
@@ -102,7 +102,10 @@ class NativeFlinkSavepoint(FlinkSavepoint):
             h = st.managed_native
             if h is None:
                 if st.managed_keyed is not None:
-                    yield from super().keyed_streams(_alone(op, st))
+                    for _, stream in super().keyed_streams(_alone(op, st)):
+                        if self.native.checkpoint:
+                            refuse_hashmap_format(stream.source, stream.extents, stream.where)
+                        yield st, stream
                 continue
             instance = self.native.open_instance(op, st, h)
             with RocksKeyedStream(instance, f"{self.path}: {op.label()} subtask {st.index}") as stream:
