@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..savepoint.flink import FlinkSavepoint
+from ..savepoint.flink.native_view import open_flink_savepoint
 from ..savepoint.flink.splits import key_group_splits
 from ..savepoint.storage import Location, Target, open_written
 from .flink import read_flink_state, read_flink_state_schema
@@ -64,7 +65,7 @@ def read_flink_state_df(spark: Any, path: str | os.PathLike[str] | Location, ope
     store, and the driver only ``_metadata`` and the headers."""
     src: Source = path if isinstance(path, Location) else Location.of(path) or os.path.abspath(os.fspath(path))
     schema = read_flink_state_schema(src, operator, state, decode=decode)
-    op = FlinkSavepoint(src).operator(operator)
+    op = open_flink_savepoint(src).operator(operator)
     n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
     ranges = [(s.key_groups.start, s.key_groups.stop) for s in key_group_splits(op, n)]
     spark_schema = _spark_schema(schema)
