@@ -35,6 +35,7 @@ import copy
 import os
 import re
 import shutil
+import struct
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -56,7 +57,8 @@ from .handles import (
     StreamHandle,
     file_name,
 )
-from .keyed_blocks import KeyGroupExtent, StateRun, key_group_extents
+from .key_group_scan import SLICE_BYTES
+from .keyed_blocks import END_OF_KEY_GROUP, FLAG, KeyGroupExtent, StateRun, key_group_extents
 from .keyed_header import KeyedHeader, parse_keyed_header
 from .keyed_writer import KeyedStreamWriter
 from .layout import key_group_prefix_bytes
@@ -70,6 +72,7 @@ from .metadata import (
     serialize_metadata,
 )
 from .native_handles import IncrementalHandle, RocksFile
+from .snappy import MAX_CHUNK_DATA, STREAM_IDENTIFIER, frame_key_group
 
 MAX_META_BYTES = 64 << 20
 """The largest meta data stream (state meta infos) read; a real one is a few KiB."""
@@ -362,11 +365,88 @@ class NativeSavepoint:
         with self.open_instance(op, st, handle) as db, \
                 KeyedStreamWriter(out, name, db.header, handle.start_key_group, handle.key_group_count) as w:
             names = [f"{op.uid or op.uid_hash}/{m.name}" for m in db.header.states]
-            for kg, runs in db.key_groups():
-                w.add_key_group(kg, runs)
-                for run in runs:
-                    counts[names[run.state_id]] = counts.get(names[run.state_id], 0) + len(run.keys)
+            db.write_to(w, db.header.compressed)
+            for sid, n in db.counts.items():
+                counts[names[sid]] = counts.get(names[sid], 0) + n
             return w.finish(inline=False, code=_SAVEPOINT_CODE)
+
+
+PIECE_BYTES = 16 * MAX_CHUNK_DATA
+"""The bytes of a key group encoded and handed to the stream writer at a time (1 MiB): a whole
+number of Snappy chunks, so the pieces' frames concatenate into the one framed stream Flink
+reads for the key group."""
+_U16 = struct.Struct(">H")
+_I32 = struct.Struct(">i")
+
+
+def write_block(entries: Iterator[tuple[int, bytes, bytes]], writer: Any, key_group: int, compressed: bool,
+                where: str) -> None:
+    """One key group's ``(state id, key, value)`` entries (grouped by state) as its canonical
+    block: ``i16 state id`` before each state's entries, the last entry's key flagged, ``0xFFFF``
+    at the end (:func:`.keyed_blocks.write_key_group`'s bytes, Snappy-framed alike), handed to
+    ``writer.add_encoded_key_group`` in pieces; nothing for a key group without entries."""
+    out: _BlockWriter | None = None
+    sid_now = -1
+    held: tuple[bytes, bytes] | None = None
+    for sid, k, v in entries:
+        if not k or k[0] & FLAG:
+            raise FlinkSavepointError(f"{where}: key group {key_group}: a RocksDB key that does not start with "
+                                      f"its key-group prefix")
+        if out is None:
+            out = _BlockWriter(writer, key_group, compressed)
+        if sid != sid_now:
+            if held is not None:
+                out.entry(*held, last=True)
+            out.add(_U16.pack(sid))
+            sid_now, held = sid, None
+        if held is not None:
+            out.entry(*held, last=False)
+        held = (k, v)
+    if out is not None:
+        if held is not None:
+            out.entry(*held, last=True)
+        out.add(_U16.pack(END_OF_KEY_GROUP))
+        out.finish()
+
+
+class _BlockWriter:
+    """One key group's canonical block, written to a :class:`KeyedStreamWriter` in pieces of
+    :data:`PIECE_BYTES` (Snappy-framed when the stream is compressed: the first piece carries
+    the stream identifier, the next ones only their chunks)."""
+
+    def __init__(self, writer: KeyedStreamWriter, key_group: int, compressed: bool) -> None:
+        self.writer = writer
+        self.key_group = key_group
+        self.compressed = compressed
+        self.buf = bytearray()
+        self.first = True
+
+    def add(self, data: bytes) -> None:
+        self.buf += data
+        if len(self.buf) >= PIECE_BYTES:
+            self._flush(len(self.buf) // PIECE_BYTES * PIECE_BYTES)
+
+    def entry(self, key: bytes, value: bytes, last: bool) -> None:
+        self.buf += _I32.pack(len(key))
+        if last:
+            self.buf.append(key[0] | FLAG)
+            self.buf += key[1:]
+        else:
+            self.buf += key
+        self.add(_I32.pack(len(value)) + value)
+
+    def _flush(self, n: int) -> None:
+        piece = bytes(self.buf[:n])
+        del self.buf[:n]
+        data: Any = piece
+        if self.compressed:
+            framed = frame_key_group(piece)
+            data = framed if self.first else memoryview(framed)[len(STREAM_IDENTIFIER):]
+        self.writer.add_encoded_key_group(self.key_group, data)
+        self.first = False
+
+    def finish(self) -> None:
+        self._flush(len(self.buf))
 
 
 class RocksInstance:
@@ -379,6 +459,8 @@ class RocksInstance:
         self.handle = handle
         self.where = where
         self.prefix = key_group_prefix_bytes(max_parallelism)
+        self.counts: dict[int, int] = {}
+        """Entries :meth:`write_to` wrote, per state id."""
         self.dir = Path(tempfile.mkdtemp(prefix="statemorph-rocksdb-"))
         try:
             for f in handle.files():
@@ -467,20 +549,48 @@ class RocksInstance:
         finally:
             del it
 
-    def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
-        """Every non-empty key group of the instance's range (and of ``only``) as canonical state
-        runs, one key group in memory at a time."""
+    def _range(self, only: range | None) -> range:
         r = self.handle.key_groups
-        if only is not None:
-            r = range(max(r.start, only.start), min(r.stop, only.stop))
-        for kg in r:
-            runs = []
-            for sid in self.families:
-                pairs = list(self.entries(sid, kg))
-                if pairs:
-                    runs.append(StateRun(sid, [k for k, _ in pairs], [v for _, v in pairs]))
+        return r if only is None else range(max(r.start, only.start), min(r.stop, only.stop))
+
+    def group_entries(self, key_group: int) -> Iterator[tuple[int, bytes, bytes]]:
+        """``(state id, key, value)`` of one key group, state by state, each in key order."""
+        for sid in self.families:
+            for k, v in self.entries(sid, key_group):
+                yield sid, k, v
+
+    def key_groups(self, only: range | None = None,
+                   slice_bytes: int = SLICE_BYTES) -> Iterator[tuple[int, list[StateRun]]]:
+        """Every non-empty key group of the instance's range (and of ``only``) as canonical state
+        runs, a large one as consecutive slices of about ``slice_bytes`` (consecutive items then
+        share a key group, as :func:`.key_group_scan.scanned_groups` yields them): memory holds
+        one slice, whatever a key group's size."""
+        for kg in self._range(only):
+            runs: list[StateRun] = []
+            size = 0
+            for sid, k, v in self.group_entries(kg):
+                if not runs or runs[-1].state_id != sid:
+                    runs.append(StateRun(sid, [], []))
+                runs[-1].keys.append(k)
+                runs[-1].values.append(v)
+                size += len(k) + len(v) + 8
+                if size >= slice_bytes:
+                    yield kg, runs
+                    runs, size = [], 0
             if runs:
                 yield kg, runs
+
+    def write_to(self, writer: KeyedStreamWriter, compressed: bool) -> None:
+        """Every non-empty key group of the instance, encoded as a canonical stream's blocks
+        (Snappy-framed when ``compressed``) and appended to ``writer`` in pieces
+        (:class:`_BlockWriter`): no key group is ever held whole."""
+        for kg in self._range(None):
+            write_block(self._counted(kg), writer, kg, compressed, self.where)
+
+    def _counted(self, kg: int) -> Iterator[tuple[int, bytes, bytes]]:
+        for sid, k, v in self.group_entries(kg):
+            self.counts[sid] = self.counts.get(sid, 0) + 1
+            yield sid, k, v
 
     def close(self) -> None:
         db = getattr(self, "db", None)

@@ -30,6 +30,8 @@ from .native import NativeInfo, NativeSavepoint, RocksInstance, is_native, refus
 from .reader import FlinkSavepoint, KeyedStream
 
 _SAVEPOINT_CODE = 7
+WHOLE = 1 << 62
+"""A slice size no key group reaches: whole key groups."""
 
 
 class NativeDirectory(SavepointDirectory):
@@ -60,15 +62,14 @@ class RocksKeyedStream(KeyedStream):
         self.header_end = len(head)
         self.header = instance.header
 
-    def _groups(self, only: range | None) -> Iterator[tuple[int, list[StateRun]]]:
-        return self.instance.key_groups(only)
-
     def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
-        return self._groups(only)
+        """Whole key groups, as :meth:`KeyedStream.key_groups` promises (the per-entry paths)."""
+        return self.instance.key_groups(only, slice_bytes=WHOLE)
 
     def scanned(self, only: range | None = None) -> Iterator[ScannedGroup]:
+        """Key groups a slice at a time (a large one as consecutive slices of the same group)."""
         n = len(self.header.states)
-        for kg, runs in self._groups(only):
+        for kg, runs in self.instance.key_groups(only):
             data = encode_key_group(runs, False)
             yield from scanned_groups(InlineStream(data, self.where), [KeyGroupExtent(kg, 0, len(data))], False, n,
                                       self.where)
