@@ -27,14 +27,15 @@ def load_descriptors(savepoint: str, schema_path: str) -> tuple[Any, Any]:
     (keyed state, and the operator state of the operators the file names) and the descriptors per
     operator uid."""
     from ..savepoint import read_metadata
-    from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
+    from ..savepoint.flink import is_flink_savepoint
     from ..savepoint.flink.description import describe_operators
+    from ..savepoint.flink.native_view import open_flink_savepoint
     from ..savepoint.flink.operator_state_migrate import state_owners
     from ..schema_file import descriptors_for_operators, descriptors_for_savepoint, load_schema
 
     schema = load_schema(schema_path)
     if is_flink_savepoint(savepoint):
-        sp = FlinkSavepoint(savepoint)
+        sp = open_flink_savepoint(savepoint)
         operators = state_owners(sp, describe_operators(sp), list(schema.operators))
         return operators, descriptors_for_operators(schema, operators)
     md = read_metadata(savepoint)

@@ -24,6 +24,7 @@ from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, UsageErr
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
 from ..savepoint.flink.layout import whole_values
+from ..savepoint.flink.native import is_native
 from ..savepoint.flink.native_view import NativeFlinkSavepoint, open_flink_savepoint
 from ..savepoint.flink.operator_ids import find_operator, naming
 from ..savepoint.storage import Location
@@ -94,7 +95,7 @@ def plan_flink_savepoint(path: str | os.PathLike[str] | Location, new_descriptor
     from ..savepoint.flink.operator_state_migrate import describe_operator_states_of
 
     source = _name(path)
-    sp = FlinkSavepoint(path if isinstance(path, Location) else source, registry)
+    sp = open_flink_savepoint(path if isinstance(path, Location) else source, registry)
     operators = describe_operators(sp)
     plans: list[tuple[Any, RewritePlan]] = []
     for ident, descriptors in new_descriptors.items():
@@ -184,6 +185,11 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     dst = Location.of(dst) or dst
     plan = plan_flink_savepoint(src, new_descriptors, registry=registry)
     plan.raise_if_incompatible()
+    if not isinstance(src, Location) and is_native(src):
+        from .convert_native import migrate_native
+
+        return migrate_native(src, dst, plan, lambda canonical: migrate_flink_savepoint(
+            canonical, dst, new_descriptors, threads=threads, registry=registry, spark=spark, tasks=tasks), t0)
     changes: dict[tuple[str, str], tuple[bytes, Any]] = {}
     shipped: dict[tuple[int, str], tuple[bytes, bytes, bytes]] = {}  # (op index, state) -> snapshot bytes
     op_index = {o.operator_id: i for i, o in enumerate(FlinkSavepoint(src, registry).operators)}
