@@ -367,3 +367,28 @@ def test_migrated_to_a_new_events_type_restores_in_real_flink(real_flink: Module
     want = {(k, s): reshape(v, EVOLVED_EVENTS_FIELDS) if s in ("events", "ttl_events") else v
             for (k, s), v in _expected(case).items()}
     assert _got(result.entries) == want
+
+
+def test_a_native_savepoint_of_the_sql_job_converts_to_what_flink_restores(real_flink: ModuleType,
+                                                                           tmp_path: Path) -> None:
+    """The Flink SQL job (RowData keys and values, aggregation and deduplication state) on RocksDB,
+    parallelism 2: its native savepoint converted to canonical restores into the SQL job with the
+    same changelog as Flink's own canonical savepoint of the same run's state."""
+    base = json.loads((Path(__file__).parents[1] / "data" / "flink_sql" / "sql-rocksdb-p2" / "spec.json").read_text())
+    pairs = []
+    for fmt in ("native", "canonical"):
+        spec = tmp_path / f"{fmt}.json"
+        spec.write_text(json.dumps({**base, "name": f"sql-{fmt}", "format": fmt}))
+        pairs.append((spec, tmp_path / fmt))
+    real_flink.sql_generate(pairs)
+    assert json.loads((tmp_path / "native" / "expected.json").read_text())["outputs"] == \
+        json.loads((tmp_path / "canonical" / "expected.json").read_text())["outputs"]
+    native = tmp_path / "native" / "savepoint"
+    assert NativeSavepoint(native).format == "native savepoint"
+    assert main(["convert", str(native), "--to", "canonical", "--out", str(tmp_path / "converted"), "-q"]) == 0
+    spec = tmp_path / "canonical" / "spec.json"
+    converted, control = real_flink.sql_restore([(tmp_path / "converted", spec),
+                                                 (tmp_path / "canonical" / "savepoint", spec)])
+    assert converted.ok and control.ok, (converted.message, control.message)
+    assert sorted(map(json.dumps, converted.entries)) == sorted(map(json.dumps, control.entries))
+    assert len(control.entries) > 1

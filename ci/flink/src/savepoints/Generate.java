@@ -78,8 +78,7 @@ final class Generate {
         if (spec.format.equals("checkpoint")) {
             retainCheckpoint(client, out, work);
         } else {
-            stopWithSavepoint(client, out, work, spec.format.equals("native")
-                    ? SavepointFormatType.NATIVE : SavepointFormatType.CANONICAL);
+            stopWithSavepoint(client, out, work, savepointFormat(spec));
         }
     }
 
@@ -142,16 +141,40 @@ final class Generate {
         }
     }
 
+    /** The savepoint format a spec asks for ({@code canonical} or {@code native}); jobs without retained checkpoints refuse {@code checkpoint}. */
+    static SavepointFormatType savepointFormat(Spec spec) {
+        if (spec.format.equals("checkpoint")) {
+            throw new IllegalArgumentException("spec: this job takes savepoints only (format canonical or native)");
+        }
+        return spec.format.equals("native") ? SavepointFormatType.NATIVE : SavepointFormatType.CANONICAL;
+    }
+
     /** Stops the running job with a CANONICAL savepoint and moves it to {@code OUT/savepoint}. */
     static void stopWithSavepoint(JobClient client, Path out, Path work) throws Exception {
         stopWithSavepoint(client, out, work, SavepointFormatType.CANONICAL);
     }
 
-    /** Stops the running job with a savepoint of {@code format} and moves it to {@code OUT/savepoint}. */
+    /**
+     * Stops the running job with a savepoint of {@code format} and moves it to {@code OUT/savepoint};
+     * retried while Flink refuses it because a task is still being deployed (the rows fit the network
+     * buffers, so the source side may have taken every record while a stateful task, e.g. a RocksDB
+     * aggregation at parallelism 2, is still starting).
+     */
     static void stopWithSavepoint(JobClient client, Path out, Path work, SavepointFormatType format) throws Exception {
         Path target = work.resolve("savepoints");
-        String written = client.stopWithSavepoint(false, target.toUri().toString(), format)
-                .get(1800, TimeUnit.SECONDS);
+        String written;
+        for (int attempt = 0; ; attempt++) {
+            try {
+                written = client.stopWithSavepoint(false, target.toUri().toString(), format)
+                        .get(1800, TimeUnit.SECONDS);
+                break;
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (attempt >= 100 || !String.valueOf(e.getMessage()).contains("Not all required tasks are currently running")) {
+                    throw e;
+                }
+                Thread.sleep(100);
+            }
+        }
         client.getJobExecutionResult().get(120, TimeUnit.SECONDS);
         Path sp = Path.of(java.net.URI.create(written.startsWith("file:") ? written : "file:" + written));
         Files.createDirectories(out);
