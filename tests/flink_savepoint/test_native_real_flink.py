@@ -392,3 +392,20 @@ def test_a_native_savepoint_of_the_sql_job_converts_to_what_flink_restores(real_
     assert converted.ok and control.ok, (converted.message, control.message)
     assert sorted(map(json.dumps, converted.entries)) == sorted(map(json.dumps, control.entries))
     assert len(control.entries) > 1
+
+
+def test_two_names_of_one_file_are_refused(cases: dict[str, Path], tmp_path: Path) -> None:
+    """Two SSTs of one instance that are one file (a hard link): refused before any is read."""
+    src = _copy(cases["native-p2"], tmp_path)
+    ssts = [f.handle for f in _instances(_parse(src))[0].files() if f.local_name.endswith(".sst")]
+    a, b = ssts[0], ssts[1]
+    assert isinstance(a, RelativeFileHandle) and isinstance(b, RelativeFileHandle)
+    (src / b.relative_path).unlink()
+    (src / b.relative_path).hardlink_to(src / a.relative_path)
+    meta = _parse(src)
+    next(f for f in _instances(meta)[0].files() if f.handle == b).handle = RelativeFileHandle(b.relative_path,
+                                                                                              a.size)
+    _write(src, meta)
+    with pytest.raises(SavepointPathError, match="same file|one file|also"):
+        NativeSavepoint(src)
+    assert main(["inspect", str(src)]) != 0

@@ -43,10 +43,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ...errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
+from ...errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError, StatemorphError
 from ...extras import require
 from ...snapshot import SnapshotRegistry
-from ..files import SavepointDir, StagedDirectory, check_relative_path, output_error
+from ..files import SavepointDir, SeenFiles, StagedDirectory, check_relative_path, output_error
 from .files import MAX_METADATA_BYTES, FileStream, InlineStream, StreamSource
 from .handles import (
     ByteStreamHandle,
@@ -64,10 +64,13 @@ from .keyed_writer import KeyedStreamWriter
 from .layout import key_group_prefix_bytes
 from .metadata import (
     METADATA_FILE_NAME,
+    NATIVE_HANDLES,
+    SUBTASK_HANDLES,
     CheckpointMetadata,
     FileNamer,
     OperatorState,
     SubtaskState,
+    handle_files,
     parse_metadata,
     serialize_metadata,
 )
@@ -222,6 +225,24 @@ class NativeSavepoint:
         self.metadata: CheckpointMetadata = parse_metadata(
             self.files.read_small(meta_name, MAX_METADATA_BYTES), f"{p}/{METADATA_FILE_NAME}",
             native=True, namer=self.namer)
+        self._check_distinct()
+
+    def _check_distinct(self) -> None:
+        """Every file the handles name is a different file: ``_metadata`` refuses one name used
+        twice; two names reaching one inode (a hard link, a symlink inside the directory) are
+        refused here, before anything is read (the canonical reader's rule, for every file of
+        every RocksDB instance too). A missing file is refused when it is opened."""
+        seen = SeenFiles(SavepointPathError)
+        for op in self.metadata.operators:
+            for st in op.subtasks or []:
+                for attr in (*SUBTASK_HANDLES, *NATIVE_HANDLES):
+                    for fh, _ in handle_files(getattr(st, attr)):
+                        rel = self.namer(fh, str(self.path))
+                        try:
+                            info = os.stat(self.files.resolve(rel))
+                        except OSError:
+                            continue
+                        seen.add_identity((info.st_dev, info.st_ino), f"{self.files.path}/{rel}")
 
     @property
     def format(self) -> str:
@@ -479,7 +500,7 @@ class RocksInstance:
                 sid: self.db.get_column_family(m.name) for sid, m in enumerate(header.states) if m.name in families}
         except BaseException as e:
             shutil.rmtree(self.dir, ignore_errors=True)
-            if isinstance(e, FlinkSavepointError):
+            if isinstance(e, StatemorphError):
                 raise
             if isinstance(e, Exception) and not isinstance(e, (KeyError, TypeError, AttributeError)):
                 raise FlinkSavepointError(f"{where}: RocksDB cannot open the instance: {self._said(e)}") from e

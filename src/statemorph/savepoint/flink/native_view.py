@@ -88,7 +88,6 @@ class NativeFlinkSavepoint(FlinkSavepoint):
         self.path: Path | str = self.native.path
         self.registry = registry
         self.metadata = self.native.metadata
-        self.directory.check_distinct(self.metadata)
 
     @property
     def format(self) -> str:
