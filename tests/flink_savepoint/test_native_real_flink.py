@@ -33,6 +33,8 @@ SPECS = {
 }
 #: Taken too, and refused: the hashmap backend's checkpoints hold key groups in its own format.
 HASHMAP = {"hashmap-checkpoint-p1": {"backend": "hashmap", "format": "checkpoint", "parallelism": 1}}
+#: Taken too: RocksDB's full checkpoints are native ones too (incremental handles), every file private in chk-N/.
+FULL = {"full-checkpoint-p2": {"backend": "rocksdb", "format": "checkpoint", "incremental": False, "parallelism": 2}}
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +43,13 @@ def cases(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> d
     files) of the matrix job with every state kind, taken in one JVM."""
     root = tmp_path_factory.mktemp("native")
     pairs = []
-    for name, spec in {**SPECS, **HASHMAP}.items():
+    for name, spec in {**SPECS, **HASHMAP, **FULL}.items():
         f = root / f"{name}.json"
         f.write_text(json.dumps({"name": name, "storage": "filesystem", "inline_threshold": 100, "keys": 20,
                                  "records_per_key": 3, **spec}))
         pairs.append((f, root / name))
     real_flink.generate(pairs)
-    return {name: root / name for name in {**SPECS, **HASHMAP}}
+    return {name: root / name for name in {**SPECS, **HASHMAP, **FULL}}
 
 
 def _source(case: Path) -> Path:
@@ -409,3 +411,21 @@ def test_two_names_of_one_file_are_refused(cases: dict[str, Path], tmp_path: Pat
     with pytest.raises(SavepointPathError, match="same file|one file|also"):
         NativeSavepoint(src)
     assert main(["inspect", str(src)]) != 0
+
+
+def test_a_full_rocksdb_checkpoint_reads_and_converts(real_flink: ModuleType, cases: dict[str, Path], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """RocksDB's full checkpoints (``incremental: false``): Flink 2.3 writes them natively too, each
+    instance's files all private, in chk-N/ by absolute paths: read through the checkpoint's
+    containment rule, labelled a (full) checkpoint, converted and restored."""
+    case = cases["full-checkpoint-p2"]
+    src = _source(case)
+    handles = _instances(_parse(src))
+    assert is_native(src) and handles and all(not h.shared and h.private for h in handles)
+    assert main(["inspect", str(src), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["savepoint_format"] == f"checkpoint {src.name}"
+    assert main(["convert", str(src), "--to", "canonical", "--out", str(tmp_path / "canonical"), "-q"]) == 0
+    result = real_flink.restore([(tmp_path / "canonical", case / "spec.json")])[0]
+    assert result.ok, (result.message, result.chain)
+    assert _got(result.entries) == _expected(case)

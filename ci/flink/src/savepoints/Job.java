@@ -43,8 +43,8 @@ final class Job {
         if (spec.format.equals("checkpoint")) {
             c.setString("execution.checkpointing.interval", "100ms");
             c.setString("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
-            c.setString("execution.checkpointing.incremental", "true");
-            c.setString("state.backend.incremental", "true");
+            c.setString("execution.checkpointing.incremental", Boolean.toString(spec.incremental));
+            c.setString("state.backend.incremental", Boolean.toString(spec.incremental));
             c.setString("execution.checkpointing.num-retained", "3");
             c.setString("state.checkpoints.num-retained", "3");
         }

@@ -38,7 +38,8 @@ import java.util.Map;
  * {@code key_values} (explicit int or string keys instead of the generated ones, so the checker
  * can probe a savepoint written outside Flink, e.g. bootstrapped by statemorph), and, for the
  * generator only, {@code extra_uid} (one more operator, holding operator state, which the checker's
- * job does not have) and {@code format} (canonical | native savepoint | retained checkpoint), and, for the checker only, {@code allow_unclaimed} (restore one operator of
+ * job does not have), {@code format} (canonical | native savepoint | retained checkpoint) and
+ * {@code incremental} (checkpoints: incremental, the default, or full), and, for the checker only, {@code allow_unclaimed} (restore one operator of
  * a savepoint whose other operators another restore checks). The
  * driver also reads {@code flink} (which release takes the savepoint); Java ignores it.
  */
@@ -81,6 +82,8 @@ final class Spec implements Serializable {
      * record, and its whole checkpoint directory is kept).
      */
     final String format;
+    /** Generator only, with {@code format: checkpoint}: incremental checkpoints (true, the default) or full ones. */
+    final boolean incremental;
     /** Checker only: restore although the savepoint holds operators the job does not have (a test checking them in another restore). */
     final boolean allowUnclaimed;
 
@@ -114,6 +117,7 @@ final class Spec implements Serializable {
         eventsType = str(m, "events_type", OLD_EVENTS_TYPE);
         extraUid = str(m, "extra_uid", null);
         format = oneOf(str(m, "format", "canonical"), "format", "canonical", "native", "checkpoint");
+        incremental = !Boolean.FALSE.equals(m.getOrDefault("incremental", Boolean.TRUE));
         if (format.equals("checkpoint") && !str(m, "storage", "jobmanager").equals("filesystem")) {
             throw new IllegalArgumentException("spec: format checkpoint needs storage filesystem");
         }

@@ -246,11 +246,12 @@ class NativeSavepoint:
 
     @property
     def format(self) -> str:
-        """``native savepoint``, ``incremental checkpoint chk-N`` or ``checkpoint chk-N`` (full
-        snapshots: the hashmap backend's)."""
+        """``native savepoint``, ``incremental checkpoint chk-N`` (RocksDB instances sharing files
+        with other checkpoints through ``shared/``) or ``checkpoint chk-N`` (full ones: RocksDB's,
+        every file its own in ``chk-N/``, or key-group streams)."""
         if self.checkpoint is None:
             return "native savepoint"
-        incremental = any(st.managed_native for _, st, _ in self.instances())
+        incremental = any(h.shared for _, _, h in self.instances())
         return f"{'incremental ' if incremental else ''}checkpoint {self.checkpoint}"
 
     def instances(self) -> Iterator[tuple[OperatorState, SubtaskState, IncrementalHandle]]:
