@@ -575,14 +575,17 @@ class RocksInstance:
         r = self.handle.key_groups
         return r if only is None else range(max(r.start, only.start), min(r.stop, only.stop))
 
-    def group_entries(self, key_group: int) -> Iterator[tuple[int, bytes, bytes]]:
-        """``(state id, key, value)`` of one key group, state by state, each in key order."""
+    def group_entries(self, key_group: int, states: set[int] | None = None) -> Iterator[tuple[int, bytes, bytes]]:
+        """``(state id, key, value)`` of one key group (of ``states`` only, when given), state by
+        state, each in key order."""
         for sid in self.families:
+            if states is not None and sid not in states:
+                continue
             for k, v in self.entries(sid, key_group):
                 yield sid, k, v
 
-    def key_groups(self, only: range | None = None,
-                   slice_bytes: int = SLICE_BYTES) -> Iterator[tuple[int, list[StateRun]]]:
+    def key_groups(self, only: range | None = None, slice_bytes: int = SLICE_BYTES,
+                   states: set[int] | None = None) -> Iterator[tuple[int, list[StateRun]]]:
         """Every non-empty key group of the instance's range (and of ``only``) as canonical state
         runs, a large one as consecutive slices of about ``slice_bytes`` (consecutive items then
         share a key group, as :func:`.key_group_scan.scanned_groups` yields them): memory holds
@@ -590,7 +593,7 @@ class RocksInstance:
         for kg in self._range(only):
             runs: list[StateRun] = []
             size = 0
-            for sid, k, v in self.group_entries(kg):
+            for sid, k, v in self.group_entries(kg, states):
                 if not runs or runs[-1].state_id != sid:
                     runs.append(StateRun(sid, [], []))
                 runs[-1].keys.append(k)

@@ -66,10 +66,11 @@ class RocksKeyedStream(KeyedStream):
         """Whole key groups, as :meth:`KeyedStream.key_groups` promises (the per-entry paths)."""
         return self.instance.key_groups(only, slice_bytes=WHOLE)
 
-    def scanned(self, only: range | None = None) -> Iterator[ScannedGroup]:
-        """Key groups a slice at a time (a large one as consecutive slices of the same group)."""
+    def scanned(self, only: range | None = None, states: set[int] | None = None) -> Iterator[ScannedGroup]:
+        """Key groups a slice at a time (a large one as consecutive slices of the same group), of
+        the column families of ``states`` only when given."""
         n = len(self.header.states)
-        for kg, runs in self.instance.key_groups(only):
+        for kg, runs in self.instance.key_groups(only, states=states):
             data = encode_key_group(runs, False)
             yield from scanned_groups(InlineStream(data, self.where), [KeyGroupExtent(kg, 0, len(data))], False, n,
                                       self.where)
