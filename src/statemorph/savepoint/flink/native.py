@@ -49,6 +49,7 @@ from ...snapshot import SnapshotRegistry
 from ..files import SavepointDir, SeenFiles, StagedDirectory, check_relative_path, output_error
 from .files import MAX_METADATA_BYTES, FileStream, InlineStream, StreamSource
 from .handles import (
+    SAVEPOINT_KEY_GROUPS_HANDLE,
     ByteStreamHandle,
     FileHandle,
     KeyGroupsHandle,
@@ -80,7 +81,6 @@ from .snappy import MAX_CHUNK_DATA, STREAM_IDENTIFIER, frame_key_group
 MAX_META_BYTES = 64 << 20
 """The largest meta data stream (state meta infos) read; a real one is a few KiB."""
 _CHECKPOINT_DIR = re.compile(r"chk-\d+")
-_SAVEPOINT_CODE = 7
 _ROCKSDICT_CONFIG = "rocksdict-config.json"
 
 
@@ -390,7 +390,7 @@ class NativeSavepoint:
             db.write_to(w, db.header.compressed)
             for sid, n in db.counts.items():
                 counts[names[sid]] = counts.get(names[sid], 0) + n
-            return w.finish(inline=False, code=_SAVEPOINT_CODE)
+            return w.finish(inline=False, code=SAVEPOINT_KEY_GROUPS_HANDLE)
 
 
 PIECE_BYTES = 16 * MAX_CHUNK_DATA

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...snapshot import SnapshotRegistry
 from .files import InlineStream, SavepointDirectory
-from .handles import FileHandle, KeyGroupsHandle, RelativeFileHandle
+from .handles import SAVEPOINT_KEY_GROUPS_HANDLE, FileHandle, KeyGroupsHandle, RelativeFileHandle
 from .key_group_scan import ScannedGroup, scanned_groups
 from .keyed_blocks import KeyGroupExtent, StateRun, encode_key_group
 from .keyed_header import write_keyed_header
@@ -29,7 +29,6 @@ from .metadata import OperatorState, SubtaskState
 from .native import NativeInfo, NativeSavepoint, RocksInstance, is_native, refuse_hashmap_format
 from .reader import FlinkSavepoint, KeyedStream
 
-_SAVEPOINT_CODE = 7
 WHOLE = 1 << 62
 """A slice size no key group reaches: whole key groups."""
 
@@ -56,7 +55,8 @@ class RocksKeyedStream(KeyedStream):
         n = instance.handle.key_group_count
         self.instance = instance
         self.source = InlineStream(head, f"{where} meta data")
-        self.handle = KeyGroupsHandle(_SAVEPOINT_CODE, instance.handle.start_key_group, array("q", [0] * n), None)
+        self.handle = KeyGroupsHandle(SAVEPOINT_KEY_GROUPS_HANDLE, instance.handle.start_key_group,
+                                      array("q", [0] * n), None)
         self.where = where
         self.extents = []
         self.header_end = len(head)
