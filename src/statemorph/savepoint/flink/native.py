@@ -46,7 +46,7 @@ from typing import Any
 from ...errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError, StatemorphError
 from ...extras import require
 from ...keyed.keygroups import key_group_prefix_bytes
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from ..files import SavepointDir, SeenFiles, StagedDirectory, check_relative_path, output_error
 from .files import MAX_METADATA_BYTES, FileStream, InlineStream, StreamSource
 from .handles import (

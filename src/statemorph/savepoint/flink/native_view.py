@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...snapshot import SnapshotRegistry
+from ...typeutils import SnapshotRegistry
 from .files import InlineStream, SavepointDirectory
 from .handles import SAVEPOINT_KEY_GROUPS_HANDLE, FileHandle, KeyGroupsHandle, RelativeFileHandle
 from .key_group_scan import ScannedGroup, scanned_groups
