@@ -378,7 +378,7 @@ def test_a_native_savepoint_of_the_sql_job_converts_to_what_flink_restores(real_
     """The Flink SQL job (RowData keys and values, aggregation and deduplication state) on RocksDB,
     parallelism 2: its native savepoint converted to canonical restores into the SQL job with the
     same changelog as Flink's own canonical savepoint of the same run's state."""
-    base = json.loads((Path(__file__).parents[1] / "data" / "flink_sql" / "sql-rocksdb-p2" / "spec.json").read_text())
+    base = json.loads((Path(__file__).parents[2] / "data" / "flink_sql" / "sql-rocksdb-p2" / "spec.json").read_text())
     pairs = []
     for fmt in ("native", "canonical"):
         spec = tmp_path / f"{fmt}.json"
