@@ -364,11 +364,12 @@ _METADATA_COLUMNS = pa.schema([
 
 
 def flink_savepoint_metadata(path: str | os.PathLike[str], *, count_entries: bool = True,
-                             registry: SnapshotRegistry | None = None) -> pa.Table:
+                             registry: SnapshotRegistry | None = None,
+                             reader: type[FlinkSavepoint] = FlinkSavepoint) -> pa.Table:
     """One row per keyed state (and timer queue) of every operator: Flink's ``savepoint_metadata``
     table function in Arrow form, from :func:`inspect_flink_savepoint` (types as Flink SQL text
     where statemorph reads the snapshot; ``entries`` and ``bytes`` null unless ``count_entries``)."""
-    info = inspect_flink_savepoint(path, count_entries=count_entries, registry=registry)
+    info = inspect_flink_savepoint(path, count_entries=count_entries, registry=registry, reader=reader)
     rows = [{"operator_uid": op["uid"], "operator_uid_hash": op["uid_hash"], "operator_name": op["name"],
              "parallelism": op["parallelism"], "max_parallelism": op["max_parallelism"], "state": st["name"],
              **{k: st[k] for k in ("kind", "key_type", "namespace_type", "value_type", "user_key_type", "ttl",

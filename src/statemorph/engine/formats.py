@@ -334,6 +334,17 @@ def format_of(path: SavepointPath) -> SavepointFormat:
     raise NotASavepointError.at(_shown(path))
 
 
+def flink_reader(path: SavepointPath) -> type[FlinkSavepoint]:
+    """What opens the Flink savepoint at ``path`` for the canonical readers: the reader of the
+    Flink format that claims it (:attr:`FlinkCanonical.reader`), else the canonical reader, whose
+    refusal is the one every reader gives. For the Flink entry points that are no format operation
+    (operator state, ``savepoint_metadata``)."""
+    for fmt in FORMATS:
+        if isinstance(fmt, FlinkCanonical) and fmt.claims(path):
+            return fmt.reader
+    return FlinkSavepoint
+
+
 def _operator_descriptors(path: SavepointPath, descriptors: Descriptors) -> OperatorDescriptors:
     """``descriptors`` as a Flink savepoint takes them (per operator), or a usage error."""
     if not isinstance(descriptors, Mapping) or any(isinstance(v, StateDescriptor) for v in descriptors.values()):
@@ -404,4 +415,5 @@ def check_savepoint(path: str | os.PathLike[str], new_descriptors: Iterable[Stat
 
 __all__ = ["FLINK", "FORMATS", "NATIVE", "PARQUET", "DataFrame", "Descriptors", "FlinkCanonical", "FlinkNative",
            "Local", "MigrateReport", "OnSpark", "ParquetForm", "Runner", "SavepointFormat", "SavepointPlan",
-           "SparkSession", "StateDescriptors", "check_savepoint", "convert_savepoint", "format_of", "migrate_savepoint"]
+           "SparkSession", "StateDescriptors", "check_savepoint", "convert_savepoint", "flink_reader", "format_of",
+           "migrate_savepoint"]

@@ -332,7 +332,7 @@ def test_spark_reads_a_native_savepoint_by_key_group_ranges(cases: dict[str, Pat
     """Spark tasks each open the RocksDB instance of their key-group range (an instance records no
     per-key-group offsets: its range is cut by key-group count). Before: the splits saw no keyed
     stream and the DataFrame was empty."""
-    from statemorph.engine.spark import read_state
+    from statemorph.engine.spark import read_state, savepoint_metadata
     from statemorph.savepoint.flink.splits import key_group_splits
 
     src = _source(cases["native-p2"])
@@ -343,6 +343,8 @@ def test_spark_reads_a_native_savepoint_by_key_group_ranges(cases: dict[str, Pat
         rows = read_state(spark, src, state, operator="state-op", tasks=5).collect()
         local = sum((b.to_pylist() for b in read_flink_state(src, "state-op", state, reader=NATIVE.reader)), [])
         assert sorted(map(str, (r.asDict(recursive=True) for r in rows))) == sorted(map(str, local)) and local
+    counts = {r.state: r.entries for r in savepoint_metadata(spark, src).collect() if r.operator_uid == "state-op"}
+    assert counts["count"] == sum(1 for (_, st) in _expected(cases["native-p2"]) if st == "count") > 0
 
 
 @pytest.mark.parametrize("name", SPECS)
