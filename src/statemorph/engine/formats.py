@@ -8,8 +8,9 @@ and what each operation means for it: ``inspect`` (what the savepoint holds), ``
 (a migration with the runner the caller chose: :class:`Local` threads or :class:`OnSpark` tasks),
 ``read`` (one state, as an Arrow table or a DataFrame) and ``convert`` (into the other form). The
 four runner x format pairs are the four engine modules: :mod:`.local` and :mod:`.spark_parquet`
-(the Parquet form), :mod:`.flink` and :mod:`.spark_flink` (Flink's canonical savepoints); this
-module is the only one that picks among them.
+(the Parquet form), :mod:`.flink` and :mod:`.spark_flink` (Flink's canonical savepoints; a native savepoint or
+retained RocksDB checkpoint is read by them through its format's ``reader``, and converted and
+migrated by :mod:`.flink_native`); this module is the only one that picks among them.
 
 A new format is one subclass of :class:`SavepointFormat` and one entry in :data:`FORMATS`
 (docs/architecture.md, "How to add a savepoint format"). The first format whose ``claims`` is true
