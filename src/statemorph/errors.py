@@ -272,9 +272,11 @@ class FlinkSavepointError(SavepointError):
 
 class NotCanonicalSavepointError(FlinkSavepointError):
     """The directory holds a native savepoint or a checkpoint (incremental, changelog or
-    file-merging handles, unaligned channel state): only canonical savepoints carry state in
-    Flink's backend-neutral format, so this one cannot be read or rewritten. Unsupported (7), not
-    damaged: Flink restores it as it is."""
+    file-merging handles, unaligned channel state, a hashmap backend's key groups) where a
+    canonical savepoint is needed: only canonical savepoints carry state in Flink's
+    backend-neutral format. Native savepoints and RocksDB checkpoints are read by
+    ``savepoint.flink.native`` (inspect, read_state, convert); the rest cannot be read or
+    rewritten. Unsupported (7), not damaged: Flink restores it as it is."""
 
     exit_code = ExitCode.UNSUPPORTED
 

@@ -9,7 +9,7 @@ import pytest
 from cli.events_savepoint import write_savepoint
 
 from statemorph.engine import format_of, migrate_savepoint
-from statemorph.engine.formats import FLINK, FORMATS, PARQUET
+from statemorph.engine.formats import FLINK, FORMATS, NATIVE, PARQUET, convert_savepoint
 from statemorph.errors import ExitCode, NotASavepointError, SavepointNotFoundError, UsageError
 from statemorph.serializers import IntSerializer
 from statemorph.state import ValueStateDescriptor
@@ -20,7 +20,21 @@ FLINK_SP = Path(__file__).parents[1] / "data" / "flink_savepoints" / "events-has
 def test_each_form_is_claimed_by_its_format(tmp_path: Path) -> None:
     write_savepoint(tmp_path / "pq", n=2)
     assert format_of(FLINK_SP) is FLINK and format_of(str(tmp_path / "pq")) is PARQUET
-    assert [f.name for f in FORMATS] == ["flink", "parquet"]
+    assert FORMATS == (NATIVE, FLINK, PARQUET)  # a native savepoint's files are a canonical one's special case
+    assert [f.name for f in FORMATS] == ["flink", "flink", "parquet"]  # both Flink kinds: the "flink" documents
+    assert not NATIVE.claims(FLINK_SP)
+
+
+def test_convert_to_names_a_form_the_format_converts_to(tmp_path: Path) -> None:
+    """``convert --to`` is checked against the source's format (``converts_to``) before anything is
+    written; ``canonical`` is what a native savepoint and the Parquet form convert to."""
+    write_savepoint(tmp_path / "pq", n=2)
+    with pytest.raises(UsageError, match=r"--to parquet: .* is the Parquet form, which converts to canonical only"):
+        convert_savepoint(tmp_path / "pq", tmp_path / "out", to="parquet")
+    with pytest.raises(UsageError, match=r"--to canonical: .* is a Flink savepoint, which converts to parquet only"):
+        convert_savepoint(FLINK_SP, tmp_path / "out", to="canonical")
+    assert not (tmp_path / "out").exists()
+    assert NATIVE.converts_to == ("parquet", "canonical")
 
 
 def test_flink_metadata_wins_when_both_files_are_there(tmp_path: Path) -> None:

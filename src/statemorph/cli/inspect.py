@@ -29,9 +29,10 @@ def _shown(type_text: str | None, problems: dict[str, str], role: str) -> str:
 
 
 def say_flink(args: argparse.Namespace, out: Console, info: dict[str, Any]) -> None:
-    """A Flink canonical savepoint: per operator its uid, uid hash and parallelism, per keyed state
-    its kind and types (Flink SQL syntax where statemorph reads the snapshot), TTL and size."""
-    out.say(f"Flink savepoint {args.savepoint}")
+    """A Flink savepoint: per operator its uid, uid hash and parallelism (a native savepoint or
+    checkpoint: its format and each subtask's RocksDB files, from the format's document), per keyed
+    state its kind and types (Flink SQL syntax where statemorph reads the snapshot), TTL and size."""
+    out.say(f"Flink {info.get('savepoint_format', 'savepoint')} {args.savepoint}")
     out.say(f"  _metadata version {info['metadata_version']}, checkpoint {info['checkpoint_id']}, "
             f"{len(info['operators'])} operator(s)")
     for op in info["operators"]:
@@ -43,6 +44,11 @@ def say_flink(args: argparse.Namespace, out: Console, info: dict[str, Any]) -> N
         if not op["uid"] and not op["named_by"] and info["metadata_version"] < UID_METADATA_VERSION:
             out.say("  Flink 1.x records no uids: a schema file may name this operator by its uid (matched by the "
                     "ID Flink derives from it; inspect --schema shows the match)")
+        for sub in op.get("subtasks", []):  # a native savepoint or checkpoint: the RocksDB files each subtask needs
+            out.say(f"  subtask {sub['index']}: key groups {sub['key_groups']}, RocksDB instance of "
+                    f"{len(sub['files'])} file(s), {human_bytes(sub['size'])}")
+            for f in sub["files"]:
+                out.detail(f"    {f['local_name']:<20}{f['source']}  {human_bytes(f['size'])}")
         for st in op["states"]:
             ttl = ", TTL" if st["ttl"] else ""
             out.say(f"  state {st['name']!r}: {st['kind']} state{ttl}, {st['entries']:,} entries, "

@@ -102,11 +102,14 @@ class FlinkPlan:
 
 
 def plan_flink_savepoint(path: str | os.PathLike[str] | Location, new_descriptors: OperatorDescriptors, *,
-                         registry: SnapshotRegistry | None = None, new_states: bool = False) -> FlinkPlan:
+                         registry: SnapshotRegistry | None = None, new_states: bool = False,
+                         reader: type[FlinkSavepoint] = FlinkSavepoint) -> FlinkPlan:
     """Resolve the new descriptors of each named operator against the savepoint's headers (a
-    remote savepoint: ``_metadata`` and the keyed-state headers are read, no key group)."""
+    remote savepoint: ``_metadata`` and the keyed-state headers are read, no key group).
+    ``reader`` opens the savepoint: the format's (:attr:`~statemorph.engine.formats.FlinkCanonical.reader`;
+    a native savepoint's is :class:`~statemorph.savepoint.flink.native_view.NativeFlinkSavepoint`)."""
     source = _name(path)
-    sp = FlinkSavepoint(path if isinstance(path, Location) else source, registry)
+    sp = reader(path if isinstance(path, Location) else source, registry)
     operators = describe_operators(sp)
     plans: list[tuple[OperatorDescription, RewritePlan]] = []
     for ident, descriptors in new_descriptors.items():
@@ -242,19 +245,21 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
 
 
 def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
-                           threads: int = 2, registry: SnapshotRegistry | None = None) -> pa.Table:
+                           threads: int = 2, registry: SnapshotRegistry | None = None,
+                           reader: type[FlinkSavepoint] = FlinkSavepoint) -> pa.Table:
     """:func:`read_flink_state` as one Arrow table."""
     return pa.Table.from_batches(list(read_flink_state(path, operator, state, decode=decode, threads=threads,
-                                                       registry=registry)))
+                                                       registry=registry, reader=reader)))
 
 
 def read_flink_operator_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *,
-                              decode: bool = True, registry: SnapshotRegistry | None = None) -> pa.Table:
+                              decode: bool = True, registry: SnapshotRegistry | None = None,
+                              reader: type[FlinkSavepoint] = FlinkSavepoint) -> pa.Table:
     """One operator state (list, union list or broadcast state) of one operator as a table: a row
     per list element (``subtask``, ``index``, ``value_bytes``, ``value``) or per broadcast map
     entry (``subtask``, ``index``, ``key_bytes``, ``value_bytes``, ``key``, ``value``); ``decode=False``
     leaves out the decoded columns (any serializer, exact bytes)."""
-    return operator_state_table(FlinkSavepoint(path, registry), operator, state, decode=decode)
+    return operator_state_table(reader(path, registry), operator, state, decode=decode)
 
 
 __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_flink_savepoint",
@@ -264,7 +269,8 @@ __all__ = ["FlinkMigrateReport", "FlinkPlan", "OperatorDescriptors", "migrate_fl
 
 
 def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool = True,
-                            registry: SnapshotRegistry | None = None, names: Iterable[str] = ()) -> dict[str, Any]:
+                            registry: SnapshotRegistry | None = None, names: Iterable[str] = (),
+                            reader: type[FlinkSavepoint] = FlinkSavepoint) -> dict[str, Any]:
     """What a Flink savepoint holds, as the stable ``statemorph inspect --json`` object:
     ``{"format": "flink", "metadata_version", "checkpoint_id", "operators": [{"name", "uid",
     "uid_hash", "parallelism", "max_parallelism", "named_by", "states": [{"name", "kind", "key_type",
@@ -277,7 +283,7 @@ def inspect_flink_savepoint(path: str | os.PathLike[str], *, count_entries: bool
     ``named_by`` lists which of ``names`` (a schema file's operator names) find the operator and
     how (``uid``, ``uid_hash`` or ``derived_id``: :func:`~statemorph.savepoint.flink.operator_ids.naming`);
     ``unmatched_names`` the ones that find none."""
-    sp = FlinkSavepoint(path, registry)
+    sp = reader(path, registry)
     info = sp.inspect(count_entries=count_entries)
     named_by: dict[str, list[dict[str, str]]] = {}
     unmatched = []
@@ -358,11 +364,12 @@ _METADATA_COLUMNS = pa.schema([
 
 
 def flink_savepoint_metadata(path: str | os.PathLike[str], *, count_entries: bool = True,
-                             registry: SnapshotRegistry | None = None) -> pa.Table:
+                             registry: SnapshotRegistry | None = None,
+                             reader: type[FlinkSavepoint] = FlinkSavepoint) -> pa.Table:
     """One row per keyed state (and timer queue) of every operator: Flink's ``savepoint_metadata``
     table function in Arrow form, from :func:`inspect_flink_savepoint` (types as Flink SQL text
     where statemorph reads the snapshot; ``entries`` and ``bytes`` null unless ``count_entries``)."""
-    info = inspect_flink_savepoint(path, count_entries=count_entries, registry=registry)
+    info = inspect_flink_savepoint(path, count_entries=count_entries, registry=registry, reader=reader)
     rows = [{"operator_uid": op["uid"], "operator_uid_hash": op["uid_hash"], "operator_name": op["name"],
              "parallelism": op["parallelism"], "max_parallelism": op["max_parallelism"], "state": st["name"],
              **{k: st[k] for k in ("kind", "key_type", "namespace_type", "value_type", "user_key_type", "ttl",

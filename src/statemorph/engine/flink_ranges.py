@@ -40,15 +40,18 @@ def value_migration(prior_snapshot: TypeSerializerSnapshot,
 
 def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
                      threads: int = 2, registry: SnapshotRegistry | None = None,
-                     key_groups: range | None = None) -> Iterator[pa.RecordBatch]:
+                     key_groups: range | None = None,
+                     reader: type[FlinkSavepoint] = FlinkSavepoint) -> Iterator[pa.RecordBatch]:
     """One keyed state (or timer queue) of one operator as record batches: the binary columns of
     the savepoint (key_group, key, namespace, [user_key | index], value[, ttl_timestamp]; a timer
     queue: key_group, timestamp, key, namespace), with ``decode`` the key, user key and value
     columns replaced by typed columns decoded with the recorded serializers and, for state in a
     window namespace, the window beside the raw namespace (``window_start`` / ``window_end``, or
     ``window_id``). ``key_groups`` restricts the read to a key-group range (one parallel task's
-    share: only the streams and key groups of that range are read)."""
-    sp = FlinkSavepoint(path, registry)
+    share: only the streams and key groups of that range are read). ``reader`` opens the savepoint,
+    the format's (:attr:`~statemorph.engine.formats.FlinkCanonical.reader`: a native savepoint's
+    RocksDB instances are read as canonical streams)."""
+    sp = reader(path, registry)
     read = _state_read(sp, operator, state, decode, registry)
     empty = True
     for batch in sp.iter_state_batches(operator, state, key_groups=key_groups):
@@ -59,10 +62,11 @@ def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, sta
 
 
 def read_flink_state_schema(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
-                            registry: SnapshotRegistry | None = None) -> pa.Schema:
+                            registry: SnapshotRegistry | None = None,
+                            reader: type[FlinkSavepoint] = FlinkSavepoint) -> pa.Schema:
     """The Arrow schema :func:`read_flink_state` yields, from the headers alone (no entry is
     read): what a parallel reader declares before its tasks run."""
-    sp = FlinkSavepoint(path, registry)
+    sp = reader(path, registry)
     read = _state_read(sp, operator, state, decode, registry)
     return read.decoded(pa.RecordBatch.from_pylist([], schema=read.schema()), 1).schema
 

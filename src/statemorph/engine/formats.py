@@ -8,8 +8,9 @@ and what each operation means for it: ``inspect`` (what the savepoint holds), ``
 (a migration with the runner the caller chose: :class:`Local` threads or :class:`OnSpark` tasks),
 ``read`` (one state, as an Arrow table or a DataFrame) and ``convert`` (into the other form). The
 four runner x format pairs are the four engine modules: :mod:`.local` and :mod:`.spark_parquet`
-(the Parquet form), :mod:`.flink` and :mod:`.spark_flink` (Flink's canonical savepoints); this
-module is the only one that picks among them.
+(the Parquet form), :mod:`.flink` and :mod:`.spark_flink` (Flink's canonical savepoints; a native savepoint or
+retained RocksDB checkpoint is read by them through its format's ``reader``, and converted and
+migrated by :mod:`.flink_native`); this module is the only one that picks among them.
 
 A new format is one subclass of :class:`SavepointFormat` and one entry in :data:`FORMATS`
 (docs/architecture.md, "How to add a savepoint format"). The first format whose ``claims`` is true
@@ -31,6 +32,8 @@ from ..errors import NotASavepointError, SavepointNotFoundError, UsageError
 from ..savepoint.description import StateDescription
 from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
 from ..savepoint.flink.description import describe_operators
+from ..savepoint.flink.native import is_native
+from ..savepoint.flink.native_view import NativeFlinkSavepoint
 from ..savepoint.flink.operator_state_migrate import state_owners
 from ..savepoint.parquet.format import METADATA_FILE
 from ..savepoint.parquet.reader import read_metadata
@@ -49,6 +52,7 @@ from .flink import (
     plan_flink_savepoint,
     read_flink_state_table,
 )
+from .flink_native import convert_native, inspect_native, migrate_native
 from .local import (
     DEFAULT_BATCH,
     Progress,
@@ -127,6 +131,8 @@ class SavepointFormat(ABC):
     reports_progress: ClassVar[bool]
     """Whether a local :meth:`rewrite` calls ``progress(state, entries)`` as it goes (a progress
     bar is shown only then)."""
+    converts_to: ClassVar[tuple[str, ...]]
+    """What :meth:`convert` writes (``convert --to``: ``parquet``, ``canonical``), the default first."""
 
     @abstractmethod
     def claims(self, path: SavepointPath) -> bool:
@@ -159,9 +165,19 @@ class SavepointFormat(ABC):
         """One state decoded: an Arrow table with :class:`Local`, a DataFrame with :class:`OnSpark`."""
 
     @abstractmethod
-    def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+    def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *, to: str | None = None,
                 registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
-        """Write ``src`` in the other form at ``dst``."""
+        """Write ``src`` in the other form at ``dst``: ``to``, one of :attr:`converts_to` (default
+        the first; another is :meth:`target`'s usage error)."""
+
+    def target(self, src: str | os.PathLike[str], to: str | None) -> str:
+        """The form ``convert --to`` names for ``src``, or a usage error naming the ones it has."""
+        if to is None:
+            return self.converts_to[0]
+        if to not in self.converts_to:
+            raise UsageError(f"--to {to}: {os.fspath(src)} is {self.title}, which converts to "
+                             f"{' or '.join(self.converts_to)} only")
+        return to
 
 
 class FlinkCanonical(SavepointFormat):
@@ -172,23 +188,27 @@ class FlinkCanonical(SavepointFormat):
     has_operators = True
     spark_reads_in_place = True
     reports_progress = False
+    converts_to: ClassVar[tuple[str, ...]] = ("parquet",)
+    reader: ClassVar[type[FlinkSavepoint]] = FlinkSavepoint
+    """What opens a savepoint of this format for the canonical readers (inspect, plan, read):
+    a subclass reads other files as canonical streams (:class:`FlinkNative`)."""
 
     def claims(self, path: SavepointPath) -> bool:
         return is_flink_savepoint(path)
 
     def inspect(self, path: str, *, names: Sequence[str] = ()) -> dict[str, Any]:
-        return inspect_flink_savepoint(path, names=names)
+        return inspect_flink_savepoint(path, names=names, reader=self.reader)
 
     def schema_sections(self, path: str) -> list[tuple[str, Mapping[str, StateDescription]]]:
         return [(f"operators.{toml_key(op.ident)}.states", op.states)
-                for op in describe_operators(FlinkSavepoint(path))]
+                for op in describe_operators(self.reader(path))]
 
     def plan(self, path: str, schema: SchemaFile, *,
              registry: SnapshotRegistry | None = None) -> tuple[SavepointPlan, Descriptors]:
-        sp = FlinkSavepoint(path, registry)
+        sp = self.reader(path, registry)
         operators = state_owners(sp, describe_operators(sp), list(schema.operators))
         descriptors = descriptors_for_operators(schema, operators)
-        return plan_flink_savepoint(path, descriptors, registry=registry), descriptors
+        return plan_flink_savepoint(path, descriptors, registry=registry, reader=self.reader), descriptors
 
     def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
                 on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
@@ -203,12 +223,45 @@ class FlinkCanonical(SavepointFormat):
         if operator is None:
             raise UsageError(f"{_shown(path)} is a Flink savepoint: name the operator (operator=<uid or uid hash>)")
         if isinstance(runner, OnSpark):
-            return read_flink_state_df(runner.session, path, operator, state, flatten=flatten, tasks=runner.tasks)
-        return read_flink_state_table(_local(path), operator, state, threads=runner.threads)
+            return read_flink_state_df(runner.session, path, operator, state, flatten=flatten, tasks=runner.tasks,
+                                       reader=self.reader)
+        return read_flink_state_table(_local(path), operator, state, threads=runner.threads, reader=self.reader)
 
-    def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+    def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *, to: str | None = None,
                 registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
+        self.target(src, to)
         return flink_to_parquet(src, dst, registry=registry, rows_per_file=rows_per_file)
+
+
+class FlinkNative(FlinkCanonical):
+    """Flink's native savepoints and retained checkpoints of the RocksDB backend: ``_metadata``
+    naming each subtask's RocksDB files (a checkpoint's shared ones in its job directory's
+    ``shared/``). Read through :class:`~statemorph.savepoint.flink.native_view.NativeFlinkSavepoint`,
+    which lays each key group out as a canonical block, so inspect, plan and read are the canonical
+    format's with that reader; convert and rewrite go by way of a canonical savepoint
+    (:mod:`.flink_native`). Its files are a special case of a canonical savepoint's (``_metadata``):
+    it comes before :class:`FlinkCanonical` in :data:`FORMATS`."""
+
+    title = "a Flink native savepoint or retained checkpoint"
+    spark_reads_in_place = False
+    converts_to = ("parquet", "canonical")
+    reader = NativeFlinkSavepoint
+
+    def claims(self, path: SavepointPath) -> bool:
+        return Location.of(path) is None and is_native(_local(path))
+
+    def inspect(self, path: str, *, names: Sequence[str] = ()) -> dict[str, Any]:
+        return inspect_native(path, names=names)
+
+    def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
+                on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
+        descriptors = _operator_descriptors(src, descriptors)
+        return migrate_native(_local(src), dst, descriptors, lambda canonical: cast(FlinkMigrateReport, FLINK.rewrite(
+            canonical, dst, descriptors, runner=runner, on_error=on_error, progress=progress)))
+
+    def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *, to: str | None = None,
+                registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
+        return convert_native(src, dst, to=self.target(src, to), registry=registry, rows_per_file=rows_per_file)
 
 
 class ParquetForm(SavepointFormat):
@@ -219,6 +272,7 @@ class ParquetForm(SavepointFormat):
     has_operators = False
     spark_reads_in_place = False
     reports_progress = True
+    converts_to = ("canonical",)
 
     def claims(self, path: SavepointPath) -> bool:
         loc = Location.of(path)
@@ -256,14 +310,16 @@ class ParquetForm(SavepointFormat):
                                                        on_error=on_error, verify=runner.verify)
         return read_state_table(_local(path), state, flatten=flatten, threads=runner.threads)
 
-    def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+    def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *, to: str | None = None,
                 registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
+        self.target(src, to)
         return parquet_to_flink(src, dst, registry=registry)
 
 
 FLINK = FlinkCanonical()
+NATIVE = FlinkNative()
 PARQUET = ParquetForm()
-FORMATS: tuple[SavepointFormat, ...] = (FLINK, PARQUET)
+FORMATS: tuple[SavepointFormat, ...] = (NATIVE, FLINK, PARQUET)
 """Every savepoint format, asked in this order (the first that claims a path is its format)."""
 
 
@@ -277,6 +333,17 @@ def format_of(path: SavepointPath) -> SavepointFormat:
     if Location.of(path) is None and not os.path.isdir(path):  # type: ignore[arg-type]
         raise SavepointNotFoundError(f"savepoint {_shown(path)} does not exist or is not a directory")
     raise NotASavepointError.at(_shown(path))
+
+
+def flink_reader(path: SavepointPath) -> type[FlinkSavepoint]:
+    """What opens the Flink savepoint at ``path`` for the canonical readers: the reader of the
+    Flink format that claims it (:attr:`FlinkCanonical.reader`), else the canonical reader, whose
+    refusal is the one every reader gives. For the Flink entry points that are no format operation
+    (operator state, ``savepoint_metadata``)."""
+    for fmt in FORMATS:
+        if isinstance(fmt, FlinkCanonical) and fmt.claims(path):
+            return fmt.reader
+    return FlinkSavepoint
 
 
 def _operator_descriptors(path: SavepointPath, descriptors: Descriptors) -> OperatorDescriptors:
@@ -325,11 +392,13 @@ def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], 
                                   runner=Local(threads=threads, batch_size=batch_size, transform=transform))
 
 
-def convert_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], *,
+def convert_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, to: str | None = None,
                       registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
     """Convert ``src`` into the other form at ``dst``: a Flink savepoint becomes the Parquet form,
-    a Parquet savepoint converted from Flink becomes a Flink savepoint again."""
-    return format_of(src).convert(src, dst, registry=registry, rows_per_file=rows_per_file)
+    a Parquet savepoint converted from Flink becomes a Flink savepoint again; a native savepoint
+    or retained checkpoint becomes the Parquet form or, ``to="canonical"``, a canonical savepoint.
+    ``to`` names the form (:attr:`SavepointFormat.converts_to`; default the format's first)."""
+    return format_of(src).convert(src, dst, to=to, registry=registry, rows_per_file=rows_per_file)
 
 
 def check_savepoint(path: str | os.PathLike[str], new_descriptors: Iterable[StateDescriptor], *,
@@ -345,6 +414,7 @@ def check_savepoint(path: str | os.PathLike[str], new_descriptors: Iterable[Stat
                         namespace_serializers=namespace_serializers, registry=registry, new_states=True)
 
 
-__all__ = ["FLINK", "FORMATS", "PARQUET", "DataFrame", "Descriptors", "FlinkCanonical", "Local", "MigrateReport",
-           "OnSpark", "ParquetForm", "Runner", "SavepointFormat", "SavepointPlan", "SparkSession", "StateDescriptors",
-           "check_savepoint", "convert_savepoint", "format_of", "migrate_savepoint"]
+__all__ = ["FLINK", "FORMATS", "NATIVE", "PARQUET", "DataFrame", "Descriptors", "FlinkCanonical", "FlinkNative",
+           "Local", "MigrateReport", "OnSpark", "ParquetForm", "Runner", "SavepointFormat", "SavepointPlan",
+           "SparkSession", "StateDescriptors", "check_savepoint", "convert_savepoint", "flink_reader", "format_of",
+           "migrate_savepoint"]

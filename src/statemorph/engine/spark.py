@@ -36,7 +36,7 @@ from ..extras import require
 from .batches import ColumnDecoder, ColumnMigrator
 from .bootstrap import write_flink_savepoint
 from .flink import flink_savepoint_metadata, read_flink_operator_state
-from .formats import DataFrame, Descriptors, MigrateReport, OnSpark, SparkSession, format_of
+from .formats import DataFrame, Descriptors, MigrateReport, OnSpark, SparkSession, flink_reader, format_of
 from .local import TransformFactory
 from .rescale import rescale_flink_savepoint
 from .spark_jvm import jvm_output
@@ -125,7 +125,8 @@ def read_state(spark: SparkSession, savepoint: str | os.PathLike[str], state: st
 def savepoint_metadata(spark: Any, savepoint: str | os.PathLike[str], *, count_entries: bool = True) -> Any:
     """Flink savepoint ``savepoint``'s operators and keyed states as a DataFrame, one row per
     state (:func:`statemorph.engine.flink_savepoint_metadata`), like Flink's ``savepoint_metadata``."""
-    return spark.createDataFrame(flink_savepoint_metadata(savepoint, count_entries=count_entries))
+    return spark.createDataFrame(flink_savepoint_metadata(savepoint, count_entries=count_entries,
+                                                          reader=flink_reader(savepoint)))
 
 
 def read_operator_state(spark: Any, savepoint: str | os.PathLike[str], state: str, *, operator: str,
@@ -134,7 +135,8 @@ def read_operator_state(spark: Any, savepoint: str | os.PathLike[str], state: st
     DataFrame, with the columns of :func:`statemorph.engine.read_flink_operator_state`. Operator
     state is small (sources' splits and offsets, broadcast rules) and each stream is bounded, so the
     driver reads it and Spark gets the table."""
-    return spark.createDataFrame(read_flink_operator_state(savepoint, operator, state, decode=decode))
+    return spark.createDataFrame(read_flink_operator_state(savepoint, operator, state, decode=decode,
+                                                           reader=flink_reader(savepoint)))
 
 
 def write_savepoint(spark: Any, dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,

@@ -60,23 +60,24 @@ class _RangeReader:
     """What a Spark task runs: read the key-group ranges whose task ids arrive in its input."""
 
     def __init__(self, path: Source, operator: str, state: str, ranges: list[tuple[int, int]], decode: bool,
-                 threads: int) -> None:
+                 threads: int, reader: type[FlinkSavepoint]) -> None:
         self.path, self.operator, self.state = path, operator, state
-        self.ranges, self.decode, self.threads = ranges, decode, threads
+        self.ranges, self.decode, self.threads, self.reader = ranges, decode, threads, reader
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for task in b.column(0).to_pylist():
                 start, stop = self.ranges[task]
                 for out in read_flink_state(self.path, self.operator, self.state, decode=self.decode,
-                                            threads=self.threads, key_groups=range(start, stop)):
+                                            threads=self.threads, key_groups=range(start, stop),
+                                            reader=self.reader):
                     if out.num_rows:
                         yield out
 
 
 def read_flink_state_df(spark: Any, path: str | os.PathLike[str] | Location, operator: str, state: str, *,
                         decode: bool = True, tasks: int | None = None, threads: int = 1,
-                        flatten: bool = False) -> Any:
+                        flatten: bool = False, reader: type[FlinkSavepoint] = FlinkSavepoint) -> Any:
     """One keyed state of one operator of a Flink savepoint as a DataFrame, with the columns of
     :func:`~statemorph.engine.read_flink_state` (``key_group``, ``key``, ``namespace``, [``user_key``
     | ``index``], ``value``[, ``ttl_timestamp``]; key, user key and value typed from the recorded
@@ -84,10 +85,11 @@ def read_flink_state_df(spark: Any, path: str | os.PathLike[str] | Location, ope
     many key-group ranges the state is cut into; ``flatten`` puts a row value's fields in
     top-level columns when their names do not clash with the others. ``path`` may be a URI or a
     :class:`~statemorph.savepoint.storage.Location`: each task then reads its byte ranges from the
-    store, and the driver only ``_metadata`` and the headers."""
+    store, and the driver only ``_metadata`` and the headers. ``reader`` opens the savepoint on the
+    driver and in each task (the format's: a native savepoint's tasks each open their RocksDB instance)."""
     src: Source = path if isinstance(path, Location) else Location.of(path) or os.path.abspath(os.fspath(path))
-    schema = read_flink_state_schema(src, operator, state, decode=decode)
-    op = FlinkSavepoint(src).operator(operator)
+    schema = read_flink_state_schema(src, operator, state, decode=decode, reader=reader)
+    op = reader(src).operator(operator)
     n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
     ranges = [(s.key_groups.start, s.key_groups.stop) for s in key_group_splits(op, n)]
     spark_schema = _spark_schema(schema)
@@ -95,7 +97,7 @@ def read_flink_state_df(spark: Any, path: str | os.PathLike[str] | Location, ope
         df = spark.createDataFrame([], spark_schema)
     else:
         ids = spark.range(0, len(ranges), 1, len(ranges)).select("id")
-        df = ids.mapInArrow(_RangeReader(src, operator, state, ranges, decode, threads), spark_schema)
+        df = ids.mapInArrow(_RangeReader(src, operator, state, ranges, decode, threads, reader), spark_schema)
     value = schema.field("value").type if "value" in schema.names else None
     if flatten and value is not None and pa.types.is_struct(value):
         names = [value.field(i).name for i in range(value.num_fields)]

@@ -75,7 +75,54 @@ final class Generate {
         }
         JobClient client = env.executeAsync("generate " + spec.name);
         awaitCount(client, PROCESSED, spec.totalRecords());
-        stopWithSavepoint(client, out, work);
+        if (spec.format.equals("checkpoint")) {
+            retainCheckpoint(client, out, work);
+        } else {
+            stopWithSavepoint(client, out, work, savepointFormat(spec));
+        }
+    }
+
+    /**
+     * Waits for a completed checkpoint triggered after the last record was processed (a {@code chk-N}
+     * directory is made when checkpoint N starts, so one numbered above every directory present now),
+     * then two more (so the retained ones share files), cancels the job and moves its checkpoint
+     * directory ({@code chk-N}, {@code shared}, {@code taskowned}) to {@code OUT/savepoint}.
+     */
+    static void retainCheckpoint(JobClient client, Path out, Path work) throws Exception {
+        Path root = work.resolve("checkpoints").resolve(client.getJobID().toString());
+        long after = lastCheckpoint(root, false);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (lastCheckpoint(root, true) < after + 3) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("timed out waiting for checkpoint " + (after + 3) + " in " + root);
+            }
+            Thread.sleep(20);
+        }
+        client.cancel().get(120, TimeUnit.SECONDS);
+        try {
+            client.getJobExecutionResult().get(120, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException expected) {
+            // a cancelled job ends with a JobCancellationException
+        }
+        Files.createDirectories(out);
+        Files.move(root, out.resolve("savepoint"));
+    }
+
+    /** The highest N of a {@code chk-N} directory under {@code root} (with a {@code _metadata} when {@code complete}); 0: none. */
+    private static long lastCheckpoint(Path root, boolean complete) throws java.io.IOException {
+        if (!Files.isDirectory(root)) {
+            return 0;
+        }
+        long max = 0;
+        try (Stream<Path> dirs = Files.list(root)) {
+            for (Path d : (Iterable<Path>) dirs::iterator) {
+                String n = d.getFileName().toString();
+                if (n.startsWith("chk-") && (!complete || Files.exists(d.resolve("_metadata")))) {
+                    max = Math.max(max, Long.parseLong(n.substring(4)));
+                }
+            }
+        }
+        return max;
     }
 
     /** Waits until {@code counter} reaches {@code target}; a job that ends first throws its failure. */
@@ -94,11 +141,40 @@ final class Generate {
         }
     }
 
+    /** The savepoint format a spec asks for ({@code canonical} or {@code native}); jobs without retained checkpoints refuse {@code checkpoint}. */
+    static SavepointFormatType savepointFormat(Spec spec) {
+        if (spec.format.equals("checkpoint")) {
+            throw new IllegalArgumentException("spec: this job takes savepoints only (format canonical or native)");
+        }
+        return spec.format.equals("native") ? SavepointFormatType.NATIVE : SavepointFormatType.CANONICAL;
+    }
+
     /** Stops the running job with a CANONICAL savepoint and moves it to {@code OUT/savepoint}. */
     static void stopWithSavepoint(JobClient client, Path out, Path work) throws Exception {
+        stopWithSavepoint(client, out, work, SavepointFormatType.CANONICAL);
+    }
+
+    /**
+     * Stops the running job with a savepoint of {@code format} and moves it to {@code OUT/savepoint};
+     * retried while Flink refuses it because a task is still being deployed (the rows fit the network
+     * buffers, so the source side may have taken every record while a stateful task, e.g. a RocksDB
+     * aggregation at parallelism 2, is still starting).
+     */
+    static void stopWithSavepoint(JobClient client, Path out, Path work, SavepointFormatType format) throws Exception {
         Path target = work.resolve("savepoints");
-        String written = client.stopWithSavepoint(false, target.toUri().toString(), SavepointFormatType.CANONICAL)
-                .get(1800, TimeUnit.SECONDS);
+        String written;
+        for (int attempt = 0; ; attempt++) {
+            try {
+                written = client.stopWithSavepoint(false, target.toUri().toString(), format)
+                        .get(1800, TimeUnit.SECONDS);
+                break;
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (attempt >= 100 || !String.valueOf(e.getMessage()).contains("Not all required tasks are currently running")) {
+                    throw e;
+                }
+                Thread.sleep(100);
+            }
+        }
         client.getJobExecutionResult().get(120, TimeUnit.SECONDS);
         Path sp = Path.of(java.net.URI.create(written.startsWith("file:") ? written : "file:" + written));
         Files.createDirectories(out);

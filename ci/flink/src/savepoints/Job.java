@@ -40,6 +40,14 @@ final class Job {
             c.setString("execution.checkpointing.data-inline-threshold", spec.inlineThreshold + "b");
             c.setString("state.storage.fs.memory-threshold", spec.inlineThreshold + "b");
         }
+        if (spec.format.equals("checkpoint")) {
+            c.setString("execution.checkpointing.interval", "100ms");
+            c.setString("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION");
+            c.setString("execution.checkpointing.incremental", Boolean.toString(spec.incremental));
+            c.setString("state.backend.incremental", Boolean.toString(spec.incremental));
+            c.setString("execution.checkpointing.num-retained", "3");
+            c.setString("state.checkpoints.num-retained", "3");
+        }
         c.setString("state.backend.rocksdb.localdir", work.resolve("rocksdb").toString());
         c.setString("io.tmp.dirs", work.resolve("io").toString());
         return c;

@@ -38,7 +38,8 @@ import java.util.Map;
  * {@code key_values} (explicit int or string keys instead of the generated ones, so the checker
  * can probe a savepoint written outside Flink, e.g. bootstrapped by statemorph), and, for the
  * generator only, {@code extra_uid} (one more operator, holding operator state, which the checker's
- * job does not have), and, for the checker only, {@code allow_unclaimed} (restore one operator of
+ * job does not have), {@code format} (canonical | native savepoint | retained checkpoint) and
+ * {@code incremental} (checkpoints: incremental, the default, or full), and, for the checker only, {@code allow_unclaimed} (restore one operator of
  * a savepoint whose other operators another restore checks). The
  * driver also reads {@code flink} (which release takes the savepoint); Java ignores it.
  */
@@ -74,6 +75,15 @@ final class Spec implements Serializable {
     final List<Object> keyValues;
     /** Generator only: the uid of one more operator, which holds operator state; null: none. */
     final String extraUid;
+    /**
+     * Generator only: what the job is stopped with: {@code canonical} (a canonical savepoint, the default),
+     * {@code native} (a native savepoint: the backend's own files) or {@code checkpoint} (retained checkpoints:
+     * incremental on RocksDB, taken every 100 ms; the job is cancelled after one that follows the last
+     * record, and its whole checkpoint directory is kept).
+     */
+    final String format;
+    /** Generator only, with {@code format: checkpoint}: incremental checkpoints (true, the default) or full ones. */
+    final boolean incremental;
     /** Checker only: restore although the savepoint holds operators the job does not have (a test checking them in another restore). */
     final boolean allowUnclaimed;
 
@@ -106,6 +116,11 @@ final class Spec implements Serializable {
         uid = str(m, "uid", "state-op");
         eventsType = str(m, "events_type", OLD_EVENTS_TYPE);
         extraUid = str(m, "extra_uid", null);
+        format = oneOf(str(m, "format", "canonical"), "format", "canonical", "native", "checkpoint");
+        incremental = !Boolean.FALSE.equals(m.getOrDefault("incremental", Boolean.TRUE));
+        if (format.equals("checkpoint") && !str(m, "storage", "jobmanager").equals("filesystem")) {
+            throw new IllegalArgumentException("spec: format checkpoint needs storage filesystem");
+        }
         allowUnclaimed = Boolean.TRUE.equals(m.getOrDefault("allow_unclaimed", Boolean.FALSE));
         if (name == null || keys <= 0 || recordsPerKey <= 0 || parallelism <= 0 || maxParallelism < parallelism) {
             throw new IllegalArgumentException("spec: name, keys, records_per_key, parallelism, max_parallelism");

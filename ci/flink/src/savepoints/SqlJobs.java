@@ -10,7 +10,6 @@ import org.apache.flink.api.connector.source.lib.NumberSequenceSource;
 import org.apache.flink.api.java.typeutils.RowTypeInfo;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.core.execution.JobClient;
-import org.apache.flink.core.execution.SavepointFormatType;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
@@ -264,13 +263,7 @@ public final class SqlJobs {
             }
             Thread.sleep(20);
         }
-        Path target = work.resolve("savepoints");
-        String written = client.stopWithSavepoint(false, target.toUri().toString(), SavepointFormatType.CANONICAL)
-                .get(120, TimeUnit.SECONDS);
-        client.getJobExecutionResult().get(120, TimeUnit.SECONDS);
-        Path sp = Path.of(java.net.URI.create(written.startsWith("file:") ? written : "file:" + written));
-        Files.createDirectories(out);
-        Files.move(sp, out.resolve("savepoint"));
+        Generate.stopWithSavepoint(client, out, work, Generate.savepointFormat(spec));
         Map<String, Object> outputs = new LinkedHashMap<>();
         for (String q : QUERIES) {
             List<Object> rowsOut = new ArrayList<>(new TreeMap<>(LAST.getOrDefault(q, Map.of())).values());

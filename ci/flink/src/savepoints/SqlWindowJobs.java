@@ -83,7 +83,7 @@ public final class SqlWindowJobs {
             job(env, records, spec, version).sinkTo(new DiscardingSink<>()).uid("discard").name("discard");
             JobClient client = env.executeAsync("generate sql windows " + spec.name);
             Generate.awaitCount(client, SEEN, spec.totalRecords()); // the barrier follows every row to the aggregations
-            stopWhenRunning(client, out, work);
+            Generate.stopWithSavepoint(client, out, work);
         } finally {
             generating = false;
         }
@@ -98,25 +98,6 @@ public final class SqlWindowJobs {
         SingleOutputStreamOperator<Long> probe = env.fromSource(
                 new SqlJobs.ProbeSource(spec.totalRecords(), spec.totalRecords() + spec.keys - 1), timestamps(), "records");
         WindowJobs.writeFired(job(env, probe, spec, version), "restore " + spec.name, QUERIES, out);
-    }
-
-    /**
-     * {@link Generate#stopWithSavepoint}, retried while Flink refuses it because a task is still
-     * being deployed: the rows fit the network buffers, so the source side may have taken every
-     * record while an aggregation (RocksDB) is still starting.
-     */
-    static void stopWhenRunning(JobClient client, Path out, Path work) throws Exception {
-        for (int attempt = 0; ; attempt++) {
-            try {
-                Generate.stopWithSavepoint(client, out, work);
-                return;
-            } catch (java.util.concurrent.ExecutionException e) {
-                if (attempt >= 100 || !String.valueOf(e.getMessage()).contains("Not all required tasks are currently running")) {
-                    throw e;
-                }
-                Thread.sleep(100);
-            }
-        }
     }
 
     static StreamExecutionEnvironment environment(org.apache.flink.configuration.Configuration c, Spec spec) {

@@ -4,8 +4,9 @@ their one-byte type codes (Flink's ``MetadataV2V3SerializerBase``).
 Handles are plain data: reading one never opens a file (that is :mod:`.files`' job), and writing
 one gives back exactly the bytes it was read from, so an unchanged handle round-trips byte for
 byte. Handles that only native savepoints and checkpoints hold (incremental RocksDB, changelog,
-file-merging segments) are refused with :class:`NotCanonicalSavepointError`: their data is not in
-the canonical format, so there is nothing statemorph could read or migrate.
+file-merging segments) are refused here with :class:`NotCanonicalSavepointError`: their data is
+not in the canonical format. Incremental RocksDB handles are read by :mod:`.native_handles` when
+a native savepoint or checkpoint is read as such (:mod:`.native`).
 """
 
 from __future__ import annotations
@@ -269,9 +270,11 @@ def write_keyed_handle(out: DataOutputSerializer, handle: KeyedHandle) -> None:
 def _refuse(code: int, at: int, where: str, what: str) -> None:
     known = NOT_CANONICAL.get(code)
     if known is not None:
+        more = (" (`statemorph inspect` and `convert` read it; `convert --to canonical` makes one)"
+                if code in (5, 11) else "")
         raise NotCanonicalSavepointError(
             f"{where} holds {known} (type code {code} at offset {at}): this is not a canonical "
-            f"savepoint; take one with the CANONICAL format (the default, "
+            f"savepoint{more}; take one with the CANONICAL format (the default, "
             f"`stop --type canonical` / SavepointFormatType.CANONICAL)"
         )
     raise MalformedDataError(f"{where}: unknown {what} type code {code} at offset {at}")

@@ -10,6 +10,7 @@ unaligned checkpoints is refused: a savepoint never holds any.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ...errors import (
@@ -39,6 +40,12 @@ from .handles import (
     write_operator_handle,
     write_stream_handle,
 )
+from .native_handles import IncrementalHandle, read_native_keyed_handle, write_incremental_handle
+
+FileNamer = Callable[[FileHandle | RelativeFileHandle, str], str]
+"""How a file handle's file is named relative to the directory its files are opened in (the
+containment rule): :func:`.handles.file_name` for savepoints, the checkpoint's own for a retained
+checkpoint (:func:`.native.checkpoint_namer`)."""
 
 MAGIC = 0x4960672D
 MASTER_STATE_MAGIC = 0xC96B1696
@@ -80,6 +87,10 @@ class SubtaskState:
     raw_operator: OperatorStreamHandle | None = None
     managed_keyed: KeyedHandle = None
     raw_keyed: KeyedHandle = None
+    managed_native: IncrementalHandle | None = None
+    raw_native: IncrementalHandle | None = None
+    """Incremental RocksDB handles (native savepoints, checkpoints: ``parse_metadata(native=True)``)
+    in place of ``managed_keyed`` / ``raw_keyed``, kept apart so canonical code never meets one."""
 
 
 @dataclass(slots=True)
@@ -114,13 +125,17 @@ class CheckpointMetadata:
     trailer: bytes = b""
 
 
-def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME) -> CheckpointMetadata:
+def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME, *, native: bool = False,
+                   namer: FileNamer = file_name, check: bool = True) -> CheckpointMetadata:
     """Parse a whole ``_metadata`` file and :func:`check_metadata` it. Every failure is a
-    :class:`FlinkSavepointError` (or a subclass) naming ``where``, the offset or the field."""
+    :class:`FlinkSavepointError` (or a subclass) naming ``where``, the offset or the field.
+    Incremental RocksDB handles (native savepoints, checkpoints) are refused unless ``native``;
+    ``namer`` names each file handle's file (see :data:`FileNamer`); ``check=False`` (only to
+    tell which reader a directory needs) skips :func:`check_metadata`."""
     paused = gc.isenabled()
     gc.disable()  # a parse makes objects by the million and no cycles: collections would only cost time
     try:
-        meta = _parse(DataInputDeserializer(data), where)
+        meta = _parse(DataInputDeserializer(data), where, native)
     except FlinkSavepointError:
         raise
     except StateFormatError as e:
@@ -128,15 +143,18 @@ def parse_metadata(data: bytes, where: str = METADATA_FILE_NAME) -> CheckpointMe
     finally:
         if paused:
             gc.enable()
-    check_metadata(meta, where)
+    if check:
+        check_metadata(meta, where, namer)
     return meta
 
 
 SUBTASK_HANDLES = ("managed_operator", "raw_operator", "managed_keyed", "raw_keyed")
 """The four state handles of a subtask, by attribute name (also how messages name them)."""
+NATIVE_HANDLES = {"managed_native": "managed_keyed", "raw_native": "raw_keyed"}
+"""Where a subtask keeps an incremental RocksDB handle, and which keyed state it is."""
 
 
-def check_metadata(meta: CheckpointMetadata, where: str) -> None:
+def check_metadata(meta: CheckpointMetadata, where: str, namer: FileNamer = file_name) -> None:
     """What a well-formed ``_metadata`` promises beyond its bytes, checked before anything reads a
     state file or writes a byte (Flink itself never writes otherwise):
 
@@ -150,7 +168,9 @@ def check_metadata(meta: CheckpointMetadata, where: str) -> None:
       rule of :func:`.handles.file_name`) and is used by one handle only
       (:class:`~statemorph.savepoint.files.UsedOnce`, the rule the Parquet form applies to its
       files): an operator-state handle naming a keyed-state file, or two subtasks sharing one,
-      would be read twice or rewritten under the other's feet.
+      would be read twice or rewritten under the other's feet. The files of an incremental RocksDB
+      handle count alike: a checkpoint's shared file, which other checkpoints reference too, is
+      still one subtask's file in this one.
 
     Refusals are :class:`FlinkSavepointError` (paths: :class:`SavepointPathError`) naming
     ``where``, the operator, the subtask and the field."""
@@ -168,10 +188,21 @@ def check_metadata(meta: CheckpointMetadata, where: str) -> None:
             if other is not label:
                 raise FlinkSavepointError(f"{where}: {label}: uid {op.uid!r} is also {other}'s; an operator appears "
                                           f"once")
-        _check_subtasks(op, where, label, files)
+        _check_subtasks(op, where, label, files, namer)
 
 
-def _check_subtasks(op: OperatorState, where: str, label: str, files: UsedOnce) -> None:
+def handle_files(h: OperatorStreamHandle | KeyedHandle | IncrementalHandle
+                 ) -> Iterator[tuple[FileHandle | RelativeFileHandle, str]]:
+    """Every file a handle names, with what it is for (for messages)."""
+    if isinstance(h, IncrementalHandle):
+        for what, s in (("meta data", h.meta), *((f"file {f.local_name!r}", f.handle) for f in h.files())):
+            if isinstance(s, (FileHandle, RelativeFileHandle)):
+                yield s, what
+    elif h is not None and isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
+        yield h.delegate, "stream"
+
+
+def _check_subtasks(op: OperatorState, where: str, label: str, files: UsedOnce, namer: FileNamer) -> None:
     seen: set[int] = set()
     ranges: dict[str, list[tuple[range, int]]] = {"managed_keyed": [], "raw_keyed": []}
     for st in op.subtasks or []:
@@ -181,12 +212,13 @@ def _check_subtasks(op: OperatorState, where: str, label: str, files: UsedOnce) 
         if st.index >= op.parallelism:
             raise FlinkSavepointError(f"{where}: {label}: subtask {st.index} is outside the operator's parallelism "
                                       f"{op.parallelism} (subtasks 0..{op.parallelism - 1})")
-        for kind in SUBTASK_HANDLES:
-            h = getattr(st, kind)
+        for attr in (*SUBTASK_HANDLES, *NATIVE_HANDLES):
+            h = getattr(st, attr)
             if h is None:
                 continue
+            kind = NATIVE_HANDLES.get(attr, attr)
             user = f"{label} subtask {st.index} {kind.replace('_', ' ')} state"
-            if isinstance(h, KeyGroupsHandle):
+            if isinstance(h, (KeyGroupsHandle, IncrementalHandle)):
                 r = h.key_groups
                 if r.stop > op.max_parallelism:
                     raise FlinkSavepointError(
@@ -194,8 +226,8 @@ def _check_subtasks(op: OperatorState, where: str, label: str, files: UsedOnce) 
                         f"{op.max_parallelism} (key groups 0..{op.max_parallelism - 1})")
                 if len(r):
                     ranges[kind].append((r, st.index))
-            if isinstance(h.delegate, (FileHandle, RelativeFileHandle)):
-                files.add(file_name(h.delegate, f"{where}: {user}"), user)
+            for fh, what in handle_files(h):
+                files.add(namer(fh, f"{where}: {user}"), f"{user} {what}")
     for kind, rs in ranges.items():
         rs.sort(key=lambda x: x[0].start)
         for (a, sa), (b, sb) in zip(rs, rs[1:], strict=False):
@@ -206,7 +238,7 @@ def _check_subtasks(op: OperatorState, where: str, label: str, files: UsedOnce) 
                     f"subtask")
 
 
-def _parse(src: DataInputDeserializer, where: str) -> CheckpointMetadata:
+def _parse(src: DataInputDeserializer, where: str, native: bool) -> CheckpointMetadata:
     if src.available() < 8:
         raise FlinkSavepointError(f"{where}: {src.available()} bytes is too short for a Flink _metadata file")
     magic = src.read_int() & 0xFFFFFFFF
@@ -228,7 +260,8 @@ def _parse(src: DataInputDeserializer, where: str) -> CheckpointMetadata:
     masters = [_read_master(src) for _ in range(n_master)]
     # an operator takes at least 16 (id) + 8 (parallelisms) + 1 (coordinator) + 4 (count) bytes
     n_ops = records.take(src, src.check_length(src.read_int(), "operator states", unit=29), "operator states")
-    operators = [_read_operator(src, version, i, records) for i in range(n_ops)]
+    keyed = read_native_keyed_handle if native else read_keyed_handle
+    operators = [_read_operator(src, version, i, records, keyed) for i in range(n_ops)]
     trailer = b""
     if version >= 4:
         trailer = src.read_fully(src.available(), "CheckpointProperties")
@@ -285,7 +318,11 @@ def _read_master(src: DataInputDeserializer) -> MasterState:
     return MasterState(version, name, payload)
 
 
-def _read_operator(src: DataInputDeserializer, version: int, i: int, records: _Records) -> OperatorState:
+KeyedReader = Callable[[DataInputDeserializer, str], KeyedHandle | IncrementalHandle]
+
+
+def _read_operator(src: DataInputDeserializer, version: int, i: int, records: _Records,
+                   keyed: KeyedReader) -> OperatorState:
     name = uid = None
     if version >= 5:
         name = src.read_utf()
@@ -308,11 +345,12 @@ def _read_operator(src: DataInputDeserializer, version: int, i: int, records: _R
     else:
         src.check_length(n_sub, f"subtask states of {where}", unit=4)
         records.take(src, n_sub, f"subtask states of {where}")
-        subtasks = [_read_subtask(src, version, where, records) for _ in range(n_sub)]
+        subtasks = [_read_subtask(src, version, where, records, keyed) for _ in range(n_sub)]
     return OperatorState(operator_id, parallelism, max_parallelism, coordinator, subtasks, name, uid)
 
 
-def _read_subtask(src: DataInputDeserializer, version: int, op_where: str, records: _Records) -> SubtaskState:
+def _read_subtask(src: DataInputDeserializer, version: int, op_where: str, records: _Records,
+                  keyed: KeyedReader) -> SubtaskState:
     raw_index = src.read_int()
     if raw_index < 0:
         return SubtaskState(index=-raw_index - 1, finished=True)
@@ -327,9 +365,17 @@ def _read_subtask(src: DataInputDeserializer, version: int, op_where: str, recor
         records.handle(src, f"{where} raw operator state")
         st.raw_operator = read_operator_handle(src, f"{where} raw operator state")
     records.handle(src, f"{where} managed keyed state")
-    st.managed_keyed = read_keyed_handle(src, f"{where} managed keyed state")
+    managed = keyed(src, f"{where} managed keyed state")
     records.handle(src, f"{where} raw keyed state")
-    st.raw_keyed = read_keyed_handle(src, f"{where} raw keyed state")
+    raw = keyed(src, f"{where} raw keyed state")
+    if isinstance(managed, IncrementalHandle):
+        st.managed_native = managed
+    else:
+        st.managed_keyed = managed
+    if isinstance(raw, IncrementalHandle):
+        st.raw_native = raw
+    else:
+        st.raw_keyed = raw
     for what in ("input channel", "output (result subpartition)"):
         at = src.position
         n = src.read_int()
@@ -394,7 +440,10 @@ def _write_operator(out: DataOutputSerializer, op: OperatorState, version: int) 
         out.write_int(st.raw_operator_flag)
         if st.raw_operator_flag:
             write_operator_handle(out, st.raw_operator)
-        write_keyed_handle(out, st.managed_keyed)
-        write_keyed_handle(out, st.raw_keyed)
+        for native, keyed in ((st.managed_native, st.managed_keyed), (st.raw_native, st.raw_keyed)):
+            if native is not None:
+                write_incremental_handle(out, native)
+            else:
+                write_keyed_handle(out, keyed)
         out.write_int(0)
         out.write_int(0)

@@ -98,9 +98,11 @@ class KeyedStream(Closing):
         return iter_key_groups(self.source, self.handle, self.header.compressed, len(self.header.states),
                                self.where, only)
 
-    def scanned(self, only: range | None = None) -> Iterator[ScannedGroup]:
+    def scanned(self, only: range | None = None, states: set[int] | None = None) -> Iterator[ScannedGroup]:
         """Every non-empty key group (of the range ``only``) scanned by the block kernel, a large
-        one as consecutive slices: what the readers walk, so they hold one slice at a time."""
+        one as consecutive slices: what the readers walk, so they hold one slice at a time.
+        ``states`` says which state ids the caller reads: a hint a stream may use to skip the
+        others (a RocksDB instance's column families); a file's bytes are read either way."""
         extents = [e for e in self.extents if only is None or e.key_group in only]
         return scanned_groups(self.source, extents, self.header.compressed, len(self.header.states), self.where)
 
@@ -233,7 +235,7 @@ class FlinkSavepoint:
             layout = StateLayout(meta, stream.header.key_serializer, op.max_parallelism,
                                  f"{stream.where} state {state!r}")
             builder = _BatchBuilder(layout)
-            for group in stream.scanned(key_groups):
+            for group in stream.scanned(key_groups, {state_id}):
                 for run in group.runs(state_id):
                     builder.add(run)
                     while builder.rows >= batch_rows:

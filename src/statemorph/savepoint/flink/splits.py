@@ -4,7 +4,8 @@ Why: a keyed-state stream is a sequence of independently seekable key groups who
 ``_metadata`` records, so a reader can hand each task a key-group range and the task reads only
 those bytes. Splitting by the recorded byte extents (not by key-group count) keeps tasks even when
 the parallelism is low (one huge stream becomes many tasks) or when state is skewed (a heavy key
-group gets a task of its own). No stream is opened to plan: sizes come from the handles.
+group gets a task of its own). No stream is opened to plan: sizes come from the handles. A RocksDB instance (native
+savepoints, checkpoints) is cut by key-group count, sized by its files.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ...errors import FlinkSavepointError
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
 from .keyed_blocks import key_group_extents
 from .metadata import OperatorState
+from .native_handles import IncrementalHandle
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,11 @@ def key_group_splits(op: OperatorState, tasks: int) -> list[KeyGroupSplit]:
     if tasks < 1:
         raise ValueError(f"tasks must be at least 1, got {tasks}")
     per_stream = []
+    natives = []
     for st in op.subtasks or []:
+        if st.managed_native is not None and not st.finished:
+            natives.append(st)
+            continue
         h = st.managed_keyed
         if h is None or st.finished:
             continue
@@ -51,10 +57,13 @@ def key_group_splits(op: OperatorState, tasks: int) -> list[KeyGroupSplit]:
         if extents:
             per_stream.append((st.index, h, extents))
     total = sum(e.end - e.offset for _, _, exts in per_stream for e in exts)
+    total += sum(_instance_size(st.managed_native) for st in natives if st.managed_native is not None)
     if not total:
         return []
     target = max(1, -(-total // tasks))
     out: list[KeyGroupSplit] = []
+    for st in natives:
+        out.extend(_instance_splits(st.index, st.managed_native, target))
     for subtask, h, extents in per_stream:
         start = h.start_key_group
         size = 0
@@ -69,3 +78,23 @@ def key_group_splits(op: OperatorState, tasks: int) -> list[KeyGroupSplit]:
 
 
 __all__ = ["KeyGroupSplit", "key_group_splits"]
+
+
+def _instance_size(h: IncrementalHandle | None) -> int:
+    if h is None:
+        return 0
+    sizes = [f.handle.size if isinstance(f.handle, (FileHandle, RelativeFileHandle))
+             else len(f.handle.data) if isinstance(f.handle, ByteStreamHandle) else 0 for f in h.files()]
+    return sum(sizes)
+
+
+def _instance_splits(subtask: int, h: IncrementalHandle | None, target: int) -> list[KeyGroupSplit]:
+    """A RocksDB instance (native savepoints, checkpoints) records no per-key-group offsets: its
+    range is cut into equal key-group counts, as many as its files' bytes make targets."""
+    if h is None or not h.key_group_count:
+        return []
+    size = _instance_size(h)
+    n = min(h.key_group_count, max(1, round(size / target)))
+    r = h.key_groups
+    bounds = [r.start + (len(r) * i) // n for i in range(n + 1)]
+    return [KeyGroupSplit(subtask, range(a, b), size // n) for a, b in zip(bounds, bounds[1:], strict=False)]

@@ -1,0 +1,631 @@
+"""Native savepoints and retained checkpoints of Flink's RocksDB backend: described, read as the
+entries of a canonical savepoint, and converted into one.
+
+A native savepoint (``stop --type native``) is a directory of ``_metadata`` and the files of
+each subtask's RocksDB instance; a retained incremental checkpoint is ``chk-N/_metadata`` whose
+handles name files of the job's checkpoint directory (``shared/``, ``taskowned/``, ``chk-N/``)
+by absolute paths. Each subtask's handle (:class:`.native_handles.IncrementalHandle`) lists its
+RocksDB files and a meta data stream that holds the state meta infos exactly as at the head of a
+canonical keyed-state stream.
+
+Why the entries need no translation: since Flink 1.13 a canonical savepoint stores RocksDB's own
+key and value bytes (key-group prefix ‖ key ‖ namespace [‖ user key]; list values joined by
+``,``; map values with a null flag), whichever backend wrote it. So reading a RocksDB instance
+column family by column family (one per state, named as the state) and key group by key group
+gives the :class:`.keyed_blocks.StateRun` s a canonical stream holds, and converting writes them
+with :class:`.keyed_writer.KeyedStreamWriter`.
+
+Files are opened only through the containment rule: a savepoint's by
+:func:`.handles.file_name`; a checkpoint's absolute paths by their last two parts, which must be
+``shared/<name>``, ``taskowned/<name>`` or ``chk-N/<name>`` of this checkpoint, inside the job
+directory (:func:`checkpoint_namer`); each file is used by one handle
+(:func:`.metadata.check_metadata`). An instance is opened read-only (``rocksdict``) from hard
+links (copies across file systems) of its files in a private temporary directory, named as the
+handle names them; nothing of the input is ever written.
+
+The instance is opened with the options of its own ``OPTIONS`` file, which name Flink's merge
+operator (``StringAppendTESTOperator``, part of RocksDB): list state appended with ``add`` is
+still a stack of merge operands in the SSTs, and only that operator reads it. Changelog and
+file-merging checkpoints are refused with one line naming the setting that made them.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import struct
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ...errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError, StatemorphError
+from ...extras import require
+from ...keyed.keygroups import key_group_prefix_bytes
+from ...typeutils import SnapshotRegistry
+from ..files import SavepointDir, SeenFiles, StagedDirectory, check_relative_path, output_error
+from .files import MAX_METADATA_BYTES, FileStream, InlineStream, StreamSource
+from .handles import (
+    SAVEPOINT_KEY_GROUPS_HANDLE,
+    ByteStreamHandle,
+    FileHandle,
+    KeyGroupsHandle,
+    OperatorStreamHandle,
+    RelativeFileHandle,
+    StreamHandle,
+    file_name,
+)
+from .key_group_scan import SLICE_BYTES
+from .keyed_blocks import END_OF_KEY_GROUP, FLAG, KeyGroupExtent, StateRun, key_group_extents
+from .keyed_header import KeyedHeader, parse_keyed_header
+from .keyed_writer import KeyedStreamWriter
+from .metadata import (
+    METADATA_FILE_NAME,
+    NATIVE_HANDLES,
+    SUBTASK_HANDLES,
+    CheckpointMetadata,
+    FileNamer,
+    OperatorState,
+    SubtaskState,
+    handle_files,
+    parse_metadata,
+    serialize_metadata,
+)
+from .native_handles import IncrementalHandle, RocksFile
+from .snappy import MAX_CHUNK_DATA, STREAM_IDENTIFIER, frame_key_group
+
+MAX_META_BYTES = 64 << 20
+"""The largest meta data stream (state meta infos) read; a real one is a few KiB."""
+_CHECKPOINT_DIR = re.compile(r"chk-\d+")
+_ROCKSDICT_CONFIG = "rocksdict-config.json"
+
+
+def checkpoint_namer(chk: str) -> FileNamer:
+    """The containment rule of a retained checkpoint ``chk`` (``chk-N``): a file handle names a
+    file of the job's checkpoint directory; an absolute path by its last two parts, which must be
+    ``shared/``, ``taskowned/`` or ``chk/`` and a plain name (so a relocated checkpoint still
+    reads and nothing outside the job directory is opened), a relative one inside ``chk``."""
+    def name(handle: FileHandle | RelativeFileHandle, where: str) -> str:
+        if isinstance(handle, RelativeFileHandle):
+            return f"{chk}/{file_name(handle, where)}"
+        parts = handle.path.rstrip("/").rsplit("/", 2)
+        if len(parts) < 3 or parts[-2] not in ("shared", "taskowned", chk):
+            raise SavepointPathError(
+                f"{where}: file {handle.path!r} is not in the checkpoint's shared/, taskowned/ or {chk}/ directory; "
+                f"refused")
+        return check_relative_path(f"{parts[-2]}/{parts[-1]}", f"{where}: file {handle.path!r}", SavepointPathError)
+    return name
+
+
+@dataclass
+class InstanceFile:
+    """One file of a subtask's RocksDB instance, for ``inspect``: its name in the instance, where
+    it is (a path relative to the directory, or ``inline``) and its size."""
+
+    local_name: str
+    source: str
+    size: int
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class NativeStateInfo:
+    name: str
+    kind: str
+    entries: int = 0
+    bytes: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class NativeSubtaskInfo:
+    index: int
+    key_groups: str
+    files: list[InstanceFile] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def to_json(self) -> dict[str, object]:
+        return {"index": self.index, "key_groups": self.key_groups, "size": self.size,
+                "files": [f.to_json() for f in self.files]}
+
+
+@dataclass
+class NativeOperatorInfo:
+    name: str | None
+    uid: str | None
+    uid_hash: str
+    parallelism: int
+    max_parallelism: int
+    subtasks: list[NativeSubtaskInfo]
+    states: list[NativeStateInfo]
+
+    def to_json(self) -> dict[str, object]:
+        d: dict[str, object] = {k: v for k, v in self.__dict__.items() if k not in ("subtasks", "states")}
+        d["subtasks"] = [s.to_json() for s in self.subtasks]
+        d["states"] = [s.to_json() for s in self.states]
+        return d
+
+
+@dataclass
+class NativeInfo:
+    path: str
+    format: str
+    metadata_version: int
+    checkpoint_id: int
+    operators: list[NativeOperatorInfo]
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": self.format, "metadata_version": self.metadata_version,
+                "checkpoint_id": self.checkpoint_id, "operators": [o.to_json() for o in self.operators]}
+
+
+def is_native(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` needs this module's reader: a native savepoint (incremental RocksDB
+    handles), or a retained checkpoint's ``chk-N`` directory (its job directory holding
+    ``shared/``: absolute file paths into it). What ``format_of`` asks before choosing the
+    canonical reader; reads only ``_metadata`` and checks nothing (the reader refuses what is
+    wrong with its own message), so a directory that is no Flink savepoint answers False."""
+    p = Path(path)
+    if checkpoint_dir(p) is not None:
+        return (p / METADATA_FILE_NAME).is_file()
+    meta = p / METADATA_FILE_NAME
+    try:
+        data = meta.read_bytes() if meta.is_file() and meta.stat().st_size <= MAX_METADATA_BYTES else b""
+        parsed = parse_metadata(data, str(meta), native=True, check=False)
+    except (OSError, FlinkSavepointError):
+        return False
+    return any(st.managed_native is not None for op in parsed.operators for st in op.subtasks or [])
+
+
+def checkpoint_dir(p: Path) -> str | None:
+    """``chk-N`` when ``p`` is a retained checkpoint's directory (named so, beside ``shared/``)."""
+    return p.name if _CHECKPOINT_DIR.fullmatch(p.name) and (p.parent / "shared").is_dir() else None
+
+
+def refuse_hashmap_format(source: StreamSource, extents: list[KeyGroupExtent], where: str) -> None:
+    """A full checkpoint holds key groups in the canonical layout (RocksDB's full snapshots) or
+    in the hashmap backend's own (``HeapSnapshotStrategy``: ``i32 key group`` first, then each
+    state's objects serialized whole), which only its serializers can delimit: refused, one line.
+    The canonical layout starts with a state id and a key length (or a Snappy frame), so its
+    first four bytes never read as the key group's number for key groups from 1 on."""
+    for e in extents:
+        if e.key_group >= 1 and e.end - e.offset >= 4:
+            if source.read_at(e.offset, 4, "key-group start") == e.key_group.to_bytes(4, "big"):
+                raise NotCanonicalSavepointError(
+                    f"{where}: a checkpoint of the hashmap backend (state.backend.type: hashmap), whose key groups "
+                    f"are in that backend's own format, which statemorph does not read; take a canonical or native "
+                    f"savepoint, or a checkpoint of the RocksDB backend")
+            return
+
+
+class NativeSavepoint:
+    """A native savepoint directory, or a retained checkpoint's ``chk-N`` directory (its job
+    directory holding ``shared/``), opened read-only."""
+
+    def __init__(self, path: str | os.PathLike[str], registry: SnapshotRegistry | None = None) -> None:
+        p = Path(path)
+        self.registry = registry
+        self.checkpoint = checkpoint_dir(p)
+        root = p.parent if self.checkpoint else p
+        self.path = p
+        self.files = SavepointDir(root, unsafe=SavepointPathError, damaged=FlinkSavepointError)
+        self.namer: FileNamer = checkpoint_namer(self.checkpoint) if self.checkpoint else file_name
+        meta_name = f"{self.checkpoint}/{METADATA_FILE_NAME}" if self.checkpoint else METADATA_FILE_NAME
+        self.metadata: CheckpointMetadata = parse_metadata(
+            self.files.read_small(meta_name, MAX_METADATA_BYTES), f"{p}/{METADATA_FILE_NAME}",
+            native=True, namer=self.namer)
+        self._check_distinct()
+
+    def _check_distinct(self) -> None:
+        """Every file the handles name is a different file: ``_metadata`` refuses one name used
+        twice; two names reaching one inode (a hard link, a symlink inside the directory) are
+        refused here, before anything is read (the canonical reader's rule, for every file of
+        every RocksDB instance too). A missing file is refused when it is opened."""
+        seen = SeenFiles(SavepointPathError)
+        for op in self.metadata.operators:
+            for st in op.subtasks or []:
+                for attr in (*SUBTASK_HANDLES, *NATIVE_HANDLES):
+                    for fh, _ in handle_files(getattr(st, attr)):
+                        rel = self.namer(fh, str(self.path))
+                        try:
+                            info = os.stat(self.files.resolve(rel))
+                        except OSError:
+                            continue
+                        seen.add_identity((info.st_dev, info.st_ino), f"{self.files.path}/{rel}")
+
+    @property
+    def format(self) -> str:
+        """``native savepoint``, ``incremental checkpoint chk-N`` (RocksDB instances sharing files
+        with other checkpoints through ``shared/``) or ``checkpoint chk-N`` (full ones: RocksDB's,
+        every file its own in ``chk-N/``, or key-group streams)."""
+        if self.checkpoint is None:
+            return "native savepoint"
+        incremental = any(h.shared for _, _, h in self.instances())
+        return f"{'incremental ' if incremental else ''}checkpoint {self.checkpoint}"
+
+    def instances(self) -> Iterator[tuple[OperatorState, SubtaskState, IncrementalHandle]]:
+        """Every subtask's RocksDB instance (managed keyed state); raw keyed state in an
+        incremental handle is refused (Flink never writes one)."""
+        for op in self.metadata.operators:
+            for st in op.subtasks or []:
+                if st.raw_native is not None:
+                    raise FlinkSavepointError(f"{self.path}: {op.label()} subtask {st.index}: raw keyed state in an "
+                                              f"incremental RocksDB handle is not supported")
+                if st.managed_native is not None:
+                    yield op, st, st.managed_native
+
+    def _where(self, op: OperatorState, st: SubtaskState) -> str:
+        return f"{self.path}: {op.label()} subtask {st.index}"
+
+    def _stream_bytes(self, handle: StreamHandle, where: str, limit: int) -> bytes:
+        if isinstance(handle, ByteStreamHandle):
+            return handle.data
+        if handle is None:
+            raise FlinkSavepointError(f"{where}: no data stream")
+        if handle.size > limit:
+            raise FlinkSavepointError(f"{where}: {handle.size} bytes exceeds the {limit}-byte limit")
+        with self.files.open(self.namer(handle, where), size=handle.size, recorded_in=METADATA_FILE_NAME) as f:
+            return b"".join(f.chunks())
+
+    def header(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> KeyedHeader:
+        """The state meta infos of one instance (its meta data stream: a canonical keyed-state
+        header with nothing after it)."""
+        where = f"{self._where(op, st)} meta data"
+        data = self._stream_bytes(handle.meta, where, MAX_META_BYTES)
+        return parse_keyed_header(data, len(data), where, self.registry)
+
+    def instance_files(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> list[InstanceFile]:
+        where = self._where(op, st)
+        out = []
+        for f in handle.files():
+            h = f.handle
+            if isinstance(h, ByteStreamHandle):
+                out.append(InstanceFile(f.local_name, "inline", len(h.data)))
+            elif h is not None:
+                out.append(InstanceFile(f.local_name, self.namer(h, where), h.size))
+        return out
+
+    def open_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> RocksInstance:
+        return RocksInstance(self, handle, self.header(op, st, handle), op.max_parallelism, self._where(op, st))
+
+    def inspect(self, count_entries: bool = True) -> NativeInfo:
+        ops: dict[int, NativeOperatorInfo] = {}
+        for op, st, handle in self.instances():
+            info = ops.get(id(op))
+            if info is None:
+                info = ops[id(op)] = NativeOperatorInfo(op.name, op.uid, op.uid_hash, op.parallelism,
+                                                        op.max_parallelism, [], [])
+            r = handle.key_groups
+            info.subtasks.append(NativeSubtaskInfo(st.index, f"{r.start}..{r.stop - 1}",
+                                                   self.instance_files(op, st, handle)))
+            header = self.header(op, st, handle)
+            states = {s.name: s for s in info.states}
+            infos = []
+            for m in header.states:
+                s = states.get(m.name)
+                if s is None:
+                    s = NativeStateInfo(m.name, m.kind)
+                    info.states.append(s)
+                infos.append(s)
+            if count_entries:
+                with RocksInstance(self, handle, header, op.max_parallelism, self._where(op, st)) as db:
+                    for sid, s in enumerate(infos):
+                        for k, v in db.entries(sid):
+                            s.entries += 1
+                            s.bytes += len(k) + len(v)
+        return NativeInfo(str(self.path), self.format, self.metadata.version, self.metadata.checkpoint_id,
+                          list(ops.values()))
+
+    def to_canonical(self, dst: str | os.PathLike[str]) -> dict[str, int]:
+        """Write a canonical savepoint of the same state to ``dst`` (staged, appearing whole or
+        not at all): each instance becomes one keyed-state stream, key group by key group;
+        operator-state files are copied; ``_metadata`` keeps everything else. Returns the entries
+        written per ``operator/state``; ``self.metadata`` stays as read."""
+        meta = copy.deepcopy(self.metadata)
+        counts: dict[str, int] = {}
+        with StagedDirectory(dst) as staged:
+            out = staged.temp
+            n = 0
+            for op in meta.operators:
+                for st in op.subtasks or []:
+                    for attr in ("managed_operator", "raw_operator"):
+                        h = getattr(st, attr)
+                        if isinstance(h, OperatorStreamHandle):
+                            h.delegate = self._copy_stream(h.delegate, out, f"op-{n}", self._where(op, st))
+                            n += 1
+                    for attr in ("managed_keyed", "raw_keyed"):
+                        kh: KeyGroupsHandle | None = getattr(st, attr)
+                        if kh is not None:
+                            self._check_full(kh, self._where(op, st))
+                            kh.delegate = self._copy_stream(kh.delegate, out, f"keyed-{n}", self._where(op, st))
+                            n += 1
+                    if st.managed_native is not None:
+                        st.managed_keyed = self._write_instance(op, st, st.managed_native, out, f"keyed-{n}",
+                                                                counts)
+                        st.managed_native = None
+                        n += 1
+            try:
+                (out / METADATA_FILE_NAME).write_bytes(serialize_metadata(meta))
+            except OSError as e:
+                raise output_error(e, out / METADATA_FILE_NAME) from e
+            staged.commit()
+        return counts
+
+    def _check_full(self, handle: KeyGroupsHandle, where: str) -> None:
+        """A full snapshot's stream (checkpoints only) must be in the canonical layout."""
+        if self.checkpoint is None or handle.delegate is None:
+            return
+        if isinstance(handle.delegate, ByteStreamHandle):
+            source: StreamSource = InlineStream(handle.delegate.data, where)
+        else:
+            f = self.files.open(self.namer(handle.delegate, where), size=handle.delegate.size,
+                                recorded_in=METADATA_FILE_NAME)
+            source = FileStream(f, f.label)
+        with source:
+            refuse_hashmap_format(source, key_group_extents(handle, source.size, where)[1], where)
+
+    def _copy_stream(self, handle: StreamHandle, out: Path, name: str, where: str) -> StreamHandle:
+        if not isinstance(handle, (FileHandle, RelativeFileHandle)):
+            return handle
+        with self.files.open(self.namer(handle, where), size=handle.size, recorded_in=METADATA_FILE_NAME) as f:
+            f.copy_to(out / name)
+        return RelativeFileHandle(name, handle.size)
+
+    def _write_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle, out: Path,
+                        name: str, counts: dict[str, int]) -> KeyGroupsHandle:
+        with self.open_instance(op, st, handle) as db, \
+                KeyedStreamWriter(out, name, db.header, handle.start_key_group, handle.key_group_count) as w:
+            names = [f"{op.uid or op.uid_hash}/{m.name}" for m in db.header.states]
+            db.write_to(w, db.header.compressed)
+            for sid, n in db.counts.items():
+                counts[names[sid]] = counts.get(names[sid], 0) + n
+            return w.finish(inline=False, code=SAVEPOINT_KEY_GROUPS_HANDLE)
+
+
+PIECE_BYTES = 16 * MAX_CHUNK_DATA
+"""The bytes of a key group encoded and handed to the stream writer at a time (1 MiB): a whole
+number of Snappy chunks, so the pieces' frames concatenate into the one framed stream Flink
+reads for the key group."""
+_U16 = struct.Struct(">H")
+_I32 = struct.Struct(">i")
+
+
+def write_block(entries: Iterator[tuple[int, bytes, bytes]], writer: Any, key_group: int, compressed: bool,
+                where: str) -> None:
+    """One key group's ``(state id, key, value)`` entries (grouped by state) as its canonical
+    block: ``i16 state id`` before each state's entries, the last entry's key flagged, ``0xFFFF``
+    at the end (:func:`.keyed_blocks.write_key_group`'s bytes, Snappy-framed alike), handed to
+    ``writer.add_encoded_key_group`` in pieces; nothing for a key group without entries."""
+    out: _BlockWriter | None = None
+    sid_now = -1
+    held: tuple[bytes, bytes] | None = None
+    for sid, k, v in entries:
+        if not k or k[0] & FLAG:
+            raise FlinkSavepointError(f"{where}: key group {key_group}: a RocksDB key that does not start with "
+                                      f"its key-group prefix")
+        if out is None:
+            out = _BlockWriter(writer, key_group, compressed)
+        if sid != sid_now:
+            if held is not None:
+                out.entry(*held, last=True)
+            out.add(_U16.pack(sid))
+            sid_now, held = sid, None
+        if held is not None:
+            out.entry(*held, last=False)
+        held = (k, v)
+    if out is not None:
+        if held is not None:
+            out.entry(*held, last=True)
+        out.add(_U16.pack(END_OF_KEY_GROUP))
+        out.finish()
+
+
+class _BlockWriter:
+    """One key group's canonical block, written to a :class:`KeyedStreamWriter` in pieces of
+    :data:`PIECE_BYTES` (Snappy-framed when the stream is compressed: the first piece carries
+    the stream identifier, the next ones only their chunks)."""
+
+    def __init__(self, writer: KeyedStreamWriter, key_group: int, compressed: bool) -> None:
+        self.writer = writer
+        self.key_group = key_group
+        self.compressed = compressed
+        self.buf = bytearray()
+        self.first = True
+
+    def add(self, data: bytes) -> None:
+        self.buf += data
+        if len(self.buf) >= PIECE_BYTES:
+            self._flush(len(self.buf) // PIECE_BYTES * PIECE_BYTES)
+
+    def entry(self, key: bytes, value: bytes, last: bool) -> None:
+        self.buf += _I32.pack(len(key))
+        if last:
+            self.buf.append(key[0] | FLAG)
+            self.buf += key[1:]
+        else:
+            self.buf += key
+        self.add(_I32.pack(len(value)) + value)
+
+    def _flush(self, n: int) -> None:
+        piece = bytes(self.buf[:n])
+        del self.buf[:n]
+        data: Any = piece
+        if self.compressed:
+            framed = frame_key_group(piece)
+            data = framed if self.first else memoryview(framed)[len(STREAM_IDENTIFIER):]
+        self.writer.add_encoded_key_group(self.key_group, data)
+        self.first = False
+
+    def finish(self) -> None:
+        self._flush(len(self.buf))
+
+
+class RocksInstance:
+    """One subtask's RocksDB instance, opened read-only from links to its files in a private
+    temporary directory (removed on close); one column family per state of ``header``."""
+
+    def __init__(self, sp: NativeSavepoint, handle: IncrementalHandle, header: KeyedHeader, max_parallelism: int,
+                 where: str) -> None:
+        self.header = header
+        self.handle = handle
+        self.where = where
+        self.prefix = key_group_prefix_bytes(max_parallelism)
+        self.counts: dict[int, int] = {}
+        """Entries :meth:`write_to` wrote, per state id."""
+        self.dir = Path(tempfile.mkdtemp(prefix="statemorph-rocksdb-"))
+        try:
+            for f in handle.files():
+                self._place(sp, f)
+            rd = require("rocksdict", "reading a native savepoint")
+            # the instance's own OPTIONS file gives Flink's merge operator (StringAppendTESTOperator,
+            # built into RocksDB), without which an appended list value cannot be read; rocksdict's
+            # own config file forces raw mode (bytes in, bytes out: nothing is ever decoded), and a
+            # probe proves it before a value is read
+            (self.dir / _ROCKSDICT_CONFIG).write_text('{"raw_mode":true,"prefix_extractors":{}}')
+            opts, families = rd.Options.load_latest(str(self.dir))
+            self.db = rd.Rdict(str(self.dir), options=opts, column_families=families,
+                               access_type=rd.AccessType.read_only())
+            self._check_raw(where)
+            self.families: dict[int, Any] = {
+                sid: self.db.get_column_family(m.name) for sid, m in enumerate(header.states) if m.name in families}
+        except BaseException as e:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if isinstance(e, StatemorphError):
+                raise
+            if isinstance(e, Exception) and not isinstance(e, (KeyError, TypeError, AttributeError)):
+                raise FlinkSavepointError(f"{where}: RocksDB cannot open the instance: {self._said(e)}") from e
+            raise
+
+    def _said(self, e: BaseException) -> str:
+        """RocksDB's message on one line, its files named as the handle names them (not by the
+        private directory they are linked into)."""
+        return " ".join(str(e).replace(f"{self.dir}/", "").split())
+
+    def _check_raw(self, where: str) -> None:
+        try:
+            self.db.get("statemorph-raw-mode-probe")
+        except KeyError:
+            return  # raw mode refuses a str key
+        raise FlinkSavepointError(f"{where}: rocksdict did not open the instance in raw mode; refused")
+
+    def _place(self, sp: NativeSavepoint, f: RocksFile) -> None:
+        name = check_relative_path(f.local_name, f"{self.where}: RocksDB file", SavepointPathError)
+        if "/" in name or name == _ROCKSDICT_CONFIG:
+            raise SavepointPathError(f"{self.where}: RocksDB file name {name!r} is not a plain file name; refused")
+        target = self.dir / name
+        h = f.handle
+        if isinstance(h, ByteStreamHandle):
+            target.write_bytes(h.data)
+            return
+        if h is None:
+            raise FlinkSavepointError(f"{self.where}: RocksDB file {name!r} has no data stream")
+        rel = sp.namer(h, self.where)
+        with sp.files.open(rel, size=h.size, recorded_in=METADATA_FILE_NAME) as src:
+            try:
+                os.link(sp.files.resolve(rel), target)
+                same = os.stat(target)
+                if (same.st_dev, same.st_ino) == src.identity:
+                    return
+                os.unlink(target)
+            except OSError:
+                pass
+            src.copy_to(target)
+
+    def entries(self, sid: int, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """The (key, value) pairs of state ``sid``, of one key group when given, in key order."""
+        cf = self.families.get(sid)
+        if cf is None:
+            return
+        it = cf.iter()
+        prefix = b"" if key_group is None else key_group.to_bytes(self.prefix, "big")
+        try:
+            if prefix:
+                it.seek(prefix)
+            else:
+                it.seek_to_first()
+            while it.valid():
+                k = it.key()
+                if not k.startswith(prefix):
+                    break
+                yield k, it.value()
+                it.next()
+            it.status()  # an iterator stops on an error (a merge operand it cannot merge): raise it
+        except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
+            name = self.header.states[sid].name
+            if "merge_operator" in str(e):
+                raise FlinkSavepointError(
+                    f"{self.where}: state {name!r} holds RocksDB merge operands (list state appended with add()) "
+                    f"and the instance's OPTIONS file names no merge operator to read them") from e
+            raise FlinkSavepointError(f"{self.where}: state {name!r}: RocksDB: {self._said(e)}") from e
+        finally:
+            del it
+
+    def _range(self, only: range | None) -> range:
+        r = self.handle.key_groups
+        return r if only is None else range(max(r.start, only.start), min(r.stop, only.stop))
+
+    def group_entries(self, key_group: int, states: set[int] | None = None) -> Iterator[tuple[int, bytes, bytes]]:
+        """``(state id, key, value)`` of one key group (of ``states`` only, when given), state by
+        state, each in key order."""
+        for sid in self.families:
+            if states is not None and sid not in states:
+                continue
+            for k, v in self.entries(sid, key_group):
+                yield sid, k, v
+
+    def key_groups(self, only: range | None = None, slice_bytes: int = SLICE_BYTES,
+                   states: set[int] | None = None) -> Iterator[tuple[int, list[StateRun]]]:
+        """Every non-empty key group of the instance's range (and of ``only``) as canonical state
+        runs, a large one as consecutive slices of about ``slice_bytes`` (consecutive items then
+        share a key group, as :func:`.key_group_scan.scanned_groups` yields them): memory holds
+        one slice, whatever a key group's size."""
+        for kg in self._range(only):
+            runs: list[StateRun] = []
+            size = 0
+            for sid, k, v in self.group_entries(kg, states):
+                if not runs or runs[-1].state_id != sid:
+                    runs.append(StateRun(sid, [], []))
+                runs[-1].keys.append(k)
+                runs[-1].values.append(v)
+                size += len(k) + len(v) + 8
+                if size >= slice_bytes:
+                    yield kg, runs
+                    runs, size = [], 0
+            if runs:
+                yield kg, runs
+
+    def write_to(self, writer: KeyedStreamWriter, compressed: bool) -> None:
+        """Every non-empty key group of the instance, encoded as a canonical stream's blocks
+        (Snappy-framed when ``compressed``) and appended to ``writer`` in pieces
+        (:class:`_BlockWriter`): no key group is ever held whole."""
+        for kg in self._range(None):
+            write_block(self._counted(kg), writer, kg, compressed, self.where)
+
+    def _counted(self, kg: int) -> Iterator[tuple[int, bytes, bytes]]:
+        for sid, k, v in self.group_entries(kg):
+            self.counts[sid] = self.counts.get(sid, 0) + 1
+            yield sid, k, v
+
+    def close(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            self.families.clear()
+            db.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> RocksInstance:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
