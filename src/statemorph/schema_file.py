@@ -384,6 +384,11 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer."""
     from . import serializers
 
+    if type(like).__name__ == "ExternalSerializer":  # a SQL data view: its type is the planner's, kept as is
+        if like.logical_type != t:
+            raise SchemaFileError(f"{where}: the state of a SQL data view keeps its type {like.logical_type} "
+                                  f"(Flink's planner derives it from the query), got {t}")
+        return like
     if type(like).__name__ == "NullableSerializer":
         inner = datastream_serializer(t, where, like.inner)
         if not t.nullable:
@@ -415,6 +420,8 @@ def _datastream_serializer(t: LogicalType, where: str, like: Any) -> Any:
         keys, values = (like.key_serializer, like.value_serializer) if kind == "MapSerializer" else (None, None)
         return _require(serializers, "MapSerializer")(datastream_serializer(t.key_type, f"{where} key", keys),
                                                       datastream_serializer(t.value_type, f"{where} value", values))
+    if isinstance(t, RowType) and kind == "RowDataSerializer":  # SQL rows nested in DataStream state
+        return _require(serializers, "RowDataSerializer")(t)  # (an over aggregation's buffered input rows)
     if isinstance(t, RowType):
         prior_fields = list(like.field_serializers) if kind == "RowSerializer" else []
         fields = [datastream_serializer(f.type, f"{where}.{f.name}",
@@ -452,6 +459,8 @@ def describe_serializer(ser: Any) -> str:
         return f"MAP<{describe_serializer(ser.key_serializer)}, {describe_serializer(ser.value_serializer)}>"
     if name == "NullableSerializer" and hasattr(ser, "inner"):
         return describe_serializer(ser.inner)
+    if name == "ExternalSerializer" and isinstance(getattr(ser, "logical_type", None), LogicalType):
+        return str(ser.logical_type)
     if name == "PojoSerializer" and hasattr(ser, "field_serializers"):  # the ROW a schema file gives it
         inner = ", ".join(f"`{n}` {describe_serializer(s)}" for n, s in ser.field_serializers.items())
         return f"POJO {ser.java_class_name} ROW<{inner}>"

@@ -70,6 +70,7 @@ _SIMPLE: dict[type, pa.DataType] = {
     serializers.TableTimeWindowSerializer: pa.struct([("start", pa.int64()), ("end", pa.int64())]),
     serializers.GlobalWindowSerializer: pa.null(),
     serializers.CountWindowSerializer: pa.int64(),
+    serializers.StringDataSerializer: pa.string(),
 }
 """Serializer class (exact) → the Arrow type of its values, for serializers without configuration."""
 
@@ -90,7 +91,7 @@ def arrow_type_for(ser: Any) -> pa.DataType:
         return pa.list_(arrow_type_for(ser.element_serializer))
     if cls is serializers.MapSerializer:
         return pa.map_(arrow_type_for(ser.key_serializer), arrow_type_for(ser.value_serializer))
-    if cls is serializers.NullableSerializer:
+    if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return arrow_type_for(ser.inner)
     if cls is serializers.TupleSerializer:
         return pa.struct([(f"f{i}", arrow_type_for(s)) for i, s in enumerate(ser.field_serializers)])
@@ -159,7 +160,7 @@ def to_arrow_value(ser: Any, path: str | None = None) -> Callable[[Any], Any]:
         k = to_arrow_value(ser.key_serializer, f"{path or ''}.key[]")
         val = to_arrow_value(ser.value_serializer, f"{path or ''}.value[]")
         return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
-    if cls is serializers.NullableSerializer:
+    if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return to_arrow_value(ser.inner, path)
     if cls in (serializers.TupleSerializer, serializers.RowSerializer):
         t = arrow_type_for(ser)
@@ -197,7 +198,7 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     if cls is serializers.MapSerializer:
         k, val = from_arrow_value(ser.key_serializer), from_arrow_value(ser.value_serializer)
         return lambda v: None if v is None else {k(a): val(b) for a, b in v}
-    if cls is serializers.NullableSerializer:
+    if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return from_arrow_value(ser.inner)
     if cls in (serializers.TupleSerializer, serializers.RowSerializer):
         convs = [from_arrow_value(s) for s in ser.field_serializers]

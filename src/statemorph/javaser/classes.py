@@ -52,6 +52,7 @@ _c(
     ),
     None,
 )
+_c("java.lang.Long", 4290774380558885855, 0x02, (F("J", "value"),), "java.lang.Number")
 _c("java.util.ArrayList", 8683452581122892189, 0x03, (F("I", "size"),), None)
 _c(
     "java.util.Collections$UnmodifiableCollection",
@@ -297,6 +298,18 @@ _c(
     None,
 )
 _c("org.apache.flink.table.types.logical.SmallIntType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
+# ExternalSerializerSnapshot's DataType (the state-backed data views of SQL aggregations): an
+# AtomicDataType with its conversion class as a class literal (StringData: an interface).
+_c(
+    "org.apache.flink.table.types.DataType",
+    -4138822262654336147,
+    0x02,
+    (F("L", "conversionClass", "Ljava/lang/Class;"),
+     F("L", "logicalType", "Lorg/apache/flink/table/types/logical/LogicalType;")),
+    None,
+)
+_c("org.apache.flink.table.types.AtomicDataType", 1911869481579848498, 0x02, (), "org.apache.flink.table.types.DataType")
+_c("org.apache.flink.table.data.StringData", 0, 0x00, (), None)
 _c(
     "org.apache.flink.table.types.logical.TimeType",
     1,

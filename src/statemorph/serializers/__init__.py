@@ -8,6 +8,7 @@ from .avro import *  # noqa: F403
 from .base import TypeSerializer
 from .collections import *  # noqa: F403
 from .enums import *  # noqa: F403
+from .external import *  # noqa: F403
 from .pojo import *  # noqa: F403
 from .primitives import *  # noqa: F403
 from .rowdata import *  # noqa: F403
@@ -17,7 +18,7 @@ from .tuples import *  # noqa: F403
 from .windows import *  # noqa: F403
 
 __all__ = ["TypeSerializer"]
-_MODULES = (arrays, avro, collections, enums, pojo, primitives, rowdata, strings, table_snapshots, tuples,  # type: ignore[name-defined] # noqa: F405
+_MODULES = (arrays, avro, collections, enums, external, pojo, primitives, rowdata, strings, table_snapshots, tuples,  # type: ignore[name-defined] # noqa: F405
             windows)  # type: ignore[name-defined] # noqa: F405
 for _m in _MODULES:
     __all__ += getattr(_m, "__all__", [])
