@@ -308,7 +308,8 @@ _c(
      F("L", "logicalType", "Lorg/apache/flink/table/types/logical/LogicalType;")),
     None,
 )
-_c("org.apache.flink.table.types.AtomicDataType", 1911869481579848498, 0x02, (), "org.apache.flink.table.types.DataType")
+_c("org.apache.flink.table.types.AtomicDataType", 1911869481579848498, 0x02, (),
+   "org.apache.flink.table.types.DataType")
 _c("org.apache.flink.table.data.StringData", 0, 0x00, (), None)
 _c(
     "org.apache.flink.table.types.logical.TimeType",
