@@ -61,6 +61,7 @@ from .types import (
     LogicalType,
     MapType,
     MultisetType,
+    RawType,
     RowType,
     TimestampType,
     TimeType,
@@ -328,7 +329,7 @@ def _var_kind(t: LogicalType) -> str:
         return "fixed" if t.is_compact else "decimal"
     if isinstance(t, (TimestampType, LocalZonedTimestampType)):
         return "fixed" if t.is_compact else "timestamp"
-    if isinstance(t, (RowType, ArrayType, MapType, MultisetType)):
+    if isinstance(t, (RowType, ArrayType, MapType, MultisetType, RawType)):  # RAW: never inline
         return "ref"
     return "fixed"
 

@@ -30,11 +30,12 @@ from flink_savepoint.flink_cases import case_spec, sql_agg_cases
 from statemorph.cli import main
 from statemorph.engine.convert import convert_savepoint
 from statemorph.engine.flink import inspect_flink_savepoint, read_flink_state_table
-from statemorph.errors import MalformedDataError, SerializationError, SnapshotError
+from statemorph.errors import MalformedDataError, SerializationError, SnapshotError, StatemorphError
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
 from statemorph.serializers import ExternalSerializer, ExternalSerializerSnapshot, StringDataSerializer
+from statemorph.serializers.rowdata import FlinkRowDataSerializerSnapshot
 from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
 
 CASES = sql_agg_cases()
@@ -42,6 +43,7 @@ IDS = [c.name for c in CASES]
 T0 = 1_700_000_040_000
 DISTINCT, VALUES, INNER, RETRACT = "4_group-aggregate", "9_group-aggregate", "14_group-aggregate", "17_group-aggregate"
 OVER_ROWS, OVER_RANGE, OVER_UNBOUNDED, OVER_PROC = (f"{n}_over-aggregate" for n in (22, 28, 34, 40))
+MAP_VIEW = "RAW('org.apache.flink.table.api.dataview.MapView')"
 BUFFERED = "ARRAY<ROW<`f0` INT, `f1` BIGINT, `f2` STRING, `f3` TIMESTAMP_LTZ(3) *ROWTIME*>>"
 
 
@@ -81,6 +83,9 @@ def test_inspect_prints_the_data_views_and_buffers_with_flink_types(case: Path) 
         assert (buffer["kind"], buffer["user_key_type"], buffer["value_type"]) == ("map", "BIGINT", BUFFERED)
     assert states[(OVER_PROC, "inputState")]["value_type"] == BUFFERED.replace("*ROWTIME*", "NOT NULL *PROCTIME*")
     assert states[(OVER_RANGE, "cleanupTsState")]["value_type"] == "BIGINT"
+    # before: refused as "a Kryo / generic type"; the data views' placeholders are RAW fields
+    assert states[(DISTINCT, "accState")]["value_type"] == \
+        f"ROW<`f0` BIGINT, `f1` INT, `f2` {MAP_VIEW}, `f3` {MAP_VIEW}>"
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -93,6 +98,9 @@ def test_distinct_aggregates_read_as_tables(case: Path) -> None:
     assert sorted((r["key"]["f0"], r["user_key"]) for r in rows(case, DISTINCT, "distinctAcc_1")) == \
         sorted({(k, x % 3) for k, x, _ in records(case)})
     assert rows(case, DISTINCT, "distinctAcc_0_null_state") == []
+    names = {k: len({n for kk, n in seen if kk == k}) for k, _ in seen}
+    acc = {r["key"]["f0"]: r["value"] for r in rows(case, DISTINCT, "accState")}
+    assert acc == {k: {"f0": n, "f1": k % 3, "f2": b"\x00", "f3": b"\x00"} for k, n in names.items()}
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -150,14 +158,14 @@ def test_sql_aggregate_state_reads_as_spark_dataframes(spark: Any, tmp_path: Pat
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_parquet_form_reads_back_the_same_tables(case: Path, tmp_path: Path) -> None:
     """Convert to the Parquet form and back: every readable state reads the same, and the states
-    statemorph carries unread (accumulator rows with data-view placeholders) keep their bytes."""
+    statemorph carries unread (structured accumulators with data views) keep their bytes."""
     pq, back = tmp_path / "pq", tmp_path / "back"
     convert_savepoint(case / "savepoint", pq)
     convert_savepoint(pq, back)
     for op, state in [(DISTINCT, "distinctAcc_0"), (RETRACT, "agg2$list"), (OVER_RANGE, "inputState"),
-                      (VALUES, "accState")]:
+                      (VALUES, "accState"), (DISTINCT, "accState")]:
         assert read_flink_state_table(back, op, state).to_pylist() == rows(case, op, state), (op, state)
-    for op, state in [(DISTINCT, "accState"), (RETRACT, "accState")]:
+    for op, state in [(RETRACT, "accState")]:  # structured accumulators with data views: carried unread
         assert read_flink_state_table(back, op, state, decode=False).to_pylist() == \
             read_flink_state_table(case / "savepoint", op, state, decode=False).to_pylist()
 
@@ -238,3 +246,48 @@ def test_buffered_rows_gaining_a_column_plan_as_a_migration_and_a_map_key_row_is
                    encoding="utf-8")
     assert main(["check", str(case / "savepoint"), "--schema", str(bad)]) == 3
     assert "distinctAcc_0 (map): incompatible: map keys" in capsys.readouterr().out
+
+
+def _distinct_acc(case: Path) -> Any:
+    op = next(o for o in describe_operators(FlinkSavepoint(case / "savepoint")) if o.operator.uid == DISTINCT)
+    return op.states["accState"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_data_view_placeholders_are_written_as_flink_writes_them(case: Path) -> None:
+    """The accumulator row's RAW(MapView, NullSerializer) fields: the snapshot statemorph builds from
+    the type (the RAW LogicalType with its class literal and NullSerializer shared, the nested
+    RawValueDataSerializer snapshot) is Flink's, byte for byte, and so is every value re-encoded
+    (a RAW value lives in the variable-length part even when it is one byte)."""
+    st = _distinct_acc(case)
+    snap = st.snapshot("value_serializer")
+    built = write_versioned_snapshot(FlinkRowDataSerializerSnapshot(snap.row_type))
+    assert built == st.snapshot_bytes("value_serializer")
+    ser = snap.restore_serializer()
+    raw = read_flink_state_table(case / "savepoint", DISTINCT, "accState", decode=False).column("value").to_pylist()
+    assert raw and all(ser.to_bytes(ser.from_bytes(b)) == b for b in raw)
+
+
+def test_a_raw_field_other_than_a_data_view_placeholder_is_refused_by_name() -> None:
+    """A RAW type whose class is no MapView / ListView is a user's (its bytes are its own
+    serializer's): the row snapshot is not read, with the reason."""
+    data = _distinct_acc(CASES[0]).snapshot_bytes("value_serializer")
+    view = b"org.apache.flink.table.api.dataview.MapView"
+    assert view in data
+    other = data.replace(len(view).to_bytes(2, "big") + view, b"\x00\x26org.apache.flink.table.data.StringData", 1)
+    with pytest.raises(StatemorphError, match="not a SQL data-view placeholder"):
+        read_versioned_snapshot(other)
+
+
+def test_an_accumulator_with_data_view_placeholders_gains_a_column(tmp_path: Path) -> None:
+    """A nullable field added after the placeholders: migrated per value (no kernel handles RAW
+    slots), the placeholders moved with their bytes, the new field null."""
+    case = CASES[-1]
+    schema = tmp_path / "acc.toml"
+    schema.write_text(f'[operators."{DISTINCT}".states.accState]\n'
+                      f'type = "ROW<f0 BIGINT, f1 INT, f2 {MAP_VIEW}, f3 {MAP_VIEW}, extra STRING>"\n',
+                      encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(out), "-q"]) == 0
+    got = read_flink_state_table(out, DISTINCT, "accState").to_pylist()
+    assert [{**r["value"], "f4": None} for r in rows(case, DISTINCT, "accState")] == [r["value"] for r in got]

@@ -36,6 +36,7 @@ from ..types import (
     LogicalType,
     MapType,
     MultisetType,
+    RawType,
     RowType,
     SmallIntType,
     Timestamp,
@@ -242,7 +243,7 @@ def arrow_type(t: LogicalType) -> pa.DataType:
         return pa.float64()
     if isinstance(t, (CharType, VarCharType)):
         return pa.string()
-    if isinstance(t, (BinaryType, VarBinaryType)):
+    if isinstance(t, (BinaryType, VarBinaryType, RawType)):  # RAW: a SQL data view's placeholder bytes
         return pa.binary()
     if isinstance(t, DecimalType):
         return pa.decimal128(t.precision, t.scale)

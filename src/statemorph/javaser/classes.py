@@ -311,6 +311,25 @@ _c(
 _c("org.apache.flink.table.types.AtomicDataType", 1911869481579848498, 0x02, (),
    "org.apache.flink.table.types.DataType")
 _c("org.apache.flink.table.data.StringData", 0, 0x00, (), None)
+# RAW(MapView / ListView, NullSerializer): the placeholder field a SQL accumulator row keeps where
+# its data view lives in state of its own (DataViewUtils.adjustDataViews).
+_c("org.apache.flink.table.api.dataview.ListView", 0, 0x00, (), None)
+_c("org.apache.flink.table.api.dataview.MapView", 0, 0x00, (), None)
+_c(
+    "org.apache.flink.table.dataview.NullSerializer",
+    -5381596724707742625,
+    0x02,
+    (),
+    "org.apache.flink.api.common.typeutils.base.TypeSerializerSingleton",
+)
+_c(
+    "org.apache.flink.table.types.logical.RawType",
+    1,
+    0x02,
+    (F("L", "clazz", "Ljava/lang/Class;"),
+     F("L", "serializer", "Lorg/apache/flink/api/common/typeutils/TypeSerializer;")),
+    "org.apache.flink.table.types.logical.LogicalType",
+)
 _c(
     "org.apache.flink.table.types.logical.TimeType",
     1,

@@ -40,6 +40,7 @@ from ..types import (
     LogicalType,
     MapType,
     MultisetType,
+    RawType,
     RowField,
     RowType,
     SmallIntType,
@@ -50,7 +51,7 @@ from ..types import (
     VarCharType,
 )
 from .classes import LOGICAL, desc, flink_policy
-from .nodes import BlockData, JEnum, JObject, JString
+from .nodes import BlockData, JClass, JEnum, JObject, JString
 from .reader import ClassPolicy, read_stream
 from .writer import write_stream_to
 
@@ -75,6 +76,7 @@ _CLASS_OF: dict[type[LogicalType], str] = {
     MultisetType: "MultisetType",
     MapType: "MapType",
     RowType: "RowType",
+    RawType: "RawType",
 }
 _TYPE_OF: dict[str, type[LogicalType]] = {LOGICAL + v: k for k, v in _CLASS_OF.items()}
 
@@ -84,6 +86,10 @@ ROW_FIELD = LOGICAL + "RowType$RowField"
 UNMODIFIABLE_LIST = "java.util.Collections$UnmodifiableList"
 ARRAY_LIST = "java.util.ArrayList"
 _MAX_ROW_FIELDS = 1 << 16
+#: The RAW types statemorph reads and writes: a SQL accumulator's placeholder for a data view kept in
+#: state of its own, ``RAW(MapView / ListView, NullSerializer)``; any other RAW type is a user's.
+DATA_VIEW_CLASSES = ("org.apache.flink.table.api.dataview.MapView", "org.apache.flink.table.api.dataview.ListView")
+NULL_SERIALIZER = "org.apache.flink.table.dataview.NullSerializer"
 
 
 # -- statemorph type -> tree -------------------------------------------------------------------
@@ -94,6 +100,8 @@ class TypeTreeBuilder:
 
     def __init__(self) -> None:
         self._enums: dict[tuple[str, str], JEnum] = {}
+        self._classes: dict[str, JClass] = {}  # class literals and the NullSerializer singleton: one
+        self._null_serializer: JObject | None = None  # object per JVM, so one node per stream
 
     def enum(self, cls: str, constant: str) -> JEnum:
         key = (cls, constant)
@@ -124,6 +132,14 @@ class TypeTreeBuilder:
             values["valueType"] = self.build(t.value_type)
         elif isinstance(t, RowType):
             values["fields"] = self.row_fields(t)
+        elif isinstance(t, RawType):
+            if t.class_name not in DATA_VIEW_CLASSES:
+                raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t}: only the "
+                                             f"data-view placeholders (MapView / ListView) are written")
+            values["clazz"] = self._classes.setdefault(t.class_name, JClass(desc(t.class_name)))
+            if self._null_serializer is None:
+                self._null_serializer = JObject(desc(NULL_SERIALIZER), {})
+            values["serializer"] = self._null_serializer
         return JObject(desc(LOGICAL + name), values)
 
     def row_fields(self, t: RowType) -> JObject:
@@ -205,9 +221,22 @@ def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0)
                            logical_type_from_tree(v["valueType"], f"{what} value", depth + 1), nullable=nullable)
         if cls is RowType:
             return RowType(_row_fields(v["fields"], what, depth), nullable=nullable)
+        if cls is RawType:
+            return _data_view_placeholder(v, what, nullable)
         return cls(nullable=nullable)
     except ValueError as e:  # parameters out of range (statemorph.types validates them)
         raise _fail(what, str(e)) from None
+
+
+def _data_view_placeholder(v: dict[str, Any], what: str, nullable: bool) -> RawType:
+    """A RAW type read: only a data-view placeholder (its class MapView / ListView, its serializer
+    Flink's NullSerializer); a user's RAW type is refused (its serializer is not statemorph's)."""
+    clazz, ser = v.get("clazz"), v.get("serializer")
+    name = clazz.desc.name if isinstance(clazz, JClass) else None
+    if name not in DATA_VIEW_CLASSES or not isinstance(ser, JObject) or ser.desc.name != NULL_SERIALIZER:
+        raise _fail(what, f"RAW type of {name or 'no class'} is not a SQL data-view placeholder "
+                          f"(statemorph reads RAW only for MapView / ListView with NullSerializer)")
+    return RawType(name, nullable=nullable)
 
 
 def _row_fields(node: Any, what: str, depth: int) -> tuple[RowField, ...]:
