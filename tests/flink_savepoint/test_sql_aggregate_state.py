@@ -34,9 +34,15 @@ from statemorph.errors import MalformedDataError, SerializationError, SnapshotEr
 from statemorph.io import DataInputDeserializer, DataOutputSerializer
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
-from statemorph.serializers import ExternalSerializer, ExternalSerializerSnapshot, StringDataSerializer
+from statemorph.serializers import (
+    ArrayDataSerializer,
+    ExternalSerializer,
+    ExternalSerializerSnapshot,
+    StringDataSerializer,
+)
 from statemorph.serializers.rowdata import FlinkRowDataSerializerSnapshot
 from statemorph.snapshot import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.types import BigIntType
 
 CASES = sql_agg_cases()
 IDS = [c.name for c in CASES]
@@ -78,6 +84,9 @@ def test_inspect_prints_the_data_views_and_buffers_with_flink_types(case: Path) 
     assert states[(DISTINCT, "distinctAcc_0_null_state")]["value_type"] == "BIGINT NOT NULL"
     assert states[(RETRACT, "agg2$list")]["value_type"] == "STRING NOT NULL"
     assert states[(RETRACT, "agg2$retractList")]["value_type"] == "STRING NOT NULL"
+    to_order, to_value = states[(RETRACT, "agg0$valueToOrderMap")], states[(RETRACT, "agg0$orderToValueMap")]
+    assert (to_order["user_key_type"], to_order["value_type"]) == ("STRING NOT NULL", "ARRAY<BIGINT>")
+    assert (to_value["user_key_type"], to_value["value_type"]) == ("BIGINT", "ARRAY<STRING NOT NULL>")
     for op in (OVER_ROWS, OVER_RANGE, OVER_UNBOUNDED):
         buffer = states[(op, "inputState")]
         assert (buffer["kind"], buffer["user_key_type"], buffer["value_type"]) == ("map", "BIGINT", BUFFERED)
@@ -120,6 +129,12 @@ def test_value_aggregates_and_their_retracting_views_read_as_tables(case: Path) 
     assert sorted((r["key"]["f0"], r["value"]) for r in rows(case, RETRACT, "agg2$list")) == live
     assert sorted((r["key"]["f0"], r["user_key"]) for r in rows(case, RETRACT, "distinctAcc_0")) == live
     assert rows(case, RETRACT, "agg2$retractList") == []
+    for agg in ("agg0", "agg1"):  # FIRST_VALUE / LAST_VALUE with retraction: value → orders and back
+        to_order = {(r["key"]["f0"], r["user_key"], o) for r in rows(case, RETRACT, f"{agg}$valueToOrderMap")
+                    for o in r["value"]}
+        to_value = {(r["key"]["f0"], v, r["user_key"]) for r in rows(case, RETRACT, f"{agg}$orderToValueMap")
+                    for v in r["value"]}
+        assert to_order == to_value and sorted((g, n) for g, n, _ in to_order) == live
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -188,7 +203,8 @@ def test_external_serializer_snapshots_write_back_flinks_bytes() -> None:
     """Each ExternalSerializerSnapshot Flink wrote (the DataType stream kept exactly), read and
     written again byte for byte; its serializer writes the internal serializer's bytes."""
     snaps = _external_snapshots(CASES[0])
-    assert {str(s.logical_type) for s in snaps} >= {"STRING", "STRING NOT NULL", "BIGINT NOT NULL", "BIGINT"}
+    assert {str(s.logical_type) for s in snaps} >= {"STRING", "STRING NOT NULL", "BIGINT NOT NULL", "BIGINT",
+                                                   "ARRAY<BIGINT>", "ARRAY<STRING NOT NULL>"}
     for snap in snaps:
         data = write_versioned_snapshot(snap)
         again = read_versioned_snapshot(data)
@@ -201,14 +217,26 @@ def test_external_serializer_snapshots_write_back_flinks_bytes() -> None:
 
 
 def test_an_external_serializer_snapshot_of_another_data_type_is_refused_by_name() -> None:
-    """Only atomic data types are read (what Flink's data views of atomic values record): the
-    DataType stream's class is checked against the whitelist before anything else is read."""
+    """Only atomic and collection data types are read (what Flink's data views of atomic values and
+    lists record): the DataType stream's class is checked against the whitelist before anything
+    else is read."""
     snap = _external_snapshots(CASES[0])[0]
     data = bytearray(write_versioned_snapshot(snap))
     at = data.index(b"org.apache.flink.table.types.AtomicDataType")
     data[at:at + 44] = b"org.apache.flink.table.types.FieldsDataTypX"
     with pytest.raises(SnapshotError, match="FieldsDataTypX|not whitelisted|refused|unknown"):
         read_versioned_snapshot(bytes(data))
+
+
+def test_array_data_serializer_is_length_and_binary_array() -> None:
+    """``List<Long>`` as Flink SQL stores it on its own: ``i32 length ‖ BinaryArrayData`` (4-byte
+    size, null bits rounded to 4 bytes, 8-byte elements)."""
+    ser = ArrayDataSerializer(BigIntType())
+    data = ser.to_bytes([7, None])
+    assert data == bytes.fromhex("00000018" "02000000" "02000000" "0700000000000000" "0000000000000000")
+    assert ser.from_bytes(data) == [7, None]
+    with pytest.raises(StatemorphError):
+        ser.from_bytes(bytes.fromhex("00000018" "05000000"))
 
 
 def test_string_data_serializer_is_length_and_utf8_and_refuses_bad_bytes() -> None:

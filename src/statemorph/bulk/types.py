@@ -94,6 +94,8 @@ def arrow_type_for(ser: Any) -> pa.DataType:
         return pa.map_(arrow_type_for(ser.key_serializer), arrow_type_for(ser.value_serializer))
     if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return arrow_type_for(ser.inner)
+    if cls is serializers.ArrayDataSerializer:
+        return arrow_type(ser.array_type)
     if cls is serializers.TupleSerializer:
         return pa.struct([(f"f{i}", arrow_type_for(s)) for i, s in enumerate(ser.field_serializers)])
     if cls is serializers.RowSerializer:

@@ -299,7 +299,8 @@ _c(
 )
 _c("org.apache.flink.table.types.logical.SmallIntType", 1, 0x02, (), "org.apache.flink.table.types.logical.LogicalType")
 # ExternalSerializerSnapshot's DataType (the state-backed data views of SQL aggregations): an
-# AtomicDataType with its conversion class as a class literal (StringData: an interface).
+# AtomicDataType or a CollectionDataType (an ARRAY as java.util.List) with its conversion class as a
+# class literal (StringData, List: interfaces).
 _c(
     "org.apache.flink.table.types.DataType",
     -4138822262654336147,
@@ -310,6 +311,9 @@ _c(
 )
 _c("org.apache.flink.table.types.AtomicDataType", 1911869481579848498, 0x02, (),
    "org.apache.flink.table.types.DataType")
+_c("org.apache.flink.table.types.CollectionDataType", 2464825922057708215, 0x02,
+   (F("L", "elementDataType", "Lorg/apache/flink/table/types/DataType;"),), "org.apache.flink.table.types.DataType")
+_c("java.util.List", 0, 0x00, (), None)
 _c("org.apache.flink.table.data.StringData", 0, 0x00, (), None)
 # RAW(MapView / ListView, NullSerializer): the placeholder field a SQL accumulator row keeps where
 # its data view lives in state of its own (DataViewUtils.adjustDataViews).

@@ -19,6 +19,10 @@ Layouts (flink-table-runtime ``org.apache.flink.table.runtime.typeutils``):
   type and a conversion class literal) and written back byte for byte.
 - ``StringDataSerializer`` (standalone, as here; inside a row the field is in the row's binary
   layout instead): ``i32 byte length ‖ UTF-8 bytes``; it cannot write null.
+- ``ArrayDataSerializer`` (standalone; the retracting FIRST_VALUE / LAST_VALUE maps keep
+  ``List<Long>`` / ``List<T>`` values, an ``ARRAY`` data type with ``java.util.List`` conversion):
+  ``i32 byte length ‖ BinaryArrayData``, the array layout of formats.md (the one a row's ARRAY field
+  points to).
 """
 
 from __future__ import annotations
@@ -34,13 +38,16 @@ from ..javaser.classes import flink_policy
 from ..javaser.logical import logical_type_from_tree
 from ..javaser.nodes import JClass, JObject
 from ..snapshot import CompositeTypeSerializerSnapshot, TypeSerializerSnapshot, register_snapshot
-from ..types import LogicalType
+from ..types import ArrayType, LogicalType
+from ._binary_codec import ArrayCodec, _Ctx
 from .base import TypeSerializer
-from .table_snapshots import RUNTIME, StringDataSerializerSnapshot
+from .table_snapshots import RUNTIME, ArrayDataSerializerSnapshot, StringDataSerializerSnapshot
 
 #: Bounds a corrupt length before any allocation (Flink's strings are far below this).
 _MAX_STRING_BYTES = 1 << 30
 ATOMIC_DATA_TYPE = "org.apache.flink.table.types.AtomicDataType"
+COLLECTION_DATA_TYPE = "org.apache.flink.table.types.CollectionDataType"
+_DATA_TYPES = (ATOMIC_DATA_TYPE, COLLECTION_DATA_TYPE)
 
 
 class StringDataSerializer(TypeSerializer[str]):
@@ -76,6 +83,35 @@ class StringDataSerializer(TypeSerializer[str]):
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return StringDataSerializerSnapshot()
+
+
+class ArrayDataSerializer(TypeSerializer[list[Any]]):
+    """Flink SQL's ``ArrayDataSerializer`` on its own: ``i32 length ‖ BinaryArrayData``; values are
+    lists (of what a RowData field of the element type reads as)."""
+
+    def __init__(self, element_type: LogicalType) -> None:
+        self.element_type = element_type
+        self.array_type = ArrayType(element_type)
+        self._codec = ArrayCodec(self.array_type, element_type)
+
+    def serialize(self, value: list[Any], out: DataOutputSerializer) -> None:
+        if value is None:
+            raise SerializationError("ArrayDataSerializer cannot write null")
+        body = self._codec.encode(value, "[]")
+        out.write_int(len(body))
+        out.write(body)
+
+    def deserialize(self, src: DataInputDeserializer) -> list[Any]:
+        start = src.position
+        n = src.check_length(src.read_int(), "ArrayData bytes")
+        data = src.read_fully(n, "ArrayData bytes")
+        return self._codec.decode(_Ctx(data, start + 4), 0, n, "[]")
+
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
+        return ArrayDataSerializerSnapshot(self.element_type)
+
+    def _config(self) -> tuple[Any, ...]:
+        return (self.element_type,)
 
 
 class ExternalSerializer(TypeSerializer[Any]):
@@ -122,6 +158,8 @@ def _internal_serializer(snap: TypeSerializerSnapshot) -> TypeSerializer[Any]:
     (a table field snapshot has no standalone serializer elsewhere)."""
     if isinstance(snap, StringDataSerializerSnapshot):
         return StringDataSerializer()
+    if isinstance(snap, ArrayDataSerializerSnapshot):
+        return ArrayDataSerializer(snap.element_type)
     return snap.restore_serializer()
 
 
@@ -163,10 +201,10 @@ class ExternalSerializerSnapshot(CompositeTypeSerializerSnapshot):
         start = src.position
         what = f"ExternalSerializerSnapshot data type at offset {start}"
         node = read_stream(src, flink_policy, what)
-        if not isinstance(node, JObject) or node.desc.name != ATOMIC_DATA_TYPE:
+        if not isinstance(node, JObject) or node.desc.name not in _DATA_TYPES:
             found = getattr(getattr(node, "desc", None), "name", type(node).__name__)
-            raise SnapshotError(f"{what}: expected an {ATOMIC_DATA_TYPE}, found {found} (statemorph reads the "
-                                f"data views of atomic types)")
+            raise SnapshotError(f"{what}: expected an AtomicDataType or a CollectionDataType, found {found} "
+                                f"(statemorph reads the data views of atomic types and of arrays of them)")
         if not isinstance(node.values.get("conversionClass"), JClass):
             raise SnapshotError(f"{what}: the conversion class is not a class literal")
         self.logical_type = logical_type_from_tree(node.values.get("logicalType"), what)  # type: ignore[misc]
@@ -201,4 +239,4 @@ class ExternalSerializerSnapshot(CompositeTypeSerializerSnapshot):
         return ["internal"]
 
 
-__all__ = ["ExternalSerializer", "ExternalSerializerSnapshot", "StringDataSerializer"]
+__all__ = ["ArrayDataSerializer", "ExternalSerializer", "ExternalSerializerSnapshot", "StringDataSerializer"]
