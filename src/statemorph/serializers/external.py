@@ -28,7 +28,7 @@ Layouts (flink-table-runtime ``org.apache.flink.table.runtime.typeutils``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 from ..compat import SchemaCompatibility
 from ..errors import MalformedDataError, SerializationError, SnapshotError
@@ -170,7 +170,7 @@ class ExternalSerializerSnapshot(CompositeTypeSerializerSnapshot):
     OUTER_VERSION = 1
     NESTED_ARITY = (1, 1)
     data_type: bytes = b""
-    logical_type: ClassVar[LogicalType | None] = None
+    logical_type: LogicalType | None = None
     is_internal_input: bool = False
 
     def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
@@ -180,7 +180,7 @@ class ExternalSerializerSnapshot(CompositeTypeSerializerSnapshot):
     def set_outer_from_serializer(self, serializer: TypeSerializer[Any]) -> None:
         assert isinstance(serializer, ExternalSerializer)
         self.data_type = serializer.data_type
-        self.logical_type = serializer.logical_type  # type: ignore[misc]
+        self.logical_type = serializer.logical_type
         self.is_internal_input = serializer.is_internal_input
 
     def create_outer_serializer_with_nested_serializers(
@@ -207,7 +207,7 @@ class ExternalSerializerSnapshot(CompositeTypeSerializerSnapshot):
                                 f"(statemorph reads the data views of atomic types and of arrays of them)")
         if not isinstance(node.values.get("conversionClass"), JClass):
             raise SnapshotError(f"{what}: the conversion class is not a class literal")
-        self.logical_type = logical_type_from_tree(node.values.get("logicalType"), what)  # type: ignore[misc]
+        self.logical_type = logical_type_from_tree(node.values.get("logicalType"), what)
         data, _, _ = src.window()
         self.data_type = data[start:src.position]
         self.is_internal_input = src.read_boolean()
