@@ -357,9 +357,19 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     ``like`` is the serializer the savepoint recorded for the same place, when there is one: where
     it wraps a value in a ``NullableSerializer`` (Flink 2's own ``List`` / ``Map`` type information
     does, around the collection and each element) and the type is nullable, the new serializer keeps
-    that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer."""
-    from .serializers import NullableSerializer
+    that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer.
+    Where the recorded serializer's class decides its successor (``TypeSerializer.successor_for``:
+    a SQL data view keeps its own type, a SQL row nested in DataStream state stays RowData), that
+    serializer is it."""
+    from .serializers import NullableSerializer, TypeSerializer
 
+    if isinstance(like, TypeSerializer):  # a recorded serializer whose class decides its successor
+        try:
+            successor = like.successor_for(t)
+        except ValueError as e:
+            raise SchemaFileError(f"{where}: {e}") from None
+        if successor is not None:
+            return successor
     if isinstance(like, NullableSerializer):
         inner = datastream_serializer(t, where, like.inner)
         if not t.nullable:
