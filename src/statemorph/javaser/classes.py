@@ -10,7 +10,10 @@ are checked by the golden vectors.
 
 Beside the LogicalType family, the table holds the table-runtime serializer objects that the
 ArrayData / MapData snapshots Java-serialize (with their element getters, which are serialized
-lambdas: ``java.lang.invoke.SerializedLambda`` records, read as data, never resolved).
+lambdas: ``java.lang.invoke.SerializedLambda`` records, read as data, never resolved), the
+``DataType`` an ``ExternalSerializerSnapshot`` Java-serializes (a SQL data view's type, with its
+conversion class as a class literal) and the ``RAW(MapView / ListView, NullSerializer)`` placeholder
+of a SQL accumulator row.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ Flink's bytes for a new row type every one must be writable. The one mapping fro
 to its snapshot (Flink's ``InternalSerializers``) is :func:`.rowdata.field_serializer_snapshot`,
 beside the row snapshot that nests them (a ROW field's snapshot is a row snapshot again).
 
-statemorph has no standalone serializers for these table formats: a field's values are always
-read and written through the enclosing row (``RowDataSerializer``), and the row's compatibility
-is decided from the row types. So these snapshots answer :meth:`describes` (does the snapshot
+Inside a row statemorph has no standalone serializers for these table formats: a field's values
+are always read and written through the enclosing row (``RowDataSerializer``), and the row's
+compatibility is decided from the row types. (The state-backed data views of SQL aggregations
+nest a StringData or ArrayData snapshot in an ``ExternalSerializerSnapshot``; their standalone
+serializers live with it, in :mod:`.external`.) So these snapshots answer :meth:`describes` (does the snapshot
 fit this field type? used to validate what was read) and refuse ``restore_serializer`` with a
 message saying so.
 
