@@ -69,6 +69,8 @@ WINDOW_PROGRAM = "savepoints.WindowJobs"
 SQL_WINDOW_PROGRAM = "savepoints.SqlWindowJobs"
 #: The Flink SQL Top-N / join job (SqlJoinJobs): Top-N, a regular join and an interval join.
 SQL_JOIN_PROGRAM = "savepoints.SqlJoinJobs"
+#: The Flink SQL aggregation job (SqlAggJobs): distinct, FIRST/LAST_VALUE, LISTAGG and over aggregations.
+SQL_AGG_PROGRAM = "savepoints.SqlAggJobs"
 #: The operator-state job (OperatorJobs): broadcast, list and union list state.
 OPERATOR_PROGRAM = "savepoints.OperatorJobs"
 #: The job of a state Kryo serializes beside well-typed ones (OpaqueJobs), named by a spec's "program".
@@ -168,6 +170,8 @@ def spec_program(spec: Path | dict[str, Any]) -> str:
         return SQL_WINDOW_PROGRAM
     if data.get("sql_join_job"):
         return SQL_JOIN_PROGRAM
+    if data.get("sql_agg_job"):
+        return SQL_AGG_PROGRAM
     if "operator_job" in data:
         return OPERATOR_PROGRAM
     name = data.get("program")
@@ -378,6 +382,14 @@ def sql_join_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
     the input; ``entries`` are every changelog row the queries emitted, ``{"query", "kind",
     "row"}``. One JVM for the batch."""
     return _restore_batch(items, SQL_JOIN_PROGRAM)
+
+
+def sql_agg_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
+    """Start the SQL aggregation job (ci/flink/src/savepoints/SqlAggJobs.java; specs with
+    ``"sql_agg_job": true``, ``sql_agg_version`` 1 or 2) of each (savepoint, spec) from the
+    savepoint, send one more record per key and end the input; ``entries`` are every changelog row
+    the queries emitted, ``{"query", "kind", "row"}``. One JVM for the batch."""
+    return _restore_batch(items, SQL_AGG_PROGRAM)
 
 
 def window_vectors() -> dict[str, Any]:

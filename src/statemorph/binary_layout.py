@@ -53,6 +53,7 @@ from .types import (
     LogicalTypeVisitor,
     MapType,
     MultisetType,
+    RawType,
     RowType,
     SmallIntType,
     Timestamp,
@@ -346,6 +347,24 @@ class _BytesLikeCodec(Codec):
             return raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ctx.fail(path, f"invalid UTF-8 in string ({e.reason} at string byte {e.start})", slot) from None
+
+
+class _DataViewPlaceholderCodec(Codec):
+    """``RAW(MapView / ListView, NullSerializer)``: a SQL accumulator's placeholder for a data view
+    kept in state of its own. Flink writes RAW values to the var part whatever their length
+    (``BinaryWriter.writeRawValue``: never inline); the bytes are NullSerializer's, read and written
+    back as they are (``bytes``)."""
+
+    def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise _bad_value(path, self.type, value, "a data-view placeholder holds its bytes")
+        _append_var(buf, slot, bytes(value))
+
+    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
+        _no_inline(ctx, path, slot, "RAW")
+        offset, n = _ref(ctx, slot)
+        start = _check_ref(ctx, path, slot, base, lo, hi, offset, n, "RAW value")
+        return ctx.data[start:start + n]
 
 
 def _no_inline(ctx: _Ctx, path: str, slot: int, what: str) -> None:
@@ -707,6 +726,9 @@ class _CodecOf(LogicalTypeVisitor[Codec]):
         return MapCodec(t, *t.map_parts())
 
     visit_multiset = visit_map
+
+    def visit_raw(self, t: RawType) -> Codec:
+        return _DataViewPlaceholderCodec(t)
 
 
 _CODEC_OF = _CodecOf()

@@ -363,7 +363,7 @@ def _var_kind(t: types.LogicalType) -> str:
 
 
 _VAR_KIND = {"STR": "inline", "BIN": "inline", "DEC_BIG": "decimal", "TS_BIG": "timestamp", "ROW": "ref",
-             "ARRAY": "ref", "MAP": "ref"}
+             "ARRAY": "ref", "MAP": "ref", "BLOB": "ref"}
 """How each BinaryRowData slot layout (``LogicalType.row_slot``) refers to data; others are fixed."""
 
 

@@ -373,11 +373,20 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     it wraps a value in a ``NullableSerializer`` (Flink 2's own ``List`` / ``Map`` type information
     does, around the collection and each element) and the type is nullable, the new serializer keeps
     that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer.
-    Likewise a ROW where ``like`` is a ``RowDataSerializer`` (a Flink SQL operator's rows inside a
-    list, a map or a tuple, e.g. Top-N's ``ARRAY<ROW<...>>``) or a ``TupleSerializer`` stays in
-    that family: a place keeps the family the savepoint records there (see :func:`_kept_class`)."""
-    from .serializers import NullableSerializer
+    Where the recorded serializer's class decides its successor (``TypeSerializer.successor_for``:
+    a SQL data view keeps its own type, a SQL row nested in DataStream state stays RowData), that
+    serializer is it. Likewise a ROW where ``like`` is a ``TupleSerializer`` (or another class whose
+    ``SCHEMA_TYPE_ROOT`` the type has) stays in that family: a place keeps the family the savepoint
+    records there (see :func:`_kept_class`)."""
+    from .serializers import NullableSerializer, TypeSerializer
 
+    if isinstance(like, TypeSerializer):  # a recorded serializer whose class decides its successor
+        try:
+            successor = like.successor_for(t)
+        except ValueError as e:
+            raise SchemaFileError(f"{where}: {e}") from None
+        if successor is not None:
+            return successor
     if isinstance(like, NullableSerializer):
         inner = datastream_serializer(t, where, like.inner)
         if not t.nullable:

@@ -54,8 +54,9 @@ class LogicalType:
     ROW_SLOT: ClassVar[str] = ""
     """How a field of this type lives in a BinaryRowData slot (Flink's ``BinaryRowData`` layout):
     ``BOOL``, ``I8`` .. ``F64`` (the value in the slot), ``STR`` / ``BIN`` (inline up to 7 bytes, else
-    a reference), ``DEC_COMPACT`` / ``DEC_BIG``, ``TS_BIG``, ``ROW``, ``ARRAY``, ``MAP`` (references);
-    "" for a type RowData cannot hold. See :meth:`row_slot`."""
+    a reference), ``DEC_COMPACT`` / ``DEC_BIG``, ``TS_BIG``, ``ROW``, ``ARRAY``, ``MAP``, ``BLOB``
+    (references; a BLOB is a RAW value's bytes, never inline); "" for a type RowData cannot hold.
+    See :meth:`row_slot`."""
 
     def accept(self, visitor: LogicalTypeVisitor[R]) -> R:
         """``visitor``'s method for this type (Flink's ``LogicalType.accept``): the one dispatch on
@@ -394,6 +395,10 @@ class RawType(LogicalType):
     class_name: str = ""
     ROOT: ClassVar[str] = "RAW"
     VISIT: ClassVar[str] = "visit_raw"
+    ROW_SLOT: ClassVar[str] = "BLOB"
+    """In a row, a SQL data view's placeholder (``RAW(MapView / ListView, NullSerializer)``): var-part
+    bytes no kernel handles (Flink's ``BinaryWriter.writeRawValue``), so a row holding one is
+    encoded, decoded and migrated per value."""
 
     def _body(self, serializable: bool) -> str:
         return f"RAW('{escape_single_quotes(self.class_name)}')"

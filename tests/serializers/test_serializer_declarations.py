@@ -125,6 +125,9 @@ def test_datastream_of_claims_are_unique() -> None:
     (S.MapSerializer(S.StringSerializer(), S.CharSerializer()), "MAP<STRING, CHAR(1)>"),
     (S.TupleSerializer([S.IntSerializer(), S.GlobalWindowSerializer()]), "ROW<`f0` INT, `f1` GLOBAL WINDOW>"),
     (S.IntPrimitiveArraySerializer(), "IntPrimitiveArraySerializer"),
+    (S.StringDataSerializer(), "STRING"),
+    (S.ArrayDataSerializer(parse_type("BIGINT")), "ARRAY<BIGINT>"),
+    (S.ExternalSerializer(S.LongSerializer(), parse_type("BIGINT NOT NULL"), b"", False), "BIGINT NOT NULL"),
 ])
 def test_inspect_renders_nested_serializers(ser: TypeSerializer[Any], text: str) -> None:
     assert describe_serializer(ser) == text
@@ -167,3 +170,18 @@ def test_a_declared_leaf_is_a_kernel_row_field(epoch_day: type[TypeSerializer[An
     row = S.RowSerializer([S.IntSerializer(), epoch_day()], field_names=["a", "d"])
     assert capabilities.core_row_program(row) is not None
     assert capabilities.core_row_program(S.RowSerializer([S.IntSerializer(), S.EnumSerializer(["A"], "p.E")])) is None
+
+
+def test_a_recorded_serializer_s_class_decides_its_successor() -> None:
+    """``successor_for``: a SQL data view keeps its own type (and only it); a ROW where the savepoint
+    recorded RowData stays RowData; other classes leave it to the DataStream defaults."""
+    view = S.ExternalSerializer(S.LongSerializer(), parse_type("BIGINT NOT NULL"), b"", False)
+    assert datastream_serializer(parse_type("BIGINT NOT NULL"), "s", view) is view
+    with pytest.raises(SchemaFileError, match="^s: the state of a SQL data view keeps its type BIGINT NOT NULL"):
+        datastream_serializer(parse_type("INT NOT NULL"), "s", view)
+    row = parse_type("ROW<a INT, b STRING>")
+    recorded = S.ListSerializer(S.RowDataSerializer("ROW<a INT>"))
+    buffered = datastream_serializer(parse_type(f"ARRAY<{row}>"), "s", recorded)
+    assert buffered == S.ListSerializer(S.RowDataSerializer(row))
+    assert datastream_serializer(row, "s", S.RowDataSerializer("ROW<a INT>")) == S.RowDataSerializer(row)
+    assert type(datastream_serializer(row, "s", S.IntSerializer())) is S.RowSerializer

@@ -29,6 +29,7 @@ from ..types import (
     LogicalTypeVisitor,
     MapType,
     MultisetType,
+    RawType,
     RowType,
     Timestamp,
     TimestampType,
@@ -64,8 +65,10 @@ def arrow_type_for(ser: Any) -> pa.DataType:
         return pa.list_(arrow_type_for(ser.element_serializer))
     if cls is serializers.MapSerializer:
         return pa.map_(arrow_type_for(ser.key_serializer), arrow_type_for(ser.value_serializer))
-    if cls is serializers.NullableSerializer:
+    if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return arrow_type_for(ser.inner)
+    if cls is serializers.ArrayDataSerializer:
+        return arrow_type(ser.array_type)
     if cls is serializers.TupleSerializer:
         return pa.struct([(f"f{i}", arrow_type_for(s)) for i, s in enumerate(ser.field_serializers)])
     if cls is serializers.RowSerializer:
@@ -133,7 +136,7 @@ def to_arrow_value(ser: Any, path: str | None = None) -> Callable[[Any], Any]:
         k = to_arrow_value(ser.key_serializer, f"{path or ''}.key[]")
         val = to_arrow_value(ser.value_serializer, f"{path or ''}.value[]")
         return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
-    if cls is serializers.NullableSerializer:
+    if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return to_arrow_value(ser.inner, path)
     if cls in (serializers.TupleSerializer, serializers.RowSerializer):
         t = arrow_type_for(ser)
@@ -171,7 +174,7 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     if cls is serializers.MapSerializer:
         k, val = from_arrow_value(ser.key_serializer), from_arrow_value(ser.value_serializer)
         return lambda v: None if v is None else {k(a): val(b) for a, b in v}
-    if cls is serializers.NullableSerializer:
+    if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return from_arrow_value(ser.inner)
     if cls in (serializers.TupleSerializer, serializers.RowSerializer):
         convs = [from_arrow_value(s) for s in ser.field_serializers]
@@ -228,6 +231,9 @@ class _ArrowOf(LogicalTypeVisitor[pa.DataType]):
         return pa.string()
 
     def visit_binary_string(self, t: Any) -> pa.DataType:
+        return pa.binary()
+
+    def visit_raw(self, t: RawType) -> pa.DataType:  # a SQL data view's placeholder bytes
         return pa.binary()
 
     def visit_decimal(self, t: DecimalType) -> pa.DataType:

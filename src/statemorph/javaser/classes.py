@@ -10,7 +10,10 @@ are checked by the golden vectors.
 
 Beside the LogicalType family, the table holds the table-runtime serializer objects that the
 ArrayData / MapData snapshots Java-serialize (with their element getters, which are serialized
-lambdas: ``java.lang.invoke.SerializedLambda`` records, read as data, never resolved).
+lambdas: ``java.lang.invoke.SerializedLambda`` records, read as data, never resolved), the
+``DataType`` an ``ExternalSerializerSnapshot`` Java-serializes (a SQL data view's type, with its
+conversion class as a class literal) and the ``RAW(MapView / ListView, NullSerializer)`` placeholder
+of a SQL accumulator row.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ RUNTIME = "org.apache.flink.table.runtime.typeutils."
 BASE = "org.apache.flink.api.common.typeutils.base."
 TYPEUTILS = "org.apache.flink.api.common.typeutils."
 TABLE_DATA = "org.apache.flink.table.data."
+TYPES = "org.apache.flink.table.types."
+DATAVIEW_API = "org.apache.flink.table.api.dataview."
 
 _ENUM_FLAGS = SC_ENUM | SC_SERIALIZABLE
 _TYPE_SERIALIZER = TYPEUTILS + "TypeSerializer"
@@ -157,6 +162,23 @@ _ROWS: tuple[ClassRow, ...] = (
     _logical_type("RowType", _object_field("fields", "java.util.List")),
     ClassRow(LOGICAL + "RowType$RowField", 1, SC_SERIALIZABLE,
              (_string_field("description"), _string_field("name"), _logical_field("type"))),
+    ClassRow("java.lang.Long", 4290774380558885855, SC_SERIALIZABLE, (FieldDesc("J", "value"),), "java.lang.Number"),
+    # ExternalSerializerSnapshot's DataType (the state-backed data views of SQL aggregations): an
+    # AtomicDataType or a CollectionDataType (an ARRAY as java.util.List) with its conversion class as a
+    # class literal (StringData, List: interfaces).
+    ClassRow(TYPES + "DataType", -4138822262654336147, SC_SERIALIZABLE,
+             (_object_field("conversionClass", "java.lang.Class"), _logical_field("logicalType"))),
+    ClassRow(TYPES + "AtomicDataType", 1911869481579848498, SC_SERIALIZABLE, (), TYPES + "DataType"),
+    ClassRow(TYPES + "CollectionDataType", 2464825922057708215, SC_SERIALIZABLE,
+             (_object_field("elementDataType", TYPES + "DataType"),), TYPES + "DataType"),
+    ClassRow("java.util.List", 0, 0),
+    ClassRow(TABLE_DATA + "StringData", 0, 0),
+    # RAW(MapView / ListView, NullSerializer): the placeholder field a SQL accumulator row keeps where
+    # its data view lives in state of its own (DataViewUtils.adjustDataViews).
+    ClassRow(DATAVIEW_API + "ListView", 0, 0),
+    ClassRow(DATAVIEW_API + "MapView", 0, 0),
+    _serializer("org.apache.flink.table.dataview.NullSerializer", super_name=_SINGLETON, suid=-5381596724707742625),
+    _logical_type("RawType", _object_field("clazz", "java.lang.Class"), _serializer_field("serializer")),
 )
 
 

@@ -14,7 +14,9 @@ Shapes (every class has serialVersionUID 1; fields as in :mod:`.classes`):
 - ARRAY / MULTISET ``elementType``; MAP ``keyType, valueType``;
 - ROW ``fields``: ``Collections$UnmodifiableList`` whose ``c`` and ``list`` are one
   ``ArrayList`` (``size:I``, then ``writeObject`` data: ``i32 size`` and the elements), each a
-  ``RowType$RowField`` (``description, name, type``).
+  ``RowType$RowField`` (``description, name, type``);
+- RAW ``clazz:Class, serializer:TypeSerializer``: read and written only as a SQL accumulator's
+  data-view placeholder (``MapView`` / ``ListView`` with the ``NullSerializer`` singleton).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from typing import Any
 from .. import types
 from ..errors import JavaSerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from .classes import LOGICAL, desc, flink_policy
-from .nodes import BlockData, JEnum, JObject, JString
+from .classes import DATAVIEW_API, LOGICAL, desc, flink_policy
+from .nodes import BlockData, JClass, JEnum, JObject, JString
 from .reader import ClassPolicy, read_stream
 from .writer import write_stream_to
 
@@ -35,7 +37,7 @@ _CLASS_OF: dict[type[types.LogicalType], str] = {cls: cls.__name__ for cls in (
     types.BooleanType, types.TinyIntType, types.SmallIntType, types.IntType, types.BigIntType, types.FloatType,
     types.DoubleType, types.DateType, types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType,
     types.DecimalType, types.TimeType, types.TimestampType, types.LocalZonedTimestampType, types.ArrayType,
-    types.MultisetType, types.MapType, types.RowType)}
+    types.MultisetType, types.MapType, types.RowType, types.RawType)}
 _TYPE_OF: dict[str, type[types.LogicalType]] = {LOGICAL + v: k for k, v in _CLASS_OF.items()}
 
 ROOT_ENUM = LOGICAL + "LogicalTypeRoot"
@@ -44,6 +46,10 @@ ROW_FIELD = LOGICAL + "RowType$RowField"
 UNMODIFIABLE_LIST = "java.util.Collections$UnmodifiableList"
 ARRAY_LIST = "java.util.ArrayList"
 _MAX_ROW_FIELDS = 1 << 16
+#: The RAW types statemorph reads and writes: a SQL accumulator's placeholder for a data view kept in
+#: state of its own, ``RAW(MapView / ListView, NullSerializer)``; any other RAW type is a user's.
+DATA_VIEW_CLASSES = (DATAVIEW_API + "MapView", DATAVIEW_API + "ListView")
+NULL_SERIALIZER = "org.apache.flink.table.dataview.NullSerializer"
 
 
 # -- statemorph type -> tree -------------------------------------------------------------------
@@ -54,6 +60,8 @@ class TypeTreeBuilder:
 
     def __init__(self) -> None:
         self._enums: dict[tuple[str, str], JEnum] = {}
+        self._classes: dict[str, JClass] = {}  # class literals and the NullSerializer singleton: one
+        self._null_serializer: JObject | None = None  # object per JVM, so one node per stream
 
     def enum(self, cls: str, constant: str) -> JEnum:
         key = (cls, constant)
@@ -84,6 +92,14 @@ class TypeTreeBuilder:
             values["valueType"] = self.build(t.value_type)
         elif isinstance(t, types.RowType):
             values["fields"] = self.row_fields(t)
+        elif isinstance(t, types.RawType):
+            if t.class_name not in DATA_VIEW_CLASSES:
+                raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t}: only the "
+                                             f"data-view placeholders (MapView / ListView) are written")
+            values["clazz"] = self._classes.setdefault(t.class_name, JClass(desc(t.class_name)))
+            if self._null_serializer is None:
+                self._null_serializer = JObject(desc(NULL_SERIALIZER), {})
+            values["serializer"] = self._null_serializer
         return JObject(desc(LOGICAL + name), values)
 
     def row_fields(self, t: types.RowType) -> JObject:
@@ -166,9 +182,22 @@ def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0)
                            logical_type_from_tree(v["valueType"], f"{what} value", depth + 1), nullable=nullable)
         if cls is types.RowType:
             return types.RowType(_row_fields(v["fields"], what, depth), nullable=nullable)
+        if cls is types.RawType:
+            return _data_view_placeholder(v, what, nullable)
         return cls(nullable=nullable)
     except ValueError as e:  # parameters out of range (statemorph.types validates them)
         raise _fail(what, str(e)) from None
+
+
+def _data_view_placeholder(v: dict[str, Any], what: str, nullable: bool) -> types.RawType:
+    """A RAW type read: only a data-view placeholder (its class MapView / ListView, its serializer
+    Flink's NullSerializer); a user's RAW type is refused (its serializer is not statemorph's)."""
+    clazz, ser = v.get("clazz"), v.get("serializer")
+    name = clazz.desc.name if isinstance(clazz, JClass) else None
+    if name not in DATA_VIEW_CLASSES or not isinstance(ser, JObject) or ser.desc.name != NULL_SERIALIZER:
+        raise _fail(what, f"RAW type of {name or 'no class'} is not a SQL data-view placeholder "
+                          f"(statemorph reads RAW only for MapView / ListView with NullSerializer)")
+    return types.RawType(name, nullable=nullable)
 
 
 def _row_fields(node: Any, what: str, depth: int) -> tuple[types.RowField, ...]:

@@ -13,6 +13,7 @@ from .arrays import *  # noqa: F403
 from .avro import *  # noqa: F403
 from .collections import *  # noqa: F403
 from .enums import *  # noqa: F403
+from .external import *  # noqa: F403
 from .pojo import *  # noqa: F403
 from .primitives import *  # noqa: F403
 from .rowdata import *  # noqa: F403

@@ -66,6 +66,7 @@ from ..types import (
     LogicalTypeVisitor,
     MapType,
     MultisetType,
+    RawType,
     RowField,
     RowType,
     SmallIntType,
@@ -101,6 +102,7 @@ from .table_snapshots import (
     DecimalDataSerializerSnapshot,
     FieldSnapshot,
     MapDataSerializerSnapshot,
+    RawValueDataSerializerSnapshot,
     StringDataSerializerSnapshot,
     TimestampDataSerializerSnapshot,
 )
@@ -138,6 +140,11 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
 
     def describe_type(self) -> str:
         return str(self.row_type)
+
+    def successor_for(self, t: LogicalType) -> TypeSerializer[Any] | None:
+        """A ROW stays RowData where a savepoint recorded RowData inside DataStream state (an over
+        aggregation's buffered input rows, a SQL operator's list state of rows)."""
+        return RowDataSerializer(t) if isinstance(t, RowType) else None
 
     def _config(self) -> tuple[Any, ...]:
         # the row's own nullability does not reach the bytes (a top-level row is never null)
@@ -427,6 +434,9 @@ class _InternalSerializers(LogicalTypeVisitor[TypeSerializerSnapshot]):
 
     def visit_row(self, t: RowType) -> TypeSerializerSnapshot:
         return FlinkRowDataSerializerSnapshot(t)
+
+    def visit_raw(self, t: RawType) -> TypeSerializerSnapshot:  # a SQL data view's placeholder
+        return RawValueDataSerializerSnapshot()
 
 
 _INTERNAL_SERIALIZERS = _InternalSerializers()

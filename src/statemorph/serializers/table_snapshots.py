@@ -8,9 +8,11 @@ Flink's bytes for a new row type every one must be writable. The one mapping fro
 to its snapshot (Flink's ``InternalSerializers``) is :func:`.rowdata.field_serializer_snapshot`,
 beside the row snapshot that nests them (a ROW field's snapshot is a row snapshot again).
 
-statemorph has no standalone serializers for these table formats: a field's values are always
-read and written through the enclosing row (``RowDataSerializer``), and the row's compatibility
-is decided from the row types. So these snapshots answer :meth:`describes` (does the snapshot
+Inside a row statemorph has no standalone serializers for these table formats: a field's values
+are always read and written through the enclosing row (``RowDataSerializer``), and the row's
+compatibility is decided from the row types. (The state-backed data views of SQL aggregations
+nest a StringData or ArrayData snapshot in an ``ExternalSerializerSnapshot``; their standalone
+serializers live with it, in :mod:`.external`.) So these snapshots answer :meth:`describes` (does the snapshot
 fit this field type? used to validate what was read) and refuse ``restore_serializer`` with a
 message saying so.
 
@@ -22,7 +24,10 @@ Contents (after ``UTF(class) ‖ i32 version``; Flink reads every version the sa
 - ``BinaryRowDataSerializerSnapshot``: v3, ``i32 numFields``;
 - ``ArrayDataSerializerSnapshot``: v3, ``JAVASER(elementType) ‖ JAVASER(elementSerializer)``;
 - ``MapDataSerializerSnapshot``: v3, ``JAVASER(keyType) ‖ JAVASER(valueType) ‖ JAVASER(keySer) ‖
-  JAVASER(valueSer)``.
+  JAVASER(valueSer)``;
+- ``RawValueDataSerializerSnapshot`` of a data-view placeholder (``RAW(MapView / ListView)``): a
+  composite snapshot, outer version 0, no outer content, one nested ``NullSerializerSnapshot``
+  (v3, empty).
 
 The serializer streams of ArrayData / MapData snapshots that were read are kept as bytes and
 written back unchanged; for a new type they are built by :mod:`statemorph.javaser.tableser`.
@@ -47,16 +52,20 @@ from ..types import (
     LogicalType,
     MapType,
     MultisetType,
+    RawType,
     RowType,
     TimestampType,
     VarCharType,
 )
 from ..typeutils import (
+    CompositeTypeSerializerSnapshot,
     SchemaCompatibility,
     SimpleTypeSerializerSnapshot,
     TypeSerializer,
     TypeSerializerSnapshot,
+    read_nested_snapshots,
     register_snapshot,
+    write_nested_snapshots,
 )
 
 RUNTIME = "org.apache.flink.table.runtime.typeutils."
@@ -214,11 +223,62 @@ class MapDataSerializerSnapshot(FieldSnapshot):
         return isinstance(t, (MapType, MultisetType)) and t.map_parts() == (self.key_type, self.value_type)
 
 
+@register_snapshot()
+class NullSerializerSnapshot(FieldSnapshot):
+    """Flink SQL's ``NullSerializer`` (flink-table-runtime ``org.apache.flink.table.dataview``): the
+    serializer of an accumulator's data-view placeholder, nested in its RawValueData snapshot."""
+
+    IDENTIFIER = "org.apache.flink.table.dataview.NullSerializer$NullSerializerSnapshot"
+    VERSION: ClassVar[int] = 3
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        """Empty."""
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> NullSerializerSnapshot:
+        return cls()
+
+    def describes(self, t: LogicalType) -> bool:
+        return False  # never a field's own snapshot: only nested in RawValueDataSerializerSnapshot
+
+
+@register_snapshot()
+class RawValueDataSerializerSnapshot(FieldSnapshot):
+    """The field snapshot of a data-view placeholder ``RAW(MapView / ListView, NullSerializer)``."""
+
+    IDENTIFIER = RUNTIME + "RawValueDataSerializer$RawValueDataSerializerSnapshot"
+    VERSION: ClassVar[int] = 3
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        out.write_int(CompositeTypeSerializerSnapshot.MAGIC)
+        out.write_int(0)  # outer version, no outer content
+        write_nested_snapshots(out, [NullSerializerSnapshot()])
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> RawValueDataSerializerSnapshot:
+        at = src.position
+        magic, outer = src.read_int(), src.read_int()
+        if (magic, outer) != (CompositeTypeSerializerSnapshot.MAGIC, 0):
+            raise SnapshotError(f"RawValueDataSerializerSnapshot at offset {at}: magic {magic} / outer version "
+                                f"{outer}, expected {CompositeTypeSerializerSnapshot.MAGIC} / 0")
+        nested = read_nested_snapshots(src, cls.__name__)
+        if len(nested) != 1 or not isinstance(nested[0], NullSerializerSnapshot):
+            raise SnapshotError(f"RawValueDataSerializerSnapshot at offset {at}: statemorph reads RAW fields only "
+                                f"as data-view placeholders (one NullSerializer), found "
+                                f"{', '.join(type(n).__name__ for n in nested) or 'no serializer'}")
+        return cls()
+
+    def describes(self, t: LogicalType) -> bool:
+        return isinstance(t, RawType)
+
+
 __all__ = [
     "ArrayDataSerializerSnapshot",
     "BinaryRowDataSerializerSnapshot",
     "DecimalDataSerializerSnapshot",
     "MapDataSerializerSnapshot",
+    "NullSerializerSnapshot",
+    "RawValueDataSerializerSnapshot",
     "StringDataSerializerSnapshot",
     "TimestampDataSerializerSnapshot",
 ]

@@ -190,6 +190,14 @@ class TypeSerializer(ABC, Generic[T]):
         place (or None), whose nested serializers the new one follows where the types agree."""
         return cls()
 
+    def successor_for(self, t: LogicalType) -> TypeSerializer[Any] | None:
+        """The serializer a schema file's ``datastream`` type ``t`` builds at a place where a
+        savepoint recorded this serializer, where this class decides it rather than the DataStream
+        defaults (``DATASTREAM_OF``): a SQL data view keeps itself, a SQL row nested in DataStream
+        state stays RowData. None (here): the defaults decide. Raises ``ValueError`` with the reason
+        where ``t`` cannot take this serializer's place."""
+        return None
+
     def describe_type(self) -> str:
         """This serializer as its Flink SQL type where one exists, else its class name: what
         ``statemorph inspect`` prints. Classes with configuration (nested serializers) override it."""

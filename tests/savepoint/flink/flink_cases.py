@@ -45,6 +45,16 @@ def sql_join_cases(version: int = 1) -> list[Path]:
             if case_spec(c).get("sql_join_job") and case_spec(c).get("sql_join_version", 1) == version]
 
 
+def sql_agg_cases() -> list[Path]:
+    """The Flink SQL aggregation job's cases (ci/flink SqlAggJobs: distinct, FIRST/LAST_VALUE,
+    LISTAGG and over aggregations)."""
+    return [c for c in every_committed_case() if case_spec(c).get("sql_agg_job")]
+
+
+#: The spec fields of the jobs whose states are not the DataStream matrix's.
+OTHER_JOBS = {"program", "window_job", "sql_window_job", "sql_join_job", "sql_agg_job"}
+
+
 def every_committed_case() -> list[Path]:
     """Every case under tests/data/flink_savepoints, whichever job took it."""
     return sorted(p.parent for p in SAVEPOINTS.glob("*/spec.json"))
@@ -52,9 +62,9 @@ def every_committed_case() -> list[Path]:
 
 def state_listing_cases() -> list[Path]:
     """The cases whose restore reads every state back (``restore``: the matrix and opaque jobs);
-    the window jobs' restores fire windows instead (test_window_restore_real_flink.py)."""
-    return [c for c in every_committed_case()
-            if not {"window_job", "sql_window_job", "sql_join_job"} & set(case_spec(c))]
+    the window jobs' restores fire windows instead (test_window_restore_real_flink.py), the SQL
+    aggregation job's emit changelogs (test_sql_aggregate_restore_real_flink.py)."""
+    return [c for c in every_committed_case() if not (OTHER_JOBS - {"program"}) & set(case_spec(c))]
 
 
 #: The states the opaque-state job (ci/flink OpaqueJobs.java) keeps after the spec's own.
@@ -73,7 +83,7 @@ def committed_cases() -> list[Path]:
     Main). The ``opaque-*`` cases (their spec's ``program``) and the window jobs' cases are other
     jobs': their states are not the matrix's."""
     return [c for c in every_committed_case()
-            if not {"program", "window_job", "sql_window_job", "sql_join_job"} & set(case_spec(c))]
+            if not OTHER_JOBS & set(case_spec(c))]
 
 
 def case_spec(case: Path) -> dict[str, Any]:

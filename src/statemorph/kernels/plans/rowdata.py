@@ -32,6 +32,7 @@ from ..abi import (
     PROGRAM_COLUMNS,
     SLOT_ARRAY,
     SLOT_BIN,
+    SLOT_BLOB,
     SLOT_BOOL,
     SLOT_DEC_BIG,
     SLOT_DEC_COMPACT,
@@ -60,7 +61,8 @@ ARROW_WIDTH = {SLOT_I8: 1, SLOT_I16: 2, SLOT_I32: 4, SLOT_F32: 4, SLOT_I64: 8, S
 
 _SLOTS = {"BOOL": SLOT_BOOL, "I8": SLOT_I8, "I16": SLOT_I16, "I32": SLOT_I32, "I64": SLOT_I64, "F32": SLOT_F32,
           "F64": SLOT_F64, "STR": SLOT_STR, "BIN": SLOT_BIN, "ROW": SLOT_ROW, "DEC_COMPACT": SLOT_DEC_COMPACT,
-          "DEC_BIG": SLOT_DEC_BIG, "TS_BIG": SLOT_TS_BIG, "ARRAY": SLOT_ARRAY, "MAP": SLOT_MAP}
+          "DEC_BIG": SLOT_DEC_BIG, "TS_BIG": SLOT_TS_BIG, "ARRAY": SLOT_ARRAY, "MAP": SLOT_MAP,
+          "BLOB": SLOT_BLOB}
 """The ABI's slot kind of each BinaryRowData layout a type declares (``LogicalType.row_slot``)."""
 
 
@@ -237,6 +239,8 @@ def compile_migration_program(plan: Any) -> RowProgram:
             rows[me][COL_END] = len(rows)
 
     visit_row(plan, -1, -1, "", FLAG_VERBATIM if plan.is_identity else 0, plan.new_type)
+    if any(r[COL_KIND] == SLOT_BLOB for r in rows):
+        raise NotByteRemappable("a RAW data-view placeholder: migrated per value")
     return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, PROGRAM_COLUMNS), paths, types)
 
 
