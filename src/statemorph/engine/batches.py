@@ -56,7 +56,7 @@ def _serializer(data: bytes) -> Any:
 
 
 def _column_index(schema: pa.Schema, column: str) -> int:
-    i = schema.get_field_index(column)
+    i: int = schema.get_field_index(column)
     if i < 0:
         raise StatemorphError(f"batch has no column {column!r} (columns: {', '.join(schema.names)})")
     return i

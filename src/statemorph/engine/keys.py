@@ -80,7 +80,8 @@ def java_hash_codes(keys: pa.Array, key_serializer: Any) -> np.ndarray:
         raise SerializationError(f"keys must not be null ({keys.null_count} null keys)")
     name = type(key_serializer).__name__
     if name in ("IntSerializer", "ShortSerializer", "ByteSerializer"):
-        return keys.to_numpy(zero_copy_only=False).astype(np.int64).astype(np.uint32)
+        ints: np.ndarray = keys.to_numpy(zero_copy_only=False).astype(np.int64).astype(np.uint32)
+        return ints
     if name == "LongSerializer":
         return _long_hash(keys.to_numpy(zero_copy_only=False))
     if name == "BooleanSerializer":

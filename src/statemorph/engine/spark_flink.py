@@ -228,7 +228,7 @@ def split_stream_jobs(spark: Any, src: Source, shipped: Mapping[tuple[int, str],
             by_job[p[0]].append(p)
         assemble = [(job, {s: shipped[(job.op_index, s)] for s in job.states}, by_job[i])
                     for i, job in enumerate(jobs)]
-        results = sc.parallelize(assemble, len(assemble)).map(_AssembleTask(src, target)).collect()
+        results: list[Any] = sc.parallelize(assemble, len(assemble)).map(_AssembleTask(src, target)).collect()
         if parts:
             remove_scratch(target)
         return results
