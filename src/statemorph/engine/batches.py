@@ -221,7 +221,7 @@ def _namespace_columns(snapshot_data: bytes | None) -> tuple[Any, list[str]]:
     if snapshot_data is None:
         return None, []
     ser = _serializer(snapshot_data)
-    if type(ser).__name__ in ("VoidNamespaceSerializer", "GlobalWindowSerializer"):
+    if type(ser).declared("VALUELESS", False):  # the void namespace, the one global window
         return None, []
     return ser, window_column_names(ser)
 
@@ -433,7 +433,7 @@ class StateEncoder:
             if pa.types.is_binary(col.type) and not pa.types.is_binary(arrow_type_for(ser)):
                 return _raw_namespaces(col, ser.get_length(), self.namespace_col)
             return encode_column(col, ser, threads=self.threads)
-        if type(ser).__name__ in ("VoidNamespaceSerializer", "GlobalWindowSerializer"):  # one namespace only
+        if type(ser).declared("VALUELESS", False):  # one namespace only (void, the global window)
             return pa.array([ser.to_bytes(None)] * batch.num_rows, pa.binary())
         raise UsageError(f"{type(ser).__name__} namespaces come from the column(s) "
                          f"{', '.join(repr(n) for n in names or [self.namespace_col])}, which the data lacks")

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import SerializationError
-from ..keyed.keygroups import binary_row_hash, hasher_for_serializer, is_row_data_serializer
+from ..keyed.keygroups import binary_row_hash, hasher_for_serializer, is_row_data_serializer, key_hash_of
 
 
 def _rotl(v: np.ndarray, n: int) -> np.ndarray:
@@ -78,15 +78,15 @@ def java_hash_codes(keys: pa.Array, key_serializer: Any) -> np.ndarray:
         keys = keys.combine_chunks()
     if keys.null_count:
         raise SerializationError(f"keys must not be null ({keys.null_count} null keys)")
-    name = type(key_serializer).__name__
-    if name in ("IntSerializer", "ShortSerializer", "ByteSerializer"):
+    kind = key_hash_of(key_serializer)  # the Java hashCode the serializer's class declares
+    if kind == "int":
         ints: np.ndarray = keys.to_numpy(zero_copy_only=False).astype(np.int64).astype(np.uint32)
         return ints
-    if name == "LongSerializer":
+    if kind == "long":
         return _long_hash(keys.to_numpy(zero_copy_only=False))
-    if name == "BooleanSerializer":
+    if kind == "boolean":
         return np.where(keys.to_numpy(zero_copy_only=False), 1231, 1237).astype(np.uint32)
-    if name == "StringSerializer":
+    if kind == "string":
         if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
             keys = pc.cast(keys, pa.string())
         return _string_hash(keys)

@@ -130,7 +130,8 @@ _HASHERS: dict[str, KeyHasher] = {
 """Each Java ``hashCode`` a serializer class may declare for its keys (``TypeSerializer.KEY_HASH``)."""
 
 
-def _key_hash(key_serializer: Any) -> str:
+def key_hash_of(key_serializer: Any) -> str:
+    """The Java ``hashCode`` its class declares for its keys (``TypeSerializer.KEY_HASH``), "" if none."""
     return str(getattr(type(key_serializer), "KEY_HASH", ""))
 
 
@@ -142,7 +143,7 @@ def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
     hash is not reproducible here (arrays and enums hash by identity in Java; composite keys) need
     an explicit ``key_hasher``.
     """
-    h = _HASHERS.get(_key_hash(key_serializer))
+    h = _HASHERS.get(key_hash_of(key_serializer))
     if h is not None:
         return h
     if is_row_data_serializer(key_serializer):
@@ -163,13 +164,13 @@ def hasher_for_serializer(key_serializer: Any) -> KeyHasher:
 
 def is_row_data_serializer(key_serializer: Any) -> bool:
     """RowData keys (Flink SQL): their bytes are length-prefixed BinaryRowData."""
-    return _key_hash(key_serializer) == "binary_row"
+    return key_hash_of(key_serializer) == "binary_row"
 
 
 def has_java_hash(key_serializer: Any) -> bool:
     """Whether :func:`hasher_for_serializer` knows the Java ``hashCode`` of ``key_serializer``'s
     keys (what re-assigning them to key groups needs), so callers can refuse before any work."""
-    return is_row_data_serializer(key_serializer) or _key_hash(key_serializer) in _HASHERS
+    return is_row_data_serializer(key_serializer) or key_hash_of(key_serializer) in _HASHERS
 
 
 def assign_to_key_group(key_hash: int, max_parallelism: int) -> int:
@@ -241,6 +242,7 @@ __all__ = [
     "binary_row_hash",
     "has_java_hash",
     "is_row_data_serializer",
+    "key_hash_of",
     "check_max_parallelism",
     "hasher_for_serializer",
     "java_boolean_hash",
