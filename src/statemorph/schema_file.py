@@ -79,6 +79,7 @@ from .types import (
     escape_identifier,
     parse_type,
 )
+from .typeutils import describe_serializer
 
 FORMAT_VERSION = 1
 KINDS = ("value", "list", "map")
@@ -471,14 +472,6 @@ def _datastream_table() -> dict[str, Any]:
     return {sql: cls for cls in SERIALIZER_CLASSES for sql in cls.declared("DATASTREAM_OF", ())}
 
 
-def describe_serializer(ser: Any) -> str:
-    """A serializer as its Flink SQL type where one exists (``ROW<...>``, ``BIGINT``, ``ARRAY<INT>``;
-    a POJO as ``POJO <class> ROW<fields>``), otherwise its class name with the SQL types of what it
-    nests (each class's ``describe_type``); used by ``statemorph inspect``."""
-    describe = getattr(ser, "describe_type", None)
-    return str(describe()) if describe is not None else type(ser).__name__
-
-
 __all__ = [
     "FAMILIES",
     "FORMAT_VERSION",
@@ -487,7 +480,6 @@ __all__ = [
     "SchemaFileError",
     "StateSchema",
     "datastream_serializer",
-    "describe_serializer",
     "family_of",
     "load_schema",
     "parse_schema",

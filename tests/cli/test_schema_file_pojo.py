@@ -12,9 +12,9 @@ from statemorph import arrow
 from statemorph import serializers as S
 from statemorph.bulk.capabilities import remap_program
 from statemorph.migration import migrate_bytes
-from statemorph.schema_file import SchemaFileError, describe_serializer, parse_schema, serializer_for
+from statemorph.schema_file import SchemaFileError, parse_schema, serializer_for
 from statemorph.serializers.pojo import PojoField, PojoSerializer
-from statemorph.typeutils import read_versioned_snapshot, write_versioned_snapshot
+from statemorph.typeutils import describe_serializer, read_versioned_snapshot, write_versioned_snapshot
 
 CLASS = "com.acme.Profile"
 V2 = "ROW<id BIGINT NOT NULL, name STRING, `count` INT NOT NULL, score DOUBLE NOT NULL>"

@@ -10,7 +10,8 @@ from typing import Any
 from ..engine.formats import Descriptors, SavepointPlan, format_of
 from ..engine.plan import StatePlan
 from ..errors import ExitCode
-from ..schema_file import describe_serializer, load_schema
+from ..schema_file import load_schema
+from ..typeutils import describe_serializer
 from .output import SAVEPOINT_HELP, Console, common_options
 
 RESULTS = {ExitCode.OK: "as_is", ExitCode.MIGRATION_NEEDED: "migration_needed",

@@ -27,8 +27,7 @@ from ..savepoint.flink.operator_ids import find_operator, naming
 from ..savepoint.flink.operator_state_migrate import OperatorStatesDescription, describe_operator_states_of
 from ..savepoint.flink.operator_state_read import describe_operator_states, operator_state_table
 from ..savepoint.storage import Location
-from ..schema_file import describe_serializer
-from ..typeutils import SnapshotRegistry
+from ..typeutils import SnapshotRegistry, describe_serializer
 from .flink_ranges import read_flink_state, read_flink_state_schema, value_migration
 from .plan import MIGRATE, RewritePlan, StateDocument, StatePlan, plan_rewrite
 from .spark_flink import split_copy_jobs, split_stream_jobs

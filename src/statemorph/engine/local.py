@@ -26,9 +26,8 @@ from ..savepoint.files import SavepointDir, SeenFiles
 from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras, StateMetadata
 from ..savepoint.parquet.reader import iter_state_batches, read_metadata
 from ..savepoint.parquet.writer import SavepointWriter, StateWriter
-from ..schema_file import describe_serializer
 from ..state.descriptors import StateDescriptor
-from ..typeutils import TypeSerializerSnapshot
+from ..typeutils import TypeSerializerSnapshot, describe_serializer
 from .batches import ColumnMigrator, StateDecoder, StateEncoder
 from .plan import COPY, KEEP, MIGRATE, RewritePlan, StatePlan, plan_rewrite
 

@@ -17,6 +17,7 @@ from .serializer import (
     SchemaCompatibility,
     TypeSerializer,
     TypeSerializerSnapshot,
+    describe_serializer,
 )
 from .simple_snapshot import SimpleTypeSerializerSnapshot
 from .versioned import (
@@ -34,7 +35,7 @@ __all__ = [
     "SERIALIZER_CLASSES", "BulkKernel", "CompatibilityType",
     "CompositeTypeSerializerSnapshot", "DEFAULT_REGISTRY", "ENVELOPE_VERSION",
     "IntermediateCompatibility", "MAX_NESTING_DEPTH", "SchemaCompatibility", "SimpleTypeSerializerSnapshot",
-    "SnapshotRegistry", "TypeSerializer", "TypeSerializerSnapshot", "read_nested_snapshots",
+    "SnapshotRegistry", "TypeSerializer", "TypeSerializerSnapshot", "describe_serializer", "read_nested_snapshots",
     "read_serializer_snapshot", "read_versioned_snapshot", "read_versioned_snapshot_from",
     "register_snapshot", "write_nested_snapshots", "write_serializer_snapshot", "write_versioned_snapshot",
     "write_versioned_snapshot_to",

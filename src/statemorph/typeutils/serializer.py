@@ -357,5 +357,13 @@ class TypeSerializerSnapshot(ABC):
         return f"{type(self).__name__}(v{self.VERSION})"
 
 
+def describe_serializer(ser: Any) -> str:
+    """A serializer as its Flink SQL type where one exists (``ROW<...>``, ``BIGINT``, ``ARRAY<INT>``;
+    a POJO as ``POJO <class> ROW<fields>``), otherwise its class name with the SQL types of what it
+    nests (each class's ``describe_type``); used by ``statemorph inspect``."""
+    describe = getattr(ser, "describe_type", None)
+    return str(describe()) if describe is not None else type(ser).__name__
+
+
 __all__ = ["SERIALIZER_CLASSES", "BulkKernel", "CompatibilityType", "SchemaCompatibility", "TypeSerializer",
-           "TypeSerializerSnapshot"]
+           "TypeSerializerSnapshot", "describe_serializer"]

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ... import arrow
 from ...errors import FlinkSavepointError, StatemorphError
+from ...typeutils import describe_serializer
 from .envelope import Snapshot
 from .handles import DISTRIBUTION_MODES
 from .keyed_header import VALUE_SERIALIZER, StateMetaInfo
@@ -28,8 +29,6 @@ KIND_OF_MODE = {"SPLIT_DISTRIBUTE": "operator-list", "UNION": "union-list", "BRO
 
 def type_text(snap: Snapshot | None) -> str | None:
     """The serializer a snapshot restores in Flink SQL syntax, else its snapshot class's short name."""
-    from ...schema_file import describe_serializer
-
     if snap is None:
         return None
     if snap.parsed is not None:
