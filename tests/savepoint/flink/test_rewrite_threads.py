@@ -1,6 +1,7 @@
 """Which thread does what in the Flink rewrite (issue 22): the caller of ``migrated_blocks`` (the
 thread that writes the stream) only receives finished bytes; every per-key-group step (read,
-decompress, scan, gather + migrate, rebuild, compress) runs elsewhere."""
+decompress, scan, gather + migrate, rebuild, compress) runs elsewhere, and the Snappy decoding of a
+sliced key group's pieces is not left to the one thread that cuts the slices."""
 
 from __future__ import annotations
 
@@ -33,10 +34,12 @@ def _compressed_case() -> Path:
 @pytest.mark.parametrize("slice_bytes", [1 << 30, 100], ids=["whole", "sliced"])
 def test_the_writing_thread_only_receives_finished_bytes(monkeypatch: pytest.MonkeyPatch, slice_bytes: int) -> None:
     ran: dict[str, set[int]] = defaultdict(set)
+    names: dict[str, set[str]] = defaultdict(set)
 
     def traced(step: str, fn: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             ran[step].add(threading.get_ident())
+            names[step].add(threading.current_thread().name)
             return fn(*args, **kwargs)
         return wrapper
 
@@ -60,3 +63,5 @@ def test_the_writing_thread_only_receives_finished_bytes(monkeypatch: pytest.Mon
     steps = {"migrate", "rebuild", "compress"} | ({"read", "scan"} if slice_bytes > 1 << 20 else {"slice"})
     assert steps <= ran.keys(), ran.keys()
     assert all(writer not in threads for threads in ran.values()), {s: writer in t for s, t in ran.items()}
+    # a sliced key group is cut on the prefetch thread, but its pieces are decoded by a pool ahead of it
+    assert not any(n.startswith("statemorph-prefetch") for n in names["decompress"]), names["decompress"]
