@@ -7,6 +7,7 @@ Why: chunked arrays keep their chunking, threads never share a validity byte, an
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +22,20 @@ from .inputs import as_arrow
 from .row_errors import BulkResult, finish, rerouted
 
 MAX32 = (1 << 31) - 1
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the OS has one (a container or
+    ``taskset`` limits it), else every core of the machine. Why: a thread count that defaults to a
+    fixed number leaves most of a large machine idle, and one past the affinity only adds
+    switching."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+DEFAULT_THREADS = usable_cores()
+"""Every worker-thread count that defaults (the local engine, the readers, ``--threads``)."""
 
 
 def pooled(count: int, dtype: Any = np.uint8) -> np.ndarray:

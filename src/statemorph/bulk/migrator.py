@@ -56,6 +56,7 @@ class PreparedMigration:
         growth = {"rowdata": row_growth, "pojo": plans.pojo_growth, "avro": plans.avro_growth}.get(self.kernel)
         self.growth = growth(self.prog.matrix) if growth is not None and self.prog is not None else 0
         self._reference: tuple[Any, Any, bool] | None = None
+        self._code: Any = None  # the machine code compiled ahead (held: it owns the code's memory)
 
     def reference(self) -> tuple[Any, Any, bool]:
         """(old serializer, target serializer, as is) of the per-value reference, on first use."""
@@ -63,6 +64,14 @@ class PreparedMigration:
             prior = self.prior_snapshot.restore_serializer()
             self._reference = (prior, *resolved_target(self.compat, self.new_serializer))
         return self._reference
+
+    def compile_machine_code(self) -> None:
+        """Compile the plan's machine code now (a RowData plan on the compiled tier, where
+        ``llvmlite`` is there): an engine calls this before its worker threads start, so the
+        first batches do not wait on LLVM (about 0.1-1 s, and every worker that reached it at once
+        compiled it again). Later batches find it in :mod:`~statemorph.kernels.jit`'s cache."""
+        if self.kernel == "rowdata" and self.prog is not None and tiers.current().name == "native":
+            self._code = jit.plan_code(self.prog.matrix)
 
     def __call__(self, binary_array: Any, *, threads: int = 1, on_error: str = "raise") -> BulkResult:
         k = tiers.current()

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..bulk.chunks import DEFAULT_THREADS
 from ..engine.formats import Local, MigrateReport, OnSpark, format_of
 from ..engine.spark import session
 from ..engine.spark_jvm import new_log, spark_failure
@@ -46,10 +47,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         if args.engine == "spark":
             report = _with_spark(args, out, lambda spark: fmt.rewrite(
                 args.savepoint, args.out, descriptors, on_error=args.on_error,
-                runner=OnSpark(spark, threads=args.threads)))
+                runner=OnSpark(spark, threads=args.threads or OnSpark.threads)))
         else:
             report = fmt.rewrite(args.savepoint, args.out, descriptors, on_error=args.on_error, progress=bar,
-                                 runner=Local(threads=args.threads))
+                                 runner=Local(threads=args.threads or DEFAULT_THREADS))
     finally:
         bar.finish()
     out.emit({**report.to_dict(), "exit_status": int(ExitCode.OK)})
@@ -119,7 +120,9 @@ def add_parser(sub: Any) -> None:
                    help="local: threads on this machine (the default); spark: Spark tasks (needs the spark "
                         "extra; every executor must see SAVEPOINT and DST at the same path)")
     s.add_argument("--master", default="local[2]", help="Spark master (with --engine spark), default local[2]")
-    s.add_argument("--threads", type=positive_int, default=2, help="local engine threads (default 2)")
+    s.add_argument("--threads", type=positive_int, default=None,
+                   help=f"worker threads: local engine, default the usable cores ({DEFAULT_THREADS} here); "
+                        f"spark engine, per task, default {OnSpark.threads}")
     s.add_argument("--on-error", choices=MIGRATE_ON_ERROR, default="raise",
                    help="a value that cannot be read: stop (raise, the default), or drop that entry and report "
                         "the count (skip)")

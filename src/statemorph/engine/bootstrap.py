@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..bulk.chunks import DEFAULT_THREADS
 from ..errors import FlinkSavepointError, UsageError
 from ..keyed.keygroups import check_max_parallelism
 from ..keyed.namespace import VoidNamespaceSerializer
@@ -349,7 +350,7 @@ def _header_bytes(key_serializer: Any, states: Mapping[str, StateData], compress
 def write_flink_savepoint(dst: str | os.PathLike[str], *, operator: str, key_serializer: Any,
                           states: Mapping[str, StateData], max_parallelism: int = 128, parallelism: int = 1,
                           compression: bool = False, inline_threshold: int = DEFAULT_INLINE_THRESHOLD,
-                          threads: int = 2, spark: Any = None, tasks: int | None = None,
+                          threads: int = DEFAULT_THREADS, spark: Any = None, tasks: int | None = None,
                           base: str | os.PathLike[str] | None = None) -> BootstrapReport:
     """Write the new Flink savepoint ``dst`` holding one keyed operator with uid ``operator``
     and the given ``states`` (name → :class:`StateData`), as Flink would have written it at

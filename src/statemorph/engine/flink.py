@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..bulk.chunks import DEFAULT_THREADS
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StatemorphError, UsageError
 from ..savepoint.flink import FlinkSavepoint, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
@@ -187,7 +188,8 @@ def _name(path: str | os.PathLike[str] | Location) -> str:
 
 
 def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | os.PathLike[str] | Location,
-                            new_descriptors: OperatorDescriptors, *, threads: int = 2, on_error: str = "raise",
+                            new_descriptors: OperatorDescriptors, *, threads: int = DEFAULT_THREADS,
+                            on_error: str = "raise",
                             registry: SnapshotRegistry | None = None, spark: Any = None,
                             tasks: int | None = None) -> FlinkMigrateReport:
     """Write ``dst``: Flink savepoint ``src`` with every state the plan migrates in its new
@@ -244,7 +246,7 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
 
 
 def read_flink_state_table(path: str | os.PathLike[str], operator: str, state: str, *, decode: bool = True,
-                           threads: int = 2, registry: SnapshotRegistry | None = None,
+                           threads: int = DEFAULT_THREADS, registry: SnapshotRegistry | None = None,
                            reader: type[FlinkSavepoint] = FlinkSavepoint) -> pa.Table:
     """:func:`read_flink_state` as one Arrow table."""
     return pa.Table.from_batches(list(read_flink_state(path, operator, state, decode=decode, threads=threads,

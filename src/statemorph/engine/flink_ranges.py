@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from .. import arrow
 from ..bulk import PreparedMigration
+from ..bulk.chunks import DEFAULT_THREADS
 from ..errors import SavepointError
 from ..savepoint.flink import FlinkSavepoint, flink_state_schema
 from ..savepoint.flink.description import describe_operators, find_keyed_operator
@@ -29,8 +30,10 @@ def value_migration(prior_snapshot: TypeSerializerSnapshot,
                     new_serializer: TypeSerializer[Any]) -> ValueMigration:
     """One batch of values through the bulk kernels, on the calling thread: the rewriter runs
     its key groups on ``threads`` worker threads already. Resolved once here, not per batch (a
-    large key group comes as many slices, each a batch)."""
+    large key group comes as many slices, each a batch), and its machine code compiled here,
+    before those workers start (:meth:`PreparedMigration.compile_machine_code`)."""
     prepared = PreparedMigration(prior_snapshot, new_serializer)
+    prepared.compile_machine_code()  # here, before the rewriter's workers start
 
     def migrate(values: pa.BinaryArray) -> pa.Array:
         return prepared(values, threads=1).values
@@ -39,7 +42,7 @@ def value_migration(prior_snapshot: TypeSerializerSnapshot,
 
 
 def read_flink_state(path: str | os.PathLike[str] | Location, operator: str, state: str, *, decode: bool = True,
-                     threads: int = 2, registry: SnapshotRegistry | None = None,
+                     threads: int = DEFAULT_THREADS, registry: SnapshotRegistry | None = None,
                      key_groups: range | None = None,
                      reader: type[FlinkSavepoint] = FlinkSavepoint) -> Iterator[pa.RecordBatch]:
     """One keyed state (or timer queue) of one operator as record batches: the binary columns of

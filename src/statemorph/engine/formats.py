@@ -28,6 +28,7 @@ from typing import Any, ClassVar, cast
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from ..bulk.chunks import DEFAULT_THREADS
 from ..errors import NotASavepointError, SavepointNotFoundError, UsageError
 from ..savepoint.description import StateDescription
 from ..savepoint.flink import FlinkSavepoint, is_flink_savepoint
@@ -93,7 +94,7 @@ class Local:
     replacement of the migration step, for benchmarks) apply to the Parquet form, whose rewrite
     runs batch by batch; a Flink savepoint is rewritten key group by key group."""
 
-    threads: int = 2
+    threads: int = DEFAULT_THREADS
     batch_size: int = DEFAULT_BATCH
     transform: TransformFactory | None = None
 
@@ -377,7 +378,7 @@ def _local(path: SavepointPath) -> str | os.PathLike[str]:
 # -- the API's entry points: the format decides, the caller chose the runner ------------------------
 
 def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], new_descriptors: Descriptors, *,
-                      threads: int = 2, batch_size: int = DEFAULT_BATCH, on_error: str = "raise",
+                      threads: int = DEFAULT_THREADS, batch_size: int = DEFAULT_BATCH, on_error: str = "raise",
                       progress: Progress | None = None, transform: TransformFactory | None = None) -> MigrateReport:
     """Rewrite savepoint ``src`` into a new savepoint ``dst`` for the new descriptors, on this
     machine (:meth:`SavepointFormat.rewrite` of :func:`format_of` ``src``).

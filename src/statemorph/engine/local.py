@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..bulk.chunks import DEFAULT_THREADS
 from ..errors import SavepointError, StatemorphError
 from ..savepoint.files import SavepointDir, SeenFiles
 from ..savepoint.parquet.format import METADATA_FILE, ExtraFile, FlinkExtras, StateMetadata
@@ -268,7 +269,7 @@ def migrate_state(src: str, w: SavepointWriter, plan: StatePlan, transform: Call
 
 def migrate_parquet_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str],
                               new_descriptors: Iterable[StateDescriptor] | Mapping[str, StateDescriptor], *,
-                              threads: int = 2, batch_size: int = DEFAULT_BATCH, on_error: str = "raise",
+                              threads: int = DEFAULT_THREADS, batch_size: int = DEFAULT_BATCH, on_error: str = "raise",
                               progress: Progress | None = None,
                               transform: TransformFactory | None = None) -> RewriteReport:
     """Rewrite savepoint ``src`` (the Parquet form) into a new savepoint ``dst`` for the new
@@ -358,7 +359,7 @@ def _type_of(snapshot: Callable[[], TypeSerializerSnapshot], role: str, problems
         return None
 
 
-def read_state(savepoint: str | os.PathLike[str], state: str, *, flatten: bool = True, threads: int = 2,
+def read_state(savepoint: str | os.PathLike[str], state: str, *, flatten: bool = True, threads: int = DEFAULT_THREADS,
                batch_size: int = DEFAULT_BATCH) -> Iterator[pa.RecordBatch]:
     """Stream one state's entries decoded into typed columns (see :class:`StateDecoder`)."""
     meta = read_metadata(savepoint)
@@ -369,7 +370,7 @@ def read_state(savepoint: str | os.PathLike[str], state: str, *, flatten: bool =
 
 
 def read_state_table(savepoint: str | os.PathLike[str], state: str, *, flatten: bool = True,
-                     threads: int = 2) -> pa.Table:
+                     threads: int = DEFAULT_THREADS) -> pa.Table:
     """One state's entries decoded, as one Arrow table."""
     meta = read_metadata(savepoint)
     dec = StateDecoder.for_state(meta.state(state), flatten=flatten, threads=threads)
@@ -381,7 +382,7 @@ def read_state_table(savepoint: str | os.PathLike[str], state: str, *, flatten: 
 def write_state(dst: str | os.PathLike[str], data: pa.Table | Iterable[pa.RecordBatch], *, name: str,
                 key_serializer: Any, value_serializer: Any, kind: str = "value", user_key_serializer: Any = None,
                 max_parallelism: int = 128, key: str = "key", value: str | list[str] = "value",
-                user_key: str = "user_key", index: str = "index", threads: int = 2,
+                user_key: str = "user_key", index: str = "index", threads: int = DEFAULT_THREADS,
                 progress: Progress | None = None) -> Path:
     """Bootstrap: build a savepoint with one state from typed Arrow data, encoded in bulk."""
     enc = StateEncoder(key_serializer, value_serializer, max_parallelism=max_parallelism, kind=kind, key=key,

@@ -12,6 +12,7 @@ rewriter's memory does not follow the key group's size. Slicing must change noth
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,10 +39,20 @@ from statemorph.savepoint.flink.snappy import compress_key_group, framed_raw_siz
 N_STATES = 3
 
 
-def _slices(data: bytes, compressed: bool, slice_bytes: int) -> list[ScannedGroup]:
+_POOL = ThreadPoolExecutor(max_workers=2)  # decompressing a sliced key group's pieces ahead (as migrated_blocks does)
+
+
+def _slices(data: bytes, compressed: bool, slice_bytes: int, pooled: bool = False) -> list[ScannedGroup]:
     stored = compress_key_group(data) if compressed else data
     return list(scan_slices(InlineStream(stored, "sp"), KeyGroupExtent(7, 0, len(stored)), compressed, N_STATES,
-                            "sp", slice_bytes))
+                            "sp", slice_bytes, None, _POOL if pooled else None, 3))
+
+
+def _cuts(slices: list[ScannedGroup] | FlinkSavepointError) -> Any:
+    """What two ways of cutting must agree on: every slice's bytes and place, or the error."""
+    if isinstance(slices, FlinkSavepointError):
+        return str(slices)
+    return [(bytes(memoryview(g.buf)[:g.end]), g.skip, g.first, g.val_pos.tolist()) for g in slices]
 
 
 runs = st.lists(
@@ -146,6 +157,11 @@ def test_a_damaged_key_group_is_refused_in_slices_exactly_when_whole(spec: Any, 
     assert isinstance(sliced, FlinkSavepointError) == isinstance(whole, FlinkSavepointError), (whole, sliced)
     if not isinstance(whole, FlinkSavepointError):
         assert isinstance(sliced, list) and scanned_entries(sliced) == scanned_entries(whole)
+    try:
+        ahead: list[ScannedGroup] | FlinkSavepointError = _slices(bad, compressed, slice_bytes, pooled=True)
+    except FlinkSavepointError as e:
+        ahead = e
+    assert _cuts(ahead) == _cuts(sliced)  # decompressed on threads ahead: the same slices, the same error
 
 
 @given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.integers(1, 600)), min_size=1, max_size=6))
@@ -167,12 +183,13 @@ def test_a_damaged_snappy_chunk_in_a_later_piece_is_refused() -> None:
     data = _group([(0, [(bytes([1, i % 100]), bytes(range(256)) * 3) for i in range(400)])])
     stored = bytearray(compress_key_group(data))
     stored[-20] ^= 0xFF  # inside the last chunk: its CRC no longer matches
-    with pytest.raises(FlinkSavepointError, match="Snappy"):
-        list(scan_slices(InlineStream(bytes(stored), "sp"), KeyGroupExtent(7, 0, len(stored)), True, N_STATES,
-                         "sp", 100))
-    with pytest.raises(FlinkSavepointError, match="runs past"):
-        list(scan_slices(InlineStream(bytes(stored[:-3]), "sp"), KeyGroupExtent(7, 0, len(stored) - 3), True,
-                         N_STATES, "sp", 100))
+    for pool in (None, _POOL):
+        with pytest.raises(FlinkSavepointError, match="Snappy"):
+            list(scan_slices(InlineStream(bytes(stored), "sp"), KeyGroupExtent(7, 0, len(stored)), True, N_STATES,
+                             "sp", 100, None, pool, 4))
+        with pytest.raises(FlinkSavepointError, match="runs past"):
+            list(scan_slices(InlineStream(bytes(stored[:-3]), "sp"), KeyGroupExtent(7, 0, len(stored) - 3), True,
+                             N_STATES, "sp", 100, None, pool, 4))
 
 
 def _grow(values: pa.Array) -> pa.Array:

@@ -15,9 +15,11 @@ end mark are the source's bytes, so the result is byte-identical to the per-entr
 Key groups are independent, so consecutive ones are handed to worker threads in units
 (:func:`migrated_blocks`), each unit read, decompressed, scanned, migrated, rebuilt and
 compressed by one thread (the codec, the kernels and file reads release the GIL), while the
-caller writes the finished units in order. A key group too large to hold whole is cut into
-slices at entry boundaries first (:mod:`.key_group_scan`), and its slices are units of their own,
-so memory does not grow with the key groups, and so with the entry count.
+caller writes the finished units in order (and does nothing else). A key group too large to hold
+whole is cut into slices at entry boundaries first (:mod:`.key_group_scan`), and its slices are
+units of their own, so memory does not grow with the key groups, and so with the entry count. The
+cut is sequential (a slice starts where the previous one's last whole entry ends): one prefetch
+thread copies and scans, while a pool of ``workers`` threads decodes the Snappy pieces ahead of it.
 
 A key group or a list value the kernels refuse is handed to the per-entry reader
 (``parse_key_group``, ``StateLayout.split_list``), which raises the precise error.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,10 +109,10 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         out += encoded(rw)
         return out
 
-    def units() -> Iterator[list[KeyGroupExtent | ScannedGroup]]:
+    def units(pool: ThreadPoolExecutor | None) -> Iterator[list[KeyGroupExtent | ScannedGroup]]:
         """Small key groups together up to ``UNIT_BYTES`` stored, read by the worker; a large one
         cut into slices here (the cut needs the previous slice's end; with workers, on the prefetch
-        thread, ahead of them), one slice per unit."""
+        thread, ahead of them, while ``pool`` decompresses its pieces), one slice per unit."""
         unit: list[KeyGroupExtent | ScannedGroup] = []
         size = 0
         scratch = ScanArrays()
@@ -118,7 +121,8 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
                 if unit:
                     yield unit
                     unit, size = [], 0
-                for piece in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes, scratch):
+                for piece in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes, scratch,
+                                         pool, 2 * workers):
                     yield [piece]
                 continue
             unit.append(ext)
@@ -129,8 +133,13 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         if unit:
             yield unit
 
-    for blocks in ordered_map(unit, prefetched(units(), 2) if workers > 1 else units(), workers):
-        yield from blocks
+    if workers <= 1:
+        for blocks in ordered_map(unit, units(None), workers):
+            yield from blocks
+    else:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="statemorph-unframe") as pool:
+            for blocks in ordered_map(unit, prefetched(units(pool), 2), workers):
+                yield from blocks
     if migrated is not None:
         for rw in rewriters:
             for sid, n in rw.migrated.items():

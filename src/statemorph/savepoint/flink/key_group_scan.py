@@ -14,7 +14,9 @@ rebuild a slice as they do a whole key group, and each slice is an independent p
 from __future__ import annotations
 
 import functools
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -196,15 +198,23 @@ def scanned_groups(source: StreamSource, extents: Iterable[KeyGroupExtent], comp
 
 
 def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
-                slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None) -> Iterator[ScannedGroup]:
+                slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None,
+                pool: Executor | None = None, ahead: int = 0) -> Iterator[ScannedGroup]:
     """One key group as slices of about ``slice_bytes`` uncompressed bytes (more only when a
     single entry is larger), each ending after a whole entry, the last one after the end mark.
     Memory holds one slice and one read piece, whatever the key group's size; ``scratch`` keeps
-    the scan's arrays from one key group to the next."""
+    the scan's arrays from one key group to the next.
+
+    With ``pool`` a compressed key group's pieces are decompressed on its threads, up to
+    ``ahead`` pieces ahead of the scan (:func:`_decompressed_ahead`): the cut (which needs the
+    previous slice's end) then only copies and scans, and the Snappy decoding, most of a slice's
+    cost before its migration, runs in parallel. The slices are the same either way."""
     where = f"{where} key group {ext.key_group}"
     # a compressed piece decompresses to a few times its size: read less of it at a time
     read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
     pieces = _stored_pieces(source, ext, compressed, where, read)
+    if pool is not None and compressed and ahead > 0:
+        pieces = _decompressed_ahead(pieces, pool, ahead)
     scratch = scratch or ScanArrays()
     carry: Any = b""  # the bytes after the previous slice's last whole entry
     run = -1  # the state whose run the carry continues (-1: the carry starts with a state id)
@@ -323,6 +333,47 @@ def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, 
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
                                   f"{len(carry)} bytes runs past the key group's end")
+
+
+Piece = tuple[Callable[[np.ndarray], None], int]
+"""A piece of a key group: the function that writes its uncompressed bytes into its place, and
+their number."""
+
+
+def _decompressed_ahead(pieces: Iterator[Piece], pool: Executor, ahead: int) -> Iterator[Piece]:
+    """``pieces``, each decompressed on ``pool`` into a buffer of its own up to ``ahead`` pieces
+    before it is asked for; asking copies the buffer into its place. Errors come where they did
+    without the pool: a piece's decoding error when that piece is written, an error of the stored
+    bytes (a chunk past the end) when the piece after the last good one is asked for."""
+    pending: deque[tuple[Future[None], np.ndarray, int]] = deque()
+    failed: BaseException | None = None
+
+    def copy(done: Future[None], buf: np.ndarray, out: np.ndarray) -> None:
+        done.result()
+        out[:] = buf
+
+    try:
+        while True:
+            while failed is None and len(pending) < ahead:
+                try:
+                    piece = next(pieces, None)
+                except FlinkSavepointError as e:
+                    failed = e
+                    break
+                if piece is None:
+                    break
+                fill, n = piece
+                buf = pooled(n)
+                pending.append((pool.submit(fill, buf), buf, n))
+            if not pending:
+                if failed is not None:
+                    raise failed
+                return
+            done, buf, n = pending.popleft()
+            yield functools.partial(copy, done, buf), n
+    finally:
+        for done, _, _ in pending:
+            done.cancel()
 
 
 def _read_into(source: StreamSource, offset: int, what: str, out: np.ndarray) -> None:
