@@ -35,34 +35,10 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from . import types
 from .errors import MalformedDataError, SerializationError
 from .row import Row, RowKind, row_kind_of
-from .types import (
-    ArrayType,
-    BigIntType,
-    BinaryType,
-    BooleanType,
-    CharType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
-    LocalZonedTimestampType,
-    LogicalType,
-    LogicalTypeVisitor,
-    MapType,
-    MultisetType,
-    RawType,
-    RowType,
-    SmallIntType,
-    Timestamp,
-    TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
-)
+from .types import Timestamp
 
 _I8 = struct.Struct("<b")
 _I16 = struct.Struct("<h")
@@ -123,7 +99,7 @@ class _Ctx:
         return MalformedDataError(f"{where}{message} (at byte offset {self.origin + offset})")
 
 
-def _bad_value(path: str, t: LogicalType, value: Any, why: str = "") -> SerializationError:
+def _bad_value(path: str, t: types.LogicalType, value: Any, why: str = "") -> SerializationError:
     where = path or "value"
     extra = f": {why}" if why else ""
     return SerializationError(f"{where}: cannot write {type(value).__name__} {value!r:.80} as {t}{extra}")
@@ -142,9 +118,9 @@ class Codec:
     the absolute start of the enclosing structure (offsets are relative to it)."""
 
     width = 8
-    type: LogicalType
+    type: types.LogicalType
 
-    def __init__(self, t: LogicalType) -> None:
+    def __init__(self, t: types.LogicalType) -> None:
         self.type = t
 
     def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
@@ -155,7 +131,7 @@ class Codec:
 
 
 class _IntCodec(Codec):
-    def __init__(self, t: LogicalType, fmt: struct.Struct, bits: int) -> None:
+    def __init__(self, t: types.LogicalType, fmt: struct.Struct, bits: int) -> None:
         super().__init__(t)
         self.fmt = fmt
         self.width = fmt.size
@@ -302,7 +278,7 @@ def _append_var(buf: bytearray, slot: int, data: bytes | bytearray, reserve: int
 class _BytesLikeCodec(Codec):
     """CHAR/VARCHAR (UTF-8) and BINARY/VARBINARY: inline when ≤ 7 bytes."""
 
-    def __init__(self, t: LogicalType, is_string: bool) -> None:
+    def __init__(self, t: types.LogicalType, is_string: bool) -> None:
         super().__init__(t)
         self.is_string = is_string
 
@@ -373,7 +349,7 @@ def _no_inline(ctx: _Ctx, path: str, slot: int, what: str) -> None:
 
 
 class _DecimalCodec(Codec):
-    def __init__(self, t: DecimalType) -> None:
+    def __init__(self, t: types.DecimalType) -> None:
         super().__init__(t)
         self.precision = t.precision
         self.scale = t.scale
@@ -423,11 +399,11 @@ class _DecimalCodec(Codec):
 
 
 class _TimestampCodec(Codec):
-    def __init__(self, t: TimestampType | LocalZonedTimestampType) -> None:
+    def __init__(self, t: types.TimestampType | types.LocalZonedTimestampType) -> None:
         super().__init__(t)
         self.precision = t.precision
         self.compact = t.is_compact
-        self.ltz = isinstance(t, LocalZonedTimestampType)
+        self.ltz = isinstance(t, types.LocalZonedTimestampType)
 
     def to_ts(self, value: Any, path: str) -> Timestamp:
         if isinstance(value, Timestamp):
@@ -472,7 +448,7 @@ class _TimestampCodec(Codec):
 class RowCodec(Codec):
     """A (nested) BinaryRowData."""
 
-    def __init__(self, t: RowType) -> None:
+    def __init__(self, t: types.RowType) -> None:
         super().__init__(t)
         self.names = t.field_names
         self.fields = [codec_for(f.type) for f in t.fields]
@@ -540,7 +516,7 @@ class RowCodec(Codec):
 class ArrayCodec(Codec):
     """A BinaryArrayData of one element type."""
 
-    def __init__(self, t: LogicalType, element: LogicalType) -> None:
+    def __init__(self, t: types.LogicalType, element: types.LogicalType) -> None:
         super().__init__(t)
         self.element = codec_for(element)
         self.element_nullable = element.nullable
@@ -627,10 +603,10 @@ class MapCodec(Codec):
     canonical bytes) or hold a null goes to this codec (``HAND_BACK``), for decode, migrate and
     verbatim copies alike (``kernels.rowdata_py.keys_suspect``)."""
 
-    def __init__(self, t: LogicalType, key: LogicalType, value: LogicalType) -> None:
+    def __init__(self, t: types.LogicalType, key: types.LogicalType, value: types.LogicalType) -> None:
         super().__init__(t)
-        self.keys = ArrayCodec(ArrayType(key), key)
-        self.values = ArrayCodec(ArrayType(value), value)
+        self.keys = ArrayCodec(types.ArrayType(key), key)
+        self.values = ArrayCodec(types.ArrayType(value), value)
 
     def encode(self, value: Any, path: str) -> bytearray:
         if isinstance(value, Mapping):
@@ -671,70 +647,70 @@ class MapCodec(Codec):
         return self.decode(ctx, start, n, path)
 
 
-class _CodecOf(LogicalTypeVisitor[Codec]):
+class _CodecOf(types.LogicalTypeVisitor[Codec]):
     """The codec tree of a logical type."""
 
-    def visit_other(self, t: LogicalType) -> Codec:
+    def visit_other(self, t: types.LogicalType) -> Codec:
         raise SerializationError(f"logical type {t} is not supported in RowData")
 
-    def visit_tinyint(self, t: TinyIntType) -> Codec:
+    def visit_tinyint(self, t: types.TinyIntType) -> Codec:
         return _IntCodec(t, _I8, 8)
 
-    def visit_smallint(self, t: SmallIntType) -> Codec:
+    def visit_smallint(self, t: types.SmallIntType) -> Codec:
         return _IntCodec(t, _I16, 16)
 
-    def visit_int(self, t: IntType) -> Codec:
+    def visit_int(self, t: types.IntType) -> Codec:
         return _IntCodec(t, _I32, 32)
 
-    def visit_bigint(self, t: BigIntType) -> Codec:
+    def visit_bigint(self, t: types.BigIntType) -> Codec:
         return _IntCodec(t, _I64, 64)
 
-    def visit_boolean(self, t: BooleanType) -> Codec:
+    def visit_boolean(self, t: types.BooleanType) -> Codec:
         return _BooleanCodec(t)
 
-    def visit_float(self, t: FloatType) -> Codec:
+    def visit_float(self, t: types.FloatType) -> Codec:
         return _FloatCodec(t)
 
-    def visit_double(self, t: DoubleType) -> Codec:
+    def visit_double(self, t: types.DoubleType) -> Codec:
         return _DoubleCodec(t)
 
-    def visit_date(self, t: DateType) -> Codec:
+    def visit_date(self, t: types.DateType) -> Codec:
         return _DateCodec(t)
 
-    def visit_time(self, t: TimeType) -> Codec:
+    def visit_time(self, t: types.TimeType) -> Codec:
         return _TimeCodec(t)
 
-    def visit_character_string(self, t: CharType | VarCharType) -> Codec:
+    def visit_character_string(self, t: types.CharType | types.VarCharType) -> Codec:
         return _BytesLikeCodec(t, True)
 
-    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> Codec:
+    def visit_binary_string(self, t: types.BinaryType | types.VarBinaryType) -> Codec:
         return _BytesLikeCodec(t, False)
 
-    def visit_decimal(self, t: DecimalType) -> Codec:
+    def visit_decimal(self, t: types.DecimalType) -> Codec:
         return _DecimalCodec(t)
 
-    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> Codec:
+    def visit_any_timestamp(self, t: types.TimestampType | types.LocalZonedTimestampType) -> Codec:
         return _TimestampCodec(t)
 
-    def visit_row(self, t: RowType) -> Codec:
+    def visit_row(self, t: types.RowType) -> Codec:
         return RowCodec(t)
 
-    def visit_array(self, t: ArrayType) -> Codec:
+    def visit_array(self, t: types.ArrayType) -> Codec:
         return ArrayCodec(t, t.element_type)
 
-    def visit_map(self, t: MapType | MultisetType) -> Codec:
+    def visit_map(self, t: types.MapType | types.MultisetType) -> Codec:
         return MapCodec(t, *t.map_parts())
 
     visit_multiset = visit_map
 
-    def visit_raw(self, t: RawType) -> Codec:
+    def visit_raw(self, t: types.RawType) -> Codec:
         return _DataViewPlaceholderCodec(t)
 
 
 _CODEC_OF = _CodecOf()
 
 
-def codec_for(t: LogicalType) -> Codec:
+def codec_for(t: types.LogicalType) -> Codec:
     """Compile a logical type into its codec tree."""
     return t.accept(_CODEC_OF)
 

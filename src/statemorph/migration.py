@@ -52,23 +52,6 @@ from .binary_layout import RowCodec, _Ctx, array_header_size, round8, row_null_b
 from .errors import IncompatibleSchemaError, MalformedDataError
 from .io import DataInputDeserializer, DataOutputSerializer
 from .row import Row
-from .types import (
-    ArrayType,
-    BinaryType,
-    CharType,
-    DecimalType,
-    IntType,
-    LocalZonedTimestampType,
-    LogicalType,
-    LogicalTypeVisitor,
-    MapType,
-    MultisetType,
-    RowType,
-    TimestampType,
-    TimeType,
-    VarBinaryType,
-    VarCharType,
-)
 
 COPY = "copy"
 ROW = "row"
@@ -187,30 +170,30 @@ def _same_storage(old: types.LogicalType, new: types.LogicalType) -> bool:
     return type(old) is type(new) and old.accept(_SameStorage(new))
 
 
-class _SameStorage(LogicalTypeVisitor[bool]):
+class _SameStorage(types.LogicalTypeVisitor[bool]):
     """Whether a value of the visited type has the bytes of a value of ``new`` (of its class)."""
 
-    def __init__(self, new: LogicalType) -> None:
+    def __init__(self, new: types.LogicalType) -> None:
         self.new = new
 
-    def visit_other(self, t: LogicalType) -> bool:
+    def visit_other(self, t: types.LogicalType) -> bool:
         return t.copy(nullable=True) == self.new.copy(nullable=True)
 
-    def visit_character_string(self, t: CharType | VarCharType) -> bool:
+    def visit_character_string(self, t: types.CharType | types.VarCharType) -> bool:
         return True  # the length is not in the bytes
 
-    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> bool:
+    def visit_binary_string(self, t: types.BinaryType | types.VarBinaryType) -> bool:
         return True
 
-    def visit_time(self, t: TimeType) -> bool:
+    def visit_time(self, t: types.TimeType) -> bool:
         return True  # milliseconds whatever the precision
 
-    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> bool:
-        new = cast("TimestampType | LocalZonedTimestampType", self.new)
+    def visit_any_timestamp(self, t: types.TimestampType | types.LocalZonedTimestampType) -> bool:
+        new = cast("types.TimestampType | types.LocalZonedTimestampType", self.new)
         return t.is_compact == new.is_compact and new.precision >= t.precision
 
-    def visit_decimal(self, t: DecimalType) -> bool:
-        new = cast(DecimalType, self.new)
+    def visit_decimal(self, t: types.DecimalType) -> bool:
+        new = cast(types.DecimalType, self.new)
         return (t.precision, t.scale) == (new.precision, new.scale)
 
 
@@ -218,32 +201,32 @@ def _show(t: types.LogicalType) -> str:
     return str(t)
 
 
-class _Nested(LogicalTypeVisitor["TypeMigration | None"]):
+class _Nested(types.LogicalTypeVisitor["TypeMigration | None"]):
     """The migration of a row, array, multiset or map to one of its own class (``new``), its parts
     compared by ``planner``; None for the other types."""
 
-    def __init__(self, planner: _Planner, new: LogicalType, path: str) -> None:
+    def __init__(self, planner: _Planner, new: types.LogicalType, path: str) -> None:
         self.planner, self.new, self.path = planner, new, path
 
-    def visit_other(self, t: LogicalType) -> TypeMigration | None:
+    def visit_other(self, t: types.LogicalType) -> TypeMigration | None:
         return None
 
-    def visit_row(self, t: RowType) -> TypeMigration | None:
-        plan = self.planner.plan_rows(t, cast(RowType, self.new), self.path)
+    def visit_row(self, t: types.RowType) -> TypeMigration | None:
+        plan = self.planner.plan_rows(t, cast(types.RowType, self.new), self.path)
         return TypeMigration(COPY if plan.is_identity else ROW, t, self.new, row=plan)
 
-    def visit_array(self, t: ArrayType) -> TypeMigration | None:
-        element = self.planner.compare(t.element_type, cast(ArrayType, self.new).element_type, f"{self.path}[]")
+    def visit_array(self, t: types.ArrayType) -> TypeMigration | None:
+        element = self.planner.compare(t.element_type, cast(types.ArrayType, self.new).element_type, f"{self.path}[]")
         return TypeMigration(COPY if element.is_copy else ARRAY, t, self.new, element=element)
 
-    def visit_multiset(self, t: MultisetType) -> TypeMigration | None:
-        key = self.planner.compare(t.element_type, cast(MultisetType, self.new).element_type, f"{self.path}[]")
-        count = IntType(nullable=False)
+    def visit_multiset(self, t: types.MultisetType) -> TypeMigration | None:
+        key = self.planner.compare(t.element_type, cast(types.MultisetType, self.new).element_type, f"{self.path}[]")
+        count = types.IntType(nullable=False)
         value = TypeMigration(COPY, count, count)
         return TypeMigration(COPY if key.is_copy else MAP, t, self.new, key=key, value=value)
 
-    def visit_map(self, t: MapType) -> TypeMigration | None:
-        new = cast(MapType, self.new)
+    def visit_map(self, t: types.MapType) -> TypeMigration | None:
+        new = cast(types.MapType, self.new)
         key = self.planner.compare(t.key_type, new.key_type, f"{self.path}.key")
         value = self.planner.compare(t.value_type, new.value_type, f"{self.path}.value")
         kind = COPY if key.is_copy and value.is_copy else MAP

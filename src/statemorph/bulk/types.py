@@ -18,22 +18,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import serializers
+from .. import serializers, types
 from ..errors import StatemorphError, UnrepresentableValueError
 from ..row import RowKind, row_kind_of
-from ..types import (
-    ArrayType,
-    DecimalType,
-    LocalZonedTimestampType,
-    LogicalType,
-    LogicalTypeVisitor,
-    MapType,
-    MultisetType,
-    RawType,
-    RowType,
-    Timestamp,
-    TimestampType,
-)
+from ..types import ArrayType, LocalZonedTimestampType, MapType, MultisetType, RowType, Timestamp, TimestampType
 
 
 def simple_arrow_type(cls: type) -> pa.DataType | None:
@@ -200,10 +188,10 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     return lambda v: v
 
 
-class _ArrowOf(LogicalTypeVisitor[pa.DataType]):
+class _ArrowOf(types.LogicalTypeVisitor[pa.DataType]):
     """The Arrow type of each logical type."""
 
-    def visit_other(self, t: LogicalType) -> pa.DataType:
+    def visit_other(self, t: types.LogicalType) -> pa.DataType:
         raise NotImplementedError(f"no Arrow mapping for {t}")
 
     def visit_boolean(self, t: Any) -> pa.DataType:
@@ -233,10 +221,10 @@ class _ArrowOf(LogicalTypeVisitor[pa.DataType]):
     def visit_binary_string(self, t: Any) -> pa.DataType:
         return pa.binary()
 
-    def visit_raw(self, t: RawType) -> pa.DataType:  # a SQL data view's placeholder bytes
+    def visit_raw(self, t: types.RawType) -> pa.DataType:  # a SQL data view's placeholder bytes
         return pa.binary()
 
-    def visit_decimal(self, t: DecimalType) -> pa.DataType:
+    def visit_decimal(self, t: types.DecimalType) -> pa.DataType:
         return pa.decimal128(t.precision, t.scale)
 
     def visit_date(self, t: Any) -> pa.DataType:
@@ -272,17 +260,17 @@ def _unit(precision: int) -> str:
 _ARROW_OF = _ArrowOf()
 
 
-def arrow_type(t: LogicalType) -> pa.DataType:
+def arrow_type(t: types.LogicalType) -> pa.DataType:
     """The Arrow type a Flink logical type decodes to (and encodes from)."""
     return t.accept(_ARROW_OF)
 
 
-def map_parts(t: MapType | MultisetType) -> tuple[LogicalType, LogicalType]:
+def map_parts(t: MapType | MultisetType) -> tuple[types.LogicalType, types.LogicalType]:
     """Key and value types of a MAP, or of a MULTISET (element → INT NOT NULL count)."""
     return t.map_parts()
 
 
-def logical_from_arrow(v: Any, t: LogicalType) -> Any:
+def logical_from_arrow(v: Any, t: types.LogicalType) -> Any:
     """Arrow ``to_pylist`` value → the reference serializers' value."""
     if v is None:
         return None
@@ -302,7 +290,7 @@ def logical_from_arrow(v: Any, t: LogicalType) -> Any:
     return v
 
 
-def logical_to_arrow(v: Any, t: LogicalType, path: str | None = None) -> Any:
+def logical_to_arrow(v: Any, t: types.LogicalType, path: str | None = None) -> Any:
     """Reference serializer value → something ``pa.array(..., type=arrow_type(t))`` accepts.
 
     What Arrow cannot hold is refused with :class:`UnrepresentableValueError` naming the field

@@ -117,6 +117,20 @@ class _ColumnTransform:
         f = schema.field(i)
         return schema.set(i, f.with_type(self.output_type(f.type)))
 
+    def _set_options(self, column: str, threads: int, on_error: str, choices: tuple[str, ...]) -> None:
+        """The options every kernel-backed transform keeps, ``on_error`` checked against the
+        policies its operation offers: plain attributes, so the object pickles for Spark."""
+        check_on_error(on_error, choices)
+        self.column = column
+        self.threads = threads
+        self.on_error = on_error
+
+
+def _live_serializer(serializer: Any) -> Any:
+    """``serializer`` when it is a live serializer object (kept to spare a rebuild on the driver),
+    None when it was given as snapshot bytes or a snapshot."""
+    return serializer if not isinstance(serializer, (bytes, TypeSerializerSnapshot)) else None
+
 
 class ColumnMigrator(_ColumnTransform):
     """Rewrites a binary column from the prior schema (old snapshot) to a new serializer's schema,
@@ -128,14 +142,10 @@ class ColumnMigrator(_ColumnTransform):
 
     def __init__(self, prior_snapshot: Any, new_serializer: Any, column: str = "value", *,
                  threads: int = 1, on_error: str = "raise") -> None:
-        check_on_error(on_error, MIGRATE_ON_ERROR)
+        self._set_options(column, threads, on_error, MIGRATE_ON_ERROR)
         self.prior = snapshot_bytes(prior_snapshot)
         self.new = snapshot_bytes(new_serializer)
-        self._new_serializer = new_serializer if not isinstance(new_serializer, (bytes, TypeSerializerSnapshot)) \
-            else None
-        self.column = column
-        self.threads = threads
-        self.on_error = on_error
+        self._new_serializer = _live_serializer(new_serializer)
         self._prepared: bulk.PreparedMigration | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -179,12 +189,9 @@ class ColumnDecoder(_ColumnTransform):
     (:func:`statemorph.bulk.decode`): a struct for rows, numbers, strings, lists, maps."""
 
     def __init__(self, serializer: Any, column: str = "value", *, threads: int = 1, on_error: str = "raise") -> None:
-        check_on_error(on_error, DECODE_COLUMN_ON_ERROR)
+        self._set_options(column, threads, on_error, DECODE_COLUMN_ON_ERROR)
         self.ser = snapshot_bytes(serializer)
-        self._serializer = serializer if not isinstance(serializer, (bytes, TypeSerializerSnapshot)) else None
-        self.column = column
-        self.threads = threads
-        self.on_error = on_error
+        self._serializer = _live_serializer(serializer)
         self._type: pa.DataType | None = None
 
     def __getstate__(self) -> dict[str, Any]:

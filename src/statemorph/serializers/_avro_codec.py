@@ -23,17 +23,7 @@ from typing import Any
 
 from ..errors import MalformedDataError, SerializationError, StateFormatError, TruncatedDataError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from ._avro_schema import (
-    ArrayNode,
-    AvroNode,
-    EnumNode,
-    FixedNode,
-    MapNode,
-    NamedNode,
-    RecordNode,
-    UnionNode,
-    memoized,
-)
+from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode, memoized
 from ._avro_values import INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, compile_matcher, default_value, logical_type
 from .strings import varlen
 

@@ -22,17 +22,7 @@ from typing import Any
 
 from ..errors import StateMigrationError
 from ._avro_codec import AvroCodec
-from ._avro_schema import (
-    ArrayNode,
-    AvroNode,
-    EnumNode,
-    FixedNode,
-    MapNode,
-    NamedNode,
-    RecordNode,
-    UnionNode,
-    memoized,
-)
+from ._avro_schema import ArrayNode, AvroNode, EnumNode, FixedNode, MapNode, NamedNode, RecordNode, UnionNode, memoized
 from ._avro_values import DefaultError, default_value, logical_type
 
 Transform = Callable[[Any], Any]

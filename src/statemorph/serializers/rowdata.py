@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from .. import types
 from ..binary_layout import RowCodec, _Ctx
 from ..errors import (
     IncompatibleSchemaError,
@@ -50,33 +51,6 @@ from ..javaser import write_logical_type_to
 from ..javaser.logical import read_logical_type
 from ..migration import migrate_row_value, plan_row_migration, remap_binary_row
 from ..row import Row
-from ..types import (
-    ArrayType,
-    BigIntType,
-    BinaryType,
-    BooleanType,
-    CharType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntType,
-    LocalZonedTimestampType,
-    LogicalType,
-    LogicalTypeVisitor,
-    MapType,
-    MultisetType,
-    RawType,
-    RowField,
-    RowType,
-    SmallIntType,
-    TimestampType,
-    TimeType,
-    TinyIntType,
-    VarBinaryType,
-    VarCharType,
-    parse_type,
-)
 from ..typeutils import (
     BulkKernel,
     SchemaCompatibility,
@@ -108,9 +82,9 @@ from .table_snapshots import (
 )
 
 
-def _as_row_type(row_type: LogicalType | str) -> RowType:
-    t = parse_type(row_type) if isinstance(row_type, str) else row_type
-    if not isinstance(t, RowType):
+def _as_row_type(row_type: types.LogicalType | str) -> types.RowType:
+    t = types.parse_type(row_type) if isinstance(row_type, str) else row_type
+    if not isinstance(t, types.RowType):
         raise TypeError(f"RowDataSerializer needs a ROW type, got {t!r}")
     return t
 
@@ -118,7 +92,7 @@ def _as_row_type(row_type: LogicalType | str) -> RowType:
 class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     """Flink 2.3's ``RowDataSerializer`` for one row type (a RowType or a Flink SQL type string)."""
 
-    def __init__(self, row_type: LogicalType | str) -> None:
+    def __init__(self, row_type: types.LogicalType | str) -> None:
         self.row_type = _as_row_type(row_type)
         self._codec = RowCodec(self.row_type)
 
@@ -133,7 +107,7 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     BULK = BulkKernel("rowdata")
 
     @classmethod
-    def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
+    def for_sql_type(cls, t: types.LogicalType, nested: Callable[[types.LogicalType, str, Any], TypeSerializer[Any]],
                      like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
         """The RowData of the ROW ``t`` as it is: its fields are SQL types, no nested serializers."""
         return cls(t)
@@ -141,10 +115,10 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     def describe_type(self) -> str:
         return str(self.row_type)
 
-    def successor_for(self, t: LogicalType) -> TypeSerializer[Any] | None:
+    def successor_for(self, t: types.LogicalType) -> TypeSerializer[Any] | None:
         """A ROW stays RowData where a savepoint recorded RowData inside DataStream state (an over
         aggregation's buffered input rows, a SQL operator's list state of rows)."""
-        return RowDataSerializer(t) if isinstance(t, RowType) else None
+        return RowDataSerializer(t) if isinstance(t, types.RowType) else None
 
     def _config(self) -> tuple[Any, ...]:
         # the row's own nullability does not reach the bytes (a top-level row is never null)
@@ -193,7 +167,7 @@ class _RowTypeSnapshot(TypeSerializerSnapshot):
     migrate with statemorph's RowData evolution rules (:func:`statemorph.migration.plan_row_migration`).
     The two persisted forms (statemorph's, Flink's) differ only in how they store the type."""
 
-    row_type: RowType
+    row_type: types.RowType
 
     def restore_serializer(self) -> RowDataSerializer:
         return RowDataSerializer(self.row_type)
@@ -268,7 +242,7 @@ class RowDataSerializerSnapshot(_RowTypeSnapshot):
     VERSION: ClassVar[int] = 1
     MIN_READ_VERSION: ClassVar[int] = 1
 
-    def __init__(self, row_type: RowType) -> None:
+    def __init__(self, row_type: types.RowType) -> None:
         self.row_type = row_type
 
     def write_snapshot(self, out: DataOutputSerializer) -> None:
@@ -295,7 +269,7 @@ class RowDataSerializerSnapshot(_RowTypeSnapshot):
             tpos = src.position
             text = src.read_long_utf()
             try:
-                ftype = parse_type(text)
+                ftype = types.parse_type(text)
             except TypeParseError as e:
                 raise SnapshotError(f"RowData snapshot field #{i} ({name!r}) at offset {tpos}: "
                                     f"unreadable type: {e}") from None
@@ -304,13 +278,13 @@ class RowDataSerializerSnapshot(_RowTypeSnapshot):
                 raise SnapshotError(f"RowData snapshot field #{i} at offset {fpos}: "
                                     f"{'empty' if not name else 'duplicate'} field name {name!r}")
             names.add(name)
-            fields.append(RowField(name, ftype, description))
-        return cls(RowType(tuple(fields)))
+            fields.append(types.RowField(name, ftype, description))
+        return cls(types.RowType(tuple(fields)))
 
 
-def generated_row_type(types: list[LogicalType] | tuple[LogicalType, ...]) -> RowType:
+def generated_row_type(field_types: list[types.LogicalType] | tuple[types.LogicalType, ...]) -> types.RowType:
     """``RowType.of(types)``: the row Flink restores from its snapshot, fields ``f0, f1, ...``."""
-    return RowType(tuple(RowField(f"f{i}", t) for i, t in enumerate(types)))
+    return types.RowType(tuple(types.RowField(f"f{i}", t) for i, t in enumerate(field_types)))
 
 
 @register_snapshot()
@@ -342,7 +316,7 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
     VERSION: ClassVar[int] = 3
     MIN_READ_VERSION: ClassVar[int] = 3
 
-    def __init__(self, row_type: RowType, nested: list[TypeSerializerSnapshot] | None = None) -> None:
+    def __init__(self, row_type: types.RowType, nested: list[TypeSerializerSnapshot] | None = None) -> None:
         self.row_type = row_type
         self.nested_snapshots = nested if nested is not None else [
             field_serializer_snapshot(t) for t in row_type.field_types
@@ -354,7 +328,7 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
         return cls(serializer.row_type)
 
     @property
-    def field_types(self) -> list[LogicalType]:
+    def field_types(self) -> list[types.LogicalType]:
         return self.row_type.field_types
 
     def write_snapshot(self, out: DataOutputSerializer) -> None:
@@ -370,91 +344,91 @@ class FlinkRowDataSerializerSnapshot(_RowTypeSnapshot):
         n = src.check_length(src.read_int(), "Flink RowData snapshot field types", unit=4)
         if n > _MAX_FIELDS:
             raise SnapshotError(f"Flink RowData snapshot at offset {start} declares {n} fields (limit {_MAX_FIELDS})")
-        types = [read_logical_type(src, f"Flink RowData snapshot field #{i} type") for i in range(n)]
+        field_types = [read_logical_type(src, f"Flink RowData snapshot field #{i} type") for i in range(n)]
         nested_at = src.position
         nested = read_nested_snapshots(src, "Flink RowDataSerializerSnapshot")
         if len(nested) != n:
             raise SnapshotError(f"Flink RowData snapshot at offset {nested_at} has {len(nested)} field serializer "
                                 f"snapshots for {n} field types")
-        for i, (t, snap) in enumerate(zip(types, nested, strict=True)):
+        for i, (t, snap) in enumerate(zip(field_types, nested, strict=True)):
             if not snapshot_describes(snap, t):
                 raise SnapshotError(f"Flink RowData snapshot at offset {nested_at}: field #{i} of type {t} has a "
                                     f"{type(snap).__name__} ({snap.IDENTIFIER}) that does not describe it")
-        return cls(generated_row_type(types), nested)
+        return cls(generated_row_type(field_types), nested)
 
 
-class _InternalSerializers(LogicalTypeVisitor[TypeSerializerSnapshot]):
+class _InternalSerializers(types.LogicalTypeVisitor[TypeSerializerSnapshot]):
     """Flink's ``InternalSerializers.create(t).snapshotConfiguration()``, per type."""
 
-    def visit_other(self, t: LogicalType) -> TypeSerializerSnapshot:
+    def visit_other(self, t: types.LogicalType) -> TypeSerializerSnapshot:
         raise SnapshotError(f"no Flink field serializer snapshot for {t}")
 
-    def visit_character_string(self, t: CharType | VarCharType) -> TypeSerializerSnapshot:
+    def visit_character_string(self, t: types.CharType | types.VarCharType) -> TypeSerializerSnapshot:
         return StringDataSerializerSnapshot()
 
-    def visit_boolean(self, t: BooleanType) -> TypeSerializerSnapshot:
+    def visit_boolean(self, t: types.BooleanType) -> TypeSerializerSnapshot:
         return BooleanSerializerSnapshot()
 
-    def visit_tinyint(self, t: TinyIntType) -> TypeSerializerSnapshot:
+    def visit_tinyint(self, t: types.TinyIntType) -> TypeSerializerSnapshot:
         return ByteSerializerSnapshot()
 
-    def visit_smallint(self, t: SmallIntType) -> TypeSerializerSnapshot:
+    def visit_smallint(self, t: types.SmallIntType) -> TypeSerializerSnapshot:
         return ShortSerializerSnapshot()
 
-    def visit_int(self, t: IntType | DateType | TimeType) -> TypeSerializerSnapshot:
+    def visit_int(self, t: types.IntType | types.DateType | types.TimeType) -> TypeSerializerSnapshot:
         return IntSerializerSnapshot()
 
     visit_date = visit_time = visit_int
 
-    def visit_bigint(self, t: BigIntType) -> TypeSerializerSnapshot:
+    def visit_bigint(self, t: types.BigIntType) -> TypeSerializerSnapshot:
         return LongSerializerSnapshot()
 
-    def visit_float(self, t: FloatType) -> TypeSerializerSnapshot:
+    def visit_float(self, t: types.FloatType) -> TypeSerializerSnapshot:
         return FloatSerializerSnapshot()
 
-    def visit_double(self, t: DoubleType) -> TypeSerializerSnapshot:
+    def visit_double(self, t: types.DoubleType) -> TypeSerializerSnapshot:
         return DoubleSerializerSnapshot()
 
-    def visit_binary_string(self, t: BinaryType | VarBinaryType) -> TypeSerializerSnapshot:
+    def visit_binary_string(self, t: types.BinaryType | types.VarBinaryType) -> TypeSerializerSnapshot:
         return BytePrimitiveArraySerializerSnapshot()
 
-    def visit_decimal(self, t: DecimalType) -> TypeSerializerSnapshot:
+    def visit_decimal(self, t: types.DecimalType) -> TypeSerializerSnapshot:
         return DecimalDataSerializerSnapshot(t.precision, t.scale)
 
-    def visit_any_timestamp(self, t: TimestampType | LocalZonedTimestampType) -> TypeSerializerSnapshot:
+    def visit_any_timestamp(self, t: types.TimestampType | types.LocalZonedTimestampType) -> TypeSerializerSnapshot:
         return TimestampDataSerializerSnapshot(t.precision)
 
-    def visit_array(self, t: ArrayType) -> TypeSerializerSnapshot:
+    def visit_array(self, t: types.ArrayType) -> TypeSerializerSnapshot:
         return ArrayDataSerializerSnapshot(t.element_type)
 
-    def visit_map(self, t: MapType | MultisetType) -> TypeSerializerSnapshot:
+    def visit_map(self, t: types.MapType | types.MultisetType) -> TypeSerializerSnapshot:
         return MapDataSerializerSnapshot(*t.map_parts())
 
     visit_multiset = visit_map
 
-    def visit_row(self, t: RowType) -> TypeSerializerSnapshot:
+    def visit_row(self, t: types.RowType) -> TypeSerializerSnapshot:
         return FlinkRowDataSerializerSnapshot(t)
 
-    def visit_raw(self, t: RawType) -> TypeSerializerSnapshot:  # a SQL data view's placeholder
+    def visit_raw(self, t: types.RawType) -> TypeSerializerSnapshot:  # a SQL data view's placeholder
         return RawValueDataSerializerSnapshot()
 
 
 _INTERNAL_SERIALIZERS = _InternalSerializers()
 
 
-def field_serializer_snapshot(t: LogicalType) -> TypeSerializerSnapshot:
+def field_serializer_snapshot(t: types.LogicalType) -> TypeSerializerSnapshot:
     """``InternalSerializers.create(t).snapshotConfiguration()``: the snapshot Flink nests for a
     field of type ``t``."""
     return t.accept(_INTERNAL_SERIALIZERS)
 
 
-def snapshot_describes(snap: TypeSerializerSnapshot, t: LogicalType) -> bool:
+def snapshot_describes(snap: TypeSerializerSnapshot, t: types.LogicalType) -> bool:
     """Whether ``snap`` is the snapshot Flink nests for a field of type ``t``."""
     if isinstance(snap, FieldSnapshot):
         return snap.describes(t)
     if isinstance(snap, FlinkRowDataSerializerSnapshot):
         # Flink's nested snapshot stores the field types only (no names of its own)
-        return isinstance(t, RowType) and snap.row_type.field_types == t.field_types
+        return isinstance(t, types.RowType) and snap.row_type.field_types == t.field_types
     if not isinstance(snap, SimpleTypeSerializerSnapshot):  # the others describe themselves, above
         return False
     try:

@@ -9,32 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from ..abi import (
-    COL_END,
-    FLAG_ROW_KIND,
-    LEAF_BOOL,
-    LEAF_BYTES,
-    LEAF_CHAR,
-    LEAF_F32,
-    LEAF_F64,
-    LEAF_I8,
-    LEAF_I16,
-    LEAF_I32,
-    LEAF_I64,
-    LEAF_ROW,
-    LEAF_STR,
-    PROGRAM_COLUMNS,
-)
+from .. import abi
 from ..primitives_py import kind_width
 from .rowdata import RowProgram
 
-STRING_KINDS: frozenset[int] = frozenset({LEAF_STR, LEAF_CHAR, LEAF_BYTES})
+STRING_KINDS: frozenset[int] = frozenset({abi.LEAF_STR, abi.LEAF_CHAR, abi.LEAF_BYTES})
 """Kinds whose Arrow column is (offsets, data): ``string`` for STR / CHAR, ``binary`` for BYTES."""
 
 
-_LEAVES = {"LEAF_BOOL": LEAF_BOOL, "LEAF_I8": LEAF_I8, "LEAF_I16": LEAF_I16, "LEAF_I32": LEAF_I32,
-           "LEAF_I64": LEAF_I64, "LEAF_F32": LEAF_F32, "LEAF_F64": LEAF_F64, "LEAF_CHAR": LEAF_CHAR,
-           "LEAF_STR": LEAF_STR, "LEAF_BYTES": LEAF_BYTES}
+_LEAVES = {"LEAF_BOOL": abi.LEAF_BOOL, "LEAF_I8": abi.LEAF_I8, "LEAF_I16": abi.LEAF_I16, "LEAF_I32": abi.LEAF_I32,
+           "LEAF_I64": abi.LEAF_I64, "LEAF_F32": abi.LEAF_F32, "LEAF_F64": abi.LEAF_F64, "LEAF_CHAR": abi.LEAF_CHAR,
+           "LEAF_STR": abi.LEAF_STR, "LEAF_BYTES": abi.LEAF_BYTES}
 """The leaf kinds a flink-core Row field may declare (``BulkKernel.leaf`` of its serializer class)."""
 
 
@@ -49,21 +34,21 @@ def compile_core_row_codec(serializer: Any) -> RowProgram | None:
     def visit(ser: Any, pos: int, path: str) -> bool:
         if type(ser) is RowSerializer:
             me = len(rows)
-            rows.append([LEAF_ROW, pos, 0, ser.arity, 0, 0, FLAG_ROW_KIND if ser.supports_row_kind else 0, 0])
+            rows.append([abi.LEAF_ROW, pos, 0, ser.arity, 0, 0, abi.FLAG_ROW_KIND if ser.supports_row_kind else 0, 0])
             paths.append(path)
             for i, field in enumerate(ser.field_serializers):
                 if not visit(field, i, f"{path}.{ser.label(i)}" if path else ser.label(i)):
                     return False
-            rows[me][COL_END] = len(rows)
+            rows[me][abi.COL_END] = len(rows)
             return True
         kind = _LEAVES.get(type(ser).leaf_kind())
         if kind is None:
             return False
-        width = kind_width(kind) if kind not in (LEAF_STR, LEAF_BYTES) else 0
+        width = kind_width(kind) if kind not in (abi.LEAF_STR, abi.LEAF_BYTES) else 0
         rows.append([kind, pos, len(rows) + 1, 0, 0, 0, 0, width])
         paths.append(path)
         return True
 
     if type(serializer) is not RowSerializer or not visit(serializer, -1, ""):
         return None
-    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, PROGRAM_COLUMNS), paths, [])
+    return RowProgram(np.array(rows, dtype=np.int64).reshape(-1, abi.PROGRAM_COLUMNS), paths, [])

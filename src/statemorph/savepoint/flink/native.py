@@ -101,8 +101,15 @@ def checkpoint_namer(chk: str) -> FileNamer:
     return name
 
 
+class _FlatJson:
+    """``to_json`` of a record whose fields are all JSON values already: the fields as they are."""
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
 @dataclass
-class InstanceFile:
+class InstanceFile(_FlatJson):
     """One file of a subtask's RocksDB instance, for ``inspect``: its name in the instance, where
     it is (a path relative to the directory, or ``inline``) and its size."""
 
@@ -110,19 +117,13 @@ class InstanceFile:
     source: str
     size: int
 
-    def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
 
 @dataclass
-class NativeStateInfo:
+class NativeStateInfo(_FlatJson):
     name: str
     kind: str
     entries: int = 0
     bytes: int = 0
-
-    def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
 
 
 @dataclass
