@@ -58,8 +58,15 @@ class SortedMapSerializer(MapSerializer):
         self.comparator_class = comparator_class
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
-        return SortedMapSerializerSnapshot(self.comparator, [self.key_serializer.snapshot_configuration(),
-                                                             self.value_serializer.snapshot_configuration()])
+        """Flink's snapshot, its key and value snapshots in the classes Flink writes (a RowData sort
+        key as Flink's ``RowDataSerializerSnapshot``): only Flink has this serializer."""
+        from ..savepoint.flink.description import flink_snapshot  # the savepoint layer, above this one
+
+        return SortedMapSerializerSnapshot(self.comparator, [flink_snapshot(self.key_serializer),
+                                                             flink_snapshot(self.value_serializer)],
+                                           self.comparator_class)
+
+    flink_snapshot_configuration = snapshot_configuration
 
     def successor_for(self, t: LogicalType) -> TypeSerializer[Any]:
         """Itself, for its own type only: the keys are sort keys ordered by a generated comparator."""

@@ -212,6 +212,58 @@ def test_a_row_used_as_a_map_key_cannot_gain_a_column(uid: str, state: str, tabl
     assert not dst.exists()
 
 
+def _sorted_map_snapshot(case: Path) -> bytes:
+    return _value_snapshots(case / "savepoint")[(RANKED, "sorted-map")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_sorted_map_snapshot_and_values_are_written_back_byte_for_byte(case: Path) -> None:
+    """Flink's SortedMapSerializerSnapshot: its Java-serialized comparator (Flink's generated
+    ``StreamExecSortComparator$0``) is delimited by its whitelist and kept verbatim, its key and
+    value snapshots nested after it; the snapshot and every value written again are Flink's bytes."""
+    from statemorph.io import DataInputDeserializer
+    from statemorph.serializers import SortedMapSerializer, SortedMapSerializerSnapshot
+    from statemorph.typeutils import read_versioned_snapshot_from, write_versioned_snapshot
+
+    data = _sorted_map_snapshot(case)
+    src = DataInputDeserializer(data)
+    snap = read_versioned_snapshot_from(src)
+    assert isinstance(snap, SortedMapSerializerSnapshot) and src.available() == 0
+    assert snap.comparator_class == "StreamExecSortComparator$0"
+    assert write_versioned_snapshot(snap) == data
+    serializer = snap.restore_serializer()
+    assert isinstance(serializer, SortedMapSerializer) and serializer.describe_type() == SORTED_MAP
+    assert write_versioned_snapshot(serializer.snapshot_configuration()) == data
+    raw = read_flink_state_table(case / "savepoint", RANKED, "sorted-map", decode=False).column("value").to_pylist()
+    assert raw and all(serializer.to_bytes(serializer.from_bytes(v)) == v for v in raw)
+
+
+def test_a_comparator_stream_naming_another_class_is_refused() -> None:
+    """The comparator is read by a whitelist of its own: a class the comparator does not hold (here
+    the comparator's name changed by one letter) is refused naming it, before any of its data."""
+    from statemorph.errors import JavaSerializationError
+    from statemorph.typeutils import read_versioned_snapshot
+
+    data = _sorted_map_snapshot(CASES[0]).replace(b"ComparableRecordComparator", b"ComparableRecordComparatoX")
+    with pytest.raises(JavaSerializationError, match=r"ComparableRecordComparatoX' is not on the whitelist"):
+        read_versioned_snapshot(data)
+
+
+def test_the_sort_keys_of_the_sorted_map_cannot_be_migrated(tmp_path: Path) -> None:
+    """The sorted map's keys are sort keys, ordered by the comparator Flink generated for their type:
+    a schema file giving them a column is refused (exit 2) naming the state and its type; nothing
+    written. Restating the type is a no-op (test_every_printed_type_pasted_into_a_schema_file_is_a_no_op)."""
+    schema = tmp_path / "bad.toml"
+    schema.write_text(f'[operators.{RANKED}.states.sorted-map]\ntype = "MAP<ROW<`f0` BIGINT, note STRING>, BIGINT>"\n',
+                      encoding="utf-8")
+    dst = tmp_path / "out"
+    status, out, err = _cli("migrate", str(CASES[0] / "savepoint"), "--schema", str(schema), "--out", str(dst))
+    assert status == ExitCode.USAGE, (out, err)
+    assert "state 'sorted-map': Flink's SortedMapSerializer" in err and "cannot be migrated" in err
+    assert f"keeps its type {SORTED_MAP}" in err
+    assert not dst.exists()
+
+
 @pytest.mark.spark
 def test_every_sql_state_reads_as_a_spark_dataframe(spark: Any, tmp_path: Path) -> None:
     """The Spark route: converted to the Parquet form, each state a typed DataFrame."""
