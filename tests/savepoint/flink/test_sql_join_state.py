@@ -37,7 +37,7 @@ from savepoint.flink.flink_sql_join_cases import (
 
 from statemorph.cli.main import main
 from statemorph.engine import read_flink_state_table
-from statemorph.errors import ExitCode, UnsupportedStateError
+from statemorph.errors import ExitCode
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
 
