@@ -168,6 +168,8 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     """The inverse of :func:`to_arrow_value`: an Arrow Python value (``to_pylist``) → a value
     ``ser.serialize`` accepts."""
     cls = type(ser)
+    if cls is serializers.RowDataSerializer:  # a tuple: hashable, so it can be a map key (a sort key)
+        return lambda v: logical_from_arrow(v, ser.row_type)
     if cls is serializers.ListSerializer:
         el = from_arrow_value(ser.element_serializer)
         return lambda v: None if v is None else [el(x) for x in v]
