@@ -245,12 +245,16 @@ def test_the_sorted_map_snapshot_and_values_are_written_back_byte_for_byte(case:
 def test_a_comparator_stream_naming_another_class_is_refused() -> None:
     """The comparator is read by a whitelist of its own: a class the comparator does not hold (here
     the comparator's name changed by one letter) is refused naming it, before any of its data."""
-    from statemorph.errors import JavaSerializationError
+    from statemorph.errors import JavaSerializationError, StateFormatError
     from statemorph.typeutils import read_versioned_snapshot
 
     data = _sorted_map_snapshot(CASES[0]).replace(b"ComparableRecordComparator", b"ComparableRecordComparatoX")
     with pytest.raises(JavaSerializationError, match=r"ComparableRecordComparatoX' is not on the whitelist"):
         read_versioned_snapshot(data)
+    whole = _sorted_map_snapshot(CASES[0])
+    for cut in (200, 1500, len(whole) - 10):  # inside the comparator's fields, its code, the nested snapshots
+        with pytest.raises(StateFormatError, match=r"offset|truncated|bytes"):
+            read_versioned_snapshot(whole[:cut])
 
 
 def test_the_sort_keys_of_the_sorted_map_cannot_be_migrated(tmp_path: Path) -> None:
