@@ -51,7 +51,7 @@ def arrow_type_for(ser: Any) -> pa.DataType:
         return arrow_type(ser.row_type)
     if cls is serializers.ListSerializer:
         return pa.list_(arrow_type_for(ser.element_serializer))
-    if cls is serializers.MapSerializer:
+    if cls in (serializers.MapSerializer, serializers.SortedMapSerializer):
         return pa.map_(arrow_type_for(ser.key_serializer), arrow_type_for(ser.value_serializer))
     if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):
         return arrow_type_for(ser.inner)
@@ -120,7 +120,7 @@ def to_arrow_value(ser: Any, path: str | None = None) -> Callable[[Any], Any]:
     if cls is serializers.ListSerializer:
         el = to_arrow_value(ser.element_serializer, f"{path or ''}[]")
         return lambda v: None if v is None else [el(x) for x in v]
-    if cls is serializers.MapSerializer:
+    if cls in (serializers.MapSerializer, serializers.SortedMapSerializer):
         k = to_arrow_value(ser.key_serializer, f"{path or ''}.key[]")
         val = to_arrow_value(ser.value_serializer, f"{path or ''}.value[]")
         return lambda v: None if v is None else [(k(a), val(b)) for a, b in v.items()]
@@ -156,10 +156,12 @@ def from_arrow_value(ser: Any) -> Callable[[Any], Any]:
     """The inverse of :func:`to_arrow_value`: an Arrow Python value (``to_pylist``) → a value
     ``ser.serialize`` accepts."""
     cls = type(ser)
+    if cls is serializers.RowDataSerializer:  # a tuple: hashable, so it can be a map key (a sort key)
+        return lambda v: logical_from_arrow(v, ser.row_type)
     if cls is serializers.ListSerializer:
         el = from_arrow_value(ser.element_serializer)
         return lambda v: None if v is None else [el(x) for x in v]
-    if cls is serializers.MapSerializer:
+    if cls in (serializers.MapSerializer, serializers.SortedMapSerializer):
         k, val = from_arrow_value(ser.key_serializer), from_arrow_value(ser.value_serializer)
         return lambda v: None if v is None else {k(a): val(b) for a, b in v}
     if cls in (serializers.NullableSerializer, serializers.ExternalSerializer):

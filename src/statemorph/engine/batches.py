@@ -258,7 +258,7 @@ class StateDecoder:
     @classmethod
     def for_state(cls, meta: Any, **kw: Any) -> StateDecoder:
         """From a state's metadata (its recorded snapshots). A state statemorph only carries (a
-        snapshot it does not know: Kryo, Flink SQL's SortedMapSerializer) is an unsupported state
+        snapshot it does not know: Kryo, a user snapshot class) is an unsupported state
         (exit 7) naming the state and its class, as when read from the Flink savepoint itself."""
         timers = getattr(meta, "flink_kind", None) == "timers"
         for role in getattr(meta, "opaque_roles", dict)():  # (a timer's value is no serializer of its own)

@@ -14,6 +14,12 @@ lambdas: ``java.lang.invoke.SerializedLambda`` records, read as data, never reso
 ``DataType`` an ``ExternalSerializerSnapshot`` Java-serializes (a SQL data view's type, with its
 conversion class as a class literal) and the ``RAW(MapView / ListView, NullSerializer)`` placeholder
 of a SQL accumulator row.
+
+A second, separate whitelist (:func:`comparator_policy`) reads the comparator a
+``SortedMapSerializerSnapshot`` Java-serializes (RetractableTopNFunction's sorted map): Flink's
+``ComparableRecordComparator`` (sort key positions, types, orders and null orders as primitive
+arrays and LogicalTypes) with its ``GeneratedRecordComparator`` (generated class name, Java code,
+references). Only that stream accepts these classes; its code is kept as bytes, never compiled.
 """
 
 from __future__ import annotations
@@ -182,8 +188,28 @@ _ROWS: tuple[ClassRow, ...] = (
 )
 
 
-def _build() -> dict[str, ClassDesc]:
-    rows = {r.name: r for r in _ROWS}
+_GENERATED = "org.apache.flink.table.runtime.generated."
+
+#: The classes of the comparator in a SortedMapSerializerSnapshot, beside the LogicalTypes above.
+_COMPARATOR_ROWS: tuple[ClassRow, ...] = (
+    ClassRow("org.apache.flink.table.runtime.operators.rank.ComparableRecordComparator",
+             4386377835781068140, SC_SERIALIZABLE, (
+                 FieldDesc("[", "compareKeyPositions", "[I"),
+                 _array_field("compareKeyTypes", _LOGICAL_TYPE),
+                 FieldDesc("[", "compareOrders", "[Z"),
+                 _object_field("generatedRecordComparator", _GENERATED + "GeneratedRecordComparator"),
+                 FieldDesc("[", "nullsIsLast", "[Z"))),
+    ClassRow(_GENERATED + "GeneratedRecordComparator", 2, SC_SERIALIZABLE, (), _GENERATED + "GeneratedClass"),
+    ClassRow(_GENERATED + "GeneratedClass", 7897406074992879593, SC_SERIALIZABLE, (
+        _string_field("className"), _string_field("code"), _array_field("references", "java.lang.Object"),
+        _string_field("splitCode"))),
+    ClassRow("[I", 5600894804908749477, SC_SERIALIZABLE),
+    ClassRow("[Z", 6309297032502205922, SC_SERIALIZABLE),
+)
+
+
+def _build(all_rows: tuple[ClassRow, ...]) -> dict[str, ClassDesc]:
+    rows = {r.name: r for r in all_rows}
     built: dict[str, ClassDesc] = {}
 
     def get(name: str) -> ClassDesc:
@@ -198,7 +224,14 @@ def _build() -> dict[str, ClassDesc]:
     return built
 
 
-CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build())
+CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build(_ROWS))
+#: The comparator stream's whitelist: the comparator classes and the LogicalTypes of sort keys.
+COMPARATOR_CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build((
+    *(r for r in _ROWS if r.name.startswith(LOGICAL) or r.name in (
+        "java.lang.Enum", "[L" + _LOGICAL_TYPE + ";", "[Ljava.lang.Object;", "java.util.List",
+        "java.util.ArrayList", "java.util.Collections$UnmodifiableCollection",
+        "java.util.Collections$UnmodifiableList")),
+    *_COMPARATOR_ROWS)))
 
 
 def desc(name: str) -> ClassDesc:
@@ -211,4 +244,10 @@ def flink_policy(name: str) -> ClassDesc | None:
     return CLASSES.get(name)
 
 
-__all__ = ["BASE", "CLASSES", "LOGICAL", "RUNTIME", "desc", "flink_policy"]
+def comparator_policy(name: str) -> ClassDesc | None:
+    """The class policy of a SortedMapSerializerSnapshot's comparator stream."""
+    return COMPARATOR_CLASSES.get(name)
+
+
+__all__ = ["BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "RUNTIME", "comparator_policy", "desc",
+           "flink_policy"]

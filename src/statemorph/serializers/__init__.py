@@ -17,6 +17,7 @@ from .external import *  # noqa: F403
 from .pojo import *  # noqa: F403
 from .primitives import *  # noqa: F403
 from .rowdata import *  # noqa: F403
+from .sorted_map import *  # noqa: F403
 from .strings import *  # noqa: F403
 from .table_snapshots import *  # noqa: F403
 from .tuples import *  # noqa: F403

@@ -31,9 +31,9 @@ RANK, JOIN, INTERVAL, AGG = "4_rank", "13_join", "21_interval-join", "11_group-a
 RANKED, RANKED_AGG = "30_rank", "27_group-aggregate"
 OUTER, OUTER_AGG = "40_join", "36_group-aggregate"
 OPERATORS = (RANK, JOIN, INTERVAL, AGG, RANKED, RANKED_AGG, OUTER, OUTER_AGG)
-#: Flink's SortedMapSerializer (RetractableTopNFunction's sort key → count) records a generated
-#: comparator in its snapshot: statemorph carries that state as it is and decodes it nowhere.
-SORTED_MAP = "RAW('org.apache.flink.table.runtime.typeutils.SortedMapSerializerSnapshot')"
+#: Flink's SortedMapSerializer (RetractableTopNFunction's sort key → count, in the order of the
+#: comparator Flink generated, which its snapshot records): a map of the sort key to its count.
+SORTED_MAP = "MAP<ROW<`f0` BIGINT>, BIGINT>"
 #: Flink's type of each state, as ``statemorph inspect`` prints it (value type, map key type).
 ROWTIME = "`f2` TIMESTAMP_LTZ(3) *ROWTIME*"
 BUFFER = f"ARRAY<ROW<`f0` ROW<`f0` INT, `f1` BIGINT, {ROWTIME}>, `f1` BOOLEAN>>"

@@ -35,9 +35,10 @@ from savepoint.flink.flink_sql_join_cases import (
     records,
 )
 
+from statemorph.bulk import encode
 from statemorph.cli.main import main
 from statemorph.engine import read_flink_state_table
-from statemorph.errors import ExitCode, UnsupportedStateError
+from statemorph.errors import ExitCode
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.description import describe_operators
 
@@ -74,8 +75,6 @@ def _paste(states: dict[tuple[str, str], dict[str, Any]], extra: dict[str, str] 
     text = ""
     for (uid, state), s in states.items():
         text += f'[operators."{uid}".states."{state}"]\ntype = {json.dumps(s["value_type"])}\n'
-        if s["value_type"] == SORTED_MAP:  # an opaque state is named as inspect prints it
-            text += 'serializer = "opaque"\n'
         if s.get("user_key_type"):
             text += f'user_key_type = {json.dumps(s["user_key_type"])}\n'
         text += (extra or {}).get(state, "")
@@ -96,8 +95,8 @@ def test_every_printed_type_pasted_into_a_schema_file_is_a_no_op(case: Path, tmp
         assert status == 0, (out, err)
         actions = {(o["uid"], s["name"]): s["action"] for o in json.loads(out)["operators"] for s in o["states"]
                    if not s["name"].startswith("_timer_state")}
-        # every state as it is; the opaque one carried over without a serializer to compare
-        assert actions == {k: "keep" if k == (RANKED, "sorted-map") else "copy" for k in TYPES}
+        # every state as it is (the retractable Top-N's sorted map too: its comparator unchanged)
+        assert actions == dict.fromkeys(TYPES, "copy")
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -147,15 +146,14 @@ def test_every_sql_state_reads_as_a_table_with_what_the_records_put_there(case: 
     right = _read(case, OUTER, "right-records")
     assert sorted((r["user_key"]["f0"], r["value"]) for r in right) == sorted((x, 1) for xs in old.values() for x in xs)
     # Top-N over the sums (retractable: it keeps every row of the partition, MOD(k, 2), under its
-    # sum, to rank again when one retracts); the sorted map beside it is opaque (Flink's
-    # SortedMapSerializer): its bytes read, not decoded
+    # sum, to rank again when one retracts) and, in Flink's SortedMapSerializer, each partition's
+    # sums -> how many rows have that sum, in the comparator's order (ORDER BY the sum DESC)
     ranked = {(r["key"]["f0"], r["user_key"]["f0"]): r["value"] for r in _read(case, RANKED, "data-state")}
     assert ranked == {(k % 2, sum(xs)): [{"f0": k, "f1": sum(xs), "f2": max_name([name(x) for x in xs]), "f3": k % 2}]
                       for k, xs in old.items()}
-    with pytest.raises(UnsupportedStateError, match="SortedMapSerializerSnapshot"):
-        read_flink_state_table(case / "savepoint", RANKED, "sorted-map")
-    raw = read_flink_state_table(case / "savepoint", RANKED, "sorted-map", decode=False)
-    assert raw.num_rows == 2 and all(len(v) > 4 for v in raw.column("value").to_pylist())
+    sorted_map = {r["key"]["f0"]: r["value"] for r in _read(case, RANKED, "sorted-map")}
+    assert sorted_map == {g: [({"f0": s}, 1) for s in sorted((sum(xs) for k, xs in old.items() if k % 2 == g),
+                                                              reverse=True)] for g in (0, 1)}
     fired = _read(case, INTERVAL, "_timer_state/event_user-timers")
     assert fired and all(T0 + TEN_MINUTES <= r["timestamp"] <= T0 + TEN_MINUTES + 100 for r in fired)
 
@@ -215,6 +213,65 @@ def test_a_row_used_as_a_map_key_cannot_gain_a_column(uid: str, state: str, tabl
     assert not dst.exists()
 
 
+def _sorted_map_snapshot(case: Path) -> bytes:
+    return _value_snapshots(case / "savepoint")[(RANKED, "sorted-map")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_sorted_map_snapshot_and_values_are_written_back_byte_for_byte(case: Path) -> None:
+    """Flink's SortedMapSerializerSnapshot: its Java-serialized comparator (Flink's generated
+    ``StreamExecSortComparator$0``) is delimited by its whitelist and kept verbatim, its key and
+    value snapshots nested after it; the snapshot and every value written again are Flink's bytes."""
+    from statemorph.io import DataInputDeserializer
+    from statemorph.serializers import SortedMapSerializer, SortedMapSerializerSnapshot
+    from statemorph.typeutils import read_versioned_snapshot_from, write_versioned_snapshot
+
+    data = _sorted_map_snapshot(case)
+    src = DataInputDeserializer(data)
+    snap = read_versioned_snapshot_from(src)
+    assert isinstance(snap, SortedMapSerializerSnapshot) and src.available() == 0
+    assert snap.comparator_class == "StreamExecSortComparator$0"
+    assert write_versioned_snapshot(snap) == data
+    serializer = snap.restore_serializer()
+    assert isinstance(serializer, SortedMapSerializer) and serializer.describe_type() == SORTED_MAP
+    assert write_versioned_snapshot(serializer.snapshot_configuration()) == data
+    raw = read_flink_state_table(case / "savepoint", RANKED, "sorted-map", decode=False).column("value").to_pylist()
+    assert raw and all(serializer.to_bytes(serializer.from_bytes(v)) == v for v in raw)
+    # the table's maps (sort key rows as structs) encode to the same bytes (before: unhashable dict)
+    table = read_flink_state_table(case / "savepoint", RANKED, "sorted-map")
+    assert encode(table.column("value").combine_chunks(), serializer).values.to_pylist() == raw
+
+
+def test_a_comparator_stream_naming_another_class_is_refused() -> None:
+    """The comparator is read by a whitelist of its own: a class the comparator does not hold (here
+    the comparator's name changed by one letter) is refused naming it, before any of its data."""
+    from statemorph.errors import JavaSerializationError, StateFormatError
+    from statemorph.typeutils import read_versioned_snapshot
+
+    data = _sorted_map_snapshot(CASES[0]).replace(b"ComparableRecordComparator", b"ComparableRecordComparatoX")
+    with pytest.raises(JavaSerializationError, match=r"ComparableRecordComparatoX' is not on the whitelist"):
+        read_versioned_snapshot(data)
+    whole = _sorted_map_snapshot(CASES[0])
+    for cut in (200, 1500, len(whole) - 10):  # inside the comparator's fields, its code, the nested snapshots
+        with pytest.raises(StateFormatError, match=r"offset|truncated|bytes"):
+            read_versioned_snapshot(whole[:cut])
+
+
+def test_the_sort_keys_of_the_sorted_map_cannot_be_migrated(tmp_path: Path) -> None:
+    """The sorted map's keys are sort keys, ordered by the comparator Flink generated for their type:
+    a schema file giving them a column is refused (exit 2) naming the state and its type; nothing
+    written. Restating the type is a no-op (test_every_printed_type_pasted_into_a_schema_file_is_a_no_op)."""
+    schema = tmp_path / "bad.toml"
+    schema.write_text(f'[operators.{RANKED}.states.sorted-map]\ntype = "MAP<ROW<`f0` BIGINT, note STRING>, BIGINT>"\n',
+                      encoding="utf-8")
+    dst = tmp_path / "out"
+    status, out, err = _cli("migrate", str(CASES[0] / "savepoint"), "--schema", str(schema), "--out", str(dst))
+    assert status == ExitCode.USAGE, (out, err)
+    assert "state 'sorted-map': Flink's SortedMapSerializer" in err and "cannot be migrated" in err
+    assert f"keeps its type {SORTED_MAP}" in err
+    assert not dst.exists()
+
+
 @pytest.mark.spark
 def test_every_sql_state_reads_as_a_spark_dataframe(spark: Any, tmp_path: Path) -> None:
     """The Spark route: converted to the Parquet form, each state a typed DataFrame."""
@@ -239,8 +296,9 @@ def test_every_sql_state_reads_as_a_spark_dataframe(spark: Any, tmp_path: Path) 
     ranked = read_state(spark, tmp_path / "pq", f"{RANKED}/data-state")
     assert sorted((r["key"]["f0"], r["user_key"]["f0"], r["value"][0]["f0"]) for r in ranked.collect()) == sorted(
         (k % 2, sum(xs), k) for k, xs in old.items())
-    with pytest.raises(UnsupportedStateError, match="SortedMapSerializerSnapshot"):
-        read_state(spark, tmp_path / "pq", f"{RANKED}/sorted-map")
+    sorted_map = read_state(spark, tmp_path / "pq", f"{RANKED}/sorted-map")
+    assert sorted((r["key"]["f0"], sorted(r["value"].values())) for r in sorted_map.collect()) == sorted(
+        (g, [1] * sum(1 for k in old if k % 2 == g)) for g in (0, 1))
     outer = read_state(spark, tmp_path / "pq", f"{OUTER}/left-records")
     assert outer.columns == ["key", "user_key", "f0", "f1"]  # the Tuple2's fields as columns, its row a struct
     assert sorted((r["user_key"]["f0"], r["f0"]["f1"], r["f1"]) for r in outer.collect()) == \
@@ -263,16 +321,14 @@ def test_rowdata_takes_arrays_and_maps_of_rows_and_nothing_without_a_row() -> No
         parse_schema('[states.a]\nserializer = "rowdata"\ntype = "ARRAY<INT>"\n')
 
 
-def test_an_opaque_sql_state_read_from_the_parquet_form_is_an_unsupported_state(tmp_path: Path) -> None:
-    """The retractable Top-N's sorted map, converted to the Parquet form: reading it decoded is an
-    unsupported state (exit 7) naming its serializer, as from the Flink savepoint, not an unknown
-    snapshot (before: UnknownSnapshotError, exit 5, from the first batch); its neighbours and the
-    timers of the same savepoint still read."""
+def test_the_sorted_map_reads_the_same_from_the_parquet_form(tmp_path: Path) -> None:
+    """The retractable Top-N's sorted map, converted to the Parquet form, reads as from the Flink
+    savepoint (before: an unsupported state, exit 7, its snapshot unknown); its neighbours too."""
     from statemorph.engine.local import read_state_table
 
     assert _cli("convert", str(CASES[0] / "savepoint"), "--out", str(tmp_path / "pq"), "-q")[0] == 0
-    with pytest.raises(UnsupportedStateError, match=r"unsupported state: .*SortedMapSerializerSnapshot") as e:
-        read_state_table(tmp_path / "pq", f"{RANKED}/sorted-map")
-    assert e.value.exit_code == ExitCode.UNSUPPORTED
+    got = read_state_table(tmp_path / "pq", f"{RANKED}/sorted-map")
+    want = read_flink_state_table(CASES[0] / "savepoint", RANKED, "sorted-map")
+    assert sorted(got.select(["key", "value"]).to_pylist(), key=str) == \
+        sorted(want.select(["key", "value"]).to_pylist(), key=str)
     assert read_state_table(tmp_path / "pq", f"{RANKED}/data-state").num_rows == len(records(CASES[0]))
-    assert read_state_table(tmp_path / "pq", f"{INTERVAL}/_timer_state/event_user-timers").num_rows > 0
