@@ -522,6 +522,33 @@ class RowType(LogicalType):
         return "ROW<" + ", ".join(f._fmt(serializable) for f in self.fields) + ">"
 
 
+@dataclass(frozen=True)
+class StructuredType(RowType):
+    """``STRUCTURED<'<class>', name T, ...>``: Flink SQL's inline structured type (an aggregate
+    function's accumulator class, e.g. the retracting FIRST_VALUE / LAST_VALUE / LISTAGG ones),
+    identified by its class name. Its attributes are the fields: in RowData it is stored as a
+    ROW (``InternalSerializers``: a ``RowDataSerializer`` of the attribute types, a nested
+    ``BinaryRowData``), so it is a :class:`RowType` to every codec; only its Java-serialized
+    LogicalType and its printed form differ. ``final`` / ``instantiable`` are Flink's flags, and
+    ``has_implementation_class`` whether the class was resolved (written as a class literal)."""
+
+    class_name: str = ""
+    final: bool = True
+    instantiable: bool = True
+    has_implementation_class: bool = True
+    ROOT: ClassVar[str] = "STRUCTURED_TYPE"
+    VISIT: ClassVar[str] = "visit_structured"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.class_name:
+            raise ValueError("a STRUCTURED type needs its class name")
+
+    def _body(self, serializable: bool) -> str:
+        attributes = ", ".join(f._fmt(serializable) for f in self.fields)
+        return f"STRUCTURED<'{escape_single_quotes(self.class_name)}', {attributes}>"
+
+
 class LogicalTypeVisitor(Generic[R]):
     """One method per logical type class, as Flink's ``LogicalTypeVisitor`` (``t.accept(visitor)``
     calls the one for ``t``). Each method falls back to the method of its family (the string,
@@ -608,6 +635,10 @@ class LogicalTypeVisitor(Generic[R]):
 
     def visit_row(self, t: RowType) -> R:
         return self.visit_other(t)
+
+    def visit_structured(self, t: StructuredType) -> R:
+        """A structured type is stored as the ROW of its attributes: by default, as a row."""
+        return self.visit_row(t)
 
     def visit_raw(self, t: RawType) -> R:
         return self.visit_other(t)
@@ -1034,6 +1065,7 @@ __all__ = [
     "MultisetType",
     "RowField",
     "RowType",
+    "StructuredType",
     "SmallIntType",
     "STRING",
     "TIMESTAMP_KINDS",

@@ -177,11 +177,50 @@ def test_the_parquet_form_reads_back_the_same_tables(case: Path, tmp_path: Path)
     convert_savepoint(case / "savepoint", pq)
     convert_savepoint(pq, back)
     for op, state in [(DISTINCT, "distinctAcc_0"), (RETRACT, "agg2$list"), (OVER_RANGE, "inputState"),
-                      (VALUES, "accState"), (DISTINCT, "accState")]:
+                      (VALUES, "accState"), (DISTINCT, "accState"), (RETRACT, "accState")]:
         assert read_flink_state_table(back, op, state).to_pylist() == rows(case, op, state), (op, state)
-    for op, state in [(RETRACT, "accState")]:  # structured accumulators with data views: carried unread
-        assert read_flink_state_table(back, op, state, decode=False).to_pylist() == \
-            read_flink_state_table(case / "savepoint", op, state, decode=False).to_pylist()
+    assert read_flink_state_table(back, RETRACT, "accState", decode=False).to_pylist() == \
+        read_flink_state_table(case / "savepoint", RETRACT, "accState", decode=False).to_pylist()
+
+
+ACC = "org.apache.flink.table.runtime.functions.aggregate."
+VIEW = "RAW('org.apache.flink.table.api.dataview.{}')"
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_structured_accumulators_print_flinks_type_and_read_as_tables(case: Path) -> None:
+    """The retracting FIRST_VALUE / LAST_VALUE / LISTAGG accumulators are Flink SQL STRUCTURED types
+    (inline: the accumulator class and its attributes), stored as nested rows. Before: "unsupported
+    state" (the StructuredType was not whitelisted). Each group's first / last value is the value its
+    order → value map holds at the least / greatest order; the distinct count is the live values'."""
+    info = inspect_flink_savepoint(case / "savepoint")
+    acc_type = next(st["value_type"] for op in info["operators"] if op["uid"] == RETRACT
+                    for st in op["states"] if st["name"] == "accState")
+    first = (f"STRUCTURED<'{ACC}FirstValueWithRetractAggFunction$FirstValueWithRetractAccumulator', "
+             f"`firstValue` STRING, `firstOrder` BIGINT, `valueToOrderMap` {VIEW.format('MapView')}, "
+             f"`orderToValueMap` {VIEW.format('MapView')}>")
+    listagg = (f"STRUCTURED<'{ACC}ListAggWsWithRetractAggFunction$ListAggWsWithRetractAccumulator', "
+               f"`list` {VIEW.format('ListView')}, `retractList` {VIEW.format('ListView')}, `delimiter` STRING>")
+    assert acc_type.startswith(f"ROW<`f0` {first}, `f1` STRUCTURED<'{ACC}LastValueWithRetract")
+    assert f"`f2` {listagg}, `f3` BIGINT, `f4` BIGINT, `f5` {VIEW.format('MapView')}>" in acc_type
+    by_key: dict[int, list[str]] = {}
+    for k, _, n in records(case):
+        by_key.setdefault(k, []).append(n)
+    live: dict[int, set[str]] = {}
+    for k, ns in by_key.items():
+        live.setdefault(k % 3, set()).add(max(ns))
+    acc = {r["key"]["f0"]: r["value"] for r in rows(case, RETRACT, "accState")}
+    assert set(acc) == set(live)
+    for agg, field, pick in (("agg0", "f0", min), ("agg1", "f1", max)):
+        orders: dict[int, dict[int, list[str]]] = {}
+        for r in rows(case, RETRACT, f"{agg}$orderToValueMap"):
+            orders.setdefault(r["key"]["f0"], {})[r["user_key"]] = r["value"]
+        for g, v in acc.items():
+            value, order = list(v[field].values())[:2]
+            assert order == pick(orders[g]) and orders[g][order][-1] == value in live[g], (agg, g)
+            assert (v[field]["valueToOrderMap"], v[field]["orderToValueMap"]) == (b"\x00", b"\x00")
+    assert {g: (v["f2"]["delimiter"], v["f2"]["list"], v["f3"], v["f4"]) for g, v in acc.items()} == \
+        {g: (";", b"\x00", len(ns), len(ns)) for g, ns in live.items()}
 
 
 def _external_snapshots(case: Path) -> list[ExternalSerializerSnapshot]:
