@@ -64,6 +64,7 @@ from .types import (
     MapType,
     MultisetType,
     RowType,
+    StructuredType,
     TimestampType,
     TimeType,
     VarBinaryType,
@@ -231,6 +232,14 @@ class _Nested(LogicalTypeVisitor["TypeMigration | None"]):
     def visit_row(self, t: RowType) -> TypeMigration | None:
         plan = self.planner.plan_rows(t, cast(RowType, self.new), self.path)
         return TypeMigration(COPY if plan.is_identity else ROW, t, self.new, row=plan)
+
+    def visit_structured(self, t: StructuredType) -> TypeMigration | None:
+        """An aggregate function's accumulator (a STRUCTURED type) keeps its type: Flink's planner
+        derives it from the function, and what a changed one means is the function's business."""
+        if t != self.new:
+            self.planner.reasons.append(f"{_label(self.path)}: the accumulator type {_show(t)} keeps its type, "
+                                        f"got {_show(self.new)}")
+        return TypeMigration(COPY, t, self.new)
 
     def visit_array(self, t: ArrayType) -> TypeMigration | None:
         element = self.planner.compare(t.element_type, cast(ArrayType, self.new).element_type, f"{self.path}[]")

@@ -872,6 +872,15 @@ class _Parser:
             return MapType(key, value)
         if kw == "ROW":
             return self.parse_row(start)
+        if kw == "STRUCTURED":
+            self.expect_char("<")
+            if self.peek_char() != "'":
+                raise self.error(f"expected the accumulator class as a 'string', found {self._describe_next()}")
+            name = self.string_literal()
+            if not name:
+                raise self.error("STRUCTURED needs its class name, STRUCTURED<'com.acme.Acc', a INT>", start)
+            self.expect_char(",")
+            return StructuredType(self.parse_fields(">"), class_name=name)
         if kw == "RAW":
             self.expect_char("(")
             if self.peek_char() != "'":
@@ -896,23 +905,27 @@ class _Parser:
             close = ")"
         else:
             raise self.error(f"expected '<' or '(' after ROW, found {self._describe_next()}")
+        if self.accept_char(close):
+            return RowType()
+        return RowType(self.parse_fields(close))
+
+    def parse_fields(self, close: str) -> tuple[RowField, ...]:
+        """``name T 'comment', ...`` up to ``close`` (a ROW's fields, a STRUCTURED type's attributes)."""
         fields: list[RowField] = []
         names: set[str] = set()
-        if not self.accept_char(close):
-            while True:
-                self.skip_ws()
-                npos = self.pos
-                name = self.identifier()
-                if name in names:
-                    raise self.error(f"duplicate row field name {name!r}", npos)
-                names.add(name)
-                ftype = self.parse_type()
-                description = self.string_literal() if self.peek_char() == "'" else None
-                fields.append(RowField(name, ftype, description))
-                if self.accept_char(close):
-                    break
-                self.expect_char(",")
-        return RowType(tuple(fields))
+        while True:
+            self.skip_ws()
+            npos = self.pos
+            name = self.identifier()
+            if name in names:
+                raise self.error(f"duplicate row field name {name!r}", npos)
+            names.add(name)
+            ftype = self.parse_type()
+            description = self.string_literal() if self.peek_char() == "'" else None
+            fields.append(RowField(name, ftype, description))
+            if self.accept_char(close):
+                return tuple(fields)
+            self.expect_char(",")
 
     def identifier(self) -> str:
         self.skip_ws()
