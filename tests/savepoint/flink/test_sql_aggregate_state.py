@@ -171,8 +171,8 @@ def test_sql_aggregate_state_reads_as_spark_dataframes(spark: Any, tmp_path: Pat
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_the_parquet_form_reads_back_the_same_tables(case: Path, tmp_path: Path) -> None:
-    """Convert to the Parquet form and back: every readable state reads the same, and the states
-    statemorph carries unread (structured accumulators with data views) keep their bytes."""
+    """Convert to the Parquet form and back: every state reads the same, and the structured
+    accumulators (read as the nested rows of their attributes) keep their bytes."""
     pq, back = tmp_path / "pq", tmp_path / "back"
     convert_savepoint(case / "savepoint", pq)
     convert_savepoint(pq, back)
