@@ -215,6 +215,14 @@ class _Nested(types.LogicalTypeVisitor["TypeMigration | None"]):
         plan = self.planner.plan_rows(t, cast(types.RowType, self.new), self.path)
         return TypeMigration(COPY if plan.is_identity else ROW, t, self.new, row=plan)
 
+    def visit_structured(self, t: types.StructuredType) -> TypeMigration | None:
+        """An aggregate function's accumulator (a STRUCTURED type) keeps its type: Flink's planner
+        derives it from the function, and what a changed one means is the function's business."""
+        if t != self.new:
+            self.planner.reasons.append(f"{_label(self.path)}: the accumulator type {_show(t)} keeps its type, "
+                                        f"got {_show(self.new)}")
+        return TypeMigration(COPY, t, self.new)
+
     def visit_array(self, t: types.ArrayType) -> TypeMigration | None:
         element = self.planner.compare(t.element_type, cast(types.ArrayType, self.new).element_type, f"{self.path}[]")
         return TypeMigration(COPY if element.is_copy else ARRAY, t, self.new, element=element)

@@ -522,6 +522,33 @@ class RowType(LogicalType):
         return "ROW<" + ", ".join(f._fmt(serializable) for f in self.fields) + ">"
 
 
+@dataclass(frozen=True)
+class StructuredType(RowType):
+    """``STRUCTURED<'<class>', name T, ...>``: Flink SQL's inline structured type (an aggregate
+    function's accumulator class, e.g. the retracting FIRST_VALUE / LAST_VALUE / LISTAGG ones),
+    identified by its class name. Its attributes are the fields: in RowData it is stored as a
+    ROW (``InternalSerializers``: a ``RowDataSerializer`` of the attribute types, a nested
+    ``BinaryRowData``), so it is a :class:`RowType` to every codec; only its Java-serialized
+    LogicalType and its printed form differ. ``final`` / ``instantiable`` are Flink's flags, and
+    ``has_implementation_class`` whether the class was resolved (written as a class literal)."""
+
+    class_name: str = ""
+    final: bool = True
+    instantiable: bool = True
+    has_implementation_class: bool = True
+    ROOT: ClassVar[str] = "STRUCTURED_TYPE"
+    VISIT: ClassVar[str] = "visit_structured"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.class_name:
+            raise ValueError("a STRUCTURED type needs its class name")
+
+    def _body(self, serializable: bool) -> str:
+        attributes = ", ".join(f._fmt(serializable) for f in self.fields)
+        return f"STRUCTURED<'{escape_single_quotes(self.class_name)}', {attributes}>"
+
+
 class LogicalTypeVisitor(Generic[R]):
     """One method per logical type class, as Flink's ``LogicalTypeVisitor`` (``t.accept(visitor)``
     calls the one for ``t``). Each method falls back to the method of its family (the string,
@@ -608,6 +635,10 @@ class LogicalTypeVisitor(Generic[R]):
 
     def visit_row(self, t: RowType) -> R:
         return self.visit_other(t)
+
+    def visit_structured(self, t: StructuredType) -> R:
+        """A structured type is stored as the ROW of its attributes: by default, as a row."""
+        return self.visit_row(t)
 
     def visit_raw(self, t: RawType) -> R:
         return self.visit_other(t)
@@ -841,6 +872,15 @@ class _Parser:
             return MapType(key, value)
         if kw == "ROW":
             return self.parse_row(start)
+        if kw == "STRUCTURED":
+            self.expect_char("<")
+            if self.peek_char() != "'":
+                raise self.error(f"expected the accumulator class as a 'string', found {self._describe_next()}")
+            name = self.string_literal()
+            if not name:
+                raise self.error("STRUCTURED needs its class name, STRUCTURED<'com.acme.Acc', a INT>", start)
+            self.expect_char(",")
+            return StructuredType(self.parse_fields(">"), class_name=name)
         if kw == "RAW":
             self.expect_char("(")
             if self.peek_char() != "'":
@@ -865,23 +905,27 @@ class _Parser:
             close = ")"
         else:
             raise self.error(f"expected '<' or '(' after ROW, found {self._describe_next()}")
+        if self.accept_char(close):
+            return RowType()
+        return RowType(self.parse_fields(close))
+
+    def parse_fields(self, close: str) -> tuple[RowField, ...]:
+        """``name T 'comment', ...`` up to ``close`` (a ROW's fields, a STRUCTURED type's attributes)."""
         fields: list[RowField] = []
         names: set[str] = set()
-        if not self.accept_char(close):
-            while True:
-                self.skip_ws()
-                npos = self.pos
-                name = self.identifier()
-                if name in names:
-                    raise self.error(f"duplicate row field name {name!r}", npos)
-                names.add(name)
-                ftype = self.parse_type()
-                description = self.string_literal() if self.peek_char() == "'" else None
-                fields.append(RowField(name, ftype, description))
-                if self.accept_char(close):
-                    break
-                self.expect_char(",")
-        return RowType(tuple(fields))
+        while True:
+            self.skip_ws()
+            npos = self.pos
+            name = self.identifier()
+            if name in names:
+                raise self.error(f"duplicate row field name {name!r}", npos)
+            names.add(name)
+            ftype = self.parse_type()
+            description = self.string_literal() if self.peek_char() == "'" else None
+            fields.append(RowField(name, ftype, description))
+            if self.accept_char(close):
+                return tuple(fields)
+            self.expect_char(",")
 
     def identifier(self) -> str:
         self.skip_ws()
@@ -1034,6 +1078,7 @@ __all__ = [
     "MultisetType",
     "RowField",
     "RowType",
+    "StructuredType",
     "SmallIntType",
     "STRING",
     "TIMESTAMP_KINDS",

@@ -17,7 +17,7 @@ from statemorph.javaser.classes import flink_policy
 from statemorph.javaser.reader import MAX_DEPTH
 from statemorph.serializers import RowDataSerializer
 from statemorph.serializers.primitives import LongSerializerSnapshot
-from statemorph.types import ArrayType, IntType, LogicalType, parse_type
+from statemorph.types import ArrayType, IntType, LogicalType, StructuredType, parse_type
 from statemorph.typeutils import read_serializer_snapshot, write_nested_snapshots, write_serializer_snapshot
 
 EVENTS = "ROW<eventId BIGINT, metadata ROW<userId INT, `timestamp` BIGINT, deviceType STRING>>"
@@ -65,7 +65,7 @@ def test_wrong_magic_or_version(header: str) -> None:
     "org.apache.commons.collections.functors.InvokerTransformer",
     "com.sun.org.apache.xalan.internal.xsltc.trax.TemplatesImpl",
     "java.lang.Runtime",
-    "org.apache.flink.table.types.logical.StructuredType",  # (RawType is whitelisted for SQL data views)
+    "org.apache.flink.table.types.logical.DistinctType",  # (RawType, StructuredType are whitelisted for SQL)
     "",
 ])
 def test_classes_off_the_whitelist_are_refused_by_name(name: str) -> None:
@@ -191,3 +191,31 @@ def test_the_reader_never_reads_past_its_stream() -> None:
     src = DataInputDeserializer(data)
     read_stream(src, flink_policy)
     assert read_logical_type(src) == parse_type("STRING") and src.available() == 0
+
+
+FIRST = "org.apache.flink.table.runtime.functions.aggregate." \
+        "FirstValueWithRetractAggFunction$FirstValueWithRetractAccumulator"
+
+
+def test_structured_types_round_trip_and_their_shape_is_checked() -> None:
+    """An inline STRUCTURED type (with or without its class literal) reads back equal; a class name
+    that is not its class literal's, or another comparison constant, is refused naming it; a class
+    off the whitelist is not written."""
+    t = parse_type(f"ROW<a STRUCTURED<'{FIRST}', `firstValue` STRING, `firstOrder` BIGINT NOT NULL 'o'>>")
+    data = write_logical_type(t)
+    assert read(data) == t
+    for every_prefix in range(0, len(data), 11):
+        with pytest.raises(JavaSerializationError):
+            read(data[:every_prefix])
+    no_class = parse_type("STRUCTURED<'com.acme.Acc', v INT>")
+    assert isinstance(no_class, StructuredType)
+    with pytest.raises(JavaSerializationError, match="com.acme.Acc is not one of Flink's accumulator classes"):
+        write_logical_type(no_class)
+    bare = StructuredType(no_class.fields, class_name="com.acme.Acc", has_implementation_class=False)
+    assert read(write_logical_type(bare)) == bare
+    renamed = data.replace(utf(FIRST), utf(FIRST[:-1] + "X"), 1)  # the className string comes first
+    with pytest.raises(JavaSerializationError, match="has implementation class " + FIRST.replace("$", r"\$")):
+        read(renamed)
+    other = data.replace(utf("EQUALS"), utf("FULLXX"), 1)
+    with pytest.raises(JavaSerializationError, match="with comparison FULLXX"):
+        read(other)

@@ -25,6 +25,7 @@ from statemorph.types import (
     RowField,
     RowType,
     SmallIntType,
+    StructuredType,
     Timestamp,
     TimestampType,
     TimeType,
@@ -182,6 +183,20 @@ def test_time_attributes_parse_back_and_do_not_take_part_in_equality() -> None:
     assert t.fields[0].type.copy(nullable=True).kind == "PROCTIME"  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="timestamp kind"):
         TimestampType(3, kind="EVENTTIME")
+
+
+def test_structured_types_print_as_flink_and_parse_back() -> None:
+    """Flink's inline STRUCTURED format (``STRUCTURED<'class', attributes>``); a ROW of the same
+    attributes is another type, and a STRUCTURED type needs its class name."""
+    t = StructuredType((RowField("v", VarCharType(MAX_LENGTH)), RowField("o", BigIntType(), "it's")),
+                       class_name="a.Acc", nullable=False)
+    assert str(t) == "STRUCTURED<'a.Acc', `v` STRING, `o` BIGINT 'it''s'> NOT NULL"
+    assert parse_type(str(t)) == t == parse_type(t.as_serializable_string())
+    assert t != RowType(t.fields, nullable=False) and parse_type("ROW<>") == RowType()
+    with pytest.raises(TypeParseError, match="class name"):
+        parse_type("STRUCTURED<'', a INT>")
+    with pytest.raises(TypeParseError, match="'string'"):
+        parse_type("STRUCTURED<a INT>")
 
 
 def test_parse_row_type_requires_a_row() -> None:

@@ -38,6 +38,15 @@ TYPES = "org.apache.flink.table.types."
 DATAVIEW_API = "org.apache.flink.table.api.dataview."
 
 _ENUM_FLAGS = SC_ENUM | SC_SERIALIZABLE
+STRUCTURED = LOGICAL + "StructuredType"
+_AGGREGATE = "org.apache.flink.table.runtime.functions.aggregate."
+#: Flink's accumulator classes a STRUCTURED type may name (observed in Flink 2.3 savepoints of the
+#: retracting FIRST_VALUE / LAST_VALUE / LISTAGG); a user's accumulator class is not whitelisted
+ACCUMULATOR_CLASSES = tuple(_AGGREGATE + name for name in (
+    "FirstValueWithRetractAggFunction$FirstValueWithRetractAccumulator",
+    "LastValueWithRetractAggFunction$LastValueWithRetractAccumulator",
+    "ListAggWsWithRetractAggFunction$ListAggWsWithRetractAccumulator",
+))
 _TYPE_SERIALIZER = TYPEUTILS + "TypeSerializer"
 _SINGLETON = BASE + "TypeSerializerSingleton"
 _LOGICAL_TYPE = LOGICAL + "LogicalType"
@@ -185,6 +194,23 @@ _ROWS: tuple[ClassRow, ...] = (
     ClassRow(DATAVIEW_API + "MapView", 0, 0),
     _serializer("org.apache.flink.table.dataview.NullSerializer", super_name=_SINGLETON, suid=-5381596724707742625),
     _logical_type("RawType", _object_field("clazz", "java.lang.Class"), _serializer_field("serializer")),
+    # STRUCTURED_TYPE: an inline structured type (a built-in aggregate function's accumulator), its
+    # attributes an immutable List.of(...) (java.util.CollSer), its implementation class a class literal
+    ClassRow(LOGICAL + "UserDefinedType", 1, SC_SERIALIZABLE, (
+        FieldDesc("Z", "isFinal"), _string_field("description"),
+        _object_field("objectIdentifier", "org.apache.flink.table.catalog.ObjectIdentifier")), _LOGICAL_TYPE),
+    ClassRow(STRUCTURED, 1, SC_SERIALIZABLE, (
+        FieldDesc("Z", "isInstantiable"), _object_field("attributes", "java.util.List"), _string_field("className"),
+        _object_field("comparison", STRUCTURED + "$StructuredComparison"),
+        _object_field("implementationClass", "java.lang.Class"), _object_field("superType", STRUCTURED)),
+        LOGICAL + "UserDefinedType"),
+    ClassRow(STRUCTURED + "$StructuredAttribute", 1, SC_SERIALIZABLE,
+             (_string_field("description"), _string_field("name"), _logical_field("type"))),
+    ClassRow(STRUCTURED + "$StructuredComparison", 0, _ENUM_FLAGS, (), "java.lang.Enum"),
+    ClassRow("java.util.CollSer", 6309168927139932177, SC_WRITE_METHOD | SC_SERIALIZABLE, (_int_field("tag"),)),
+    # the accumulator classes seen as implementation classes (class literals of classes that are not
+    # Serializable: no serialVersionUID, no fields)
+    *(ClassRow(name, 0, 0) for name in ACCUMULATOR_CLASSES),
 )
 
 
@@ -249,5 +275,5 @@ def comparator_policy(name: str) -> ClassDesc | None:
     return COMPARATOR_CLASSES.get(name)
 
 
-__all__ = ["BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "RUNTIME", "comparator_policy", "desc",
-           "flink_policy"]
+__all__ = ["ACCUMULATOR_CLASSES", "BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "RUNTIME", "STRUCTURED",
+           "comparator_policy", "desc", "flink_policy"]

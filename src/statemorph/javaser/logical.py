@@ -27,7 +27,7 @@ from typing import Any
 from .. import types
 from ..errors import JavaSerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from .classes import DATAVIEW_API, LOGICAL, desc, flink_policy
+from .classes import CLASSES, DATAVIEW_API, LOGICAL, STRUCTURED, desc, flink_policy
 from .nodes import BlockData, JClass, JEnum, JObject, JString
 from .reader import ClassPolicy, read_stream
 from .writer import write_stream_to
@@ -37,7 +37,7 @@ _CLASS_OF: dict[type[types.LogicalType], str] = {cls: cls.__name__ for cls in (
     types.BooleanType, types.TinyIntType, types.SmallIntType, types.IntType, types.BigIntType, types.FloatType,
     types.DoubleType, types.DateType, types.CharType, types.VarCharType, types.BinaryType, types.VarBinaryType,
     types.DecimalType, types.TimeType, types.TimestampType, types.LocalZonedTimestampType, types.ArrayType,
-    types.MultisetType, types.MapType, types.RowType, types.RawType)}
+    types.MultisetType, types.MapType, types.RowType, types.RawType, types.StructuredType)}
 _TYPE_OF: dict[str, type[types.LogicalType]] = {LOGICAL + v: k for k, v in _CLASS_OF.items()}
 
 ROOT_ENUM = LOGICAL + "LogicalTypeRoot"
@@ -45,6 +45,10 @@ KIND_ENUM = LOGICAL + "TimestampKind"
 ROW_FIELD = LOGICAL + "RowType$RowField"
 UNMODIFIABLE_LIST = "java.util.Collections$UnmodifiableList"
 ARRAY_LIST = "java.util.ArrayList"
+ATTRIBUTE = STRUCTURED + "$StructuredAttribute"
+COMPARISON_ENUM = STRUCTURED + "$StructuredComparison"
+COLL_SER = "java.util.CollSer"
+_IMM_LIST = 1  # CollSer's tag of an immutable List.of(...)
 _MAX_ROW_FIELDS = 1 << 16
 #: The RAW types statemorph reads and writes: a SQL accumulator's placeholder for a data view kept in
 #: state of its own, ``RAW(MapView / ListView, NullSerializer)``; any other RAW type is a user's.
@@ -90,6 +94,8 @@ class TypeTreeBuilder:
         elif isinstance(t, types.MapType):
             values["keyType"] = self.build(t.key_type)
             values["valueType"] = self.build(t.value_type)
+        elif isinstance(t, types.StructuredType):
+            values.update(self.structured(t))
         elif isinstance(t, types.RowType):
             values["fields"] = self.row_fields(t)
         elif isinstance(t, types.RawType):
@@ -101,6 +107,25 @@ class TypeTreeBuilder:
                 self._null_serializer = JObject(desc(NULL_SERIALIZER), {})
             values["serializer"] = self._null_serializer
         return JObject(desc(LOGICAL + name), values)
+
+    def structured(self, t: types.StructuredType) -> dict[str, Any]:
+        """An inline structured type's own values (no catalog identifier, super type or description)."""
+        if t.has_implementation_class and t.class_name not in CLASSES:
+            raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t}: its class "
+                                         f"{t.class_name} is not one of Flink's accumulator classes statemorph knows")
+        attributes: list[Any] = [BlockData(struct.pack(">i", t.arity))]
+        attributes += [JObject(desc(ATTRIBUTE), {"description": f.description, "name": f.name,
+                                                 "type": self.build(f.type)}) for f in t.fields]
+        return {
+            "isFinal": t.final, "description": None, "objectIdentifier": None,
+            "isInstantiable": t.instantiable,
+            "attributes": JObject(desc(COLL_SER), {"tag": _IMM_LIST}, {COLL_SER: attributes}),
+            "className": t.class_name,
+            "comparison": self.enum(COMPARISON_ENUM, "EQUALS"),
+            "implementationClass": self._classes.setdefault(t.class_name, JClass(desc(t.class_name)))
+            if t.has_implementation_class else None,
+            "superType": None,
+        }
 
     def row_fields(self, t: types.RowType) -> JObject:
         items: list[Any] = [BlockData(struct.pack(">i", t.arity))]
@@ -182,6 +207,8 @@ def logical_type_from_tree(node: Any, what: str = "LogicalType", depth: int = 0)
                            logical_type_from_tree(v["valueType"], f"{what} value", depth + 1), nullable=nullable)
         if cls is types.RowType:
             return types.RowType(_row_fields(v["fields"], what, depth), nullable=nullable)
+        if cls is types.StructuredType:
+            return _structured(v, what, depth, nullable)
         if cls is types.RawType:
             return _data_view_placeholder(v, what, nullable)
         return cls(nullable=nullable)
@@ -200,23 +227,62 @@ def _data_view_placeholder(v: dict[str, Any], what: str, nullable: bool) -> type
     return types.RawType(name, nullable=nullable)
 
 
+def _structured(v: dict[str, Any], what: str, depth: int, nullable: bool) -> types.StructuredType:
+    """An inline structured type read (what Flink's planner derives for a built-in accumulator): its
+    class name, attributes and flags; a catalog type, a super type or another comparison is refused."""
+    name = _string(v.get("className"), f"{what} class name", nullable=True)
+    for key in ("objectIdentifier", "superType", "description"):
+        if v.get(key) is not None:
+            raise _fail(what, f"STRUCTURED type {name} with a {key}: statemorph reads only inline structured "
+                              f"types (a class name and attributes)")
+    comparison = v.get("comparison")
+    if not isinstance(comparison, JEnum) or comparison.desc.name != COMPARISON_ENUM or comparison.constant != "EQUALS":
+        found = comparison.constant if isinstance(comparison, JEnum) else type(comparison).__name__
+        raise _fail(what, f"STRUCTURED type {name} with comparison {found} (statemorph reads EQUALS)")
+    clazz = v.get("implementationClass")
+    if name is None or (clazz is not None and (not isinstance(clazz, JClass) or clazz.desc.name != name)):
+        found = clazz.desc.name if isinstance(clazz, JClass) else type(clazz).__name__
+        raise _fail(what, f"STRUCTURED type named {name} has implementation class {found}")
+    node = v.get("attributes")
+    if not isinstance(node, JObject) or node.desc.name != COLL_SER or node.values.get("tag") != _IMM_LIST:
+        raise _fail(what, f"STRUCTURED type {name}: attributes are not an immutable java.util.List")
+    elements = _list_elements(node.annotations.get(COLL_SER, []), f"{what} attributes")
+    fields = _named_fields(elements, ATTRIBUTE, "StructuredType$StructuredAttribute", what, depth)
+    try:
+        return types.StructuredType(fields, class_name=name, final=bool(v["isFinal"]),
+                                    instantiable=bool(v["isInstantiable"]),
+                                    has_implementation_class=clazz is not None, nullable=nullable)
+    except ValueError as e:
+        raise _fail(what, str(e)) from None
+
+
+def _list_elements(items: list[Any], what: str, declared: int | None = None) -> list[Any]:
+    """The elements a list's ``writeObject`` data holds: ``i32 size`` in block data, then that many."""
+    if not items or not isinstance(items[0], BlockData) or len(items[0].data) != 4:
+        raise _fail(what, "list data does not start with its size")
+    size = struct.unpack(">i", items[0].data)[0]
+    elements = items[1:]
+    if not 0 <= size <= _MAX_ROW_FIELDS or (declared is not None and declared != size) or len(elements) != size:
+        raise _fail(what, f"list declares {size if declared is None else declared} elements but holds {len(elements)}")
+    return elements
+
+
 def _row_fields(node: Any, what: str, depth: int) -> tuple[types.RowField, ...]:
     if not isinstance(node, JObject) or node.desc.name != UNMODIFIABLE_LIST:
         raise _fail(what, "ROW fields are not a Collections$UnmodifiableList")
     backing = node.values["list"]
     if backing is not node.values["c"] or not isinstance(backing, JObject) or backing.desc.name != ARRAY_LIST:
         raise _fail(what, "ROW fields do not wrap one java.util.ArrayList")
-    size = backing.values["size"]
-    items = backing.annotations.get(ARRAY_LIST, [])
-    if not items or not isinstance(items[0], BlockData) or len(items[0].data) != 4:
-        raise _fail(what, "ArrayList data does not start with its size")
-    elements = items[1:]
-    if not 0 <= size <= _MAX_ROW_FIELDS or struct.unpack(">i", items[0].data)[0] != size or len(elements) != size:
-        raise _fail(what, f"ArrayList of ROW fields declares {size} elements but holds {len(elements)}")
+    elements = _list_elements(backing.annotations.get(ARRAY_LIST, []), f"{what} ROW fields", backing.values["size"])
+    return _named_fields(elements, ROW_FIELD, "RowType$RowField", what, depth)
+
+
+def _named_fields(elements: list[Any], cls: str, simple: str, what: str, depth: int) -> tuple[types.RowField, ...]:
+    """ROW fields or STRUCTURED attributes (both ``description, name, type``) as RowFields."""
     fields = []
     for i, f in enumerate(elements):
-        if not isinstance(f, JObject) or f.desc.name != ROW_FIELD:
-            raise _fail(what, f"ROW field #{i} is not a RowType$RowField")
+        if not isinstance(f, JObject) or f.desc.name != cls:
+            raise _fail(what, f"field #{i} is not a {simple}")
         name = _string(f.values["name"], f"{what} field #{i} name")
         assert name is not None
         description = _string(f.values["description"], f"{what} field {name!r} description", nullable=True)
@@ -227,7 +293,7 @@ def _row_fields(node: Any, what: str, depth: int) -> tuple[types.RowField, ...]:
             raise _fail(what, str(e)) from None
     names = [f.name for f in fields]
     if len(set(names)) != len(names):
-        raise _fail(what, f"duplicate ROW field names in {names}")
+        raise _fail(what, f"duplicate field names in {names}")
     return tuple(fields)
 
 
