@@ -74,6 +74,12 @@ class RocksKeyedStream(KeyedStream):
             yield from scanned_groups(InlineStream(data, self.where), [KeyGroupExtent(kg, 0, len(data))], False, n,
                                       self.where)
 
+    def state_runs(self, only: range | None, state_id: int) -> Iterator[StateRun]:
+        """The runs of the instance's column family as they come from RocksDB: laid out as a
+        canonical block and scanned back (:meth:`scanned`) they would be the same keys and values,
+        at three times the cost (the benchmark in ``benchmarks/test_native_read.py``)."""
+        return self.instance.state_runs(state_id, only)
+
     def close(self) -> None:
         self.instance.close()
 
