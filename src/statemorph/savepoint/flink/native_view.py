@@ -6,7 +6,9 @@ operator descriptions the planner and ``schema`` use) reads it unchanged.
 from RocksDB instances: each key group's entries, read column family by column family
 (:meth:`.native.RocksInstance.key_groups`), are laid out as the canonical key-group block they
 would be in a canonical savepoint and scanned by the same kernel as a file's
-(:func:`.key_group_scan.scanned_groups`). One key group is held at a time. Operator-state and
+(:func:`.key_group_scan.scanned_groups`). One key group is held at a time. A state's table
+takes its column family's runs as they come (:meth:`RocksKeyedStream.state_runs`): laying them
+out and scanning them back would give the same runs at three times the cost. Operator-state and
 full key-group streams (the hashmap backend's) are opened through the checkpoint's containment
 rule (:class:`NativeDirectory`).
 """
