@@ -159,6 +159,64 @@ def test_state_tables_equal_those_of_the_canonical_conversion(cases: dict[str, P
 
 
 @pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("only", [None, range(20, 90)])
+@pytest.mark.parametrize("slice_bytes", [1 << 20, 64])
+def test_state_runs_are_the_key_group_runs_of_that_state(cases: dict[str, Path], name: str, only: range | None,
+                                                         slice_bytes: int) -> None:
+    """The table reader's one pass over a column family gives the runs the key-group walk gives
+    for that state: one key group a run, a large one cut in slices, ``only``'s groups alone."""
+    sp = NativeSavepoint(_source(cases[name]))
+    seen = 0
+    for op, st, handle in sp.instances():
+        with sp.open_instance(op, st, handle) as instance:
+            for sid in instance.families:
+                want = [run for _, runs in instance.key_groups(only, slice_bytes, {sid}) for run in runs]
+                got = list(instance.state_runs(sid, only, slice_bytes))
+                assert [(r.state_id, r.keys, r.values) for r in got] == [(r.state_id, r.keys, r.values) for r in want]
+                seen += sum(len(r.keys) for r in got)
+    assert seen
+
+
+def test_tables_are_read_without_laying_out_canonical_blocks(cases: dict[str, Path],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading a state's table takes the entries as RocksDB gives them: laying each key group out
+    as a canonical block and scanning it back made the native read 3x slower than the canonical
+    one (benchmarks/test_native_read.py)."""
+    import statemorph.savepoint.flink.native_view as view
+
+    src = _source(cases["native-p2"])
+    want = [b.to_pylist() for b in read_flink_state(src, "state-op", "events", reader=NATIVE.reader)]
+
+    def refused(*_: object) -> bytes:
+        raise AssertionError("a canonical block was laid out")
+
+    monkeypatch.setattr(view, "encode_key_group", refused)
+    assert [b.to_pylist() for b in read_flink_state(src, "state-op", "events", reader=NATIVE.reader)] == want
+    assert sum(want, [])
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_conversion_reads_each_column_family_in_one_pass(cases: dict[str, Path], name: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``convert --to canonical`` (and so a native migration) walks each state's column family
+    once, side by side, and encodes slices whole: seeking each key group's entries one by one
+    made the conversion 2.5x slower (benchmarks/test_native_read.py). Same bytes either way."""
+    from statemorph.savepoint.flink.native import RocksInstance
+
+    src = _source(cases[name])
+    NativeSavepoint(src).to_canonical(tmp_path / "before")
+
+    def refused(*_: object) -> None:
+        raise AssertionError("entries were read a key group at a time")
+
+    monkeypatch.setattr(RocksInstance, "group_entries", refused)
+    NativeSavepoint(src).to_canonical(tmp_path / "after")
+    files = sorted(p.name for p in (tmp_path / "before").iterdir())
+    assert files == sorted(p.name for p in (tmp_path / "after").iterdir()) and files
+    assert all((tmp_path / "before" / f).read_bytes() == (tmp_path / "after" / f).read_bytes() for f in files)
+
+
+@pytest.mark.parametrize("name", SPECS)
 def test_converted_savepoints_restore_in_real_flink(real_flink: ModuleType, cases: dict[str, Path], name: str,
                                                     tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """native / checkpoint -> canonical (restored into RocksDB and the hashmap backend) and ->

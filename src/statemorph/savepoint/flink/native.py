@@ -37,7 +37,7 @@ import re
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -405,29 +405,60 @@ _I32 = struct.Struct(">i")
 def write_block(entries: Iterator[tuple[int, bytes, bytes]], writer: Any, key_group: int, compressed: bool,
                 where: str) -> None:
     """One key group's ``(state id, key, value)`` entries (grouped by state) as its canonical
-    block: ``i16 state id`` before each state's entries, the last entry's key flagged, ``0xFFFF``
-    at the end (:func:`.keyed_blocks.write_key_group`'s bytes, Snappy-framed alike), handed to
-    ``writer.add_encoded_key_group`` in pieces; nothing for a key group without entries."""
+    block (:func:`write_runs`, the entries taken a few thousand at a time)."""
+    write_runs(_entry_runs(entries), writer, key_group, compressed, where)
+
+
+def _entry_runs(entries: Iterator[tuple[int, bytes, bytes]],
+                most: int = 4096) -> Iterator[tuple[int, list[bytes], list[bytes], bool]]:
+    """Entries as :func:`write_runs`' slices of at most ``most`` entries (one held back, to know
+    whether it ends its state's run)."""
+    sid_now = -1
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    for sid, k, v in entries:
+        if sid != sid_now and keys:
+            yield sid_now, keys, values, True
+            keys, values = [], []
+        elif len(keys) > most:
+            yield sid_now, keys[:-1], values[:-1], False
+            keys, values = keys[-1:], values[-1:]
+        sid_now = sid
+        keys.append(k)
+        values.append(v)
+    if keys:
+        yield sid_now, keys, values, True
+
+
+def write_runs(runs: Iterable[tuple[int, list[bytes], list[bytes], bool]], writer: Any, key_group: int,
+               compressed: bool, where: str) -> None:
+    """One key group's entries as its canonical block: ``runs`` are ``(state id, keys, values,
+    last)`` slices grouped by state, ``last`` when a slice ends its state's entries in the group.
+    ``i16 state id`` before each state's entries, the last entry's key flagged, ``0xFFFF`` at the
+    end (:func:`.keyed_blocks.write_key_group`'s bytes, Snappy-framed alike), handed to
+    ``writer.add_encoded_key_group`` in pieces; nothing for a key group without entries. A slice
+    is encoded with one join (no call per entry: the native conversion's hot loop)."""
     out: _BlockWriter | None = None
     sid_now = -1
-    held: tuple[bytes, bytes] | None = None
-    for sid, k, v in entries:
-        if not k or k[0] & FLAG:
+    pack = _I32.pack
+    for sid, keys, values, last in runs:
+        if not keys:
+            continue
+        if not all(k and not k[0] & FLAG for k in keys):
             raise FlinkSavepointError(f"{where}: key group {key_group}: a RocksDB key that does not start with "
                                       f"its key-group prefix")
         if out is None:
             out = _BlockWriter(writer, key_group, compressed)
         if sid != sid_now:
-            if held is not None:
-                out.entry(*held, last=True)
             out.add(_U16.pack(sid))
-            sid_now, held = sid, None
-        if held is not None:
-            out.entry(*held, last=False)
-        held = (k, v)
+            sid_now = sid
+        n = len(keys) - 1 if last else len(keys)
+        out.add(b"".join([b for k, v in zip(keys[:n], values[:n], strict=True)
+                          for b in (pack(len(k)), k, pack(len(v)), v)]))
+        if last:
+            k, v = keys[-1], values[-1]
+            out.add(b"".join((pack(len(k)), bytes((k[0] | FLAG,)), k[1:], pack(len(v)), v)))
     if out is not None:
-        if held is not None:
-            out.entry(*held, last=True)
         out.add(_U16.pack(END_OF_KEY_GROUP))
         out.finish()
 
@@ -449,15 +480,6 @@ class _BlockWriter:
         if len(self.buf) >= PIECE_BYTES:
             self._flush(len(self.buf) // PIECE_BYTES * PIECE_BYTES)
 
-    def entry(self, key: bytes, value: bytes, last: bool) -> None:
-        self.buf += _I32.pack(len(key))
-        if last:
-            self.buf.append(key[0] | FLAG)
-            self.buf += key[1:]
-        else:
-            self.buf += key
-        self.add(_I32.pack(len(value)) + value)
-
     def _flush(self, n: int) -> None:
         piece = bytes(self.buf[:n])
         del self.buf[:n]
@@ -470,6 +492,20 @@ class _BlockWriter:
 
     def finish(self) -> None:
         self._flush(len(self.buf))
+
+
+class _Ahead:
+    """An iterator of state runs with the next run in view."""
+
+    def __init__(self, runs: Iterator[StateRun]) -> None:
+        self.runs = runs
+        self.run: StateRun | None = next(runs, None)
+
+    def take(self) -> StateRun:
+        run = self.run
+        assert run is not None
+        self.run = next(self.runs, None)
+        return run
 
 
 class RocksInstance:
@@ -563,12 +599,60 @@ class RocksInstance:
                 it.next()
             it.status()  # an iterator stops on an error (a merge operand it cannot merge): raise it
         except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
-            name = self.header.states[sid].name
-            if "merge_operator" in str(e):
-                raise FlinkSavepointError(
-                    f"{self.where}: state {name!r} holds RocksDB merge operands (list state appended with add()) "
-                    f"and the instance's OPTIONS file names no merge operator to read them") from e
-            raise FlinkSavepointError(f"{self.where}: state {name!r}: RocksDB: {self._said(e)}") from e
+            raise self._refused(sid, e) from e
+        finally:
+            del it
+
+    def _refused(self, sid: int, e: Exception) -> FlinkSavepointError:
+        """The typed error of a RocksDB status error while state ``sid`` is iterated."""
+        name = self.header.states[sid].name
+        if "merge_operator" in str(e):
+            return FlinkSavepointError(
+                f"{self.where}: state {name!r} holds RocksDB merge operands (list state appended with add()) "
+                f"and the instance's OPTIONS file names no merge operator to read them")
+        return FlinkSavepointError(f"{self.where}: state {name!r}: RocksDB: {self._said(e)}")
+
+    def state_runs(self, sid: int, only: range | None = None, slice_bytes: int = SLICE_BYTES) -> Iterator[StateRun]:
+        """The entries of state ``sid`` (of the key groups of ``only``) as runs of one key group
+        each, a large group as consecutive runs of about ``slice_bytes``: what :meth:`key_groups`
+        yields for one state, in one pass over the column family (no generator per entry: the
+        table reader's hot loop)."""
+        cf = self.families.get(sid)
+        r = self._range(only)
+        if cf is None or not len(r):
+            return
+        p = self.prefix
+        start, last = r.start.to_bytes(p, "big"), (r.stop - 1).to_bytes(p, "big")
+        it = cf.iter()
+        try:
+            it.seek(start)
+            valid, key, value, step = it.valid, it.key, it.value, it.next
+            keys: list[bytes] = []
+            values: list[bytes] = []
+            group, size = start, 0
+            while valid():
+                k = key()
+                g = k[:p]
+                if g != group:
+                    if g > last:
+                        break
+                    if keys:
+                        yield StateRun(sid, keys, values)
+                        keys, values, size = [], [], 0
+                    group = g
+                v = value()
+                keys.append(k)
+                values.append(v)
+                size += len(k) + len(v) + 8
+                if size >= slice_bytes:
+                    yield StateRun(sid, keys, values)
+                    keys, values, size = [], [], 0
+                step()
+            it.status()  # an iterator stops on an error (a merge operand it cannot merge): raise it
+            if keys:
+                yield StateRun(sid, keys, values)
+        except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
+            raise self._refused(sid, e) from e
         finally:
             del it
 
@@ -609,14 +693,21 @@ class RocksInstance:
     def write_to(self, writer: KeyedStreamWriter, compressed: bool) -> None:
         """Every non-empty key group of the instance, encoded as a canonical stream's blocks
         (Snappy-framed when ``compressed``) and appended to ``writer`` in pieces
-        (:class:`_BlockWriter`): no key group is ever held whole."""
+        (:class:`_BlockWriter`): no key group is ever held whole (each state's column family is
+        read in slices, :meth:`state_runs`, one pass each, side by side)."""
+        p = self.prefix
+        heads = {sid: _Ahead(self.state_runs(sid)) for sid in self.families}
         for kg in self._range(None):
-            write_block(self._counted(kg), writer, kg, compressed, self.where)
+            g = kg.to_bytes(p, "big")
+            write_runs(self._group_slices(heads, g), writer, kg, compressed, self.where)
 
-    def _counted(self, kg: int) -> Iterator[tuple[int, bytes, bytes]]:
-        for sid, k, v in self.group_entries(kg):
-            self.counts[sid] = self.counts.get(sid, 0) + 1
-            yield sid, k, v
+    def _group_slices(self, heads: dict[int, _Ahead], g: bytes) -> Iterator[tuple[int, list[bytes], list[bytes], bool]]:
+        """The slices of key group ``g`` (its prefix), state by state, for :func:`write_runs`."""
+        for sid, head in heads.items():
+            while head.run is not None and head.run.keys[0][:len(g)] == g:
+                run = head.take()
+                self.counts[sid] = self.counts.get(sid, 0) + len(run.keys)
+                yield sid, run.keys, run.values, head.run is None or head.run.keys[0][:len(g)] != g
 
     def close(self) -> None:
         db = getattr(self, "db", None)

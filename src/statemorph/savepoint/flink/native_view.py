@@ -6,7 +6,9 @@ operator descriptions the planner and ``schema`` use) reads it unchanged.
 from RocksDB instances: each key group's entries, read column family by column family
 (:meth:`.native.RocksInstance.key_groups`), are laid out as the canonical key-group block they
 would be in a canonical savepoint and scanned by the same kernel as a file's
-(:func:`.key_group_scan.scanned_groups`). One key group is held at a time. Operator-state and
+(:func:`.key_group_scan.scanned_groups`). One key group is held at a time. A state's table
+takes its column family's runs as they come (:meth:`RocksKeyedStream.state_runs`): laying them
+out and scanning them back would give the same runs at three times the cost. Operator-state and
 full key-group streams (the hashmap backend's) are opened through the checkpoint's containment
 rule (:class:`NativeDirectory`).
 """
@@ -73,6 +75,12 @@ class RocksKeyedStream(KeyedStream):
             data = encode_key_group(runs, False)
             yield from scanned_groups(InlineStream(data, self.where), [KeyGroupExtent(kg, 0, len(data))], False, n,
                                       self.where)
+
+    def state_runs(self, only: range | None, state_id: int) -> Iterator[StateRun]:
+        """The runs of the instance's column family as they come from RocksDB: laid out as a
+        canonical block and scanned back (:meth:`scanned`) they would be the same keys and values,
+        at three times the cost (the benchmark in ``benchmarks/test_native_read.py``)."""
+        return self.instance.state_runs(state_id, only)
 
     def close(self) -> None:
         self.instance.close()

@@ -106,6 +106,12 @@ class KeyedStream(Closing):
         extents = [e for e in self.extents if only is None or e.key_group in only]
         return scanned_groups(self.source, extents, self.header.compressed, len(self.header.states), self.where)
 
+    def state_runs(self, only: range | None, state_id: int) -> Iterator[StateRun]:
+        """The entries of state ``state_id`` (of the range ``only``) as runs of ``bytes`` keys and
+        values, a slice at a time: what the table reader builds its columns from."""
+        for group in self.scanned(only, {state_id}):
+            yield from group.runs(state_id)
+
     def close(self) -> None:
         self.source.close()
 
@@ -235,11 +241,10 @@ class FlinkSavepoint:
             layout = StateLayout(meta, stream.header.key_serializer, op.max_parallelism,
                                  f"{stream.where} state {state!r}")
             builder = _BatchBuilder(layout)
-            for group in stream.scanned(key_groups, {state_id}):
-                for run in group.runs(state_id):
-                    builder.add(run)
-                    while builder.rows >= batch_rows:
-                        yield builder.take(batch_rows)
+            for run in stream.state_runs(key_groups, state_id):
+                builder.add(run)
+                while builder.rows >= batch_rows:
+                    yield builder.take(batch_rows)
             if builder.rows:
                 yield builder.take(builder.rows)
         if not found:

@@ -1,0 +1,131 @@
+"""Reading and migrating a native RocksDB savepoint real Flink took, beside the canonical
+savepoint of the same state and beside the floor, in one run (issue 21, item 5).
+
+- **read native / read canonical**: every entry of the ``events`` state read as record batches
+  (``read_flink_state``, 2 threads), decoded to typed columns and not (the binary columns: the
+  reader alone), from the native savepoint (its RocksDB instances, ``reader=NATIVE.reader``) and
+  from the canonical savepoint converted from it.
+- **migrate native**: ``statemorph migrate`` of the native savepoint to the evolved Events type
+  (plan on the native savepoint, staged canonical conversion, canonical migration, written and
+  fsynced).
+- **floor**: every RocksDB file (SST) the native savepoint's subtasks name read and written to a
+  fresh file of the same bytes, fsynced: what any rewrite of the same data must at least do.
+
+The pair (``STATEMORPH_NATIVE_BENCH_N`` keys, default 1,000,000) is taken once into
+``benchmarks/.cache/native`` (git-ignored) by ``native_savepoint.build``. Needs Java and the built
+ci/flink generator; skipped otherwise. Rounds: ``STATEMORPH_NATIVE_BENCH_ROUNDS`` (default 3).
+
+Run: ``.venv/bin/python -m pytest benchmarks/test_native_read.py --benchmark-only``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from statemorph.cli.main import main
+from statemorph.engine.flink_ranges import read_flink_state
+from statemorph.engine.formats import NATIVE
+from statemorph.savepoint.flink.handles import ByteStreamHandle
+from statemorph.savepoint.flink.native import NativeSavepoint
+
+from . import native_savepoint as NS
+from .conftest import record
+
+N = int(os.environ.get("STATEMORPH_NATIVE_BENCH_N", "1000000"))
+ROUNDS = int(os.environ.get("STATEMORPH_NATIVE_BENCH_ROUNDS", "3"))
+CACHE = Path(__file__).resolve().parent / ".cache" / "native"
+EVOLVED = ("ROW<eventId BIGINT, metadata ROW<deviceType STRING, location STRING, userId INT, `timestamp` BIGINT, "
+           "appVersion STRING, sessionId BIGINT>>")
+
+
+@pytest.fixture(scope="session")
+def pair() -> NS.NativePair:
+    driver = NS._driver()
+    try:
+        driver.classpath()
+    except driver.FlinkUnavailable as e:
+        pytest.skip(f"real Flink unavailable: {e}")
+    return NS.build(CACHE, N)
+
+
+def _count(path: Path, decode: bool, native: bool) -> int:
+    kw: dict[str, Any] = {"reader": NATIVE.reader} if native else {}
+    return sum(b.num_rows for b in read_flink_state(path, NS.UID, NS.STATE, decode=decode, threads=2, **kw))
+
+
+def _record(name: str, benchmark: Any, n: int) -> None:
+    stats = benchmark.stats.stats if hasattr(benchmark.stats, "stats") else benchmark.stats
+    record(name, benchmark, n, best_s=round(float(stats.min), 3))
+
+
+@pytest.mark.parametrize("decode", [True, False], ids=["decoded", "binary"])
+@pytest.mark.parametrize("native", [True, False], ids=["native", "canonical"])
+def test_read_every_entry(benchmark: Any, pair: NS.NativePair, native: bool, decode: bool) -> None:
+    path = pair.native if native else pair.canonical
+    counts: list[int] = []
+    benchmark.pedantic(lambda: counts.append(_count(path, decode, native)), rounds=ROUNDS, iterations=1,
+                       warmup_rounds=1)
+    assert set(counts) == {pair.n}, counts
+    _record(f"native bench: read {'native' if native else 'canonical'} ({'decoded' if decode else 'binary'})",
+            benchmark, pair.n)
+
+
+def sst_files(path: Path) -> list[tuple[Path, str]]:
+    """Every RocksDB file in a file of its own that the native savepoint's subtasks name: the
+    file in the savepoint's directory and the name RocksDB gives it."""
+    sp = NativeSavepoint(path)
+    out = []
+    for _, _, handle in sp.instances():
+        for f in handle.files():
+            h = f.handle
+            if h is not None and not isinstance(h, ByteStreamHandle):
+                out.append((Path(sp.files.resolve(sp.namer(h, str(path)))), f.local_name))
+    return out
+
+
+def copy_floor(files: list[tuple[Path, str]], dst: Path) -> int:
+    """Read every file and write its bytes to a fresh file in ``dst``, fsynced; the bytes copied."""
+    dst.mkdir()
+    total = 0
+    for i, (f, name) in enumerate(files):
+        data = f.read_bytes()
+        with open(dst / f"{i}-{name}", "xb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        total += len(data)
+    return total
+
+
+def _rounds(benchmark: Any, fn: Any, dst: Path) -> None:
+    def setup() -> None:
+        shutil.rmtree(dst, ignore_errors=True)
+
+    benchmark.pedantic(fn, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=0)
+    shutil.rmtree(dst, ignore_errors=True)
+
+
+def test_floor_read_and_write_the_ssts(benchmark: Any, pair: NS.NativePair, tmp_path: Path) -> None:
+    files = sst_files(pair.native)
+    assert any(name.endswith(".sst") for _, name in files), files
+    sizes: list[int] = []
+    _rounds(benchmark, lambda: sizes.append(copy_floor(files, tmp_path / "floor")), tmp_path / "floor")
+    record("native bench: floor (read + write the SSTs)", benchmark, pair.n, file_bytes=sizes[0],
+           best_s=round(float(benchmark.stats.stats.min), 3))
+
+
+def test_migrate_native(benchmark: Any, pair: NS.NativePair, tmp_path: Path) -> None:
+    schema = tmp_path / "v2.toml"
+    schema.write_text(f'[operators."{NS.UID}".states.{NS.STATE}]\ntype = "{EVOLVED.replace(chr(34), "")}"\n',
+                      encoding="utf-8")
+    dst = tmp_path / "migrated"
+    codes: list[int] = []
+    _rounds(benchmark, lambda: codes.append(main(["migrate", str(pair.native), "--schema", str(schema),
+                                                   "--out", str(dst), "-q"])), dst)
+    assert set(codes) == {0}, codes
+    _record("native bench: migrate native (statemorph migrate)", benchmark, pair.n)
