@@ -47,14 +47,13 @@ from ..savepoint.flink.assemble import (
     state_value_snapshot,
     subtask_of,
 )
-from ..savepoint.flink.description import flink_snapshot
 from ..savepoint.flink.keyed_header import write_keyed_header
 from ..savepoint.flink.metadata import METADATA_FILE_NAME, CheckpointMetadata, serialize_metadata
 from ..savepoint.flink.operator_ids import operator_id
 from ..savepoint.flink.rewrite import carry_files
 from ..serializers import LongSerializer
 from ..types import RowType
-from ..typeutils import write_versioned_snapshot
+from ..typeutils import flink_snapshot, write_versioned_snapshot
 from .batches import ENCODED_KINDS, TIMERS, StateEncoder
 
 

@@ -24,7 +24,6 @@ from ..errors import UsageError
 from ..savepoint.files import StagedDirectory, output_error
 from ..savepoint.flink import FlinkSavepoint
 from ..savepoint.flink.assemble import DEFAULT_INLINE_THRESHOLD, envelope, new_metadata
-from ..savepoint.flink.description import flink_snapshot
 from ..savepoint.flink.envelope import snapshot_from_envelope
 from ..savepoint.flink.handles import ByteStreamHandle, OperatorStreamHandle, StreamHandle
 from ..savepoint.flink.keyed_header import BROADCAST, OPERATOR, PROXY_VERSION, VALUE_SERIALIZER, StateMetaInfo
@@ -33,7 +32,7 @@ from ..savepoint.flink.operator_ids import operator_id
 from ..savepoint.flink.operator_state import KEY_SERIALIZER, OperatorHeader, OperatorStatePart, write_operator_stream
 from ..savepoint.flink.operator_state_migrate import new_stream_file
 from ..savepoint.flink.operator_state_read import KIND_OF_MODE
-from ..typeutils import write_versioned_snapshot
+from ..typeutils import flink_snapshot, write_versioned_snapshot
 from .bootstrap import carry_over, write_metadata
 
 MODE_OF_KIND = {kind: mode for mode, kind in KIND_OF_MODE.items()}

@@ -36,6 +36,7 @@ from ..typeutils import (
     SchemaCompatibility,
     TypeSerializer,
     TypeSerializerSnapshot,
+    flink_snapshot,
     read_nested_snapshots,
     register_snapshot,
     write_nested_snapshots,
@@ -60,8 +61,6 @@ class SortedMapSerializer(MapSerializer):
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         """Flink's snapshot, its key and value snapshots in the classes Flink writes (a RowData sort
         key as Flink's ``RowDataSerializerSnapshot``): only Flink has this serializer."""
-        from ..savepoint.flink.description import flink_snapshot  # the savepoint layer, above this one
-
         return SortedMapSerializerSnapshot(self.comparator, [flink_snapshot(self.key_serializer),
                                                              flink_snapshot(self.value_serializer)],
                                            self.comparator_class)

@@ -6,6 +6,7 @@ simple_snapshot / composite_snapshot. Every serializer in :mod:`statemorph.seria
 from .composite_snapshot import (
     CompositeTypeSerializerSnapshot,
     IntermediateCompatibility,
+    flink_snapshot,
     read_nested_snapshots,
     write_nested_snapshots,
 )
@@ -35,7 +36,8 @@ __all__ = [
     "SERIALIZER_CLASSES", "BulkKernel", "CompatibilityType",
     "CompositeTypeSerializerSnapshot", "DEFAULT_REGISTRY", "ENVELOPE_VERSION",
     "IntermediateCompatibility", "MAX_NESTING_DEPTH", "SchemaCompatibility", "SimpleTypeSerializerSnapshot",
-    "SnapshotRegistry", "TypeSerializer", "TypeSerializerSnapshot", "describe_serializer", "read_nested_snapshots",
+    "SnapshotRegistry", "TypeSerializer", "TypeSerializerSnapshot", "describe_serializer", "flink_snapshot",
+    "read_nested_snapshots",
     "read_serializer_snapshot", "read_versioned_snapshot", "read_versioned_snapshot_from",
     "register_snapshot", "write_nested_snapshots", "write_serializer_snapshot", "write_versioned_snapshot",
     "write_versioned_snapshot_to",

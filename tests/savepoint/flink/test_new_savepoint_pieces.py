@@ -16,12 +16,11 @@ from statemorph.errors import FlinkSavepointError, SavepointError, UsageError
 from statemorph.keyed.namespace import VoidNamespaceSerializer
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.assemble import ROWS_SCHEMA, SubtaskStreams, new_keyed_header, new_state_meta
-from statemorph.savepoint.flink.description import flink_snapshot
 from statemorph.savepoint.flink.identity import SUSPEND, checkpoint_properties
 from statemorph.savepoint.flink.keyed_header import write_keyed_header
 from statemorph.savepoint.flink.operator_ids import murmur3_128, operator_id
 from statemorph.types import parse_type
-from statemorph.typeutils import write_versioned_snapshot
+from statemorph.typeutils import flink_snapshot, write_versioned_snapshot
 
 V6_CASES = [c for c in committed_cases() if case_spec(c).get("flink", "2.3.0") == "2.3.0"]
 

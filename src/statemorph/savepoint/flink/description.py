@@ -22,9 +22,9 @@ from ... import serializers as _serializers  # noqa: F401  (registers every snap
 from ...errors import SavepointError, UnsupportedStateError
 from ...keyed.kinds import StateKind
 from ...typeutils import (
-    CompositeTypeSerializerSnapshot,
     SnapshotRegistry,
     TypeSerializerSnapshot,
+    flink_snapshot,
     write_versioned_snapshot,
 )
 from ..description import opaque_type as _opaque_type
@@ -193,19 +193,6 @@ def opaque_type(snap: Snapshot) -> str:
     return _opaque_type(snap.raw)
 
 
-def flink_snapshot(serializer: Any) -> TypeSerializerSnapshot:
-    """``serializer``'s snapshot in the classes Flink itself writes: a serializer whose statemorph
-    snapshot differs from Flink's (RowData) gives Flink's form, also when it is nested inside a
-    composite (a list of rows, a map to rows)."""
-    flink_form = getattr(serializer, "flink_snapshot_configuration", None)
-    if flink_form is not None:
-        return flink_form()  # type: ignore[no-any-return]
-    snap = serializer.snapshot_configuration()
-    if isinstance(snap, CompositeTypeSerializerSnapshot):
-        snap.nested_snapshots = [flink_snapshot(s) for s in snap.get_nested_serializers(serializer)]
-    return snap  # type: ignore[no-any-return]
-
-
 def find_keyed_operator(operators: list[FlinkOperatorDescription], ident: str) -> FlinkOperatorDescription | None:
     """The keyed operator ``ident`` names: a uid, a uid hash, or a uid the savepoint does not
     record by its derived ID (:func:`.operator_ids.find_operator`, the one lookup); found the
@@ -233,4 +220,4 @@ def describe_operators(savepoint: FlinkSavepoint) -> list[FlinkOperatorDescripti
 
 
 __all__ = ["DescribedOperator", "FlinkOperatorDescription", "FlinkStateDescription", "RecordedSnapshots",
-           "describe_operators", "find_keyed_operator", "flink_snapshot", "opaque_type"]
+           "describe_operators", "find_keyed_operator", "opaque_type"]
