@@ -82,8 +82,13 @@ class LogicalType:
     def children(self) -> tuple[LogicalType, ...]:
         return ()
 
+    TEXT: ClassVar[str] = ""
+    """How a type without parameters prints (``INT``); a type with parameters overrides :meth:`_body`."""
+
     def _body(self, serializable: bool) -> str:
-        raise NotImplementedError
+        if not self.TEXT:
+            raise NotImplementedError(f"{type(self).__name__} has no text")
+        return self.TEXT
 
     def _with_nullability(self, body: str) -> str:
         return body if self.nullable else body + " NOT NULL"
@@ -110,9 +115,7 @@ class BooleanType(LogicalType):
     ROOT: ClassVar[str] = "BOOLEAN"
     VISIT: ClassVar[str] = "visit_boolean"
     ROW_SLOT: ClassVar[str] = "BOOL"
-
-    def _body(self, serializable: bool) -> str:
-        return "BOOLEAN"
+    TEXT: ClassVar[str] = "BOOLEAN"
 
 
 @dataclass(frozen=True)
@@ -122,9 +125,7 @@ class TinyIntType(LogicalType):
     ROOT: ClassVar[str] = "TINYINT"
     VISIT: ClassVar[str] = "visit_tinyint"
     ROW_SLOT: ClassVar[str] = "I8"
-
-    def _body(self, serializable: bool) -> str:
-        return "TINYINT"
+    TEXT: ClassVar[str] = "TINYINT"
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,7 @@ class SmallIntType(LogicalType):
     ROOT: ClassVar[str] = "SMALLINT"
     VISIT: ClassVar[str] = "visit_smallint"
     ROW_SLOT: ClassVar[str] = "I16"
-
-    def _body(self, serializable: bool) -> str:
-        return "SMALLINT"
+    TEXT: ClassVar[str] = "SMALLINT"
 
 
 @dataclass(frozen=True)
@@ -146,9 +145,7 @@ class IntType(LogicalType):
     ROOT: ClassVar[str] = "INTEGER"
     VISIT: ClassVar[str] = "visit_int"
     ROW_SLOT: ClassVar[str] = "I32"
-
-    def _body(self, serializable: bool) -> str:
-        return "INT"
+    TEXT: ClassVar[str] = "INT"
 
 
 @dataclass(frozen=True)
@@ -158,9 +155,7 @@ class BigIntType(LogicalType):
     ROOT: ClassVar[str] = "BIGINT"
     VISIT: ClassVar[str] = "visit_bigint"
     ROW_SLOT: ClassVar[str] = "I64"
-
-    def _body(self, serializable: bool) -> str:
-        return "BIGINT"
+    TEXT: ClassVar[str] = "BIGINT"
 
 
 @dataclass(frozen=True)
@@ -170,9 +165,7 @@ class FloatType(LogicalType):
     ROOT: ClassVar[str] = "FLOAT"
     VISIT: ClassVar[str] = "visit_float"
     ROW_SLOT: ClassVar[str] = "F32"
-
-    def _body(self, serializable: bool) -> str:
-        return "FLOAT"
+    TEXT: ClassVar[str] = "FLOAT"
 
 
 @dataclass(frozen=True)
@@ -182,9 +175,7 @@ class DoubleType(LogicalType):
     ROOT: ClassVar[str] = "DOUBLE"
     VISIT: ClassVar[str] = "visit_double"
     ROW_SLOT: ClassVar[str] = "F64"
-
-    def _body(self, serializable: bool) -> str:
-        return "DOUBLE"
+    TEXT: ClassVar[str] = "DOUBLE"
 
 
 @dataclass(frozen=True)
@@ -194,9 +185,7 @@ class DateType(LogicalType):
     ROOT: ClassVar[str] = "DATE"
     VISIT: ClassVar[str] = "visit_date"
     ROW_SLOT: ClassVar[str] = "I32"
-
-    def _body(self, serializable: bool) -> str:
-        return "DATE"
+    TEXT: ClassVar[str] = "DATE"
 
 
 @dataclass(frozen=True)
