@@ -174,7 +174,7 @@ def test_convert_back_refuses_a_file_that_is_another_ones_directory(converted: P
         keyed(m, 1).delegate = RelativeFileHandle("sub", 0)  # type: ignore[arg-type]
     edit_skeleton(converted, name)
     _refused(["convert", str(converted), "--out", str(tmp_path / "work" / "back")], tmp_path, capsys,
-             "subtask 1 managed keyed state: file 'sub' is also the directory of a file of", "subtask 0")
+             "subtask 1 managed keyed state stream: file 'sub' is also the directory of a file of", "subtask 0")
 
 
 def test_convert_back_refuses_a_handle_naming_no_carried_file(converted: Path, tmp_path: Path,
