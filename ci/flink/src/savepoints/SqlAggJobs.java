@@ -155,15 +155,7 @@ public final class SqlAggJobs {
                 .columnByExpression("pt", "PROCTIME()")
                 .watermark("rt", "SOURCE_WATERMARK()")
                 .build()));
-        DataStream<String> all = null;
-        List<String> queries = sql(version);
-        for (int q = 0; q < QUERIES.size(); q++) {
-            String tag = QUERIES.get(q);
-            DataStream<String> lines = t.toChangelogStream(t.sqlQuery(queries.get(q)))
-                    .map(r -> SqlJobs.line(tag, r)).returns(Types.STRING).uid("lines-" + tag).name("lines-" + tag);
-            all = all == null ? lines : all.union(lines);
-        }
-        return all;
+        return SqlJobs.changelogs(t, QUERIES, sql(version));
     }
 
     /** Record {@code j} as a row of version {@code v} ({@code note} set on even probe keys); counts what it saw. */

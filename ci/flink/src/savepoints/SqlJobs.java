@@ -202,13 +202,20 @@ public final class SqlJobs {
         }
     }
 
-    /** Each query's changelog as JSON lines {"query", "kind", "row"}, unioned. */
+    /** This job's queries of version {@code v} as changelogs (see the three-argument form). */
     static DataStream<String> changelogs(StreamTableEnvironment t, int v) {
+        return changelogs(t, QUERIES, sql(v));
+    }
+
+    /**
+     * Each query's changelog as JSON lines {"query", "kind", "row"}, unioned; {@code tags.get(i)} names
+     * {@code queries.get(i)} and its sink's uid ({@code lines-<tag>}): every SQL job of the generator.
+     */
+    static DataStream<String> changelogs(StreamTableEnvironment t, List<String> tags, List<String> queries) {
         DataStream<String> all = null;
-        List<String> queries = sql(v);
-        for (int q = 0; q < QUERIES.size(); q++) {
+        for (int q = 0; q < tags.size(); q++) {
             Table table = t.sqlQuery(queries.get(q));
-            String tag = QUERIES.get(q);
+            String tag = tags.get(q);
             DataStream<String> lines = t.toChangelogStream(table)
                     .map(r -> line(tag, r)).returns(Types.STRING).uid("lines-" + tag).name("lines-" + tag);
             all = all == null ? lines : all.union(lines);

@@ -168,15 +168,7 @@ public final class SqlJoinJobs {
 
     /** Each query's changelog as JSON lines {"query", "kind", "row"}, unioned. */
     static DataStream<String> changelogs(StreamTableEnvironment t, int v) {
-        DataStream<String> all = null;
-        List<String> queries = sql(v);
-        for (int q = 0; q < QUERIES.size(); q++) {
-            String tag = QUERIES.get(q);
-            DataStream<String> lines = t.toChangelogStream(t.sqlQuery(queries.get(q)))
-                    .map(r -> SqlJobs.line(tag, r)).returns(Types.STRING).uid("lines-" + tag).name("lines-" + tag);
-            all = all == null ? lines : all.union(lines);
-        }
-        return all;
+        return SqlJobs.changelogs(t, QUERIES, sql(v));
     }
 
     /** Record {@code j} as a row of version {@code v}; a probe's {@code note} is set for even {@code p = j - total}. */
