@@ -375,10 +375,10 @@ def datastream_serializer(t: LogicalType, where: str = "type", like: Any = None)
     does, around the collection and each element) and the type is nullable, the new serializer keeps
     that wrapper, so the type ``inspect`` prints for such a state builds that state's serializer.
     Where the recorded serializer's class decides its successor (``TypeSerializer.successor_for``:
-    a SQL data view keeps its own type, a SQL row nested in DataStream state stays RowData), that
-    serializer is it. Likewise a ROW where ``like`` is a ``TupleSerializer`` (or another class whose
-    ``SCHEMA_TYPE_ROOT`` the type has) stays in that family: a place keeps the family the savepoint
-    records there (see :func:`_kept_class`)."""
+    a SQL data view keeps its own type), that serializer is it. A ROW where ``like`` is a
+    ``RowDataSerializer`` or a ``TupleSerializer`` (a class whose ``SCHEMA_TYPE_ROOT`` the type has)
+    stays in that family: a place keeps the family the savepoint records there (see
+    :func:`_kept_class`; a SQL operator's rows in a list or map stay RowData)."""
     from .serializers import NullableSerializer, TypeSerializer
 
     if isinstance(like, TypeSerializer):  # a recorded serializer whose class decides its successor

@@ -115,11 +115,6 @@ class RowDataSerializer(TypeSerializer[tuple[Any, ...]]):
     def describe_type(self) -> str:
         return str(self.row_type)
 
-    def successor_for(self, t: types.LogicalType) -> TypeSerializer[Any] | None:
-        """A ROW stays RowData where a savepoint recorded RowData inside DataStream state (an over
-        aggregation's buffered input rows, a SQL operator's list state of rows)."""
-        return RowDataSerializer(t) if isinstance(t, types.RowType) else None
-
     def _config(self) -> tuple[Any, ...]:
         # the row's own nullability does not reach the bytes (a top-level row is never null)
         return (self.row_type.copy(nullable=True),)
