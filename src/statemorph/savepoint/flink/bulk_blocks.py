@@ -41,7 +41,7 @@ from ...bulk.chunks import ordered_map, pooled, prefetched
 from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_OK
 from . import key_group_scan
-from .key_group_scan import ScanArrays, ScannedGroup, scan_key_group, scan_slices, sliced
+from .key_group_scan import KeyGroupPiece, ScanArrays, ScannedGroup, scan_key_group, scan_slices, sliced
 from .keyed_blocks import KeyGroupExtent, read_key_group_view
 from .layout import TTL_BYTES, StateLayout
 from .snappy import STREAM_IDENTIFIER, frame_key_group
@@ -58,7 +58,8 @@ Migration = Callable[[pa.Array], pa.Array]
 
 def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Migration]], *, batch_values: int,
                     key_groups: range | None = None, migrated: dict[int, int] | None = None,
-                    workers: int = 1, slice_bytes: int | None = None) -> Iterator[tuple[int, Any]]:
+                    workers: int = 1, slice_bytes: int | None = None,
+                    piece: KeyGroupPiece | None = None) -> Iterator[tuple[int, Any]]:
     """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
     the states in ``states`` (state id → (layout, migration)) migrated, encoded as the stream
     stores it (Snappy-framed when compressed), in order: what
@@ -69,11 +70,17 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
     :func:`~.key_group_scan.scan_slices`; a compressed group's pieces make one Snappy stream
     together). Units of consecutive key groups, and the slices of a large one, run on ``workers``
     threads; values are migrated in batches of about ``batch_values`` within a unit;
-    ``migrated`` receives the number of values per state id."""
+    ``migrated`` receives the number of values per state id. ``piece``: only those slices of one
+    large key group (:func:`~.key_group_scan.piece_starts`, a Spark task's share of it)."""
     compressed = stream.header.compressed
     n_states = len(stream.header.states)
+    if piece is not None:
+        key_groups = range(piece.key_group, piece.key_group + 1)
     extents = [e for e in stream.extents if key_groups is None or e.key_group in key_groups]
     slice_bytes = key_group_scan.SLICE_BYTES if slice_bytes is None else slice_bytes
+    if piece is not None and not all(sliced(e, slice_bytes) for e in extents):
+        raise FlinkSavepointError(f"{stream.where} key group {piece.key_group}: a piece of a key group that is "
+                                  f"not cut into slices of {slice_bytes} bytes")
     local = threading.local()
     rewriters: list[BulkValueRewriter] = []
     lock = threading.Lock()
@@ -121,9 +128,9 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
                 if unit:
                     yield unit
                     unit, size = [], 0
-                for piece in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes, scratch,
-                                         pool, 2 * workers):
-                    yield [piece]
+                for part in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes, scratch,
+                                        pool, 2 * workers, piece=piece):
+                    yield [part]
                 continue
             unit.append(ext)
             size += ext.end - ext.offset

@@ -127,6 +127,31 @@ class ScannedGroup:
         return out
 
 
+@dataclass(frozen=True)
+class SliceStart:
+    """Where a slice of a key group starts, so that :func:`scan_slices` can begin there: ``at``,
+    its offset in the key group's uncompressed bytes; ``run``, the state whose run it continues
+    (-1: it starts with a state id); ``stored``, the stream offset of the stored piece holding
+    ``at`` (a Snappy chunk boundary when compressed); ``skip``, that piece's uncompressed bytes
+    before ``at``. Plain numbers: one Spark task finds them, others begin there."""
+
+    at: int
+    run: int
+    stored: int
+    skip: int
+
+
+@dataclass(frozen=True)
+class KeyGroupPiece:
+    """Consecutive slices of one key group, one task's share of it: from ``start`` (``None``:
+    where the key group starts) up to the slice that starts at uncompressed byte ``stop`` (-1:
+    to the key group's end). Its slices are the ones a scan of the whole key group makes."""
+
+    key_group: int
+    start: SliceStart | None
+    stop: int
+
+
 class ScanArrays:
     """``kg_scan``'s output arrays, kept from one key group to the next (one set per thread):
     sized for the most entries a group of its bytes could hold, they would otherwise be fresh
@@ -199,7 +224,8 @@ def scanned_groups(source: StreamSource, extents: Iterable[KeyGroupExtent], comp
 
 def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
                 slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None,
-                pool: Executor | None = None, ahead: int = 0) -> Iterator[ScannedGroup]:
+                pool: Executor | None = None, ahead: int = 0, *, piece: KeyGroupPiece | None = None,
+                starts: list[SliceStart] | None = None) -> Iterator[ScannedGroup]:
     """One key group as slices of about ``slice_bytes`` uncompressed bytes (more only when a
     single entry is larger), each ending after a whole entry, the last one after the end mark.
     Memory holds one slice and one read piece, whatever the key group's size; ``scratch`` keeps
@@ -208,30 +234,54 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
     With ``pool`` a compressed key group's pieces are decompressed on its threads, up to
     ``ahead`` pieces ahead of the scan (:func:`_decompressed_ahead`): the cut (which needs the
     previous slice's end) then only copies and scans, and the Snappy decoding, most of a slice's
-    cost before its migration, runs in parallel. The slices are the same either way."""
+    cost before its migration, runs in parallel. The slices are the same either way.
+
+    A cut depends only on the bytes from where its slice starts, so the scan can begin at any
+    slice (``piece``: from its start up to its stop) and makes there the slices a scan of the
+    whole key group makes; ``starts`` receives where each slice after the first starts
+    (:func:`piece_starts` cuts a key group into pieces for separate tasks from them)."""
     where = f"{where} key group {ext.key_group}"
     # a compressed piece decompresses to a few times its size: read less of it at a time
     read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
-    pieces = _stored_pieces(source, ext, compressed, where, read)
+    start = piece.start if piece is not None else None
+    stored_at: list[int] = []  # the stream offset of each stored piece, in order
+    pieces = _stored_pieces(source, ext, compressed, where, read, ext.offset if start is None else start.stored,
+                            stored_at)
     if pool is not None and compressed and ahead > 0:
         pieces = _decompressed_ahead(pieces, pool, ahead)
     scratch = scratch or ScanArrays()
     carry: Any = b""  # the bytes after the previous slice's last whole entry
     run = -1  # the state whose run the carry continues (-1: the carry starts with a state id)
     at = 0  # where the carry starts in the key group
+    held: deque[tuple[int, int]] = deque()  # (uncompressed offset, stream offset) of the pieces the carry may be in
+    raw = 0  # the uncompressed offset where the next stored piece starts
+    taken = 0  # the stored pieces taken so far
     want = slice_bytes
     more = True
     first = True
     total = -1  # the key group's uncompressed size, found when an entry outgrows a slice
+    if start is not None:  # begin inside the key group: its first stored piece, less the bytes before ``at``
+        head = next(pieces, None)
+        if head is None or not 0 <= start.skip <= head[1]:
+            raise FlinkSavepointError(f"{where}: no slice of the key group starts at byte {start.at}")
+        buf = pooled(head[1])
+        head[0](buf)
+        carry = buf[start.skip:]
+        held.append((start.at - start.skip, stored_at[0]))
+        raw, taken, run, at, first = start.at - start.skip + head[1], 1, start.run, start.at, False
+    until = piece.stop if piece is not None else -1  # where the piece's last slice ends
     while True:
         parts, size = [], len(carry)
         while more and size < want:
-            piece = next(pieces, None)
-            if piece is None:
+            got = next(pieces, None)
+            if got is None:
                 more = False
             else:
-                parts.append(piece)
-                size += piece[1]
+                parts.append(got)
+                held.append((raw, stored_at[taken]))
+                raw += got[1]
+                taken += 1
+                size += got[1]
         # the window is allocated once at its size, from Arrow's pool (fresh pages would fault in
         # every slice), and each piece is decompressed straight into its place
         skip = 2 if run >= 0 else 0
@@ -280,6 +330,39 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
         carry = window.data[cut:]
         at += cut - skip
         want = slice_bytes
+        while len(held) > 1 and held[1][0] <= at:
+            held.popleft()
+        if starts is not None:
+            starts.append(SliceStart(at, run, held[0][1], at - held[0][0]))
+        if 0 <= until <= at:
+            if at != until:
+                raise FlinkSavepointError(f"{where}: a slice ends at byte {at}, not at byte {until} where the "
+                                          f"key group was cut into pieces")
+            return
+
+
+def piece_starts(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
+                 slice_bytes: int, piece_bytes: int, pool: Executor | None = None,
+                 ahead: int = 0) -> list[KeyGroupPiece]:
+    """One large key group cut into pieces of about ``piece_bytes`` stored bytes for separate
+    tasks, each a run of the slices :func:`scan_slices` makes of the whole group (so cut after
+    whole entries, where the local engine's slices start: every piece migrates to the bytes the
+    local engine writes there). One pass that reads, decompresses and scans, nothing migrated;
+    memory holds one slice."""
+    starts: list[SliceStart] = []
+    size = 0  # the key group's uncompressed bytes
+    for g in scan_slices(source, ext, compressed, n_states, where, slice_bytes, None, pool, ahead, starts=starts):
+        size += g.end - g.skip
+    every = piece_bytes * size / max(1, ext.end - ext.offset)  # a piece's stored bytes, uncompressed
+    cuts: list[SliceStart] = []
+    mark = 0
+    for s in starts:
+        if s.at - mark >= every:
+            cuts.append(s)
+            mark = s.at
+    begins: list[SliceStart | None] = [None, *cuts]
+    stops = [s.at for s in cuts] + [-1]
+    return [KeyGroupPiece(ext.key_group, b, e) for b, e in zip(begins, stops, strict=True)]
 
 
 def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
@@ -305,27 +388,37 @@ def _raw_size(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where
 
 
 def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
-                   piece_bytes: int) -> Iterator[tuple[Callable[[np.ndarray], None], int]]:
+                   piece_bytes: int, begin: int | None = None,
+                   stored_at: list[int] | None = None) -> Iterator[tuple[Callable[[np.ndarray], None], int]]:
     """The key group's bytes in pieces of at most ``piece_bytes`` stored bytes, each as a function
     that writes its uncompressed bytes into its place in a slice, and their number: an
     uncompressed piece is read straight into it, a compressed group is read here a whole number
     of Snappy chunks at a time, decompressed into it (each chunk checked by the codec, CRC
-    included, by :func:`~.snappy.unframe_into`)."""
+    included, by :func:`~.snappy.unframe_into`).
+
+    ``begin`` (a Snappy chunk boundary when compressed) starts the pieces inside the key group;
+    ``stored_at`` receives each piece's stream offset."""
     what = f"key group {ext.key_group}"
-    pos, carry = ext.offset, b""
+    pos, carry = ext.offset if begin is None else begin, b""
     while pos < ext.end:
         n = min(piece_bytes, ext.end - pos)
         if not compressed:
+            if stored_at is not None:
+                stored_at.append(pos)
             yield functools.partial(_read_into, source, pos, what), n
             pos += n
             continue
         raw = source.read_at(pos, n, what)
+        head = pos  # where ``raw`` starts in the stream
         pos += n
-        if pos - n == ext.offset:  # the stream identifier opens the group; every piece gets it back
+        if head == ext.offset:  # the stream identifier opens the group; every piece gets it back
             check_stream_identifier(raw, where)
             raw = raw[len(STREAM_IDENTIFIER):]
+            head += len(STREAM_IDENTIFIER)
         data = carry + raw if carry else raw
         k = whole_chunks(data)
+        if k and stored_at is not None:
+            stored_at.append(head - len(carry))
         carry = data[k:]
         if k:
             framed = STREAM_IDENTIFIER + data[:k]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ...errors import FlinkSavepointError
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle
+from .key_group_scan import KeyGroupPiece
 from .keyed_blocks import key_group_extents
 from .metadata import OperatorState
 from .native_handles import IncrementalHandle
@@ -21,11 +22,20 @@ from .native_handles import IncrementalHandle
 
 @dataclass(frozen=True)
 class KeyGroupSplit:
-    """One task's share: a key-group range of one subtask stream and its byte count."""
+    """One task's share: a key-group range of one subtask stream and its byte count. A key group
+    stored in more than a task's share comes alone with ``cut``, the stored bytes of the pieces
+    to cut it into (:func:`~.key_group_scan.piece_starts`, a scan that finds where its slices
+    start); each piece is then a split of its own with ``piece`` set."""
 
     subtask: int
     key_groups: range
     bytes: int
+    cut: int = 0
+    piece: KeyGroupPiece | None = None
+
+    def cut_into(self, pieces: list[KeyGroupPiece]) -> list[KeyGroupSplit]:
+        """This split of one key group as one split per piece (each about an equal share)."""
+        return [KeyGroupSplit(self.subtask, self.key_groups, self.bytes // len(pieces), 0, p) for p in pieces]
 
 
 def _stream_size(handle: KeyGroupsHandle, where: str) -> int:
@@ -37,12 +47,17 @@ def _stream_size(handle: KeyGroupsHandle, where: str) -> int:
     raise FlinkSavepointError(f"{where}: the keyed-state handle has no data stream")
 
 
-def key_group_splits(op: OperatorState, tasks: int) -> list[KeyGroupSplit]:
-    """About ``tasks`` key-group ranges covering every non-empty key group of ``op``'s keyed
-    streams, each inside one stream, cut so each holds about the same number of bytes (a range
-    never splits a key group). Streams with no entries give no split."""
-    if tasks < 1:
-        raise ValueError(f"tasks must be at least 1, got {tasks}")
+def key_group_splits(op: OperatorState, tasks: int, *, task_bytes: int | None = None,
+                     cut_above: int | None = None) -> list[KeyGroupSplit]:
+    """About ``tasks`` key-group ranges (or ranges of about ``task_bytes`` stored bytes each)
+    covering every non-empty key group of ``op``'s keyed streams, each inside one stream, cut so
+    each holds about the same number of bytes. A range never splits a key group; with
+    ``cut_above`` (the slice size of the scan) a key group stored in more than a range's share
+    and more than ``cut_above`` bytes comes alone, marked to be cut (:attr:`KeyGroupSplit.cut`),
+    so a stream of few large key groups still makes as many tasks as its bytes. Streams with no
+    entries give no split."""
+    if tasks < 1 or (task_bytes is not None and task_bytes < 1):
+        raise ValueError(f"tasks and task_bytes must be at least 1, got {tasks} and {task_bytes}")
     per_stream = []
     natives = []
     for st in op.subtasks or []:
@@ -60,7 +75,8 @@ def key_group_splits(op: OperatorState, tasks: int) -> list[KeyGroupSplit]:
     total += sum(_instance_size(st.managed_native) for st in natives if st.managed_native is not None)
     if not total:
         return []
-    target = max(1, -(-total // tasks))
+    target = task_bytes if task_bytes is not None else max(1, -(-total // tasks))
+    cut = max(target, cut_above) if cut_above is not None else -1
     out: list[KeyGroupSplit] = []
     for st in natives:
         out.extend(_instance_splits(st.index, st.managed_native, target))
@@ -68,6 +84,12 @@ def key_group_splits(op: OperatorState, tasks: int) -> list[KeyGroupSplit]:
         start = h.start_key_group
         size = 0
         for i, e in enumerate(extents):
+            if 0 <= cut < e.end - e.offset:
+                if size:
+                    out.append(KeyGroupSplit(subtask, range(start, e.key_group), size))
+                out.append(KeyGroupSplit(subtask, range(e.key_group, e.key_group + 1), e.end - e.offset, target))
+                start, size = e.key_group + 1, 0
+                continue
             size += e.end - e.offset
             last = i == len(extents) - 1
             if size >= target or last:
