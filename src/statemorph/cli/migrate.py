@@ -28,6 +28,8 @@ from .output import SAVEPOINT_HELP, Console, common_options
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     out = Console.from_args(args)
+    if args.task_bytes is not None and args.engine != "spark":
+        raise UsageError("--task-bytes sizes Spark tasks: it needs --engine spark")
     if args.engine == "spark":  # before any work: without the extra, one line says what to install
         require("pyspark", "--engine spark")
     if Location.of(args.out) is None:
@@ -47,7 +49,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         if args.engine == "spark":
             report = _with_spark(args, out, lambda spark: fmt.rewrite(
                 args.savepoint, args.out, descriptors, on_error=args.on_error,
-                runner=OnSpark(spark, threads=args.threads or OnSpark.threads)))
+                runner=OnSpark(spark, threads=args.threads or OnSpark.threads, task_bytes=args.task_bytes)))
         else:
             report = fmt.rewrite(args.savepoint, args.out, descriptors, on_error=args.on_error, progress=bar,
                                  runner=Local(threads=args.threads or DEFAULT_THREADS))
@@ -110,6 +112,17 @@ def positive_int(text: str) -> int:
     return v
 
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def byte_size(text: str) -> int:
+    """A positive size in bytes: an integer, optionally followed by K, M or G (KiB, MiB, GiB)."""
+    unit = text[-1:].upper() if text[-1:].isalpha() else ""
+    if unit not in _UNITS:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (an integer, optionally with K, M or G)")
+    return positive_int(text[:len(text) - len(unit)]) * _UNITS[unit]
+
+
 def add_parser(sub: Any) -> None:
     s = sub.add_parser("migrate", parents=[common_options(json_output=True)],
                        help="write a new savepoint with every state in the new schema")
@@ -123,6 +136,10 @@ def add_parser(sub: Any) -> None:
     s.add_argument("--threads", type=positive_int, default=None,
                    help=f"worker threads: local engine, default the usable cores ({DEFAULT_THREADS} here); "
                         f"spark engine, per task, default {OnSpark.threads}")
+    s.add_argument("--task-bytes", type=byte_size, default=None, metavar="SIZE",
+                   help="spark engine, a Flink savepoint: the stored bytes each Spark task migrates, about (e.g. "
+                        "64M); a larger key group is cut into pieces at entry boundaries, so there can be more tasks "
+                        "than key groups. Default: twice Spark's default parallelism in tasks")
     s.add_argument("--on-error", choices=MIGRATE_ON_ERROR, default="raise",
                    help="a value that cannot be read: stop (raise, the default), or drop that entry and report "
                         "the count (skip)")

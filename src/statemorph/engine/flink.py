@@ -191,15 +191,17 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
                             new_descriptors: OperatorDescriptors, *, threads: int = DEFAULT_THREADS,
                             on_error: str = "raise",
                             registry: SnapshotRegistry | None = None, spark: Any = None,
-                            tasks: int | None = None) -> FlinkMigrateReport:
+                            tasks: int | None = None, task_bytes: int | None = None) -> FlinkMigrateReport:
     """Write ``dst``: Flink savepoint ``src`` with every state the plan migrates in its new
     schema, in Flink's own format, which Flink restores with the new types. An incompatible
     state raises before anything is written; ``dst`` appears complete or not at all.
 
     With ``spark`` (a SparkSession) the subtask streams are rewritten by Spark tasks: each stream
     is cut into key-group ranges of about equal bytes (``tasks`` in all, default twice the default
-    parallelism, planned from ``_metadata``), each range migrated by one task into a part file,
-    and each stream assembled from its parts by one task
+    parallelism, or about ``task_bytes`` stored bytes each; planned from ``_metadata``), a key
+    group larger than a range's share cut into pieces at entry boundaries (a task scans it
+    first), so there can be more tasks than key groups; each range or piece is migrated by one
+    task into a part file, and each part copied into its place in the new state file by one task
     (:func:`statemorph.engine.spark_flink.split_stream_jobs`). The savepoint and the staging
     directory must be on a filesystem every executor sees at the same path; only the new handles
     (bytes) come back to the driver, which writes ``_metadata`` and commits.
@@ -210,6 +212,8 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     ranges) and the result written in place, unchanged files copied server-side (or, where the
     store cannot, streamed by Spark tasks), ``_metadata`` last
     (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
+    if task_bytes is not None and task_bytes < 1:
+        raise UsageError(f"task_bytes={task_bytes}: a Spark task's share must be at least one byte")
     if on_error != "raise":
         raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
                          f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
@@ -237,7 +241,7 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     if spark is not None:
         n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))
         where = src if isinstance(src, Location) else os.path.abspath(src)
-        run_jobs = split_stream_jobs(spark, where, shipped, threads, n)
+        run_jobs = split_stream_jobs(spark, where, shipped, threads, n, task_bytes)
         run_copies = split_copy_jobs(spark, where)
     done = rewrite(src, dst, changes, registry=registry, run_jobs=run_jobs, threads=threads, run_copies=run_copies,
                    operator_changes=operator_changes)

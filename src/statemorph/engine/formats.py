@@ -102,12 +102,14 @@ class Local:
 @dataclass(frozen=True)
 class OnSpark:
     """Run as tasks of the Spark ``session``. ``tasks``: how many key-group ranges a Flink
-    savepoint's streams are cut into (default twice the default parallelism), ``threads`` the
+    savepoint's streams are cut into (default twice the default parallelism), or ``task_bytes``:
+    about how many stored bytes each range or piece of a key group holds, ``threads`` the
     worker threads of each such task; ``transform`` and ``verify`` (sha256 of each source file
     checked on the driver first) apply to the Parquet form."""
 
     session: SparkSession
     tasks: int | None = None
+    task_bytes: int | None = None
     threads: int = 2
     transform: TransformFactory | None = None
     verify: bool = True
@@ -216,7 +218,7 @@ class FlinkCanonical(SavepointFormat):
         descriptors = _operator_descriptors(src, descriptors)
         if isinstance(runner, OnSpark):
             return migrate_flink_savepoint(src, dst, descriptors, threads=runner.threads, on_error=on_error,
-                                           spark=runner.session, tasks=runner.tasks)
+                                           spark=runner.session, tasks=runner.tasks, task_bytes=runner.task_bytes)
         return migrate_flink_savepoint(src, dst, descriptors, threads=runner.threads, on_error=on_error)
 
     def read(self, path: SavepointPath, state: str, *, runner: Runner, operator: str | None = None,

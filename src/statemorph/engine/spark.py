@@ -90,7 +90,7 @@ def session(master: str | None = "local[2]", app_name: str = "statemorph",
 def migrate_savepoint(spark: SparkSession, src: str | os.PathLike[str], dst: str | os.PathLike[str],
                       new_descriptors: Descriptors, *, on_error: str = "raise",
                       transform: TransformFactory | None = None, verify: bool = True,
-                      tasks: int | None = None) -> MigrateReport:
+                      tasks: int | None = None, task_bytes: int | None = None) -> MigrateReport:
     """Rewrite savepoint ``src`` into ``dst`` for the new descriptors, on Spark (either format:
     :meth:`~statemorph.engine.formats.SavepointFormat.rewrite` with the :class:`OnSpark` runner).
 
@@ -102,9 +102,11 @@ def migrate_savepoint(spark: SparkSession, src: str | os.PathLike[str], dst: str
     against its recorded sha256 on the driver first (one extra read of the data there; turn it
     off for savepoints too large for that, the Parquet readers still check structure and row
     counts), ``transform`` replaces the migration step. A Flink savepoint: ``tasks`` key-group
-    ranges (:func:`statemorph.engine.migrate_flink_savepoint`)."""
+    ranges, or ranges (and pieces of large key groups) of about ``task_bytes`` stored bytes
+    (:func:`statemorph.engine.migrate_flink_savepoint`)."""
     return format_of(src).rewrite(src, dst, new_descriptors, on_error=on_error,
-                                  runner=OnSpark(spark, tasks=tasks, transform=transform, verify=verify))
+                                  runner=OnSpark(spark, tasks=tasks, task_bytes=task_bytes, transform=transform,
+                                                 verify=verify))
 
 
 def read_state(spark: SparkSession, savepoint: str | os.PathLike[str], state: str, *, operator: str | None = None,
