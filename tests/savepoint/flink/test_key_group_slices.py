@@ -240,8 +240,8 @@ def test_real_flink_restores_a_savepoint_migrated_in_slices(real_flink: ModuleTy
     monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 64)
     sliced: list[int] = []
 
-    def counted(*args: Any) -> Any:
-        for g in key_group_scan.scan_slices(*args):
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        for g in key_group_scan.scan_slices(*args, **kwargs):
             sliced.append(g.key_group)
             yield g
 
