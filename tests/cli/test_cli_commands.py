@@ -130,12 +130,26 @@ def test_damaged_savepoint(savepoint, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [[], ["frobnicate"], ["check", "sp"], ["migrate", "sp", "--schema", "s.toml"],
-                                  ["migrate", "a", "--schema", "s", "--out", "b", "--threads", "0"]])
+                                  ["migrate", "a", "--schema", "s", "--out", "b", "--threads", "0"],
+                                  ["migrate", "a", "--schema", "s", "--out", "b", "--engine", "spark", "--task-bytes",
+                                   "64Q"]])
 def test_usage_errors_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as e:
         main(argv)
     assert e.value.code == 2
     assert "usage: statemorph" in capsys.readouterr().err
+
+
+def test_task_bytes_sizes_spark_tasks_only(savepoint, tmp_path, capsys):
+    """``--task-bytes`` is read as a size (``64M``, ``1k``) and refused, with the usage status,
+    without the Spark engine it sizes."""
+    from statemorph.cli.migrate import byte_size
+
+    assert (byte_size("64M"), byte_size("1k"), byte_size("1_000")) == (64 << 20, 1024, 1000)
+    schema = _schema(tmp_path, "[states.events]\ntype = 'BIGINT'\n")
+    assert main(["migrate", savepoint, "--schema", schema, "--out", str(tmp_path / "o"), "--task-bytes", "1M"]) == 2
+    assert "--task-bytes sizes Spark tasks: it needs --engine spark" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 def test_progress_bar_on_a_terminal():

@@ -75,3 +75,31 @@ def test_a_range_task_imports_only_its_runner(tmp_path):
                          capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "", out.stdout
     assert (tmp_path / "out" / "_metadata").is_file()
+
+
+def test_cli_task_bytes_cuts_key_groups_into_tasks(spark, tmp_path, monkeypatch):
+    """``migrate --engine spark --task-bytes 256``: key groups stored in more than 256 bytes are cut
+    into pieces (a cut task each, more migrate tasks than key groups, from Spark's status
+    tracker); the state files are the local engine's with the same slices."""
+    from statemorph.cli.main import main
+    from statemorph.savepoint.flink import key_group_scan
+
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 64)
+    case = SAVEPOINTS / "kinds-rocksdb-p1-files-mp256"
+    spec = json.loads((case / "spec.json").read_text())
+    schema = tmp_path / "new.toml"
+    schema.write_text(f'[operators."{spec["uid"]}".states.events]\ntype = "{EVOLVED}"\n', encoding="utf-8")
+    tracker = spark.sparkContext.statusTracker()
+    before = {p: set(tracker.getJobIdsForGroup(f"statemorph-{p}")) for p in ("cut", "migrate")}
+    assert main(["migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(tmp_path / "spark"),
+                 "--engine", "spark", "--task-bytes", "256", "-q"]) == 0
+    tasks = {p: sum(tracker.getStageInfo(s).numTasks for j in set(tracker.getJobIdsForGroup(f"statemorph-{p}")) - ids
+                    for s in list(tracker.getJobInfo(j).stageIds)) for p, ids in before.items()}
+    sp = FlinkSavepoint(case / "savepoint")
+    sizes = [e.end - e.offset for _, stream in sp.keyed_streams(sp.operator(spec["uid"])) for e in stream.extents]
+    large = sum(n > 256 for n in sizes)
+    assert large and tasks["cut"] == large
+    assert tasks["migrate"] > len(sizes) and len(sizes) < spec["max_parallelism"]
+    assert main(["migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(tmp_path / "local"),
+                 "-q"]) == 0
+    assert _files(tmp_path / "spark") == _files(tmp_path / "local")
