@@ -244,7 +244,7 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
     # a compressed piece decompresses to a few times its size: read less of it at a time
     read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
     start = piece.start if piece is not None else None
-    stored_at: list[int] = []  # the stream offset of each stored piece, in order
+    stored_at: deque[int] = deque()  # the stream offset of each stored piece read and not yet taken
     pieces = _stored_pieces(source, ext, compressed, where, read, ext.offset if start is None else start.stored,
                             stored_at)
     if pool is not None and compressed and ahead > 0:
@@ -255,7 +255,6 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
     at = 0  # where the carry starts in the key group
     held: deque[tuple[int, int]] = deque()  # (uncompressed offset, stream offset) of the pieces the carry may be in
     raw = 0  # the uncompressed offset where the next stored piece starts
-    taken = 0  # the stored pieces taken so far
     want = slice_bytes
     more = True
     first = True
@@ -267,8 +266,8 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
         buf = pooled(head[1])
         head[0](buf)
         carry = buf[start.skip:]
-        held.append((start.at - start.skip, stored_at[0]))
-        raw, taken, run, at, first = start.at - start.skip + head[1], 1, start.run, start.at, False
+        held.append((start.at - start.skip, stored_at.popleft()))
+        raw, run, at, first = start.at - start.skip + head[1], start.run, start.at, False
     until = piece.stop if piece is not None else -1  # where the piece's last slice ends
     while True:
         parts, size = [], len(carry)
@@ -278,9 +277,8 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
                 more = False
             else:
                 parts.append(got)
-                held.append((raw, stored_at[taken]))
+                held.append((raw, stored_at.popleft()))
                 raw += got[1]
-                taken += 1
                 size += got[1]
         # the window is allocated once at its size, from Arrow's pool (fresh pages would fault in
         # every slice), and each piece is decompressed straight into its place
@@ -348,18 +346,19 @@ def piece_starts(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_
     tasks, each a run of the slices :func:`scan_slices` makes of the whole group (so cut after
     whole entries, where the local engine's slices start: every piece migrates to the bytes the
     local engine writes there). One pass that reads, decompresses and scans, nothing migrated;
-    memory holds one slice."""
+    memory holds one slice. A compressed group's pieces are sized by the compression ratio of
+    the stored bytes read so far (1 within its first stored piece)."""
     starts: list[SliceStart] = []
-    size = 0  # the key group's uncompressed bytes
-    for g in scan_slices(source, ext, compressed, n_states, where, slice_bytes, None, pool, ahead, starts=starts):
-        size += g.end - g.skip
-    every = piece_bytes * size / max(1, ext.end - ext.offset)  # a piece's stored bytes, uncompressed
     cuts: list[SliceStart] = []
     mark = 0
-    for s in starts:
-        if s.at - mark >= every:
-            cuts.append(s)
-            mark = s.at
+    for _ in scan_slices(source, ext, compressed, n_states, where, slice_bytes, None, pool, ahead, starts=starts):
+        for s in starts:  # taken as they come: memory holds the pieces' starts, not every slice's
+            read = s.at - s.skip  # uncompressed bytes before the stored piece holding ``s``
+            ratio = (s.stored - ext.offset) / read if read else 1.0  # stored bytes per byte, so far
+            if (s.at - mark) * ratio >= piece_bytes:
+                cuts.append(s)
+                mark = s.at
+        starts.clear()
     begins: list[SliceStart | None] = [None, *cuts]
     stops = [s.at for s in cuts] + [-1]
     return [KeyGroupPiece(ext.key_group, b, e) for b, e in zip(begins, stops, strict=True)]
@@ -389,7 +388,7 @@ def _raw_size(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where
 
 def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
                    piece_bytes: int, begin: int | None = None,
-                   stored_at: list[int] | None = None) -> Iterator[tuple[Callable[[np.ndarray], None], int]]:
+                   stored_at: deque[int] | None = None) -> Iterator[tuple[Callable[[np.ndarray], None], int]]:
     """The key group's bytes in pieces of at most ``piece_bytes`` stored bytes, each as a function
     that writes its uncompressed bytes into its place in a slice, and their number: an
     uncompressed piece is read straight into it, a compressed group is read here a whole number
