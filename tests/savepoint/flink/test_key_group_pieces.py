@@ -43,9 +43,13 @@ def test_pieces_are_runs_of_the_whole_scans_slices(spec: Any, slice_bytes: int, 
     pieces = piece_starts(source, ext, compressed, N_STATES, "sp", slice_bytes, piece_bytes)
     assert pieces[0].start is None and pieces[-1].stop == -1
     assert [p.stop for p in pieces[:-1]] == [p.start.at for p in pieces[1:] if p.start is not None]
-    got = [[_cut(g) for g in scan_slices(source, ext, compressed, N_STATES, "sp", slice_bytes, piece=p)]
-           for p in pieces]
+    scanned = [list(scan_slices(source, ext, compressed, N_STATES, "sp", slice_bytes, piece=p)) for p in pieces]
+    got = [[_cut(g) for g in piece] for piece in scanned]
     assert all(got) and [g for piece in got for g in piece] == whole
+    if not compressed:  # a piece's task holds a slice (and its first read piece), never the key group
+        largest = max(10 + len(k) + len(v) for _, entries in spec for k, v in entries)
+        assert max(memoryview(g.buf).nbytes for piece in scanned for g in piece) <= (
+            2 + 2 * (largest + slice_bytes) + slice_bytes)
     if not compressed and len(data) > 4 * (piece_bytes + slice_bytes + 400):  # the cut really happens
         assert len(pieces) > 1
 
