@@ -412,25 +412,16 @@ def test_migrated_to_a_new_events_type_restores_in_real_flink(real_flink: Module
     """``check`` plans on the native savepoint itself; ``migrate`` writes a canonical savepoint in
     the new type (by way of a staged canonical conversion, removed after), which real Flink
     restores with the evolved Events type. Before: both refused the incremental handles."""
-    from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, reshape
-
     case = cases[name]
     src = _source(case)
-    schema = tmp_path / "v2.toml"
-    schema.write_text("".join(f'[operators."state-op".states.{s}]\ntype = "{EVOLVED_EVENTS.replace(chr(34), "")}"\n'
-                              for s in ("events", "ttl_events")), encoding="utf-8")
+    schema = _events_schema(tmp_path)
     assert main(["check", str(src), "--schema", str(schema), "-q"]) == 1  # compatible after migration
     dst = tmp_path / "v2"
     assert main(["migrate", str(src), "--schema", str(schema), "--out", str(dst), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["source"] == str(src)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
-    assert main(["check", str(dst), "--schema", str(schema), "-q"]) == 0
-    result = real_flink.restore([(dst, case / "spec.json")], events_type=EVOLVED_EVENTS)[0]
-    assert result.ok, (result.message, result.chain)
-    want = {(k, s): reshape(v, EVOLVED_EVENTS_FIELDS) if s in ("events", "ttl_events") else v
-            for (k, s), v in _expected(case).items()}
-    assert _got(result.entries) == want
+    _restores_evolved(real_flink, dst, case, schema)
 
 
 def test_a_native_savepoint_of_the_sql_job_converts_to_what_flink_restores(real_flink: ModuleType,
@@ -504,6 +495,19 @@ def _events_schema(tmp: Path) -> Path:
     return schema
 
 
+def _restores_evolved(real_flink: ModuleType, dst: Path, case: Path, schema: Path) -> None:
+    """``dst`` (migrated to the evolved Events type) checks as is and real Flink restores every
+    value in the new type."""
+    from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, reshape
+
+    assert main(["check", str(dst), "--schema", str(schema), "-q"]) == 0
+    result = real_flink.restore([(dst, case / "spec.json")], events_type=EVOLVED_EVENTS)[0]
+    assert result.ok, (result.message, result.chain)
+    want = {(k, s): reshape(v, EVOLVED_EVENTS_FIELDS) if s in ("events", "ttl_events") else v
+            for (k, s), v in _expected(case).items()}
+    assert _got(result.entries) == want
+
+
 def _file_bytes(sp: NativeSavepoint, handle: Any) -> bytes:
     if isinstance(handle, ByteStreamHandle):
         return handle.data
@@ -534,8 +538,6 @@ def test_migrated_into_a_native_savepoint_restores_in_real_flink(real_flink: Mod
     family keeps its files; the result is a self-contained native savepoint (a checkpoint's shared
     files gathered, every path relative) that real Flink restores into RocksDB with the evolved
     type, every value checked. Before: a migration of a native savepoint wrote a canonical one only."""
-    from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, reshape
-
     case = cases[name]
     src = _source(case)
     before = _tree(case / "savepoint")
@@ -554,12 +556,7 @@ def test_migrated_into_a_native_savepoint_restores_in_real_flink(real_flink: Mod
     assert len(handles) == 2 and all(h.code == 11 and not h.shared for h in handles)
     assert all(isinstance(f.handle, (RelativeFileHandle, ByteStreamHandle)) for h in handles for f in h.files())
     assert sorted(p.name for p in dst.iterdir() if p.is_dir()) == []
-    assert main(["check", str(dst), "--schema", str(schema), "-q"]) == 0
-    result = real_flink.restore([(dst, case / "spec.json")], events_type=EVOLVED_EVENTS)[0]
-    assert result.ok, (result.message, result.chain)
-    want = {(k, s): reshape(v, EVOLVED_EVENTS_FIELDS) if s in ("events", "ttl_events") else v
-            for (k, s), v in _expected(case).items()}
-    assert _got(result.entries) == want
+    _restores_evolved(real_flink, dst, case, schema)
 
 
 def test_unchanged_column_families_keep_their_sst_files_byte_for_byte(cases: dict[str, Path],

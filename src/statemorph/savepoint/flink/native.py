@@ -1,5 +1,6 @@
 """Native savepoints and retained checkpoints of Flink's RocksDB backend: described, read as the
-entries of a canonical savepoint, and converted into one.
+entries of a canonical savepoint, and converted into one (:meth:`NativeSavepoint.write_savepoint`,
+which :mod:`.native_writer` uses to write a native savepoint too).
 
 A native savepoint (``stop --type native``) is a directory of ``_metadata`` and the files of
 each subtask's RocksDB instance; a retained incremental checkpoint is ``chk-N/_metadata`` whose

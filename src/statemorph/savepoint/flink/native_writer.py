@@ -22,8 +22,10 @@ Per subtask (one RocksDB instance):
   :func:`.keyed_header.write_keyed_header`, as for canonical savepoints).
 
 Each new handle is the one Flink 2.3 writes for a native savepoint (``IncrementalRemoteKeyedStateHandle``,
-type code 11): every file private, named by a relative file handle (inline when smaller than
-Flink's default inline threshold), the checkpointed size the sum of the files and the meta data,
+type code 11): every file private, named by a relative file handle, a new file inline in
+``_metadata`` as the input's file of its kind was (:func:`.keyed_writer.keep_inline`: the job's
+own inline threshold, as far as it shows; else Flink's default), the checkpointed size the sum of
+the files and the meta data,
 a new backend id and handle id for a rebuilt instance. Operator-state streams are copied (a
 checkpoint's absolute paths become relative ones); the output is staged
 (:class:`~statemorph.savepoint.files.StagedDirectory`, through
@@ -48,6 +50,7 @@ from .envelope import snapshot_from_envelope
 from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHandle
 from .keyed_blocks import StateRun
 from .keyed_header import KeyedHeader, write_keyed_header
+from .keyed_writer import keep_inline
 from .metadata import OperatorState, SubtaskState
 from .migrate_stream import ValueMigration, migrated_header, migrated_key_groups
 from .native import NativeSavepoint, RocksInstance, check_raw, instance_options, place_file
@@ -156,7 +159,15 @@ class _Writer:
             st.managed_native = self._carried(handle, out, name, where)
             return
         new_header = migrated_header(header, {state: ch.envelope for state, ch in mine.items()}, self.registry)
-        meta = self._new_file(write_keyed_header(new_header), out, f"{name}-meta")
+        data = write_keyed_header(new_header)
+        meta: StreamHandle = ByteStreamHandle(f"{name}-meta", data)
+        if not self._inline(len(data), handle.meta):
+            meta = RelativeFileHandle(f"{name}-meta", len(data))
+            try:
+                with open(out / meta.relative_path, "xb") as f:
+                    f.write(data)
+            except OSError as e:
+                raise output_error(e, out / meta.relative_path) from e
         files = self._rebuilt(op, st, handle, header, mine, out, name, where)
         size = sum(_size(f.handle) for f in files) + _size(meta)
         st.managed_native = IncrementalHandle(INCREMENTAL_HANDLE_V2, handle.checkpoint_id, str(uuid.uuid4()),
@@ -187,15 +198,11 @@ class _Writer:
             raise output_error(e, out / new_name) from e
         return RelativeFileHandle(new_name, h.size)
 
-    def _new_file(self, data: bytes, out: Path, new_name: str) -> StreamHandle:
-        if len(data) < self.threshold:
-            return ByteStreamHandle(new_name, data)
-        try:
-            with open(out / new_name, "xb") as f:
-                f.write(data)
-        except OSError as e:
-            raise output_error(e, out / new_name) from e
-        return RelativeFileHandle(new_name, len(data))
+    def _inline(self, size: int, like: StreamHandle | None) -> bool:
+        """Whether a new file of the instance goes into ``_metadata``: as the input's file ``like``
+        it was (:func:`.keyed_writer.keep_inline`: the job's own inline threshold, as far as it
+        shows), else below Flink's default threshold."""
+        return keep_inline(like, size, self.threshold) if like is not None else size < self.threshold
 
     # -- an instance rebuilt -----------------------------------------------------------------------
 
@@ -304,7 +311,7 @@ class _Writer:
                     raise FlinkSavepointError(f"{where}: RocksDB file {p.name!r} of the new instance is not the "
                                               f"input's; refused")
                 files.append(RocksFile(p.name, self._carry(old.handle, out, new_name, where)))
-            elif size < self.threshold:
+            elif self._inline(size, _like(handle, p.name)):
                 files.append(RocksFile(p.name, ByteStreamHandle(new_name, p.read_bytes())))
             else:
                 os.rename(p, out / new_name)
@@ -318,6 +325,15 @@ class _Writer:
         if not isinstance(h, (FileHandle, RelativeFileHandle)):
             return False
         return _same_bytes(p, Path(self.sp.files.resolve(self.sp.namer(h, where))))
+
+
+def _like(handle: IncrementalHandle, name: str) -> StreamHandle | None:
+    """The input's file of the same kind as RocksDB file ``name`` (an SST, ``CURRENT``,
+    ``MANIFEST-*``, ``OPTIONS-*``), if it has one."""
+    def kind(n: str) -> str:
+        return ".sst" if n.endswith(".sst") else n.split("-", 1)[0]
+
+    return next((f.handle for f in handle.files() if kind(f.local_name) == kind(name)), None)
 
 
 def _same_bytes(a: Path, b: Path) -> bool:
