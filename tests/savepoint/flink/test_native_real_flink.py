@@ -237,10 +237,12 @@ def test_converted_savepoints_restore_in_real_flink(real_flink: ModuleType, case
 
 # -- damaged and hostile inputs ---------------------------------------------------------------------
 
-def _refused(src: Path, tmp: Path, capsys: pytest.CaptureFixture[str], match: str) -> None:
-    """``inspect`` and ``convert --to canonical`` each refuse ``src`` with one line (exit 4) and
-    write nothing."""
-    for argv in (["inspect", str(src)], ["convert", str(src), "--to", "canonical", "--out", str(tmp / "out")]):
+def _refused(src: Path, tmp: Path, capsys: pytest.CaptureFixture[str], match: str, native: bool = True) -> None:
+    """``inspect``, ``convert --to canonical`` and (``native``) ``convert --to native`` each refuse
+    ``src`` with one line (exit 4) and write nothing."""
+    to_native = [["convert", str(src), "--to", "native", "--out", str(tmp / "out")]] if native else []
+    for argv in (["inspect", str(src)], ["convert", str(src), "--to", "canonical", "--out", str(tmp / "out")],
+                 *to_native):
         assert main(argv) == 4, argv
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and match in err, err
@@ -280,7 +282,7 @@ def test_a_sst_whose_size_metadata_matches_but_bytes_are_damaged_is_refused(
     data = bytearray(f.read_bytes())
     data[: len(data) // 2] = bytes(len(data) // 2)
     f.write_bytes(bytes(data))
-    _refused(src, tmp_path, capsys, "RocksDB")
+    _refused(src, tmp_path, capsys, "RocksDB", native=False)  # carried as it is into a native savepoint
 
 
 def test_a_manifest_naming_other_files_is_refused(cases: dict[str, Path], tmp_path: Path,

@@ -547,14 +547,21 @@ def check_raw(db: Any, where: str) -> None:
     raise FlinkSavepointError(f"{where}: rocksdict did not open the instance in raw mode; refused")
 
 
+def rocks_file_name(name: str, where: str) -> str:
+    """``name``, a RocksDB file's name in its instance, checked: a plain file name (the
+    containment rule, no directory) other than rocksdict's config file."""
+    name = check_relative_path(name, f"{where}: RocksDB file", SavepointPathError)
+    if "/" in name or name == _ROCKSDICT_CONFIG:
+        raise SavepointPathError(f"{where}: RocksDB file name {name!r} is not a plain file name; refused")
+    return name
+
+
 def place_file(sp: NativeSavepoint, f: RocksFile, directory: Path, where: str, link: bool = True) -> None:
     """Put RocksDB file ``f`` of ``sp`` into ``directory`` under its name in the instance (a
     plain name, checked): a hard link to the savepoint's file when ``link`` and the file system
     allows (the same file, checked by identity), else a copy; an inline file is written. A
     native savepoint's writer carries files with it too, named as they are in the new one."""
-    name = check_relative_path(f.local_name, f"{where}: RocksDB file", SavepointPathError)
-    if "/" in name or name == _ROCKSDICT_CONFIG:
-        raise SavepointPathError(f"{where}: RocksDB file name {name!r} is not a plain file name; refused")
+    name = rocks_file_name(f.local_name, where)
     target = directory / name
     h = f.handle
     if isinstance(h, ByteStreamHandle):

@@ -6,7 +6,9 @@ Per subtask (one RocksDB instance):
 
 - an instance holding no migrated state is carried as it is: every RocksDB file and the meta data
   stream hard-linked (copied across file systems; inline ones stay inline), its handle unchanged
-  but for the file names, which become relative ones of the new directory;
+  but for the file names, which become relative ones of the new directory. It is opened by RocksDB
+  first (read-only), so a missing or truncated file or a MANIFEST naming other files is refused as
+  the readers refuse it; its SST blocks are not read again (their checksums travel with them);
 - an instance holding one is rebuilt: its files are placed in a private staging directory inside
   the output's staging directory (SSTs hard-linked, MANIFEST / CURRENT / OPTIONS copied: the
   input is never written) and opened read-write with the instance's own OPTIONS (Flink's merge
@@ -53,7 +55,7 @@ from .keyed_header import KeyedHeader, write_keyed_header
 from .keyed_writer import keep_inline
 from .metadata import OperatorState, SubtaskState
 from .migrate_stream import ValueMigration, migrated_header, migrated_key_groups
-from .native import NativeSavepoint, RocksInstance, check_raw, instance_options, place_file
+from .native import NativeSavepoint, RocksInstance, check_raw, instance_options, place_file, rocks_file_name
 from .native_handles import INCREMENTAL_HANDLE_V2, IncrementalHandle, RocksFile
 from .native_view import RocksKeyedStream
 from .operator_ids import find_operator
@@ -156,6 +158,8 @@ class _Writer:
         names = {m.name for m in header.states}
         mine = {state: ch for state, ch in self.changes.get(op.operator_id, {}).items() if state in names}
         if not mine:
+            with self.sp.open_instance(op, st, handle):  # RocksDB checks its MANIFEST: these files, these sizes
+                pass
             st.managed_native = self._carried(handle, out, name, where)
             return
         new_header = migrated_header(header, {state: ch.envelope for state, ch in mine.items()}, self.registry)
@@ -180,8 +184,8 @@ class _Writer:
     def _carried(self, handle: IncrementalHandle, out: Path, name: str, where: str) -> IncrementalHandle:
         """``handle`` with every file carried into ``out``; all private, as in Flink's own native
         savepoints (a checkpoint's shared files are this savepoint's own now)."""
-        files = [RocksFile(f.local_name, self._carry(f.handle, out, f"{name}-{f.local_name}", where))
-                 for f in handle.files()]
+        files = [RocksFile(f.local_name, self._carry(f.handle, out, f"{name}-{rocks_file_name(f.local_name, where)}",
+                                                     where)) for f in handle.files()]
         meta = self._carry(handle.meta, out, f"{name}-meta", where)
         return IncrementalHandle(handle.code, handle.checkpoint_id, handle.backend_id, handle.start_key_group,
                                  handle.key_group_count, handle.checkpointed_size, meta, [], files, handle.handle_id)
