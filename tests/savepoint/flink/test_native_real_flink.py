@@ -20,7 +20,12 @@ from savepoint.flink.format_helpers import hashable
 from statemorph.cli.main import main
 from statemorph.engine.flink_ranges import read_flink_state
 from statemorph.engine.formats import FLINK, NATIVE, format_of
-from statemorph.errors import FlinkSavepointError, NotCanonicalSavepointError, SavepointPathError
+from statemorph.errors import (
+    FlinkSavepointError,
+    NotCanonicalSavepointError,
+    SavepointPathError,
+    UnsupportedStateError,
+)
 from statemorph.savepoint.flink import FlinkSavepoint, parse_metadata, serialize_metadata
 from statemorph.savepoint.flink.handles import ByteStreamHandle, FileHandle, RelativeFileHandle
 from statemorph.savepoint.flink.native import NativeSavepoint, checkpoint_namer, is_native
@@ -429,8 +434,13 @@ def test_migrated_to_a_new_events_type_restores_in_real_flink(real_flink: Module
 def test_a_native_savepoint_of_the_sql_job_converts_to_what_flink_restores(real_flink: ModuleType,
                                                                            tmp_path: Path) -> None:
     """The Flink SQL job (RowData keys and values, aggregation and deduplication state) on RocksDB,
-    parallelism 2: its native savepoint converted to canonical restores into the SQL job with the
-    same changelog as Flink's own canonical savepoint of the same run's state."""
+    parallelism 2: its native savepoint converted to canonical, converted to native, and rewritten
+    natively with every keyed state through the SST writer (its own snapshot and values) restores
+    into the SQL job with the same changelog as Flink's own canonical savepoint of the same run's
+    state."""
+    from statemorph.savepoint.flink.native_writer import write_native
+    from statemorph.savepoint.flink.rewrite import check_migratable
+
     base = json.loads((Path(__file__).parents[2] / "data" / "flink_sql" / "sql-rocksdb-p2" / "spec.json").read_text())
     pairs = []
     for fmt in ("native", "canonical"):
@@ -443,12 +453,29 @@ def test_a_native_savepoint_of_the_sql_job_converts_to_what_flink_restores(real_
     native = tmp_path / "native" / "savepoint"
     assert NativeSavepoint(native).format == "native savepoint"
     assert main(["convert", str(native), "--to", "canonical", "--out", str(tmp_path / "converted"), "-q"]) == 0
+    assert main(["convert", str(native), "--to", "native", "--out", str(tmp_path / "as-native"), "-q"]) == 0
+    sp = NativeSavepoint(native)
+    changes: dict[tuple[str, str], tuple[bytes, Any]] = {}
+    for op, st, handle in sp.instances():
+        for m in sp.header(op, st, handle).states:
+            try:
+                check_migratable(op, m)
+            except (FlinkSavepointError, UnsupportedStateError):  # timers, or values it cannot take apart: carried
+                continue
+            value, _ = m.value_snapshot_unwrapped()
+            assert value is not None
+            changes[(op.uid_hash, m.name)] = (value.envelope_bytes(), lambda a: a)
+    assert len({op for op, _ in changes}) >= 2, changes.keys()
+    done = write_native(sp, tmp_path / "rewritten", changes)
+    assert done.rebuilt_instances >= 4 and sum(done.migrated.values()) > 0
     spec = tmp_path / "canonical" / "spec.json"
-    converted, control = real_flink.sql_restore([(tmp_path / "converted", spec),
-                                                 (tmp_path / "canonical" / "savepoint", spec)])
-    assert converted.ok and control.ok, (converted.message, control.message)
-    assert sorted(map(json.dumps, converted.entries)) == sorted(map(json.dumps, control.entries))
-    assert len(control.entries) > 1
+    *results, control = real_flink.sql_restore([(tmp_path / "converted", spec), (tmp_path / "as-native", spec),
+                                                (tmp_path / "rewritten", spec),
+                                                (tmp_path / "canonical" / "savepoint", spec)])
+    assert control.ok and len(control.entries) > 1, control.message
+    for result in results:
+        assert result.ok, (result.message, result.chain)
+        assert sorted(map(json.dumps, result.entries)) == sorted(map(json.dumps, control.entries))
 
 
 def test_two_names_of_one_file_are_refused(cases: dict[str, Path], tmp_path: Path) -> None:
