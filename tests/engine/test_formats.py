@@ -34,7 +34,20 @@ def test_convert_to_names_a_form_the_format_converts_to(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"--to canonical: .* is a Flink savepoint, which converts to parquet only"):
         convert_savepoint(FLINK_SP, tmp_path / "out", to="canonical")
     assert not (tmp_path / "out").exists()
-    assert NATIVE.converts_to == ("parquet", "canonical")
+    assert NATIVE.converts_to == ("parquet", "canonical", "native")
+
+
+def test_migrate_to_names_a_form_the_format_migrates_to(tmp_path: Path) -> None:
+    """``migrate --to`` is checked against the source's format (``migrates_to``) before anything is
+    planned or written: each format migrates into its own form; a native savepoint into a canonical
+    one (the default) or a native one."""
+    write_savepoint(tmp_path / "pq", n=2)
+    with pytest.raises(UsageError, match=r"--to native: .* is the Parquet form, which migrates to parquet only"):
+        migrate_savepoint(tmp_path / "pq", tmp_path / "out", [], to="native")
+    with pytest.raises(UsageError, match=r"--to native: .* is a Flink savepoint, which migrates to canonical only"):
+        migrate_savepoint(FLINK_SP, tmp_path / "out", {}, to="native")
+    assert not (tmp_path / "out").exists()
+    assert NATIVE.migrates_to == ("canonical", "native") and FLINK.migrates_to == ("canonical",)
 
 
 def test_flink_metadata_wins_when_both_files_are_there(tmp_path: Path) -> None:

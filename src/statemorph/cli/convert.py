@@ -5,7 +5,8 @@ reads, plus what Flink needs to come back (the ``_metadata`` skeleton, keyed-sta
 operator-state files); Parquet → Flink rebuilds a canonical savepoint Flink restores with the same
 content. The direction follows from the source (:func:`statemorph.engine.formats.convert_savepoint`); a
 native savepoint or retained RocksDB checkpoint becomes the Parquet form or, with ``--to canonical``, a
-canonical savepoint (what ``--to`` may name is the format's ``converts_to``)."""
+canonical savepoint, or with ``--to native`` a self-contained native savepoint (what ``--to`` may name
+is the format's ``converts_to``)."""
 
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ def add_parser(sub: Any) -> None:
     s.add_argument("savepoint", metavar="SAVEPOINT",
                    help="a Flink savepoint, or a Parquet savepoint converted from one")
     s.add_argument("--out", required=True, metavar="DST", help="the converted savepoint (must not exist)")
-    s.add_argument("--to", choices=("parquet", "canonical"), default=None,
+    s.add_argument("--to", choices=("parquet", "canonical", "native"), default=None,
                    help="what to write: the Parquet form or a canonical Flink savepoint (default: the other "
-                        "form; a native savepoint or a retained RocksDB checkpoint: parquet, or canonical)")
+                        "form; a native savepoint or a retained RocksDB checkpoint: parquet, canonical, or "
+                        "native: a self-contained native savepoint)")
     s.set_defaults(func=cmd_convert)
 
 

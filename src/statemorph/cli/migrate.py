@@ -39,8 +39,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             refuse_inside(args.out, args.savepoint)
     elif Location.open(args.out).files():  # a URI read in place (cli.main.read_in_place)
         raise UsageError(f"--out {args.out} already exists; savepoints are never overwritten")
-    plan, descriptors = plan_for(args.savepoint, args.schema)
     fmt = format_of(args.savepoint)
+    fmt.target(args.savepoint, args.to, migrate=True)  # before planning: a form it cannot write is a usage error
+    if args.to == "native" and args.engine == "spark":
+        raise UsageError("--to native is written by the local engine; the spark engine writes a canonical savepoint")
+    plan, descriptors = plan_for(args.savepoint, args.schema)
     out.say(f"migrating {args.savepoint} -> {args.out} ({args.engine} engine)")
     out.say(plan.summary)
     plan.raise_if_incompatible()
@@ -48,11 +51,11 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     try:
         if args.engine == "spark":
             report = _with_spark(args, out, lambda spark: fmt.rewrite(
-                args.savepoint, args.out, descriptors, on_error=args.on_error,
+                args.savepoint, args.out, descriptors, on_error=args.on_error, to=args.to,
                 runner=OnSpark(spark, threads=args.threads or OnSpark.threads, task_bytes=args.task_bytes)))
         else:
             report = fmt.rewrite(args.savepoint, args.out, descriptors, on_error=args.on_error, progress=bar,
-                                 runner=Local(threads=args.threads or DEFAULT_THREADS))
+                                 to=args.to, runner=Local(threads=args.threads or DEFAULT_THREADS))
     finally:
         bar.finish()
     out.emit({**report.to_dict(), "exit_status": int(ExitCode.OK)})
@@ -129,6 +132,10 @@ def add_parser(sub: Any) -> None:
     s.add_argument("savepoint", metavar="SAVEPOINT", help=SAVEPOINT_HELP)
     s.add_argument("--schema", required=True, metavar="NEW.toml", help="schema file with the new state types")
     s.add_argument("--out", required=True, metavar="DST", help="the new savepoint (must not exist)")
+    s.add_argument("--to", choices=("canonical", "native"), default=None,
+                   help="what a native savepoint or retained RocksDB checkpoint is migrated into: a canonical "
+                        "savepoint (the default: restores into either backend) or a native savepoint (RocksDB "
+                        "backend only; unchanged column families and files carried as they are; local engine)")
     s.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="local: threads on this machine (the default); spark: Spark tasks (needs the spark "
                         "extra; every executor must see SAVEPOINT and DST at the same path)")

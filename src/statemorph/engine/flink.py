@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,13 +153,17 @@ class FlinkMigrateReport:
     carried_files: int = 0
     seconds: float = 0.0
     engine: str = "local"
+    savepoint_format: str = "canonical"
+    """What was written: a ``canonical`` savepoint, or a ``native`` one (RocksDB instances;
+    ``rewritten_streams`` then counts the instances rebuilt)."""
 
     @property
     def rows(self) -> int:
         return sum(self.migrated.values())
 
     def summary(self) -> str:
-        lines = [f"{self.source} -> {self.destination}: {self.rewritten_streams} state stream(s) rewritten, "
+        rewritten = "RocksDB instance(s) rebuilt" if self.savepoint_format == "native" else "state stream(s) rewritten"
+        lines = [f"{self.source} -> {self.destination}: {self.rewritten_streams} {rewritten}, "
                  f"{self.carried_files} file(s) carried over unchanged, {self.seconds:.1f}s"]
         lines += [f"  {op} state {st!r}: {n:,} values migrated" for (op, st), n in self.migrated.items()]
         return "\n".join(lines)
@@ -168,7 +172,8 @@ class FlinkMigrateReport:
         """The report as numbers (``statemorph migrate --json``; Flink keyed-state files are
         rewritten stream by stream; entries are counted for the migrated states only)."""
         return {"source": self.source, "destination": self.destination, "engine": self.engine, "format": "flink",
-                "seconds": round(self.seconds, 3), "entries_migrated": self.rows,
+                "savepoint_format": self.savepoint_format, "seconds": round(self.seconds, 3),
+                "entries_migrated": self.rows,
                 "rewritten_streams": self.rewritten_streams, "carried_files": self.carried_files,
                 "states": [{"operator": op, "name": st, "entries_migrated": n}
                            for (op, st), n in self.migrated.items()]}
@@ -179,12 +184,33 @@ class FlinkMigrateReport:
 
     def conclusion(self, destination: str) -> str:
         """The closing line of ``statemorph migrate``, naming ``destination`` as the user gave it."""
-        return (f"summary: {self.rows:,} values migrated in {self.seconds:.1f}s; new Flink savepoint at {destination} "
+        what = "native savepoint (RocksDB backend only)" if self.savepoint_format == "native" else "savepoint"
+        return (f"summary: {self.rows:,} values migrated in {self.seconds:.1f}s; new Flink {what} at {destination} "
                 f"(restore it with execution.state-recovery.path)")
 
 
 def _name(path: str | os.PathLike[str] | Location) -> str:
     return path.uri if isinstance(path, Location) else os.fspath(path)
+
+
+def check_on_error_whole(on_error: str) -> None:
+    """A Flink savepoint is migrated whole or not at all: ``on_error`` other than ``raise`` is a
+    usage error (for every writer of one)."""
+    if on_error != "raise":
+        raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
+                         f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
+
+
+def migrations(plan: FlinkPlan, registry: SnapshotRegistry | None = None
+               ) -> Iterator[tuple[OperatorDescription, StatePlan, bytes, Any]]:
+    """Every state ``plan`` migrates: its operator, its plan, the new per-value serializer snapshot
+    in Flink's top-level envelope, and the value migration (the bulk kernels); what each writer
+    (canonical, native) hands its rewriter."""
+    for op, p in plan.operators:
+        for sp in p.states:
+            if sp.action == MIGRATE:
+                yield (op, sp, _ENVELOPE_VERSION + sp.value_snapshot,
+                       value_migration(sp.meta.snapshot("value_serializer", registry), sp.new_serializer))
 
 
 def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | os.PathLike[str] | Location,
@@ -214,9 +240,7 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
     if task_bytes is not None and task_bytes < 1:
         raise UsageError(f"task_bytes={task_bytes}: a Spark task's share must be at least one byte")
-    if on_error != "raise":
-        raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
-                         f"(on_error='raise'); dropping entries from Flink's key groups is not supported")
+    check_on_error_whole(on_error)
     t0 = time.perf_counter()
     src = Location.of(src) or src  # a URI is opened once (pyarrow resolves the bucket's region)
     dst = Location.of(dst) or dst
@@ -226,17 +250,12 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     shipped: dict[tuple[int, str], tuple[bytes, bytes, bytes]] = {}  # (op index, state) -> snapshot bytes
     op_index = {o.operator_id: i for i, o in enumerate(FlinkSavepoint(src, registry).operators)}
     operator_changes: dict[tuple[str, str], tuple[bytes, Any]] = {}
-    for op, p in plan.operators:
-        for sp in p.states:
-            if sp.action == MIGRATE:
-                envelope = _ENVELOPE_VERSION + sp.value_snapshot
-                migration = value_migration(sp.meta.snapshot("value_serializer", registry), sp.new_serializer)
-                if isinstance(op, OperatorStatesDescription):  # operator-state streams: rewritten by the driver
-                    operator_changes[(op.ident, sp.name)] = (envelope, migration)
-                    continue
-                changes[(op.ident, sp.name)] = (envelope, migration)
-                shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot,
-                                                                         sp.value_snapshot)
+    for op, sp, envelope, migration in migrations(plan, registry):
+        if isinstance(op, OperatorStatesDescription):  # operator-state streams: rewritten by the driver
+            operator_changes[(op.ident, sp.name)] = (envelope, migration)
+            continue
+        changes[(op.ident, sp.name)] = (envelope, migration)
+        shipped[(op_index[op.operator.operator_id], sp.name)] = (envelope, sp.prior_value_snapshot, sp.value_snapshot)
     run_jobs = run_copies = None
     if spark is not None:
         n = tasks if tasks is not None else max(1, 2 * int(spark.sparkContext.defaultParallelism))

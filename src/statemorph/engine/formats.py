@@ -48,12 +48,13 @@ from .flink import (
     FlinkMigrateReport,
     FlinkPlan,
     OperatorDescriptors,
+    check_on_error_whole,
     inspect_flink_savepoint,
     migrate_flink_savepoint,
     plan_flink_savepoint,
     read_flink_state_table,
 )
-from .flink_native import convert_native, inspect_native, migrate_native
+from .flink_native import MIGRATES_TO, convert_native, inspect_native, migrate_native
 from .local import (
     DEFAULT_BATCH,
     Progress,
@@ -135,7 +136,10 @@ class SavepointFormat(ABC):
     """Whether a local :meth:`rewrite` calls ``progress(state, entries)`` as it goes (a progress
     bar is shown only then)."""
     converts_to: ClassVar[tuple[str, ...]]
-    """What :meth:`convert` writes (``convert --to``: ``parquet``, ``canonical``), the default first."""
+    """What :meth:`convert` writes (``convert --to``: ``parquet``, ``canonical``, ``native``), the default first."""
+    migrates_to: ClassVar[tuple[str, ...]]
+    """What :meth:`rewrite` writes (``migrate --to``: the format's own form; a native savepoint
+    also ``native``), the default first."""
 
     @abstractmethod
     def claims(self, path: SavepointPath) -> bool:
@@ -159,8 +163,9 @@ class SavepointFormat(ABC):
 
     @abstractmethod
     def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
-                on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
-        """Write ``dst``: ``src`` with every state the plan migrates in its new schema."""
+                on_error: str = "raise", progress: Progress | None = None, to: str | None = None) -> MigrateReport:
+        """Write ``dst``: ``src`` with every state the plan migrates in its new schema, in the form
+        ``to`` names (one of :attr:`migrates_to`; default the first)."""
 
     @abstractmethod
     def read(self, path: SavepointPath, state: str, *, runner: Runner, operator: str | None = None,
@@ -173,13 +178,14 @@ class SavepointFormat(ABC):
         """Write ``src`` in the other form at ``dst``: ``to``, one of :attr:`converts_to` (default
         the first; another is :meth:`target`'s usage error)."""
 
-    def target(self, src: str | os.PathLike[str], to: str | None) -> str:
-        """The form ``convert --to`` names for ``src``, or a usage error naming the ones it has."""
+    def target(self, src: SavepointPath, to: str | None, *, migrate: bool = False) -> str:
+        """The form ``convert --to`` (``migrate --to`` when ``migrate``) names for ``src``, or a
+        usage error naming the ones it has."""
+        forms, verb = (self.migrates_to, "migrates") if migrate else (self.converts_to, "converts")
         if to is None:
-            return self.converts_to[0]
-        if to not in self.converts_to:
-            raise UsageError(f"--to {to}: {os.fspath(src)} is {self.title}, which converts to "
-                             f"{' or '.join(self.converts_to)} only")
+            return forms[0]
+        if to not in forms:
+            raise UsageError(f"--to {to}: {_shown(src)} is {self.title}, which {verb} to {' or '.join(forms)} only")
         return to
 
 
@@ -192,6 +198,7 @@ class FlinkCanonical(SavepointFormat):
     spark_reads_in_place = True
     reports_progress = False
     converts_to: ClassVar[tuple[str, ...]] = ("parquet",)
+    migrates_to: ClassVar[tuple[str, ...]] = ("canonical",)
     reader: ClassVar[type[FlinkSavepoint]] = FlinkSavepoint
     """What opens a savepoint of this format for the canonical readers (inspect, plan, read):
     a subclass reads other files as canonical streams (:class:`FlinkNative`)."""
@@ -214,7 +221,8 @@ class FlinkCanonical(SavepointFormat):
         return plan_flink_savepoint(path, descriptors, registry=registry, reader=self.reader), descriptors
 
     def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
-                on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
+                on_error: str = "raise", progress: Progress | None = None, to: str | None = None) -> MigrateReport:
+        self.target(src, to, migrate=True)
         descriptors = _operator_descriptors(src, descriptors)
         if isinstance(runner, OnSpark):
             return migrate_flink_savepoint(src, dst, descriptors, threads=runner.threads, on_error=on_error,
@@ -247,7 +255,8 @@ class FlinkNative(FlinkCanonical):
 
     title = "a Flink native savepoint or retained checkpoint"
     spark_reads_in_place = False
-    converts_to = ("parquet", "canonical")
+    converts_to = ("parquet", "canonical", "native")
+    migrates_to = MIGRATES_TO
     reader = NativeFlinkSavepoint
 
     def claims(self, path: SavepointPath) -> bool:
@@ -257,10 +266,16 @@ class FlinkNative(FlinkCanonical):
         return inspect_native(path, names=names)
 
     def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
-                on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
+                on_error: str = "raise", progress: Progress | None = None, to: str | None = None) -> MigrateReport:
+        to = self.target(src, to, migrate=True)
         descriptors = _operator_descriptors(src, descriptors)
+        if to == "native" and isinstance(runner, OnSpark):
+            raise UsageError(f"--to native: {_shown(src)} is migrated into a native savepoint on this machine; "
+                             f"run it with the local engine (the Spark engine writes a canonical savepoint)")
+        if to == "native":
+            check_on_error_whole(on_error)
         return migrate_native(_local(src), dst, descriptors, lambda canonical: cast(FlinkMigrateReport, FLINK.rewrite(
-            canonical, dst, descriptors, runner=runner, on_error=on_error, progress=progress)))
+            canonical, dst, descriptors, runner=runner, on_error=on_error, progress=progress)), to=to)
 
     def convert(self, src: str | os.PathLike[str], dst: str | os.PathLike[str], *, to: str | None = None,
                 registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
@@ -276,6 +291,7 @@ class ParquetForm(SavepointFormat):
     spark_reads_in_place = False
     reports_progress = True
     converts_to = ("canonical",)
+    migrates_to = ("parquet",)
 
     def claims(self, path: SavepointPath) -> bool:
         loc = Location.of(path)
@@ -296,7 +312,8 @@ class ParquetForm(SavepointFormat):
         return plan_rewrite(path, md, descriptors, registry=registry), descriptors
 
     def rewrite(self, src: SavepointPath, dst: SavepointPath, descriptors: Descriptors, *, runner: Runner,
-                on_error: str = "raise", progress: Progress | None = None) -> MigrateReport:
+                on_error: str = "raise", progress: Progress | None = None, to: str | None = None) -> MigrateReport:
+        self.target(src, to, migrate=True)
         descriptors = _state_descriptors(src, descriptors)
         if isinstance(runner, OnSpark):
             return spark_parquet.migrate_parquet_savepoint(runner.session, _local(src), _local(dst), descriptors,
@@ -381,7 +398,8 @@ def _local(path: SavepointPath) -> str | os.PathLike[str]:
 
 def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], new_descriptors: Descriptors, *,
                       threads: int = DEFAULT_THREADS, batch_size: int = DEFAULT_BATCH, on_error: str = "raise",
-                      progress: Progress | None = None, transform: TransformFactory | None = None) -> MigrateReport:
+                      progress: Progress | None = None, transform: TransformFactory | None = None,
+                      to: str | None = None) -> MigrateReport:
     """Rewrite savepoint ``src`` into a new savepoint ``dst`` for the new descriptors, on this
     machine (:meth:`SavepointFormat.rewrite` of :func:`format_of` ``src``).
 
@@ -389,9 +407,11 @@ def migrate_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], 
     and gives a :class:`~statemorph.engine.flink.FlinkMigrateReport`; the Parquet form takes a list
     and gives a :class:`~statemorph.engine.local.RewriteReport`. An incompatible state raises
     :class:`~statemorph.errors.IncompatibleSchemaError` before anything is written; ``dst``
-    appears complete or not at all."""
+    appears complete or not at all. ``to`` names the form written (:attr:`SavepointFormat.migrates_to`:
+    a native savepoint or retained checkpoint writes a ``canonical`` savepoint, the default, or a
+    ``native`` one)."""
     src = os.fspath(src)
-    return format_of(src).rewrite(src, dst, new_descriptors, on_error=on_error, progress=progress,
+    return format_of(src).rewrite(src, dst, new_descriptors, on_error=on_error, progress=progress, to=to,
                                   runner=Local(threads=threads, batch_size=batch_size, transform=transform))
 
 
@@ -399,7 +419,8 @@ def convert_savepoint(src: str | os.PathLike[str], dst: str | os.PathLike[str], 
                       registry: SnapshotRegistry | None = None, rows_per_file: int = 1_000_000) -> ConvertReport:
     """Convert ``src`` into the other form at ``dst``: a Flink savepoint becomes the Parquet form,
     a Parquet savepoint converted from Flink becomes a Flink savepoint again; a native savepoint
-    or retained checkpoint becomes the Parquet form or, ``to="canonical"``, a canonical savepoint.
+    or retained checkpoint becomes the Parquet form or, ``to="canonical"``, a canonical savepoint,
+    or, ``to="native"``, a self-contained native savepoint (a checkpoint's files gathered).
     ``to`` names the form (:attr:`SavepointFormat.converts_to`; default the format's first)."""
     return format_of(src).convert(src, dst, to=to, registry=registry, rows_per_file=rows_per_file)
 

@@ -6,6 +6,7 @@ import org.apache.flink.runtime.checkpoint.Checkpoints;
 import org.apache.flink.runtime.checkpoint.OperatorState;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.runtime.checkpoint.metadata.CheckpointMetadata;
+import org.apache.flink.runtime.state.IncrementalKeyedStateHandle;
 import org.apache.flink.runtime.state.KeyedBackendSerializationProxy;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.StreamStateHandle;
@@ -23,7 +24,8 @@ import java.util.TreeSet;
 /**
  * The keyed states a savepoint holds, as Flink's own readers see them: {@code _metadata} through
  * {@link Checkpoints#loadCheckpointMetadata}, then the keyed-backend header
- * ({@link KeyedBackendSerializationProxy}) of every subtask's keyed-state stream. The checker
+ * ({@link KeyedBackendSerializationProxy}) of every subtask's keyed-state stream, or of the meta
+ * data stream of its RocksDB instance in a native savepoint. The checker
  * compares it with the states its job registers: Flink itself ignores a restored state that no
  * descriptor asks for, so a state too many would otherwise restore unnoticed.
  */
@@ -75,11 +77,16 @@ final class Inventory {
     }
 
     private static Set<String> names(KeyedStateHandle h, ClassLoader cl) throws IOException {
-        if (!(h instanceof StreamStateHandle)) {
-            throw new IOException("not a canonical savepoint's keyed-state handle: " + h.getClass().getName());
+        StreamStateHandle stream;
+        if (h instanceof IncrementalKeyedStateHandle) {  // a native savepoint: the instance's meta data
+            stream = ((IncrementalKeyedStateHandle) h).getMetaDataStateHandle();
+        } else if (h instanceof StreamStateHandle) {
+            stream = (StreamStateHandle) h;
+        } else {
+            throw new IOException("not a canonical or native savepoint's keyed-state handle: " + h.getClass().getName());
         }
         KeyedBackendSerializationProxy<Object> header = new KeyedBackendSerializationProxy<>(cl);
-        try (FSDataInputStream in = ((StreamStateHandle) h).openInputStream()) {
+        try (FSDataInputStream in = stream.openInputStream()) {
             header.read(new DataInputViewStreamWrapper(in));
         }
         Set<String> names = new TreeSet<>();

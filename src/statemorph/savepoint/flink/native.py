@@ -1,5 +1,6 @@
 """Native savepoints and retained checkpoints of Flink's RocksDB backend: described, read as the
-entries of a canonical savepoint, and converted into one.
+entries of a canonical savepoint, and converted into one (:meth:`NativeSavepoint.write_savepoint`,
+which :mod:`.native_writer` uses to write a native savepoint too).
 
 A native savepoint (``stop --type native``) is a directory of ``_metadata`` and the files of
 each subtask's RocksDB instance; a retained incremental checkpoint is ``chk-N/_metadata`` whose
@@ -37,7 +38,7 @@ import re
 import shutil
 import struct
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -82,6 +83,10 @@ MAX_META_BYTES = 64 << 20
 """The largest meta data stream (state meta infos) read; a real one is a few KiB."""
 _CHECKPOINT_DIR = re.compile(r"chk-\d+")
 _ROCKSDICT_CONFIG = "rocksdict-config.json"
+InstanceWriter = Callable[[OperatorState, SubtaskState, IncrementalHandle, Path, str], None]
+"""What :meth:`NativeSavepoint.write_savepoint` calls for each RocksDB instance: ``(operator,
+subtask, handle, staging directory, file name)``; it writes the instance's new form there and
+sets the subtask's handle."""
 
 
 def checkpoint_namer(chk: str) -> FileNamer:
@@ -330,11 +335,27 @@ class NativeSavepoint:
 
     def to_canonical(self, dst: str | os.PathLike[str]) -> dict[str, int]:
         """Write a canonical savepoint of the same state to ``dst`` (staged, appearing whole or
-        not at all): each instance becomes one keyed-state stream, key group by key group;
-        operator-state files are copied; ``_metadata`` keeps everything else. Returns the entries
-        written per ``operator/state``; ``self.metadata`` stays as read."""
-        meta = copy.deepcopy(self.metadata)
+        not at all): each instance becomes one keyed-state stream, key group by key group
+        (:meth:`write_savepoint`). Returns the entries written per ``operator/state``;
+        ``self.metadata`` stays as read."""
         counts: dict[str, int] = {}
+
+        def canonical(op: OperatorState, st: SubtaskState, handle: IncrementalHandle, out: Path, name: str) -> None:
+            st.managed_keyed = self._write_instance(op, st, handle, out, name, counts)
+            st.managed_native = None
+
+        self.write_savepoint(dst, canonical)
+        return counts
+
+    def write_savepoint(self, dst: str | os.PathLike[str], write_instance: InstanceWriter) -> None:
+        """Write a savepoint of this one's state to ``dst`` (staged, appearing whole or not at
+        all): ``write_instance(op, subtask, handle, out, name)`` writes each RocksDB instance into
+        the staging directory ``out`` (files named from ``name``) and sets the subtask's new
+        handle (a copy of ``self.metadata``'s); operator-state and key-group files are copied
+        (named ``op-N``, ``keyed-N``: a checkpoint's absolute paths become relative ones);
+        ``_metadata`` keeps everything else. The one writer of a canonical (:meth:`to_canonical`)
+        and of a native savepoint (:mod:`.native_writer`)."""
+        meta = copy.deepcopy(self.metadata)
         with StagedDirectory(dst) as staged:
             out = staged.temp
             n = 0
@@ -352,16 +373,13 @@ class NativeSavepoint:
                             kh.delegate = self._copy_stream(kh.delegate, out, f"keyed-{n}", self._where(op, st))
                             n += 1
                     if st.managed_native is not None:
-                        st.managed_keyed = self._write_instance(op, st, st.managed_native, out, f"keyed-{n}",
-                                                                counts)
-                        st.managed_native = None
+                        write_instance(op, st, st.managed_native, out, f"keyed-{n}")
                         n += 1
             try:
                 (out / METADATA_FILE_NAME).write_bytes(serialize_metadata(meta))
             except OSError as e:
                 raise output_error(e, out / METADATA_FILE_NAME) from e
             staged.commit()
-        return counts
 
     def _check_full(self, handle: KeyGroupsHandle, where: str) -> None:
         """A full snapshot's stream (checkpoints only) must be in the canonical layout."""
@@ -508,6 +526,63 @@ class _Ahead:
         return run
 
 
+def instance_options(directory: Path) -> tuple[Any, Any, dict[str, Any]]:
+    """``(rocksdict, db options, column-family options by name)`` of the RocksDB instance whose
+    files are in ``directory``, from its own OPTIONS file: they give Flink's merge operator
+    (StringAppendTESTOperator, built into RocksDB), without which an appended list value cannot
+    be read; rocksdict's own config file, written here, forces raw mode (bytes in, bytes out:
+    nothing is ever decoded; :func:`check_raw` proves it once the instance is open)."""
+    rd = require("rocksdict", "reading a native savepoint")
+    (directory / _ROCKSDICT_CONFIG).write_text('{"raw_mode":true,"prefix_extractors":{}}')
+    opts, families = rd.Options.load_latest(str(directory))
+    return rd, opts, families
+
+
+def check_raw(db: Any, where: str) -> None:
+    """Refuse an instance rocksdict did not open in raw mode (a str key is then accepted)."""
+    try:
+        db.get("statemorph-raw-mode-probe")
+    except KeyError:
+        return  # raw mode refuses a str key
+    raise FlinkSavepointError(f"{where}: rocksdict did not open the instance in raw mode; refused")
+
+
+def rocks_file_name(name: str, where: str) -> str:
+    """``name``, a RocksDB file's name in its instance, checked: a plain file name (the
+    containment rule, no directory) other than rocksdict's config file."""
+    name = check_relative_path(name, f"{where}: RocksDB file", SavepointPathError)
+    if "/" in name or name == _ROCKSDICT_CONFIG:
+        raise SavepointPathError(f"{where}: RocksDB file name {name!r} is not a plain file name; refused")
+    return name
+
+
+def place_file(sp: NativeSavepoint, f: RocksFile, directory: Path, where: str, link: bool = True) -> None:
+    """Put RocksDB file ``f`` of ``sp`` into ``directory`` under its name in the instance (a
+    plain name, checked): a hard link to the savepoint's file when ``link`` and the file system
+    allows (the same file, checked by identity), else a copy; an inline file is written. A
+    native savepoint's writer carries files with it too, named as they are in the new one."""
+    name = rocks_file_name(f.local_name, where)
+    target = directory / name
+    h = f.handle
+    if isinstance(h, ByteStreamHandle):
+        target.write_bytes(h.data)
+        return
+    if h is None:
+        raise FlinkSavepointError(f"{where}: RocksDB file {name!r} has no data stream")
+    rel = sp.namer(h, where)
+    with sp.files.open(rel, size=h.size, recorded_in=METADATA_FILE_NAME) as src:
+        if link:
+            try:
+                os.link(sp.files.resolve(rel), target)
+                same = os.stat(target)
+                if (same.st_dev, same.st_ino) == src.identity:
+                    return
+                os.unlink(target)
+            except OSError:
+                pass
+        src.copy_to(target)
+
+
 class RocksInstance:
     """One subtask's RocksDB instance, opened read-only from links to its files in a private
     temporary directory (removed on close); one column family per state of ``header``."""
@@ -523,17 +598,11 @@ class RocksInstance:
         self.dir = Path(tempfile.mkdtemp(prefix="statemorph-rocksdb-"))
         try:
             for f in handle.files():
-                self._place(sp, f)
-            rd = require("rocksdict", "reading a native savepoint")
-            # the instance's own OPTIONS file gives Flink's merge operator (StringAppendTESTOperator,
-            # built into RocksDB), without which an appended list value cannot be read; rocksdict's
-            # own config file forces raw mode (bytes in, bytes out: nothing is ever decoded), and a
-            # probe proves it before a value is read
-            (self.dir / _ROCKSDICT_CONFIG).write_text('{"raw_mode":true,"prefix_extractors":{}}')
-            opts, families = rd.Options.load_latest(str(self.dir))
+                place_file(sp, f, self.dir, self.where)
+            rd, opts, families = instance_options(self.dir)
             self.db = rd.Rdict(str(self.dir), options=opts, column_families=families,
                                access_type=rd.AccessType.read_only())
-            self._check_raw(where)
+            check_raw(self.db, where)
             self.families: dict[int, Any] = {
                 sid: self.db.get_column_family(m.name) for sid, m in enumerate(header.states) if m.name in families}
         except BaseException as e:
@@ -548,36 +617,6 @@ class RocksInstance:
         """RocksDB's message on one line, its files named as the handle names them (not by the
         private directory they are linked into)."""
         return " ".join(str(e).replace(f"{self.dir}/", "").split())
-
-    def _check_raw(self, where: str) -> None:
-        try:
-            self.db.get("statemorph-raw-mode-probe")
-        except KeyError:
-            return  # raw mode refuses a str key
-        raise FlinkSavepointError(f"{where}: rocksdict did not open the instance in raw mode; refused")
-
-    def _place(self, sp: NativeSavepoint, f: RocksFile) -> None:
-        name = check_relative_path(f.local_name, f"{self.where}: RocksDB file", SavepointPathError)
-        if "/" in name or name == _ROCKSDICT_CONFIG:
-            raise SavepointPathError(f"{self.where}: RocksDB file name {name!r} is not a plain file name; refused")
-        target = self.dir / name
-        h = f.handle
-        if isinstance(h, ByteStreamHandle):
-            target.write_bytes(h.data)
-            return
-        if h is None:
-            raise FlinkSavepointError(f"{self.where}: RocksDB file {name!r} has no data stream")
-        rel = sp.namer(h, self.where)
-        with sp.files.open(rel, size=h.size, recorded_in=METADATA_FILE_NAME) as src:
-            try:
-                os.link(sp.files.resolve(rel), target)
-                same = os.stat(target)
-                if (same.st_dev, same.st_ino) == src.identity:
-                    return
-                os.unlink(target)
-            except OSError:
-                pass
-            src.copy_to(target)
 
     def entries(self, sid: int, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
         """The (key, value) pairs of state ``sid``, of one key group when given, in key order."""

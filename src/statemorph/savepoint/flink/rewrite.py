@@ -165,7 +165,7 @@ def _plan(src: FlinkSavepoint, changes: Changes, registry: SnapshotRegistry | No
             for m in stream.header.states:
                 if m.name == state:
                     found = True
-                    _check_migratable(op, m)
+                    check_migratable(op, m)
         if not found:
             raise FlinkSavepointError(f"{src.path}: {op.label()} has no keyed state named {state!r}")
         snapshot_from_envelope(envelope, registry)  # fail before writing anything
@@ -173,7 +173,7 @@ def _plan(src: FlinkSavepoint, changes: Changes, registry: SnapshotRegistry | No
     return out
 
 
-def _check_migratable(op: OperatorState, m: StateMetaInfo) -> None:
+def check_migratable(op: OperatorState, m: StateMetaInfo) -> None:
     if m.kind not in MIGRATABLE:
         raise FlinkSavepointError(
             f"{op.label()} state {m.name!r} is {m.kind} state ({m.state_type}); only value, list, map, reducing and "
