@@ -28,9 +28,10 @@ from ..engine.bootstrap import StateData, write_flink_savepoint
 from ..engine.flink import read_flink_state_table
 from ..engine.formats import FLINK
 from ..errors import ExitCode, StateMigrationError, UsageError
-from .check import cmd_check
-from .inspect import cmd_inspect
-from .migrate import cmd_migrate, positive_int
+from . import check as check_verb
+from . import inspect as inspect_verb
+from . import migrate as migrate_verb
+from .migrate import positive_int
 
 if TYPE_CHECKING:  # in annotations only
     import pyarrow as pa
@@ -109,7 +110,7 @@ def run_demo(savepoint: str | None = None, entries: int = 100_000, workdir: str 
             print("   " + bootstrap_events(old_sp, entries).summary())
             _done(t)
         t = _step("1. what the savepoint holds (statemorph inspect)")
-        _call(cmd_inspect, savepoint=old_sp, schema=None)
+        _call(inspect_verb, "inspect", old_sp)
         _done(t)
 
         t = _step("2. dry run against the new type (statemorph check)")
@@ -117,16 +118,15 @@ def run_demo(savepoint: str | None = None, entries: int = 100_000, workdir: str 
         for path, row_type in ((new_toml, NEW_TYPE), (broken_toml, BROKEN_TYPE)):
             with open(path, "w", encoding="utf-8") as f:
                 f.write(schema_toml(row_type))
-        status = _call(cmd_check, savepoint=old_sp, schema=new_toml)
+        status = _call(check_verb, "check", old_sp, "--schema", new_toml)
         print(f"   exit status {status} (0 as is / 1 migration needed / 3 incompatible)")
         print("\n   and a broken change (userId INT -> STRING) is refused:")
-        status = _call(cmd_check, savepoint=old_sp, schema=broken_toml)
+        status = _call(check_verb, "check", old_sp, "--schema", broken_toml)
         print(f"   exit status {status}")
         _done(t)
 
         t = _step("3. migrate to the new type (statemorph migrate)")
-        _call(cmd_migrate, savepoint=old_sp, schema=new_toml, out=new_sp, engine="local", master=None,
-              threads=2, on_error="raise")
+        _call(migrate_verb, "migrate", old_sp, "--schema", new_toml, "--out", new_sp, "--threads", "2")
         _done(t)
 
         t = _step("4. read the migrated savepoint back with statemorph's Flink reader")
@@ -144,8 +144,13 @@ def run_demo(savepoint: str | None = None, entries: int = 100_000, workdir: str 
     return ExitCode.OK
 
 
-def _call(fn: Any, **kw: Any) -> int:
-    return int(fn(argparse.Namespace(**kw)))
+def _call(verb: Any, *argv: str) -> int:
+    """Runs a verb as the command line would, parsed by the verb's own parser, so every option
+    takes its own default (a demo never restates them)."""
+    parser = argparse.ArgumentParser(prog="statemorph")
+    verb.add_parser(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    return int(args.func(args))
 
 
 def _leaves(table: pa.Table) -> dict[str, Any]:
