@@ -65,6 +65,20 @@ def sparse_key_group(dst: Path, size: int = 2 << 30, key_length: int | None = No
     return _rewritten(UNCOMPRESSED, dst, head, size)
 
 
+def sparse_entry(dst: Path, key_length: int, value_length: int, size: int) -> Path:
+    """The uncompressed savepoint whose last key group opens with state 0 and one entry of a
+    ``key_length``-byte key (the end-of-run flag set: the run's last entry) and a
+    ``value_length``-byte value, zeros both, then zeros to ``size`` bytes (sparsely)."""
+    head = _before_last_key_group(UNCOMPRESSED) + b"\x00\x00" + key_length.to_bytes(4, "big") + b"\x81"
+    sp = _rewritten(UNCOMPRESSED, dst, head, size)
+    handle = _first_keyed(parse_metadata((sp / "_metadata").read_bytes()))
+    assert isinstance(handle.delegate, RelativeFileHandle)
+    with open(sp / handle.delegate.relative_path, "r+b") as f:
+        f.seek(len(head) - 1 + key_length)
+        f.write(value_length.to_bytes(4, "big"))
+    return sp
+
+
 def _before_last_key_group(src: Path) -> bytes:
     """The first keyed-state file of ``src`` up to where its last key group starts."""
     handle = _first_keyed(parse_metadata((src / "_metadata").read_bytes()))

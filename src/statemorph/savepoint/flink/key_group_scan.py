@@ -120,8 +120,13 @@ class ScannedGroup:
                 continue
             keys, values = [], []
             for i in range(bounds[r], bounds[r + 1]):
-                key = view[kp[i]:vp[i] - 4].tobytes()
-                keys.append(bytes((key[0] & 0x7F,)) + key[1:] if key[0] & FLAG else key)
+                # one copy of each key and value: a flagged key is its first byte, cleared, joined to a
+                # view of the rest (a large entry held three times over took a worker to 1.4 GB)
+                first = view[kp[i]]
+                if first & FLAG:
+                    keys.append(bytes((first & 0x7F,)) + view[kp[i] + 1:vp[i] - 4])
+                else:
+                    keys.append(view[kp[i]:vp[i] - 4].tobytes())
                 values.append(view[vp[i]:vp[i] + vl[i]].tobytes())
             out.append(StateRun(sid, keys, values))
         return out
@@ -233,9 +238,11 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
                 parts.append(piece)
                 size += piece[1]
         # the window is allocated once at its size, from Arrow's pool (fresh pages would fault in
-        # every slice), and each piece is decompressed straight into its place
+        # every slice), and each piece is decompressed straight into its place; a window grown for
+        # one large entry is a mapping of its own, unmapped when its slice is done (the pool keeps
+        # freed pages resident for the next slice: hundreds of MB of them after a large entry)
         skip = 2 if run >= 0 else 0
-        window = pooled(skip + size)
+        window = pooled(skip + size) if want <= slice_bytes else np.empty(skip + size, np.uint8)
         if skip:
             window[:2] = (run >> 8, run & 0xFF)
         pos = skip + len(carry)
@@ -243,6 +250,7 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
         for fill, n in parts:
             fill(window[pos:pos + n])
             pos += n
+        carry, parts = b"", []  # copied: a grown window's predecessor is not held while its slice is out
         stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
         # the scan's six arrays take 48 bytes an entry: room for a slice's worth, never a grown window's
         status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop, slice_bytes // MIN_ENTRY_BYTES + 1)
@@ -269,7 +277,7 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
             if at + needs - skip > total:
                 raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} runs past the end of the key "
                                           f"group (it needs {at + needs - skip} of its {total} bytes)")
-            want = max(want * 2, needs - skip)
+            want = _grown(want, needs - skip, status, slice_bytes)
             carry = window.data[skip:]
             continue
         key_pos, _, val_pos, val_len, run_state, _ = arrays
@@ -280,6 +288,16 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
         carry = window.data[cut:]
         at += cut - skip
         want = slice_bytes
+
+
+def _grown(want: int, needs: int, status: int, slice_bytes: int) -> int:
+    """The bytes the next window scans when an entry did not fit in ``want``: those its declared
+    lengths need and a slice more (the entries behind it), not twice ``want``, which grew a
+    window to twice a large entry; doubling only when the bytes ran out before a length field
+    (``needs`` is then one byte more than the window)."""
+    if status in (BLOCK_KEY_LENGTH, BLOCK_VALUE_LENGTH):
+        return needs + slice_bytes
+    return max(want * 2, needs)
 
 
 def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
