@@ -57,3 +57,25 @@ def test_inputs_are_reproducible_from_their_index() -> None:
     assert first == [input_for(fam, i) for i in range(50)]
     assert len({data for _, data, _ in first}) > 40  # and varied
     assert any(data != fam.target(t).seed for t, data, _ in first)
+
+
+def test_a_tiled_stream_reads_as_its_bytes_laid_out() -> None:
+    """The ``sparse-and-bomb`` inputs' stream (head, a unit repeated, tail), read at any offset,
+    as bytes or into a buffer, is those bytes laid out whole."""
+    import random
+
+    import numpy as np
+    from savepoint.flink.hostile_sizes import TiledStream
+
+    r = random.Random(5)
+    for _ in range(2000):
+        head, tail = r.randbytes(r.randint(0, 20)), r.randbytes(r.randint(0, 20))
+        unit = r.randbytes(r.choice([0, 1, 3, 16]))
+        stream = TiledStream(head, unit, tail, r.randint(0, 300))
+        body = stream.size - len(head) - len(tail)
+        whole = head + (unit * (body // max(1, len(unit)) + 1) if unit else bytes(body))[:body] + tail
+        offset = r.randint(0, stream.size)
+        n = r.randint(0, stream.size - offset)
+        into = np.full(n, 0xAA, np.uint8)
+        stream.read_into(offset, into.data, "t")
+        assert stream.read_at(offset, n, "t") == into.tobytes() == whole[offset:offset + n]

@@ -143,17 +143,29 @@ class TiledStream(StreamSource):
         self.size, self.name = max(size, len(head) + len(tail)), name
 
     def _read(self, offset: int, n: int) -> bytes:
-        body_end = self.size - len(self.tail)
         out = bytearray(n)
-        a, b = offset, offset + n
+        self._read_into(offset, memoryview(out))
+        return bytes(out)
+
+    def _read_into(self, offset: int, out: memoryview) -> None:
+        """The bytes at ``offset`` written straight into ``out``: the unit is written once and the
+        filled part copied onto the rest, doubling (no repeated unit of the read's size)."""
+        out = out.cast("B") if out.format != "B" else out
+        a, b = offset, offset + out.nbytes
+        body_end = self.size - len(self.tail)
         if a < len(self.head):
             out[:min(b, len(self.head)) - a] = self.head[a:b]
         lo, hi = max(a, len(self.head)), min(b, body_end)
-        if self.unit and lo < hi:
-            skip = (lo - len(self.head)) % len(self.unit)
-            reps = (hi - lo + skip) // len(self.unit) + 1
-            out[lo - a:hi - a] = (self.unit * reps)[skip:skip + hi - lo]
+        if lo < hi:
+            unit = self.unit or bytes(1)
+            skip = (lo - len(self.head)) % len(unit)
+            start, total = lo - a, hi - lo
+            filled = min(len(unit), total)
+            out[start:start + filled] = (unit[skip:] + unit[:skip])[:filled]
+            while filled < total:  # a whole number of units is filled: copying them keeps the phase
+                k = min(filled, total - filled)
+                out[start + filled:start + filled + k] = out[start:start + k]
+                filled += k
         if b > body_end:
             t0 = max(a, body_end)
             out[t0 - a:] = self.tail[t0 - body_end:b - body_end]
-        return bytes(out)

@@ -35,7 +35,7 @@ from statemorph.savepoint.flink.files import InlineStream
 from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, parse_key_group, write_key_group
 from statemorph.savepoint.flink.layout import StateLayout
-from statemorph.savepoint.flink.snappy import compress_key_group, framed_raw_size, unframe_into
+from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group, framed_raw_size, unframe_into
 
 N_STATES = 3
 
@@ -154,6 +154,24 @@ def test_a_grown_window_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.Mo
     assert BLOCK_CAPACITY in statuses
     assert max(len(g.val_pos) for g in slices) <= 40 // 20 + 1
     assert scanned_entries(slices) == want
+
+
+def test_a_chunk_cut_by_a_piece_is_read_at_once() -> None:
+    """A Snappy chunk declares up to 16 MiB (its 3-byte length). Read a piece (64 KiB) at a time,
+    the part read so far was copied again with every piece, quadratic in the chunk: seconds for
+    one hostile key group in the ``sparse-and-bomb`` fuzz run. The rest of a cut chunk is read
+    in one go."""
+    reads: list[int] = []
+
+    class Counted(InlineStream):
+        def _read(self, offset: int, n: int) -> bytes:
+            reads.append(n)
+            return super()._read(offset, n)
+
+    data = STREAM_IDENTIFIER + b"\x00" + (4 << 20).to_bytes(3, "little") + bytes(4 << 20)
+    with pytest.raises(FlinkSavepointError):
+        list(scan_slices(Counted(data, "sp"), KeyGroupExtent(7, 0, len(data)), True, N_STATES, "sp", 1 << 10))
+    assert len(reads) <= 3, reads
 
 
 def test_a_large_entry_is_handed_out_as_one_copy() -> None:

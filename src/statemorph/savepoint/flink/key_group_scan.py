@@ -333,6 +333,9 @@ def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, 
     pos, carry = ext.offset, b""
     while pos < ext.end:
         n = min(piece_bytes, ext.end - pos)
+        if len(carry) >= 4:  # a chunk the last piece cut (at most 16 MiB, its 3-byte length says): the
+            # rest of it at once; piece by piece, its carry was copied once a piece (quadratic)
+            n = min(max(n, 4 + int.from_bytes(carry[1:4], "little") - len(carry)), ext.end - pos)
         if not compressed:
             yield functools.partial(_read_into, source, pos, what), n
             pos += n
