@@ -9,7 +9,7 @@ import pytest
 
 from statemorph.errors import MalformedDataError
 
-from .engine import input_for, judge
+from .engine import PeakRss, input_for, judge, measured
 from .families import FAMILIES, Disagreement, Family, Target
 
 pytestmark = pytest.mark.fuzz
@@ -49,6 +49,22 @@ def test_a_slow_input_is_a_hang() -> None:
         return "ok"
 
     assert judge(_family(slow), "t", b"", hang_seconds=0.2)[:2] == ("hang", "hang")
+
+
+def test_an_input_that_takes_memory_is_an_rss_finding() -> None:
+    """Memory an input takes and uses (written, so resident) beyond the bound is a finding, though
+    no MemoryError was raised; below it, the input's outcome stands."""
+    rss = PeakRss()
+    if not rss.works:
+        pytest.skip("needs Linux /proc (VmHWM, clear_refs)")
+
+    def hungry(data: bytes) -> str:
+        held = b"\x01" * (96 << 20)
+        return "ok" if held else "never"
+
+    outcome, kind, message, grew = measured(_family(hungry), "t", b"", rss, bound_mib=64)
+    assert (outcome, kind) == ("ok", "rss") and grew > 90, message
+    assert measured(_family(hungry), "t", b"", rss, bound_mib=256)[:2] == ("ok", None)
 
 
 def test_inputs_are_reproducible_from_their_index() -> None:
