@@ -340,16 +340,18 @@ def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, 
             yield functools.partial(_read_into, source, pos, what), n
             pos += n
             continue
-        raw = source.read_at(pos, n, what)
-        pos += n
-        if pos - n == ext.offset:  # the stream identifier opens the group; every piece gets it back
+        raw = memoryview(source.read_at(pos, n, what))
+        if pos == ext.offset:  # the stream identifier opens the group; every piece gets it back
             check_stream_identifier(raw, where)
             raw = raw[len(STREAM_IDENTIFIER):]
-        data = carry + raw if carry else raw
-        k = whole_chunks(data)
-        carry = data[k:]
-        if k:
-            framed = STREAM_IDENTIFIER + data[:k]
+        pos += n
+        framed = bytearray(STREAM_IDENTIFIER)  # the piece as a framed stream, its bytes copied once
+        framed += carry
+        framed += raw
+        k = whole_chunks(framed, len(STREAM_IDENTIFIER))
+        carry = bytes(memoryview(framed)[k:])
+        del framed[k:]
+        if k > len(STREAM_IDENTIFIER):
             yield functools.partial(_unframe_into, framed, where), framed_raw_size(framed, where)
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
@@ -401,5 +403,5 @@ def _read_into(source: StreamSource, offset: int, what: str, out: np.ndarray) ->
     source.read_into(offset, out.data, what)
 
 
-def _unframe_into(framed: bytes, where: str, out: np.ndarray) -> None:
+def _unframe_into(framed: bytes | bytearray, where: str, out: np.ndarray) -> None:
     unframe_into(framed, out, where)
