@@ -241,6 +241,15 @@ class PeakRss:
         self.peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         """The process's peak RSS so far (resetting VmHWM resets ``ru_maxrss`` too)."""
 
+    def __enter__(self) -> PeakRss:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.works:
+            os.close(self.clear)
+            os.close(self.status)
+            self.works = False
+
     def _kib(self, field: bytes) -> int:
         text = os.pread(self.status, 1 << 16, 0)
         at = text.index(field + b":") + len(field) + 1

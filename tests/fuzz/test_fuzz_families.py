@@ -59,7 +59,8 @@ def test_saved_regression_input(family: str, target: str, path: os.PathLike[str]
     typed error, on every path, within the memory one input may take (``rss``)."""
     with open(path, "rb") as f:
         data = f.read()
-    outcome, kind, message, _ = measured(FAMILIES[family](), target, data, PeakRss())  # its memory too
+    with PeakRss() as rss:  # its memory too
+        outcome, kind, message, _ = measured(FAMILIES[family](), target, data, rss)
     assert kind is None, f"{outcome}: {message}"
     # the outcome the fix settled on (a refusal stays a refusal), where the .json records one
     expected = json.loads(Path(path).with_suffix(".json").read_text(encoding="utf-8")).get("outcome", outcome)

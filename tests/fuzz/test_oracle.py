@@ -54,17 +54,16 @@ def test_a_slow_input_is_a_hang() -> None:
 def test_an_input_that_takes_memory_is_an_rss_finding() -> None:
     """Memory an input takes and uses (written, so resident) beyond the bound is a finding, though
     no MemoryError was raised; below it, the input's outcome stands."""
-    rss = PeakRss()
-    if not rss.works:
-        pytest.skip("needs Linux /proc (VmHWM, clear_refs)")
-
     def hungry(data: bytes) -> str:
         held = b"\x01" * (96 << 20)
         return "ok" if held else "never"
 
-    outcome, kind, message, grew = measured(_family(hungry), "t", b"", rss, bound_mib=64)
-    assert (outcome, kind) == ("ok", "rss") and grew > 90, message
-    assert measured(_family(hungry), "t", b"", rss, bound_mib=256)[:2] == ("ok", None)
+    with PeakRss() as rss:
+        if not rss.works:
+            pytest.skip("needs Linux /proc (VmHWM, clear_refs)")
+        outcome, kind, message, grew = measured(_family(hungry), "t", b"", rss, bound_mib=64)
+        assert (outcome, kind) == ("ok", "rss") and grew > 90, message
+        assert measured(_family(hungry), "t", b"", rss, bound_mib=256)[:2] == ("ok", None)
 
 
 def test_inputs_are_reproducible_from_their_index() -> None:
