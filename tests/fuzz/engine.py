@@ -58,7 +58,8 @@ REGRESSIONS = Path(TESTS) / "data" / "fuzz"
 RSS_BOUND_MIB = 2 * (MAX_ENTRY_BYTES >> 20) + 64
 """The most one input may raise a worker's peak RSS (MiB): an entry of the largest size a reader
 holds (``MAX_ENTRY_BYTES``) twice over (the window it is read into, the copy handed out), and
-64 MiB. The 1,418 MB of the 8,400 s ``sparse-and-bomb`` run were 1,160 MiB of one input."""
+64 MiB. Before the reader held such an entry at most twice, input 8789 of ``sparse-and-bomb``
+raised it 1,156 MiB (docs/reliability.md, "The sparse-and-bomb worker's 1,418 MB, explained")."""
 RETURN_ABOVE_MIB = 64
 """After an input that left the worker's RSS this much above its start, the Arrow pool's free
 pages go back to the OS (the pool keeps them for reuse, and the next input's peak would stack on
