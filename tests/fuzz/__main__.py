@@ -1,9 +1,10 @@
 """The long fuzz run: ``python -m tests.fuzz [--inputs N] [--family F ...] [--seconds S]``.
 
-Prints, per family, the inputs judged, their outcomes (``ok``, ``error:<Class>`` per typed
-error class, and any findings: ``untyped``, ``disagree``, ``memory``, ``hang``, ``crash``) and
-the worker's peak RSS; ``--json FILE`` writes the same as JSON, ``--save`` writes every finding
-(minimised) as a regression input under ``tests/data/fuzz/``. Exit status 1 when anything was
+Prints, per family, the inputs judged (and how many repeated an earlier one), their outcomes
+(``ok``, ``error:<Class>`` per typed error class, and any findings: ``untyped``, ``disagree``,
+``memory``, ``rss``, ``hang``, ``crash``), the worker's peak RSS and the most one input raised
+it; ``--json FILE`` writes the same as JSON, ``--save`` writes every finding (minimised, but for
+``rss``) as a regression input under ``tests/data/fuzz/``. Exit status 1 when anything was
 found. Run from the repository root with ``PYTHONPATH=src:tests`` (``tests/`` is the import root
 of the test helpers the families share with pytest, as ``pythonpath`` in pyproject.toml says).
 """
@@ -47,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         stats = run_families([name], a.start, a.inputs, a.seconds, log=sys.stderr)[0]
         results.append(stats)
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.outcomes.items(), key=lambda kv: -kv[1]))
-        print(f"{name:17} {stats.inputs:>9} inputs  {stats.seconds:7.0f} s  peak RSS {stats.max_rss_mb:5.0f} MB  "
+        print(f"{name:17} {stats.inputs:>9} inputs ({stats.repeats} repeats)  {stats.seconds:7.0f} s  "
+              f"{stats.inputs / max(stats.seconds, 1e-9):6.1f}/s  peak RSS {stats.max_rss_mb:5.0f} MB "
+              f"(one input: +{stats.input_rss_mb:.0f} MiB, input {stats.input_rss_at})  "
               f"findings {len(stats.findings)}  | {outcomes}", flush=True)
         for f in stats.findings[:20]:
             print(f"    {f.kind} at input {f.index} ({f.target}): {f.message.splitlines()[0][:200]}", flush=True)
@@ -64,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                 if f.signature() in seen or f.kind in ("hang", "crash"):
                     continue
                 seen.add(f.signature())
-                f.data = minimise(fam, f.target, f.data, f.kind, f.message)
+                if f.kind != "rss":  # judge alone does not measure memory: saved as found
+                    f.data = minimise(fam, f.target, f.data, f.kind, f.message)
                 print(f"    saved {save_regression(f)}", flush=True)
     total = sum(s.inputs for s in results)
     found = sum(len(s.findings) for s in results)

@@ -7,6 +7,9 @@ anything else is a finding:
 - ``disagree``: two paths that read the same bytes disagreed (see :mod:`.families`);
 - ``memory``: ``MemoryError`` (the worker runs under ``RLIMIT_AS``, so a hostile length that
   makes a decoder allocate beyond the bound fails here instead of swapping the machine);
+- ``rss``: the input raised the worker's peak RSS more than :data:`RSS_BOUND_MIB` above its RSS
+  before it (``/proc/self/status`` VmHWM, reset through ``/proc/self/clear_refs`` before each
+  input): memory taken and used, which ``RLIMIT_AS`` alone lets through up to its 1 GiB;
 - ``hang``: the input ran longer than :data:`HANG_SECONDS` (``SIGALRM`` in Python code; the
   parent's watchdog kills a worker stuck in C code);
 - ``crash``: the worker process died (a signal); the parent names the input from the
@@ -14,6 +17,11 @@ anything else is a finding:
 
 Findings are minimised (greedy chunk removal while the same finding reproduces) and can be
 written as regression inputs under ``tests/data/fuzz/<family>/``.
+
+Input *i* is a pure function of the family and *i*, and a check is a pure function of its input,
+so a worker judges each distinct input once: an input equal to one it judged clean before (the
+structured mutators of ``handle-reuse`` and ``containment`` repeat themselves, 10 and 30 % of
+50,000 inputs are distinct) counts with that outcome, and ``repeats`` says how many did.
 """
 
 from __future__ import annotations
@@ -34,7 +42,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from processes import TESTS, child_env
+
+from statemorph.savepoint.flink.key_group_scan import MAX_ENTRY_BYTES
 
 from .families import FAMILIES, Disagreement, Family
 from .mutate import mutate, rng_for
@@ -44,6 +55,17 @@ HANG_SECONDS = 10.0
 ADDRESS_SPACE_HEADROOM = 1 << 30
 """RLIMIT_AS of a worker: its address space after loading everything, plus this (1 GiB)."""
 REGRESSIONS = Path(TESTS) / "data" / "fuzz"
+RSS_BOUND_MIB = 2 * (MAX_ENTRY_BYTES >> 20) + 64
+"""The most one input may raise a worker's peak RSS (MiB): an entry of the largest size a reader
+holds (``MAX_ENTRY_BYTES``) twice over (the window it is read into, the copy handed out), and
+64 MiB. Before the reader held such an entry at most twice, input 8789 of ``sparse-and-bomb``
+raised it 1,156 MiB (docs/reliability.md, "The sparse-and-bomb worker's 1,418 MB, explained")."""
+RETURN_ABOVE_MIB = 64
+"""After an input that left the worker's RSS this much above its start, the Arrow pool's free
+pages go back to the OS (the pool keeps them for reuse, and the next input's peak would stack on
+them)."""
+MEMO_INPUTS = 1 << 17
+"""Distinct clean inputs a worker remembers (16-byte digests, about 12 MB)."""
 
 
 class Hang(BaseException):
@@ -76,11 +98,29 @@ class Stats:
     seconds: float = 0.0
     max_rss_mb: float = 0.0
     first: dict[str, int] = dataclasses.field(default_factory=dict)  # outcome -> first input index with it
+    repeats: int = 0  # inputs equal to one judged clean before in the worker (counted with its outcome)
+    input_rss_mb: float = 0.0  # the most one input raised the peak RSS
+    input_rss_at: int = -1  # that input's index
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "inputs": self.inputs, "outcomes": dict(sorted(self.outcomes.items())),
                 "findings": [f.to_json() for f in self.findings], "seconds": round(self.seconds, 1),
-                "max_rss_mb": round(self.max_rss_mb, 1), "first": self.first}
+                "max_rss_mb": round(self.max_rss_mb, 1), "first": self.first, "repeats": self.repeats,
+                "input_rss_mb": round(self.input_rss_mb, 1), "input_rss_at": self.input_rss_at}
+
+    def add(self, other: dict[str, Any]) -> None:
+        """Fold in a worker's :meth:`to_json` for the same family."""
+        self.inputs += other["inputs"]
+        self.outcomes.update(other["outcomes"])
+        self.seconds += other["seconds"]
+        self.max_rss_mb = max(self.max_rss_mb, other["max_rss_mb"])
+        self.repeats += other.get("repeats", 0)
+        if other.get("input_rss_mb", 0.0) > self.input_rss_mb:
+            self.input_rss_mb, self.input_rss_at = other["input_rss_mb"], other["input_rss_at"]
+        for k, v in other["first"].items():
+            self.first.setdefault(k, v)
+        self.findings += [Finding(f["family"], f["target"], f["index"], f["kind"], f["message"],
+                                  bytes.fromhex(f["hex"])) for f in other["findings"]]
 
 
 def input_for(family: Family, index: int) -> tuple[str, bytes, str]:
@@ -186,6 +226,66 @@ def _vm_bytes() -> int:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
+class PeakRss:
+    """How far one piece of work raises the process's peak RSS: the peak (``VmHWM``) is reset to
+    the current RSS through ``/proc/self/clear_refs`` before it, read after it. Linux only; where
+    ``/proc`` does not allow it, :attr:`works` is False and every figure is 0."""
+
+    def __init__(self) -> None:
+        try:
+            self.clear = os.open("/proc/self/clear_refs", os.O_WRONLY)
+            self.status = os.open("/proc/self/status", os.O_RDONLY)
+            self.works = True
+        except OSError:
+            self.works = False
+        self.before = 0
+        self.peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        """The process's peak RSS so far (resetting VmHWM resets ``ru_maxrss`` too)."""
+
+    def __enter__(self) -> PeakRss:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.works:
+            os.close(self.clear)
+            os.close(self.status)
+            self.works = False
+
+    def _kib(self, field: bytes) -> int:
+        text = os.pread(self.status, 1 << 16, 0)
+        at = text.index(field + b":") + len(field) + 1
+        return int(text[at:text.index(b"kB", at)])
+
+    def rss_mib(self) -> float:
+        return self._kib(b"VmRSS") / 1024 if self.works else 0.0
+
+    def start(self) -> None:
+        if self.works:
+            os.pwrite(self.clear, b"5", 0)  # the peak RSS starts again from the current RSS
+            self.before = self._kib(b"VmRSS")
+
+    def grew_mib(self) -> float:
+        """MiB the peak RSS rose above the RSS at :meth:`start`."""
+        if not self.works:
+            self.peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            return 0.0
+        hwm = self._kib(b"VmHWM")
+        self.peak_mib = max(self.peak_mib, hwm / 1024)
+        return (hwm - self.before) / 1024
+
+
+def measured(family: Family, target: str, data: bytes, rss: PeakRss, hang_seconds: float = HANG_SECONDS,
+             bound_mib: float = RSS_BOUND_MIB) -> tuple[str, str | None, str, float]:
+    """:func:`judge` and how far the input raised the peak RSS (MiB); an input that raised it more
+    than ``bound_mib`` with no other finding is an ``rss`` finding."""
+    rss.start()
+    outcome, kind, message = judge(family, target, data, hang_seconds)
+    grew = rss.grew_mib()
+    if kind is None and grew > bound_mib:
+        return outcome, "rss", f"peak RSS rose {grew:.0f} MiB above the {bound_mib:.0f} MiB one input may take", grew
+    return outcome, kind, message, grew
+
+
 class _Progress:
     """The index being judged, in a small file, so a parent can name the input that killed us."""
 
@@ -211,24 +311,38 @@ def run_worker(names: list[str], start: int, count: int, seconds: float, progres
         bound = _vm_bytes() + ADDRESS_SPACE_HEADROOM
         resource.setrlimit(resource.RLIMIT_AS, (bound, resource.getrlimit(resource.RLIMIT_AS)[1]))
     prog = _Progress(progress)
+    rss = PeakRss()
+    baseline = rss.rss_mib()
     for no, fam in enumerate(families):
         if no < resume[0]:
             continue
         stats = Stats(fam.name)
+        judged: dict[bytes, str] = {}  # digest of a clean input -> its outcome
         t0 = time.monotonic()
         for index in range(resume[1] if no == resume[0] else start, start + count):
             if seconds and time.monotonic() - t0 > seconds:
                 break
             prog.set(no, index)
             target, data, _ = input_for(fam, index)
-            outcome, kind, message = judge(fam, target, data)
+            digest = hashlib.blake2b(target.encode() + b"\0" + data, digest_size=16).digest()
             stats.inputs += 1
+            if digest in judged:
+                stats.repeats += 1
+                stats.outcomes[judged[digest]] += 1
+                continue
+            outcome, kind, message, grew = measured(fam, target, data, rss)
             stats.outcomes[outcome] += 1
             stats.first.setdefault(outcome, index)
+            if grew > stats.input_rss_mb:
+                stats.input_rss_mb, stats.input_rss_at = grew, index
             if kind is not None:
                 stats.findings.append(Finding(fam.name, target, index, kind, message, data))
+            elif len(judged) < MEMO_INPUTS:
+                judged[digest] = sys.intern(outcome)
+            if rss.rss_mib() > baseline + RETURN_ABOVE_MIB:
+                pa.default_memory_pool().release_unused()
         stats.seconds = time.monotonic() - t0
-        stats.max_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        stats.max_rss_mb = rss.peak_mib
         yield stats
 
 
@@ -266,15 +380,7 @@ def run_families(names: list[str], start: int, count: int, seconds: float = 0.0,
         rc = proc.wait()
         done = json.loads(Path(results).read_text(encoding="utf-8")) if os.path.exists(results) else []
         for s in done:
-            total = totals[s["family"]]
-            total.inputs += s["inputs"]
-            total.outcomes.update(s["outcomes"])
-            total.seconds += s["seconds"]
-            total.max_rss_mb = max(total.max_rss_mb, s["max_rss_mb"])
-            for k, v in s["first"].items():
-                total.first.setdefault(k, v)
-            total.findings += [Finding(f["family"], f["target"], f["index"], f["kind"], f["message"],
-                                       bytes.fromhex(f["hex"])) for f in s["findings"]]
+            totals[s["family"]].add(s)
         if rc == 0:
             break
         at = _read_progress(progress)

@@ -478,9 +478,11 @@ SIZED_MAX = {False: 4 << 30, True: 64 << 20}
 (1.4 GiB of zeros once decompressed); either, held whole, breaks the worker's address-space
 bound (1 GiB above its start)."""
 SIZED_STATES = 16
-SIZED_READ = 16 << 20
-"""An input whose first 16 MiB scan as valid entries is not read further: gigabytes of valid
-entries would only take time, and every slice is like the ones before."""
+SIZED_READ = 4 << 20
+"""An input whose first 4 MiB (four slices) scan as valid entries is not read further: gigabytes
+of valid entries would only take time, and every slice is like the ones before (the input
+repeats one unit). An entry larger than that is still read whole: the limit is checked after
+each slice."""
 _ENTRY = b"\x00\x00\x00\x01\x01\x00\x00\x00\x07" + bytes(7)  # 16 bytes: 4096 of them fill a Snappy chunk
 _LAST = b"\x00\x00\x00\x01\x81\x00\x00\x00\x07" + bytes(7) + b"\xff\xff"  # the run's last entry, the end mark
 

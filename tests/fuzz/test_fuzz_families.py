@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .engine import Stats, judge, regression_inputs, run_families
+from .engine import PeakRss, Stats, measured, regression_inputs, run_families
 from .families import FAMILIES
 
 pytestmark = pytest.mark.fuzz
@@ -56,10 +56,11 @@ REGRESSIONS = list(regression_inputs())
 @pytest.mark.parametrize("family,target,path", REGRESSIONS, ids=[f"{f}/{p.stem}" for f, _, p in REGRESSIONS])
 def test_saved_regression_input(family: str, target: str, path: os.PathLike[str]) -> None:
     """Inputs a fuzz run once found a problem with (tests/data/fuzz/<family>/): now a result or a
-    typed error, on every path."""
+    typed error, on every path, within the memory one input may take (``rss``)."""
     with open(path, "rb") as f:
         data = f.read()
-    outcome, kind, message = judge(FAMILIES[family](), target, data)
+    with PeakRss() as rss:  # its memory too
+        outcome, kind, message, _ = measured(FAMILIES[family](), target, data, rss)
     assert kind is None, f"{outcome}: {message}"
     # the outcome the fix settled on (a refusal stays a refusal), where the .json records one
     expected = json.loads(Path(path).with_suffix(".json").read_text(encoding="utf-8")).get("outcome", outcome)

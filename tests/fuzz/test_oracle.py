@@ -9,7 +9,7 @@ import pytest
 
 from statemorph.errors import MalformedDataError
 
-from .engine import input_for, judge
+from .engine import PeakRss, input_for, judge, measured
 from .families import FAMILIES, Disagreement, Family, Target
 
 pytestmark = pytest.mark.fuzz
@@ -51,9 +51,46 @@ def test_a_slow_input_is_a_hang() -> None:
     assert judge(_family(slow), "t", b"", hang_seconds=0.2)[:2] == ("hang", "hang")
 
 
+def test_an_input_that_takes_memory_is_an_rss_finding() -> None:
+    """Memory an input takes and uses (written, so resident) beyond the bound is a finding, though
+    no MemoryError was raised; below it, the input's outcome stands."""
+    def hungry(data: bytes) -> str:
+        held = b"\x01" * (96 << 20)
+        return "ok" if held else "never"
+
+    with PeakRss() as rss:
+        if not rss.works:
+            pytest.skip("needs Linux /proc (VmHWM, clear_refs)")
+        outcome, kind, message, grew = measured(_family(hungry), "t", b"", rss, bound_mib=64)
+        assert (outcome, kind) == ("ok", "rss") and grew > 90, message
+        assert measured(_family(hungry), "t", b"", rss, bound_mib=256)[:2] == ("ok", None)
+
+
 def test_inputs_are_reproducible_from_their_index() -> None:
     fam = FAMILIES["per-value"]()
     first = [input_for(fam, i) for i in range(50)]
     assert first == [input_for(fam, i) for i in range(50)]
     assert len({data for _, data, _ in first}) > 40  # and varied
     assert any(data != fam.target(t).seed for t, data, _ in first)
+
+
+def test_a_tiled_stream_reads_as_its_bytes_laid_out() -> None:
+    """The ``sparse-and-bomb`` inputs' stream (head, a unit repeated, tail), read at any offset,
+    as bytes or into a buffer, is those bytes laid out whole."""
+    import random
+
+    import numpy as np
+    from savepoint.flink.hostile_sizes import TiledStream
+
+    r = random.Random(5)
+    for _ in range(2000):
+        head, tail = r.randbytes(r.randint(0, 20)), r.randbytes(r.randint(0, 20))
+        unit = r.randbytes(r.choice([0, 1, 3, 16]))
+        stream = TiledStream(head, unit, tail, r.randint(0, 300))
+        body = stream.size - len(head) - len(tail)
+        whole = head + (unit * (body // max(1, len(unit)) + 1) if unit else bytes(body))[:body] + tail
+        offset = r.randint(0, stream.size)
+        n = r.randint(0, stream.size - offset)
+        into = np.full(n, 0xAA, np.uint8)
+        stream.read_into(offset, into.data, "t")
+        assert stream.read_at(offset, n, "t") == into.tobytes() == whole[offset:offset + n]

@@ -99,14 +99,23 @@ def _scene(seed: Path, metadata: bytes) -> tuple[Path, Path]:
     return root, parent
 
 
-def _listing(root: Path, skip: Path | None = None) -> dict[str, tuple[str, int]]:
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if skip is not None and (p == skip or skip in p.parents):
-            continue
-        st = os.lstat(p)
-        kind = "dir" if stat.S_ISDIR(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "file"
-        out[str(p.relative_to(root))] = (kind, st.st_size if kind == "file" else 0)
+def _listing(root: Path) -> dict[str, tuple[str, int]]:
+    """Every entry under ``root`` (symlinks not followed) by its path relative to ``root``: its
+    kind and, for a file, its size."""
+    out: dict[str, tuple[str, int]] = {}
+
+    def walk(path: str, rel: str) -> None:
+        with os.scandir(path) as it:
+            for e in it:
+                st = e.stat(follow_symlinks=False)
+                name = rel + e.name
+                if stat.S_ISDIR(st.st_mode):
+                    out[name] = ("dir", 0)
+                    walk(e.path, name + "/")
+                else:
+                    out[name] = ("link", 0) if stat.S_ISLNK(st.st_mode) else ("file", st.st_size)
+
+    walk(str(root), "")
     return out
 
 

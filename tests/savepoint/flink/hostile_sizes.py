@@ -65,6 +65,20 @@ def sparse_key_group(dst: Path, size: int = 2 << 30, key_length: int | None = No
     return _rewritten(UNCOMPRESSED, dst, head, size)
 
 
+def sparse_entry(dst: Path, key_length: int, value_length: int, size: int) -> Path:
+    """The uncompressed savepoint whose last key group opens with state 0 and one entry of a
+    ``key_length``-byte key (the end-of-run flag set: the run's last entry) and a
+    ``value_length``-byte value, zeros both, then zeros to ``size`` bytes (sparsely)."""
+    head = _before_last_key_group(UNCOMPRESSED) + b"\x00\x00" + key_length.to_bytes(4, "big") + b"\x81"
+    sp = _rewritten(UNCOMPRESSED, dst, head, size)
+    handle = _first_keyed(parse_metadata((sp / "_metadata").read_bytes()))
+    assert isinstance(handle.delegate, RelativeFileHandle)
+    with open(sp / handle.delegate.relative_path, "r+b") as f:
+        f.seek(len(head) - 1 + key_length)
+        f.write(value_length.to_bytes(4, "big"))
+    return sp
+
+
 def _before_last_key_group(src: Path) -> bytes:
     """The first keyed-state file of ``src`` up to where its last key group starts."""
     handle = _first_keyed(parse_metadata((src / "_metadata").read_bytes()))
@@ -129,17 +143,29 @@ class TiledStream(StreamSource):
         self.size, self.name = max(size, len(head) + len(tail)), name
 
     def _read(self, offset: int, n: int) -> bytes:
-        body_end = self.size - len(self.tail)
         out = bytearray(n)
-        a, b = offset, offset + n
+        self._read_into(offset, memoryview(out))
+        return bytes(out)
+
+    def _read_into(self, offset: int, out: memoryview) -> None:
+        """The bytes at ``offset`` written straight into ``out``: the unit is written once and the
+        filled part copied onto the rest, doubling (no repeated unit of the read's size)."""
+        out = out.cast("B") if out.format != "B" else out
+        a, b = offset, offset + out.nbytes
+        body_end = self.size - len(self.tail)
         if a < len(self.head):
             out[:min(b, len(self.head)) - a] = self.head[a:b]
         lo, hi = max(a, len(self.head)), min(b, body_end)
-        if self.unit and lo < hi:
-            skip = (lo - len(self.head)) % len(self.unit)
-            reps = (hi - lo + skip) // len(self.unit) + 1
-            out[lo - a:hi - a] = (self.unit * reps)[skip:skip + hi - lo]
+        if lo < hi:
+            unit = self.unit or bytes(1)
+            skip = (lo - len(self.head)) % len(unit)
+            start, total = lo - a, hi - lo
+            filled = min(len(unit), total)
+            out[start:start + filled] = (unit[skip:] + unit[:skip])[:filled]
+            while filled < total:  # a whole number of units is filled: copying them keeps the phase
+                k = min(filled, total - filled)
+                out[start + filled:start + filled + k] = out[start:start + k]
+                filled += k
         if b > body_end:
             t0 = max(a, body_end)
             out[t0 - a:] = self.tail[t0 - body_end:b - body_end]
-        return bytes(out)

@@ -28,6 +28,7 @@ from savepoint.flink.hostile_sizes import (
     metadata_of_offsets,
     metadata_of_records,
     snappy_bomb,
+    sparse_entry,
     sparse_key_group,
     with_metadata,
 )
@@ -128,6 +129,21 @@ def test_an_entry_claiming_too_much_is_refused_before_it_is_read(tmp_path: Path,
     assert rc == ExitCode.DAMAGED_SAVEPOINT, err
     assert err.count("\n") == 1 and refusal in err, err
     assert grew < ALLOWED_GROWTH_MIB, grew
+
+
+@pytest.mark.parametrize("name", ["inspect", "convert"])
+def test_a_large_entry_costs_it_at_most_twice(tmp_path: Path, name: str) -> None:
+    """An entry larger than a slice (a 64 MiB key, the run's last, and a 16 MiB value, in a
+    sparse 512 MiB key group) is held whole: the window grown for it (its predecessor, grown for
+    the key alone, freed) and, for ``convert``, one copy of its key and value. The reader held
+    it about five times (a window grown to twice the entry, the previous window, three copies of
+    a flagged key), which took the ``sparse-and-bomb`` fuzz worker to 1.4 GB."""
+    key, value = 64 << 20, 16 << 20
+    sp = sparse_entry(tmp_path / "entry", key, value, 512 << 20)
+    rc, err, grew = measured(verb(name, UNCOMPRESSED, tmp_path, "warm"), verb(name, sp, tmp_path, "out"))
+    assert rc == ExitCode.DAMAGED_SAVEPOINT, err
+    assert err.count("\n") == 1, err
+    assert grew < 2 * (key + value) / (1 << 20) + ALLOWED_GROWTH_MIB, grew
 
 
 @pytest.mark.parametrize("name", ["inspect", "convert"])

@@ -12,6 +12,7 @@ rewriter's memory does not follow the key group's size. Slicing must change noth
 
 from __future__ import annotations
 
+import random
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
@@ -34,7 +35,7 @@ from statemorph.savepoint.flink.files import InlineStream
 from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, parse_key_group, write_key_group
 from statemorph.savepoint.flink.layout import StateLayout
-from statemorph.savepoint.flink.snappy import compress_key_group, framed_raw_size, unframe_into
+from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group, framed_raw_size, unframe_into
 
 N_STATES = 3
 
@@ -109,11 +110,34 @@ def test_the_readers_per_entry_view_of_slices_is_the_entry_readers(spec: Any, sl
                       for sid in {r.state_id for r in want}}
 
 
+def _window_bytes(g: ScannedGroup) -> int:
+    """The bytes of the window a slice was cut from (its buffer is a view of it)."""
+    return int(memoryview(g.buf).obj.nbytes)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_grown_window_holds_the_entry_and_a_slice_more(compressed: bool) -> None:
+    """An entry larger than the slice grows the window to what its declared lengths need (the
+    key's, then the value's) and a slice more, not to twice the window before: doubling made a
+    window of 385 MiB for an entry of 224 MiB in the ``sparse-and-bomb`` fuzz run."""
+    slice_bytes = 1 << 10
+    noise = random.Random(7).randbytes(1_800_000)  # incompressible: a Snappy piece is about its stored size
+    key, value = b"\x01" + noise[:500_000], noise[500_000:800_000]
+    entry = 2 + 4 + len(key) + 4 + len(value)
+    behind = [(b"\x02", noise[i:i + 40]) for i in range(800_000, 1_800_000, 40)]  # 1 MB of small entries
+    data = _group([(0, [(key, value)] + behind)])
+    slices = _slices(data, compressed, slice_bytes)
+    assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
+    piece = 1 << 17 if compressed else slice_bytes  # what the window is filled with at a time
+    assert max(_window_bytes(g) for g in slices) <= entry + slice_bytes + piece
+
+
 def test_a_grown_window_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An entry larger than the slice grows the window past it (doubling), and the small entries
-    behind it in the grown window outnumber a slice's worth of scan arrays (``slice // 9 + 1``,
-    never sized for the grown window: 48 bytes an entry, 5 times its bytes): the scan stops
-    there (``BLOCK_CAPACITY``) and the slice is cut after the entries found."""
+    """The scan's arrays hold a slice's worth of entries (``slice // MIN_ENTRY_BYTES + 1``),
+    never a grown window's (48 bytes an entry, 5 times its bytes): when the entries behind a large
+    one in a grown window outnumber them (here: a bound of 20 bytes an entry, so a 40-byte slice
+    holds 3), the scan stops there (``BLOCK_CAPACITY``) and the slice is cut after the entries
+    found."""
     statuses: list[int] = []
 
     def spied(*args: Any, **kwargs: Any) -> Any:
@@ -121,13 +145,51 @@ def test_a_grown_window_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.Mo
         statuses.append(result[0])
         return result
 
+    data = _group([(0, [(b"\x01" * 100, b"v" * 10)] + [(b"\x02", b"")] * 10)])
+    want = scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
     scan = key_group_scan._scan
     monkeypatch.setattr(key_group_scan, "_scan", spied)
-    data = _group([(0, [(b"\x01" * 20, b"v" * 10)] + [(b"\x02", b"")] * 10)])
-    slices = _slices(data, False, 16)
+    monkeypatch.setattr(key_group_scan, "MIN_ENTRY_BYTES", 20)
+    slices = _slices(data, False, 40)
     assert BLOCK_CAPACITY in statuses
-    assert max(len(g.val_pos) for g in slices) <= 16 // key_group_scan.MIN_ENTRY_BYTES + 1
-    assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
+    assert max(len(g.val_pos) for g in slices) <= 40 // 20 + 1
+    assert scanned_entries(slices) == want
+
+
+def test_a_chunk_cut_by_a_piece_is_read_at_once() -> None:
+    """A Snappy chunk declares up to 16 MiB (its 3-byte length). Read a piece (64 KiB) at a time,
+    the part read so far was copied again with every piece, quadratic in the chunk: seconds for
+    one hostile key group in the ``sparse-and-bomb`` fuzz run. The rest of a cut chunk is read
+    in one go."""
+    reads: list[int] = []
+
+    class Counted(InlineStream):
+        def _read(self, offset: int, n: int) -> bytes:
+            reads.append(n)
+            return super()._read(offset, n)
+
+    data = STREAM_IDENTIFIER + b"\x00" + (4 << 20).to_bytes(3, "little") + bytes(4 << 20)
+    with pytest.raises(FlinkSavepointError):
+        list(scan_slices(Counted(data, "sp"), KeyGroupExtent(7, 0, len(data)), True, N_STATES, "sp", 1 << 10))
+    assert len(reads) <= 3, reads
+
+
+def test_a_large_entry_is_handed_out_as_one_copy() -> None:
+    """``runs`` (what ``convert`` builds its rows from) copies each key and value once: a key
+    with the end-of-run flag was copied three times over (whole, without its first byte, then
+    joined), which with the window took a fuzz worker to 1.4 GB for one 192 MiB key."""
+    import tracemalloc
+
+    key, value = b"\x01" + bytes(8 << 20), bytes(1 << 20)
+    g = scan_key_group(7, _group([(0, [(key, value)])]), N_STATES, "sp")
+    tracemalloc.start()
+    try:
+        (run,) = g.runs()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert run.keys == [key] and run.values == [value]
+    assert peak < len(key) + len(value) + (1 << 20), peak
 
 
 @settings(max_examples=300, deadline=None)

@@ -120,8 +120,13 @@ class ScannedGroup:
                 continue
             keys, values = [], []
             for i in range(bounds[r], bounds[r + 1]):
-                key = view[kp[i]:vp[i] - 4].tobytes()
-                keys.append(bytes((key[0] & 0x7F,)) + key[1:] if key[0] & FLAG else key)
+                # one copy of each key and value: a flagged key is its first byte, cleared, joined to a
+                # view of the rest (a large entry held three times over took a worker to 1.4 GB)
+                first = view[kp[i]]
+                if first & FLAG:
+                    keys.append(bytes((first & 0x7F,)) + view[kp[i] + 1:vp[i] - 4])
+                else:
+                    keys.append(view[kp[i]:vp[i] - 4].tobytes())
                 values.append(view[vp[i]:vp[i] + vl[i]].tobytes())
             out.append(StateRun(sid, keys, values))
         return out
@@ -281,9 +286,11 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
                 raw += got[1]
                 size += got[1]
         # the window is allocated once at its size, from Arrow's pool (fresh pages would fault in
-        # every slice), and each piece is decompressed straight into its place
+        # every slice), and each piece is decompressed straight into its place; a window grown for
+        # one large entry is a mapping of its own, unmapped when its slice is done (the pool keeps
+        # freed pages resident for the next slice: hundreds of MB of them after a large entry)
         skip = 2 if run >= 0 else 0
-        window = pooled(skip + size)
+        window = pooled(skip + size) if want <= slice_bytes else np.empty(skip + size, np.uint8)
         if skip:
             window[:2] = (run >> 8, run & 0xFF)
         pos = skip + len(carry)
@@ -291,6 +298,7 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
         for fill, n in parts:
             fill(window[pos:pos + n])
             pos += n
+        carry, parts = b"", []  # copied: a grown window's predecessor is not held while its slice is out
         stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
         # the scan's six arrays take 48 bytes an entry: room for a slice's worth, never a grown window's
         status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop, slice_bytes // MIN_ENTRY_BYTES + 1)
@@ -317,7 +325,7 @@ def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_s
             if at + needs - skip > total:
                 raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} runs past the end of the key "
                                           f"group (it needs {at + needs - skip} of its {total} bytes)")
-            want = max(want * 2, needs - skip)
+            want = _grown(want, needs - skip, status, slice_bytes)
             carry = window.data[skip:]
             continue
         key_pos, _, val_pos, val_len, run_state, _ = arrays
@@ -364,6 +372,16 @@ def piece_starts(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_
     return [KeyGroupPiece(ext.key_group, b, e) for b, e in zip(begins, stops, strict=True)]
 
 
+def _grown(want: int, needs: int, status: int, slice_bytes: int) -> int:
+    """The bytes the next window scans when an entry did not fit in ``want``: those its declared
+    lengths need and a slice more (the entries behind it), not twice ``want``, which grew a
+    window to twice a large entry; doubling only when the bytes ran out before a length field
+    (``needs`` is then one byte more than the window)."""
+    if status in (BLOCK_KEY_LENGTH, BLOCK_VALUE_LENGTH):
+        return needs + slice_bytes
+    return max(want * 2, needs)
+
+
 def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
     """When the scan of ``window[:stop]`` stopped only because the bytes ended (a length that
     reaches past them): how many bytes of the window the entry needs at least, by its declared
@@ -401,26 +419,31 @@ def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, 
     pos, carry = ext.offset if begin is None else begin, b""
     while pos < ext.end:
         n = min(piece_bytes, ext.end - pos)
+        if len(carry) >= 4:  # a chunk the last piece cut (at most 16 MiB, its 3-byte length says): the
+            # rest of it at once; piece by piece, its carry was copied once a piece (quadratic)
+            n = min(max(n, 4 + int.from_bytes(carry[1:4], "little") - len(carry)), ext.end - pos)
         if not compressed:
             if stored_at is not None:
                 stored_at.append(pos)
             yield functools.partial(_read_into, source, pos, what), n
             pos += n
             continue
-        raw = source.read_at(pos, n, what)
+        raw = memoryview(source.read_at(pos, n, what))
         head = pos  # where ``raw`` starts in the stream
         pos += n
         if head == ext.offset:  # the stream identifier opens the group; every piece gets it back
             check_stream_identifier(raw, where)
             raw = raw[len(STREAM_IDENTIFIER):]
             head += len(STREAM_IDENTIFIER)
-        data = carry + raw if carry else raw
-        k = whole_chunks(data)
-        if k and stored_at is not None:
+        framed = bytearray(STREAM_IDENTIFIER)  # the piece as a framed stream, its bytes copied once
+        framed += carry
+        framed += raw
+        k = whole_chunks(framed, len(STREAM_IDENTIFIER))
+        if k > len(STREAM_IDENTIFIER) and stored_at is not None:
             stored_at.append(head - len(carry))
-        carry = data[k:]
-        if k:
-            framed = STREAM_IDENTIFIER + data[:k]
+        carry = bytes(memoryview(framed)[k:])
+        del framed[k:]
+        if k > len(STREAM_IDENTIFIER):
             yield functools.partial(_unframe_into, framed, where), framed_raw_size(framed, where)
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
@@ -472,5 +495,5 @@ def _read_into(source: StreamSource, offset: int, what: str, out: np.ndarray) ->
     source.read_into(offset, out.data, what)
 
 
-def _unframe_into(framed: bytes, where: str, out: np.ndarray) -> None:
+def _unframe_into(framed: bytes | bytearray, where: str, out: np.ndarray) -> None:
     unframe_into(framed, out, where)
