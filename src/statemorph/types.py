@@ -75,6 +75,13 @@ class LogicalType:
         """Flink's ``LogicalTypeRoot`` name (``INTEGER``, ``VARCHAR``, ``ROW`` ...)."""
         return self.ROOT
 
+    @property
+    def stores_null(self) -> bool:
+        """Whether Flink's bytes of a value of this type may be null: :attr:`nullable`, except for
+        a processing-time attribute (see :class:`_TimestampKindType`). Writers check this, not
+        ``nullable``, so that what Flink wrote is written again."""
+        return self.nullable
+
     def copy(self, nullable: bool | None = None) -> LogicalType:
         """This type, optionally with another nullability (Flink's ``copy(boolean)``)."""
         return self if nullable is None else dataclasses.replace(self, nullable=nullable)
@@ -318,6 +325,13 @@ class _TimestampKindType(_PrecisionType):
 
     def _summary_suffix(self) -> str:
         return "" if self.kind == "REGULAR" else f" *{self.kind}*"
+
+    @property
+    def stores_null(self) -> bool:
+        """A ``*PROCTIME*`` column is ``NOT NULL`` but not materialised in every operator's state:
+        a processing-time interval join buffers its rows with that column null (Flink's
+        BinaryRowWriter checks no nullability), so a rewrite carries the null."""
+        return self.nullable or self.kind == "PROCTIME"
 
 
 @dataclass(frozen=True)
