@@ -167,8 +167,9 @@ def test_every_sql_state_reads_as_a_table_with_what_the_records_put_there(case: 
     fast = {(r["key"]["f0"], r["user_key"]["f0"], r["user_key"]["f1"]): r["value"]
             for r in _read(case, FAST, "data-state-with-update")}
     top = {k for g in (0, 1) for k in sorted((k for k in old if k % 2 == g), key=lambda k: -max(old[k]))[:2]}
-    assert fast == {(k % 2, k % 2, k): {"f0": {"f0": k % 2, "f1": k, "f2": max(xs), "f3": max_name([name(x) for x in xs])},
-                                        "f1": 1} for k, xs in old.items() if k in top}
+    assert fast == {(k % 2, k % 2, k): {"f0": {"f0": k % 2, "f1": k, "f2": max(xs),
+                                               "f3": max_name([name(x) for x in xs])}, "f1": 1}
+                    for k, xs in old.items() if k in top}
     fast_acc = {(r["key"]["f0"], r["key"]["f1"]): r["value"] for r in _read(case, FAST_AGG, "accState")}
     assert fast_acc == {(k % 2, k): {"f0": max(xs), "f1": max_name([name(x) for x in xs])} for k, xs in old.items()}
     # the processing-time interval join: each side's rows under the time they arrived (the PROCTIME
