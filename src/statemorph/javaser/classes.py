@@ -265,6 +265,20 @@ def desc(name: str) -> ClassDesc:
     return CLASSES[name]
 
 
+def class_literal_desc(name: str) -> ClassDesc | None:
+    """The descriptor of a class literal (``Foo.class`` in a stream) of a class off the whitelist:
+    the shape ``ObjectStreamClass`` gives a class that is not Serializable (serialVersionUID 0, no
+    flags, no fields), the only one a literal of an unknown class may have; None for a name that is
+    not a Java binary class name. A literal names a class and carries no data, so nothing is read
+    into it (a STRUCTURED type's implementation class: a user's aggregate accumulator or its parts)."""
+    return ClassDesc(name, 0, 0) if _is_binary_name(name) else None
+
+
+def _is_binary_name(name: str) -> bool:
+    return bool(name) and len(name) <= 1024 and all(
+        part.replace("$", "_").isidentifier() for part in name.split("."))
+
+
 def flink_policy(name: str) -> ClassDesc | None:
     """The reader's class policy: the whitelisted descriptor, or None (refused)."""
     return CLASSES.get(name)
@@ -276,4 +290,4 @@ def comparator_policy(name: str) -> ClassDesc | None:
 
 
 __all__ = ["ACCUMULATOR_CLASSES", "BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "RUNTIME", "STRUCTURED",
-           "comparator_policy", "desc", "flink_policy"]
+           "class_literal_desc", "comparator_policy", "desc", "flink_policy"]

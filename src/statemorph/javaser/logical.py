@@ -27,8 +27,8 @@ from typing import Any
 from .. import types
 from ..errors import JavaSerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from .classes import CLASSES, DATAVIEW_API, LOGICAL, STRUCTURED, desc, flink_policy
-from .nodes import BlockData, JClass, JEnum, JObject, JString
+from .classes import CLASSES, DATAVIEW_API, LOGICAL, STRUCTURED, class_literal_desc, desc, flink_policy
+from .nodes import BlockData, JClass, JEnum, JInterned, JObject, JString
 from .reader import ClassPolicy, read_stream
 from .writer import write_stream_to
 
@@ -58,6 +58,14 @@ NULL_SERIALIZER = "org.apache.flink.table.dataview.NullSerializer"
 
 # -- statemorph type -> tree -------------------------------------------------------------------
 
+def _holds_user_structured(t: types.LogicalType) -> bool:
+    """Whether ``t`` is or holds a STRUCTURED type of a class that is not Flink's own (extracted
+    from a user's class by reflection)."""
+    if isinstance(t, types.StructuredType) and t.class_name not in CLASSES:
+        return True
+    return any(_holds_user_structured(c) for c in t.children())
+
+
 class TypeTreeBuilder:
     """Builds the object tree of LogicalTypes for ONE stream: enum constants are singletons in
     the JVM, so each constant is one node (written once, then referenced)."""
@@ -66,6 +74,8 @@ class TypeTreeBuilder:
         self._enums: dict[tuple[str, str], JEnum] = {}
         self._classes: dict[str, JClass] = {}  # class literals and the NullSerializer singleton: one
         self._null_serializer: JObject | None = None  # object per JVM, so one node per stream
+        # inside a user's structured type: its leaf types by their text (see build)
+        self._extracted: dict[tuple[type, str], JObject] | None = None
 
     def enum(self, cls: str, constant: str) -> JEnum:
         key = (cls, constant)
@@ -75,6 +85,26 @@ class TypeTreeBuilder:
         return node
 
     def build(self, t: types.LogicalType) -> JObject:
+        """The tree of ``t``. A user's structured type (a class not among Flink's accumulators) was
+        extracted from the class by reflection, where each Java class's default type is one static
+        instance (Flink's ``ClassDataTypeConverter``: every ``String`` field the same
+        ``VarCharType``): in a type holding one (the MAP or ARRAY around it too), equal leaf types
+        are one node, as the JVM writes them."""
+        if self._extracted is None and _holds_user_structured(t):
+            self._extracted = {}
+            try:
+                return self._build(t)
+            finally:
+                self._extracted = None
+        if self._extracted is not None and not t.children():
+            key = (type(t), t.as_summary_string())
+            node = self._extracted.get(key)
+            if node is None:
+                node = self._extracted[key] = self._build(t)
+            return node
+        return self._build(t)
+
+    def _build(self, t: types.LogicalType) -> JObject:
         name = _CLASS_OF.get(type(t))
         if name is None:
             raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t} ({type(t).__name__})")
@@ -110,20 +140,24 @@ class TypeTreeBuilder:
 
     def structured(self, t: types.StructuredType) -> dict[str, Any]:
         """An inline structured type's own values (no catalog identifier, super type or description)."""
-        if t.has_implementation_class and t.class_name not in CLASSES:
-            raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t}: its class "
-                                         f"{t.class_name} is not one of Flink's accumulator classes statemorph knows")
+        literal = CLASSES.get(t.class_name) or class_literal_desc(t.class_name)
+        if t.has_implementation_class and literal is None:
+            raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t}: "
+                                         f"{t.class_name!r} is not a Java class name")
+        # extracted by reflection: the names are the JVM's (Field.getName, Class.getName), one
+        # object per value
+        text: Any = JInterned if self._extracted is not None else str
         attributes: list[Any] = [BlockData(struct.pack(">i", t.arity))]
-        attributes += [JObject(desc(ATTRIBUTE), {"description": f.description, "name": f.name,
+        attributes += [JObject(desc(ATTRIBUTE), {"description": f.description, "name": text(f.name),
                                                  "type": self.build(f.type)}) for f in t.fields]
         return {
             "isFinal": t.final, "description": None, "objectIdentifier": None,
             "isInstantiable": t.instantiable,
             "attributes": JObject(desc(COLL_SER), {"tag": _IMM_LIST}, {COLL_SER: attributes}),
-            "className": t.class_name,
+            "className": text(t.class_name),
             "comparison": self.enum(COMPARISON_ENUM, "EQUALS"),
-            "implementationClass": self._classes.setdefault(t.class_name, JClass(desc(t.class_name)))
-            if t.has_implementation_class else None,
+            "implementationClass": self._classes.setdefault(t.class_name, JClass(literal))
+            if t.has_implementation_class and literal is not None else None,
             "superType": None,
         }
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from savepoint.flink.flink_cases import case_spec, sql_agg_cases
+from savepoint.flink.flink_sql_join_cases import name
 
 from statemorph.cli import main
 
@@ -102,6 +103,21 @@ def test_the_original_continues_every_aggregation(restored: dict[tuple[str, str]
     for query in ("over_rows", "over_range", "over_unbounded"):
         assert sum(len(v) for (q, _), v in got.items() if q == query) == keys * (per_key + 1)
     assert max(r[4] for _, r in got[("over_unbounded", 0)]) == per_key + 1  # COUNT over all the key's rows
+    # the user's aggregate function (structured types in its accumulator's ARRAY and MAP) goes on
+    # from every restored item: the savepoint's value retracted, the value with the probe's item
+    total = keys * per_key
+    for k in range(keys):
+        old = [(j, name(j)) for j in range(k, total, keys)]
+        new = [*old, (total + k, name(total + k))]
+        assert got[("items", k)] == sorted([("-U", [k, _items(old)]), ("+U", [k, _items(new)])], key=json.dumps)
+
+
+def _items(items: list[tuple[int, str]]) -> str:
+    """ci/flink ItemsAgg's value: count | sum of x | per name prefix (Java's String order) the
+    last item's ``x:name``."""
+    last = {n[:n.index("-") + 1]: (x, n) for x, n in items}
+    return "|".join([str(len(items)), str(sum(x for x, _ in items)),
+                     *(f"{p}{x}:{n}" for p, (x, n) in sorted(last.items(), key=lambda e: e[0].encode("utf-16-be")))])
 
 
 @pytest.mark.parametrize("form", ["convert", "rewrite"])
