@@ -533,12 +533,18 @@ class StructuredType(RowType):
     ROW (``InternalSerializers``: a ``RowDataSerializer`` of the attribute types, a nested
     ``BinaryRowData``), so it is a :class:`RowType` to every codec; only its Java-serialized
     LogicalType and its printed form differ. ``final`` / ``instantiable`` are Flink's flags, and
-    ``has_implementation_class`` whether the class was resolved (written as a class literal)."""
+    ``has_implementation_class`` whether the class was resolved (written as a class literal).
+    ``flink1_shape``: read from a Flink 1.x savepoint, whose Java-serialized StructuredType has no
+    ``className`` field (the class is its literal's); metadata like a timestamp's kind, so that the
+    type is written back in the shape it came in; ``comparison`` likewise (Flink's
+    ``StructuredComparison``: 2.x derives ``EQUALS`` for an accumulator, 1.20 ``NONE``)."""
 
     class_name: str = ""
     final: bool = True
     instantiable: bool = True
     has_implementation_class: bool = True
+    flink1_shape: bool = field(default=False, compare=False)
+    comparison: str = field(default="EQUALS", compare=False)
     ROOT: ClassVar[str] = "STRUCTURED_TYPE"
     VISIT: ClassVar[str] = "visit_structured"
 

@@ -252,6 +252,12 @@ def _build(all_rows: tuple[ClassRow, ...]) -> dict[str, ClassDesc]:
 
 CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build(_ROWS))
 #: The comparator stream's whitelist: the comparator classes and the LogicalTypes of sort keys.
+#: Flink 1.x's StructuredType (1.20: no ``className`` field; the class is its implementation
+#: class literal's): the one whitelisted class with a second shape, read and written as it came.
+STRUCTURED_1X = ClassDesc(STRUCTURED, 1, SC_SERIALIZABLE, tuple(
+    f for f in CLASSES[STRUCTURED].fields if f.name != "className"), CLASSES[STRUCTURED].super_desc)
+#: Whitelisted classes' other shapes, by class name.
+OTHER_SHAPES: MappingProxyType[str, tuple[ClassDesc, ...]] = MappingProxyType({STRUCTURED: (STRUCTURED_1X,)})
 COMPARATOR_CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build((
     *(r for r in _ROWS if r.name.startswith(LOGICAL) or r.name in (
         "java.lang.Enum", "[L" + _LOGICAL_TYPE + ";", "[Ljava.lang.Object;", "java.util.List",
@@ -289,5 +295,6 @@ def comparator_policy(name: str) -> ClassDesc | None:
     return COMPARATOR_CLASSES.get(name)
 
 
-__all__ = ["ACCUMULATOR_CLASSES", "BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "RUNTIME", "STRUCTURED",
+__all__ = ["ACCUMULATOR_CLASSES", "BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "OTHER_SHAPES", "RUNTIME",
+           "STRUCTURED", "STRUCTURED_1X",
            "class_literal_desc", "comparator_policy", "desc", "flink_policy"]

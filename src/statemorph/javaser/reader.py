@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import JavaSerializationError, StateFormatError
 from ..io import DataInputDeserializer, decode_modified_utf8
 from . import nodes
-from .classes import class_literal_desc
+from .classes import OTHER_SHAPES, class_literal_desc
 from .nodes import BlockData, ClassDesc, FieldDesc, JArray, JClass, JEnum, JObject, JString
 
 # A policy maps a class name to the descriptor statemorph expects for it, or None (refused).
@@ -187,9 +187,9 @@ class _StreamReader:
         self.skip_annotation(f"class annotation of {name!r}", allow_data=False)
         super_desc = self.read_class_desc()
         desc = ClassDesc(name, suid, flags, tuple(fields), super_desc)
-        if (desc.flags, desc.fields) != (expected.flags, expected.fields) or (
-            (super_desc.name if super_desc else None) != (expected.super_desc.name if expected.super_desc else None)
-        ):
+        if not any((desc.flags, desc.fields) == (shape.flags, shape.fields) and (
+            (super_desc.name if super_desc else None) == (shape.super_desc.name if shape.super_desc else None)
+        ) for shape in (expected, *OTHER_SHAPES.get(name, ()))):
             raise self.error(f"class {name!r} does not have the shape statemorph expects "
                              f"(flags, fields or superclass differ)", start)
         self.handles[handle] = desc

@@ -37,7 +37,7 @@ from typing import Any
 from ..errors import JavaSerializationError
 from ..types import IntType, LogicalType, RowType, StructuredType
 from .classes import BASE, RUNTIME, desc
-from .logical import TypeTreeBuilder
+from .logical import UNMODIFIABLE_LIST, TypeTreeBuilder
 from .nodes import JArray, JClass, JInterned, JObject
 
 ARRAY_DATA = "org.apache.flink.table.data.ArrayData"
@@ -239,7 +239,8 @@ class SerializerTreeBuilder(TypeTreeBuilder):
         type objects, ``type.getChildren()``)."""
         assert isinstance(t, RowType)
         structured = isinstance(t, StructuredType)
-        backing = t_node.values["attributes"] if structured else t_node.values["fields"].values["list"]
+        fields = t_node.values["attributes" if structured else "fields"]
+        backing = fields.values["list"] if fields.desc.name == UNMODIFIABLE_LIST else fields  # else 2.x's List.of
         type_nodes = [f.values["type"] for f in backing.annotations[backing.desc.name][1:]]
         arity = t.arity
         null_bits = ((arity + 63 + 8) // 64) * 8
