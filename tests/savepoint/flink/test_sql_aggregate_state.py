@@ -409,6 +409,25 @@ def test_a_users_accumulator_with_structured_types_in_an_array_and_a_map_reads_a
     assert {k: dict(v["byPrefix"]) for k, v in got.items()} == last
 
 
+def test_flink_120_structured_accumulators_read_and_are_written_back_in_their_own_shape() -> None:
+    """Flink 1.20 serializes a StructuredType without the class-name field 2.x added, its
+    attributes as an unmodifiable ArrayList and its comparison NONE (2.3: EQUALS): both
+    accumulators (Flink's retracting FIRST_VALUE and the user's with structured types in an ARRAY
+    and a MAP) read with the types 2.3's have, and their snapshots are written back byte for byte
+    (before: "unsupported state", the class's shape was 2.3's only)."""
+    from statemorph.savepoint.flink.operator_ids import operator_id
+
+    [case] = sql_agg_cases(flink="1.20.3")
+    ops = {o.operator.uid_hash: o for o in describe_operators(FlinkSavepoint(case / "savepoint"))}
+    for uid in (RETRACT, ITEMS):
+        st = ops[operator_id(uid).hex()].states["accState"]
+        data = st.snapshot_bytes("value_serializer")
+        snap = read_versioned_snapshot(data)
+        assert snap.row_type == _retract_acc(CASES[0], uid).snapshot("value_serializer").row_type
+        assert write_versioned_snapshot(snap) == data
+        assert read_flink_state_table(case / "savepoint", uid, "accState").num_rows > 0
+
+
 def test_a_changed_structured_type_inside_an_array_or_a_map_is_refused_naming_its_path(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """An accumulator keeps its type, down to the structured types inside its ARRAY and MAP: a

@@ -75,6 +75,22 @@ def test_inspect_prints_flinks_type_of_every_state(case: Path) -> None:
     assert got == TYPES
 
 
+def test_flink_120_records_every_state_with_the_same_types_under_the_derived_ids() -> None:
+    """Flink 1.20's savepoint of the job (``_metadata`` version 4: no uids): each operator, found
+    by the ID Flink derives from its uid, holds every state with Flink 2.3's types; every state
+    reads as a table."""
+    from statemorph.savepoint.flink.operator_ids import operator_id
+
+    [case] = sql_join_cases(flink="1.20.3")
+    status, out, _ = _cli("inspect", "--json", str(case / "savepoint"))
+    assert status == 0
+    by_hash = {(op["uid_hash"], s["name"]): s for op in json.loads(out)["operators"] for s in op.get("states", [])}
+    assert {k: (s["kind"], s["value_type"], s.get("user_key_type"))
+            for k in TYPES for s in [by_hash[(operator_id(k[0]).hex(), k[1])]]} == TYPES
+    for uid, state in TYPES:
+        assert _read(case, uid, state), (uid, state)
+
+
 def _paste(states: dict[tuple[str, str], dict[str, Any]], extra: dict[str, str] | None = None) -> str:
     """A schema file stating every state's printed types (value type; map key type as user_key_type)."""
     text = ""
