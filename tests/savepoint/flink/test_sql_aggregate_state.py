@@ -171,6 +171,10 @@ def test_sql_aggregate_state_reads_as_spark_dataframes(spark: Any, tmp_path: Pat
     assert dict(listagg.dtypes)["value"] == "string" and listagg.count() == case_spec(case)["keys"]
     buffer = read_state(spark, tmp_path / "pq", f"{OVER_ROWS}/inputState")
     assert sorted(e["f1"] for r in buffer.collect() for e in r["value"]) == [j for _, j, _ in records(case)]
+    # the user's accumulator: structs in an array and a map
+    items = read_state(spark, tmp_path / "pq", f"{ITEMS}/accState").collect()
+    assert sorted(i["x"] for r in items for i in r["f0"]["items"]) == [j for _, j, _ in records(case)]
+    assert sum(len(r["f0"]["byPrefix"]) for r in items) == len({(k, n[:n.index("-")]) for k, _, n in records(case)})
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -181,7 +185,7 @@ def test_the_parquet_form_reads_back_the_same_tables(case: Path, tmp_path: Path)
     convert_savepoint(case / "savepoint", pq)
     convert_savepoint(pq, back)
     for op, state in [(DISTINCT, "distinctAcc_0"), (RETRACT, "agg2$list"), (OVER_RANGE, "inputState"),
-                      (VALUES, "accState"), (DISTINCT, "accState"), (RETRACT, "accState")]:
+                      (VALUES, "accState"), (DISTINCT, "accState"), (RETRACT, "accState"), (ITEMS, "accState")]:
         assert read_flink_state_table(back, op, state).to_pylist() == rows(case, op, state), (op, state)
     assert read_flink_state_table(back, RETRACT, "accState", decode=False).to_pylist() == \
         read_flink_state_table(case / "savepoint", RETRACT, "accState", decode=False).to_pylist()

@@ -349,6 +349,11 @@ def test_every_sql_state_reads_as_a_spark_dataframe(spark: Any, tmp_path: Path) 
     sorted_map = read_state(spark, tmp_path / "pq", f"{RANKED}/sorted-map")
     assert sorted((r["key"]["f0"], sorted(r["value"].values())) for r in sorted_map.collect()) == sorted(
         (g, [1] * sum(1 for k in old if k % 2 == g)) for g in (0, 1))
+    fast = read_state(spark, tmp_path / "pq", f"{FAST}/data-state-with-update")
+    assert fast.columns == ["key", "user_key", "f0", "f1"] and fast.count() == 4  # two keys per partition
+    proc = read_state(spark, tmp_path / "pq", f"{PROC_INTERVAL}/IntervalJoinRightCache").collect()
+    assert sorted(e["f0"]["f1"] for r in proc for e in r["value"]) == sorted(
+        x for xs in old.values() for x in xs if x % 3)
     outer = read_state(spark, tmp_path / "pq", f"{OUTER}/left-records")
     assert outer.columns == ["key", "user_key", "f0", "f1"]  # the Tuple2's fields as columns, its row a struct
     assert sorted((r["user_key"]["f0"], r["f0"]["f1"], r["f1"]) for r in outer.collect()) == \
