@@ -76,9 +76,11 @@ OPAQUE_STATES = ("session", "visits", "pair", "lists")
 
 def case_states(case: Path) -> list[str]:
     """Every state a case's expected.json lists, in its order: the spec's, then the states its
-    program always keeps."""
+    program always keeps (the opaque job under a Kryo key: ``labels`` too, OpaqueJobs.namespaced)."""
     spec = case_spec(case)
-    return list(spec["states"]) + (list(OPAQUE_STATES) if spec.get("program") == "opaque" else [])
+    if spec.get("program") != "opaque":
+        return list(spec["states"])
+    return [*spec["states"], *OPAQUE_STATES, *(["labels"] if spec.get("key_type") == "kryo" else [])]
 
 
 def committed_cases() -> list[Path]:
