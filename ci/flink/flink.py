@@ -307,8 +307,10 @@ def sql_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
     return _restore_batch(items, SQL_PROGRAM)
 
 
-def _restore_batch(items: list[tuple[Path, Path]], program: str, **java: Any) -> list[RestoreResult]:
-    """``program restore`` of every (savepoint, spec) in one JVM, as spec'd (no overrides)."""
+def _restore_batch(items: list[tuple[Path, Path]], program: str, flink_version: str = DEFAULT_VERSION,
+                   **java: Any) -> list[RestoreResult]:
+    """``program restore`` of every (savepoint, spec) in one JVM of Flink ``flink_version``, as
+    spec'd (no overrides)."""
     with tempfile.TemporaryDirectory(prefix="statemorph-restore-") as tmp:
         args = ["restore"]
         outs = []
@@ -316,7 +318,7 @@ def _restore_batch(items: list[tuple[Path, Path]], program: str, **java: Any) ->
             out = Path(tmp) / f"out-{k}.jsonl"
             outs.append(out)
             args += [str(Path(savepoint).resolve()), str(Path(spec).resolve()), str(out)]
-        return _restore_results(_run_java(DEFAULT_VERSION, args, len(items), program, **java), outs)
+        return _restore_results(_run_java(flink_version, args, len(items), program, **java), outs)
 
 
 def operator_generate(pairs: list[tuple[Path, Path]]) -> None:
@@ -376,20 +378,20 @@ def sql_join_generate(pairs: list[tuple[Path, Path]]) -> None:
     generate(pairs, DEFAULT_VERSION, SQL_JOIN_PROGRAM)
 
 
-def sql_join_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
+def sql_join_restore(items: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSION) -> list[RestoreResult]:
     """Start the SQL Top-N / join job of each (savepoint, spec) (its ``sql_join_version`` says
     which queries) from the savepoint, send one probe record per key and one of a new key, and end
     the input; ``entries`` are every changelog row the queries emitted, ``{"query", "kind",
-    "row"}``. One JVM for the batch."""
-    return _restore_batch(items, SQL_JOIN_PROGRAM)
+    "row"}``. One JVM for the batch, of Flink ``flink_version`` (the release that took them)."""
+    return _restore_batch(items, SQL_JOIN_PROGRAM, flink_version)
 
 
-def sql_agg_restore(items: list[tuple[Path, Path]]) -> list[RestoreResult]:
+def sql_agg_restore(items: list[tuple[Path, Path]], flink_version: str = DEFAULT_VERSION) -> list[RestoreResult]:
     """Start the SQL aggregation job (ci/flink/src/savepoints/SqlAggJobs.java; specs with
     ``"sql_agg_job": true``, ``sql_agg_version`` 1 or 2) of each (savepoint, spec) from the
     savepoint, send one more record per key and end the input; ``entries`` are every changelog row
-    the queries emitted, ``{"query", "kind", "row"}``. One JVM for the batch."""
-    return _restore_batch(items, SQL_AGG_PROGRAM)
+    the queries emitted, ``{"query", "kind", "row"}``. One JVM for the batch, of Flink ``flink_version``."""
+    return _restore_batch(items, SQL_AGG_PROGRAM, flink_version)
 
 
 def window_vectors() -> dict[str, Any]:

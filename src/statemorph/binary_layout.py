@@ -452,7 +452,7 @@ class RowCodec(Codec):
         super().__init__(t)
         self.names = t.field_names
         self.fields = [codec_for(f.type) for f in t.fields]
-        self.nullable = [f.type.nullable for f in t.fields]
+        self.nullable = [f.type.stores_null for f in t.fields]
         self.arity = len(self.fields)
         self.null_bits = row_null_bits_size(self.arity)
         self.fixed = self.null_bits + 8 * self.arity
@@ -519,7 +519,7 @@ class ArrayCodec(Codec):
     def __init__(self, t: types.LogicalType, element: types.LogicalType) -> None:
         super().__init__(t)
         self.element = codec_for(element)
-        self.element_nullable = element.nullable
+        self.element_nullable = element.stores_null
         self.es = self.element.width
 
     def encode(self, values: Any, path: str) -> bytearray:

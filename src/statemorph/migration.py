@@ -217,10 +217,14 @@ class _Nested(types.LogicalTypeVisitor["TypeMigration | None"]):
 
     def visit_structured(self, t: types.StructuredType) -> TypeMigration | None:
         """An aggregate function's accumulator (a STRUCTURED type) keeps its type: Flink's planner
-        derives it from the function, and what a changed one means is the function's business."""
+        derives it from the function, and what a changed one means is the function's business. The
+        refusal names the innermost structured type that changed (an accumulator's parts inside an
+        ARRAY or a MAP are structured types of their own: ``f0.items[]``)."""
         if t != self.new:
-            self.planner.reasons.append(f"{_label(self.path)}: the accumulator type {_show(t)} keeps its type, "
-                                        f"got {_show(self.new)}")
+            reasons = self.planner.inner_accumulators(t, self.new, self.path) or [
+                f"{_label(self.path)}: the accumulator type {_show(t)} keeps its type, got {_show(self.new)}"]
+            self.planner.reasons.extend(reasons)
+            self.planner.accumulators.extend(reasons)
         return TypeMigration(COPY, t, self.new)
 
     def visit_array(self, t: types.ArrayType) -> TypeMigration | None:
@@ -245,6 +249,16 @@ class _Planner:
     def __init__(self, by_name: bool | None) -> None:
         self.by_name = by_name
         self.reasons: list[str] = []
+        self.accumulators: list[str] = []  # the reasons naming a changed accumulator type
+
+    def inner_accumulators(self, old: types.StructuredType, new: types.LogicalType, path: str) -> list[str]:
+        """The changed structured types inside ``old`` (of the same class as ``new``), innermost
+        first-found: what :meth:`_Nested.visit_structured` names instead of the whole accumulator."""
+        if not isinstance(new, types.StructuredType) or new.class_name != old.class_name:
+            return []
+        inner = _Planner(self.by_name)
+        inner.plan_rows(old, new, path)
+        return inner.accumulators
 
     def compare(self, old: types.LogicalType, new: types.LogicalType, path: str) -> TypeMigration:
         if old.nullable and not new.nullable:

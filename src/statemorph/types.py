@@ -75,6 +75,13 @@ class LogicalType:
         """Flink's ``LogicalTypeRoot`` name (``INTEGER``, ``VARCHAR``, ``ROW`` ...)."""
         return self.ROOT
 
+    @property
+    def stores_null(self) -> bool:
+        """Whether Flink's bytes of a value of this type may be null: :attr:`nullable`, except for
+        a processing-time attribute (see :class:`_TimestampKindType`). Writers check this, not
+        ``nullable``, so that what Flink wrote is written again."""
+        return self.nullable
+
     def copy(self, nullable: bool | None = None) -> LogicalType:
         """This type, optionally with another nullability (Flink's ``copy(boolean)``)."""
         return self if nullable is None else dataclasses.replace(self, nullable=nullable)
@@ -319,6 +326,13 @@ class _TimestampKindType(_PrecisionType):
     def _summary_suffix(self) -> str:
         return "" if self.kind == "REGULAR" else f" *{self.kind}*"
 
+    @property
+    def stores_null(self) -> bool:
+        """A ``*PROCTIME*`` column is ``NOT NULL`` but not materialised in every operator's state:
+        a processing-time interval join buffers its rows with that column null (Flink's
+        BinaryRowWriter checks no nullability), so a rewrite carries the null."""
+        return self.nullable or self.kind == "PROCTIME"
+
 
 @dataclass(frozen=True)
 class TimestampType(_TimestampKindType):
@@ -519,12 +533,18 @@ class StructuredType(RowType):
     ROW (``InternalSerializers``: a ``RowDataSerializer`` of the attribute types, a nested
     ``BinaryRowData``), so it is a :class:`RowType` to every codec; only its Java-serialized
     LogicalType and its printed form differ. ``final`` / ``instantiable`` are Flink's flags, and
-    ``has_implementation_class`` whether the class was resolved (written as a class literal)."""
+    ``has_implementation_class`` whether the class was resolved (written as a class literal).
+    ``flink1_shape``: read from a Flink 1.x savepoint, whose Java-serialized StructuredType has no
+    ``className`` field (the class is its literal's); metadata like a timestamp's kind, so that the
+    type is written back in the shape it came in; ``comparison`` likewise (Flink's
+    ``StructuredComparison``: 2.x derives ``EQUALS`` for an accumulator, 1.20 ``NONE``)."""
 
     class_name: str = ""
     final: bool = True
     instantiable: bool = True
     has_implementation_class: bool = True
+    flink1_shape: bool = field(default=False, compare=False)
+    comparison: str = field(default="EQUALS", compare=False)
     ROOT: ClassVar[str] = "STRUCTURED_TYPE"
     VISIT: ClassVar[str] = "visit_structured"
 

@@ -199,8 +199,9 @@ FIRST = "org.apache.flink.table.runtime.functions.aggregate." \
 
 def test_structured_types_round_trip_and_their_shape_is_checked() -> None:
     """An inline STRUCTURED type (with or without its class literal) reads back equal; a class name
-    that is not its class literal's, or another comparison constant, is refused naming it; a class
-    off the whitelist is not written."""
+    that is not its class literal's, or another comparison constant, is refused naming it; a user's
+    class (off the whitelist) is written as the literal of a class that is not Serializable and
+    reads back; a name that is no Java class name is not written."""
     t = parse_type(f"ROW<a STRUCTURED<'{FIRST}', `firstValue` STRING, `firstOrder` BIGINT NOT NULL 'o'>>")
     data = write_logical_type(t)
     assert read(data) == t
@@ -209,8 +210,9 @@ def test_structured_types_round_trip_and_their_shape_is_checked() -> None:
             read(data[:every_prefix])
     no_class = parse_type("STRUCTURED<'com.acme.Acc', v INT>")
     assert isinstance(no_class, StructuredType)
-    with pytest.raises(JavaSerializationError, match="com.acme.Acc is not one of Flink's accumulator classes"):
-        write_logical_type(no_class)
+    assert read(write_logical_type(no_class)) == no_class
+    with pytest.raises(JavaSerializationError, match="'com.acme.Acc-1' is not a Java class name"):
+        write_logical_type(StructuredType(no_class.fields, class_name="com.acme.Acc-1"))
     bare = StructuredType(no_class.fields, class_name="com.acme.Acc", has_implementation_class=False)
     assert read(write_logical_type(bare)) == bare
     renamed = data.replace(utf(FIRST), utf(FIRST[:-1] + "X"), 1)  # the className string comes first

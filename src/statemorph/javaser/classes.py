@@ -252,6 +252,12 @@ def _build(all_rows: tuple[ClassRow, ...]) -> dict[str, ClassDesc]:
 
 CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build(_ROWS))
 #: The comparator stream's whitelist: the comparator classes and the LogicalTypes of sort keys.
+#: Flink 1.x's StructuredType (1.20: no ``className`` field; the class is its implementation
+#: class literal's): the one whitelisted class with a second shape, read and written as it came.
+STRUCTURED_1X = ClassDesc(STRUCTURED, 1, SC_SERIALIZABLE, tuple(
+    f for f in CLASSES[STRUCTURED].fields if f.name != "className"), CLASSES[STRUCTURED].super_desc)
+#: Whitelisted classes' other shapes, by class name.
+OTHER_SHAPES: MappingProxyType[str, tuple[ClassDesc, ...]] = MappingProxyType({STRUCTURED: (STRUCTURED_1X,)})
 COMPARATOR_CLASSES: MappingProxyType[str, ClassDesc] = MappingProxyType(_build((
     *(r for r in _ROWS if r.name.startswith(LOGICAL) or r.name in (
         "java.lang.Enum", "[L" + _LOGICAL_TYPE + ";", "[Ljava.lang.Object;", "java.util.List",
@@ -265,6 +271,20 @@ def desc(name: str) -> ClassDesc:
     return CLASSES[name]
 
 
+def class_literal_desc(name: str) -> ClassDesc | None:
+    """The descriptor of a class literal (``Foo.class`` in a stream) of a class off the whitelist:
+    the shape ``ObjectStreamClass`` gives a class that is not Serializable (serialVersionUID 0, no
+    flags, no fields), the only one a literal of an unknown class may have; None for a name that is
+    not a Java binary class name. A literal names a class and carries no data, so nothing is read
+    into it (a STRUCTURED type's implementation class: a user's aggregate accumulator or its parts)."""
+    return ClassDesc(name, 0, 0) if _is_binary_name(name) else None
+
+
+def _is_binary_name(name: str) -> bool:
+    return bool(name) and len(name) <= 1024 and all(
+        part.replace("$", "_").isidentifier() for part in name.split("."))
+
+
 def flink_policy(name: str) -> ClassDesc | None:
     """The reader's class policy: the whitelisted descriptor, or None (refused)."""
     return CLASSES.get(name)
@@ -275,5 +295,6 @@ def comparator_policy(name: str) -> ClassDesc | None:
     return COMPARATOR_CLASSES.get(name)
 
 
-__all__ = ["ACCUMULATOR_CLASSES", "BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "RUNTIME", "STRUCTURED",
-           "comparator_policy", "desc", "flink_policy"]
+__all__ = ["ACCUMULATOR_CLASSES", "BASE", "CLASSES", "COMPARATOR_CLASSES", "LOGICAL", "OTHER_SHAPES", "RUNTIME",
+           "STRUCTURED", "STRUCTURED_1X",
+           "class_literal_desc", "comparator_policy", "desc", "flink_policy"]

@@ -27,8 +27,17 @@ from typing import Any
 from .. import types
 from ..errors import JavaSerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
-from .classes import CLASSES, DATAVIEW_API, LOGICAL, STRUCTURED, desc, flink_policy
-from .nodes import BlockData, JClass, JEnum, JObject, JString
+from .classes import (
+    CLASSES,
+    DATAVIEW_API,
+    LOGICAL,
+    STRUCTURED,
+    STRUCTURED_1X,
+    class_literal_desc,
+    desc,
+    flink_policy,
+)
+from .nodes import BlockData, JClass, JEnum, JInterned, JObject, JString
 from .reader import ClassPolicy, read_stream
 from .writer import write_stream_to
 
@@ -58,6 +67,14 @@ NULL_SERIALIZER = "org.apache.flink.table.dataview.NullSerializer"
 
 # -- statemorph type -> tree -------------------------------------------------------------------
 
+def _holds_user_structured(t: types.LogicalType) -> bool:
+    """Whether ``t`` is or holds a STRUCTURED type of a class that is not Flink's own (extracted
+    from a user's class by reflection)."""
+    if isinstance(t, types.StructuredType) and t.class_name not in CLASSES:
+        return True
+    return any(_holds_user_structured(c) for c in t.children())
+
+
 class TypeTreeBuilder:
     """Builds the object tree of LogicalTypes for ONE stream: enum constants are singletons in
     the JVM, so each constant is one node (written once, then referenced)."""
@@ -66,6 +83,8 @@ class TypeTreeBuilder:
         self._enums: dict[tuple[str, str], JEnum] = {}
         self._classes: dict[str, JClass] = {}  # class literals and the NullSerializer singleton: one
         self._null_serializer: JObject | None = None  # object per JVM, so one node per stream
+        # inside a user's structured type: its leaf types by their text (see build)
+        self._extracted: dict[tuple[type, str], JObject] | None = None
 
     def enum(self, cls: str, constant: str) -> JEnum:
         key = (cls, constant)
@@ -75,6 +94,26 @@ class TypeTreeBuilder:
         return node
 
     def build(self, t: types.LogicalType) -> JObject:
+        """The tree of ``t``. A user's structured type (a class not among Flink's accumulators) was
+        extracted from the class by reflection, where each Java class's default type is one static
+        instance (Flink's ``ClassDataTypeConverter``: every ``String`` field the same
+        ``VarCharType``): in a type holding one (the MAP or ARRAY around it too), equal leaf types
+        are one node, as the JVM writes them."""
+        if self._extracted is None and _holds_user_structured(t):
+            self._extracted = {}
+            try:
+                return self._build(t)
+            finally:
+                self._extracted = None
+        if self._extracted is not None and not t.children():
+            key = (type(t), t.as_summary_string())
+            node = self._extracted.get(key)
+            if node is None:
+                node = self._extracted[key] = self._build(t)
+            return node
+        return self._build(t)
+
+    def _build(self, t: types.LogicalType) -> JObject:
         name = _CLASS_OF.get(type(t))
         if name is None:
             raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t} ({type(t).__name__})")
@@ -106,37 +145,47 @@ class TypeTreeBuilder:
             if self._null_serializer is None:
                 self._null_serializer = JObject(desc(NULL_SERIALIZER), {})
             values["serializer"] = self._null_serializer
-        return JObject(desc(LOGICAL + name), values)
+        shape = STRUCTURED_1X if isinstance(t, types.StructuredType) and t.flink1_shape else desc(LOGICAL + name)
+        return JObject(shape, values)
 
     def structured(self, t: types.StructuredType) -> dict[str, Any]:
         """An inline structured type's own values (no catalog identifier, super type or description)."""
-        if t.has_implementation_class and t.class_name not in CLASSES:
-            raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t}: its class "
-                                         f"{t.class_name} is not one of Flink's accumulator classes statemorph knows")
-        attributes: list[Any] = [BlockData(struct.pack(">i", t.arity))]
-        attributes += [JObject(desc(ATTRIBUTE), {"description": f.description, "name": f.name,
-                                                 "type": self.build(f.type)}) for f in t.fields]
+        literal = CLASSES.get(t.class_name) or class_literal_desc(t.class_name)
+        if t.has_implementation_class and literal is None:
+            raise JavaSerializationError(f"statemorph cannot write the Flink LogicalType of {t}: "
+                                         f"{t.class_name!r} is not a Java class name")
+        # extracted by reflection: the names are the JVM's (Field.getName, Class.getName), one
+        # object per value
+        text: Any = JInterned if self._extracted is not None else str
+        attributes = [JObject(desc(ATTRIBUTE), {"description": f.description, "name": text(f.name),
+                                                "type": self.build(f.type)}) for f in t.fields]
+        size = BlockData(struct.pack(">i", t.arity))
         return {
             "isFinal": t.final, "description": None, "objectIdentifier": None,
             "isInstantiable": t.instantiable,
-            "attributes": JObject(desc(COLL_SER), {"tag": _IMM_LIST}, {COLL_SER: attributes}),
-            "className": t.class_name,
-            "comparison": self.enum(COMPARISON_ENUM, "EQUALS"),
-            "implementationClass": self._classes.setdefault(t.class_name, JClass(desc(t.class_name)))
-            if t.has_implementation_class else None,
+            # Flink 2.x: List.of(...); 1.x: Collections.unmodifiableList(new ArrayList<>(...))
+            "attributes": _unmodifiable_list(attributes) if t.flink1_shape
+            else JObject(desc(COLL_SER), {"tag": _IMM_LIST}, {COLL_SER: [size, *attributes]}),
+            **({} if t.flink1_shape else {"className": text(t.class_name)}),
+            "comparison": self.enum(COMPARISON_ENUM, t.comparison),
+            "implementationClass": self._classes.setdefault(t.class_name, JClass(literal))
+            if t.has_implementation_class and literal is not None else None,
             "superType": None,
         }
 
     def row_fields(self, t: types.RowType) -> JObject:
-        items: list[Any] = [BlockData(struct.pack(">i", t.arity))]
-        for f in t.fields:
-            items.append(JObject(desc(ROW_FIELD), {
-                "description": f.description,
-                "name": f.name,
-                "type": self.build(f.type),
-            }))
-        backing = JObject(desc(ARRAY_LIST), {"size": t.arity}, {ARRAY_LIST: items})
-        return JObject(desc(UNMODIFIABLE_LIST), {"c": backing, "list": backing})
+        return _unmodifiable_list([JObject(desc(ROW_FIELD), {
+            "description": f.description,
+            "name": f.name,
+            "type": self.build(f.type),
+        }) for f in t.fields])
+
+
+def _unmodifiable_list(elements: list[Any]) -> JObject:
+    """``Collections.unmodifiableList(new ArrayList<>(elements))`` (a RowType's fields)."""
+    items: list[Any] = [BlockData(struct.pack(">i", len(elements))), *elements]
+    backing = JObject(desc(ARRAY_LIST), {"size": len(elements)}, {ARRAY_LIST: items})
+    return JObject(desc(UNMODIFIABLE_LIST), {"c": backing, "list": backing})
 
 
 def logical_type_tree(t: types.LogicalType) -> JObject:
@@ -230,28 +279,37 @@ def _data_view_placeholder(v: dict[str, Any], what: str, nullable: bool) -> type
 def _structured(v: dict[str, Any], what: str, depth: int, nullable: bool) -> types.StructuredType:
     """An inline structured type read (what Flink's planner derives for a built-in accumulator): its
     class name, attributes and flags; a catalog type, a super type or another comparison is refused."""
-    name = _string(v.get("className"), f"{what} class name", nullable=True)
+    flink1 = "className" not in v  # Flink 1.x's StructuredType: the class is the literal's
+    clazz = v.get("implementationClass")
+    if flink1:
+        name = clazz.desc.name if isinstance(clazz, JClass) else None
+    else:
+        name = _string(v.get("className"), f"{what} class name", nullable=True)
     for key in ("objectIdentifier", "superType", "description"):
         if v.get(key) is not None:
             raise _fail(what, f"STRUCTURED type {name} with a {key}: statemorph reads only inline structured "
                               f"types (a class name and attributes)")
     comparison = v.get("comparison")
-    if not isinstance(comparison, JEnum) or comparison.desc.name != COMPARISON_ENUM or comparison.constant != "EQUALS":
+    if not isinstance(comparison, JEnum) or comparison.desc.name != COMPARISON_ENUM or \
+            comparison.constant not in ("EQUALS", "NONE"):
         found = comparison.constant if isinstance(comparison, JEnum) else type(comparison).__name__
-        raise _fail(what, f"STRUCTURED type {name} with comparison {found} (statemorph reads EQUALS)")
-    clazz = v.get("implementationClass")
+        raise _fail(what, f"STRUCTURED type {name} with comparison {found} (statemorph reads EQUALS and NONE)")
     if name is None or (clazz is not None and (not isinstance(clazz, JClass) or clazz.desc.name != name)):
         found = clazz.desc.name if isinstance(clazz, JClass) else type(clazz).__name__
         raise _fail(what, f"STRUCTURED type named {name} has implementation class {found}")
     node = v.get("attributes")
-    if not isinstance(node, JObject) or node.desc.name != COLL_SER or node.values.get("tag") != _IMM_LIST:
-        raise _fail(what, f"STRUCTURED type {name}: attributes are not an immutable java.util.List")
-    elements = _list_elements(node.annotations.get(COLL_SER, []), f"{what} attributes")
+    if flink1:
+        elements = _unmodifiable_elements(node, f"{what} STRUCTURED type {name} attributes")
+    else:
+        if not isinstance(node, JObject) or node.desc.name != COLL_SER or node.values.get("tag") != _IMM_LIST:
+            raise _fail(what, f"STRUCTURED type {name}: attributes are not an immutable java.util.List")
+        elements = _list_elements(node.annotations.get(COLL_SER, []), f"{what} attributes")
     fields = _named_fields(elements, ATTRIBUTE, "StructuredType$StructuredAttribute", what, depth)
     try:
         return types.StructuredType(fields, class_name=name, final=bool(v["isFinal"]),
                                     instantiable=bool(v["isInstantiable"]),
-                                    has_implementation_class=clazz is not None, nullable=nullable)
+                                    has_implementation_class=clazz is not None, nullable=nullable,
+                                    flink1_shape=flink1, comparison=comparison.constant)
     except ValueError as e:
         raise _fail(what, str(e)) from None
 
@@ -268,13 +326,18 @@ def _list_elements(items: list[Any], what: str, declared: int | None = None) -> 
 
 
 def _row_fields(node: Any, what: str, depth: int) -> tuple[types.RowField, ...]:
+    elements = _unmodifiable_elements(node, f"{what} ROW fields")
+    return _named_fields(elements, ROW_FIELD, "RowType$RowField", what, depth)
+
+
+def _unmodifiable_elements(node: Any, what: str) -> list[Any]:
+    """The elements of ``Collections.unmodifiableList(new ArrayList<>(...))``."""
     if not isinstance(node, JObject) or node.desc.name != UNMODIFIABLE_LIST:
-        raise _fail(what, "ROW fields are not a Collections$UnmodifiableList")
+        raise _fail(what, "not a Collections$UnmodifiableList")
     backing = node.values["list"]
     if backing is not node.values["c"] or not isinstance(backing, JObject) or backing.desc.name != ARRAY_LIST:
-        raise _fail(what, "ROW fields do not wrap one java.util.ArrayList")
-    elements = _list_elements(backing.annotations.get(ARRAY_LIST, []), f"{what} ROW fields", backing.values["size"])
-    return _named_fields(elements, ROW_FIELD, "RowType$RowField", what, depth)
+        raise _fail(what, "not wrapping one java.util.ArrayList")
+    return _list_elements(backing.annotations.get(ARRAY_LIST, []), what, backing.values["size"])
 
 
 def _named_fields(elements: list[Any], cls: str, simple: str, what: str, depth: int) -> tuple[types.RowField, ...]:

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import JavaSerializationError, StateFormatError
 from ..io import DataInputDeserializer, decode_modified_utf8
 from . import nodes
+from .classes import OTHER_SHAPES, class_literal_desc
 from .nodes import BlockData, ClassDesc, FieldDesc, JArray, JClass, JEnum, JObject, JString
 
 # A policy maps a class name to the descriptor statemorph expects for it, or None (refused).
@@ -106,7 +107,7 @@ class _StreamReader:
             if tc == nodes.TC_ARRAY:
                 return self.read_array(start)
             if tc == nodes.TC_CLASS:
-                desc = self.read_class_desc()
+                desc = self.read_class_desc(literal=True)
                 if desc is None:
                     raise self.error("TC_CLASS without a class descriptor", start)
                 node = JClass(desc)
@@ -138,7 +139,10 @@ class _StreamReader:
             raise self.error(f"expected a string for {what}, found {type(node).__name__}", start)
         return node.value
 
-    def read_class_desc(self) -> ClassDesc | None:
+    def read_class_desc(self, literal: bool = False) -> ClassDesc | None:
+        """A class descriptor; ``literal``: of a class literal (``TC_CLASS``), where a class off the
+        whitelist is read in the shape of a class that is not Serializable (see
+        :func:`.classes.class_literal_desc`): a name, nothing to instantiate."""
         start = self.src.position
         tc = self.src.read_unsigned_byte()
         if tc == nodes.TC_NULL:
@@ -149,14 +153,16 @@ class _StreamReader:
                 raise self.error("back reference to a non-descriptor where a class descriptor was expected", start)
             return node
         if tc == nodes.TC_CLASSDESC:
-            return self.read_new_class_desc(start)
+            return self.read_new_class_desc(start, literal)
         if tc == nodes.TC_PROXYCLASSDESC:
             raise self.error("dynamic proxy class descriptors are not accepted", start)
         raise self.error(f"unexpected {_tc(tc)} where a class descriptor was expected", start)
 
-    def read_new_class_desc(self, start: int) -> ClassDesc:
+    def read_new_class_desc(self, start: int, literal: bool = False) -> ClassDesc:
         name = self.src.read_utf()
         expected = self.policy(name)
+        if expected is None and literal:
+            expected = class_literal_desc(name)
         if expected is None:
             raise self.error(f"class {name!r} is not on the whitelist of classes statemorph reads", start)
         suid = self.src.read_long()
@@ -181,9 +187,9 @@ class _StreamReader:
         self.skip_annotation(f"class annotation of {name!r}", allow_data=False)
         super_desc = self.read_class_desc()
         desc = ClassDesc(name, suid, flags, tuple(fields), super_desc)
-        if (desc.flags, desc.fields) != (expected.flags, expected.fields) or (
-            (super_desc.name if super_desc else None) != (expected.super_desc.name if expected.super_desc else None)
-        ):
+        if not any((desc.flags, desc.fields) == (shape.flags, shape.fields) and (
+            (super_desc.name if super_desc else None) == (shape.super_desc.name if shape.super_desc else None)
+        ) for shape in (expected, *OTHER_SHAPES.get(name, ()))):
             raise self.error(f"class {name!r} does not have the shape statemorph expects "
                              f"(flags, fields or superclass differ)", start)
         self.handles[handle] = desc

@@ -24,7 +24,9 @@ per-root accessor in :data:`_FIELD_ACCESSORS`), the field serializers and the ro
 type objects. Small boxed Integers (positions, precisions) are the JVM's cached instances, so
 equal ones are back references.
 
-Types outside this table (RAW, STRUCTURED, intervals ...) are refused with a
+A STRUCTURED element is stored as a ROW: the same serializer of its attributes, the same getters
+(Flink's ``createElementGetter`` / ``createFieldGetter`` share ROW's case). Types outside this
+table (RAW, intervals ...) are refused with a
 :class:`JavaSerializationError` naming the type.
 """
 
@@ -33,9 +35,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import JavaSerializationError
-from ..types import IntType, LogicalType, RowType
+from ..types import IntType, LogicalType, RowType, StructuredType
 from .classes import BASE, RUNTIME, desc
-from .logical import TypeTreeBuilder
+from .logical import UNMODIFIABLE_LIST, TypeTreeBuilder
 from .nodes import JArray, JClass, JInterned, JObject
 
 ARRAY_DATA = "org.apache.flink.table.data.ArrayData"
@@ -127,6 +129,12 @@ _SINGLETONS: dict[str, str] = {
 }
 
 
+def _getter_root(t: LogicalType) -> str:
+    """The type root whose getter Flink's ``createElementGetter`` / ``createFieldGetter`` give ``t``
+    (``case ROW: case STRUCTURED_TYPE:`` share one lambda)."""
+    return "ROW" if isinstance(t, StructuredType) else t.type_root
+
+
 class SerializerTreeBuilder(TypeTreeBuilder):
     """Builds one stream's tree of table serializer objects (sharing what the JVM shares:
     enum constants, small boxed Integers, interned class-file strings, the type instances)."""
@@ -173,7 +181,7 @@ class SerializerTreeBuilder(TypeTreeBuilder):
 
     def field_getter(self, t: LogicalType, pos: int) -> JObject:
         """``RowData.createFieldGetter(t, pos)``: a null check around the per-root accessor."""
-        accessor = _FIELD_ACCESSORS.get(t.type_root)
+        accessor = _FIELD_ACCESSORS.get(_getter_root(t))
         if accessor is None:
             raise JavaSerializationError(f"statemorph cannot write Flink's field getter for {t}")
         name, signature, params = accessor
@@ -182,7 +190,7 @@ class SerializerTreeBuilder(TypeTreeBuilder):
         return self.lambda_(_INVOKE_STATIC, _FIELD_WRAPPER[0], _FIELD_WRAPPER[1], [self.boxed(pos), inner], row=True)
 
     def element_getter(self, t: LogicalType) -> JObject:
-        accessor = _ACCESSORS.get(t.type_root)
+        accessor = _ACCESSORS.get(_getter_root(t))
         if accessor is None:
             raise JavaSerializationError(f"statemorph cannot write Flink's element getter for {t}")
         kind, name, signature, params = accessor
@@ -221,14 +229,18 @@ class SerializerTreeBuilder(TypeTreeBuilder):
                 value = IntType(nullable=False)
                 value_node = self.build(value)
             return self.map_serializer(key, key_node, value, value_node)
-        if root == "ROW":
+        if root in ("ROW", "STRUCTURED_TYPE"):
             return self.row_serializer(t, t_node)
         raise JavaSerializationError(f"statemorph cannot write Flink's serializer object for {t}")
 
     def row_serializer(self, t: LogicalType, t_node: JObject) -> JObject:
-        """``new RowDataSerializer(rowType)``: its types are the row's own field type objects."""
+        """``new RowDataSerializer(rowType)``: its types are the row's own field type objects (a
+        STRUCTURED type's: ``InternalSerializers`` gives it a RowDataSerializer of its attributes'
+        type objects, ``type.getChildren()``)."""
         assert isinstance(t, RowType)
-        backing = t_node.values["fields"].values["list"]
+        structured = isinstance(t, StructuredType)
+        fields = t_node.values["attributes" if structured else "fields"]
+        backing = fields.values["list"] if fields.desc.name == UNMODIFIABLE_LIST else fields  # else 2.x's List.of
         type_nodes = [f.values["type"] for f in backing.annotations[backing.desc.name][1:]]
         arity = t.arity
         null_bits = ((arity + 63 + 8) // 64) * 8

@@ -39,16 +39,19 @@ def sql_window_cases() -> list[Path]:
     return [c for c in every_committed_case() if case_spec(c).get("sql_window_job")]
 
 
-def sql_join_cases(version: int = 1) -> list[Path]:
-    """The Flink SQL Top-N / join job's cases (ci/flink SqlJoinJobs) of query version ``version``."""
+def sql_join_cases(version: int = 1, flink: str = "2.3.0") -> list[Path]:
+    """The Flink SQL Top-N / join job's cases (ci/flink SqlJoinJobs) of query version ``version``
+    taken by Flink ``flink``."""
     return [c for c in every_committed_case()
-            if case_spec(c).get("sql_join_job") and case_spec(c).get("sql_join_version", 1) == version]
+            if case_spec(c).get("sql_join_job") and case_spec(c).get("sql_join_version", 1) == version
+            and case_spec(c).get("flink", "2.3.0") == flink]
 
 
-def sql_agg_cases() -> list[Path]:
+def sql_agg_cases(flink: str = "2.3.0") -> list[Path]:
     """The Flink SQL aggregation job's cases (ci/flink SqlAggJobs: distinct, FIRST/LAST_VALUE,
-    LISTAGG and over aggregations)."""
-    return [c for c in every_committed_case() if case_spec(c).get("sql_agg_job")]
+    LISTAGG and over aggregations) taken by Flink ``flink``."""
+    return [c for c in every_committed_case()
+            if case_spec(c).get("sql_agg_job") and case_spec(c).get("flink", "2.3.0") == flink]
 
 
 #: The spec fields of the jobs whose states are not the DataStream matrix's.
@@ -73,9 +76,11 @@ OPAQUE_STATES = ("session", "visits", "pair", "lists")
 
 def case_states(case: Path) -> list[str]:
     """Every state a case's expected.json lists, in its order: the spec's, then the states its
-    program always keeps."""
+    program always keeps (the opaque job under a Kryo key: ``labels`` too, OpaqueJobs.namespaced)."""
     spec = case_spec(case)
-    return list(spec["states"]) + (list(OPAQUE_STATES) if spec.get("program") == "opaque" else [])
+    if spec.get("program") != "opaque":
+        return list(spec["states"])
+    return [*spec["states"], *OPAQUE_STATES, *(["labels"] if spec.get("key_type") == "kryo" else [])]
 
 
 def committed_cases() -> list[Path]:

@@ -8,7 +8,10 @@ whose right side's unique key is the join key) and ``interval`` (``x`` divisible
 the key's other records within ten minutes of event time), ``ranked`` (Top-N over an updating
 input: the two keys of the largest ``SUM(x)`` per ``MOD(k, 2)``, RetractableTopNFunction) and
 ``outer`` (each key's ``MIN(x)`` and ``COUNT(*)`` left-joined with the record of that ``x``: an outer
-join whose left side's unique key is not the join key). Version 2 (spec ``sql_join_version``)
+join whose left side's unique key is not the join key), ``fast`` (Top-N over an updating input
+with a unique key: the two keys of the largest ``MAX(x)`` per ``MOD(k, 2)``, UpdatableTopNFunction)
+and ``proc_interval`` (``interval`` on processing time, ten years wide so that a committed
+savepoint's rows still match). Version 2 (spec ``sql_join_version``)
 adds the nullable ``note`` to every row the operators keep (see :data:`EVOLVE_SCHEMA`).
 
 A restore sends one probe record per key and one of a new key (``j = total + p``, ``note`` set for
@@ -30,13 +33,19 @@ from typing import Any
 RANK, JOIN, INTERVAL, AGG = "4_rank", "13_join", "21_interval-join", "11_group-aggregate"
 RANKED, RANKED_AGG = "30_rank", "27_group-aggregate"
 OUTER, OUTER_AGG = "40_join", "36_group-aggregate"
-OPERATORS = (RANK, JOIN, INTERVAL, AGG, RANKED, RANKED_AGG, OUTER, OUTER_AGG)
+FAST, FAST_AGG, PROC_INTERVAL = "47_rank", "45_group-aggregate", "54_interval-join"
+OPERATORS = (RANK, JOIN, INTERVAL, AGG, RANKED, RANKED_AGG, OUTER, OUTER_AGG, FAST, FAST_AGG, PROC_INTERVAL)
 #: Flink's SortedMapSerializer (RetractableTopNFunction's sort key → count, in the order of the
 #: comparator Flink generated, which its snapshot records): a map of the sort key to its count.
 SORTED_MAP = "MAP<ROW<`f0` BIGINT>, BIGINT>"
 #: Flink's type of each state, as ``statemorph inspect`` prints it (value type, map key type).
 ROWTIME = "`f2` TIMESTAMP_LTZ(3) *ROWTIME*"
 BUFFER = f"ARRAY<ROW<`f0` ROW<`f0` INT, `f1` BIGINT, {ROWTIME}>, `f1` BOOLEAN>>"
+PROCTIME = "`f2` TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*"
+PROC_BUFFER = f"ARRAY<ROW<`f0` ROW<`f0` INT, `f1` BIGINT, {PROCTIME}>, `f1` BOOLEAN>>"
+#: UpdatableTopNFunction's one state: per partition (g), the input's unique key (g, k) -> the row and
+#: its position among the rows of its sort key (Flink's Tuple2<RowData, Integer>)
+FAST_ROW = "ROW<`f0` INT, `f1` INT, `f2` BIGINT, `f3` STRING>"
 TYPES = {
     (RANK, "data-state-with-append"): ("map", "ARRAY<ROW<`f0` INT, `f1` BIGINT, `f2` STRING>>", "ROW<`f0` BIGINT>"),
     (JOIN, "left-records"): ("map", "INT", "ROW<`f0` INT, `f1` BIGINT>"),
@@ -56,11 +65,19 @@ TYPES = {
     (RANKED, "sorted-map"): ("value", SORTED_MAP, None),
     (RANKED_AGG, "accState"): ("value", "ROW<`f0` BIGINT, `f1` STRING>", None),
     (OUTER_AGG, "accState"): ("value", "ROW<`f0` BIGINT, `f1` BIGINT>", None),
+    (FAST, "data-state-with-update"): ("map", f"ROW<`f0` {FAST_ROW}, `f1` INT>", "ROW<`f0` INT, `f1` INT>"),
+    (FAST_AGG, "accState"): ("value", "ROW<`f0` BIGINT, `f1` STRING>", None),
+    # the processing-time interval join: the same states, its buffered rows' time a PROCTIME column
+    (PROC_INTERVAL, "IntervalJoinLeftCache"): ("map", PROC_BUFFER, "BIGINT"),
+    (PROC_INTERVAL, "IntervalJoinRightCache"): ("map", PROC_BUFFER, "BIGINT"),
+    (PROC_INTERVAL, "IntervalJoinLeftTimerState"): ("value", "BIGINT", None),
+    (PROC_INTERVAL, "IntervalJoinRightTimerState"): ("value", "BIGINT", None),
 }
 #: Version 2's rows, as a schema file says them: the savepoint's fields keep their names (RowData
 #: snapshots record none: f0, f1, ...), the added nullable ones are named; in the interval join's
 #: rows ``note`` comes before the rowtime column, as the planner projects it.
 EVOLVED_BUFFER = f"ARRAY<ROW<`f0` ROW<`f0` INT, `f1` BIGINT, note STRING, {ROWTIME}>, `f1` BOOLEAN>>"
+EVOLVED_PROC_BUFFER = f"ARRAY<ROW<`f0` ROW<`f0` INT, `f1` BIGINT, note STRING, {PROCTIME}>, `f1` BOOLEAN>>"
 EVOLVE_SCHEMA = f"""\
 # the Top-N / join job after the nullable `note STRING` joined src
 [operators.{RANK}.states.data-state-with-append]
@@ -89,10 +106,22 @@ type = "ROW<`f0` ROW<`f0` INT, `f1` BIGINT, `f2` BIGINT NOT NULL, low_note STRIN
 
 [operators.{OUTER_AGG}.states.accState]
 type = "ROW<`f0` BIGINT, `f1` BIGINT, low_note STRING>"
+
+[operators.{FAST}.states.data-state-with-update]
+type = "ROW<`f0` ROW<`f0` INT, `f1` INT, `f2` BIGINT, `f3` STRING, top_note STRING>, `f1` INT>"
+
+[operators.{FAST_AGG}.states.accState]
+type = "ROW<`f0` BIGINT, `f1` STRING, top_note STRING>"
+
+[operators.{PROC_INTERVAL}.states.IntervalJoinLeftCache]
+type = "{EVOLVED_PROC_BUFFER}"
+
+[operators.{PROC_INTERVAL}.states.IntervalJoinRightCache]
+type = "{EVOLVED_PROC_BUFFER}"
 """
 
 
-QUERIES = ("topn", "join", "interval", "ranked", "outer")
+QUERIES = ("topn", "join", "interval", "ranked", "outer", "fast", "proc_interval")
 
 
 def spec(case: Path) -> dict[str, Any]:
@@ -158,19 +187,22 @@ def expected_net(case: Path, version: int = 1) -> dict[str, Counter[str]]:
                 want["join"][json.dumps([p, a, *old_max[: 3 if two else 2]], ensure_ascii=False)] -= 1
                 want["join"][json.dumps([p, a, *new_max[: 3 if two else 2]], ensure_ascii=False)] += 1
         want["join"][json.dumps([p, j, *new_max[: 3 if two else 2]], ensure_ascii=False)] += 1
-        # interval join: the probe pairs with the key's old records on the other side
+        # interval joins (event and processing time): the probe pairs with the key's old records
+        # on the other side
         for x in xs:
             left, right = (j, x) if j % 3 == 0 else (x, j)
             if left % 3 == 0 and right % 3 != 0:
-                want["interval"][row(p, left, right, notes=(left, right))] += 1
+                for query in ("interval", "proc_interval"):
+                    want[query][row(p, left, right, notes=(left, right))] += 1
         # outer join: the key's count grows (MIN(x) stays), so its row, matched by the record of
         # MIN(x), is retracted and emitted again; the new key's row matches its own record
         mn = min(xs) if xs else j
+        # (version 2's low_note comes before b.x, the join's own field order)
         if xs:
-            want["outer"][json.dumps([p, mn, len(xs), mn, *([None] if two else [])])] -= 1
-        want["outer"][row(p, mn, len(xs) + 1, mn, notes=(j,))] += 1
-    # Top-N over the keys' sums (per MOD(k, 2), the two largest): what it shows after the probe
-    # less what it showed at the savepoint
+            want["outer"][json.dumps([p, mn, len(xs), *([None] if two else []), mn])] -= 1
+        want["outer"][json.dumps([p, mn, len(xs) + 1, *([note(j)] if two else []), mn])] += 1
+    # Top-N over the keys' sums, and over their maxima (per MOD(k, 2), the two largest): what it
+    # shows after the probe less what it showed at the savepoint
     def shown(sums: dict[int, tuple[int, str, str | None]]) -> Counter[str]:
         rows: Counter[str] = Counter()
         for g in (0, 1):
@@ -183,4 +215,9 @@ def expected_net(case: Path, version: int = 1) -> dict[str, Counter[str]]:
              for k, xs in {**old, keys: []}.items()}
     want["ranked"] = shown(after)
     want["ranked"].subtract(shown(before))
+    before = {k: (max(xs), max_name([name(x) for x in xs]), None) for k, xs in old.items()}
+    after = {k: (total + k, max_name([name(x) for x in [*xs, total + k]]), note(total + k))
+             for k, xs in {**old, keys: []}.items()}
+    want["fast"] = shown(after)
+    want["fast"].subtract(shown(before))
     return {q: Counter({r: n for r, n in c.items() if n}) for q, c in want.items()}

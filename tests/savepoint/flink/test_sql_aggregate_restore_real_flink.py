@@ -13,6 +13,10 @@ and RocksDB, parallelism 2), all restores in one JVM:
 
 The processing-time over window's rows are left out of the comparison: whether it emits the
 probe's row before the input ends depends on the wall clock, not on the state.
+
+The same for the job's savepoint Flink 1.20 took (``flink120-sql-aggs-*``), restored in Flink 1.20
+(``ci/flink/setup.sh --with-1.20``; skipped where it is not built): its structured accumulators
+are Flink 1.20's StructuredType (no class-name field), its ``_metadata`` keeps no uids.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from typing import Any
 
 import pytest
 from savepoint.flink.flink_cases import case_spec, sql_agg_cases
+from savepoint.flink.flink_sql_join_cases import name
 
 from statemorph.cli import main
 
 pytestmark = pytest.mark.java
 
 CASES = sql_agg_cases()
+CASES_120 = sql_agg_cases(flink="1.20.3")
 #: The event-time over windows' buffered input rows after ``note`` joined src: RowData snapshots
 #: record no field names (f0 ...), the new field is named and placed where the planner puts it.
 BUFFER_V2 = "ARRAY<ROW<f0 INT, f1 BIGINT, f2 STRING, note STRING, f3 TIMESTAMP_LTZ(3) *ROWTIME*>>"
@@ -45,11 +51,27 @@ def _run(*args: str) -> None:
 @pytest.fixture(scope="module")
 def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
     """(case, form) → the restore result of every form of every case, one JVM."""
-    tmp = tmp_path_factory.mktemp("sql-aggs")
+    items, keys = _forms(CASES, tmp_path_factory.mktemp("sql-aggs"))
+    return dict(zip(keys, real_flink.sql_agg_restore(items), strict=True))
+
+
+@pytest.fixture(scope="module")
+def restored_120(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
+    """The same for the Flink 1.20 cases, restored in Flink 1.20."""
+    try:
+        real_flink.classpath("1.20.3")
+    except real_flink.FlinkUnavailable as e:
+        pytest.skip(f"real Flink 1.20.3 unavailable (ci/flink/setup.sh --with-1.20): {e}")
+    items, keys = _forms(CASES_120, tmp_path_factory.mktemp("sql-aggs-120"))
+    return dict(zip(keys, real_flink.sql_agg_restore(items, flink_version="1.20.3"), strict=True))
+
+
+def _forms(cases: list[Path], tmp: Path) -> tuple[list[tuple[Path, Path]], list[tuple[str, str]]]:
+    """Every form (FORMS) of every case, as (savepoint, spec) items, and their (case, form) keys."""
     (tmp / "v2.toml").write_text(SCHEMA_V2, encoding="utf-8")
     (tmp / "none.toml").write_text("format = 1\n", encoding="utf-8")
     items, keys = [], []
-    for case in CASES:
+    for case in cases:
         sp, spec = case / "savepoint", case / "spec.json"
         v2 = tmp / f"{case.name}-v2.json"
         v2.write_text(json.dumps({**case_spec(case), "sql_agg_version": 2}), encoding="utf-8")
@@ -62,7 +84,7 @@ def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -
                                       strict=True):
             items.append((savepoint, s))
             keys.append((case.name, form))
-    return dict(zip(keys, real_flink.sql_agg_restore(items), strict=True))
+    return items, keys
 
 
 def _changelog(result: Any) -> dict[tuple[str, Any], list[tuple[str, list[Any]]]]:
@@ -95,13 +117,46 @@ def test_the_original_continues_every_aggregation(restored: dict[tuple[str, str]
     """The reference run, checked on its own: every key's aggregations update once (-U/+U) with the
     probe, the new key inserts, and each event-time over window emits every restored row and the
     probe's (keys * (records_per_key + 1) rows)."""
-    got = _changelog(restored[(case.name, "original")])
+    _continues(_changelog(restored[(case.name, "original")]), case)
+
+
+@pytest.mark.parametrize("case", CASES_120, ids=[c.name for c in CASES_120])
+def test_flink_120_restores_every_form_of_its_own_savepoint_with_the_same_output(
+        restored_120: dict[tuple[str, str], Any], case: Path) -> None:
+    """Flink 1.20's savepoint of the job: as taken it continues every aggregation; converted and
+    rewritten it restores with the same output; migrated (the schema file naming uids Flink 1.20
+    did not record) the evolved job restores it; unmigrated it refuses it."""
+    got = _changelog(restored_120[(case.name, "original")])
+    _continues(got, case)
+    for form in ("convert", "rewrite"):
+        assert _changelog(restored_120[(case.name, form)]) == got, form
+    refused = restored_120[(case.name, "original-v2")]
+    assert not refused.ok and refused.exception.endswith("StateMigrationException")
+    assert _changelog(restored_120[(case.name, "migrated-v2")]) == _with_note(got, case)
+
+
+def _continues(got: dict[tuple[str, Any], list[tuple[str, list[Any]]]], case: Path) -> None:
     s = case_spec(case)
     keys, per_key = s["keys"], s["records_per_key"]
     assert [kind for kind, _ in got[("distinct", 0)]] == ["+U", "-U"]
     for query in ("over_rows", "over_range", "over_unbounded"):
         assert sum(len(v) for (q, _), v in got.items() if q == query) == keys * (per_key + 1)
     assert max(r[4] for _, r in got[("over_unbounded", 0)]) == per_key + 1  # COUNT over all the key's rows
+    # the user's aggregate function (structured types in its accumulator's ARRAY and MAP) goes on
+    # from every restored item: the savepoint's value retracted, the value with the probe's item
+    total = keys * per_key
+    for k in range(keys):
+        old = [(j, name(j)) for j in range(k, total, keys)]
+        new = [*old, (total + k, name(total + k))]
+        assert got[("items", k)] == sorted([("-U", [k, _items(old)]), ("+U", [k, _items(new)])], key=json.dumps)
+
+
+def _items(items: list[tuple[int, str]]) -> str:
+    """ci/flink ItemsAgg's value: count | sum of x | per name prefix (Java's String order) the
+    last item's ``x:name``."""
+    last = {n[:n.index("-") + 1]: (x, n) for x, n in items}
+    return "|".join([str(len(items)), str(sum(x for x, _ in items)),
+                     *(f"{p}{x}:{n}" for p, (x, n) in sorted(last.items(), key=lambda e: e[0].encode("utf-16-be")))])
 
 
 @pytest.mark.parametrize("form", ["convert", "rewrite"])

@@ -48,6 +48,10 @@ IDS = [c.name for c in CASES]
 T0 = 1_700_000_040_000
 DISTINCT, VALUES, INNER, RETRACT = "4_group-aggregate", "9_group-aggregate", "14_group-aggregate", "17_group-aggregate"
 OVER_ROWS, OVER_RANGE, OVER_UNBOUNDED, OVER_PROC = (f"{n}_over-aggregate" for n in (22, 28, 34, 40))
+#: the user's aggregate function (ci/flink ItemsAgg): user structured types inside an ARRAY and a MAP
+ITEMS = "46_group-aggregate"
+ITEM = "STRUCTURED<'savepoints.ItemsAgg$Item', `name` STRING, `x` BIGINT NOT NULL>"
+ITEMS_ACC = f"ROW<`f0` STRUCTURED<'savepoints.ItemsAgg$Acc', `byPrefix` MAP<STRING, {ITEM}>, `items` ARRAY<{ITEM}>>>"
 MAP_VIEW = "RAW('org.apache.flink.table.api.dataview.MapView')"
 BUFFERED = "ARRAY<ROW<`f0` INT, `f1` BIGINT, `f2` STRING, `f3` TIMESTAMP_LTZ(3) *ROWTIME*>>"
 
@@ -167,6 +171,10 @@ def test_sql_aggregate_state_reads_as_spark_dataframes(spark: Any, tmp_path: Pat
     assert dict(listagg.dtypes)["value"] == "string" and listagg.count() == case_spec(case)["keys"]
     buffer = read_state(spark, tmp_path / "pq", f"{OVER_ROWS}/inputState")
     assert sorted(e["f1"] for r in buffer.collect() for e in r["value"]) == [j for _, j, _ in records(case)]
+    # the user's accumulator: structs in an array and a map
+    items = read_state(spark, tmp_path / "pq", f"{ITEMS}/accState").collect()
+    assert sorted(i["x"] for r in items for i in r["f0"]["items"]) == [j for _, j, _ in records(case)]
+    assert sum(len(r["f0"]["byPrefix"]) for r in items) == len({(k, n[:n.index("-")]) for k, _, n in records(case)})
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -177,7 +185,7 @@ def test_the_parquet_form_reads_back_the_same_tables(case: Path, tmp_path: Path)
     convert_savepoint(case / "savepoint", pq)
     convert_savepoint(pq, back)
     for op, state in [(DISTINCT, "distinctAcc_0"), (RETRACT, "agg2$list"), (OVER_RANGE, "inputState"),
-                      (VALUES, "accState"), (DISTINCT, "accState"), (RETRACT, "accState")]:
+                      (VALUES, "accState"), (DISTINCT, "accState"), (RETRACT, "accState"), (ITEMS, "accState")]:
         assert read_flink_state_table(back, op, state).to_pylist() == rows(case, op, state), (op, state)
     assert read_flink_state_table(back, RETRACT, "accState", decode=False).to_pylist() == \
         read_flink_state_table(case / "savepoint", RETRACT, "accState", decode=False).to_pylist()
@@ -211,13 +219,15 @@ def test_structured_accumulators_print_flinks_type_and_read_as_tables(case: Path
         live.setdefault(k % 3, set()).add(max(ns))
     acc = {r["key"]["f0"]: r["value"] for r in rows(case, RETRACT, "accState")}
     assert set(acc) == set(live)
-    for agg, field, pick in (("agg0", "f0", min), ("agg1", "f1", max)):
+    # (orders are processing times: two values may share one; FIRST_VALUE keeps the earlier of
+    # them, the first in the order's list, LAST_VALUE the later)
+    for agg, field, pick, at in (("agg0", "f0", min, 0), ("agg1", "f1", max, -1)):
         orders: dict[int, dict[int, list[str]]] = {}
         for r in rows(case, RETRACT, f"{agg}$orderToValueMap"):
             orders.setdefault(r["key"]["f0"], {})[r["user_key"]] = r["value"]
         for g, v in acc.items():
             value, order = list(v[field].values())[:2]
-            assert order == pick(orders[g]) and orders[g][order][-1] == value in live[g], (agg, g)
+            assert order == pick(orders[g]) and orders[g][order][at] == value in live[g], (agg, g)
             assert (v[field]["valueToOrderMap"], v[field]["orderToValueMap"]) == (b"\x00", b"\x00")
     assert {g: (v["f2"]["delimiter"], v["f2"]["list"], v["f3"], v["f4"]) for g, v in acc.items()} == \
         {g: (";", b"\x00", len(ns), len(ns)) for g, ns in live.items()}
@@ -361,34 +371,106 @@ def test_an_accumulator_with_data_view_placeholders_gains_a_column(tmp_path: Pat
     assert [{**r["value"], "f4": None} for r in rows(case, DISTINCT, "accState")] == [r["value"] for r in got]
 
 
-def _retract_acc(case: Path) -> Any:
-    op = next(o for o in describe_operators(FlinkSavepoint(case / "savepoint")) if o.operator.uid == RETRACT)
+def _retract_acc(case: Path, uid: str = RETRACT) -> Any:
+    op = next(o for o in describe_operators(FlinkSavepoint(case / "savepoint")) if o.operator.uid == uid)
     return op.states["accState"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_structured_accumulator_snapshots_and_values_are_written_as_flink_writes_them(case: Path) -> None:
+@pytest.mark.parametrize("uid", [RETRACT, ITEMS])
+def test_structured_accumulator_snapshots_and_values_are_written_as_flink_writes_them(case: Path, uid: str) -> None:
     """The snapshot statemorph builds from the type (each StructuredType with its attributes as an
     immutable List, its EQUALS comparison and its class literal, the nested RowDataSerializer
-    snapshots of the attributes) is Flink's, byte for byte; so is every value re-encoded."""
-    st = _retract_acc(case)
+    snapshots of the attributes) is Flink's, byte for byte; so is every value re-encoded. For the
+    user's accumulator (user structured types inside an ARRAY and a MAP) that takes the JVM's
+    sharing of reflection-extracted types: every ``String`` attribute one ``VarCharType``, every
+    attribute and class name one string (before: a longer stream; before that, not read at all)."""
+    st = _retract_acc(case, uid)
     snap = st.snapshot("value_serializer")
     assert write_versioned_snapshot(FlinkRowDataSerializerSnapshot(snap.row_type)) == \
         st.snapshot_bytes("value_serializer")
     ser = snap.restore_serializer()
-    raw = read_flink_state_table(case / "savepoint", RETRACT, "accState", decode=False).column("value").to_pylist()
+    raw = read_flink_state_table(case / "savepoint", uid, "accState", decode=False).column("value").to_pylist()
     assert raw and all(ser.to_bytes(ser.from_bytes(b)) == b for b in raw)
 
 
-def test_a_structured_type_of_a_users_class_is_refused_by_name() -> None:
-    """Only Flink's own accumulator classes are whitelisted as implementation classes: a user's
-    class literal is refused before its data is read (the state stays carried unread)."""
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_users_accumulator_with_structured_types_in_an_array_and_a_map_reads_as_a_table(case: Path) -> None:
+    """A user's aggregate function (ci/flink ItemsAgg) keeps ``List<Item>`` and ``Map<String,
+    Item>`` in its accumulator: Flink SQL extracts user STRUCTURED types inside an ARRAY and a MAP,
+    stored as nested rows. inspect prints them, and they read as structs in lists and maps (before:
+    "unsupported state", the user's class literals were refused by the whitelist)."""
+    info = inspect_flink_savepoint(case / "savepoint")
+    assert next(st["value_type"] for op in info["operators"] if op["uid"] == ITEMS
+                for st in op["states"] if st["name"] == "accState") == ITEMS_ACC
+    by_key: dict[int, list[tuple[int, str]]] = {}
+    for k, j, n in records(case):
+        by_key.setdefault(k, []).append((j, n))
+    got = {r["key"]["f0"]: r["value"]["f0"] for r in rows(case, ITEMS, "accState")}
+    assert {k: v["items"] for k, v in got.items()} == {
+        k: [{"name": n, "x": j} for j, n in items] for k, items in by_key.items()}
+    last = {k: {n[:n.index("-") + 1]: {"name": n, "x": j} for j, n in items} for k, items in by_key.items()}
+    assert {k: dict(v["byPrefix"]) for k, v in got.items()} == last
+
+
+def test_flink_120_structured_accumulators_read_and_are_written_back_in_their_own_shape() -> None:
+    """Flink 1.20 serializes a StructuredType without the class-name field 2.x added, its
+    attributes as an unmodifiable ArrayList and its comparison NONE (2.3: EQUALS): both
+    accumulators (Flink's retracting FIRST_VALUE and the user's with structured types in an ARRAY
+    and a MAP) read with the types 2.3's have, and their snapshots are written back byte for byte
+    (before: "unsupported state", the class's shape was 2.3's only)."""
+    from statemorph.savepoint.flink.operator_ids import operator_id
+
+    [case] = sql_agg_cases(flink="1.20.3")
+    ops = {o.operator.uid_hash: o for o in describe_operators(FlinkSavepoint(case / "savepoint"))}
+    for uid in (RETRACT, ITEMS):
+        st = ops[operator_id(uid).hex()].states["accState"]
+        data = st.snapshot_bytes("value_serializer")
+        snap = read_versioned_snapshot(data)
+        assert snap.row_type == _retract_acc(CASES[0], uid).snapshot("value_serializer").row_type
+        assert write_versioned_snapshot(snap) == data
+        assert read_flink_state_table(case / "savepoint", uid, "accState").num_rows > 0
+
+
+def test_a_changed_structured_type_inside_an_array_or_a_map_is_refused_naming_its_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An accumulator keeps its type, down to the structured types inside its ARRAY and MAP: a
+    schema file giving the user's ``Item`` an attribute is refused (exit 3) naming the innermost
+    place, ``f0.byPrefix.value`` / ``f0.items[]``, not the whole accumulator; nothing written."""
+    case = CASES[0]
+    grown = ITEM.replace("NOT NULL>", "NOT NULL, `extra` STRING>")
+    for old, new, path in (
+            (f"MAP<STRING, {ITEM}>", f"MAP<STRING, {grown}>", "f0.byPrefix.value"),
+            (f"ARRAY<{ITEM}>", f"ARRAY<{grown}>", "f0.items[]")):
+        schema = tmp_path / "s.toml"
+        schema.write_text(f'[operators.{ITEMS}.states.accState]\nserializer = "rowdata"\n'
+                          f'type = "{ITEMS_ACC.replace(old, new)}"\n', encoding="utf-8")
+        dst = tmp_path / "out"
+        assert main(["migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(dst)]) == 3
+        out = capsys.readouterr().out
+        assert f"accState (value): incompatible: value: {path}: the accumulator type {ITEM} keeps its type, " \
+               f"got {grown}" in out
+        assert not dst.exists()
+
+
+def test_a_class_literal_off_the_whitelist_is_read_only_as_a_name() -> None:
+    """A STRUCTURED type's implementation class is a class literal: of any class (a user's) it is
+    read in the one shape a class that is not Serializable has (serialVersionUID 0, no flags, no
+    fields), as a name; a literal with another shape, or whose name is not a Java class name, is
+    refused before anything after it is read."""
     data = _retract_acc(CASES[0]).snapshot_bytes("value_serializer")
     acc = b"FirstValueWithRetractAggFunction$FirstValueWithRetractAccumulator"
     assert acc in data
-    other = data.replace(acc, b"X" * len(acc))
+    other = read_versioned_snapshot(data.replace(acc, b"X" * len(acc)))
+    assert "STRUCTURED<'org.apache.flink.table.runtime.functions.aggregate." + "X" * len(acc) in str(other.row_type)
     with pytest.raises(StatemorphError, match="not on the whitelist"):
-        read_versioned_snapshot(other)
+        read_versioned_snapshot(data.replace(acc, b"-" * len(acc)))
+    name = ACC.encode() + acc
+    literal = b"\x76\x72" + len(name).to_bytes(2, "big") + name  # TC_CLASS, TC_CLASSDESC, the name
+    at = data.index(literal) + len(literal)  # its serialVersionUID
+    serializable = data[:at] + (1).to_bytes(8, "big") + data[at + 8:]  # serialVersionUID 1
+    with pytest.raises(StatemorphError, match="has serialVersionUID 1, expected 0"):
+        read_versioned_snapshot(serializable.replace(acc, b"X" * len(acc)))
 
 
 def test_a_structured_accumulator_keeps_its_type_in_a_schema_file(

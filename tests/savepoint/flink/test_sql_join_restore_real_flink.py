@@ -9,6 +9,10 @@ Flink 2.3 (ci/flink SqlJoinJobs; hashmap and RocksDB, parallelism 2), in one JVM
 - migrated to version 2 (every kept row gains the nullable ``note``), the evolved job restores it
   and emits the same changes with ``note`` null where a row was restored; the unmigrated savepoint
   is refused by the evolved job (StateMigrationException).
+
+The same for the job's savepoint Flink 1.20 took (``flink120-sql-joins-*``), restored in Flink
+1.20 (``ci/flink/setup.sh --with-1.20``; skipped where it is not built): its ``_metadata``
+(version 4) keeps no uids, and the schema files name them all the same.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from statemorph.engine import convert_savepoint
 pytestmark = pytest.mark.java
 
 CASES = sql_join_cases()
+CASES_120 = sql_join_cases(flink="1.20.3")
 FORMS = ("original", "converted", "rewritten", "migrated", "unmigrated")
 
 
@@ -40,12 +45,28 @@ def _statemorph(*args: str) -> None:
 @pytest.fixture(scope="module")
 def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
     """(case, form) → what real Flink did restoring that form of the case (one JVM for all)."""
-    tmp = tmp_path_factory.mktemp("sql-joins")
+    items, keys = _forms(CASES, tmp_path_factory.mktemp("sql-joins"))
+    return dict(zip(keys, real_flink.sql_join_restore(items), strict=True))
+
+
+@pytest.fixture(scope="module")
+def restored_120(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
+    """The same for the Flink 1.20 cases, restored in Flink 1.20."""
+    try:
+        real_flink.classpath("1.20.3")
+    except real_flink.FlinkUnavailable as e:
+        pytest.skip(f"real Flink 1.20.3 unavailable (ci/flink/setup.sh --with-1.20): {e}")
+    items, keys = _forms(CASES_120, tmp_path_factory.mktemp("sql-joins-120"))
+    return dict(zip(keys, real_flink.sql_join_restore(items, flink_version="1.20.3"), strict=True))
+
+
+def _forms(cases: list[Path], tmp: Path) -> tuple[list[tuple[Path, Path]], list[tuple[str, str]]]:
+    """Every form (FORMS) of every case, as (savepoint, spec) items, and their (case, form) keys."""
     empty, evolve = tmp / "plain.toml", tmp / "evolve.toml"
     empty.write_text("# names no state: a plain rewrite\nformat = 1\n", encoding="utf-8")
     evolve.write_text(EVOLVE_SCHEMA, encoding="utf-8")
     items, keys = [], []
-    for case in CASES:
+    for case in cases:
         sp, v1 = case / "savepoint", case / "spec.json"
         v2 = tmp / f"{case.name}-v2.json"
         v2.write_text(json.dumps({**spec(case), "sql_join_version": 2}), encoding="utf-8")
@@ -57,7 +78,7 @@ def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -
                  (tmp / f"{case.name}-v2", v2), (sp, v2)]
         items += forms
         keys += [(case.name, form) for form in FORMS]
-    return dict(zip(keys, real_flink.sql_join_restore(items), strict=True))
+    return items, keys
 
 
 def _net(restored: dict[tuple[str, str], Any], case: Path, form: str) -> Any:
@@ -86,6 +107,21 @@ def test_the_evolved_job_restores_the_migrated_savepoint_and_refuses_the_old_one
         restored: dict[tuple[str, str], Any], case: Path) -> None:
     assert _net(restored, case, "migrated") == expected_net(case, version=2)
     old = restored[(case.name, "unmigrated")]
+    assert not old.ok and old.exception.endswith("StateMigrationException"), (old.exception, old.message)
+
+
+@pytest.mark.parametrize("case", CASES_120, ids=lambda c: c.name)
+def test_flink_120_restores_every_form_of_its_own_savepoint_with_the_same_output(
+        restored_120: dict[tuple[str, str], Any], case: Path) -> None:
+    """Flink 1.20's savepoint of the job: as taken, converted and rewritten it restores with the
+    output its state implies; migrated (the schema file naming the uids Flink 1.20 did not record)
+    the evolved job restores it; unmigrated it refuses it."""
+    got = _net(restored_120, case, "original")
+    assert got == expected_net(case) and all(got[q] for q in QUERIES)
+    for form in ("converted", "rewritten"):
+        assert _net(restored_120, case, form) == got, form
+    assert _net(restored_120, case, "migrated") == expected_net(case, version=2)
+    old = restored_120[(case.name, "unmigrated")]
     assert not old.ok and old.exception.endswith("StateMigrationException"), (old.exception, old.message)
 
 

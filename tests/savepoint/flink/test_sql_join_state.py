@@ -20,11 +20,14 @@ from savepoint.flink.flink_cases import sql_join_cases
 from savepoint.flink.flink_sql_join_cases import (
     AGG,
     EVOLVE_SCHEMA,
+    FAST,
+    FAST_AGG,
     INTERVAL,
     JOIN,
     OPERATORS,
     OUTER,
     OUTER_AGG,
+    PROC_INTERVAL,
     RANK,
     RANKED,
     RANKED_AGG,
@@ -47,6 +50,8 @@ IDS = [c.name for c in CASES]
 [V2] = sql_join_cases(version=2)
 T0 = 1_700_000_040_000
 TEN_MINUTES = 600_000
+#: the processing-time interval join's bounds: 99 days * 37 (DAY intervals take two digits)
+PROC_BOUND = 99 * 37 * 86_400_000
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
@@ -68,6 +73,22 @@ def test_inspect_prints_flinks_type_of_every_state(case: Path) -> None:
     got = {k: (s["kind"], s["value_type"], s.get("user_key_type")) for k, s in _inspected(case).items()
            if k[0] in OPERATORS}
     assert got == TYPES
+
+
+def test_flink_120_records_every_state_with_the_same_types_under_the_derived_ids() -> None:
+    """Flink 1.20's savepoint of the job (``_metadata`` version 4: no uids): each operator, found
+    by the ID Flink derives from its uid, holds every state with Flink 2.3's types; every state
+    reads as a table."""
+    from statemorph.savepoint.flink.operator_ids import operator_id
+
+    [case] = sql_join_cases(flink="1.20.3")
+    status, out, _ = _cli("inspect", "--json", str(case / "savepoint"))
+    assert status == 0
+    by_hash = {(op["uid_hash"], s["name"]): s for op in json.loads(out)["operators"] for s in op.get("states", [])}
+    assert {k: (s["kind"], s["value_type"], s.get("user_key_type"))
+            for k in TYPES for s in [by_hash[(operator_id(k[0]).hex(), k[1])]]} == TYPES
+    for uid, state in TYPES:
+        assert _read(case, uid, state), (uid, state)
 
 
 def _paste(states: dict[tuple[str, str], dict[str, Any]], extra: dict[str, str] | None = None) -> str:
@@ -156,6 +177,27 @@ def test_every_sql_state_reads_as_a_table_with_what_the_records_put_there(case: 
                                                               reverse=True)] for g in (0, 1)}
     fired = _read(case, INTERVAL, "_timer_state/event_user-timers")
     assert fired and all(T0 + TEN_MINUTES <= r["timestamp"] <= T0 + TEN_MINUTES + 100 for r in fired)
+    # Top-N over the keys' maxima (UpdatableTopNFunction: the input's unique key is (g, k)): per
+    # partition g the rows of its two largest MAX(x) only, each under its unique key with its
+    # place among the rows of its sort key (1: the only one)
+    fast = {(r["key"]["f0"], r["user_key"]["f0"], r["user_key"]["f1"]): r["value"]
+            for r in _read(case, FAST, "data-state-with-update")}
+    top = {k for g in (0, 1) for k in sorted((k for k in old if k % 2 == g), key=lambda k: -max(old[k]))[:2]}
+    assert fast == {(k % 2, k % 2, k): {"f0": {"f0": k % 2, "f1": k, "f2": max(xs),
+                                               "f3": max_name([name(x) for x in xs])}, "f1": 1}
+                    for k, xs in old.items() if k in top}
+    fast_acc = {(r["key"]["f0"], r["key"]["f1"]): r["value"] for r in _read(case, FAST_AGG, "accState")}
+    assert fast_acc == {(k % 2, k): {"f0": max(xs), "f1": max_name([name(x) for x in xs])} for k, xs in old.items()}
+    # the processing-time interval join: each side's rows under the time they arrived (the PROCTIME
+    # column is not materialised: null), cleanup timers PROC_BOUND after the rows' arrival
+    arrived = []
+    for side, keep in (("Left", lambda x: x % 3 == 0), ("Right", lambda x: x % 3 != 0)):
+        cache = _read(case, PROC_INTERVAL, f"IntervalJoin{side}Cache")
+        assert sorted((r["key"]["f0"], e["f0"]["f1"], e["f0"]["f2"]) for r in cache for e in r["value"]) == \
+            sorted((k, x, None) for k, xs in old.items() for x in xs if keep(x))
+        arrived += [r["user_key"] for r in cache]
+    timers = [r["timestamp"] for r in _read(case, PROC_INTERVAL, "_timer_state/processing_user-timers")]
+    assert timers and min(arrived) + PROC_BOUND <= min(timers) and max(timers) <= max(arrived) + PROC_BOUND + 1000
 
 
 def _value_snapshots(path: Path) -> dict[tuple[str, str], bytes]:
@@ -175,7 +217,8 @@ def test_migrate_gives_every_kept_row_the_nullable_column_as_flink_does(case: Pa
     assert migrated == {(RANK, "data-state-with-append"), (JOIN, "right-records"), (AGG, "accState"),
                         (INTERVAL, "IntervalJoinLeftCache"), (INTERVAL, "IntervalJoinRightCache"),
                         (OUTER, "left-records"), (OUTER_AGG, "accState"), (RANKED, "data-state"),
-                        (RANKED_AGG, "accState")}
+                        (RANKED_AGG, "accState"), (FAST, "data-state-with-update"), (FAST_AGG, "accState"),
+                        (PROC_INTERVAL, "IntervalJoinLeftCache"), (PROC_INTERVAL, "IntervalJoinRightCache")}
     dst = tmp_path / "v2"
     assert _cli("migrate", str(case / "savepoint"), "--schema", str(schema), "--out", str(dst))[0] == 0
     # the snapshots are the bytes Flink 2.3 writes for the evolved job (its own savepoint, V2)
@@ -188,6 +231,9 @@ def test_migrate_gives_every_kept_row_the_nullable_column_as_flink_does(case: Pa
     got = read_flink_state_table(dst, INTERVAL, "IntervalJoinRightCache").to_pylist()
     assert sorted((e["f0"]["f1"], e["f0"]["f2"], e["f0"]["f3"]) for r in got for e in r["value"]) == sorted(
         (x, None, _ts(x)) for xs in old.values() for x in xs if x % 3)
+    fast = read_flink_state_table(dst, FAST, "data-state-with-update").to_pylist()
+    assert sorted((r["user_key"]["f1"], r["value"]["f0"]["f4"], r["value"]["f1"]) for r in fast) == sorted(
+        (k, None, 1) for g in (0, 1) for k in sorted((k for k in old if k % 2 == g), key=lambda k: -max(old[k]))[:2])
     outer = read_flink_state_table(dst, OUTER, "left-records").to_pylist()
     assert sorted((r["value"]["f0"]["f1"], r["value"]["f0"]["f3"], r["value"]["f1"]) for r in outer) == sorted(
         (min(xs), None, 1) for xs in old.values())
@@ -199,10 +245,14 @@ def test_migrate_gives_every_kept_row_the_nullable_column_as_flink_does(case: Pa
     (JOIN, "left-records", 'type = "INT"\nuser_key_type = "ROW<`f0` INT, `f1` BIGINT, note STRING>"'),
     (RANK, "data-state-with-append",
      'type = "ARRAY<ROW<`f0` INT, `f1` BIGINT, `f2` STRING>>"\nuser_key_type = "ROW<`f0` BIGINT, note STRING>"'),
+    (FAST, "data-state-with-update",
+     'type = "ROW<`f0` ROW<`f0` INT, `f1` INT, `f2` BIGINT, `f3` STRING>, `f1` INT>"\n'
+     'user_key_type = "ROW<`f0` INT, `f1` INT, note STRING>"'),
 ])
 def test_a_row_used_as_a_map_key_cannot_gain_a_column(uid: str, state: str, table: str, tmp_path: Path) -> None:
     """The regular join keeps a side without a unique key as a map of row → count, Top-N its rows
-    under their sort key: a key's bytes place it, so Flink migrates no map key. Refused, naming
+    under their sort key, the updatable Top-N under their unique key: a key's bytes place it, so
+    Flink migrates no map key. Refused, naming
     the state and the added field; nothing written."""
     schema = tmp_path / "bad.toml"
     schema.write_text(f"[operators.{uid}.states.{state}]\n{table}\n", encoding="utf-8")
@@ -299,6 +349,11 @@ def test_every_sql_state_reads_as_a_spark_dataframe(spark: Any, tmp_path: Path) 
     sorted_map = read_state(spark, tmp_path / "pq", f"{RANKED}/sorted-map")
     assert sorted((r["key"]["f0"], sorted(r["value"].values())) for r in sorted_map.collect()) == sorted(
         (g, [1] * sum(1 for k in old if k % 2 == g)) for g in (0, 1))
+    fast = read_state(spark, tmp_path / "pq", f"{FAST}/data-state-with-update")
+    assert fast.columns == ["key", "user_key", "f0", "f1"] and fast.count() == 4  # two keys per partition
+    proc = read_state(spark, tmp_path / "pq", f"{PROC_INTERVAL}/IntervalJoinRightCache").collect()
+    assert sorted(e["f0"]["f1"] for r in proc for e in r["value"]) == sorted(
+        x for xs in old.values() for x in xs if x % 3)
     outer = read_state(spark, tmp_path / "pq", f"{OUTER}/left-records")
     assert outer.columns == ["key", "user_key", "f0", "f1"]  # the Tuple2's fields as columns, its row a struct
     assert sorted((r["user_key"]["f0"], r["f0"]["f1"], r["f1"]) for r in outer.collect()) == \

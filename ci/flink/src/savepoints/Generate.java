@@ -63,12 +63,23 @@ final class Generate {
      */
     static void savepointAfterAll(Spec spec, KeyedProcessFunction<Object, Long, String> fn, Path out, Path work)
             throws Exception {
+        savepointAfterAll(spec, records -> Job.stateful(spec, records, fn), out, work);
+    }
+
+    /** The same with {@code operator} as the stateful operator (one that keeps more than its function can). */
+    static void savepointAfterAll(Spec spec, org.apache.flink.streaming.api.operators.OneInputStreamOperator<Long, String>
+            operator, Path out, Path work) throws Exception {
+        savepointAfterAll(spec, records -> Job.stateful(spec, records, operator), out, work);
+    }
+
+    private static void savepointAfterAll(Spec spec, java.util.function.Consumer<DataStream<Long>> stateful, Path out,
+            Path work) throws Exception {
         StreamExecutionEnvironment env = Job.env(Job.config(spec, work), spec);
         DataStream<Long> records = env.fromSource(
                         new IdleSequenceSource(0, spec.totalRecords() - 1), WatermarkStrategy.noWatermarks(), "records")
                 .uid("records")
                 .setParallelism(1);
-        Job.stateful(spec, records, fn);
+        stateful.accept(records);
         if (spec.extraUid != null) {
             records.map(new Tally()).uid(spec.extraUid).name("tally").setParallelism(1)
                     .sinkTo(new DiscardingSink<>()).setParallelism(1);

@@ -13,7 +13,10 @@ import org.apache.flink.api.common.typeinfo.TypeHint;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.api.common.typeutils.base.StringSerializer;
 import org.apache.flink.api.java.typeutils.GenericTypeInfo;
+import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.util.Collector;
 
 import java.util.ArrayList;
@@ -61,22 +64,119 @@ public final class OpaqueJobs {
     public static void main(String[] args) throws Exception {
         Batch.program("OpaqueJobs", args, (spec, out, w) -> generate(Spec.read(spec), out, w), (sp, spec, out, w) -> {
             Spec s = Spec.read(spec);
-            Restore.run(sp, s, new ReadFn(s), states(s), out, w);
+            if (namespaced(s)) {
+                List<String> keyed = new ArrayList<>(states(s));
+                keyed.remove("timers");
+                Restore.run(sp, s, new LabelScan(new ReadFn(s), keyed), states(s), keyed, out, w);
+            } else {
+                Restore.run(sp, s, new ReadFn(s), states(s), out, w);
+            }
         });
     }
 
-    /** The spec's matrix states, then this job's own. */
+    /** The spec's matrix states, then this job's own ({@code labels} too under a Kryo key). */
     static List<String> states(Spec spec) {
         List<String> all = new ArrayList<>(spec.states);
         all.addAll(OWN_STATES);
+        if (namespaced(spec)) {
+            all.add(LABELS);
+        }
         return all;
+    }
+
+    /**
+     * Whether the job keeps {@code labels}: a {@code ValueState<Long>} in {@code String} namespaces
+     * (through the operator's {@code getPartitionedState}, as a window operator keeps its window
+     * contents), under the Kryo key ({@code key_type: kryo}): a key only Kryo can delimit before a
+     * namespace of variable length, so Flink writes the composite key with both lengths after them.
+     * Record {@code j} counts itself under the label {@link #label}.
+     */
+    static boolean namespaced(Spec spec) {
+        return spec.keyType.equals("kryo");
+    }
+
+    static final String LABELS = "labels";
+    static final Map<String, Map<String, Object>> LABELS_WRITTEN = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Record {@code j}'s namespace: 1 to 3 characters after "w", one of them non-ASCII for odd {@code j}. */
+    static String label(long j) {
+        return "w" + (j % 2 == 1 ? "é" : "e").repeat((int) (j % 3) + 1);
+    }
+
+    static ValueStateDescriptor<Long> labels() {
+        return new ValueStateDescriptor<>(LABELS, Types.LONG);
     }
 
     static void generate(Spec spec, java.nio.file.Path out, java.nio.file.Path work) throws Exception {
         Generate.PROCESSED.set(0);
         WRITTEN.clear();
-        Generate.savepointAfterAll(spec, new WriteFn(spec), out, work);
+        LABELS_WRITTEN.clear();
+        if (namespaced(spec)) {
+            Generate.savepointAfterAll(spec, new LabelWriter(new WriteFn(spec)), out, work);
+            for (Map.Entry<String, Map<String, Object>> e : LABELS_WRITTEN.entrySet()) {
+                WRITTEN.get(e.getKey()).put(LABELS, new TreeMap<>(e.getValue()));
+            }
+        } else {
+            Generate.savepointAfterAll(spec, new WriteFn(spec), out, work);
+        }
         Generate.writeExpected(spec.name, Entries.sorted(WRITTEN, Map.of(), states(spec)), out);
+    }
+
+    /** The generator's operator under a Kryo key: the function's states, and {@code labels}. */
+    static final class LabelWriter extends KeyedProcessOperator<Object, Long, String> {
+        private static final long serialVersionUID = 1L;
+
+        LabelWriter(WriteFn fn) {
+            super(fn);
+        }
+
+        @Override
+        public void processElement(StreamRecord<Long> r) throws Exception {
+            long j = r.getValue();
+            String ns = label(j);
+            ValueState<Long> count = getPartitionedState(ns, StringSerializer.INSTANCE, labels());
+            long n = count.value() == null ? 1 : count.value() + 1;
+            count.update(n);
+            LABELS_WRITTEN.computeIfAbsent(Json.write(Spec.keyJson(getCurrentKey())),
+                    k -> new java.util.concurrent.ConcurrentHashMap<>()).put(ns, n);
+            super.processElement(r); // the function's states, then PROCESSED
+        }
+    }
+
+    /** The checker's operator under a Kryo key: the function's states, then each key's labels. */
+    static final class LabelScan extends Restore.ScanOperator {
+        private static final long serialVersionUID = 1L;
+        private transient Map<Object, Map<String, Object>> byKey;
+
+        LabelScan(ReadFn fn, List<String> keyedStates) {
+            super(fn, keyedStates);
+        }
+
+        @Override
+        public void open() throws Exception {
+            super.open();
+            getOrCreateKeyedState(StringSerializer.INSTANCE, labels()); // registered, as the job registers it
+        }
+
+        @Override
+        protected void scan(Object key) throws Exception {
+            super.scan(key);
+            if (byKey == null) {
+                byKey = new java.util.HashMap<>();
+                try (java.util.stream.Stream<Tuple2<Object, String>> s = getKeyedStateBackend().getKeysAndNamespaces(LABELS)) {
+                    s.forEach(kn -> byKey.computeIfAbsent(kn.f0, k -> new TreeMap<>()).put(kn.f1, null));
+                }
+            }
+            Map<String, Object> mine = byKey.get(key);
+            if (mine == null) {
+                return;
+            }
+            for (String ns : new ArrayList<>(mine.keySet())) {
+                mine.put(ns, getPartitionedState(ns, StringSerializer.INSTANCE, labels()).value());
+            }
+            output.collect(new StreamRecord<>(Json.write(Json.obj("key", Spec.keyJson(key), "state", LABELS,
+                    "value", mine))));
+        }
     }
 
     /** A session of a key: no no-arg constructor and a UUID, so Flink hands it to Kryo. */

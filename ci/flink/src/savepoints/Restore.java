@@ -99,13 +99,19 @@ final class Restore {
      */
     static void run(Path savepoint, Spec spec, KeyedProcessFunction<Object, Long, String> fn, List<String> states,
             List<String> keyedStates, Path out, Path work) throws Exception {
+        run(savepoint, spec, new ScanOperator(fn, keyedStates), states, keyedStates, out, work);
+    }
+
+    /** The same with {@code scan} as the checker's operator (one that reads more than its function can). */
+    static void run(Path savepoint, Spec spec, ScanOperator scan, List<String> states,
+            List<String> keyedStates, Path out, Path work) throws Exception {
         unregistered(savepoint, Inventory.operatorId(spec.uid), keyedStates);
         StreamExecutionEnvironment env = Job.env(
                 spec.allowUnclaimed ? restoring(savepoint, spec, work) : claimingAll(savepoint, spec, work), spec);
         DataStream<Long> probe = env.fromSource(new SqlJobs.ProbeSource(0, 0), WatermarkStrategy.noWatermarks(), "records")
                 .uid("records")
                 .setParallelism(1);
-        DataStream<String> lines = Job.stateful(spec, probe, new ScanOperator(fn, keyedStates));
+        DataStream<String> lines = Job.stateful(spec, probe, scan);
         Map<String, Map<String, Object>> values = new HashMap<>();
         Map<String, List<Long>> timers = new HashMap<>();
         try (CloseableIterator<String> it = lines.executeAndCollect("restore " + spec.name)) {
@@ -176,7 +182,7 @@ final class Restore {
      * probe) only ends the job; when it ends, every key of every state in {@code keyedStates} is
      * read, one {@code processElement} call per key.
      */
-    static final class ScanOperator extends KeyedProcessOperator<Object, Long, String> {
+    static class ScanOperator extends KeyedProcessOperator<Object, Long, String> {
         private static final long serialVersionUID = 1L;
         private final List<String> keyedStates;
 
@@ -199,9 +205,14 @@ final class Restore {
             }
             for (Object key : keys) {
                 setCurrentKey(key);
-                super.processElement(new StreamRecord<>(-1L));
+                scan(key);
             }
             super.finish();
+        }
+
+        /** Reads the current key's states: its function's {@code processElement}, by default. */
+        protected void scan(Object key) throws Exception {
+            super.processElement(new StreamRecord<>(-1L));
         }
     }
 

@@ -53,7 +53,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code over_rows}, {@code over_range}, {@code over_unbounded}: event-time over windows
  *   ({@code ROWS 2 PRECEDING}, {@code RANGE INTERVAL '10' SECOND PRECEDING}, {@code ROWS UNBOUNDED
  *   PRECEDING}): rows buffered by timestamp, accumulators, cleanup timestamps;
- *   <li>{@code over_proc}: a processing-time {@code RANGE INTERVAL '1' HOUR PRECEDING} window.
+ *   <li>{@code over_proc}: a processing-time {@code RANGE INTERVAL '1' HOUR PRECEDING} window;
+ *   <li>{@code items}: a user's aggregate function ({@link ItemsAgg}) whose accumulator keeps user
+ *   structured types inside an ARRAY and a MAP.
  * </ul>
  * The spec's {@code sql_agg_version} 2 is the evolved job a migrated savepoint restores into:
  * {@code src} gains a nullable {@code note STRING} and the event-time over windows also select it (their
@@ -70,7 +72,7 @@ public final class SqlAggJobs {
     private SqlAggJobs() {}
 
     static final List<String> QUERIES = List.of("distinct", "values", "retract", "over_rows", "over_range",
-            "over_unbounded", "over_proc");
+            "over_unbounded", "over_proc", "items");
     static final AtomicLong SEEN = new AtomicLong();
 
     public static void main(String[] args) throws Exception {
@@ -135,7 +137,8 @@ public final class SqlAggJobs {
                 over + "rt RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW)",
                 over + "rt ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)",
                 "SELECT k, x, name, SUM(x) OVER w AS s, COUNT(name) OVER w AS c FROM src WINDOW w AS "
-                        + "(PARTITION BY k ORDER BY pt RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)");
+                        + "(PARTITION BY k ORDER BY pt RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)",
+                "SELECT k, items_agg(x, name) AS items FROM src GROUP BY k");
     }
 
     /** The queries over {@code records}, their changelogs as JSON lines; {@code last}: the probe's last record (or -1). */
@@ -150,6 +153,7 @@ public final class SqlAggJobs {
         StreamTableEnvironment t = StreamTableEnvironment.create(env);
         t.getConfig().set("table.exec.uid.generation", "ALWAYS");
         SqlJobs.resetNodeIds(t);
+        t.createTemporarySystemFunction("items_agg", ItemsAgg.class);
         t.createTemporaryView("src", t.fromDataStream(rows, Schema.newBuilder()
                 .columnByMetadata("rt", DataTypes.TIMESTAMP_LTZ(3), "rowtime")
                 .columnByExpression("pt", "PROCTIME()")

@@ -69,7 +69,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class SqlJoinJobs {
     private SqlJoinJobs() {}
 
-    static final List<String> QUERIES = List.of("topn", "join", "interval", "ranked", "outer");
+    static final List<String> QUERIES = List.of("topn", "join", "interval", "ranked", "outer", "fast", "proc_interval");
     static final AtomicLong SEEN = new AtomicLong();
 
     public static void main(String[] args) throws Exception {
@@ -143,6 +143,10 @@ public final class SqlJoinJobs {
                 .columnByMetadata("rt", DataTypes.TIMESTAMP_LTZ(3), "rowtime")
                 .watermark("rt", "SOURCE_WATERMARK()")
                 .build()));
+        // the same rows with a processing-time attribute, for the processing-time interval join
+        t.createTemporaryView("psrc", t.fromDataStream(rows, Schema.newBuilder()
+                .columnByExpression("pt", "PROCTIME()")
+                .build()));
         return t;
     }
 
@@ -157,13 +161,26 @@ public final class SqlJoinJobs {
         String interval = "SELECT a.k, a.x, b.x" + (two ? ", a.note, b.note" : "") + " FROM src AS a, src AS b"
                 + " WHERE a.k = b.k AND MOD(a.x, 3) = 0 AND MOD(b.x, 3) <> 0"
                 + " AND a.rt BETWEEN b.rt - INTERVAL '10' MINUTE AND b.rt + INTERVAL '10' MINUTE";
-        String outer = "SELECT a.k, a.mn, a.cnt, b.x" + (two ? ", a.low_note" : "") + " FROM (SELECT k, MIN(x) AS mn,"
+        // (low_note before b.x: the join's own field order, so version 2 plans no extra Calc and the
+        // later queries' node ids, and so their uids, stay version 1's)
+        String outer = "SELECT a.k, a.mn, a.cnt" + (two ? ", a.low_note" : "") + ", b.x FROM (SELECT k, MIN(x) AS mn,"
                 + " COUNT(*) AS cnt" + (two ? ", MIN(note) AS low_note" : "") + " FROM src GROUP BY k) AS a"
                 + " LEFT JOIN src AS b ON a.mn = b.x";
         String ranked = "SELECT g, k, total, top_name" + (two ? ", top_note" : "") + " FROM (SELECT *, ROW_NUMBER()"
                 + " OVER (PARTITION BY g ORDER BY total DESC) AS rn FROM (SELECT MOD(k, 2) AS g, k, SUM(x) AS total,"
                 + " MAX(name) AS top_name" + (two ? ", MAX(note) AS top_note" : "") + " FROM src GROUP BY k)) WHERE rn <= 2";
-        return List.of(topn, join, interval, ranked, outer);
+        // MAX(x) only grows (its input is insert-only) and the partition key g is inside the upsert
+        // key (g, k): the planner's UpdateFastStrategy, UpdatableTopNFunction (Top-2, not Top-1)
+        String fast = "SELECT g, k, top, top_name" + (two ? ", top_note" : "") + " FROM (SELECT *, ROW_NUMBER()"
+                + " OVER (PARTITION BY g ORDER BY top DESC) AS rn FROM (SELECT MOD(k, 2) AS g, k, MAX(x) AS top,"
+                + " MAX(name) AS top_name" + (two ? ", MAX(note) AS top_note" : "")
+                + " FROM src GROUP BY MOD(k, 2), k)) WHERE rn <= 2";
+        // processing time: ten years wide, so a committed savepoint's buffered rows still match
+        // (and their cleanup timers stay in the future) whenever a test restores it
+        String procInterval = "SELECT a.k, a.x, b.x" + (two ? ", a.note, b.note" : "") + " FROM psrc AS a, psrc AS b"
+                + " WHERE a.k = b.k AND MOD(a.x, 3) = 0 AND MOD(b.x, 3) <> 0"
+                + " AND a.pt BETWEEN b.pt - INTERVAL '99' DAY * 37 AND b.pt + INTERVAL '99' DAY * 37";
+        return List.of(topn, join, interval, ranked, outer, fast, procInterval);
     }
 
     /** Each query's changelog as JSON lines {"query", "kind", "row"}, unioned. */

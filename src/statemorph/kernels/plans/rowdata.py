@@ -151,7 +151,7 @@ def _type_nodes(t: LogicalType, pos: int, src: int, path: str, rows: list[list[i
     me = len(rows)
     k = slot_kind(t)
     nested = k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP)
-    flags = (0 if t.nullable else FLAG_NOT_NULL) | (FLAG_VERBATIM if verbatim and nested else 0)
+    flags = (0 if t.stores_null else FLAG_NOT_NULL) | (FLAG_VERBATIM if verbatim and nested else 0)
     arity = t.arity if isinstance(t, RowType) else 0
     limit, children = t.accept(_Node(path)) if k in _PARAMETERIZED else (0, ())
     rows.append([k, pos, 0, arity, src, arity, flags, limit])
@@ -194,7 +194,7 @@ def compile_migration_program(plan: Any) -> RowProgram:
         types.append(t)
         for j, f in enumerate(p.fields):
             child = f"{path}.{f.name}" if path else f.name
-            nflags = 0 if f.type.nullable else FLAG_NOT_NULL
+            nflags = 0 if f.type.stores_null else FLAG_NOT_NULL
             if f.source < 0:
                 rows.append([slot_kind(f.type), j, len(rows) + 1, 0, -1, 0, nflags, 0])
                 paths.append(child)

@@ -416,7 +416,10 @@ class _Ends:
         of 0 ending the header."""
         for e in self._state_candidates(start + 2):
             self._try(e - 2)
-            if self.data[e - 2] < 0x80 and self._state_at(e):
+            # a count of at least one state (a count of 0 is the header's end, below): else the
+            # snapshot's own last bytes 00 00 before a look-alike (the real count 8, then the first
+            # state's name "visits", read as a name of 8 bytes) would end the key serializer early
+            if self.data[e - 2] < 0x80 and self.data[e - 2: e] != b"\x00\x00" and self._state_at(e):
                 yield e - 2
         if start <= self.end - 2:
             self._try(self.end - 2)

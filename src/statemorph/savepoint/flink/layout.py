@@ -198,6 +198,8 @@ class StateLayout:
         if self.meta.is_timers:
             p += 8
         has_rest = self.kind == "map"
+        if not self.key_codec.known and self.ambiguous:
+            return self._split_opaque_ambiguous(k, kg, p, has_rest)
         if not self.key_codec.known and self.ns_codec.fixed >= 0 and self.user_key_fixed >= 0 and not self.ambiguous:
             ke = n - self.ns_codec.fixed - self.user_key_fixed  # an opaque key: what precedes the fixed tail
         else:
@@ -218,6 +220,41 @@ class StateLayout:
                 f"({pos} bytes used)"
             )
         return SplitKey(kg, key, ns, k[pos:])
+
+    def _split_opaque_ambiguous(self, k: bytes, kg: int, p: int, has_rest: bool) -> SplitKey:
+        """An opaque key (a serializer statemorph cannot read, e.g. Kryo) before a namespace of
+        variable length: Flink writes ``key ‖ len(key) ‖ namespace ‖ len(namespace)`` (each length
+        as ``writeVariableIntBytes``), and finds the key's end by reading the key. Here each place
+        the key could end is tried: the length bytes there must say the key's length, the namespace
+        must read (its serializer known) and its length bytes follow it, up to the end (or, for map
+        state, the user key of its fixed length, or any user key). One place must fit; none or two
+        (bytes that read both ways) is refused, naming the state."""
+        n = len(k)
+        tail = self.user_key_fixed if has_rest and self.user_key_fixed >= 0 else 0
+        fits: list[SplitKey] = []
+        for ke in range(p, n):
+            mark = variable_int_bytes(ke - p)
+            if k[ke : ke + len(mark)] != mark:
+                continue
+            ns_start = ke + len(mark)
+            try:
+                ne = self.ns_codec.end(k, ns_start, n)
+            except FlinkSavepointError:
+                continue
+            mark = variable_int_bytes(ne - ns_start)
+            pos = ne + len(mark)
+            if k[ne:pos] != mark or (pos > n if has_rest and not tail else pos != n - tail):
+                continue
+            fits.append(SplitKey(kg, k[p:ke], k[ns_start:ne], k[pos:]))
+            if len(fits) > 1:
+                break
+        if len(fits) != 1:
+            raise UnsupportedStateError(
+                f"{self.where}: state {self.meta.name!r}: unsupported state: a key of {n} bytes whose key serializer "
+                f"({self.key_codec.class_name}) statemorph cannot read splits from its namespace "
+                f"{'in more than one way' if fits else 'in no way'}"
+            )
+        return fits[0]
 
     def timer_timestamp(self, k: bytes) -> int:
         raw: int = _Q.unpack_from(k, self.prefix)[0]
