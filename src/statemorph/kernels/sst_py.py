@@ -214,6 +214,8 @@ def _varint(b: Any, pos: int, end: int, most: int = 5) -> tuple[int, int]:
         if pos + i >= end:
             return 0, -1
         c = b[pos + i]
+        if i == 4 and c > 0x0F:
+            return 0, -1
         v |= (c & 0x7F) << shift
         if not c & 0x80:
             return v, pos + i + 1
@@ -285,37 +287,44 @@ def snappy_decompress(b: Any, pos: int, end: int, out: Any) -> int:
 
 # ---- blocks -----------------------------------------------------------------------------------
 
-def sst_block(buf: Any, pos: int, size: int, checksum: int, out: Any) -> tuple[int, int]:
-    """``(status, length)``: check the block ``buf[pos:pos+size]`` against its trailer
-    (``checksum``: the footer's checksum type) and copy or decompress it into ``out``. On
-    ``SST_CAPACITY`` ``length`` is the size ``out`` needs."""
-    mv = memoryview(buf).cast("B")
-    out = memoryview(out).cast("B")
+def _read_block(mv: memoryview, pos: int, size: int, checksum: int, out: memoryview) -> tuple[int, Any, int]:
+    """``(status, uncompressed bytes, length)``: a stored block is its bytes in the file itself, a
+    Snappy one is decompressed into ``out`` (``SST_CAPACITY`` with the length it needs)."""
     if pos < 0 or size < 0 or pos + size + TRAILER > len(mv):
-        return abi.SST_TRUNCATED, 0
+        return abi.SST_TRUNCATED, None, 0
     if checksum not in (CHECKSUM_NONE, CHECKSUM_CRC32C, CHECKSUM_XXH3):
-        return abi.SST_CHECKSUM_TYPE, 0
+        return abi.SST_CHECKSUM_TYPE, None, 0
     kind = mv[pos + size]
     if kind not in (COMPRESSION_NONE, COMPRESSION_SNAPPY):
-        return abi.SST_COMPRESSION, 0
+        return abi.SST_COMPRESSION, None, 0
     data = mv[pos:pos + size]
     if checksum != CHECKSUM_NONE:
         stored = int.from_bytes(mv[pos + size + 1:pos + size + TRAILER], "little")
         if block_checksum(checksum, data, kind) != stored:
-            return abi.SST_CHECKSUM, 0
+            return abi.SST_CHECKSUM, None, 0
     if kind == COMPRESSION_NONE:
-        if size > len(out):
-            return abi.SST_CAPACITY, size
-        out[:size] = data
-        return abi.SST_OK, size
+        return abi.SST_OK, data, size
     n = snappy_length(mv, pos, pos + size)
     if n < 0:
-        return abi.SST_SNAPPY, 0
+        return abi.SST_SNAPPY, None, 0
     if n > len(out):
-        return abi.SST_CAPACITY, n
+        return abi.SST_CAPACITY, None, n
     if snappy_decompress(mv, pos, pos + size, out) != n:
-        return abi.SST_SNAPPY, 0
-    return abi.SST_OK, n
+        return abi.SST_SNAPPY, None, 0
+    return abi.SST_OK, out[:n], n
+
+
+def sst_block(buf: Any, pos: int, size: int, checksum: int, out: Any) -> tuple[int, int]:
+    """``(status, length)``: check the block ``buf[pos:pos+size]`` against its trailer
+    (``checksum``: the footer's checksum type) and copy or decompress it into ``out``. On
+    ``SST_CAPACITY`` ``length`` is the size ``out`` needs."""
+    out = memoryview(out).cast("B")
+    status, data, n = _read_block(memoryview(buf).cast("B"), pos, size, checksum, out)
+    if status == abi.SST_OK and n > len(out):
+        return abi.SST_CAPACITY, n
+    if status == abi.SST_OK:
+        out[:n] = data
+    return status, n if status in (abi.SST_OK, abi.SST_CAPACITY) else 0
 
 
 def _block_entries(blk: Any, n: int) -> tuple[int, list[tuple[bytes, bytes]]]:
@@ -332,7 +341,7 @@ def _block_entries(blk: Any, n: int) -> tuple[int, list[tuple[bytes, bytes]]]:
     p = 0
     key = b""
     out = []
-    while p < limit:
+    while p < limit:  # every entry is checked, even past what the output can hold
         shared, p = _varint(blk, p, limit)
         if p < 0:
             return abi.SST_ENTRY, []
@@ -365,14 +374,19 @@ def sst_decode(buf: Any, block_pos: Any, block_len: Any, start: int, stop: int, 
     cap = len(key_off) - 1
     if n0 < 0 or n0 > cap or len(val_off) < len(key_off):
         return abi.SST_CAPACITY, start, n0
+    if start < 0 or stop > len(block_pos) or stop > len(block_len):
+        return abi.SST_TRUNCATED, start, n0
+    if not (0 <= key_off[n0] <= len(key_data) and 0 <= val_off[n0] <= len(val_data)):
+        return abi.SST_CAPACITY, start, n0
     n = n0
+    scratch = memoryview(scratch).cast("B")
     for b in range(start, stop):
-        status, size = sst_block(mv, block_pos[b], block_len[b], checksum, scratch)
+        status, blk, size = _read_block(mv, int(block_pos[b]), int(block_len[b]), checksum, scratch)
         if status == abi.SST_CAPACITY:
             return status, b, -size
         if status != abi.SST_OK:
             return status, b, n
-        status, entries = _block_entries(memoryview(scratch)[:size], size)
+        status, entries = _block_entries(blk, size)
         if status != abi.SST_OK:
             return status, b, n
         kb, vb = key_off[n], val_off[n]
@@ -451,8 +465,12 @@ def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, g
     key group (its first ``group_len`` bytes, ``SST_GROUP``), at ``slice_bytes`` or the output's
     capacity (``SST_SLICE``; ``SST_CAPACITY`` when not one entry fit), or when input ``input``
     must be refilled first (``SST_REFILL``: ``pos`` is left at the key being resolved)."""
-    xs = [_Input(a, pos[i], end[i], eof[i]) for i, a in enumerate(inputs)]
+    if len(pos) < len(inputs) or len(end) < len(inputs) or len(eof) < len(inputs):
+        return abi.SST_TRUNCATED, 0, -1
+    xs = [_Input(a, int(pos[i]), int(end[i]), int(eof[i])) for i, a in enumerate(inputs)]
     for x in xs:
+        if x.end > min(len(x.koff), len(x.voff)) - 1:
+            return abi.SST_TRUNCATED, 0, -1
         if x.pos < x.end and (status := x.check()) != abi.SST_OK:
             return status, 0, -1
     out_kdata, out_vdata = memoryview(out_kdata).cast("B"), memoryview(out_vdata).cast("B")
