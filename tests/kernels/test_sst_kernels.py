@@ -1,0 +1,412 @@
+"""The SST kernels (``_native/sst.pyx`` and its Python twin ``kernels/sst_py.py``): both tiers give
+the same statuses and bytes for well-formed and damaged blocks, agree with RocksDB itself (files
+written by rocksdict: its checksums, Snappy blocks, overlapping L0 files, deletes and overwrites),
+and resolve Put / Delete / SingleDelete / Merge as RocksDB's iterator does."""
+
+from __future__ import annotations
+
+import shutil
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+import cramjam
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from statemorph.errors import FlinkSavepointError
+from statemorph.kernels import abi, tier
+from statemorph.kernels.sst_py import block_checksum, crc32c, xxh3_64
+from statemorph.savepoint.flink import sst
+from statemorph.savepoint.flink.sst import FamilyReader, SstUnsupported, family_tables, latest_options, merge_delimiters
+
+PY = tier("python")
+NATIVE = tier("native")
+TIERS = [PY, NATIVE]
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def data_block(entries: list[tuple[bytes, bytes]], interval: int) -> bytes:
+    """A data block as RocksDB's BlockBuilder writes it (shared prefixes, a restart every ``interval``)."""
+    out, restarts, prev = bytearray(), [], b""
+    for i, (k, v) in enumerate(entries):
+        shared = 0
+        if i % interval == 0:
+            restarts.append(len(out))
+        else:
+            while shared < min(len(k), len(prev)) and k[shared] == prev[shared]:
+                shared += 1
+        out += _varint(shared) + _varint(len(k) - shared) + _varint(len(v)) + k[shared:] + v
+        prev = k
+    for r in restarts or [0]:
+        out += r.to_bytes(4, "little")
+    return bytes(out + len(restarts or [0]).to_bytes(4, "little"))
+
+
+def framed(blocks: list[bytes], snappy: bool, checksum: int) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """Blocks with their trailers, as laid out in a file; their positions and sizes."""
+    out, pos, size = bytearray(), [], []
+    for b in blocks:
+        kind = 1 if snappy else 0
+        body = bytes(cramjam.snappy.compress_raw(b)) if snappy else b
+        pos.append(len(out))
+        size.append(len(body))
+        out += body + bytes((kind,)) + block_checksum(checksum, body, kind).to_bytes(4, "little")
+    return bytes(out), np.array(pos, np.int64), np.array(size, np.int64)
+
+
+def internal(user: bytes, seq: int, kind: int) -> bytes:
+    return user + ((seq << 8) | kind).to_bytes(8, "little")
+
+
+def test_checksums_are_rocksdbs() -> None:
+    # CRC32c's check value, and XXH3 reference values (xxhash 0.8's XXH3_64bits of these bytes)
+    assert crc32c(b"123456789") == 0xE3069283
+    data = bytes((i * 131 + 7) & 0xFF for i in range(5000))
+    assert xxh3_64(b"") == 0x2D06800538D394C2
+    assert [xxh3_64(data[:n]) for n in (241, 1023, 4096)] == [10767172507156293534, 12200247895068469476,
+                                                              11375361214179760895]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.binary(max_size=3000), st.sampled_from([1, 4]), st.booleans())
+def test_sst_block_tiers_agree(data: bytes, checksum: int, snappy: bool) -> None:
+    f, pos, size = framed([data], snappy, checksum)
+    results = []
+    for k in TIERS:
+        out = bytearray(len(data) + 16)
+        status, n = k.sst_block(f, int(pos[0]), int(size[0]), checksum, out)
+        results.append((status, n, bytes(out[:n])))
+    assert results == [(abi.SST_OK, len(data), data)] * 2
+    bad = bytearray(f)
+    bad[-1] ^= 1
+    assert [k.sst_block(bytes(bad), int(pos[0]), int(size[0]), checksum, bytearray(len(data) + 16))[0]
+            for k in TIERS] == [abi.SST_CHECKSUM] * 2
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=400), st.integers(0, 600))
+def test_damaged_snappy_and_trailers_agree(body: bytes, cap: int) -> None:
+    """Arbitrary bytes as a Snappy (or stored) block with a valid checksum: both tiers say the same."""
+    for kind in (0, 1, 7):
+        f = body + bytes((kind,)) + block_checksum(4, body, kind).to_bytes(4, "little")
+        got = []
+        for k in TIERS:
+            out = bytearray(cap)
+            status, n = k.sst_block(f, 0, len(body), 4, out)
+            got.append((status, n, bytes(out[:n]) if status == abi.SST_OK else b""))
+        assert got[0] == got[1]
+
+
+keys = st.lists(st.binary(min_size=0, max_size=12), max_size=60, unique=True).map(sorted)
+
+
+@settings(max_examples=80, deadline=None)
+@given(keys, st.integers(1, 16), st.booleans(), st.integers(1, 5), st.data())
+def test_sst_decode_tiers_agree_with_the_entries(users: list[bytes], interval: int, snappy: bool, nblocks: int,
+                                                 data: Any) -> None:
+    entries = [(internal(u, 100 - i % 50, 1), bytes(data.draw(st.binary(max_size=20)))) for i, u in enumerate(users)]
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(entries)), min_size=nblocks - 1, max_size=nblocks - 1)))
+    parts = [entries[a:b] for a, b in zip([0, *cuts], [*cuts, len(entries)], strict=True)]
+    f, pos, size = framed([data_block(p, interval) for p in parts], snappy, 4)
+    cap = data.draw(st.integers(0, len(entries) + 2))
+    results = []
+    for k in TIERS:
+        koff, voff = np.zeros(cap + 1, np.int64), np.zeros(cap + 1, np.int64)
+        kd, vd = np.zeros(16 * cap + 8, np.uint8), np.zeros(20 * cap + 8, np.uint8)
+        status, block, n = k.sst_decode(f, pos, size, 0, len(parts), 4, np.zeros(1 << 14, np.uint8), koff, kd, voff,
+                                        vd, 0)
+        got = [(bytes(kd[koff[i]:koff[i + 1]]), bytes(vd[voff[i]:voff[i + 1]])) for i in range(max(n, 0))]
+        results.append((status, block, n, got))
+    assert results[0] == results[1]
+    status, block, n, got = results[0]
+    if status == abi.SST_OK:
+        assert got == entries and block == len(parts)
+    else:
+        assert status == abi.SST_CAPACITY and got == entries[:n] and n == sum(len(p) for p in parts[:block])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=300), st.integers(0, 20))
+def test_sst_decode_of_damaged_blocks_agrees(body: bytes, cap: int) -> None:
+    f, pos, size = framed([body], False, 1)
+    results = []
+    for k in TIERS:
+        koff, voff = np.zeros(cap + 1, np.int64), np.zeros(cap + 1, np.int64)
+        kd, vd = np.zeros(64, np.uint8), np.zeros(64, np.uint8)
+        status, block, n = k.sst_decode(f, pos, size, 0, 1, 1, np.zeros(64, np.uint8), koff, kd, voff, vd, 0)
+        results.append((status, block, n, koff.tolist(), voff.tolist(), bytes(kd) if status == 0 else b""))
+    assert results[0][:3] == results[1][:3]
+    if results[0][0] == abi.SST_OK:
+        assert results[0] == results[1]
+
+
+# ---- the merge ---------------------------------------------------------------------------------
+
+version = st.tuples(st.integers(0, 7), st.sampled_from([0, 1, 1, 2, 2, 7]), st.binary(max_size=6))
+
+
+def _inputs(files: list[list[tuple[bytes, int, int, bytes]]]) -> list[tuple[np.ndarray, ...]]:
+    out = []
+    for entries in files:
+        ks = [internal(u, s, t) for u, s, t, _ in entries]
+        vs = [v for *_, v in entries]
+        koff = np.array([0, *accumulate(len(k) for k in ks)], np.int64)
+        voff = np.array([0, *accumulate(len(v) for v in vs)], np.int64)
+        out.append((koff, np.frombuffer(b"".join(ks) or b"\0", np.uint8).copy(), voff,
+                    np.frombuffer(b"".join(vs) or b"\0", np.uint8).copy()))
+    return out
+
+
+def _model(files: list[list[tuple[bytes, int, int, bytes]]], delimiter: int) -> list[tuple[bytes, bytes]]:
+    """What RocksDB's iterator shows: per user key the newest version decides; merge operands are
+    joined oldest first after a Put's value (StringAppendTESTOperator)."""
+    by_key: dict[bytes, list[tuple[int, int, bytes]]] = {}
+    for entries in files:
+        for u, s, t, v in entries:
+            by_key.setdefault(u, []).append((s, t, v))
+    out = []
+    for u in sorted(by_key):
+        ops: list[bytes] = []
+        value: bytes | None = None
+        for _, t, v in sorted(by_key[u], reverse=True):
+            if t == 2:
+                ops.append(v)
+                continue
+            if t == 1:
+                value = bytes((delimiter,)).join([v, *reversed(ops)])
+            elif ops:
+                value = bytes((delimiter,)).join(reversed(ops))
+            break
+        else:
+            value = bytes((delimiter,)).join(reversed(ops)) if ops else None
+        if value is not None:
+            out.append((u, value))
+    return out
+
+
+@st.composite
+def column_families(draw: Any) -> list[list[tuple[bytes, int, int, bytes]]]:
+    """Files of one column family: unique sequence numbers, each file sorted by internal key."""
+    users = draw(st.lists(st.binary(min_size=1, max_size=3), min_size=1, max_size=8, unique=True))
+    nfiles = draw(st.integers(1, 4))
+    seqs = iter(draw(st.permutations(range(1, 200)))[:200])
+    files: list[list[tuple[bytes, int, int, bytes]]] = [[] for _ in range(nfiles)]
+    for u in users:
+        for _ in range(draw(st.integers(1, 4))):
+            f = draw(st.integers(0, nfiles - 1))
+            files[f].append((u, next(seqs), draw(st.sampled_from([0, 1, 1, 2, 2, 2, 7])), draw(st.binary(max_size=6))))
+    return [sorted(f, key=lambda e: (e[0], -e[1])) for f in files]
+
+
+def _merge_all(k: Any, files: list[list[tuple[bytes, int, int, bytes]]], delimiter: int, group_len: int,
+               slice_bytes: int, cap: int) -> tuple[int, list[list[tuple[bytes, bytes]]]]:
+    inputs = _inputs(files)
+    pos = np.zeros(len(files), np.int64)
+    end = np.array([len(f) for f in files], np.int64)
+    eof = np.ones(len(files), np.uint8)
+    runs = []
+    for _ in range(1000):
+        koff, voff = np.zeros(cap + 1, np.int64), np.zeros(cap + 1, np.int64)
+        kd, vd = np.zeros(8 * cap, np.uint8), np.zeros(40 * cap, np.uint8)
+        status, n, _ = k.sst_merge(inputs, pos, end, eof, delimiter, group_len, b"", b"", slice_bytes, koff, kd,
+                                   voff, vd)
+        keys, values = k.sst_lists(koff, kd, voff, vd, n)
+        if n:
+            runs.append(list(zip(keys, values, strict=True)))
+        if status not in (abi.SST_GROUP, abi.SST_SLICE):
+            return status, runs
+        if status == abi.SST_SLICE and not n:
+            return status, runs
+    raise AssertionError("no progress")
+
+
+@settings(max_examples=120, deadline=None)
+@given(column_families(), st.integers(1, 2), st.integers(1, 30), st.integers(1, 6))
+def test_sst_merge_tiers_agree_with_rocksdbs_resolution(files: list[list[tuple[bytes, int, int, bytes]]],
+                                                        group_len: int, slice_bytes: int, cap: int) -> None:
+    got = [_merge_all(k, files, ord(","), group_len, slice_bytes, cap) for k in TIERS]
+    assert got[0] == got[1]
+    status, runs = got[0]
+    assert status == abi.SST_END
+    assert [e for r in runs for e in r] == _model(files, ord(","))
+    for r in runs:
+        assert len({k[:group_len] for k, _ in r}) == 1  # a run is one key group
+    # without a merge operator, merge operands are handed to RocksDB
+    if any(e[2] == 2 for f in files for e in f):
+        statuses = {_merge_all(k, files, -1, group_len, 1 << 20, 64)[0] for k in TIERS}
+        assert statuses <= {abi.SST_NO_MERGE, abi.SST_END}
+
+
+@settings(max_examples=100, deadline=None)
+@given(column_families(), st.data())
+def test_sst_merge_stops_for_a_refill_and_resumes_exactly(files: list[list[tuple[bytes, int, int, bytes]]],
+                                                          data: Any) -> None:
+    """An input whose decoded entries run out before its file does stops the merge before the key
+    being resolved (``SST_REFILL``); both tiers stop at the same key, with the same positions."""
+    inputs = _inputs(files)
+    end = np.array([data.draw(st.integers(0, len(f))) for f in files], np.int64)
+    eof = np.array([e == len(f) for e, f in zip(end, files, strict=True)], np.uint8)
+    got = []
+    for k in TIERS:
+        pos = np.zeros(len(files), np.int64)
+        koff, voff = np.zeros(100, np.int64), np.zeros(100, np.int64)
+        kd, vd = np.zeros(1000, np.uint8), np.zeros(4000, np.uint8)
+        status, n, refill = k.sst_merge(inputs, pos, end, eof, ord(","), 8, b"", b"", 1 << 20, koff, kd, voff, vd)
+        got.append((status, n, refill, pos.tolist(), k.sst_lists(koff, kd, voff, vd, n)))
+    assert got[0] == got[1]
+    if got[0][0] == abi.SST_REFILL:
+        assert not eof[got[0][2]]
+
+
+def test_sst_merge_refuses_out_of_order_and_unknown_types() -> None:
+    out = (np.zeros(9, np.int64), np.zeros(64, np.uint8), np.zeros(9, np.int64), np.zeros(64, np.uint8))
+    for files, want in (([[(b"b", 5, 1, b""), (b"a", 4, 1, b"")]], abi.SST_ORDER),
+                        ([[(b"a", 5, 1, b""), (b"a", 6, 1, b"")]], abi.SST_ORDER),
+                        ([[(b"a", 5, 0x11, b"")]], abi.SST_ENTRY_TYPE)):
+        for k in TIERS:
+            pos = np.zeros(1, np.int64)
+            assert k.sst_merge(_inputs(files), pos, np.array([2 if len(files[0]) > 1 else 1]), np.ones(1, np.uint8),
+                               44, 1, b"", b"", 1 << 20, *out)[0] == want
+
+
+def test_sst_merge_checks_offsets() -> None:
+    koff, kd, voff, vd = _inputs([[(b"a", 5, 1, b"x")]])[0]
+    koff[1] = 1000
+    for k in TIERS:
+        assert k.sst_merge([(koff, kd, voff, vd)], np.zeros(1, np.int64), np.array([1]), np.ones(1, np.uint8), 44, 1,
+                           b"", b"", 1 << 20, np.zeros(9, np.int64), np.zeros(64, np.uint8), np.zeros(9, np.int64),
+                           np.zeros(64, np.uint8))[0] == abi.SST_TRUNCATED
+
+
+# ---- files written by RocksDB ------------------------------------------------------------------
+
+rd = pytest.importorskip("rocksdict")
+
+ops = st.lists(st.tuples(st.sampled_from(["put", "put", "put", "delete", "flush"]), st.integers(0, 300),
+                         st.binary(max_size=80)), min_size=1, max_size=400)
+
+
+def _write(path: Path, ops_: list[tuple[str, int, bytes]], version: int, checksum: str, compression: str,
+           block_size: int) -> list[tuple[bytes, bytes]]:
+    shutil.rmtree(path, ignore_errors=True)
+    o = rd.Options(raw_mode=True)
+    o.create_if_missing(True)
+    o.set_disable_auto_compactions(True)  # the files flushed stay overlapping L0 files
+    t = rd.BlockBasedOptions()
+    t.set_format_version(version)
+    t.set_block_size(block_size)
+    t.set_checksum_type(getattr(rd.ChecksumType, checksum)())
+    o.set_block_based_table_factory(t)
+    o.set_compression_type(getattr(rd.DBCompressionType, compression)())
+    db = rd.Rdict(str(path), o)
+    try:
+        for op, i, v in ops_:
+            key = bytes([i % 4]) + i.to_bytes(2, "big")
+            if op == "put":
+                db[key] = v
+            elif op == "delete":
+                db.delete(key)
+            else:
+                db.flush()
+        db.flush()
+        want = list(db.items())
+        live = [str(f["name"]).lstrip("/") for f in db.live_files()]
+    finally:
+        db.close()
+    (path / "live").write_text("\n".join(live))
+    return want
+
+
+def _read(path: Path, k: Any, start: bytes = b"", stop: bytes = b"", slice_bytes: int = 1 << 20) -> list[Any]:
+    tables = family_tables(path, (path / "live").read_text().split(), k)
+    try:
+        delim = merge_delimiters(latest_options(path)).get("default", -1)
+        reader = FamilyReader(tables.get("default", []), delim, k)
+        return [(r.keys, r.values) for r in reader.runs(0, start, stop, 1, slice_bytes)]
+    finally:
+        for ts in tables.values():
+            for t in ts:
+                t.close()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                 HealthCheck.too_slow])
+@given(ops, st.sampled_from(["crc32c", "xxh3"]), st.sampled_from(["snappy", "none"]), st.sampled_from([64, 256, 4096]),
+       st.integers(0, 4), st.integers(0, 4))
+def test_files_rocksdb_wrote_read_as_rocksdb_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        ops_: list[tuple[str, int, bytes]], checksum: str,
+                                                        compression: str, block_size: int, lo: int, hi: int) -> None:
+    monkeypatch.setattr(sst, "CHUNK_BLOCKS", 1 if block_size == 64 else 64)  # refills mid-key too
+    compression = "snappy" if compression == "snappy" else "none"
+    want = _write(tmp_path / "db", ops_, 5, checksum, compression, block_size)
+    for k in TIERS:
+        runs = _read(tmp_path / "db", k)
+        assert [e for keys, values in runs for e in zip(keys, values, strict=True)] == want
+        assert all(len({key[:1] for key in keys}) == 1 for keys, _ in runs)
+        start, stop = bytes([min(lo, hi)]), bytes([max(lo, hi)]) if max(lo, hi) < 4 else b""
+        ranged = _read(tmp_path / "db", k, start, stop, 100)
+        assert [e for keys, values in ranged for e in zip(keys, values, strict=True)] == \
+            [e for e in want if e[0] >= start and (not stop or e[0] < stop)]
+
+
+def test_format_version_6_is_left_to_rocksdb(tmp_path: Path) -> None:
+    _write(tmp_path / "db", [("put", 1, b"x")], 6, "xxh3", "snappy", 4096)
+    with pytest.raises(SstUnsupported, match="format_version 6"):
+        _read(tmp_path / "db", NATIVE)
+
+
+def test_other_compressions_are_left_to_rocksdb(tmp_path: Path) -> None:
+    _write(tmp_path / "db", [("put", i, b"x" * 50) for i in range(50)], 5, "xxh3", "lz4", 4096)
+    with pytest.raises(SstUnsupported, match="compression LZ4"):
+        _read(tmp_path / "db", NATIVE)
+
+
+def test_other_checksums_are_left_to_rocksdb(tmp_path: Path) -> None:
+    _write(tmp_path / "db", [("put", i, b"x" * 50) for i in range(50)], 5, "xxhash64", "snappy", 4096)
+    with pytest.raises(SstUnsupported, match="checksum type"):
+        _read(tmp_path / "db", NATIVE)
+
+
+@pytest.mark.parametrize("where", ["footer", "block", "truncated"])
+def test_damaged_files_are_typed_errors(tmp_path: Path, where: str) -> None:
+    _write(tmp_path / "db", [("put", i, bytes([i % 251]) * 40) for i in range(300)], 5, "xxh3", "snappy", 256)
+    name = (tmp_path / "db" / "live").read_text().split()[0]
+    f = tmp_path / "db" / name
+    data = bytearray(f.read_bytes())
+    if where == "footer":
+        data[-51] ^= 0x7F  # the meta index handle
+    elif where == "block":
+        data[10] ^= 0x01
+    else:
+        del data[len(data) // 2:]
+    f.write_bytes(bytes(data))
+    for k in TIERS:
+        with pytest.raises((FlinkSavepointError, SstUnsupported)) as e:
+            _read(tmp_path / "db", k)
+        assert "SST file" in str(e.value)
+
+
+def test_merge_delimiters_from_options() -> None:
+    text = ('[CFOptions "default"]\n  merge_operator=nullptr\n[CFOptions "list"]\n'
+            '  merge_operator={id=StringAppendTESTOperator;delimiter=,;}\n[CFOptions "old"]\n'
+            '  merge_operator=StringAppendTESTOperator\n[CFOptions "wide"]\n'
+            '  merge_operator={id=StringAppendTESTOperator;delimiter=::;}\n[TableOptions/BlockBasedTable "x"]\n')
+    assert merge_delimiters(text) == {"default": -1, "list": 44, "old": 44, "wide": -1}
+
+
+def test_sst_lists_checks_offsets() -> None:
+    for k in TIERS:
+        with pytest.raises(ValueError):
+            k.sst_lists(np.array([0, 5], np.int64), np.zeros(2, np.uint8), np.array([0, 0], np.int64),
+                        np.zeros(2, np.uint8), 1)
