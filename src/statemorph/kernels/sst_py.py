@@ -452,6 +452,12 @@ def _advance(x: _Input) -> int:
     return abi.SST_OK
 
 
+def _restore(xs: list[_Input], saved: list[int]) -> None:
+    """Put every input back at the key being resolved (it is left for the next call)."""
+    for x, p in zip(xs, saved, strict=True):
+        x.pos = p
+
+
 def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, group_len: int, start_key: bytes,
               stop_key: bytes, slice_bytes: int, out_koff: Any, out_kdata: Any, out_voff: Any,
               out_vdata: Any) -> tuple[int, int, int]:
@@ -514,8 +520,7 @@ def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, g
                 break
             t = best.trailer() & 0xFF
             if t not in (TYPE_VALUE, TYPE_DELETION, TYPE_SINGLE_DELETION, TYPE_MERGE):
-                for x, p in zip(xs, saved):
-                    x.pos = p
+                _restore(xs, saved)
                 return abi.SST_ENTRY_TYPE, n, -1
             if not decided:
                 versions.append((t, best.value()))
@@ -527,8 +532,7 @@ def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, g
                 refill = xs.index(best)
                 break
         if refill >= 0:
-            for x, p in zip(xs, saved):
-                x.pos = p
+            _restore(xs, saved)
             status = abi.SST_REFILL
             break
         if key < start_key or versions[0][0] in (TYPE_DELETION, TYPE_SINGLE_DELETION):
@@ -537,15 +541,13 @@ def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, g
             value = versions[0][1]
         else:
             if delimiter < 0:
-                for x, p in zip(xs, saved):
-                    x.pos = p
+                _restore(xs, saved)
                 return abi.SST_NO_MERGE, n, -1
             parts = [v for t, v in reversed(versions) if t in (TYPE_VALUE, TYPE_MERGE)]
             value = bytes((delimiter,)).join(parts)
         kb, vb = out_koff[n], out_voff[n]
         if n >= cap or kb + len(key) > len(out_kdata) or vb + len(value) > len(out_vdata):
-            for x, p in zip(xs, saved):
-                x.pos = p
+            _restore(xs, saved)
             status = abi.SST_SLICE if n else abi.SST_CAPACITY
             break
         out_kdata[kb:kb + len(key)] = key

@@ -85,7 +85,7 @@ class _Cursor:
         for _ in range(most):
             if self.pos >= self.end:
                 break
-            c = self.data[self.pos]
+            c = int(self.data[self.pos])
             self.pos += 1
             v |= (c & 0x7F) << shift
             if not c & 0x80:
