@@ -410,3 +410,16 @@ def test_sst_lists_checks_offsets() -> None:
         with pytest.raises(ValueError):
             k.sst_lists(np.array([0, 5], np.int64), np.zeros(2, np.uint8), np.array([0, 0], np.int64),
                         np.zeros(2, np.uint8), 1)
+
+
+def test_a_block_of_expanding_shared_prefixes_is_left_to_rocksdb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries a few bytes each that repeat a long key (a decompression bomb of shared prefixes)
+    grow the decode buffers only to MAX_DECODED; then the family is RocksDB's to read."""
+    monkeypatch.setattr(sst, "MAX_DECODED", 1 << 20)
+    entries = [(internal(b"k" * 4000 + i.to_bytes(2, "big"), 1, 1), b"") for i in range(1000)]
+    f, pos, size = framed([data_block(entries, 1 << 20)], True, 4)
+    assert len(f) < 40_000
+    table = sst.SstTable(Path("bomb.sst"), "bomb.sst", "default", 4, f, pos, size, [entries[-1][0][:-8]])
+    for k in TIERS:
+        with pytest.raises(SstUnsupported, match="MiB at once"):
+            list(FamilyReader([table], -1, k).runs(0, b"", b"", 1, 1 << 20))

@@ -532,3 +532,36 @@ def test_the_sst_reader_reads_every_state_as_rocksdb_does(cases: dict[str, Path]
             assert isinstance(instance._tables, dict)
             merges += sum(_merge_operands(ts) for ts in instance._tables.values())
     assert merges, "no merge operands: the list state's appends were not exercised"
+
+
+def test_what_the_sst_reader_does_not_read_is_read_through_rocksdb(cases: dict[str, Path],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table feature the SST reader does not read (here: format_version 5 made unknown to it)
+    sends the column family to RocksDB's iterator, visibly (``readers``), with the same runs; one
+    met after some runs were delivered resumes from the first key not yet delivered."""
+    from statemorph.savepoint.flink import sst
+
+    sp = NativeSavepoint(_source(cases["native-p2"]))
+    op, st, handle = next(sp.instances())
+    with sp.open_instance(op, st, handle) as instance:
+        sid = instance.header.state("events")[0]
+        want = [(r.keys, r.values) for r in instance.rocks_state_runs(sid, None, 200)]
+        assert len(want) > 3
+    monkeypatch.setattr(sst, "FORMAT_VERSIONS", range(2, 5))
+    with sp.open_instance(op, st, handle) as instance:
+        assert [(r.keys, r.values) for r in instance.state_runs(sid, None, 200)] == want
+        assert instance.readers["events"].startswith("rocksdb: ") and "format_version 5" in instance.readers["events"]
+    monkeypatch.undo()
+    real_runs = sst.FamilyReader.runs
+
+    def two_then_unsupported(self: Any, *args: Any) -> Any:
+        for i, run in enumerate(real_runs(self, *args)):
+            if i == 2:
+                raise sst.SstUnsupported("SST file x: a feature met late")
+            yield run
+
+    monkeypatch.setattr(sst.FamilyReader, "runs", two_then_unsupported)
+    with sp.open_instance(op, st, handle) as instance:
+        got = [(r.keys, r.values) for r in instance.state_runs(sid, None, 200)]
+        assert [e for k, v in got for e in zip(k, v, strict=True)] == [e for k, v in want for e in zip(k, v, strict=True)]
+        assert instance.readers["events"] == "rocksdb: SST file x: a feature met late"

@@ -49,6 +49,10 @@ CHUNK_BLOCKS = 64
 """Data blocks decoded per file and refill: a few hundred KiB of entries per open file."""
 MAX_BLOCK = 256 << 20
 """The largest uncompressed block read (a single entry that large is refused as damaged)."""
+MAX_DECODED = 256 << 20
+"""The most bytes one buffer of decoded keys or values grows to: a block whose shared-prefix keys
+expand past it (a few bytes an entry can repeat a long key) or a run that does not fit is left
+to RocksDB, so a hostile block allocates nothing large here."""
 _NAMES = {abi.SST_TRUNCATED: "a block or entry runs past its end", abi.SST_CHECKSUM: "a block checksum mismatch",
           abi.SST_SNAPPY: "a Snappy block that does not decompress", abi.SST_ENTRY: "a damaged block entry",
           abi.SST_ORDER: "internal keys out of order", abi.SST_KEY: "an internal key shorter than 8 bytes",
@@ -56,7 +60,8 @@ _NAMES = {abi.SST_TRUNCATED: "a block or entry runs past its end", abi.SST_CHECK
           abi.SST_CHECKSUM_TYPE: "a checksum type other than CRC32c or XXH3",
           abi.SST_HASH_INDEX: "a data block hash index",
           abi.SST_ENTRY_TYPE: "a value type other than Put, Delete, SingleDelete or Merge (BlobDB, wide columns)",
-          abi.SST_NO_MERGE: "merge operands without the StringAppendTESTOperator merge operator"}
+          abi.SST_NO_MERGE: "merge operands without the StringAppendTESTOperator merge operator",
+          abi.SST_CAPACITY: f"a block larger than {MAX_BLOCK >> 20} MiB uncompressed"}
 
 
 class SstUnsupported(Exception):
@@ -358,10 +363,15 @@ class _FileInput:
         return
 
     def _grow(self) -> None:
-        self.koff = np.resize(self.koff, 2 * len(self.koff))
-        self.voff = np.resize(self.voff, 2 * len(self.voff))
-        self.kdata = np.resize(self.kdata, 2 * len(self.kdata))
-        self.vdata = np.resize(self.vdata, 2 * len(self.vdata))
+        self.koff, self.kdata, self.voff, self.vdata = _grown(
+            (self.koff, self.kdata, self.voff, self.vdata), f"SST file {self.table.name} data block {self.next}")
+
+
+def _grown(arrays: tuple[np.ndarray, ...], where: str) -> tuple[np.ndarray, ...]:
+    """Each buffer twice its size; :class:`SstUnsupported` past :data:`MAX_DECODED`."""
+    if max(a.nbytes for a in arrays) * 2 > MAX_DECODED:
+        raise SstUnsupported(f"{where}: entries that decode to more than {MAX_DECODED >> 20} MiB at once")
+    return tuple(np.resize(a, 2 * len(a)) for a in arrays)
 
 
 class FamilyReader:
@@ -401,8 +411,7 @@ class FamilyReader:
                 x.refill(int(pos[refill]))
                 pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
             elif status == abi.SST_CAPACITY:
-                koff, voff = np.resize(koff, 2 * len(koff)), np.resize(voff, 2 * len(voff))
-                kdata, vdata = np.resize(kdata, 2 * len(kdata)), np.resize(vdata, 2 * len(vdata))
+                koff, kdata, voff, vdata = _grown((koff, kdata, voff, vdata), f"column family {self.tables[0].family!r}")
             elif status not in (abi.SST_GROUP, abi.SST_SLICE):
                 names = ", ".join(x.table.name for x in inputs)
                 raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
