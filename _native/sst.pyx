@@ -224,6 +224,23 @@ cdef inline int64_t varint32(const uint8_t* b, int64_t pos, int64_t end, uint32_
     return -1
 
 
+cdef inline int64_t varint63(const uint8_t* b, int64_t pos, int64_t end, int64_t* out) noexcept nogil:
+    """The next position after a varint of at most 9 bytes (63 bits) at ``pos``, or -1."""
+    cdef uint64_t v = 0
+    cdef int shift = 0, i
+    cdef uint8_t c
+    for i in range(9):
+        if pos + i >= end:
+            return -1
+        c = b[pos + i]
+        v |= <uint64_t>(c & 0x7F) << shift
+        if not c & 0x80:
+            out[0] = <int64_t>v
+            return pos + i + 1
+        shift += 7
+    return -1
+
+
 cdef int64_t snappy_length(const uint8_t* b, int64_t pos, int64_t end) noexcept nogil:
     cdef uint32_t n
     if varint32(b, pos, end, &n) < 0 or <int64_t>n > MAX_EXPANSION * (end - pos) + 64:
@@ -336,6 +353,82 @@ def sst_block(const uint8_t[::1] buf, int64_t pos, int64_t size, int checksum, u
     if status == SST_CAPACITY:
         return status, length
     return status, length if status == SST_OK else 0
+
+
+def sst_index(const uint8_t[::1] blk, int64_t n, bint delta, int64_t[::1] out_pos, int64_t[::1] out_len,
+              int64_t[::1] key_off, uint8_t[::1] key_data):
+    cdef int64_t nb = blk.shape[0], kcap = key_data.shape[0], limit, p = 0, e = 0, vend, pos, size, v, prevlen = 0, kp
+    cdef int64_t cap = min(out_pos.shape[0], out_len.shape[0], key_off.shape[0] - 1)
+    cdef const uint8_t* b = &blk[0] if nb else NULL
+    cdef uint8_t* kd = &key_data[0] if kcap else NULL
+    cdef uint32_t packed, shared, non_shared, vlen
+    cdef int status = SST_OK
+    if n < 4 or n > nb:
+        return SST_TRUNCATED, 0
+    packed = sm_le32(b + n - 4)
+    if packed >> 31:
+        return SST_HASH_INDEX, 0
+    if packed < 1 or 4 + 4 * <int64_t>packed > n:
+        return SST_ENTRY, 0
+    if cap < 0:
+        return SST_CAPACITY, 0
+    limit = n - 4 - 4 * <int64_t>packed
+    key_off[0] = 0
+    with nogil:
+        while p < limit:
+            p = varint32(b, p, limit, &shared)
+            if p < 0:
+                status = SST_ENTRY
+                break
+            p = varint32(b, p, limit, &non_shared)
+            if p < 0:
+                status = SST_ENTRY
+                break
+            vend = limit
+            if not delta:
+                p = varint32(b, p, limit, &vlen)
+                if p < 0 or non_shared > limit - p or vlen > limit - p - non_shared:
+                    status = SST_ENTRY
+                    break
+                vend = p + non_shared + vlen
+            if shared > prevlen or non_shared > vend - p:
+                status = SST_ENTRY
+                break
+            kp = p
+            p += non_shared
+            if delta and shared and e:
+                p = varint63(b, p, vend, &v)
+                if p < 0:
+                    status = SST_ENTRY
+                    break
+                pos = out_pos[e - 1] + out_len[e - 1] + TRAILER
+                size = out_len[e - 1] + ((v >> 1) ^ -(v & 1))
+            else:
+                p = varint63(b, p, vend, &pos)
+                if p < 0:
+                    status = SST_ENTRY
+                    break
+                p = varint63(b, p, vend, &size)
+                if p < 0:
+                    status = SST_ENTRY
+                    break
+            if not delta:
+                p = vend
+            if size < 0 or pos < 0 or size > (<int64_t>1 << 62) or pos > (<int64_t>1 << 62):
+                status = SST_ENTRY
+                break
+            if e >= cap or shared + non_shared > kcap - key_off[e]:
+                status = SST_CAPACITY
+                break
+            if shared:
+                memcpy(kd + key_off[e], kd + key_off[e - 1], shared)
+            memcpy(kd + key_off[e] + shared, b + kp, non_shared)
+            out_pos[e] = pos
+            out_len[e] = size
+            key_off[e + 1] = key_off[e] + shared + non_shared
+            prevlen = shared + non_shared
+            e += 1
+    return status, e
 
 
 cdef int decode_block(const uint8_t* blk, int64_t n, int64_t* koff, uint8_t* kd, int64_t kcap, int64_t* voff,

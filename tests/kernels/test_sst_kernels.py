@@ -340,16 +340,18 @@ def _read(path: Path, k: Any, start: bytes = b"", stop: bytes = b"", slice_bytes
                 t.close()
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(ops, st.sampled_from(["crc32c", "xxh3"]), st.sampled_from(["snappy", "none"]), st.sampled_from([64, 256, 4096]),
-       st.integers(0, 4), st.integers(0, 4))
+       st.integers(0, 4), st.integers(0, 4), st.sampled_from([2, 3, 4, 5]))
 def test_files_rocksdb_wrote_read_as_rocksdb_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         ops_: list[tuple[str, int, bytes]], checksum: str,
-                                                        compression: str, block_size: int, lo: int, hi: int) -> None:
+                                                        compression: str, block_size: int, lo: int, hi: int,
+                                                        version: int) -> None:
+    """Format versions 2 and 3 index by internal keys with value lengths, 4 and 5 (Flink's) by
+    user keys with delta-encoded handles."""
     monkeypatch.setattr(sst, "CHUNK_BLOCKS", 1 if block_size == 64 else 64)  # refills mid-key too
-    compression = "snappy" if compression == "snappy" else "none"
-    want = _write(tmp_path / "db", ops_, 5, checksum, compression, block_size)
+    want = _write(tmp_path / "db", ops_, version, checksum, compression, block_size)
     for k in TIERS:
         runs = _read(tmp_path / "db", k)
         assert [e for keys, values in runs for e in zip(keys, values, strict=True)] == want
@@ -423,3 +425,62 @@ def test_a_block_of_expanding_shared_prefixes_is_left_to_rocksdb(monkeypatch: py
     for k in TIERS:
         with pytest.raises(SstUnsupported, match="MiB at once"):
             list(FamilyReader([table], -1, k).runs(0, b"", b"", 1, 1 << 20))
+
+
+def index_block(handles: list[tuple[bytes, int, int]], interval: int, delta: bool) -> bytes:
+    """An index block as RocksDB writes it: with ``delta`` (format version 4+) no value lengths,
+    a full handle at each restart and a zigzag size delta after it."""
+    out, restarts, prev = bytearray(), [], b""
+    for i, (k, pos, size) in enumerate(handles):
+        shared = 0
+        if i % interval == 0:
+            restarts.append(len(out))
+        else:
+            while shared < min(len(k), len(prev)) and k[shared] == prev[shared]:
+                shared += 1
+        if delta and shared:
+            d = size - handles[i - 1][2]
+            value = _varint((d << 1) ^ (d >> 63) if d < 0 else d << 1)
+        else:
+            value = _varint(pos) + _varint(size)
+        out += _varint(shared) + _varint(len(k) - shared) + (b"" if delta else _varint(len(value)))
+        out += k[shared:] + value
+        prev = k
+    for r in restarts or [0]:
+        out += r.to_bytes(4, "little")
+    return bytes(out + len(restarts or [0]).to_bytes(4, "little"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=10), st.integers(0, 5000)), max_size=40, unique_by=lambda t: t[0]),
+       st.integers(1, 8), st.booleans(), st.integers(0, 45))
+def test_sst_index_tiers_agree_with_the_handles(entries: list[tuple[bytes, int]], interval: int, delta: bool,
+                                                cap: int) -> None:
+    entries.sort()
+    handles, pos = [], 0
+    for k, size in entries:
+        handles.append((k, pos, size))
+        pos += size + 5
+    blk = index_block(handles, interval, delta)
+    got = []
+    for k in TIERS:
+        p, s, koff = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap + 1, np.int64)
+        kd = np.zeros(400, np.uint8)
+        status, n = k.sst_index(blk, len(blk), delta, p, s, koff, kd)
+        got.append((status, n, p[:n].tolist(), s[:n].tolist(), k.sst_lists(koff, kd, koff, kd, n)[0]))
+    assert got[0] == got[1]
+    status, n, p_, s_, keys_ = got[0]
+    want = handles[:n]
+    assert (p_, s_, keys_) == ([h[1] for h in want], [h[2] for h in want], [h[0] for h in want])
+    assert status == (abi.SST_OK if cap >= len(handles) else abi.SST_CAPACITY)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.binary(max_size=200), st.booleans())
+def test_sst_index_of_damaged_blocks_agrees(blk: bytes, delta: bool) -> None:
+    got = []
+    for k in TIERS:
+        p, s, koff, kd = np.zeros(80, np.int64), np.zeros(80, np.int64), np.zeros(81, np.int64), np.zeros(300, np.uint8)
+        status, n = k.sst_index(blk, len(blk), delta, p, s, koff, kd)
+        got.append((status, n, p[:n].tolist(), s[:n].tolist(), k.sst_lists(koff, kd, koff, kd, n)[0]))
+    assert got[0] == got[1]

@@ -21,6 +21,9 @@ an 8-byte little-endian trailer ``sequence << 8 | value type``.
   Merge operands are joined oldest first by the ``StringAppendTESTOperator`` rule (the base value,
   if a Put is under them, then each operand, a delimiter between two); it writes one run (one key
   group, at most about ``slice_bytes``) per call and says why it stopped;
+- ``sst_index`` decodes an index block: each data block's position and size (full handles, or
+  with format version 4 and later sizes delta-encoded after the first of each restart) and its
+  separator key;
 - ``sst_lists`` turns a run's flat buffers into the ``bytes`` lists of a :class:`StateRun`.
 
 Every position is checked against its buffer; a damaged input gives a status, never a read
@@ -214,7 +217,7 @@ def _varint(b: Any, pos: int, end: int, most: int = 5) -> tuple[int, int]:
         if pos + i >= end:
             return 0, -1
         c = b[pos + i]
-        if i == 4 and c > 0x0F:
+        if i == most - 1 and c > (0x0F if most == 5 else 0x7F):
             return 0, -1
         v |= (c & 0x7F) << shift
         if not c & 0x80:
@@ -358,6 +361,71 @@ def _block_entries(blk: Any, n: int) -> tuple[int, list[tuple[bytes, bytes]]]:
         out.append((key, bytes(blk[p:p + vlen])))
         p += vlen
     return abi.SST_OK, out
+
+
+def sst_index(blk: Any, n: int, delta: bool, out_pos: Any, out_len: Any, key_off: Any,
+              key_data: Any) -> tuple[int, int]:
+    """``(status, entries)``: the block handles and keys of the uncompressed index block
+    ``blk[:n]`` (``delta``: values delta-encoded, without value lengths). Entry ``i``: the data
+    block at ``out_pos[i]`` of ``out_len[i]`` bytes, whose keys are at most ``key_data[key_off[i]:
+    key_off[i + 1]]`` (``key_off[0] = 0``). ``SST_CAPACITY`` when an output is too small."""
+    b = memoryview(blk).cast("B")
+    key_data = memoryview(key_data).cast("B")
+    if n < 4 or n > len(b):
+        return abi.SST_TRUNCATED, 0
+    packed = int.from_bytes(b[n - 4:n], "little")
+    if packed >> 31:
+        return abi.SST_HASH_INDEX, 0
+    if packed < 1 or 4 + 4 * packed > n:
+        return abi.SST_ENTRY, 0
+    limit = n - 4 - 4 * packed
+    cap = min(len(out_pos), len(out_len), len(key_off) - 1)
+    if cap < 0:
+        return abi.SST_CAPACITY, 0
+    key_off[0] = 0
+    p = e = 0
+    key = b""
+    while p < limit:
+        shared, p = _varint(b, p, limit)
+        if p < 0:
+            return abi.SST_ENTRY, e
+        non_shared, p = _varint(b, p, limit)
+        if p < 0:
+            return abi.SST_ENTRY, e
+        vend = limit
+        if not delta:
+            vlen, p = _varint(b, p, limit)
+            if p < 0 or non_shared > limit - p or vlen > limit - p - non_shared:
+                return abi.SST_ENTRY, e
+            vend = p + non_shared + vlen
+        if shared > len(key) or non_shared > vend - p:
+            return abi.SST_ENTRY, e
+        key = key[:shared] + bytes(b[p:p + non_shared])
+        p += non_shared
+        if delta and shared and e:
+            v, p = _varint(b, p, vend, 9)
+            if p < 0:
+                return abi.SST_ENTRY, e
+            pos = int(out_pos[e - 1]) + int(out_len[e - 1]) + TRAILER
+            size = int(out_len[e - 1]) + ((v >> 1) ^ -(v & 1))
+        else:
+            pos, p = _varint(b, p, vend, 9)
+            if p < 0:
+                return abi.SST_ENTRY, e
+            size, p = _varint(b, p, vend, 9)
+            if p < 0:
+                return abi.SST_ENTRY, e
+        if not delta:
+            p = vend
+        if size < 0 or pos < 0 or size > (1 << 62) or pos > (1 << 62):
+            return abi.SST_ENTRY, e
+        if e >= cap or key_off[e] + len(key) > len(key_data):
+            return abi.SST_CAPACITY, e
+        out_pos[e], out_len[e] = pos, size
+        key_data[key_off[e]:key_off[e] + len(key)] = key
+        key_off[e + 1] = key_off[e] + len(key)
+        e += 1
+    return abi.SST_OK, e
 
 
 def sst_decode(buf: Any, block_pos: Any, block_len: Any, start: int, stop: int, checksum: int, scratch: Any,
@@ -580,4 +648,4 @@ def sst_lists(koff: Any, kdata: Any, voff: Any, vdata: Any, n: int) -> tuple[lis
     return keys, values
 
 
-__all__ = ["sst_block", "sst_decode", "sst_lists", "sst_merge"]
+__all__ = ["sst_block", "sst_decode", "sst_index", "sst_lists", "sst_merge"]

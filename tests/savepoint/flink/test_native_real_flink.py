@@ -563,5 +563,6 @@ def test_what_the_sst_reader_does_not_read_is_read_through_rocksdb(cases: dict[s
     monkeypatch.setattr(sst.FamilyReader, "runs", two_then_unsupported)
     with sp.open_instance(op, st, handle) as instance:
         got = [(r.keys, r.values) for r in instance.state_runs(sid, None, 200)]
-        assert [e for k, v in got for e in zip(k, v, strict=True)] == [e for k, v in want for e in zip(k, v, strict=True)]
+        flat = [e for k, v in want for e in zip(k, v, strict=True)]
+        assert [e for k, v in got for e in zip(k, v, strict=True)] == flat
         assert instance.readers["events"] == "rocksdb: SST file x: a feature met late"

@@ -98,10 +98,6 @@ class _Cursor:
             shift += 7
         raise FlinkSavepointError(f"{self.where}: damaged SST file: a varint runs past its block")
 
-    def signed(self) -> int:
-        v = self.varint()
-        return (v >> 1) ^ -(v & 1)
-
     def take(self, n: int) -> bytes:
         if n < 0 or n > self.end - self.pos:
             raise FlinkSavepointError(f"{self.where}: damaged SST file: {n} bytes past the end of a block")
@@ -110,33 +106,27 @@ class _Cursor:
         return b
 
 
-def _block_entries(blk: Any, where: str, delta_values: bool = False) -> Iterator[tuple[bytes, _Cursor, int]]:
-    """``(key, cursor at the value, shared)`` of each entry of a meta or index block (the
-    caller reads the value from the cursor; with ``delta_values`` an entry has no value length
-    and the cursor's end is the block's)."""
+def _block_entries(blk: Any, where: str) -> Iterator[tuple[bytes, _Cursor]]:
+    """``(key, cursor over the value)`` of each entry of a meta block (meta index, properties)."""
     n = len(blk)
     if n < 4:
         raise FlinkSavepointError(f"{where}: damaged SST file: a block of {n} bytes")
     restarts = int.from_bytes(blk[n - 4:], "little")
     if restarts >> 31:
-        raise SstUnsupported(f"{where}: a meta or index block with a hash index")
+        raise SstUnsupported(f"{where}: a meta block with a hash index")
     limit = n - 4 - 4 * restarts
     if restarts < 1 or limit < 0:
         raise FlinkSavepointError(f"{where}: damaged SST file: a block's restart array is larger than the block")
     cur = _Cursor(blk, where, limit)
     key = b""
     while cur.pos < limit:
-        shared, non_shared = cur.varint(5), cur.varint(5)
-        vlen = None if delta_values else cur.varint(5)
+        shared, non_shared, vlen = cur.varint(5), cur.varint(5), cur.varint(5)
         if shared > len(key):
             raise FlinkSavepointError(f"{where}: damaged SST file: a key sharing more than the previous key")
         key = key[:shared] + cur.take(non_shared)
-        if vlen is None:
-            yield key, cur, shared
-        else:
-            value = _Cursor(blk, where, cur.pos + vlen, cur.pos)
-            cur.take(vlen)
-            yield key, value, shared
+        value = _Cursor(blk, where, cur.pos + vlen, cur.pos)
+        cur.take(vlen)
+        yield key, value
 
 
 @dataclass
@@ -214,36 +204,45 @@ def _parse_table(path: Path, where: str, mapped: mmap.mmap, size: int, kernels: 
         foot = _Cursor(data, where, size - 12, size - FOOTER)
         checksum = foot.take(1)[0]
         meta_handle, index_handle = _handle(foot), _handle(foot)
-        meta = {k: _handle(v) for k, v, _ in _block_entries(
+        meta = {k: _handle(v) for k, v in _block_entries(
             _read_block(kernels, data, *meta_handle, checksum, where), where)}
         if b"rocksdb.properties" not in meta:
             raise FlinkSavepointError(f"{where}: damaged SST file: no properties block")
-        props = {k: v.take(v.end - v.pos) for k, v, _ in _block_entries(
+        props = {k: v.take(v.end - v.pos) for k, v in _block_entries(
             _read_block(kernels, data, *meta[b"rocksdb.properties"], checksum, where), where)}
         family = _check_properties(meta, props, where)
         delta = _int_prop(props, b"rocksdb.index.value.is.delta.encoded") == 1
         user_keys = _int_prop(props, b"rocksdb.index.key.is.user.key") == 1
-        positions: list[int] = []
-        sizes: list[int] = []
-        last_keys: list[bytes] = []
         index = _read_block(kernels, data, *index_handle, checksum, where)
-        for key, cur, shared in _block_entries(index, where, delta):
-            if delta and shared and positions:
-                pos, n = positions[-1] + sizes[-1] + 5, sizes[-1] + cur.signed()
-            else:
-                pos, n = _handle(cur)
-            if not user_keys and len(key) < 8:
+        positions, sizes, last_keys = _index_entries(kernels, index, delta, where)
+        if not user_keys:
+            if any(len(k) < 8 for k in last_keys):
                 raise FlinkSavepointError(f"{where}: damaged SST file: an index key shorter than 8 bytes")
-            if pos < 0 or n < 0 or pos + n + 5 > size:
-                raise FlinkSavepointError(f"{where}: damaged SST file: a data block past the end of the file")
-            positions.append(pos)
-            sizes.append(n)
-            last_keys.append(key if user_keys else key[:-8])
-        return SstTable(path, path.name, family.decode("utf-8", "replace"), checksum, data,
-                        np.array(positions, np.int64), np.array(sizes, np.int64), last_keys, mapped)
+            last_keys = [k[:-8] for k in last_keys]
+        if len(positions) and (positions.min() < 0 or (positions + sizes + 5).max() > size):
+            raise FlinkSavepointError(f"{where}: damaged SST file: a data block past the end of the file")
+        return SstTable(path, path.name, family.decode("utf-8", "replace"), checksum, data, positions, sizes,
+                        last_keys, mapped)
     except BaseException:
         data.release()
         raise
+
+
+def _index_entries(kernels: KernelTier, index: bytearray, delta: bool,
+                   where: str) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+    """The data block handles and separator keys of an index block (``sst_index``)."""
+    most = len(index) // 3 + 1  # an entry takes at least 3 bytes
+    pos, sizes = np.zeros(most, np.int64), np.zeros(most, np.int64)
+    koff, kdata = np.zeros(most + 1, np.int64), np.empty(max(64, 2 * len(index)), np.uint8)
+    while True:
+        status, n = kernels.sst_index(index, len(index), delta, pos, sizes, koff, kdata)
+        if status != abi.SST_CAPACITY:
+            break
+        kdata = _grown((kdata,), f"{where} index")[0]
+    if status != abi.SST_OK:
+        raise _status(status, f"{where} index block")
+    keys, _ = kernels.sst_lists(koff, kdata, koff, kdata, n)
+    return pos[:n].copy(), sizes[:n].copy(), keys
 
 
 def _int_prop(props: dict[bytes, bytes], name: bytes) -> int:
@@ -411,7 +410,8 @@ class FamilyReader:
                 x.refill(int(pos[refill]))
                 pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
             elif status == abi.SST_CAPACITY:
-                koff, kdata, voff, vdata = _grown((koff, kdata, voff, vdata), f"column family {self.tables[0].family!r}")
+                koff, kdata, voff, vdata = _grown((koff, kdata, voff, vdata),
+                                                  f"column family {self.tables[0].family!r}")
             elif status not in (abi.SST_GROUP, abi.SST_SLICE):
                 names = ", ".join(x.table.name for x in inputs)
                 raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
