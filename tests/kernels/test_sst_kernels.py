@@ -452,8 +452,8 @@ def index_block(handles: list[tuple[bytes, int, int]], interval: int, delta: boo
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.binary(min_size=1, max_size=10), st.integers(0, 5000)), max_size=40, unique_by=lambda t: t[0]),
-       st.integers(1, 8), st.booleans(), st.integers(0, 45))
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=10), st.integers(0, 5000)), max_size=40,
+                unique_by=lambda t: t[0]), st.integers(1, 8), st.booleans(), st.integers(0, 45))
 def test_sst_index_tiers_agree_with_the_handles(entries: list[tuple[bytes, int]], interval: int, delta: bool,
                                                 cap: int) -> None:
     entries.sort()
