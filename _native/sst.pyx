@@ -205,18 +205,19 @@ cdef inline uint32_t block_checksum(int kind, const uint8_t* p, int64_t n, uint8
 
 # ---- Snappy ----------------------------------------------------------------------------------
 
-cdef inline int64_t varint32(const uint8_t* b, int64_t pos, int64_t end, uint32_t* out) noexcept nogil:
-    """The next position after a varint32 at ``pos``, or -1."""
-    cdef uint32_t v = 0
+cdef inline int64_t varint(const uint8_t* b, int64_t pos, int64_t end, int most, uint64_t* out) noexcept nogil:
+    """The next position after a varint at ``pos``, or -1: at most ``most`` bytes (5: a 32-bit
+    value, its fifth byte at most 0x0F; 9: 63 bits)."""
+    cdef uint64_t v = 0
     cdef int shift = 0, i
     cdef uint8_t c
-    for i in range(5):
+    for i in range(most):
         if pos + i >= end:
             return -1
         c = b[pos + i]
-        if i == 4 and c > 0x0F:
+        if i == most - 1 and c > (0x0F if most == 5 else 0x7F):
             return -1
-        v |= <uint32_t>(c & 0x7F) << shift
+        v |= <uint64_t>(c & 0x7F) << shift
         if not c & 0x80:
             out[0] = v
             return pos + i + 1
@@ -224,33 +225,16 @@ cdef inline int64_t varint32(const uint8_t* b, int64_t pos, int64_t end, uint32_
     return -1
 
 
-cdef inline int64_t varint63(const uint8_t* b, int64_t pos, int64_t end, int64_t* out) noexcept nogil:
-    """The next position after a varint of at most 9 bytes (63 bits) at ``pos``, or -1."""
-    cdef uint64_t v = 0
-    cdef int shift = 0, i
-    cdef uint8_t c
-    for i in range(9):
-        if pos + i >= end:
-            return -1
-        c = b[pos + i]
-        v |= <uint64_t>(c & 0x7F) << shift
-        if not c & 0x80:
-            out[0] = <int64_t>v
-            return pos + i + 1
-        shift += 7
-    return -1
-
-
 cdef int64_t snappy_length(const uint8_t* b, int64_t pos, int64_t end) noexcept nogil:
-    cdef uint32_t n
-    if varint32(b, pos, end, &n) < 0 or <int64_t>n > MAX_EXPANSION * (end - pos) + 64:
+    cdef uint64_t n
+    if varint(b, pos, end, 5, &n) < 0 or <int64_t>n > MAX_EXPANSION * (end - pos) + 64:
         return -1
     return n
 
 
 cdef int64_t snappy_decompress(const uint8_t* b, int64_t pos, int64_t end, uint8_t* out, int64_t cap) noexcept nogil:
-    cdef uint32_t n32
-    cdef int64_t p = varint32(b, pos, end, &n32), n = n32, o = 0, length, offset, extra, i
+    cdef uint64_t n32
+    cdef int64_t p = varint(b, pos, end, 5, &n32), n = <int64_t>n32, o = 0, length, offset, extra, i
     cdef uint8_t tag
     if p < 0 or n > cap:
         return -1
@@ -361,7 +345,8 @@ def sst_index(const uint8_t[::1] blk, int64_t n, bint delta, int64_t[::1] out_po
     cdef int64_t cap = min(out_pos.shape[0], out_len.shape[0], key_off.shape[0] - 1)
     cdef const uint8_t* b = &blk[0] if nb else NULL
     cdef uint8_t* kd = &key_data[0] if kcap else NULL
-    cdef uint32_t packed, shared, non_shared, vlen
+    cdef uint32_t packed
+    cdef uint64_t shared, non_shared, vlen
     cdef int status = SST_OK
     if n < 4 or n > nb:
         return SST_TRUNCATED, 0
@@ -376,17 +361,17 @@ def sst_index(const uint8_t[::1] blk, int64_t n, bint delta, int64_t[::1] out_po
     key_off[0] = 0
     with nogil:
         while p < limit:
-            p = varint32(b, p, limit, &shared)
+            p = varint(b, p, limit, 5, &shared)
             if p < 0:
                 status = SST_ENTRY
                 break
-            p = varint32(b, p, limit, &non_shared)
+            p = varint(b, p, limit, 5, &non_shared)
             if p < 0:
                 status = SST_ENTRY
                 break
             vend = limit
             if not delta:
-                p = varint32(b, p, limit, &vlen)
+                p = varint(b, p, limit, 5, &vlen)
                 if p < 0 or non_shared > limit - p or vlen > limit - p - non_shared:
                     status = SST_ENTRY
                     break
@@ -397,18 +382,18 @@ def sst_index(const uint8_t[::1] blk, int64_t n, bint delta, int64_t[::1] out_po
             kp = p
             p += non_shared
             if delta and shared and e:
-                p = varint63(b, p, vend, &v)
+                p = varint(b, p, vend, 9, <uint64_t*>&v)
                 if p < 0:
                     status = SST_ENTRY
                     break
                 pos = out_pos[e - 1] + out_len[e - 1] + TRAILER
                 size = out_len[e - 1] + ((v >> 1) ^ -(v & 1))
             else:
-                p = varint63(b, p, vend, &pos)
+                p = varint(b, p, vend, 9, <uint64_t*>&pos)
                 if p < 0:
                     status = SST_ENTRY
                     break
-                p = varint63(b, p, vend, &size)
+                p = varint(b, p, vend, 9, <uint64_t*>&size)
                 if p < 0:
                     status = SST_ENTRY
                     break
@@ -435,7 +420,8 @@ cdef int decode_block(const uint8_t* blk, int64_t n, int64_t* koff, uint8_t* kd,
                       uint8_t* vd, int64_t vcap, int64_t cap, int64_t* count) noexcept nogil:
     """Append the entries of one uncompressed data block after ``count[0]`` entries; on any
     status but SST_OK nothing is counted."""
-    cdef uint32_t packed, shared, non_shared, vlen
+    cdef uint32_t packed
+    cdef uint64_t shared, non_shared, vlen
     cdef int64_t limit, p = 0, e = count[0], kb, vb, prev, prevlen = 0
     cdef bint full = False
     if n < 4:
@@ -450,13 +436,13 @@ cdef int decode_block(const uint8_t* blk, int64_t n, int64_t* koff, uint8_t* kd,
     vb = voff[e]
     prev = -1
     while p < limit:
-        p = varint32(blk, p, limit, &shared)
+        p = varint(blk, p, limit, 5, &shared)
         if p < 0:
             return SST_ENTRY
-        p = varint32(blk, p, limit, &non_shared)
+        p = varint(blk, p, limit, 5, &non_shared)
         if p < 0:
             return SST_ENTRY
-        p = varint32(blk, p, limit, &vlen)
+        p = varint(blk, p, limit, 5, &vlen)
         if p < 0 or non_shared > limit - p or vlen > limit - p - non_shared:
             return SST_ENTRY
         if shared > prevlen:

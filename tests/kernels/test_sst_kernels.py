@@ -36,21 +36,27 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+def _shared(k: bytes, prev: bytes) -> int:
+    n = 0
+    while n < min(len(k), len(prev)) and k[n] == prev[n]:
+        n += 1
+    return n
+
+
+def _restart_array(restarts: list[int]) -> bytes:
+    return b"".join(r.to_bytes(4, "little") for r in restarts or [0]) + len(restarts or [0]).to_bytes(4, "little")
+
+
 def data_block(entries: list[tuple[bytes, bytes]], interval: int) -> bytes:
     """A data block as RocksDB's BlockBuilder writes it (shared prefixes, a restart every ``interval``)."""
     out, restarts, prev = bytearray(), [], b""
     for i, (k, v) in enumerate(entries):
-        shared = 0
         if i % interval == 0:
             restarts.append(len(out))
-        else:
-            while shared < min(len(k), len(prev)) and k[shared] == prev[shared]:
-                shared += 1
+        shared = 0 if i % interval == 0 else _shared(k, prev)
         out += _varint(shared) + _varint(len(k) - shared) + _varint(len(v)) + k[shared:] + v
         prev = k
-    for r in restarts or [0]:
-        out += r.to_bytes(4, "little")
-    return bytes(out + len(restarts or [0]).to_bytes(4, "little"))
+    return bytes(out) + _restart_array(restarts)
 
 
 def framed(blocks: list[bytes], snappy: bool, checksum: int) -> tuple[bytes, np.ndarray, np.ndarray]:
@@ -432,12 +438,9 @@ def index_block(handles: list[tuple[bytes, int, int]], interval: int, delta: boo
     a full handle at each restart and a zigzag size delta after it."""
     out, restarts, prev = bytearray(), [], b""
     for i, (k, pos, size) in enumerate(handles):
-        shared = 0
         if i % interval == 0:
             restarts.append(len(out))
-        else:
-            while shared < min(len(k), len(prev)) and k[shared] == prev[shared]:
-                shared += 1
+        shared = 0 if i % interval == 0 else _shared(k, prev)
         if delta and shared:
             d = size - handles[i - 1][2]
             value = _varint((d << 1) ^ (d >> 63) if d < 0 else d << 1)
@@ -446,9 +449,7 @@ def index_block(handles: list[tuple[bytes, int, int]], interval: int, delta: boo
         out += _varint(shared) + _varint(len(k) - shared) + (b"" if delta else _varint(len(value)))
         out += k[shared:] + value
         prev = k
-    for r in restarts or [0]:
-        out += r.to_bytes(4, "little")
-    return bytes(out + len(restarts or [0]).to_bytes(4, "little"))
+    return bytes(out) + _restart_array(restarts)
 
 
 @settings(max_examples=80, deadline=None)
