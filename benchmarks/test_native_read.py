@@ -4,7 +4,10 @@ savepoint of the same state and beside the floor, in one run (issue 21, item 5).
 - **read native / read canonical**: every entry of the ``events`` state read as record batches
   (``read_flink_state``, 2 threads), decoded to typed columns and not (the binary columns: the
   reader alone), from the native savepoint (its RocksDB instances, ``reader=NATIVE.reader``) and
-  from the canonical savepoint converted from it.
+  from the canonical savepoint converted from it. The native read takes each column family from
+  its SST files (``savepoint/flink/sst.py``); **read native through RocksDB** is the same read
+  through RocksDB's iterator (``RocksInstance.rocks_state_runs``, rocksdict: four Python calls an
+  entry), the path before the SST reader and the one a column family it does not read takes.
 - **migrate native**: ``statemorph migrate`` of the native savepoint to the evolved Events type
   (plan on the native savepoint, staged canonical conversion, canonical migration, written and
   fsynced).
@@ -31,7 +34,7 @@ from statemorph.cli.main import main
 from statemorph.engine.flink_ranges import read_flink_state
 from statemorph.engine.formats import NATIVE
 from statemorph.savepoint.flink.handles import ByteStreamHandle
-from statemorph.savepoint.flink.native import NativeSavepoint
+from statemorph.savepoint.flink.native import NativeSavepoint, RocksInstance
 
 from . import native_savepoint as NS
 from .conftest import record
@@ -71,8 +74,33 @@ def test_read_every_entry(benchmark: Any, pair: NS.NativePair, native: bool, dec
     benchmark.pedantic(lambda: counts.append(_count(path, decode, native)), rounds=ROUNDS, iterations=1,
                        warmup_rounds=1)
     assert set(counts) == {pair.n}, counts
+    if native:
+        read_from_sst_files(path)
     _record(f"native bench: read {'native' if native else 'canonical'} ({'decoded' if decode else 'binary'})",
             benchmark, pair.n)
+
+
+@pytest.mark.parametrize("decode", [True, False], ids=["decoded", "binary"])
+def test_read_every_entry_through_rocksdb(benchmark: Any, pair: NS.NativePair, decode: bool,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(RocksInstance, "state_runs", RocksInstance.rocks_state_runs)
+    counts: list[int] = []
+    benchmark.pedantic(lambda: counts.append(_count(pair.native, decode, True)), rounds=ROUNDS, iterations=1,
+                       warmup_rounds=1)
+    assert set(counts) == {pair.n}, counts
+    _record(f"native bench: read native through RocksDB ({'decoded' if decode else 'binary'})", benchmark, pair.n)
+
+
+def read_from_sst_files(path: Path) -> None:
+    """Every state of the native savepoint is read from its SST files, none through RocksDB (so
+    the native figures are the SST reader's)."""
+    sp = NativeSavepoint(path)
+    for op, st, handle in sp.instances():
+        with sp.open_instance(op, st, handle) as instance:
+            for sid in instance.families:
+                for _ in instance.state_runs(sid):
+                    break
+            assert set(instance.readers.values()) == {"sst"}, instance.readers
 
 
 def sst_files(path: Path) -> list[tuple[Path, str]]:
