@@ -567,7 +567,7 @@ cdef int advance(Input* x) noexcept nogil:
 
 
 cdef int merge_loop(Input* xs, int64_t m, int64_t* saved, Version** vers, int64_t* vcap_, int delimiter,
-                    int64_t group_len, const uint8_t* start_key, int64_t start_len, const uint8_t* stop_key,
+                    int64_t group_len, const uint8_t* group, int64_t glen, const uint8_t* start_key, int64_t start_len, const uint8_t* stop_key,
                     int64_t stop_len, int64_t slice_bytes, int64_t* okoff, uint8_t* okd, int64_t okcap,
                     int64_t* ovoff, uint8_t* ovd, int64_t ovcap, int64_t cap, int64_t* n_out,
                     int64_t* refill) noexcept nogil:
@@ -608,6 +608,9 @@ cdef int merge_loop(Input* xs, int64_t m, int64_t* saved, Version** vers, int64_
             return SST_END
         if n and cmp_bytes(key, klen if klen < group_len else group_len, okd + okoff[n - 1],
                            (okoff[n] - okoff[n - 1]) if (okoff[n] - okoff[n - 1]) < group_len else group_len) != 0:
+            n_out[0] = n
+            return SST_GROUP
+        if not n and glen and cmp_bytes(key, klen if klen < group_len else group_len, group, glen) != 0:
             n_out[0] = n
             return SST_GROUP
         for i in range(m):
@@ -708,7 +711,7 @@ cdef int merge_loop(Input* xs, int64_t m, int64_t* saved, Version** vers, int64_
 
 
 def sst_merge(list inputs, int64_t[::1] pos, const int64_t[::1] end, const uint8_t[::1] eof, int delimiter,
-              int64_t group_len, bytes start_key, bytes stop_key, int64_t slice_bytes, int64_t[::1] out_koff,
+              int64_t group_len, bytes group, bytes start_key, bytes stop_key, int64_t slice_bytes, int64_t[::1] out_koff,
               uint8_t[::1] out_kdata, int64_t[::1] out_voff, uint8_t[::1] out_vdata):
     cdef int64_t m = len(inputs), i, n = 0, refill = -1, cap = out_koff.shape[0] - 1, vcap = 64
     cdef int64_t okcap = out_kdata.shape[0], ovcap = out_vdata.shape[0]
@@ -722,7 +725,8 @@ def sst_merge(list inputs, int64_t[::1] pos, const int64_t[::1] end, const uint8
     cdef int status = SST_OK
     cdef const uint8_t* sk = <const uint8_t*><const char*>start_key
     cdef const uint8_t* ek = <const uint8_t*><const char*>stop_key
-    cdef int64_t sl = len(start_key), el = len(stop_key)
+    cdef const uint8_t* gk = <const uint8_t*><const char*>group
+    cdef int64_t sl = len(start_key), el = len(stop_key), gl = len(group)
     if pos.shape[0] < m or end.shape[0] < m or eof.shape[0] < m:
         return SST_TRUNCATED, 0, -1
     if cap < 0 or out_voff.shape[0] < out_koff.shape[0]:
@@ -754,7 +758,7 @@ def sst_merge(list inputs, int64_t[::1] pos, const int64_t[::1] end, const uint8
                 if status != SST_OK:
                     return status, 0, -1
         with nogil:
-            status = merge_loop(xs, m, saved, &vers, &vcap, delimiter, group_len, sk, sl, ek, el, slice_bytes,
+            status = merge_loop(xs, m, saved, &vers, &vcap, delimiter, group_len, gk, gl, sk, sl, ek, el, slice_bytes,
                                 &out_koff[0], &out_kdata[0] if okcap else NULL, okcap, &out_voff[0],
                                 &out_vdata[0] if ovcap else NULL, ovcap, cap, &n, &refill)
         if status >= SST_END:

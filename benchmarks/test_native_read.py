@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ from statemorph.savepoint.flink.handles import ByteStreamHandle
 from statemorph.savepoint.flink.native import NativeSavepoint, RocksInstance
 
 from . import native_savepoint as NS
-from .conftest import record
+from .conftest import record, record_external
 
 N = int(os.environ.get("STATEMORPH_NATIVE_BENCH_N", "1000000"))
 ROUNDS = int(os.environ.get("STATEMORPH_NATIVE_BENCH_ROUNDS", "3"))
@@ -89,6 +91,36 @@ def test_read_every_entry_through_rocksdb(benchmark: Any, pair: NS.NativePair, d
                        warmup_rounds=1)
     assert set(counts) == {pair.n}, counts
     _record(f"native bench: read native through RocksDB ({'decoded' if decode else 'binary'})", benchmark, pair.n)
+
+
+ALTERNATING = [(True, False), (False, False), (True, True), (False, True)]
+"""(native, decode) of the reads :func:`test_read_alternating` takes in turn."""
+
+
+def test_read_alternating(benchmark: Any, pair: NS.NativePair) -> None:
+    """The four reads of :func:`test_read_every_entry` one after another, round after round
+    (3 x ROUNDS rounds after a warm-up): on a shared, loaded machine the load drifts over the
+    minutes a block of rounds takes, so reads taken seconds apart compare more fairly. Records
+    each read's best and median round and the median over rounds of native ÷ canonical."""
+    times: dict[tuple[bool, bool], list[float]] = {v: [] for v in ALTERNATING}
+
+    def one_round() -> None:
+        for native, decode in ALTERNATING:
+            t = time.perf_counter()
+            assert _count(pair.native if native else pair.canonical, decode, native) == pair.n
+            times[(native, decode)].append(time.perf_counter() - t)
+
+    benchmark.pedantic(one_round, rounds=3 * ROUNDS, iterations=1, warmup_rounds=1)
+    for (native, decode), ts in times.items():
+        ts[:] = ts[1:]  # the warm-up round
+        label = f"{'native' if native else 'canonical'} ({'decoded' if decode else 'binary'})"
+        record_external(f"native bench: alternating read {label}", pair.n / min(ts), pair.n,
+                        best_s=round(min(ts), 3), median_s=round(statistics.median(ts), 3))
+    for decode in (False, True):
+        ratios = [a / b for a, b in zip(times[(True, decode)], times[(False, decode)], strict=True)]
+        record_external(f"native bench: alternating native ÷ canonical ({'decoded' if decode else 'binary'})",
+                        float("nan"), pair.n, median_ratio=round(statistics.median(ratios), 3),
+                        best_ratio=round(min(times[(True, decode)]) / min(times[(False, decode)]), 3))
 
 
 def read_from_sst_files(path: Path) -> None:

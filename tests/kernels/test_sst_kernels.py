@@ -225,7 +225,7 @@ def _merge_all(k: Any, files: list[list[tuple[bytes, int, int, bytes]]], delimit
     for _ in range(1000):
         koff, voff = np.zeros(cap + 1, np.int64), np.zeros(cap + 1, np.int64)
         kd, vd = np.zeros(8 * cap, np.uint8), np.zeros(40 * cap, np.uint8)
-        status, n, _ = k.sst_merge(inputs, pos, end, eof, delimiter, group_len, b"", b"", slice_bytes, koff, kd,
+        status, n, _ = k.sst_merge(inputs, pos, end, eof, delimiter, group_len, b"", b"", b"", slice_bytes, koff, kd,
                                    voff, vd)
         keys, values = k.sst_lists(koff, kd, voff, vd, n)
         if n:
@@ -268,7 +268,7 @@ def test_sst_merge_stops_for_a_refill_and_resumes_exactly(files: list[list[tuple
         pos = np.zeros(len(files), np.int64)
         koff, voff = np.zeros(100, np.int64), np.zeros(100, np.int64)
         kd, vd = np.zeros(1000, np.uint8), np.zeros(4000, np.uint8)
-        status, n, refill = k.sst_merge(inputs, pos, end, eof, ord(","), 8, b"", b"", 1 << 20, koff, kd, voff, vd)
+        status, n, refill = k.sst_merge(inputs, pos, end, eof, ord(","), 8, b"", b"", b"", 1 << 20, koff, kd, voff, vd)
         got.append((status, n, refill, pos.tolist(), k.sst_lists(koff, kd, voff, vd, n)))
     assert got[0] == got[1]
     if got[0][0] == abi.SST_REFILL:
@@ -283,7 +283,7 @@ def test_sst_merge_refuses_out_of_order_and_unknown_types() -> None:
         for k in TIERS:
             pos = np.zeros(1, np.int64)
             assert k.sst_merge(_inputs(files), pos, np.array([2 if len(files[0]) > 1 else 1]), np.ones(1, np.uint8),
-                               44, 1, b"", b"", 1 << 20, *out)[0] == want
+                               44, 1, b"", b"", b"", 1 << 20, *out)[0] == want
 
 
 def test_sst_merge_checks_offsets() -> None:
@@ -291,7 +291,7 @@ def test_sst_merge_checks_offsets() -> None:
     koff[1] = 1000
     for k in TIERS:
         assert k.sst_merge([(koff, kd, voff, vd)], np.zeros(1, np.int64), np.array([1]), np.ones(1, np.uint8), 44, 1,
-                           b"", b"", 1 << 20, np.zeros(9, np.int64), np.zeros(64, np.uint8), np.zeros(9, np.int64),
+                           b"", b"", b"", 1 << 20, np.zeros(9, np.int64), np.zeros(64, np.uint8), np.zeros(9, np.int64),
                            np.zeros(64, np.uint8))[0] == abi.SST_TRUNCATED
 
 
@@ -334,6 +334,28 @@ def _write(path: Path, ops_: list[tuple[str, int, bytes]], version: int, checksu
     return want
 
 
+def _rocksdb_runs(entries: list[tuple[bytes, bytes]], slice_bytes: int) -> list[Any]:
+    """Runs as ``RocksInstance.rocks_state_runs`` cuts them: one key group (first byte here) each,
+    cut after the entry that brings a run to ``slice_bytes`` (key + value + 8 an entry)."""
+    runs: list[Any] = []
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    size = 0
+    for k, v in entries:
+        if keys and k[:1] != keys[-1][:1]:
+            runs.append((keys, values))
+            keys, values, size = [], [], 0
+        keys.append(k)
+        values.append(v)
+        size += len(k) + len(v) + 8
+        if size >= slice_bytes:
+            runs.append((keys, values))
+            keys, values, size = [], [], 0
+    if keys:
+        runs.append((keys, values))
+    return runs
+
+
 def _read(path: Path, k: Any, start: bytes = b"", stop: bytes = b"", slice_bytes: int = 1 << 20) -> list[Any]:
     tables = family_tables(path, (path / "live").read_text().split(), k)
     try:
@@ -357,15 +379,16 @@ def test_files_rocksdb_wrote_read_as_rocksdb_reads_them(tmp_path: Path, monkeypa
     """Format versions 2 and 3 index by internal keys with value lengths, 4 and 5 (Flink's) by
     user keys with delta-encoded handles."""
     monkeypatch.setattr(sst, "CHUNK_BLOCKS", 1 if block_size == 64 else 64)  # refills mid-key too
+    monkeypatch.setattr(sst, "RUN_ENTRIES", 3 if block_size == 64 else 8192)  # runs continued over calls
+    monkeypatch.setattr(sst, "RUN_BYTES", 100 if block_size == 64 else 1 << 20)
     want = _write(tmp_path / "db", ops_, version, checksum, compression, block_size)
     for k in TIERS:
         runs = _read(tmp_path / "db", k)
-        assert [e for keys, values in runs for e in zip(keys, values, strict=True)] == want
+        assert runs == _rocksdb_runs(want, 1 << 20)
         assert all(len({key[:1] for key in keys}) == 1 for keys, _ in runs)
         start, stop = bytes([min(lo, hi)]), bytes([max(lo, hi)]) if max(lo, hi) < 4 else b""
         ranged = _read(tmp_path / "db", k, start, stop, 100)
-        assert [e for keys, values in ranged for e in zip(keys, values, strict=True)] == \
-            [e for e in want if e[0] >= start and (not stop or e[0] < stop)]
+        assert ranged == _rocksdb_runs([e for e in want if e[0] >= start and (not stop or e[0] < stop)], 100)
 
 
 def test_format_version_6_is_left_to_rocksdb(tmp_path: Path) -> None:
@@ -485,3 +508,15 @@ def test_sst_index_of_damaged_blocks_agrees(blk: bytes, delta: bool) -> None:
         status, n = k.sst_index(blk, len(blk), delta, p, s, koff, kd)
         got.append((status, n, p[:n].tolist(), s[:n].tolist(), k.sst_lists(koff, kd, koff, kd, n)[0]))
     assert got[0] == got[1]
+
+
+def test_a_continued_run_stops_before_another_key_group() -> None:
+    """``group``: the key group of the run a call continues; a first key outside it ends the run
+    at once (the next call starts a new one)."""
+    inputs = _inputs([[(b"\x01a", 5, 1, b"x"), (b"\x02b", 4, 1, b"y")]])
+    for k in TIERS:
+        for group, want in ((b"\x00", (abi.SST_GROUP, 0)), (b"\x01", (abi.SST_GROUP, 1)), (b"", (abi.SST_GROUP, 1))):
+            out = (np.zeros(9, np.int64), np.zeros(64, np.uint8), np.zeros(9, np.int64), np.zeros(64, np.uint8))
+            got = k.sst_merge(inputs, np.zeros(1, np.int64), np.array([2]), np.ones(1, np.uint8), 44, 1, group, b"",
+                              b"", 1 << 20, *out)
+            assert got[:2] == want, (k.name, group)

@@ -526,8 +526,8 @@ def _restore(xs: list[_Input], saved: list[int]) -> None:
         x.pos = p
 
 
-def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, group_len: int, start_key: bytes,
-              stop_key: bytes, slice_bytes: int, out_koff: Any, out_kdata: Any, out_voff: Any,
+def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, group_len: int, group: bytes,
+              start_key: bytes, stop_key: bytes, slice_bytes: int, out_koff: Any, out_kdata: Any, out_voff: Any,
               out_vdata: Any) -> tuple[int, int, int]:
     """``(status, n, input)``: merge the files' decoded entries (``inputs[i]``: ``(key_off,
     key_data, val_off, val_data)`` as :func:`sst_decode` wrote them; the next entry ``pos[i]``
@@ -536,7 +536,8 @@ def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, g
     ``out_koff[i + 1]``). User keys below ``start_key`` are skipped; one at or after a non-empty
     ``stop_key`` ends the read. ``delimiter``: the merge operator's (-1: none, and merge operands
     are ``SST_NO_MERGE``). The run stops (status) at the end (``SST_END``), before a key of another
-    key group (its first ``group_len`` bytes, ``SST_GROUP``), at ``slice_bytes`` or the output's
+    key group (its first ``group_len`` bytes, ``SST_GROUP``; ``group``, when not empty, is the key
+    group of the run this call continues: its first key must be in it too), at ``slice_bytes`` or the output's
     capacity (``SST_SLICE``; ``SST_CAPACITY`` when not one entry fit), or when input ``input``
     must be refilled first (``SST_REFILL``: ``pos`` is left at the key being resolved)."""
     if len(pos) < len(inputs) or len(end) < len(inputs) or len(eof) < len(inputs):
@@ -553,7 +554,7 @@ def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, g
         return abi.SST_CAPACITY, 0, -1
     out_koff[0] = out_voff[0] = 0
     n = size = 0
-    group = b""
+    continuing = bool(group)
     status = abi.SST_OK
     while True:
         for i, x in enumerate(xs):
@@ -572,7 +573,7 @@ def sst_merge(inputs: list[Any], pos: Any, end: Any, eof: Any, delimiter: int, g
         if stop_key and key >= stop_key:
             status = abi.SST_END
             break
-        if n and key[:group_len] != group:
+        if (n or continuing) and key[:group_len] != group:
             status = abi.SST_GROUP
             break
         saved = [x.pos for x in xs]

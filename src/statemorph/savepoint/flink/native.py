@@ -325,9 +325,9 @@ class NativeSavepoint:
             if count_entries:
                 with RocksInstance(self, handle, header, op.max_parallelism, self._where(op, st)) as db:
                     for sid, s in enumerate(infos):
-                        for k, v in db.entries(sid):
-                            s.entries += 1
-                            s.bytes += len(k) + len(v)
+                        for run in db.state_runs(sid):
+                            s.entries += len(run.keys)
+                            s.bytes += sum(map(len, run.keys)) + sum(map(len, run.values))
         return NativeInfo(str(self.path), self.format, self.metadata.version, self.metadata.checkpoint_id,
                           list(ops.values()))
 
@@ -587,30 +587,6 @@ class RocksInstance:
                 pass
             src.copy_to(target)
 
-    def entries(self, sid: int, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """The (key, value) pairs of state ``sid``, of one key group when given, in key order."""
-        cf = self.families.get(sid)
-        if cf is None:
-            return
-        it = cf.iter()
-        prefix = b"" if key_group is None else key_group.to_bytes(self.prefix, "big")
-        try:
-            if prefix:
-                it.seek(prefix)
-            else:
-                it.seek_to_first()
-            while it.valid():
-                k = it.key()
-                if not k.startswith(prefix):
-                    break
-                yield k, it.value()
-                it.next()
-            it.status()  # an iterator stops on an error (a merge operand it cannot merge): raise it
-        except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
-            raise self._refused(sid, e) from e
-        finally:
-            del it
-
     def _refused(self, sid: int, e: Exception) -> FlinkSavepointError:
         """The typed error of a RocksDB status error while state ``sid`` is iterated."""
         name = self.header.states[sid].name
@@ -722,33 +698,28 @@ class RocksInstance:
         r = self.handle.key_groups
         return r if only is None else range(max(r.start, only.start), min(r.stop, only.stop))
 
-    def group_entries(self, key_group: int, states: set[int] | None = None) -> Iterator[tuple[int, bytes, bytes]]:
-        """``(state id, key, value)`` of one key group (of ``states`` only, when given), state by
-        state, each in key order."""
-        for sid in self.families:
-            if states is not None and sid not in states:
-                continue
-            for k, v in self.entries(sid, key_group):
-                yield sid, k, v
-
     def key_groups(self, only: range | None = None, slice_bytes: int = SLICE_BYTES,
                    states: set[int] | None = None) -> Iterator[tuple[int, list[StateRun]]]:
         """Every non-empty key group of the instance's range (and of ``only``) as canonical state
-        runs, a large one as consecutive slices of about ``slice_bytes`` (consecutive items then
-        share a key group, as :func:`.key_group_scan.scanned_groups` yields them): memory holds
-        one slice, whatever a key group's size."""
+        runs (of ``states`` only, when given), a large one as consecutive slices of about
+        ``slice_bytes`` (consecutive items then share a key group, as
+        :func:`.key_group_scan.scanned_groups` yields them): each state's column family is read
+        once (:meth:`state_runs`), side by side; memory holds one slice, whatever a key group's size."""
+        p = self.prefix
+        heads = {sid: _Ahead(self.state_runs(sid, only, slice_bytes))
+                 for sid in self.families if states is None or sid in states}
         for kg in self._range(only):
+            g = kg.to_bytes(p, "big")
             runs: list[StateRun] = []
             size = 0
-            for sid, k, v in self.group_entries(kg, states):
-                if not runs or runs[-1].state_id != sid:
-                    runs.append(StateRun(sid, [], []))
-                runs[-1].keys.append(k)
-                runs[-1].values.append(v)
-                size += len(k) + len(v) + 8
-                if size >= slice_bytes:
-                    yield kg, runs
-                    runs, size = [], 0
+            for head in heads.values():
+                while head.run is not None and head.run.keys[0][:p] == g:
+                    run = head.take()
+                    runs.append(run)
+                    size += sum(map(len, run.keys)) + sum(map(len, run.values)) + 8 * len(run.keys)
+                    if size >= slice_bytes:
+                        yield kg, runs
+                        runs, size = [], 0
             if runs:
                 yield kg, runs
 

@@ -53,6 +53,10 @@ MAX_DECODED = 256 << 20
 """The most bytes one buffer of decoded keys or values grows to: a block whose shared-prefix keys
 expand past it (a few bytes an entry can repeat a long key) or a run that does not fit is left
 to RocksDB, so a hostile block allocates nothing large here."""
+RUN_ENTRIES = 8192
+RUN_BYTES = 1 << 20
+"""The output buffers of one merge call (entries; key bytes and value bytes each): a run that
+does not fit is continued by the next call."""
 _NAMES = {abi.SST_TRUNCATED: "a block or entry runs past its end", abi.SST_CHECKSUM: "a block checksum mismatch",
           abi.SST_SNAPPY: "a Snappy block that does not decompress", abi.SST_ENTRY: "a damaged block entry",
           abi.SST_ORDER: "internal keys out of order", abi.SST_KEY: "an internal key shorter than 8 bytes",
@@ -384,7 +388,10 @@ class FamilyReader:
     def runs(self, sid: int, start_key: bytes, stop_key: bytes, group_len: int,
              slice_bytes: int) -> Iterator[StateRun]:
         """The entries with user keys in ``[start_key, stop_key)`` as runs of one key group (the
-        first ``group_len`` bytes) each, a large group as consecutive runs of about ``slice_bytes``."""
+        first ``group_len`` bytes) each, a large group as consecutive runs cut after the entry
+        that brings a run to ``slice_bytes`` (key + value + 8 bytes an entry), as
+        :meth:`.native.RocksInstance.rocks_state_runs` cuts them: a run the output buffers cut
+        short is continued by the next call (``group``, the budget left)."""
         inputs = [_FileInput(t, t.blocks(start_key, stop_key), self.kernels) for t in self.tables]
         inputs = [x for x in inputs if not x.eof]
         if not inputs:
@@ -394,25 +401,37 @@ class FamilyReader:
         pos = np.zeros(len(inputs), np.int64)
         end = np.array([x.n for x in inputs], np.int64)
         eof = np.array([x.eof for x in inputs], np.uint8)
-        koff, voff = np.zeros(8193, np.int64), np.zeros(8193, np.int64)
-        kdata, vdata = np.empty(1 << 18, np.uint8), np.empty(max(1 << 20, slice_bytes + 4096), np.uint8)
+        koff, voff = np.zeros(RUN_ENTRIES + 1, np.int64), np.zeros(RUN_ENTRIES + 1, np.int64)
+        kdata, vdata = np.empty(RUN_BYTES, np.uint8), np.empty(RUN_BYTES, np.uint8)
         k = self.kernels
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        size = 0  # of the run being built, as the kernel counts it (key + value + 8 an entry)
         while True:
+            group = keys[-1][:group_len] if keys else b""
             status, n, refill = k.sst_merge([x.arrays for x in inputs], pos, end, eof, self.delimiter, group_len,
-                                            start_key, stop_key, slice_bytes, koff, kdata, voff, vdata)
+                                            group, start_key, stop_key, slice_bytes - size, koff, kdata, voff, vdata)
             if n:
-                keys, values = k.sst_lists(koff, kdata, voff, vdata, n)
-                yield StateRun(sid, keys, values)
-            if status == abi.SST_END:
-                return
+                more_keys, more_values = k.sst_lists(koff, kdata, voff, vdata, n)
+                keys += more_keys
+                values += more_values
+                size += int(koff[n]) + int(voff[n]) + 8 * n
             if status == abi.SST_REFILL:
                 x = inputs[refill]
                 x.refill(int(pos[refill]))
                 pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
-            elif status == abi.SST_CAPACITY:
+            elif status == abi.SST_CAPACITY:  # not one entry fit
                 koff, kdata, voff, vdata = _grown((koff, kdata, voff, vdata),
                                                   f"column family {self.tables[0].family!r}")
-            elif status not in (abi.SST_GROUP, abi.SST_SLICE):
+            elif status == abi.SST_SLICE and size < slice_bytes:
+                continue  # the output buffers were full: the next call continues the run
+            elif status in (abi.SST_SLICE, abi.SST_GROUP, abi.SST_END):
+                if keys:
+                    yield StateRun(sid, keys, values)
+                    keys, values, size = [], [], 0
+                if status == abi.SST_END:
+                    return
+            else:
                 names = ", ".join(x.table.name for x in inputs)
                 raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
 
