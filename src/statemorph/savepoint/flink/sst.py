@@ -149,12 +149,17 @@ class SstTable:
     _map: mmap.mmap | None = None
 
     def close(self) -> None:
-        if self.data is not None:
-            self.data.release()
+        """Unmap the file; a view still held elsewhere leaves the mapping to the collector (the
+        instance's own cleanup must go on)."""
+        try:
+            if self.data is not None:
+                self.data.release()
+            if self._map is not None:
+                self._map.close()
+        except BufferError:
+            pass
         self.data = None
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._map = None
 
     def blocks(self, start_key: bytes, stop_key: bytes) -> range:
         """The data blocks that may hold user keys in ``[start_key, stop_key)`` (``stop_key``
