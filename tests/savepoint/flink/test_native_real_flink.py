@@ -137,6 +137,7 @@ def test_inspect_shows_format_files_and_every_state(cases: dict[str, Path], name
     for sub in op["subtasks"]:
         assert sub["size"] == sum(f["size"] for f in sub["files"]) > 0
         assert {f["local_name"] for f in sub["files"]} >= {"CURRENT"}
+        assert sub["readers"] and set(sub["readers"].values()) == {"sst"}, sub["readers"]
     expected = _expected(cases[name])
     counts = {s["name"]: s["entries"] for s in op["states"]}
     for state in ("events", "count", "last", "recent"):
@@ -144,6 +145,7 @@ def test_inspect_shows_format_files_and_every_state(cases: dict[str, Path], name
     assert main(["inspect", str(src), "-v"]) == 0
     text = capsys.readouterr().out
     assert f"Flink {label}" in text and "subtask 1: key groups 64..127, RocksDB instance of" in text
+    assert "state 'events' is read from its SST files" in text
 
 
 @pytest.mark.parametrize("name", SPECS)
@@ -538,9 +540,11 @@ def test_the_sst_reader_reads_every_state_as_rocksdb_does(cases: dict[str, Path]
 
 
 def test_what_the_sst_reader_does_not_read_is_read_through_rocksdb(cases: dict[str, Path],
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """A table feature the SST reader does not read (here: format_version 5 made unknown to it)
-    sends the column family to RocksDB's iterator, visibly (``readers``), with the same runs; one
+    sends the column family to RocksDB's iterator, visibly (``readers``, ``inspect -v``), with the
+    same runs; one
     met after some runs were delivered resumes from the first key not yet delivered."""
     from statemorph.savepoint.flink import sst
 
@@ -554,6 +558,8 @@ def test_what_the_sst_reader_does_not_read_is_read_through_rocksdb(cases: dict[s
     with sp.open_instance(op, st, handle) as instance:
         assert [(r.keys, r.values) for r in instance.state_runs(sid, None, 200)] == want
         assert instance.readers["events"].startswith("rocksdb: ") and "format_version 5" in instance.readers["events"]
+    assert main(["inspect", str(_source(cases["native-p2"])), "-v"]) == 0
+    assert "state 'events' is read through RocksDB (SST file " in capsys.readouterr().out
     monkeypatch.undo()
     real_runs = sst.FamilyReader.runs
 

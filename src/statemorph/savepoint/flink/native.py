@@ -134,6 +134,8 @@ class NativeSubtaskInfo:
     index: int
     key_groups: str
     files: list[InstanceFile] = field(default_factory=list)
+    readers: dict[str, str] = field(default_factory=dict)
+    """Per state, how its column family is read (:attr:`RocksInstance.readers`), when asked."""
 
     @property
     def size(self) -> int:
@@ -141,7 +143,7 @@ class NativeSubtaskInfo:
 
     def to_json(self) -> dict[str, object]:
         return {"index": self.index, "key_groups": self.key_groups, "size": self.size,
-                "files": [f.to_json() for f in self.files]}
+                "files": [f.to_json() for f in self.files], "readers": self.readers}
 
 
 @dataclass
@@ -303,7 +305,10 @@ class NativeSavepoint:
     def open_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> RocksInstance:
         return RocksInstance(self, handle, self.header(op, st, handle), op.max_parallelism, self._where(op, st))
 
-    def inspect(self, count_entries: bool = True) -> NativeInfo:
+    def inspect(self, count_entries: bool = True, readers: bool = False) -> NativeInfo:
+        """Operators, their subtasks' RocksDB files and states; ``count_entries``: every entry is
+        read to count entries and bytes; ``readers``: each instance is opened to say how each
+        state's column family is read (its SST files, or RocksDB and why)."""
         ops: dict[int, NativeOperatorInfo] = {}
         for op, st, handle in self.instances():
             info = ops.get(id(op))
@@ -322,6 +327,9 @@ class NativeSavepoint:
                     s = NativeStateInfo(m.name, m.kind)
                     info.states.append(s)
                 infos.append(s)
+            if readers:
+                with RocksInstance(self, handle, header, op.max_parallelism, self._where(op, st)) as db:
+                    info.subtasks[-1].readers = db.sst_readers()
             if count_entries:
                 with RocksInstance(self, handle, header, op.max_parallelism, self._where(op, st)) as db:
                     for sid, s in enumerate(infos):
@@ -643,6 +651,13 @@ class RocksInstance:
             return None
         self.readers[name] = "sst"
         return FamilyReader(self._tables.get(name, []), self._delimiters.get(name, -1))
+
+    def sst_readers(self) -> dict[str, str]:
+        """:attr:`readers` for every state, as far as the files' footers and properties tell (a
+        feature met inside a data block is known only once read)."""
+        for sid in self.families:
+            self._family_reader(sid)
+        return dict(self.readers)
 
     def _fall_back(self, sid: int, why: str) -> None:
         name = self.header.states[sid].name
