@@ -531,3 +531,23 @@ def test_a_table_closes_while_a_view_of_it_is_held(tmp_path: Path) -> None:
     held = np.frombuffer(t.data, np.uint8)[:4]
     t.close()
     assert t.data is None and len(held.tobytes()) == 4
+
+
+def test_an_instance_with_a_write_ahead_log_is_left_to_rocksdb(tmp_path: Path) -> None:
+    """Entries still in a write-ahead log are in no SST file: such an instance is RocksDB's to read."""
+    o = rd.Options(raw_mode=True)
+    t = rd.BlockBasedOptions()
+    t.set_format_version(5)  # one the SST reader reads: only the log sends the instance to RocksDB
+    o.set_block_based_table_factory(t)
+    db = rd.Rdict(str(tmp_path / "db"), o)
+    try:
+        db[b"flushed"] = b"1"
+        db.flush()
+        db[b"only in the log"] = b"2"
+        live = [str(f["name"]).lstrip("/") for f in db.live_files()]
+        shutil.copytree(tmp_path / "db", tmp_path / "copy")  # as it is open: closing flushes the log
+    finally:
+        db.close()
+    assert any(f.suffix == ".log" and f.stat().st_size for f in (tmp_path / "copy").iterdir())
+    with pytest.raises(SstUnsupported, match="write-ahead log"):
+        family_tables(tmp_path / "copy", live, NATIVE)

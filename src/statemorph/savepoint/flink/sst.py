@@ -443,7 +443,14 @@ class FamilyReader:
 
 def family_tables(directory: Path, names: list[str], kernels: KernelTier = KERNELS) -> dict[str, list[SstTable]]:
     """The live SST files ``names`` of an instance's ``directory``, by column family (from each
-    file's properties). :class:`SstUnsupported` when one of them is not read here."""
+    file's properties). :class:`SstUnsupported` when one of them is not read here, or when the
+    instance holds entries outside its SST files: a write-ahead log with records (RocksDB replays
+    it into memory on opening; Flink, which writes without one, never leaves one) or blob files."""
+    for f in directory.iterdir():
+        if f.suffix == ".log" and f.stat().st_size > 0:
+            raise SstUnsupported(f"a write-ahead log with records ({f.name})")
+        if f.suffix == ".blob":
+            raise SstUnsupported(f"blob files ({f.name})")
     out: dict[str, list[SstTable]] = {}
     try:
         for name in names:
