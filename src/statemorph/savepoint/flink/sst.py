@@ -17,7 +17,7 @@ column family through RocksDB (``rocksdict``) instead: other table formats or fo
 checksum types other than none / CRC32c / XXH3, compressions other than Snappy, dictionaries,
 range deletions, partitioned or hash indexes, data-block hash indexes, user-defined timestamps,
 value types other than Put / Delete / SingleDelete / Merge (BlobDB, wide columns), merge operands
-under another merge operator. A damaged file is a :class:`~statemorph.errors.FlinkSavepointError`.
+under another merge operator, an instance whose write-ahead log holds records. A damaged file is a :class:`~statemorph.errors.FlinkSavepointError`.
 """
 
 from __future__ import annotations
