@@ -25,7 +25,10 @@ handle names them; nothing of the input is ever written.
 
 The instance is opened with the options of its own ``OPTIONS`` file, which name Flink's merge
 operator (``StringAppendTESTOperator``, part of RocksDB): list state appended with ``add`` is
-still a stack of merge operands in the SSTs, and only that operator reads it. Changelog and
+still a stack of merge operands in the SSTs, and only that operator reads it. RocksDB opens and
+checks the instance; its entries are then read from the SST files themselves (:mod:`.sst`, in
+bulk, merge operands joined by the same rule), and a column family with a table feature that
+reader does not read goes through RocksDB's iterator (:meth:`RocksInstance.state_runs`). Changelog and
 file-merging checkpoints are refused with one line naming the setting that made them.
 """
 
