@@ -4,7 +4,10 @@ savepoint of the same state and beside the floor, in one run (issue 21, item 5).
 - **read native / read canonical**: every entry of the ``events`` state read as record batches
   (``read_flink_state``, 2 threads), decoded to typed columns and not (the binary columns: the
   reader alone), from the native savepoint (its RocksDB instances, ``reader=NATIVE.reader``) and
-  from the canonical savepoint converted from it.
+  from the canonical savepoint converted from it. The native read takes each column family from
+  its SST files (``savepoint/flink/sst.py``); **read native through RocksDB** is the same read
+  through RocksDB's iterator (``RocksInstance.rocks_state_runs``, rocksdict: four Python calls an
+  entry), the path before the SST reader and the one a column family it does not read takes.
 - **migrate native**: ``statemorph migrate`` of the native savepoint to the evolved Events type
   (plan on the native savepoint, staged canonical conversion, canonical migration, written and
   fsynced).
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +36,10 @@ from statemorph.cli.main import main
 from statemorph.engine.flink_ranges import read_flink_state
 from statemorph.engine.formats import NATIVE
 from statemorph.savepoint.flink.handles import ByteStreamHandle
-from statemorph.savepoint.flink.native import NativeSavepoint
+from statemorph.savepoint.flink.native import NativeSavepoint, RocksInstance
 
 from . import native_savepoint as NS
-from .conftest import record
+from .conftest import record, record_external
 
 N = int(os.environ.get("STATEMORPH_NATIVE_BENCH_N", "1000000"))
 ROUNDS = int(os.environ.get("STATEMORPH_NATIVE_BENCH_ROUNDS", "3"))
@@ -71,8 +76,64 @@ def test_read_every_entry(benchmark: Any, pair: NS.NativePair, native: bool, dec
     benchmark.pedantic(lambda: counts.append(_count(path, decode, native)), rounds=ROUNDS, iterations=1,
                        warmup_rounds=1)
     assert set(counts) == {pair.n}, counts
+    if native:
+        read_from_sst_files(path)
     _record(f"native bench: read {'native' if native else 'canonical'} ({'decoded' if decode else 'binary'})",
             benchmark, pair.n)
+
+
+@pytest.mark.parametrize("decode", [True, False], ids=["decoded", "binary"])
+def test_read_every_entry_through_rocksdb(benchmark: Any, pair: NS.NativePair, decode: bool,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(RocksInstance, "state_runs", RocksInstance.rocks_state_runs)
+    counts: list[int] = []
+    benchmark.pedantic(lambda: counts.append(_count(pair.native, decode, True)), rounds=ROUNDS, iterations=1,
+                       warmup_rounds=1)
+    assert set(counts) == {pair.n}, counts
+    _record(f"native bench: read native through RocksDB ({'decoded' if decode else 'binary'})", benchmark, pair.n)
+
+
+ALTERNATING = [(True, False), (False, False), (True, True), (False, True)]
+"""(native, decode) of the reads :func:`test_read_alternating` takes in turn."""
+
+
+def test_read_alternating(benchmark: Any, pair: NS.NativePair) -> None:
+    """The four reads of :func:`test_read_every_entry` one after another, round after round
+    (3 x ROUNDS rounds after a warm-up): on a shared, loaded machine the load drifts over the
+    minutes a block of rounds takes, so reads taken seconds apart compare more fairly. Records
+    each read's best and median round and the median over rounds of native ÷ canonical."""
+    times: dict[tuple[bool, bool], list[float]] = {v: [] for v in ALTERNATING}
+
+    def one_round() -> None:
+        for native, decode in ALTERNATING:
+            t = time.perf_counter()
+            assert _count(pair.native if native else pair.canonical, decode, native) == pair.n
+            times[(native, decode)].append(time.perf_counter() - t)
+
+    benchmark.pedantic(one_round, rounds=3 * ROUNDS, iterations=1, warmup_rounds=1)
+    for (native, decode), ts in times.items():
+        ts[:] = ts[1:]  # the warm-up round
+        label = f"{'native' if native else 'canonical'} ({'decoded' if decode else 'binary'})"
+        record_external(f"native bench: alternating read {label}", pair.n / min(ts), pair.n,
+                        best_s=round(min(ts), 3), median_s=round(statistics.median(ts), 3))
+    for decode in (False, True):
+        ratios = [a / b for a, b in zip(times[(True, decode)], times[(False, decode)], strict=True)]
+        record_external(f"native bench: alternating native ÷ canonical ({'decoded' if decode else 'binary'})",
+                        float("nan"), pair.n, median_ratio=round(statistics.median(ratios), 3),
+                        best_ratio=round(min(times[(True, decode)]) / min(times[(False, decode)]), 3))
+
+
+def read_from_sst_files(path: Path) -> None:
+    """Every state of the native savepoint is read from its SST files, none through RocksDB (so
+    the native figures are the SST reader's), and gives exactly the runs of RocksDB's iterator
+    (real Flink's files: ``events`` holds three overlapping SST files an instance at 1 M keys)."""
+    sp = NativeSavepoint(path)
+    for op, st, handle in sp.instances():
+        with sp.open_instance(op, st, handle) as instance:
+            for sid in instance.families:
+                got = [(r.keys, r.values) for r in instance.state_runs(sid)]
+                assert got == [(r.keys, r.values) for r in instance.rocks_state_runs(sid)]
+            assert set(instance.readers.values()) == {"sst"}, instance.readers
 
 
 def sst_files(path: Path) -> list[tuple[Path, str]]:

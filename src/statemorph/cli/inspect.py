@@ -49,6 +49,9 @@ def say_flink(args: argparse.Namespace, out: Console, info: dict[str, Any]) -> N
                     f"{len(sub['files'])} file(s), {human_bytes(sub['size'])}")
             for f in sub["files"]:
                 out.detail(f"    {f['local_name']:<20}{f['source']}  {human_bytes(f['size'])}")
+            for name, how in sub.get("readers", {}).items():
+                read = "from its SST files" if how == "sst" else f"through RocksDB ({how.removeprefix('rocksdb: ')})"
+                out.detail(f"    state {name!r} is read {read}")
         for st in op["states"]:
             ttl = ", TTL" if st["ttl"] else ""
             out.say(f"  state {st['name']!r}: {st['kind']} state{ttl}, {st['entries']:,} entries, "

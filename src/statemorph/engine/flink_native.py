@@ -40,9 +40,10 @@ T = TypeVar("T")
 def inspect_native(path: str | os.PathLike[str], *, names: Iterable[str] = ()) -> dict[str, Any]:
     """The canonical ``inspect --json`` document of the savepoint read through its RocksDB
     instances, plus ``savepoint_format`` ("native savepoint", "incremental checkpoint chk-N",
-    "checkpoint chk-N") and per operator its ``subtasks`` (key groups, RocksDB files, sizes)."""
+    "checkpoint chk-N") and per operator its ``subtasks`` (key groups, RocksDB files, sizes, and
+    per state whether its SST files are read directly or through RocksDB, and why)."""
     doc = inspect_flink_savepoint(path, names=names, reader=NativeFlinkSavepoint)
-    native = NativeSavepoint(path).inspect(count_entries=False)
+    native = NativeSavepoint(path).inspect(count_entries=False, readers=True)
     doc["savepoint_format"] = native.format
     subtasks = {o.uid_hash: [s.to_json() for s in o.subtasks] for o in native.operators}
     for op in doc["operators"]:

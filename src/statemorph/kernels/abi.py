@@ -198,6 +198,28 @@ BLOCK_NO_MARK = 6       # no state id or end mark after a run
 BLOCK_CAPACITY = 7      # more entries or runs than the output arrays hold
 BLOCK_LIST = 8          # a list value that does not split into elements (``list_split``)
 
+# RocksDB block-based table (SST) reads (kernels/sst_py.py documents them). Below SST_UNSUPPORTED:
+# the input is damaged; from it on: a feature the kernels do not read (the caller reads that
+# column family through RocksDB instead); SST_OK and the SST_* stops from SST_END on are not errors.
+SST_OK = 0
+SST_TRUNCATED = 1       # a block, trailer or entry runs past its bounds
+SST_CHECKSUM = 2        # a block's checksum does not match its bytes
+SST_SNAPPY = 3          # a Snappy block that does not decompress to its stated length
+SST_ENTRY = 4           # an entry whose lengths or shared prefix do not fit its block
+SST_ORDER = 5           # internal keys out of order (damaged file)
+SST_KEY = 6             # an internal key shorter than its 8-byte trailer
+SST_UNSUPPORTED = 16    # from here on: a feature the kernels do not read
+SST_COMPRESSION = 16    # a compression type other than none / Snappy
+SST_CHECKSUM_TYPE = 17  # a checksum type other than none / CRC32c / XXH3
+SST_HASH_INDEX = 18     # a data block with a hash index
+SST_ENTRY_TYPE = 19     # a value type other than Put / Delete / SingleDelete / Merge
+SST_NO_MERGE = 20       # merge operands without a supported merge operator
+SST_END = 32            # sst_merge: every input is read, or the range's end is reached
+SST_GROUP = 33          # sst_merge: the next key is in another key group
+SST_SLICE = 34          # sst_merge: the run reached its byte budget or the output's capacity
+SST_REFILL = 35         # sst_merge: an input needs its next blocks decoded
+SST_CAPACITY = 36       # an output buffer is too small
+
 FAMILIES: dict[str, tuple[str, ...]] = {
     "common": ("ERR_OK", "ERR_TRUNCATED", "ERR_TRAILING", "ERR_BAD_LENGTH", "ERR_BAD_OFFSET", "ERR_BAD_HEADER",
                "ERR_BAD_UTF8", "ERR_LONE_SURROGATE", "ERR_BAD_CHAR", "ERR_BAD_SIZE", "ERR_NULL_NOT_ALLOWED",
@@ -221,6 +243,9 @@ FAMILIES: dict[str, tuple[str, ...]] = {
              "EMIT_VALUE", "EMIT_BOOL", "EMIT_UTF8", "EMIT_TREE"),
     "flinkblocks": ("BLOCK_OK", "BLOCK_SHORT", "BLOCK_STATE_ID", "BLOCK_TRUNCATED", "BLOCK_KEY_LENGTH",
                     "BLOCK_VALUE_LENGTH", "BLOCK_NO_MARK", "BLOCK_CAPACITY", "BLOCK_LIST"),
+    "sst": ("SST_OK", "SST_TRUNCATED", "SST_CHECKSUM", "SST_SNAPPY", "SST_ENTRY", "SST_ORDER", "SST_KEY",
+            "SST_COMPRESSION", "SST_CHECKSUM_TYPE", "SST_HASH_INDEX", "SST_ENTRY_TYPE",
+            "SST_NO_MERGE", "SST_END", "SST_GROUP", "SST_SLICE", "SST_REFILL", "SST_CAPACITY"),
 }
 """Which names each ``_native/abi_<family>.pxi`` declares. ``common`` (the statuses and leaf kinds)
 comes with ``cursor.pxd``, which every kernel cimports."""

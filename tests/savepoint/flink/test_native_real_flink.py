@@ -142,6 +142,7 @@ def test_inspect_shows_format_files_and_every_state(cases: dict[str, Path], name
     for sub in op["subtasks"]:
         assert sub["size"] == sum(f["size"] for f in sub["files"]) > 0
         assert {f["local_name"] for f in sub["files"]} >= {"CURRENT"}
+        assert sub["readers"] and set(sub["readers"].values()) == {"sst"}, sub["readers"]
     expected = _expected(cases[name])
     counts = {s["name"]: s["entries"] for s in op["states"]}
     for state in ("events", "count", "last", "recent"):
@@ -149,6 +150,7 @@ def test_inspect_shows_format_files_and_every_state(cases: dict[str, Path], name
     assert main(["inspect", str(src), "-v"]) == 0
     text = capsys.readouterr().out
     assert f"Flink {label}" in text and "subtask 1: key groups 64..127, RocksDB instance of" in text
+    assert "state 'events' is read from its SST files" in text
 
 
 @pytest.mark.parametrize("name", SPECS)
@@ -205,16 +207,19 @@ def test_conversion_reads_each_column_family_in_one_pass(cases: dict[str, Path],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """``convert --to canonical`` (and so a native migration) walks each state's column family
     once, side by side, and encodes slices whole: seeking each key group's entries one by one
-    made the conversion 2.5x slower (benchmarks/test_native_read.py). Same bytes either way."""
+    made the conversion 2.5x slower (benchmarks/test_native_read.py). It reads the SST files
+    themselves; the same bytes as through RocksDB's iterator."""
     from statemorph.savepoint.flink.native import RocksInstance
 
     src = _source(cases[name])
-    NativeSavepoint(src).to_canonical(tmp_path / "before")
+    with monkeypatch.context() as m:  # through RocksDB's iterator
+        m.setattr(RocksInstance, "state_runs", RocksInstance.rocks_state_runs)
+        NativeSavepoint(src).to_canonical(tmp_path / "before")
 
     def refused(*_: object) -> None:
-        raise AssertionError("entries were read a key group at a time")
+        raise AssertionError("a column family was read through RocksDB, not from its SST files")
 
-    monkeypatch.setattr(RocksInstance, "group_entries", refused)
+    monkeypatch.setattr(RocksInstance, "rocks_state_runs", refused)
     NativeSavepoint(src).to_canonical(tmp_path / "after")
     files = sorted(p.name for p in (tmp_path / "before").iterdir())
     assert files == sorted(p.name for p in (tmp_path / "after").iterdir()) and files
@@ -730,3 +735,82 @@ def test_every_state_kind_rewritten_through_the_sst_writer_restores(real_flink: 
     result = real_flink.restore([(tmp_path / "out", case / "spec.json")])[0]
     assert result.ok, (result.message, result.chain)
     assert _got(result.entries) == _expected(case)
+
+
+def _merge_operands(tables: list[Any]) -> int:
+    """How many Merge entries (list state appended with ``add``) the SST files hold, decoded by
+    the Python tier of the SST kernels."""
+    import numpy as np
+
+    from statemorph.kernels import tier
+
+    k, count = tier("python"), 0
+    for t in tables:
+        koff, voff = np.zeros(1 << 16, np.int64), np.zeros(1 << 16, np.int64)
+        kd, vd = np.empty(1 << 22, np.uint8), np.empty(1 << 22, np.uint8)
+        status, _, n = k.sst_decode(t.data, t.block_pos, t.block_len, 0, len(t.block_pos), t.checksum,
+                                    np.empty(1 << 20, np.uint8), koff, kd, voff, vd, 0)
+        assert status == 0, status
+        count += sum(1 for i in range(n) if kd[koff[i + 1] - 8] == 2)
+    return count
+
+
+@pytest.mark.parametrize("name", [*SPECS, *FULL])
+def test_the_sst_reader_reads_every_state_as_rocksdb_does(cases: dict[str, Path], name: str) -> None:
+    """Every column family of real Flink 2.3 instances (format_version 5, XXH3 checksums, Snappy)
+    is read from its SST files, not through RocksDB, and gives RocksDB's iterator's runs: list
+    state's merge operands joined, a column family of several (overlapping) files merged by
+    sequence number (the column families of these jobs hold one file each; several overlapping
+    files are tests/kernels/test_sst_kernels.py's), ranges and slices as asked."""
+    sp = NativeSavepoint(_source(cases[name]))
+    merges = 0
+    for op, st, handle in sp.instances():
+        with sp.open_instance(op, st, handle) as instance:
+            for sid in instance.families:
+                for only, slice_bytes in ((None, 1 << 20), (range(20, 90), 64)):
+                    want = list(instance.rocks_state_runs(sid, only, slice_bytes))
+                    got = list(instance.state_runs(sid, only, slice_bytes))
+                    assert [(r.state_id, r.keys, r.values) for r in got] == \
+                        [(r.state_id, r.keys, r.values) for r in want]
+            assert instance.readers and set(instance.readers.values()) == {"sst"}, instance.readers
+            assert isinstance(instance._tables, dict)
+            merges += sum(_merge_operands(ts) for ts in instance._tables.values())
+    assert merges, "no merge operands: the list state's appends were not exercised"
+
+
+def test_what_the_sst_reader_does_not_read_is_read_through_rocksdb(cases: dict[str, Path],
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A table feature the SST reader does not read (here: format_version 5 made unknown to it)
+    sends the column family to RocksDB's iterator, visibly (``readers``, ``inspect -v``), with the
+    same runs; one
+    met after some runs were delivered resumes from the first key not yet delivered."""
+    from statemorph.savepoint.flink import sst
+
+    sp = NativeSavepoint(_source(cases["native-p2"]))
+    op, st, handle = next(sp.instances())
+    with sp.open_instance(op, st, handle) as instance:
+        sid = instance.header.state("events")[0]
+        want = [(r.keys, r.values) for r in instance.rocks_state_runs(sid, None, 200)]
+        assert len(want) > 3
+    monkeypatch.setattr(sst, "FORMAT_VERSIONS", range(2, 5))
+    with sp.open_instance(op, st, handle) as instance:
+        assert [(r.keys, r.values) for r in instance.state_runs(sid, None, 200)] == want
+        assert instance.readers["events"].startswith("rocksdb: ") and "format_version 5" in instance.readers["events"]
+    assert main(["inspect", str(_source(cases["native-p2"])), "-v"]) == 0
+    assert "state 'events' is read through RocksDB (SST file " in capsys.readouterr().out
+    monkeypatch.undo()
+    real_runs = sst.FamilyReader.runs
+
+    def two_then_unsupported(self: Any, *args: Any) -> Any:
+        for i, run in enumerate(real_runs(self, *args)):
+            if i == 2:
+                raise sst.SstUnsupported("SST file x: a feature met late")
+            yield run
+
+    monkeypatch.setattr(sst.FamilyReader, "runs", two_then_unsupported)
+    with sp.open_instance(op, st, handle) as instance:
+        got = [(r.keys, r.values) for r in instance.state_runs(sid, None, 200)]
+        flat = [e for k, v in want for e in zip(k, v, strict=True)]
+        assert [e for k, v in got for e in zip(k, v, strict=True)] == flat
+        assert instance.readers["events"] == "rocksdb: SST file x: a feature met late"

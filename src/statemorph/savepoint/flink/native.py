@@ -26,13 +26,17 @@ handle names them; nothing of the input is ever written.
 
 The instance is opened with the options of its own ``OPTIONS`` file, which name Flink's merge
 operator (``StringAppendTESTOperator``, part of RocksDB): list state appended with ``add`` is
-still a stack of merge operands in the SSTs, and only that operator reads it. Changelog and
+still a stack of merge operands in the SSTs, and only that operator reads it. RocksDB opens and
+checks the instance; its entries are then read from the SST files themselves (:mod:`.sst`, in
+bulk, merge operands joined by the same rule), and a column family with a table feature that
+reader does not read goes through RocksDB's iterator (:meth:`RocksInstance.state_runs`). Changelog and
 file-merging checkpoints are refused with one line naming the setting that made them.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import re
 import shutil
@@ -78,6 +82,7 @@ from .metadata import (
 )
 from .native_handles import IncrementalHandle, RocksFile
 from .snappy import MAX_CHUNK_DATA, STREAM_IDENTIFIER, frame_key_group
+from .sst import FamilyReader, SstTable, SstUnsupported, family_tables, latest_options, merge_delimiters
 
 MAX_META_BYTES = 64 << 20
 """The largest meta data stream (state meta infos) read; a real one is a few KiB."""
@@ -87,6 +92,7 @@ InstanceWriter = Callable[[OperatorState, SubtaskState, IncrementalHandle, Path,
 """What :meth:`NativeSavepoint.write_savepoint` calls for each RocksDB instance: ``(operator,
 subtask, handle, staging directory, file name)``; it writes the instance's new form there and
 sets the subtask's handle."""
+_LOG = logging.getLogger(__name__)
 
 
 def checkpoint_namer(chk: str) -> FileNamer:
@@ -136,6 +142,8 @@ class NativeSubtaskInfo:
     index: int
     key_groups: str
     files: list[InstanceFile] = field(default_factory=list)
+    readers: dict[str, str] = field(default_factory=dict)
+    """Per state, how its column family is read (:attr:`RocksInstance.readers`), when asked."""
 
     @property
     def size(self) -> int:
@@ -143,7 +151,7 @@ class NativeSubtaskInfo:
 
     def to_json(self) -> dict[str, object]:
         return {"index": self.index, "key_groups": self.key_groups, "size": self.size,
-                "files": [f.to_json() for f in self.files]}
+                "files": [f.to_json() for f in self.files], "readers": self.readers}
 
 
 @dataclass
@@ -305,7 +313,10 @@ class NativeSavepoint:
     def open_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> RocksInstance:
         return RocksInstance(self, handle, self.header(op, st, handle), op.max_parallelism, self._where(op, st))
 
-    def inspect(self, count_entries: bool = True) -> NativeInfo:
+    def inspect(self, count_entries: bool = True, readers: bool = False) -> NativeInfo:
+        """Operators, their subtasks' RocksDB files and states; ``count_entries``: every entry is
+        read to count entries and bytes; ``readers``: each instance is opened to say how each
+        state's column family is read (its SST files, or RocksDB and why)."""
         ops: dict[int, NativeOperatorInfo] = {}
         for op, st, handle in self.instances():
             info = ops.get(id(op))
@@ -324,12 +335,15 @@ class NativeSavepoint:
                     s = NativeStateInfo(m.name, m.kind)
                     info.states.append(s)
                 infos.append(s)
+            if readers:
+                with RocksInstance(self, handle, header, op.max_parallelism, self._where(op, st)) as db:
+                    info.subtasks[-1].readers = db.sst_readers()
             if count_entries:
                 with RocksInstance(self, handle, header, op.max_parallelism, self._where(op, st)) as db:
                     for sid, s in enumerate(infos):
-                        for k, v in db.entries(sid):
-                            s.entries += 1
-                            s.bytes += len(k) + len(v)
+                        for run in db.state_runs(sid):
+                            s.entries += len(run.keys)
+                            s.bytes += sum(map(len, run.keys)) + sum(map(len, run.values))
         return NativeInfo(str(self.path), self.format, self.metadata.version, self.metadata.checkpoint_id,
                           list(ops.values()))
 
@@ -595,6 +609,11 @@ class RocksInstance:
         self.prefix = key_group_prefix_bytes(max_parallelism)
         self.counts: dict[int, int] = {}
         """Entries :meth:`write_to` wrote, per state id."""
+        self.readers: dict[str, str] = {}
+        """How :meth:`state_runs` read each state: ``"sst"`` (the SST files, :mod:`.sst`) or
+        ``"rocksdb: <why>"`` (through RocksDB, and why the SST reader did not)."""
+        self._tables: dict[str, list[SstTable]] | str | None = None
+        self._delimiters: dict[str, int] = {}
         self.dir = Path(tempfile.mkdtemp(prefix="statemorph-rocksdb-"))
         try:
             for f in handle.files():
@@ -618,29 +637,6 @@ class RocksInstance:
         private directory they are linked into)."""
         return " ".join(str(e).replace(f"{self.dir}/", "").split())
 
-    def entries(self, sid: int, key_group: int | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """The (key, value) pairs of state ``sid``, of one key group when given, in key order."""
-        cf = self.families.get(sid)
-        if cf is None:
-            return
-        it = cf.iter()
-        prefix = b"" if key_group is None else key_group.to_bytes(self.prefix, "big")
-        try:
-            if prefix:
-                it.seek(prefix)
-            else:
-                it.seek_to_first()
-            while it.valid():
-                k = it.key()
-                if not k.startswith(prefix):
-                    break
-                yield k, it.value()
-                it.next()
-            it.status()  # an iterator stops on an error (a merge operand it cannot merge): raise it
-        except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
-            raise self._refused(sid, e) from e
-        finally:
-            del it
 
     def _refused(self, sid: int, e: Exception) -> FlinkSavepointError:
         """The typed error of a RocksDB status error while state ``sid`` is iterated."""
@@ -654,8 +650,67 @@ class RocksInstance:
     def state_runs(self, sid: int, only: range | None = None, slice_bytes: int = SLICE_BYTES) -> Iterator[StateRun]:
         """The entries of state ``sid`` (of the key groups of ``only``) as runs of one key group
         each, a large group as consecutive runs of about ``slice_bytes``: what :meth:`key_groups`
-        yields for one state, in one pass over the column family (no generator per entry: the
-        table reader's hot loop)."""
+        yields for one state. Read from the SST files themselves in bulk (:mod:`.sst`: no Python
+        call per entry, the table reader's hot loop); a column family with a table feature that
+        reader does not read is read through RocksDB (:meth:`rocks_state_runs`), the reason in
+        :attr:`readers` and the log, from the first key not yet delivered."""
+        r = self._range(only)
+        if sid not in self.families or not len(r):
+            return
+        reader = self._family_reader(sid)
+        after: bytes | None = None
+        if reader is not None:
+            p = self.prefix
+            stop = r.stop.to_bytes(p, "big") if r.stop < 1 << (8 * p) else b""
+            try:
+                for run in reader.runs(sid, r.start.to_bytes(p, "big"), stop, p, slice_bytes):
+                    after = run.keys[-1]
+                    yield run
+                return
+            except SstUnsupported as e:
+                self._fall_back(sid, str(e))
+            except FlinkSavepointError as e:
+                raise FlinkSavepointError(f"{self.where}: state {self.header.states[sid].name!r}: {e}") from e
+        yield from self.rocks_state_runs(sid, only, slice_bytes, after)
+
+    def _family_reader(self, sid: int) -> FamilyReader | None:
+        """The SST reader of state ``sid``'s column family, or None (the reason in :attr:`readers`)."""
+        name = self.header.states[sid].name
+        if self._tables is None:
+            try:
+                live = [str(f["name"]).lstrip("/") for f in self.db.live_files()]
+                if any("/" in n or n == _ROCKSDICT_CONFIG or not (self.dir / n).is_file() for n in live):
+                    raise SstUnsupported(f"RocksDB lists live files outside the instance: {live}")
+                self._tables = family_tables(self.dir, live)
+                self._delimiters = merge_delimiters(latest_options(self.dir))
+            except SstUnsupported as e:
+                self._tables = str(e)
+            except FlinkSavepointError as e:
+                raise FlinkSavepointError(f"{self.where}: {e}") from e
+        if isinstance(self._tables, str):
+            self._fall_back(sid, self._tables)
+            return None
+        if self.readers.get(name, "sst") != "sst":
+            return None
+        self.readers[name] = "sst"
+        return FamilyReader(self._tables.get(name, []), self._delimiters.get(name, -1))
+
+    def sst_readers(self) -> dict[str, str]:
+        """:attr:`readers` for every state, as far as the files' footers and properties tell (a
+        feature met inside a data block is known only once read)."""
+        for sid in self.families:
+            self._family_reader(sid)
+        return dict(self.readers)
+
+    def _fall_back(self, sid: int, why: str) -> None:
+        name = self.header.states[sid].name
+        self.readers[name] = f"rocksdb: {why}"
+        _LOG.info("%s: state %r is read through RocksDB, not from its SST files: %s", self.where, name, why)
+
+    def rocks_state_runs(self, sid: int, only: range | None = None, slice_bytes: int = SLICE_BYTES,
+                         after: bytes | None = None) -> Iterator[StateRun]:
+        """:meth:`state_runs` through RocksDB's iterator (``rocksdict``: four Python calls per
+        entry), in one pass over the column family; from the first key after ``after`` when given."""
         cf = self.families.get(sid)
         r = self._range(only)
         if cf is None or not len(r):
@@ -664,7 +719,9 @@ class RocksInstance:
         start, last = r.start.to_bytes(p, "big"), (r.stop - 1).to_bytes(p, "big")
         it = cf.iter()
         try:
-            it.seek(start)
+            it.seek(start if after is None or after < start else after)
+            if after is not None and it.valid() and it.key() == after:
+                it.next()
             valid, key, value, step = it.valid, it.key, it.value, it.next
             keys: list[bytes] = []
             values: list[bytes] = []
@@ -699,33 +756,28 @@ class RocksInstance:
         r = self.handle.key_groups
         return r if only is None else range(max(r.start, only.start), min(r.stop, only.stop))
 
-    def group_entries(self, key_group: int, states: set[int] | None = None) -> Iterator[tuple[int, bytes, bytes]]:
-        """``(state id, key, value)`` of one key group (of ``states`` only, when given), state by
-        state, each in key order."""
-        for sid in self.families:
-            if states is not None and sid not in states:
-                continue
-            for k, v in self.entries(sid, key_group):
-                yield sid, k, v
-
     def key_groups(self, only: range | None = None, slice_bytes: int = SLICE_BYTES,
                    states: set[int] | None = None) -> Iterator[tuple[int, list[StateRun]]]:
         """Every non-empty key group of the instance's range (and of ``only``) as canonical state
-        runs, a large one as consecutive slices of about ``slice_bytes`` (consecutive items then
-        share a key group, as :func:`.key_group_scan.scanned_groups` yields them): memory holds
-        one slice, whatever a key group's size."""
+        runs (of ``states`` only, when given), a large one as consecutive slices of about
+        ``slice_bytes`` (consecutive items then share a key group, as
+        :func:`.key_group_scan.scanned_groups` yields them): each state's column family is read
+        once (:meth:`state_runs`), side by side; memory holds one slice, whatever a key group's size."""
+        p = self.prefix
+        heads = {sid: _Ahead(self.state_runs(sid, only, slice_bytes))
+                 for sid in self.families if states is None or sid in states}
         for kg in self._range(only):
+            g = kg.to_bytes(p, "big")
             runs: list[StateRun] = []
             size = 0
-            for sid, k, v in self.group_entries(kg, states):
-                if not runs or runs[-1].state_id != sid:
-                    runs.append(StateRun(sid, [], []))
-                runs[-1].keys.append(k)
-                runs[-1].values.append(v)
-                size += len(k) + len(v) + 8
-                if size >= slice_bytes:
-                    yield kg, runs
-                    runs, size = [], 0
+            for head in heads.values():
+                while head.run is not None and head.run.keys[0][:p] == g:
+                    run = head.take()
+                    runs.append(run)
+                    size += sum(map(len, run.keys)) + sum(map(len, run.values)) + 8 * len(run.keys)
+                    if size >= slice_bytes:
+                        yield kg, runs
+                        runs, size = [], 0
             if runs:
                 yield kg, runs
 
@@ -749,6 +801,12 @@ class RocksInstance:
                 yield sid, run.keys, run.values, head.run is None or head.run.keys[0][:len(g)] != g
 
     def close(self) -> None:
+        tables = getattr(self, "_tables", None)
+        if isinstance(tables, dict):
+            for ts in tables.values():
+                for t in ts:
+                    t.close()
+            self._tables = None
         db = getattr(self, "db", None)
         if db is not None:
             self.families.clear()
