@@ -36,6 +36,7 @@ written back unchanged; for a new type they are built by :mod:`statemorph.javase
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ..errors import SnapshotError
@@ -102,60 +103,52 @@ class StringDataSerializerSnapshot(SimpleTypeSerializerSnapshot, FieldSnapshot):
     resolve_schema_compatibility = FieldSnapshot.resolve_schema_compatibility
 
 
+@dataclass(eq=False, repr=False)
+class IntConfiguredSnapshot(FieldSnapshot):
+    """A field snapshot whose whole configuration is a few ints (a precision and a scale, a field
+    count): its dataclass fields, each written with ``writeInt`` in field order."""
+
+    def write_snapshot(self, out: DataOutputSerializer) -> None:
+        for f in fields(self):
+            out.write_int(getattr(self, f.name))
+
+    @classmethod
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TypeSerializerSnapshot:
+        return cls(*(src.read_int() for _ in fields(cls)))
+
+
 @register_snapshot()
-class DecimalDataSerializerSnapshot(FieldSnapshot):
+@dataclass(eq=False, repr=False)
+class DecimalDataSerializerSnapshot(IntConfiguredSnapshot):
     IDENTIFIER = RUNTIME + "DecimalDataSerializer$DecimalSerializerSnapshot"
     VERSION: ClassVar[int] = 3
 
-    def __init__(self, precision: int, scale: int) -> None:
-        self.precision = precision
-        self.scale = scale
-
-    def write_snapshot(self, out: DataOutputSerializer) -> None:
-        out.write_int(self.precision)
-        out.write_int(self.scale)
-
-    @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> DecimalDataSerializerSnapshot:
-        return cls(src.read_int(), src.read_int())
+    precision: int
+    scale: int
 
     def describes(self, t: LogicalType) -> bool:
         return isinstance(t, DecimalType) and (t.precision, t.scale) == (self.precision, self.scale)
 
 
 @register_snapshot()
-class TimestampDataSerializerSnapshot(FieldSnapshot):
+@dataclass(eq=False, repr=False)
+class TimestampDataSerializerSnapshot(IntConfiguredSnapshot):
     IDENTIFIER = RUNTIME + "TimestampDataSerializer$TimestampDataSerializerSnapshot"
     VERSION: ClassVar[int] = 1
 
-    def __init__(self, precision: int) -> None:
-        self.precision = precision
-
-    def write_snapshot(self, out: DataOutputSerializer) -> None:
-        out.write_int(self.precision)
-
-    @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TimestampDataSerializerSnapshot:
-        return cls(src.read_int())
+    precision: int
 
     def describes(self, t: LogicalType) -> bool:
         return isinstance(t, (TimestampType, LocalZonedTimestampType)) and t.precision == self.precision
 
 
 @register_snapshot()
-class BinaryRowDataSerializerSnapshot(FieldSnapshot):
+@dataclass(eq=False, repr=False)
+class BinaryRowDataSerializerSnapshot(IntConfiguredSnapshot):
     IDENTIFIER = RUNTIME + "BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot"
     VERSION: ClassVar[int] = 3
 
-    def __init__(self, num_fields: int) -> None:
-        self.num_fields = num_fields
-
-    def write_snapshot(self, out: DataOutputSerializer) -> None:
-        out.write_int(self.num_fields)
-
-    @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> BinaryRowDataSerializerSnapshot:
-        return cls(src.read_int())
+    num_fields: int
 
     def describes(self, t: LogicalType) -> bool:
         return isinstance(t, RowType) and t.arity == self.num_fields
