@@ -33,7 +33,7 @@ import math
 import operator
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from . import types
 from .errors import MalformedDataError, SerializationError
@@ -176,35 +176,35 @@ def _to_float(codec: Codec, value: Any, path: str) -> float:
     return float(value)
 
 
-class _FloatCodec(Codec):
-    width = 4
+class _FloatingCodec(Codec):
+    """FLOAT and DOUBLE: the little-endian IEEE value (``VALUE``); inside an array a NaN is written as
+    Java's canonical NaN bits (``CANONICAL_NAN``, as ``BinaryArrayWriter`` does), in a row slot as
+    the value's own bits. A finite value beyond the type's range is refused, not made infinite."""
+
+    VALUE: ClassVar[struct.Struct]
+    BITS: ClassVar[struct.Struct]
+    CANONICAL_NAN: ClassVar[int]
 
     def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
         v = _to_float(self, value, path)
         if in_array and math.isnan(v):
-            _U32.pack_into(buf, slot, 0x7FC00000)
+            self.BITS.pack_into(buf, slot, self.CANONICAL_NAN)
             return
         try:
-            _F32.pack_into(buf, slot, v)
+            self.VALUE.pack_into(buf, slot, v)
         except OverflowError:
             raise _bad_value(path, self.type, value, "out of FLOAT range") from None
 
     def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        return _F32.unpack_from(ctx.data, slot)[0]
+        return self.VALUE.unpack_from(ctx.data, slot)[0]
 
 
-class _DoubleCodec(Codec):
-    width = 8
+class _FloatCodec(_FloatingCodec):
+    width, VALUE, BITS, CANONICAL_NAN = 4, _F32, _U32, 0x7FC00000
 
-    def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
-        v = _to_float(self, value, path)
-        if in_array and math.isnan(v):
-            _U64.pack_into(buf, slot, 0x7FF8000000000000)
-        else:
-            _F64.pack_into(buf, slot, v)
 
-    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        return _F64.unpack_from(ctx.data, slot)[0]
+class _DoubleCodec(_FloatingCodec):  # a Python float always fits
+    width, VALUE, BITS, CANONICAL_NAN = 8, _F64, _U64, 0x7FF8000000000000
 
 
 class _DateCodec(Codec):

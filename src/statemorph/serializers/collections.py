@@ -64,6 +64,8 @@ def _sequence(owner: TypeSerializer[Any], value: Any) -> Sequence[Any]:
 class ListSerializer(TypeSerializer[list[Any]]):
     """``java.util.List<T>`` as a Python list (any sequence is accepted on write)."""
 
+    DATASTREAM_OF = ("ARRAY",)
+
     def __init__(self, element_serializer: TypeSerializer[Any]) -> None:
         self.element_serializer = element_serializer
 
@@ -85,8 +87,6 @@ class ListSerializer(TypeSerializer[list[Any]]):
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return ListSerializerSnapshot(self)
 
-    DATASTREAM_OF = ("ARRAY",)
-
     @classmethod
     def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
                      like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
@@ -103,6 +103,8 @@ class ListSerializer(TypeSerializer[list[Any]]):
 
 class MapSerializer(TypeSerializer[dict[Any, Any]]):
     """``java.util.Map<K, V>`` as a dict; None values are stored with Flink's null flag."""
+
+    DATASTREAM_OF = ("MAP",)
 
     def __init__(self, key_serializer: TypeSerializer[Any], value_serializer: TypeSerializer[Any]) -> None:
         self.key_serializer = key_serializer
@@ -141,8 +143,6 @@ class MapSerializer(TypeSerializer[dict[Any, Any]]):
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return MapSerializerSnapshot(self)
-
-    DATASTREAM_OF = ("MAP",)
 
     @classmethod
     def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
