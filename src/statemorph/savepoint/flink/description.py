@@ -39,10 +39,19 @@ _KIND = {"value": StateKind.VALUE, "reducing": StateKind.VALUE, "aggregating": S
 """Reducing and aggregating state keep one value per key, stored like value state."""
 
 
+@dataclass
 class RecordedSnapshots:
-    """The planner's view of a state's recorded serializer snapshots by role, for keyed and
-    operator states alike (``_raw`` finds a role's snapshot, ``label`` names the state): one place
-    says how a snapshot statemorph does not read is refused."""
+    """The planner's view of a state of an operator, keyed and operator states alike: its meta
+    info (the name and the recorded serializer snapshots by role; ``_raw`` finds a role's
+    snapshot, ``label`` names the state), so one place says how a snapshot statemorph does not
+    read is refused."""
+
+    operator: OperatorState
+    meta: StateMetaInfo
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
 
     def _raw(self, role: str) -> Snapshot:
         raise NotImplementedError
@@ -72,17 +81,11 @@ class RecordedSnapshots:
 class FlinkStateDescription(RecordedSnapshots):
     """One keyed state of one operator (timers are not states the planner resolves)."""
 
-    operator: OperatorState
-    meta: StateMetaInfo
     header: KeyedHeader
     rows: int = -1
     carries_unread_snapshots: bool = True
     """Snapshots statemorph does not read (Kryo, user classes) are carried over as exact bytes:
     only the states a program changes need readable snapshots."""
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
     @property
     def flink_kind(self) -> str:

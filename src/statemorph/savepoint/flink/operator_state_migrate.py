@@ -32,7 +32,7 @@ from .description import DescribedOperator, FlinkOperatorDescription, RecordedSn
 from .envelope import Snapshot, snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import DISTRIBUTION_MODES, ByteStreamHandle, FileHandle, OperatorStreamHandle, RelativeFileHandle
-from .keyed_header import VALUE_SERIALIZER, StateMetaInfo
+from .keyed_header import VALUE_SERIALIZER
 from .keyed_writer import keep_inline
 from .metadata import CheckpointMetadata, OperatorState
 from .migrate_stream import ValueMigration
@@ -50,16 +50,10 @@ as :func:`~.rewrite.rewrite` takes for keyed states."""
 class OperatorStateDescription(RecordedSnapshots):
     """One operator state as the planner sees it (no key, no namespace, no TTL)."""
 
-    operator: OperatorState
-    meta: StateMetaInfo
     mode: str
     rows: int = -1
     ttl: bool = False
     carries_unread_snapshots: bool = True
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
     @property
     def flink_kind(self) -> str:
