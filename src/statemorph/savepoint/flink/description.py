@@ -16,7 +16,7 @@ Two Flink specifics live here rather than in the planner:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
 from ...errors import SavepointError, UnsupportedStateError
@@ -48,17 +48,26 @@ class RecordedSnapshots:
 
     operator: OperatorState
     meta: StateMetaInfo
+    WHAT: ClassVar[str] = "state"
+    """What :attr:`label` calls the state after its operator's label."""
 
     @property
     def name(self) -> str:
         return self.meta.name
 
-    def _raw(self, role: str) -> Snapshot:
+    def _recorded(self, role: str) -> Snapshot | None:
+        """The snapshot recorded for ``role``, None where the state has no such serializer."""
         raise NotImplementedError
+
+    def _raw(self, role: str) -> Snapshot:
+        snap = self._recorded(role)
+        if snap is None:
+            raise SavepointError(f"{self.label} has no {role.replace('_', ' ')}")
+        return snap
 
     @property
     def label(self) -> str:
-        raise NotImplementedError
+        return f"{self.operator.label()} {self.WHAT} {self.name!r}"
 
     def snapshot_bytes(self, role: str) -> bytes:
         return self._raw(role).raw
@@ -104,25 +113,16 @@ class FlinkStateDescription(RecordedSnapshots):
     def ttl(self) -> bool:
         return self.meta.ttl
 
-    def _raw(self, role: str) -> Snapshot:
-        snap: Snapshot | None
+    def _recorded(self, role: str) -> Snapshot | None:
         if role == "value_serializer":
-            snap = self.meta.value_snapshot_unwrapped()[0]
-        elif role == "user_key_serializer":
-            snap = self.meta.user_key_snapshot()
-        elif role == "namespace_serializer":
-            snap = self.meta.serializer(NAMESPACE_SERIALIZER)
-        elif role == "key_serializer":
-            snap = self.header.key_serializer
-        else:
-            raise SavepointError(f"unknown serializer role {role!r}")
-        if snap is None:
-            raise SavepointError(f"{self.label} has no {role.replace('_', ' ')}")
-        return snap
-
-    @property
-    def label(self) -> str:
-        return f"{self.operator.label()} state {self.name!r}"
+            return self.meta.value_snapshot_unwrapped()[0]
+        if role == "user_key_serializer":
+            return self.meta.user_key_snapshot()
+        if role == "namespace_serializer":
+            return self.meta.serializer(NAMESPACE_SERIALIZER)
+        if role == "key_serializer":
+            return self.header.key_serializer
+        raise SavepointError(f"unknown serializer role {role!r}")
 
     def opaque_roles(self) -> dict[str, str]:
         """Role → ``RAW('<class>')`` of each serializer of this state that statemorph does not read
