@@ -105,8 +105,11 @@ class StringDataSerializerSnapshot(SimpleTypeSerializerSnapshot, FieldSnapshot):
 
 @dataclass(eq=False, repr=False)
 class IntConfiguredSnapshot(FieldSnapshot):
-    """A field snapshot whose whole configuration is a few ints (a precision and a scale, a field
-    count): its dataclass fields, each written with ``writeInt`` in field order."""
+    """A field snapshot whose whole configuration is a few ints (a precision and a scale, an
+    arity): its dataclass fields, each written with ``writeInt`` in field order. It describes a
+    logical type of a class in ``DESCRIBES`` whose attributes of the same names hold the same ints."""
+
+    DESCRIBES: ClassVar[tuple[type[LogicalType], ...]]
 
     def write_snapshot(self, out: DataOutputSerializer) -> None:
         for f in fields(self):
@@ -116,42 +119,32 @@ class IntConfiguredSnapshot(FieldSnapshot):
     def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TypeSerializerSnapshot:
         return cls(*(src.read_int() for _ in fields(cls)))
 
+    def describes(self, t: LogicalType) -> bool:
+        return isinstance(t, self.DESCRIBES) and all(getattr(t, f.name) == getattr(self, f.name) for f in fields(self))
+
 
 @register_snapshot()
 @dataclass(eq=False, repr=False)
 class DecimalDataSerializerSnapshot(IntConfiguredSnapshot):
-    IDENTIFIER = RUNTIME + "DecimalDataSerializer$DecimalSerializerSnapshot"
-    VERSION: ClassVar[int] = 3
-
+    IDENTIFIER, VERSION, DESCRIBES = RUNTIME + "DecimalDataSerializer$DecimalSerializerSnapshot", 3, (DecimalType,)
     precision: int
     scale: int
-
-    def describes(self, t: LogicalType) -> bool:
-        return isinstance(t, DecimalType) and (t.precision, t.scale) == (self.precision, self.scale)
 
 
 @register_snapshot()
 @dataclass(eq=False, repr=False)
 class TimestampDataSerializerSnapshot(IntConfiguredSnapshot):
     IDENTIFIER = RUNTIME + "TimestampDataSerializer$TimestampDataSerializerSnapshot"
-    VERSION: ClassVar[int] = 1
-
+    VERSION, DESCRIBES = 1, (TimestampType, LocalZonedTimestampType)
     precision: int
-
-    def describes(self, t: LogicalType) -> bool:
-        return isinstance(t, (TimestampType, LocalZonedTimestampType)) and t.precision == self.precision
 
 
 @register_snapshot()
 @dataclass(eq=False, repr=False)
 class BinaryRowDataSerializerSnapshot(IntConfiguredSnapshot):
     IDENTIFIER = RUNTIME + "BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot"
-    VERSION: ClassVar[int] = 3
-
-    num_fields: int
-
-    def describes(self, t: LogicalType) -> bool:
-        return isinstance(t, RowType) and t.arity == self.num_fields
+    VERSION, DESCRIBES = 3, (RowType,)
+    arity: int  # the row's field count (Flink's numFields)
 
 
 def _serializer_stream(src: DataInputDeserializer, what: str) -> bytes:
