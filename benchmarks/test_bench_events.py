@@ -322,7 +322,7 @@ def test_core_row_decode_native(benchmark: Any, events: Events, core_bytes: pa.B
 def test_core_row_encode_per_value(benchmark: Any, events: Events, monkeypatch: pytest.MonkeyPatch) -> None:
     """What ``arrow.encode`` did for a flink-core Row before the kernel: the per-value path."""
     sub, ser = events.struct.slice(0, SUBSAMPLE), _core_events()
-    errors = bulk.errors.RowErrors("raise", "encode", None)
+    errors = bulk.row_errors.RowErrors("raise", "encode", None)
     benchmark.pedantic(lambda: bulk.encoder.encode_per_value(sub, ser, errors, 0), rounds=3, iterations=1)
     record("core Row encode per value", benchmark, SUBSAMPLE)
 
@@ -330,7 +330,7 @@ def test_core_row_encode_per_value(benchmark: Any, events: Events, monkeypatch: 
 def test_core_row_decode_per_value(benchmark: Any, core_bytes: pa.BinaryArray) -> None:
     """What ``arrow.decode`` did for a flink-core Row before the kernel: the per-value path."""
     sub, ser = core_bytes.slice(0, SUBSAMPLE), _core_events()
-    errors = bulk.errors.RowErrors("raise", "decode", None)
+    errors = bulk.row_errors.RowErrors("raise", "decode", None)
     benchmark.pedantic(lambda: bulk.decoder.decode_per_value(sub, ser, errors, 0), rounds=3, iterations=1)
     record("core Row decode per value", benchmark, SUBSAMPLE)
 
@@ -377,7 +377,7 @@ def test_pojo_migrate_per_value(benchmark: Any, pojo_bytes: pa.Array) -> None:
     snap = old.snapshot_configuration()
     sub, compat = pojo_bytes.slice(0, SUBSAMPLE), snap.resolve_schema_compatibility(new)
     benchmark.pedantic(lambda: bulk.migrator.migrate_per_value(sub, snap, new, compat,
-                                                               bulk.errors.RowErrors("raise", "migrate", None), 0),
+                                                               bulk.row_errors.RowErrors("raise", "migrate", None), 0),
                        rounds=3, iterations=1)
     record("POJO migrate per value", benchmark, SUBSAMPLE)
 
@@ -442,6 +442,6 @@ def test_avro_migrate_per_value(benchmark: Any, avro_bytes: pa.Array) -> None:
     snap = old.snapshot_configuration()
     sub, compat = avro_bytes.slice(0, SUBSAMPLE), snap.resolve_schema_compatibility(new)
     benchmark.pedantic(lambda: bulk.migrator.migrate_per_value(sub, snap, new, compat,
-                                                               bulk.errors.RowErrors("raise", "migrate", None), 0),
+                                                               bulk.row_errors.RowErrors("raise", "migrate", None), 0),
                        rounds=3, iterations=1)
     record("Avro migrate per value", benchmark, SUBSAMPLE)

@@ -33,7 +33,7 @@ import math
 import operator
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from . import types
 from .errors import MalformedDataError, SerializationError
@@ -176,74 +176,93 @@ def _to_float(codec: Codec, value: Any, path: str) -> float:
     return float(value)
 
 
-class _FloatCodec(Codec):
-    width = 4
+class _FloatingCodec(Codec):
+    """FLOAT and DOUBLE: the little-endian IEEE value (``VALUE``); inside an array a NaN is written as
+    Java's canonical NaN bits (``CANONICAL_NAN``, as ``BinaryArrayWriter`` does), in a row slot as
+    the value's own bits. A finite value beyond the type's range is refused, not made infinite."""
+
+    VALUE: ClassVar[struct.Struct]
+    BITS: ClassVar[struct.Struct]
+    CANONICAL_NAN: ClassVar[int]
 
     def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
         v = _to_float(self, value, path)
         if in_array and math.isnan(v):
-            _U32.pack_into(buf, slot, 0x7FC00000)
+            self.BITS.pack_into(buf, slot, self.CANONICAL_NAN)
             return
         try:
-            _F32.pack_into(buf, slot, v)
+            self.VALUE.pack_into(buf, slot, v)
         except OverflowError:
             raise _bad_value(path, self.type, value, "out of FLOAT range") from None
 
     def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        return _F32.unpack_from(ctx.data, slot)[0]
+        return self.VALUE.unpack_from(ctx.data, slot)[0]
 
 
-class _DoubleCodec(Codec):
-    width = 8
-
-    def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
-        v = _to_float(self, value, path)
-        if in_array and math.isnan(v):
-            _U64.pack_into(buf, slot, 0x7FF8000000000000)
-        else:
-            _F64.pack_into(buf, slot, v)
-
-    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        return _F64.unpack_from(ctx.data, slot)[0]
+class _FloatCodec(_FloatingCodec):
+    width, VALUE, BITS, CANONICAL_NAN = 4, _F32, _U32, 0x7FC00000
 
 
-class _DateCodec(Codec):
+class _DoubleCodec(_FloatingCodec):  # a Python float always fits
+    width, VALUE, BITS, CANONICAL_NAN = 8, _F64, _U64, 0x7FF8000000000000
+
+
+class _Int32TemporalCodec(Codec):
+    """DATE and TIME: an int32 (days since the epoch, milliseconds of the day), written from a
+    Python ``date`` / ``time`` or from that int itself, read back as the Python value."""
+
     width = 4
 
+    def to_int(self, value: Any, path: str) -> int | None:
+        """The int32 of a Python temporal value, None when ``value`` is not one."""
+        raise NotImplementedError
+
+    def from_int(self, ctx: _Ctx, v: int, path: str, slot: int) -> Any:
+        raise NotImplementedError
+
     def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
+        v = self.to_int(value, path)
+        if v is None:
+            raise _bad_value(path, self.type, value, self.EXPECTED)
+        _I32.pack_into(buf, slot, v)
+
+    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
+        return self.from_int(ctx, _I32.unpack_from(ctx.data, slot)[0], path, slot)
+
+    EXPECTED: ClassVar[str]
+
+
+class _DateCodec(_Int32TemporalCodec):
+    EXPECTED = "expected datetime.date or days since epoch"
+
+    def to_int(self, value: Any, path: str) -> int | None:
         if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
-            days = value.toordinal() - _EPOCH_ORDINAL
-        elif isinstance(value, int) and not isinstance(value, bool) and -(1 << 31) <= value < (1 << 31):
-            days = value
-        else:
-            raise _bad_value(path, self.type, value, "expected datetime.date or days since epoch")
-        _I32.pack_into(buf, slot, days)
+            return value.toordinal() - _EPOCH_ORDINAL
+        if isinstance(value, int) and not isinstance(value, bool) and -(1 << 31) <= value < (1 << 31):
+            return value
+        return None
 
-    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        days = _I32.unpack_from(ctx.data, slot)[0]
+    def from_int(self, ctx: _Ctx, v: int, path: str, slot: int) -> Any:
         try:
-            return _dt.date.fromordinal(days + _EPOCH_ORDINAL)
+            return _dt.date.fromordinal(v + _EPOCH_ORDINAL)
         except (ValueError, OverflowError):
-            raise ctx.fail(path, f"DATE {days} days since epoch is outside years 1..9999", slot) from None
+            raise ctx.fail(path, f"DATE {v} days since epoch is outside years 1..9999", slot) from None
 
 
-class _TimeCodec(Codec):
-    width = 4
+class _TimeCodec(_Int32TemporalCodec):
+    EXPECTED = "expected datetime.time or milliseconds of the day"
 
-    def write(self, buf: bytearray, slot: int, value: Any, path: str, in_array: bool) -> None:
+    def to_int(self, value: Any, path: str) -> int | None:
         if isinstance(value, _dt.time):
-            ms = ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
-        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MS_PER_DAY:
-            ms = value
-        else:
-            raise _bad_value(path, self.type, value, "expected datetime.time or milliseconds of the day")
-        _I32.pack_into(buf, slot, ms)
+            return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MS_PER_DAY:
+            return value
+        return None
 
-    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        ms = _I32.unpack_from(ctx.data, slot)[0]
-        if not 0 <= ms < _MS_PER_DAY:
-            raise ctx.fail(path, f"TIME value {ms} ms is outside 0..86399999", slot)
-        sec, milli = divmod(ms, 1000)
+    def from_int(self, ctx: _Ctx, v: int, path: str, slot: int) -> Any:
+        if not 0 <= v < _MS_PER_DAY:
+            raise ctx.fail(path, f"TIME value {v} ms is outside 0..86399999", slot)
+        sec, milli = divmod(v, 1000)
         return _dt.time(sec // 3600, sec // 60 % 60, sec % 60, milli * 1000)
 
 
@@ -445,8 +464,29 @@ class _TimestampCodec(Codec):
         return self.make(_I64.unpack_from(ctx.data, start)[0], nanos)
 
 
-class RowCodec(Codec):
+class _VarPartCodec(Codec):
+    """ROW, ARRAY and MAP: a value in the var part, its slot a reference (offset and length) that
+    must point inside the enclosing structure (never inline); :meth:`decode` reads what it points to."""
+
+    ROOT: ClassVar[str]
+    """The type's name in the message about an inline value."""
+    REFERS_TO: ClassVar[str]
+    """What the reference points to, in the message about a bad one."""
+
+    def decode(self, ctx: _Ctx, start: int, size: int, path: str) -> Any:
+        raise NotImplementedError
+
+    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
+        _no_inline(ctx, path, slot, self.ROOT)
+        offset, n = _ref(ctx, slot)
+        start = _check_ref(ctx, path, slot, base, lo, hi, offset, n, self.REFERS_TO)
+        return self.decode(ctx, start, n, path)
+
+
+class RowCodec(_VarPartCodec):
     """A (nested) BinaryRowData."""
+
+    ROOT, REFERS_TO = "ROW", "nested row"
 
     def __init__(self, t: types.RowType) -> None:
         super().__init__(t)
@@ -506,15 +546,12 @@ class RowCodec(Codec):
                 out.append(codec.read(ctx, start + nb + 8 * i, start, lo, hi, self.child(path, i), False))
         return Row(out, RowKind(kind))
 
-    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        _no_inline(ctx, path, slot, "ROW")
-        offset, n = _ref(ctx, slot)
-        start = _check_ref(ctx, path, slot, base, lo, hi, offset, n, "nested row")
-        return self.decode(ctx, start, n, path)
 
 
-class ArrayCodec(Codec):
+class ArrayCodec(_VarPartCodec):
     """A BinaryArrayData of one element type."""
+
+    ROOT, REFERS_TO = "ARRAY", "array"
 
     def __init__(self, t: types.LogicalType, element: types.LogicalType) -> None:
         super().__init__(t)
@@ -566,11 +603,6 @@ class ArrayCodec(Codec):
                 out.append(element.read(ctx, start + header + i * es, start, lo, hi, f"{path}[{i}]", True))
         return out
 
-    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        _no_inline(ctx, path, slot, "ARRAY")
-        offset, n = _ref(ctx, slot)
-        start = _check_ref(ctx, path, slot, base, lo, hi, offset, n, "array")
-        return self.decode(ctx, start, n, path)
 
 
 def _freeze(value: Any) -> Any:
@@ -587,7 +619,7 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-class MapCodec(Codec):
+class MapCodec(_VarPartCodec):
     """A BinaryMapData; a MULTISET is a map element → INT NOT NULL count.
 
     **Duplicate keys** (the one definition, shared by every path): two keys of one map are
@@ -602,6 +634,8 @@ class MapCodec(Codec):
     kernels do not implement a second rule: a map whose keys may repeat (equal hashes of their
     canonical bytes) or hold a null goes to this codec (``HAND_BACK``), for decode, migrate and
     verbatim copies alike (``kernels.rowdata_py.keys_suspect``)."""
+
+    ROOT, REFERS_TO = "MAP", "map"
 
     def __init__(self, t: types.LogicalType, key: types.LogicalType, value: types.LogicalType) -> None:
         super().__init__(t)
@@ -640,11 +674,6 @@ class MapCodec(Codec):
             out[k] = v
         return out
 
-    def read(self, ctx: _Ctx, slot: int, base: int, lo: int, hi: int, path: str, in_array: bool) -> Any:
-        _no_inline(ctx, path, slot, "MAP")
-        offset, n = _ref(ctx, slot)
-        start = _check_ref(ctx, path, slot, base, lo, hi, offset, n, "map")
-        return self.decode(ctx, start, n, path)
 
 
 class _CodecOf(types.LogicalTypeVisitor[Codec]):

@@ -13,7 +13,7 @@ from statemorph import typeutils
 
 PACKAGE = Path(typeutils.__file__).parent
 # each module may import only the ones before it (and errors / io below the package)
-ORDER = ["serializer", "registry", "versioned", "simple_snapshot", "composite_snapshot"]
+ORDER = ["serializer", "singleton", "registry", "versioned", "simple_snapshot", "composite_snapshot"]
 BELOW = {"errors", "io", "types"}  # a serializer declares the logical type of its values
 
 

@@ -282,25 +282,19 @@ def decode_per_value(arr: pa.Array, serializer: Any, errors: RowErrors, base: in
     row_type = getattr(serializer, "row_type", None)
     to_arrow: Callable[[Any], Any] = (lambda v: logical_to_arrow(v, row_type)) if row_type is not None \
         else to_arrow_value(serializer)
-    values: list[Any] = []
-    for i, raw in enumerate(arr.to_pylist()):
-        if raw is None:
-            values.append(None)
-            continue
-        try:
-            v = serializer.from_bytes(raw)
-            values.append(to_arrow(v))
-        except UnrepresentableValueError as e:  # read, but Arrow cannot hold it: refused, never changed
-            errors.add(locate(UnrepresentableValueError(f"decode: row {base + i}: {e}"), base + i, e.field_path))
-            values.append(None)
-        except StateFormatError as e:
-            errors.add(per_row_error(e, base + i, "decode"))
-            values.append(None)
+    values = errors.per_value(arr.to_pylist(), lambda raw: to_arrow(serializer.from_bytes(raw)), base,
+                              (StateFormatError,), _decode_error)
     try:
         arrow_t = arrow_type(row_type) if row_type is not None else arrow_type_for(serializer)
     except StatemorphError:
         arrow_t = None  # e.g. an Avro union of several types: let Arrow infer
     return errors.result(_to_arrow_array(values, arrow_t, errors, base))
+
+
+def _decode_error(e: Exception, row: int) -> StateFormatError:
+    if isinstance(e, UnrepresentableValueError):  # read, but Arrow cannot hold it: refused, never changed
+        return locate(UnrepresentableValueError(f"decode: row {row}: {e}"), row, e.field_path)
+    return per_row_error(e, row, "decode")
 
 
 def _to_arrow_array(values: list[Any], arrow_t: pa.DataType | None, errors: RowErrors, base: int) -> pa.Array:

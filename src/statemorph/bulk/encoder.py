@@ -185,19 +185,15 @@ def encode_per_value(arr: pa.Array, serializer: Any, errors: RowErrors, base: in
     row_type = getattr(serializer, "row_type", None)
     from_arrow: Callable[[Any], Any] = (lambda v: logical_from_arrow(v, row_type)) if row_type is not None \
         else from_arrow_value(serializer)
-    out: list[bytes | None] = []
-    for i, v in enumerate(arr.to_pylist()):
-        if v is None:
-            out.append(None)
-            continue
-        try:
-            out.append(serializer.to_bytes(from_arrow(v)))
-        except (SerializationError, StateFormatError, TypeError, ValueError) as e:
-            err = locate(SerializationError(f"encode: row {base + i}: {e}"), base + i, "")
-            err.__cause__ = e
-            errors.add(err)
-            out.append(None)
+    out = errors.per_value(arr.to_pylist(), lambda v: serializer.to_bytes(from_arrow(v)), base,
+                           (SerializationError, StateFormatError, TypeError, ValueError), _encode_error)
     return errors.result(binary_from_values(out))
+
+
+def _encode_error(e: Exception, row: int) -> SerializationError:
+    err = locate(SerializationError(f"encode: row {row}: {e}"), row, "")
+    err.__cause__ = e
+    return err
 
 
 def _core_encode_estimate(prog: plans.RowProgram, cols: list[Any]) -> Callable[[int, int], int]:

@@ -144,16 +144,8 @@ def migrate_per_value(arr: pa.Array, prior_snapshot: Any, new_serializer: Any, c
     byte-remap kernel, and plans their program compiler cannot express)."""
     prior = prior_snapshot.restore_serializer()
     target, as_is = resolved_target(compat, new_serializer)
-    outs: list[bytes | None] = []
-    for i, raw in enumerate(arr.to_pylist()):
-        if raw is None:
-            outs.append(None)
-            continue
-        try:
-            outs.append(migrate_resolved(prior_snapshot, prior, target, raw, as_is))
-        except StateFormatError as e:
-            errors.add(per_row_error(e, base + i, "migrate"))
-            outs.append(None)
+    outs = errors.per_value(arr.to_pylist(), lambda raw: migrate_resolved(prior_snapshot, prior, target, raw, as_is),
+                            base, (StateFormatError,), lambda e, row: per_row_error(e, row, "migrate"))
     return errors.result(binary_from_values(outs))
 
 

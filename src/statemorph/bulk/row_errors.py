@@ -106,6 +106,23 @@ class RowErrors:
             raise err
         self.items.append(err)
 
+    def per_value(self, values: list[Any], one: Callable[[Any], Any], base: int,
+                  catch: tuple[type[Exception], ...], error_of: Callable[[Exception, int], Exception]) -> list[Any]:
+        """``one`` applied to each non-null value, the per-value path of encode, decode and migrate:
+        a value it fails on with one of ``catch`` is null in the result, and its error,
+        ``error_of(exception, row)``, is recorded here (raised at once under ``"raise"``)."""
+        out: list[Any] = []
+        for i, v in enumerate(values):
+            if v is None:
+                out.append(None)
+                continue
+            try:
+                out.append(one(v))
+            except catch as e:
+                self.add(error_of(e, base + i))
+                out.append(None)
+        return out
+
     def result(self, arr: Any) -> tuple[Any, list[Exception]]:
         """The output and the bad rows' errors in row order, whichever stage found them."""
         return arr, sorted(self.items, key=lambda e: getattr(e, "row", -1))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..serializers.strings import varlen
-from . import abi
+from .abi import *  # the ABI constants as bare names, as the Cython twin includes them (a global is one lookup)
 from .views import BinView, check_outputs, one_pass_run
 
 # EMIT: what an op writes. EMIT_VALUE: the writer's bytes as they are (checked); EMIT_I32 .. EMIT_F64: a number in
@@ -38,12 +38,12 @@ class _Walk:
         self.consts = consts
         self.d = d
         self.end = end
-        self.budget = p[0][abi.COL_EMIT]
-        self.scratch = [0] * max(p[0][abi.COL_C], 1)
+        self.budget = p[0][COL_EMIT]
+        self.scratch = [0] * max(p[0][COL_C], 1)
 
     def take(self, pos: int, n: int, node: int) -> int:
         if n < 0 or self.end - pos < n:
-            raise _Fail(abi.ERR_TRUNCATED, node)
+            raise _Fail(ERR_TRUNCATED, node)
         return pos + n
 
     def i32(self, pos: int, node: int) -> int:
@@ -55,7 +55,7 @@ class _Walk:
         bytes; returns the position after them."""
         n = self.i32(pos, node)
         if n < 0:
-            raise _Fail(abi.ERR_BAD_LENGTH, node)
+            raise _Fail(ERR_BAD_LENGTH, node)
         return self.take(pos + 4, n, node)
 
     def count(self, pos: int, node: int) -> tuple[int, int]:
@@ -68,70 +68,70 @@ class _Walk:
             if not b & 0x80:
                 return min(value, 1 << 62), pos
             shift += 7
-        raise _Fail(abi.ERR_BAD_LENGTH, node)
+        raise _Fail(ERR_BAD_LENGTH, node)
 
     def value(self, node: int, pos: int, out: bytearray | None) -> int:  # noqa: C901 - one branch per op
         """Read the writer value of ``node`` at ``pos`` (writing the reader value to ``out`` unless
         None); returns the position after it."""
         row = self.p[node]
-        op = row[abi.COL_OP]
+        op = row[COL_OP]
         d = self.d
-        if out is not None and row[abi.COL_EMIT] == abi.EMIT_SKIP:
+        if out is not None and row[COL_EMIT] == EMIT_SKIP:
             out = None
-        if out is not None and row[abi.COL_UNION] >= 0:
-            out += row[abi.COL_UNION].to_bytes(4, "big")
-        if op == abi.AVRO_OP_NULL:
+        if out is not None and row[COL_UNION] >= 0:
+            out += row[COL_UNION].to_bytes(4, "big")
+        if op == AVRO_OP_NULL:
             return pos
-        if op == abi.AVRO_OP_BOOL:
+        if op == AVRO_OP_BOOL:
             self.take(pos, 1, node)
             if out is not None:
                 out.append(1 if d[pos] else 0)
             return pos + 1
-        if op in (abi.AVRO_OP_INT, abi.AVRO_OP_LONG, abi.AVRO_OP_FLOAT, abi.AVRO_OP_DOUBLE):
-            width = 4 if op in (abi.AVRO_OP_INT, abi.AVRO_OP_FLOAT) else 8
+        if op in (AVRO_OP_INT, AVRO_OP_LONG, AVRO_OP_FLOAT, AVRO_OP_DOUBLE):
+            width = 4 if op in (AVRO_OP_INT, AVRO_OP_FLOAT) else 8
             self.take(pos, width, node)
             raw = d[pos:pos + width]
-            if op in (abi.AVRO_OP_INT, abi.AVRO_OP_LONG):
+            if op in (AVRO_OP_INT, AVRO_OP_LONG):
                 v: Any = int.from_bytes(raw, "big", signed=True)
-                if not row[abi.COL_A] <= v <= row[abi.COL_B]:
-                    raise _Fail(abi.ERR_AVRO_RANGE, node)
+                if not row[COL_A] <= v <= row[COL_B]:
+                    raise _Fail(ERR_AVRO_RANGE, node)
             else:
-                v = (_F32 if op == abi.AVRO_OP_FLOAT else _F64).unpack(raw)[0]
+                v = (_F32 if op == AVRO_OP_FLOAT else _F64).unpack(raw)[0]
             if out is not None:
-                out += raw if row[abi.COL_EMIT] == abi.EMIT_VALUE else _put_number(row[abi.COL_EMIT], v)
+                out += raw if row[COL_EMIT] == EMIT_VALUE else _put_number(row[COL_EMIT], v)
             return pos + width
-        if op == abi.AVRO_OP_BLOB:
+        if op == AVRO_OP_BLOB:
             stop = self.blob(pos, node)
-            if row[abi.COL_A] or (out is not None and row[abi.COL_EMIT] == abi.EMIT_UTF8):
+            if row[COL_A] or (out is not None and row[COL_EMIT] == EMIT_UTF8):
                 try:
                     d[pos + 4:stop].decode("utf-8")
                 except UnicodeDecodeError:
-                    raise _Fail(abi.ERR_BAD_UTF8 if row[abi.COL_A] else abi.HAND_BACK, node) from None
+                    raise _Fail(ERR_BAD_UTF8 if row[COL_A] else HAND_BACK, node) from None
             if out is not None:
                 out += d[pos:stop]
             return stop
-        if op == abi.AVRO_OP_FIXED:
-            stop = self.take(pos, row[abi.COL_A], node)
+        if op == AVRO_OP_FIXED:
+            stop = self.take(pos, row[COL_A], node)
             if out is not None:
                 out += d[pos:stop]
             return stop
-        if op in (abi.AVRO_OP_ENUM, abi.AVRO_OP_UNION):
+        if op in (AVRO_OP_ENUM, AVRO_OP_UNION):
             i = self.i32(pos, node)
-            if not 0 <= i < row[abi.COL_A]:
-                raise _Fail(abi.ERR_AVRO_INDEX, node)
-            if op == abi.AVRO_OP_UNION:
-                return self.value(self.tail[row[abi.COL_B] + i], pos + 4, out)
+            if not 0 <= i < row[COL_A]:
+                raise _Fail(ERR_AVRO_INDEX, node)
+            if op == AVRO_OP_UNION:
+                return self.value(self.tail[row[COL_B] + i], pos + 4, out)
             if out is not None:
-                out += d[pos:pos + 4] if row[abi.COL_EMIT] == abi.EMIT_VALUE \
-                    else self.tail[row[abi.COL_B] + i].to_bytes(4, "big")
+                out += d[pos:pos + 4] if row[COL_EMIT] == EMIT_VALUE \
+                    else self.tail[row[COL_B] + i].to_bytes(4, "big")
             return pos + 4
-        if op in (abi.AVRO_OP_ARRAY, abi.AVRO_OP_MAP):
+        if op in (AVRO_OP_ARRAY, AVRO_OP_MAP):
             return self.sequence(node, row, pos, out)
         return self.record(node, row, pos, out)
 
     def sequence(self, node: int, row: list[int], pos: int, out: bytearray | None) -> int:
-        is_map = row[abi.COL_OP] == abi.AVRO_OP_MAP
-        unit = row[abi.COL_B]
+        is_map = row[COL_OP] == AVRO_OP_MAP
+        unit = row[COL_B]
         items = bytearray() if out is not None else None
         keys: set[bytes] = set()
         total = 0
@@ -141,9 +141,9 @@ class _Walk:
                 break
             if unit:
                 if count > (self.end - pos) // unit:
-                    raise _Fail(abi.ERR_TRUNCATED, node)
+                    raise _Fail(ERR_TRUNCATED, node)
             elif count > self.budget:
-                raise _Fail(abi.ERR_TOO_LARGE, node)
+                raise _Fail(ERR_TOO_LARGE, node)
             else:
                 self.budget -= count
             for _ in range(count):
@@ -153,18 +153,18 @@ class _Walk:
                     try:
                         key.decode("utf-8")
                     except UnicodeDecodeError:
-                        raise _Fail(abi.ERR_BAD_UTF8, node) from None
+                        raise _Fail(ERR_BAD_UTF8, node) from None
                     if items is not None:
                         keys.add(key)
                         items += self.d[pos:stop]
                     pos = stop
-                pos = self.value(row[abi.COL_A], pos, items)
+                pos = self.value(row[COL_A], pos, items)
             total += count
         if out is not None and items is not None:
             if is_map and len(keys) != total:
-                raise _Fail(abi.HAND_BACK, node)
+                raise _Fail(HAND_BACK, node)
             if total > 0xFFFFFFFF:  # only an entry of more than 4 GiB holds that many items
-                raise _Fail(abi.ERR_TOO_LARGE, node)
+                raise _Fail(ERR_TOO_LARGE, node)
             if total:
                 out += varlen(total)
                 out += items
@@ -172,9 +172,9 @@ class _Walk:
         return pos
 
     def record(self, node: int, row: list[int], pos: int, out: bytearray | None) -> int:
-        fields = self.tail[row[abi.COL_B]:row[abi.COL_B] + row[abi.COL_A]]
-        entries = self.tail[row[abi.COL_D]:row[abi.COL_D] + 4 * row[abi.COL_C]]
-        if row[abi.COL_E] < 0:
+        fields = self.tail[row[COL_B]:row[COL_B] + row[COL_A]]
+        entries = self.tail[row[COL_D]:row[COL_D] + 4 * row[COL_C]]
+        if row[COL_E] < 0:
             done = 0
             for k in range(0, len(entries), 4):
                 j, op, at, n = entries[k:k + 4]
@@ -190,7 +190,7 @@ class _Walk:
                 pos = self.value(skipped, pos, None)
             return pos
         starts = self.scratch
-        base = row[abi.COL_E]
+        base = row[COL_E]
         for j, op in enumerate(fields):
             starts[base + j] = pos
             pos = self.value(op, pos, None)
@@ -201,7 +201,7 @@ class _Walk:
                 j, op, at, n = entries[k:k + 4]
                 if j < 0:
                     out += self.consts[at:at + n]
-                elif self.p[op][abi.COL_EMIT] == abi.EMIT_VALUE and self.p[op][abi.COL_UNION] < 0:
+                elif self.p[op][COL_EMIT] == EMIT_VALUE and self.p[op][COL_UNION] < 0:
                     out += self.d[starts[base + j]:starts[base + j + 1]]
                 else:
                     self.value(op, starts[base + j], out)
@@ -210,12 +210,12 @@ class _Walk:
 
 
 def _put_number(emit: int, v: Any) -> bytes:
-    if emit == abi.EMIT_I64:
+    if emit == EMIT_I64:
         return int(v).to_bytes(8, "big", signed=True)
     x = float(v)  # an int or long becomes the nearest double first, then (EMIT_F32) Java's (float) cast
     if x != x:
-        return b"\x7f\xc0\x00\x00" if emit == abi.EMIT_F32 else b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
-    return _F32.pack(x) if emit == abi.EMIT_F32 else _F64.pack(x)
+        return b"\x7f\xc0\x00\x00" if emit == EMIT_F32 else b"\x7f\xf8\x00\x00\x00\x00\x00\x00"
+    return _F32.pack(x) if emit == EMIT_F32 else _F64.pack(x)
 
 
 def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int,
@@ -226,24 +226,24 @@ def avro_migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: 
     else ``next_row < stop``: it did not fit)."""
     check_outputs("avro_migrate_run", out_off, out_data, start, stop, pos)
     p = np.asarray(prog, dtype=np.int64).tolist()
-    if (not p or len(p[0]) != abi.PROGRAM_COLUMNS or p[0][abi.COL_OP] != abi.AVRO_OP_HEAD
-            or not 1 < p[0][abi.COL_A] <= len(p)):
+    if (not p or len(p[0]) != PROGRAM_COLUMNS or p[0][COL_OP] != AVRO_OP_HEAD
+            or not 1 < p[0][COL_A] <= len(p)):
         raise ValueError("bad Avro program")
-    tail = [x for row in p[p[0][abi.COL_A]:] for x in row]
-    consts = np.array(tail[p[0][abi.COL_E]:], dtype=np.int64).tobytes()
+    tail = [x for row in p[p[0][COL_A]:] for x in row]
+    consts = np.array(tail[p[0][COL_E]:], dtype=np.int64).tobytes()
     v = BinView(offsets, data, validity, offset, wide, stop)
 
     def migrated(code: int, s: int, e: int) -> tuple[int, bytearray]:
         node = -1
         buf = bytearray()
-        if code == abi.ERR_OK:
+        if code == ERR_OK:
             w = _Walk(p, tail, consts, v.data, e)
             try:
-                if w.value(p[0][abi.COL_B], s, buf) != e:
-                    code = abi.ERR_TRAILING
+                if w.value(p[0][COL_B], s, buf) != e:
+                    code = ERR_TRAILING
             except _Fail as x:
                 code, node = x.code, x.node
-        return (0 if code == abi.ERR_OK else abi.encode_err(code, node)), buf
+        return (0 if code == ERR_OK else encode_err(code, node)), buf
 
     return one_pass_run(v, start, stop, out_off, out_data, pos, migrated)
 

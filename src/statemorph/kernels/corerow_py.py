@@ -17,9 +17,9 @@ unless they would overflow). A kernel call stops at the first bad row or at the 
 bytes do not fit, and reports it; the caller records the error or grows the buffer and calls again
 from there. Clean input therefore needs no status array and one walk per row.
 
-Program (int64 matrix, pre-order, ``abi.PROGRAM_COLUMNS`` columns): KIND, POS (field index in the parent),
+Program (int64 matrix, pre-order, ``PROGRAM_COLUMNS`` columns): KIND, POS (field index in the parent),
 END (first node after the subtree), ARITY (rows), -, -, FLAGS (rows: 1 = RowKind bits in the
-mask), WIDTH (fixed-width kinds). Kinds: ``abi.LEAF_BOOL`` .. ``LEAF_CHAR`` and the three below.
+mask), WIDTH (fixed-width kinds). Kinds: ``LEAF_BOOL`` .. ``LEAF_CHAR`` and the three below.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from . import abi
+from .abi import *  # the ABI constants as bare names, as the Cython twin includes them (a global is one lookup)
 from .plans.corerow import STRING_KINDS
 from .primitives_py import java_be
 from .rowdata_py import ArrowColumns, RowError
@@ -38,8 +38,8 @@ from .views import MAX32, BinView, bit_get, bit_set
 
 def _mask_len(p: list[list[int]], node: int) -> tuple[int, int]:
     """(mask bytes, index of field 0's bit) of row node ``node``."""
-    kb = 2 if p[node][abi.COL_FLAGS] & abi.FLAG_ROW_KIND else 0
-    return (p[node][abi.COL_ARITY] + kb + 7) >> 3, kb
+    kb = 2 if p[node][COL_FLAGS] & FLAG_ROW_KIND else 0
+    return (p[node][COL_ARITY] + kb + 7) >> 3, kb
 
 
 def _mask_bit(m: bytes, k: int) -> bool:
@@ -56,10 +56,10 @@ def _jchar(raw: bytes) -> tuple[int, int]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return abi.ERR_BAD_UTF8, 0
+        return ERR_BAD_UTF8, 0
     if len(text) != 1 or ord(text) >= 0x10000:
-        return abi.ERR_BAD_JCHAR, 0
-    return abi.ERR_OK, ord(text)
+        return ERR_BAD_JCHAR, 0
+    return ERR_OK, ord(text)
 
 
 def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, out: bytearray, err: list[int]) -> None:
@@ -68,38 +68,38 @@ def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, out: 
     mask = len(out)
     out += bytes(mlen)  # kind bits stay 0: Arrow rows are INSERT, as on the per-value path
     c = node + 1
-    while c < p[node][abi.COL_END]:
-        k = p[c][abi.COL_KIND]
+    while c < p[node][COL_END]:
+        k = p[c][COL_KIND]
         if not cols.valid(c, i):
-            bit = kb + p[c][abi.COL_POS]
+            bit = kb + p[c][COL_POS]
             out[mask + (bit >> 3)] |= 0x80 >> (bit & 7)
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
         _, vals, _, off, _ = cols.cols[c]
-        if k == abi.LEAF_ROW:
+        if k == LEAF_ROW:
             _encode_row(p, cols, c, i, out, err)
         elif k in STRING_KINDS:
             s, n = cols.string(c, i)
-            code = abi.ERR_BAD_ARROW if s < 0 else abi.ERR_OK
-            if code == abi.ERR_OK and k == abi.LEAF_STR:
+            code = ERR_BAD_ARROW if s < 0 else ERR_OK
+            if code == ERR_OK and k == LEAF_STR:
                 code, enc = utf8_to_flink(vals[s:s + n])
                 if enc is not None:
                     out += enc
-            elif code == abi.ERR_OK and k == abi.LEAF_CHAR:
+            elif code == ERR_OK and k == LEAF_CHAR:
                 code, unit = _jchar(vals[s:s + n])
                 out += unit.to_bytes(2, "big")
-            elif code == abi.ERR_OK:
-                code = abi.ERR_TOO_LARGE if n > 0x7FFFFFFF else abi.ERR_OK
+            elif code == ERR_OK:
+                code = ERR_TOO_LARGE if n > 0x7FFFFFFF else ERR_OK
                 out += n.to_bytes(4, "big") + vals[s:s + n]
-            if code != abi.ERR_OK:
+            if code != ERR_OK:
                 err[0] = c
                 raise RowError(code)
-        elif k == abi.LEAF_BOOL:
+        elif k == LEAF_BOOL:
             out.append(1 if bit_get(vals, off + i) else 0)
         else:
-            w = p[c][abi.COL_WIDTH]
+            w = p[c][COL_WIDTH]
             out += java_be(k, vals[w * (off + i):w * (off + i) + w])
-        c = p[c][abi.COL_END]
+        c = p[c][COL_END]
 
 
 def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, out_data: Any,
@@ -124,7 +124,7 @@ def corerow_encode(prog: Any, cols: list[Any], start: int, stop: int, out_off: A
                 _encode_row(p, cc, 0, i, row, err)
             except RowError as e:
                 out_off[i + 1] = pos
-                return i, pos, abi.encode_err(e.code, err[0])
+                return i, pos, encode_err(e.code, err[0])
             need = pos + len(row)
             if need > len(out) or (narrow and need > MAX32):
                 return i, pos, need
@@ -162,31 +162,31 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
     mlen, kb = _mask_len(p, node)
     if end - pos < mlen:
         err[0] = node
-        raise RowError(abi.ERR_TRUNCATED)
+        raise RowError(ERR_TRUNCATED)
     m = d[pos:pos + mlen]
-    if mlen and m[-1] & ((1 << (mlen * 8 - p[node][abi.COL_ARITY] - kb)) - 1):
+    if mlen and m[-1] & ((1 << (mlen * 8 - p[node][COL_ARITY] - kb)) - 1):
         err[0] = node  # padding bits after the last field are set
-        raise RowError(abi.ERR_BAD_HEADER)
+        raise RowError(ERR_BAD_HEADER)
     if node and kb and m[0] & 0xC0:
         # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
         # reference reads the entry and the Arrow conversion refuses it, naming the path
         err[0] = node
-        raise RowError(abi.HAND_BACK)
+        raise RowError(HAND_BACK)
     pos += mlen
     c = node + 1
-    while c < p[node][abi.COL_END]:
-        k = p[c][abi.COL_KIND]
-        if _mask_bit(m, kb + p[c][abi.COL_POS]):
-            c = p[c][abi.COL_END]
+    while c < p[node][COL_END]:
+        k = p[c][COL_KIND]
+        if _mask_bit(m, kb + p[c][COL_POS]):
+            c = p[c][COL_END]
             continue
-        if k == abi.LEAF_ROW:
+        if k == LEAF_ROW:
             bit_set(o.valid[c], i)
             pos = _decode_row(p, d, pos, end, o, spos, c, i, err)
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
         if k in STRING_KINDS:
             code, raw, is_null, pos = _read_string_kind(k, d, pos, end)
-            if code != abi.ERR_OK:
+            if code != ERR_OK:
                 err[0] = c
                 raise RowError(code)
             assert raw is not None
@@ -199,40 +199,40 @@ def _decode_row(p: list[list[int]], d: bytes, pos: int, end: int, o: _Out, spos:
             if not is_null:
                 bit_set(o.valid[c], i)
         else:
-            w = p[c][abi.COL_WIDTH]
+            w = p[c][COL_WIDTH]
             if end - pos < w:
                 err[0] = c
-                raise RowError(abi.ERR_TRUNCATED)
+                raise RowError(ERR_TRUNCATED)
             bit_set(o.valid[c], i)
-            if k == abi.LEAF_BOOL:
+            if k == LEAF_BOOL:
                 if d[pos]:
                     bit_set(o.vals[c], i)
             else:
                 o.vals[c][w * i:w * i + w] = d[pos:pos + w][::-1]
             pos += w
-        c = p[c][abi.COL_END]
+        c = p[c][COL_END]
     return pos
 
 
 def _read_string_kind(k: int, d: bytes, pos: int, end: int) -> tuple[int, bytes | None, bool, int]:
     """(code, Arrow bytes, is_null, next position) of a STR / CHAR / BYTES field value."""
-    if k == abi.LEAF_STR:
+    if k == LEAF_STR:
         return read_flink_utf8(d, pos, end)
-    if k == abi.LEAF_CHAR:
+    if k == LEAF_CHAR:
         if end - pos < 2:
-            return abi.ERR_TRUNCATED, None, False, pos
+            return ERR_TRUNCATED, None, False, pos
         u = int.from_bytes(d[pos:pos + 2], "big")
         if 0xD800 <= u < 0xE000:
-            return abi.ERR_LONE_SURROGATE, None, False, pos
-        return abi.ERR_OK, chr(u).encode("utf-8"), False, pos + 2
+            return ERR_LONE_SURROGATE, None, False, pos
+        return ERR_OK, chr(u).encode("utf-8"), False, pos + 2
     if end - pos < 4:
-        return abi.ERR_TRUNCATED, None, False, pos
+        return ERR_TRUNCATED, None, False, pos
     n = int.from_bytes(d[pos:pos + 4], "big", signed=True)
     if n < 0:
-        return abi.ERR_BAD_LENGTH, None, False, pos
+        return ERR_BAD_LENGTH, None, False, pos
     if n > end - pos - 4:
-        return abi.ERR_TRUNCATED, None, False, pos
-    return abi.ERR_OK, d[pos + 4:pos + 4 + n], False, pos + 4 + n
+        return ERR_TRUNCATED, None, False, pos
+    return ERR_OK, d[pos + 4:pos + 4 + n], False, pos + 4 + n
 
 
 class _Full(Exception):
@@ -243,7 +243,7 @@ def _rewind(p: list[list[int]], o: _Out, spos: Any, i: int) -> None:
     """Undo the partial scatter of row ``i``: its bits cleared, string positions back."""
     for c in range(1, len(p)):
         o.valid[c][i >> 3] &= ~(1 << (i & 7)) & 0xFF
-        if p[c][abi.COL_KIND] in STRING_KINDS:
+        if p[c][COL_KIND] in STRING_KINDS:
             spos[c] = o.offs[c][i]
 
 
@@ -260,22 +260,22 @@ def corerow_decode(prog: Any, offsets: Any, data: Any, validity: Any, offset: in
     v = BinView(offsets, data, validity, offset, wide, stop)
     p = np.asarray(prog).tolist()
     o = _Out(outs)
-    strs = [c for c in range(1, len(p)) if p[c][abi.COL_KIND] in STRING_KINDS]
+    strs = [c for c in range(1, len(p)) if p[c][COL_KIND] in STRING_KINDS]
     for i in range(start, stop):
         if v.valid(i):
             err = [-1, 0]
             code, s, e = v.entry(i)
             try:
-                if code != abi.ERR_OK:
+                if code != ERR_OK:
                     raise RowError(code)
                 if _decode_row(p, v.data, s, e, o, spos, 0, i, err) != e:
                     err[0] = -1
-                    raise RowError(abi.ERR_TRAILING)
+                    raise RowError(ERR_TRAILING)
             except RowError as x:
                 _rewind(p, o, spos, i)
                 for c in strs:
                     o.offs[c][i + 1] = spos[c]
-                return i, abi.encode_err(x.code, err[0]), -1
+                return i, encode_err(x.code, err[0]), -1
             except _Full:
                 _rewind(p, o, spos, i)
                 return i, err[1], err[0]

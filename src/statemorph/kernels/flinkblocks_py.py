@@ -1,5 +1,5 @@
 """Python twins of the key-group block kernels (``_native/flinkblocks.pyx``): the same names,
-arguments, status codes (``abi.BLOCK_*``) and results, as plain Python. The compiled tier must equal
+arguments, status codes (``BLOCK_*``) and results, as plain Python. The compiled tier must equal
 these (tests/kernels/test_flink_block_kernels.py); ``STATEMORPH_NATIVE=0`` runs them.
 
 ``kg_scan`` walks one uncompressed key group of a canonical keyed-state file (``i16 state id``,
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import abi
+from .abi import *  # the ABI constants as bare names, as the Cython twin includes them (a global is one lookup)
 
 LIST_DELIMITER = 0x2C
 
@@ -30,38 +30,38 @@ def kg_scan(buf: Any, start: int, stop: int, n_states: int, key_pos: Any, key_le
     mv = memoryview(buf).cast("B")
     cap, rcap = len(key_pos), len(run_state)
     if stop > len(mv) or start < 0 or start > stop:
-        return abi.BLOCK_TRUNCATED, 0, 0, start
+        return BLOCK_TRUNCATED, 0, 0, start
     if len(val_pos) < cap or len(key_len) < cap or len(val_len) < cap or len(run_first) < rcap:
-        return abi.BLOCK_CAPACITY, 0, 0, start
+        return BLOCK_CAPACITY, 0, 0, start
     pos, n, ne, nr = start, stop, 0, 0
     if n - pos < 2:
-        return abi.BLOCK_SHORT, 0, 0, pos
+        return BLOCK_SHORT, 0, 0, pos
     sid = int.from_bytes(mv[pos:pos + 2], "big")
     pos += 2
     while sid != 0xFFFF:
         if sid >= n_states:
-            return abi.BLOCK_STATE_ID, ne, nr, pos - 2
+            return BLOCK_STATE_ID, ne, nr, pos - 2
         if nr >= rcap:
-            return abi.BLOCK_CAPACITY, ne, nr, pos
+            return BLOCK_CAPACITY, ne, nr, pos
         run_state[nr] = sid
         run_first[nr] = ne
         nr += 1
         while True:
             if pos + 4 > n:
-                return abi.BLOCK_TRUNCATED, ne, nr, pos
+                return BLOCK_TRUNCATED, ne, nr, pos
             kl = _i32(mv, pos)
             pos += 4
             if kl <= 0 or pos + kl + 4 > n:
-                return abi.BLOCK_KEY_LENGTH, ne, nr, pos - 4
+                return BLOCK_KEY_LENGTH, ne, nr, pos - 4
             if ne >= cap:
-                return abi.BLOCK_CAPACITY, ne, nr, pos
+                return BLOCK_CAPACITY, ne, nr, pos
             key_pos[ne] = pos
             key_len[ne] = kl
             pos += kl
             vl = _i32(mv, pos)
             pos += 4
             if vl < 0 or pos + vl > n:
-                return abi.BLOCK_VALUE_LENGTH, ne, nr, pos - 4
+                return BLOCK_VALUE_LENGTH, ne, nr, pos - 4
             val_pos[ne] = pos
             val_len[ne] = vl
             pos += vl
@@ -69,10 +69,10 @@ def kg_scan(buf: Any, start: int, stop: int, n_states: int, key_pos: Any, key_le
             if mv[key_pos[ne - 1]] & 0x80:
                 break
         if pos + 2 > n:
-            return abi.BLOCK_NO_MARK, ne, nr, pos
+            return BLOCK_NO_MARK, ne, nr, pos
         sid = int.from_bytes(mv[pos:pos + 2], "big")
         pos += 2
-    return abi.BLOCK_OK, ne, nr, pos
+    return BLOCK_OK, ne, nr, pos
 
 
 def copy_slices(src: Any, src_pos: Any, lengths: Any, dst: Any, dst_pos: Any, start: int, stop: int) -> int:
@@ -155,32 +155,32 @@ def list_split(buf: Any, val_pos: Any, val_len: Any, rows: Any, ttl: int, fixed:
     nr, nb, ne = len(rows), len(p), min(len(val_pos), len(val_len))
     cap = min(len(elem_pos), len(elem_end))
     if len(elem_count) < nr or ttl < 0 or fixed < -1:
-        return abi.BLOCK_CAPACITY, 0, 0
+        return BLOCK_CAPACITY, 0, 0
     k = 0
     for r in range(nr):
         row = int(rows[r])
         if row < 0 or row >= ne or val_pos[row] < 0 or val_len[row] < 0 or val_pos[row] > nb - val_len[row]:
-            return abi.BLOCK_LIST, k, r
+            return BLOCK_LIST, k, r
         pos = int(val_pos[row])
         end = pos + int(val_len[row])
         cnt = 0
         while pos < end:
             body = pos + ttl
             if body > end:
-                return abi.BLOCK_LIST, k, r
+                return BLOCK_LIST, k, r
             if fixed >= 0:
                 e = body + fixed
             else:
                 if body + 4 > end:
-                    return abi.BLOCK_LIST, k, r
+                    return BLOCK_LIST, k, r
                 ln = _i32(p, body)
                 if ln < 0:
-                    return abi.BLOCK_LIST, k, r
+                    return BLOCK_LIST, k, r
                 e = body + 4 + ln
             if e > end:
-                return abi.BLOCK_LIST, k, r
+                return BLOCK_LIST, k, r
             if k >= cap:
-                return abi.BLOCK_CAPACITY, k, r
+                return BLOCK_CAPACITY, k, r
             elem_pos[k] = pos
             elem_end[k] = e
             k += 1
@@ -188,10 +188,10 @@ def list_split(buf: Any, val_pos: Any, val_len: Any, rows: Any, ttl: int, fixed:
             pos = e
             if pos < end:
                 if p[pos] != LIST_DELIMITER or pos + 1 == end:
-                    return abi.BLOCK_LIST, k, r
+                    return BLOCK_LIST, k, r
                 pos += 1
         elem_count[r] = cnt
-    return abi.BLOCK_OK, k, nr
+    return BLOCK_OK, k, nr
 
 # the kernel functions, which the compiled module exports too (statemorph.kernels.tiers reads this)
 __all__ = ["copy_slices", "kg_rebuild", "kg_scan", "list_split"]

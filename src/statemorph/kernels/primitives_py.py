@@ -10,11 +10,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from . import abi
+from .abi import *  # the ABI constants as bare names, as the Cython twin includes them (a global is one lookup)
 from .views import BinView, bit_get, mark_bad
 
-_WIDTH = {abi.LEAF_BOOL: 1, abi.LEAF_I8: 1, abi.LEAF_I16: 2, abi.LEAF_CHAR: 2, abi.LEAF_I32: 4, abi.LEAF_F32: 4,
-          abi.LEAF_I64: 8, abi.LEAF_F64: 8}
+_WIDTH = {LEAF_BOOL: 1, LEAF_I8: 1, LEAF_I16: 2, LEAF_CHAR: 2, LEAF_I32: 4, LEAF_F32: 4,
+          LEAF_I64: 8, LEAF_F64: 8}
 
 
 
@@ -34,7 +34,7 @@ def fixed_encode(kind: int, values: Any, validity: Any, offset: int, start: int,
     vals = memoryview(values).cast("B")
     bits = memoryview(validity).cast("B") if validity is not None else None
     w = _WIDTH[kind]
-    need = (offset + stop + 7) // 8 if kind == abi.LEAF_BOOL else (offset + stop) * w
+    need = (offset + stop + 7) // 8 if kind == LEAF_BOOL else (offset + stop) * w
     if need > len(vals):
         raise ValueError("values buffer shorter than the array")
     out = memoryview(out_data).cast("B")
@@ -45,9 +45,9 @@ def fixed_encode(kind: int, values: Any, validity: Any, offset: int, start: int,
         p = int(out_off[i])
         if p + w > len(out):
             break
-        if kind == abi.LEAF_BOOL:
+        if kind == LEAF_BOOL:
             out[p] = 1 if bit_get(vals, j) else 0
-        elif kind == abi.LEAF_I8:
+        elif kind == LEAF_I8:
             out[p] = vals[j]
         else:
             out[p:p + w] = java_be(kind, bytes(vals[w * j:w * j + w]))
@@ -57,11 +57,11 @@ def fixed_encode(kind: int, values: Any, validity: Any, offset: int, start: int,
 
 def java_be(kind: int, raw: bytes) -> bytes:
     """A little-endian Arrow value as Java writes it: big-endian, NaNs canonical (``floatToIntBits``)."""
-    if kind == abi.LEAF_F32:
+    if kind == LEAF_F32:
         u = struct.unpack("<I", raw)[0]
         if (u & 0x7F800000) == 0x7F800000 and u & 0x007FFFFF:
             raw = struct.pack("<I", 0x7FC00000)
-    elif kind == abi.LEAF_F64:
+    elif kind == LEAF_F64:
         u = struct.unpack("<Q", raw)[0]
         if (u & 0x7FF0000000000000) == 0x7FF0000000000000 and u & 0x000FFFFFFFFFFFFF:
             raw = struct.pack("<Q", 0x7FF8000000000000)
@@ -75,7 +75,7 @@ def fixed_decode(kind: int, offsets: Any, data: Any, validity: Any, offset: int,
     v = BinView(offsets, data, validity, offset, wide, stop)
     w = _WIDTH[kind]
     out = memoryview(out_values).cast("B")
-    if (kind == abi.LEAF_BOOL and stop > len(out)) or (kind != abi.LEAF_BOOL and stop * w > len(out)):
+    if (kind == LEAF_BOOL and stop > len(out)) or (kind != LEAF_BOOL and stop * w > len(out)):
         raise ValueError("output buffer too small")
     first = -1
     for i in range(start, stop):
@@ -83,16 +83,16 @@ def fixed_decode(kind: int, offsets: Any, data: Any, validity: Any, offset: int,
         if not v.valid(i):
             continue
         code, s, e = v.entry(i)
-        if code == abi.ERR_OK and e - s != w:
-            code = abi.ERR_TRUNCATED if e - s < w else abi.ERR_TRAILING
-        if code != abi.ERR_OK:
-            first = mark_bad(status, i, abi.encode_err(code, -1), i, first)
+        if code == ERR_OK and e - s != w:
+            code = ERR_TRUNCATED if e - s < w else ERR_TRAILING
+        if code != ERR_OK:
+            first = mark_bad(status, i, encode_err(code, -1), i, first)
             if stop_at_error:
                 break
             continue
-        if kind == abi.LEAF_BOOL:
+        if kind == LEAF_BOOL:
             out[i] = 1 if v.data[s] else 0
-        elif kind == abi.LEAF_I8:
+        elif kind == LEAF_I8:
             out[i] = v.data[s]
         else:
             out[w * i:w * i + w] = v.data[s:e][::-1]

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from . import abi
+from .abi import *  # the ABI constants as bare names, as the Cython twin includes them (a global is one lookup)
 from .plans import ARROW_KINDS, ARROW_WIDTH
 from .primitives_py import JAVA_NAN_F32, JAVA_NAN_F64
 from .views import MAX32, BinView, bit_get, bit_set, check_outputs
@@ -79,7 +79,7 @@ class _RowCtx:
             self.budget -= units
             if self.budget < 0:
                 self.err_node = node
-                raise RowError(abi.HAND_BACK)
+                raise RowError(HAND_BACK)
 
 
 
@@ -101,11 +101,11 @@ def _is_null(d: bytes, base: int, i: int) -> bool:
 def _inline_check(d: bytes, slot: int, raw: int, k: int) -> int:
     """Twin of the kernel's ``inline_check``: ERR_OK or the code of a slot marked inline."""
     n = raw >> 56 & 0x7F
-    if k not in (abi.SLOT_STR, abi.SLOT_BIN) or n > 7:
-        return abi.ERR_BAD_INLINE
-    if k == abi.SLOT_STR and not _utf8_ok(d[slot:slot + n]):
-        return abi.ERR_BAD_UTF8
-    return abi.ERR_OK
+    if k not in (SLOT_STR, SLOT_BIN) or n > 7:
+        return ERR_BAD_INLINE
+    if k == SLOT_STR and not _utf8_ok(d[slot:slot + n]):
+        return ERR_BAD_UTF8
+    return ERR_OK
 
 
 
@@ -114,17 +114,17 @@ def _var_span(x: _RowCtx, c: int, k: int, raw: int, base: int, size: int, lo: in
     """Twin of the kernel's ``var_span``: the bytes a non-inline value takes in the row (8 for a
     TIMESTAMP(p > 3)); raises ``RowError`` with ``x.err_node`` set."""
     off, n = raw >> 32, raw & 0xFFFFFFFF
-    code = abi.ERR_OK
-    if k == abi.SLOT_TS_BIG:
-        code = abi.ERR_BAD_NANOS if n > 999999 else abi.ERR_OK
+    code = ERR_OK
+    if k == SLOT_TS_BIG:
+        code = ERR_BAD_NANOS if n > 999999 else ERR_OK
         n = 8
-    elif k == abi.SLOT_DEC_BIG and not 1 <= n <= 16:
-        code = abi.ERR_BAD_LENGTH
-    if code == abi.ERR_OK and (off < lo or off + n > size):
-        code = abi.ERR_BAD_OFFSET
-    if code == abi.ERR_OK and k == abi.SLOT_STR and not _utf8_ok(x.d[base + off:base + off + n]):
-        code = abi.ERR_BAD_UTF8
-    if code != abi.ERR_OK:
+    elif k == SLOT_DEC_BIG and not 1 <= n <= 16:
+        code = ERR_BAD_LENGTH
+    if code == ERR_OK and (off < lo or off + n > size):
+        code = ERR_BAD_OFFSET
+    if code == ERR_OK and k == SLOT_STR and not _utf8_ok(x.d[base + off:base + off + n]):
+        code = ERR_BAD_UTF8
+    if code != ERR_OK:
         x.err_node = c
         raise RowError(code)
     return n
@@ -135,7 +135,7 @@ def _var_span(x: _RowCtx, c: int, k: int, raw: int, base: int, size: int, lo: in
 def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
     """Mirror of ``check_row``: validate, return the migrated size."""
     p, d = x.p, x.d
-    arity, old_arity = p[node][abi.COL_ARITY], p[node][abi.COL_OLD_ARITY]
+    arity, old_arity = p[node][COL_ARITY], p[node][COL_OLD_ARITY]
     ow = _null_bits_size(old_arity)
     ofixed = ow + 8 * old_arity
     new_size = _null_bits_size(arity) + 8 * arity
@@ -145,41 +145,41 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
         return RowError(code)
 
     if size < ofixed:
-        raise fail(abi.ERR_TRUNCATED, node)
+        raise fail(ERR_TRUNCATED, node)
     if d[base] > 3:
-        raise fail(abi.ERR_BAD_HEADER, node)
+        raise fail(ERR_BAD_HEADER, node)
     bits = int.from_bytes(d[base:base + ow], "little") >> 8
     if bits >> old_arity:
-        raise fail(abi.ERR_BAD_HEADER, node)
+        raise fail(ERR_BAD_HEADER, node)
     x.spend(node, old_arity + 1)
     c = node + 1
-    while c < p[node][abi.COL_END]:
-        src, k, flags = p[c][abi.COL_SRC], p[c][abi.COL_KIND], p[c][abi.COL_FLAGS]
+    while c < p[node][COL_END]:
+        src, k, flags = p[c][COL_SRC], p[c][COL_KIND], p[c][COL_FLAGS]
         if src < 0 or bits >> src & 1:
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
         slot = base + ow + 8 * src
-        if k >= abi.SLOT_STR and k != abi.SLOT_DEC_COMPACT:
+        if k >= SLOT_STR and k != SLOT_DEC_COMPACT:
             mark = d[slot + 7]
             raw = _U64.unpack_from(d, slot)[0]
             if mark & 0x80:
                 code = _inline_check(d, slot, raw, k)
-                if code != abi.ERR_OK:
+                if code != ERR_OK:
                     raise fail(code, c)
-                c = p[c][abi.COL_END]
+                c = p[c][COL_END]
                 continue
             n = _var_span(x, c, k, raw, base, size, ofixed)
             off = raw >> 32
-            if k in (abi.SLOT_STR, abi.SLOT_BIN):
+            if k in (SLOT_STR, SLOT_BIN):
                 new_size += _round8(n)
-            elif k in (abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP):
+            elif k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP):
                 r = _CHECK[k](x, c, base + off, n)
-                new_size += _round8(n) if flags & abi.FLAG_VERBATIM else _round8(r)
-            elif k == abi.SLOT_DEC_BIG:
+                new_size += _round8(n) if flags & FLAG_VERBATIM else _round8(r)
+            elif k == SLOT_DEC_BIG:
                 new_size += 16
             else:
                 new_size += _round8(n)
-        c = p[c][abi.COL_END]
+        c = p[c][COL_END]
     return new_size
 
 
@@ -187,45 +187,45 @@ def _check_row(x: _RowCtx, node: int, base: int, size: int) -> int:
 
 def _migrate_row(x: _RowCtx, node: int, base: int, size: int) -> bytearray:
     p, d = x.p, x.d
-    arity = p[node][abi.COL_ARITY]
-    ow = _null_bits_size(p[node][abi.COL_OLD_ARITY])
+    arity = p[node][COL_ARITY]
+    ow = _null_bits_size(p[node][COL_OLD_ARITY])
     nw = _null_bits_size(arity)
     buf = bytearray(nw + 8 * arity)
     buf[0] = d[base]
     c = node + 1
-    while c < p[node][abi.COL_END]:
-        src, j, k, flags = p[c][abi.COL_SRC], p[c][abi.COL_POS], p[c][abi.COL_KIND], p[c][abi.COL_FLAGS]
+    while c < p[node][COL_END]:
+        src, j, k, flags = p[c][COL_SRC], p[c][COL_POS], p[c][COL_KIND], p[c][COL_FLAGS]
         if src < 0 or _is_null(d, base, src):
             bit_set(buf, j + 8)
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
         slot, nslot = base + ow + 8 * src, nw + 8 * j
         raw = _U64.unpack_from(d, slot)[0]
-        if k < abi.SLOT_STR or k == abi.SLOT_DEC_COMPACT or (k in (abi.SLOT_STR, abi.SLOT_BIN) and raw >> 63):
+        if k < SLOT_STR or k == SLOT_DEC_COMPACT or (k in (SLOT_STR, SLOT_BIN) and raw >> 63):
             buf[nslot:nslot + 8] = d[slot:slot + 8]
         else:
             off, n = raw >> 32, raw & 0xFFFFFFFF
             cur = len(buf)
-            if k in (abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP) and not flags & abi.FLAG_VERBATIM:
+            if k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP) and not flags & FLAG_VERBATIM:
                 sub = _MIGRATE[k](x, c, base + off, n)
                 _U64.pack_into(buf, nslot, (cur << 32) | len(sub))
                 buf += sub + bytes(_round8(len(sub)) - len(sub))
-            elif k == abi.SLOT_DEC_BIG:
+            elif k == SLOT_DEC_BIG:
                 _U64.pack_into(buf, nslot, (cur << 32) | n)
                 buf += d[base + off:base + off + n] + bytes(16 - n)
-            elif k == abi.SLOT_TS_BIG:
+            elif k == SLOT_TS_BIG:
                 _U64.pack_into(buf, nslot, (cur << 32) | n)
                 buf += d[base + off:base + off + 8]
             else:
                 _U64.pack_into(buf, nslot, (cur << 32) | n)
                 buf += d[base + off:base + off + n] + bytes(_round8(n) - n)
-        c = p[c][abi.COL_END]
+        c = p[c][COL_END]
     return buf
 
 
 
 
-_ELEM_SIZE = {abi.SLOT_BOOL: 1, abi.SLOT_I8: 1, abi.SLOT_I16: 2, abi.SLOT_I32: 4, abi.SLOT_F32: 4}
+_ELEM_SIZE = {SLOT_BOOL: 1, SLOT_I8: 1, SLOT_I16: 2, SLOT_I32: 4, SLOT_F32: 4}
 
 
 
@@ -240,26 +240,26 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
     """Mirror of ``check_array``."""
     p, d = x.p, x.d
     e = node + 1
-    k = p[e][abi.COL_KIND]
+    k = p[e][COL_KIND]
     es = _ELEM_SIZE.get(k, 8)
-    verbatim = p[node][abi.COL_FLAGS] & abi.FLAG_VERBATIM
+    verbatim = p[node][COL_FLAGS] & FLAG_VERBATIM
 
     def fail(code: int, at: int) -> RowError:
         x.err_node = at
         return RowError(code)
 
     if size < 4:
-        raise fail(abi.ERR_TRUNCATED, node)
+        raise fail(ERR_TRUNCATED, node)
     n = struct.unpack_from("<i", d, base)[0]
     if n < 0:
-        raise fail(abi.ERR_BAD_LENGTH, node)
+        raise fail(ERR_BAD_LENGTH, node)
     header = _array_header(n)
     if header + n * es > size:
-        raise fail(abi.ERR_TRUNCATED, node)
+        raise fail(ERR_TRUNCATED, node)
     x.spend(node, n + 1)
     lo = min(_round8(header + n * es), size)
     new_size = _round8(header + 8 * n)
-    if k < abi.SLOT_STR or k == abi.SLOT_DEC_COMPACT:
+    if k < SLOT_STR or k == SLOT_DEC_COMPACT:
         return size
     for i in range(n):
         if d[base + 4 + (i >> 3)] >> (i & 7) & 1:
@@ -269,7 +269,7 @@ def _check_array(x: _RowCtx, node: int, base: int, size: int) -> int:
         mark = d[slot + 7]
         if mark & 0x80:
             code = _inline_check(d, slot, raw, k)
-            if code != abi.ERR_OK:
+            if code != ERR_OK:
                 raise fail(code, e)
             continue
         ln = _var_span(x, e, k, raw, base, size, lo)
@@ -288,23 +288,23 @@ def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
     key: statemorph.binary_layout.MapCodec)."""
     p, d = x.p, x.d
     kn = node + 1
-    vn = p[kn][abi.COL_END]
+    vn = p[kn][COL_END]
     if size < 4:
         x.err_node = node
-        raise RowError(abi.ERR_TRUNCATED)
+        raise RowError(ERR_TRUNCATED)
     kb = struct.unpack_from("<i", d, base)[0]
     if kb < 0 or kb > size - 4:
         x.err_node = node
-        raise RowError(abi.ERR_BAD_LENGTH)
+        raise RowError(ERR_BAD_LENGTH)
     rk = _check_array(x, kn, base + 4, kb)
     rv = _check_array(x, vn, base + 4 + kb, size - 4 - kb)
     if struct.unpack_from("<i", d, base + 4)[0] != struct.unpack_from("<i", d, base + 4 + kb)[0]:
         x.err_node = node
-        raise RowError(abi.ERR_BAD_LENGTH)
-    if keys_suspect(d, base + 4, p[kn + 1][abi.COL_KIND]):
+        raise RowError(ERR_BAD_LENGTH)
+    if keys_suspect(d, base + 4, p[kn + 1][COL_KIND]):
         x.err_node = node
-        raise RowError(abi.HAND_BACK)
-    if p[node][abi.COL_FLAGS] & abi.FLAG_VERBATIM:
+        raise RowError(HAND_BACK)
+    if p[node][COL_FLAGS] & FLAG_VERBATIM:
         return size
     return 4 + rk + rv
 
@@ -313,10 +313,10 @@ def _check_map(x: _RowCtx, node: int, base: int, size: int) -> int:
 
 def _migrate_array(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytearray:
     p, d = x.p, x.d
-    if p[node][abi.COL_FLAGS] & abi.FLAG_VERBATIM:
+    if p[node][COL_FLAGS] & FLAG_VERBATIM:
         return d[base:base + size]
     e = node + 1
-    k = p[e][abi.COL_KIND]
+    k = p[e][COL_KIND]
     n = struct.unpack_from("<i", d, base)[0]
     header = _array_header(n)
     buf = bytearray(_round8(header + 8 * n))
@@ -335,46 +335,46 @@ def _migrate_array(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytea
 
 def _migrate_map(x: _RowCtx, node: int, base: int, size: int) -> bytes | bytearray:
     d = x.d
-    if x.p[node][abi.COL_FLAGS] & abi.FLAG_VERBATIM:
+    if x.p[node][COL_FLAGS] & FLAG_VERBATIM:
         return d[base:base + size]
     kb = struct.unpack_from("<i", d, base)[0]
     keys = _migrate_array(x, node + 1, base + 4, kb)  # the keys' node, then the values' after its subtree
-    values = _migrate_array(x, x.p[node + 1][abi.COL_END], base + 4 + kb, size - 4 - kb)
+    values = _migrate_array(x, x.p[node + 1][COL_END], base + 4 + kb, size - 4 - kb)
     return struct.pack("<i", len(keys)) + bytes(keys) + bytes(values)
 
 
 
 
 _CHECK: dict[int, Callable[[_RowCtx, int, int, int], int]] = {
-    abi.SLOT_ROW: _check_row, abi.SLOT_ARRAY: _check_array, abi.SLOT_MAP: _check_map}
+    SLOT_ROW: _check_row, SLOT_ARRAY: _check_array, SLOT_MAP: _check_map}
 
 
-_MIGRATE = {abi.SLOT_ROW: _migrate_row, abi.SLOT_ARRAY: _migrate_array, abi.SLOT_MAP: _migrate_map}
+_MIGRATE = {SLOT_ROW: _migrate_row, SLOT_ARRAY: _migrate_array, SLOT_MAP: _migrate_map}
 
 
 
 
 def _entry_row(v: BinView, i: int) -> tuple[int, int, int]:
     code, s, e = v.entry(i)
-    if code != abi.ERR_OK:
+    if code != ERR_OK:
         return code, 0, 0
     if e - s < 4:
-        return abi.ERR_TRUNCATED, 0, 0
+        return ERR_TRUNCATED, 0, 0
     n = struct.unpack_from(">i", v.data, s)[0]
     if n < 0:
-        return abi.ERR_BAD_LENGTH, 0, 0
+        return ERR_BAD_LENGTH, 0, 0
     if n > e - s - 4:
-        return abi.ERR_TRUNCATED, 0, 0
+        return ERR_TRUNCATED, 0, 0
     if n < e - s - 4:
-        return abi.ERR_TRAILING, 0, 0
-    return abi.ERR_OK, s + 4, n
+        return ERR_TRAILING, 0, 0
+    return ERR_OK, s + 4, n
 
 
 
 
 def prog_matrix(prog: Any) -> np.ndarray:
     m = np.asarray(prog, dtype=np.int64)
-    if m.ndim != 2 or m.shape[1] != abi.PROGRAM_COLUMNS or m.shape[0] < 1:
+    if m.ndim != 2 or m.shape[1] != PROGRAM_COLUMNS or m.shape[0] < 1:
         raise ValueError("bad row program")
     return m
 
@@ -392,14 +392,14 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
     v = BinView(offsets, data, validity, offset, wide, stop)
     x = _RowCtx(prog_matrix(prog), v.data)
     out = memoryview(out_data).cast("B")
-    verbatim = x.p[0][abi.COL_FLAGS] & abi.FLAG_VERBATIM
+    verbatim = x.p[0][COL_FLAGS] & FLAG_VERBATIM
     status = 0
     i = start
     while i < stop:
         if v.valid(i):
             x.err_node, x.row = -1, i
             code, base, size = _entry_row(v, i)
-            if code == abi.ERR_OK:
+            if code == ERR_OK:
                 try:
                     r = _check_row(x, 0, base, size)
                 except RowError as e:
@@ -415,8 +415,8 @@ def migrate_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, 
                         out[pos:pos + 4] = struct.pack(">I", len(row))
                         out[pos + 4:pos + 4 + len(row)] = row
                     pos += need
-            if code != abi.ERR_OK:
-                status = abi.encode_err(code, x.err_node)
+            if code != ERR_OK:
+                status = encode_err(code, x.err_node)
         out_off[i + 1] = pos
         if status:
             break
@@ -442,14 +442,14 @@ def _row_header(x: _RowCtx, node: int, base: int, size: int, arity: int) -> int:
     ow = _null_bits_size(arity)
     if size < ow + 8 * arity:
         x.err_node = node
-        raise RowError(abi.ERR_TRUNCATED)
+        raise RowError(ERR_TRUNCATED)
     if x.d[base] > 3:
         x.err_node = node
-        raise RowError(abi.ERR_BAD_HEADER)
+        raise RowError(ERR_BAD_HEADER)
     bits = int.from_bytes(x.d[base:base + ow], "little") >> 8
     if bits >> arity:
         x.err_node = node
-        raise RowError(abi.ERR_BAD_HEADER)
+        raise RowError(ERR_BAD_HEADER)
     x.spend(node, arity + 1)
     return bits
 
@@ -480,20 +480,20 @@ class _Out:
         self.wide = False
         self.scap = 0
         self.cap = len(self.valid) * 8
-        if kind == abi.SLOT_ARRAY:  # list offsets: per row, or per element of the enclosing array
+        if kind == SLOT_ARRAY:  # list offsets: per row, or per element of the enclosing array
             self.offs, self.wide = _offsets_out(offs, 0 if elem else stop)
             self.cap = min(self.cap, len(self.offs) - 1)
-        elif kind in (abi.SLOT_STR, abi.SLOT_BIN):
+        elif kind in (SLOT_STR, SLOT_BIN):
             self.offs, self.wide = _offsets_out(offs, 0)
             self.cap = min(self.cap, len(self.offs) - 1)
             self.sdata = memoryview(sdata).cast("B")
             self.scap = len(self.sdata) if self.wide else min(len(self.sdata), MAX32)
             if not 0 <= spos <= self.scap:
                 raise ValueError("decode_run: string position outside its buffer")
-        elif kind in ARROW_KINDS and kind != abi.SLOT_ROW:
+        elif kind in ARROW_KINDS and kind != SLOT_ROW:
             nbytes = len(memoryview(vals).cast("B"))
-            self.cap = min(self.cap, nbytes * 8 if kind == abi.SLOT_BOOL else nbytes // ARROW_WIDTH[kind])
-        elif kind not in (abi.SLOT_ROW, abi.SLOT_MAP):
+            self.cap = min(self.cap, nbytes * 8 if kind == SLOT_BOOL else nbytes // ARROW_WIDTH[kind])
+        elif kind not in (SLOT_ROW, SLOT_MAP):
             raise ValueError(f"decode_run: kind {kind} is not decodable")
 
 
@@ -501,10 +501,10 @@ class _Out:
 
 def _put_value(o: _Out, k: int, i: int, d: bytes, slot: int) -> None:
     """Twin of ``put_value``: value i of a fixed-width column from its slot."""
-    if k == abi.SLOT_BOOL:
+    if k == SLOT_BOOL:
         if d[slot]:
             bit_set(o.vals, i)
-    elif k == abi.SLOT_DEC_COMPACT:
+    elif k == SLOT_DEC_COMPACT:
         v64 = struct.unpack_from("<q", d, slot)[0]
         o.vals[16 * i:16 * i + 16] = v64.to_bytes(16, "little", signed=True)
     else:
@@ -554,26 +554,26 @@ def keys_suspect(d: Any, base: int, k: int) -> bool:
     for j in range(n):
         if d[base + 4 + (j >> 3)] >> (j & 7) & 1:
             return True
-        if k in (abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP):
+        if k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP):
             if j:
                 return True
             continue
         slot = base + header + j * es
-        if k in (abi.SLOT_STR, abi.SLOT_BIN):
+        if k in (SLOT_STR, SLOT_BIN):
             ln, at = _elem_bytes(d, base, slot)
             key = bytes(d[at:at + ln])
-        elif k == abi.SLOT_BOOL:
+        elif k == SLOT_BOOL:
             key = b"\x01" if d[slot] else b"\x00"
-        elif k in (abi.SLOT_F32, abi.SLOT_F64) and not any(d[slot:slot + es - 1]) and d[slot + es - 1] == 0x80:
+        elif k in (SLOT_F32, SLOT_F64) and not any(d[slot:slot + es - 1]) and d[slot + es - 1] == 0x80:
             key = bytes(es)  # -0.0 == 0.0
-        elif k == abi.SLOT_DEC_BIG:  # the unscaled value, sign-extended to 16 bytes (not the slot's offset)
+        elif k == SLOT_DEC_BIG:  # the unscaled value, sign-extended to 16 bytes (not the slot's offset)
             raw = _U64.unpack_from(d, slot)[0]
             at, ln = base + (raw >> 32), raw & 0xFFFFFFFF
             if ln > 16:
                 return True
             v = bytes(d[at:at + ln])
             key = (b"\xff" if ln and v[0] & 0x80 else b"\x00") * (16 - ln) + v
-        elif k == abi.SLOT_TS_BIG:  # millis, then nano-of-millisecond (the slot holds an offset)
+        elif k == SLOT_TS_BIG:  # millis, then nano-of-millisecond (the slot holds an offset)
             raw = _U64.unpack_from(d, slot)[0]
             at = base + (raw >> 32)
             key = bytes(d[at:at + 8]) + (raw & 0xFFFFFFFF).to_bytes(8, "little")
@@ -596,7 +596,7 @@ def _decode_map(x: _RowCtx, outs: list[_Out], m: int, base: int) -> None:
     kn = m + 1
     kb = struct.unpack_from("<i", d, base)[0]
     _decode_array(x, outs, kn, base + 4)
-    _decode_array(x, outs, p[kn][abi.COL_END], base + 4 + kb)
+    _decode_array(x, outs, p[kn][COL_END], base + 4 + kb)
 
 
 
@@ -605,7 +605,7 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
     """Twin of the kernel's ``decode_row``: validate (``check_row``'s checks, in its order) and
     scatter into row i; raises RowError / _Full, leaving partial outputs for the rollback."""
     p, d = x.p, x.d
-    arity = p[node][abi.COL_ARITY]
+    arity = p[node][COL_ARITY]
     ow = _null_bits_size(arity)
     ofixed = ow + 8 * arity
     bits = _row_header(x, node, base, size, arity)
@@ -613,33 +613,33 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
         # a nested row whose RowKind is not INSERT: an Arrow struct has no row kind, so the
         # reference reads the entry and the Arrow conversion refuses it, naming the path
         x.err_node = node
-        raise RowError(abi.HAND_BACK)
+        raise RowError(HAND_BACK)
     c = node + 1
-    while c < p[node][abi.COL_END]:
-        j, k = p[c][abi.COL_POS], p[c][abi.COL_KIND]
+    while c < p[node][COL_END]:
+        j, k = p[c][COL_POS], p[c][COL_KIND]
         if bits >> j & 1:
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
         o = outs[c]
         bit_set(o.valid, i)
         o.count += 1
         slot = base + ow + 8 * j
-        if k in (abi.SLOT_DEC_BIG, abi.SLOT_TS_BIG):
-            code = _decode_big(x, o, k, p[c][abi.COL_LIMIT], i, slot, base, ofixed, size)
-            if code != abi.ERR_OK:
+        if k in (SLOT_DEC_BIG, SLOT_TS_BIG):
+            code = _decode_big(x, o, k, p[c][COL_LIMIT], i, slot, base, ofixed, size)
+            if code != ERR_OK:
                 x.err_node = c
                 raise RowError(code)
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
-        if k not in (abi.SLOT_STR, abi.SLOT_BIN, abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP):
+        if k not in (SLOT_STR, SLOT_BIN, SLOT_ROW, SLOT_ARRAY, SLOT_MAP):
             _put_value(o, k, i, d, slot)
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
         raw = _U64.unpack_from(d, slot)[0]
         mark = raw >> 56
         if mark & 0x80:
             code = _inline_check(d, slot, raw, k)
-            if code != abi.ERR_OK:
+            if code != ERR_OK:
                 x.err_node = c
                 raise RowError(code)
             n = mark & 0x7F
@@ -648,30 +648,30 @@ def _decode_row(x: _RowCtx, outs: list[_Out], node: int, base: int, size: int, i
             off, n = raw >> 32, raw & 0xFFFFFFFF
             if off < ofixed or off + n > size:
                 x.err_node = c
-                raise RowError(abi.ERR_BAD_OFFSET)
-            if k == abi.SLOT_ROW:
+                raise RowError(ERR_BAD_OFFSET)
+            if k == SLOT_ROW:
                 _decode_row(x, outs, c, base + off, n, i)
-                c = p[c][abi.COL_END]
+                c = p[c][COL_END]
                 continue
-            if k == abi.SLOT_ARRAY:
+            if k == SLOT_ARRAY:
                 _check_array(x, c, base + off, n)
                 _decode_array(x, outs, c, base + off)
-                c = p[c][abi.COL_END]
+                c = p[c][COL_END]
                 continue
-            if k == abi.SLOT_MAP:
+            if k == SLOT_MAP:
                 _check_map(x, c, base + off, n)
                 _decode_map(x, outs, c, base + off)
-                c = p[c][abi.COL_END]
+                c = p[c][COL_END]
                 continue
-            if k == abi.SLOT_STR and not _utf8_ok(d[base + off:base + off + n]):
+            if k == SLOT_STR and not _utf8_ok(d[base + off:base + off + n]):
                 x.err_node = c
-                raise RowError(abi.ERR_BAD_UTF8)
+                raise RowError(ERR_BAD_UTF8)
             at = base + off
         if n > o.scap - o.spos:
             raise _Full
         o.sdata[o.spos:o.spos + n] = d[at:at + n]
         o.spos += n
-        c = p[c][abi.COL_END]
+        c = p[c][COL_END]
 
 
 
@@ -681,7 +681,7 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
     column of ARRAY node ``a``; raises _Full (or RowError from a map below)."""
     p, d = x.p, x.d
     arr, el = outs[a], outs[a + 1]
-    k = p[a + 1][abi.COL_KIND]
+    k = p[a + 1][COL_KIND]
     n = struct.unpack_from("<i", d, base)[0]
     es = _ELEM_SIZE.get(k, 8)
     header = _array_header(n)
@@ -695,15 +695,15 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
             bit_set(el.valid, ei)
             el.count += 1
             slot = base + header + j * es
-            if k in (abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP):
+            if k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP):
                 raw = _U64.unpack_from(d, slot)[0]
-                if k == abi.SLOT_ROW:
+                if k == SLOT_ROW:
                     _decode_row(x, outs, a + 1, base + (raw >> 32), raw & 0xFFFFFFFF, ei)
-                elif k == abi.SLOT_ARRAY:
+                elif k == SLOT_ARRAY:
                     _decode_array(x, outs, a + 1, base + (raw >> 32))
                 else:
                     _decode_map(x, outs, a + 1, base + (raw >> 32))
-            elif k in (abi.SLOT_STR, abi.SLOT_BIN):
+            elif k in (SLOT_STR, SLOT_BIN):
                 ln, at = _elem_bytes(d, base, slot)
                 if ln > el.scap - el.spos:
                     raise _Full
@@ -711,9 +711,9 @@ def _decode_array(x: _RowCtx, outs: list[_Out], a: int, base: int) -> None:
                 el.spos += ln
             else:
                 _put_value(el, k, ei, d, slot)
-        if k in (abi.SLOT_STR, abi.SLOT_BIN):
+        if k in (SLOT_STR, SLOT_BIN):
             el.offs[ei + 1] = el.spos
-        elif k in (abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP):
+        elif k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP):
             # the string / list columns of this element column end at ei too
             for c in x.ends[a]:
                 outs[c].offs[ei + 1] = outs[c].spos
@@ -727,18 +727,18 @@ def _arrays(p: list[list[int]]) -> list[int]:
     depth below that array but not inside a deeper array), or -1."""
     parent = [-1] * len(p)
     for c, row in enumerate(p):
-        if row[abi.COL_KIND] == abi.SLOT_ARRAY:
+        if row[COL_KIND] == SLOT_ARRAY:
             parent[c + 1] = c
-        elif row[abi.COL_KIND] == abi.SLOT_MAP:
-            parent[c + 1] = parent[p[c + 1][abi.COL_END]] = c
-        elif row[abi.COL_KIND] == abi.SLOT_ROW:
+        elif row[COL_KIND] == SLOT_MAP:
+            parent[c + 1] = parent[p[c + 1][COL_END]] = c
+        elif row[COL_KIND] == SLOT_ROW:
             child = c + 1
-            while child < row[abi.COL_END]:
+            while child < row[COL_END]:
                 parent[child] = c
-                child = p[child][abi.COL_END]
+                child = p[child][COL_END]
     arr = [-1] * len(p)
     for c in range(1, len(p)):
-        arr[c] = parent[c] if p[parent[c]][abi.COL_KIND] == abi.SLOT_ARRAY else arr[parent[c]]
+        arr[c] = parent[c] if p[parent[c]][COL_KIND] == SLOT_ARRAY else arr[parent[c]]
     return arr
 
 
@@ -752,18 +752,18 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
     v = BinView(offsets, data, validity, offset, wide, stop)
     x = _RowCtx(prog_matrix(prog), v.data)
     p = x.p
-    nnodes = p[0][abi.COL_END]
+    nnodes = p[0][COL_END]
     if len(outs) != nnodes or len(counts) < nnodes or len(spos) < nnodes or start < 0:
         raise ValueError("decode_run: one output and one counter per program node is required")
     arr = _arrays(p)
     elem = [arr[c] >= 0 for c in range(nnodes)]
-    os_ = [_Out(outs[c], p[c][abi.COL_KIND] if c else abi.SLOT_ROW, stop, int(counts[c]), int(spos[c]), elem[c])
+    os_ = [_Out(outs[c], p[c][COL_KIND] if c else SLOT_ROW, stop, int(counts[c]), int(spos[c]), elem[c])
            for c in range(nnodes)]
-    listed = (abi.SLOT_STR, abi.SLOT_BIN, abi.SLOT_ARRAY)
-    x.ends = [[c for c in range(nnodes) if arr[c] == a and p[c][abi.COL_KIND] in listed] for a in range(nnodes)]
-    x.metered = any(row[abi.COL_KIND] == abi.SLOT_ARRAY for row in p)
+    listed = (SLOT_STR, SLOT_BIN, SLOT_ARRAY)
+    x.ends = [[c for c in range(nnodes) if arr[c] == a and p[c][COL_KIND] in listed] for a in range(nnodes)]
+    x.metered = any(row[COL_KIND] == SLOT_ARRAY for row in p)
     for c in range(1, nnodes):
-        if p[c][abi.COL_KIND] == abi.SLOT_ARRAY:
+        if p[c][COL_KIND] == SLOT_ARRAY:
             os_[c].scap = (1 << 63) - 1 if os_[c].wide else MAX32  # lowered to its columns' room below
         if elem[c]:
             os_[arr[c]].scap = min(os_[arr[c]].scap, os_[c].cap)
@@ -773,13 +773,13 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
             raise ValueError("decode_run: outputs shorter than the rows")
     if os_[0].cap < stop:
         raise ValueError("decode_run: outputs shorter than the rows")
-    rowpos = [os_[c] for c in range(1, nnodes) if not elem[c] and p[c][abi.COL_KIND] in listed]
+    rowpos = [os_[c] for c in range(1, nnodes) if not elem[c] and p[c][COL_KIND] in listed]
     i, status = start, 0
     while i < stop:
         if v.valid(i):
             x.err_node = -1
             code, base, size = _entry_row(v, i)
-            if code == abi.ERR_OK:
+            if code == ERR_OK:
                 x.budget = size
                 try:
                     _decode_row(x, os_, 0, base, size, i)
@@ -791,15 +791,15 @@ def decode_run(prog: Any, offsets: Any, data: Any, validity: Any, offset: int, w
                             if bit_get(o.valid, j):
                                 o.valid[j >> 3] &= ~(1 << (j & 7)) & 0xFF
                                 o.count -= 1
-                            if p[c][abi.COL_KIND] == abi.SLOT_BOOL:
+                            if p[c][COL_KIND] == SLOT_BOOL:
                                 o.vals[j >> 3] &= ~(1 << (j & 7)) & 0xFF
                     for o in os_[1:]:
                         o.spos = o.sstart
                     if isinstance(e, _Full):
                         break
                     code = e.code
-            if code != abi.ERR_OK:
-                status = abi.encode_err(code, x.err_node)
+            if code != ERR_OK:
+                status = encode_err(code, x.err_node)
             else:
                 bit_set(os_[0].valid, i)
                 os_[0].count += 1
@@ -857,7 +857,7 @@ def _encode_str(cols: ArrowColumns, c: int, i: int, buf: bytearray, slot: int, r
     s, n = cols.string(c, i)
     if s < 0 or n > 0x7FFFFFFF:
         err[0] = c
-        raise RowError(abi.ERR_BAD_ARROW if s < 0 else abi.ERR_TOO_LARGE)
+        raise RowError(ERR_BAD_ARROW if s < 0 else ERR_TOO_LARGE)
     if n <= 7:
         buf[slot:slot + n] = vals[s:s + n]
         buf[slot + 7] = 0x80 | n
@@ -874,7 +874,7 @@ def _encode_big(k: int, limit: int, vals: bytes, e: int, buf: bytearray, slot: i
                 err: list[int]) -> None:
     """Twin of the kernel's ``encode_big``: a DECIMAL(p > 18) / TIMESTAMP(p > 3) value's slot and
     var part (minimal big-endian two's complement bytes in 16, or epoch millis + nanos)."""
-    if k == abi.SLOT_TS_BIG:
+    if k == SLOT_TS_BIG:
         millis, rest = divmod(struct.unpack_from("<q", vals, 8 * e)[0], limit)
         if 8 > room - len(buf):
             raise _Full
@@ -884,7 +884,7 @@ def _encode_big(k: int, limit: int, vals: bytes, e: int, buf: bytearray, slot: i
     u = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
     if not -10 ** limit < u < 10 ** limit:
         err[0] = c
-        raise RowError(abi.ERR_TOO_LARGE)
+        raise RowError(ERR_TOO_LARGE)
     if 16 > room - len(buf):
         raise _Full
     n = ((u if u >= 0 else ~u).bit_length() + 8) // 8
@@ -901,26 +901,26 @@ def _decode_big(x: _RowCtx, o: _Out, k: int, limit: int, i: int, slot: int, base
     raw = _U64.unpack_from(d, slot)[0]
     off, n = raw >> 32, raw & 0xFFFFFFFF
     if raw >> 63:
-        return abi.ERR_BAD_INLINE
-    if k == abi.SLOT_TS_BIG:
+        return ERR_BAD_INLINE
+    if k == SLOT_TS_BIG:
         if n > 999_999:
-            return abi.ERR_BAD_NANOS
+            return ERR_BAD_NANOS
         if off < ofixed or off + 8 > size:
-            return abi.ERR_BAD_OFFSET
+            return ERR_BAD_OFFSET
         v = struct.unpack_from("<q", d, base + off)[0] * limit + n // (1_000_000 // limit)
         if not -(1 << 63) <= v < 1 << 63:
-            return abi.ERR_TOO_LARGE
+            return ERR_TOO_LARGE
         o.vals[8 * i:8 * i + 8] = struct.pack("<q", v)
-        return abi.ERR_OK
+        return ERR_OK
     if not 1 <= n <= 16:
-        return abi.ERR_BAD_LENGTH
+        return ERR_BAD_LENGTH
     if off < ofixed or off + n > size:
-        return abi.ERR_BAD_OFFSET
+        return ERR_BAD_OFFSET
     u = int.from_bytes(d[base + off:base + off + n], "big", signed=True)
     if not -10 ** limit < u < 10 ** limit:
-        return abi.ERR_TOO_LARGE
+        return ERR_TOO_LARGE
     o.vals[16 * i:16 * i + 16] = u.to_bytes(16, "little", signed=True)
-    return abi.ERR_OK
+    return ERR_OK
 
 
 
@@ -929,42 +929,42 @@ def _encode_row(p: list[list[int]], cols: ArrowColumns, node: int, i: int, room:
     """Twin of the kernel's ``encode_row``: validate row i and build its bytes in one walk, in
     program order; raises RowError (``err[0]`` = node) or _Full when it outgrows ``room``, at the
     same points as the kernel."""
-    arity = p[node][abi.COL_ARITY]
+    arity = p[node][COL_ARITY]
     nw = _null_bits_size(arity)
     if nw + 8 * arity > room:
         raise _Full
     buf = bytearray(nw + 8 * arity)
     c = node + 1
-    while c < p[node][abi.COL_END]:
-        k, j = p[c][abi.COL_KIND], p[c][abi.COL_POS]
+    while c < p[node][COL_END]:
+        k, j = p[c][COL_KIND], p[c][COL_POS]
         slot = nw + 8 * j
         if not cols.valid(c, i):
-            if p[c][abi.COL_FLAGS] & abi.FLAG_NOT_NULL:
+            if p[c][COL_FLAGS] & FLAG_NOT_NULL:
                 err[0] = c
-                raise RowError(abi.ERR_NULL_NOT_ALLOWED)
+                raise RowError(ERR_NULL_NOT_ALLOWED)
             bit_set(buf, j + 8)
-            c = p[c][abi.COL_END]
+            c = p[c][COL_END]
             continue
         _, vals, _, off, _ = cols.cols[c]
         e = off + i
-        if k == abi.SLOT_BOOL:
+        if k == SLOT_BOOL:
             buf[slot] = 1 if bit_get(vals, e) else 0
-        elif k in (abi.SLOT_STR, abi.SLOT_BIN):
+        elif k in (SLOT_STR, SLOT_BIN):
             _encode_str(cols, c, i, buf, slot, room, err)
-        elif k in (abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP):
+        elif k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP):
             _encode_nested(p, cols, c, i, buf, slot, room, err)
-        elif k == abi.SLOT_DEC_COMPACT:
+        elif k == SLOT_DEC_COMPACT:
             v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
-            if not -p[c][abi.COL_LIMIT] < v < p[c][abi.COL_LIMIT]:  # more digits than DECIMAL(p, s) holds
+            if not -p[c][COL_LIMIT] < v < p[c][COL_LIMIT]:  # more digits than DECIMAL(p, s) holds
                 err[0] = c
-                raise RowError(abi.ERR_TOO_LARGE)
+                raise RowError(ERR_TOO_LARGE)
             buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
-        elif k in (abi.SLOT_DEC_BIG, abi.SLOT_TS_BIG):
-            _encode_big(k, p[c][abi.COL_LIMIT], vals, e, buf, slot, room, c, err)
+        elif k in (SLOT_DEC_BIG, SLOT_TS_BIG):
+            _encode_big(k, p[c][COL_LIMIT], vals, e, buf, slot, room, c, err)
         else:
             w = ARROW_WIDTH[k]
             buf[slot:slot + w] = vals[w * e:w * e + w]
-        c = p[c][abi.COL_END]
+        c = p[c][COL_END]
     return buf
 
 
@@ -974,8 +974,8 @@ def _encode_nested(p: list[list[int]], cols: ArrowColumns, c: int, i: int, buf: 
                    err: list[int]) -> None:
     """A ROW / ARRAY / MAP value (row or element i of node c) appended to ``buf``'s var part, padded
     to 8 (only a map's size is not a multiple of 8), its slot pointing at it."""
-    k = p[c][abi.COL_KIND]
-    sub = (_encode_row if k == abi.SLOT_ROW else _encode_array if k == abi.SLOT_ARRAY else _encode_map)(
+    k = p[c][COL_KIND]
+    sub = (_encode_row if k == SLOT_ROW else _encode_array if k == SLOT_ARRAY else _encode_map)(
         p, cols, c, i, room - len(buf), err)
     if _round8(len(sub)) > room - len(buf):
         raise _Full
@@ -993,10 +993,10 @@ def _encode_map(p: list[list[int]], cols: ArrowColumns, m: int, i: int, room: in
     if 4 > room:
         raise _Full
     keys = _encode_array(p, cols, kn, i, room - 4, err)
-    if keys_suspect(keys, 0, p[kn + 1][abi.COL_KIND]):
+    if keys_suspect(keys, 0, p[kn + 1][COL_KIND]):
         err[0] = m
-        raise RowError(abi.HAND_BACK)
-    values = _encode_array(p, cols, p[kn][abi.COL_END], i, room - 4 - len(keys), err)
+        raise RowError(HAND_BACK)
+    values = _encode_array(p, cols, p[kn][COL_END], i, room - 4 - len(keys), err)
     return bytearray(struct.pack("<i", len(keys))) + keys + values
 
 
@@ -1007,12 +1007,12 @@ def _encode_array(p: list[list[int]], cols: ArrowColumns, node: int, i: int, roo
     s, n = cols.string(node, i)
     if s < 0:
         err[0] = node
-        raise RowError(abi.ERR_BAD_ARROW)
+        raise RowError(ERR_BAD_ARROW)
     if n > 0x7FFFFFFF:
         err[0] = node
-        raise RowError(abi.ERR_TOO_LARGE)
+        raise RowError(ERR_TOO_LARGE)
     el = node + 1
-    k = p[el][abi.COL_KIND]
+    k = p[el][COL_KIND]
     es = _ELEM_SIZE.get(k, 8)
     header = _array_header(n)
     if _round8(header + n * es) > room:
@@ -1023,29 +1023,29 @@ def _encode_array(p: list[list[int]], cols: ArrowColumns, node: int, i: int, roo
     for j in range(n):
         ei = s + j
         if not cols.valid(el, ei):
-            if p[el][abi.COL_FLAGS] & abi.FLAG_NOT_NULL:
+            if p[el][COL_FLAGS] & FLAG_NOT_NULL:
                 err[0] = el
-                raise RowError(abi.ERR_NULL_NOT_ALLOWED)
+                raise RowError(ERR_NULL_NOT_ALLOWED)
             bit_set(buf, 32 + j)
             continue
         slot = header + j * es
         e = off + ei
-        if k == abi.SLOT_BOOL:
+        if k == SLOT_BOOL:
             buf[slot] = 1 if bit_get(vals, e) else 0
-        elif k == abi.SLOT_DEC_COMPACT:
+        elif k == SLOT_DEC_COMPACT:
             v = int.from_bytes(vals[16 * e:16 * e + 16], "little", signed=True)
-            if not -p[el][abi.COL_LIMIT] < v < p[el][abi.COL_LIMIT]:
+            if not -p[el][COL_LIMIT] < v < p[el][COL_LIMIT]:
                 err[0] = el
-                raise RowError(abi.ERR_TOO_LARGE)
+                raise RowError(ERR_TOO_LARGE)
             buf[slot:slot + 8] = vals[16 * e:16 * e + 8]
-        elif k in (abi.SLOT_STR, abi.SLOT_BIN):
+        elif k in (SLOT_STR, SLOT_BIN):
             _encode_str(cols, el, ei, buf, slot, room, err)
-        elif k in (abi.SLOT_ROW, abi.SLOT_ARRAY, abi.SLOT_MAP):
+        elif k in (SLOT_ROW, SLOT_ARRAY, SLOT_MAP):
             _encode_nested(p, cols, el, ei, buf, slot, room, err)
         else:
             buf[slot:slot + es] = vals[es * e:es * e + es]
-            f32 = k == abi.SLOT_F32
-            if (f32 or k == abi.SLOT_F64) and math.isnan(struct.unpack_from("<f" if f32 else "<d", buf, slot)[0]):
+            f32 = k == SLOT_F32
+            if (f32 or k == SLOT_F64) and math.isnan(struct.unpack_from("<f" if f32 else "<d", buf, slot)[0]):
                 buf[slot:slot + es] = JAVA_NAN_F32[::-1] if f32 else JAVA_NAN_F64[::-1]  # Java's canonical NaN
     return buf
 
@@ -1059,7 +1059,7 @@ def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, 
     with ``status`` < 0, or full buffer). ``machine_code``: as for ``migrate_run``, accepted and
     unused."""
     p = prog_matrix(prog).tolist()
-    if len(cols) != p[0][abi.COL_END]:
+    if len(cols) != p[0][COL_END]:
         raise ValueError("one Arrow column per program node is required")
     cc = ArrowColumns(cols)
     offs, owide = _offsets_out(out_off, stop)
@@ -1079,7 +1079,7 @@ def encode_run(prog: Any, cols: list[Any], start: int, stop: int, out_off: Any, 
             except _Full:
                 break
             except RowError as e:
-                status = abi.encode_err(e.code, err[0])
+                status = encode_err(e.code, err[0])
                 offs[i + 1] = pos
                 break
             out[pos:pos + 4] = struct.pack(">I", len(row))

@@ -11,7 +11,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from . import abi
+from .abi import *  # the ABI constants as bare names, as the Cython twin includes them (a global is one lookup)
 from .views import BinView, mark_bad
 
 
@@ -19,13 +19,13 @@ def utf8_to_flink(raw: bytes) -> tuple[int, bytes | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        return abi.ERR_BAD_UTF8, None
+        return ERR_BAD_UTF8, None
     units = len(text.encode("utf-16-le")) // 2
     if units + 1 > 0x7FFFFFFF:
-        return abi.ERR_TOO_LARGE, None
+        return ERR_TOO_LARGE, None
     from ..serializers.strings import encode_string
 
-    return abi.ERR_OK, encode_string(text)
+    return ERR_OK, encode_string(text)
 
 
 def _utf8_entry(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
@@ -37,13 +37,13 @@ def _utf8_entry(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
 def _byte_array_entry(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
     """(code, the bytes, False) for the ``byte[]`` value (i32 BE length, bytes) filling data[s:e]."""
     if e - s < 4:
-        return abi.ERR_TRUNCATED, None, False
+        return ERR_TRUNCATED, None, False
     n = struct.unpack_from(">i", data, s)[0]
     if n < 0:
-        return abi.ERR_BAD_LENGTH, None, False
+        return ERR_BAD_LENGTH, None, False
     if n != e - s - 4:
-        return (abi.ERR_TRUNCATED if n > e - s - 4 else abi.ERR_TRAILING), None, False
-    return abi.ERR_OK, data[s + 4:e], False
+        return (ERR_TRUNCATED if n > e - s - 4 else ERR_TRAILING), None, False
+    return ERR_OK, data[s + 4:e], False
 
 
 #: one entry read for the two-pass kernels: (code, the bytes it becomes, is the value null)
@@ -64,11 +64,11 @@ def _sizes(v: BinView, start: int, stop: int, out_off: Any, status: Any, stop_at
             continue
         code, s, e = v.entry(i)
         payload, is_null = None, False
-        if code == abi.ERR_OK:
+        if code == ERR_OK:
             code, payload, is_null = read(v.data, s, e)
-        if code != abi.ERR_OK:
+        if code != ERR_OK:
             slots, slot = (out_off, i + 1) if status is None else (status, i)
-            first = mark_bad(slots, slot, abi.encode_err(code, -1), i, first)
+            first = mark_bad(slots, slot, encode_err(code, -1), i, first)
             if stop_at_error:
                 break
             continue
@@ -88,7 +88,7 @@ def _decode_fill(v: BinView, start: int, stop: int, out_off: Any, status: Any, o
         if status[i] != 0 or a == b or b > len(out):
             continue
         code, s, e = v.entry(i)
-        if code != abi.ERR_OK:
+        if code != ERR_OK:
             continue
         value = payload(v.data, s, e, b - a)
         if value is not None:
@@ -110,7 +110,7 @@ def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
         if a == b or not v.valid(i) or b > len(out):
             continue
         code, s, e = v.entry(i)
-        if code != abi.ERR_OK:
+        if code != ERR_OK:
             continue
         _, enc = utf8_to_flink(v.data[s:e])
         if enc is not None:
@@ -119,11 +119,11 @@ def string_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide
 
 def read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int]:
     """(code, value, next pos): Flink's 7-bit varint, at most 5 groups and at most ``limit``."""
-    bad = abi.ERR_BAD_CHAR if limit == 0xFFFF else abi.ERR_BAD_LENGTH
+    bad = ERR_BAD_CHAR if limit == 0xFFFF else ERR_BAD_LENGTH
     v = shift = k = 0
     while True:
         if pos >= end:
-            return abi.ERR_TRUNCATED, 0, pos
+            return ERR_TRUNCATED, 0, pos
         b = d[pos]
         pos += 1
         v |= (b & 0x7F) << shift
@@ -135,48 +135,48 @@ def read_varint(d: bytes, pos: int, end: int, limit: int) -> tuple[int, int, int
             return bad, 0, pos
     if v > limit:
         return bad, 0, pos
-    return abi.ERR_OK, v, pos
+    return ERR_OK, v, pos
 
 
 def _flink_to_utf8(data: bytes, s: int, e: int) -> tuple[int, bytes | None, bool]:
     """(code, utf-8 bytes, is_null) for the StringValue filling exactly data[s:e]."""
     code, text, is_null, pos = read_flink_utf8(data, s, e)
-    if code == abi.ERR_OK and pos != e:
-        return abi.ERR_TRAILING, None, False
+    if code == ERR_OK and pos != e:
+        return ERR_TRAILING, None, False
     return code, text, is_null
 
 
 def read_flink_utf8(data: bytes, pos: int, e: int) -> tuple[int, bytes | None, bool, int]:
     """(code, utf-8 bytes, is_null, next position) for the StringValue at data[pos:], within e."""
     code, n, pos = read_varint(data, pos, e, 0x7FFFFFFF)
-    if code != abi.ERR_OK:
+    if code != ERR_OK:
         return code, None, False, pos
     if n == 0:
-        return abi.ERR_OK, b"", True, pos
+        return ERR_OK, b"", True, pos
     count = n - 1
     if count > e - pos:
-        return abi.ERR_TRUNCATED, None, False, pos
+        return ERR_TRUNCATED, None, False, pos
     out = bytearray()
     k = 0
     while k < count:
         code, u, pos = read_varint(data, pos, e, 0xFFFF)
-        if code != abi.ERR_OK:
+        if code != ERR_OK:
             return code, None, False, pos
         k += 1
         if 0xD800 <= u < 0xDC00:
             if k < count:
                 code, u2, pos = read_varint(data, pos, e, 0xFFFF)
-                if code != abi.ERR_OK:
+                if code != ERR_OK:
                     return code, None, False, pos
                 if 0xDC00 <= u2 < 0xE000:
                     k += 1
                     out += chr(0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00)).encode("utf-8")
                     continue
-            return abi.ERR_LONE_SURROGATE, None, False, pos
+            return ERR_LONE_SURROGATE, None, False, pos
         if 0xDC00 <= u < 0xE000:
-            return abi.ERR_LONE_SURROGATE, None, False, pos
+            return ERR_LONE_SURROGATE, None, False, pos
         out += chr(u).encode("utf-8")
-    return abi.ERR_OK, bytes(out), False, pos
+    return ERR_OK, bytes(out), False, pos
 
 
 def string_decode_sizes(offsets: Any, data: Any, validity: Any, offset: int, wide: bool, start: int, stop: int,
@@ -200,7 +200,7 @@ def bytes_encode_fill(offsets: Any, data: Any, validity: Any, offset: int, wide:
             continue
         code, s, e = v.entry(i)
         p = int(out_off[i])
-        if code != abi.ERR_OK or p + 4 + (e - s) > len(out):
+        if code != ERR_OK or p + 4 + (e - s) > len(out):
             continue
         out[p:p + 4] = struct.pack(">I", e - s)
         out[p + 4:p + 4 + e - s] = v.data[s:e]

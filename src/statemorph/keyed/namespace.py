@@ -7,34 +7,23 @@ under Flink's class name, so savepoint metadata carries the same snapshot bytes 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
-from ..errors import MalformedDataError, SerializationError
-from ..io import DataInputDeserializer, DataOutputSerializer
-from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, register_snapshot
+from ..errors import MalformedDataError
+from ..io import DataInputDeserializer
+from ..typeutils import NamedSingleton, SingletonSerializer, TypeSerializerSnapshot, nested_simple_snapshot
 
 
-class _VoidNamespaceType:
+class _VoidNamespaceType(NamedSingleton):
     """The one namespace of non-windowed state (Flink's ``VoidNamespace.INSTANCE``)."""
 
-    _instance: ClassVar[_VoidNamespaceType | None] = None
-
-    def __new__(cls) -> _VoidNamespaceType:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "VoidNamespace"
-
-    def __reduce__(self) -> str:
-        return "VoidNamespace"
+    NAME = "VoidNamespace"
 
 
 VoidNamespace = _VoidNamespaceType()
 
 
-class VoidNamespaceSerializer(TypeSerializer[Any]):
+class VoidNamespaceSerializer(SingletonSerializer):
     """Writes ``VoidNamespace`` as a single ``0x00`` byte and reads it back.
 
     Flink 2.3's ``getLength()`` answers 0 although one byte is written; only the sign matters to
@@ -44,11 +33,7 @@ class VoidNamespaceSerializer(TypeSerializer[Any]):
 
     SQL_TYPE = "VOID (not windowed)"
     VALUELESS = True
-
-    def serialize(self, value: Any, out: DataOutputSerializer) -> None:
-        if value is not VoidNamespace and value is not None:
-            raise SerializationError(f"VoidNamespaceSerializer writes only VoidNamespace, got {value!r}")
-        out.write_byte(0)
+    VALUE = VoidNamespace
 
     def deserialize(self, src: DataInputDeserializer) -> Any:
         pos = src.position
@@ -57,20 +42,11 @@ class VoidNamespaceSerializer(TypeSerializer[Any]):
             raise MalformedDataError(f"VoidNamespace byte at offset {pos} is 0x{b & 0xFF:02X}, expected 0x00")
         return VoidNamespace
 
-    def get_length(self) -> int:
-        return 1
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def snapshot_configuration(self) -> VoidNamespaceSerializerSnapshot:
+    def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return VoidNamespaceSerializerSnapshot()
 
 
-@register_snapshot()
-class VoidNamespaceSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = "org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot"
-    SERIALIZER = VoidNamespaceSerializer
+VoidNamespaceSerializerSnapshot = nested_simple_snapshot(VoidNamespaceSerializer, "org.apache.flink.runtime.state.")
 
 
 __all__ = ["VoidNamespace", "VoidNamespaceSerializer", "VoidNamespaceSerializerSnapshot"]

@@ -55,6 +55,16 @@ def _tag(e: Exception, path: str) -> Exception:
     return tagged
 
 
+def _read_index(src: DataInputDeserializer, count: int, kind: str, of: str) -> int:
+    """An enum symbol's or a union branch's index (``kind``), which must be below ``count``; ``of``
+    names the enum or union and the field for the message."""
+    start = src.position
+    i = src.read_int()
+    if not 0 <= i < count:
+        raise MalformedDataError(f"{kind} index {i} at offset {start} is out of range for {of}")
+    return i
+
+
 def _describe(v: Any) -> str:
     text = repr(v)
     if len(text) > 60:
@@ -426,13 +436,10 @@ class AvroCodec:
             symbols = node.symbols
             n_symbols = len(symbols)
 
+            enum_of = f"enum {node.fullname} with {n_symbols} symbols [avro field {path}]"
+
             def r_enum(src: DataInputDeserializer) -> str:
-                start = src.position
-                i = src.read_int()
-                if not 0 <= i < n_symbols:
-                    raise MalformedDataError(f"enum index {i} at offset {start} is out of range for enum "
-                                             f"{node.fullname} with {n_symbols} symbols [avro field {path}]")
-                return symbols[i]
+                return symbols[_read_index(src, n_symbols, "enum", enum_of)]
             return r_enum
         if isinstance(node, (ArrayNode, MapNode)):
             return self._collection_reader(node, path)
@@ -452,15 +459,10 @@ class AvroCodec:
         if isinstance(node, UnionNode):
             branches = [self._reader(b, path) for b in node.branches]
             n_branches = len(branches)
-            label = node.label
+            union_of = f"union {node.label} [avro field {path}]"
 
             def r_union(src: DataInputDeserializer) -> Any:
-                start = src.position
-                i = src.read_int()
-                if not 0 <= i < n_branches:
-                    raise MalformedDataError(f"union branch index {i} at offset {start} is out of range for "
-                                             f"union {label} [avro field {path}]")
-                return branches[i](src)
+                return branches[_read_index(src, n_branches, "union branch", union_of)](src)
             return r_union
         raise AssertionError(kind)  # pragma: no cover
 

@@ -31,13 +31,7 @@ from ..types import (
     IntType,
     SmallIntType,
 )
-from ..typeutils import (
-    BulkKernel,
-    SimpleTypeSerializerSnapshot,
-    TypeSerializer,
-    TypeSerializerSnapshot,
-    register_snapshot,
-)
+from ..typeutils import BulkKernel, TypeSerializer, TypeSerializerSnapshot, nested_simple_snapshot
 from .primitives import (
     BooleanSerializer,
     CharSerializer,
@@ -263,58 +257,14 @@ LongArraySerializer = LongPrimitiveArraySerializer
 DoubleArraySerializer = DoublePrimitiveArraySerializer
 
 
-@register_snapshot()
-class BooleanPrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "BooleanPrimitiveArraySerializer$BooleanPrimitiveArraySerializerSnapshot"
-    SERIALIZER = BooleanPrimitiveArraySerializer
-
-
-@register_snapshot()
-class BytePrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot"
-    SERIALIZER = BytePrimitiveArraySerializer
-
-
-@register_snapshot()
-class ShortPrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "ShortPrimitiveArraySerializer$ShortPrimitiveArraySerializerSnapshot"
-    SERIALIZER = ShortPrimitiveArraySerializer
-
-
-@register_snapshot()
-class CharPrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "CharPrimitiveArraySerializer$CharPrimitiveArraySerializerSnapshot"
-    SERIALIZER = CharPrimitiveArraySerializer
-
-
-@register_snapshot()
-class IntPrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "IntPrimitiveArraySerializer$IntPrimitiveArraySerializerSnapshot"
-    SERIALIZER = IntPrimitiveArraySerializer
-
-
-@register_snapshot()
-class LongPrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "LongPrimitiveArraySerializer$LongPrimitiveArraySerializerSnapshot"
-    SERIALIZER = LongPrimitiveArraySerializer
-
-
-@register_snapshot()
-class FloatPrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "FloatPrimitiveArraySerializer$FloatPrimitiveArraySerializerSnapshot"
-    SERIALIZER = FloatPrimitiveArraySerializer
-
-
-@register_snapshot()
-class DoublePrimitiveArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "DoublePrimitiveArraySerializer$DoublePrimitiveArraySerializerSnapshot"
-    SERIALIZER = DoublePrimitiveArraySerializer
-
-
-@register_snapshot()
-class StringArraySerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "StringArraySerializer$StringArraySerializerSnapshot"
-    SERIALIZER = StringArraySerializer
+# Flink's XxxSerializer$XxxSerializerSnapshot classes, one each (the names are the classes')
+(BooleanPrimitiveArraySerializerSnapshot, BytePrimitiveArraySerializerSnapshot, ShortPrimitiveArraySerializerSnapshot,
+ CharPrimitiveArraySerializerSnapshot, IntPrimitiveArraySerializerSnapshot, LongPrimitiveArraySerializerSnapshot,
+ FloatPrimitiveArraySerializerSnapshot, DoublePrimitiveArraySerializerSnapshot, StringArraySerializerSnapshot) = (
+    nested_simple_snapshot(s, _BASE) for s in (BooleanPrimitiveArraySerializer, BytePrimitiveArraySerializer,
+        ShortPrimitiveArraySerializer, CharPrimitiveArraySerializer, IntPrimitiveArraySerializer,
+        LongPrimitiveArraySerializer, FloatPrimitiveArraySerializer, DoublePrimitiveArraySerializer,
+        StringArraySerializer))
 
 
 __all__ = [

@@ -64,6 +64,8 @@ def _sequence(owner: TypeSerializer[Any], value: Any) -> Sequence[Any]:
 class ListSerializer(TypeSerializer[list[Any]]):
     """``java.util.List<T>`` as a Python list (any sequence is accepted on write)."""
 
+    DATASTREAM_OF = ("ARRAY",)
+
     def __init__(self, element_serializer: TypeSerializer[Any]) -> None:
         self.element_serializer = element_serializer
 
@@ -85,8 +87,6 @@ class ListSerializer(TypeSerializer[list[Any]]):
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return ListSerializerSnapshot(self)
 
-    DATASTREAM_OF = ("ARRAY",)
-
     @classmethod
     def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
                      like: TypeSerializer[Any] | None, where: str) -> TypeSerializer[Any]:
@@ -103,6 +103,8 @@ class ListSerializer(TypeSerializer[list[Any]]):
 
 class MapSerializer(TypeSerializer[dict[Any, Any]]):
     """``java.util.Map<K, V>`` as a dict; None values are stored with Flink's null flag."""
+
+    DATASTREAM_OF = ("MAP",)
 
     def __init__(self, key_serializer: TypeSerializer[Any], value_serializer: TypeSerializer[Any]) -> None:
         self.key_serializer = key_serializer
@@ -141,8 +143,6 @@ class MapSerializer(TypeSerializer[dict[Any, Any]]):
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return MapSerializerSnapshot(self)
-
-    DATASTREAM_OF = ("MAP",)
 
     @classmethod
     def for_sql_type(cls, t: LogicalType, nested: Callable[[LogicalType, str, Any], TypeSerializer[Any]],
@@ -260,20 +260,7 @@ def _skip_none(migrate: Callable[[int, Any], Any], i: int, value: Any) -> Any:
 class ListSerializerSnapshot(CompositeTypeSerializerSnapshot):
     IDENTIFIER = _BASE + "ListSerializerSnapshot"
     SERIALIZER_CLASS = ListSerializer
-    OUTER_VERSION = 1
-    NESTED_ARITY = (1, 1)
-
-    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
-        assert isinstance(outer, ListSerializer)
-        return [outer.element_serializer]
-
-    def create_outer_serializer_with_nested_serializers(
-        self, nested: Sequence[TypeSerializer[Any]]
-    ) -> TypeSerializer[Any]:
-        return ListSerializer(nested[0])
-
-    def nested_names(self) -> list[str]:
-        return ["element"]
+    NESTED = {"element": "element_serializer"}
 
     def migrate_nested_values(
         self, value: Any, new_serializer: TypeSerializer[Any], migrate: Callable[[int, Any], Any]
@@ -285,20 +272,7 @@ class ListSerializerSnapshot(CompositeTypeSerializerSnapshot):
 class MapSerializerSnapshot(CompositeTypeSerializerSnapshot):
     IDENTIFIER = _BASE + "MapSerializerSnapshot"
     SERIALIZER_CLASS = MapSerializer
-    OUTER_VERSION = 1
-    NESTED_ARITY = (2, 2)
-
-    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
-        assert isinstance(outer, MapSerializer)
-        return [outer.key_serializer, outer.value_serializer]
-
-    def create_outer_serializer_with_nested_serializers(
-        self, nested: Sequence[TypeSerializer[Any]]
-    ) -> TypeSerializer[Any]:
-        return MapSerializer(nested[0], nested[1])
-
-    def nested_names(self) -> list[str]:
-        return ["key", "value"]
+    NESTED = {"key": "key_serializer", "value": "value_serializer"}
 
     def migrate_nested_values(
         self, value: Any, new_serializer: TypeSerializer[Any], migrate: Callable[[int, Any], Any]
@@ -315,12 +289,8 @@ class NullableSerializerSnapshot(CompositeTypeSerializerSnapshot):
     SERIALIZER_CLASS = NullableSerializer
     OUTER_VERSION = 2
     MIN_OUTER_VERSION = 1
-    NESTED_ARITY = (1, 1)
+    NESTED = {"value": "inner"}
     padding_length: int = 0
-
-    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
-        assert isinstance(outer, NullableSerializer)
-        return [outer.inner]
 
     def set_outer_from_serializer(self, serializer: TypeSerializer[Any]) -> None:
         assert isinstance(serializer, NullableSerializer)
@@ -352,9 +322,6 @@ class NullableSerializerSnapshot(CompositeTypeSerializerSnapshot):
                 f"(pad_null_if_fixed_length differs); padded and unpadded nulls are not interchangeable"
             )
         return SchemaCompatibility.compatible_as_is()
-
-    def nested_names(self) -> list[str]:
-        return ["value"]
 
     def migrate_nested_values(
         self, value: Any, new_serializer: TypeSerializer[Any], migrate: Callable[[int, Any], Any]

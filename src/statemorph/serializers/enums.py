@@ -30,6 +30,8 @@ class EnumSerializer(TypeSerializer[Any]):
     Equality is the Java class name plus the constant order, i.e. what decides the bytes."""
 
     VALUE_TYPE = STRING()  # a constant's name
+    IMMUTABLE_VALUES = True
+    LENGTH = 4
 
     def __init__(
         self,
@@ -124,15 +126,6 @@ class EnumSerializer(TypeSerializer[Any]):
                 f"with {len(self._values)} constants"
             )
         return self._values[idx]
-
-    def get_length(self) -> int:
-        return 4
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: Any) -> Any:
-        return value
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return EnumSerializerSnapshot(self.java_class_name, self.constant_names, self.enum_class)

@@ -61,6 +61,7 @@ class StringDataSerializer(TypeSerializer[str]):
     VALUE_TYPE = STRING()
     # no KEY_HASH: BinaryStringData hashes its bytes (Murmur), not as java.lang.String; no BULK: the
     # string kernels read Flink's StringValue, not this i32-length UTF-8
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: str, out: DataOutputSerializer) -> None:
         if not isinstance(value, str):
@@ -83,12 +84,6 @@ class StringDataSerializer(TypeSerializer[str]):
             return data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise MalformedDataError(f"StringData at offset {at}: invalid UTF-8 ({e.reason})") from None
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: str) -> str:
-        return value
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return StringDataSerializerSnapshot()
@@ -189,15 +184,10 @@ def _internal_serializer(snap: TypeSerializerSnapshot) -> TypeSerializer[Any]:
 class ExternalSerializerSnapshot(CompositeTypeSerializerSnapshot):
     IDENTIFIER = RUNTIME + "ExternalSerializer$ExternalSerializerSnapshot"
     SERIALIZER_CLASS = ExternalSerializer
-    OUTER_VERSION = 1
-    NESTED_ARITY = (1, 1)
+    NESTED = {"internal": "inner"}
     data_type: bytes = b""
     logical_type: LogicalType | None = None
     is_internal_input: bool = False
-
-    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
-        assert isinstance(outer, ExternalSerializer)
-        return [outer.inner]
 
     def set_outer_from_serializer(self, serializer: TypeSerializer[Any]) -> None:
         assert isinstance(serializer, ExternalSerializer)
@@ -256,9 +246,6 @@ class ExternalSerializerSnapshot(CompositeTypeSerializerSnapshot):
                 f"the internal serializer of a SQL data view of {self.logical_type} changed to "
                 f"{type(new_serializer.inner).__name__}")
         return SchemaCompatibility.compatible_as_is()
-
-    def nested_names(self) -> list[str]:
-        return ["internal"]
 
 
 __all__ = ["ArrayDataSerializer", "ExternalSerializer", "ExternalSerializerSnapshot", "StringDataSerializer"]

@@ -18,13 +18,7 @@ from typing import Any, ClassVar
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..types import BigIntType, BooleanType, CharType, DoubleType, FloatType, IntType, SmallIntType, TinyIntType
-from ..typeutils import (
-    BulkKernel,
-    SimpleTypeSerializerSnapshot,
-    TypeSerializer,
-    TypeSerializerSnapshot,
-    register_snapshot,
-)
+from ..typeutils import BulkKernel, TypeSerializer, TypeSerializerSnapshot, nested_simple_snapshot
 
 _BASE = "org.apache.flink.api.common.typeutils.base."
 _F32 = struct.Struct(">f")
@@ -38,8 +32,8 @@ def _reject(serializer: TypeSerializer[Any], value: Any, why: str) -> Serializat
 class _IntegralSerializer(TypeSerializer[int]):
     """Shared range check for the signed two's-complement integer types."""
 
-    BITS: ClassVar[int]
     JAVA: ClassVar[str]
+    IMMUTABLE_VALUES = True
 
     def _check(self, value: Any) -> int:
         if value is None:
@@ -48,19 +42,10 @@ class _IntegralSerializer(TypeSerializer[int]):
             v = operator.index(value)
         except TypeError:
             raise _reject(self, value, f"expected an int for a Java {self.JAVA}, got {type(value).__name__}") from None
-        limit = 1 << (self.BITS - 1)
+        limit = 1 << (8 * self.LENGTH - 1)
         if not -limit <= v < limit:
             raise _reject(self, value, f"out of range for a Java {self.JAVA} [{-limit}, {limit - 1}]")
         return v
-
-    def get_length(self) -> int:
-        return self.BITS // 8
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: int) -> int:
-        return value
 
 
 def is_bool_like(value: Any) -> bool:
@@ -82,6 +67,8 @@ class BooleanSerializer(TypeSerializer[bool]):
     DATASTREAM_OF = ("BOOLEAN",)
     JAVA_ZERO = False
     BULK = BulkKernel("fixed", "LEAF_BOOL")
+    LENGTH = 1
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: bool, out: DataOutputSerializer) -> None:
         if value is True or value is False:
@@ -97,21 +84,12 @@ class BooleanSerializer(TypeSerializer[bool]):
     def deserialize(self, src: DataInputDeserializer) -> bool:
         return src.read_boolean()
 
-    def get_length(self) -> int:
-        return 1
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: bool) -> bool:
-        return value
-
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return BooleanSerializerSnapshot()
 
 
 class ByteSerializer(_IntegralSerializer):
-    BITS = 8
+    LENGTH = 1
     KEY_HASH = "int"
     SQL_TYPE = "TINYINT"
     VALUE_TYPE = TinyIntType()
@@ -131,7 +109,7 @@ class ByteSerializer(_IntegralSerializer):
 
 
 class ShortSerializer(_IntegralSerializer):
-    BITS = 16
+    LENGTH = 2
     KEY_HASH = "int"
     SQL_TYPE = "SMALLINT"
     VALUE_TYPE = SmallIntType()
@@ -151,7 +129,7 @@ class ShortSerializer(_IntegralSerializer):
 
 
 class IntSerializer(_IntegralSerializer):
-    BITS = 32
+    LENGTH = 4
     KEY_HASH = "int"
     SQL_TYPE = "INT"
     VALUE_TYPE = IntType()
@@ -171,7 +149,7 @@ class IntSerializer(_IntegralSerializer):
 
 
 class LongSerializer(_IntegralSerializer):
-    BITS = 64
+    LENGTH = 8
     KEY_HASH = "long"
     SQL_TYPE = "BIGINT"
     VALUE_TYPE = BigIntType()
@@ -219,21 +197,14 @@ class FloatSerializer(TypeSerializer[float]):
     DATASTREAM_OF = ("FLOAT",)
     JAVA_ZERO = 0.0
     BULK = BulkKernel("fixed", "LEAF_F32")
+    LENGTH = 4
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: float, out: DataOutputSerializer) -> None:
         out.write_float(check_float(self, value, True))
 
     def deserialize(self, src: DataInputDeserializer) -> float:
         return src.read_float()
-
-    def get_length(self) -> int:
-        return 4
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: float) -> float:
-        return value
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return FloatSerializerSnapshot()
@@ -248,21 +219,14 @@ class DoubleSerializer(TypeSerializer[float]):
     DATASTREAM_OF = ("DOUBLE",)
     JAVA_ZERO = 0.0
     BULK = BulkKernel("fixed", "LEAF_F64")
+    LENGTH = 8
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: float, out: DataOutputSerializer) -> None:
         out.write_double(check_float(self, value, False))
 
     def deserialize(self, src: DataInputDeserializer) -> float:
         return src.read_double()
-
-    def get_length(self) -> int:
-        return 8
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: float) -> float:
-        return value
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return DoubleSerializerSnapshot()
@@ -293,6 +257,8 @@ class CharSerializer(TypeSerializer[str]):
     DATASTREAM_OF = ("CHAR(1)",)
     JAVA_ZERO = "\0"
     BULK = BulkKernel("", "LEAF_CHAR")  # a field of kernel rows only: an Arrow string column is no UTF-16 char
+    LENGTH = 2
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: str, out: DataOutputSerializer) -> None:
         out.write_short(check_char(self, value))
@@ -300,65 +266,15 @@ class CharSerializer(TypeSerializer[str]):
     def deserialize(self, src: DataInputDeserializer) -> str:
         return chr(src.read_char())
 
-    def get_length(self) -> int:
-        return 2
-
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: str) -> str:
-        return value
-
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return CharSerializerSnapshot()
 
 
-@register_snapshot()
-class BooleanSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "BooleanSerializer$BooleanSerializerSnapshot"
-    SERIALIZER = BooleanSerializer
-
-
-@register_snapshot()
-class ByteSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "ByteSerializer$ByteSerializerSnapshot"
-    SERIALIZER = ByteSerializer
-
-
-@register_snapshot()
-class ShortSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "ShortSerializer$ShortSerializerSnapshot"
-    SERIALIZER = ShortSerializer
-
-
-@register_snapshot()
-class IntSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "IntSerializer$IntSerializerSnapshot"
-    SERIALIZER = IntSerializer
-
-
-@register_snapshot()
-class LongSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "LongSerializer$LongSerializerSnapshot"
-    SERIALIZER = LongSerializer
-
-
-@register_snapshot()
-class FloatSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "FloatSerializer$FloatSerializerSnapshot"
-    SERIALIZER = FloatSerializer
-
-
-@register_snapshot()
-class DoubleSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "DoubleSerializer$DoubleSerializerSnapshot"
-    SERIALIZER = DoubleSerializer
-
-
-@register_snapshot()
-class CharSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _BASE + "CharSerializer$CharSerializerSnapshot"
-    SERIALIZER = CharSerializer
+# Flink's XxxSerializer$XxxSerializerSnapshot classes, one each (the names are the classes')
+(BooleanSerializerSnapshot, ByteSerializerSnapshot, ShortSerializerSnapshot, IntSerializerSnapshot,
+ LongSerializerSnapshot, FloatSerializerSnapshot, DoubleSerializerSnapshot, CharSerializerSnapshot) = (
+    nested_simple_snapshot(s, _BASE) for s in (BooleanSerializer, ByteSerializer, ShortSerializer, IntSerializer,
+        LongSerializer, FloatSerializer, DoubleSerializer, CharSerializer))
 
 
 __all__ = [

@@ -20,13 +20,7 @@ from typing import Any
 from ..errors import MalformedDataError, SerializationError, TruncatedDataError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..types import STRING
-from ..typeutils import (
-    BulkKernel,
-    SimpleTypeSerializerSnapshot,
-    TypeSerializer,
-    TypeSerializerSnapshot,
-    register_snapshot,
-)
+from ..typeutils import BulkKernel, TypeSerializer, TypeSerializerSnapshot, nested_simple_snapshot
 
 _MAX_LEN = 0x7FFFFFFF
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
@@ -207,6 +201,7 @@ class StringSerializer(TypeSerializer[Any]):
     VALUE_TYPE = STRING()
     DATASTREAM_OF = ("VARCHAR", "CHAR")
     BULK = BulkKernel("varlen", "LEAF_STR", kernel="string")
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: str | None, out: DataOutputSerializer) -> None:
         out.write(encode_string(value))
@@ -217,20 +212,11 @@ class StringSerializer(TypeSerializer[Any]):
     def to_bytes(self, value: str | None) -> bytes:
         return encode_string(value)
 
-    def is_immutable_type(self) -> bool:
-        return True
-
-    def copy(self, value: str | None) -> str | None:
-        return value
-
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return StringSerializerSnapshot()
 
 
-@register_snapshot()
-class StringSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = "org.apache.flink.api.common.typeutils.base.StringSerializer$StringSerializerSnapshot"
-    SERIALIZER = StringSerializer
+StringSerializerSnapshot = nested_simple_snapshot(StringSerializer, "org.apache.flink.api.common.typeutils.base.")
 
 
 __all__ = [

@@ -36,6 +36,7 @@ written back unchanged; for a new type they are built by :mod:`statemorph.javase
 from __future__ import annotations
 
 from abc import abstractmethod
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ..errors import SnapshotError
@@ -102,63 +103,48 @@ class StringDataSerializerSnapshot(SimpleTypeSerializerSnapshot, FieldSnapshot):
     resolve_schema_compatibility = FieldSnapshot.resolve_schema_compatibility
 
 
-@register_snapshot()
-class DecimalDataSerializerSnapshot(FieldSnapshot):
-    IDENTIFIER = RUNTIME + "DecimalDataSerializer$DecimalSerializerSnapshot"
-    VERSION: ClassVar[int] = 3
+@dataclass(eq=False, repr=False)
+class IntConfiguredSnapshot(FieldSnapshot):
+    """A field snapshot whose whole configuration is a few ints (a precision and a scale, an
+    arity): its dataclass fields, each written with ``writeInt`` in field order. It describes a
+    logical type of a class in ``DESCRIBES`` whose attributes of the same names hold the same ints."""
 
-    def __init__(self, precision: int, scale: int) -> None:
-        self.precision = precision
-        self.scale = scale
+    DESCRIBES: ClassVar[tuple[type[LogicalType], ...]]
 
     def write_snapshot(self, out: DataOutputSerializer) -> None:
-        out.write_int(self.precision)
-        out.write_int(self.scale)
+        for f in fields(self):
+            out.write_int(getattr(self, f.name))
 
     @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> DecimalDataSerializerSnapshot:
-        return cls(src.read_int(), src.read_int())
+    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TypeSerializerSnapshot:
+        return cls(*(src.read_int() for _ in fields(cls)))
 
     def describes(self, t: LogicalType) -> bool:
-        return isinstance(t, DecimalType) and (t.precision, t.scale) == (self.precision, self.scale)
+        return isinstance(t, self.DESCRIBES) and all(getattr(t, f.name) == getattr(self, f.name) for f in fields(self))
 
 
 @register_snapshot()
-class TimestampDataSerializerSnapshot(FieldSnapshot):
+@dataclass(eq=False, repr=False)
+class DecimalDataSerializerSnapshot(IntConfiguredSnapshot):
+    IDENTIFIER, VERSION, DESCRIBES = RUNTIME + "DecimalDataSerializer$DecimalSerializerSnapshot", 3, (DecimalType,)
+    precision: int
+    scale: int
+
+
+@register_snapshot()
+@dataclass(eq=False, repr=False)
+class TimestampDataSerializerSnapshot(IntConfiguredSnapshot):
     IDENTIFIER = RUNTIME + "TimestampDataSerializer$TimestampDataSerializerSnapshot"
-    VERSION: ClassVar[int] = 1
-
-    def __init__(self, precision: int) -> None:
-        self.precision = precision
-
-    def write_snapshot(self, out: DataOutputSerializer) -> None:
-        out.write_int(self.precision)
-
-    @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> TimestampDataSerializerSnapshot:
-        return cls(src.read_int())
-
-    def describes(self, t: LogicalType) -> bool:
-        return isinstance(t, (TimestampType, LocalZonedTimestampType)) and t.precision == self.precision
+    VERSION, DESCRIBES = 1, (TimestampType, LocalZonedTimestampType)
+    precision: int
 
 
 @register_snapshot()
-class BinaryRowDataSerializerSnapshot(FieldSnapshot):
+@dataclass(eq=False, repr=False)
+class BinaryRowDataSerializerSnapshot(IntConfiguredSnapshot):
     IDENTIFIER = RUNTIME + "BinaryRowDataSerializer$BinaryRowDataSerializerSnapshot"
-    VERSION: ClassVar[int] = 3
-
-    def __init__(self, num_fields: int) -> None:
-        self.num_fields = num_fields
-
-    def write_snapshot(self, out: DataOutputSerializer) -> None:
-        out.write_int(self.num_fields)
-
-    @classmethod
-    def read_snapshot(cls, read_version: int, src: DataInputDeserializer) -> BinaryRowDataSerializerSnapshot:
-        return cls(src.read_int())
-
-    def describes(self, t: LogicalType) -> bool:
-        return isinstance(t, RowType) and t.arity == self.num_fields
+    VERSION, DESCRIBES = 3, (RowType,)
+    arity: int  # the row's field count (Flink's numFields)
 
 
 def _serializer_stream(src: DataInputDeserializer, what: str) -> bytes:

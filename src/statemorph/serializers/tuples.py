@@ -167,8 +167,21 @@ class TupleSerializer(TypeSerializer[tuple]):  # type: ignore[type-arg]
         return (self.field_serializers, self.tuple_class_name)
 
 
+class FieldSerializersSnapshot(CompositeTypeSerializerSnapshot):
+    """A composite whose nested serializers are the outer serializer's ``field_serializers``,
+    matched by position (Flink's Tuple and flink-core Row snapshots): ``f0``, ``f1``, ... in
+    messages."""
+
+    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
+        assert isinstance(outer, (TupleSerializer, RowSerializer))
+        return outer.field_serializers
+
+    def nested_names(self) -> list[str]:
+        return [f"f{i}" for i in range(len(self.nested_snapshots))]
+
+
 @register_snapshot()
-class TupleSerializerSnapshot(CompositeTypeSerializerSnapshot):
+class TupleSerializerSnapshot(FieldSerializersSnapshot):
     """Composite snapshot, outer version 2 holding ``UTF(tuple class)``. Flink never compares the
     tuple class on restore (the default outer check), so neither do we: only the arity and the
     field results count."""
@@ -180,10 +193,6 @@ class TupleSerializerSnapshot(CompositeTypeSerializerSnapshot):
     NESTED_ARITY = (1, MAX_TUPLE_ARITY)
 
     tuple_class_name: str = ""
-
-    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
-        assert isinstance(outer, TupleSerializer)
-        return outer.field_serializers
 
     def create_outer_serializer_with_nested_serializers(
         self, nested: Sequence[TypeSerializer[Any]]
@@ -199,9 +208,6 @@ class TupleSerializerSnapshot(CompositeTypeSerializerSnapshot):
 
     def read_outer_snapshot(self, outer_version: int, src: DataInputDeserializer) -> None:
         self.tuple_class_name = src.read_utf()
-
-    def nested_names(self) -> list[str]:
-        return [f"f{i}" for i in range(len(self.nested_snapshots))]
 
     def migrate_nested_values(
         self, value: Any, new_serializer: TypeSerializer[Any], migrate: Callable[[int, Any], Any]
@@ -388,7 +394,7 @@ class RowSerializer(TypeSerializer[tuple[Any, ...]]):
 
 
 @register_snapshot()
-class RowSerializerSnapshot(CompositeTypeSerializerSnapshot):
+class RowSerializerSnapshot(FieldSerializersSnapshot):
     """Composite snapshot, outer version 4 holding ``bool supportsRowKind``.
 
     Older outer versions carry no flag: v1/v2 (Flink <= 1.10) had no kind bits in the mask, v3
@@ -405,10 +411,6 @@ class RowSerializerSnapshot(CompositeTypeSerializerSnapshot):
 
     supports_row_kind: bool = True
     field_names: tuple[str, ...] | None = None
-
-    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
-        assert isinstance(outer, RowSerializer)
-        return outer.field_serializers
 
     def create_outer_serializer_with_nested_serializers(
         self, nested: Sequence[TypeSerializer[Any]]
@@ -443,10 +445,9 @@ class RowSerializerSnapshot(CompositeTypeSerializerSnapshot):
         return SchemaCompatibility.compatible_as_is()
 
     def nested_names(self) -> list[str]:
-        n = len(self.nested_snapshots)
-        if self.field_names is not None and len(self.field_names) == n:
+        if self.field_names is not None and len(self.field_names) == len(self.nested_snapshots):
             return list(self.field_names)
-        return [f"f{i}" for i in range(n)]
+        return super().nested_names()
 
     def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         # Names are not stored; when the snapshot came from bytes, label fields with the new

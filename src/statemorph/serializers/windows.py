@@ -19,12 +19,12 @@ which is what lets a composite key be split into key and namespace without a len
 from __future__ import annotations
 
 import operator
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import SerializationError
 from ..io import DataInputDeserializer, DataOutputSerializer
 from ..types import BigIntType, RowType
-from ..typeutils import SimpleTypeSerializerSnapshot, TypeSerializer, TypeSerializerSnapshot, register_snapshot
+from ..typeutils import NamedSingleton, SingletonSerializer, TypeSerializer, TypeSerializerSnapshot, simple_snapshot
 
 _START_END = RowType.of(("start", BigIntType()), ("end", BigIntType()))
 
@@ -51,21 +51,10 @@ class CountWindow(NamedTuple):
     id: int
 
 
-class _GlobalWindowType:
+class _GlobalWindowType(NamedSingleton):
     """The one window of ``GlobalWindows`` (Flink's ``GlobalWindow.get()``)."""
 
-    _instance: ClassVar[_GlobalWindowType | None] = None
-
-    def __new__(cls) -> _GlobalWindowType:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "GlobalWindow"
-
-    def __reduce__(self) -> str:
-        return "GlobalWindow"
+    NAME = "GlobalWindow"
 
 
 GlobalWindow = _GlobalWindowType()
@@ -87,6 +76,8 @@ class TimeWindowSerializer(TypeSerializer[TimeWindow]):
 
     SQL_TYPE = "TIME WINDOW (start BIGINT, end BIGINT)"
     VALUE_TYPE = _START_END
+    LENGTH = 16
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: Any, out: DataOutputSerializer) -> None:
         if isinstance(value, dict):
@@ -104,12 +95,6 @@ class TimeWindowSerializer(TypeSerializer[TimeWindow]):
         start = src.read_long()
         return TimeWindow(start, src.read_long())
 
-    def get_length(self) -> int:
-        return 16
-
-    def is_immutable_type(self) -> bool:
-        return True
-
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return TimeWindowSerializerSnapshot()
 
@@ -125,27 +110,17 @@ class TableTimeWindowSerializer(TimeWindowSerializer):
         return TableTimeWindowSerializerSnapshot()
 
 
-class GlobalWindowSerializer(TypeSerializer[Any]):
+class GlobalWindowSerializer(SingletonSerializer):
     """DataStream ``GlobalWindow$Serializer``: one byte, 0 when written; Flink reads any byte
     as the global window, and so does this class."""
 
     SQL_TYPE = "GLOBAL WINDOW"
     VALUELESS = True
-
-    def serialize(self, value: Any, out: DataOutputSerializer) -> None:
-        if value is not GlobalWindow and value is not None:
-            raise SerializationError(f"GlobalWindowSerializer writes only GlobalWindow, got {value!r}")
-        out.write_byte(0)
+    VALUE = GlobalWindow
 
     def deserialize(self, src: DataInputDeserializer) -> Any:
         src.read_byte()
         return GlobalWindow
-
-    def get_length(self) -> int:
-        return 1
-
-    def is_immutable_type(self) -> bool:
-        return True
 
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return GlobalWindowSerializerSnapshot()
@@ -156,6 +131,8 @@ class CountWindowSerializer(TypeSerializer[CountWindow]):
 
     SQL_TYPE = "SQL COUNT WINDOW (id BIGINT)"
     VALUE_TYPE = BigIntType()
+    LENGTH = 8
+    IMMUTABLE_VALUES = True
 
     def serialize(self, value: Any, out: DataOutputSerializer) -> None:
         out.write_long(_long(self, value.id if isinstance(value, CountWindow) else value, "id"))
@@ -163,38 +140,19 @@ class CountWindowSerializer(TypeSerializer[CountWindow]):
     def deserialize(self, src: DataInputDeserializer) -> CountWindow:
         return CountWindow(src.read_long())
 
-    def get_length(self) -> int:
-        return 8
-
-    def is_immutable_type(self) -> bool:
-        return True
-
     def snapshot_configuration(self) -> TypeSerializerSnapshot:
         return CountWindowSerializerSnapshot()
 
 
-@register_snapshot()
-class TimeWindowSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _STREAMING + "TimeWindow$Serializer$TimeWindowSerializerSnapshot"
-    SERIALIZER = TimeWindowSerializer
-
-
-@register_snapshot()
-class GlobalWindowSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _STREAMING + "GlobalWindow$Serializer$GlobalWindowSerializerSnapshot"
-    SERIALIZER = GlobalWindowSerializer
-
-
-@register_snapshot()
-class TableTimeWindowSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _TABLE + "TimeWindow$Serializer$TimeWindowSerializerSnapshot"
-    SERIALIZER = TableTimeWindowSerializer
-
-
-@register_snapshot()
-class CountWindowSerializerSnapshot(SimpleTypeSerializerSnapshot):
-    IDENTIFIER = _TABLE + "CountWindow$Serializer$CountWindowSerializerSnapshot"
-    SERIALIZER = CountWindowSerializer
+TimeWindowSerializerSnapshot = simple_snapshot(
+    TimeWindowSerializer, _STREAMING + "TimeWindow$Serializer$TimeWindowSerializerSnapshot")
+GlobalWindowSerializerSnapshot = simple_snapshot(
+    GlobalWindowSerializer, _STREAMING + "GlobalWindow$Serializer$GlobalWindowSerializerSnapshot")
+TableTimeWindowSerializerSnapshot = simple_snapshot(
+    TableTimeWindowSerializer, _TABLE + "TimeWindow$Serializer$TimeWindowSerializerSnapshot",
+    "TableTimeWindowSerializerSnapshot")
+CountWindowSerializerSnapshot = simple_snapshot(
+    CountWindowSerializer, _TABLE + "CountWindow$Serializer$CountWindowSerializerSnapshot")
 
 
 TIME_WINDOW_SERIALIZERS = (TimeWindowSerializer, TableTimeWindowSerializer)

@@ -4,7 +4,6 @@ answers (Flink's ``IntermediateCompatibilityResult``)."""
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -64,6 +63,17 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
     # how many nested snapshots the format allows (List (1, 1), Map (2, 2), Tuple (1, 25) ...).
     # Checked on read, so a corrupt count is a format error instead of a failure on restore.
     NESTED_ARITY: ClassVar[tuple[int, int]] = (0, 1 << 20)
+    NESTED: ClassVar[dict[str, str]] = {}
+    """A fixed set of nested serializers: each one's name in messages (``element``, ``key``) and the
+    attribute of the outer serializer that holds it, in Flink's order (List:
+    ``{"element": "element_serializer"}``). It gives :meth:`get_nested_serializers`,
+    :meth:`nested_names` and ``NESTED_ARITY``; a composite with a variable count (tuple, row)
+    overrides those instead."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "NESTED" in vars(cls) and "NESTED_ARITY" not in vars(cls):
+            cls.NESTED_ARITY = (len(cls.NESTED), len(cls.NESTED))
 
     nested_snapshots: list[TypeSerializerSnapshot]
 
@@ -74,13 +84,19 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
             self.set_outer_from_serializer(serializer)
 
     # -- subclass hooks --------------------------------------------------------------------
-    @abstractmethod
-    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]: ...
+    def get_nested_serializers(self, outer: TypeSerializer[Any]) -> Sequence[TypeSerializer[Any]]:
+        """The nested serializers of ``outer``, in Flink's order (by default those ``NESTED`` names)."""
+        if not self.NESTED:
+            raise NotImplementedError(f"{type(self).__name__} names no nested serializers")
+        assert isinstance(outer, self.SERIALIZER_CLASS)
+        return [getattr(outer, attribute) for attribute in self.NESTED.values()]
 
-    @abstractmethod
     def create_outer_serializer_with_nested_serializers(
         self, nested: Sequence[TypeSerializer[Any]]
-    ) -> TypeSerializer[Any]: ...
+    ) -> TypeSerializer[Any]:
+        """The outer serializer around ``nested``; by default ``SERIALIZER_CLASS(*nested)``, for an
+        outer serializer without configuration of its own."""
+        return self.SERIALIZER_CLASS(*nested)  # type: ignore[no-any-return]
 
     def set_outer_from_serializer(self, serializer: TypeSerializer[Any]) -> None:
         """Capture the outer configuration (padding, tuple class, row-kind flag) from a serializer."""
@@ -145,7 +161,7 @@ class CompositeTypeSerializerSnapshot(TypeSerializerSnapshot):
 
     def nested_names(self) -> list[str]:
         """Labels for nested serializers in messages (``element``, ``key``, ``f0`` ...)."""
-        return [f"#{i}" for i in range(len(self.nested_snapshots))]
+        return list(self.NESTED) if self.NESTED else [f"#{i}" for i in range(len(self.nested_snapshots))]
 
     def resolve_new_serializer(self, new_serializer: TypeSerializer[Any]) -> SchemaCompatibility:
         if not isinstance(new_serializer, self.SERIALIZER_CLASS):

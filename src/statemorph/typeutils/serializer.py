@@ -163,6 +163,13 @@ class TypeSerializer(ABC, Generic[T]):
     ``long``, ``boolean``, ``char``, ``float``, ``double``, ``string`` or ``binary_row``
     (``keyed/keygroups.py``); "" when Java's is not reproducible (identity hashes, composites).
     Unlike the declarations above it holds for subclasses too: a subclass writes the same Java type."""
+    LENGTH: ClassVar[int] = -1
+    """The byte length of every value (Flink's ``getLength``), -1 when values vary in length. Holds
+    for subclasses too."""
+    IMMUTABLE_VALUES: ClassVar[bool] = False
+    """Its values are immutable Python objects (an int, a float, a str, a window tuple, a
+    singleton): :meth:`copy` returns the value itself and :meth:`is_immutable_type` is true (Flink's
+    ``isImmutableType``). Holds for subclasses too."""
 
     @classmethod
     def leaf_kind(cls) -> str:
@@ -214,11 +221,14 @@ class TypeSerializer(ABC, Generic[T]):
     def snapshot_configuration(self) -> TypeSerializerSnapshot: ...
 
     def get_length(self) -> int:
-        """Fixed byte length of every value, or -1 when values vary in length."""
-        return -1
+        """Fixed byte length of every value, or -1 when values vary in length (:attr:`LENGTH`)."""
+        return self.LENGTH
 
     def copy(self, value: T) -> T:
-        """A deep copy of ``value``; through the bytes, so it is exact for every format."""
+        """A deep copy of ``value``: the value itself when it is immutable (:attr:`IMMUTABLE_VALUES`),
+        else through the bytes, so it is exact for every format."""
+        if self.IMMUTABLE_VALUES:
+            return value
         return self.from_bytes(self.to_bytes(value))
 
     def copy_bytes(self, src: DataInputDeserializer, out: DataOutputSerializer) -> None:
@@ -229,7 +239,7 @@ class TypeSerializer(ABC, Generic[T]):
         return self
 
     def is_immutable_type(self) -> bool:
-        return False
+        return self.IMMUTABLE_VALUES
 
     def to_bytes(self, value: T) -> bytes:
         out = DataOutputSerializer()

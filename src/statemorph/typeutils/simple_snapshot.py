@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..io import DataInputDeserializer, DataOutputSerializer
+from .registry import register_snapshot
 from .serializer import SchemaCompatibility, TypeSerializer, TypeSerializerSnapshot
 
 
@@ -38,4 +39,28 @@ class SimpleTypeSerializerSnapshot(TypeSerializerSnapshot):
         )
 
 
-__all__ = ["SimpleTypeSerializerSnapshot"]
+def simple_snapshot(serializer: type[TypeSerializer[Any]], identifier: str,
+                    name: str | None = None) -> type[SimpleTypeSerializerSnapshot]:
+    """The snapshot class of ``serializer``, a serializer without configuration, registered under
+    Flink's class name ``identifier``. Flink gives each such serializer a snapshot class of its own
+    that adds nothing but the name (``IntSerializer$IntSerializerSnapshot``), so one line builds it
+    here: the class is named ``name``, by default the last part of Flink's (``IntSerializerSnapshot``),
+    and lives in the serializer's module, where it must be bound to that same name (pickle finds
+    it there)."""
+    name = name or identifier.rsplit("$", 1)[-1]
+    cls = type(name, (SimpleTypeSerializerSnapshot,), {
+        "IDENTIFIER": identifier, "SERIALIZER": serializer, "__module__": serializer.__module__,
+        "__qualname__": name,
+        "__doc__": f"Flink's ``{identifier.rsplit('.', 1)[-1]}``: the snapshot of a {serializer.__name__}.",
+    })
+    return register_snapshot()(cls)
+
+
+def nested_simple_snapshot(serializer: type[TypeSerializer[Any]], package: str) -> type[SimpleTypeSerializerSnapshot]:
+    """:func:`simple_snapshot` under Flink's usual name, a snapshot class nested in the serializer
+    class of the same name: ``package`` + ``IntSerializer$IntSerializerSnapshot``."""
+    name = serializer.__name__
+    return simple_snapshot(serializer, f"{package}{name}${name}Snapshot")
+
+
+__all__ = ["SimpleTypeSerializerSnapshot", "nested_simple_snapshot", "simple_snapshot"]

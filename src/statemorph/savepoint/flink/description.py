@@ -16,7 +16,7 @@ Two Flink specifics live here rather than in the planner:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from ... import serializers as _serializers  # noqa: F401  (registers every snapshot class Flink names)
 from ...errors import SavepointError, UnsupportedStateError
@@ -39,17 +39,35 @@ _KIND = {"value": StateKind.VALUE, "reducing": StateKind.VALUE, "aggregating": S
 """Reducing and aggregating state keep one value per key, stored like value state."""
 
 
+@dataclass
 class RecordedSnapshots:
-    """The planner's view of a state's recorded serializer snapshots by role, for keyed and
-    operator states alike (``_raw`` finds a role's snapshot, ``label`` names the state): one place
-    says how a snapshot statemorph does not read is refused."""
+    """The planner's view of a state of an operator, keyed and operator states alike: its meta
+    info (the name and the recorded serializer snapshots by role; ``_raw`` finds a role's
+    snapshot, ``label`` names the state), so one place says how a snapshot statemorph does not
+    read is refused."""
+
+    operator: OperatorState
+    meta: StateMetaInfo
+    WHAT: ClassVar[str] = "state"
+    """What :attr:`label` calls the state after its operator's label."""
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    def _recorded(self, role: str) -> Snapshot | None:
+        """The snapshot recorded for ``role``, None where the state has no such serializer."""
+        raise NotImplementedError
 
     def _raw(self, role: str) -> Snapshot:
-        raise NotImplementedError
+        snap = self._recorded(role)
+        if snap is None:
+            raise SavepointError(f"{self.label} has no {role.replace('_', ' ')}")
+        return snap
 
     @property
     def label(self) -> str:
-        raise NotImplementedError
+        return f"{self.operator.label()} {self.WHAT} {self.name!r}"
 
     def snapshot_bytes(self, role: str) -> bytes:
         return self._raw(role).raw
@@ -72,17 +90,11 @@ class RecordedSnapshots:
 class FlinkStateDescription(RecordedSnapshots):
     """One keyed state of one operator (timers are not states the planner resolves)."""
 
-    operator: OperatorState
-    meta: StateMetaInfo
     header: KeyedHeader
     rows: int = -1
     carries_unread_snapshots: bool = True
     """Snapshots statemorph does not read (Kryo, user classes) are carried over as exact bytes:
     only the states a program changes need readable snapshots."""
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
     @property
     def flink_kind(self) -> str:
@@ -101,25 +113,16 @@ class FlinkStateDescription(RecordedSnapshots):
     def ttl(self) -> bool:
         return self.meta.ttl
 
-    def _raw(self, role: str) -> Snapshot:
-        snap: Snapshot | None
+    def _recorded(self, role: str) -> Snapshot | None:
         if role == "value_serializer":
-            snap = self.meta.value_snapshot_unwrapped()[0]
-        elif role == "user_key_serializer":
-            snap = self.meta.user_key_snapshot()
-        elif role == "namespace_serializer":
-            snap = self.meta.serializer(NAMESPACE_SERIALIZER)
-        elif role == "key_serializer":
-            snap = self.header.key_serializer
-        else:
-            raise SavepointError(f"unknown serializer role {role!r}")
-        if snap is None:
-            raise SavepointError(f"{self.label} has no {role.replace('_', ' ')}")
-        return snap
-
-    @property
-    def label(self) -> str:
-        return f"{self.operator.label()} state {self.name!r}"
+            return self.meta.value_snapshot_unwrapped()[0]
+        if role == "user_key_serializer":
+            return self.meta.user_key_snapshot()
+        if role == "namespace_serializer":
+            return self.meta.serializer(NAMESPACE_SERIALIZER)
+        if role == "key_serializer":
+            return self.header.key_serializer
+        raise SavepointError(f"unknown serializer role {role!r}")
 
     def opaque_roles(self) -> dict[str, str]:
         """Role → ``RAW('<class>')`` of each serializer of this state that statemorph does not read

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ...errors import FlinkSavepointError, SavepointError
+from ...errors import FlinkSavepointError
 from ...keyed.kinds import StateKind
 from ...typeutils import SnapshotRegistry
 from ..storage import NewFile, Target
@@ -32,7 +32,7 @@ from .description import DescribedOperator, FlinkOperatorDescription, RecordedSn
 from .envelope import Snapshot, snapshot_from_envelope
 from .files import SavepointDirectory
 from .handles import DISTRIBUTION_MODES, ByteStreamHandle, FileHandle, OperatorStreamHandle, RelativeFileHandle
-from .keyed_header import VALUE_SERIALIZER, StateMetaInfo
+from .keyed_header import VALUE_SERIALIZER
 from .keyed_writer import keep_inline
 from .metadata import CheckpointMetadata, OperatorState
 from .migrate_stream import ValueMigration
@@ -50,16 +50,10 @@ as :func:`~.rewrite.rewrite` takes for keyed states."""
 class OperatorStateDescription(RecordedSnapshots):
     """One operator state as the planner sees it (no key, no namespace, no TTL)."""
 
-    operator: OperatorState
-    meta: StateMetaInfo
     mode: str
     rows: int = -1
     ttl: bool = False
     carries_unread_snapshots: bool = True
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
 
     @property
     def flink_kind(self) -> str:
@@ -69,17 +63,12 @@ class OperatorStateDescription(RecordedSnapshots):
     def kind(self) -> StateKind:
         return StateKind.MAP if self.mode == "BROADCAST" else StateKind.LIST
 
-    def _raw(self, role: str) -> Snapshot:
-        key = {"value_serializer": VALUE_SERIALIZER, "user_key_serializer": KEY_SERIALIZER}.get(role)
-        snap = self.meta.serializer(key) if key is not None and (key == VALUE_SERIALIZER or self.mode == "BROADCAST") \
-            else None
-        if snap is None:
-            raise SavepointError(f"{self.label} has no {role.replace('_', ' ')}")
-        return snap
+    WHAT = "operator state"
 
-    @property
-    def label(self) -> str:
-        return f"{self.operator.label()} operator state {self.name!r}"
+    def _recorded(self, role: str) -> Snapshot | None:
+        key = {"value_serializer": VALUE_SERIALIZER, "user_key_serializer": KEY_SERIALIZER}.get(role)
+        return self.meta.serializer(key) if key is not None and (key == VALUE_SERIALIZER or self.mode == "BROADCAST") \
+            else None
 
 
 @dataclass
