@@ -1,11 +1,13 @@
 """Which thread does what in the Flink rewrite (issue 22): the caller of ``migrated_blocks`` (the
 thread that writes the stream) only receives finished bytes; every per-key-group step (read,
-decompress, scan, gather + migrate, rebuild, compress) runs elsewhere, and the Snappy decoding of a
-sliced key group's pieces is not left to the one thread that cuts the slices."""
+decompress, scan, cut, gather + migrate, rebuild, compress) runs on the workers, no other thread
+cuts for them, the pieces of one large key group are cut by different workers, and the bytes
+written do not depend on the number of workers."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ def test_the_writing_thread_only_receives_finished_bytes(monkeypatch: pytest.Mon
         return wrapper
 
     for step, owner, name in [("read", bulk_blocks, "read_key_group_view"), ("scan", bulk_blocks, "scan_key_group"),
-                              ("slice", bulk_blocks, "scan_slices"), ("rebuild", bulk_blocks, "_rebuild"),
+                              ("slice", key_group_scan.KeyGroupCut, "slices_of"), ("rebuild", bulk_blocks, "_rebuild"),
                               ("compress", bulk_blocks, "frame_key_group"),
                               ("decompress", key_group_scan, "unframe_into")]:
         monkeypatch.setattr(owner, name, traced(step, getattr(owner, name)))
@@ -63,5 +65,50 @@ def test_the_writing_thread_only_receives_finished_bytes(monkeypatch: pytest.Mon
     steps = {"migrate", "rebuild", "compress"} | ({"read", "scan"} if slice_bytes > 1 << 20 else {"slice"})
     assert steps <= ran.keys(), ran.keys()
     assert all(writer not in threads for threads in ran.values()), {s: writer in t for s, t in ran.items()}
-    # a sliced key group is cut on the prefetch thread, but its pieces are decoded by a pool ahead of it
-    assert not any(n.startswith("statemorph-prefetch") for n in names["decompress"]), names["decompress"]
+    # the workers do it all: no thread of its own reads, decodes or cuts ahead of them
+    assert {n for step in ran for n in names[step]} <= names["migrate"], names
+
+
+def _rewrite(stream: Any, states: dict[int, tuple[StateLayout, Any]], workers: int, slice_bytes: int) -> bytes:
+    return b"".join(bytes(data) for _, data in migrated_blocks(stream, states, batch_values=50, workers=workers,
+                                                               slice_bytes=slice_bytes))
+
+
+def _case(compressed: bool) -> Path:
+    for case in cases():
+        sp = FlinkSavepoint(case / "savepoint")
+        if any(s.header.compressed == compressed for _, s in sp.keyed_streams(sp.operator(state_operator(sp)))):
+            return case
+    pytest.skip(f"no case with compressed={compressed}")
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["snappy", "raw"])
+def test_the_pieces_of_one_key_group_are_cut_by_different_workers(monkeypatch: pytest.MonkeyPatch,
+                                                                  compressed: bool) -> None:
+    """The largest key group of each stream in about eight pieces (a compressed piece is one
+    Snappy chunk at least: these key groups are one piece, and tests/savepoint/flink/
+    test_key_group_slices.py cuts a compressed one of many pieces on several workers), two
+    workers: both cut pieces of it, and what they write is what one worker writes, byte for byte
+    (and what four write)."""
+    case = _case(compressed)
+    slices_of = key_group_scan.KeyGroupCut.slices_of
+    cutters: dict[int, set[int]] = defaultdict(set)
+
+    def traced(self: key_group_scan.KeyGroupCut, i: int, scratch: Any) -> Any:
+        cutters[self.ext.key_group].add(threading.get_ident())
+        time.sleep(0.002)  # the other worker takes the next piece meanwhile
+        return slices_of(self, i, scratch)
+
+    monkeypatch.setattr(key_group_scan.KeyGroupCut, "slices_of", traced)
+    sp = FlinkSavepoint(case / "savepoint")
+    op = sp.operator(state_operator(sp))
+    for _, stream in sp.keyed_streams(op):  # a stream's file is open while its turn lasts
+        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), _grow)
+                  for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
+        largest = max(stream.extents, key=lambda e: e.end - e.offset)
+        slice_bytes = max(16, (largest.end - largest.offset) // 8)
+        one = _rewrite(stream, states, 1, slice_bytes)
+        cutters.clear()
+        assert _rewrite(stream, states, 2, slice_bytes) == one
+        assert len(cutters[largest.key_group]) == (1 if compressed else 2), cutters
+        assert _rewrite(stream, states, 4, slice_bytes) == one

@@ -14,9 +14,8 @@ rebuild a slice as they do a whole key group, and each slice is an independent p
 from __future__ import annotations
 
 import functools
-from collections import deque
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -198,88 +197,212 @@ def scanned_groups(source: StreamSource, extents: Iterable[KeyGroupExtent], comp
 
 
 def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
-                slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None,
-                pool: Executor | None = None, ahead: int = 0) -> Iterator[ScannedGroup]:
+                slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None) -> Iterator[ScannedGroup]:
     """One key group as slices of about ``slice_bytes`` uncompressed bytes (more only when a
-    single entry is larger), each ending after a whole entry, the last one after the end mark.
-    Memory holds one slice and one read piece, whatever the key group's size; ``scratch`` keeps
-    the scan's arrays from one key group to the next.
-
-    With ``pool`` a compressed key group's pieces are decompressed on its threads, up to
-    ``ahead`` pieces ahead of the scan (:func:`_decompressed_ahead`): the cut (which needs the
-    previous slice's end) then only copies and scans, and the Snappy decoding, most of a slice's
-    cost before its migration, runs in parallel. The slices are the same either way."""
-    where = f"{where} key group {ext.key_group}"
-    # a compressed piece decompresses to a few times its size: read less of it at a time
-    read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
-    pieces = _stored_pieces(source, ext, compressed, where, read)
-    if pool is not None and compressed and ahead > 0:
-        pieces = _decompressed_ahead(pieces, pool, ahead)
+    single entry is larger), each ending after a whole entry, the last one after the end mark:
+    the pieces of :class:`KeyGroupCut`, one after the other on this thread (a parallel runner
+    hands them to workers instead; the slices are the same). Memory holds one slice and one read
+    piece, whatever the key group's size; ``scratch`` keeps the scan's arrays from one key group
+    to the next."""
+    cut = KeyGroupCut(source, ext, compressed, n_states, where, slice_bytes)
     scratch = scratch or ScanArrays()
-    carry: Any = b""  # the bytes after the previous slice's last whole entry
-    run = -1  # the state whose run the carry continues (-1: the carry starts with a state id)
-    at = 0  # where the carry starts in the key group
-    want = slice_bytes
-    more = True
-    first = True
-    total = -1  # the key group's uncompressed size, found when an entry outgrows a slice
-    while True:
-        parts, size = [], len(carry)
-        while more and size < want:
-            piece = next(pieces, None)
-            if piece is None:
-                more = False
-            else:
-                parts.append(piece)
-                size += piece[1]
-        # the window is allocated once at its size, from Arrow's pool (fresh pages would fault in
-        # every slice), and each piece is decompressed straight into its place
+    for i in range(cut.pieces):
+        yield from cut.slices_of(i, scratch)
+
+
+HEADROOM = 4096
+"""Bytes kept free in front of a piece's buffer: the state id and the carry (the part of an entry
+that began in the previous piece) are put there, so a piece is scanned in place; a longer carry
+costs one copy of the piece."""
+
+
+class _Handoff:
+    """What piece ``i`` of a key group hands piece ``i + 1``: first the stored bytes after its
+    last whole Snappy chunk (``tail``), then (``ready``) the bytes after its last whole entry
+    (``carry``, a list of buffers joined only when the entry is complete), the state whose run
+    they continue (``run``, -1 when they start with a state id), their offset in the key group
+    (``at``), how many bytes the entry they begin needs at least (``needs``), and whether a slice
+    has been cut yet (``first``). ``failed``: an earlier piece raised, nothing follows."""
+
+    def __init__(self) -> None:
+        self.chunks = threading.Event()
+        self.ready = threading.Event()
+        self.tail = b""
+        self.carry: list[Any] = []
+        self.run = -1
+        self.at = 0
+        self.needs = 0
+        self.first = True
+        self.failed = False
+
+    def fail(self) -> None:
+        self.failed = True
+        self.chunks.set()
+        self.ready.set()
+
+
+class KeyGroupCut:
+    """A key group stored in more than ``slice_bytes`` bytes, cut into slices by pieces that
+    different workers take at once.
+
+    Its stored bytes are read in fixed pieces (``slice_bytes``, or a quarter of it when
+    compressed: a piece decompresses to a few times its size). A worker takes piece ``i``
+    (:meth:`slices_of`) and reads it; waits until piece ``i - 1`` has found its last whole Snappy
+    chunk, takes the bytes after it and hands on its own (a short walk over chunk headers);
+    decompresses its whole chunks; waits for the bytes after piece ``i - 1``'s last whole entry,
+    puts them in front of its own (with the state id of the run they continue), scans, and hands
+    on what follows its own last whole entry. Only the two hand-overs are in order, each a few
+    microseconds; reading, decompressing and scanning run on every worker at once, and no
+    thread cuts for the others. Workers must take the pieces in order (a FIFO pool fed in
+    order, or one thread): a piece waits only for an earlier one. A piece that raises marks the
+    pieces after it failed, so none waits forever."""
+
+    def __init__(self, source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
+                 slice_bytes: int = SLICE_BYTES) -> None:
+        self.source = source
+        self.ext = ext
+        self.compressed = compressed
+        self.n_states = n_states
+        self.where = f"{where} key group {ext.key_group}"
+        self.slice_bytes = slice_bytes
+        self.read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
+        self.pieces = max(1, -(-(ext.end - ext.offset) // self.read))
+        self._handoffs = [_Handoff() for _ in range(self.pieces + 1)]
+        first = self._handoffs[0]
+        first.chunks.set()
+        first.ready.set()
+        self._total = -1
+        self._lock = threading.Lock()
+
+    def slices_of(self, i: int, scratch: ScanArrays) -> list[ScannedGroup]:
+        """The slices that end in piece ``i`` (none when an entry spans the whole piece), cut
+        after whole entries; the last piece's end with the end mark."""
+        into, out = self._handoffs[i], self._handoffs[i + 1]
+        try:
+            own, n = self._own_bytes(i, into, out)
+            if into.failed:
+                raise FlinkSavepointError(f"{self.where}: an earlier piece of the key group was refused")
+            return self._cut(i, own, n, into, out, scratch)
+        except BaseException:
+            out.fail()
+            raise
+        finally:  # only this piece reads what the previous one handed on: its buffers go now
+            into.carry, into.tail = [], b""
+
+    def _own_bytes(self, i: int, into: _Handoff, out: _Handoff) -> tuple[np.ndarray, int]:
+        """Piece ``i`` read (and decompressed) into a buffer behind :data:`HEADROOM` free bytes,
+        and its number of bytes."""
+        pos = self.ext.offset + i * self.read
+        n = min(self.read, self.ext.end - pos)
+        what = f"key group {self.ext.key_group}"
+        if not self.compressed:
+            own = pooled(HEADROOM + n)
+            self.source.read_into(pos, own[HEADROOM:].data, what)
+            out.chunks.set()
+            into.ready.wait()
+            return own, n
+        raw: Any = self.source.read_at(pos, n, what)
+        if i == 0:  # the stream identifier opens the group
+            check_stream_identifier(raw, self.where)
+            raw = memoryview(raw)[len(STREAM_IDENTIFIER):]
+        into.chunks.wait()
+        if into.failed:
+            raise FlinkSavepointError(f"{self.where}: an earlier piece of the key group was refused")
+        data = into.tail + raw if into.tail else raw
+        k = whole_chunks(data)
+        out.tail = bytes(data[k:])
+        out.chunks.set()
+        if i == self.pieces - 1 and out.tail:
+            raise FlinkSavepointError(f"{self.where}: corrupt Snappy-framed key group: a chunk of "
+                                      f"{len(out.tail)} bytes runs past the key group's end")
+        framed = STREAM_IDENTIFIER + bytes(data[:k])
+        size = framed_raw_size(framed, self.where) if k else 0
+        own = pooled(HEADROOM + size)
+        if k:
+            unframe_into(framed, own[HEADROOM:], self.where)
+        into.ready.wait()
+        return own, size
+
+    def _cut(self, i: int, own: np.ndarray, n: int, into: _Handoff, out: _Handoff,
+             scratch: ScanArrays) -> list[ScannedGroup]:
+        last = i == self.pieces - 1
+        carry, run, at, needs, first = into.carry, into.run, into.at, into.needs, into.first
+        held = sum(memoryview(c).nbytes for c in carry)
+        if not last and held + n < needs:  # the entry the carry begins goes on past this piece
+            out.carry, out.run, out.at, out.needs, out.first = [*carry, own[HEADROOM:HEADROOM + n].data], run, at, \
+                needs, first
+            out.ready.set()
+            return []
+        window = self._window(own, n, carry, held, run)
+        slices: list[ScannedGroup] = []
+        most = self.slice_bytes // MIN_ENTRY_BYTES + 1  # 48 bytes an entry: room for a slice's worth
+        while True:
+            skip = 2 if run >= 0 else 0
+            status, ne, nr, end, arrays = _scan(window, self.n_states, scratch, most=most)
+            full = status == BLOCK_CAPACITY  # the arrays are full: the slice ends after the entries found
+            label = f"{self.where} (slice from byte {at})"
+            if last and not full:  # it must end exactly with the end mark
+                if status != BLOCK_OK or end != len(window):
+                    _refuse(window, status, end, self.n_states, label)
+                slices.append(_scanned(self.ext.key_group, window.data, ne, nr, end, arrays, skip, first))
+                out.ready.set()
+                return slices
+            if status == BLOCK_OK:  # the end mark, but the key group goes on
+                raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
+            if ne == 0:  # not one whole entry yet: a broken one, or one larger than the piece
+                needs = self._needs(window, status, end, skip, at, label)
+                out.carry, out.run, out.at, out.needs, out.first = [window.data[skip:]], run, at, needs, first
+                out.ready.set()
+                return slices
+            key_pos, _, val_pos, val_len, run_state, _ = arrays
+            cut = int(val_pos[ne - 1] + val_len[ne - 1])
+            slices.append(_scanned(self.ext.key_group, window.data[:cut], ne, nr, cut, arrays, skip, first))
+            first = False
+            run = -1 if window[key_pos[ne - 1]] & FLAG else int(run_state[nr - 1])
+            at += cut - skip
+            rest = window.data[cut:]
+            if not full and not last:
+                out.carry, out.run, out.at, out.needs, out.first = [rest], run, at, 0, first
+                out.ready.set()
+                return slices
+            window = self._window(None, 0, [rest], len(rest), run)  # the rest of a full scan, cut again here
+
+    def _window(self, own: np.ndarray | None, n: int, carry: list[Any], held: int, run: int) -> np.ndarray:
+        """The state id of the run the carry continues, the carry, then the piece's own bytes:
+        in place in the piece's buffer when they fit in its headroom, else in a new one."""
         skip = 2 if run >= 0 else 0
-        window = pooled(skip + size)
+        if own is not None and skip + held <= HEADROOM:
+            window = own[HEADROOM - held - skip:HEADROOM + n]
+        else:
+            window = pooled(skip + held + n)
+            if own is not None:
+                window[skip + held:] = own[HEADROOM:HEADROOM + n]
         if skip:
             window[:2] = (run >> 8, run & 0xFF)
-        pos = skip + len(carry)
-        window[skip:pos] = np.frombuffer(carry, np.uint8)
-        for fill, n in parts:
-            fill(window[pos:pos + n])
-            pos += n
-        stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
-        # the scan's six arrays take 48 bytes an entry: room for a slice's worth, never a grown window's
-        status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop, slice_bytes // MIN_ENTRY_BYTES + 1)
-        full = status == BLOCK_CAPACITY  # the arrays are full: the slice ends after the entries found
-        label = f"{where} (slice from byte {at})"
-        if more and status == BLOCK_OK and end == len(window) and next(pieces, None) is None:
-            more = False  # the end mark ends the stored bytes too
-        if not more and stop == len(window) and not full:  # the last slice: it must end exactly with the end mark
-            if status != BLOCK_OK or end != len(window):
-                _refuse(window, status, end, n_states, label)
-            yield _scanned(ext.key_group, window.data, ne, nr, end, arrays, skip, first)
-            return
-        if status == BLOCK_OK:  # the end mark, but the key group goes on
-            raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
-        if ne == 0:  # not one whole entry yet: a broken one, or one larger than the slice
-            needs = _claimed(window, stop, status, end)
-            if needs < 0:
-                _refuse(window, status, end, n_states, label)
-            if needs - skip > MAX_ENTRY_BYTES:
-                raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} declares more than "
-                                          f"{MAX_ENTRY_BYTES:,} bytes, the most statemorph holds for one entry")
-            if total < 0:  # what the key group holds, once: an entry is never grown past it
-                total = _raw_size(source, ext, compressed, where, read)
-            if at + needs - skip > total:
-                raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} runs past the end of the key "
-                                          f"group (it needs {at + needs - skip} of its {total} bytes)")
-            want = max(want * 2, needs - skip)
-            carry = window.data[skip:]
-            continue
-        key_pos, _, val_pos, val_len, run_state, _ = arrays
-        cut = int(val_pos[ne - 1] + val_len[ne - 1])
-        yield _scanned(ext.key_group, window.data[:cut], ne, nr, cut, arrays, skip, first)
-        first = False
-        run = -1 if window[key_pos[ne - 1]] & FLAG else int(run_state[nr - 1])
-        carry = window.data[cut:]
-        at += cut - skip
-        want = slice_bytes
+        at = skip
+        for c in carry:
+            m = memoryview(c).nbytes
+            window[at:at + m] = np.frombuffer(c, np.uint8)
+            at += m
+        return window
+
+    def _needs(self, window: np.ndarray, status: int, end: int, skip: int, at: int, label: str) -> int:
+        """How many bytes the entry that starts the window needs at least (its declared lengths),
+        refused when they are broken, larger than :data:`MAX_ENTRY_BYTES`, or run past the key
+        group."""
+        needs = _claimed(window, len(window), status, end)
+        if needs < 0:
+            _refuse(window, status, end, self.n_states, label)
+        if needs - skip > MAX_ENTRY_BYTES:
+            raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} declares more than "
+                                      f"{MAX_ENTRY_BYTES:,} bytes, the most statemorph holds for one entry")
+        with self._lock:
+            if self._total < 0:  # what the key group holds, once: an entry is never grown past it
+                self._total = _raw_size(self.source, self.ext, self.compressed, self.where, self.read)
+        if at + needs - skip > self._total:
+            raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} runs past the end of the key "
+                                      f"group (it needs {at + needs - skip} of its {self._total} bytes)")
+        return needs - skip
 
 
 def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
@@ -333,47 +456,6 @@ def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, 
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
                                   f"{len(carry)} bytes runs past the key group's end")
-
-
-Piece = tuple[Callable[[np.ndarray], None], int]
-"""A piece of a key group: the function that writes its uncompressed bytes into its place, and
-their number."""
-
-
-def _decompressed_ahead(pieces: Iterator[Piece], pool: Executor, ahead: int) -> Iterator[Piece]:
-    """``pieces``, each decompressed on ``pool`` into a buffer of its own up to ``ahead`` pieces
-    before it is asked for; asking copies the buffer into its place. Errors come where they did
-    without the pool: a piece's decoding error when that piece is written, an error of the stored
-    bytes (a chunk past the end) when the piece after the last good one is asked for."""
-    pending: deque[tuple[Future[None], np.ndarray, int]] = deque()
-    failed: BaseException | None = None
-
-    def copy(done: Future[None], buf: np.ndarray, out: np.ndarray) -> None:
-        done.result()
-        out[:] = buf
-
-    try:
-        while True:
-            while failed is None and len(pending) < ahead:
-                try:
-                    piece = next(pieces, None)
-                except FlinkSavepointError as e:
-                    failed = e
-                    break
-                if piece is None:
-                    break
-                fill, n = piece
-                buf = pooled(n)
-                pending.append((pool.submit(fill, buf), buf, n))
-            if not pending:
-                if failed is not None:
-                    raise failed
-                return
-            done, buf, n = pending.popleft()
-            yield functools.partial(copy, done, buf), n
-    finally:
-        for done, _, _ in pending:
-            done.cancel()
 
 
 def _read_into(source: StreamSource, offset: int, what: str, out: np.ndarray) -> None:
