@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..bulk.chunks import DEFAULT_THREADS
+from ..bulk.serial_clock import SerialClock
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StatemorphError, UsageError
 from ..savepoint.flink import FlinkSavepoint, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
@@ -153,6 +154,9 @@ class FlinkMigrateReport:
     carried_files: int = 0
     seconds: float = 0.0
     engine: str = "local"
+    timings: dict[str, Any] | None = None
+    """With ``timings=True``: the run's serial fraction (:meth:`SerialClock.to_dict
+    <statemorph.bulk.serial_clock.SerialClock.to_dict>`)."""
 
     @property
     def rows(self) -> int:
@@ -167,11 +171,14 @@ class FlinkMigrateReport:
     def to_dict(self) -> dict[str, Any]:
         """The report as numbers (``statemorph migrate --json``; Flink keyed-state files are
         rewritten stream by stream; entries are counted for the migrated states only)."""
-        return {"source": self.source, "destination": self.destination, "engine": self.engine, "format": "flink",
-                "seconds": round(self.seconds, 3), "entries_migrated": self.rows,
-                "rewritten_streams": self.rewritten_streams, "carried_files": self.carried_files,
-                "states": [{"operator": op, "name": st, "entries_migrated": n}
-                           for (op, st), n in self.migrated.items()]}
+        out = {"source": self.source, "destination": self.destination, "engine": self.engine, "format": "flink",
+               "seconds": round(self.seconds, 3), "entries_migrated": self.rows,
+               "rewritten_streams": self.rewritten_streams, "carried_files": self.carried_files,
+               "states": [{"operator": op, "name": st, "entries_migrated": n}
+                          for (op, st), n in self.migrated.items()]}
+        if self.timings is not None:
+            out["timings"] = self.timings
+        return out
 
     def details(self) -> list[str]:
         """Nothing beyond the summary, which lists every migrated state already."""
@@ -191,7 +198,7 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
                             new_descriptors: OperatorDescriptors, *, threads: int = DEFAULT_THREADS,
                             on_error: str = "raise",
                             registry: SnapshotRegistry | None = None, spark: Any = None,
-                            tasks: int | None = None) -> FlinkMigrateReport:
+                            tasks: int | None = None, timings: bool = False) -> FlinkMigrateReport:
     """Write ``dst``: Flink savepoint ``src`` with every state the plan migrates in its new
     schema, in Flink's own format, which Flink restores with the new types. An incompatible
     state raises before anything is written; ``dst`` appears complete or not at all.
@@ -209,7 +216,22 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     (the driver reads ``_metadata`` and the keyed-state headers; the tasks read their key-group
     ranges) and the result written in place, unchanged files copied server-side (or, where the
     store cannot, streamed by Spark tasks), ``_metadata`` last
-    (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
+    (:class:`~statemorph.savepoint.storage.StagedPrefix`).
+
+    ``timings=True`` measures the run's serial fraction into the report's ``timings``
+    (:mod:`statemorph.bulk.serial_clock`: the wall time no second core could take, over the
+    process's CPU time; local engine: with Spark the parallel work runs in the executors)."""
+    if not timings:
+        return _migrate(src, dst, new_descriptors, threads, on_error, registry, spark, tasks)
+    with SerialClock() as clock:
+        report = _migrate(src, dst, new_descriptors, threads, on_error, registry, spark, tasks)
+    report.timings = clock.to_dict()
+    return report
+
+
+def _migrate(src: str | os.PathLike[str] | Location, dst: str | os.PathLike[str] | Location,
+             new_descriptors: OperatorDescriptors, threads: int, on_error: str, registry: SnapshotRegistry | None,
+             spark: Any, tasks: int | None) -> FlinkMigrateReport:
     if on_error != "raise":
         raise UsageError(f"on_error={on_error!r}: a Flink savepoint is migrated whole or not at all "
                          f"(on_error='raise'); dropping entries from Flink's key groups is not supported")

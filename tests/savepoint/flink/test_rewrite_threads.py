@@ -6,6 +6,8 @@ written do not depend on the number of workers."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -14,11 +16,15 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, ROOT
 from savepoint.flink.format_helpers import cases, state_operator
 
+from statemorph.engine import migrate_flink_savepoint
 from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
 from statemorph.savepoint.flink.layout import StateLayout
+from statemorph.serializers import RowDataSerializer
+from statemorph.state import ValueStateDescriptor
 
 
 def _grow(values: pa.Array) -> pa.Array:
@@ -112,3 +118,31 @@ def test_the_pieces_of_one_key_group_are_cut_by_different_workers(monkeypatch: p
         assert _rewrite(stream, states, 2, slice_bytes) == one
         assert len(cutters[largest.key_group]) == (1 if compressed else 2), cutters
         assert _rewrite(stream, states, 4, slice_bytes) == one
+
+
+def _bench_builder() -> Any:
+    """benchmarks/flink_savepoint.py, loaded by path (benchmarks is not an installed package)."""
+    name = "statemorph_bench_flink_savepoint"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "flink_savepoint.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["snappy", "raw"])
+def test_a_migrated_savepoint_is_the_same_bytes_at_1_2_and_4_threads(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path, compressed: bool) -> None:
+    """The benchmark's Events savepoint (30,000 keys, two subtask files), its key groups cut into
+    pieces of 4 KiB: every file written is the same at 1, 2 and 4 worker threads."""
+    builder = _bench_builder()
+    built = builder.build(tmp_path / "cache", 30_000, compressed)
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    descriptors = {builder.UID: [ValueStateDescriptor(builder.STATE, RowDataSerializer(EVOLVED_EVENTS))]}
+    outputs = []
+    for threads in (1, 2, 4):
+        dst = tmp_path / f"out-{threads}"
+        assert migrate_flink_savepoint(built.path, dst, descriptors, threads=threads).rows == 30_000
+        outputs.append({p.name: p.read_bytes() for p in dst.iterdir()})
+    assert outputs[0] == outputs[1] == outputs[2]
