@@ -67,7 +67,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -478,6 +478,36 @@ class NewFile:
             raise output_error(e, self.label) from e
         self.pos += len(data)
         if not isinstance(self.target, Location) and self.pos - self._flushed >= WRITEBACK_BYTES:
+            self._start_writeback()
+
+    def writer_at(self) -> Callable[[int, Any], None] | None:
+        """A function writing a buffer at an offset of this local file, from any thread
+        (``pwrite``; what was written so far is flushed first), for bytes made in parallel whose
+        places are known (:class:`~statemorph.bulk.chunks.PlacedInOrder`); the writer then
+        counts them with :meth:`advance`. None for an object, which is written front to back."""
+        if isinstance(self.target, Location):
+            return None
+        try:
+            self._f.flush()
+        except OSError as e:
+            raise output_error(e, self.label) from e
+        fd = self._f.fileno()
+
+        def write_at(offset: int, data: Any) -> None:
+            view = memoryview(data).cast("B")
+            try:
+                while view.nbytes:
+                    n = os.pwrite(fd, view, offset)
+                    view, offset = view[n:], offset + n
+            except OSError as e:
+                raise output_error(e, self.label) from e
+
+        return write_at
+
+    def advance(self, n: int) -> None:
+        """Count ``n`` bytes that ``writer_at``'s function wrote after the last counted byte."""
+        self.pos += n
+        if self.pos - self._flushed >= WRITEBACK_BYTES:
             self._start_writeback()
 
     def _start_writeback(self) -> None:

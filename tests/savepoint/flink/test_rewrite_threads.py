@@ -7,6 +7,7 @@ written do not depend on the number of workers."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
 import time
@@ -20,8 +21,10 @@ from savepoint.flink.flink_cases import EVOLVED_EVENTS, ROOT
 from savepoint.flink.format_helpers import cases, state_operator
 
 from statemorph.engine import migrate_flink_savepoint
+from statemorph.savepoint import storage
 from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
+from statemorph.savepoint.flink.keyed_writer import KeyedStreamWriter
 from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.serializers import RowDataSerializer
 from statemorph.state import ValueStateDescriptor
@@ -146,3 +149,40 @@ def test_a_migrated_savepoint_is_the_same_bytes_at_1_2_and_4_threads(monkeypatch
         assert migrate_flink_savepoint(built.path, dst, descriptors, threads=threads).rows == 30_000
         outputs.append({p.name: p.read_bytes() for p in dst.iterdir()})
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_the_workers_write_the_key_groups_at_their_places(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The thread that keeps a stream's order writes only the stream's header: every key group
+    is written (``pwrite``) by a worker, at its place, and the file is what the writer thread
+    alone writes to an object store (front to back, ``add_encoded_key_group``)."""
+    builder = _bench_builder()
+    built = builder.build(tmp_path / "cache", 20_000, True)
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    descriptors = {builder.UID: [ValueStateDescriptor(builder.STATE, RowDataSerializer(EVOLVED_EVENTS))]}
+    placed = migrate_flink_savepoint(built.path, tmp_path / "placed", descriptors, threads=2)
+    monkeypatch.setattr(KeyedStreamWriter, "placed", lambda self: None)  # as for an object store
+    in_order = migrate_flink_savepoint(built.path, tmp_path / "in-order", descriptors, threads=2)
+    assert placed.rows == in_order.rows == 20_000
+    monkeypatch.undo()
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    writes: list[tuple[int, int]] = []
+    pwrite, write = os.pwrite, storage.NewFile.write
+
+    def traced_pwrite(fd: int, data: Any, offset: int) -> int:
+        writes.append((threading.get_ident(), memoryview(data).nbytes))
+        return pwrite(fd, data, offset)
+
+    def traced_write(self: storage.NewFile, data: Any) -> None:
+        writes.append((-threading.get_ident(), memoryview(data).nbytes))
+        write(self, data)
+
+    monkeypatch.setattr(os, "pwrite", traced_pwrite)
+    monkeypatch.setattr(storage.NewFile, "write", traced_write)
+    migrate_flink_savepoint(built.path, tmp_path / "traced", descriptors, threads=2)
+    me = threading.get_ident()
+    assert sum(n for t, n in writes if t > 0 and t != me) > 100_000
+    assert len([n for t, n in writes if t == -me]) == 2  # the two streams' headers, nothing else
+    assert sum(n for t, n in writes if t == me) < 1024  # the staging directory's claim note
+    for name in (p.name for p in (tmp_path / "in-order").iterdir()):
+        assert (tmp_path / "placed" / name).read_bytes() == (tmp_path / "in-order" / name).read_bytes()
+        assert (tmp_path / "traced" / name).read_bytes() == (tmp_path / "in-order" / name).read_bytes()

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from ... import kernels
-from ...bulk.chunks import ordered_map, pooled
+from ...bulk.chunks import PlacedInOrder, ordered_map, pooled
 from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_OK
 from . import key_group_scan
@@ -60,7 +60,8 @@ Piece = tuple[KeyGroupCut, int]
 
 def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Migration]], *, batch_values: int,
                     key_groups: range | None = None, migrated: dict[int, int] | None = None,
-                    workers: int = 1, slice_bytes: int | None = None) -> Iterator[tuple[int, Any]]:
+                    workers: int = 1, slice_bytes: int | None = None,
+                    placed: PlacedInOrder | None = None) -> Iterator[tuple[int, Any]]:
     """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
     the states in ``states`` (state id → (layout, migration)) migrated, encoded as the stream
     stores it (Snappy-framed when compressed), in order: what
@@ -71,7 +72,11 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
     :func:`~.key_group_scan.scan_slices`; a compressed group's pieces make one Snappy stream
     together). Units of consecutive key groups, and the slices of a large one, run on ``workers``
     threads; values are migrated in batches of about ``batch_values`` within a unit;
-    ``migrated`` receives the number of values per state id."""
+    ``migrated`` receives the number of values per state id.
+
+    With ``placed`` the worker that finishes a unit writes its bytes at their place in the file
+    itself (:class:`~statemorph.bulk.chunks.PlacedInOrder`), and what comes here is each key
+    group (or piece) with its number of bytes, already in the file: the caller only counts."""
     compressed = stream.header.compressed
     n_states = len(stream.header.states)
     extents = [e for e in stream.extents if key_groups is None or e.key_group in key_groups]
@@ -141,8 +146,19 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         if unit:
             yield unit
 
-    for blocks in ordered_map(unit, units(), workers):
-        yield from blocks
+    def placed_unit(numbered: tuple[int, list[KeyGroupExtent | Piece]]) -> list[tuple[int, Any]]:
+        seq, group = numbered
+        blocks = unit(group)
+        assert placed is not None
+        placed.put(seq, [data for _, data in blocks])
+        return [(kg, memoryview(data).nbytes) for kg, data in blocks]
+
+    if placed is None:
+        for blocks in ordered_map(unit, units(), workers):
+            yield from blocks
+    else:
+        for blocks in ordered_map(placed_unit, enumerate(units()), workers):
+            yield from blocks
     if migrated is not None:
         for rw in rewriters:
             for sid, n in rw.migrated.items():

@@ -310,15 +310,19 @@ def _rewrite_stream(
     header = migrated_header(stream.header, {ch.state: ch.envelope for ch in changes})
     counts: dict[str, int] = {}
     old = stream.handle
-    with timed(PARALLEL):  # the workers run from here; this thread writes, in order, and does nothing else
+    with timed(PARALLEL):  # the workers run from here; this thread keeps the order (and writes, to an object store)
         with timed(WRITE):
             out = KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets))
         with out:
+            placed = out.placed()  # a local file: the workers write their key groups at their places
             for kg, data in migrated_encoded_key_groups(stream, {ch.state: ch.migrate for ch in changes},
                                                         max_parallelism, batch_values=batch_values, counts=counts,
-                                                        workers=threads):
+                                                        workers=threads, placed=placed):
                 with timed(WRITE):
-                    out.add_encoded_key_group(kg, data)
+                    if placed is None:
+                        out.add_encoded_key_group(kg, data)
+                    else:
+                        out.add_written_key_group(kg, data)
             with timed(WRITE):
                 inline = keep_inline(old.delegate, out.pos, threshold)
                 inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name
