@@ -68,6 +68,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -439,6 +440,9 @@ def remove_scratch(target: Target) -> None:
 
 WRITEBACK_BYTES = 64 << 20
 """Written bytes after which a local file asks the OS to start writing them to disk."""
+_WRITEBACK = ThreadPoolExecutor(max_workers=1, thread_name_prefix="statemorph-writeback")
+"""Where the OS is asked to write a file's pages: asking can wait for the disk's queue (tenths of a
+second on a busy disk), which the thread that keeps a stream's order must not."""
 
 
 class NewFile:
@@ -466,6 +470,7 @@ class NewFile:
                 raise output_error(e, path) from e
         self.pos = 0
         self._flushed = 0
+        self._writeback: Future[None] | None = None
 
     @property
     def closed(self) -> bool:
@@ -517,13 +522,23 @@ class NewFile:
         dirty pages on Linux (and drops the pages already clean: nothing reads them back)."""
         self._f.flush()
         if hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(self._f.fileno(), self._flushed, self.pos - self._flushed, os.POSIX_FADV_DONTNEED)
+            self._wait_writeback()  # one request at a time per file: a slow disk slows the writer
+            self._writeback = _WRITEBACK.submit(os.posix_fadvise, self._f.fileno(), self._flushed,
+                                                self.pos - self._flushed, os.POSIX_FADV_DONTNEED)
         self._flushed = self.pos
+
+    def _wait_writeback(self) -> None:
+        """Wait for the writeback requested last (on the :data:`_WRITEBACK` thread); its error
+        is raised here."""
+        pending, self._writeback = self._writeback, None
+        if pending is not None:
+            pending.result()
 
     def finish(self) -> None:
         """Make the file durable and close it."""
         try:
             if not isinstance(self.target, Location):
+                self._wait_writeback()
                 self._f.flush()
                 os.fsync(self._f.fileno())
             self._f.close()
@@ -549,6 +564,10 @@ class NewFile:
 
     def abort(self) -> None:
         """Close (a flush may fail again: the file goes anyway) and remove what was written."""
+        try:
+            self._wait_writeback()
+        except OSError:
+            pass
         try:
             self._f.close()
         except OSError:
