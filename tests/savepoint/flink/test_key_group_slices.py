@@ -234,10 +234,10 @@ def test_the_pieces_of_a_compressed_key_group_are_cut_on_several_workers(monkeyp
         return slices_of(self, i, scratch)
 
     monkeypatch.setattr(KeyGroupCut, "slices_of", traced)
-    alone = _slices(data, True, 1 << 18)
+    alone = _slices(data, True, 1 << 17)
     assert len(alone) > 4
     cutters.clear()
-    assert _cuts(_slices(data, True, 1 << 18, parallel=True)) == _cuts(alone)
+    assert _cuts(_slices(data, True, 1 << 17, parallel=True)) == _cuts(alone)
     assert len(cutters) > 1
 
 

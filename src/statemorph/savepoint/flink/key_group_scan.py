@@ -245,8 +245,9 @@ class KeyGroupCut:
     """A key group stored in more than ``slice_bytes`` bytes, cut into slices by pieces that
     different workers take at once.
 
-    Its stored bytes are read in fixed pieces (``slice_bytes``, or a quarter of it when
-    compressed: a piece decompresses to a few times its size). A worker takes piece ``i``
+    Its stored bytes are read in fixed pieces (``slice_bytes``, or half of it when compressed: a
+    piece decompresses to a few times its size, and a piece is a slice: fewer, larger ones cost
+    less per entry). A worker takes piece ``i``
     (:meth:`slices_of`) and reads it; waits until piece ``i - 1`` has found its last whole Snappy
     chunk, takes the bytes after it and hands on its own (a short walk over chunk headers);
     decompresses its whole chunks; waits for the bytes after piece ``i - 1``'s last whole entry,
@@ -265,7 +266,7 @@ class KeyGroupCut:
         self.n_states = n_states
         self.where = f"{where} key group {ext.key_group}"
         self.slice_bytes = slice_bytes
-        self.read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
+        self.read = max(slice_bytes // 2, _MAX_CHUNK) if compressed else slice_bytes
         self.pieces = max(1, -(-(ext.end - ext.offset) // self.read))
         self._handoffs = [_Handoff() for _ in range(self.pieces + 1)]
         first = self._handoffs[0]
@@ -301,24 +302,38 @@ class KeyGroupCut:
             out.chunks.set()
             into.ready.wait()
             return own, n
-        raw: Any = self.source.read_at(pos, n, what)
+        # read behind room for the stream identifier and the previous piece's partial chunk, so
+        # the whole chunks are decoded where they were read
+        ident = len(STREAM_IDENTIFIER)
+        room = ident + _MAX_CHUNK
+        stored = pooled(room + n)
+        self.source.read_into(pos, stored[room:].data, what)
         if i == 0:  # the stream identifier opens the group
-            check_stream_identifier(raw, self.where)
-            raw = memoryview(raw)[len(STREAM_IDENTIFIER):]
+            check_stream_identifier(stored[room:room + ident], self.where)
         into.chunks.wait()
         if into.failed:
             raise FlinkSavepointError(f"{self.where}: an earlier piece of the key group was refused")
-        data = into.tail + raw if into.tail else raw
-        k = whole_chunks(data)
-        out.tail = bytes(data[k:])
+        tail = into.tail
+        if i == 0:
+            start = room
+        elif len(tail) <= _MAX_CHUNK:
+            start = room - len(tail) - ident
+            stored[start:start + ident] = np.frombuffer(STREAM_IDENTIFIER, np.uint8)
+            stored[start + ident:room] = np.frombuffer(tail, np.uint8)
+        else:  # a chunk longer than the format's (a corrupt length): the codec says what is wrong
+            stored = np.concatenate([np.frombuffer(STREAM_IDENTIFIER + tail, np.uint8), stored[room:]])
+            start = 0
+        end = whole_chunks(stored, start + ident)
+        out.tail = stored[end:].tobytes()
         out.chunks.set()
         if i == self.pieces - 1 and out.tail:
             raise FlinkSavepointError(f"{self.where}: corrupt Snappy-framed key group: a chunk of "
                                       f"{len(out.tail)} bytes runs past the key group's end")
-        framed = STREAM_IDENTIFIER + bytes(data[:k])
-        size = framed_raw_size(framed, self.where) if k else 0
+        framed = stored[start:end]
+        chunks = end > start + ident
+        size = framed_raw_size(framed, self.where) if chunks else 0
         own = pooled(HEADROOM + size)
-        if k:
+        if chunks:
             unframe_into(framed, own[HEADROOM:], self.where)
         into.ready.wait()
         return own, size
