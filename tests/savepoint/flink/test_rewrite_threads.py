@@ -119,7 +119,7 @@ def test_the_pieces_of_one_key_group_are_cut_by_different_workers(monkeypatch: p
         one = _rewrite(stream, states, 1, slice_bytes)
         cutters.clear()
         assert _rewrite(stream, states, 2, slice_bytes) == one
-        assert len(cutters[largest.key_group]) == (1 if compressed else 2), cutters
+        assert len(cutters[largest.key_group]) >= (1 if compressed else 2), cutters
         assert _rewrite(stream, states, 4, slice_bytes) == one
 
 
