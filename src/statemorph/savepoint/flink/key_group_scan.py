@@ -13,9 +13,8 @@ rebuild a slice as they do a whole key group, and each slice is an independent p
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -436,27 +435,14 @@ def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
 
 def _raw_size(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str, piece_bytes: int) -> int:
     """The uncompressed bytes of a key group, from its chunks' declared sizes (each bounded by
-    :func:`~.snappy.framed_raw_size`), read a piece at a time and nothing decompressed."""
+    :func:`~.snappy.framed_raw_size`), read ``piece_bytes`` stored bytes at a time (a whole number
+    of Snappy chunks each), nothing decompressed."""
     if not compressed:
         return ext.end - ext.offset
-    return sum(n for _, n in _stored_pieces(source, ext, compressed, where, piece_bytes))
-
-
-def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
-                   piece_bytes: int) -> Iterator[tuple[Callable[[np.ndarray], None], int]]:
-    """The key group's bytes in pieces of at most ``piece_bytes`` stored bytes, each as a function
-    that writes its uncompressed bytes into its place in a slice, and their number: an
-    uncompressed piece is read straight into it, a compressed group is read here a whole number
-    of Snappy chunks at a time, decompressed into it (each chunk checked by the codec, CRC
-    included, by :func:`~.snappy.unframe_into`)."""
     what = f"key group {ext.key_group}"
-    pos, carry = ext.offset, b""
+    pos, carry, total = ext.offset, b"", 0
     while pos < ext.end:
         n = min(piece_bytes, ext.end - pos)
-        if not compressed:
-            yield functools.partial(_read_into, source, pos, what), n
-            pos += n
-            continue
         raw = source.read_at(pos, n, what)
         pos += n
         if pos - n == ext.offset:  # the stream identifier opens the group; every piece gets it back
@@ -466,16 +452,8 @@ def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, 
         k = whole_chunks(data)
         carry = data[k:]
         if k:
-            framed = STREAM_IDENTIFIER + data[:k]
-            yield functools.partial(_unframe_into, framed, where), framed_raw_size(framed, where)
+            total += framed_raw_size(STREAM_IDENTIFIER + data[:k], where)
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
                                   f"{len(carry)} bytes runs past the key group's end")
-
-
-def _read_into(source: StreamSource, offset: int, what: str, out: np.ndarray) -> None:
-    source.read_into(offset, out.data, what)
-
-
-def _unframe_into(framed: bytes, where: str, out: np.ndarray) -> None:
-    unframe_into(framed, out, where)
+    return total
