@@ -489,8 +489,9 @@ class NewFile:
         """A function writing a buffer at an offset of this local file, from any thread
         (``pwrite``; what was written so far is flushed first), for bytes made in parallel whose
         places are known (:class:`~statemorph.bulk.chunks.PlacedInOrder`); the writer then
-        counts them with :meth:`advance`. None for an object, which is written front to back."""
-        if isinstance(self.target, Location):
+        counts them with :meth:`advance`. None for an object, which is written front to back (and
+        where the OS has no ``pwrite``)."""
+        if isinstance(self.target, Location) or not hasattr(os, "pwrite"):
             return None
         try:
             self._f.flush()
