@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from statemorph import arrow
+from statemorph.bulk.chunks import ordered_map
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.keyed_blocks import StateRun, key_group_extents
 from statemorph.savepoint.flink.keyed_writer import KeyedStreamWriter
@@ -198,24 +199,29 @@ def _write(out: Path, n: int, compressed: bool) -> tuple[list[str], int]:
     return sorted(files), state_bytes
 
 
-def copy_floor(sp: BenchSavepoint, extents: dict[str, tuple[int, list[tuple[int, int]]]], dst: Path) -> None:
+def copy_floor(sp: BenchSavepoint, extents: dict[str, tuple[int, list[tuple[int, int]]]], dst: Path,
+               threads: int = 1) -> None:
     """The floor of a rewrite: every keyed-state file read, each key group Snappy-decoded, copied,
     Snappy-encoded as its own framed stream (cramjam, the codec statemorph uses) and written, in
     the same layout (header, then the key groups in order), then fsynced; without compression the
-    key groups are read, copied and written. Nothing is parsed or migrated."""
+    key groups are read, copied and written. Nothing is parsed or migrated. With ``threads`` > 1
+    the key groups are decoded, copied and encoded on that many threads (cramjam releases the
+    GIL) while this thread writes them in order: the parallel floor of a rewrite on ``threads``
+    workers."""
     dst.mkdir()
+
+    def copied(block: memoryview) -> bytes:
+        if sp.compressed:
+            return bytes(cramjam.snappy.compress(bytes(cramjam.snappy.decompress(block))))
+        return bytes(block)
+
     for name in sp.files:
         header_end, ranges = extents[name]
         with open(sp.path / name, "rb") as f:
             data = f.read()
         with open(dst / name, "xb") as out:
             out.write(data[:header_end])
-            for start, end in ranges:
-                block = memoryview(data)[start:end]
-                if sp.compressed:
-                    raw = bytes(cramjam.snappy.decompress(block))
-                    out.write(bytes(cramjam.snappy.compress(raw)))
-                else:
-                    out.write(bytes(block))
+            for block in ordered_map(copied, (memoryview(data)[start:end] for start, end in ranges), threads):
+                out.write(block)
             out.flush()
             os.fsync(out.fileno())

@@ -12,7 +12,6 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from queue import Full, Queue
 from typing import Any
 
 import numpy as np
@@ -95,46 +94,40 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, de
         pool.shutdown(wait=True)
 
 
-def prefetched(items: Iterable[Any], depth: int) -> Iterator[Any]:
-    """``items``, produced by a background thread up to ``depth`` ahead of the caller: a producer
-    that does real work per item (reading and decompressing the slices of a large key group)
-    then overlaps with the caller's own (handing work to threads, writing results) instead of
-    taking turns with it. The producer's error is raised at its place in the sequence; closing
-    the iterator early stops the producer and waits for it."""
-    q: Queue[tuple[bool, Any]] = Queue(maxsize=depth)
-    stop = threading.Event()
+class PlacedInOrder:
+    """Finished pieces of one file written at their place by the worker threads that made them,
+    so the thread that keeps the file's order writes nothing itself.
 
-    def put(entry: tuple[bool, Any]) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(entry, timeout=0.05)
-                return True
-            except Full:
-                continue
-        return False
+    Piece ``seq`` (numbered from 0 in file order) is handed over with :meth:`put` by its worker;
+    each piece's place is where the one before it ends (from ``start``), so pieces wait here
+    until every earlier one has come, and the worker that completes the in-order run writes that
+    run (``write_at(offset, buffer)``, outside the lock: several workers write at once). Only
+    the ``put`` of the first missing piece writes, so piece ``j`` is written by the worker of a
+    piece ``i <= j`` before that worker's ``put`` returns: the consumer of an :func:`ordered_map`
+    whose work ends with ``put`` holds piece ``j`` 's result only when every byte of the pieces
+    up to ``j`` is in the file. A ``write_at`` error is raised by the worker that wrote (so, in
+    order, at or before the piece it concerns)."""
 
-    def produce() -> None:
-        try:
-            for item in items:
-                if not put((False, item)):
-                    return
-            put((True, None))
-        except BaseException as e:  # noqa: BLE001 (handed to the consumer, raised there)
-            put((True, e))
+    def __init__(self, write_at: Callable[[int, Any], None], start: int) -> None:
+        self._write_at = write_at
+        self._lock = threading.Lock()
+        self._waiting: dict[int, list[Any]] = {}
+        self._next = 0
+        self._pos = start
 
-    producer = threading.Thread(target=produce, name="statemorph-prefetch", daemon=True)
-    producer.start()
-    try:
-        while True:
-            done, item = q.get()
-            if done:
-                if item is not None:
-                    raise item
-                return
-            yield item
-    finally:
-        stop.set()
-        producer.join()
+    def put(self, seq: int, buffers: list[Any]) -> None:
+        writes = []
+        with self._lock:
+            self._waiting[seq] = buffers
+            while self._next in self._waiting:
+                for buf in self._waiting.pop(self._next):
+                    n = memoryview(buf).nbytes
+                    if n:
+                        writes.append((self._pos, buf))
+                    self._pos += n
+                self._next += 1
+        for offset, buf in writes:
+            self._write_at(offset, buf)
 
 
 def per_chunk(obj: Any, fn: Callable[[pa.Array, int], tuple[Any, list[Exception]]], on_error: str) -> BulkResult:
@@ -192,5 +185,5 @@ def resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error:
     return bad
 
 
-__all__ = ["MAX32", "Widen", "grow_buffer", "ordered_map", "per_chunk", "pooled", "resume", "run_ranges",
-           "thread_ranges"]
+__all__ = ["MAX32", "PlacedInOrder", "Widen", "grow_buffer", "ordered_map", "per_chunk", "pooled", "resume",
+           "run_ranges", "thread_ranges"]

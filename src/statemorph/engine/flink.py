@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..bulk.chunks import DEFAULT_THREADS
+from ..bulk.serial_clock import SerialClock
 from ..errors import ExitCode, IncompatibleSchemaError, SavepointError, StatemorphError, UsageError
 from ..savepoint.flink import FlinkSavepoint, rewrite
 from ..savepoint.flink.description import FlinkOperatorDescription, describe_operators, find_keyed_operator
@@ -156,6 +157,9 @@ class FlinkMigrateReport:
     savepoint_format: str = "canonical"
     """What was written: a ``canonical`` savepoint, or a ``native`` one (RocksDB instances;
     ``rewritten_streams`` then counts the instances rebuilt)."""
+    timings: dict[str, Any] | None = None
+    """With ``timings=True``: the run's serial fraction (:meth:`SerialClock.to_dict
+    <statemorph.bulk.serial_clock.SerialClock.to_dict>`)."""
 
     @property
     def rows(self) -> int:
@@ -171,12 +175,15 @@ class FlinkMigrateReport:
     def to_dict(self) -> dict[str, Any]:
         """The report as numbers (``statemorph migrate --json``; Flink keyed-state files are
         rewritten stream by stream; entries are counted for the migrated states only)."""
-        return {"source": self.source, "destination": self.destination, "engine": self.engine, "format": "flink",
-                "savepoint_format": self.savepoint_format, "seconds": round(self.seconds, 3),
-                "entries_migrated": self.rows,
-                "rewritten_streams": self.rewritten_streams, "carried_files": self.carried_files,
-                "states": [{"operator": op, "name": st, "entries_migrated": n}
-                           for (op, st), n in self.migrated.items()]}
+        out = {"source": self.source, "destination": self.destination, "engine": self.engine, "format": "flink",
+               "savepoint_format": self.savepoint_format, "seconds": round(self.seconds, 3),
+               "entries_migrated": self.rows,
+               "rewritten_streams": self.rewritten_streams, "carried_files": self.carried_files,
+               "states": [{"operator": op, "name": st, "entries_migrated": n}
+                          for (op, st), n in self.migrated.items()]}
+        if self.timings is not None:
+            out["timings"] = self.timings
+        return out
 
     def details(self) -> list[str]:
         """Nothing beyond the summary, which lists every migrated state already."""
@@ -217,7 +224,8 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
                             new_descriptors: OperatorDescriptors, *, threads: int = DEFAULT_THREADS,
                             on_error: str = "raise",
                             registry: SnapshotRegistry | None = None, spark: Any = None,
-                            tasks: int | None = None, task_bytes: int | None = None) -> FlinkMigrateReport:
+                            tasks: int | None = None, task_bytes: int | None = None,
+                            timings: bool = False) -> FlinkMigrateReport:
     """Write ``dst``: Flink savepoint ``src`` with every state the plan migrates in its new
     schema, in Flink's own format, which Flink restores with the new types. An incompatible
     state raises before anything is written; ``dst`` appears complete or not at all.
@@ -237,10 +245,25 @@ def migrate_flink_savepoint(src: str | os.PathLike[str] | Location, dst: str | o
     (the driver reads ``_metadata`` and the keyed-state headers; the tasks read their key-group
     ranges) and the result written in place, unchanged files copied server-side (or, where the
     store cannot, streamed by Spark tasks), ``_metadata`` last
-    (:class:`~statemorph.savepoint.storage.StagedPrefix`)."""
+    (:class:`~statemorph.savepoint.storage.StagedPrefix`).
+
+    ``timings=True`` measures the run's serial fraction into the report's ``timings``
+    (:mod:`statemorph.bulk.serial_clock`: the wall time no second core could take, over the
+    process's CPU time; local engine: with Spark the parallel work runs in the executors)."""
     if task_bytes is not None and task_bytes < 1:
         raise UsageError(f"task_bytes={task_bytes}: a Spark task's share must be at least one byte")
     check_on_error_whole(on_error)
+    if not timings:
+        return _migrate(src, dst, new_descriptors, threads, registry, spark, tasks, task_bytes)
+    with SerialClock() as clock:
+        report = _migrate(src, dst, new_descriptors, threads, registry, spark, tasks, task_bytes)
+    report.timings = clock.to_dict()
+    return report
+
+
+def _migrate(src: str | os.PathLike[str] | Location, dst: str | os.PathLike[str] | Location,
+             new_descriptors: OperatorDescriptors, threads: int, registry: SnapshotRegistry | None,
+             spark: Any, tasks: int | None, task_bytes: int | None) -> FlinkMigrateReport:
     t0 = time.perf_counter()
     src = Location.of(src) or src  # a URI is opened once (pyarrow resolves the bucket's region)
     dst = Location.of(dst) or dst

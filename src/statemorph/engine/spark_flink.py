@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from ..savepoint.flink import (
     migrated_header,
 )
 from ..savepoint.flink.handles import ByteStreamHandle, KeyGroupsHandle, RelativeFileHandle, write_keyed_handle
-from ..savepoint.flink.key_group_scan import KeyGroupPiece, piece_starts
+from ..savepoint.flink.key_group_scan import KeyGroupPiece, key_group_pieces
 from ..savepoint.flink.keyed_header import write_keyed_header
 from ..savepoint.flink.metadata import METADATA_FILE_NAME
 from ..savepoint.flink.reader import KeyedStream
@@ -157,19 +156,19 @@ def _subtask_stream(sp: FlinkSavepoint, op_index: int, subtask: int) -> Iterator
 
 class _CutTask:
     """Phase 0, on an executor: where one key group stored in more than a task's share is cut
-    into pieces (:func:`~statemorph.savepoint.flink.key_group_scan.piece_starts`: a pass that
-    reads, decompresses and scans it, holding one slice)."""
+    into runs of pieces (:func:`~statemorph.savepoint.flink.key_group_scan.key_group_pieces`: its
+    :class:`~statemorph.savepoint.flink.key_group_scan.KeyGroupCut` run piece after piece,
+    holding one piece, the hand-over recorded where a run begins)."""
 
-    def __init__(self, src: Source, slice_bytes: int, threads: int) -> None:
-        self.src, self.slice_bytes, self.threads = src, slice_bytes, threads
+    def __init__(self, src: Source, slice_bytes: int) -> None:
+        self.src, self.slice_bytes = src, slice_bytes
 
     def __call__(self, item: tuple[int, int, int, int]) -> list[KeyGroupPiece]:
         op_index, subtask, key_group, piece_bytes = item
-        with _subtask_stream(FlinkSavepoint(self.src), op_index, subtask) as stream, \
-                ThreadPoolExecutor(self.threads, thread_name_prefix="statemorph-unframe") as pool:
+        with _subtask_stream(FlinkSavepoint(self.src), op_index, subtask) as stream:
             ext = next(e for e in stream.extents if e.key_group == key_group)
-            return piece_starts(stream.source, ext, stream.header.compressed, len(stream.header.states),
-                                stream.where, self.slice_bytes, piece_bytes, pool, 2 * self.threads)
+            return key_group_pieces(stream.source, ext, stream.header.compressed, len(stream.header.states),
+                                    stream.where, self.slice_bytes, piece_bytes)
 
 
 class _PartTask:
@@ -395,7 +394,7 @@ def split_stream_jobs(spark: Any, src: Source, shipped: Mapping[tuple[int, str],
             mine.append([s for s in op_splits[job.op_index] if s.subtask == job.subtask])
         cuts = [(job.op_index, job.subtask, s.key_groups.start, s.cut)
                 for job, splits in zip(jobs, mine, strict=True) for s in splits if s.cut]
-        pieces = iter(_run_tasks(spark, "cut", cuts, _CutTask(src, slice_bytes, threads)) if cuts else [])
+        pieces = iter(_run_tasks(spark, "cut", cuts, _CutTask(src, slice_bytes)) if cuts else [])
         mine = [[p for s in splits for p in (s.cut_into(next(pieces)) if s.cut else [s])] for splits in mine]
         snaps = [{s: shipped[(job.op_index, s)] for s in job.states} for job in jobs]
         work = [(i, k, job, split, snaps[i]) for i, job in enumerate(jobs) for k, split in enumerate(mine[i])]

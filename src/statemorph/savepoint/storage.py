@@ -67,7 +67,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -439,6 +440,9 @@ def remove_scratch(target: Target) -> None:
 
 WRITEBACK_BYTES = 64 << 20
 """Written bytes after which a local file asks the OS to start writing them to disk."""
+_WRITEBACK = ThreadPoolExecutor(max_workers=1, thread_name_prefix="statemorph-writeback")
+"""Where the OS is asked to write a file's pages: asking can wait for the disk's queue (tenths of a
+second on a busy disk), which the thread that keeps a stream's order must not."""
 
 
 class NewFile:
@@ -466,6 +470,7 @@ class NewFile:
                 raise output_error(e, path) from e
         self.pos = 0
         self._flushed = 0
+        self._writeback: Future[None] | None = None
 
     @property
     def closed(self) -> bool:
@@ -480,6 +485,37 @@ class NewFile:
         if not isinstance(self.target, Location) and self.pos - self._flushed >= WRITEBACK_BYTES:
             self._start_writeback()
 
+    def writer_at(self) -> Callable[[int, Any], None] | None:
+        """A function writing a buffer at an offset of this local file, from any thread
+        (``pwrite``; what was written so far is flushed first), for bytes made in parallel whose
+        places are known (:class:`~statemorph.bulk.chunks.PlacedInOrder`); the writer then
+        counts them with :meth:`advance`. None for an object, which is written front to back (and
+        where the OS has no ``pwrite``)."""
+        if isinstance(self.target, Location) or not hasattr(os, "pwrite"):
+            return None
+        try:
+            self._f.flush()
+        except OSError as e:
+            raise output_error(e, self.label) from e
+        fd = self._f.fileno()
+
+        def write_at(offset: int, data: Any) -> None:
+            view = memoryview(data).cast("B")
+            try:
+                while view.nbytes:
+                    n = os.pwrite(fd, view, offset)
+                    view, offset = view[n:], offset + n
+            except OSError as e:
+                raise output_error(e, self.label) from e
+
+        return write_at
+
+    def advance(self, n: int) -> None:
+        """Count ``n`` bytes that ``writer_at``'s function wrote after the last counted byte."""
+        self.pos += n
+        if self.pos - self._flushed >= WRITEBACK_BYTES:
+            self._start_writeback()
+
     def _start_writeback(self) -> None:
         """Hand what was written so far to the disk now, without waiting for it: the final fsync
         then finds most of the file already written, and the disk works while the caller
@@ -487,13 +523,23 @@ class NewFile:
         dirty pages on Linux (and drops the pages already clean: nothing reads them back)."""
         self._f.flush()
         if hasattr(os, "posix_fadvise"):
-            os.posix_fadvise(self._f.fileno(), self._flushed, self.pos - self._flushed, os.POSIX_FADV_DONTNEED)
+            self._wait_writeback()  # one request at a time per file: a slow disk slows the writer
+            self._writeback = _WRITEBACK.submit(os.posix_fadvise, self._f.fileno(), self._flushed,
+                                                self.pos - self._flushed, os.POSIX_FADV_DONTNEED)
         self._flushed = self.pos
+
+    def _wait_writeback(self) -> None:
+        """Wait for the writeback requested last (on the :data:`_WRITEBACK` thread); its error
+        is raised here."""
+        pending, self._writeback = self._writeback, None
+        if pending is not None:
+            pending.result()
 
     def finish(self) -> None:
         """Make the file durable and close it."""
         try:
             if not isinstance(self.target, Location):
+                self._wait_writeback()
                 self._f.flush()
                 os.fsync(self._f.fileno())
             self._f.close()
@@ -519,6 +565,10 @@ class NewFile:
 
     def abort(self) -> None:
         """Close (a flush may fail again: the file goes anyway) and remove what was written."""
+        try:
+            self._wait_writeback()
+        except OSError:
+            pass
         try:
             self._f.close()
         except OSError:

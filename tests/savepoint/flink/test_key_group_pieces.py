@@ -1,8 +1,9 @@
-"""A key group cut into pieces for separate Spark tasks (``key_group_scan.piece_starts``) is cut
-where its slices start, and each piece scanned from its start makes exactly the slices a scan of
-the whole key group makes there. So a piece migrates to the bytes the local engine writes for
-those slices (compressed too: a piece's output is its slices' Snappy frames), and the pieces of
-a key group, one after the other, are the local engine's key group.
+"""A key group cut into runs of pieces for separate Spark tasks (``key_group_scan.key_group_pieces``)
+begins each run with the hand-over its ``KeyGroupCut`` recorded there, and each run cut from it
+makes exactly the slices the cut of the whole key group makes there. So a run migrates to the
+bytes the local engine writes for those slices (compressed too: a run's output is its slices'
+Snappy frames), and the runs of a key group, one after the other, are the local engine's key
+group.
 
 The planner marks only key groups stored in more than a task's share (and more than a slice) to
 be cut; ``task_bytes`` sizes the shares instead of a task count."""
@@ -21,7 +22,15 @@ from savepoint.flink.test_key_group_slices import N_STATES, _group, _grow, runs
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
 from statemorph.savepoint.flink.files import InlineStream
-from statemorph.savepoint.flink.key_group_scan import ScannedGroup, piece_starts, scan_slices
+from statemorph.savepoint.flink.key_group_scan import (
+    HANDOVER_BYTES,
+    KeyGroupCut,
+    KeyGroupPiece,
+    ScanArrays,
+    ScannedGroup,
+    key_group_pieces,
+    scan_slices,
+)
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent
 from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.savepoint.flink.snappy import compress_key_group
@@ -40,10 +49,13 @@ def test_pieces_are_runs_of_the_whole_scans_slices(spec: Any, slice_bytes: int, 
     stored = compress_key_group(data) if compressed else data
     source, ext = InlineStream(stored, "sp"), KeyGroupExtent(7, 0, len(stored))
     whole = [_cut(g) for g in scan_slices(source, ext, compressed, N_STATES, "sp", slice_bytes)]
-    pieces = piece_starts(source, ext, compressed, N_STATES, "sp", slice_bytes, piece_bytes)
-    assert pieces[0].start is None and pieces[-1].stop == -1
-    assert [p.stop for p in pieces[:-1]] == [p.start.at for p in pieces[1:] if p.start is not None]
-    scanned = [list(scan_slices(source, ext, compressed, N_STATES, "sp", slice_bytes, piece=p)) for p in pieces]
+    pieces = key_group_pieces(source, ext, compressed, N_STATES, "sp", slice_bytes, piece_bytes)
+    assert pieces[0].start is None
+    assert pieces[-1].stop == KeyGroupCut(source, ext, compressed, N_STATES, "sp", slice_bytes).pieces
+    assert [p.stop for p in pieces[:-1]] == [p.start.piece for p in pieces[1:] if p.start is not None]
+    assert all(not p.start.needs and len(p.start.tail) + len(p.start.carry) <= HANDOVER_BYTES
+               for p in pieces[1:] if p.start is not None)  # small hand-overs only: they ship to the tasks
+    scanned = [_run(source, ext, compressed, slice_bytes, p) for p in pieces]
     got = [[_cut(g) for g in piece] for piece in scanned]
     assert all(got) and [g for piece in got for g in piece] == whole
     if not compressed:  # a piece's task holds a slice (and its first read piece), never the key group
@@ -52,6 +64,14 @@ def test_pieces_are_runs_of_the_whole_scans_slices(spec: Any, slice_bytes: int, 
             2 + 2 * (largest + slice_bytes) + slice_bytes)
     if not compressed and len(data) > 4 * (piece_bytes + slice_bytes + 400):  # the cut really happens
         assert len(pieces) > 1
+
+
+def _run(source: Any, ext: KeyGroupExtent, compressed: bool, slice_bytes: int,
+         piece: KeyGroupPiece) -> list[ScannedGroup]:
+    """The slices of one run of pieces, cut by a ``KeyGroupCut`` begun at its hand-over."""
+    cut = KeyGroupCut(source, ext, compressed, N_STATES, "sp", slice_bytes, piece.start)
+    scratch = ScanArrays()
+    return [g for i in piece.pieces for g in cut.slices_of(i, scratch)]
 
 
 def _joined(stream: Any, states: Any, slice_bytes: int, pieces: dict[int, list[Any]]) -> dict[int, bytes]:
@@ -68,8 +88,9 @@ def _joined(stream: Any, states: Any, slice_bytes: int, pieces: dict[int, list[A
 
 @pytest.mark.parametrize("case", cases(), ids=[c.name for c in cases()])
 def test_pieces_migrate_to_the_local_engines_key_groups(case: Path) -> None:
-    """Every key group of the committed real-Flink savepoints cut into pieces of about 50
-    stored bytes, each migrated alone: the stored bytes (Snappy frames included) are those of
+    """Every key group of the committed real-Flink savepoints cut into runs of pieces of about 50
+    stored bytes (uncompressed; a compressed key group's pieces are a Snappy chunk at least),
+    each migrated alone: the stored bytes (Snappy frames included) are those of
     the key group migrated in one pass with the same slices."""
     sp = FlinkSavepoint(case / "savepoint")
     op = sp.operator(state_operator(sp))
@@ -79,9 +100,10 @@ def test_pieces_migrate_to_the_local_engines_key_groups(case: Path) -> None:
         if not states:
             continue
         n_states, compressed = len(stream.header.states), stream.header.compressed
-        pieces = {e.key_group: piece_starts(stream.source, e, compressed, n_states, stream.where, 16, 50)
+        pieces = {e.key_group: key_group_pieces(stream.source, e, compressed, n_states, stream.where, 16, 50)
                   for e in stream.extents if e.end - e.offset > 16}
-        assert any(len(p) > 1 for p in pieces.values()), case.name
+        # a compressed piece is one 64 KiB Snappy chunk at least: these key groups are one piece
+        assert compressed or any(len(p) > 1 for p in pieces.values()), case.name
         whole = _joined(stream, states, 16, {})
         assert whole and _joined(stream, states, 16, pieces) == whole, case.name
 

@@ -13,7 +13,8 @@ rewriter's memory does not follow the key group's size. Slicing must change noth
 from __future__ import annotations
 
 import random
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,12 +28,19 @@ from hypothesis import strategies as st
 from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, reshape
 from savepoint.flink.format_helpers import cases, expected, hashable, scanned_entries, state_operator
 
+from statemorph.bulk.chunks import ordered_map
 from statemorph.errors import FlinkSavepointError
 from statemorph.kernels.abi import BLOCK_CAPACITY
-from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
+from statemorph.savepoint.flink import FlinkSavepoint, key_group_scan
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
 from statemorph.savepoint.flink.files import InlineStream
-from statemorph.savepoint.flink.key_group_scan import ScannedGroup, scan_key_group, scan_slices
+from statemorph.savepoint.flink.key_group_scan import (
+    KeyGroupCut,
+    ScanArrays,
+    ScannedGroup,
+    scan_key_group,
+    scan_slices,
+)
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, parse_key_group, write_key_group
 from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group, framed_raw_size, unframe_into
@@ -40,13 +48,26 @@ from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_gr
 N_STATES = 3
 
 
-_POOL = ThreadPoolExecutor(max_workers=2)  # decompressing a sliced key group's pieces ahead (as migrated_blocks does)
-
-
-def _slices(data: bytes, compressed: bool, slice_bytes: int, pooled: bool = False) -> list[ScannedGroup]:
+def _slices(data: bytes, compressed: bool, slice_bytes: int, parallel: bool = False) -> list[ScannedGroup]:
+    """The slices of ``data`` stored as one key group: cut on this thread, or (``parallel``) each
+    piece on one of three workers, as the rewriter hands them out."""
     stored = compress_key_group(data) if compressed else data
-    return list(scan_slices(InlineStream(stored, "sp"), KeyGroupExtent(7, 0, len(stored)), compressed, N_STATES,
-                            "sp", slice_bytes, None, _POOL if pooled else None, 3))
+    return _cut_stored(stored, compressed, slice_bytes, parallel)
+
+
+def _cut_stored(stored: bytes, compressed: bool, slice_bytes: int, parallel: bool) -> list[ScannedGroup]:
+    source, ext = InlineStream(stored, "sp"), KeyGroupExtent(7, 0, len(stored))
+    if not parallel:
+        return list(scan_slices(source, ext, compressed, N_STATES, "sp", slice_bytes))
+    cut = KeyGroupCut(source, ext, compressed, N_STATES, "sp", slice_bytes)
+    local = threading.local()
+
+    def piece(i: int) -> list[ScannedGroup]:
+        if not hasattr(local, "scratch"):
+            local.scratch = ScanArrays()
+        return cut.slices_of(i, local.scratch)
+
+    return [g for slices in ordered_map(piece, range(cut.pieces), 3) for g in slices]
 
 
 def _cuts(slices: list[ScannedGroup] | FlinkSavepointError) -> Any:
@@ -156,6 +177,35 @@ def test_a_grown_window_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.Mo
     assert scanned_entries(slices) == want
 
 
+def test_a_piece_larger_than_a_slice_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compressed piece is read a whole Snappy chunk at least (up to 64 KiB once decompressed),
+    and an entry larger than the slice makes a window of it and the piece behind it: the small
+    entries there outnumber a slice's worth of scan arrays (``slice // 9 + 1``, never sized for the
+    window: 48 bytes an entry, 5 times its bytes), so the scan stops there (``BLOCK_CAPACITY``)
+    and the piece is cut into several slices after the entries found."""
+    statuses: list[int] = []
+
+    def spied(*args: Any, **kwargs: Any) -> Any:
+        result = scan(*args, **kwargs)
+        statuses.append(result[0])
+        return result
+
+    scan = key_group_scan._scan
+    monkeypatch.setattr(key_group_scan, "_scan", spied)
+    data = _group([(0, [(b"\x01" * 20, b"v" * 10)] + [(b"\x02", b"")] * 10)])
+    for compressed in (False, True):
+        statuses.clear()
+        slices = _slices(data, compressed, 16)
+        assert BLOCK_CAPACITY in statuses or not compressed
+        assert max(len(g.val_pos) for g in slices) <= 16 // key_group_scan.MIN_ENTRY_BYTES + 1
+        assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
+    data = _group([(0, [(b"\x02", b"")] * 40)])
+    slices = _slices(data, True, 16)
+    assert BLOCK_CAPACITY in statuses
+    assert max(len(g.val_pos) for g in slices) <= 16 // key_group_scan.MIN_ENTRY_BYTES + 1
+    assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
+
+
 def test_a_chunk_cut_by_a_piece_is_read_at_once() -> None:
     """A Snappy chunk declares up to 16 MiB (its 3-byte length). Read a piece (64 KiB) at a time,
     the part read so far was copied again with every piece, quadratic in the chunk: seconds for
@@ -220,10 +270,10 @@ def test_a_damaged_key_group_is_refused_in_slices_exactly_when_whole(spec: Any, 
     if not isinstance(whole, FlinkSavepointError):
         assert isinstance(sliced, list) and scanned_entries(sliced) == scanned_entries(whole)
     try:
-        ahead: list[ScannedGroup] | FlinkSavepointError = _slices(bad, compressed, slice_bytes, pooled=True)
+        parallel: list[ScannedGroup] | FlinkSavepointError = _slices(bad, compressed, slice_bytes, parallel=True)
     except FlinkSavepointError as e:
-        ahead = e
-    assert _cuts(ahead) == _cuts(sliced)  # decompressed on threads ahead: the same slices, the same error
+        parallel = e
+    assert _cuts(parallel) == _cuts(sliced)  # pieces on three workers at once: the same slices, the same error
 
 
 @given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.integers(1, 600)), min_size=1, max_size=6))
@@ -245,13 +295,33 @@ def test_a_damaged_snappy_chunk_in_a_later_piece_is_refused() -> None:
     data = _group([(0, [(bytes([1, i % 100]), bytes(range(256)) * 3) for i in range(400)])])
     stored = bytearray(compress_key_group(data))
     stored[-20] ^= 0xFF  # inside the last chunk: its CRC no longer matches
-    for pool in (None, _POOL):
+    for parallel in (False, True):
         with pytest.raises(FlinkSavepointError, match="Snappy"):
-            list(scan_slices(InlineStream(bytes(stored), "sp"), KeyGroupExtent(7, 0, len(stored)), True, N_STATES,
-                             "sp", 100, None, pool, 4))
+            _cut_stored(bytes(stored), True, 100, parallel)
         with pytest.raises(FlinkSavepointError, match="runs past"):
-            list(scan_slices(InlineStream(bytes(stored[:-3]), "sp"), KeyGroupExtent(7, 0, len(stored) - 3), True,
-                             N_STATES, "sp", 100, None, pool, 4))
+            _cut_stored(bytes(stored[:-3]), True, 100, parallel)
+
+
+def test_the_pieces_of_a_compressed_key_group_are_cut_on_several_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compressed key group of seven pieces (incompressible values: a piece is at least one
+    64 KiB chunk), its pieces taken by three workers: more than one cuts, and the slices are the
+    ones one thread cuts."""
+    rng = np.random.default_rng(0)
+    data = _group([(1, [(bytes([1, i % 100, i // 100]), rng.bytes(300)) for i in range(1500)])])
+    slices_of = KeyGroupCut.slices_of
+    cutters: set[int] = set()
+
+    def traced(self: KeyGroupCut, i: int, scratch: ScanArrays) -> list[ScannedGroup]:
+        cutters.add(threading.get_ident())
+        time.sleep(0.001)  # the other workers take the next pieces meanwhile
+        return slices_of(self, i, scratch)
+
+    monkeypatch.setattr(KeyGroupCut, "slices_of", traced)
+    alone = _slices(data, True, 1 << 17)
+    assert len(alone) > 4
+    cutters.clear()
+    assert _cuts(_slices(data, True, 1 << 17, parallel=True)) == _cuts(alone)
+    assert len(cutters) > 1
 
 
 def _grow(values: pa.Array) -> pa.Array:
@@ -302,12 +372,14 @@ def test_real_flink_restores_a_savepoint_migrated_in_slices(real_flink: ModuleTy
     monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 64)
     sliced: list[int] = []
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        for g in key_group_scan.scan_slices(*args, **kwargs):
-            sliced.append(g.key_group)
-            yield g
+    slices_of = key_group_scan.KeyGroupCut.slices_of
 
-    monkeypatch.setattr(bulk_blocks, "scan_slices", counted)
+    def counted(self: key_group_scan.KeyGroupCut, i: int, scratch: Any) -> Any:
+        found = slices_of(self, i, scratch)
+        sliced.extend(g.key_group for g in found)
+        return found
+
+    monkeypatch.setattr(key_group_scan.KeyGroupCut, "slices_of", counted)
     picked = [c for c in cases() if "events" in case_spec(c)["states"]
               and case_spec(c).get("flink", "2.3.0") == "2.3.0"]
     assert {case_spec(c)["compression"] for c in picked} == {True, False}

@@ -1,22 +1,33 @@
 """Which thread does what in the Flink rewrite (issue 22): the caller of ``migrated_blocks`` (the
 thread that writes the stream) only receives finished bytes; every per-key-group step (read,
-decompress, scan, gather + migrate, rebuild, compress) runs elsewhere, and the Snappy decoding of a
-sliced key group's pieces is not left to the one thread that cuts the slices."""
+decompress, scan, cut, gather + migrate, rebuild, compress) runs on the workers, no other thread
+cuts for them, the pieces of one large key group are cut by different workers, and the bytes
+written do not depend on the number of workers."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from savepoint.flink.flink_cases import EVOLVED_EVENTS, ROOT
 from savepoint.flink.format_helpers import cases, state_operator
 
+from statemorph.engine import migrate_flink_savepoint
+from statemorph.savepoint import storage
 from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
+from statemorph.savepoint.flink.keyed_writer import KeyedStreamWriter
 from statemorph.savepoint.flink.layout import StateLayout
+from statemorph.serializers import RowDataSerializer
+from statemorph.state import ValueStateDescriptor
 
 
 def _grow(values: pa.Array) -> pa.Array:
@@ -44,7 +55,7 @@ def test_the_writing_thread_only_receives_finished_bytes(monkeypatch: pytest.Mon
         return wrapper
 
     for step, owner, name in [("read", bulk_blocks, "read_key_group_view"), ("scan", bulk_blocks, "scan_key_group"),
-                              ("slice", bulk_blocks, "scan_slices"), ("rebuild", bulk_blocks, "_rebuild"),
+                              ("slice", key_group_scan.KeyGroupCut, "slices_of"), ("rebuild", bulk_blocks, "_rebuild"),
                               ("compress", bulk_blocks, "frame_key_group"),
                               ("decompress", key_group_scan, "unframe_into")]:
         monkeypatch.setattr(owner, name, traced(step, getattr(owner, name)))
@@ -63,5 +74,115 @@ def test_the_writing_thread_only_receives_finished_bytes(monkeypatch: pytest.Mon
     steps = {"migrate", "rebuild", "compress"} | ({"read", "scan"} if slice_bytes > 1 << 20 else {"slice"})
     assert steps <= ran.keys(), ran.keys()
     assert all(writer not in threads for threads in ran.values()), {s: writer in t for s, t in ran.items()}
-    # a sliced key group is cut on the prefetch thread, but its pieces are decoded by a pool ahead of it
-    assert not any(n.startswith("statemorph-prefetch") for n in names["decompress"]), names["decompress"]
+    # the workers do it all: no thread of its own reads, decodes or cuts ahead of them
+    assert {n for step in ran for n in names[step]} <= names["migrate"], names
+
+
+def _rewrite(stream: Any, states: dict[int, tuple[StateLayout, Any]], workers: int, slice_bytes: int) -> bytes:
+    return b"".join(bytes(data) for _, data in migrated_blocks(stream, states, batch_values=50, workers=workers,
+                                                               slice_bytes=slice_bytes))
+
+
+def _case(compressed: bool) -> Path:
+    for case in cases():
+        sp = FlinkSavepoint(case / "savepoint")
+        if any(s.header.compressed == compressed for _, s in sp.keyed_streams(sp.operator(state_operator(sp)))):
+            return case
+    pytest.skip(f"no case with compressed={compressed}")
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["snappy", "raw"])
+def test_the_pieces_of_one_key_group_are_cut_by_different_workers(monkeypatch: pytest.MonkeyPatch,
+                                                                  compressed: bool) -> None:
+    """The largest key group of each stream in about eight pieces (a compressed piece is one
+    Snappy chunk at least: these key groups are one piece, and tests/savepoint/flink/
+    test_key_group_slices.py cuts a compressed one of many pieces on several workers), two
+    workers: both cut pieces of it, and what they write is what one worker writes, byte for byte
+    (and what four write)."""
+    case = _case(compressed)
+    slices_of = key_group_scan.KeyGroupCut.slices_of
+    cutters: dict[int, set[int]] = defaultdict(set)
+
+    def traced(self: key_group_scan.KeyGroupCut, i: int, scratch: Any) -> Any:
+        cutters[self.ext.key_group].add(threading.get_ident())
+        time.sleep(0.002)  # the other worker takes the next piece meanwhile
+        return slices_of(self, i, scratch)
+
+    monkeypatch.setattr(key_group_scan.KeyGroupCut, "slices_of", traced)
+    sp = FlinkSavepoint(case / "savepoint")
+    op = sp.operator(state_operator(sp))
+    for _, stream in sp.keyed_streams(op):  # a stream's file is open while its turn lasts
+        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), _grow)
+                  for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
+        largest = max(stream.extents, key=lambda e: e.end - e.offset)
+        slice_bytes = max(16, (largest.end - largest.offset) // 8)
+        one = _rewrite(stream, states, 1, slice_bytes)
+        cutters.clear()
+        assert _rewrite(stream, states, 2, slice_bytes) == one
+        assert len(cutters[largest.key_group]) >= (1 if compressed else 2), cutters
+        assert _rewrite(stream, states, 4, slice_bytes) == one
+
+
+def _bench_builder() -> Any:
+    """benchmarks/flink_savepoint.py, loaded by path (benchmarks is not an installed package)."""
+    name = "statemorph_bench_flink_savepoint"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / "flink_savepoint.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["snappy", "raw"])
+def test_a_migrated_savepoint_is_the_same_bytes_at_1_2_and_4_threads(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path, compressed: bool) -> None:
+    """The benchmark's Events savepoint (30,000 keys, two subtask files), its key groups cut into
+    pieces of 4 KiB: every file written is the same at 1, 2 and 4 worker threads."""
+    builder = _bench_builder()
+    built = builder.build(tmp_path / "cache", 30_000, compressed)
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    descriptors = {builder.UID: [ValueStateDescriptor(builder.STATE, RowDataSerializer(EVOLVED_EVENTS))]}
+    outputs = []
+    for threads in (1, 2, 4):
+        dst = tmp_path / f"out-{threads}"
+        assert migrate_flink_savepoint(built.path, dst, descriptors, threads=threads).rows == 30_000
+        outputs.append({p.name: p.read_bytes() for p in dst.iterdir()})
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_the_workers_write_the_key_groups_at_their_places(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The thread that keeps a stream's order writes only the stream's header: every key group
+    is written (``pwrite``) by a worker, at its place, and the file is what the writer thread
+    alone writes to an object store (front to back, ``add_encoded_key_group``)."""
+    builder = _bench_builder()
+    built = builder.build(tmp_path / "cache", 20_000, True)
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    descriptors = {builder.UID: [ValueStateDescriptor(builder.STATE, RowDataSerializer(EVOLVED_EVENTS))]}
+    placed = migrate_flink_savepoint(built.path, tmp_path / "placed", descriptors, threads=2)
+    monkeypatch.setattr(KeyedStreamWriter, "placed", lambda self: None)  # as for an object store
+    in_order = migrate_flink_savepoint(built.path, tmp_path / "in-order", descriptors, threads=2)
+    assert placed.rows == in_order.rows == 20_000
+    monkeypatch.undo()
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    writes: list[tuple[int, int]] = []
+    pwrite, write = os.pwrite, storage.NewFile.write
+
+    def traced_pwrite(fd: int, data: Any, offset: int) -> int:
+        writes.append((threading.get_ident(), memoryview(data).nbytes))
+        return pwrite(fd, data, offset)
+
+    def traced_write(self: storage.NewFile, data: Any) -> None:
+        writes.append((-threading.get_ident(), memoryview(data).nbytes))
+        write(self, data)
+
+    monkeypatch.setattr(os, "pwrite", traced_pwrite)
+    monkeypatch.setattr(storage.NewFile, "write", traced_write)
+    migrate_flink_savepoint(built.path, tmp_path / "traced", descriptors, threads=2)
+    me = threading.get_ident()
+    assert sum(n for t, n in writes if t > 0 and t != me) > 100_000
+    assert len([n for t, n in writes if t == -me]) == 2  # the two streams' headers, nothing else
+    assert sum(n for t, n in writes if t == me) < 1024  # the staging directory's claim note
+    for name in (p.name for p in (tmp_path / "in-order").iterdir()):
+        assert (tmp_path / "placed" / name).read_bytes() == (tmp_path / "in-order" / name).read_bytes()
+        assert (tmp_path / "traced" / name).read_bytes() == (tmp_path / "in-order" / name).read_bytes()

@@ -16,10 +16,11 @@ Key groups are independent, so consecutive ones are handed to worker threads in 
 (:func:`migrated_blocks`), each unit read, decompressed, scanned, migrated, rebuilt and
 compressed by one thread (the codec, the kernels and file reads release the GIL), while the
 caller writes the finished units in order (and does nothing else). A key group too large to hold
-whole is cut into slices at entry boundaries first (:mod:`.key_group_scan`), and its slices are
-units of their own, so memory does not grow with the key groups, and so with the entry count. The
-cut is sequential (a slice starts where the previous one's last whole entry ends): one prefetch
-thread copies and scans, while a pool of ``workers`` threads decodes the Snappy pieces ahead of it.
+whole is cut into slices at entry boundaries (:class:`.key_group_scan.KeyGroupCut`): its stored
+bytes are pieces of fixed size, each a unit of its own, so memory does not grow with the key
+groups (and so with the entry count), and the pieces of one key group are read, decompressed,
+scanned and cut by different workers at once; a piece waits only for the previous one to hand on
+the bytes after its last whole Snappy chunk and after its last whole entry.
 
 A key group or a list value the kernels refuse is handed to the per-entry reader
 (``parse_key_group``, ``StateLayout.split_list``), which raises the precise error.
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,11 +37,11 @@ import numpy as np
 import pyarrow as pa
 
 from ... import kernels
-from ...bulk.chunks import ordered_map, pooled, prefetched
+from ...bulk.chunks import PlacedInOrder, ordered_map, pooled
 from ...errors import FlinkSavepointError
 from ...kernels.abi import BLOCK_OK
 from . import key_group_scan
-from .key_group_scan import KeyGroupPiece, ScanArrays, ScannedGroup, scan_key_group, scan_slices, sliced
+from .key_group_scan import KeyGroupCut, KeyGroupPiece, ScanArrays, ScannedGroup, scan_key_group, sliced
 from .keyed_blocks import KeyGroupExtent, read_key_group_view
 from .layout import TTL_BYTES, StateLayout
 from .snappy import STREAM_IDENTIFIER, frame_key_group
@@ -54,11 +54,14 @@ UNIT_BYTES = 1 << 20
 """Stored bytes of consecutive key groups one worker takes at a time (a key group is never split)."""
 Migration = Callable[[pa.Array], pa.Array]
 """A changed state's value migration: a binary array of user values → one of new values."""
+Piece = tuple[KeyGroupCut, int]
+"""Piece ``i`` of a large key group's cut: one unit of work."""
 
 
 def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Migration]], *, batch_values: int,
                     key_groups: range | None = None, migrated: dict[int, int] | None = None,
                     workers: int = 1, slice_bytes: int | None = None,
+                    placed: PlacedInOrder | None = None,
                     piece: KeyGroupPiece | None = None) -> Iterator[tuple[int, Any]]:
     """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
     the states in ``states`` (state id → (layout, migration)) migrated, encoded as the stream
@@ -68,10 +71,16 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
     A key group stored in more than ``slice_bytes`` (default
     :data:`.key_group_scan.SLICE_BYTES`) comes as several consecutive pieces (its slices,
     :func:`~.key_group_scan.scan_slices`; a compressed group's pieces make one Snappy stream
-    together). Units of consecutive key groups, and the slices of a large one, run on ``workers``
-    threads; values are migrated in batches of about ``batch_values`` within a unit;
-    ``migrated`` receives the number of values per state id. ``piece``: only those slices of one
-    large key group (:func:`~.key_group_scan.piece_starts`, a Spark task's share of it)."""
+    together). Units of consecutive key groups, and the pieces of a large one, run on ``2 ×
+    workers`` threads (one thread when ``workers`` is 1); values are migrated in batches of about
+    ``batch_values`` within a unit;
+    ``migrated`` receives the number of values per state id. ``piece``: only that run of one
+    large key group's pieces (:func:`~.key_group_scan.key_group_pieces`, a Spark task's share of
+    it), cut by the same :class:`~.key_group_scan.KeyGroupCut`.
+
+    With ``placed`` the worker that finishes a unit writes its bytes at their place in the file
+    itself (:class:`~statemorph.bulk.chunks.PlacedInOrder`), and what comes here is each key
+    group (or piece) with its number of bytes, already in the file: the caller only counts."""
     compressed = stream.header.compressed
     n_states = len(stream.header.states)
     if piece is not None:
@@ -103,34 +112,41 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
             out.append((g.key_group, framed))
         return out
 
-    def unit(group: list[KeyGroupExtent | ScannedGroup]) -> list[tuple[int, Any]]:
+    def unit(group: list[KeyGroupExtent | Piece]) -> list[tuple[int, Any]]:
         rw = rewriter()
         out = []
         for item in group:
             if isinstance(item, KeyGroupExtent):
                 buf = read_key_group_view(stream.source, item, compressed, stream.where)
-                item = scan_key_group(item.key_group, buf, n_states, stream.where, rw.scan_arrays)
-            rw.add(item)
+                rw.add(scan_key_group(item.key_group, buf, n_states, stream.where, rw.scan_arrays))
+            else:
+                cut, i = item
+                for piece in cut.slices_of(i, rw.scan_arrays):
+                    rw.add(piece)
+                    if rw.count >= batch_values:
+                        out += encoded(rw)
+                continue
             if rw.count >= batch_values:
                 out += encoded(rw)
         out += encoded(rw)
         return out
 
-    def units(pool: ThreadPoolExecutor | None) -> Iterator[list[KeyGroupExtent | ScannedGroup]]:
-        """Small key groups together up to ``UNIT_BYTES`` stored, read by the worker; a large one
-        cut into slices here (the cut needs the previous slice's end; with workers, on the prefetch
-        thread, ahead of them, while ``pool`` decompresses its pieces), one slice per unit."""
-        unit: list[KeyGroupExtent | ScannedGroup] = []
+    def units() -> Iterator[list[KeyGroupExtent | Piece]]:
+        """Small key groups together up to ``UNIT_BYTES`` stored; a large one as its pieces
+        (:class:`~.key_group_scan.KeyGroupCut`), one per unit, handed out in order: the worker
+        that takes a piece reads, decompresses, scans and cuts it, so nothing here touches the
+        bytes."""
+        unit: list[KeyGroupExtent | Piece] = []
         size = 0
-        scratch = ScanArrays()
         for ext in extents:
             if sliced(ext, slice_bytes):
                 if unit:
                     yield unit
                     unit, size = [], 0
-                for part in scan_slices(stream.source, ext, compressed, n_states, stream.where, slice_bytes, scratch,
-                                        pool, 2 * workers, piece=piece):
-                    yield [part]
+                cut = KeyGroupCut(stream.source, ext, compressed, n_states, stream.where, slice_bytes,
+                                  None if piece is None else piece.start)
+                for i in range(cut.pieces) if piece is None else piece.pieces:
+                    yield [(cut, i)]
                 continue
             unit.append(ext)
             size += ext.end - ext.offset
@@ -140,13 +156,23 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
         if unit:
             yield unit
 
-    if workers <= 1:
-        for blocks in ordered_map(unit, units(None), workers):
+    def placed_unit(numbered: tuple[int, list[KeyGroupExtent | Piece]]) -> list[tuple[int, Any]]:
+        seq, group = numbered
+        blocks = unit(group)
+        assert placed is not None
+        placed.put(seq, [data for _, data in blocks])
+        return [(kg, memoryview(data).nbytes) for kg, data in blocks]
+
+    # twice as many threads as the cores asked for: a thread that waits (for the piece before
+    # its own, a read, the GIL for the glue between kernels) leaves its core to another; with
+    # exactly one thread a core, a 10 M-entry rewrite on 2 threads kept 1.0 core busy, not 1.6
+    pool = 2 * workers if workers > 1 else 1
+    if placed is None:
+        for blocks in ordered_map(unit, units(), pool):
             yield from blocks
     else:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="statemorph-unframe") as pool:
-            for blocks in ordered_map(unit, prefetched(units(pool), 2), workers):
-                yield from blocks
+        for blocks in ordered_map(placed_unit, enumerate(units()), pool):
+            yield from blocks
     if migrated is not None:
         for rw in rewriters:
             for sid, n in rw.migrated.items():

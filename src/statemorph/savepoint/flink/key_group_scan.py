@@ -13,10 +13,8 @@ rebuild a slice as they do a whole key group, and each slice is an independent p
 
 from __future__ import annotations
 
-import functools
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -132,31 +130,6 @@ class ScannedGroup:
         return out
 
 
-@dataclass(frozen=True)
-class SliceStart:
-    """Where a slice of a key group starts, so that :func:`scan_slices` can begin there: ``at``,
-    its offset in the key group's uncompressed bytes; ``run``, the state whose run it continues
-    (-1: it starts with a state id); ``stored``, the stream offset of the stored piece holding
-    ``at`` (a Snappy chunk boundary when compressed); ``skip``, that piece's uncompressed bytes
-    before ``at``. Plain numbers: one Spark task finds them, others begin there."""
-
-    at: int
-    run: int
-    stored: int
-    skip: int
-
-
-@dataclass(frozen=True)
-class KeyGroupPiece:
-    """Consecutive slices of one key group, one task's share of it: from ``start`` (``None``:
-    where the key group starts) up to the slice that starts at uncompressed byte ``stop`` (-1:
-    to the key group's end). Its slices are the ones a scan of the whole key group makes."""
-
-    key_group: int
-    start: SliceStart | None
-    stop: int
-
-
 class ScanArrays:
     """``kg_scan``'s output arrays, kept from one key group to the next (one set per thread):
     sized for the most entries a group of its bytes could hold, they would otherwise be fresh
@@ -228,158 +201,337 @@ def scanned_groups(source: StreamSource, extents: Iterable[KeyGroupExtent], comp
 
 
 def scan_slices(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
-                slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None,
-                pool: Executor | None = None, ahead: int = 0, *, piece: KeyGroupPiece | None = None,
-                starts: list[SliceStart] | None = None) -> Iterator[ScannedGroup]:
+                slice_bytes: int = SLICE_BYTES, scratch: ScanArrays | None = None) -> Iterator[ScannedGroup]:
     """One key group as slices of about ``slice_bytes`` uncompressed bytes (more only when a
-    single entry is larger), each ending after a whole entry, the last one after the end mark.
-    Memory holds one slice and one read piece, whatever the key group's size; ``scratch`` keeps
-    the scan's arrays from one key group to the next.
-
-    With ``pool`` a compressed key group's pieces are decompressed on its threads, up to
-    ``ahead`` pieces ahead of the scan (:func:`_decompressed_ahead`): the cut (which needs the
-    previous slice's end) then only copies and scans, and the Snappy decoding, most of a slice's
-    cost before its migration, runs in parallel. The slices are the same either way.
-
-    A cut depends only on the bytes from where its slice starts, so the scan can begin at any
-    slice (``piece``: from its start up to its stop) and makes there the slices a scan of the
-    whole key group makes; ``starts`` receives where each slice after the first starts
-    (:func:`piece_starts` cuts a key group into pieces for separate tasks from them)."""
-    where = f"{where} key group {ext.key_group}"
-    # a compressed piece decompresses to a few times its size: read less of it at a time
-    read = max(slice_bytes // 4, _MAX_CHUNK) if compressed else slice_bytes
-    start = piece.start if piece is not None else None
-    stored_at: deque[int] = deque()  # the stream offset of each stored piece read and not yet taken
-    pieces = _stored_pieces(source, ext, compressed, where, read, ext.offset if start is None else start.stored,
-                            stored_at)
-    if pool is not None and compressed and ahead > 0:
-        pieces = _decompressed_ahead(pieces, pool, ahead)
+    single entry is larger), each ending after a whole entry, the last one after the end mark:
+    the pieces of :class:`KeyGroupCut`, one after the other on this thread (a parallel runner
+    hands them to workers instead; the slices are the same). Memory holds one slice and one read
+    piece, whatever the key group's size; ``scratch`` keeps the scan's arrays from one key group
+    to the next."""
+    cut = KeyGroupCut(source, ext, compressed, n_states, where, slice_bytes)
     scratch = scratch or ScanArrays()
-    carry: Any = b""  # the bytes after the previous slice's last whole entry
-    run = -1  # the state whose run the carry continues (-1: the carry starts with a state id)
-    at = 0  # where the carry starts in the key group
-    held: deque[tuple[int, int]] = deque()  # (uncompressed offset, stream offset) of the pieces the carry may be in
-    raw = 0  # the uncompressed offset where the next stored piece starts
-    want = slice_bytes
-    more = True
-    first = True
-    total = -1  # the key group's uncompressed size, found when an entry outgrows a slice
-    if start is not None:  # begin inside the key group: its first stored piece, less the bytes before ``at``
-        head = next(pieces, None)
-        if head is None or not 0 <= start.skip <= head[1]:
-            raise FlinkSavepointError(f"{where}: no slice of the key group starts at byte {start.at}")
-        buf = pooled(head[1])
-        head[0](buf)
-        carry = buf[start.skip:]
-        held.append((start.at - start.skip, stored_at.popleft()))
-        raw, run, at, first = start.at - start.skip + head[1], start.run, start.at, False
-    until = piece.stop if piece is not None else -1  # where the piece's last slice ends
-    while True:
-        parts, size = [], len(carry)
-        while more and size < want:
-            got = next(pieces, None)
-            if got is None:
-                more = False
-            else:
-                parts.append(got)
-                held.append((raw, stored_at.popleft()))
-                raw += got[1]
-                size += got[1]
-        # the window is allocated once at its size, from Arrow's pool (fresh pages would fault in
-        # every slice), and each piece is decompressed straight into its place; a window grown for
-        # one large entry is a mapping of its own, unmapped when its slice is done (the pool keeps
-        # freed pages resident for the next slice: hundreds of MB of them after a large entry)
+    for i in range(cut.pieces):
+        yield from cut.slices_of(i, scratch)
+
+
+HANDOVER_BYTES = 1 << 20
+"""The most bytes (Snappy chunk tail and entry carry) a :class:`Handover` that begins a Spark
+task's run of pieces holds: it ships from the cut task through the driver to the task."""
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What the pieces before piece ``piece`` of a :class:`KeyGroupCut` hand it (a
+    :class:`_Handoff` as plain bytes and numbers, so one Spark task records it and another begins
+    there): the stored bytes after the last whole Snappy chunk (``tail``), the stream offset its
+    own chunks start at (``to``: past a chunk an earlier piece read whole), the bytes after the
+    last whole entry (``carry``), the state whose run they continue (``run``), their offset in the
+    key group (``at``), the bytes the entry they begin needs (``needs``) and whether a slice has
+    been cut yet (``first``)."""
+
+    piece: int
+    tail: bytes
+    to: int
+    carry: bytes
+    run: int
+    at: int
+    needs: int
+    first: bool
+
+
+@dataclass(frozen=True)
+class KeyGroupPiece:
+    """One Spark task's share of a large key group: the pieces ``start.piece`` (0 without a
+    ``start``) up to ``stop`` of its :class:`KeyGroupCut`, begun from ``start``'s hand-over. Its
+    slices are those the local engine's cut of the whole key group makes there: the same cut."""
+
+    key_group: int
+    start: Handover | None
+    stop: int
+
+    @property
+    def pieces(self) -> range:
+        return range(0 if self.start is None else self.start.piece, self.stop)
+
+
+def key_group_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
+                     slice_bytes: int, piece_bytes: int) -> list[KeyGroupPiece]:
+    """One large key group cut into runs of :class:`KeyGroupCut`'s pieces of about
+    ``piece_bytes`` stored bytes for separate tasks: its cut, run here piece after piece (memory:
+    one piece), records the hand-over into a piece where a run begins. Only a hand-over with no
+    entry waiting for more pieces and at most :data:`HANDOVER_BYTES` of chunk tail and carry
+    begins a run, so each run ships cheaply and ends after its last piece's last whole entry,
+    where the next one begins."""
+    cut = KeyGroupCut(source, ext, compressed, n_states, where, slice_bytes)
+    scratch = ScanArrays()
+    out: list[KeyGroupPiece] = []
+    start: Handover | None = None
+    mark = 0
+    for i in range(cut.pieces):
+        if i and (i - mark) * cut.read >= piece_bytes:
+            h = cut.handover(i)
+            if h is not None:
+                out.append(KeyGroupPiece(ext.key_group, start, i))
+                start, mark = h, i
+        cut.slices_of(i, scratch)
+    out.append(KeyGroupPiece(ext.key_group, start, cut.pieces))
+    return out
+
+
+HEADROOM = 4096
+"""Bytes kept free in front of a piece's buffer: the state id and the carry (the part of an entry
+that began in the previous piece) are put there, so a piece is scanned in place; a longer carry
+costs one copy of the piece."""
+
+
+class _Handoff:
+    """What piece ``i`` of a key group hands piece ``i + 1``: first the stored bytes after its
+    last whole Snappy chunk (``tail``), then (``ready``) the bytes after its last whole entry
+    (``carry``, a list of buffers joined only when the entry is complete), the state whose run
+    they continue (``run``, -1 when they start with a state id), their offset in the key group
+    (``at``), how many bytes the entry they begin needs at least (``needs``), and whether a slice
+    has been cut yet (``first``); ``to``: the stream offset the next piece's chunks start at
+    (past the end of a chunk this piece read whole). ``failed``: an earlier piece raised, nothing
+    follows."""
+
+    def __init__(self) -> None:
+        self.chunks = threading.Event()
+        self.ready = threading.Event()
+        self.tail = b""
+        self.to = 0
+        self.carry: list[Any] = []
+        self.run = -1
+        self.at = 0
+        self.needs = 0
+        self.first = True
+        self.failed = False
+
+    def fail(self) -> None:
+        self.failed = True
+        self.chunks.set()
+        self.ready.set()
+
+
+class KeyGroupCut:
+    """A key group stored in more than ``slice_bytes`` bytes, cut into slices by pieces that
+    different workers take at once.
+
+    Its stored bytes are read in fixed pieces (``slice_bytes``, or half of it when compressed: a
+    piece decompresses to a few times its size, and a piece is a slice: fewer, larger ones cost
+    less per entry). A worker takes piece ``i``
+    (:meth:`slices_of`) and reads it; waits until piece ``i - 1`` has found its last whole Snappy
+    chunk, takes the bytes after it and hands on its own (a short walk over chunk headers);
+    decompresses its whole chunks; waits for the bytes after piece ``i - 1``'s last whole entry,
+    puts them in front of its own (with the state id of the run they continue), scans, and hands
+    on what follows its own last whole entry. Only the two hand-overs are in order, each a few
+    microseconds; reading, decompressing and scanning run on every worker at once, and no
+    thread cuts for the others. Workers must take the pieces in order (a FIFO pool fed in
+    order, or one thread): a piece waits only for an earlier one. A piece that raises marks the
+    pieces after it failed, so none waits forever.
+
+    ``start`` begins the cut at its piece with a recorded hand-over (:func:`key_group_pieces`:
+    a Spark task's run of pieces); the pieces from there cut as they do in a cut of the whole
+    key group."""
+
+    def __init__(self, source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
+                 slice_bytes: int = SLICE_BYTES, start: Handover | None = None) -> None:
+        self.source = source
+        self.ext = ext
+        self.compressed = compressed
+        self.n_states = n_states
+        self.where = f"{where} key group {ext.key_group}"
+        self.slice_bytes = slice_bytes
+        self.read = max(slice_bytes // 2, _MAX_CHUNK) if compressed else slice_bytes
+        self.pieces = max(1, -(-(ext.end - ext.offset) // self.read))
+        self._handoffs = [_Handoff() for _ in range(self.pieces + 1)]
+        first = self._handoffs[0 if start is None else start.piece]
+        first.to = ext.offset
+        if start is not None:
+            if not 0 < start.piece < self.pieces:
+                raise FlinkSavepointError(f"{self.where}: no piece {start.piece} to begin at")
+            first.tail, first.to, first.carry = start.tail, start.to, [start.carry] if start.carry else []
+            first.run, first.at, first.needs, first.first = start.run, start.at, start.needs, start.first
+        first.chunks.set()
+        first.ready.set()
+        self._total = -1
+        self._lock = threading.Lock()
+
+    def handover(self, i: int) -> Handover | None:
+        """What the pieces before ``i`` (all cut) hand piece ``i``, to begin there elsewhere;
+        ``None`` while an entry waits for more pieces or it holds more than
+        :data:`HANDOVER_BYTES`."""
+        h = self._handoffs[i]
+        held = len(h.tail) + sum(memoryview(c).nbytes for c in h.carry)
+        if not h.ready.is_set() or h.failed or h.needs or held > HANDOVER_BYTES:
+            return None
+        carry = b"".join(bytes(memoryview(c).cast("B")) for c in h.carry)
+        return Handover(i, bytes(h.tail), h.to, carry, h.run, h.at, h.needs, h.first)
+
+    def slices_of(self, i: int, scratch: ScanArrays) -> list[ScannedGroup]:
+        """The slices that end in piece ``i`` (none when an entry spans the whole piece), cut
+        after whole entries; the last piece's end with the end mark."""
+        into, out = self._handoffs[i], self._handoffs[i + 1]
+        try:
+            own, n = self._own_bytes(i, into, out)
+            if into.failed:
+                raise FlinkSavepointError(f"{self.where}: an earlier piece of the key group was refused")
+            return self._cut(i, own, n, into, out, scratch)
+        except BaseException:
+            out.fail()
+            raise
+        finally:  # only this piece reads what the previous one handed on: its buffers go now
+            into.carry, into.tail = [], b""
+
+    def _own_bytes(self, i: int, into: _Handoff, out: _Handoff) -> tuple[np.ndarray, int]:
+        """Piece ``i`` read (and decompressed) into a buffer behind :data:`HEADROOM` free bytes,
+        and its number of bytes."""
+        pos = self.ext.offset + i * self.read
+        n = min(self.read, self.ext.end - pos)
+        what = f"key group {self.ext.key_group}"
+        if not self.compressed:
+            own = pooled(HEADROOM + n)
+            self.source.read_into(pos, own[HEADROOM:].data, what)
+            out.chunks.set()
+            into.ready.wait()
+            return own, n
+        # read behind room for the stream identifier and the previous piece's partial chunk, so
+        # the whole chunks are decoded where they were read; bytes an earlier piece already read
+        # (the rest of a chunk it read whole) are not read again
+        ident = len(STREAM_IDENTIFIER)
+        room = ident + _MAX_CHUNK
+        begin = max(pos, into.to) if into.chunks.is_set() else pos
+        stored = pooled(room + max(0, pos + n - begin))
+        if begin < pos + n:
+            self.source.read_into(begin, stored[room:].data, what)
+        if i == 0:  # the stream identifier opens the group
+            check_stream_identifier(stored[room:room + ident], self.where)
+        into.chunks.wait()
+        if into.failed:
+            raise FlinkSavepointError(f"{self.where}: an earlier piece of the key group was refused")
+        tail = into.tail
+        room = min(room + max(0, into.to - begin), len(stored))  # the own bytes start past ``into.to``
+        if i == 0:
+            start = room
+        elif len(tail) <= _MAX_CHUNK:
+            start = room - len(tail) - ident
+            stored[start:start + ident] = np.frombuffer(STREAM_IDENTIFIER, np.uint8)
+            stored[start + ident:room] = np.frombuffer(tail, np.uint8)
+        else:  # a chunk longer than the format's (a corrupt length): the codec says what is wrong
+            stored = np.concatenate([np.frombuffer(STREAM_IDENTIFIER + tail, np.uint8), stored[room:]])
+            start = 0
+        end = whole_chunks(stored, start + ident)
+        out.to = max(pos + n, into.to)
+        rest = len(stored) - end
+        if rest >= 4 and 4 + int.from_bytes(stored[end + 1:end + 4].tobytes(), "little") > rest:
+            # a chunk this piece cuts (up to 16 MiB, its 3-byte length says): its rest is read now,
+            # at once; handed on piece by piece it was copied once a piece (quadratic)
+            out.to = pos + n + 4 + int.from_bytes(stored[end + 1:end + 4].tobytes(), "little") - rest
+            if out.to > self.ext.end:
+                raise FlinkSavepointError(f"{self.where}: corrupt Snappy-framed key group: a chunk of "
+                                          f"{out.to - (pos + n) + rest} bytes runs past the key group's end")
+            more = np.empty(out.to - (pos + n), np.uint8)
+            self.source.read_into(pos + n, more.data, what)
+            stored = np.concatenate([stored, more])
+            end = len(stored)
+        out.tail = stored[end:].tobytes()
+        out.chunks.set()
+        if i == self.pieces - 1 and out.tail:
+            raise FlinkSavepointError(f"{self.where}: corrupt Snappy-framed key group: a chunk of "
+                                      f"{len(out.tail)} bytes runs past the key group's end")
+        framed = stored[start:end]
+        chunks = end > start + ident
+        size = framed_raw_size(framed, self.where) if chunks else 0
+        own = pooled(HEADROOM + size)
+        if chunks:
+            unframe_into(framed, own[HEADROOM:], self.where)
+        into.ready.wait()
+        return own, size
+
+    def _cut(self, i: int, own: np.ndarray, n: int, into: _Handoff, out: _Handoff,
+             scratch: ScanArrays) -> list[ScannedGroup]:
+        last = i == self.pieces - 1
+        carry, run, at, needs, first = into.carry, into.run, into.at, into.needs, into.first
+        held = sum(memoryview(c).nbytes for c in carry)
+        if not last and held + n < needs:  # the entry the carry begins goes on past this piece
+            out.carry, out.run, out.at, out.needs, out.first = [*carry, own[HEADROOM:HEADROOM + n].data], run, at, \
+                needs, first
+            out.ready.set()
+            return []
+        window = self._window(own, n, carry, held, run)
+        carry = into.carry = []  # copied: a grown window's pieces are not held while its slices are out
+        del own
+        slices: list[ScannedGroup] = []
+        most = self.slice_bytes // MIN_ENTRY_BYTES + 1  # 48 bytes an entry: room for a slice's worth
+        while True:
+            skip = 2 if run >= 0 else 0
+            status, ne, nr, end, arrays = _scan(window, self.n_states, scratch, most=most)
+            full = status == BLOCK_CAPACITY  # the arrays are full: the slice ends after the entries found
+            label = f"{self.where} (slice from byte {at})"
+            if last and not full:  # it must end exactly with the end mark
+                if status != BLOCK_OK or end != len(window):
+                    _refuse(window, status, end, self.n_states, label)
+                slices.append(_scanned(self.ext.key_group, window.data, ne, nr, end, arrays, skip, first))
+                out.ready.set()
+                return slices
+            if status == BLOCK_OK:  # the end mark, but the key group goes on
+                raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
+            if ne == 0:  # not one whole entry yet: a broken one, or one larger than the piece
+                needs = self._needs(window, status, end, skip, at, label)
+                out.carry, out.run, out.at, out.needs, out.first = [window.data[skip:]], run, at, needs, first
+                out.ready.set()
+                return slices
+            key_pos, _, val_pos, val_len, run_state, _ = arrays
+            cut = int(val_pos[ne - 1] + val_len[ne - 1])
+            slices.append(_scanned(self.ext.key_group, window.data[:cut], ne, nr, cut, arrays, skip, first))
+            first = False
+            run = -1 if window[key_pos[ne - 1]] & FLAG else int(run_state[nr - 1])
+            at += cut - skip
+            rest = window.data[cut:]
+            if not full and not last:
+                out.carry, out.run, out.at, out.needs, out.first = [rest], run, at, 0, first
+                out.ready.set()
+                return slices
+            window = self._window(None, 0, [rest], len(rest), run)  # the rest of a full scan, cut again here
+
+    def _window(self, own: np.ndarray | None, n: int, carry: list[Any], held: int, run: int) -> np.ndarray:
+        """The state id of the run the carry continues, the carry, then the piece's own bytes:
+        in place in the piece's buffer when they fit in its headroom, else in a new one."""
         skip = 2 if run >= 0 else 0
-        window = pooled(skip + size) if want <= slice_bytes else np.empty(skip + size, np.uint8)
+        if own is not None and skip + held <= HEADROOM:
+            window = own[HEADROOM - held - skip:HEADROOM + n]
+        elif held <= self.slice_bytes:
+            window = pooled(skip + held + n)
+        else:  # grown for a large entry: a mapping of its own, unmapped when its slices are done (the
+            # pool keeps freed pages resident for the next slice: hundreds of MB after a large entry)
+            window = np.empty(skip + held + n, np.uint8)
+            if own is not None:
+                window[skip + held:] = own[HEADROOM:HEADROOM + n]
         if skip:
             window[:2] = (run >> 8, run & 0xFF)
-        pos = skip + len(carry)
-        window[skip:pos] = np.frombuffer(carry, np.uint8)
-        for fill, n in parts:
-            fill(window[pos:pos + n])
-            pos += n
-        carry, parts = b"", []  # copied: a grown window's predecessor is not held while its slice is out
-        stop = min(len(window), skip + want)  # a slice scans about ``want`` bytes of a larger window
-        # the scan's six arrays take 48 bytes an entry: room for a slice's worth, never a grown window's
-        status, ne, nr, end, arrays = _scan(window, n_states, scratch, stop, slice_bytes // MIN_ENTRY_BYTES + 1)
-        full = status == BLOCK_CAPACITY  # the arrays are full: the slice ends after the entries found
-        label = f"{where} (slice from byte {at})"
-        if more and status == BLOCK_OK and end == len(window) and next(pieces, None) is None:
-            more = False  # the end mark ends the stored bytes too
-        if not more and stop == len(window) and not full:  # the last slice: it must end exactly with the end mark
-            if status != BLOCK_OK or end != len(window):
-                _refuse(window, status, end, n_states, label)
-            yield _scanned(ext.key_group, window.data, ne, nr, end, arrays, skip, first)
-            return
-        if status == BLOCK_OK:  # the end mark, but the key group goes on
-            raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
-        if ne == 0:  # not one whole entry yet: a broken one, or one larger than the slice
-            needs = _claimed(window, stop, status, end)
-            if needs < 0:
-                _refuse(window, status, end, n_states, label)
-            if needs - skip > MAX_ENTRY_BYTES:
-                raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} declares more than "
-                                          f"{MAX_ENTRY_BYTES:,} bytes, the most statemorph holds for one entry")
-            if total < 0:  # what the key group holds, once: an entry is never grown past it
-                total = _raw_size(source, ext, compressed, where, read)
-            if at + needs - skip > total:
-                raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} runs past the end of the key "
-                                          f"group (it needs {at + needs - skip} of its {total} bytes)")
-            want = _grown(want, needs - skip, status, slice_bytes)
-            carry = window.data[skip:]
-            continue
-        key_pos, _, val_pos, val_len, run_state, _ = arrays
-        cut = int(val_pos[ne - 1] + val_len[ne - 1])
-        yield _scanned(ext.key_group, window.data[:cut], ne, nr, cut, arrays, skip, first)
-        first = False
-        run = -1 if window[key_pos[ne - 1]] & FLAG else int(run_state[nr - 1])
-        carry = window.data[cut:]
-        at += cut - skip
-        want = slice_bytes
-        while len(held) > 1 and held[1][0] <= at:
-            held.popleft()
-        if starts is not None:
-            starts.append(SliceStart(at, run, held[0][1], at - held[0][0]))
-        if 0 <= until <= at:
-            if at != until:
-                raise FlinkSavepointError(f"{where}: a slice ends at byte {at}, not at byte {until} where the "
-                                          f"key group was cut into pieces")
-            return
+        at = skip
+        for c in carry:
+            m = memoryview(c).nbytes
+            window[at:at + m] = np.frombuffer(c, np.uint8)
+            at += m
+        return window
 
-
-def piece_starts(source: StreamSource, ext: KeyGroupExtent, compressed: bool, n_states: int, where: str,
-                 slice_bytes: int, piece_bytes: int, pool: Executor | None = None,
-                 ahead: int = 0) -> list[KeyGroupPiece]:
-    """One large key group cut into pieces of about ``piece_bytes`` stored bytes for separate
-    tasks, each a run of the slices :func:`scan_slices` makes of the whole group (so cut after
-    whole entries, where the local engine's slices start: every piece migrates to the bytes the
-    local engine writes there). One pass that reads, decompresses and scans, nothing migrated;
-    memory holds one slice. A compressed group's pieces are sized by the compression ratio of
-    the stored bytes read so far (1 within its first stored piece)."""
-    starts: list[SliceStart] = []
-    cuts: list[SliceStart] = []
-    mark = 0
-    for _ in scan_slices(source, ext, compressed, n_states, where, slice_bytes, None, pool, ahead, starts=starts):
-        for s in starts:  # taken as they come: memory holds the pieces' starts, not every slice's
-            read = s.at - s.skip  # uncompressed bytes before the stored piece holding ``s``
-            ratio = (s.stored - ext.offset) / read if read else 1.0  # stored bytes per byte, so far
-            if (s.at - mark) * ratio >= piece_bytes:
-                cuts.append(s)
-                mark = s.at
-        starts.clear()
-    begins: list[SliceStart | None] = [None, *cuts]
-    stops = [s.at for s in cuts] + [-1]
-    return [KeyGroupPiece(ext.key_group, b, e) for b, e in zip(begins, stops, strict=True)]
-
-
-def _grown(want: int, needs: int, status: int, slice_bytes: int) -> int:
-    """The bytes the next window scans when an entry did not fit in ``want``: those its declared
-    lengths need and a slice more (the entries behind it), not twice ``want``, which grew a
-    window to twice a large entry; doubling only when the bytes ran out before a length field
-    (``needs`` is then one byte more than the window)."""
-    if status in (BLOCK_KEY_LENGTH, BLOCK_VALUE_LENGTH):
-        return needs + slice_bytes
-    return max(want * 2, needs)
+    def _needs(self, window: np.ndarray, status: int, end: int, skip: int, at: int, label: str) -> int:
+        """How many bytes the entry that starts the window needs at least (its declared lengths),
+        refused when they are broken, larger than :data:`MAX_ENTRY_BYTES`, or run past the key
+        group."""
+        needs = _claimed(window, len(window), status, end)
+        if needs < 0:
+            _refuse(window, status, end, self.n_states, label)
+        if needs - skip > MAX_ENTRY_BYTES:
+            raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} declares more than "
+                                      f"{MAX_ENTRY_BYTES:,} bytes, the most statemorph holds for one entry")
+        with self._lock:
+            if self._total < 0:  # what the key group holds, once: an entry is never grown past it
+                self._total = _raw_size(self.source, self.ext, self.compressed, self.where, self.read)
+        if at + needs - skip > self._total:
+            raise FlinkSavepointError(f"{label}: the entry at offset {end - skip} runs past the end of the key "
+                                      f"group (it needs {at + needs - skip} of its {self._total} bytes)")
+        return needs - skip
 
 
 def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
@@ -398,102 +550,28 @@ def _claimed(window: np.ndarray, stop: int, status: int, end: int) -> int:
 
 def _raw_size(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str, piece_bytes: int) -> int:
     """The uncompressed bytes of a key group, from its chunks' declared sizes (each bounded by
-    :func:`~.snappy.framed_raw_size`), read a piece at a time and nothing decompressed."""
+    :func:`~.snappy.framed_raw_size`), read ``piece_bytes`` stored bytes at a time (a whole number
+    of Snappy chunks each), nothing decompressed."""
     if not compressed:
         return ext.end - ext.offset
-    return sum(n for _, n in _stored_pieces(source, ext, compressed, where, piece_bytes))
-
-
-def _stored_pieces(source: StreamSource, ext: KeyGroupExtent, compressed: bool, where: str,
-                   piece_bytes: int, begin: int | None = None,
-                   stored_at: deque[int] | None = None) -> Iterator[tuple[Callable[[np.ndarray], None], int]]:
-    """The key group's bytes in pieces of at most ``piece_bytes`` stored bytes, each as a function
-    that writes its uncompressed bytes into its place in a slice, and their number: an
-    uncompressed piece is read straight into it, a compressed group is read here a whole number
-    of Snappy chunks at a time, decompressed into it (each chunk checked by the codec, CRC
-    included, by :func:`~.snappy.unframe_into`).
-
-    ``begin`` (a Snappy chunk boundary when compressed) starts the pieces inside the key group;
-    ``stored_at`` receives each piece's stream offset."""
     what = f"key group {ext.key_group}"
-    pos, carry = ext.offset if begin is None else begin, b""
+    pos, carry, total = ext.offset, b"", 0
     while pos < ext.end:
         n = min(piece_bytes, ext.end - pos)
         if len(carry) >= 4:  # a chunk the last piece cut (at most 16 MiB, its 3-byte length says): the
             # rest of it at once; piece by piece, its carry was copied once a piece (quadratic)
             n = min(max(n, 4 + int.from_bytes(carry[1:4], "little") - len(carry)), ext.end - pos)
-        if not compressed:
-            if stored_at is not None:
-                stored_at.append(pos)
-            yield functools.partial(_read_into, source, pos, what), n
-            pos += n
-            continue
-        raw = memoryview(source.read_at(pos, n, what))
-        head = pos  # where ``raw`` starts in the stream
+        raw = source.read_at(pos, n, what)
         pos += n
-        if head == ext.offset:  # the stream identifier opens the group; every piece gets it back
+        if pos - n == ext.offset:  # the stream identifier opens the group; every piece gets it back
             check_stream_identifier(raw, where)
             raw = raw[len(STREAM_IDENTIFIER):]
-            head += len(STREAM_IDENTIFIER)
-        framed = bytearray(STREAM_IDENTIFIER)  # the piece as a framed stream, its bytes copied once
-        framed += carry
-        framed += raw
-        k = whole_chunks(framed, len(STREAM_IDENTIFIER))
-        if k > len(STREAM_IDENTIFIER) and stored_at is not None:
-            stored_at.append(head - len(carry))
-        carry = bytes(memoryview(framed)[k:])
-        del framed[k:]
-        if k > len(STREAM_IDENTIFIER):
-            yield functools.partial(_unframe_into, framed, where), framed_raw_size(framed, where)
+        data = carry + raw if carry else raw
+        k = whole_chunks(data)
+        carry = data[k:]
+        if k:
+            total += framed_raw_size(STREAM_IDENTIFIER + data[:k], where)
     if carry:
         raise FlinkSavepointError(f"{where}: corrupt Snappy-framed key group: a chunk of "
                                   f"{len(carry)} bytes runs past the key group's end")
-
-
-Piece = tuple[Callable[[np.ndarray], None], int]
-"""A piece of a key group: the function that writes its uncompressed bytes into its place, and
-their number."""
-
-
-def _decompressed_ahead(pieces: Iterator[Piece], pool: Executor, ahead: int) -> Iterator[Piece]:
-    """``pieces``, each decompressed on ``pool`` into a buffer of its own up to ``ahead`` pieces
-    before it is asked for; asking copies the buffer into its place. Errors come where they did
-    without the pool: a piece's decoding error when that piece is written, an error of the stored
-    bytes (a chunk past the end) when the piece after the last good one is asked for."""
-    pending: deque[tuple[Future[None], np.ndarray, int]] = deque()
-    failed: BaseException | None = None
-
-    def copy(done: Future[None], buf: np.ndarray, out: np.ndarray) -> None:
-        done.result()
-        out[:] = buf
-
-    try:
-        while True:
-            while failed is None and len(pending) < ahead:
-                try:
-                    piece = next(pieces, None)
-                except FlinkSavepointError as e:
-                    failed = e
-                    break
-                if piece is None:
-                    break
-                fill, n = piece
-                buf = pooled(n)
-                pending.append((pool.submit(fill, buf), buf, n))
-            if not pending:
-                if failed is not None:
-                    raise failed
-                return
-            done, buf, n = pending.popleft()
-            yield functools.partial(copy, done, buf), n
-    finally:
-        for done, _, _ in pending:
-            done.cancel()
-
-
-def _read_into(source: StreamSource, offset: int, what: str, out: np.ndarray) -> None:
-    source.read_into(offset, out.data, what)
-
-
-def _unframe_into(framed: bytes | bytearray, where: str, out: np.ndarray) -> None:
-    unframe_into(framed, out, where)
+    return total

@@ -10,6 +10,7 @@ from types import TracebackType
 
 import pyarrow as pa
 
+from ...bulk.chunks import PlacedInOrder
 from ...errors import FlinkSavepointError
 from ..storage import NewFile, Target
 from .handles import ByteStreamHandle, FileHandle, KeyGroupsHandle, RelativeFileHandle, StreamHandle
@@ -47,6 +48,26 @@ class KeyedStreamWriter:
         :func:`encode_key_group`, e.g. by a parallel task. A large key group may come in
         consecutive pieces (its slices, see ``bulk_blocks.migrated_blocks``): a call for the key
         group just added appends to it."""
+        self._place(key_group)
+        self._f.write(data)
+        self.pos += len(data)
+
+    def placed(self) -> PlacedInOrder | None:
+        """Where workers write their finished key groups themselves, at their places, in the
+        order they are counted with :meth:`add_written_key_group`; None when the file is written
+        front to back only (an object store): then :meth:`add_encoded_key_group`."""
+        write_at = self._f.writer_at()
+        return None if write_at is None else PlacedInOrder(write_at, self.pos)
+
+    def add_written_key_group(self, key_group: int, n: int) -> None:
+        """Count ``n`` bytes of ``key_group`` (or of its next piece) that a worker wrote through
+        :meth:`placed`, in the order they were placed: what :meth:`add_encoded_key_group` does
+        but the write."""
+        self._place(key_group)
+        self._f.advance(n)
+        self.pos += n
+
+    def _place(self, key_group: int) -> None:
         i = key_group - self.start
         if not 0 <= i < len(self.offsets) or key_group < self._last:
             raise FlinkSavepointError(
@@ -55,8 +76,6 @@ class KeyedStreamWriter:
             )
         if key_group != self._last:
             self.offsets[i] = self.pos
-        self._f.write(data)
-        self.pos += len(data)
         self._last = key_group
 
     def finish(self, inline: bool, inline_name: str | None = None, code: int = SAVEPOINT_KEY_GROUPS_HANDLE,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...bulk.chunks import PlacedInOrder
 from ...errors import FlinkSavepointError, StatemorphError
 from ...typeutils import SnapshotRegistry
 from .bulk_blocks import BULK_KINDS, migrated_blocks
@@ -68,6 +69,7 @@ def migrated_encoded_key_groups(stream: KeyedStream, migrations: Mapping[str, Va
                                 max_parallelism: int, *, key_groups: range | None = None,
                                 batch_values: int = DEFAULT_BATCH_VALUES, counts: dict[str, int] | None = None,
                                 workers: int = 1, slice_bytes: int | None = None,
+                                placed: PlacedInOrder | None = None,
                                 piece: KeyGroupPiece | None = None) -> Iterator[tuple[int, Any]]:
     """:func:`migrated_key_groups`, each key group encoded as
     :meth:`KeyedStreamWriter.add_encoded_key_group` takes it (a bytes-like buffer, Snappy-framed
@@ -75,16 +77,24 @@ def migrated_encoded_key_groups(stream: KeyedStream, migrations: Mapping[str, Va
     key groups never become Python objects per entry: the block kernels scan them, split list
     values into elements, and rebuild them around the bulk migration (value, reducing,
     aggregating, list and map state; TTL timestamps and map null flags kept), on ``workers``
-    threads (:func:`.bulk_blocks.migrated_blocks`, which ``slice_bytes`` and ``piece`` go to)."""
+    threads (:func:`.bulk_blocks.migrated_blocks`, which ``slice_bytes`` and ``piece`` go to).
+    With ``placed`` the bytes are written at their places in the file as they are made, and each
+    key group comes with its number of bytes instead (:meth:`KeyedStreamWriter.placed`)."""
     metas = {name: stream.header.state(name) for name in migrations}
     layouts = {name: StateLayout(meta, stream.header.key_serializer, max_parallelism,
                                  f"{stream.where} state {name!r}") for name, (_, meta) in metas.items()}
     if not all(layout.kind in BULK_KINDS for layout in layouts.values()):  # refused there, with its reason
         if piece is not None:
             raise FlinkSavepointError(f"{stream.where}: only the block path migrates a piece of a key group")
-        for kg, runs in migrated_key_groups(stream, migrations, max_parallelism, key_groups=key_groups,
-                                            batch_values=batch_values, counts=counts):
-            yield kg, encode_key_group(runs, stream.header.compressed)
+        for seq, (kg, runs) in enumerate(migrated_key_groups(stream, migrations, max_parallelism,
+                                                             key_groups=key_groups, batch_values=batch_values,
+                                                             counts=counts)):
+            data = encode_key_group(runs, stream.header.compressed)
+            if placed is None:
+                yield kg, data
+            else:
+                placed.put(seq, [data])
+                yield kg, len(data)
         return
 
     def checked(fn: ValueMigration, where: str) -> ValueMigration:
@@ -94,7 +104,7 @@ def migrated_encoded_key_groups(stream: KeyedStream, migrations: Mapping[str, Va
               for name, (sid, _) in metas.items()}
     migrated: dict[int, int] = {}
     yield from migrated_blocks(stream, states, batch_values=batch_values, key_groups=key_groups, migrated=migrated,
-                               workers=workers, slice_bytes=slice_bytes, piece=piece)
+                               workers=workers, slice_bytes=slice_bytes, placed=placed, piece=piece)
     if counts is not None:
         for name, (sid, _) in metas.items():
             counts[name] = counts.get(name, 0) + migrated.get(sid, 0)

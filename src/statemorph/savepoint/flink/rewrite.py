@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ...bulk.serial_clock import PARALLEL, WRITE, timed
 from ...errors import DestinationError, FlinkSavepointError, OutputError, SavepointPathError, UnsupportedStateError
 from ...io import DataInputDeserializer, DataOutputSerializer
 from ...typeutils import SnapshotRegistry
@@ -309,14 +310,23 @@ def _rewrite_stream(
     header = migrated_header(stream.header, {ch.state: ch.envelope for ch in changes})
     counts: dict[str, int] = {}
     old = stream.handle
-    with KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets)) as out:
-        for kg, data in migrated_encoded_key_groups(stream, {ch.state: ch.migrate for ch in changes},
-                                                    max_parallelism, batch_values=batch_values, counts=counts,
-                                                    workers=threads):
-            out.add_encoded_key_group(kg, data)
-        inline = keep_inline(old.delegate, out.pos, threshold)
-        inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name
-        handle = out.finish(inline, inline_name, old.code, old.handle_id)
+    with timed(PARALLEL):  # the workers run from here; this thread keeps the order (and writes, to an object store)
+        with timed(WRITE):
+            out = KeyedStreamWriter(tmp, name, header, old.start_key_group, len(old.offsets))
+        with out:
+            placed = out.placed()  # a local file: the workers write their key groups at their places
+            for kg, data in migrated_encoded_key_groups(stream, {ch.state: ch.migrate for ch in changes},
+                                                        max_parallelism, batch_values=batch_values, counts=counts,
+                                                        workers=threads, placed=placed):
+                with timed(WRITE):
+                    if placed is None:
+                        out.add_encoded_key_group(kg, data)
+                    else:
+                        out.add_written_key_group(kg, data)
+            with timed(WRITE):
+                inline = keep_inline(old.delegate, out.pos, threshold)
+                inline_name = old.delegate.name if isinstance(old.delegate, ByteStreamHandle) else name
+                handle = out.finish(inline, inline_name, old.code, old.handle_id)
     return handle, {ch.label: counts.get(ch.state, 0) for ch in changes}
 
 

@@ -24,8 +24,8 @@ from .native_handles import IncrementalHandle
 class KeyGroupSplit:
     """One task's share: a key-group range of one subtask stream and its byte count. A key group
     stored in more than a task's share comes alone with ``cut``, the stored bytes of the pieces
-    to cut it into (:func:`~.key_group_scan.piece_starts`, a scan that finds where its slices
-    start); each piece is then a split of its own with ``piece`` set."""
+    to cut it into (:func:`~.key_group_scan.key_group_pieces`, its cut run once, recording the
+    hand-over where each run of its pieces begins); each piece is then a split of its own with ``piece`` set."""
 
     subtask: int
     key_groups: range
