@@ -291,7 +291,8 @@ class _Handoff:
     they continue (``run``, -1 when they start with a state id), their offset in the key group
     (``at``), how many bytes the entry they begin needs at least (``needs``), and whether a slice
     has been cut yet (``first``); ``to``: the stream offset the next piece's chunks start at
-    (past the end of a chunk this piece read whole). ``failed``: an earlier piece raised, nothing
+    (past the end of a chunk this piece read whole); ``done``: the key group's last slice has
+    been cut (by a piece that read its last chunk to the end). ``failed``: an earlier piece raised, nothing
     follows."""
 
     def __init__(self) -> None:
@@ -299,6 +300,7 @@ class _Handoff:
         self.ready = threading.Event()
         self.tail = b""
         self.to = 0
+        self.done = False
         self.carry: list[Any] = []
         self.run = -1
         self.at = 0
@@ -318,7 +320,8 @@ class KeyGroupCut:
 
     Its stored bytes are read in fixed pieces (``slice_bytes``, or half of it when compressed: a
     piece decompresses to a few times its size, and a piece is a slice: fewer, larger ones cost
-    less per entry). A worker takes piece ``i``
+    less per entry; a Snappy chunk a piece cuts is read to its end by that piece, the pieces it
+    covers read nothing). A worker takes piece ``i``
     (:meth:`slices_of`) and reads it; waits until piece ``i - 1`` has found its last whole Snappy
     chunk, takes the bytes after it and hands on its own (a short walk over chunk headers);
     decompresses its whole chunks; waits for the bytes after piece ``i - 1``'s last whole entry,
@@ -341,7 +344,8 @@ class KeyGroupCut:
         self.n_states = n_states
         self.where = f"{where} key group {ext.key_group}"
         self.slice_bytes = slice_bytes
-        self.read = max(slice_bytes // 2, _MAX_CHUNK) if compressed else slice_bytes
+        # a piece smaller than a Snappy chunk is fine: the piece a chunk starts in reads it to its end
+        self.read = max(slice_bytes // 2, 2 * len(STREAM_IDENTIFIER)) if compressed else slice_bytes
         self.pieces = max(1, -(-(ext.end - ext.offset) // self.read))
         self._handoffs = [_Handoff() for _ in range(self.pieces + 1)]
         first = self._handoffs[0 if start is None else start.piece]
@@ -362,7 +366,7 @@ class KeyGroupCut:
         :data:`HANDOVER_BYTES`."""
         h = self._handoffs[i]
         held = len(h.tail) + sum(memoryview(c).nbytes for c in h.carry)
-        if not h.ready.is_set() or h.failed or h.needs or held > HANDOVER_BYTES:
+        if not h.ready.is_set() or h.failed or h.done or h.needs or held > HANDOVER_BYTES:
             return None
         carry = b"".join(bytes(memoryview(c).cast("B")) for c in h.carry)
         return Handover(i, bytes(h.tail), h.to, carry, h.run, h.at, h.needs, h.first)
@@ -375,6 +379,10 @@ class KeyGroupCut:
             own, n = self._own_bytes(i, into, out)
             if into.failed:
                 raise FlinkSavepointError(f"{self.where}: an earlier piece of the key group was refused")
+            if into.done:  # an earlier piece read the key group to its end (a chunk it cut): nothing here
+                out.to, out.done = into.to, True
+                out.ready.set()
+                return []
             return self._cut(i, own, n, into, out, scratch)
         except BaseException:
             out.fail()
@@ -449,7 +457,8 @@ class KeyGroupCut:
 
     def _cut(self, i: int, own: np.ndarray, n: int, into: _Handoff, out: _Handoff,
              scratch: ScanArrays) -> list[ScannedGroup]:
-        last = i == self.pieces - 1
+        # the last piece, or the one that read the key group's last chunk to its end
+        last = i == self.pieces - 1 or (self.compressed and out.to >= self.ext.end)
         carry, run, at, needs, first = into.carry, into.run, into.at, into.needs, into.first
         held = sum(memoryview(c).nbytes for c in carry)
         if not last and held + n < needs:  # the entry the carry begins goes on past this piece
@@ -471,6 +480,7 @@ class KeyGroupCut:
                 if status != BLOCK_OK or end != len(window):
                     _refuse(window, status, end, self.n_states, label)
                 slices.append(_scanned(self.ext.key_group, window.data, ne, nr, end, arrays, skip, first))
+                out.done = True
                 out.ready.set()
                 return slices
             if status == BLOCK_OK:  # the end mark, but the key group goes on
