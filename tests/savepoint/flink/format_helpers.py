@@ -13,6 +13,7 @@ from savepoint.flink.flink_cases import case_spec, committed_cases
 
 from statemorph import serializers
 from statemorph.savepoint.flink import FlinkSavepoint
+from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, frame_key_group
 from statemorph.types import parse_type
 
 SOURCE_UID_HASH = "3fa48b0327e87264fb4461f7bc35084c"  # the generator's source operator (uid "records")
@@ -149,3 +150,12 @@ def scanned_entries(groups: list[Any]) -> list[tuple[int, bytes]]:
             out.append((sid, bytes(view[p:p + n])))
     return out
 
+
+def small_chunks(data: Any, chunk: int = 64) -> bytes:
+    """A key group framed in Snappy chunks of ``chunk`` bytes (xerial's format allows any chunk
+    up to 64 KiB): the many chunks of a large key group, in data small enough for a test. A
+    compressed key group is cut for separate tasks between chunks only (its ``KeyGroupCut``'s
+    pieces, the local engine's), so a key group of one chunk is one task."""
+    view = memoryview(data).cast("B")
+    parts = [frame_key_group(view[i:i + chunk]) for i in range(0, len(view), chunk)] or [frame_key_group(b"")]
+    return bytes(parts[0]) + b"".join(bytes(memoryview(p)[len(STREAM_IDENTIFIER):]) for p in parts[1:])

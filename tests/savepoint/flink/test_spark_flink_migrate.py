@@ -18,12 +18,11 @@ from savepoint.flink.flink_cases import (
     committed_cases,
     reshape,
 )
-from savepoint.flink.format_helpers import expected, hashable, state_operator
+from savepoint.flink.format_helpers import expected, hashable, small_chunks, state_operator
 
 from statemorph import engine, serializers
 from statemorph.engine.rescale import rescale_flink_savepoint
 from statemorph.savepoint.flink import FlinkSavepoint, key_group_scan, keyed_blocks
-from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, frame_key_group
 from statemorph.state import ValueStateDescriptor
 
 CASES = [c for c in committed_cases() if case_spec(c)["parallelism"] == 2 and "events" in case_spec(c)["states"]]
@@ -68,16 +67,6 @@ SPLIT_CASES = ["kinds-hashmap-p2-files-snappy", "kinds-rocksdb-p2-rowkey", "even
 """Snappy and uncompressed streams, heap and RocksDB layouts, string, int and row keys."""
 
 
-def _small_chunks(data: Any) -> bytes:
-    """A key group framed in Snappy chunks of 64 bytes (xerial's format allows any chunk up to
-    64 KiB): the many chunks of a large key group, in a savepoint small enough for a test. A
-    compressed key group is cut for separate tasks between chunks only (its ``KeyGroupCut``'s
-    pieces, the local engine's), so a key group of one chunk is one task."""
-    view = memoryview(data).cast("B")
-    parts = [frame_key_group(view[i:i + 64]) for i in range(0, len(view), 64)] or [frame_key_group(b"")]
-    return bytes(parts[0]) + b"".join(bytes(memoryview(p)[len(STREAM_IDENTIFIER):]) for p in parts[1:])
-
-
 def _phase_tasks(spark: Any, phase: str, before: set[int]) -> int:
     """The tasks Spark ran for the statemorph phase's jobs since ``before`` (its job ids then)."""
     tracker = spark.sparkContext.statusTracker()
@@ -101,7 +90,8 @@ def test_spark_cuts_key_groups_past_max_parallelism_and_flink_restores_it(spark:
     copied into its state file by its own task, more assembly tasks than state files (counted
     from Spark's status tracker). The slice size is the one rule both engines cut by (small here,
     so that key groups of a few KiB have several slices). The state files are the local engine's,
-    byte for byte, compressed ones included (framed in chunks of 64 bytes, :func:`_small_chunks`),
+    byte for byte, compressed ones included (framed in chunks of 64 bytes,
+    ``small_chunks``: a compressed key group is cut between chunks),
     and real Flink restores them with the new type."""
     monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 128)
     new = serializers.RowDataSerializer(EVOLVED_EVENTS)
@@ -111,7 +101,7 @@ def test_spark_cuts_key_groups_past_max_parallelism_and_flink_restores_it(spark:
         spec = case_spec(case)
         small = tmp_path / f"{name}-mp8"
         with monkeypatch.context() as m:
-            m.setattr(keyed_blocks, "compress_key_group", _small_chunks)
+            m.setattr(keyed_blocks, "compress_key_group", small_chunks)
             rescale_flink_savepoint(case / "savepoint", small, spec["uid"], max_parallelism=SMALL_MAX_PARALLELISM)
         states = [s for s in ("events", "ttl_events") if s in spec["states"]]
         descs = {spec["uid"]: [ValueStateDescriptor(s, new, ttl=s.startswith("ttl_")) for s in states]}
