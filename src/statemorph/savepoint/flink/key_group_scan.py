@@ -320,8 +320,8 @@ class KeyGroupCut:
 
     Its stored bytes are read in fixed pieces (``slice_bytes``, or half of it when compressed: a
     piece decompresses to a few times its size, and a piece is a slice: fewer, larger ones cost
-    less per entry; a Snappy chunk a piece cuts is read to its end by that piece, the pieces it
-    covers read nothing). A worker takes piece ``i``
+    less per entry; a chunk longer than the format's that a piece cuts is read to its end by that
+    piece, the pieces it covers read nothing). A worker takes piece ``i``
     (:meth:`slices_of`) and reads it; waits until piece ``i - 1`` has found its last whole Snappy
     chunk, takes the bytes after it and hands on its own (a short walk over chunk headers);
     decompresses its whole chunks; waits for the bytes after piece ``i - 1``'s last whole entry,
@@ -344,7 +344,7 @@ class KeyGroupCut:
         self.n_states = n_states
         self.where = f"{where} key group {ext.key_group}"
         self.slice_bytes = slice_bytes
-        # a piece smaller than a Snappy chunk is fine: the piece a chunk starts in reads it to its end
+        # a piece smaller than a Snappy chunk is fine: the partial chunk is handed on
         self.read = max(slice_bytes // 2, 2 * len(STREAM_IDENTIFIER)) if compressed else slice_bytes
         self.pieces = max(1, -(-(ext.end - ext.offset) // self.read))
         self._handoffs = [_Handoff() for _ in range(self.pieces + 1)]
@@ -420,20 +420,19 @@ class KeyGroupCut:
         room = min(room + max(0, into.to - begin), len(stored))  # the own bytes start past ``into.to``
         if i == 0:
             start = room
-        elif len(tail) <= _MAX_CHUNK:
+        else:  # a partial chunk of the format's size at most: longer ones were read at once
             start = room - len(tail) - ident
             stored[start:start + ident] = np.frombuffer(STREAM_IDENTIFIER, np.uint8)
             stored[start + ident:room] = np.frombuffer(tail, np.uint8)
-        else:  # a chunk longer than the format's (a corrupt length): the codec says what is wrong
-            stored = np.concatenate([np.frombuffer(STREAM_IDENTIFIER + tail, np.uint8), stored[room:]])
-            start = 0
         end = whole_chunks(stored, start + ident)
         out.to = max(pos + n, into.to)
         rest = len(stored) - end
-        if rest >= 4 and 4 + int.from_bytes(stored[end + 1:end + 4].tobytes(), "little") > rest:
-            # a chunk this piece cuts (up to 16 MiB, its 3-byte length says): its rest is read now,
-            # at once; handed on piece by piece it was copied once a piece (quadratic)
-            out.to = pos + n + 4 + int.from_bytes(stored[end + 1:end + 4].tobytes(), "little") - rest
+        chunk = 4 + int.from_bytes(stored[end + 1:end + 4].tobytes(), "little") if rest >= 4 else 0
+        if chunk > max(rest, _MAX_CHUNK):
+            # a chunk this piece cuts that is longer than the format's (up to 16 MiB, its 3-byte
+            # length says; the codec refuses it): its rest is read now, at once; handed on piece by
+            # piece it was copied once a piece (quadratic)
+            out.to = pos + n + chunk - rest
             if out.to > self.ext.end:
                 raise FlinkSavepointError(f"{self.where}: corrupt Snappy-framed key group: a chunk of "
                                           f"{out.to - (pos + n) + rest} bytes runs past the key group's end")
