@@ -320,8 +320,8 @@ class KeyGroupCut:
 
     Its stored bytes are read in fixed pieces (``slice_bytes``, or half of it when compressed: a
     piece decompresses to a few times its size, and a piece is a slice: fewer, larger ones cost
-    less per entry; a chunk longer than the format's that a piece cuts is read to its end by that
-    piece, the pieces it covers read nothing). A worker takes piece ``i``
+    less per entry; a chunk that a piece cuts and that reaches past the next piece is read to its
+    end by that piece, the pieces it covers read nothing). A worker takes piece ``i``
     (:meth:`slices_of`) and reads it; waits until piece ``i - 1`` has found its last whole Snappy
     chunk, takes the bytes after it and hands on its own (a short walk over chunk headers);
     decompresses its whole chunks; waits for the bytes after piece ``i - 1``'s last whole entry,
@@ -344,7 +344,7 @@ class KeyGroupCut:
         self.n_states = n_states
         self.where = f"{where} key group {ext.key_group}"
         self.slice_bytes = slice_bytes
-        # a piece smaller than a Snappy chunk is fine: the partial chunk is handed on
+        # a piece smaller than a Snappy chunk is fine: the piece that cuts a chunk reads it to its end
         self.read = max(slice_bytes // 2, 2 * len(STREAM_IDENTIFIER)) if compressed else slice_bytes
         self.pieces = max(1, -(-(ext.end - ext.offset) // self.read))
         self._handoffs = [_Handoff() for _ in range(self.pieces + 1)]
@@ -420,7 +420,7 @@ class KeyGroupCut:
         room = min(room + max(0, into.to - begin), len(stored))  # the own bytes start past ``into.to``
         if i == 0:
             start = room
-        else:  # a partial chunk of the format's size at most: longer ones were read at once
+        else:  # a partial chunk that ends in this piece: longer ones were read at once
             start = room - len(tail) - ident
             stored[start:start + ident] = np.frombuffer(STREAM_IDENTIFIER, np.uint8)
             stored[start + ident:room] = np.frombuffer(tail, np.uint8)
@@ -428,10 +428,10 @@ class KeyGroupCut:
         out.to = max(pos + n, into.to)
         rest = len(stored) - end
         chunk = 4 + int.from_bytes(stored[end + 1:end + 4].tobytes(), "little") if rest >= 4 else 0
-        if chunk > max(rest, _MAX_CHUNK):
-            # a chunk this piece cuts that is longer than the format's (up to 16 MiB, its 3-byte
-            # length says; the codec refuses it): its rest is read now, at once; handed on piece by
-            # piece it was copied once a piece (quadratic)
+        if chunk > rest and (chunk > _MAX_CHUNK or chunk - rest > self.read):
+            # a chunk this piece cuts that reaches past the next piece (up to 16 MiB, its 3-byte
+            # length says; longer than the format's, or pieces smaller than a chunk): its rest is
+            # read now, at once; handed on piece by piece it was copied once a piece (quadratic)
             out.to = pos + n + chunk - rest
             if out.to > self.ext.end:
                 raise FlinkSavepointError(f"{self.where}: corrupt Snappy-framed key group: a chunk of "
@@ -461,8 +461,11 @@ class KeyGroupCut:
         carry, run, at, needs, first = into.carry, into.run, into.at, into.needs, into.first
         held = sum(memoryview(c).nbytes for c in carry)
         if not last and held + n < needs:  # the entry the carry begins goes on past this piece
-            out.carry, out.run, out.at, out.needs, out.first = [*carry, own[HEADROOM:HEADROOM + n].data], run, at, \
-                needs, first
+            # the pieces of a large entry are held out of Arrow's pool, which keeps freed pages
+            # resident: copied into the entry's window they are freed for good (so the entry is
+            # held twice at most, then once); a piece with no whole chunk adds nothing
+            held_on = [*carry, own[HEADROOM:HEADROOM + n].copy().data] if n else carry
+            out.carry, out.run, out.at, out.needs, out.first = held_on, run, at, needs, first
             out.ready.set()
             return []
         window = self._window(own, n, carry, held, run)
@@ -486,7 +489,8 @@ class KeyGroupCut:
                 raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
             if ne == 0:  # not one whole entry yet: a broken one, or one larger than the piece
                 needs = self._needs(window, status, end, skip, at, label)
-                out.carry, out.run, out.at, out.needs, out.first = [window.data[skip:]], run, at, needs, first
+                rest = window[skip:] if window.base is None else window[skip:].copy()  # out of the pool (below)
+                out.carry, out.run, out.at, out.needs, out.first = [rest.data], run, at, needs, first
                 out.ready.set()
                 return slices
             key_pos, _, val_pos, val_len, run_state, _ = arrays
