@@ -489,8 +489,8 @@ class KeyGroupCut:
                 raise FlinkSavepointError(f"{label}: bytes after the end of the key group at offset {end - skip}")
             if ne == 0:  # not one whole entry yet: a broken one, or one larger than the piece
                 needs = self._needs(window, status, end, skip, at, label)
-                rest = window[skip:] if window.base is None else window[skip:].copy()  # out of the pool (below)
-                out.carry, out.run, out.at, out.needs, out.first = [rest.data], run, at, needs, first
+                part = window[skip:] if window.base is None else window[skip:].copy()  # out of the pool (below)
+                out.carry, out.run, out.at, out.needs, out.first = [part.data], run, at, needs, first
                 out.ready.set()
                 return slices
             key_pos, _, val_pos, val_len, run_state, _ = arrays
