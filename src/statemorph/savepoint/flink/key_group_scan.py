@@ -292,8 +292,8 @@ class _Handoff:
     (``at``), how many bytes the entry they begin needs at least (``needs``), and whether a slice
     has been cut yet (``first``); ``to``: the stream offset the next piece's chunks start at
     (past the end of a chunk this piece read whole); ``done``: the key group's last slice has
-    been cut (by a piece that read its last chunk to the end). ``failed``: an earlier piece raised, nothing
-    follows."""
+    been cut (by a piece that read its last chunk to the end). ``failed``: an earlier piece
+    raised, nothing follows."""
 
     def __init__(self) -> None:
         self.chunks = threading.Event()
