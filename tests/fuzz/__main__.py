@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from .engine import Finding, Stats, input_for, minimise, run_families, run_worker, save_regression
+from .engine import Finding, Stats, distinct_inputs, input_for, minimise, run_families, run_worker, save_regression
 from .families import FAMILIES, KNOWN
 
 
@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write the per-family results here")
     p.add_argument("--save", action="store_true", help="minimise findings (and the first input of each known "
                    "difference) and save them under tests/data/fuzz/")
+    p.add_argument("--distinct", action="store_true", help="only generate the inputs and print how many are "
+                   "distinct (nothing is run)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--progress", help=argparse.SUPPRESS)
     p.add_argument("--resume", help=argparse.SUPPRESS)
@@ -42,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
             with open(a.json + ".tmp", "w", encoding="utf-8") as f:  # after each family: a crash keeps them
                 json.dump(done, f)
             os.replace(a.json + ".tmp", a.json)
+        return 0
+    if a.distinct:
+        for name in names:
+            n = distinct_inputs(FAMILIES[name](), a.start, a.inputs)
+            print(f"{name:17} {a.inputs:>9} inputs  {n:>9} distinct ({100 * n / max(a.inputs, 1):.1f} %)", flush=True)
         return 0
     results: list[Stats] = []
     for name in names:  # one worker per family: a long run prints each family as it ends

@@ -51,6 +51,7 @@ from statemorph.savepoint.flink import (
     FileHandle,
     FlinkSavepoint,
     KeyGroupsHandle,
+    OperatorStreamHandle,
     RelativeFileHandle,
     parse_metadata,
     serialize_metadata,
@@ -59,10 +60,13 @@ from statemorph.savepoint.flink.metadata import CheckpointMetadata
 from statemorph.state import ValueStateDescriptor
 
 from .families import Disagreement
+from .mutate import HOSTILE_I32
 
-SEEDS = ("events-rocksdb-p2-files-snappy", "flink120-events-hashmap-p2-files-snappy", "kinds-rocksdb-p1-files-mp256",
-         "kinds-hashmap-p1")
-"""Keyed state in files (two subtasks; Flink 2.3 and 1.20) and inline, operator state inline."""
+SEEDS = tuple(sorted(p.parent.parent.name for p in SAVEPOINTS.glob("*/savepoint/_metadata")))
+"""Every committed Flink savepoint: RocksDB and heap, Flink 2.3 and 1.20, one and two subtasks,
+keyed state in files (Snappy) and inline, operator state, DataStream, SQL (aggregates, joins,
+windows) and Kryo jobs; each is a seed of ``handle-reuse`` and ``containment``, and its Parquet
+form's skeleton one of ``containment``."""
 PLANTED = Path(tempfile.gettempdir()) / "statemorph-fuzz-planted"
 """An absolute path the containment inputs name: nothing may ever appear there."""
 
@@ -238,9 +242,13 @@ def check_skeleton(name: str, data: bytes) -> str:
 
 
 # -- the edits ----------------------------------------------------------------------------------------
+# Each edit takes a parsed ``_metadata`` and changes it as an attacker would; an input stacks 1 to
+# 12 of them, drawn with their parameters from the input's own random generator, so that nearly
+# every input differs from every other (docs/reliability.md, "Distinct inputs").
 
 Slot = tuple[Any, str]  # (subtask, handle attribute)
 SUBTASK_HANDLES = ("managed_operator", "raw_operator", "managed_keyed", "raw_keyed")
+Edit = Callable[[CheckpointMetadata, random.Random], None]
 
 
 def _slots(meta: CheckpointMetadata) -> list[Slot]:
@@ -252,10 +260,34 @@ def _keyed(meta: CheckpointMetadata) -> list[tuple[Any, Any]]:
     return [(op, st) for op in meta.operators for st in op.subtasks or [] if st.managed_keyed is not None]
 
 
+def _with_subtasks(meta: CheckpointMetadata) -> list[Any]:
+    return [op for op in meta.operators if op.subtasks]
+
+
+def _operator_handles(meta: CheckpointMetadata) -> list[OperatorStreamHandle]:
+    return [getattr(st, k) for st, k in _slots(meta) if not k.endswith("keyed")]
+
+
 def _copy_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
     slots = _slots(meta)
     (a, ka), (b, kb) = r.choice(slots), r.choice(slots)
     getattr(b, kb).delegate = copy.deepcopy(getattr(a, ka).delegate)
+
+
+def _share_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Several handles at once (across operators, subtasks, keyed and operator state) read one stream."""
+    slots = _slots(meta)
+    a, ka = r.choice(slots)
+    for b, kb in r.sample(slots, r.randint(1, len(slots))):
+        getattr(b, kb).delegate = copy.deepcopy(getattr(a, ka).delegate)
+
+
+def _swap_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
+    slots = _slots(meta)
+    if len(slots) > 1:
+        (a, ka), (b, kb) = r.sample(slots, 2)
+        ha, hb = getattr(a, ka), getattr(b, kb)
+        ha.delegate, hb.delegate = hb.delegate, ha.delegate
 
 
 def _operator_to_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
@@ -268,23 +300,39 @@ def _operator_to_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
 def _raw_keyed_copy(meta: CheckpointMetadata, r: random.Random) -> None:
     if _keyed(meta):
         _, st = r.choice(_keyed(meta))
-        st.raw_keyed = copy.deepcopy(st.managed_keyed)
+        _, other = r.choice(_keyed(meta))
+        st.raw_keyed = copy.deepcopy(other.managed_keyed)
 
 
 def _subtask_dup(meta: CheckpointMetadata, r: random.Random) -> None:
-    op = r.choice([op for op in meta.operators if op.subtasks])
-    assert op.subtasks is not None
-    op.subtasks.append(copy.deepcopy(r.choice(op.subtasks)))
+    """A subtask copied into its own operator or another one (at any place)."""
+    src, dst = r.choice(_with_subtasks(meta)), r.choice(_with_subtasks(meta))
+    assert src.subtasks is not None and dst.subtasks is not None
+    st = copy.deepcopy(r.choice(src.subtasks))
+    if r.random() < 0.5:  # the copy claims another subtask's index: only its handles are used twice
+        st.index = r.randint(0, dst.parallelism + 1)
+    dst.subtasks.insert(r.randrange(len(dst.subtasks) + 1), st)
+
+
+def _subtask_move(meta: CheckpointMetadata, r: random.Random) -> None:
+    """A subtask taken from one operator and given to another."""
+    src, dst = r.choice(_with_subtasks(meta)), r.choice(meta.operators)
+    assert src.subtasks is not None
+    st = src.subtasks.pop(r.randrange(len(src.subtasks)))
+    if dst.subtasks is None:
+        dst.subtasks = []
+    dst.subtasks.insert(r.randrange(len(dst.subtasks) + 1), st)
 
 
 def _subtask_index(meta: CheckpointMetadata, r: random.Random) -> None:
-    op = r.choice([op for op in meta.operators if op.subtasks])
+    op = r.choice(_with_subtasks(meta))
     assert op.subtasks is not None
-    r.choice(op.subtasks).index = r.choice([op.parallelism, op.parallelism - 1, 0, 1, 2])
+    r.choice(op.subtasks).index = r.choice([op.parallelism, op.parallelism - 1, 0, 1, 2,
+                                            r.randint(-2, 2 * op.parallelism + 2), r.choice(HOSTILE_I32) - (1 << 31)])
 
 
 def _swap_index(meta: CheckpointMetadata, r: random.Random) -> None:
-    op = r.choice([op for op in meta.operators if op.subtasks])
+    op = r.choice(_with_subtasks(meta))
     assert op.subtasks is not None
     if len(op.subtasks) > 1:
         a, b = r.sample(op.subtasks, 2)
@@ -299,15 +347,24 @@ def _swap_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
 
 
 def _operator_dup(meta: CheckpointMetadata, r: random.Random) -> None:
-    meta.operators.insert(r.randrange(len(meta.operators) + 1), copy.deepcopy(r.choice(meta.operators)))
+    """An operator copied; half the copies get an id and uid of their own, so that only their
+    handles are used twice."""
+    op = copy.deepcopy(r.choice(meta.operators))
+    if r.random() < 0.5:
+        op.operator_id = r.randbytes(len(op.operator_id))
+        op.uid = None if op.uid is None else f"{op.uid}-{r.randrange(1 << 20)}"
+    meta.operators.insert(r.randrange(len(meta.operators) + 1), op)
 
 
 def _operator_id(meta: CheckpointMetadata, r: random.Random) -> None:
     a, b = r.choice(meta.operators), r.choice(meta.operators)
-    if r.random() < 0.5:
+    what = r.randrange(3)
+    if what == 0:
         b.operator_id = a.operator_id
-    else:
+    elif what == 1:
         b.uid = a.uid
+    else:
+        b.name = a.name
 
 
 def _range_shift(meta: CheckpointMetadata, r: random.Random) -> None:
@@ -315,20 +372,67 @@ def _range_shift(meta: CheckpointMetadata, r: random.Random) -> None:
         op, st = r.choice(_keyed(meta))
         h: KeyGroupsHandle = st.managed_keyed
         mp, n = op.max_parallelism, len(h.offsets)
-        h.start_key_group = r.choice([0, 1, n // 2, n, 100, mp - n, mp - n + 1, mp, max(0, mp - 1)])
+        h.start_key_group = r.choice([0, 1, n // 2, n, 100, mp - n, mp - n + 1, mp, max(0, mp - 1),
+                                      r.randint(0, mp + 1), h.start_key_group + r.choice((-1, 1))])
 
 
-REUSE_EDITS: dict[str, Callable[[CheckpointMetadata, random.Random], None]] = {
+def _offsets_reuse(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Key groups of one handle (or of two) that start at the same offset, swapped, or a range
+    one shorter or longer than the key groups it claims."""
+    if not _keyed(meta):
+        return
+    (_, a), (_, b) = r.choice(_keyed(meta)), r.choice(_keyed(meta))
+    ha, hb = a.managed_keyed, b.managed_keyed
+    if not ha.offsets or not hb.offsets:
+        return
+    i, j = r.randrange(len(ha.offsets)), r.randrange(len(hb.offsets))
+    what = r.randrange(4)
+    if what == 0:
+        ha.offsets[i] = hb.offsets[j]
+    elif what == 1:
+        ha.offsets[i], hb.offsets[j] = hb.offsets[j], ha.offsets[i]
+    elif what == 2:
+        del ha.offsets[i:]
+    else:
+        ha.offsets.append(hb.offsets[j])
+
+
+def _operator_state_reuse(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Operator states of one name twice, one state's offsets given to another, a state moved to
+    another handle."""
+    hs = [h for h in _operator_handles(meta) if h.states]
+    if not hs:
+        return
+    a, b = r.choice(hs), r.choice(hs)
+    sa, sb = r.choice(a.states), r.choice(b.states)
+    what = r.randrange(4)
+    if what == 0:
+        a.states.insert(r.randrange(len(a.states) + 1), copy.deepcopy(sb))
+    elif what == 1:
+        sa.name = sb.name
+    elif what == 2:
+        sa.offsets = copy.deepcopy(sb.offsets)
+    else:
+        b.states.remove(sb)
+        a.states.append(sb)
+
+
+REUSE_EDITS: dict[str, Edit] = {
     "copy-delegate": _copy_delegate,
+    "share-delegate": _share_delegate,
+    "swap-delegate": _swap_delegate,
     "operator-to-keyed": _operator_to_keyed,
     "raw-keyed-copy": _raw_keyed_copy,
     "subtask-dup": _subtask_dup,
+    "subtask-move": _subtask_move,
     "subtask-index": _subtask_index,
     "swap-index": _swap_index,
     "swap-keyed": _swap_keyed,
     "operator-dup": _operator_dup,
     "operator-id": _operator_id,
     "range-shift": _range_shift,
+    "offsets-reuse": _offsets_reuse,
+    "operator-state-reuse": _operator_state_reuse,
 }
 
 
@@ -341,10 +445,48 @@ def _file_name(h: Any) -> str | None:
     return None
 
 
+UNICODE_NAMES = ("\u2025", "\uff0e\uff0e", "..\u200b", "\u202e", "e\u0301", "\u00e9", "\uff0f", "\u2215", "\ud800",
+                 "\U0001f4be", "\u0085", "\u2028")
+"""Look-alikes of ``..`` and ``/`` (two-dot leader, full-width), a zero-width space, a
+right-to-left override, a name in NFD and NFC, a lone surrogate, characters Python splits lines on."""
+MAX_PATH = 8192
+"""Characters a composed path is cut to: Flink writes a path with ``writeUTF`` (at most 65,535
+bytes, up to six a character in modified UTF-8)."""
+SEPARATORS = ("/", "/", "/", "//", "/./", "\\", "\x00", "/../")
+
+
+def _component(name: str, r: random.Random) -> str:
+    """One component of a hostile path: a way up, the state file under another name (a symlink
+    in, a hard link, a symlink out), a directory, a long or odd name."""
+    return r.choice([
+        "..", "..", ".", "", "sub", "outside", "sp", name, f"in-{name}", f"alias-{name}", f"out-{name}", "_metadata",
+        r.choice("ab") * r.choice((255, 256, 1024, 4097)), name * r.randint(2, 40), r.choice(UNICODE_NAMES),
+        r.choice(UNICODE_NAMES) + name, f"{name}\x00", "\x00", "%2e%2e", "~", f"{name}.", f"{name} ", f"{name}:x",
+        PLANTED.name,
+    ])
+
+
+def _composed_path(name: str, r: random.Random) -> str:
+    """1 to 7 components joined by separators, possibly absolute, possibly a URI."""
+    parts = [_component(name, r) for _ in range(r.randint(1, 7))]
+    if r.random() < 0.5:
+        parts.append(name)  # most real attacks end at the file they aim at
+    path = parts[0]
+    for p in parts[1:]:
+        path += r.choice(SEPARATORS) + p
+    prefix = r.choice(["", "", "", "/", "//", str(PLANTED) + "/", "file:", "file:///", "s3://bucket/", "./", "../"])
+    return (prefix + path)[:MAX_PATH]
+
+
 def _hostile_path(name: str, r: random.Random) -> Any:
     """A handle for the file ``name`` (or, for inline state, any name) that reads the same file
-    (``in-``, ``alias-``, an absolute path taken by its name), leads out, or is not a plain path."""
+    (``in-``, ``alias-``, an absolute path taken by its name), leads out, or is not a plain path:
+    one of the plain cases, or a path composed of many parts (:func:`_composed_path`), in either
+    form (a relative handle, or an absolute one)."""
     up = "../" * r.randint(1, 5)
+    if r.random() < 0.7:
+        return (RelativeFileHandle if r.random() < 0.6 else lambda p, s: FileHandle("/" + p.lstrip("/"), s))(
+            _composed_path(name, r), 0)
     rel = r.choice([
         f"in-{name}", f"alias-{name}", f"out-{name}", f"{up}outside/{name}", f"{up}{name}", f"sub/../{name}",
         f"./{name}", f"{name}/", f"sub//{name}", f"/{name}", str(PLANTED / name), "sub", "..", ".", "",
@@ -356,38 +498,75 @@ def _hostile_path(name: str, r: random.Random) -> Any:
     return RelativeFileHandle(rel, 0)
 
 
-def _repath(meta: CheckpointMetadata, r: random.Random) -> None:
-    slots = _slots(meta)
-    st, k = r.choice(slots)
+def _stream_size(h: Any) -> int:
+    d = h.delegate
+    if isinstance(d, (FileHandle, RelativeFileHandle)):
+        return d.size
+    return len(d.data) if isinstance(d, ByteStreamHandle) else 0
+
+
+def _repath_slot(st: Any, k: str, r: random.Random, inline_too: bool = False) -> None:
     h = getattr(st, k)
-    name = _file_name(h) or r.choice(["x", "_metadata"])
-    new = _hostile_path(name, r)
-    size = h.delegate.size if isinstance(h.delegate, (FileHandle, RelativeFileHandle)) else len(
-        h.delegate.data) if isinstance(h.delegate, ByteStreamHandle) else 0
-    if isinstance(h.delegate, ByteStreamHandle) and r.random() < 0.7:
+    if isinstance(h.delegate, ByteStreamHandle) and not inline_too and r.random() < 0.7:
         return  # inline state stays inline most of the time: the file cases are the point
-    new.size = size
+    new = _hostile_path(_file_name(h) or r.choice(["x", "_metadata"]), r)
+    new.size = _stream_size(h) if r.random() < 0.9 else r.choice((0, 1, _stream_size(h) + 1, 1 << 40))
     h.delegate = new
 
 
-CONTAINMENT_EDITS: dict[str, Callable[[CheckpointMetadata, random.Random], None]] = {
+def _repath(meta: CheckpointMetadata, r: random.Random) -> None:
+    _repath_slot(*r.choice(_slots(meta)), r)
+
+
+def _repath_many(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Several handles (or all) given hostile paths at once."""
+    slots = _slots(meta)
+    for st, k in r.sample(slots, r.randint(1, len(slots))):
+        _repath_slot(st, k, r)
+
+
+def _repath_shared(meta: CheckpointMetadata, r: random.Random) -> None:
+    """A hostile path given to one handle, then reused by others (of any operator, subtask, kind)."""
+    slots = _slots(meta)
+    st, k = r.choice(slots)
+    _repath_slot(st, k, r, inline_too=True)
+    for b, kb in r.sample(slots, r.randint(1, len(slots))):
+        getattr(b, kb).delegate = copy.deepcopy(getattr(st, k).delegate)
+
+
+CONTAINMENT_EDITS: dict[str, Edit] = {
     "repath": _repath,
-    "repath-2": lambda m, r: (_repath(m, r), _repath(m, r))[0],
-    "copy-delegate": _copy_delegate,
+    "repath-many": _repath_many,
+    "repath-shared": _repath_shared,
 }
 
+CONTROL_RATE = 1 / 1000
+"""The share of a family's inputs that are the unedited seed, marked ``control``: the oracle's
+own check that a seed reads as expected. Every other input differs from its seed."""
+MAX_EDITS = 16
 
-def mutator(edits: dict[str, Callable[[CheckpointMetadata, random.Random], None]]
-            ) -> Callable[[bytes, random.Random], tuple[bytes, str]]:
-    """A family's mutation: 1 to 3 of ``edits`` on the parsed seed, written back as Flink bytes."""
+
+def mutator(edits: dict[str, Edit]) -> Callable[[bytes, random.Random], tuple[bytes, str]]:
+    """A family's mutation: 1 to 12 of ``edits`` (one alone in a twentieth of the inputs: a single
+    edit has few variants, soon all seen) on the parsed seed, written back as Flink bytes;
+    edits that change nothing (a handle copied onto itself) are followed by more, up to
+    :data:`MAX_EDITS`, so only a ``control`` input is the seed."""
     names = list(edits)
 
     def mutate(seed: bytes, r: random.Random) -> tuple[bytes, str]:
+        if r.random() < CONTROL_RATE:
+            return seed, "control"
         meta = parse_metadata(seed)
-        ops = [r.choice(names) for _ in range(r.choice((1, 1, 2, 3)))]
-        for op in ops:
-            edits[op](meta, r)
-        return serialize_metadata(meta), "+".join(ops)
+        ops = []
+        for _ in range(r.choice((1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 6, 6, 7, 8, 8, 10, 12, 12))):
+            ops.append(r.choice(names))
+            edits[ops[-1]](meta, r)
+        out = serialize_metadata(meta)
+        while out == seed and len(ops) < MAX_EDITS:
+            ops.append(r.choice(names))
+            edits[ops[-1]](meta, r)
+            out = serialize_metadata(meta)
+        return out, "+".join(ops)
 
     return mutate
 
