@@ -1,12 +1,13 @@
 """The long fuzz run: ``python -m tests.fuzz [--inputs N] [--family F ...] [--seconds S]``.
 
-Prints, per family, the inputs judged (and how many repeated an earlier one), their outcomes
-(``ok``, ``error:<Class>`` per typed error class, and any findings: ``untyped``, ``disagree``,
-``memory``, ``rss``, ``hang``, ``crash``), the worker's peak RSS and the most one input raised
-it; ``--json FILE`` writes the same as JSON, ``--save`` writes every finding (minimised, but for
-``rss``) as a regression input under ``tests/data/fuzz/``. Exit status 1 when anything was
-found. Run from the repository root with ``PYTHONPATH=src:tests`` (``tests/`` is the import root
-of the test helpers the families share with pytest, as ``pythonpath`` in pyproject.toml says).
+Prints, per family, the inputs judged (how many were distinct, how many repeated an earlier one),
+their outcomes (``ok``, ``error:<Class>`` per typed error class, and any findings: ``untyped``,
+``disagree``, ``memory``, ``rss``, ``hang``, ``crash``), the worker's peak RSS and the most one
+input raised it; ``--distinct`` only generates the inputs and counts the distinct ones; ``--json
+FILE`` writes the same as JSON, ``--save`` writes every finding (minimised, but for ``rss``) as a
+regression input under ``tests/data/fuzz/``. Exit status 1 when anything was found. Run from the
+repository root with ``PYTHONPATH=src:tests`` (``tests/`` is the import root of the test helpers
+the families share with pytest, as ``pythonpath`` in pyproject.toml says).
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         stats = run_families([name], a.start, a.inputs, a.seconds, log=sys.stderr)[0]
         results.append(stats)
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.outcomes.items(), key=lambda kv: -kv[1]))
-        print(f"{name:17} {stats.inputs:>9} inputs ({stats.repeats} repeats)  {stats.seconds:7.0f} s  "
-              f"{stats.inputs / max(stats.seconds, 1e-9):6.1f}/s  peak RSS {stats.max_rss_mb:5.0f} MB "
+        unchecked = f", {stats.unchecked} unchecked" if stats.unchecked else ""
+        print(f"{name:17} {stats.inputs:>9} inputs ({stats.distinct} distinct, {stats.repeats} repeats{unchecked})  "
+              f"{stats.seconds:7.0f} s  {stats.inputs / max(stats.seconds, 1e-9):6.1f}/s "
+              f"({stats.distinct / max(stats.seconds, 1e-9):.1f} distinct/s)  peak RSS {stats.max_rss_mb:5.0f} MB "
               f"(one input: +{stats.input_rss_mb:.0f} MiB, input {stats.input_rss_at})  "
               f"findings {len(stats.findings)}  | {outcomes}", flush=True)
         for f in stats.findings[:20]:
