@@ -283,7 +283,10 @@ def _share_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
 
 
 def _swap_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
-    slots = _slots(meta)
+    """Two handles of one operator exchange streams (across operators, inline state would make a
+    valid savepoint that reads differently, not a reused one)."""
+    op = r.choice(_with_subtasks(meta))
+    slots = [(st, k) for st in op.subtasks for k in SUBTASK_HANDLES if getattr(st, k) is not None]
     if len(slots) > 1:
         (a, ka), (b, kb) = r.sample(slots, 2)
         ha, hb = getattr(a, ka), getattr(b, kb)
@@ -300,35 +303,38 @@ def _operator_to_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
 def _raw_keyed_copy(meta: CheckpointMetadata, r: random.Random) -> None:
     if _keyed(meta):
         _, st = r.choice(_keyed(meta))
-        _, other = r.choice(_keyed(meta))
-        st.raw_keyed = copy.deepcopy(other.managed_keyed)
+        st.raw_keyed = copy.deepcopy(st.managed_keyed)
+
+
+def _reads_a_file(subtasks: list[Any]) -> bool:
+    """Whether a handle of ``subtasks`` names a file: a copy of them that claims another place
+    uses that file twice. A copy of inline state is new state (a valid savepoint that reads
+    differently), so it keeps its place, where it is a subtask or an operator twice."""
+    return any(isinstance(getattr(st, k).delegate, (FileHandle, RelativeFileHandle))
+               for st in subtasks for k in SUBTASK_HANDLES if getattr(st, k) is not None)
 
 
 def _subtask_dup(meta: CheckpointMetadata, r: random.Random) -> None:
-    """A subtask copied into its own operator or another one (at any place)."""
-    src, dst = r.choice(_with_subtasks(meta)), r.choice(_with_subtasks(meta))
-    assert src.subtasks is not None and dst.subtasks is not None
-    st = copy.deepcopy(r.choice(src.subtasks))
-    if r.random() < 0.5:  # the copy claims another subtask's index: only its handles are used twice
-        st.index = r.randint(0, dst.parallelism + 1)
-    dst.subtasks.insert(r.randrange(len(dst.subtasks) + 1), st)
-
-
-def _subtask_move(meta: CheckpointMetadata, r: random.Random) -> None:
-    """A subtask taken from one operator and given to another."""
-    src, dst = r.choice(_with_subtasks(meta)), r.choice(meta.operators)
+    """A subtask copied (at any place) into its own operator or, when it reads a file, another
+    one, where half the copies claim another index."""
+    src = r.choice(_with_subtasks(meta))
     assert src.subtasks is not None
-    st = src.subtasks.pop(r.randrange(len(src.subtasks)))
-    if dst.subtasks is None:
-        dst.subtasks = []
+    st = copy.deepcopy(r.choice(src.subtasks))
+    dst = src
+    if _reads_a_file([st]):
+        dst = r.choice(_with_subtasks(meta))
+        if r.random() < 0.5:
+            st.index = r.randint(0, dst.parallelism + 1)
+    assert dst.subtasks is not None
     dst.subtasks.insert(r.randrange(len(dst.subtasks) + 1), st)
 
 
 def _subtask_index(meta: CheckpointMetadata, r: random.Random) -> None:
     op = r.choice(_with_subtasks(meta))
     assert op.subtasks is not None
+    # never negative: Flink writes a finished subtask as -index-1 (and nothing after it)
     r.choice(op.subtasks).index = r.choice([op.parallelism, op.parallelism - 1, 0, 1, 2,
-                                            r.randint(-2, 2 * op.parallelism + 2), r.choice(HOSTILE_I32) - (1 << 31)])
+                                            r.randint(0, 2 * op.parallelism + 2), r.choice(HOSTILE_I32) & 0x7FFFFFFF])
 
 
 def _swap_index(meta: CheckpointMetadata, r: random.Random) -> None:
@@ -340,17 +346,20 @@ def _swap_index(meta: CheckpointMetadata, r: random.Random) -> None:
 
 
 def _swap_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
-    ks = _keyed(meta)
+    """Two subtasks of one operator exchange keyed state (across operators: a valid savepoint
+    that reads differently)."""
+    op = r.choice(_with_subtasks(meta))
+    ks = [st for st in op.subtasks if st.managed_keyed is not None]
     if len(ks) > 1:
-        (_, a), (_, b) = r.sample(ks, 2)
+        a, b = r.sample(ks, 2)
         a.managed_keyed, b.managed_keyed = b.managed_keyed, a.managed_keyed
 
 
 def _operator_dup(meta: CheckpointMetadata, r: random.Random) -> None:
-    """An operator copied; half the copies get an id and uid of their own, so that only their
-    handles are used twice."""
+    """An operator copied; when it reads a file, half the copies get an id and uid of their own,
+    so that only their handles are used twice."""
     op = copy.deepcopy(r.choice(meta.operators))
-    if r.random() < 0.5:
+    if _reads_a_file(op.subtasks or []) and r.random() < 0.5:
         op.operator_id = r.randbytes(len(op.operator_id))
         op.uid = None if op.uid is None else f"{op.uid}-{r.randrange(1 << 20)}"
     meta.operators.insert(r.randrange(len(meta.operators) + 1), op)
@@ -358,13 +367,10 @@ def _operator_dup(meta: CheckpointMetadata, r: random.Random) -> None:
 
 def _operator_id(meta: CheckpointMetadata, r: random.Random) -> None:
     a, b = r.choice(meta.operators), r.choice(meta.operators)
-    what = r.randrange(3)
-    if what == 0:
+    if r.random() < 0.5:
         b.operator_id = a.operator_id
-    elif what == 1:
-        b.uid = a.uid
     else:
-        b.name = a.name
+        b.uid = a.uid
 
 
 def _range_shift(meta: CheckpointMetadata, r: random.Random) -> None:
@@ -377,44 +383,39 @@ def _range_shift(meta: CheckpointMetadata, r: random.Random) -> None:
 
 
 def _offsets_reuse(meta: CheckpointMetadata, r: random.Random) -> None:
-    """Key groups of one handle (or of two) that start at the same offset, swapped, or a range
-    one shorter or longer than the key groups it claims."""
+    """Key groups of one handle (or of two) that start at the same block, swapped, or a range one
+    longer than the key groups it holds, its last one another's block. Only blocks that hold
+    state (offset 0 is an empty key group: pointing a group there drops its state, a valid
+    savepoint; a range cut short likewise)."""
     if not _keyed(meta):
         return
     (_, a), (_, b) = r.choice(_keyed(meta)), r.choice(_keyed(meta))
     ha, hb = a.managed_keyed, b.managed_keyed
-    if not ha.offsets or not hb.offsets:
+    held_a, held_b = [i for i, o in enumerate(ha.offsets) if o], [j for j, o in enumerate(hb.offsets) if o]
+    if not held_a or not held_b:
         return
-    i, j = r.randrange(len(ha.offsets)), r.randrange(len(hb.offsets))
-    what = r.randrange(4)
+    i, j = r.choice(held_a), r.choice(held_b)
+    what = r.randrange(3)
     if what == 0:
         ha.offsets[i] = hb.offsets[j]
     elif what == 1:
         ha.offsets[i], hb.offsets[j] = hb.offsets[j], ha.offsets[i]
-    elif what == 2:
-        del ha.offsets[i:]
     else:
         ha.offsets.append(hb.offsets[j])
 
 
 def _operator_state_reuse(meta: CheckpointMetadata, r: random.Random) -> None:
-    """Operator states of one name twice, one state's offsets given to another, a state moved to
-    another handle."""
+    """Operator states of one name twice in a handle: a state copied (at any place), or renamed
+    to a sibling's name."""
     hs = [h for h in _operator_handles(meta) if h.states]
     if not hs:
         return
-    a, b = r.choice(hs), r.choice(hs)
-    sa, sb = r.choice(a.states), r.choice(b.states)
-    what = r.randrange(4)
-    if what == 0:
-        a.states.insert(r.randrange(len(a.states) + 1), copy.deepcopy(sb))
-    elif what == 1:
-        sa.name = sb.name
-    elif what == 2:
-        sa.offsets = copy.deepcopy(sb.offsets)
+    h = r.choice(hs)
+    sa, sb = r.choice(h.states), r.choice(h.states)
+    if sa is sb or r.random() < 0.5:
+        h.states.insert(r.randrange(len(h.states) + 1), copy.deepcopy(sb))
     else:
-        b.states.remove(sb)
-        a.states.append(sb)
+        sa.name = sb.name
 
 
 REUSE_EDITS: dict[str, Edit] = {
@@ -424,7 +425,6 @@ REUSE_EDITS: dict[str, Edit] = {
     "operator-to-keyed": _operator_to_keyed,
     "raw-keyed-copy": _raw_keyed_copy,
     "subtask-dup": _subtask_dup,
-    "subtask-move": _subtask_move,
     "subtask-index": _subtask_index,
     "swap-index": _swap_index,
     "swap-keyed": _swap_keyed,
