@@ -366,8 +366,10 @@ def _operator_dup(meta: CheckpointMetadata, r: random.Random) -> None:
 
 
 def _operator_id(meta: CheckpointMetadata, r: random.Random) -> None:
+    """An operator's id or uid set to another's (a uid only where there is one: an operator
+    without a uid is only named by its id, a valid savepoint reading under another name)."""
     a, b = r.choice(meta.operators), r.choice(meta.operators)
-    if r.random() < 0.5:
+    if a.uid is None or r.random() < 0.5:
         b.operator_id = a.operator_id
     else:
         b.uid = a.uid
