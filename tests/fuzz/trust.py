@@ -361,7 +361,7 @@ def _operator_dup(meta: CheckpointMetadata, r: random.Random) -> None:
     op = copy.deepcopy(r.choice(meta.operators))
     if _reads_a_file(op.subtasks or []) and r.random() < 0.5:
         op.operator_id = r.randbytes(len(op.operator_id))
-        op.uid = None if op.uid is None else f"{op.uid}-{r.randrange(1 << 20)}"
+        op.uid = f"{op.uid}-{r.randrange(1 << 20)}" if op.uid else op.uid
     meta.operators.insert(r.randrange(len(meta.operators) + 1), op)
 
 
@@ -369,7 +369,7 @@ def _operator_id(meta: CheckpointMetadata, r: random.Random) -> None:
     """An operator's id or uid set to another's (a uid only where there is one: an operator
     without a uid is only named by its id, a valid savepoint reading under another name)."""
     a, b = r.choice(meta.operators), r.choice(meta.operators)
-    if a.uid is None or r.random() < 0.5:
+    if not a.uid or r.random() < 0.5:  # an operator without a uid has an empty one
         b.operator_id = a.operator_id
     else:
         b.uid = a.uid
