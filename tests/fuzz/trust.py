@@ -551,19 +551,27 @@ MAX_EDITS = 16
 def mutator(edits: dict[str, Edit]) -> Callable[[bytes, random.Random], tuple[bytes, str]]:
     """A family's mutation: 1 to 12 of ``edits`` (one alone in a twentieth of the inputs: a single
     edit has few variants, soon all seen) on the parsed seed, written back as Flink bytes;
-    edits that change nothing (a handle copied onto itself) are followed by more, up to
-    :data:`MAX_EDITS`, so only a ``control`` input is the seed."""
+    an edit that changes nothing (a handle copied onto itself, a swap in a one-subtask operator)
+    is drawn again (up to four times), so an input holds as many edits as it says, and one that
+    ends as the seed (two swaps undoing each other) gets more, up to :data:`MAX_EDITS`: only a
+    ``control`` input is the seed."""
     names = list(edits)
 
     def mutate(seed: bytes, r: random.Random) -> tuple[bytes, str]:
         if r.random() < CONTROL_RATE:
             return seed, "control"
         meta = parse_metadata(seed)
-        ops = []
+        ops: list[str] = []
+        out = seed
         for _ in range(r.choice((1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 6, 6, 7, 8, 8, 10, 12, 12))):
-            ops.append(r.choice(names))
-            edits[ops[-1]](meta, r)
-        out = serialize_metadata(meta)
+            for _ in range(4):  # an edit that changed nothing (a swap in a one-subtask operator): another
+                op = r.choice(names)
+                edits[op](meta, r)
+                now = serialize_metadata(meta)
+                if now != out:
+                    ops.append(op)
+                    out = now
+                    break
         while out == seed and len(ops) < MAX_EDITS:
             ops.append(r.choice(names))
             edits[ops[-1]](meta, r)
