@@ -66,6 +66,7 @@ else
 fi
 .venv/bin/python -c "import statemorph, statemorph.kernels as n; print('statemorph', statemorph.__version__, 'native tier:', n.TIER)" | while read -r line; do say "$line"; done
 if [ "$LIGHT" = 0 ]; then
-  # the real-Flink savepoint generator and restore checker (throwaway venv for the jars, never .venv)
-  ci/flink/setup.sh
+  # the real-Flink savepoint generator and restore checker (throwaway venvs for the jars, never
+  # .venv): Flink 2.3.0, and 1.20.3 (the last 1.x: metadata-V4 savepoints, its SQL state shapes)
+  ci/flink/setup.sh --with-1.20
 fi

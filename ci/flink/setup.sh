@@ -4,7 +4,7 @@
 #   ci/flink/setup.sh              # Flink 2.3.0: reuse /tmp/flinkvenv if present, else fetch the jars
 #   ci/flink/setup.sh --with-1.20  # also Flink 1.20.3 (writes metadata-V4 savepoints)
 #   ci/flink/setup.sh --with-1.19 --with-2.0 --with-2.1 --with-2.2   # other releases
-#                                  # (opt-in: each fetches ~300 MB of jars; CI builds 2.3.0 only)
+#                                  # (opt-in: each fetches ~300 MB of jars; CI builds 2.3.0 and 1.20.3)
 #   (no 1.18: the programs use OpenContext and sink.v2.DiscardingSink, which Flink 1.19 added)
 #   FLINK_LIB=/path/to/pyflink/lib ci/flink/setup.sh          # use these 2.3.0 jars
 #   FLINK_LIB_1_20=/path/to/pyflink/lib ci/flink/setup.sh --with-1.20   # (FLINK_LIB_2_1 for --with-2.1, ...)

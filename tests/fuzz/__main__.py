@@ -1,12 +1,13 @@
 """The long fuzz run: ``python -m tests.fuzz [--inputs N] [--family F ...] [--seconds S]``.
 
-Prints, per family, the inputs judged (and how many repeated an earlier one), their outcomes
-(``ok``, ``error:<Class>`` per typed error class, and any findings: ``untyped``, ``disagree``,
-``memory``, ``rss``, ``hang``, ``crash``), the worker's peak RSS and the most one input raised
-it; ``--json FILE`` writes the same as JSON, ``--save`` writes every finding (minimised, but for
-``rss``) as a regression input under ``tests/data/fuzz/``. Exit status 1 when anything was
-found. Run from the repository root with ``PYTHONPATH=src:tests`` (``tests/`` is the import root
-of the test helpers the families share with pytest, as ``pythonpath`` in pyproject.toml says).
+Prints, per family, the inputs judged (how many were distinct, how many repeated an earlier one),
+their outcomes (``ok``, ``error:<Class>`` per typed error class, and any findings: ``untyped``,
+``disagree``, ``memory``, ``rss``, ``hang``, ``crash``), the worker's peak RSS and the most one
+input raised it; ``--distinct`` only generates the inputs and counts the distinct ones; ``--json
+FILE`` writes the same as JSON, ``--save`` writes every finding (minimised, but for ``rss``) as a
+regression input under ``tests/data/fuzz/``. Exit status 1 when anything was found. Run from the
+repository root with ``PYTHONPATH=src:tests`` (``tests/`` is the import root of the test helpers
+the families share with pytest, as ``pythonpath`` in pyproject.toml says).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import os
 import sys
 
-from .engine import Finding, Stats, input_for, minimise, run_families, run_worker, save_regression
+from .engine import Finding, Stats, distinct_inputs, input_for, minimise, run_families, run_worker, save_regression
 from .families import FAMILIES, KNOWN
 
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="write the per-family results here")
     p.add_argument("--save", action="store_true", help="minimise findings (and the first input of each known "
                    "difference) and save them under tests/data/fuzz/")
+    p.add_argument("--distinct", action="store_true", help="only generate the inputs and print how many are "
+                   "distinct (nothing is run)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--progress", help=argparse.SUPPRESS)
     p.add_argument("--resume", help=argparse.SUPPRESS)
@@ -43,13 +46,20 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump(done, f)
             os.replace(a.json + ".tmp", a.json)
         return 0
+    if a.distinct:
+        for name in names:
+            n = distinct_inputs(FAMILIES[name](), a.start, a.inputs)
+            print(f"{name:17} {a.inputs:>9} inputs  {n:>9} distinct ({100 * n / max(a.inputs, 1):.1f} %)", flush=True)
+        return 0
     results: list[Stats] = []
     for name in names:  # one worker per family: a long run prints each family as it ends
         stats = run_families([name], a.start, a.inputs, a.seconds, log=sys.stderr)[0]
         results.append(stats)
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.outcomes.items(), key=lambda kv: -kv[1]))
-        print(f"{name:17} {stats.inputs:>9} inputs ({stats.repeats} repeats)  {stats.seconds:7.0f} s  "
-              f"{stats.inputs / max(stats.seconds, 1e-9):6.1f}/s  peak RSS {stats.max_rss_mb:5.0f} MB "
+        unchecked = f", {stats.unchecked} unchecked" if stats.unchecked else ""
+        print(f"{name:17} {stats.inputs:>9} inputs ({stats.distinct} distinct, {stats.repeats} repeats{unchecked})  "
+              f"{stats.seconds:7.0f} s  {stats.inputs / max(stats.seconds, 1e-9):6.1f}/s "
+              f"({stats.distinct / max(stats.seconds, 1e-9):.1f} distinct/s)  peak RSS {stats.max_rss_mb:5.0f} MB "
               f"(one input: +{stats.input_rss_mb:.0f} MiB, input {stats.input_rss_at})  "
               f"findings {len(stats.findings)}  | {outcomes}", flush=True)
         for f in stats.findings[:20]:

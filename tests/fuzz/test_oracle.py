@@ -1,5 +1,6 @@
 """The oracle itself: each kind of finding is recognised (so a clean fuzz run means something),
-and inputs are a pure function of (family, index)."""
+inputs are a pure function of (family, index), and a run counts distinct inputs apart from
+repeats."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from statemorph.errors import MalformedDataError
 
-from .engine import PeakRss, input_for, judge, measured
+from . import engine
+from .engine import PeakRss, Stats, distinct_inputs, input_for, judge, measured, run_worker
 from .families import FAMILIES, Disagreement, Family, Target
 
 pytestmark = pytest.mark.fuzz
@@ -94,3 +96,43 @@ def test_a_tiled_stream_reads_as_its_bytes_laid_out() -> None:
         into = np.full(n, 0xAA, np.uint8)
         stream.read_into(offset, into.data, "t")
         assert stream.read_at(offset, n, "t") == into.tobytes() == whole[offset:offset + n]
+
+
+def _repeating(outputs: int, finding_at: bytes | None = None) -> Family:
+    """A family whose inputs are one of ``outputs`` byte strings (so most repeat); the check
+    finds a disagreement on ``finding_at``."""
+    def check(data: bytes) -> str:
+        if data == finding_at:
+            raise Disagreement("planted")
+        return "ok"
+
+    return Family("repeating", "a few inputs, repeated", [Target("t", b"", check)],
+                  mutator=lambda seed, r: (bytes([r.randrange(outputs)]), "pick"))
+
+
+def _worker_stats(monkeypatch: pytest.MonkeyPatch, fam: Family, count: int) -> Stats:
+    monkeypatch.setitem(FAMILIES, fam.name, lambda: fam)
+    (stats,) = run_worker([fam.name], 0, count, 0.0, None, limit_memory=False)
+    return stats
+
+
+def test_a_run_counts_distinct_inputs_apart_from_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of 200 inputs drawn from 5 byte strings says 5 distinct and 195 repeats (its outcomes
+    still count every input), as many distinct as the inputs generated alone; a repeated finding
+    is judged, and found, again."""
+    fam = _repeating(5, finding_at=b"\x03")
+    stats = _worker_stats(monkeypatch, fam, 200)
+    assert (stats.inputs, stats.distinct, stats.repeats, stats.unchecked) == (200, 5, 195, 0)
+    assert sum(stats.outcomes.values()) == 200
+    assert stats.distinct == distinct_inputs(fam, 0, 200)
+    assert len(stats.findings) == stats.outcomes["disagree"] > 1
+    assert stats.to_json()["distinct"] == 5
+
+
+def test_inputs_past_the_memo_are_unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the digests a worker remembers, an unseen input may repeat one it forgot: counted
+    as unchecked, never as distinct."""
+    monkeypatch.setattr(engine, "MEMO_INPUTS", 3)
+    stats = _worker_stats(monkeypatch, _repeating(50), 400)
+    assert stats.distinct == 3 and stats.unchecked > 0
+    assert stats.distinct + stats.repeats + stats.unchecked == stats.inputs == 400

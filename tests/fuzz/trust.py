@@ -51,6 +51,7 @@ from statemorph.savepoint.flink import (
     FileHandle,
     FlinkSavepoint,
     KeyGroupsHandle,
+    OperatorStreamHandle,
     RelativeFileHandle,
     parse_metadata,
     serialize_metadata,
@@ -59,10 +60,13 @@ from statemorph.savepoint.flink.metadata import CheckpointMetadata
 from statemorph.state import ValueStateDescriptor
 
 from .families import Disagreement
+from .mutate import HOSTILE_I32
 
-SEEDS = ("events-rocksdb-p2-files-snappy", "flink120-events-hashmap-p2-files-snappy", "kinds-rocksdb-p1-files-mp256",
-         "kinds-hashmap-p1")
-"""Keyed state in files (two subtasks; Flink 2.3 and 1.20) and inline, operator state inline."""
+SEEDS = tuple(sorted(p.parent.parent.name for p in SAVEPOINTS.glob("*/savepoint/_metadata")))
+"""Every committed Flink savepoint: RocksDB and heap, Flink 2.3 and 1.20, one and two subtasks,
+keyed state in files (Snappy) and inline, operator state, DataStream, SQL (aggregates, joins,
+windows) and Kryo jobs; each is a seed of ``handle-reuse`` and ``containment``, and its Parquet
+form's skeleton one of ``containment``."""
 PLANTED = Path(tempfile.gettempdir()) / "statemorph-fuzz-planted"
 """An absolute path the containment inputs name: nothing may ever appear there."""
 
@@ -238,9 +242,13 @@ def check_skeleton(name: str, data: bytes) -> str:
 
 
 # -- the edits ----------------------------------------------------------------------------------------
+# Each edit takes a parsed ``_metadata`` and changes it as an attacker would; an input stacks 1 to
+# 12 of them, drawn with their parameters from the input's own random generator, so that nearly
+# every input differs from every other (docs/reliability.md, "Distinct inputs").
 
 Slot = tuple[Any, str]  # (subtask, handle attribute)
 SUBTASK_HANDLES = ("managed_operator", "raw_operator", "managed_keyed", "raw_keyed")
+Edit = Callable[[CheckpointMetadata, random.Random], None]
 
 
 def _slots(meta: CheckpointMetadata) -> list[Slot]:
@@ -252,10 +260,37 @@ def _keyed(meta: CheckpointMetadata) -> list[tuple[Any, Any]]:
     return [(op, st) for op in meta.operators for st in op.subtasks or [] if st.managed_keyed is not None]
 
 
+def _with_subtasks(meta: CheckpointMetadata) -> list[Any]:
+    return [op for op in meta.operators if op.subtasks]
+
+
+def _operator_handles(meta: CheckpointMetadata) -> list[OperatorStreamHandle]:
+    return [getattr(st, k) for st, k in _slots(meta) if not k.endswith("keyed")]
+
+
 def _copy_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
     slots = _slots(meta)
     (a, ka), (b, kb) = r.choice(slots), r.choice(slots)
     getattr(b, kb).delegate = copy.deepcopy(getattr(a, ka).delegate)
+
+
+def _share_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Several handles at once (across operators, subtasks, keyed and operator state) read one stream."""
+    slots = _slots(meta)
+    a, ka = r.choice(slots)
+    for b, kb in r.sample(slots, r.randint(1, len(slots))):
+        getattr(b, kb).delegate = copy.deepcopy(getattr(a, ka).delegate)
+
+
+def _swap_delegate(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Two handles of one operator exchange streams (across operators, inline state would make a
+    valid savepoint that reads differently, not a reused one)."""
+    op = r.choice(_with_subtasks(meta))
+    slots = [(st, k) for st in op.subtasks for k in SUBTASK_HANDLES if getattr(st, k) is not None]
+    if len(slots) > 1:
+        (a, ka), (b, kb) = r.sample(slots, 2)
+        ha, hb = getattr(a, ka), getattr(b, kb)
+        ha.delegate, hb.delegate = hb.delegate, ha.delegate
 
 
 def _operator_to_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
@@ -271,20 +306,39 @@ def _raw_keyed_copy(meta: CheckpointMetadata, r: random.Random) -> None:
         st.raw_keyed = copy.deepcopy(st.managed_keyed)
 
 
+def _reads_a_file(subtasks: list[Any]) -> bool:
+    """Whether a handle of ``subtasks`` names a file: a copy of them that claims another place
+    uses that file twice. A copy of inline state is new state (a valid savepoint that reads
+    differently), so it keeps its place, where it is a subtask or an operator twice."""
+    return any(isinstance(getattr(st, k).delegate, (FileHandle, RelativeFileHandle))
+               for st in subtasks for k in SUBTASK_HANDLES if getattr(st, k) is not None)
+
+
 def _subtask_dup(meta: CheckpointMetadata, r: random.Random) -> None:
-    op = r.choice([op for op in meta.operators if op.subtasks])
-    assert op.subtasks is not None
-    op.subtasks.append(copy.deepcopy(r.choice(op.subtasks)))
+    """A subtask copied (at any place) into its own operator or, when it reads a file, another
+    one, where half the copies claim another index."""
+    src = r.choice(_with_subtasks(meta))
+    assert src.subtasks is not None
+    st = copy.deepcopy(r.choice(src.subtasks))
+    dst = src
+    if _reads_a_file([st]):
+        dst = r.choice(_with_subtasks(meta))
+        if r.random() < 0.5:
+            st.index = r.randint(0, dst.parallelism + 1)
+    assert dst.subtasks is not None
+    dst.subtasks.insert(r.randrange(len(dst.subtasks) + 1), st)
 
 
 def _subtask_index(meta: CheckpointMetadata, r: random.Random) -> None:
-    op = r.choice([op for op in meta.operators if op.subtasks])
+    op = r.choice(_with_subtasks(meta))
     assert op.subtasks is not None
-    r.choice(op.subtasks).index = r.choice([op.parallelism, op.parallelism - 1, 0, 1, 2])
+    # never negative: Flink writes a finished subtask as -index-1 (and nothing after it)
+    r.choice(op.subtasks).index = r.choice([op.parallelism, op.parallelism - 1, 0, 1, 2,
+                                            r.randint(0, 2 * op.parallelism + 2), r.choice(HOSTILE_I32) & 0x7FFFFFFF])
 
 
 def _swap_index(meta: CheckpointMetadata, r: random.Random) -> None:
-    op = r.choice([op for op in meta.operators if op.subtasks])
+    op = r.choice(_with_subtasks(meta))
     assert op.subtasks is not None
     if len(op.subtasks) > 1:
         a, b = r.sample(op.subtasks, 2)
@@ -292,19 +346,30 @@ def _swap_index(meta: CheckpointMetadata, r: random.Random) -> None:
 
 
 def _swap_keyed(meta: CheckpointMetadata, r: random.Random) -> None:
-    ks = _keyed(meta)
+    """Two subtasks of one operator exchange keyed state (across operators: a valid savepoint
+    that reads differently)."""
+    op = r.choice(_with_subtasks(meta))
+    ks = [st for st in op.subtasks if st.managed_keyed is not None]
     if len(ks) > 1:
-        (_, a), (_, b) = r.sample(ks, 2)
+        a, b = r.sample(ks, 2)
         a.managed_keyed, b.managed_keyed = b.managed_keyed, a.managed_keyed
 
 
 def _operator_dup(meta: CheckpointMetadata, r: random.Random) -> None:
-    meta.operators.insert(r.randrange(len(meta.operators) + 1), copy.deepcopy(r.choice(meta.operators)))
+    """An operator copied; when it reads a file, half the copies get an id and uid of their own,
+    so that only their handles are used twice."""
+    op = copy.deepcopy(r.choice(meta.operators))
+    if _reads_a_file(op.subtasks or []) and r.random() < 0.5:
+        op.operator_id = r.randbytes(len(op.operator_id))
+        op.uid = f"{op.uid}-{r.randrange(1 << 20)}" if op.uid else op.uid
+    meta.operators.insert(r.randrange(len(meta.operators) + 1), op)
 
 
 def _operator_id(meta: CheckpointMetadata, r: random.Random) -> None:
+    """An operator's id or uid set to another's (a uid only where there is one: an operator
+    without a uid is only named by its id, a valid savepoint reading under another name)."""
     a, b = r.choice(meta.operators), r.choice(meta.operators)
-    if r.random() < 0.5:
+    if not a.uid or r.random() < 0.5:  # an operator without a uid has an empty one
         b.operator_id = a.operator_id
     else:
         b.uid = a.uid
@@ -315,11 +380,50 @@ def _range_shift(meta: CheckpointMetadata, r: random.Random) -> None:
         op, st = r.choice(_keyed(meta))
         h: KeyGroupsHandle = st.managed_keyed
         mp, n = op.max_parallelism, len(h.offsets)
-        h.start_key_group = r.choice([0, 1, n // 2, n, 100, mp - n, mp - n + 1, mp, max(0, mp - 1)])
+        h.start_key_group = r.choice([0, 1, n // 2, n, 100, mp - n, mp - n + 1, mp, max(0, mp - 1),
+                                      r.randint(0, mp + 1), h.start_key_group + r.choice((-1, 1))])
 
 
-REUSE_EDITS: dict[str, Callable[[CheckpointMetadata, random.Random], None]] = {
+def _offsets_reuse(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Key groups of one handle (or of two) that start at the same block, swapped, or a range one
+    longer than the key groups it holds, its last one another's block. Only blocks that hold
+    state (offset 0 is an empty key group: pointing a group there drops its state, a valid
+    savepoint; a range cut short likewise)."""
+    if not _keyed(meta):
+        return
+    (_, a), (_, b) = r.choice(_keyed(meta)), r.choice(_keyed(meta))
+    ha, hb = a.managed_keyed, b.managed_keyed
+    held_a, held_b = [i for i, o in enumerate(ha.offsets) if o], [j for j, o in enumerate(hb.offsets) if o]
+    if not held_a or not held_b:
+        return
+    i, j = r.choice(held_a), r.choice(held_b)
+    what = r.randrange(3)
+    if what == 0:
+        ha.offsets[i] = hb.offsets[j]
+    elif what == 1:
+        ha.offsets[i], hb.offsets[j] = hb.offsets[j], ha.offsets[i]
+    else:
+        ha.offsets.append(hb.offsets[j])
+
+
+def _operator_state_reuse(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Operator states of one name twice in a handle: a state copied (at any place), or renamed
+    to a sibling's name."""
+    hs = [h for h in _operator_handles(meta) if h.states]
+    if not hs:
+        return
+    h = r.choice(hs)
+    sa, sb = r.choice(h.states), r.choice(h.states)
+    if sa is sb or r.random() < 0.5:
+        h.states.insert(r.randrange(len(h.states) + 1), copy.deepcopy(sb))
+    else:
+        sa.name = sb.name
+
+
+REUSE_EDITS: dict[str, Edit] = {
     "copy-delegate": _copy_delegate,
+    "share-delegate": _share_delegate,
+    "swap-delegate": _swap_delegate,
     "operator-to-keyed": _operator_to_keyed,
     "raw-keyed-copy": _raw_keyed_copy,
     "subtask-dup": _subtask_dup,
@@ -329,6 +433,8 @@ REUSE_EDITS: dict[str, Callable[[CheckpointMetadata, random.Random], None]] = {
     "operator-dup": _operator_dup,
     "operator-id": _operator_id,
     "range-shift": _range_shift,
+    "offsets-reuse": _offsets_reuse,
+    "operator-state-reuse": _operator_state_reuse,
 }
 
 
@@ -341,10 +447,48 @@ def _file_name(h: Any) -> str | None:
     return None
 
 
+UNICODE_NAMES = ("\u2025", "\uff0e\uff0e", "..\u200b", "\u202e", "e\u0301", "\u00e9", "\uff0f", "\u2215", "\ud800",
+                 "\U0001f4be", "\u0085", "\u2028")
+"""Look-alikes of ``..`` and ``/`` (two-dot leader, full-width), a zero-width space, a
+right-to-left override, a name in NFD and NFC, a lone surrogate, characters Python splits lines on."""
+MAX_PATH = 8192
+"""Characters a composed path is cut to: Flink writes a path with ``writeUTF`` (at most 65,535
+bytes, up to six a character in modified UTF-8)."""
+SEPARATORS = ("/", "/", "/", "//", "/./", "\\", "\x00", "/../")
+
+
+def _component(name: str, r: random.Random) -> str:
+    """One component of a hostile path: a way up, the state file under another name (a symlink
+    in, a hard link, a symlink out), a directory, a long or odd name."""
+    return r.choice([
+        "..", "..", ".", "", "sub", "outside", "sp", name, f"in-{name}", f"alias-{name}", f"out-{name}", "_metadata",
+        r.choice("ab") * r.choice((255, 256, 1024, 4097)), name * r.randint(2, 40), r.choice(UNICODE_NAMES),
+        r.choice(UNICODE_NAMES) + name, f"{name}\x00", "\x00", "%2e%2e", "~", f"{name}.", f"{name} ", f"{name}:x",
+        PLANTED.name,
+    ])
+
+
+def _composed_path(name: str, r: random.Random) -> str:
+    """1 to 7 components joined by separators, possibly absolute, possibly a URI."""
+    parts = [_component(name, r) for _ in range(r.randint(1, 7))]
+    if r.random() < 0.5:
+        parts.append(name)  # most real attacks end at the file they aim at
+    path = parts[0]
+    for p in parts[1:]:
+        path += r.choice(SEPARATORS) + p
+    prefix = r.choice(["", "", "", "/", "//", str(PLANTED) + "/", "file:", "file:///", "s3://bucket/", "./", "../"])
+    return (prefix + path)[:MAX_PATH]
+
+
 def _hostile_path(name: str, r: random.Random) -> Any:
     """A handle for the file ``name`` (or, for inline state, any name) that reads the same file
-    (``in-``, ``alias-``, an absolute path taken by its name), leads out, or is not a plain path."""
+    (``in-``, ``alias-``, an absolute path taken by its name), leads out, or is not a plain path:
+    one of the plain cases, or a path composed of many parts (:func:`_composed_path`), in either
+    form (a relative handle, or an absolute one)."""
     up = "../" * r.randint(1, 5)
+    if r.random() < 0.7:
+        return (RelativeFileHandle if r.random() < 0.6 else lambda p, s: FileHandle("/" + p.lstrip("/"), s))(
+            _composed_path(name, r), 0)
     rel = r.choice([
         f"in-{name}", f"alias-{name}", f"out-{name}", f"{up}outside/{name}", f"{up}{name}", f"sub/../{name}",
         f"./{name}", f"{name}/", f"sub//{name}", f"/{name}", str(PLANTED / name), "sub", "..", ".", "",
@@ -356,38 +500,83 @@ def _hostile_path(name: str, r: random.Random) -> Any:
     return RelativeFileHandle(rel, 0)
 
 
-def _repath(meta: CheckpointMetadata, r: random.Random) -> None:
-    slots = _slots(meta)
-    st, k = r.choice(slots)
+def _stream_size(h: Any) -> int:
+    d = h.delegate
+    if isinstance(d, (FileHandle, RelativeFileHandle)):
+        return d.size
+    return len(d.data) if isinstance(d, ByteStreamHandle) else 0
+
+
+def _repath_slot(st: Any, k: str, r: random.Random, inline_too: bool = False) -> None:
     h = getattr(st, k)
-    name = _file_name(h) or r.choice(["x", "_metadata"])
-    new = _hostile_path(name, r)
-    size = h.delegate.size if isinstance(h.delegate, (FileHandle, RelativeFileHandle)) else len(
-        h.delegate.data) if isinstance(h.delegate, ByteStreamHandle) else 0
-    if isinstance(h.delegate, ByteStreamHandle) and r.random() < 0.7:
+    if isinstance(h.delegate, ByteStreamHandle) and not inline_too and r.random() < 0.7:
         return  # inline state stays inline most of the time: the file cases are the point
-    new.size = size
+    new = _hostile_path(_file_name(h) or r.choice(["x", "_metadata"]), r)
+    new.size = _stream_size(h) if r.random() < 0.9 else r.choice((0, 1, _stream_size(h) + 1, 1 << 40))
     h.delegate = new
 
 
-CONTAINMENT_EDITS: dict[str, Callable[[CheckpointMetadata, random.Random], None]] = {
+def _repath(meta: CheckpointMetadata, r: random.Random) -> None:
+    _repath_slot(*r.choice(_slots(meta)), r)
+
+
+def _repath_many(meta: CheckpointMetadata, r: random.Random) -> None:
+    """Several handles (or all) given hostile paths at once."""
+    slots = _slots(meta)
+    for st, k in r.sample(slots, r.randint(1, len(slots))):
+        _repath_slot(st, k, r)
+
+
+def _repath_shared(meta: CheckpointMetadata, r: random.Random) -> None:
+    """A hostile path given to one handle, then reused by others (of any operator, subtask, kind)."""
+    slots = _slots(meta)
+    st, k = r.choice(slots)
+    _repath_slot(st, k, r, inline_too=True)
+    for b, kb in r.sample(slots, r.randint(1, len(slots))):
+        getattr(b, kb).delegate = copy.deepcopy(getattr(st, k).delegate)
+
+
+CONTAINMENT_EDITS: dict[str, Edit] = {
     "repath": _repath,
-    "repath-2": lambda m, r: (_repath(m, r), _repath(m, r))[0],
-    "copy-delegate": _copy_delegate,
+    "repath-many": _repath_many,
+    "repath-shared": _repath_shared,
 }
 
+CONTROL_RATE = 1 / 1000
+"""The share of a family's inputs that are the unedited seed, marked ``control``: the oracle's
+own check that a seed reads as expected. Every other input differs from its seed."""
+MAX_EDITS = 16
 
-def mutator(edits: dict[str, Callable[[CheckpointMetadata, random.Random], None]]
-            ) -> Callable[[bytes, random.Random], tuple[bytes, str]]:
-    """A family's mutation: 1 to 3 of ``edits`` on the parsed seed, written back as Flink bytes."""
+
+def mutator(edits: dict[str, Edit]) -> Callable[[bytes, random.Random], tuple[bytes, str]]:
+    """A family's mutation: 1 to 12 of ``edits`` (one alone in a twentieth of the inputs: a single
+    edit has few variants, soon all seen) on the parsed seed, written back as Flink bytes;
+    an edit that changes nothing (a handle copied onto itself, a swap in a one-subtask operator)
+    is drawn again (up to four times), so an input holds as many edits as it says, and one that
+    ends as the seed (two swaps undoing each other) gets more, up to :data:`MAX_EDITS`: only a
+    ``control`` input is the seed."""
     names = list(edits)
 
     def mutate(seed: bytes, r: random.Random) -> tuple[bytes, str]:
+        if r.random() < CONTROL_RATE:
+            return seed, "control"
         meta = parse_metadata(seed)
-        ops = [r.choice(names) for _ in range(r.choice((1, 1, 2, 3)))]
-        for op in ops:
-            edits[op](meta, r)
-        return serialize_metadata(meta), "+".join(ops)
+        ops: list[str] = []
+        out = seed
+        for _ in range(r.choice((1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 6, 6, 7, 8, 8, 10, 12, 12))):
+            for _ in range(4):  # an edit that changed nothing (a swap in a one-subtask operator): another
+                op = r.choice(names)
+                edits[op](meta, r)
+                now = serialize_metadata(meta)
+                if now != out:
+                    ops.append(op)
+                    out = now
+                    break
+        while out == seed and len(ops) < MAX_EDITS:
+            ops.append(r.choice(names))
+            edits[ops[-1]](meta, r)
+            out = serialize_metadata(meta)
+        return out, "+".join(ops)
 
     return mutate
 

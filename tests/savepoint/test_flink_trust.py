@@ -196,6 +196,30 @@ def test_flink_paths_leaving_the_directory_are_refused_when_parsed(where: str, t
     _every_verb_refuses(sp, tmp_path, capsys, "leads outside", "subtask 0 managed keyed state")
 
 
+NO_FILE_NAME = {"lone-surrogate": ("sub/\ud800x", "holds a character no file name can"),
+                "part-of-256-bytes": ("a" * 256, "longer than 255 bytes")}
+
+
+@pytest.mark.parametrize("case", list(NO_FILE_NAME))
+def test_flink_paths_no_file_can_have_are_refused(case: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A lone surrogate (Flink's modified UTF-8 carries one; once a ``UnicodeEncodeError``
+    traceback) or a part longer than a file name: exit 4 (the containment fuzz family found both)."""
+    where, needle = NO_FILE_NAME[case]
+    sp = edited(EVENTS, tmp_path / "sp", keyed_path(where))
+    _every_verb_refuses(sp, tmp_path, capsys, needle)
+
+
+@pytest.mark.parametrize("case", list(NO_FILE_NAME))
+def test_convert_back_refuses_a_name_no_file_can_have(case: str, converted: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Named by the skeleton, such a stream was refused only when written: exit 6 ("File name too
+    long") after the checks (tests/data/fuzz/containment input 19289)."""
+    where, needle = NO_FILE_NAME[case]
+    edit_skeleton(converted, lambda m: setattr(keyed(m, 0), "delegate", RelativeFileHandle(where, 0)))
+    _refused(["convert", str(converted), "--out", str(tmp_path / "work" / "back")], tmp_path, capsys, needle)
+
+
 def test_a_relocated_absolute_handle_and_an_inside_symlink_read_the_same(tmp_path: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """What the rule accepts reads the same entries: an absolute handle is taken by its file name

@@ -78,6 +78,8 @@ LEGACY_TEMP_MARKER = ".tmp-"
 
 _TEMP_RE = re.compile(r"^\.(?P<name>.+)" + re.escape(TEMP_TAG) + r"(?P<pid>\d+)-[0-9a-f]+$")
 
+NAME_MAX = 255
+"""The longest file name (one part of a path, in bytes) of the file systems a savepoint lives on."""
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -88,11 +90,21 @@ def check_relative_path(p: str, where: str, error: type[SavepointError] = Savepo
     """The one containment rule for a path read from any input (Flink's ``_metadata``, the Parquet
     form's ``_metadata.json`` and its kept Flink skeleton, an object key): a plain relative path
     that cannot leave the directory it is joined to. An absolute path, a ``..``, ``.`` or empty
-    part (``a//b``, a trailing ``/``), a backslash or a NUL is ``error`` naming ``where``."""
+    part (``a//b``, a trailing ``/``), a backslash or a NUL is ``error`` naming ``where``; so is a
+    path no file can have: a character the file system cannot encode (a lone surrogate, which
+    Flink's modified UTF-8 can carry), or a part longer than :data:`NAME_MAX` bytes (which would
+    fail only when written, after the checks)."""
     if (not p or p.startswith("/") or "\\" in p or "\x00" in p
             or any(part in ("", ".", "..") for part in p.split("/"))):
         raise error(f"{where}: path {p!r} leads outside the savepoint directory or is not a plain relative "
                     f"path (absolute, '..', an empty part or a backslash); refused")
+    try:
+        raw = os.fsencode(p)
+    except UnicodeEncodeError:
+        raise error(f"{where}: path {p!r} holds a character no file name can; refused") from None
+    if any(len(part) > NAME_MAX for part in raw.split(b"/")):
+        raise error(f"{where}: path {p[:80]!r}... has a part longer than {NAME_MAX} bytes, more than a file "
+                    f"name can hold; refused")
     return p
 
 
