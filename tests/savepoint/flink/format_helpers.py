@@ -9,10 +9,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+from hypothesis import strategies as st
 from savepoint.flink.flink_cases import case_spec, committed_cases
 
 from statemorph import serializers
 from statemorph.savepoint.flink import FlinkSavepoint
+from statemorph.savepoint.flink.keyed_blocks import StateRun, write_key_group
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, frame_key_group
 from statemorph.types import parse_type
 
@@ -159,3 +162,25 @@ def small_chunks(data: Any, chunk: int = 64) -> bytes:
     view = memoryview(data).cast("B")
     parts = [frame_key_group(view[i:i + chunk]) for i in range(0, len(view), chunk)] or [frame_key_group(b"")]
     return bytes(parts[0]) + b"".join(bytes(memoryview(p)[len(STREAM_IDENTIFIER):]) for p in parts[1:])
+
+
+N_STATES = 3
+"""The states of the key groups :data:`key_group_runs` draws."""
+
+key_group_runs = st.lists(
+    st.tuples(st.integers(0, N_STATES - 1),
+              st.lists(st.tuples(st.binary(min_size=1, max_size=12), st.binary(max_size=300)), min_size=1,
+                       max_size=30)),
+    min_size=1, max_size=6)
+"""Runs of entries of one key group (state id, [(key, value)]), as hypothesis draws them."""
+
+
+def key_group_bytes(spec: list[tuple[int, list[tuple[bytes, bytes]]]]) -> bytes:
+    """The stored bytes of one key group holding the runs ``spec`` (keys with the run-end flag cleared)."""
+    return write_key_group([StateRun(sid, [bytes([k[0] & 0x7F]) + k[1:] for k, _ in entries],
+                                     [v for _, v in entries]) for sid, entries in spec])
+
+
+def grown_values(values: pa.Array) -> pa.Array:
+    """Each value reversed and one byte longer: a migration whose output outgrows its input."""
+    return pa.array([v[::-1] + bytes([len(v) % 256]) for v in values.to_pylist()], pa.binary())

@@ -16,8 +16,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from savepoint.flink.format_helpers import cases, small_chunks, state_operator
-from savepoint.flink.test_key_group_slices import N_STATES, _group, _grow, runs
+from savepoint.flink.format_helpers import (
+    N_STATES,
+    cases,
+    grown_values,
+    key_group_bytes,
+    key_group_runs,
+    small_chunks,
+    state_operator,
+)
 
 from statemorph.savepoint.flink import FlinkSavepoint
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
@@ -41,10 +48,10 @@ def _cut(g: ScannedGroup) -> tuple[bytes, int, bool, list[int], list[int]]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(runs, st.integers(1, 600), st.integers(1, 3000), st.booleans())
+@given(key_group_runs, st.integers(1, 600), st.integers(1, 3000), st.booleans())
 def test_pieces_are_runs_of_the_whole_scans_slices(spec: Any, slice_bytes: int, piece_bytes: int,
                                                    compressed: bool) -> None:
-    data = _group(spec)
+    data = key_group_bytes(spec)
     stored = small_chunks(data) if compressed else data  # cut between chunks: many small ones
     source, ext = InlineStream(stored, "sp"), KeyGroupExtent(7, 0, len(stored))
     whole = [_cut(g) for g in scan_slices(source, ext, compressed, N_STATES, "sp", slice_bytes)]
@@ -94,7 +101,7 @@ def test_pieces_migrate_to_the_local_engines_key_groups(case: Path) -> None:
     sp = FlinkSavepoint(case / "savepoint")
     op = sp.operator(state_operator(sp))
     for _, stream in sp.keyed_streams(op):
-        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), _grow)
+        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), grown_values)
                   for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
         if not states:
             continue

@@ -21,12 +21,21 @@ from typing import Any
 
 import cramjam
 import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from savepoint.flink.flink_cases import EVOLVED_EVENTS, EVOLVED_EVENTS_FIELDS, case_spec, reshape
-from savepoint.flink.format_helpers import cases, expected, hashable, scanned_entries, state_operator
+from savepoint.flink.format_helpers import (
+    N_STATES,
+    cases,
+    expected,
+    grown_values,
+    hashable,
+    key_group_bytes,
+    key_group_runs,
+    scanned_entries,
+    state_operator,
+)
 
 from statemorph.bulk.chunks import ordered_map
 from statemorph.errors import FlinkSavepointError
@@ -41,11 +50,9 @@ from statemorph.savepoint.flink.key_group_scan import (
     scan_key_group,
     scan_slices,
 )
-from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, StateRun, parse_key_group, write_key_group
+from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent, parse_key_group
 from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, compress_key_group, framed_raw_size, unframe_into
-
-N_STATES = 3
 
 
 def _slices(data: bytes, compressed: bool, slice_bytes: int, parallel: bool = False) -> list[ScannedGroup]:
@@ -77,22 +84,12 @@ def _cuts(slices: list[ScannedGroup] | FlinkSavepointError) -> Any:
     return [(bytes(memoryview(g.buf)[:g.end]), g.skip, g.first, g.val_pos.tolist()) for g in slices]
 
 
-runs = st.lists(
-    st.tuples(st.integers(0, N_STATES - 1),
-              st.lists(st.tuples(st.binary(min_size=1, max_size=12), st.binary(max_size=300)), min_size=1,
-                       max_size=30)),
-    min_size=1, max_size=6)
-
-
-def _group(spec: list[tuple[int, list[tuple[bytes, bytes]]]]) -> bytes:
-    return write_key_group([StateRun(sid, [bytes([k[0] & 0x7F]) + k[1:] for k, _ in entries],
-                                     [v for _, v in entries]) for sid, entries in spec])
 
 
 @settings(max_examples=150, deadline=None)
-@given(runs, st.integers(1, 2000), st.booleans())
+@given(key_group_runs, st.integers(1, 2000), st.booleans())
 def test_slices_are_the_key_group_cut_after_wholescanned_entries(spec: Any, slice_bytes: int, compressed: bool) -> None:
-    data = _group(spec)
+    data = key_group_bytes(spec)
     whole = scan_key_group(7, data, N_STATES, "sp")
     slices = _slices(data, compressed, slice_bytes)
     assert b"".join(bytes(memoryview(g.buf)[g.skip:]) for g in slices) == data
@@ -108,13 +105,13 @@ def test_slices_are_the_key_group_cut_after_wholescanned_entries(spec: Any, slic
 
 
 @settings(max_examples=150, deadline=None)
-@given(runs, st.integers(1, 2000), st.booleans())
+@given(key_group_runs, st.integers(1, 2000), st.booleans())
 def test_the_readers_per_entry_view_of_slices_is_the_entry_readers(spec: Any, slice_bytes: int,
                                                                   compressed: bool) -> None:
     """What ``inspect`` counts (``run_totals``) and what ``convert`` turns into rows (``runs``) of a
     key group's slices are the entries ``parse_key_group`` reads from it whole: keys with the
     end-of-run flag cleared, values, state by state, whatever the cut."""
-    data = _group(spec)
+    data = key_group_bytes(spec)
     want, _ = parse_key_group(data, N_STATES, "sp", exact_end=True)
     slices = _slices(data, compressed, slice_bytes)
     got = [(run.state_id, k, v) for g in slices for run in g.runs() for k, v in zip(run.keys, run.values, strict=True)]
@@ -146,7 +143,7 @@ def test_a_grown_window_holds_the_entry_and_a_slice_more(compressed: bool) -> No
     key, value = b"\x01" + noise[:500_000], noise[500_000:800_000]
     entry = 2 + 4 + len(key) + 4 + len(value)
     behind = [(b"\x02", noise[i:i + 40]) for i in range(800_000, 1_800_000, 40)]  # 1 MB of small entries
-    data = _group([(0, [(key, value)] + behind)])
+    data = key_group_bytes([(0, [(key, value)] + behind)])
     slices = _slices(data, compressed, slice_bytes)
     assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
     piece = 1 << 17 if compressed else slice_bytes  # what the window is filled with at a time
@@ -166,7 +163,7 @@ def test_a_grown_window_is_cut_where_the_scan_arrays_fill(monkeypatch: pytest.Mo
         statuses.append(result[0])
         return result
 
-    data = _group([(0, [(b"\x01" * 100, b"v" * 10)] + [(b"\x02", b"")] * 10)])
+    data = key_group_bytes([(0, [(b"\x01" * 100, b"v" * 10)] + [(b"\x02", b"")] * 10)])
     want = scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
     scan = key_group_scan._scan
     monkeypatch.setattr(key_group_scan, "_scan", spied)
@@ -192,14 +189,14 @@ def test_a_piece_larger_than_a_slice_is_cut_where_the_scan_arrays_fill(monkeypat
 
     scan = key_group_scan._scan
     monkeypatch.setattr(key_group_scan, "_scan", spied)
-    data = _group([(0, [(b"\x01" * 20, b"v" * 10)] + [(b"\x02", b"")] * 10)])
+    data = key_group_bytes([(0, [(b"\x01" * 20, b"v" * 10)] + [(b"\x02", b"")] * 10)])
     for compressed in (False, True):
         statuses.clear()
         slices = _slices(data, compressed, 16)
         assert BLOCK_CAPACITY in statuses or not compressed
         assert max(len(g.val_pos) for g in slices) <= 16 // key_group_scan.MIN_ENTRY_BYTES + 1
         assert scanned_entries(slices) == scanned_entries([scan_key_group(7, data, N_STATES, "sp")])
-    data = _group([(0, [(b"\x02", b"")] * 40)])
+    data = key_group_bytes([(0, [(b"\x02", b"")] * 40)])
     slices = _slices(data, True, 16)
     assert BLOCK_CAPACITY in statuses
     assert max(len(g.val_pos) for g in slices) <= 16 // key_group_scan.MIN_ENTRY_BYTES + 1
@@ -231,7 +228,7 @@ def test_a_large_entry_is_handed_out_as_one_copy() -> None:
     import tracemalloc
 
     key, value = b"\x01" + bytes(8 << 20), bytes(1 << 20)
-    g = scan_key_group(7, _group([(0, [(key, value)])]), N_STATES, "sp")
+    g = scan_key_group(7, key_group_bytes([(0, [(key, value)])]), N_STATES, "sp")
     tracemalloc.start()
     try:
         (run,) = g.runs()
@@ -243,10 +240,10 @@ def test_a_large_entry_is_handed_out_as_one_copy() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(runs, st.integers(1, 600), st.booleans(), st.data())
+@given(key_group_runs, st.integers(1, 600), st.booleans(), st.data())
 def test_a_damaged_key_group_is_refused_in_slices_exactly_when_whole(spec: Any, slice_bytes: int, compressed: bool,
                                                                      data: st.DataObject) -> None:
-    good = bytearray(_group(spec))
+    good = bytearray(key_group_bytes(spec))
     how = data.draw(st.sampled_from(["flip", "cut", "append"]))
     at = data.draw(st.integers(0, len(good) - 1))
     if how == "flip":
@@ -292,7 +289,7 @@ def test_a_framed_stream_decompresses_into_a_buffer_of_its_declared_size(pieces:
 
 
 def test_a_damaged_snappy_chunk_in_a_later_piece_is_refused() -> None:
-    data = _group([(0, [(bytes([1, i % 100]), bytes(range(256)) * 3) for i in range(400)])])
+    data = key_group_bytes([(0, [(bytes([1, i % 100]), bytes(range(256)) * 3) for i in range(400)])])
     stored = bytearray(compress_key_group(data))
     stored[-20] ^= 0xFF  # inside the last chunk: its CRC no longer matches
     for parallel in (False, True):
@@ -307,7 +304,7 @@ def test_the_pieces_of_a_compressed_key_group_are_cut_on_several_workers(monkeyp
     64 KiB chunk), its pieces taken by three workers: more than one cuts, and the slices are the
     ones one thread cuts."""
     rng = np.random.default_rng(0)
-    data = _group([(1, [(bytes([1, i % 100, i // 100]), rng.bytes(300)) for i in range(1500)])])
+    data = key_group_bytes([(1, [(bytes([1, i % 100, i // 100]), rng.bytes(300)) for i in range(1500)])])
     slices_of = KeyGroupCut.slices_of
     cutters: set[int] = set()
 
@@ -322,10 +319,6 @@ def test_the_pieces_of_a_compressed_key_group_are_cut_on_several_workers(monkeyp
     cutters.clear()
     assert _cuts(_slices(data, True, 1 << 17, parallel=True)) == _cuts(alone)
     assert len(cutters) > 1
-
-
-def _grow(values: pa.Array) -> pa.Array:
-    return pa.array([v[::-1] + bytes([len(v) % 256]) for v in values.to_pylist()], pa.binary())
 
 
 def _rewritten(stream: Any, states: dict[int, tuple[StateLayout, Any]], slice_bytes: int,
@@ -350,7 +343,7 @@ def test_a_sliced_rewrite_writes_the_same_key_groups(case: Path) -> None:
     sp = FlinkSavepoint(case / "savepoint")
     op = sp.operator(state_operator(sp))
     for _, stream in sp.keyed_streams(op):
-        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), _grow)
+        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), grown_values)
                   for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
         if not states:
             continue
