@@ -1,4 +1,4 @@
-"""Build the compiled tier: one extension per ``_native/*.pyx``, named ``statemorph.kernels.<stem>``.
+"""Build the compiled tier: one extension per ``kernels/_native/*.pyx``, named ``statemorph.kernels.<stem>``.
 
 Cython is a hard requirement (declared in pyproject's build-system), and so is a C compiler: a
 build without either stops with a message saying what to install, never producing a package that
@@ -6,7 +6,7 @@ silently runs only the (about 25x slower) Python tier. The sdist carries the .py
 (MANIFEST.in), not generated C, so an install from it always compiles the kernels.
 
 Before Cython runs, the kernel ABI (``src/statemorph/kernels/abi.py``) is rendered into
-``_native/abi_<family>.pxi``, which the kernels include: the numbers are declared once. The type
+``kernels/_native/abi_<family>.pxi``, which the kernels include: the numbers are declared once. The type
 declarations of each compiled module (``src/statemorph/kernels/<stem>.pyi``, shipped for users'
 type-checkers) are rendered from its Python twin, whose annotated functions they re-export: a new
 kernel pair needs no hand-written stub.
@@ -39,6 +39,9 @@ except ImportError:
     )
 
 HERE = Path(__file__).parent
+NATIVE_DIR = "src/statemorph/kernels/_native"
+"""The Cython sources, beside their Python twins' package (relative: setuptools wants relative paths)."""
+NATIVE = HERE / NATIVE_DIR
 debug = os.environ.get("STATEMORPH_BUILD_DEBUG") == "1"
 NO_COMPILER = (
     "statemorph: no working C compiler ({detail}). statemorph's kernels are compiled (Cython) and the\n"
@@ -73,21 +76,21 @@ class BuildExt(build_ext):
 
 
 def write_abi_includes() -> None:
-    """Render every ABI family into ``_native/abi_<family>.pxi`` (rewritten only when it changes,
+    """Render every ABI family into ``kernels/_native/abi_<family>.pxi`` (rewritten only when it changes,
     so an unchanged ABI does not force a rebuild)."""
     spec = importlib.util.spec_from_file_location("_statemorph_abi", HERE / "src/statemorph/kernels/abi.py")
     assert spec is not None and spec.loader is not None
     abi = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(abi)
     for family in abi.FAMILIES:
-        path = HERE / "_native" / f"abi_{family}.pxi"
+        path = NATIVE / f"abi_{family}.pxi"
         text = abi.render_pxi(family)
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
 
 
 STUB_HEADER = '''"""Type declarations of the compiled kernel module ``statemorph.kernels.{stem}`` (built from
-``_native/{stem}.pyx``), rendered by setup.py from its Python twin ``{stem}_py``: the twin's kernel
+``kernels/_native/{stem}.pyx``), rendered by setup.py from its Python twin ``{stem}_py``: the twin's kernel
 functions (its ``__all__``; tests prove the two tiers byte-equal, so the twin's annotations are the
 declarations) and the compiled-only names the twin declares in ``COMPILED_ONLY_STUB``.
 tests/packaging/test_kernel_stubs.py keeps this equal to what the compiled module exports."""
@@ -114,9 +117,9 @@ def kernel_stub(twin: Path) -> str:
 
 
 def write_kernel_stubs() -> None:
-    """Render ``src/statemorph/kernels/<stem>.pyi`` for every ``_native/<stem>.pyx`` (rewritten
+    """Render ``src/statemorph/kernels/<stem>.pyi`` for every ``kernels/_native/<stem>.pyx`` (rewritten
     only when it changes)."""
-    for pyx in sorted((HERE / "_native").glob("*.pyx")):
+    for pyx in sorted(NATIVE.glob("*.pyx")):
         path = HERE / "src/statemorph/kernels" / f"{pyx.stem}.pyi"
         text = kernel_stub(HERE / "src/statemorph/kernels" / f"{pyx.stem}_py.py")
         if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -138,16 +141,16 @@ if sanitize:
 elif not debug and sys.platform.startswith("linux"):
     link_args += ["-s"]  # release: strip symbols (the six kernels: 9.1 MB unstripped, 1.5 MB stripped)
 
-sources = sorted((HERE / "_native").glob("*.pyx"))
+sources = sorted(NATIVE.glob("*.pyx"))
 if not sources:
-    sys.exit(f"statemorph: no Cython sources (*.pyx) under {HERE / '_native'}; this source tree or sdist is "
+    sys.exit(f"statemorph: no Cython sources (*.pyx) under {NATIVE}; this source tree or sdist is "
              f"incomplete and would build a package without its compiled kernels")
 
 extensions = [
     Extension(
         f"statemorph.kernels.{pyx.stem}",
         [str(pyx.relative_to(HERE))],
-        include_dirs=["_native"],
+        include_dirs=[NATIVE_DIR],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
@@ -167,7 +170,7 @@ setup(
             "initializedcheck": debug,
             "embedsignature": True,
         },
-        include_path=["_native"],
+        include_path=[NATIVE_DIR],
         nthreads=JOBS if JOBS > 1 else 0,
     ),
 )

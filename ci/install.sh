@@ -8,7 +8,7 @@
 #   ci/install.sh --light   statemorph built from source with its core dependencies only (numpy,
 #                           pyarrow, cramjam): no extras, no JDK, no Flink jars (ci/demo.sh runs this)
 #
-# Either way a rerun with the same sources (src/, _native/, setup.py, pyproject.toml, MANIFEST.in)
+# Either way a rerun with the same sources (src/ with the Cython sources in src/statemorph/kernels/_native/, setup.py, pyproject.toml, MANIFEST.in)
 # skips pip, so the kernels are not compiled again: .venv/.statemorph-installed records the
 # sources' hash and the extras of the last install (a full install also serves --light).
 set -euo pipefail
@@ -26,8 +26,8 @@ say() { echo "[install ${SECONDS}s] $*"; }
 # outputs left out) in a checkout, else the same files found by name.
 sources_hash() (
   set +o pipefail
-  { git ls-files -z -co --exclude-standard -- src _native setup.py pyproject.toml MANIFEST.in 2>/dev/null ||
-    find src _native setup.py pyproject.toml MANIFEST.in -type f ! -name '*.so' ! -name '*.c' ! -name '*.pyc' \
+  { git ls-files -z -co --exclude-standard -- src setup.py pyproject.toml MANIFEST.in 2>/dev/null ||
+    find src setup.py pyproject.toml MANIFEST.in -type f ! -name '*.so' ! -name '*.c' ! -name '*.pyc' \
       ! -name 'abi_*.pxi' ! -path '*/__pycache__/*' ! -path '*.egg-info/*' -print0; } |
     LC_ALL=C sort -z | xargs -0 sha256sum 2>/dev/null | sha256sum | cut -d' ' -f1
 )

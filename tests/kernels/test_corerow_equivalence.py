@@ -2,7 +2,7 @@
 
 Three oracles in one process: the per-value reference serializer (``RowSerializer.to_bytes`` /
 ``from_bytes`` with the Arrow mapping of ``statemorph.bulk.types``, i.e. today's per-value path), the
-Python twins (``kernels.corerow_py``) and the compiled kernels (``_native/corerow.pyx``).
+Python twins (``kernels.corerow_py``) and the compiled kernels (``kernels/_native/corerow.pyx``).
 Random Row types (primitives, Char, String, byte[], nested rows, both mask layouts), values with
 nulls and astral characters, and hostile entries come from hypothesis.
 """

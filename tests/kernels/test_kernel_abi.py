@@ -10,7 +10,7 @@ import pytest
 
 from statemorph.kernels import abi
 
-NATIVE = Path(__file__).resolve().parents[2] / "_native"
+NATIVE = Path(__file__).resolve().parents[2] / "src" / "statemorph" / "kernels" / "_native"
 SOURCES = sorted([*NATIVE.glob("*.pyx"), *NATIVE.glob("*.pxd"),
                   *(p for p in NATIVE.glob("*.pxi") if not p.name.startswith("abi_"))])
 

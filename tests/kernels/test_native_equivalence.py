@@ -5,7 +5,7 @@ Three oracles, all in one process:
 - the per-value reference serializers (``RowDataSerializer.to_bytes`` / ``from_bytes`` and
   ``migration.migrate_bytes``), which are themselves tested against bytes from real Flink;
 - the Python reference tier of the kernels (``statemorph.kernels.<name>_py``);
-- the compiled tier (``_native/*.pyx``).
+- the compiled tier (``kernels/_native/*.pyx``).
 
 The ``tier`` fixture (tests/conftest.py) and ``on_tiers`` run bulk tests on both tiers; random row types, values (nulls,
 unicode, long strings, nested rows, arrays, maps) and random compatible evolutions come from

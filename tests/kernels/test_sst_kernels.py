@@ -1,4 +1,4 @@
-"""The SST kernels (``_native/sst.pyx`` and its Python twin ``kernels/sst_py.py``): both tiers give
+"""The SST kernels (``kernels/_native/sst.pyx`` and its Python twin ``kernels/sst_py.py``): both tiers give
 the same statuses and bytes for well-formed and damaged blocks, agree with RocksDB itself (files
 written by rocksdict: its checksums, Snappy blocks, overlapping L0 files, deletes and overwrites),
 and resolve Put / Delete / SingleDelete / Merge as RocksDB's iterator does."""

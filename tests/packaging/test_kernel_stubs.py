@@ -1,4 +1,4 @@
-"""The compiled kernel modules are typed for users' type-checkers: each ``_native/<name>.pyx`` has a
+"""The compiled kernel modules are typed for users' type-checkers: each ``kernels/_native/<name>.pyx`` has a
 ``statemorph/kernels/<name>.pyi`` shipped beside it, declaring exactly what the compiled module
 exports (the twin's annotated functions re-exported, plus the compiled-only names), and mypy
 --strict sees real signatures through it, not ``Any``."""
@@ -18,7 +18,7 @@ from processes import mypy_env
 from statemorph import kernels
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPILED = sorted(p.stem for p in (ROOT / "_native").glob("*.pyx"))
+COMPILED = sorted(p.stem for p in (ROOT / "src" / "statemorph" / "kernels" / "_native").glob("*.pyx"))
 KERNELS_DIR = Path(kernels.__file__).parent
 
 

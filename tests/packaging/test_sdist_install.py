@@ -46,13 +46,16 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
     return done
 
 
+NATIVE = ROOT / "src" / "statemorph" / "kernels" / "_native"
+"""The Cython sources of the compiled tier."""
+
+
 def _kernel_sources() -> set[str]:
     """Every Cython source and header of the checkout, relative to the root."""
     found = set()
-    for base in (ROOT / "_native", ROOT / "src"):
-        for p in base.rglob("*"):
-            if p.suffix in KERNEL_SOURCE_SUFFIXES and p.is_file():
-                found.add(p.relative_to(ROOT).as_posix())
+    for p in (ROOT / "src").rglob("*"):
+        if p.suffix in KERNEL_SOURCE_SUFFIXES and p.is_file():
+            found.add(p.relative_to(ROOT).as_posix())
     return found
 
 
@@ -99,7 +102,7 @@ def test_sdist_carries_every_kernel_source_and_no_generated_c(sdist):
     expected = _kernel_sources()
     assert expected, "the checkout has no Cython sources"
     assert expected <= members, f"missing from the sdist: {sorted(expected - members)}"
-    stubs = {f"src/statemorph/kernels/{p.stem}.pyi" for p in (ROOT / "_native").glob("*.pyx")}
+    stubs = {f"src/statemorph/kernels/{p.stem}.pyi" for p in NATIVE.glob("*.pyx")}
     assert stubs <= members, f"kernel type declarations missing from the sdist: {sorted(stubs - members)}"
     for needed in ("setup.py", "pyproject.toml", "LICENSE", "README.md", "src/statemorph/py.typed"):
         assert needed in members, f"{needed} missing from {top}"
@@ -121,7 +124,7 @@ def test_sdist_installs_the_compiled_tier_in_a_fresh_venv(sdist, tmp_path):
     _run([str(py), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse), str(sdist)],
          env=_clean_env(), cwd=tmp_path)
 
-    kernels = sorted(p.stem for p in (ROOT / "_native").glob("*.pyx"))  # one compiled module per .pyx
+    kernels = sorted(p.stem for p in NATIVE.glob("*.pyx"))  # one compiled module per .pyx
     probe = (
         "import importlib, sys, statemorph, statemorph.kernels as k;"
         "files = [importlib.import_module(f'statemorph.kernels.{m}').__file__ for m in sys.argv[1:]];"

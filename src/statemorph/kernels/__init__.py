@@ -1,4 +1,4 @@
-"""Bulk kernels over Arrow buffers: each compiled module (``_native/<name>.pyx``, built as
+"""Bulk kernels over Arrow buffers: each compiled module (``kernels/_native/<name>.pyx``, built as
 ``statemorph.kernels.<name>``) beside its Python twin ``<name>_py`` with the same names.
 
 - :mod:`.abi`: status codes, op kinds and program columns, declared once for both tiers;

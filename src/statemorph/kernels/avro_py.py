@@ -1,4 +1,4 @@
-"""Python twin of ``avro_migrate_run`` in ``_native/avro.pyx``: the Avro byte program (see
+"""Python twin of ``avro_migrate_run`` in ``kernels/_native/avro.pyx``: the Avro byte program (see
 :mod:`statemorph.kernels.plans.avro`) run over a binary column, with the same arguments and the
 same effect on the output buffers."""
 
@@ -30,7 +30,7 @@ class _Fail(Exception):
 
 
 class _Walk:
-    """One entry's walk over the program (mirror of ``av_value`` in ``_native/avro.pyx``)."""
+    """One entry's walk over the program (mirror of ``av_value`` in ``kernels/_native/avro.pyx``)."""
 
     def __init__(self, p: list[list[int]], tail: list[int], consts: bytes, d: bytes, end: int) -> None:
         self.p = p

@@ -1,4 +1,4 @@
-"""Python twin of ``_native/composite.pyx``: flink-core ``Row`` (``core_row_sizes`` /
+"""Python twin of ``kernels/_native/composite.pyx``: flink-core ``Row`` (``core_row_sizes`` /
 ``core_row_fill``) and POJO (``pojo_migrate_run``) migration, byte to byte, with the same arguments
 and the same effect on the output buffers. Programs: :mod:`statemorph.kernels.plans.composite`.
 

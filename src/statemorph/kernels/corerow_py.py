@@ -1,5 +1,5 @@
 """flink-core ``Row`` (``RowSerializer``) ↔ Arrow struct columns: the Python twins of
-``_native/corerow.pyx`` (same names, arguments and effect on the output buffers); their program
+``kernels/_native/corerow.pyx`` (same names, arguments and effect on the output buffers); their program
 comes from :mod:`statemorph.kernels.plans.corerow`.
 
 Format (as ``RowSerializer`` in ``serializers/tuples.py`` writes it): ``MASK ‖ non-null fields``.

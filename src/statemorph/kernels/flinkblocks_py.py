@@ -1,4 +1,4 @@
-"""Python twins of the key-group block kernels (``_native/flinkblocks.pyx``): the same names,
+"""Python twins of the key-group block kernels (``kernels/_native/flinkblocks.pyx``): the same names,
 arguments, status codes (``BLOCK_*``) and results, as plain Python. The compiled tier must equal
 these (tests/kernels/test_flink_block_kernels.py); ``STATEMORPH_NATIVE=0`` runs them.
 

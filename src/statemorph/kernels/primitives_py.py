@@ -1,4 +1,4 @@
-"""Python twin of ``_native/primitives.pyx``: fixed-width DataStream primitives (Flink's
+"""Python twin of ``kernels/_native/primitives.pyx``: fixed-width DataStream primitives (Flink's
 big-endian ``IntSerializer``, ``LongSerializer`` ...) between Arrow columns and binary columns.
 
 Same names, arguments and effect on the output buffers as the compiled kernels; the equivalence

@@ -1,4 +1,4 @@
-"""Python twin of ``_native/rowdata.pyx``: the BinaryRowData encode / decode / migrate kernels as plain loops.
+"""Python twin of ``kernels/_native/rowdata.pyx``: the BinaryRowData encode / decode / migrate kernels as plain loops.
 
 Why this module exists: it has the same names, arguments and effect on the output buffers as the
 compiled kernels (``STATEMORPH_NATIVE=0`` or a missing build selects it, see

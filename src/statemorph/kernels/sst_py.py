@@ -1,4 +1,4 @@
-"""Python twins of the RocksDB table (SST) kernels (``_native/sst.pyx``): the same names,
+"""Python twins of the RocksDB table (SST) kernels (``kernels/_native/sst.pyx``): the same names,
 arguments, status codes (``abi.SST_*``) and results, as plain Python. The compiled tier must equal
 these (tests/kernels/test_sst_kernels.py); ``STATEMORPH_NATIVE=0`` runs them.
 

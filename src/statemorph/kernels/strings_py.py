@@ -1,4 +1,4 @@
-"""Python twin of ``_native/strings.pyx``: Flink ``StringValue`` strings and ``byte[]`` values
+"""Python twin of ``kernels/_native/strings.pyx``: Flink ``StringValue`` strings and ``byte[]`` values
 between Arrow string / binary columns and binary columns of serialized values.
 
 Same names, arguments and effect on the output buffers as the compiled kernels; the equivalence

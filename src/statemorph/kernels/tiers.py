@@ -28,7 +28,7 @@ from typing import Any, Protocol, cast
 MODULES = tuple(sorted(m.name[:-3] for m in pkgutil.iter_modules([str(Path(__file__).parent)])
                        if m.name.endswith("_py")))
 """The kernel modules: every Python twin ``statemorph.kernels.<module>_py`` beside its compiled
-``statemorph.kernels.<module>`` (built from ``_native/<module>.pyx``), found, not listed: a new
+``statemorph.kernels.<module>`` (built from ``kernels/_native/<module>.pyx``), found, not listed: a new
 kernel pair is picked up as it is added."""
 
 

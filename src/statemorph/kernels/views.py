@@ -64,7 +64,7 @@ class BinView:
 
 def check_outputs(who: str, out_off: Any, out_data: Any, start: int, stop: int, pos: int) -> None:
     """A one-pass kernel's outputs (Arrow offsets, int32 or int64, and the byte buffer) hold the
-    rows ``start..stop`` from ``pos`` (twin of ``out_offsets`` in ``_native/cursor.pxd``)."""
+    rows ``start..stop`` from ``pos`` (twin of ``out_offsets`` in ``kernels/_native/cursor.pxd``)."""
     if out_off.itemsize == 4 and len(out_data) > 0x7FFFFFFF:
         raise ValueError(f"{who}: int32 offsets cannot address more than 2 GiB of output")
     if stop > len(out_off) - 1 or start < 0 or pos < 0 or pos > len(out_data):

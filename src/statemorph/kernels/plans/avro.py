@@ -1,5 +1,5 @@
 """Avro (``AvroSerializer``) migration, byte to byte: the program compiler and the Python twin of
-``avro_migrate_run`` in ``_native/avro.pyx`` (same arguments, same effect on the output buffers).
+``avro_migrate_run`` in ``kernels/_native/avro.pyx`` (same arguments, same effect on the output buffers).
 
 Why a byte program: Avro's schema resolution is a walk of the writer's bytes driven by the
 (writer, reader) schema pair alone, so it compiles once into a flat table of ops; the kernel then

@@ -1,7 +1,7 @@
 """Plan compiler: flink-core Row and POJO migrate programs (composite serializers: a value is its
 fields in order).
 
-The programs run on both tiers (``kernels/composite_py.py`` and ``_native/composite.pyx``), so they
+The programs run on both tiers (``kernels/composite_py.py`` and ``kernels/_native/composite.pyx``), so they
 are compiled once, here."""
 
 from __future__ import annotations

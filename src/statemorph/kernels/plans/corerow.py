@@ -1,6 +1,6 @@
 """Plan compiler: flink-core Row encode / decode programs (``RowSerializer`` <-> Arrow struct columns).
 
-The programs run on both tiers (``kernels/corerow_py.py`` and ``_native/corerow.pyx``), so they
+The programs run on both tiers (``kernels/corerow_py.py`` and ``kernels/_native/corerow.pyx``), so they
 are compiled once, here."""
 
 from __future__ import annotations
