@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import pytest
 from savepoint.flink.flink_cases import ROOT
 
 from statemorph.savepoint.flink import FlinkSavepoint
@@ -39,6 +41,19 @@ EVOLVED_TYPES = {
     "last": ("deduplicate-state",
              "ROW<f0 INT, f1 BIGINT, f2 STRING, note STRING, f3 TIMESTAMP_LTZ(3) NOT NULL *PROCTIME*>"),
 }
+
+
+FLINK_120 = "1.20.3"
+"""The Flink 1.x release the ``flink120-*`` cases are taken and restored in."""
+
+
+def flink_120_or_skip(real_flink: ModuleType) -> str:
+    """The release the 1.20 cases restore in; the test skips where its jars are not built."""
+    try:
+        real_flink.classpath(FLINK_120)
+    except real_flink.FlinkUnavailable as e:
+        pytest.skip(f"real Flink {FLINK_120} unavailable (ci/flink/setup.sh --with-1.20): {e}")
+    return FLINK_120
 
 
 def operator_ids(savepoint: Path) -> dict[str, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from savepoint.flink.flink_cases import case_spec, committed_cases
 
 from statemorph import serializers
 from statemorph.savepoint.flink import FlinkSavepoint
+from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS
 from statemorph.savepoint.flink.keyed_blocks import StateRun, write_key_group
+from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.savepoint.flink.snappy import STREAM_IDENTIFIER, frame_key_group
 from statemorph.types import parse_type
 
@@ -184,3 +187,15 @@ def key_group_bytes(spec: list[tuple[int, list[tuple[bytes, bytes]]]]) -> bytes:
 def grown_values(values: pa.Array) -> pa.Array:
     """Each value reversed and one byte longer: a migration whose output outgrows its input."""
     return pa.array([v[::-1] + bytes([len(v) % 256]) for v in values.to_pylist()], pa.binary())
+
+
+def grown_bulk_streams(case: Path) -> Iterator[tuple[Any, dict[int, tuple[StateLayout, Any]]]]:
+    """Each keyed stream of the case's state operator that holds bulk states, with those states
+    migrated by :func:`grown_values` (the migration both slicing tests compare cuts under)."""
+    sp = FlinkSavepoint(case / "savepoint")
+    op = sp.operator(state_operator(sp))
+    for _, stream in sp.keyed_streams(op):
+        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), grown_values)
+                  for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
+        if states:
+            yield stream, states

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from savepoint.flink.format_helpers import (
     N_STATES,
     cases,
-    grown_values,
+    grown_bulk_streams,
     key_group_bytes,
     key_group_runs,
     small_chunks,
@@ -27,7 +27,7 @@ from savepoint.flink.format_helpers import (
 )
 
 from statemorph.savepoint.flink import FlinkSavepoint
-from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
+from statemorph.savepoint.flink.bulk_blocks import migrated_blocks
 from statemorph.savepoint.flink.files import InlineStream
 from statemorph.savepoint.flink.key_group_scan import (
     HANDOVER_BYTES,
@@ -39,7 +39,6 @@ from statemorph.savepoint.flink.key_group_scan import (
     scan_slices,
 )
 from statemorph.savepoint.flink.keyed_blocks import KeyGroupExtent
-from statemorph.savepoint.flink.layout import StateLayout
 from statemorph.savepoint.flink.splits import key_group_splits
 
 
@@ -98,13 +97,7 @@ def test_pieces_migrate_to_the_local_engines_key_groups(case: Path) -> None:
     stored bytes (uncompressed ones: a compressed key group of one Snappy chunk is one run), each
     migrated alone: the stored bytes (Snappy frames included) are those of
     the key group migrated in one pass with the same slices."""
-    sp = FlinkSavepoint(case / "savepoint")
-    op = sp.operator(state_operator(sp))
-    for _, stream in sp.keyed_streams(op):
-        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), grown_values)
-                  for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
-        if not states:
-            continue
+    for stream, states in grown_bulk_streams(case):
         n_states, compressed = len(stream.header.states), stream.header.compressed
         pieces = {e.key_group: key_group_pieces(stream.source, e, compressed, n_states, stream.where, 16, 50)
                   for e in stream.extents if e.end - e.offset > 16}

@@ -29,7 +29,7 @@ from savepoint.flink.format_helpers import (
     N_STATES,
     cases,
     expected,
-    grown_values,
+    grown_bulk_streams,
     hashable,
     key_group_bytes,
     key_group_runs,
@@ -41,7 +41,7 @@ from statemorph.bulk.chunks import ordered_map
 from statemorph.errors import FlinkSavepointError
 from statemorph.kernels.abi import BLOCK_CAPACITY
 from statemorph.savepoint.flink import FlinkSavepoint, key_group_scan
-from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
+from statemorph.savepoint.flink.bulk_blocks import migrated_blocks
 from statemorph.savepoint.flink.files import InlineStream
 from statemorph.savepoint.flink.key_group_scan import (
     KeyGroupCut,
@@ -340,13 +340,7 @@ def _rewritten(stream: Any, states: dict[int, tuple[StateLayout, Any]], slice_by
 
 @pytest.mark.parametrize("case", cases(), ids=[c.name for c in cases()])
 def test_a_sliced_rewrite_writes_the_same_key_groups(case: Path) -> None:
-    sp = FlinkSavepoint(case / "savepoint")
-    op = sp.operator(state_operator(sp))
-    for _, stream in sp.keyed_streams(op):
-        states = {i: (StateLayout(m, stream.header.key_serializer, op.max_parallelism, "test"), grown_values)
-                  for i, m in enumerate(stream.header.states) if m.kind in BULK_KINDS}
-        if not states:
-            continue
+    for stream, states in grown_bulk_streams(case):
         whole = _rewritten(stream, states, 1 << 30, 1)
         assert whole
         for slice_bytes, workers in ((24, 1), (100, 2), (700, 2)):

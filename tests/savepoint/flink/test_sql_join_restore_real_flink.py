@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from savepoint.flink.flink_cases import sql_join_cases
+from savepoint.flink.flink_sql_cases import flink_120_or_skip
 from savepoint.flink.flink_sql_join_cases import EVOLVE_SCHEMA, QUERIES, expected_net, net, spec
 
 from statemorph.engine import convert_savepoint
@@ -52,12 +53,9 @@ def restored(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def restored_120(real_flink: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
     """The same for the Flink 1.20 cases, restored in Flink 1.20."""
-    try:
-        real_flink.classpath("1.20.3")
-    except real_flink.FlinkUnavailable as e:
-        pytest.skip(f"real Flink 1.20.3 unavailable (ci/flink/setup.sh --with-1.20): {e}")
+    version = flink_120_or_skip(real_flink)
     items, keys = _forms(CASES_120, tmp_path_factory.mktemp("sql-joins-120"))
-    return dict(zip(keys, real_flink.sql_join_restore(items, flink_version="1.20.3"), strict=True))
+    return dict(zip(keys, real_flink.sql_join_restore(items, flink_version=version), strict=True))
 
 
 def _forms(cases: list[Path], tmp: Path) -> tuple[list[tuple[Path, Path]], list[tuple[str, str]]]:
