@@ -211,15 +211,7 @@ def _parse_table(path: Path, where: str, mapped: mmap.mmap, size: int, kernels: 
         version = int.from_bytes(data[size - 12:size - 8], "little")
         if version not in FORMAT_VERSIONS:
             raise SstUnsupported(f"{where}: table format_version {version} (read: 2 to 5)")
-        foot = _Cursor(data, where, size - 12, size - FOOTER)
-        checksum = foot.take(1)[0]
-        meta_handle, index_handle = _handle(foot), _handle(foot)
-        meta = {k: _handle(v) for k, v in _block_entries(
-            _read_block(kernels, data, *meta_handle, checksum, where), where)}
-        if b"rocksdb.properties" not in meta:
-            raise FlinkSavepointError(f"{where}: damaged SST file: no properties block")
-        props = {k: v.take(v.end - v.pos) for k, v in _block_entries(
-            _read_block(kernels, data, *meta[b"rocksdb.properties"], checksum, where), where)}
+        checksum, index_handle, meta, props = table_tail(data, size, where, kernels)
         family = _check_properties(meta, props, where)
         delta = _int_prop(props, b"rocksdb.index.value.is.delta.encoded") == 1
         user_keys = _int_prop(props, b"rocksdb.index.key.is.user.key") == 1
@@ -236,6 +228,24 @@ def _parse_table(path: Path, where: str, mapped: mmap.mmap, size: int, kernels: 
     except BaseException:
         data.release()
         raise
+
+
+def table_tail(data: Any, size: int, where: str,
+               kernels: KernelTier = KERNELS) -> tuple[int, tuple[int, int], dict[bytes, tuple[int, int]],
+                                                       dict[bytes, bytes]]:
+    """``(checksum type, index block handle, meta index, properties)`` of the table ``data`` of
+    ``size`` bytes (its magic and format version already checked): what the footer, the meta
+    index block and the properties block say."""
+    foot = _Cursor(data, where, size - 12, size - FOOTER)
+    checksum = foot.take(1)[0]
+    meta_handle, index_handle = _handle(foot), _handle(foot)
+    meta = {k: _handle(v) for k, v in _block_entries(
+        _read_block(kernels, data, *meta_handle, checksum, where), where)}
+    if b"rocksdb.properties" not in meta:
+        raise FlinkSavepointError(f"{where}: damaged SST file: no properties block")
+    props = {k: v.take(v.end - v.pos) for k, v in _block_entries(
+        _read_block(kernels, data, *meta[b"rocksdb.properties"], checksum, where), where)}
+    return checksum, index_handle, meta, props
 
 
 def _index_entries(kernels: KernelTier, index: bytearray, delta: bool,
@@ -466,4 +476,4 @@ def family_tables(directory: Path, names: list[str], kernels: KernelTier = KERNE
 
 
 __all__ = ["FamilyReader", "SstTable", "SstUnsupported", "family_tables", "latest_options", "merge_delimiters",
-           "open_table"]
+           "open_table", "table_tail"]
