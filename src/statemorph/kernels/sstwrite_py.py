@@ -253,6 +253,12 @@ def sst_data(koff: Any, kdata: Any, voff: Any, vdata: Any, start: int, stop: int
     its last key plus 30 bytes; one more slot in ``index_restarts``)."""
     ko, kd, vo, vd = koff, memoryview(kdata).cast("B"), voff, memoryview(vdata).cast("B")
     sc, o_mv, ix = memoryview(scratch).cast("B"), memoryview(out).cast("B"), memoryview(index).cast("B")
+    if start < 0 or stop < start or stop >= len(ko) or stop >= len(vo) or int(ko[stop]) > len(kd) \
+            or int(vo[stop]) > len(vd) or int(ko[start]) < 0 or int(vo[start]) < 0:
+        return abi.SST_TRUNCATED, start, 0
+    for j in range(start, stop):
+        if ko[j + 1] < ko[j] or vo[j + 1] < vo[j]:
+            return abi.SST_TRUNCATED, start, 0
     tail = int(trailer).to_bytes(8, "little")
     limit_dev = (block_size * (100 - deviation) + 99) // 100 if deviation else 0
     i = start

@@ -712,7 +712,8 @@ def test_every_state_kind_rewritten_through_the_sst_writer_restores(real_flink: 
                                                                     tmp_path: Path) -> None:
     """Value, list and map state (with and without TTL) each rewritten with its own snapshot and
     values: list state appended with ``add`` is a stack of merge operands in the input's SSTs
-    (Flink's ``StringAppendTESTOperator``), read merged and written as one value; real Flink
+    (Flink's ``StringAppendTESTOperator``), read merged and written as one value by statemorph's
+    SST writer (``sst_writer``: Flink's table options, Snappy, XXH3, format_version 5); real Flink
     restores every value of every state from the new SSTs."""
     from statemorph.savepoint.flink.native_writer import write_native
 
@@ -727,6 +728,7 @@ def test_every_state_kind_rewritten_through_the_sst_writer_restores(real_flink: 
         changes[("state-op", state)] = (value.envelope_bytes(), lambda a: a)
     done = write_native(sp, tmp_path / "out", changes)
     assert done.rebuilt_instances == 2
+    assert done.writers == {("state-op", s): "sst" for s in states}  # statemorph's SST writer, no fallback
     assert sorted(s for (_, s), n in done.migrated.items() if n > 0) == sorted(states)  # values: list elements ...
     new = NativeSavepoint(tmp_path / "out")
     for cf in _cf_ssts(new):

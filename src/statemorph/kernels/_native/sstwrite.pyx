@@ -279,6 +279,10 @@ def sst_data(const int64_t[::1] koff, const uint8_t[::1] kdata, const int64_t[::
         return SST_TRUNCATED, start, 0
     if koff[stop] > kdata.shape[0] or voff[stop] > vdata.shape[0] or koff[start] < 0 or voff[start] < 0:
         return SST_TRUNCATED, start, 0
+    for i in range(start, stop):
+        if koff[i + 1] < koff[i] or voff[i + 1] < voff[i]:
+            return SST_TRUNCATED, start, 0
+    i = start
     memcpy(tail, &trailer, 8)
     last = <uint8_t*>malloc(nsc + 8)
     sep = <uint8_t*>malloc(nsc + 8)

@@ -36,6 +36,7 @@ checkpoint's absolute paths become relative ones); the output is staged
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -44,6 +45,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ...errors import FlinkSavepointError, OutputError, StatemorphError, UnsupportedStateError
 from ...typeutils import SnapshotRegistry
@@ -60,6 +63,8 @@ from .native_handles import INCREMENTAL_HANDLE_V2, IncrementalHandle, RocksFile
 from .native_view import RocksKeyedStream
 from .operator_ids import find_operator
 from .rewrite import DEFAULT_INLINE_THRESHOLD, check_migratable
+from .sst import latest_options
+from .sst_writer import SstFileBuilder, SstFormat, SstWriteUnsupported, sst_format
 
 Changes = Mapping[tuple[str, str], tuple[bytes, ValueMigration]]
 """``(operator uid or uid hash, state)`` → (new per-value snapshot envelope, value migration), as
@@ -67,7 +72,10 @@ Changes = Mapping[tuple[str, str], tuple[bytes, ValueMigration]]
 SST_TARGET_BYTES = 64 << 20
 """The size at which a migrated column family's SST file is closed and the next one begun
 (RocksDB's default ``target_file_size_base``)."""
+BATCH_ENTRIES = 1 << 16
+"""Migrated entries handed to the SST writer at once."""
 _CHUNK = 1 << 20
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,6 +87,10 @@ class NativeWriteResult:
     migrated: dict[tuple[str, str], int] = field(default_factory=dict)
     rebuilt_instances: int = 0
     carried_files: int = 0
+    writers: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Per (operator, state) migrated, what wrote its SST files: ``"sst"`` (the SST writer,
+    :mod:`.sst_writer`) or ``"rocksdb: <reason>"`` (RocksDB's ``SstFileWriter``, for a table format
+    the SST writer does not write; also in the log)."""
 
 
 def write_native(sp: NativeSavepoint, dst: str | os.PathLike[str], changes: Changes, *,
@@ -269,32 +281,52 @@ class _Writer:
 
     def _write_state(self, rd: Any, instance: RocksInstance, sid: int, state: str, ch: _Change, options: Any,
                      work: Path, max_parallelism: int) -> list[Path]:
-        """The migrated entries of column family ``sid``, in key order, as SST files in ``work``."""
+        """The migrated entries of column family ``sid``, in key order, as SST files in ``work``:
+        written by the SST writer (:mod:`.sst_writer`) in batches of flat buffers, or, for a table
+        format it does not write, by RocksDB's ``SstFileWriter`` one entry at a time (the reason
+        in :attr:`NativeWriteResult.writers` and the log)."""
         counts: dict[str, int] = {}
         stream = _StateStream(instance, instance.where, sid)
-        paths: list[Path] = []
-        sst: Any = None
+        groups = migrated_key_groups(stream, {state: ch.migrate}, max_parallelism, counts=counts)
+        fmt = self._sst_format(rd, options, state, ch, work, sid)
         try:
-            for _, runs in migrated_key_groups(stream, {state: ch.migrate}, max_parallelism, counts=counts):
-                for run in runs:
-                    if sst is None:
-                        paths.append(work / f"{sid}-{len(paths)}.sst")
-                        sst = rd.SstFileWriter(options)
-                        sst.open(str(paths[-1]))
-                    for k, v in zip(run.keys, run.values, strict=True):
-                        sst[k] = v
-                    if sst.file_size() >= SST_TARGET_BYTES:
-                        sst.finish()
-                        sst = None
-            if sst is not None:
-                sst.finish()
+            if fmt is None:
+                paths = _rocksdb_sst_files(rd, options, groups, work, sid)
+            else:
+                paths = _sst_files(fmt, groups, work, sid)
         except StatemorphError:
             raise
+        except OSError as e:
+            raise output_error(e, getattr(e, "filename", None) or work) from e
         except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
             raise OutputError(f"{instance.where}: state {state!r}: RocksDB cannot write an SST file: "
                               f"{_said(e, work)}") from e
         self.result.migrated[ch.label] += counts.get(state, 0)
         return paths
+
+    def _sst_format(self, rd: Any, options: Any, state: str, ch: _Change, work: Path, sid: int) -> SstFormat | None:
+        """The format the SST writer writes column family ``state`` in (:func:`.sst_writer.sst_format`:
+        its OPTIONS and a one-entry file of RocksDB's ``SstFileWriter`` with its options), or None
+        when it does not write it: then RocksDB's writer is used, and the reason recorded."""
+        template = work / f"{sid}-format.sst"
+        try:
+            w = rd.SstFileWriter(options)
+            w.open(str(template))
+            w[b"\0"] = b""
+            w.finish()
+            fmt = sst_format(latest_options(work / "db"), state, template)
+        except SstWriteUnsupported as e:
+            self.result.writers[ch.label] = f"rocksdb: {e}"
+            _LOG.info("%s: state %r is written by RocksDB's SstFileWriter, not the SST writer: %s",
+                      self.sp.path, state, e)
+            return None
+        except Exception as e:  # rocksdict raises plain Exception for RocksDB status errors
+            raise OutputError(f"{self.sp.path}: state {state!r}: RocksDB cannot write an SST file: "
+                              f"{_said(e, work)}") from e
+        finally:
+            template.unlink(missing_ok=True)
+        self.result.writers.setdefault(ch.label, "sst")
+        return fmt
 
     def _collect(self, handle: IncrementalHandle, checkpoint: Path, out: Path, name: str,
                  where: str) -> list[RocksFile]:
@@ -329,6 +361,56 @@ class _Writer:
         if not isinstance(h, (FileHandle, RelativeFileHandle)):
             return False
         return _same_bytes(p, Path(self.sp.files.resolve(self.sp.namer(h, where))))
+
+
+def _sst_files(fmt: SstFormat, groups: Iterator[tuple[int, list[StateRun]]], work: Path, sid: int) -> list[Path]:
+    """The migrated runs ``groups`` written by the SST writer into ``work``, in batches of about
+    :data:`BATCH_ENTRIES` entries laid out as flat buffers."""
+    builder = SstFileBuilder(fmt, work, str(sid), SST_TARGET_BYTES)
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    try:
+        for _, runs in groups:
+            for run in runs:
+                keys += run.keys
+                values += run.values
+            if len(keys) >= BATCH_ENTRIES:
+                builder.add(*_flat(keys), *_flat(values), len(keys))
+                keys, values = [], []
+        if keys:
+            builder.add(*_flat(keys), *_flat(values), len(keys))
+        return builder.finish()
+    except BaseException:
+        builder.abort()
+        raise
+
+
+def _flat(items: list[bytes]) -> tuple[np.ndarray, bytes]:
+    """``items`` as offsets (``off[i]`` to ``off[i + 1]``) into one byte string."""
+    off = np.zeros(len(items) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=off[1:])
+    return off, b"".join(items)
+
+
+def _rocksdb_sst_files(rd: Any, options: Any, groups: Iterator[tuple[int, list[StateRun]]], work: Path,
+                       sid: int) -> list[Path]:
+    """The migrated runs ``groups`` written by RocksDB's ``SstFileWriter`` (one call an entry)."""
+    paths: list[Path] = []
+    sst: Any = None
+    for _, runs in groups:
+        for run in runs:
+            if sst is None:
+                paths.append(work / f"{sid}-{len(paths)}.sst")
+                sst = rd.SstFileWriter(options)
+                sst.open(str(paths[-1]))
+            for k, v in zip(run.keys, run.values, strict=True):
+                sst[k] = v
+            if sst.file_size() >= SST_TARGET_BYTES:
+                sst.finish()
+                sst = None
+    if sst is not None:
+        sst.finish()
+    return paths
 
 
 def _like(handle: IncrementalHandle, name: str) -> StreamHandle | None:
