@@ -170,7 +170,7 @@ def test_several_files_at_the_target_size_ingest_together(tmp_path: Path) -> Non
         fmt = sst_format(latest_options(tmp_path / "db"), "default", tmp_path / "template.sst")
         entries = [(i.to_bytes(4, "big"), b"value %d " % i * (i % 7)) for i in range(20000)]
         paths = _build(NATIVE, fmt, tmp_path / "out", entries, 3000, target=100_000)
-        assert len(paths) > 3 and all(p.stat().st_size > FOOTER for p in paths)
+        assert len(paths) == 3 and all(p.stat().st_size > FOOTER for p in paths)
         db.ingest_external_file([str(p) for p in paths], rd.IngestExternalFileOptions())
         assert list(db.items()) == entries
     finally:

@@ -189,15 +189,23 @@ def session_identity() -> str:
     return "".join(secrets.choice(_SESSION_ALPHABET) for _ in range(20))
 
 
-def _meta_block(entries: list[tuple[bytes, bytes]]) -> tuple[bytes, np.ndarray]:
-    """The entries and restart offsets of a meta block (properties, meta index): sorted keys,
-    every entry a restart, as RocksDB's ``BlockBuilder(1)`` writes them."""
+def _meta_block(entries: list[tuple[bytes, bytes]], shared_prefixes: bool) -> tuple[bytes, np.ndarray]:
+    """The entries and restart offsets of a meta block, keys sorted: the properties block keys
+    prefix-compressed with one restart (RocksDB's ``PropertyBlockBuilder``: restart interval
+    ``kMaxInt32``), the meta index block with every entry a restart (``BlockBuilder(1)``)."""
     raw = bytearray()
-    restarts = []
-    for k, v in sorted(entries):
-        restarts.append(len(raw))
-        raw += _varint(0) + _varint(len(k)) + _varint(len(v)) + k + v
-    return bytes(raw), np.array(restarts or [0], np.int64)
+    restarts = [0]
+    last = b""
+    for i, (k, v) in enumerate(sorted(entries)):
+        shared = 0
+        if shared_prefixes:
+            while shared < min(len(k), len(last)) and k[shared] == last[shared]:
+                shared += 1
+        elif i:
+            restarts.append(len(raw))
+        raw += _varint(shared) + _varint(len(k) - shared) + _varint(len(v)) + k[shared:] + v
+        last = k
+    return bytes(raw), np.array(restarts, np.int64)
 
 
 class SstFileBuilder:
@@ -310,10 +318,11 @@ class SstFileBuilder:
             b"rocksdb.raw.value.size": _varint(int(st[STATE_RAW_VALUES])),
             b"rocksdb.creating.session.identity": session_identity().encode()})
         pos = int(st[STATE_FILE_POS])
-        raw, restarts = _meta_block(list(props.items()))
+        raw, restarts = _meta_block(list(props.items()), True)
         props_handle = (pos, self._seal(np.frombuffer(raw, np.uint8), len(raw), restarts, len(restarts), 0))
         pos = int(st[STATE_FILE_POS])
-        raw, restarts = _meta_block([(b"rocksdb.properties", _varint(props_handle[0]) + _varint(props_handle[1]))])
+        raw, restarts = _meta_block([(b"rocksdb.properties", _varint(props_handle[0]) + _varint(props_handle[1]))],
+                                     False)
         meta_handle = (pos, self._seal(np.frombuffer(raw, np.uint8), len(raw), restarts, len(restarts), 0))
         handles = _varint(meta_handle[0]) + _varint(meta_handle[1]) + _varint(index_handle[0]) + \
             _varint(index_handle[1])
