@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ...errors import FlinkSavepointError, OutputError, StatemorphError, UnsupportedStateError
 from ...typeutils import SnapshotRegistry
@@ -56,14 +57,15 @@ from .handles import ByteStreamHandle, FileHandle, RelativeFileHandle, StreamHan
 from .keyed_blocks import StateRun
 from .keyed_header import KeyedHeader, write_keyed_header
 from .keyed_writer import keep_inline
+from .layout import StateLayout
 from .metadata import OperatorState, SubtaskState
-from .migrate_stream import ValueMigration, migrated_header, migrated_key_groups
+from .migrate_stream import ValueMigration, _migrate_array, migrated_header, migrated_key_groups
 from .native import NativeSavepoint, RocksInstance, check_raw, instance_options, place_file, rocks_file_name
 from .native_handles import INCREMENTAL_HANDLE_V2, IncrementalHandle, RocksFile
 from .native_view import RocksKeyedStream
 from .operator_ids import find_operator
 from .rewrite import DEFAULT_INLINE_THRESHOLD, check_migratable
-from .sst import latest_options
+from .sst import FlatBatch, flat_batch, latest_options
 from .sst_writer import SstFileBuilder, SstFormat, SstWriteUnsupported, sst_format
 
 Changes = Mapping[tuple[str, str], tuple[bytes, ValueMigration]]
@@ -73,7 +75,11 @@ SST_TARGET_BYTES = 64 << 20
 """The size at which a migrated column family's SST file is closed and the next one begun
 (RocksDB's default ``target_file_size_base``)."""
 BATCH_ENTRIES = 1 << 16
-"""Migrated entries handed to the SST writer at once."""
+"""Migrated entries handed to the SST writer at once (state kinds migrated through runs)."""
+FLAT_KINDS = ("value", "reducing", "aggregating")
+"""State kinds whose entries are migrated as flat batches (without TTL: a value is one per-value
+serialized value); list and map state, and TTL, go through the runs of
+:func:`.migrate_stream.migrated_key_groups`."""
 _CHUNK = 1 << 20
 _LOG = logging.getLogger(__name__)
 
@@ -285,15 +291,21 @@ class _Writer:
         written by the SST writer (:mod:`.sst_writer`) in batches of flat buffers, or, for a table
         format it does not write, by RocksDB's ``SstFileWriter`` one entry at a time (the reason
         in :attr:`NativeWriteResult.writers` and the log)."""
-        counts: dict[str, int] = {}
-        stream = _StateStream(instance, instance.where, sid)
-        groups = migrated_key_groups(stream, {state: ch.migrate}, max_parallelism, counts=counts)
+        counts: dict[str, int] = {state: 0}
         fmt = self._sst_format(rd, options, state, ch, work, sid)
+        layout = StateLayout(instance.header.state(state)[1], instance.header.key_serializer, max_parallelism,
+                             f"{instance.where} state {state!r}")
         try:
-            if fmt is None:
-                paths = _rocksdb_sst_files(rd, options, groups, work, sid)
+            if fmt is not None and layout.kind in FLAT_KINDS and not layout.ttl:
+                paths = _sst_files(fmt, _migrated_batches(instance, sid, layout.where, ch.migrate, counts, state),
+                                   work, sid)
             else:
-                paths = _sst_files(fmt, groups, work, sid)
+                stream = _StateStream(instance, instance.where, sid)
+                groups = migrated_key_groups(stream, {state: ch.migrate}, max_parallelism, counts=counts)
+                if fmt is None:
+                    paths = _rocksdb_sst_files(rd, options, groups, work, sid)
+                else:
+                    paths = _sst_files(fmt, _runs_in_batches(groups), work, sid)
         except StatemorphError:
             raise
         except OSError as e:
@@ -363,33 +375,55 @@ class _Writer:
         return _same_bytes(p, Path(self.sp.files.resolve(self.sp.namer(h, where))))
 
 
-def _sst_files(fmt: SstFormat, groups: Iterator[tuple[int, list[StateRun]]], work: Path, sid: int) -> list[Path]:
-    """The migrated runs ``groups`` written by the SST writer into ``work``, in batches of about
-    :data:`BATCH_ENTRIES` entries laid out as flat buffers."""
+def _sst_files(fmt: SstFormat, batches: Iterator[FlatBatch], work: Path, sid: int) -> list[Path]:
+    """The migrated entries ``batches`` (in key order) written by the SST writer into ``work``."""
     builder = SstFileBuilder(fmt, work, str(sid), SST_TARGET_BYTES)
-    keys: list[bytes] = []
-    values: list[bytes] = []
     try:
-        for _, runs in groups:
-            for run in runs:
-                keys += run.keys
-                values += run.values
-            if len(keys) >= BATCH_ENTRIES:
-                builder.add(*_flat(keys), *_flat(values), len(keys))
-                keys, values = [], []
-        if keys:
-            builder.add(*_flat(keys), *_flat(values), len(keys))
+        for b in batches:
+            builder.add(b.koff, b.kdata, b.voff, b.vdata, b.n)
         return builder.finish()
     except BaseException:
         builder.abort()
         raise
 
 
-def _flat(items: list[bytes]) -> tuple[np.ndarray, bytes]:
-    """``items`` as offsets (``off[i]`` to ``off[i + 1]``) into one byte string."""
-    off = np.zeros(len(items) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=off[1:])
-    return off, b"".join(items)
+def _migrated_batches(instance: RocksInstance, sid: int, where: str, migrate: ValueMigration,
+                      counts: dict[str, int], state: str) -> Iterator[FlatBatch]:
+    """The entries of a value-like state without TTL (each value is one per-value serialized
+    value) read as flat batches (:meth:`.native.RocksInstance.state_batches`) with their values
+    migrated as Arrow arrays: keys and values never become Python objects."""
+    for b in instance.state_batches(sid):
+        if int(b.voff[b.n]) >= 1 << 31:
+            raise FlinkSavepointError(f"{where}: a batch of {int(b.voff[b.n])} value bytes")
+        values = pa.Array.from_buffers(pa.binary(), b.n, [None, pa.py_buffer(b.voff.astype(np.int32)),
+                                                          pa.py_buffer(b.vdata)])
+        new = _migrate_array(migrate, where, values)
+        if isinstance(new, pa.ChunkedArray):
+            new = new.combine_chunks()
+        if not pa.types.is_binary(new.type) and not pa.types.is_large_binary(new.type):
+            raise FlinkSavepointError(f"{where}: the value migration returned {new.type} values, not binary")
+        width = np.int64 if pa.types.is_large_binary(new.type) else np.int32
+        offsets = np.frombuffer(new.buffers()[1], width)[new.offset:new.offset + b.n + 1].astype(np.int64)
+        data = new.buffers()[2]
+        vdata = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+        counts[state] += b.n
+        yield FlatBatch(b.koff, b.kdata, offsets, vdata, b.n)
+
+
+def _runs_in_batches(groups: Iterator[tuple[int, list[StateRun]]]) -> Iterator[FlatBatch]:
+    """The migrated runs of ``groups`` laid out flat in batches of about :data:`BATCH_ENTRIES`
+    entries (list and map state, TTL: migrated per value by :func:`.migrate_stream.migrated_key_groups`)."""
+    keys: list[bytes] = []
+    values: list[bytes] = []
+    for _, runs in groups:
+        for run in runs:
+            keys += run.keys
+            values += run.values
+        if len(keys) >= BATCH_ENTRIES:
+            yield flat_batch(keys, values)
+            keys, values = [], []
+    if keys:
+        yield flat_batch(keys, values)
 
 
 def _rocksdb_sst_files(rd: Any, options: Any, groups: Iterator[tuple[int, list[StateRun]]], work: Path,

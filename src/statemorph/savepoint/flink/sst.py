@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -56,6 +56,9 @@ expand past it (a few bytes an entry can repeat a long key) or a run that does n
 to RocksDB, so a hostile block allocates nothing large here."""
 RUN_ENTRIES = 8192
 RUN_BYTES = 1 << 20
+BATCH_ENTRIES = 1 << 16
+BATCH_BYTES = 16 << 20
+"""The size of one :meth:`FamilyReader.batches` batch (entries; key and value bytes)."""
 """The output buffers of one merge call (entries; key bytes and value bytes each): a run that
 does not fit is continued by the next call."""
 _NAMES = {abi.SST_TRUNCATED: "a block or entry runs past its end", abi.SST_CHECKSUM: "a block checksum mismatch",
@@ -452,6 +455,84 @@ class FamilyReader:
                 raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
 
 
+    def batches(self, start_key: bytes, stop_key: bytes, entries: int = BATCH_ENTRIES,
+                batch_bytes: int = BATCH_BYTES) -> Iterator[FlatBatch]:
+        """The entries with user keys in ``[start_key, stop_key)`` as flat buffers of about
+        ``entries`` entries or ``batch_bytes`` bytes each, whatever their key groups: what a
+        writer of the same column family takes, without a Python object per entry."""
+        inputs = [_FileInput(t, t.blocks(start_key, stop_key), self.kernels) for t in self.tables]
+        inputs = [x for x in inputs if not x.eof]
+        if not inputs:
+            return
+        for x in inputs:
+            x.refill(0)
+        pos = np.zeros(len(inputs), np.int64)
+        end = np.array([x.n for x in inputs], np.int64)
+        eof = np.array([x.eof for x in inputs], np.uint8)
+        koff, voff = np.zeros(RUN_ENTRIES + 1, np.int64), np.zeros(RUN_ENTRIES + 1, np.int64)
+        kdata, vdata = np.empty(RUN_BYTES, np.uint8), np.empty(RUN_BYTES, np.uint8)
+        k = self.kernels
+        parts: list[FlatBatch] = []
+        count = size = 0
+        while True:
+            status, n, refill = k.sst_merge([x.arrays for x in inputs], pos, end, eof, self.delimiter, 0, b"",
+                                            start_key, stop_key, 1 << 62, koff, kdata, voff, vdata)
+            if n:
+                kb, vb = int(koff[n]), int(voff[n])
+                parts.append(FlatBatch(koff[:n + 1].copy(), kdata[:kb].copy(), voff[:n + 1].copy(), vdata[:vb].copy(),
+                                       n))
+                count += n
+                size += kb + vb
+            if status == abi.SST_REFILL:
+                x = inputs[refill]
+                x.refill(int(pos[refill]))
+                pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
+            elif status == abi.SST_CAPACITY:  # not one entry fit
+                koff, kdata, voff, vdata = _grown((koff, kdata, voff, vdata),
+                                                  f"column family {self.tables[0].family!r}")
+            elif status not in (abi.SST_SLICE, abi.SST_END):
+                names = ", ".join(x.table.name for x in inputs)
+                raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
+            if parts and (count >= entries or size >= batch_bytes or status == abi.SST_END):
+                yield _joined_batches(parts)
+                parts, count, size = [], 0, 0
+            if status == abi.SST_END:
+                return
+
+
+class FlatBatch(NamedTuple):
+    """Entries as flat buffers: user key ``i`` is ``kdata[koff[i]:koff[i + 1]]``, its value
+    ``vdata[voff[i]:voff[i + 1]]`` (int64 offsets from 0)."""
+
+    koff: np.ndarray
+    kdata: np.ndarray
+    voff: np.ndarray
+    vdata: np.ndarray
+    n: int
+
+
+def flat_batch(keys: list[bytes], values: list[bytes]) -> FlatBatch:
+    """``keys`` and ``values`` as a :class:`FlatBatch`."""
+    return FlatBatch(*_flat(keys), *_flat(values), len(keys))
+
+
+def _flat(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    off = np.zeros(len(items) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=off[1:])
+    return off, np.frombuffer(b"".join(items), np.uint8)
+
+
+def _joined_batches(parts: list[FlatBatch]) -> FlatBatch:
+    if len(parts) == 1:
+        return parts[0]
+    kshift = np.cumsum([0] + [int(p.koff[p.n]) for p in parts[:-1]])
+    vshift = np.cumsum([0] + [int(p.voff[p.n]) for p in parts[:-1]])
+    koff = np.concatenate([parts[0].koff[:1]] + [p.koff[1:p.n + 1] + s for p, s in zip(parts, kshift, strict=True)])
+    voff = np.concatenate([parts[0].voff[:1]] + [p.voff[1:p.n + 1] + s for p, s in zip(parts, vshift, strict=True)])
+    return FlatBatch(koff, np.concatenate([p.kdata for p in parts]), voff, np.concatenate([p.vdata for p in parts]),
+                     sum(p.n for p in parts))
+
+
 def family_tables(directory: Path, names: list[str], kernels: KernelTier = KERNELS) -> dict[str, list[SstTable]]:
     """The live SST files ``names`` of an instance's ``directory``, by column family (from each
     file's properties). :class:`SstUnsupported` when one of them is not read here, or when the
@@ -475,5 +556,5 @@ def family_tables(directory: Path, names: list[str], kernels: KernelTier = KERNE
     return out
 
 
-__all__ = ["FamilyReader", "SstTable", "SstUnsupported", "family_tables", "latest_options", "merge_delimiters",
-           "open_table", "table_tail"]
+__all__ = ["FamilyReader", "FlatBatch", "SstTable", "SstUnsupported", "family_tables", "flat_batch", "latest_options",
+           "merge_delimiters", "open_table", "table_tail"]
