@@ -457,9 +457,10 @@ class FamilyReader:
 
     def batches(self, start_key: bytes, stop_key: bytes, entries: int = BATCH_ENTRIES,
                 batch_bytes: int = BATCH_BYTES) -> Iterator[FlatBatch]:
-        """The entries with user keys in ``[start_key, stop_key)`` as flat buffers of about
-        ``entries`` entries or ``batch_bytes`` bytes each, whatever their key groups: what a
-        writer of the same column family takes, without a Python object per entry."""
+        """The entries with user keys in ``[start_key, stop_key)`` as flat buffers of up to
+        ``entries`` entries and ``batch_bytes`` key bytes and value bytes each, whatever their key
+        groups: what a writer of the same column family takes, without a Python object per entry.
+        The merge writes straight into each batch's buffers (fresh ones for each batch)."""
         inputs = [_FileInput(t, t.blocks(start_key, stop_key), self.kernels) for t in self.tables]
         inputs = [x for x in inputs if not x.eof]
         if not inputs:
@@ -469,33 +470,40 @@ class FamilyReader:
         pos = np.zeros(len(inputs), np.int64)
         end = np.array([x.n for x in inputs], np.int64)
         eof = np.array([x.eof for x in inputs], np.uint8)
-        koff, voff = np.zeros(RUN_ENTRIES + 1, np.int64), np.zeros(RUN_ENTRIES + 1, np.int64)
-        kdata, vdata = np.empty(RUN_BYTES, np.uint8), np.empty(RUN_BYTES, np.uint8)
         k = self.kernels
-        parts: list[FlatBatch] = []
-        count = size = 0
+        cap_k = cap_v = batch_bytes
         while True:
-            status, n, refill = k.sst_merge([x.arrays for x in inputs], pos, end, eof, self.delimiter, 0, b"",
-                                            start_key, stop_key, 1 << 62, koff, kdata, voff, vdata)
-            if n:
-                kb, vb = int(koff[n]), int(voff[n])
-                parts.append(FlatBatch(koff[:n + 1].copy(), kdata[:kb].copy(), voff[:n + 1].copy(), vdata[:vb].copy(),
-                                       n))
-                count += n
-                size += kb + vb
-            if status == abi.SST_REFILL:
-                x = inputs[refill]
-                x.refill(int(pos[refill]))
-                pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
-            elif status == abi.SST_CAPACITY:  # not one entry fit
-                koff, kdata, voff, vdata = _grown((koff, kdata, voff, vdata),
-                                                  f"column family {self.tables[0].family!r}")
-            elif status not in (abi.SST_SLICE, abi.SST_END):
-                names = ", ".join(x.table.name for x in inputs)
-                raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
-            if parts and (count >= entries or size >= batch_bytes or status == abi.SST_END):
-                yield _joined_batches(parts)
-                parts, count, size = [], 0, 0
+            koff, voff = np.zeros(entries + 1, np.int64), np.zeros(entries + 1, np.int64)
+            kdata, vdata = np.empty(cap_k, np.uint8), np.empty(cap_v, np.uint8)
+            count = kpos = vpos = 0
+            while True:
+                status, n, refill = k.sst_merge([x.arrays for x in inputs], pos, end, eof, self.delimiter, 0, b"",
+                                                start_key, stop_key, 1 << 62, koff[count:], kdata[kpos:],
+                                                voff[count:], vdata[vpos:])
+                if n:
+                    koff[count:count + n + 1] += kpos
+                    voff[count:count + n + 1] += vpos
+                    count += n
+                    kpos, vpos = int(koff[count]), int(voff[count])
+                if status == abi.SST_REFILL:
+                    x = inputs[refill]
+                    x.refill(int(pos[refill]))
+                    pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
+                elif status in (abi.SST_SLICE, abi.SST_CAPACITY) and count:
+                    break  # this batch is full
+                elif status == abi.SST_CAPACITY:  # not one entry fits a batch
+                    if max(cap_k, cap_v) * 2 > MAX_DECODED:
+                        raise SstUnsupported(f"column family {self.tables[0].family!r}: an entry of more than "
+                                             f"{MAX_DECODED >> 20} MiB")
+                    cap_k, cap_v = 2 * cap_k, 2 * cap_v
+                    kdata, vdata = np.empty(cap_k, np.uint8), np.empty(cap_v, np.uint8)
+                elif status == abi.SST_END:
+                    break
+                elif status != abi.SST_SLICE:
+                    names = ", ".join(x.table.name for x in inputs)
+                    raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
+            if count:
+                yield FlatBatch(koff[:count + 1], kdata[:kpos], voff[:count + 1], vdata[:vpos], count)
             if status == abi.SST_END:
                 return
 
@@ -520,17 +528,6 @@ def _flat(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     off = np.zeros(len(items) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=off[1:])
     return off, np.frombuffer(b"".join(items), np.uint8)
-
-
-def _joined_batches(parts: list[FlatBatch]) -> FlatBatch:
-    if len(parts) == 1:
-        return parts[0]
-    kshift = np.cumsum([0] + [int(p.koff[p.n]) for p in parts[:-1]])
-    vshift = np.cumsum([0] + [int(p.voff[p.n]) for p in parts[:-1]])
-    koff = np.concatenate([parts[0].koff[:1]] + [p.koff[1:p.n + 1] + s for p, s in zip(parts, kshift, strict=True)])
-    voff = np.concatenate([parts[0].voff[:1]] + [p.voff[1:p.n + 1] + s for p, s in zip(parts, vshift, strict=True)])
-    return FlatBatch(koff, np.concatenate([p.kdata for p in parts]), voff, np.concatenate([p.vdata for p in parts]),
-                     sum(p.n for p in parts))
 
 
 def family_tables(directory: Path, names: list[str], kernels: KernelTier = KERNELS) -> dict[str, list[SstTable]]:

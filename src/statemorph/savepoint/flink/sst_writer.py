@@ -237,14 +237,29 @@ class SstFileBuilder:
         """Write entries ``[0, n)`` of the buffers (``off[i]`` to ``off[i + 1]``; int64 offsets)."""
         if n == 0:
             return
-        if self.carry is not None:
-            koff, kdata, voff, vdata, n = _joined(self.carry, (koff, kdata, voff, vdata, n))
-            self.carry = None
         if self.file is None:
             self._open()
-        nxt = self._blocks(koff, kdata, voff, vdata, 0, n, False)
+        start = 0
+        if self.carry is not None:  # the carried block, finished by the first entries of this batch
+            m = min(n, self.fmt.block_size // 4 + 2)  # an entry takes at least 4 bytes of a block
+            carried = len(self.carry[0]) - 1
+            bridge = _joined(self.carry, (koff, kdata, voff, vdata, m))
+            self.carry = None
+            nxt = self._blocks(*bridge[:4], 0, bridge[4], False)
+            if nxt < carried or m == n:  # every entry of the bridge is written or carried again
+                if nxt < bridge[4]:
+                    self.carry = _slice(*bridge[:4], nxt, bridge[4])
+                if m < n:
+                    return self.add(koff[m:], kdata, voff[m:], vdata, n - m)
+                return self._closed_at_target()
+            start = nxt - carried
+        nxt = self._blocks(koff, kdata, voff, vdata, start, n, False)
         if nxt < n:
             self.carry = _slice(koff, kdata, voff, vdata, nxt, n)
+        self._closed_at_target()
+
+    def _closed_at_target(self) -> None:
+        """Close the file once it has reached the target size."""
         if int(self.state[STATE_FILE_POS]) >= self.target:
             self._close()
 
