@@ -202,3 +202,80 @@ def test_sst_data_checks_offsets() -> None:
                                         np.empty(8192, np.uint8), np.empty(1 << 16, np.uint8),
                                         np.empty(1 << 12, np.uint8), np.zeros(16, np.int64))
             assert (status, nxt) == (abi.SST_TRUNCATED, 0)
+
+
+def test_reframed_blocks_are_the_same_blocks_in_both_tiers(tmp_path: Path) -> None:
+    """``sst_reframe`` (the benchmarks' floor: read, check, decompress, compress, write every
+    block) gives the same bytes in both tiers, and each block read back is the block read."""
+    db, o = _db(tmp_path / "db", block_size=256)
+    try:
+        entries = [(i.to_bytes(4, "big"), b"value %d " % i * (i % 9)) for i in range(3000)]
+        data = _rocksdb_file(o, tmp_path / "f.sst", entries)
+    finally:
+        db.close()
+    checksum, (ipos, ilen), _, _ = table_tail(memoryview(data), len(data), "test")
+    idx = np.empty(1 << 20, np.uint8)
+    status, n = NATIVE.sst_block(data, ipos, ilen, checksum, idx)
+    pos, lens = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    status, nb = NATIVE.sst_index(idx, n, True, pos, lens, np.zeros(n + 1, np.int64), np.empty(2 * n + 64, np.uint8))
+    assert status == abi.SST_OK and nb > 20
+    outs = {}
+    for k in (PY, NATIVE):
+        out, got, i = np.empty(4096, np.uint8), bytearray(), 0
+        scratch = np.empty(64, np.uint8)
+        while i < nb:
+            status, i2, length, need = k.sst_reframe(data, pos[:nb], lens[:nb], i, nb, checksum, 1, 896, scratch, out)
+            got += out[:length].tobytes()
+            if status == abi.SST_CAPACITY:
+                scratch = np.empty(max(need, len(scratch)), np.uint8)
+                out = np.empty(max(len(out), 2 * need), np.uint8)
+            else:
+                assert status == abi.SST_OK
+            i = i2
+        outs[k.name] = bytes(got)
+    assert outs["python"] == outs["native"]
+    new, at = outs["native"], 0
+    for b in range(nb):
+        want, mine = np.empty(1 << 16, np.uint8), np.empty(1 << 16, np.uint8)
+        _, wn = NATIVE.sst_block(data, int(pos[b]), int(lens[b]), checksum, want)
+        size = next(s for s in range(len(new) - at) if NATIVE.sst_block(new, at, s, checksum, mine)[0] == abi.SST_OK)
+        _, mn = NATIVE.sst_block(new, at, size, checksum, mine)
+        assert mine[:mn].tobytes() == want[:wn].tobytes()
+        at += size + 5
+    assert at == len(new)
+
+
+def test_batches_hold_the_entries_of_the_runs(tmp_path: Path) -> None:
+    """``FamilyReader.batches`` (the native writer's input) gives exactly the entries of ``runs``,
+    whatever the batch size, from overlapping files of puts and deletes."""
+    from statemorph.savepoint.flink.sst import FamilyReader, family_tables
+
+    db, _ = _db(tmp_path / "db", block_size=128)
+    try:
+        for r in range(3):
+            for i in range(r, 2000, 3 + r):
+                db[bytes([i % 4]) + i.to_bytes(2, "big")] = b"v%d-%d" % (r, i)
+            for i in range(0, 2000, 17 + r):
+                db.delete(bytes([i % 4]) + i.to_bytes(2, "big"))
+            db.flush()
+        want = list(db.items())
+        live = [str(f["name"]).lstrip("/") for f in db.live_files()]
+    finally:
+        db.close()
+    for k in (PY, NATIVE):
+        tables = family_tables(tmp_path / "db", live, k)
+        try:
+            reader = FamilyReader(tables["default"], -1, k)
+            assert [e for keys, values in ((r.keys, r.values) for r in reader.runs(0, b"", b"", 1, 1 << 20))
+                    for e in zip(keys, values, strict=True)] == want
+            for entries, size in ((100_000, 1 << 24), (37, 1 << 24), (1000, 4096)):
+                got = []
+                for b in reader.batches(b"", b"", entries, size):
+                    assert b.n <= entries
+                    got += [(b.kdata[b.koff[i]:b.koff[i + 1]].tobytes(), b.vdata[b.voff[i]:b.voff[i + 1]].tobytes())
+                            for i in range(b.n)]
+                assert got == want
+        finally:
+            for ts in tables.values():
+                for t in ts:
+                    t.close()

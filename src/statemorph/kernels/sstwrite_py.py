@@ -20,7 +20,9 @@ the reading kernels (:mod:`.sst_py`, whose docstring describes it) take:
   block's handle) is appended to an index buffer, every entry a restart (``index_block_restart_interval=1``,
   values delta-encoded: no value length);
 - ``sst_seal``: a block's entries closed with their restart array, compressed or not, and its
-  trailer (the index, properties and meta index blocks).
+  trailer (the index, properties and meta index blocks);
+- ``sst_reframe``: blocks of a file read (checked, decompressed) and written again (compressed,
+  new trailer): the floor any rewrite of a table pays, which the benchmarks measure.
 
 Counters and positions carried from call to call live in ``state`` (``STATE_*``). ``sst_data``
 leaves an unfinished last block to the next call unless ``final`` (so a block's separator always
@@ -33,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import abi
-from .sst_py import TRAILER, block_checksum
+from .sst_py import TRAILER, _read_block, block_checksum
 
 STATE_OUT = 0
 """Bytes of ``out`` written (the caller writes them to the file and sets this back to 0)."""
@@ -340,4 +342,32 @@ def sst_data(koff: Any, kdata: Any, voff: Any, vdata: Any, start: int, stop: int
     return abi.SST_OK, i, 0
 
 
-__all__ = ["snappy_compress", "sst_data", "sst_seal"]
+def sst_reframe(buf: Any, block_pos: Any, block_len: Any, start: int, stop: int, checksum: int, compress: int,
+                per_kb: int, scratch: Any, out: Any) -> tuple[int, int, int, int]:
+    """``(status, next block, out length, need)``: read blocks ``[start, stop)`` of the file
+    ``buf`` (checked against their trailers, decompressed into ``scratch``) and write each again
+    into ``out``, compressed as ``compress`` / ``per_kb`` say, with a new trailer; stops early,
+    ``SST_OK``, when ``out`` cannot take the next block. ``SST_CAPACITY`` when ``scratch`` (or,
+    with nothing written, ``out``) is too small for block ``next``: ``need`` is the size; a
+    damaged block's status otherwise."""
+    mv, sc, o_mv = memoryview(buf).cast("B"), memoryview(scratch).cast("B"), memoryview(out).cast("B")
+    if start < 0 or stop < start or stop > len(block_pos) or stop > len(block_len):
+        return abi.SST_TRUNCATED, start, 0, 0
+    o = 0
+    i = start
+    while i < stop:
+        status, data, length = _read_block(mv, int(block_pos[i]), int(block_len[i]), checksum, sc)
+        if status == abi.SST_CAPACITY:
+            return status, i, o, length
+        if status != abi.SST_OK:
+            return status, i, o, 0
+        if o + snappy_bound(length) + TRAILER > len(o_mv):
+            if o == 0:
+                return abi.SST_CAPACITY, i, 0, snappy_bound(length) + TRAILER
+            break
+        o = _seal(bytes(data), length, compress, per_kb, checksum, o_mv, o)
+        i += 1
+    return abi.SST_OK, i, o, 0
+
+
+__all__ = ["snappy_compress", "sst_data", "sst_reframe", "sst_seal"]

@@ -5,7 +5,9 @@ bytes: ``statemorph.kernels.sstwrite_py``, whose docstring describes what is wri
 - ``snappy_compress``: raw Snappy by Snappy's greedy algorithm;
 - ``sst_data``: data blocks of Put entries at sequence number 0 from flat key / value buffers,
   closed by RocksDB's size policy, compressed, with their trailers and index entries;
-- ``sst_seal``: a block's entries closed with their restart array, compressed or not, and trailer.
+- ``sst_seal``: a block's entries closed with their restart array, compressed or not, and trailer;
+- ``sst_reframe``: blocks of a file read (checked, decompressed) and written again (compressed,
+  new trailer): the floor any rewrite of a table pays, measured by the benchmarks.
 
 The loops run without the GIL; every write is checked against its buffer first.
 """
@@ -18,9 +20,11 @@ include "abi_sst.pxi"
 
 __statemorph_native__ = True
 
-include "sst_checksum.pxi"
-
 DEF TRAILER = 5
+DEF MAX_EXPANSION = 32
+
+include "sst_blocks.pxi"
+
 DEF MAX_FRAGMENT = 65536
 DEF MAX_TABLE = 16384
 DEF HASH_MUL = 0x1E35A7BD
@@ -409,3 +413,34 @@ def sst_data(const int64_t[::1] koff, const uint8_t[::1] kdata, const int64_t[::
         raise MemoryError()
     return status, result_next, result_need
 
+
+
+def sst_reframe(const uint8_t[::1] buf, const int64_t[::1] block_pos, const int64_t[::1] block_len, int64_t start,
+                int64_t stop, int checksum, int compress, int64_t per_kb, uint8_t[::1] scratch, uint8_t[::1] out):
+    cdef const uint8_t* f = &buf[0] if buf.shape[0] else NULL
+    cdef int64_t nf = buf.shape[0], cap = scratch.shape[0], nout = out.shape[0], o = 0, i, length = 0
+    cdef const uint8_t* blk = NULL
+    cdef uint8_t* sc = &scratch[0]
+    cdef uint8_t* op = &out[0]
+    cdef uint16_t table[MAX_TABLE]
+    cdef int status = SST_OK
+    if start < 0 or stop < start or stop > block_pos.shape[0] or stop > block_len.shape[0]:
+        return SST_TRUNCATED, start, 0, 0
+    i = start
+    with nogil:
+        while i < stop:
+            status = read_block(f, nf, block_pos[i], block_len[i], checksum, sc, cap, &blk, &length)
+            if status != SST_OK:
+                break
+            if o + bound(length) + TRAILER > nout:
+                if o == 0:
+                    status = SST_CAPACITY
+                    length = bound(length) + TRAILER
+                break
+            o = seal(blk, length, compress, per_kb, checksum, op, o, table)
+            i += 1
+    if status == SST_CAPACITY:
+        return status, i, o, length
+    if status != SST_OK:
+        return status, i, o, 0
+    return SST_OK, i, o, 0

@@ -1,6 +1,8 @@
-# RocksDB block checksums (CRC32c, masked; XXH3 64-bit, low 32 bits mixed with the block's type
-# byte), shared by the reading (sst.pyx) and writing (sstwrite.pyx) SST kernels, which include it
-# after cimporting int64_t, uint8_t, uint32_t, uint64_t.
+# RocksDB blocks read: checksums (CRC32c, masked; XXH3 64-bit, low 32 bits mixed with the block's
+# type byte), raw Snappy decompression and ``read_block`` (a block checked against its trailer and
+# decompressed), shared by the reading (sst.pyx) and writing (sstwrite.pyx) SST kernels, which
+# include it after cimporting int64_t, uint8_t, uint32_t, uint64_t, memcpy and the abi_sst.pxi
+# status codes, and defining TRAILER and MAX_EXPANSION.
 
 cdef extern from *:
     """
@@ -175,3 +177,120 @@ cdef inline uint32_t block_checksum(int kind, const uint8_t* p, int64_t n, uint8
         c = crc32c(&type_byte, 1, crc32c(p, n, 0))
         return ((c >> 15) | (c << 17)) + SM_CRC_MASK
     return <uint32_t>(xxh3_64(p, n) & SM_M32) ^ (<uint32_t>type_byte * SM_LAST_BYTE)
+
+# ---- Snappy ----------------------------------------------------------------------------------
+
+cdef inline int64_t varint(const uint8_t* b, int64_t pos, int64_t end, int most, uint64_t* out) noexcept nogil:
+    """The next position after a varint at ``pos``, or -1: at most ``most`` bytes (5: a 32-bit
+    value, its fifth byte at most 0x0F; 9: 63 bits)."""
+    cdef uint64_t v = 0
+    cdef int shift = 0, i
+    cdef uint8_t c
+    for i in range(most):
+        if pos + i >= end:
+            return -1
+        c = b[pos + i]
+        if i == most - 1 and c > (0x0F if most == 5 else 0x7F):
+            return -1
+        v |= <uint64_t>(c & 0x7F) << shift
+        if not c & 0x80:
+            out[0] = v
+            return pos + i + 1
+        shift += 7
+    return -1
+
+
+cdef int64_t snappy_length(const uint8_t* b, int64_t pos, int64_t end) noexcept nogil:
+    cdef uint64_t n
+    if varint(b, pos, end, 5, &n) < 0 or <int64_t>n > MAX_EXPANSION * (end - pos) + 64:
+        return -1
+    return n
+
+
+cdef int64_t snappy_decompress(const uint8_t* b, int64_t pos, int64_t end, uint8_t* out, int64_t cap) noexcept nogil:
+    cdef uint64_t n32
+    cdef int64_t p = varint(b, pos, end, 5, &n32), n = <int64_t>n32, o = 0, length, offset, extra, i
+    cdef uint8_t tag
+    if p < 0 or n > cap:
+        return -1
+    while p < end:
+        tag = b[p]
+        p += 1
+        if (tag & 3) == 0:
+            length = tag >> 2
+            if length >= 60:
+                extra = length - 59
+                if p + extra > end:
+                    return -1
+                length = 0
+                for i in range(extra):
+                    length |= <int64_t>b[p + i] << (8 * i)
+                p += extra
+            length += 1
+            if length > end - p or length > n - o:
+                return -1
+            memcpy(out + o, b + p, length)
+            p += length
+            o += length
+            continue
+        if (tag & 3) == 1:
+            if p + 1 > end:
+                return -1
+            length = 4 + ((tag >> 2) & 7)
+            offset = ((<int64_t>tag >> 5) << 8) | b[p]
+            p += 1
+        elif (tag & 3) == 2:
+            if p + 2 > end:
+                return -1
+            length = 1 + (tag >> 2)
+            offset = b[p] | (<int64_t>b[p + 1] << 8)
+            p += 2
+        else:
+            if p + 4 > end:
+                return -1
+            length = 1 + (tag >> 2)
+            offset = sm_le32(b + p)
+            p += 4
+        if offset == 0 or offset > o or length > n - o:
+            return -1
+        if offset >= length:
+            memcpy(out + o, out + o - offset, length)
+        else:
+            for i in range(length):
+                out[o + i] = out[o - offset + i]
+        o += length
+    return o if o == n else -1
+
+# ---- blocks ----------------------------------------------------------------------------------
+
+cdef int read_block(const uint8_t* f, int64_t nf, int64_t pos, int64_t size, int checksum, uint8_t* out,
+                    int64_t cap, const uint8_t** blk, int64_t* length) noexcept nogil:
+    """Check block ``pos``/``size`` of file ``f``; ``blk``/``length``: its uncompressed bytes (in
+    the file itself when stored uncompressed, else decompressed into ``out``). On SST_CAPACITY
+    ``length`` is the size ``out`` needs."""
+    cdef uint8_t kind
+    cdef int64_t n
+    if pos < 0 or size < 0 or pos > nf or size > nf - pos or TRAILER > nf - pos - size:
+        return SST_TRUNCATED
+    if checksum != 0 and checksum != 1 and checksum != 4:
+        return SST_CHECKSUM_TYPE
+    kind = f[pos + size]
+    if kind != 0 and kind != 1:
+        return SST_COMPRESSION
+    if checksum != 0 and block_checksum(checksum, f + pos, size, kind) != sm_le32(f + pos + size + 1):
+        return SST_CHECKSUM
+    if kind == 0:
+        blk[0] = f + pos
+        length[0] = size
+        return SST_OK
+    n = snappy_length(f, pos, pos + size)
+    if n < 0:
+        return SST_SNAPPY
+    if n > cap:
+        length[0] = n
+        return SST_CAPACITY
+    if snappy_decompress(f, pos, pos + size, out, cap) != n:
+        return SST_SNAPPY
+    blk[0] = out
+    length[0] = n
+    return SST_OK
