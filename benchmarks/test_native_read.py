@@ -13,6 +13,12 @@ savepoint of the same state and beside the floor, in one run (issue 21, item 5).
   fsynced).
 - **floor**: every RocksDB file (SST) the native savepoint's subtasks name read and written to a
   fresh file of the same bytes, fsynced: what any rewrite of the same data must at least do.
+- **migrate to native beside its floors** (:func:`test_migrate_to_native_beside_the_floors`):
+  ``statemorph migrate --to native`` (the migrated column family's SSTs written by the SST
+  writer, ``savepoint/flink/sst_writer.py``) beside (a) the plain copy above and (b) the floor
+  any SST rewrite pays: every data block of every SST file read, checked against its trailer,
+  decompressed, compressed again and written with a new trailer (the ``sst_reframe`` kernel, one
+  thread, as the migrate writes its SSTs), the files fsynced; taken in turn, round after round.
 
 The pair (``STATEMORPH_NATIVE_BENCH_N`` keys, default 1,000,000) is taken once into
 ``benchmarks/.cache/native`` (git-ignored) by ``native_savepoint.build``. Needs Java and the built
@@ -30,13 +36,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from statemorph.cli.main import main
 from statemorph.engine.flink_ranges import read_flink_state
 from statemorph.engine.formats import NATIVE
+from statemorph.kernels import KERNELS, abi
+from statemorph.kernels.sstwrite_py import snappy_bound
 from statemorph.savepoint.flink.handles import ByteStreamHandle
 from statemorph.savepoint.flink.native import NativeSavepoint, RocksInstance
+from statemorph.savepoint.flink.sst import open_table, table_tail
 
 from . import native_savepoint as NS
 from .conftest import record, record_external
@@ -190,3 +200,82 @@ def test_migrate_native(benchmark: Any, pair: NS.NativePair, tmp_path: Path) -> 
                                                    "--out", str(dst), "-q"])), dst)
     assert set(codes) == {0}, codes
     _record("native bench: migrate native (statemorph migrate)", benchmark, pair.n)
+
+
+def rewrite_floor(files: list[tuple[Path, str]], dst: Path) -> int:
+    """Floor (b): every SST file's data blocks read, checked, decompressed, compressed again and
+    written with new trailers (``sst_reframe``), its index, properties and footer copied, the
+    file fsynced; other RocksDB files copied. The bytes written."""
+    dst.mkdir()
+    total = 0
+    scratch = np.empty(1 << 16, np.uint8)
+    out = np.empty(1 << 20, np.uint8)
+    for i, (f, name) in enumerate(files):
+        with open(dst / f"{i}-{name}", "xb") as w:
+            if not name.endswith(".sst"):
+                data = f.read_bytes()
+                w.write(data)
+                total += len(data)
+            else:
+                t = open_table(f)
+                try:
+                    size = len(t.data)
+                    compress = 1 if b"Snappy" == table_tail(t.data, size, name)[3].get(b"rocksdb.compression") else 0
+                    nb, at = len(t.block_pos), 0
+                    while at < nb:
+                        status, at2, n, need = KERNELS.sst_reframe(t.data, t.block_pos, t.block_len, at, nb, t.checksum,
+                                                                   compress, 896, scratch, out)
+                        w.write(memoryview(out)[:n])
+                        total += n
+                        if status == abi.SST_CAPACITY:
+                            scratch = np.empty(max(need, len(scratch)), np.uint8)
+                            out = np.empty(max(len(out), snappy_bound(len(scratch)) + 64), np.uint8)
+                        else:
+                            assert status == abi.SST_OK, status
+                        at = at2
+                    tail = int(t.block_pos[-1] + t.block_len[-1] + 5) if nb else 0
+                    w.write(t.data[tail:])
+                    total += size - tail
+                finally:
+                    t.close()
+            w.flush()
+            os.fsync(w.fileno())
+    return total
+
+
+def test_migrate_to_native_beside_the_floors(benchmark: Any, pair: NS.NativePair, tmp_path: Path) -> None:
+    """``migrate --to native`` and the two floors, one after another, round after round (2 x
+    ROUNDS rounds after a warm-up): records each one's best and median round and the medians
+    over rounds of migrate ÷ floor (a) and ÷ floor (b)."""
+    files = sst_files(pair.native)
+    schema = tmp_path / "v2.toml"
+    schema.write_text(f'[operators."{NS.UID}".states.{NS.STATE}]\ntype = "{EVOLVED.replace(chr(34), "")}"\n',
+                      encoding="utf-8")
+    names = ("floor (a): copy the SST bytes", "floor (b): rewrite every SST block", "migrate --to native")
+    times: dict[str, list[float]] = {n: [] for n in names}
+    codes: list[int] = []
+
+    def one_round() -> None:
+        for name, fn in zip(names, (
+                lambda d: copy_floor(files, d), lambda d: rewrite_floor(files, d),
+                lambda d: codes.append(main(["migrate", str(pair.native), "--schema", str(schema), "--out", str(d),
+                                             "--to", "native", "-q"]))), strict=True):
+            dst = tmp_path / "out"
+            shutil.rmtree(dst, ignore_errors=True)
+            t = time.perf_counter()
+            fn(dst)
+            times[name].append(time.perf_counter() - t)
+            shutil.rmtree(dst, ignore_errors=True)
+
+    benchmark.pedantic(one_round, rounds=2 * ROUNDS, iterations=1, warmup_rounds=1)
+    assert set(codes) == {0}, codes
+    for name, ts in times.items():
+        ts[:] = ts[1:]  # the warm-up round
+        record_external(f"native bench: {name}", pair.n / min(ts), pair.n, best_s=round(min(ts), 3),
+                        median_s=round(statistics.median(ts), 3))
+    m = times["migrate --to native"]
+    for floor in names[:2]:
+        ratios = [a / b for a, b in zip(m, times[floor], strict=True)]
+        record_external(f"native bench: migrate --to native ÷ {floor[:9]}", float("nan"), pair.n,
+                        median_ratio=round(statistics.median(ratios), 2),
+                        best_ratio=round(min(m) / min(times[floor]), 2))

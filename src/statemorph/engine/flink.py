@@ -157,6 +157,10 @@ class FlinkMigrateReport:
     savepoint_format: str = "canonical"
     """What was written: a ``canonical`` savepoint, or a ``native`` one (RocksDB instances;
     ``rewritten_streams`` then counts the instances rebuilt)."""
+    writers: dict[tuple[str, str], str] = field(default_factory=dict)
+    """A native savepoint written: per migrated state, what wrote its SST files (``"sst"``, the
+    SST writer, or ``"rocksdb: <reason>"``: RocksDB's ``SstFileWriter`` for a table format the SST
+    writer does not write; :attr:`.native_writer.NativeWriteResult.writers`)."""
     timings: dict[str, Any] | None = None
     """With ``timings=True``: the run's serial fraction (:meth:`SerialClock.to_dict
     <statemorph.bulk.serial_clock.SerialClock.to_dict>`)."""
@@ -169,7 +173,8 @@ class FlinkMigrateReport:
         rewritten = "RocksDB instance(s) rebuilt" if self.savepoint_format == "native" else "state stream(s) rewritten"
         lines = [f"{self.source} -> {self.destination}: {self.rewritten_streams} {rewritten}, "
                  f"{self.carried_files} file(s) carried over unchanged, {self.seconds:.1f}s"]
-        lines += [f"  {op} state {st!r}: {n:,} values migrated" for (op, st), n in self.migrated.items()]
+        lines += [f"  {op} state {st!r}: {n:,} values migrated{_written_by(self.writers.get((op, st)))}"
+                  for (op, st), n in self.migrated.items()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,7 +184,8 @@ class FlinkMigrateReport:
                "savepoint_format": self.savepoint_format, "seconds": round(self.seconds, 3),
                "entries_migrated": self.rows,
                "rewritten_streams": self.rewritten_streams, "carried_files": self.carried_files,
-               "states": [{"operator": op, "name": st, "entries_migrated": n}
+               "states": [{"operator": op, "name": st, "entries_migrated": n,
+                           **({"sst_writer": self.writers[(op, st)]} if (op, st) in self.writers else {})}
                           for (op, st), n in self.migrated.items()]}
         if self.timings is not None:
             out["timings"] = self.timings
@@ -194,6 +200,13 @@ class FlinkMigrateReport:
         what = "native savepoint (RocksDB backend only)" if self.savepoint_format == "native" else "savepoint"
         return (f"summary: {self.rows:,} values migrated in {self.seconds:.1f}s; new Flink {what} at {destination} "
                 f"(restore it with execution.state-recovery.path)")
+
+
+def _written_by(writer: str | None) -> str:
+    """The summary's note on a state whose SST files RocksDB's ``SstFileWriter`` wrote."""
+    if writer is None or writer == "sst":
+        return ""
+    return f" (SST files written by RocksDB's SstFileWriter, one call an entry: {writer.removeprefix('rocksdb: ')})"
 
 
 def _name(path: str | os.PathLike[str] | Location) -> str:

@@ -92,7 +92,8 @@ def migrate_native(src: str | os.PathLike[str], dst: Any, descriptors: OperatorD
             changes[(op.ident, sp.name)] = (envelope, migration)
         done = write_native(NativeSavepoint(src, registry), dst, changes, registry=registry)
         return FlinkMigrateReport(os.fspath(src), os.fspath(dst), plan, done.migrated, done.rebuilt_instances,
-                                  done.carried_files, time.perf_counter() - t0, savepoint_format="native")
+                                  done.carried_files, time.perf_counter() - t0, savepoint_format="native",
+                                  writers=done.writers)
     report = _through_canonical(NativeSavepoint(src), dst, migrate)
     report.source = os.fspath(src)
     report.plan = plan

@@ -117,7 +117,7 @@ def _emit_copy(out: Any, o: int, offset: int, n: int) -> int:
 
 
 def _load32(b: Any, p: int) -> int:
-    return b[p] | b[p + 1] << 8 | b[p + 2] << 16 | b[p + 3] << 24
+    return int(b[p] | b[p + 1] << 8 | b[p + 2] << 16 | b[p + 3] << 24)
 
 
 def _compress_fragment(src: Any, start: int, n: int, out: Any, o: int) -> int:

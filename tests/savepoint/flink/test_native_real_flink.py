@@ -582,6 +582,7 @@ def test_migrated_into_a_native_savepoint_restores_in_real_flink(real_flink: Mod
     assert doc["savepoint_format"] == "native" and doc["rewritten_streams"] == 2
     assert {(s["name"], s["entries_migrated"]) for s in doc["states"]} == {
         (s, sum(1 for (_, st) in _expected(case) if st == s)) for s in ("events", "ttl_events")}
+    assert {s["sst_writer"] for s in doc["states"]} == {"sst"}  # statemorph's SST writer wrote them
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     assert _tree(case / "savepoint") == before  # the input is only read
     out = NativeSavepoint(dst)
@@ -737,6 +738,39 @@ def test_every_state_kind_rewritten_through_the_sst_writer_restores(real_flink: 
     result = real_flink.restore([(tmp_path / "out", case / "spec.json")])[0]
     assert result.ok, (result.message, result.chain)
     assert _got(result.entries) == _expected(case)
+
+
+def test_a_table_format_the_sst_writer_does_not_write_is_written_by_rocksdb_and_said(
+        cases: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A column family whose table format the SST writer does not write (here: said so by a
+    stand-in for ``sst_format``) is written by RocksDB's ``SstFileWriter``, and the report says so
+    for that state (``--json``: ``sst_writer``; the summary line); the values are those the SST
+    writer writes."""
+    from statemorph.savepoint.flink import native_writer
+    from statemorph.savepoint.flink.sst_writer import SstWriteUnsupported
+
+    src = _source(cases["native-p2"])
+    schema = _events_schema(tmp_path)
+    assert main(["migrate", str(src), "--schema", str(schema), "--out", str(tmp_path / "sst"), "--to", "native",
+                 "-q"]) == 0
+
+    def refused(options_text: str, family: str, template: Path) -> Any:
+        raise SstWriteUnsupported(f"column family {family!r}: table format_version 7 (written: 4 and 5)")
+
+    monkeypatch.setattr(native_writer, "sst_format", refused)
+    capsys.readouterr()
+    assert main(["migrate", str(src), "--schema", str(schema), "--out", str(tmp_path / "rocksdb"), "--to", "native",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {s["name"]: s["sst_writer"] for s in doc["states"]} == {
+        s: f"rocksdb: column family {s!r}: table format_version 7 (written: 4 and 5)" for s in ("events", "ttl_events")}
+    assert main(["migrate", str(src), "--schema", str(schema), "--out", str(tmp_path / "text"), "--to", "native"]) == 0
+    assert "written by RocksDB's SstFileWriter" in capsys.readouterr().out
+    for state in ("events", "ttl_events"):
+        tables = [sorted(repr(r) for b in read_flink_state(tmp_path / d, "state-op", state, reader=NATIVE.reader)
+                         for r in b.to_pylist()) for d in ("sst", "rocksdb")]
+        assert tables[0] == tables[1] and tables[0]
 
 
 def _merge_operands(tables: list[Any]) -> int:

@@ -284,7 +284,7 @@ class SstFileBuilder:
     def _flush(self) -> None:
         o = int(self.state[STATE_OUT])
         if o:
-            self.file.write(memoryview(self.out)[:o])
+            self.file.write(self.out[:o])
             self.state[STATE_OUT] = 0
 
     def _blocks(self, koff: np.ndarray, kdata: Any, voff: np.ndarray, vdata: Any, start: int, stop: int,
@@ -356,7 +356,7 @@ class SstFileBuilder:
         status, length = self.kernels.sst_seal(raw, n, restarts, nrestarts, compress, f.per_kb, f.checksum, out)
         if status != abi.SST_OK:
             raise OutputError(f"SST file {self.paths[-1].name}: the SST writer refused a block (status {status})")
-        self.file.write(memoryview(out)[:length])
+        self.file.write(out[:length])
         self.state[STATE_FILE_POS] += length
         return int(length) - 5
 
