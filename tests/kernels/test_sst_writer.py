@@ -279,3 +279,32 @@ def test_batches_hold_the_entries_of_the_runs(tmp_path: Path) -> None:
             for ts in tables.values():
                 for t in ts:
                     t.close()
+
+
+def test_sst_data_checks_its_state_and_buffers() -> None:
+    """A ``state`` naming positions past its buffers, or empty buffers, is refused, never written past."""
+    koff, kd = np.array([0, 1], np.int64), np.zeros(1, np.uint8)
+    for bad_state, scratch in (([1 << 20, 0, 0, 0, 0, 0, 0], 8192), ([-1, 0, 0, 0, 0, 0, 0], 8192),
+                               ([0, 0, 0, 99, 0, 0, 0], 8192), ([0] * 7, 0)):
+        for k in (PY, NATIVE):
+            status, _, _ = k.sst_data(koff, kd, koff, kd, 0, 1, True, 1, 4096, 16, 10, 1, 896, 4,
+                                      np.array(bad_state, np.int64), np.empty(scratch, np.uint8),
+                                      np.empty(1 << 16, np.uint8), np.empty(1 << 12, np.uint8), np.zeros(16, np.int64))
+            assert status == abi.SST_TRUNCATED
+
+
+def test_sst_seal_and_sst_reframe_check_their_arguments() -> None:
+    for k in (PY, NATIVE):
+        assert k.sst_seal(np.zeros(4, np.uint8), 10, np.zeros(1, np.int64), 1, 0, 896, 4,
+                          np.empty(256, np.uint8))[0] == abi.SST_TRUNCATED
+        assert k.sst_seal(np.zeros(4, np.uint8), 4, np.zeros(1, np.int64), 2, 0, 896, 4,
+                          np.empty(256, np.uint8))[0] == abi.SST_TRUNCATED
+        assert k.sst_seal(np.zeros(4, np.uint8), 4, np.zeros(1, np.int64), 1, 0, 896, 4,
+                          np.empty(8, np.uint8))[0] == abi.SST_CAPACITY
+        pos = np.zeros(1, np.int64)
+        assert k.sst_reframe(b"x" * 64, pos, pos, 0, 1, 4, 1, 896, np.empty(0, np.uint8),
+                             np.empty(64, np.uint8))[0] == abi.SST_TRUNCATED
+        assert k.sst_reframe(b"x" * 64, pos, pos, 0, 2, 4, 1, 896, np.empty(64, np.uint8),
+                             np.empty(64, np.uint8))[0] == abi.SST_TRUNCATED
+        assert k.sst_reframe(b"x" * 64, pos, pos, 0, 1, 4, 1, 896, np.empty(64, np.uint8),
+                             np.empty(64, np.uint8))[0] == abi.SST_COMPRESSION  # type byte "x"

@@ -214,6 +214,8 @@ def sst_seal(raw: Any, n: int, restarts: Any, nrestarts: int, compress: int, per
     o_mv = memoryview(out).cast("B")
     if len(o_mv) < need:
         return abi.SST_CAPACITY, need
+    if n < 0 or n > len(memoryview(raw).cast("B")) or nrestarts < 0 or nrestarts > len(restarts):
+        return abi.SST_TRUNCATED, 0
     block = bytearray(memoryview(raw).cast("B")[:n])
     for i in range(nrestarts):
         block += int(restarts[i]).to_bytes(4, "little")
@@ -255,6 +257,10 @@ def sst_data(koff: Any, kdata: Any, voff: Any, vdata: Any, start: int, stop: int
     its last key plus 30 bytes; one more slot in ``index_restarts``)."""
     ko, kd, vo, vd = koff, memoryview(kdata).cast("B"), voff, memoryview(vdata).cast("B")
     sc, o_mv, ix = memoryview(scratch).cast("B"), memoryview(out).cast("B"), memoryview(index).cast("B")
+    if len(state) < 7 or len(sc) < 16 or len(o_mv) < 1 or len(ix) < 1 or not 0 <= state[0] <= len(o_mv) \
+            or not 0 <= state[2] <= len(ix) or not 0 <= state[3] <= len(index_restarts) or restart_interval < 1 \
+            or block_size < 1 or not 0 <= deviation <= 100:
+        return abi.SST_TRUNCATED, start, 0
     if start < 0 or stop < start or stop >= len(ko) or stop >= len(vo) or int(ko[stop]) > len(kd) \
             or int(vo[stop]) > len(vd) or int(ko[start]) < 0 or int(vo[start]) < 0:
         return abi.SST_TRUNCATED, start, 0
@@ -351,7 +357,7 @@ def sst_reframe(buf: Any, block_pos: Any, block_len: Any, start: int, stop: int,
     with nothing written, ``out``) is too small for block ``next``: ``need`` is the size; a
     damaged block's status otherwise."""
     mv, sc, o_mv = memoryview(buf).cast("B"), memoryview(scratch).cast("B"), memoryview(out).cast("B")
-    if start < 0 or stop < start or stop > len(block_pos) or stop > len(block_len):
+    if len(sc) < 1 or len(o_mv) < 1 or start < 0 or stop < start or stop > len(block_pos) or stop > len(block_len):
         return abi.SST_TRUNCATED, start, 0, 0
     o = 0
     i = start

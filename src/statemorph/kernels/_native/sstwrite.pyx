@@ -260,6 +260,11 @@ def sst_data(const int64_t[::1] koff, const uint8_t[::1] kdata, const int64_t[::
              int64_t start, int64_t stop, bint final, uint64_t trailer, int64_t block_size, int64_t restart_interval,
              int64_t deviation, int compress, int64_t per_kb, int checksum, int64_t[::1] state, uint8_t[::1] scratch,
              uint8_t[::1] out, uint8_t[::1] index, int64_t[::1] index_restarts):
+    if state.shape[0] < 7 or scratch.shape[0] < 16 or out.shape[0] < 1 or index.shape[0] < 1 \
+            or not 0 <= state[0] <= out.shape[0] or not 0 <= state[2] <= index.shape[0] \
+            or not 0 <= state[3] <= index_restarts.shape[0] or restart_interval < 1 or block_size < 1 \
+            or not 0 <= deviation <= 100:
+        return SST_TRUNCATED, start, 0
     cdef const uint8_t* kd = &kdata[0] if kdata.shape[0] else NULL
     cdef const uint8_t* vd = &vdata[0] if vdata.shape[0] else NULL
     cdef uint8_t* sc = &scratch[0]
@@ -417,6 +422,8 @@ def sst_data(const int64_t[::1] koff, const uint8_t[::1] kdata, const int64_t[::
 
 def sst_reframe(const uint8_t[::1] buf, const int64_t[::1] block_pos, const int64_t[::1] block_len, int64_t start,
                 int64_t stop, int checksum, int compress, int64_t per_kb, uint8_t[::1] scratch, uint8_t[::1] out):
+    if scratch.shape[0] < 1 or out.shape[0] < 1:
+        return SST_TRUNCATED, start, 0, 0
     cdef const uint8_t* f = &buf[0] if buf.shape[0] else NULL
     cdef int64_t nf = buf.shape[0], cap = scratch.shape[0], nout = out.shape[0], o = 0, i, length = 0
     cdef const uint8_t* blk = NULL
