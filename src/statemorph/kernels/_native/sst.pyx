@@ -287,31 +287,37 @@ cdef int merge_loop(Input* xs, int64_t m, int64_t* saved, Version** vers, int64_
     cdef const uint8_t* key
     cdef const uint8_t* bk
     cdef uint64_t bt, t
-    cdef int status, c, kind, decided
+    cdef int status, c, kind, decided, only
     cdef Input* x
     cdef Version* v
     okoff[0] = 0
     ovoff[0] = 0
     refill[0] = -1
+    # an input runs out only where it advances, which is checked there: once a call is enough
+    for i in range(m):
+        if xs[i].pos >= xs[i].end and not xs[i].eof:
+            refill[0] = i
+            n_out[0] = n
+            return SST_REFILL
     while True:
-        for i in range(m):
-            if xs[i].pos >= xs[i].end and not xs[i].eof:
-                refill[0] = i
-                n_out[0] = n
-                return SST_REFILL
         best = -1
         key = NULL
         klen = 0
+        only = 1  # no other input's next key equals the smallest
         for i in range(m):
             x = &xs[i]
             if x.pos >= x.end:
                 continue
             bk = x.kd + x.koff[x.pos]
             blen = x.koff[x.pos + 1] - x.koff[x.pos] - 8
-            if best < 0 or cmp_bytes(bk, blen, key, klen) < 0:
+            c = -1 if best < 0 else cmp_bytes(bk, blen, key, klen)
+            if c < 0:
                 best = i
                 key = bk
                 klen = blen
+                only = 1
+            elif c == 0:
+                only = 0
         if best < 0:
             n_out[0] = n
             return SST_END
@@ -329,21 +335,30 @@ cdef int merge_loop(Input* xs, int64_t m, int64_t* saved, Version** vers, int64_
             saved[i] = xs[i].pos
         nv = 0
         decided = 0
+        j = best  # the input holding the key, when it is the only one
         while True:
-            best = -1
-            bt = 0
-            for i in range(m):
-                x = &xs[i]
-                if x.pos >= x.end or x.koff[x.pos + 1] - x.koff[x.pos] - 8 != klen:
-                    continue
-                if memcmp(x.kd + x.koff[x.pos], key, klen) != 0:
-                    continue
-                t = trailer_at(x, x.pos)
-                if best < 0 or (t >> 8) > (bt >> 8):
-                    best = i
-                    bt = t
-            if best < 0:
-                break
+            if only:  # its versions, newest first, are its next entries: no other input to look at
+                x = &xs[j]
+                if x.pos >= x.end or x.koff[x.pos + 1] - x.koff[x.pos] - 8 != klen \
+                        or memcmp(x.kd + x.koff[x.pos], key, klen) != 0:
+                    break
+                best = j
+                bt = trailer_at(x, x.pos)
+            else:
+                best = -1
+                bt = 0
+                for i in range(m):
+                    x = &xs[i]
+                    if x.pos >= x.end or x.koff[x.pos + 1] - x.koff[x.pos] - 8 != klen:
+                        continue
+                    if memcmp(x.kd + x.koff[x.pos], key, klen) != 0:
+                        continue
+                    t = trailer_at(x, x.pos)
+                    if best < 0 or (t >> 8) > (bt >> 8):
+                        best = i
+                        bt = t
+                if best < 0:
+                    break
             kind = bt & 0xFF
             if kind != T_PUT and kind != T_DEL and kind != T_SDEL and kind != T_MERGE:
                 for i in range(m):
