@@ -687,7 +687,7 @@ class RocksInstance:
         from the SST files without a Python object per entry, key groups not told apart): what
         the native writer's SST writer takes. A column family the SST reader does not read is read
         through RocksDB (:meth:`rocks_state_runs`, its runs laid out flat), as :meth:`state_runs`
-        falls back."""
+        falls back. A batch is valid until the next one is asked for (its buffers are reused)."""
         r = self._range(None)
         if sid not in self.families or not len(r):
             return

@@ -460,7 +460,8 @@ class FamilyReader:
         """The entries with user keys in ``[start_key, stop_key)`` as flat buffers of up to
         ``entries`` entries and ``batch_bytes`` key bytes and value bytes each, whatever their key
         groups: what a writer of the same column family takes, without a Python object per entry.
-        The merge writes straight into each batch's buffers (fresh ones for each batch)."""
+        The merge writes straight into the batch's buffers, which the next batch reuses: a batch
+        is valid until the next one is asked for (copy what must outlive it)."""
         inputs = [_FileInput(t, t.blocks(start_key, stop_key), self.kernels) for t in self.tables]
         inputs = [x for x in inputs if not x.eof]
         if not inputs:
@@ -472,9 +473,9 @@ class FamilyReader:
         eof = np.array([x.eof for x in inputs], np.uint8)
         k = self.kernels
         cap_k = cap_v = batch_bytes
+        koff, voff = np.zeros(entries + 1, np.int64), np.zeros(entries + 1, np.int64)
+        kdata, vdata = np.empty(cap_k, np.uint8), np.empty(cap_v, np.uint8)
         while True:
-            koff, voff = np.zeros(entries + 1, np.int64), np.zeros(entries + 1, np.int64)
-            kdata, vdata = np.empty(cap_k, np.uint8), np.empty(cap_v, np.uint8)
             count = kpos = vpos = 0
             while True:
                 status, n, refill = k.sst_merge([x.arrays for x in inputs], pos, end, eof, self.delimiter, 0, b"",
