@@ -204,7 +204,9 @@ def _model(files: list[list[tuple[bytes, int, int, bytes]]], delimiter: int) -> 
 @st.composite
 def column_families(draw: Any) -> list[list[tuple[bytes, int, int, bytes]]]:
     """Files of one column family: unique sequence numbers, each file sorted by internal key."""
-    users = draw(st.lists(st.binary(min_size=1, max_size=3), min_size=1, max_size=8, unique=True))
+    users = draw(st.lists(st.binary(min_size=1, max_size=3)  # short keys, and keys past 8 bytes sharing a prefix
+                          | st.binary(max_size=6).map(lambda b: b"\x00\x01\x02\x03\x04\x05\x06" + b),
+                          min_size=1, max_size=8, unique=True))
     nfiles = draw(st.integers(1, 4))
     seqs = iter(draw(st.permutations(range(1, 200)))[:200])
     files: list[list[tuple[bytes, int, int, bytes]]] = [[] for _ in range(nfiles)]
@@ -224,7 +226,7 @@ def _merge_all(k: Any, files: list[list[tuple[bytes, int, int, bytes]]], delimit
     runs = []
     for _ in range(1000):
         koff, voff = np.zeros(cap + 1, np.int64), np.zeros(cap + 1, np.int64)
-        kd, vd = np.zeros(8 * cap, np.uint8), np.zeros(40 * cap, np.uint8)
+        kd, vd = np.zeros(16 * cap, np.uint8), np.zeros(40 * cap, np.uint8)
         status, n, _ = k.sst_merge(inputs, pos, end, eof, delimiter, group_len, b"", b"", b"", slice_bytes, koff, kd,
                                    voff, vd)
         keys, values = k.sst_lists(koff, kd, voff, vd, n)

@@ -257,6 +257,18 @@ cdef inline int cmp_bytes(const uint8_t* a, int64_t na, const uint8_t* b, int64_
     return (na > nb) - (na < nb)
 
 
+cdef inline uint64_t key8(const uint8_t* p, int64_t n) noexcept nogil:
+    """The key's first 8 bytes as a big-endian number, zero-padded: two keys whose numbers
+    differ compare as their numbers do (equal numbers say nothing: compare the keys)."""
+    cdef uint64_t v = 0
+    cdef int64_t i
+    if n >= 8:
+        return sm_swap64(sm_le64(p))
+    for i in range(n):
+        v |= <uint64_t>p[i] << (56 - 8 * i)
+    return v
+
+
 cdef inline uint64_t trailer_at(Input* x, int64_t p) noexcept nogil:
     return sm_le64(x.kd + x.koff[p + 1] - 8)
 
@@ -286,7 +298,7 @@ cdef int merge_loop(Input* xs, int64_t m, int64_t* saved, Version** vers, int64_
     cdef int64_t i, j, best, n = 0, size = 0, nv, klen, blen, vlen, need, o
     cdef const uint8_t* key
     cdef const uint8_t* bk
-    cdef uint64_t bt, t
+    cdef uint64_t bt, t, kp = 0, bp
     cdef int status, c, kind, decided, only
     cdef Input* x
     cdef Version* v
@@ -310,11 +322,18 @@ cdef int merge_loop(Input* xs, int64_t m, int64_t* saved, Version** vers, int64_
                 continue
             bk = x.kd + x.koff[x.pos]
             blen = x.koff[x.pos + 1] - x.koff[x.pos] - 8
-            c = -1 if best < 0 else cmp_bytes(bk, blen, key, klen)
+            bp = key8(bk, blen)
+            if best < 0:
+                c = -1
+            elif bp != kp:
+                c = -1 if bp < kp else 1
+            else:
+                c = cmp_bytes(bk, blen, key, klen)
             if c < 0:
                 best = i
                 key = bk
                 klen = blen
+                kp = bp
                 only = 1
             elif c == 0:
                 only = 0
