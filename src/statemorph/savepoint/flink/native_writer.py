@@ -14,9 +14,12 @@ Per subtask (one RocksDB instance):
   input is never written) and opened read-write with the instance's own OPTIONS (Flink's merge
   operator and table options; automatic compactions off, so no carried SST is rewritten). Each
   migrated column family is dropped and created again with the same options, and its entries, read
-  from the input instance in key order and migrated (:func:`.migrate_stream.migrated_key_groups`:
-  the value layout of every state kind, TTL timestamps and map null flags kept), are written with
-  RocksDB's ``SstFileWriter`` (files of about :data:`SST_TARGET_BYTES`) and ingested. A RocksDB
+  from the input instance in key order and migrated (value-like states without TTL as flat batches
+  through the Arrow migration, :func:`_migrated_batches`; every other kind through
+  :func:`.migrate_stream.migrated_key_groups`: the value layout of every state kind, TTL timestamps
+  and map null flags kept), are written by the SST writer (:mod:`.sst_writer`, in the column
+  family's table format; RocksDB's ``SstFileWriter`` for a format it does not write, said in
+  :attr:`NativeWriteResult.writers`) as files of about :data:`SST_TARGET_BYTES` and ingested. A RocksDB
   checkpoint of the staged instance is the new instance: its SSTs of the other column families are
   the input's, checked to be the same bytes and carried from the input as they are; the new SSTs,
   MANIFEST, CURRENT and OPTIONS are new files. The meta data stream holds the state meta infos with
