@@ -597,8 +597,9 @@ def test_migrated_into_a_native_savepoint_restores_in_real_flink(real_flink: Mod
 def test_unchanged_column_families_keep_their_sst_files_byte_for_byte(cases: dict[str, Path],
                                                                       tmp_path: Path) -> None:
     """Each column family not migrated keeps exactly the SST files it had, byte for byte (list
-    state's merge operands included); the migrated ones have only new files, written by RocksDB's
-    SST writer; the meta data names the new type; each rebuilt instance has a new backend id."""
+    state's merge operands included); the migrated ones have only new files, written by
+    statemorph's SST writer; the meta data names the new type; each rebuilt instance has a new
+    backend id."""
     from statemorph.engine.formats import migrate_savepoint
     from statemorph.schema_file import load_schema
 
