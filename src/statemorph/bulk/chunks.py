@@ -11,7 +11,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -116,19 +116,26 @@ def run_ranges(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> 
     return [first, *(f.result() for f in futures)]
 
 
-def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, depth: int = 0) -> Iterator[Any]:
+def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, depth: int = 0,
+                pool: Executor | None = None) -> Iterator[Any]:
     """``fn(item)`` of every item, in order, computed by ``workers`` threads with at most
     ``depth`` (default ``2 * workers``) items in flight: a streaming pipeline whose consumer (the
     caller, e.g. a writer) overlaps with the work on the next items. The work must release the
     GIL to gain (the kernels, the codecs and file IO do). The first error is raised in order;
-    closing the iterator early cancels what has not started and waits for the rest."""
-    if workers <= 1:
+    closing the iterator early cancels what has not started and waits for the rest.
+
+    ``pool``: the threads to run on, shared with other ``ordered_map`` consumers (several files
+    rewritten at once take their work from one set of workers); it is left running at the end.
+    Its queue must run items in the order they were handed in (a ``ThreadPoolExecutor`` does):
+    an item may wait for one handed in before it, never after."""
+    if workers <= 1 and pool is None:
         for item in items:
             yield fn(item)
         return
     depth = depth or 2 * workers
     pending: deque[Future[Any]] = deque()
-    pool = ThreadPoolExecutor(max_workers=workers)
+    own = pool is None
+    pool = ThreadPoolExecutor(max_workers=workers) if pool is None else pool
     try:
         for item in items:
             pending.append(pool.submit(fn, item))
@@ -139,7 +146,10 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, de
     finally:
         for f in pending:
             f.cancel()
-        pool.shutdown(wait=True)
+        if own:
+            pool.shutdown(wait=True)
+        else:
+            wait(pending)
 
 
 class PlacedInOrder:
