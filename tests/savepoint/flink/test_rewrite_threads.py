@@ -21,6 +21,7 @@ from savepoint.flink.flink_cases import EVOLVED_EVENTS, ROOT
 from savepoint.flink.format_helpers import cases, state_operator
 
 from statemorph.engine import migrate_flink_savepoint
+from statemorph.errors import OutputError
 from statemorph.savepoint import storage
 from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
@@ -219,3 +220,34 @@ def test_the_next_stream_starts_before_the_one_before_it_ends(monkeypatch: pytes
     migrate_flink_savepoint(built.path, tmp_path / "one", descriptors, threads=1)
     for p in (tmp_path / "one").iterdir():
         assert (tmp_path / "two" / p.name).read_bytes() == p.read_bytes()
+
+
+def test_a_failing_stream_stops_the_one_beside_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The first stream fails while the second is under way: the run raises the first stream's
+    error without waiting for the second to finish its file, and writes nothing."""
+    builder = _bench_builder()
+    built = builder.build(tmp_path / "cache", 20_000, True)
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    descriptors = {builder.UID: [ValueStateDescriptor(builder.STATE, RowDataSerializer(EVOLVED_EVENTS))]}
+    first = sorted(FlinkSavepoint(built.path).directory.relative_name(s.handle.delegate)
+                   for _, s in FlinkSavepoint(built.path).keyed_streams(FlinkSavepoint(built.path).operator(
+                       builder.UID)))[0]
+    init, frame = KeyedStreamWriter.__init__, bulk_blocks.frame_key_group
+
+    def failing_init(self: KeyedStreamWriter, *args: Any, **kwargs: Any) -> None:
+        if str(args[1]) == first:
+            time.sleep(0.3)  # the other stream is under way
+            raise OSError(28, "no space left (injected)")
+        init(self, *args, **kwargs)
+
+    def slow_frame(data: Any) -> Any:
+        time.sleep(0.01)  # the other stream alone would take seconds
+        return frame(data)
+
+    monkeypatch.setattr(KeyedStreamWriter, "__init__", failing_init)
+    monkeypatch.setattr(bulk_blocks, "frame_key_group", slow_frame)
+    t0 = time.perf_counter()
+    with pytest.raises(OutputError, match="no space left"):
+        migrate_flink_savepoint(built.path, tmp_path / "out", descriptors, threads=2)
+    assert time.perf_counter() - t0 < 2.0
+    assert not (tmp_path / "out").exists()

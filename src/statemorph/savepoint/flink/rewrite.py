@@ -23,7 +23,7 @@ import errno
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -308,17 +308,27 @@ def run_local_jobs(jobs: list[StreamJob], run: Callable[[StreamJob, Executor | N
     (:class:`~statemorph.bulk.chunks.PlacedInOrder`), their key groups taken by one set of
     ``2 × threads`` workers in the order the jobs hand them in; each job runs in a copy of this
     thread's context (the run's :mod:`~statemorph.bulk.serial_clock`, inside its parallel stage).
-    The first error is raised (in job order) once every job has stopped."""
+
+    The first job to fail stops the run: the jobs not started never start, the work queued for
+    the workers is dropped (the job running beside it then fails on its next hand-over, and its
+    error is not the one raised), and its error is raised once the threads have stopped; so does
+    an interrupt of this thread."""
     if threads <= 1 or len(jobs) <= 1:
         return [run(j, None) for j in jobs]
     with timed(PARALLEL), ThreadPoolExecutor(2 * threads, "statemorph-worker") as workers, \
             ThreadPoolExecutor(STREAMS_AT_ONCE, "statemorph-stream") as streams:
         futures = [streams.submit(contextvars.copy_context().run, run, j, workers) for j in jobs]
         try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((f.exception() for f in futures if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                raise failed
             return [f.result() for f in futures]
-        finally:
+        except BaseException:
             for f in futures:
-                f.cancel()  # after an error: the jobs not started yet never start
+                f.cancel()
+            workers.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 def _parse_keyed_handle(data: bytes, where: str) -> KeyGroupsHandle:
