@@ -6,7 +6,11 @@ hypothesis reaches every range boundary."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -116,3 +120,35 @@ def test_run_ranges_raises_the_first_error_in_range_order() -> None:
     with pytest.raises(ValueError, match="range 2"):
         chunks.run_ranges([(0, 1), (1, 2), (2, 3), (3, 4)], fn)
     assert chunks.run_ranges([(0, 1), (1, 2), (2, 3)], lambda s, e: np.int64(s * 10)) == [0, 10, 20]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_starts_its_own_range_pool(forced_split: None) -> None:
+    """A Spark Python worker is forked from a daemon that may have split arrays already: the
+    parent's range threads do not exist in the child, which must not hand its ranges to them."""
+    so, sn = serializers.RowDataSerializer(EXACT_OLD), serializers.RowDataSerializer(EXACT_NEW)
+    snap = so.snapshot_configuration()
+    arr = pa.array([so.to_bytes((i, (i, i, "x"))) for i in range(500)], pa.binary())
+    want = arrow.migrate(arr, snap, sn, threads=1)
+    arrow.migrate(arr, snap, sn, threads=4)  # the parent's pool: started, ...
+    for _ in range(3):  # ... every one of its threads started and idle
+        chunks.run_ranges([(i, i + 1) for i in range(4)], lambda s, e: time.sleep(0.01))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: this is what it tests
+        pid = os.fork()
+    if pid == 0:  # the child: exit 0 only with the right array, within the parent's patience
+        code = 1
+        try:
+            code = 0 if arrow.migrate(arr, snap, sn, threads=4).equals(want) else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung handing its ranges to its parent's threads")
