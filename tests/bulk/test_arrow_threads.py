@@ -1,6 +1,6 @@
-"""``arrow.migrate`` split across threads: every thread count (1..4) gives the same array, byte for
-byte, on both kernel tiers and through the machine code, as the per-value reference; arrays that
-split unevenly, none, one entry, nulls and bad entries included. The split is forced on small
+"""``arrow.migrate`` (and ``arrow.decode``) split across threads: every thread count (1..4) gives
+the same array, byte for byte, on both kernel tiers and through the machine code, as the
+per-value reference; arrays that split unevenly, none, one entry, nulls and bad entries included. The split is forced on small
 arrays (``SPLIT_MIN_ROWS``) and the machine code on small chunks (``MACHINE_CODE_MIN``), so
 hypothesis reaches every range boundary."""
 
@@ -75,6 +75,23 @@ def test_exact_estimate_every_thread_count(forced_split: None, rows: list[Any]) 
 def test_short_estimate_every_thread_count(forced_split: None, rows: list[Any]) -> None:
     so = serializers.RowDataSerializer(SHORT_OLD)
     _every_way([None if r is None else so.to_bytes(r) for r in rows], SHORT_OLD, SHORT_NEW)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.one_of(st.none(), short_row), max_size=300))
+def test_decode_every_thread_count(forced_split: None, rows: list[Any]) -> None:
+    """Decode's ranges join their string columns (``chunks.joined``): the same array at every
+    thread count, on both tiers."""
+    so = serializers.RowDataSerializer(SHORT_OLD)
+    arr = pa.array([None if r is None else so.to_bytes(r) for r in rows], pa.binary())
+    first = None
+    with pytest.MonkeyPatch.context() as mp:
+        for name in TIERS:
+            mp.setattr(kernels, "KERNELS", kernels.tier(name))
+            for threads in (1, 2, 3, 4):
+                out = arrow.decode(arr, so, threads=threads)
+                first = out if first is None else first
+                assert out.equals(first), (name, threads)
 
 
 @pytest.mark.parametrize("n", [0, 1, 63, 64, 65, 129, 1000])

@@ -7,6 +7,8 @@ Why: chunked arrays keep their chunking, threads never share a validity byte, an
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import os
 import threading
 from collections import deque
@@ -114,6 +116,23 @@ def run_ranges(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> 
         if err is not None:
             raise err
     return [first, *(f.result() for f in futures)]
+
+
+def joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The byte arrays ``parts`` end to end in one new buffer, each copied by a thread of its own
+    (:func:`run_ranges`; ``memmove`` releases the GIL): the join of per-range outputs that no
+    thread could write in place, at the cost of its largest part instead of the sum."""
+    if len(parts) == 1:
+        return parts[0]
+    starts = [0, *itertools.accumulate(len(p) for p in parts)]
+    out = pooled(starts[-1])
+
+    def copy(j: int, _: int) -> None:
+        if len(parts[j]):
+            ctypes.memmove(out.ctypes.data + starts[j], parts[j].ctypes.data, len(parts[j]))
+
+    run_ranges([(j, 0) for j in range(len(parts))], copy)
+    return out
 
 
 def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, depth: int = 0,
@@ -243,5 +262,5 @@ def resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error:
     return bad
 
 
-__all__ = ["MAX32", "PlacedInOrder", "Widen", "grow_buffer", "ordered_map", "per_chunk", "pooled", "resume",
+__all__ = ["MAX32", "PlacedInOrder", "Widen", "grow_buffer", "joined", "ordered_map", "per_chunk", "pooled", "resume",
            "run_ranges", "thread_ranges"]
