@@ -1,8 +1,8 @@
 """``arrow.migrate`` (and ``arrow.decode``) split across threads: every thread count (1..4) gives
 the same array, byte for byte, on both kernel tiers and through the machine code, as the
-per-value reference; arrays that split unevenly, none, one entry, nulls and bad entries included. The split is forced on small
-arrays (``SPLIT_MIN_ROWS``) and the machine code on small chunks (``MACHINE_CODE_MIN``), so
-hypothesis reaches every range boundary."""
+per-value reference; arrays that split unevenly, none, one entry, nulls and bad entries included.
+The split is forced on small arrays (``SPLIT_MIN_ROWS``) and the machine code on small chunks
+(``MACHINE_CODE_MIN``), so hypothesis reaches every range boundary."""
 
 from __future__ import annotations
 
