@@ -39,9 +39,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import statemorph
+
 from . import flink_savepoint as F
 
 ROOT = Path(__file__).resolve().parents[1]
+INSTALLED = Path(statemorph.__file__).resolve().parents[1]
+"""The tree statemorph is imported from here (the checkout's ``src``, or the ``--target`` folder of
+a wheel bundle on a machine without network): what the timed children run."""
 CACHE = Path(__file__).resolve().parent / ".cache" / "flink"
 _CHILD = """
 import json, shutil, sys, time
@@ -57,6 +62,8 @@ t0, c0 = time.perf_counter(), time.process_time()
 report = migrate_flink_savepoint(src, dst, descriptors, threads=int(threads), **extra)
 out = {"seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0, "rows": report.rows}
 out["timings"] = getattr(report, "timings", None)
+with open("/proc/self/status") as f:  # this process's own peak (a spawned child's ru_maxrss starts at its parent's)
+    out["peak_rss_mib"] = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
 print(json.dumps(out))
 """
 
@@ -113,7 +120,7 @@ def measure(n: int, rounds: int, threads: list[int], baseline: Path | None) -> d
                 runs.setdefault(("floor", t), []).append(floor(sp, extents, Path(tmp) / "floor", t))
                 if baseline is not None:
                     runs.setdefault(("before", t), []).append(migrate(baseline, sp, Path(tmp) / "before", t, False))
-                runs.setdefault(("migrate", t), []).append(migrate(ROOT / "src", sp, Path(tmp) / "after", t, True))
+                runs.setdefault(("migrate", t), []).append(migrate(INSTALLED, sp, Path(tmp) / "after", t, True))
     return {"n": n, "disk_bytes": sp.disk_bytes, "state_bytes": sp.state_bytes, "machine": machine(),
             "load_before": load_before, "load_after": os.getloadavg(),
             "runs": {f"{k}@{t}": v for (k, t), v in runs.items()}}

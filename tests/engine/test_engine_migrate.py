@@ -171,3 +171,27 @@ def test_summary_states_a_rate_only_for_a_run_that_measures_one(events_sp, tmp_p
     big.plan = replace(report.plan, states=[replace(s, rows=RATE_MIN_ENTRIES * 4) for s in report.plan.states])
     assert big.migrated == RATE_MIN_ENTRIES * 4
     assert f", {RATE_MIN_ENTRIES * 2:,} migrated entries/s" in big.summary()
+
+
+def test_machine_code_is_compiled_before_the_worker_starts(events_sp, tmp_path, monkeypatch):
+    """The plan's machine code is built on the caller's thread before the pipeline starts, not
+    inside the worker's first batch."""
+    import threading
+
+    from statemorph.bulk import tiers
+    from statemorph.kernels import jit
+
+    if not jit.enabled():
+        pytest.skip("no llvmlite")
+    where = []
+    real = jit._compile.__wrapped__
+
+    def compile_(*args):
+        where.append(threading.current_thread())
+        return real(*args)
+
+    monkeypatch.setattr(jit, "_compile", compile_)  # no cache: every lookup is seen
+    monkeypatch.setattr(tiers, "MACHINE_CODE_MIN", 0)
+    new = S.RowDataSerializer(NEW_TYPE)
+    migrate_savepoint(events_sp, tmp_path / "v2", [ValueStateDescriptor("events", new)], batch_size=1000)
+    assert where and where[0] is threading.current_thread()

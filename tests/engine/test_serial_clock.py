@@ -29,6 +29,26 @@ def test_the_clock_counts_what_runs_outside_the_parallel_stages_and_the_writes()
     assert clock.to_dict()["serial_s"] == round(clock.serial, 4)
 
 
+def test_a_parallel_stage_on_a_thread_inside_one_is_counted_once() -> None:
+    """Streams rewritten at once each mark their parallel stage on a thread of their own, in a
+    copy of the run's context: only the run's own stage counts; their writes do."""
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    def stream() -> None:
+        with timed(PARALLEL):
+            time.sleep(0.05)
+            with timed(WRITE):
+                time.sleep(0.01)
+
+    with SerialClock() as clock:
+        with timed(PARALLEL), ThreadPoolExecutor(2) as pool:
+            for f in [pool.submit(contextvars.copy_context().run, stream) for _ in range(2)]:
+                f.result()
+    assert clock.seconds[PARALLEL] < 0.1  # one stage of about 0.06 s, not two
+    assert clock.seconds[WRITE] >= 0.02  # both writes
+
+
 def test_a_migration_reports_its_serial_fraction_only_when_asked(tmp_path: Path) -> None:
     descriptors = {"events-state": [ValueStateDescriptor("events", RowDataSerializer(EVOLVED_EVENTS))]}
     plain = migrate_flink_savepoint(CASE, tmp_path / "plain", descriptors, threads=2)

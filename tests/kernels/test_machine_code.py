@@ -289,3 +289,35 @@ def test_plans_compile_concurrently(monkeypatch: pytest.MonkeyPatch) -> None:
         results = list(pool.map(decode, cases))
     for (_, _, rows), got in zip(cases, results, strict=True):
         assert [tuple(r.values()) for r in got.to_pylist()] == rows
+
+
+def test_threads_reaching_one_new_plan_compile_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers that meet a plan at the same moment (the first batches of a parallel run) build its
+    machine code once: the others wait for it instead of compiling it again."""
+    if not jit.enabled():
+        pytest.skip("no llvmlite")
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    builds = []
+    real_build = jit._build
+
+    def slow_build(ir: str) -> Any:
+        builds.append(ir)
+        time.sleep(0.05)  # every thread is inside the lookup before the first build ends
+        return real_build(ir)
+
+    monkeypatch.setattr(jit, "_build", slow_build)
+    s = serializers.RowDataSerializer("ROW<" + ", ".join(f"g{j} INT" for j in range(37)) + ", t STRING>")
+    matrix = plans.compile_row_program(s.row_type).matrix
+    start = threading.Barrier(4)
+
+    def compile_once(_: int) -> Any:
+        start.wait()
+        return jit.decode_code(matrix)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        codes = list(pool.map(compile_once, range(4)))
+    assert len(builds) == 1
+    assert all(c is codes[0] and c is not None for c in codes)

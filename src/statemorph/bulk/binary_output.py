@@ -9,6 +9,7 @@ pass 2 GiB, and the same null handling; making it once keeps the output types id
 from __future__ import annotations
 
 import ctypes
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -79,6 +80,7 @@ class _Part:
         self.out = out
         self.own = False
         self.pos = 0
+        self.shifted = 0  # what its offsets were shifted by on its thread (its window's start)
         self.bad: list[tuple[int, int | Exception]] = []
 
     def grow(self) -> None:
@@ -99,15 +101,21 @@ def one_pass_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | N
     one shared buffer, sized from the input bytes plus the fixed-part growth of the plan, and the
     kernel writes the Arrow offsets itself into the range's window of the offsets array (int32
     unless the output may pass 2 GiB). Bad entries take no bytes and become nulls (or the first
-    raises), each reported; the kernel stops at each one, so there is no per-entry status array. Later ranges
-    then slide down to close the gaps and their offsets are shifted, in place: peak memory stays
-    input + output + a constant. A range that outgrew its window (rare: the estimate is exact for
-    well-formed rows without migrated arrays) moves to a buffer of its own. An entry the kernel
-    hands back to the per-value reference (``abi.HAND_BACK``) is written by ``fallback``, in
+    raises), each reported; the kernel stops at each one, so there is no per-entry status array.
+
+    The windows follow each other with no slack between them (only the last has some), so where
+    the estimate is exact (a plan that adds or reorders fields over entries without migrated
+    arrays: every range fills its window to the byte) each range's bytes are at their final
+    place when the threads end, its offsets shifted by its own thread: no copy of the output and
+    no serial pass over it. Where a range falls short of its estimate (bad entries, migrated
+    arrays), later ranges slide down to close the gaps, in place: peak memory stays input +
+    output + a constant. A range that outgrew its window moves to a buffer of its own. An entry
+    the kernel hands back to the per-value reference (``abi.HAND_BACK``) is written by ``fallback``, in
     place, or is a bad entry with the reference's error."""
     stop_at_error = errors.on_error == "raise"
-    sizes = [estimate(s, e) + 64 for s, e in ranges]
-    starts = [sum(sizes[:j]) for j in range(len(ranges))]
+    sizes = [estimate(s, e) for s, e in ranges]
+    sizes[-1] += 64
+    starts = [0, *itertools.accumulate(sizes[:-1])]
     shared = pooled(sum(sizes))
     out_off = pooled(n + 1, np.int64 if large or sum(sizes) > MAX32 else np.int32)
     out_off[0] = 0
@@ -134,6 +142,9 @@ def one_pass_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | N
                     break
             elif i < e - s:
                 part.grow()
+        if starts[j] and not part.own:  # its final place if the ranges before it filled their windows
+            part.offs[1:] += starts[j]
+            part.shifted = starts[j]
         return part
 
     parts = run_ranges([(j, 0) for j in range(len(ranges))], fill_range)
@@ -158,12 +169,10 @@ def one_pass_output(n: int, ranges: list[tuple[int, int]], valid: np.ndarray | N
         window = out_off[s + 1:e + 1]
         if not np.shares_memory(p.offs, out_off):
             np.copyto(window, p.offs[1:], casting="unsafe")
-        if at:
-            window += at
-            if p.out.ctypes.data != shared.ctypes.data + at:  # down (or across) to its final place
-                ctypes.memmove(shared.ctypes.data + at, p.out.ctypes.data, p.pos)
-        elif own and p.out.ctypes.data != shared.ctypes.data:
-            ctypes.memmove(shared.ctypes.data, p.out.ctypes.data, p.pos)
+        if at != p.shifted:  # a range before it fell short of its window (or this one outgrew its own)
+            window += at - p.shifted
+        if p.out.ctypes.data != shared.ctypes.data + at:  # down (or across) to its final place
+            ctypes.memmove(shared.ctypes.data + at, p.out.ctypes.data, p.pos)
         at += p.pos
     validity, nulls = pack_validity(valid, n)
     return binary_array(n, validity, nulls, out_off, shared[:total], large)

@@ -7,11 +7,13 @@ Why: chunked arrays keep their chunking, threads never share a validity byte, an
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -49,38 +51,110 @@ def pooled(count: int, dtype: Any = np.uint8) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(count * np.dtype(dtype).itemsize), dtype=dtype)
 
 
+SPLIT_MIN_ROWS = 1024
+"""Rows below which an array is not split across threads (handing a range over costs more)."""
+
+
 def thread_ranges(n: int, threads: int) -> list[tuple[int, int]]:
-    """Row ranges, one per thread, on whole bitmap bytes; one range for small chunks."""
+    """Row ranges, one per thread, on whole bitmap bytes; one range for small chunks. The last
+    range may be shorter than the others (or a thread may get none: rounding to bitmap bytes)."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
-    if threads == 1 or n < 1024:
+    if threads == 1 or n < SPLIT_MIN_ROWS:
         return [(0, n)]
     step = -(-n // threads)
     step = (step + 63) & ~63  # chunk bounds on whole bitmap bytes: threads never share a byte
     return [(s, min(n, s + step)) for s in range(0, n, step)]
 
 
+class _RangePool:
+    """The threads :func:`run_ranges` hands ranges to, started once per process and kept.
+
+    Why kept: a pool started per call costs a thread start per range and call, a cost that grows
+    with the thread count and is paid again for every Arrow chunk (and every small batch of an
+    engine). It only grows (to the most ranges asked for at once, less the caller's own); a
+    forked child (a Spark Python worker) starts its own, since the parent's threads do not exist
+    there. ``fn`` never calls :func:`run_ranges` itself (the kernels do not), so a range never
+    waits for a range queued behind it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._size = 0
+
+    def get(self, workers: int) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None or self._size < workers:
+                # the smaller pool is dropped, not shut down (a caller may still be handing it
+                # ranges): its threads end once it is collected
+                self._pool, self._size = ThreadPoolExecutor(workers, "statemorph-range"), workers
+            return self._pool
+
+    def forget(self) -> None:
+        self._lock = threading.Lock()
+        self._pool, self._size = None, 0
+
+
+_RANGES = _RangePool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_RANGES.forget)
+
+
 def run_ranges(ranges: list[tuple[int, int]], fn: Callable[[int, int], Any]) -> list[Any]:
-    """``fn(start, end)`` of every range, on a thread each (the compiled kernels release the GIL)."""
+    """``fn(start, end)`` of every range, the first on the calling thread and each other on a
+    thread of a pool kept for the process (the compiled kernels release the GIL for their whole
+    loop); results in range order."""
     if len(ranges) == 1:
         return [fn(*ranges[0])]
-    with ThreadPoolExecutor(max_workers=len(ranges)) as pool:
-        return list(pool.map(lambda r: fn(*r), ranges))
+    pool = _RANGES.get(len(ranges) - 1)
+    futures = [pool.submit(fn, *r) for r in ranges[1:]]
+    try:
+        first = fn(*ranges[0])
+    finally:
+        rest = [f.exception() for f in futures]  # every range done before anything is returned or raised
+    for err in rest:
+        if err is not None:
+            raise err
+    return [first, *(f.result() for f in futures)]
 
 
-def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, depth: int = 0) -> Iterator[Any]:
+def joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The byte arrays ``parts`` end to end in one new buffer, each copied by a thread of its own
+    (:func:`run_ranges`; ``memmove`` releases the GIL): the join of per-range outputs that no
+    thread could write in place, at the cost of its largest part instead of the sum."""
+    if len(parts) == 1:
+        return parts[0]
+    starts = [0, *itertools.accumulate(len(p) for p in parts)]
+    out = pooled(starts[-1])
+
+    def copy(j: int, _: int) -> None:
+        if len(parts[j]):
+            ctypes.memmove(out.ctypes.data + starts[j], parts[j].ctypes.data, len(parts[j]))
+
+    run_ranges([(j, 0) for j in range(len(parts))], copy)
+    return out
+
+
+def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, depth: int = 0,
+                pool: Executor | None = None) -> Iterator[Any]:
     """``fn(item)`` of every item, in order, computed by ``workers`` threads with at most
     ``depth`` (default ``2 * workers``) items in flight: a streaming pipeline whose consumer (the
     caller, e.g. a writer) overlaps with the work on the next items. The work must release the
     GIL to gain (the kernels, the codecs and file IO do). The first error is raised in order;
-    closing the iterator early cancels what has not started and waits for the rest."""
-    if workers <= 1:
+    closing the iterator early cancels what has not started and waits for the rest.
+
+    ``pool``: the threads to run on, shared with other ``ordered_map`` consumers (several files
+    rewritten at once take their work from one set of workers); it is left running at the end.
+    Its queue must run items in the order they were handed in (a ``ThreadPoolExecutor`` does):
+    an item may wait for one handed in before it, never after."""
+    if workers <= 1 and pool is None:
         for item in items:
             yield fn(item)
         return
     depth = depth or 2 * workers
     pending: deque[Future[Any]] = deque()
-    pool = ThreadPoolExecutor(max_workers=workers)
+    own = pool is None
+    pool = ThreadPoolExecutor(max_workers=workers) if pool is None else pool
     try:
         for item in items:
             pending.append(pool.submit(fn, item))
@@ -91,7 +165,10 @@ def ordered_map(fn: Callable[[Any], Any], items: Iterable[Any], workers: int, de
     finally:
         for f in pending:
             f.cancel()
-        pool.shutdown(wait=True)
+        if own:
+            pool.shutdown(wait=True)
+        else:
+            wait(pending)
 
 
 class PlacedInOrder:
@@ -185,5 +262,5 @@ def resume(run: Callable[[int], tuple[int, int]], s: int, e: int, stop_at_error:
     return bad
 
 
-__all__ = ["MAX32", "PlacedInOrder", "Widen", "grow_buffer", "ordered_map", "per_chunk", "pooled", "resume",
+__all__ = ["MAX32", "PlacedInOrder", "Widen", "grow_buffer", "joined", "ordered_map", "per_chunk", "pooled", "resume",
            "run_ranges", "thread_ranges"]

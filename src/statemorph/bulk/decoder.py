@@ -19,7 +19,7 @@ from ..errors import MalformedDataError, StateFormatError, StatemorphError, Unre
 from ..types import RowType
 from . import capabilities, inputs, tiers
 from .capabilities import core_row_program, fixed_kind, row_program
-from .chunks import MAX32, Widen, grow_buffer, per_chunk, resume, run_ranges, thread_ranges
+from .chunks import MAX32, Widen, grow_buffer, joined, per_chunk, resume, run_ranges, thread_ranges
 from .inputs import binary_input, pack_validity, validity_bits
 from .row_errors import BulkResult, RowErrors, Settle, locate, per_row_error, rerouted
 from .tiers import KernelTier, abi, jit, plans, primitives_py, rowdata_py
@@ -203,8 +203,7 @@ def _decode_rows_with(k: KernelTier, row_type: RowType, prog: plans.RowProgram, 
             if at:
                 offs[s + 1:e + 1] += at
             at += int(p[1][c])
-        sdata = parts[0][0][c][:total] if len(parts) == 1 else \
-            np.concatenate([p[0][c][:int(p[1][c])] for p in parts])
+        sdata = joined([p[0][c][:int(p[1][c])] for p in parts])
         columns[c] = (offs, sdata, total > MAX32)
 
     counter = [0]

@@ -99,7 +99,10 @@ class PreparedMigration:
                 return run_kernel(matrix, offsets, data, validity, offset + s, wide, i, e, out_off, out, pos, *extra)
 
             def estimate(s: int, e: int) -> int:
-                return span(s, e) + growth * (e - s)
+                """The range's output bytes: exact for a plan that only adds or reorders fields
+                (null entries take no bytes, so they add no growth)."""
+                rows = e - s if valid is None or not growth else int(np.count_nonzero(valid[s:e]))
+                return span(s, e) + growth * rows
 
             fallback = None
             if kernel in ("avro", "rowdata"):

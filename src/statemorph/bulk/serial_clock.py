@@ -14,6 +14,7 @@ the process's CPU time over the same run (every thread): their ratio is the seri
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar, Token
@@ -26,21 +27,31 @@ WRITE = "write"
 """The ordered write of finished bytes (inside a parallel stage: it is the one serial part there)."""
 
 _CLOCK: ContextVar[SerialClock | None] = ContextVar("statemorph_serial_clock", default=None)
+_IN_PARALLEL: ContextVar[bool] = ContextVar("statemorph_in_parallel", default=False)
+"""Set inside a parallel stage: a parallel stage within it (a stream rewritten on a thread of a
+run that rewrites several at once, in a copy of the run's context) is already counted."""
 
 
 class _Stage:
-    __slots__ = ("clock", "name", "t0")
+    __slots__ = ("clock", "name", "t0", "token")
 
     def __init__(self, clock: SerialClock, name: str) -> None:
         self.clock = clock
         self.name = name
         self.t0 = 0.0
+        self.token: Token[bool] | None = None
 
     def __enter__(self) -> None:
+        if self.name == PARALLEL:
+            self.token = _IN_PARALLEL.set(True)
         self.t0 = time.perf_counter()
 
     def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
-        self.clock.seconds[self.name] = self.clock.seconds.get(self.name, 0.0) + time.perf_counter() - self.t0
+        took = time.perf_counter() - self.t0
+        with self.clock.lock:  # stages end on several threads (the writes of streams rewritten at once)
+            self.clock.seconds[self.name] = self.clock.seconds.get(self.name, 0.0) + took
+        if self.token is not None:
+            _IN_PARALLEL.reset(self.token)
 
 
 class SerialClock:
@@ -53,6 +64,7 @@ class SerialClock:
         self.cpu = 0.0
         self._t0 = self._c0 = 0.0
         self._token: Token[SerialClock | None] | None = None
+        self.lock = threading.Lock()
 
     def __enter__(self) -> SerialClock:
         self._token = _CLOCK.set(self)
@@ -83,9 +95,13 @@ class SerialClock:
 
 
 def timed(stage: str) -> AbstractContextManager[Any]:
-    """Time ``stage`` on the clock of the run in progress (nothing when none measures)."""
+    """Time ``stage`` on the clock of the run in progress (nothing when none measures, or for a
+    parallel stage inside one). Writes inside a parallel stage on several threads at once are
+    each counted, as if one after the other (an upper bound of the serial time)."""
     clock = _CLOCK.get()
-    return nullcontext() if clock is None else clock.stage(stage)
+    if clock is None or (stage == PARALLEL and _IN_PARALLEL.get()):
+        return nullcontext()
+    return clock.stage(stage)
 
 
 __all__ = ["PARALLEL", "WRITE", "SerialClock", "timed"]

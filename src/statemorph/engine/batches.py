@@ -157,11 +157,21 @@ class ColumnMigrator(_ColumnTransform):
     def new_serializer(self) -> Any:
         return self._new_serializer if self._new_serializer is not None else _serializer(self.new)
 
+    def prepared(self) -> ColumnMigrator:
+        """This migrator with its migration resolved and its machine code compiled now: a local
+        run calls it before its worker starts, so the first batches do not wait on LLVM (a Spark
+        executor, which gets it pickled without, resolves it on its first batch)."""
+        if self._prepared is None:
+            self._prepared = bulk.PreparedMigration(_snapshot(self.prior), self.new_serializer())
+            self._prepared.compile_machine_code()
+        return self
+
     def transform(self, arr: pa.Array) -> pa.Array:
         if len(arr) == 0:
             return arr
         if self._prepared is None:  # resolved on the first batch, kept for the rest
-            self._prepared = bulk.PreparedMigration(_snapshot(self.prior), self.new_serializer())
+            self.prepared()
+        assert self._prepared is not None
         return self._prepared(arr, threads=self.threads, on_error="null" if self.on_error == "skip" else "raise").values
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:

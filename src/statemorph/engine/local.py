@@ -290,7 +290,7 @@ def migrate_parquet_savepoint(src: str | os.PathLike[str], dst: str | os.PathLik
         for sp in plan.states:
             if sp.action == MIGRATE or transform is not None:
                 fn = transform(sp) if transform is not None else ColumnMigrator(
-                    sp.prior_value_snapshot, sp.new_serializer, "value", threads=threads, on_error=on_error)
+                    sp.prior_value_snapshot, sp.new_serializer, "value", threads=threads, on_error=on_error).prepared()
                 report.rows[sp.name] = migrate_state(src, w, sp, fn, progress, batch_size)
             else:
                 report.rows[sp.name] = copy_state(src, w, sp, progress)

@@ -782,11 +782,17 @@ def encode_code(matrix: np.ndarray) -> PlanCode | None:
     return _code("encode", matrix)
 
 
+_COMPILE_LOCK = threading.Lock()
+"""Held while a plan is looked up or compiled: threads that reach a new plan at once compile it
+once (the cache alone lets each of them compile it: ~0.1-1 s each, inside their first batch)."""
+
+
 def _code(kind: str, matrix: np.ndarray) -> PlanCode | None:
     if not enabled():
         return None
     m = np.ascontiguousarray(matrix, dtype=np.int64)
-    return _compile(kind, m.tobytes(), m.shape[0], m.shape[1])
+    with _COMPILE_LOCK:
+        return _compile(kind, m.tobytes(), m.shape[0], m.shape[1])
 
 
 @functools.lru_cache(maxsize=64)

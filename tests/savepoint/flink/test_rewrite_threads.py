@@ -21,6 +21,7 @@ from savepoint.flink.flink_cases import EVOLVED_EVENTS, ROOT
 from savepoint.flink.format_helpers import cases, state_operator
 
 from statemorph.engine import migrate_flink_savepoint
+from statemorph.errors import OutputError
 from statemorph.savepoint import storage
 from statemorph.savepoint.flink import FlinkSavepoint, bulk_blocks, key_group_scan
 from statemorph.savepoint.flink.bulk_blocks import BULK_KINDS, migrated_blocks
@@ -154,7 +155,8 @@ def test_a_migrated_savepoint_is_the_same_bytes_at_1_2_and_4_threads(monkeypatch
 def test_the_workers_write_the_key_groups_at_their_places(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The thread that keeps a stream's order writes only the stream's header: every key group
     is written (``pwrite``) by a worker, at its place, and the file is what the writer thread
-    alone writes to an object store (front to back, ``add_encoded_key_group``)."""
+    alone writes to an object store (front to back, ``add_encoded_key_group``). The two streams
+    are rewritten at once, each by a thread of its own, on one set of workers."""
     builder = _bench_builder()
     built = builder.build(tmp_path / "cache", 20_000, True)
     monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
@@ -165,24 +167,87 @@ def test_the_workers_write_the_key_groups_at_their_places(monkeypatch: pytest.Mo
     assert placed.rows == in_order.rows == 20_000
     monkeypatch.undo()
     monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
-    writes: list[tuple[int, int]] = []
+    writes: list[tuple[str, str, int]] = []
     pwrite, write = os.pwrite, storage.NewFile.write
 
     def traced_pwrite(fd: int, data: Any, offset: int) -> int:
-        writes.append((threading.get_ident(), memoryview(data).nbytes))
+        writes.append(("pwrite", threading.current_thread().name, memoryview(data).nbytes))
         return pwrite(fd, data, offset)
 
     def traced_write(self: storage.NewFile, data: Any) -> None:
-        writes.append((-threading.get_ident(), memoryview(data).nbytes))
+        writes.append(("write", threading.current_thread().name, memoryview(data).nbytes))
         write(self, data)
 
     monkeypatch.setattr(os, "pwrite", traced_pwrite)
     monkeypatch.setattr(storage.NewFile, "write", traced_write)
     migrate_flink_savepoint(built.path, tmp_path / "traced", descriptors, threads=2)
-    me = threading.get_ident()
-    assert sum(n for t, n in writes if t > 0 and t != me) > 100_000
-    assert len([n for t, n in writes if t == -me]) == 2  # the two streams' headers, nothing else
-    assert sum(n for t, n in writes if t == me) < 1024  # the staging directory's claim note
+    me = threading.current_thread().name
+    assert sum(n for how, t, n in writes if how == "pwrite" and t.startswith("statemorph-worker")) > 100_000
+    headers = [t for how, t, _ in writes if how == "write" and t.startswith("statemorph-stream")]
+    assert len(headers) == 2  # the two streams' headers, nothing else, by the threads keeping their order
+    assert not [n for how, t, n in writes if how == "pwrite" and t.startswith("statemorph-stream")]
+    assert sum(n for _, t, n in writes if t == me) < 1024  # the staging directory's claim note
     for name in (p.name for p in (tmp_path / "in-order").iterdir()):
         assert (tmp_path / "placed" / name).read_bytes() == (tmp_path / "in-order" / name).read_bytes()
         assert (tmp_path / "traced" / name).read_bytes() == (tmp_path / "in-order" / name).read_bytes()
+
+
+def test_the_next_stream_starts_before_the_one_before_it_ends(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two subtask files, two threads: the second file is opened (and its key groups handed to
+    the workers) while the first is still being written, so no worker waits between files; the
+    bytes are those of one stream at a time (one thread)."""
+    builder = _bench_builder()
+    built = builder.build(tmp_path / "cache", 20_000, True)
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    descriptors = {builder.UID: [ValueStateDescriptor(builder.STATE, RowDataSerializer(EVOLVED_EVENTS))]}
+    events: list[tuple[str, str]] = []
+    init, finish = KeyedStreamWriter.__init__, KeyedStreamWriter.finish
+
+    def traced_init(self: KeyedStreamWriter, *args: Any, **kwargs: Any) -> None:
+        events.append(("open", str(args[1])))
+        init(self, *args, **kwargs)
+
+    def traced_finish(self: KeyedStreamWriter, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.2)  # the first stream's end comes late: the other is under way by then
+        events.append(("finish", self.name))
+        return finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(KeyedStreamWriter, "__init__", traced_init)
+    monkeypatch.setattr(KeyedStreamWriter, "finish", traced_finish)
+    assert migrate_flink_savepoint(built.path, tmp_path / "two", descriptors, threads=2).rows == 20_000
+    assert [e for e, _ in events] == ["open", "open", "finish", "finish"], events
+    monkeypatch.undo()
+    migrate_flink_savepoint(built.path, tmp_path / "one", descriptors, threads=1)
+    for p in (tmp_path / "one").iterdir():
+        assert (tmp_path / "two" / p.name).read_bytes() == p.read_bytes()
+
+
+def test_a_failing_stream_stops_the_one_beside_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The first stream fails while the second is under way: the run raises the first stream's
+    error without waiting for the second to finish its file, and writes nothing."""
+    builder = _bench_builder()
+    built = builder.build(tmp_path / "cache", 20_000, True)
+    monkeypatch.setattr(key_group_scan, "SLICE_BYTES", 4096)
+    descriptors = {builder.UID: [ValueStateDescriptor(builder.STATE, RowDataSerializer(EVOLVED_EVENTS))]}
+    first = sorted(FlinkSavepoint(built.path).directory.relative_name(s.handle.delegate)
+                   for _, s in FlinkSavepoint(built.path).keyed_streams(FlinkSavepoint(built.path).operator(
+                       builder.UID)))[0]
+    init, frame = KeyedStreamWriter.__init__, bulk_blocks.frame_key_group
+
+    def failing_init(self: KeyedStreamWriter, *args: Any, **kwargs: Any) -> None:
+        if str(args[1]) == first:
+            time.sleep(0.3)  # the other stream is under way
+            raise OSError(28, "no space left (injected)")
+        init(self, *args, **kwargs)
+
+    def slow_frame(data: Any) -> Any:
+        time.sleep(0.01)  # the other stream alone would take seconds
+        return frame(data)
+
+    monkeypatch.setattr(KeyedStreamWriter, "__init__", failing_init)
+    monkeypatch.setattr(bulk_blocks, "frame_key_group", slow_frame)
+    t0 = time.perf_counter()
+    with pytest.raises(OutputError, match="no space left"):
+        migrate_flink_savepoint(built.path, tmp_path / "out", descriptors, threads=2)
+    assert time.perf_counter() - t0 < 2.0
+    assert not (tmp_path / "out").exists()

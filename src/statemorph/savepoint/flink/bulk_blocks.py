@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,7 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
                     key_groups: range | None = None, migrated: dict[int, int] | None = None,
                     workers: int = 1, slice_bytes: int | None = None,
                     placed: PlacedInOrder | None = None,
-                    piece: KeyGroupPiece | None = None) -> Iterator[tuple[int, Any]]:
+                    piece: KeyGroupPiece | None = None, pool: Executor | None = None) -> Iterator[tuple[int, Any]]:
     """Every non-empty key group of ``stream`` (of ``key_groups`` when given) with the values of
     the states in ``states`` (state id → (layout, migration)) migrated, encoded as the stream
     stores it (Snappy-framed when compressed), in order: what
@@ -80,7 +81,10 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
 
     With ``placed`` the worker that finishes a unit writes its bytes at their place in the file
     itself (:class:`~statemorph.bulk.chunks.PlacedInOrder`), and what comes here is each key
-    group (or piece) with its number of bytes, already in the file: the caller only counts."""
+    group (or piece) with its number of bytes, already in the file: the caller only counts.
+
+    ``pool``: worker threads shared with the other streams of the same rewrite (several files at
+    once, :func:`~statemorph.bulk.chunks.ordered_map`), instead of ``2 × workers`` of its own."""
     compressed = stream.header.compressed
     n_states = len(stream.header.states)
     if piece is not None:
@@ -166,12 +170,12 @@ def migrated_blocks(stream: KeyedStream, states: dict[int, tuple[StateLayout, Mi
     # twice as many threads as the cores asked for: a thread that waits (for the piece before
     # its own, a read, the GIL for the glue between kernels) leaves its core to another; with
     # exactly one thread a core, a 10 M-entry rewrite on 2 threads kept 1.0 core busy, not 1.6
-    pool = 2 * workers if workers > 1 else 1
+    threads = 2 * workers if workers > 1 else 1
     if placed is None:
-        for blocks in ordered_map(unit, units(), pool):
+        for blocks in ordered_map(unit, units(), threads, pool=pool):
             yield from blocks
     else:
-        for blocks in ordered_map(placed_unit, enumerate(units()), pool):
+        for blocks in ordered_map(placed_unit, enumerate(units()), threads, pool=pool):
             yield from blocks
     if migrated is not None:
         for rw in rewriters:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor
 from typing import Any
 
 import pyarrow as pa
@@ -70,14 +71,16 @@ def migrated_encoded_key_groups(stream: KeyedStream, migrations: Mapping[str, Va
                                 batch_values: int = DEFAULT_BATCH_VALUES, counts: dict[str, int] | None = None,
                                 workers: int = 1, slice_bytes: int | None = None,
                                 placed: PlacedInOrder | None = None,
-                                piece: KeyGroupPiece | None = None) -> Iterator[tuple[int, Any]]:
+                                piece: KeyGroupPiece | None = None,
+                                pool: Executor | None = None) -> Iterator[tuple[int, Any]]:
     """:func:`migrated_key_groups`, each key group encoded as
     :meth:`KeyedStreamWriter.add_encoded_key_group` takes it (a bytes-like buffer, Snappy-framed
     when the stream is compressed): the same bytes as :func:`encode_key_group` of its runs. The
     key groups never become Python objects per entry: the block kernels scan them, split list
     values into elements, and rebuild them around the bulk migration (value, reducing,
     aggregating, list and map state; TTL timestamps and map null flags kept), on ``workers``
-    threads (:func:`.bulk_blocks.migrated_blocks`, which ``slice_bytes`` and ``piece`` go to).
+    threads (:func:`.bulk_blocks.migrated_blocks`, which ``slice_bytes``, ``piece`` and a shared
+    ``pool`` go to).
     With ``placed`` the bytes are written at their places in the file as they are made, and each
     key group comes with its number of bytes instead (:meth:`KeyedStreamWriter.placed`)."""
     metas = {name: stream.header.state(name) for name in migrations}
@@ -104,7 +107,7 @@ def migrated_encoded_key_groups(stream: KeyedStream, migrations: Mapping[str, Va
               for name, (sid, _) in metas.items()}
     migrated: dict[int, int] = {}
     yield from migrated_blocks(stream, states, batch_values=batch_values, key_groups=key_groups, migrated=migrated,
-                               workers=workers, slice_bytes=slice_bytes, placed=placed, piece=piece)
+                               workers=workers, slice_bytes=slice_bytes, placed=placed, piece=piece, pool=pool)
     if counts is not None:
         for name, (sid, _) in metas.items():
             counts[name] = counts.get(name, 0) + migrated.get(sid, 0)

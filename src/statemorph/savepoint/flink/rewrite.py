@@ -17,11 +17,13 @@ object-store form of the same promise (:class:`~statemorph.savepoint.storage.Sta
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import errno
 import os
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_EXCEPTION, Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -84,8 +86,10 @@ def rewrite(
     """Write ``dst_dir``: ``src_dir`` with the states in ``changes`` migrated.
 
     ``run_jobs`` runs the per-stream jobs (:class:`StreamJob`, one per subtask stream holding a
-    changed state) and returns their results in order; by default they run here, one after the
-    other. A parallel runner (Spark) runs :func:`run_stream_job` for each job where the files are.
+    changed state) and returns their results in order; by default they run here
+    (:func:`run_local_jobs`: with ``threads`` > 1, two streams at a time on one set of
+    workers). A parallel runner (Spark) runs :func:`run_stream_job` for each job where the files
+    are.
     ``run_copies`` streams the unchanged files that a remote store cannot copy inside itself
     (:data:`RunCopies`; by default here).
 
@@ -97,8 +101,8 @@ def rewrite(
     one list element per item) into an array of new bytes of the same length.
     ``operator_changes`` does the same for operator states (list elements, broadcast map values;
     :mod:`.operator_state_migrate`), whose streams are rewritten here. ``threads``: the
-    worker threads of each stream job (key groups are read, migrated and compressed in parallel
-    while the job writes; ``migrate`` is then called from those threads).
+    worker threads (key groups are read, migrated and compressed in parallel while each job
+    writes; ``migrate`` is then called from those threads).
 
     Either side may be remote (a URI or a :class:`~statemorph.savepoint.storage.Location`): a
     remote source is read in place (byte ranges), a remote destination is written as
@@ -227,9 +231,10 @@ argument), results in job order."""
 
 
 def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tuple[bytes, ValueMigration]],
-                   tmp: str | os.PathLike[str] | Location) -> StreamResult:
+                   tmp: str | os.PathLike[str] | Location, pool: Executor | None = None) -> StreamResult:
     """Rewrite one subtask stream of ``src`` into the staging directory ``tmp``; ``changes`` maps
-    the job's state names to (new per-value envelope, value migration)."""
+    the job's state names to (new per-value envelope, value migration). ``pool``: worker threads
+    shared with the jobs that run at the same time (:func:`run_local_jobs`)."""
     op = src.operators[job.op_index]
     for st, stream in src.keyed_streams(op):
         if st.index != job.subtask:
@@ -237,7 +242,7 @@ def run_stream_job(src: FlinkSavepoint, job: StreamJob, changes: Mapping[str, tu
         chs = [_Change(op, name, *changes[name], (op.uid or op.uid_hash, name)) for name in job.states]
         target = tmp if isinstance(tmp, Location) else Path(tmp)
         handle, counts = _rewrite_stream(stream, chs, target, job.name, job.inline_threshold, job.batch_values,
-                                         op.max_parallelism, job.threads)
+                                         op.max_parallelism, job.threads, pool)
         out = DataOutputSerializer()
         write_keyed_handle(out, handle)
         return StreamResult(out.get_copy_of_buffer(), tuple((label[1], n) for label, n in counts.items()))
@@ -269,8 +274,9 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int
                 replaced.add(src.directory.relative_name(old_delegate))
     if run_jobs is None:
         def run_jobs(js: list[StreamJob], staging: Target) -> list[StreamResult]:
-            return [run_stream_job(src, j, {ch.state: (ch.envelope, ch.migrate) for ch in by_op[id(src.operators[
-                j.op_index])]}, staging) for j in js]
+            return run_local_jobs(js, lambda j, pool: run_stream_job(src, j, {
+                ch.state: (ch.envelope, ch.migrate) for ch in by_op[id(src.operators[j.op_index])]}, staging, pool),
+                threads)
     results = run_jobs(jobs, tmp)
     migrated = {ch.label: 0 for ch in plan}
     for job, result in zip(jobs, results, strict=True):
@@ -289,6 +295,42 @@ def _write(src: FlinkSavepoint, plan: list[_Change], tmp: Target, threshold: int
     return FlinkRewriteResult(migrated, len(jobs) + op_streams, carried), serialize_metadata(meta)
 
 
+STREAMS_AT_ONCE = 2
+"""Subtask streams a local run rewrites at the same time: the next one starts while the workers
+finish the last key groups of the one before, so no worker waits between files; two are enough
+for that, and memory stays that of two streams in flight whatever the parallelism."""
+
+
+def run_local_jobs(jobs: list[StreamJob], run: Callable[[StreamJob, Executor | None], StreamResult],
+                   threads: int) -> list[StreamResult]:
+    """The stream jobs of a local run, results in job order. With ``threads`` > 1, up to
+    :data:`STREAMS_AT_ONCE` jobs run at once, each keeping its own file's order
+    (:class:`~statemorph.bulk.chunks.PlacedInOrder`), their key groups taken by one set of
+    ``2 × threads`` workers in the order the jobs hand them in; each job runs in a copy of this
+    thread's context (the run's :mod:`~statemorph.bulk.serial_clock`, inside its parallel stage).
+
+    The first job to fail stops the run: the jobs not started never start, the work queued for
+    the workers is dropped (the job running beside it then fails on its next hand-over, and its
+    error is not the one raised), and its error is raised once the threads have stopped; so does
+    an interrupt of this thread."""
+    if threads <= 1 or len(jobs) <= 1:
+        return [run(j, None) for j in jobs]
+    with timed(PARALLEL), ThreadPoolExecutor(2 * threads, "statemorph-worker") as workers, \
+            ThreadPoolExecutor(STREAMS_AT_ONCE, "statemorph-stream") as streams:
+        futures = [streams.submit(contextvars.copy_context().run, run, j, workers) for j in jobs]
+        try:
+            wait(futures, return_when=FIRST_EXCEPTION)
+            failed = next((f.exception() for f in futures if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                raise failed
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            workers.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
 def _parse_keyed_handle(data: bytes, where: str) -> KeyGroupsHandle:
     src = DataInputDeserializer(data)
     handle = read_keyed_handle(src, where)
@@ -305,7 +347,7 @@ def _stream_file_name(d: SavepointDirectory, delegate: StreamHandle) -> str:
 
 def _rewrite_stream(
     stream: KeyedStream, changes: list[_Change], tmp: Target, name: str, threshold: int, batch_values: int,
-    max_parallelism: int, threads: int = 1,
+    max_parallelism: int, threads: int = 1, pool: Executor | None = None,
 ) -> tuple[KeyGroupsHandle, dict[tuple[str, str], int]]:
     header = migrated_header(stream.header, {ch.state: ch.envelope for ch in changes})
     counts: dict[str, int] = {}
@@ -317,7 +359,7 @@ def _rewrite_stream(
             placed = out.placed()  # a local file: the workers write their key groups at their places
             for kg, data in migrated_encoded_key_groups(stream, {ch.state: ch.migrate for ch in changes},
                                                         max_parallelism, batch_values=batch_values, counts=counts,
-                                                        workers=threads, placed=placed):
+                                                        workers=threads, placed=placed, pool=pool):
                 with timed(WRITE):
                     if placed is None:
                         out.add_encoded_key_group(kg, data)
