@@ -319,8 +319,12 @@ class NativeSavepoint:
                 out.append(InstanceFile(f.local_name, self.namer(h, where), h.size))
         return out
 
-    def open_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle) -> RocksInstance:
-        return RocksInstance(self, handle, self.header(op, st, handle), op.max_parallelism, self._where(op, st))
+    def open_instance(self, op: OperatorState, st: SubtaskState, handle: IncrementalHandle,
+                      header: KeyedHeader | None = None) -> RocksInstance:
+        """The instance of ``handle``, opened read-only (``header``: its :meth:`header`, when
+        already read)."""
+        return RocksInstance(self, handle, header or self.header(op, st, handle), op.max_parallelism,
+                             self._where(op, st))
 
     def inspect(self, count_entries: bool = True, readers: bool = False) -> NativeInfo:
         """Operators, their subtasks' RocksDB files and states; ``count_entries``: every entry is

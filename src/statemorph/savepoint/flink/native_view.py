@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 from ...typeutils import SnapshotRegistry
@@ -25,9 +26,10 @@ from .files import InlineStream, SavepointDirectory
 from .handles import SAVEPOINT_KEY_GROUPS_HANDLE, FileHandle, KeyGroupsHandle, RelativeFileHandle
 from .key_group_scan import ScannedGroup, scanned_groups
 from .keyed_blocks import KeyGroupExtent, StateRun, encode_key_group
-from .keyed_header import write_keyed_header
+from .keyed_header import KeyedHeader, write_keyed_header
 from .metadata import OperatorState, SubtaskState
 from .native import NativeSavepoint, RocksInstance, refuse_hashmap_format
+from .native_handles import IncrementalHandle
 from .reader import FlinkSavepoint, KeyedStream
 
 WHOLE = 1 << 62
@@ -49,19 +51,30 @@ class NativeDirectory(SavepointDirectory):
 
 class RocksKeyedStream(KeyedStream):
     """One subtask's RocksDB instance as a canonical keyed-state stream: the header of its meta
-    data, and key groups laid out and scanned as a canonical stream's."""
+    data, and key groups laid out and scanned as a canonical stream's. The instance is opened by
+    ``open`` when its entries are first read, not before: describing an operator (the planner,
+    ``schema``) reads the header only, so a migration opens each instance once, to write it."""
 
-    def __init__(self, instance: RocksInstance, where: str) -> None:
-        head = write_keyed_header(instance.header)
-        n = instance.handle.key_group_count
-        self.instance = instance
+    def __init__(self, open: Callable[[], RocksInstance], header: KeyedHeader, handle: IncrementalHandle,
+                 where: str) -> None:
+        head = write_keyed_header(header)
+        n = handle.key_group_count
+        self._open = open
+        self._instance: RocksInstance | None = None
         self.source = InlineStream(head, f"{where} meta data")
-        self.handle = KeyGroupsHandle(SAVEPOINT_KEY_GROUPS_HANDLE, instance.handle.start_key_group,
+        self.handle = KeyGroupsHandle(SAVEPOINT_KEY_GROUPS_HANDLE, handle.start_key_group,
                                       array("q", [0] * n), None)
         self.where = where
         self.extents = []
         self.header_end = len(head)
-        self.header = instance.header
+        self.header = header
+
+    @property
+    def instance(self) -> RocksInstance:
+        """The RocksDB instance, opened on first use (closed by :meth:`close`)."""
+        if self._instance is None:
+            self._instance = self._open()
+        return self._instance
 
     def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
         """Whole key groups, as :meth:`KeyedStream.key_groups` promises (the per-entry paths)."""
@@ -83,7 +96,9 @@ class RocksKeyedStream(KeyedStream):
         return self.instance.state_runs(state_id, only)
 
     def close(self) -> None:
-        self.instance.close()
+        if self._instance is not None:
+            self._instance.close()
+            self._instance = None
 
 
 class NativeFlinkSavepoint(FlinkSavepoint):
@@ -112,8 +127,9 @@ class NativeFlinkSavepoint(FlinkSavepoint):
                             refuse_hashmap_format(stream.source, stream.extents, stream.where)
                         yield st, stream
                 continue
-            instance = self.native.open_instance(op, st, h)
-            with RocksKeyedStream(instance, f"{self.path}: {op.label()} subtask {st.index}") as stream:
+            header = self.native.header(op, st, h)
+            with RocksKeyedStream(partial(self.native.open_instance, op, st, h, header), header, h,
+                                  f"{self.path}: {op.label()} subtask {st.index}") as stream:
                 yield st, stream
 
 

@@ -153,7 +153,7 @@ class _StateStream(RocksKeyedStream):
     read in one pass (what :func:`.migrate_stream.migrated_key_groups` takes)."""
 
     def __init__(self, instance: RocksInstance, where: str, sid: int) -> None:
-        super().__init__(instance, where)
+        super().__init__(lambda: instance, instance.header, instance.handle, where)
         self.sid = sid
 
     def key_groups(self, only: range | None = None) -> Iterator[tuple[int, list[StateRun]]]:
@@ -179,7 +179,7 @@ class _Writer:
         names = {m.name for m in header.states}
         mine = {state: ch for state, ch in self.changes.get(op.operator_id, {}).items() if state in names}
         if not mine:
-            with self.sp.open_instance(op, st, handle):  # RocksDB checks its MANIFEST: these files, these sizes
+            with self.sp.open_instance(op, st, handle, header):  # RocksDB checks its MANIFEST: these files, these sizes
                 pass
             st.managed_native = self._carried(handle, out, name, where)
             return
@@ -240,7 +240,7 @@ class _Writer:
             db_dir.mkdir()
             for f in handle.files():
                 place_file(self.sp, f, db_dir, where, link=f.local_name.endswith(".sst"))
-            with self.sp.open_instance(op, st, handle) as instance:
+            with self.sp.open_instance(op, st, handle, header) as instance:
                 checkpoint = self._migrated_instance(instance, header, mine, db_dir, work, op.max_parallelism, where)
             return self._collect(handle, checkpoint, out, name, where)
         except OSError as e:
