@@ -393,6 +393,37 @@ def test_files_rocksdb_wrote_read_as_rocksdb_reads_them(tmp_path: Path, monkeypa
         assert ranged == _rocksdb_runs([e for e in want if e[0] >= start and (not stop or e[0] < stop)], 100)
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, 40), min_size=2, max_size=8), st.booleans(), st.sampled_from([64, 4096]))
+def test_files_that_follow_one_another_are_one_merge_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             sizes: list[int], overlap: bool, block_size: int) -> None:
+    """Files whose key ranges follow one another (a level's, after compaction) are read one after
+    the other as one input of the merge, a file overlapping them as another: a savepoint of many
+    compacted files is merged over a few inputs, not one per file. Read as RocksDB reads them."""
+    monkeypatch.setattr(sst, "CHUNK_BLOCKS", 1 if block_size == 64 else 64)  # refills across files too
+    ops_: list[tuple[str, int, bytes]] = []
+    i = 0
+    for n in sizes:  # keys ascending over the files: each file's range after the one before
+        ops_ += [("put", 4 * (i + j), bytes([j % 251]) * (j % 7)) for j in range(n)] + [("flush", 0, b"")]
+        i += n
+    if overlap:  # one more file whose keys fall among all the others'
+        ops_ += [("put", 4 * j + 2 * (j % 2), b"new") for j in range(0, i, 3)]
+    want = _write(tmp_path / "db", ops_, 5, "crc32c", "snappy", block_size)
+    path = tmp_path / "db"
+    tables = family_tables(path, (path / "live").read_text().split(), NATIVE)
+    try:
+        chains = sst._chained(tables["default"], b"", b"", NATIVE)
+        assert len(tables["default"]) == len(sizes) + overlap
+        assert sorted(len(c) for c in chains) == sorted([len(sizes)] + [1] * overlap)
+    finally:
+        for t in tables["default"]:
+            t.close()
+    for k in TIERS:
+        assert _read(path, k) == _rocksdb_runs(want, 1 << 20)
+        assert _read(path, k, b"\x01", b"\x03", 100) == _rocksdb_runs(
+            [e for e in want if b"\x01" <= e[0] < b"\x03"], 100)
+
+
 def test_format_version_6_is_left_to_rocksdb(tmp_path: Path) -> None:
     _write(tmp_path / "db", [("put", 1, b"x")], 6, "xxh3", "snappy", 4096)
     with pytest.raises(SstUnsupported, match="format_version 6"):

@@ -329,13 +329,17 @@ def latest_options(directory: Path) -> str:
 
 
 class _FileInput:
-    """One file's entries for the merge: a chunk of decoded data blocks, refilled as the merge
-    consumes it (the entries it has not consumed move to the front)."""
+    """One input of the merge: the data blocks of one file, or of files whose key ranges follow
+    one another (a level's files: :func:`_chained`), read in turn; a chunk of decoded data
+    blocks, refilled as the merge consumes it (the entries it has not consumed move to the
+    front)."""
 
-    def __init__(self, table: SstTable, blocks: range, kernels: KernelTier) -> None:
-        self.table = table
-        self.next = blocks.start
-        self.stop = blocks.stop
+    def __init__(self, parts: list[tuple[SstTable, range]], kernels: KernelTier) -> None:
+        self.parts = parts
+        self.part = 0
+        self.table = parts[0][0]
+        self.next = parts[0][1].start
+        self.stop = parts[0][1].stop
         self.kernels = kernels
         self.koff = np.zeros(4097, np.int64)
         self.voff = np.zeros(4097, np.int64)
@@ -343,6 +347,7 @@ class _FileInput:
         self.vdata = np.empty(1 << 19, np.uint8)
         self.scratch = np.empty(1 << 16, np.uint8)
         self.n = 0
+        self._next_part()
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -351,6 +356,13 @@ class _FileInput:
     @property
     def eof(self) -> bool:
         return self.next >= self.stop
+
+    def _next_part(self) -> None:
+        """Past the blocks of the current file, the next file's (when there is one with blocks)."""
+        while self.next >= self.stop and self.part + 1 < len(self.parts):
+            self.part += 1
+            self.table, blocks = self.parts[self.part]
+            self.next, self.stop = blocks.start, blocks.stop
 
     def refill(self, pos: int) -> None:
         """Keep the entries from ``pos`` on, then decode up to :data:`CHUNK_BLOCKS` more blocks."""
@@ -376,13 +388,13 @@ class _FileInput:
                 progressed = block > self.next
                 self.next, self.n = block, n
                 if progressed:
-                    return
+                    break
                 self._grow()
             elif status != abi.SST_OK:
                 raise _status(status, f"{where} data block {block}")
             else:
                 self.next, self.n = block, n
-        return
+        self._next_part()
 
     def _grow(self) -> None:
         self.koff, self.kdata, self.voff, self.vdata = _grown(
@@ -394,6 +406,43 @@ def _grown(arrays: tuple[np.ndarray, ...], where: str) -> tuple[np.ndarray, ...]
     if max(a.nbytes for a in arrays) * 2 > MAX_DECODED:
         raise SstUnsupported(f"{where}: entries that decode to more than {MAX_DECODED >> 20} MiB at once")
     return tuple(np.resize(a, 2 * len(a)) for a in arrays)
+
+
+def _first_key(table: SstTable, kernels: KernelTier) -> bytes:
+    """The user key of the first entry of ``table`` (its first data block's first entry, which
+    shares no prefix)."""
+    where = f"SST file {table.name} data block 0"
+    blk = _read_block(kernels, table.data, int(table.block_pos[0]), int(table.block_len[0]), table.checksum, where)
+    cur = _Cursor(blk, where, len(blk))
+    _shared, non_shared, _value_len = cur.varint(5), cur.varint(5), cur.varint(5)
+    key = cur.take(non_shared)
+    if len(key) < 8:
+        raise FlinkSavepointError(f"{where}: damaged SST file: a key shorter than 8 bytes")
+    return key[:-8]
+
+
+def _chained(tables: list[SstTable], start_key: bytes, stop_key: bytes,
+             kernels: KernelTier) -> list[list[tuple[SstTable, range]]]:
+    """The merge's inputs: the blocks of each file that may hold keys in ``[start_key,
+    stop_key)``, files whose key ranges do not overlap read one after the other as one input
+    (a level's files, in key order: each entry is then compared with fewer inputs' heads).
+    A file joins the first chain whose last file's greatest key (its index's last key, an upper
+    bound) is below its first key; a user key in two files keeps them in different inputs, so
+    the merge still orders its versions by sequence number."""
+    parts = [(t, t.blocks(start_key, stop_key)) for t in tables]
+    parts = [(t, r) for t, r in parts if len(r)]
+    if len(parts) < 2:
+        return [[p] for p in parts]
+    firsts = [_first_key(t, kernels) for t, _ in parts]
+    chains: list[list[tuple[SstTable, range]]] = []
+    for i in sorted(range(len(parts)), key=lambda i: firsts[i]):
+        for chain in chains:
+            if chain[-1][0].last_keys[-1] < firsts[i]:
+                chain.append(parts[i])
+                break
+        else:
+            chains.append([parts[i]])
+    return chains
 
 
 class FamilyReader:
@@ -411,8 +460,7 @@ class FamilyReader:
         that brings a run to ``slice_bytes`` (key + value + 8 bytes an entry), as
         :meth:`.native.RocksInstance.rocks_state_runs` cuts them: a run the output buffers cut
         short is continued by the next call (``group``, the budget left)."""
-        inputs = [_FileInput(t, t.blocks(start_key, stop_key), self.kernels) for t in self.tables]
-        inputs = [x for x in inputs if not x.eof]
+        inputs = [_FileInput(parts, self.kernels) for parts in _chained(self.tables, start_key, stop_key, self.kernels)]
         if not inputs:
             return
         for x in inputs:
@@ -462,8 +510,7 @@ class FamilyReader:
         groups: what a writer of the same column family takes, without a Python object per entry.
         The merge writes straight into the batch's buffers, which the next batch reuses: a batch
         is valid until the next one is asked for (copy what must outlive it)."""
-        inputs = [_FileInput(t, t.blocks(start_key, stop_key), self.kernels) for t in self.tables]
-        inputs = [x for x in inputs if not x.eof]
+        inputs = [_FileInput(parts, self.kernels) for parts in _chained(self.tables, start_key, stop_key, self.kernels)]
         if not inputs:
             return
         for x in inputs:
