@@ -35,6 +35,7 @@ file-merging checkpoints are refused with one line naming the setting that made 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -667,23 +668,17 @@ class RocksInstance:
         call per entry, the table reader's hot loop); a column family with a table feature that
         reader does not read is read through RocksDB (:meth:`rocks_state_runs`), the reason in
         :attr:`readers` and the log, from the first key not yet delivered."""
-        r = self._range(only)
-        if sid not in self.families or not len(r):
+        read = self._sst_read(sid, only)
+        if read is None:
             return
-        reader = self._family_reader(sid)
+        reader, start, stop = read
         after: bytes | None = None
         if reader is not None:
-            p = self.prefix
-            stop = r.stop.to_bytes(p, "big") if r.stop < 1 << (8 * p) else b""
-            try:
-                for run in reader.runs(sid, r.start.to_bytes(p, "big"), stop, p, slice_bytes):
+            with self._sst_errors(sid):
+                for run in reader.runs(sid, start, stop, self.prefix, slice_bytes):
                     after = run.keys[-1]
                     yield run
                 return
-            except SstUnsupported as e:
-                self._fall_back(sid, str(e))
-            except FlinkSavepointError as e:
-                raise FlinkSavepointError(f"{self.where}: state {self.header.states[sid].name!r}: {e}") from e
         yield from self.rocks_state_runs(sid, only, slice_bytes, after)
 
     def state_batches(self, sid: int) -> Iterator[FlatBatch]:
@@ -692,25 +687,42 @@ class RocksInstance:
         the native writer's SST writer takes. A column family the SST reader does not read is read
         through RocksDB (:meth:`rocks_state_runs`, its runs laid out flat), as :meth:`state_runs`
         falls back. A batch is valid until the next one is asked for (its buffers are reused)."""
-        r = self._range(None)
-        if sid not in self.families or not len(r):
+        read = self._sst_read(sid, None)
+        if read is None:
             return
-        reader = self._family_reader(sid)
+        reader, start, stop = read
         after: bytes | None = None
         if reader is not None:
-            p = self.prefix
-            stop = r.stop.to_bytes(p, "big") if r.stop < 1 << (8 * p) else b""
-            try:
-                for batch in reader.batches(r.start.to_bytes(p, "big"), stop):
+            with self._sst_errors(sid):
+                for batch in reader.batches(start, stop):
                     after = batch.kdata[batch.koff[batch.n - 1]:batch.koff[batch.n]].tobytes()
                     yield batch
                 return
-            except SstUnsupported as e:
-                self._fall_back(sid, str(e))
-            except FlinkSavepointError as e:
-                raise FlinkSavepointError(f"{self.where}: state {self.header.states[sid].name!r}: {e}") from e
         for run in self.rocks_state_runs(sid, None, SLICE_BYTES, after):
             yield flat_batch(run.keys, run.values)
+
+    def _sst_read(self, sid: int, only: range | None) -> tuple[FamilyReader | None, bytes, bytes] | None:
+        """What a read of state ``sid`` (the key groups of ``only``) takes from the SST files: the
+        column family's reader (None: read through RocksDB) and the user-key bounds of the key
+        groups; None when there is nothing to read."""
+        r = self._range(only)
+        if sid not in self.families or not len(r):
+            return None
+        p = self.prefix
+        stop = r.stop.to_bytes(p, "big") if r.stop < 1 << (8 * p) else b""
+        return self._family_reader(sid), r.start.to_bytes(p, "big"), stop
+
+    @contextlib.contextmanager
+    def _sst_errors(self, sid: int) -> Iterator[None]:
+        """Around a read from the SST files: a table feature the reader does not read sends the
+        rest of the read through RocksDB (the reason in :attr:`readers`); a damaged file's error
+        names the state."""
+        try:
+            yield
+        except SstUnsupported as e:
+            self._fall_back(sid, str(e))
+        except FlinkSavepointError as e:
+            raise FlinkSavepointError(f"{self.where}: state {self.header.states[sid].name!r}: {e}") from e
 
     def _family_reader(self, sid: int) -> FamilyReader | None:
         """The SST reader of state ``sid``'s column family, or None (the reason in :attr:`readers`)."""

@@ -445,6 +445,33 @@ def _chained(tables: list[SstTable], start_key: bytes, stop_key: bytes,
     return chains
 
 
+class _Merge:
+    """The state of one ``sst_merge`` over several inputs, shared by the calls that continue it:
+    each input's arrays, its position, its entry count and whether its files are done."""
+
+    def __init__(self, inputs: list[_FileInput], family: str) -> None:
+        for x in inputs:
+            x.refill(0)
+        self.inputs, self.family = inputs, family
+        self.pos = np.zeros(len(inputs), np.int64)
+        self.end = np.array([x.n for x in inputs], np.int64)
+        self.eof = np.array([x.eof for x in inputs], np.uint8)
+
+    @property
+    def arrays(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        return [x.arrays for x in self.inputs]
+
+    def refill(self, i: int) -> None:
+        """Input ``i`` ran out of decoded entries (``SST_REFILL``): decode its next blocks."""
+        x = self.inputs[i]
+        x.refill(int(self.pos[i]))
+        self.pos[i], self.end[i], self.eof[i] = 0, x.n, x.eof
+
+    def failed(self, status: int) -> Exception:
+        names = ", ".join(x.table.name for x in self.inputs)
+        return _status(status, f"SST files {names} (column family {self.family!r})")
+
+
 class FamilyReader:
     """The SST files of one column family, read as RocksDB's iterator would show them."""
 
@@ -453,6 +480,12 @@ class FamilyReader:
         self.delimiter = delimiter
         self.kernels = kernels
 
+    def _merge(self, start_key: bytes, stop_key: bytes) -> _Merge | None:
+        """The merge of this column family's files over ``[start_key, stop_key)``, its inputs
+        filled; None when no file holds a key there."""
+        inputs = [_FileInput(parts, self.kernels) for parts in _chained(self.tables, start_key, stop_key, self.kernels)]
+        return _Merge(inputs, self.tables[0].family) if inputs else None
+
     def runs(self, sid: int, start_key: bytes, stop_key: bytes, group_len: int,
              slice_bytes: int) -> Iterator[StateRun]:
         """The entries with user keys in ``[start_key, stop_key)`` as runs of one key group (the
@@ -460,14 +493,9 @@ class FamilyReader:
         that brings a run to ``slice_bytes`` (key + value + 8 bytes an entry), as
         :meth:`.native.RocksInstance.rocks_state_runs` cuts them: a run the output buffers cut
         short is continued by the next call (``group``, the budget left)."""
-        inputs = [_FileInput(parts, self.kernels) for parts in _chained(self.tables, start_key, stop_key, self.kernels)]
-        if not inputs:
+        m = self._merge(start_key, stop_key)
+        if m is None:
             return
-        for x in inputs:
-            x.refill(0)
-        pos = np.zeros(len(inputs), np.int64)
-        end = np.array([x.n for x in inputs], np.int64)
-        eof = np.array([x.eof for x in inputs], np.uint8)
         koff, voff = np.zeros(RUN_ENTRIES + 1, np.int64), np.zeros(RUN_ENTRIES + 1, np.int64)
         kdata, vdata = np.empty(RUN_BYTES, np.uint8), np.empty(RUN_BYTES, np.uint8)
         k = self.kernels
@@ -476,7 +504,7 @@ class FamilyReader:
         size = 0  # of the run being built, as the kernel counts it (key + value + 8 an entry)
         while True:
             group = keys[-1][:group_len] if keys else b""
-            status, n, refill = k.sst_merge([x.arrays for x in inputs], pos, end, eof, self.delimiter, group_len,
+            status, n, refill = k.sst_merge(m.arrays, m.pos, m.end, m.eof, self.delimiter, group_len,
                                             group, start_key, stop_key, slice_bytes - size, koff, kdata, voff, vdata)
             if n:
                 more_keys, more_values = k.sst_lists(koff, kdata, voff, vdata, n)
@@ -484,9 +512,7 @@ class FamilyReader:
                 values += more_values
                 size += int(koff[n]) + int(voff[n]) + 8 * n
             if status == abi.SST_REFILL:
-                x = inputs[refill]
-                x.refill(int(pos[refill]))
-                pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
+                m.refill(refill)
             elif status == abi.SST_CAPACITY:  # not one entry fit
                 koff, kdata, voff, vdata = _grown((koff, kdata, voff, vdata),
                                                   f"column family {self.tables[0].family!r}")
@@ -499,8 +525,7 @@ class FamilyReader:
                 if status == abi.SST_END:
                     return
             else:
-                names = ", ".join(x.table.name for x in inputs)
-                raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
+                raise m.failed(status)
 
 
     def batches(self, start_key: bytes, stop_key: bytes, entries: int = BATCH_ENTRIES,
@@ -510,14 +535,9 @@ class FamilyReader:
         groups: what a writer of the same column family takes, without a Python object per entry.
         The merge writes straight into the batch's buffers, which the next batch reuses: a batch
         is valid until the next one is asked for (copy what must outlive it)."""
-        inputs = [_FileInput(parts, self.kernels) for parts in _chained(self.tables, start_key, stop_key, self.kernels)]
-        if not inputs:
+        m = self._merge(start_key, stop_key)
+        if m is None:
             return
-        for x in inputs:
-            x.refill(0)
-        pos = np.zeros(len(inputs), np.int64)
-        end = np.array([x.n for x in inputs], np.int64)
-        eof = np.array([x.eof for x in inputs], np.uint8)
         k = self.kernels
         cap_k = cap_v = batch_bytes
         koff, voff = np.zeros(entries + 1, np.int64), np.zeros(entries + 1, np.int64)
@@ -525,7 +545,7 @@ class FamilyReader:
         while True:
             count = kpos = vpos = 0
             while True:
-                status, n, refill = k.sst_merge([x.arrays for x in inputs], pos, end, eof, self.delimiter, 0, b"",
+                status, n, refill = k.sst_merge(m.arrays, m.pos, m.end, m.eof, self.delimiter, 0, b"",
                                                 start_key, stop_key, 1 << 62, koff[count:], kdata[kpos:],
                                                 voff[count:], vdata[vpos:])
                 if n:
@@ -534,9 +554,7 @@ class FamilyReader:
                     count += n
                     kpos, vpos = int(koff[count]), int(voff[count])
                 if status == abi.SST_REFILL:
-                    x = inputs[refill]
-                    x.refill(int(pos[refill]))
-                    pos[refill], end[refill], eof[refill] = 0, x.n, x.eof
+                    m.refill(refill)
                 elif status in (abi.SST_SLICE, abi.SST_CAPACITY) and count:
                     break  # this batch is full
                 elif status == abi.SST_CAPACITY:  # not one entry fits a batch
@@ -548,8 +566,7 @@ class FamilyReader:
                 elif status == abi.SST_END:
                     break
                 elif status != abi.SST_SLICE:
-                    names = ", ".join(x.table.name for x in inputs)
-                    raise _status(status, f"SST files {names} (column family {self.tables[0].family!r})")
+                    raise m.failed(status)
             if count:
                 yield FlatBatch(koff[:count + 1], kdata[:kpos], voff[:count + 1], vdata[:vpos], count)
             if status == abi.SST_END:
