@@ -42,7 +42,7 @@ import random
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +231,8 @@ class _Scene:
         self.root, self.parent = _scene(seed, (seed / "_metadata").read_bytes())
         self.skeleton = skeleton
         rel = self.parent.relative_to(self.root)
+        self.written: tuple[str, ...]
+        self.outputs: tuple[str, ...]
         if skeleton:
             shutil.copytree(_parquet_form(name), self.parent / "pq")
             doc = json.loads((self.parent / "pq" / "_metadata.json").read_text(encoding="utf-8"))
@@ -299,10 +301,12 @@ def _judged(name: str, skeleton: bool, data: bytes, expected: dict[str, Any],
             return _run(scene.root, scene.parent, lambda: verbs(scene.parent), scene.outputs, expected)
         finally:
             scene.remove()
-    scene = _SCENES.get((name, skeleton))
-    if scene is None or not scene.clean:
-        if scene is not None:
-            scene.remove()  # an input that ended otherwise (a finding, a hang) may have left anything there
+    kept = _SCENES.get((name, skeleton))
+    if kept is not None and kept.clean:
+        scene = kept
+    else:
+        if kept is not None:
+            kept.remove()  # an input that ended otherwise (a finding, a hang) may have left anything there
         scene = _SCENES[name, skeleton] = _Scene(name, skeleton)
     scene.clean = False
     before = scene.load(data)
@@ -769,7 +773,7 @@ class _Leaves:
             got = self.texts[text] = _ENCODE(text)
         return got
 
-    def write_offsets(self, out: DataOutputSerializer, offsets: list[int]) -> None:
+    def write_offsets(self, out: DataOutputSerializer, offsets: Sequence[int]) -> None:
         key = tuple(offsets)
         got = self.offsets.get(key)
         if got is None:
