@@ -68,6 +68,9 @@ pages go back to the OS (the pool keeps them for reuse, and the next input's pea
 them)."""
 MEMO_INPUTS = 1 << 22
 """Distinct inputs a worker remembers (8-byte digests as ints, about 75 MB a million)."""
+REPORT_EVERY = 600.0
+"""Seconds between a long run's progress lines on stderr (input reached, distinct, findings so far,
+inputs a second); a finding is reported on stderr as it is found, so a run of hours shows one at once."""
 
 
 class Hang(BaseException):
@@ -337,10 +340,16 @@ def run_worker(names: list[str], start: int, count: int, seconds: float, progres
             continue
         stats = Stats(fam.name)
         judged: dict[int, str | None] = {}  # digest of an input -> its outcome (None: a finding, judged again)
-        t0 = time.monotonic()
+        t0 = report = time.monotonic()
         for index in range(resume[1] if no == resume[0] else start, start + count):
-            if seconds and time.monotonic() - t0 > seconds:
+            now = time.monotonic()
+            if seconds and now - t0 > seconds:
                 break
+            if now - report > REPORT_EVERY:
+                report = now
+                print(f"  {fam.name}: at input {index}, {stats.inputs} inputs ({stats.distinct} distinct), "
+                      f"{len(stats.findings)} findings, {stats.inputs / (now - t0):.1f} inputs/s",
+                      file=sys.stderr, flush=True)
             prog.set(no, index)
             target, data, _ = input_for(fam, index)
             digest = input_digest(target, data)
@@ -363,6 +372,8 @@ def run_worker(names: list[str], start: int, count: int, seconds: float, progres
                 stats.input_rss_mb, stats.input_rss_at = grew, index
             if kind is not None:
                 stats.findings.append(Finding(fam.name, target, index, kind, message, data))
+                first = message.splitlines()[0][:200] if message else ""
+                print(f"  {fam.name}: {kind} at input {index} ({target}): {first}", file=sys.stderr, flush=True)
             if len(judged) < MEMO_INPUTS:
                 judged[digest] = None if kind is not None else sys.intern(outcome)
             if rss.rss_mib() > baseline + RETURN_ABOVE_MIB:

@@ -473,10 +473,12 @@ def key_groups() -> Family:
 SIZED_FRAME = struct.Struct(">QBHH")
 """A ``sparse-and-bomb`` input: the key group's stored size, flags (bit 0: Snappy-compressed),
 the lengths of its head and tail; then the head, the tail, and the unit repeated between them."""
-SIZED_MAX = {False: 4 << 30, True: 64 << 20}
-"""The largest stored size an input may claim: a 4 GiB sparse key group, 64 MiB of Snappy chunks
+SIZED_MAX = {False: 1 << 40, True: 64 << 20}
+"""The largest stored size an input may claim: a 1 TiB sparse key group, 64 MiB of Snappy chunks
 (1.4 GiB of zeros once decompressed); either, held whole, breaks the worker's address-space
-bound (1 GiB above its start)."""
+bound (1 GiB above its start). A terabyte is a million pieces of a slice: a cut that made an
+object per piece before reading (up to commit ``aa114b4``) took 3 GB for them, a ``memory``
+finding here (the family clamped claims to 4 GiB then, and missed it)."""
 SIZED_STATES = 16
 SIZED_READ = 4 << 20
 """An input whose first 4 MiB (four slices) scan as valid entries is not read further: gigabytes

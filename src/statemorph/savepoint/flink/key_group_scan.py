@@ -347,8 +347,12 @@ class KeyGroupCut:
         # a piece smaller than a Snappy chunk is fine: the piece that cuts a chunk reads it to its end
         self.read = max(slice_bytes // 2, 2 * len(STREAM_IDENTIFIER)) if compressed else slice_bytes
         self.pieces = max(1, -(-(ext.end - ext.offset) // self.read))
-        self._handoffs = [_Handoff() for _ in range(self.pieces + 1)]
-        first = self._handoffs[0 if start is None else start.piece]
+        # hand-overs are made as the pieces reach them and dropped once taken: a key group that
+        # claims a terabyte (a sparse file) has a million pieces, and one object each, made up
+        # front, took 3 GB and 20 s before its first byte was read
+        self._handoffs: dict[int, _Handoff] = {}
+        self._lock = threading.Lock()
+        first = self._handoff(0 if start is None else start.piece)
         first.to = ext.offset
         if start is not None:
             if not 0 < start.piece < self.pieces:
@@ -358,13 +362,20 @@ class KeyGroupCut:
         first.chunks.set()
         first.ready.set()
         self._total = -1
-        self._lock = threading.Lock()
+
+    def _handoff(self, i: int) -> _Handoff:
+        """What piece ``i - 1`` hands piece ``i``: made by whichever of the two asks first."""
+        with self._lock:
+            h = self._handoffs.get(i)
+            if h is None:
+                h = self._handoffs[i] = _Handoff()
+            return h
 
     def handover(self, i: int) -> Handover | None:
         """What the pieces before ``i`` (all cut) hand piece ``i``, to begin there elsewhere;
         ``None`` while an entry waits for more pieces or it holds more than
         :data:`HANDOVER_BYTES`."""
-        h = self._handoffs[i]
+        h = self._handoff(i)
         held = len(h.tail) + sum(memoryview(c).nbytes for c in h.carry)
         if not h.ready.is_set() or h.failed or h.done or h.needs or held > HANDOVER_BYTES:
             return None
@@ -374,7 +385,7 @@ class KeyGroupCut:
     def slices_of(self, i: int, scratch: ScanArrays) -> list[ScannedGroup]:
         """The slices that end in piece ``i`` (none when an entry spans the whole piece), cut
         after whole entries; the last piece's end with the end mark."""
-        into, out = self._handoffs[i], self._handoffs[i + 1]
+        into, out = self._handoff(i), self._handoff(i + 1)
         try:
             own, n = self._own_bytes(i, into, out)
             if into.failed:
@@ -387,8 +398,10 @@ class KeyGroupCut:
         except BaseException:
             out.fail()
             raise
-        finally:  # only this piece reads what the previous one handed on: its buffers go now
+        finally:  # only this piece reads what the previous one handed on: it goes now
             into.carry, into.tail = [], b""
+            with self._lock:
+                self._handoffs.pop(i, None)
 
     def _own_bytes(self, i: int, into: _Handoff, out: _Handoff) -> tuple[np.ndarray, int]:
         """Piece ``i`` read (and decompressed) into a buffer behind :data:`HEADROOM` free bytes,
