@@ -45,12 +45,35 @@ def test_an_untyped_error_names_its_place() -> None:
     assert message.startswith("KeyError at test_oracle.py:")
 
 
-def test_a_slow_input_is_a_hang() -> None:
-    def slow(data: bytes) -> str:
+def test_a_blocked_input_is_a_hang() -> None:
+    def blocked(data: bytes) -> str:
         time.sleep(30)
         return "ok"
 
-    assert judge(_family(slow), "t", b"", hang_seconds=0.2)[:2] == ("hang", "hang")
+    outcome, kind, message = judge(_family(blocked), "t", b"", hang_seconds=5, blocked_seconds=0.2)
+    assert (outcome, kind) == ("hang", "hang")
+    assert message == "no result after 0.2 s of wall-clock time"
+
+
+def test_an_input_that_spins_is_a_hang_by_its_cpu_time() -> None:
+    def spins(data: bytes) -> str:
+        while True:
+            pass
+
+    outcome, kind, message = judge(_family(spins), "t", b"", hang_seconds=0.2, blocked_seconds=60)
+    assert (outcome, kind) == ("hang", "hang")
+    assert message == "no result after 0.2 s of CPU time"
+
+
+def test_an_input_waiting_its_turn_for_a_cpu_is_not_a_hang() -> None:
+    """A worker starved of CPU by other jobs (``nice -n 19`` at load 7) takes wall-clock seconds
+    for an input of milliseconds: its CPU time, not its wall time, decides (a wall-clock alarm
+    took three such inputs for hangs in a million-input run)."""
+    def waits(data: bytes) -> str:
+        time.sleep(0.5)  # wall time passes, little CPU is used: as when the worker waits its turn
+        return "ok"
+
+    assert judge(_family(waits), "t", b"", hang_seconds=0.2, blocked_seconds=60)[:2] == ("ok", None)
 
 
 def test_an_input_that_takes_memory_is_an_rss_finding() -> None:
