@@ -220,6 +220,17 @@ SST_SLICE = 34          # sst_merge: the run reached its byte budget or the outp
 SST_REFILL = 35         # sst_merge: an input needs its next blocks decoded
 SST_CAPACITY = 36       # an output buffer is too small
 
+# RocksDB SST writes (kernels/sstwrite_py.py): the slots of the ``state`` array carried from
+# one sst_data call to the next.
+STATE_OUT = 0           # bytes of ``out`` written (the caller writes them and sets this back to 0)
+STATE_FILE_POS = 1      # the file offset of ``out[0]`` plus STATE_OUT: where the next block starts
+STATE_INDEX = 2         # bytes of the index entries written into ``index``
+STATE_BLOCKS = 3        # data blocks written (index entries, their restarts in ``index_restarts``)
+STATE_ENTRIES = 4       # entries written
+STATE_RAW_KEYS = 5      # internal-key bytes written (RocksDB's ``rocksdb.raw.key.size``)
+STATE_RAW_VALUES = 6    # value bytes written (``rocksdb.raw.value.size``)
+STATE_SIZE = 7          # slots of the array
+
 FAMILIES: dict[str, tuple[str, ...]] = {
     "common": ("ERR_OK", "ERR_TRUNCATED", "ERR_TRAILING", "ERR_BAD_LENGTH", "ERR_BAD_OFFSET", "ERR_BAD_HEADER",
                "ERR_BAD_UTF8", "ERR_LONE_SURROGATE", "ERR_BAD_CHAR", "ERR_BAD_SIZE", "ERR_NULL_NOT_ALLOWED",
@@ -246,6 +257,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "sst": ("SST_OK", "SST_TRUNCATED", "SST_CHECKSUM", "SST_SNAPPY", "SST_ENTRY", "SST_ORDER", "SST_KEY",
             "SST_COMPRESSION", "SST_CHECKSUM_TYPE", "SST_HASH_INDEX", "SST_ENTRY_TYPE",
             "SST_NO_MERGE", "SST_END", "SST_GROUP", "SST_SLICE", "SST_REFILL", "SST_CAPACITY"),
+    "sstwrite": ("STATE_OUT", "STATE_FILE_POS", "STATE_INDEX", "STATE_BLOCKS", "STATE_ENTRIES", "STATE_RAW_KEYS",
+                 "STATE_RAW_VALUES", "STATE_SIZE"),
 }
 """Which names each ``kernels/_native/abi_<family>.pxi`` declares. ``common`` (the statuses and leaf kinds)
 comes with ``cursor.pxd``, which every kernel cimports."""

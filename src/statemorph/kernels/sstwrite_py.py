@@ -35,21 +35,17 @@ from __future__ import annotations
 from typing import Any
 
 from . import abi
+from .abi import (
+    STATE_BLOCKS,
+    STATE_ENTRIES,
+    STATE_FILE_POS,
+    STATE_INDEX,
+    STATE_OUT,
+    STATE_RAW_KEYS,
+    STATE_RAW_VALUES,
+)
 from .sst_py import TRAILER, _read_block, block_checksum
 
-STATE_OUT = 0
-"""Bytes of ``out`` written (the caller writes them to the file and sets this back to 0)."""
-STATE_FILE_POS = 1
-"""The file offset of ``out[0]`` plus ``STATE_OUT``: where the next block starts."""
-STATE_INDEX = 2
-"""Bytes of the index entries written into ``index``."""
-STATE_BLOCKS = 3
-"""Data blocks written (index entries, their restart offsets in ``index_restarts``)."""
-STATE_ENTRIES = 4
-STATE_RAW_KEYS = 5
-"""Internal-key bytes written (RocksDB's ``rocksdb.raw.key.size``)."""
-STATE_RAW_VALUES = 6
-STATE_SIZE = 7
 MAX_FRAGMENT = 1 << 16
 """Snappy compresses in independent fragments of 64 KiB."""
 _HASH_MUL = 0x1E35A7BD

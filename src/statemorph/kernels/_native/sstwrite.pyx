@@ -17,6 +17,7 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 include "abi_sst.pxi"
+include "abi_sstwrite.pxi"
 
 __statemorph_native__ = True
 
@@ -29,14 +30,6 @@ DEF MAX_FRAGMENT = 65536
 DEF MAX_TABLE = 16384
 DEF HASH_MUL = 0x1E35A7BD
 
-STATE_OUT = 0
-STATE_FILE_POS = 1
-STATE_INDEX = 2
-STATE_BLOCKS = 3
-STATE_ENTRIES = 4
-STATE_RAW_KEYS = 5
-STATE_RAW_VALUES = 6
-STATE_SIZE = 7
 
 
 cdef inline int64_t bound(int64_t n) noexcept nogil:

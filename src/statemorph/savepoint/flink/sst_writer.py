@@ -33,7 +33,7 @@ import numpy as np
 
 from ...errors import OutputError
 from ...kernels import KERNELS, abi
-from ...kernels.sstwrite_py import (
+from ...kernels.abi import (
     STATE_BLOCKS,
     STATE_ENTRIES,
     STATE_FILE_POS,
@@ -42,8 +42,8 @@ from ...kernels.sstwrite_py import (
     STATE_RAW_KEYS,
     STATE_RAW_VALUES,
     STATE_SIZE,
-    snappy_bound,
 )
+from ...kernels.sstwrite_py import snappy_bound
 from ...kernels.tiers import KernelTier
 from .sst import BYTEWISE, FOOTER, MAGIC, _int_prop, table_tail
 
