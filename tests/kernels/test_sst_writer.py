@@ -194,7 +194,7 @@ def test_formats_it_does_not_write_are_refused_with_the_reason(tmp_path: Path, k
 
 
 def test_sst_data_checks_offsets() -> None:
-    state = np.zeros(sst_writer.STATE_SIZE, np.int64)
+    state = np.zeros(abi.STATE_SIZE, np.int64)
     for koff in ([0, 5], [2, 1]):  # past the 2 key bytes; backwards
         for k in (PY, NATIVE):
             status, nxt, _ = k.sst_data(np.array(koff, np.int64), np.zeros(2, np.uint8), np.array([0, 0], np.int64),

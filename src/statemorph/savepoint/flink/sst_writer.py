@@ -33,18 +33,9 @@ import numpy as np
 
 from ...errors import OutputError
 from ...kernels import KERNELS, abi
-from ...kernels.abi import (
-    STATE_BLOCKS,
-    STATE_ENTRIES,
-    STATE_FILE_POS,
-    STATE_INDEX,
-    STATE_OUT,
-    STATE_RAW_KEYS,
-    STATE_RAW_VALUES,
-    STATE_SIZE,
-)
 from ...kernels.sstwrite_py import snappy_bound
 from ...kernels.tiers import KernelTier
+from ...serializers.strings import varlen as _varint
 from .sst import BYTEWISE, FOOTER, MAGIC, _int_prop, table_tail
 
 PUT_SEQ0 = 1
@@ -174,15 +165,6 @@ def sst_format(options_text: str, family: str, template: Path) -> SstFormat:
                      {k: v for k, v in props.items() if k not in COMPUTED})
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def session_identity() -> str:
     """A fresh 20-character session identity of RocksDB's alphabet: with the file number it makes
     the file's unique id, which block caches key on, so no two new files may share it."""
@@ -226,7 +208,7 @@ class SstFileBuilder:
         self.kernels = kernels
         self.paths: list[Path] = []
         self.file: Any = None
-        self.state = np.zeros(STATE_SIZE, np.int64)
+        self.state = np.zeros(abi.STATE_SIZE, np.int64)
         self.scratch = np.empty(max(2 * fmt.block_size, 1 << 13), np.uint8)
         self.out = np.empty(1 << 20, np.uint8)
         self.index = np.empty(1 << 16, np.uint8)
@@ -260,7 +242,7 @@ class SstFileBuilder:
 
     def _closed_at_target(self) -> None:
         """Close the file once it has reached the target size."""
-        if int(self.state[STATE_FILE_POS]) >= self.target:
+        if int(self.state[abi.STATE_FILE_POS]) >= self.target:
             self._close()
 
     def finish(self) -> list[Path]:
@@ -282,10 +264,10 @@ class SstFileBuilder:
         self.state[:] = 0
 
     def _flush(self) -> None:
-        o = int(self.state[STATE_OUT])
+        o = int(self.state[abi.STATE_OUT])
         if o:
             self.file.write(self.out[:o])
-            self.state[STATE_OUT] = 0
+            self.state[abi.STATE_OUT] = 0
 
     def _blocks(self, koff: np.ndarray, kdata: Any, voff: np.ndarray, vdata: Any, start: int, stop: int,
                 final: bool) -> int:
@@ -305,9 +287,9 @@ class SstFileBuilder:
                 self.scratch = np.empty(2 * int(need), np.uint8)
             if len(self.out) < snappy_bound(len(self.scratch)) + 64:
                 self.out = np.empty(2 * (snappy_bound(len(self.scratch)) + 64), np.uint8)
-            if len(self.index) - int(self.state[STATE_INDEX]) < len(self.scratch) + 64:
+            if len(self.index) - int(self.state[abi.STATE_INDEX]) < len(self.scratch) + 64:
                 self.index = np.resize(self.index, 2 * len(self.index) + len(self.scratch) + 64)
-            if int(self.state[STATE_BLOCKS]) >= len(self.index_restarts):
+            if int(self.state[abi.STATE_BLOCKS]) >= len(self.index_restarts):
                 self.index_restarts = np.resize(self.index_restarts, 2 * len(self.index_restarts))
             i = int(nxt)
 
@@ -319,23 +301,23 @@ class SstFileBuilder:
             self._blocks(koff, kdata, voff, vdata, 0, len(koff) - 1, True)
         f = self.fmt
         st = self.state
-        data_size = int(st[STATE_FILE_POS])
-        nblocks = int(st[STATE_BLOCKS])
-        index_raw = int(st[STATE_INDEX])
+        data_size = int(st[abi.STATE_FILE_POS])
+        nblocks = int(st[abi.STATE_BLOCKS])
+        index_raw = int(st[abi.STATE_INDEX])
         index_handle = (data_size, self._seal(self.index, index_raw, self.index_restarts, nblocks, f.index_compress))
         index_size = index_raw + 4 * nblocks + 4 + 5
         props = dict(f.properties)
         props.update({
             b"rocksdb.data.size": _varint(data_size), b"rocksdb.tail.start.offset": _varint(data_size),
             b"rocksdb.index.size": _varint(index_size), b"rocksdb.num.data.blocks": _varint(nblocks),
-            b"rocksdb.num.entries": _varint(int(st[STATE_ENTRIES])),
-            b"rocksdb.raw.key.size": _varint(int(st[STATE_RAW_KEYS])),
-            b"rocksdb.raw.value.size": _varint(int(st[STATE_RAW_VALUES])),
+            b"rocksdb.num.entries": _varint(int(st[abi.STATE_ENTRIES])),
+            b"rocksdb.raw.key.size": _varint(int(st[abi.STATE_RAW_KEYS])),
+            b"rocksdb.raw.value.size": _varint(int(st[abi.STATE_RAW_VALUES])),
             b"rocksdb.creating.session.identity": session_identity().encode()})
-        pos = int(st[STATE_FILE_POS])
+        pos = int(st[abi.STATE_FILE_POS])
         raw, restarts = _meta_block(list(props.items()), True)
         props_handle = (pos, self._seal(np.frombuffer(raw, np.uint8), len(raw), restarts, len(restarts), 0))
-        pos = int(st[STATE_FILE_POS])
+        pos = int(st[abi.STATE_FILE_POS])
         raw, restarts = _meta_block([(b"rocksdb.properties", _varint(props_handle[0]) + _varint(props_handle[1]))],
                                      False)
         meta_handle = (pos, self._seal(np.frombuffer(raw, np.uint8), len(raw), restarts, len(restarts), 0))
@@ -357,7 +339,7 @@ class SstFileBuilder:
         if status != abi.SST_OK:
             raise OutputError(f"SST file {self.paths[-1].name}: the SST writer refused a block (status {status})")
         self.file.write(out[:length])
-        self.state[STATE_FILE_POS] += length
+        self.state[abi.STATE_FILE_POS] += length
         return int(length) - 5
 
 
